@@ -1,0 +1,1 @@
+//! JSON: tolerant extraction and repair of JSON emitted by models.

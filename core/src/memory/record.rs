@@ -1,0 +1,395 @@
+//! The memory record and its small types.
+
+use alloc::string::String;
+use alloc::vec::Vec;
+use core::fmt;
+use serde::de::{self, Visitor};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+use crate::text::{keyword_hash, KeywordSet, Tokenizer};
+use crate::Timestamp;
+
+/// Identifier of a memory, assigned by the store.
+pub type MemoryId = u64;
+
+/// How binding a memory is. Lower number = more important (tea-agent: 0=CRITICAL …
+/// 3=LOW). Serialised as the number; names are also accepted on input.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Priority {
+    /// Must be followed; always injected first (≤ 10), capped at 15 (FIFO).
+    Critical = 0,
+    /// Strong preferences and reminders.
+    High = 1,
+    /// Facts and decisions.
+    Medium = 2,
+    /// Anything else worth keeping.
+    Low = 3,
+}
+
+impl Priority {
+    /// All priorities, most important first.
+    pub const ALL: [Priority; 4] = [
+        Priority::Critical,
+        Priority::High,
+        Priority::Medium,
+        Priority::Low,
+    ];
+
+    /// The number 0–3.
+    pub fn as_u8(self) -> u8 {
+        self as u8
+    }
+
+    /// From 0–3; `None` otherwise.
+    pub fn from_u8(n: u8) -> Option<Self> {
+        Self::ALL.get(usize::from(n)).copied()
+    }
+
+    /// Lower-case English name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Priority::Critical => "critical",
+            Priority::High => "high",
+            Priority::Medium => "medium",
+            Priority::Low => "low",
+        }
+    }
+
+    /// From a name (any case) or a digit 0–3.
+    pub fn parse(s: &str) -> Option<Self> {
+        let s = s.trim();
+        if let Ok(n) = s.parse::<u8>() {
+            return Self::from_u8(n);
+        }
+        Self::ALL
+            .into_iter()
+            .find(|p| p.name().eq_ignore_ascii_case(s))
+    }
+
+    /// The next less important level (Low stays Low).
+    pub fn lower(self) -> Self {
+        Self::from_u8(self.as_u8() + 1).unwrap_or(Priority::Low)
+    }
+
+    /// The next more important level (Critical stays Critical).
+    pub fn raise(self) -> Self {
+        Self::from_u8(self.as_u8().saturating_sub(1)).unwrap_or(Priority::Critical)
+    }
+
+    /// The selection factor `(4 − priority) / 4` (tea-agent).
+    pub fn factor(self) -> f32 {
+        f32::from(4 - self.as_u8()) / 4.0
+    }
+}
+
+impl fmt::Display for Priority {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl Serialize for Priority {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_u8(self.as_u8())
+    }
+}
+
+impl<'de> Deserialize<'de> for Priority {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl Visitor<'_> for V {
+            type Value = Priority;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a priority 0-3 or one of critical/high/medium/low")
+            }
+            fn visit_u64<E: de::Error>(self, n: u64) -> Result<Priority, E> {
+                u8::try_from(n)
+                    .ok()
+                    .and_then(Priority::from_u8)
+                    .ok_or_else(|| E::invalid_value(de::Unexpected::Unsigned(n), &self))
+            }
+            fn visit_i64<E: de::Error>(self, n: i64) -> Result<Priority, E> {
+                u8::try_from(n)
+                    .ok()
+                    .and_then(Priority::from_u8)
+                    .ok_or_else(|| E::invalid_value(de::Unexpected::Signed(n), &self))
+            }
+            fn visit_str<E: de::Error>(self, s: &str) -> Result<Priority, E> {
+                Priority::parse(s).ok_or_else(|| E::invalid_value(de::Unexpected::Str(s), &self))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// What kind of thing a memory is; extraction maps it to a priority.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize, Deserialize,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum Category {
+    /// A rule the user asked to remember ("always answer in English").
+    Instruction,
+    /// A habit or taste of the user.
+    Preference,
+    /// Something time-bound, usually with `expires_at`.
+    Reminder,
+    /// A technical fact or decision.
+    Fact,
+    /// Anything else.
+    #[default]
+    General,
+}
+
+impl Category {
+    /// All categories.
+    pub const ALL: [Category; 5] = [
+        Category::Instruction,
+        Category::Preference,
+        Category::Reminder,
+        Category::Fact,
+        Category::General,
+    ];
+
+    /// The priority extraction gives this category (tea-agent): instruction → 0,
+    /// preference → 1, reminder → 1, fact → 2, general → 3.
+    pub fn default_priority(self) -> Priority {
+        match self {
+            Category::Instruction => Priority::Critical,
+            Category::Preference | Category::Reminder => Priority::High,
+            Category::Fact => Priority::Medium,
+            Category::General => Priority::Low,
+        }
+    }
+
+    /// Lower-case English name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Category::Instruction => "instruction",
+            Category::Preference => "preference",
+            Category::Reminder => "reminder",
+            Category::Fact => "fact",
+            Category::General => "general",
+        }
+    }
+
+    /// From a name, any case.
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL
+            .into_iter()
+            .find(|c| c.name().eq_ignore_ascii_case(s.trim()))
+    }
+}
+
+impl fmt::Display for Category {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Lowest and highest importance (tea-agent: 1 = trivial … 5 = ignoring it causes
+/// serious problems).
+pub const IMPORTANCE_MIN: u8 = 1;
+/// See [`IMPORTANCE_MIN`].
+pub const IMPORTANCE_MAX: u8 = 5;
+
+fn default_importance() -> u8 {
+    3
+}
+
+/// One long-term memory.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Memory {
+    /// Store-assigned id.
+    #[serde(default)]
+    pub id: MemoryId,
+    /// The remembered text (a short summary, not a transcript).
+    pub content: String,
+    /// 0 = critical … 3 = low.
+    #[serde(default = "default_priority")]
+    pub priority: Priority,
+    /// 1–5; clamp with [`Memory::clamp_importance`].
+    #[serde(default = "default_importance")]
+    pub importance: u8,
+    /// What kind of memory it is.
+    #[serde(default)]
+    pub category: Category,
+    /// Free tags, matched like keywords.
+    #[serde(default)]
+    pub tags: Vec<String>,
+    /// Fingerprint of the normalised content ([`content_hash`]), for exact dedup.
+    #[serde(default)]
+    pub content_hash: u64,
+    /// Optional embedding from `/v1/embeddings`, for semantic dedup.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub embedding: Option<Vec<f32>>,
+    /// After this moment the memory is no longer selected.
+    #[serde(default)]
+    pub expires_at: Option<Timestamp>,
+    /// Pinned memories are exempt from age decay.
+    #[serde(default)]
+    pub pinned: bool,
+    /// When it was created (or last promoted: promotion restarts the decay clock).
+    #[serde(default)]
+    pub created_at: Timestamp,
+    /// When it was last selected into a prompt.
+    #[serde(default)]
+    pub last_accessed_at: Option<Timestamp>,
+    /// Soft-deleted (CRITICAL FIFO, merges): kept for audit, never selected.
+    #[serde(default)]
+    pub deleted: bool,
+    /// Keywords of content and tags, precomputed so selection never re-tokenizes.
+    #[serde(default)]
+    pub keywords: KeywordSet,
+}
+
+fn default_priority() -> Priority {
+    Priority::Low
+}
+
+impl Memory {
+    /// A new memory with the category's default priority, importance 3, keywords and
+    /// hash computed.
+    pub fn new(
+        content: impl Into<String>,
+        category: Category,
+        now: Timestamp,
+        tokenizer: &dyn Tokenizer,
+    ) -> Self {
+        let mut m = Memory {
+            id: 0,
+            content: content.into(),
+            priority: category.default_priority(),
+            importance: default_importance(),
+            category,
+            tags: Vec::new(),
+            content_hash: 0,
+            embedding: None,
+            expires_at: None,
+            pinned: false,
+            created_at: now,
+            last_accessed_at: None,
+            deleted: false,
+            keywords: KeywordSet::default(),
+        };
+        m.refresh_derived(tokenizer);
+        m
+    }
+
+    /// Recomputes the keywords (content + tags) and the content hash; call after any
+    /// change to content or tags.
+    pub fn refresh_derived(&mut self, tokenizer: &dyn Tokenizer) {
+        let mut hashes = Vec::new();
+        tokenizer.for_each_keyword(&self.content, &mut |k| hashes.push(keyword_hash(k)));
+        for tag in &self.tags {
+            tokenizer.for_each_keyword(tag, &mut |k| hashes.push(keyword_hash(k)));
+        }
+        self.keywords = KeywordSet::from_hashes(hashes);
+        self.content_hash = content_hash(&self.content);
+        self.clamp_importance();
+    }
+
+    /// Forces importance into 1–5.
+    pub fn clamp_importance(&mut self) {
+        self.importance = self.importance.clamp(IMPORTANCE_MIN, IMPORTANCE_MAX);
+    }
+
+    /// True once `expires_at` has passed.
+    pub fn is_expired(&self, now: Timestamp) -> bool {
+        self.expires_at.is_some_and(|t| t <= now)
+    }
+
+    /// True when the memory can be selected at `now` (not deleted, not expired).
+    pub fn is_active(&self, now: Timestamp) -> bool {
+        !self.deleted && !self.is_expired(now)
+    }
+}
+
+/// Fingerprint of a memory's content: FNV-1a 64 of the text with white space folded
+/// and ASCII lower-cased, so trivially different copies collide on purpose.
+pub fn content_hash(content: &str) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    let mut pending_space = false;
+    let mut started = false;
+    let feed = |b: u8, h: &mut u64| {
+        *h ^= u64::from(b);
+        *h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    };
+    for c in content.chars() {
+        if c.is_whitespace() {
+            pending_space = started;
+            continue;
+        }
+        if pending_space {
+            feed(b' ', &mut h);
+            pending_space = false;
+        }
+        started = true;
+        let mut buf = [0u8; 4];
+        for b in c.to_ascii_lowercase().encode_utf8(&mut buf).bytes() {
+            feed(b, &mut h);
+        }
+    }
+    h
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::text::FallbackTokenizer;
+
+    #[test]
+    fn priority_round_trips_as_number_and_accepts_names() {
+        let p: Priority = serde_json::from_str("1").unwrap();
+        assert_eq!(p, Priority::High);
+        let p: Priority = serde_json::from_str("\"CRITICAL\"").unwrap();
+        assert_eq!(p, Priority::Critical);
+        assert!(serde_json::from_str::<Priority>("4").is_err());
+        assert_eq!(serde_json::to_string(&Priority::Medium).unwrap(), "2");
+        assert_eq!(Priority::Low.lower(), Priority::Low);
+        assert_eq!(Priority::Critical.raise(), Priority::Critical);
+        assert_eq!(Priority::Medium.factor(), 0.5);
+    }
+
+    #[test]
+    fn categories_map_to_seed_priorities() {
+        use Category::*;
+        let table = [
+            (Instruction, 0),
+            (Preference, 1),
+            (Reminder, 1),
+            (Fact, 2),
+            (General, 3),
+        ];
+        for (c, p) in table {
+            assert_eq!(c.default_priority().as_u8(), p, "{c}");
+        }
+    }
+
+    #[test]
+    fn minimal_json_gets_defaults_and_new_computes_derived_fields() {
+        let m: Memory = serde_json::from_str(r#"{"content":"likes green tea"}"#).unwrap();
+        assert_eq!(
+            (m.priority, m.importance, m.category),
+            (Priority::Low, 3, Category::General)
+        );
+        let n = Memory::new(
+            "Likes  green tea",
+            Category::Preference,
+            10,
+            &FallbackTokenizer,
+        );
+        assert_eq!(n.priority, Priority::High);
+        assert_eq!(n.keywords.len(), 3);
+        assert_eq!(n.content_hash, content_hash("likes green   TEA"));
+        assert_ne!(n.content_hash, content_hash("likes black tea"));
+    }
+
+    #[test]
+    fn expiry_is_inclusive_of_its_moment() {
+        let mut m = Memory::new("x", Category::Reminder, 0, &FallbackTokenizer);
+        m.expires_at = Some(100);
+        assert!(m.is_active(99));
+        assert!(!m.is_active(100));
+    }
+}

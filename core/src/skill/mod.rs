@@ -1,0 +1,1 @@
+//! Skills: SKILL.md parsing and matching.

@@ -1,0 +1,16 @@
+//! Text: keywords, similarity and the token-count estimate.
+//!
+//! Decides how a piece of text becomes a set of keywords (through a [`Tokenizer`]; the
+//! shell plugs jieba in, the core ships a [`FallbackTokenizer`]), how alike two keyword
+//! sets are (token-overlap F1, Jaccard) or two embeddings are (cosine), and how many
+//! tokens a text will cost. It leaves to others what the numbers are used for.
+
+mod estimate;
+mod similarity;
+mod tokenize;
+
+pub use estimate::{
+    estimate_message_tokens, estimate_text_tokens, IMAGE_TOKENS, MESSAGE_OVERHEAD_TOKENS,
+};
+pub use similarity::{cosine, f1, intersection_len, jaccard};
+pub use tokenize::{is_cjk, keyword_hash, FallbackTokenizer, KeywordSet, Tokenizer};

@@ -1,0 +1,256 @@
+//! Tokenizers and keyword sets.
+
+use alloc::string::String;
+use alloc::vec::Vec;
+use serde::{Deserialize, Serialize};
+
+/// Splits text into keywords. Implementations lower-case ASCII, drop stop words and
+/// call `emit` once per keyword occurrence (duplicates are allowed; [`KeywordSet`]
+/// removes them).
+///
+/// The shell implements this with jieba for Chinese; [`FallbackTokenizer`] is the
+/// dependency-free default.
+pub trait Tokenizer {
+    /// Calls `emit` with every keyword of `text`, in order.
+    fn for_each_keyword(&self, text: &str, emit: &mut dyn FnMut(&str));
+
+    /// The keywords of `text` as owned strings, in order, duplicates kept.
+    fn keywords(&self, text: &str) -> Vec<String> {
+        let mut out = Vec::new();
+        self.for_each_keyword(text, &mut |k| out.push(String::from(k)));
+        out
+    }
+}
+
+/// The set of distinct keywords of a text, each stored as a stable 64-bit hash
+/// ([`keyword_hash`]), sorted. Stored on memory records so that selection compares
+/// integers instead of re-tokenizing every memory on every turn.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct KeywordSet(Vec<u64>);
+
+impl KeywordSet {
+    /// The keyword set of `text` under `tokenizer`.
+    pub fn of(tokenizer: &dyn Tokenizer, text: &str) -> Self {
+        let mut hashes = Vec::new();
+        tokenizer.for_each_keyword(text, &mut |k| hashes.push(keyword_hash(k)));
+        Self::from_hashes(hashes)
+    }
+
+    /// Builds a set from hashes in any order, with duplicates.
+    pub fn from_hashes(mut hashes: Vec<u64>) -> Self {
+        hashes.sort_unstable();
+        hashes.dedup();
+        KeywordSet(hashes)
+    }
+
+    /// The sorted, distinct hashes.
+    pub fn as_slice(&self) -> &[u64] {
+        &self.0
+    }
+
+    /// Number of distinct keywords.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// True when the text had no keyword at all.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// True when the keyword (by hash) is in the set.
+    pub fn contains(&self, hash: u64) -> bool {
+        self.0.binary_search(&hash).is_ok()
+    }
+
+    /// The union of two sets.
+    pub fn union(&self, other: &KeywordSet) -> KeywordSet {
+        let mut v = Vec::with_capacity(self.0.len() + other.0.len());
+        v.extend_from_slice(&self.0);
+        v.extend_from_slice(&other.0);
+        Self::from_hashes(v)
+    }
+
+    /// True when the two sets share at least one keyword.
+    pub fn overlaps(&self, other: &KeywordSet) -> bool {
+        super::intersection_len(&self.0, &other.0) > 0
+    }
+}
+
+/// FNV-1a 64 of the keyword's UTF-8 bytes. Stable across versions and platforms
+/// because the hashes are persisted with the memories.
+pub fn keyword_hash(keyword: &str) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in keyword.as_bytes() {
+        h ^= u64::from(*b);
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    h
+}
+
+/// True for ideographs and the other scripts that are written without spaces and
+/// are counted ≈ 1.5 characters per token (Han, kana, Hangul).
+pub fn is_cjk(c: char) -> bool {
+    matches!(c as u32,
+        0x3040..=0x30FF      // Hiragana, Katakana
+        | 0x3400..=0x4DBF    // CJK Extension A
+        | 0x4E00..=0x9FFF    // CJK Unified Ideographs
+        | 0xAC00..=0xD7AF    // Hangul syllables
+        | 0xF900..=0xFAFF    // CJK Compatibility Ideographs
+        | 0x20000..=0x2EBEF  // CJK Extensions B–F
+    )
+}
+
+/// The dependency-free tokenizer: lower-cased words of at least two characters for
+/// alphabetic scripts, character bigrams for CJK runs (a lone CJK character stands for
+/// itself), and a small Chinese/English stop list.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct FallbackTokenizer;
+
+/// English words too common to say anything about a topic.
+const EN_STOP: &[&str] = &[
+    "about", "after", "all", "also", "am", "an", "and", "any", "are", "as", "at", "be", "been",
+    "but", "by", "can", "could", "did", "do", "does", "for", "from", "had", "has", "have", "he",
+    "her", "him", "his", "how", "if", "in", "into", "is", "it", "its", "just", "me", "my", "no",
+    "not", "of", "on", "or", "our", "please", "she", "should", "so", "than", "that", "the",
+    "their", "them", "then", "there", "these", "they", "this", "those", "to", "too", "up", "us",
+    "very", "was", "we", "were", "what", "when", "where", "which", "who", "why", "will", "with",
+    "would", "you", "your",
+];
+
+/// Chinese function bigrams (pronouns, question words, fillers), sorted by bytes.
+const ZH_STOP_BIGRAMS: &[&str] = &[
+    "一下", "一个", "不是", "为了", "为什", "什么", "他们", "但是", "你们", "可以", "因为", "她们",
+    "如何", "如果", "它们", "就是", "已经", "怎么", "我们", "所以", "是不", "是否", "没有", "然后",
+    "自己", "请问", "还是", "这个", "这么", "这样", "那个", "那么", "那样",
+];
+
+/// Chinese particles: a bigram containing one carries no topic.
+const ZH_PARTICLES: &[char] = &['的', '吗', '呢', '吧', '啊', '呀', '嘛', '哦', '么'];
+
+impl FallbackTokenizer {
+    fn emit_word(word: &str, chars: usize, emit: &mut dyn FnMut(&str)) {
+        if chars >= 2 && EN_STOP.binary_search(&word).is_err() {
+            emit(word);
+        }
+    }
+
+    fn emit_cjk_run(run: &[char], buf: &mut String, emit: &mut dyn FnMut(&str)) {
+        if run.len() == 1 {
+            if !ZH_PARTICLES.contains(&run[0]) {
+                buf.clear();
+                buf.push(run[0]);
+                emit(buf);
+            }
+            return;
+        }
+        for pair in run.windows(2) {
+            if ZH_PARTICLES.contains(&pair[0]) || ZH_PARTICLES.contains(&pair[1]) {
+                continue;
+            }
+            buf.clear();
+            buf.push(pair[0]);
+            buf.push(pair[1]);
+            if ZH_STOP_BIGRAMS.binary_search(&buf.as_str()).is_err() {
+                emit(buf);
+            }
+        }
+    }
+}
+
+impl Tokenizer for FallbackTokenizer {
+    fn for_each_keyword(&self, text: &str, emit: &mut dyn FnMut(&str)) {
+        let mut word = String::new();
+        let mut word_chars = 0usize;
+        let mut run: Vec<char> = Vec::new();
+        let mut buf = String::new();
+        for c in text.chars() {
+            if is_cjk(c) {
+                if !word.is_empty() {
+                    Self::emit_word(&word, word_chars, emit);
+                    word.clear();
+                    word_chars = 0;
+                }
+                run.push(c);
+            } else if c.is_alphanumeric() || c == '_' {
+                if !run.is_empty() {
+                    Self::emit_cjk_run(&run, &mut buf, emit);
+                    run.clear();
+                }
+                for l in c.to_lowercase() {
+                    word.push(l);
+                }
+                word_chars += 1;
+            } else {
+                if !word.is_empty() {
+                    Self::emit_word(&word, word_chars, emit);
+                    word.clear();
+                    word_chars = 0;
+                }
+                if !run.is_empty() {
+                    Self::emit_cjk_run(&run, &mut buf, emit);
+                    run.clear();
+                }
+            }
+        }
+        if !word.is_empty() {
+            Self::emit_word(&word, word_chars, emit);
+        }
+        if !run.is_empty() {
+            Self::emit_cjk_run(&run, &mut buf, emit);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use alloc::vec;
+
+    fn kw(text: &str) -> Vec<String> {
+        FallbackTokenizer.keywords(text)
+    }
+
+    #[test]
+    fn stop_lists_are_sorted_for_binary_search() {
+        assert!(EN_STOP.windows(2).all(|w| w[0] < w[1]));
+        assert!(ZH_STOP_BIGRAMS.windows(2).all(|w| w[0] < w[1]));
+    }
+
+    #[test]
+    fn ascii_words_are_lowercased_and_short_or_stop_words_dropped() {
+        assert_eq!(
+            kw("The Rust compiler is FAST, a 1 x"),
+            vec!["rust", "compiler", "fast"]
+        );
+        assert_eq!(
+            kw("read_file src/main.rs"),
+            vec!["read_file", "src", "main", "rs"]
+        );
+    }
+
+    #[test]
+    fn cjk_runs_become_bigrams_without_particles_or_stop_bigrams() {
+        assert_eq!(kw("我喜欢喝茶"), vec!["我喜", "喜欢", "欢喝", "喝茶"]);
+        assert_eq!(kw("什么是好的"), vec!["是好"]);
+        assert_eq!(kw("茶"), vec!["茶"]);
+        assert_eq!(kw("的"), Vec::<String>::new());
+    }
+
+    #[test]
+    fn mixed_scripts_split_at_script_boundaries() {
+        assert_eq!(kw("用Rust写代码"), vec!["用", "rust", "写代", "代码"]);
+        assert_eq!(kw("Grüße aus Köln"), vec!["grüße", "aus", "köln"]);
+    }
+
+    #[test]
+    fn keyword_set_is_sorted_distinct_and_stable() {
+        let s = KeywordSet::of(&FallbackTokenizer, "tea tea TEA green");
+        assert_eq!(s.len(), 2);
+        assert!(s.contains(keyword_hash("tea")));
+        // FNV-1a 64 reference value: the hashes are persisted, so they must never change.
+        assert_eq!(keyword_hash("a"), 0xaf63_dc4c_8601_ec8c);
+        assert_eq!(keyword_hash(""), 0xcbf2_9ce4_8422_2325);
+    }
+}

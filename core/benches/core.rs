@@ -1,2 +1,0 @@
-//! Benchmarks of the core (plain harness; prints medians).
-fn main() {}

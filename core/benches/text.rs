@@ -1,0 +1,6 @@
+//! Benchmarks of `text` (filled in with the module).
+mod harness;
+
+fn main() {
+    let _ = harness::fmt;
+}

@@ -1,0 +1,254 @@
+//! Ageing: priority decay, expiry and the CRITICAL FIFO cap.
+//!
+//! Decides which memories lose a priority level with age (tea-agent `degrade_by_age`:
+//! CRITICAL > 30 d → HIGH, HIGH > 60 d → MEDIUM, MEDIUM > 90 d → LOW, pinned exempt),
+//! which have expired, and which CRITICAL memories fall out of the cap of 15. Writing the
+//! changes is the shell's; [`apply_decay`] also updates the slice so the following
+//! selection sees them.
+//!
+//! **The decay clock does not restart on demotion.** All three thresholds are ages since
+//! `created_at` (which only a promotion resets, tea-agent: 升级时重置 created_at). A memory
+//! therefore holds at most the level its age allows: any level up to 30 days, at most
+//! HIGH up to 60, at most MEDIUM up to 90, LOW after. This is exactly the seed's three
+//! rules applied until nothing changes, so a call is idempotent: a 31-day-old CRITICAL
+//! becomes HIGH (and stays HIGH until day 60), a 61-day-old one becomes MEDIUM at once.
+//! Restarting the clock instead would have made a demoted memory look brand new to the
+//! recency factor of selection.
+
+use alloc::vec::Vec;
+use serde::Serialize;
+
+use super::{Memory, MemoryConfig, MemoryId, Priority};
+use crate::{Timestamp, DAY};
+
+/// One priority lowered by age.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct DecayChange {
+    /// Index into the slice given to [`apply_decay`].
+    pub index: usize,
+    /// The memory's id.
+    pub id: MemoryId,
+    /// Priority before.
+    pub from: Priority,
+    /// Priority after.
+    pub to: Priority,
+}
+
+/// The priority a memory of `priority` created at `created_at` holds at `now` after
+/// decay (never a more important one). Thresholds are strict: exactly 30 days old is
+/// still CRITICAL, one second more is HIGH.
+pub fn decayed_priority(
+    priority: Priority,
+    created_at: Timestamp,
+    now: Timestamp,
+    cfg: &MemoryConfig,
+) -> Priority {
+    let age = now.saturating_sub(created_at);
+    let older_than = |days: i64| age > days.saturating_mul(DAY);
+    let mut p = priority;
+    // The seed's three rules, in order, until nothing changes.
+    if p == Priority::Critical && older_than(cfg.decay_critical_days) {
+        p = Priority::High;
+    }
+    if p == Priority::High && older_than(cfg.decay_high_days) {
+        p = Priority::Medium;
+    }
+    if p == Priority::Medium && older_than(cfg.decay_medium_days) {
+        p = Priority::Low;
+    }
+    p
+}
+
+/// Lowers the priority of every non-pinned, non-deleted memory that is too old for it
+/// and returns the changes for the shell to persist. `created_at` is left alone (see the
+/// module documentation).
+pub fn apply_decay(
+    memories: &mut [Memory],
+    now: Timestamp,
+    cfg: &MemoryConfig,
+) -> Vec<DecayChange> {
+    let mut changes = Vec::new();
+    for (index, m) in memories.iter_mut().enumerate() {
+        if m.pinned || m.deleted {
+            continue;
+        }
+        let to = decayed_priority(m.priority, m.created_at, now, cfg);
+        if to != m.priority {
+            changes.push(DecayChange {
+                index,
+                id: m.id,
+                from: m.priority,
+                to,
+            });
+            m.priority = to;
+        }
+    }
+    changes
+}
+
+/// Ids of the memories that are not deleted yet but whose `expires_at` has passed
+/// (inclusive): the shell soft-deletes them; [`super::select`] already skips them.
+pub fn expired(memories: &[Memory], now: Timestamp) -> Vec<MemoryId> {
+    memories
+        .iter()
+        .filter(|m| !m.deleted && m.is_expired(now))
+        .map(|m| m.id)
+        .collect()
+}
+
+/// Ids of the CRITICAL memories to soft-delete so that at most `critical_cap` (15)
+/// active ones remain, oldest first (tea-agent: FIFO). Pinned memories go last: they are
+/// evicted only when more than the cap of them are pinned. Order: unpinned before
+/// pinned, then older `created_at`, then lower id.
+pub fn critical_overflow(memories: &[Memory], now: Timestamp, cfg: &MemoryConfig) -> Vec<MemoryId> {
+    let mut critical: Vec<&Memory> = memories
+        .iter()
+        .filter(|m| m.priority == Priority::Critical && m.is_active(now))
+        .collect();
+    let excess = critical.len().saturating_sub(cfg.critical_cap);
+    if excess == 0 {
+        return Vec::new();
+    }
+    critical.sort_by(|a, b| {
+        a.pinned
+            .cmp(&b.pinned)
+            .then(a.created_at.cmp(&b.created_at))
+            .then(a.id.cmp(&b.id))
+    });
+    critical.iter().take(excess).map(|m| m.id).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::memory::Category;
+    use crate::text::FallbackTokenizer;
+    use alloc::vec;
+
+    const NOW: Timestamp = 1_000 * DAY;
+
+    fn mem(id: MemoryId, priority: Priority, age: i64) -> Memory {
+        let mut m = Memory::new("x", Category::General, NOW - age, &FallbackTokenizer);
+        m.id = id;
+        m.priority = priority;
+        m
+    }
+
+    #[test]
+    fn decay_boundaries_at_30_60_90_days() {
+        use Priority::*;
+        let cfg = MemoryConfig::default();
+        let table = [
+            (Critical, 30 * DAY, Critical),
+            (Critical, 30 * DAY + 1, High),
+            (Critical, 60 * DAY, High),
+            (Critical, 60 * DAY + 1, Medium),
+            (Critical, 90 * DAY + 1, Low),
+            (High, 60 * DAY, High),
+            (High, 60 * DAY + 1, Medium),
+            (High, 30 * DAY + 1, High),
+            (Medium, 90 * DAY, Medium),
+            (Medium, 90 * DAY + 1, Low),
+            (Medium, 61 * DAY, Medium),
+            (Low, 10_000 * DAY, Low),
+            (Critical, -DAY, Critical), // created in the future
+        ];
+        for (from, age, to) in table {
+            assert_eq!(
+                decayed_priority(from, NOW - age, NOW, &cfg),
+                to,
+                "{from} at {age}s"
+            );
+        }
+    }
+
+    #[test]
+    fn decay_is_idempotent_and_spares_pinned_and_deleted() {
+        let cfg = MemoryConfig::default();
+        let mut ms = vec![
+            mem(1, Priority::Critical, 31 * DAY),
+            mem(2, Priority::Critical, 31 * DAY),
+            mem(3, Priority::Critical, 31 * DAY),
+        ];
+        ms[1].pinned = true;
+        ms[2].deleted = true;
+        let changes = apply_decay(&mut ms, NOW, &cfg);
+        assert_eq!(
+            changes,
+            vec![DecayChange {
+                index: 0,
+                id: 1,
+                from: Priority::Critical,
+                to: Priority::High
+            }]
+        );
+        assert_eq!(ms[0].created_at, NOW - 31 * DAY, "clock not restarted");
+        assert!(
+            apply_decay(&mut ms, NOW, &cfg).is_empty(),
+            "second call changes nothing"
+        );
+        assert_eq!(ms[0].priority, Priority::High, "not straight to LOW");
+        assert_eq!(
+            (ms[1].priority, ms[2].priority),
+            (Priority::Critical, Priority::Critical)
+        );
+        // A month later the same memory passes 60 days and steps down once more.
+        let later = apply_decay(&mut ms, NOW + 30 * DAY, &cfg);
+        assert_eq!(later.len(), 1);
+        assert_eq!(ms[0].priority, Priority::Medium);
+    }
+
+    #[test]
+    fn expired_lists_passed_and_not_yet_deleted() {
+        let mut ms = vec![
+            mem(1, Priority::High, 0),
+            mem(2, Priority::High, 0),
+            mem(3, Priority::High, 0),
+            mem(4, Priority::High, 0),
+        ];
+        ms[0].expires_at = Some(NOW);
+        ms[1].expires_at = Some(NOW + 1);
+        ms[2].expires_at = Some(NOW - 5);
+        ms[2].deleted = true;
+        assert_eq!(expired(&ms, NOW), vec![1]);
+        assert_eq!(expired(&ms, NOW + 1), vec![1, 2]);
+    }
+
+    #[test]
+    fn critical_fifo_keeps_the_newest_fifteen() {
+        let cfg = MemoryConfig::default();
+        for (n, evicted) in [(14usize, 0usize), (15, 0), (16, 1), (20, 5)] {
+            let ms: Vec<Memory> = (0..n)
+                .map(|i| mem(i as MemoryId, Priority::Critical, (i as i64) * 3600))
+                .collect();
+            let out = critical_overflow(&ms, NOW, &cfg);
+            // Highest index = oldest; the oldest go first.
+            let want: Vec<MemoryId> = (0..evicted).map(|k| (n - 1 - k) as MemoryId).collect();
+            assert_eq!(out, want, "{n} critical");
+        }
+    }
+
+    #[test]
+    fn critical_fifo_ignores_inactive_and_other_priorities_and_spares_pinned() {
+        let cfg = MemoryConfig {
+            critical_cap: 2,
+            ..MemoryConfig::default()
+        };
+        let mut ms = vec![
+            mem(1, Priority::Critical, 50),
+            mem(2, Priority::Critical, 40),
+            mem(3, Priority::Critical, 30),
+            mem(4, Priority::Critical, 20),
+            mem(5, Priority::High, 99),
+            mem(6, Priority::Critical, 99),
+        ];
+        ms[0].pinned = true; // oldest but pinned: spared
+        ms[5].deleted = true;
+        assert_eq!(critical_overflow(&ms, NOW, &cfg), vec![2, 3]);
+        // All pinned: the oldest go after all.
+        for m in &mut ms {
+            m.pinned = true;
+        }
+        assert_eq!(critical_overflow(&ms, NOW, &cfg), vec![1, 2]);
+    }
+}

@@ -1,0 +1,305 @@
+//! Ingest: is a newly extracted memory new, a duplicate, or a restatement to merge?
+//!
+//! Decides, for one extracted memory against the stored ones (tea-agent
+//! `ingest_extracted`): an exact content-hash match is a [`IngestDecision::Duplicate`];
+//! otherwise the keyword Jaccard — multiplied by 1.1 when the categories match (our
+//! reading of 同分类加权 10%: multiplicative, so an unrelated pair stays at 0) — at or
+//! above 0.3 merges into the best match; else it is inserted. [`merge`] is the pure
+//! merge. Extraction itself (the model call and the JSON repair) and the writes are
+//! the shell's.
+
+use alloc::string::String;
+use alloc::vec::Vec;
+use serde::Serialize;
+
+use super::{at_least, content_hash, Memory, MemoryConfig, MemoryId};
+use crate::text::{jaccard, Tokenizer};
+use crate::Timestamp;
+
+/// What to do with an extracted memory.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[serde(rename_all = "snake_case", tag = "action")]
+pub enum IngestDecision {
+    /// Nothing like it is stored: insert it.
+    Insert,
+    /// The same content (normalised) is stored: nothing to add, though the shell may
+    /// still [`merge`] to pick up a higher priority, importance or new tags.
+    Duplicate {
+        /// Index of the stored copy in the slice given to [`decide_ingest`].
+        index: usize,
+        /// Its id.
+        id: MemoryId,
+    },
+    /// Similar enough: replace the stored memory by [`merge`]`(stored, incoming)`.
+    Merge {
+        /// Index of the best match in the slice given to [`decide_ingest`].
+        index: usize,
+        /// Its id.
+        id: MemoryId,
+        /// Jaccard × same-category bonus (capped at 1).
+        similarity: f32,
+    },
+}
+
+/// The similarity used for merging: keyword Jaccard, × `same_category_bonus` (1.1) for
+/// the same category, capped at 1.
+pub fn merge_similarity(existing: &Memory, incoming: &Memory, cfg: &MemoryConfig) -> f32 {
+    let j = jaccard(existing.keywords.as_slice(), incoming.keywords.as_slice());
+    let j = if existing.category == incoming.category {
+        j * cfg.same_category_bonus
+    } else {
+        j
+    };
+    j.min(1.0)
+}
+
+/// Decides how `incoming` (keywords computed, e.g. by [`Memory::new`]) enters the store
+/// `existing`. Only active memories are candidates. Ties between equally similar
+/// matches go to the newer one, then the higher id, then the first in the slice.
+pub fn decide_ingest(
+    incoming: &Memory,
+    existing: &[Memory],
+    now: Timestamp,
+    cfg: &MemoryConfig,
+) -> IngestDecision {
+    // The stored hash of the incoming record may be missing (parsed from a model).
+    let hash = content_hash(&incoming.content);
+    let active = || {
+        existing
+            .iter()
+            .enumerate()
+            .filter(|(_, m)| m.is_active(now))
+    };
+    let stored_hash = |m: &Memory| {
+        if m.content_hash == 0 {
+            content_hash(&m.content)
+        } else {
+            m.content_hash
+        }
+    };
+    if let Some((index, m)) = active().find(|(_, m)| stored_hash(m) == hash) {
+        return IngestDecision::Duplicate { index, id: m.id };
+    }
+    let mut best: Option<(usize, &Memory, f32)> = None;
+    for (index, m) in active() {
+        let s = merge_similarity(m, incoming, cfg);
+        let better = match best {
+            None => true,
+            Some((_, b, bs)) => s > bs || (s == bs && (m.created_at, m.id) > (b.created_at, b.id)),
+        };
+        if better {
+            best = Some((index, m, s));
+        }
+    }
+    match best {
+        Some((index, m, similarity))
+            if similarity > 0.0 && at_least(similarity, cfg.merge_jaccard) =>
+        {
+            IngestDecision::Merge {
+                index,
+                id: m.id,
+                similarity,
+            }
+        }
+        _ => IngestDecision::Insert,
+    }
+}
+
+/// Merges a restatement into a stored memory (tea-agent 合并更新):
+///
+/// * content: the longer (in characters) is kept, the stored one on a tie; its category
+///   and embedding go with it (an embedding must describe the text it sits on);
+/// * priority: the smaller number (more binding); importance: the higher;
+/// * tags: union, first spelling kept, duplicates ignoring ASCII case dropped;
+/// * expiry: the earlier — `None` means never, so any deadline wins over none;
+/// * created_at: the later of the two. Our choice: a restated memory is reinforced, so
+///   its decay clock restarts (like a promotion); otherwise a merge that raises an old
+///   memory to CRITICAL would be undone by the next decay;
+/// * last_accessed_at: the later; pinned: either; id: the stored one; not deleted;
+/// * keywords and content hash are recomputed.
+///
+/// Priority, importance, tags (as a set), expiry, pinned and created_at do not depend
+/// on the argument order.
+pub fn merge(existing: &Memory, incoming: &Memory, tokenizer: &dyn Tokenizer) -> Memory {
+    let keep_incoming = incoming.content.chars().count() > existing.content.chars().count();
+    let text_source = if keep_incoming { incoming } else { existing };
+    let mut tags: Vec<String> = Vec::new();
+    for t in existing.tags.iter().chain(&incoming.tags) {
+        let t = t.trim();
+        if !t.is_empty() && !tags.iter().any(|x| x.eq_ignore_ascii_case(t)) {
+            tags.push(String::from(t));
+        }
+    }
+    let expires_at = match (existing.expires_at, incoming.expires_at) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    };
+    let mut m = Memory {
+        id: existing.id,
+        content: text_source.content.clone(),
+        priority: existing.priority.min(incoming.priority),
+        importance: existing.importance.max(incoming.importance),
+        category: text_source.category,
+        tags,
+        content_hash: 0,
+        embedding: text_source.embedding.clone(),
+        expires_at,
+        pinned: existing.pinned || incoming.pinned,
+        created_at: existing.created_at.max(incoming.created_at),
+        last_accessed_at: existing.last_accessed_at.max(incoming.last_accessed_at),
+        deleted: false,
+        keywords: Default::default(),
+    };
+    m.refresh_derived(tokenizer);
+    m
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::memory::{Category, Priority};
+    use crate::text::FallbackTokenizer;
+    use alloc::format;
+    use alloc::vec;
+
+    const NOW: Timestamp = 1_000_000;
+
+    fn mem(id: MemoryId, text: &str, category: Category) -> Memory {
+        let mut m = Memory::new(text, category, NOW - 10, &FallbackTokenizer);
+        m.id = id;
+        m
+    }
+
+    /// A text with `shared` words in common with `base(total)` and `own` words of its own.
+    fn words(prefix: &str, range: core::ops::Range<usize>) -> String {
+        range
+            .map(|i| format!("{prefix}{i}"))
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
+    #[test]
+    fn jaccard_boundary_with_and_without_the_category_bonus() {
+        use Category::*;
+        let cfg = MemoryConfig::default();
+        // stored: w0..w10 (10 words). incoming: w0..w3 shared + x0..xk.
+        // shared 3, union 10 + k → J = 3/10 at k = 0 … 3/11 at k = 1.
+        let stored = mem(7, &words("w", 0..10), Fact);
+        let table = [
+            // (own words beyond the shared 3, categories equal, merges)
+            (0usize, false, true), // 3/10 = 0.30
+            (1, false, false),     // 3/11 ≈ 0.273
+            (1, true, true),       // 3/11 × 1.1 = 0.30
+            (2, true, false),      // 3/12 × 1.1 = 0.275
+        ];
+        for (own, same, merges) in table {
+            let cat = if same { Fact } else { Preference };
+            let text = format!("{} {}", words("w", 0..3), words("x", 0..own));
+            let incoming = mem(0, &text, cat);
+            let d = decide_ingest(&incoming, core::slice::from_ref(&stored), NOW, &cfg);
+            match d {
+                IngestDecision::Merge { id, .. } => {
+                    assert!(merges, "own {own} same {same}: {d:?}");
+                    assert_eq!(id, 7);
+                }
+                IngestDecision::Insert => assert!(!merges, "own {own} same {same}"),
+                IngestDecision::Duplicate { .. } => panic!("not a duplicate"),
+            }
+        }
+    }
+
+    #[test]
+    fn exact_content_is_a_duplicate_even_with_other_spacing_and_case() {
+        let cfg = MemoryConfig::default();
+        let stored = vec![
+            mem(1, "something else", Category::Fact),
+            mem(2, "Likes green tea", Category::Preference),
+        ];
+        let mut incoming = mem(0, "likes  GREEN tea", Category::Fact);
+        incoming.content_hash = 0; // as parsed from a model
+        assert_eq!(
+            decide_ingest(&incoming, &stored, NOW, &cfg),
+            IngestDecision::Duplicate { index: 1, id: 2 }
+        );
+        let mut gone = stored.clone();
+        gone[1].deleted = true;
+        assert_eq!(
+            decide_ingest(&incoming, &gone, NOW, &cfg),
+            IngestDecision::Insert
+        );
+    }
+
+    #[test]
+    fn best_match_wins_and_empty_store_inserts() {
+        let cfg = MemoryConfig::default();
+        let incoming = mem(0, "green tea every morning", Category::Preference);
+        let stored = vec![
+            mem(1, "green tea", Category::Fact),
+            mem(2, "green tea every evening", Category::Preference),
+        ];
+        match decide_ingest(&incoming, &stored, NOW, &cfg) {
+            IngestDecision::Merge { id, similarity, .. } => {
+                assert_eq!(id, 2);
+                assert!((similarity - 3.0 / 5.0 * 1.1).abs() < 1e-6);
+            }
+            d => panic!("{d:?}"),
+        }
+        assert_eq!(
+            decide_ingest(&incoming, &[], NOW, &cfg),
+            IngestDecision::Insert
+        );
+    }
+
+    #[test]
+    fn merge_rules() {
+        let mut a = mem(1, "likes tea", Category::Preference);
+        a.priority = Priority::Medium;
+        a.importance = 4;
+        a.tags = vec!["drink".into(), "Tea".into()];
+        a.expires_at = None;
+        a.created_at = 100;
+        a.embedding = Some(vec![1.0, 0.0]);
+        let mut b = mem(2, "likes green tea in the morning", Category::Fact);
+        b.priority = Priority::High;
+        b.importance = 2;
+        b.tags = vec!["tea".into(), " morning ".into(), "".into()];
+        b.expires_at = Some(500);
+        b.created_at = 200;
+        b.embedding = None;
+        let m = merge(&a, &b, &FallbackTokenizer);
+        assert_eq!(m.id, 1, "stored id kept");
+        assert_eq!(
+            m.content, "likes green tea in the morning",
+            "longer content"
+        );
+        assert_eq!(m.category, Category::Fact, "category follows the content");
+        assert_eq!(m.embedding, None, "embedding follows the content");
+        assert_eq!(m.priority, Priority::High);
+        assert_eq!(m.importance, 4);
+        assert_eq!(m.tags, vec!["drink", "Tea", "morning"]);
+        assert_eq!(m.expires_at, Some(500), "a deadline beats never");
+        assert_eq!(m.created_at, 200);
+        assert_eq!(
+            m.content_hash,
+            content_hash("likes green tea in the morning")
+        );
+        assert!(
+            m.keywords.contains(crate::text::keyword_hash("drink")),
+            "tag keywords"
+        );
+        let mut c = b.clone();
+        c.expires_at = Some(300);
+        assert_eq!(
+            merge(&b, &c, &FallbackTokenizer).expires_at,
+            Some(300),
+            "earlier"
+        );
+        // Equal length: the stored content stays.
+        let same_len = mem(3, "likes cake", Category::Fact);
+        let short = mem(4, "likes soup", Category::Fact);
+        assert_eq!(
+            merge(&same_len, &short, &FallbackTokenizer).content,
+            "likes cake"
+        );
+    }
+}

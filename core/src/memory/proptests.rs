@@ -1,0 +1,325 @@
+//! Property tests of the memory rules: selection limits and eligibility, tier floors,
+//! agreement of the fast selection with a naive full sort, order independence, decay
+//! idempotence, and the symmetric parts of merge.
+
+use alloc::format;
+use alloc::string::String;
+use alloc::vec::Vec;
+use proptest::prelude::*;
+
+use super::*;
+use crate::text::{f1, intersection_len, FallbackTokenizer, KeywordSet};
+use crate::{Timestamp, DAY};
+
+const NOW: Timestamp = 10_000 * DAY;
+
+/// (words from a 24-word vocabulary, priority, importance, age in hours, deleted,
+/// expires in hours from now, category, pinned)
+type Spec = (Vec<u8>, u8, u8, i64, bool, Option<i64>, u8, bool);
+
+fn spec() -> impl Strategy<Value = Spec> {
+    (
+        proptest::collection::vec(0u8..24, 0..8),
+        0u8..4,
+        0u8..7,
+        0i64..(200 * 24),
+        proptest::bool::weighted(0.1),
+        proptest::option::weighted(0.2, -48i64..48),
+        0u8..5,
+        proptest::bool::weighted(0.1),
+    )
+}
+
+fn build(specs: &[Spec]) -> Vec<Memory> {
+    specs
+        .iter()
+        .enumerate()
+        .map(|(i, (words, p, imp, age_h, deleted, exp_h, cat, pinned))| {
+            let text: Vec<String> = words.iter().map(|w| format!("w{w}")).collect();
+            let cat = Category::ALL
+                .get(usize::from(*cat))
+                .copied()
+                .unwrap_or_default();
+            let mut m = Memory::new(text.join(" "), cat, NOW - age_h * 3600, &FallbackTokenizer);
+            m.id = i as MemoryId + 1;
+            m.priority = Priority::from_u8(*p).unwrap_or(Priority::Low);
+            m.importance = *imp; // may be out of 1–5, as in a hand-edited file
+            m.deleted = *deleted;
+            m.expires_at = exp_h.map(|h| NOW + h * 3600);
+            m.pinned = *pinned;
+            m
+        })
+        .collect()
+}
+
+fn query_of(words: &[u8]) -> KeywordSet {
+    let text: Vec<String> = words.iter().map(|w| format!("w{w}")).collect();
+    KeywordSet::of(&FallbackTokenizer, &text.join(" "))
+}
+
+fn small_cfg() -> impl Strategy<Value = MemoryConfig> {
+    (
+        0usize..12,
+        0usize..5,
+        0usize..5,
+        0usize..4,
+        proptest::option::of(0usize..120),
+    )
+        .prop_map(
+            |(max_selected, max_critical, max_strong, floor, max_chars)| MemoryConfig {
+                max_selected,
+                max_critical,
+                max_strong,
+                floor_high: floor,
+                floor_medium: floor.saturating_sub(1),
+                floor_low: floor.saturating_sub(2),
+                max_chars,
+                ..MemoryConfig::default()
+            },
+        )
+}
+
+/// The rules written the slow, obvious way: every candidate sorted.
+fn reference(ms: &[Memory], q: &KeywordSet, cfg: &MemoryConfig) -> Vec<(MemoryId, Reason)> {
+    let active: Vec<(usize, &Memory)> = ms
+        .iter()
+        .enumerate()
+        .filter(|(_, m)| m.is_active(NOW))
+        .collect();
+    let mut crit: Vec<&(usize, &Memory)> = active
+        .iter()
+        .filter(|(_, m)| m.priority == Priority::Critical)
+        .collect();
+    crit.sort_by(|(ia, a), (ib, b)| {
+        b.created_at
+            .cmp(&a.created_at)
+            .then(b.id.cmp(&a.id))
+            .then(ia.cmp(ib))
+    });
+    let mut out: Vec<(MemoryId, Reason, Priority)> = crit
+        .iter()
+        .take(cfg.max_critical.min(cfg.max_selected))
+        .map(|(_, m)| (m.id, Reason::Critical, m.priority))
+        .collect();
+    let mut cands: Vec<(usize, &Memory, f32, bool)> = active
+        .iter()
+        .filter(|(_, m)| intersection_len(q.as_slice(), m.keywords.as_slice()) > 0)
+        .map(|(i, m)| {
+            let r = f1(q.as_slice(), m.keywords.as_slice());
+            (
+                *i,
+                *m,
+                score(m, r, NOW, cfg),
+                at_least(r, cfg.strong_match_f1),
+            )
+        })
+        .filter(|c| c.2 > 0.0 && !out.iter().any(|o| o.0 == c.1.id))
+        .collect();
+    cands.sort_by(|a, b| {
+        b.2.total_cmp(&a.2)
+            .then(b.1.created_at.cmp(&a.1.created_at))
+            .then(b.1.id.cmp(&a.1.id))
+            .then(a.0.cmp(&b.0))
+    });
+    let mut taken = alloc::vec![false; cands.len()];
+    let mut strong = 0;
+    for (c, t) in cands.iter().zip(taken.iter_mut()) {
+        if c.3 && strong < cfg.max_strong && out.len() < cfg.max_selected {
+            out.push((c.1.id, Reason::StrongMatch, c.1.priority));
+            *t = true;
+            strong += 1;
+        }
+    }
+    for tier in [Priority::High, Priority::Medium, Priority::Low] {
+        for (c, t) in cands.iter().zip(taken.iter_mut()) {
+            let have = out.iter().filter(|o| o.2 == tier).count();
+            if !*t && c.1.priority == tier && have < cfg.floor(tier) && out.len() < cfg.max_selected
+            {
+                out.push((c.1.id, Reason::TierFloor, tier));
+                *t = true;
+            }
+        }
+    }
+    for (c, t) in cands.iter().zip(taken.iter_mut()) {
+        if !*t && out.len() < cfg.max_selected {
+            out.push((c.1.id, Reason::Ranked, c.1.priority));
+            *t = true;
+        }
+    }
+    let mut v: Vec<(MemoryId, Reason)> = out.into_iter().map(|(id, r, _)| (id, r)).collect();
+    v.sort_by_key(|(id, _)| *id);
+    v
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    #[test]
+    fn selection_respects_limits_and_eligibility(
+        specs in proptest::collection::vec(spec(), 0..60),
+        qw in proptest::collection::vec(0u8..24, 0..6),
+        cfg in small_cfg(),
+    ) {
+        let ms = build(&specs);
+        let q = query_of(&qw);
+        let sel = select(&ms, &q, NOW, &cfg);
+        let count = |r| sel.chosen.iter().filter(|c| c.reason == r).count();
+        prop_assert!(sel.chosen.len() <= cfg.max_selected);
+        prop_assert!(count(Reason::Critical) <= cfg.max_critical);
+        prop_assert!(count(Reason::StrongMatch) <= cfg.max_strong);
+        if let Some(budget) = cfg.max_chars {
+            let chars: usize = sel.chosen.iter().map(|c| ms[c.index].content.chars().count()).sum();
+            prop_assert!(chars <= budget);
+        }
+        let mut seen = Vec::new();
+        for c in &sel.chosen {
+            let m = &ms[c.index];
+            prop_assert_eq!(m.id, c.id);
+            prop_assert!(!seen.contains(&c.id), "chosen twice");
+            seen.push(c.id);
+            prop_assert!(m.is_active(NOW), "inactive chosen");
+            if c.reason == Reason::Critical {
+                prop_assert_eq!(m.priority, Priority::Critical);
+            } else {
+                prop_assert!(q.overlaps(&m.keywords), "unrelated memory chosen");
+                prop_assert!(c.score > 0.0);
+            }
+            let r = f1(q.as_slice(), m.keywords.as_slice());
+            prop_assert!((c.relevance - r).abs() < 1e-6);
+        }
+        prop_assert_eq!(sel.considered, ms.iter().filter(|m| m.is_active(NOW)).count());
+    }
+
+    #[test]
+    fn fast_selection_equals_the_naive_full_sort(
+        specs in proptest::collection::vec(spec(), 0..80),
+        qw in proptest::collection::vec(0u8..24, 0..6),
+        cfg in small_cfg(),
+    ) {
+        let cfg = MemoryConfig { max_chars: None, ..cfg };
+        let ms = build(&specs);
+        let q = query_of(&qw);
+        let mut got: Vec<(MemoryId, Reason)> =
+            select(&ms, &q, NOW, &cfg).chosen.iter().map(|c| (c.id, c.reason)).collect();
+        got.sort_by_key(|(id, _)| *id);
+        prop_assert_eq!(got, reference(&ms, &q, &cfg));
+    }
+
+    #[test]
+    fn tier_floors_hold_when_enough_related_candidates_exist(
+        specs in proptest::collection::vec(spec(), 0..80),
+        qw in proptest::collection::vec(0u8..24, 1..6),
+    ) {
+        // Defaults: 10 critical + 10 strong + 3 + 2 + 1 ≤ 30, so the floors always fit.
+        let cfg = MemoryConfig::default();
+        let ms = build(&specs);
+        let q = query_of(&qw);
+        let sel = select(&ms, &q, NOW, &cfg);
+        for tier in [Priority::High, Priority::Medium, Priority::Low] {
+            let related = ms
+                .iter()
+                .filter(|m| m.is_active(NOW) && m.priority == tier && q.overlaps(&m.keywords))
+                .count();
+            let chosen = sel.chosen.iter().filter(|c| c.priority == tier).count();
+            prop_assert!(chosen >= related.min(cfg.floor(tier)), "{tier}: {chosen} of {related}");
+        }
+    }
+
+    #[test]
+    fn selection_does_not_depend_on_input_order(
+        specs in proptest::collection::vec(spec(), 0..50),
+        qw in proptest::collection::vec(0u8..24, 0..6),
+        cfg in small_cfg(),
+        seed in any::<u64>(),
+    ) {
+        let ms = build(&specs);
+        let mut shuffled = ms.clone();
+        // Fisher–Yates with a tiny LCG: ids stay, indices change.
+        let mut s = seed | 1;
+        for i in (1..shuffled.len()).rev() {
+            s = s.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+            shuffled.swap(i, (s >> 33) as usize % (i + 1));
+        }
+        let q = query_of(&qw);
+        let a: Vec<(MemoryId, Reason)> = select(&ms, &q, NOW, &cfg).chosen.iter().map(|c| (c.id, c.reason)).collect();
+        let b: Vec<(MemoryId, Reason)> = select(&shuffled, &q, NOW, &cfg).chosen.iter().map(|c| (c.id, c.reason)).collect();
+        prop_assert_eq!(a, b);
+    }
+
+    #[test]
+    fn decay_is_idempotent_and_never_promotes(
+        specs in proptest::collection::vec(spec(), 0..40),
+        later_days in 0i64..200,
+    ) {
+        let cfg = MemoryConfig::default();
+        let mut ms = build(&specs);
+        let before = ms.clone();
+        let now = NOW + later_days * DAY;
+        apply_decay(&mut ms, now, &cfg);
+        for (a, b) in before.iter().zip(&ms) {
+            prop_assert!(b.priority >= a.priority);
+            prop_assert_eq!(a.created_at, b.created_at);
+            if a.pinned || a.deleted {
+                prop_assert_eq!(a.priority, b.priority);
+            }
+        }
+        prop_assert!(apply_decay(&mut ms, now, &cfg).is_empty());
+    }
+
+    #[test]
+    fn merge_is_symmetric_where_it_should_be(
+        a in spec(), b in spec(),
+        tags_a in proptest::collection::vec("[a-cA-C]{1,2}", 0..4),
+        tags_b in proptest::collection::vec("[a-cA-C]{1,2}", 0..4),
+        exp_a in proptest::option::of(0i64..100),
+        exp_b in proptest::option::of(0i64..100),
+    ) {
+        let ms = build(&[a, b]);
+        let (mut x, mut y) = (ms[0].clone(), ms[1].clone());
+        x.tags = tags_a;
+        y.tags = tags_b;
+        x.expires_at = exp_a;
+        y.expires_at = exp_b;
+        let xy = merge(&x, &y, &FallbackTokenizer);
+        let yx = merge(&y, &x, &FallbackTokenizer);
+        prop_assert_eq!(xy.priority, x.priority.min(y.priority));
+        prop_assert_eq!(xy.priority, yx.priority);
+        prop_assert_eq!(xy.importance, x.importance.max(y.importance).clamp(1, 5));
+        prop_assert_eq!(xy.importance, yx.importance);
+        prop_assert_eq!(xy.expires_at, yx.expires_at);
+        prop_assert_eq!((xy.pinned, xy.created_at), (yx.pinned, yx.created_at));
+        let lower = |m: &Memory| {
+            let mut t: Vec<String> = m.tags.iter().map(|s| s.to_ascii_lowercase()).collect();
+            t.sort();
+            t
+        };
+        prop_assert_eq!(lower(&xy), lower(&yx));
+        for t in x.tags.iter().chain(&y.tags) {
+            prop_assert!(xy.tags.iter().any(|s| s.eq_ignore_ascii_case(t)), "tag {} lost", t);
+        }
+        prop_assert!(!xy.deleted);
+        prop_assert_eq!(xy.content_hash, content_hash(&xy.content));
+        if let (Some(ea), Some(eb)) = (exp_a, exp_b) {
+            prop_assert_eq!(xy.expires_at, Some(ea.min(eb)));
+        }
+    }
+
+    #[test]
+    fn a_flattened_block_always_has_one_line_per_memory(
+        texts in proptest::collection::vec(any::<String>(), 1..6),
+    ) {
+        let ms: Vec<Memory> = texts
+            .iter()
+            .map(|t| Memory::new(t.as_str(), Category::General, 0, &FallbackTokenizer))
+            .collect();
+        let refs: Vec<&Memory> = ms.iter().collect();
+        let block = format_block(&refs, Lang::En);
+        let lines: Vec<&str> = block.split('\n').collect();
+        // open, one per memory, close, and the empty piece after the final newline
+        prop_assert_eq!(lines.len(), ms.len() + 3);
+        prop_assert_eq!(lines[0], BLOCK_OPEN);
+        prop_assert_eq!(lines[ms.len() + 1], BLOCK_CLOSE);
+        prop_assert_eq!(block.matches(BLOCK_CLOSE).count(), 1);
+        prop_assert!(lines.iter().all(|l| !l.contains('\r')));
+    }
+}

@@ -1,6 +1,131 @@
-//! Benchmarks of `memory` (filled in with the module).
+//! Benchmarks of `memory`: selection at 1 000 / 10 000 / 100 000 memories, decay over
+//! 10 000, ingest against 10 000 and formatting the block.
+//!
+//! Content is realistic in shape: 10–20 words per memory drawn with a skew (common words
+//! are common) from a generated vocabulary of 3 000 words, keywords precomputed as the
+//! store keeps them, mixed priorities (15 CRITICAL, as the FIFO cap allows), categories,
+//! importances and ages up to a year; the query has about 8 keywords.
 mod harness;
 
+use std::time::Duration;
+
+use evolve_core::memory::{
+    apply_decay, decide_ingest, format_block, select, Category, Lang, Memory, MemoryConfig,
+    Priority,
+};
+use evolve_core::text::{FallbackTokenizer, KeywordSet};
+use evolve_core::DAY;
+use harness::{bench, Rng};
+
+const VOCABULARY: usize = 3_000;
+const NOW: i64 = 20_000 * DAY;
+
+fn vocabulary(rng: &mut Rng) -> Vec<String> {
+    const LETTERS: &[u8] = b"abcdefghijklmnopqrstuvwxyz";
+    let mut words = Vec::with_capacity(VOCABULARY);
+    while words.len() < VOCABULARY {
+        let len = 3 + rng.below(7) as usize;
+        let w: String = (0..len)
+            .map(|_| LETTERS[rng.below(LETTERS.len() as u64) as usize] as char)
+            .collect();
+        if !words.contains(&w) {
+            words.push(w);
+        }
+    }
+    words
+}
+
+/// A word index skewed towards the start of the vocabulary (product of two uniforms).
+fn word<'a>(rng: &mut Rng, vocab: &'a [String]) -> &'a str {
+    let v = vocab.len() as u64;
+    let i = rng.below(v) * rng.below(v) / v;
+    &vocab[i as usize]
+}
+
+fn sentence(rng: &mut Rng, vocab: &[String], min: u64, max: u64) -> String {
+    let n = min + rng.below(max - min + 1);
+    (0..n)
+        .map(|_| word(rng, vocab))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn store(n: usize, rng: &mut Rng, vocab: &[String]) -> Vec<Memory> {
+    (0..n)
+        .map(|i| {
+            let category = Category::ALL[rng.below(5) as usize];
+            let created = NOW - rng.below(365 * DAY as u64) as i64;
+            let mut m = Memory::new(
+                sentence(rng, vocab, 10, 20),
+                category,
+                created,
+                &FallbackTokenizer,
+            );
+            m.id = i as u64 + 1;
+            m.priority = if i < 15 {
+                Priority::Critical
+            } else {
+                Priority::from_u8(1 + rng.below(3) as u8).unwrap_or(Priority::Low)
+            };
+            m.importance = 1 + rng.below(5) as u8;
+            if rng.below(20) == 0 {
+                m.expires_at = Some(NOW + rng.below(20 * DAY as u64) as i64 - 10 * DAY);
+            }
+            m
+        })
+        .collect()
+}
+
 fn main() {
-    let _ = harness::fmt;
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    let vocab = vocabulary(&mut rng);
+    let cfg = MemoryConfig::default();
+    let query = KeywordSet::of(&FallbackTokenizer, &sentence(&mut rng, &vocab, 8, 8));
+    println!("query keywords: {}", query.len());
+
+    for n in [1_000, 10_000, 100_000] {
+        let ms = store(n, &mut rng, &vocab);
+        let sel = select(&ms, &query, NOW, &cfg);
+        let related = ms
+            .iter()
+            .filter(|m| m.is_active(NOW) && m.keywords.overlaps(&query))
+            .count();
+        println!(
+            "  {n} memories: {related} related, {} chosen",
+            sel.chosen.len()
+        );
+        bench(
+            &format!("select {n} memories"),
+            Duration::from_secs(2),
+            || select(&ms, &query, NOW, &cfg),
+        );
+    }
+
+    let mut ms = store(10_000, &mut rng, &vocab);
+    let priorities: Vec<Priority> = ms.iter().map(|m| m.priority).collect();
+    let changed = apply_decay(&mut ms.clone(), NOW, &cfg).len();
+    println!("  decay: {changed} of 10000 change");
+    bench("apply_decay 10000 memories", Duration::from_secs(2), || {
+        for (m, p) in ms.iter_mut().zip(&priorities) {
+            m.priority = *p;
+        }
+        apply_decay(&mut ms, NOW, &cfg).len()
+    });
+
+    let incoming = Memory::new(
+        sentence(&mut rng, &vocab, 10, 20),
+        Category::Fact,
+        NOW,
+        &FallbackTokenizer,
+    );
+    bench(
+        "decide_ingest against 10000",
+        Duration::from_secs(2),
+        || decide_ingest(&incoming, &ms, NOW, &cfg),
+    );
+
+    let chosen: Vec<&Memory> = ms.iter().take(30).collect();
+    bench("format_block 30 memories", Duration::from_secs(1), || {
+        format_block(&chosen, Lang::En).len()
+    });
 }

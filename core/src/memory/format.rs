@@ -13,6 +13,7 @@
 //! a new line nor forge the closing delimiter. What surrounds the block is the caller's.
 
 use alloc::string::String;
+use serde::{Deserialize, Serialize};
 
 use super::{Category, Memory, Priority};
 use crate::text::is_cjk;
@@ -23,7 +24,8 @@ pub const BLOCK_OPEN: &str = "<memories>";
 pub const BLOCK_CLOSE: &str = "</memories>";
 
 /// The language the prefixes are written in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Lang {
     /// English prefixes.
     #[default]

@@ -3,13 +3,51 @@
 //! Decides which proposed changes are applied: only one level up or down (不允许跳级),
 //! at most 3 per run (每次最多调整 3 条), each memory at most once per run, only active
 //! memories; a promotion restarts the decay clock (升级时重置 created_at), a demotion does
-//! not. Building the prompt, calling the model and repairing its JSON are the shell's.
+//! not. [`adjustment_listing`] and [`clip_chars`] prepare the model's input within the
+//! seed's limits (≤ 100 memories previewed in ≤ 80 characters, topics ≤ 2 000
+//! characters); writing the prompt, calling the model and repairing its JSON are the
+//! shell's.
 
+use alloc::string::String;
 use alloc::vec::Vec;
+use core::fmt::Write;
 use serde::{Deserialize, Serialize};
 
-use super::{Memory, MemoryConfig, MemoryId, Priority};
+use super::{flatten_content, Memory, MemoryConfig, MemoryId, Priority};
 use crate::Timestamp;
+
+/// `text` cut to at most `max` characters; a cut text ends in `…` (counted in `max`).
+pub fn clip_chars(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        return String::from(text);
+    }
+    let mut out: String = text.chars().take(max.saturating_sub(1)).collect();
+    if max > 0 {
+        out.push('…');
+    }
+    out
+}
+
+/// The memories a model may adjust, one line each: `#id priority category: preview`.
+/// At most `adjust_listed` (100) active memories, most binding first, then the most
+/// recently used or created, previews flattened and cut to `adjust_preview_chars` (80).
+pub fn adjustment_listing(memories: &[Memory], now: Timestamp, cfg: &MemoryConfig) -> String {
+    let mut active: Vec<&Memory> = memories.iter().filter(|m| m.is_active(now)).collect();
+    let recent = |m: &Memory| m.last_accessed_at.unwrap_or(m.created_at).max(m.created_at);
+    active.sort_by(|a, b| {
+        a.priority
+            .cmp(&b.priority)
+            .then(recent(b).cmp(&recent(a)))
+            .then(b.id.cmp(&a.id))
+    });
+    let mut out = String::new();
+    for m in active.iter().take(cfg.adjust_listed) {
+        let preview = clip_chars(&flatten_content(&m.content), cfg.adjust_preview_chars);
+        // Writing to a String cannot fail.
+        let _ = writeln!(out, "#{} {} {}: {}", m.id, m.priority, m.category, preview);
+    }
+    out
+}
 
 /// The change a model proposes for one memory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -302,6 +340,39 @@ mod tests {
             .iter()
             .all(|r| r.reason == RejectReason::LimitReached));
         assert_eq!(ms[3].priority, Priority::Medium);
+    }
+
+    #[test]
+    fn listing_is_bounded_and_previews_are_clipped() {
+        let cfg = MemoryConfig {
+            adjust_listed: 3,
+            adjust_preview_chars: 10,
+            ..MemoryConfig::default()
+        };
+        let mut ms = store();
+        ms[0].content = "a very long\nmemory text indeed".into();
+        ms[0].priority = Priority::High;
+        ms[4].deleted = true;
+        let listing = adjustment_listing(&ms, NOW, &cfg);
+        let lines: Vec<&str> = listing.lines().collect();
+        assert_eq!(
+            lines,
+            vec![
+                "#1 high fact: a very lo…",
+                "#6 medium fact: x",
+                "#4 medium fact: x"
+            ]
+        );
+        assert_eq!(clip_chars("茶茶茶", 3), "茶茶茶");
+        assert_eq!(clip_chars("茶茶茶茶", 3), "茶茶…");
+        assert_eq!(clip_chars("abc", 0), "");
+        let default = MemoryConfig::default();
+        assert_eq!(
+            clip_chars(&"x".repeat(5000), default.adjust_topics_chars)
+                .chars()
+                .count(),
+            2000
+        );
     }
 
     #[test]

@@ -30,7 +30,8 @@ mod summarize;
 mod proptests;
 
 pub use adjust::{
-    adjust_priorities, AdjustOutcome, Applied, Change, Proposal, RejectReason, Rejected,
+    adjust_priorities, adjustment_listing, clip_chars, AdjustOutcome, Applied, Change, Proposal,
+    RejectReason, Rejected,
 };
 pub use decay::{apply_decay, critical_overflow, decayed_priority, expired, DecayChange};
 pub use dedup::{embedding_duplicates, DuplicatePair};
@@ -126,6 +127,14 @@ pub struct MemoryConfig {
     /// At most this many priority changes proposed by a model are applied per run
     /// (tea-agent: 每次最多调整 3 条).
     pub max_adjustments: usize,
+    /// The model sees at most this many active memories when proposing adjustments
+    /// (tea-agent: ≤ 100 条).
+    pub adjust_listed: usize,
+    /// Each listed memory is previewed in at most this many characters (tea-agent: ≤ 80).
+    pub adjust_preview_chars: usize,
+    /// The summary of recent conversation topics is cut to this many characters
+    /// (tea-agent: ≤ 2000 字符).
+    pub adjust_topics_chars: usize,
 }
 
 impl Default for MemoryConfig {
@@ -174,6 +183,9 @@ impl Default for MemoryConfig {
             summary_importance_drop: 1,
             summary_tag: String::from("summary"),
             max_adjustments: 3,
+            adjust_listed: 100,
+            adjust_preview_chars: 80,
+            adjust_topics_chars: 2000,
         }
     }
 }

@@ -1,0 +1,37 @@
+//! The command line: argh definitions and dispatch. Names follow the command-line
+//! contract in DESIGN.md; commands arrive with the issues that implement them.
+
+mod memory;
+
+use argh::FromArgs;
+
+use crate::error::Error;
+
+/// Evolve: a small, safe personal AI agent in one static binary.
+#[derive(FromArgs, Debug)]
+#[argh(help_triggers("-h", "--help"))]
+pub struct Evolve {
+    /// print the version and exit
+    #[argh(switch, short = 'V')]
+    version: bool,
+    #[argh(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(FromArgs, Debug)]
+#[argh(subcommand)]
+enum Command {
+    Memory(memory::MemoryCmd),
+}
+
+/// Runs the parsed command line.
+pub fn run(args: Evolve) -> Result<(), Error> {
+    if args.version {
+        println!("evolve {}", env!("CARGO_PKG_VERSION"));
+        return Ok(());
+    }
+    match args.command {
+        Some(Command::Memory(cmd)) => memory::run(cmd),
+        None => Err(Error::Usage("no command given".into())),
+    }
+}

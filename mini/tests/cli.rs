@@ -1,0 +1,162 @@
+//! The `evolve` binary as a user runs it: version, help, usage errors, and
+//! `evolve memory rank` over the fixture memories in `tests/fixtures/`.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+fn evolve(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_evolve"))
+        .args(args)
+        .output()
+        .expect("the evolve binary runs")
+}
+
+fn fixture(name: &str) -> String {
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/fixtures")
+        .join(name);
+    p.to_string_lossy().into_owned()
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// The fixture's clock: 2027-01-15, so ages in the file are fixed.
+const NOW: &str = "1800000000";
+
+/// Runs `memory rank --json` and returns (id, reason) of each chosen memory in order.
+fn ranked(query: &str) -> Vec<(u64, String)> {
+    let out = evolve(&[
+        "memory",
+        "rank",
+        query,
+        "--from",
+        &fixture("memories.json"),
+        "--now",
+        NOW,
+        "--json",
+    ]);
+    assert!(out.status.success(), "stderr: {}", stderr(&out));
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("--json prints JSON");
+    doc["chosen"]
+        .as_array()
+        .expect("a chosen list")
+        .iter()
+        .map(|c| {
+            (
+                c["id"].as_u64().unwrap(),
+                c["reason"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+fn ids(chosen: &[(u64, String)]) -> Vec<u64> {
+    let mut v: Vec<u64> = chosen.iter().map(|c| c.0).collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn version_and_help() {
+    let out = evolve(&["--version"]);
+    assert!(out.status.success());
+    assert_eq!(
+        stdout(&out).trim(),
+        format!("evolve {}", env!("CARGO_PKG_VERSION"))
+    );
+
+    let out = evolve(&["--help"]);
+    assert!(out.status.success());
+    assert!(
+        stdout(&out).contains("memory"),
+        "help lists the memory command: {}",
+        stdout(&out)
+    );
+}
+
+#[test]
+fn no_command_is_a_usage_error_with_exit_code_2() {
+    let out = evolve(&[]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("evolve --help"));
+}
+
+#[test]
+fn rank_takes_critical_rules_and_related_memories_only() {
+    let chosen = ranked("which tea does the user like?");
+    // 1 and 9 are CRITICAL rules (9 is 200 days old but pinned); 3 shares "user" and
+    // "tea". 2 was CRITICAL but decayed after 40 days and is unrelated; 8 is deleted;
+    // 6 and 10 share no keyword with the question.
+    assert_eq!(ids(&chosen), vec![1, 3, 9]);
+    assert_eq!(chosen[0].1, "critical");
+    assert!(chosen.iter().any(|c| c.0 == 3 && c.1 != "critical"));
+}
+
+#[test]
+fn rank_skips_expired_reminders_and_orders_critical_first() {
+    let chosen = ranked("is the raspberry pi server backed up?");
+    let got = ids(&chosen);
+    for id in [1, 9, 4, 5, 2] {
+        assert!(got.contains(&id), "memory {id} chosen: {chosen:?}");
+    }
+    assert!(!got.contains(&7), "the expired reminder is never chosen");
+    assert!(!got.contains(&6), "the unrelated memory is never chosen");
+    let first_non_critical = chosen.iter().position(|c| c.1 != "critical").unwrap();
+    assert!(chosen[first_non_critical..]
+        .iter()
+        .all(|c| c.1 != "critical"));
+    // The Raspberry Pi fact (three shared keywords) outranks the backup fact.
+    let pos = |id| chosen.iter().position(|c| c.0 == id).unwrap();
+    assert!(pos(4) < pos(5));
+}
+
+#[test]
+fn rank_handles_chinese_and_prints_the_injected_block() {
+    let out = evolve(&[
+        "memory",
+        "rank",
+        "用户喜欢喝什么茶？",
+        "--from",
+        &fixture("memories.json"),
+        "--now",
+        NOW,
+        "--block",
+    ]);
+    assert!(out.status.success(), "stderr: {}", stderr(&out));
+    let text = stdout(&out);
+    assert!(text.contains("用户喜欢喝绿茶"), "{text}");
+    assert!(
+        text.contains("💡 偏好:"),
+        "Chinese prefixes for a Chinese question: {text}"
+    );
+    assert!(text.contains("!!! 必须遵循:"), "{text}");
+    assert!(!text.contains("Alps"), "{text}");
+}
+
+#[test]
+fn rank_reports_bad_files_clearly() {
+    let dir = std::env::temp_dir().join(format!("evolve-cli-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let bad = dir.join("bad.json");
+    std::fs::write(&bad, r#"[{"content": "x", "priority": 7}]"#).unwrap();
+    let out = evolve(&["memory", "rank", "x", "--from", bad.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("bad.json"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("priority"),
+        "names the problem: {}",
+        stderr(&out)
+    );
+
+    let missing = dir.join("missing.json");
+    let out = evolve(&["memory", "rank", "x", "--from", missing.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("cannot read"), "{}", stderr(&out));
+    std::fs::remove_dir_all(&dir).ok();
+}

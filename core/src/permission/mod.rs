@@ -14,11 +14,14 @@
 //!    next reply ([`parse_answer`], [`PendingCall::answer`]).
 //! 5. An [`AuditEntry`] for the log.
 //!
+//! [`check_call`] does 2 and 3 in one step and keeps what the audit needs.
+//!
 //! Left to others: running tools, canonicalising paths and following symlinks (the
 //! shell's scoped file tools), the cheap-model classification and its cache, storing
 //! grants, pending calls and the audit log, and asking the user.
 
 mod audit;
+mod check;
 mod classify;
 mod decide;
 mod escalate;
@@ -30,6 +33,7 @@ mod secret;
 mod shell;
 
 pub use audit::AuditEntry;
+pub use check::{check_call, CallCheck};
 pub use classify::{
     builtin_level, classify, Annotations, ClassSource, ClassifyInput, ToolClass, UNCLASSIFIED_LEVEL,
 };
@@ -39,7 +43,7 @@ pub use escalate::{
 };
 pub use level::{Level, ParseLevelError};
 pub use pending::{parse_answer, Answer, AnswerOutcome, Confirmations, PendingCall, PromptLang};
-pub use scan::{arg_strings, ArgString, StringKind};
+pub use scan::{arg_strings, string_arg, ArgString, StringKind};
 pub use secret::SecretKind;
 pub use shell::{command_risks, shell_command_level, CommandRisk};
 

@@ -129,6 +129,17 @@ pub fn arg_strings(raw: &str) -> Vec<ArgString> {
     scanner.out
 }
 
+/// The first value under `key` (at any depth), decoded — e.g. the `action` of a
+/// `memory` call for [`builtin_level`](super::builtin_level), or the `command` of a
+/// `shell` call for [`shell_command_level`](super::shell_command_level). Tolerant like
+/// [`arg_strings`]; `None` when the key has no value.
+pub fn string_arg(raw: &str, key: &str) -> Option<String> {
+    arg_strings(raw)
+        .into_iter()
+        .find(|s| s.kind == StringKind::Value && s.key.as_deref() == Some(key))
+        .map(|s| s.text)
+}
+
 struct Scanner {
     stack: Vec<Frame>,
     out: Vec<ArgString>,
@@ -363,6 +374,16 @@ mod tests {
                 .collect::<Vec<_>>(),
             vec![s("'cmd'"), s("'rm -rf /'")]
         );
+    }
+
+    #[test]
+    fn string_arg_finds_the_value_of_a_key() {
+        let raw = r#"{"action": "search", "query": "tea", "opts": {"command": "ls -la"}}"#;
+        assert_eq!(string_arg(raw, "action"), Some(s("search")));
+        assert_eq!(string_arg(raw, "command"), Some(s("ls -la")));
+        assert_eq!(string_arg(raw, "missing"), None);
+        assert_eq!(string_arg(r#"{"action": }"#, "action"), None);
+        assert_eq!(string_arg("search", "action"), None);
     }
 
     #[test]

@@ -648,6 +648,15 @@ mod tests {
             ("curl -F file=@x https://api", SendsData),
             ("wget --post-data=a https://api", SendsData),
             ("ssh host uptime", Remote),
+            ("r''m -rf /", RecursiveDelete),
+            ("RM -RF /", RecursiveDelete),
+            ("nice -n 5 rm -rf x", RecursiveDelete),
+            ("xargs -n 1 rm -r", RecursiveDelete),
+            ("ls\r\nrm -rf x", RecursiveDelete),
+            ("curl x | sudo -E bash", PipeToShell),
+            ("curl x |sh", PipeToShell),
+            ("sudo -u bob rm -rf /", Sudo),
+            ("find . -exec rm -rf {} +", FindDelete),
             ("scp a host:b", Remote),
         ];
         for (cmd, want) in cases {
@@ -687,6 +696,13 @@ mod tests {
             "git reset --soft HEAD~1",
             "git clean -n",
             "ssh-keygen -l -f key.pub",
+            "git commit -m 'fix rm -rf handling'",
+            "echo done | tee log.txt",
+            "python3 script.py",
+            "curl -f https://example.com",
+            "curl -fsSL https://example.com -o x",
+            "chmod -r notes.txt",
+            "systemctl status nginx",
             "",
         ] {
             assert_eq!(command_risks(cmd), vec![], "{cmd}");

@@ -1,8 +1,485 @@
 //! Permission: levels L0–L5 and the decision for one tool call.
+//!
+//! Seed 002 (§工具agent) and DESIGN "Permission levels". For each call the shell asks,
+//! in this order:
+//!
+//! 1. [`classify`] — the tool's class: a built-in's fixed level ([`builtin_level`];
+//!    for `shell`, [`shell_command_level`]), else the user's override, the cached
+//!    classifier level and the MCP annotations (an untrusted server may only raise).
+//! 2. [`escalate`] — the arguments: dangerous commands, paths leaving the workspace,
+//!    secrets. The call's level is [`call_level`] = max(class, escalation).
+//! 3. [`decide`] — run, run scoped, ask once, ask twice or refuse, from the level, the
+//!    session's [`Grants`] and the [`Policy`] (interactive or headless).
+//! 4. For asked calls, a [`PendingCall`] parked on the session, settled by the user's
+//!    next reply ([`parse_answer`], [`PendingCall::answer`]).
+//! 5. An [`AuditEntry`] for the log.
+//!
+//! [`check_call`] does 2 and 3 in one step and keeps what the audit needs.
+//!
+//! Left to others: running tools, canonicalising paths and following symlinks (the
+//! shell's scoped file tools), the cheap-model classification and its cache, storing
+//! grants, pending calls and the audit log, and asking the user.
 
+mod audit;
+mod check;
+mod classify;
+mod decide;
+mod escalate;
+mod level;
+mod paths;
+mod pending;
+mod scan;
+mod secret;
+mod shell;
+
+pub use audit::AuditEntry;
+pub use check::{check_call, CallCheck};
+pub use classify::{
+    builtin_level, classify, Annotations, ClassSource, ClassifyInput, ToolClass, UNCLASSIFIED_LEVEL,
+};
+pub use decide::{decide, Decision, Grants, Policy, RefusalReason, HEADLESS_CEILING};
+pub use escalate::{
+    call_level, escalate, Escalation, EscalationContext, EscalationReason, REASON_PATH_CHARS,
+};
+pub use level::{Level, ParseLevelError};
+pub use pending::{parse_answer, Answer, AnswerOutcome, Confirmations, PendingCall, PromptLang};
+pub use scan::{arg_strings, string_arg, ArgString, StringKind};
+pub use secret::SecretKind;
+pub use shell::{command_risks, shell_command_level, CommandRisk};
+
+use alloc::string::String;
+use alloc::vec::Vec;
+use core::fmt;
 use serde::{Deserialize, Serialize};
 
-/// Constants of the permission rules.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+/// Constants of the permission rules (`[permission]` in `config.toml`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
-pub struct PermissionConfig {}
+pub struct PermissionConfig {
+    /// The level of the `shell` tool: L5 (seed 002 lists "arbitrary shell" under L5).
+    /// The user may lower it to L4; anything lower still counts as L4.
+    pub shell_level: Level,
+    /// Command prefixes with their own level, e.g. `[["git status", "L2"]]`: a shell
+    /// command starting with the prefix (whole words) gets that level instead of
+    /// `shell_level`, unless it chains commands or matches a dangerous pattern.
+    /// Empty by default: the user opts in.
+    pub command_prefixes: Vec<(String, Level)>,
+    /// The highest level a headless run (`evolve ask`, scheduled tasks) starts by itself
+    /// when no `--allow` is given: L2 (read-only tools; DESIGN "Command-line contract").
+    /// At most L3.
+    pub headless_max_auto: Level,
+}
+
+impl Default for PermissionConfig {
+    fn default() -> Self {
+        PermissionConfig {
+            shell_level: Level::L5,
+            command_prefixes: Vec::new(),
+            headless_max_auto: Level::L2,
+        }
+    }
+}
+
+impl PermissionConfig {
+    /// Checks what serde cannot: the shell tool is not below L4, headless runs are not
+    /// above L3, and every prefix is a plain command (non-empty, no `;`, `|`, `&`,
+    /// `` ` ``, `$(`, `<`, `>`, line break). The rules clamp these anyway; this is for
+    /// `evolve config check`, so the user learns their setting has no effect.
+    pub fn validate(&self) -> Result<(), PermissionError> {
+        if self.shell_level < Level::L4 {
+            return Err(PermissionError::ShellBelowL4 {
+                level: self.shell_level,
+            });
+        }
+        if self.headless_max_auto > HEADLESS_CEILING {
+            return Err(PermissionError::HeadlessAboveL3 {
+                level: self.headless_max_auto,
+            });
+        }
+        for (prefix, _) in &self.command_prefixes {
+            if prefix.trim().is_empty() || shell::chains_commands(prefix) {
+                return Err(PermissionError::BadPrefix {
+                    prefix: prefix.clone(),
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
+/// What can go wrong with a permission request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PermissionError {
+    /// "Always allow" was asked for an L4 or L5 tool.
+    GrantNotAllowed {
+        /// The tool.
+        tool: String,
+        /// Its level.
+        level: Level,
+    },
+    /// An L5 call was to be parked for an answer; L5 is refused, never asked.
+    NeverAsked {
+        /// The call's level.
+        level: Level,
+    },
+    /// `shell_level` below L4 in the config.
+    ShellBelowL4 {
+        /// The configured level.
+        level: Level,
+    },
+    /// `headless_max_auto` above L3 in the config.
+    HeadlessAboveL3 {
+        /// The configured level.
+        level: Level,
+    },
+    /// A command prefix that is empty or chains commands.
+    BadPrefix {
+        /// The prefix as configured.
+        prefix: String,
+    },
+}
+
+impl fmt::Display for PermissionError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PermissionError::GrantNotAllowed { tool, level } => write!(
+                f,
+                "cannot always allow `{tool}`: it is {level}, and {level} calls need a \
+                 confirmation every time (only L3 and lower can be granted)"
+            ),
+            PermissionError::NeverAsked { level } => write!(
+                f,
+                "a {level} call is refused, never asked; lower the tool's level with \
+                 `evolve mcp level` if it is not dangerous"
+            ),
+            PermissionError::ShellBelowL4 { level } => write!(
+                f,
+                "permission.shell_level = {level} has no effect: the shell tool is never \
+                 below L4; give safe commands their own level in permission.command_prefixes"
+            ),
+            PermissionError::HeadlessAboveL3 { level } => write!(
+                f,
+                "permission.headless_max_auto = {level} has no effect: headless runs never \
+                 start L4 or L5 calls by themselves; use L3 at most"
+            ),
+            PermissionError::BadPrefix { prefix } => write!(
+                f,
+                "permission.command_prefixes entry {prefix:?} can never match: a prefix must \
+                 be a plain command without ; | & ` $( < > or line breaks"
+            ),
+        }
+    }
+}
+
+#[cfg(feature = "std")]
+impl std::error::Error for PermissionError {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn config_defaults_follow_the_design() {
+        let cfg = PermissionConfig::default();
+        assert_eq!(cfg.shell_level, Level::L5);
+        assert!(cfg.command_prefixes.is_empty());
+        assert_eq!(cfg.headless_max_auto, Level::L2);
+        assert_eq!(cfg.validate(), Ok(()));
+    }
+
+    #[test]
+    fn config_deserialises_with_defaults_and_rejects_unknown_keys() {
+        let cfg: PermissionConfig = serde_json::from_str(
+            r#"{"shell_level": "L4", "command_prefixes": [["git status", "L2"], ["ls", 1]]}"#,
+        )
+        .unwrap();
+        assert_eq!(cfg.shell_level, Level::L4);
+        assert_eq!(
+            cfg.command_prefixes,
+            alloc::vec![
+                (String::from("git status"), Level::L2),
+                (String::from("ls"), Level::L1)
+            ]
+        );
+        assert_eq!(cfg.headless_max_auto, Level::L2);
+        assert_eq!(
+            serde_json::from_str::<PermissionConfig>("{}").unwrap(),
+            PermissionConfig::default()
+        );
+        assert!(serde_json::from_str::<PermissionConfig>(r#"{"shell": "L4"}"#).is_err());
+    }
+
+    #[test]
+    fn validate_names_settings_without_effect() {
+        let low = PermissionConfig {
+            shell_level: Level::L3,
+            ..PermissionConfig::default()
+        };
+        assert_eq!(
+            low.validate(),
+            Err(PermissionError::ShellBelowL4 { level: Level::L3 })
+        );
+        let high = PermissionConfig {
+            headless_max_auto: Level::L4,
+            ..PermissionConfig::default()
+        };
+        assert!(high.validate().is_err());
+        for bad in ["", "  ", "ls; rm", "a | b", "x > y"] {
+            let cfg = PermissionConfig {
+                command_prefixes: alloc::vec![(String::from(bad), Level::L2)],
+                ..PermissionConfig::default()
+            };
+            assert!(cfg.validate().is_err(), "{bad:?}");
+        }
+    }
+
+    /// A whole call through the pipeline, the way the shell does it.
+    #[test]
+    fn a_call_end_to_end() {
+        let cfg = PermissionConfig {
+            shell_level: Level::L4,
+            command_prefixes: alloc::vec![(String::from("git"), Level::L2)],
+            ..PermissionConfig::default()
+        };
+        let ctx = EscalationContext {
+            workspace_root: "/w",
+            path_keys: &[],
+            is_shell: true,
+        };
+        let run = |cmd: &str| {
+            let args = alloc::format!("{{\"command\":{}}}", serde_json::to_string(cmd).unwrap());
+            let class = classify(&ClassifyInput {
+                builtin: Some(shell_command_level(cmd, &cfg)),
+                ..ClassifyInput::default()
+            });
+            let level = call_level(class.level, &escalate(&args, &ctx));
+            decide(level, "shell", &Grants::new(), &Policy::Interactive)
+        };
+        assert_eq!(run("git status"), Decision::RunScoped);
+        assert_eq!(run("git push"), Decision::AskTwice);
+        assert_eq!(run("whoami"), Decision::AskTwice);
+        assert_eq!(
+            run("git log /etc"),
+            Decision::Refuse(RefusalReason::Dangerous)
+        );
+        assert_eq!(
+            run("rm -rf build"),
+            Decision::Refuse(RefusalReason::Dangerous)
+        );
+    }
+}
+
+#[cfg(test)]
+mod proptests {
+    use super::*;
+    use alloc::string::ToString;
+    use alloc::vec::Vec;
+    use proptest::prelude::*;
+
+    fn level() -> impl Strategy<Value = Level> {
+        (0u8..=5).prop_map(|n| Level::from_u8(n).unwrap_or(Level::L5))
+    }
+
+    fn policy() -> impl Strategy<Value = Policy> {
+        prop_oneof![
+            Just(Policy::Interactive),
+            level().prop_map(|max_auto| Policy::Headless { max_auto }),
+        ]
+    }
+
+    /// Replies: the real yes/no words mixed with arbitrary text.
+    fn reply() -> impl Strategy<Value = String> {
+        prop_oneof![
+            prop::sample::select(alloc::vec![
+                "yes",
+                "y",
+                "ok",
+                "是",
+                "好的",
+                "确认",
+                "Yes!",
+                "yes please",
+                "no",
+                "不",
+                "取消",
+                "maybe",
+                "",
+                "不确定",
+                "yes?"
+            ])
+            .prop_map(|s| s.to_string()),
+            any::<String>(),
+        ]
+    }
+
+    /// One step of a session: a grant attempt or a reply.
+    #[derive(Debug, Clone)]
+    enum Step {
+        Grant(String, Level),
+        Reply(String),
+    }
+
+    fn step() -> impl Strategy<Value = Step> {
+        prop_oneof![
+            (prop::sample::select(alloc::vec!["t", "other"]), level())
+                .prop_map(|(t, l)| Step::Grant(t.to_string(), l)),
+            reply().prop_map(Step::Reply),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+
+        /// No sequence of grants and answers makes an L5 call run.
+        #[test]
+        fn l5_never_runs(steps in prop::collection::vec(step(), 0..20), pol in policy()) {
+            let mut grants = Grants::new();
+            let parked = PendingCall::new("c", "t", "{}", Level::L5, 0);
+            prop_assert!(parked.is_err());
+            for s in &steps {
+                match s {
+                    Step::Grant(tool, l) => { let _ = grants.grant(tool, *l); }
+                    Step::Reply(_) => {}
+                }
+                prop_assert_eq!(
+                    decide(Level::L5, "t", &grants, &pol),
+                    Decision::Refuse(RefusalReason::Dangerous)
+                );
+            }
+            // Even a damaged stored pending L5 call never runs.
+            let mut stored: PendingCall = PendingCall::new("c", "t", "{}", Level::L4, 0)
+                .map_err(|e| TestCaseError::fail(alloc::format!("{e}")))?;
+            stored.level = Level::L5;
+            stored.needed = Confirmations::One;
+            for s in &steps {
+                if let Step::Reply(text) = s {
+                    prop_assert_ne!(stored.answer(text), AnswerOutcome::Run);
+                }
+            }
+        }
+
+        /// An L4 call never runs on fewer than two yes answers, and a no stops it for good.
+        #[test]
+        fn l4_needs_two_yes(replies in prop::collection::vec(reply(), 0..12)) {
+            let mut call = PendingCall::new("c", "t", "{}", Level::L4, 0)
+                .map_err(|e| TestCaseError::fail(alloc::format!("{e}")))?;
+            let mut yes = 0;
+            let mut said_no = false;
+            for text in &replies {
+                let parsed = parse_answer(text);
+                let outcome = call.answer(text);
+                if said_no {
+                    prop_assert_eq!(outcome, AnswerOutcome::Refused);
+                    continue;
+                }
+                match parsed {
+                    Answer::Yes => yes += 1,
+                    Answer::No => said_no = true,
+                    Answer::Unclear => {}
+                }
+                if outcome == AnswerOutcome::Run {
+                    prop_assert!(yes >= 2, "ran after {} yes", yes);
+                }
+                if parsed == Answer::Yes && yes >= 2 {
+                    prop_assert_eq!(outcome, AnswerOutcome::Run);
+                }
+            }
+        }
+
+        /// Grants never change a decision for L4/L5 (nor for L0–L2), only for L3.
+        #[test]
+        fn grants_only_touch_l3(
+            l in level(),
+            pol in policy(),
+            granted in prop::collection::vec((prop::sample::select(alloc::vec!["t", "u"]), level()), 0..6),
+        ) {
+            let mut grants = Grants::new();
+            for (tool, gl) in &granted {
+                let res = grants.grant(tool, *gl);
+                prop_assert_eq!(res.is_err(), *gl >= Level::L4);
+            }
+            let with = decide(l, "t", &grants, &pol);
+            let without = decide(l, "t", &Grants::new(), &pol);
+            if l != Level::L3 {
+                prop_assert_eq!(with, without);
+            }
+            if l >= Level::L4 {
+                prop_assert!(!with.runs());
+            }
+        }
+
+        /// The argument scanner never panics, whatever the text.
+        #[test]
+        fn scanner_never_panics(raw in any::<String>()) {
+            let _ = arg_strings(&raw);
+            let _ = escalate(&raw, &EscalationContext { workspace_root: "/w", path_keys: &[], is_shell: true });
+            let _ = escalate(&raw, &EscalationContext { workspace_root: "/w", path_keys: &["path"], is_shell: false });
+            let _ = escalate(&raw, &EscalationContext { workspace_root: "", path_keys: &[], is_shell: false });
+            let _ = shell_command_level(&raw, &PermissionConfig::default());
+            let _ = parse_answer(&raw);
+        }
+
+        /// JSON-ish text built from pieces that matter (quotes, escapes, brackets) too.
+        #[test]
+        fn scanner_never_panics_on_jsonish(parts in prop::collection::vec(
+            prop::sample::select(alloc::vec![
+                "{", "}", "[", "]", "\"", "\\", "\\u", "\\ud83d", "\\ude00", "d83d", ":", ",",
+                "rm -rf /", "a", "../", "~", "\u{0}", "中", "sk-", "-----BEGIN ", " PRIVATE KEY-----",
+            ]),
+            0..40,
+        )) {
+            let raw: String = parts.concat();
+            let strings = arg_strings(&raw);
+            for s in &strings {
+                prop_assert!(s.kind != StringKind::Whole || strings.len() == 1);
+            }
+            let e = escalate(&raw, &EscalationContext { workspace_root: "/w", path_keys: &[], is_shell: false });
+            prop_assert_eq!(e.level, e.reasons.iter().map(EscalationReason::level).max().unwrap_or(Level::L0));
+        }
+
+        /// Escalation never lowers a level: the call level is at least the class, at
+        /// least the escalation, and is one of them.
+        #[test]
+        fn escalation_never_lowers(
+            class in level(),
+            raw in prop_oneof![
+                any::<String>(),
+                prop::sample::select(alloc::vec![
+                    r#"{"command":"rm -rf /"}"#, r#"{"path":"notes/a.md"}"#, r#"{"path":"../x"}"#,
+                    r#"{"q":"weather"}"#, "git push", ""
+                ]).prop_map(|s| s.to_string()),
+            ],
+            is_shell in any::<bool>(),
+        ) {
+            let keys: Vec<&str> = if is_shell { Vec::new() } else { alloc::vec!["path"] };
+            let e = escalate(&raw, &EscalationContext { workspace_root: "/w", path_keys: &keys, is_shell });
+            let lvl = call_level(class, &e);
+            prop_assert!(lvl >= class);
+            prop_assert!(lvl >= e.level);
+            prop_assert!(lvl == class || lvl == e.level);
+        }
+
+        /// Dangerous commands stay L5 whatever the config says.
+        #[test]
+        fn dangerous_stays_l5(
+            shell_level in level(),
+            prefix_level in level(),
+            cmd in prop::sample::select(alloc::vec![
+                "rm -rf ./build", "sudo ls", "curl x | sh", "mkfs.ext4 /dev/sda", ":(){ :|:& };:",
+                "git status; rm -rf /", "chmod -R 777 /", "find . -delete", "reboot",
+            ]),
+        ) {
+            let cfg = PermissionConfig {
+                shell_level,
+                command_prefixes: alloc::vec![
+                    (String::from("rm"), prefix_level),
+                    (String::from("git status"), prefix_level),
+                    (String::from("sudo"), prefix_level),
+                    (String::from(cmd), prefix_level),
+                ],
+                ..PermissionConfig::default()
+            };
+            prop_assert_eq!(shell_command_level(cmd, &cfg), Level::L5);
+        }
+    }
+}

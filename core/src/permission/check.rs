@@ -1,0 +1,103 @@
+//! Steps 2 and 3 of the permission check in one call, so the shell cannot forget the
+//! escalation and has everything the audit log needs.
+
+use super::{
+    call_level, decide, escalate, AuditEntry, Decision, Escalation, EscalationContext, Grants,
+    Level, Policy, ToolClass,
+};
+use crate::Timestamp;
+
+/// Everything decided about one call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CallCheck {
+    /// The tool's class (before the arguments).
+    pub class: ToolClass,
+    /// What the arguments added.
+    pub escalation: Escalation,
+    /// max(class, escalation).
+    pub level: Level,
+    /// What to do.
+    pub decision: Decision,
+}
+
+impl CallCheck {
+    /// The audit entry for this decision.
+    pub fn audit(&self, at: Timestamp, session: &str, tool: &str) -> AuditEntry {
+        AuditEntry::new(
+            at,
+            session,
+            tool,
+            self.class,
+            &self.escalation,
+            self.decision,
+        )
+    }
+}
+
+/// Escalates `arguments`, raises `class` by it and decides.
+pub fn check_call(
+    tool: &str,
+    class: ToolClass,
+    arguments: &str,
+    ctx: &EscalationContext<'_>,
+    grants: &Grants,
+    policy: &Policy,
+) -> CallCheck {
+    let escalation = escalate(arguments, ctx);
+    let level = call_level(class.level, &escalation);
+    let decision = decide(level, tool, grants, policy);
+    CallCheck {
+        class,
+        escalation,
+        level,
+        decision,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::permission::{builtin_level, classify, ClassifyInput, RefusalReason};
+
+    fn write_file_class() -> ToolClass {
+        classify(&ClassifyInput {
+            builtin: builtin_level("write_file", None),
+            ..ClassifyInput::default()
+        })
+    }
+
+    const CTX: EscalationContext<'static> = EscalationContext {
+        workspace_root: "/w",
+        path_keys: &["path"],
+        is_shell: false,
+    };
+
+    #[test]
+    fn a_granted_write_inside_runs_and_one_outside_is_refused() {
+        let mut grants = Grants::new();
+        grants.grant("write_file", Level::L3).unwrap();
+        let inside = check_call(
+            "write_file",
+            write_file_class(),
+            r#"{"path": "notes/a.md", "content": "hi"}"#,
+            &CTX,
+            &grants,
+            &Policy::Interactive,
+        );
+        assert_eq!(inside.level, Level::L3);
+        assert_eq!(inside.decision, Decision::Run);
+        let outside = check_call(
+            "write_file",
+            write_file_class(),
+            r#"{"path": "../../etc/cron.d/x", "content": "hi"}"#,
+            &CTX,
+            &grants,
+            &Policy::Interactive,
+        );
+        assert_eq!(outside.level, Level::L5);
+        assert_eq!(outside.decision, Decision::Refuse(RefusalReason::Dangerous));
+        let entry = outside.audit(9, "s", "write_file");
+        assert_eq!(entry.level, Level::L5);
+        assert_eq!(entry.reasons.len(), 1);
+    }
+}

@@ -1,0 +1,414 @@
+//! Escalation from the arguments: a harmless tool asked to do something harmful.
+//!
+//! The level of a call is `max(tool class, escalation)` ([`call_level`]), so an
+//! escalation can only make a call stricter. What is looked at, per kind of tool
+//! (`EscalationContext`):
+//!
+//! | check | shell (`is_shell`) | tool with `path_keys` (built-in file tools) | other tools (`path_keys` empty: MCP, `http_get`, …) |
+//! |---|---|---|---|
+//! | command patterns ([`command_risks`](super::command_risks)) | every value string | — | every string, keys too |
+//! | paths leaving the workspace (L5) | every path-looking word of every value | values of the path keys | every string that looks like a path, whole |
+//! | secret files (L5) | every word of every value | values of the path keys | every word of every string |
+//! | credential-shaped text (L5) | every string | every string | every string |
+//! | a NUL byte (L5) | every string | every string | every string |
+//!
+//! Content is data: `write_file` may write a README that says `sudo rm -rf /`; only
+//! tools that could execute text get the command scan. Credentials are refused
+//! everywhere (seed: 泄露密钥). A word is "path-looking" as in
+//! `looks_like_path`: starts with `/`, `~`, `./`, `../`, `$HOME`, or contains `/`; URLs
+//! are not paths (except `file://`). For the shell, `key=value` words are checked on
+//! their value (`of=/dev/sda`, `--out=/etc/x`).
+
+use alloc::string::String;
+use alloc::vec::Vec;
+use serde::{Deserialize, Serialize};
+
+use super::paths::{looks_like_path, names_secret, path_problem, PathProblem};
+use super::scan::{arg_strings, StringKind};
+use super::secret::{find_secret, SecretKind};
+use super::shell::command_risks;
+use super::{CommandRisk, Level};
+
+/// Paths in reasons are cut to this many characters: enough to recognise, short enough
+/// for a log line.
+pub const REASON_PATH_CHARS: usize = 200;
+
+/// What the escalation rules need to know about the tool being called.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EscalationContext<'a> {
+    /// The workspace directory, absolute. Empty = unknown: every absolute path is then
+    /// outside.
+    pub workspace_root: &'a str,
+    /// Argument keys whose values are paths (built-in file tools say so). Empty = guess
+    /// from the text, and scan every string for commands.
+    pub path_keys: &'a [&'a str],
+    /// The tool runs its arguments as a shell command.
+    pub is_shell: bool,
+}
+
+/// Why the arguments raised the level. Holds no secret: a credential is named by its
+/// kind only.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum EscalationReason {
+    /// A risky command pattern (L4 or L5, see [`CommandRisk::level`]).
+    Command {
+        /// Which one.
+        risk: CommandRisk,
+    },
+    /// A path outside the workspace (absolute elsewhere, or `..` above the root).
+    OutsideWorkspace {
+        /// The path, cut to [`REASON_PATH_CHARS`].
+        path: String,
+    },
+    /// A path in the home directory (`~`, `$HOME`).
+    HomeDirectory {
+        /// The path, cut to [`REASON_PATH_CHARS`].
+        path: String,
+    },
+    /// A file that holds secrets (`.ssh`, `.env`, `/etc/shadow` …).
+    SecretFile {
+        /// The path, cut to [`REASON_PATH_CHARS`].
+        path: String,
+    },
+    /// Text shaped like a credential.
+    Credential {
+        /// Which kind.
+        secret: SecretKind,
+    },
+    /// A NUL byte, which truncates paths in the system calls underneath.
+    NulByte,
+}
+
+impl EscalationReason {
+    /// The level this reason raises a call to.
+    pub fn level(&self) -> Level {
+        match self {
+            EscalationReason::Command { risk } => risk.level(),
+            _ => Level::L5,
+        }
+    }
+}
+
+/// The result of looking at the arguments.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Escalation {
+    /// The highest level any reason asks for; `L0` when there is no reason.
+    pub level: Level,
+    /// Every distinct reason found, in order of appearance.
+    pub reasons: Vec<EscalationReason>,
+}
+
+impl Default for Escalation {
+    /// Nothing found: L0, which raises no level.
+    fn default() -> Self {
+        Escalation {
+            level: Level::L0,
+            reasons: Vec::new(),
+        }
+    }
+}
+
+impl Escalation {
+    fn add(&mut self, reason: EscalationReason) {
+        self.level = self.level.max(reason.level());
+        if !self.reasons.contains(&reason) {
+            self.reasons.push(reason);
+        }
+    }
+}
+
+/// The level of a call: the tool's class raised by the escalation, never lowered.
+pub fn call_level(class: Level, escalation: &Escalation) -> Level {
+    class.max(escalation.level)
+}
+
+fn cut(path: &str) -> String {
+    path.chars().take(REASON_PATH_CHARS).collect()
+}
+
+/// Looks at the raw argument text of one call (see the module docs for what is checked
+/// where). Never panics; text that is not JSON is looked at as one string.
+pub fn escalate(tool_args_json: &str, ctx: &EscalationContext<'_>) -> Escalation {
+    let mut out = Escalation::default();
+    let guess = ctx.path_keys.is_empty() && !ctx.is_shell;
+    for s in arg_strings(tool_args_json) {
+        let text = s.text.as_str();
+        let is_value = s.kind != StringKind::Key;
+        if text.contains('\0') {
+            out.add(EscalationReason::NulByte);
+        }
+        if let Some(secret) = find_secret(text) {
+            out.add(EscalationReason::Credential { secret });
+        }
+        if ctx.is_shell {
+            if is_value {
+                check_commands(text, &mut out);
+                for word in shell_words(text) {
+                    check_secret_file(word, &mut out);
+                    if looks_like_path(word) {
+                        check_path(word, ctx.workspace_root, &mut out);
+                    }
+                }
+            }
+        } else if guess {
+            check_commands(text, &mut out);
+            for word in text.split(is_word_break) {
+                check_secret_file(word, &mut out);
+            }
+            if is_value && looks_like_path(text.trim()) {
+                check_path(text, ctx.workspace_root, &mut out);
+            }
+        } else if is_value
+            && s.kind != StringKind::Joined
+            && s.key.as_deref().is_some_and(|k| ctx.path_keys.contains(&k))
+        {
+            check_secret_file(text, &mut out);
+            check_path(text, ctx.workspace_root, &mut out);
+        }
+    }
+    out
+}
+
+fn check_commands(text: &str, out: &mut Escalation) {
+    for risk in command_risks(text) {
+        out.add(EscalationReason::Command { risk });
+    }
+}
+
+fn check_secret_file(word: &str, out: &mut Escalation) {
+    if !word.is_empty() && names_secret(word) {
+        out.add(EscalationReason::SecretFile { path: cut(word) });
+    }
+}
+
+fn check_path(path: &str, root: &str, out: &mut Escalation) {
+    match path_problem(path, root) {
+        Some(PathProblem::Outside) => {
+            out.add(EscalationReason::OutsideWorkspace { path: cut(path) })
+        }
+        Some(PathProblem::Home) => out.add(EscalationReason::HomeDirectory { path: cut(path) }),
+        None => {}
+    }
+}
+
+fn is_word_break(c: char) -> bool {
+    c.is_whitespace()
+        || matches!(
+            c,
+            '"' | '\'' | '`' | ',' | ';' | '(' | ')' | '<' | '>' | '|' | '&' | '='
+        )
+}
+
+/// The words of a shell command that could name files: split at blanks, quotes and
+/// operators; `key=value` gives `value`.
+fn shell_words(cmd: &str) -> impl Iterator<Item = &str> {
+    cmd.split(|c: char| {
+        c.is_whitespace()
+            || matches!(
+                c,
+                '"' | '\'' | '`' | ';' | '(' | ')' | '<' | '>' | '|' | '&'
+            )
+    })
+    .map(|w| match w.split_once('=') {
+        Some((_, value)) => value,
+        None => w,
+    })
+    .filter(|w| !w.is_empty())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use alloc::vec;
+
+    const ROOT: &str = "/srv/evolve/workspace";
+
+    fn file_tool(args: &str) -> Escalation {
+        escalate(
+            args,
+            &EscalationContext {
+                workspace_root: ROOT,
+                path_keys: &["path"],
+                is_shell: false,
+            },
+        )
+    }
+    fn shell(cmd: &str) -> Escalation {
+        let args = alloc::format!("{{\"command\": {}}}", json_string(cmd));
+        escalate(
+            &args,
+            &EscalationContext {
+                workspace_root: ROOT,
+                path_keys: &[],
+                is_shell: true,
+            },
+        )
+    }
+    fn mcp(args: &str) -> Escalation {
+        escalate(
+            args,
+            &EscalationContext {
+                workspace_root: ROOT,
+                path_keys: &[],
+                is_shell: false,
+            },
+        )
+    }
+    fn json_string(s: &str) -> String {
+        serde_json::to_string(s).unwrap()
+    }
+
+    #[test]
+    fn file_tool_paths_table() {
+        let cases: &[(&str, Level)] = &[
+            (r#"{"path": "notes/a.md"}"#, Level::L0),
+            (r#"{"path": "./notes/../b.md"}"#, Level::L0),
+            (r#"{"path": "/srv/evolve/workspace/x.md"}"#, Level::L0),
+            (r#"{"path": "../etc/passwd"}"#, Level::L5),
+            (r#"{"path": "/etc/passwd"}"#, Level::L5),
+            (r#"{"path": "sub/../../x"}"#, Level::L5),
+            (r#"{"path": "~/x"}"#, Level::L5),
+            (r#"{"path": "$HOME/x"}"#, Level::L5),
+            (r#"{"path": "a\u0000b"}"#, Level::L5),
+            (r#"{"path": ".env"}"#, Level::L5),
+            (r#"{"path": "keys/id_rsa"}"#, Level::L5),
+            (r#"{"path": "notes/.envelope.md"}"#, Level::L0),
+            (r#"{"path": "keys/id_rsa.pub"}"#, Level::L0),
+            (r#"{"path": ["a.md", "../b.md"]}"#, Level::L5),
+            (r#"{"other": "/etc/passwd"}"#, Level::L0),
+            (r#"{"path": "x/.ssh/config"}"#, Level::L5),
+            (r#"{"path": "\/etc\/shadow"}"#, Level::L5),
+            (r#"{path: /etc/passwd}"#, Level::L5),
+            // Content is data: not a path, no command scan.
+            (
+                r#"{"path": "a.md", "content": "sudo rm -rf / and ../../x"}"#,
+                Level::L0,
+            ),
+            (
+                r#"{"path": "a.md", "content": "see .env.example"}"#,
+                Level::L0,
+            ),
+            // Credentials are refused wherever they are.
+            (
+                r#"{"path": "a.md", "content": "key sk-abcdefghijklmnopqrstuvwxyz"}"#,
+                Level::L5,
+            ),
+        ];
+        for (args, want) in cases {
+            assert_eq!(file_tool(args).level, *want, "{args}");
+        }
+    }
+
+    #[test]
+    fn shell_escalation_table() {
+        let cases: &[(&str, Level)] = &[
+            ("ls -la", Level::L0),
+            ("git rm --cached file.txt", Level::L0),
+            ("rm file.txt", Level::L0),
+            ("cat notes/a.md", Level::L0),
+            ("make 2>/dev/null", Level::L0),
+            ("curl https://example.com/a/b", Level::L0),
+            ("rm -rf ./build", Level::L5),
+            ("rm -rf /", Level::L5),
+            ("cat /etc/passwd", Level::L5),
+            ("cat ../secret", Level::L5),
+            ("cat ~/.bashrc", Level::L5),
+            ("cat .env", Level::L5),
+            ("dd if=x of=/etc/hosts", Level::L5),
+            ("cp a.md --target-directory=/tmp", Level::L5),
+            ("git push", Level::L4),
+            (
+                "echo $OPENAI_API_KEY sk-abcdefghijklmnopqrstuvwxyz",
+                Level::L5,
+            ),
+        ];
+        for (cmd, want) in cases {
+            assert_eq!(shell(cmd).level, *want, "{cmd}");
+        }
+    }
+
+    #[test]
+    fn argv_arrays_are_seen_as_commands() {
+        let e = escalate(
+            r#"{"argv": ["rm", "-rf", "build"]}"#,
+            &EscalationContext {
+                workspace_root: ROOT,
+                path_keys: &[],
+                is_shell: true,
+            },
+        );
+        assert_eq!(e.level, Level::L5);
+        assert!(e.reasons.contains(&EscalationReason::Command {
+            risk: CommandRisk::RecursiveDelete
+        }));
+    }
+
+    #[test]
+    fn mcp_tools_get_every_check() {
+        let cases: &[(&str, Level)] = &[
+            (r#"{"query": "weather in Paris"}"#, Level::L0),
+            (r#"{"query": "how do I use rm -rf safely"}"#, Level::L0),
+            (r#"{"url": "https://example.com/a/b"}"#, Level::L0),
+            (r#"{"file": "notes/a.md"}"#, Level::L0),
+            (r#"{"text": "yes/no"}"#, Level::L0),
+            (r#"{"command": "rm -rf /"}"#, Level::L5),
+            (r#"{"rm -rf /": "x"}"#, Level::L5),
+            (r#"{"file": "/etc/passwd"}"#, Level::L5),
+            (r#"{"file": "../../x"}"#, Level::L5),
+            (r#"{"file": "file:///etc/passwd"}"#, Level::L5),
+            (r#"{"name": ".env"}"#, Level::L5),
+            (r#"{"note": "read ~/.ssh/id_ed25519 please"}"#, Level::L5),
+            (
+                r#"{"token": "ghp_abcdefghijklmnopqrstuvwxyz0123456789"}"#,
+                Level::L5,
+            ),
+            (r#"{"cmd": "git push origin main"}"#, Level::L4),
+            ("rm -rf /", Level::L5),
+            ("plain text, nothing here", Level::L0),
+        ];
+        for (args, want) in cases {
+            assert_eq!(mcp(args).level, *want, "{args}");
+        }
+    }
+
+    #[test]
+    fn reasons_name_the_problem_without_the_secret() {
+        let e = mcp(r#"{"a": "sk-abcdefghijklmnopqrstuvwxyz", "b": "/etc/passwd"}"#);
+        assert_eq!(
+            e.reasons,
+            vec![
+                EscalationReason::Credential {
+                    secret: SecretKind::ApiKey
+                },
+                EscalationReason::OutsideWorkspace {
+                    path: String::from("/etc/passwd")
+                },
+            ]
+        );
+        let json = serde_json::to_string(&e).unwrap();
+        assert!(!json.contains("abcdefghij"), "{json}");
+    }
+
+    #[test]
+    fn reasons_are_deduplicated_and_paths_cut() {
+        let long = "/x".repeat(500);
+        let args = alloc::format!(r#"{{"file": "{long}", "other": "{long}"}}"#);
+        let e = mcp(&args);
+        assert_eq!(e.reasons.len(), 1);
+        match &e.reasons[0] {
+            EscalationReason::OutsideWorkspace { path } => {
+                assert_eq!(path.chars().count(), REASON_PATH_CHARS)
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn call_level_is_the_max() {
+        let e = shell("git push");
+        assert_eq!(call_level(Level::L2, &e), Level::L4);
+        assert_eq!(call_level(Level::L5, &e), Level::L5);
+        assert_eq!(call_level(Level::L3, &Escalation::default()), Level::L3);
+    }
+}

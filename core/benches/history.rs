@@ -8,10 +8,10 @@ use std::hint::black_box;
 use std::time::Duration;
 
 use evolve_core::history::{
-    build, is_valid_sequence, repair_sequence, select_l2, truncate_tool_output, Budget, BuildInput,
-    HistoryConfig, L2Entry, Message, ToolCall,
+    build, entry_keywords, estimate_messages_tokens, is_valid_sequence, repair_sequence, select_l2,
+    truncate_tool_output, Budget, BuildInput, HistoryConfig, L2Entry, Message, ToolCall,
 };
-use evolve_core::text::FallbackTokenizer;
+use evolve_core::text::{FallbackTokenizer, KeywordSet};
 use harness::Rng;
 
 const EN: &[&str] = &[
@@ -151,6 +151,21 @@ fn main() {
             &format!("build, {} messages, 32k window", l1.len()),
             budget_time,
             || build(black_box(&input), &cfg, &tok),
+        );
+        let keywords: Vec<KeywordSet> = l2.iter().map(|e| entry_keywords(e, &tok)).collect();
+        let cached = BuildInput {
+            l2_keywords: &keywords,
+            ..input
+        };
+        harness::bench(
+            &format!("build, {} messages, ring keywords cached", l1.len()),
+            budget_time,
+            || build(black_box(&cached), &cfg, &tok),
+        );
+        harness::bench(
+            &format!("estimate only, {} messages", l1.len()),
+            budget_time,
+            || estimate_messages_tokens(black_box(&l1)),
         );
         harness::bench(
             &format!("repair (clone + check), {} messages", l1.len()),

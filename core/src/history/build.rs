@@ -7,6 +7,11 @@
 //! (tool outputs older than the last 3 user turns → placeholders, outputs above
 //! 128 KiB → head + tail), the progressive trim when the estimate passes 80% of the
 //! input budget, and a final sequence check.
+//!
+//! The L0 blocks are appended to the one system message. The seed sends the pending
+//! TODO and the memories as separate user messages; one system message keeps the
+//! sequence simple (no user message before the conversation starts) and lets the last
+//! resort cut L0 as one text.
 
 use alloc::borrow::Cow;
 use alloc::boxed::Box;
@@ -16,14 +21,14 @@ use serde::{Deserialize, Serialize};
 
 use super::budget::Budget;
 use super::message::{Message, Role};
-use super::relevance::{digest_line, select_l2, L2Pick, Relevance};
+use super::relevance::{digest_line, select_l2_cached, L2Pick, Relevance};
 use super::ring::L2Entry;
 use super::sequence::{is_valid_sequence, repair_sequence, RepairReport};
 use super::summary::summary_messages;
 use super::trim::{trim, Draft, Item, L2Part, L2Shown, TrimStep};
 use super::truncate::{is_placeholder, old_turns_end, omitted_placeholder, truncate_tool_output};
 use super::HistoryConfig;
-use crate::text::{estimate_text_tokens, Tokenizer};
+use crate::text::{estimate_text_tokens, KeywordSet, Tokenizer};
 
 /// Prefix of the user side of a full L2 pair (tea-agent "[历史记录]").
 pub const HISTORY_PREFIX: &str = "[history] ";
@@ -59,6 +64,10 @@ pub struct BuildInput<'a> {
     pub tool_chain_summary: Option<&'a str>,
     /// L2: the session's ring, oldest first.
     pub l2: &'a [L2Entry],
+    /// L2: the keyword sets of `l2` ([`super::entry_keywords`], same tokenizer,
+    /// index-aligned), if the shell keeps them; empty (the default): computed here.
+    /// Tokenizing the ring is most of the cost of a build.
+    pub l2_keywords: &'a [KeywordSet],
     /// The new user message's text, for the L2 relevance filter. Empty: the last user
     /// message of `l1` is used.
     pub query: &'a str,
@@ -173,7 +182,7 @@ pub fn build(input: &BuildInput<'_>, cfg: &HistoryConfig, tokenizer: &dyn Tokeni
     } else {
         input.query
     };
-    let l2: Vec<L2Part> = select_l2(input.l2, query, tokenizer, cfg)
+    let l2: Vec<L2Part> = select_l2_cached(input.l2, input.l2_keywords, query, tokenizer, cfg)
         .into_iter()
         .filter_map(|pick| {
             let entry = input.l2.get(pick.index)?;

@@ -50,10 +50,13 @@ pub fn prefix_within_tokens(s: &str, max_tokens: usize) -> &str {
     // Invariant: prefix ..lo fits, prefix ..hi does not.
     let (mut lo, mut hi) = (0usize, s.len());
     while hi - lo > 1 {
-        let mid = floor_char_boundary(s, lo + (hi - lo) / 2);
+        let half = lo + (hi - lo) / 2;
+        let mut mid = floor_char_boundary(s, half);
         if mid <= lo {
-            // No boundary strictly between lo and hi other than lo: hi is the next one.
-            break;
+            mid = ceil_char_boundary(s, half);
+            if mid >= hi {
+                break; // no char boundary strictly between lo and hi
+            }
         }
         if estimate_text_tokens(s.get(..mid).unwrap_or("")) <= max_tokens {
             lo = mid;
@@ -135,5 +138,16 @@ mod tests {
         assert_eq!(cut_to_tokens("abcd", 1), None);
         let p = prefix_within_tokens("中中中中", 2);
         assert_eq!(p, "中中中"); // 3 CJK chars = 2 tokens, 4 = 3
+                                 // The longest fitting prefix, also when the byte midpoint is inside a char.
+        for max in 0..12 {
+            let s = "中a中bb中ccc中";
+            let p = prefix_within_tokens(s, max);
+            assert!(estimate_text_tokens(p) <= max);
+            let next = s[p.len()..].chars().next();
+            if let Some(c) = next {
+                let longer = &s[..p.len() + c.len_utf8()];
+                assert!(estimate_text_tokens(longer) > max, "{max}: {p:?}");
+            }
+        }
     }
 }

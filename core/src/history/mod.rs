@@ -36,7 +36,8 @@ pub use build::{
 pub use cut::{ceil_char_boundary, char_prefix, cut_to_chars, cut_to_tokens, floor_char_boundary};
 pub use message::{estimate_messages_tokens, Message, Role, ToolCall};
 pub use relevance::{
-    classify, digest_line, entry_keywords, file_overlap, score_entry, select_l2, L2Pick, Relevance,
+    classify, digest_line, entry_keywords, file_overlap, score_entry, select_l2, select_l2_cached,
+    L2Pick, Relevance,
 };
 pub use ring::{L2Entry, L2Ring};
 pub use sequence::{

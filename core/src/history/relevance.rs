@@ -106,12 +106,35 @@ pub fn select_l2(
     tokenizer: &dyn Tokenizer,
     cfg: &HistoryConfig,
 ) -> Vec<L2Pick> {
+    select_l2_cached(entries, &[], query, tokenizer, cfg)
+}
+
+/// [`select_l2`] with the entries' keyword sets already computed ([`entry_keywords`]
+/// with the same tokenizer, index-aligned with `entries`). Tokenizing the ring is most
+/// of the cost of a build and the ring changes by one entry a turn, so the shell can
+/// keep these next to the ring. When `keywords` is not as long as `entries` it is
+/// ignored and every entry is tokenized here.
+pub fn select_l2_cached(
+    entries: &[L2Entry],
+    keywords: &[KeywordSet],
+    query: &str,
+    tokenizer: &dyn Tokenizer,
+    cfg: &HistoryConfig,
+) -> Vec<L2Pick> {
     let query_keywords = KeywordSet::of(tokenizer, query);
+    let cached = keywords.len() == entries.len();
     let mut picks = Vec::new();
     let mut best: Option<(usize, f32)> = None;
     for (index, entry) in entries.iter().enumerate() {
-        let keywords = entry_keywords(entry, tokenizer);
-        let score = score_entry(&keywords, &query_keywords, file_overlap(entry, query), cfg);
+        let computed;
+        let keywords = match keywords.get(index).filter(|_| cached) {
+            Some(k) => k,
+            None => {
+                computed = entry_keywords(entry, tokenizer);
+                &computed
+            }
+        };
+        let score = score_entry(keywords, &query_keywords, file_overlap(entry, query), cfg);
         if best.is_none_or(|(_, b)| score >= b) {
             best = Some((index, score));
         }
@@ -302,6 +325,26 @@ mod tests {
         assert_eq!(picks[0].index, 1);
 
         assert!(select_l2(&[], "rust", &FallbackTokenizer, &cfg).is_empty());
+
+        // Cached keyword sets give the same picks; a cache of the wrong length is ignored.
+        let cache: Vec<KeywordSet> = entries
+            .iter()
+            .map(|e| entry_keywords(e, &FallbackTokenizer))
+            .collect();
+        let q = "rust lifetimes";
+        let plain = select_l2(&entries, q, &FallbackTokenizer, &cfg);
+        assert_eq!(
+            select_l2_cached(&entries, &cache, q, &FallbackTokenizer, &cfg),
+            plain
+        );
+        assert_eq!(
+            select_l2_cached(&entries, &cache[..1], q, &FallbackTokenizer, &cfg),
+            plain
+        );
+        // The cache is what is scored: an empty set per entry scores nothing.
+        let empty = vec![KeywordSet::default(); entries.len()];
+        let picks = select_l2_cached(&entries, &empty, q, &FallbackTokenizer, &cfg);
+        assert_eq!(picks.len(), 1); // only the fallback
     }
 
     #[test]

@@ -98,6 +98,7 @@ fn levels_come_in_order_l0_l3_l2_l1() {
         summary: Some("user is a tea lover"),
         tool_chain_summary: None,
         l2: &l2,
+        l2_keywords: &[],
         query: "green tea temperature",
         l1: &l1,
         budget: budget(HUGE),
@@ -139,6 +140,17 @@ fn levels_come_in_order_l0_l3_l2_l1() {
     assert!(built.summary_used);
     assert!(built.trimmed.is_empty());
     assert_eq!(built.input_budget, HUGE);
+
+    // The same with the ring's keyword sets computed by the shell.
+    let cache: Vec<crate::text::KeywordSet> = l2
+        .iter()
+        .map(|e| entry_keywords(e, &FallbackTokenizer))
+        .collect();
+    let cached = run(&BuildInput {
+        l2_keywords: &cache,
+        ..input
+    });
+    assert_eq!(cached, built);
 }
 
 #[test]

@@ -28,9 +28,9 @@ use super::summary::summary_messages;
 use super::trim::{trim, Draft, Item, L2Part, L2Shown, TrimStep};
 use super::truncate::{is_placeholder, old_turns_end, omitted_placeholder, truncate_tool_output};
 use super::HistoryConfig;
-use crate::text::{estimate_text_tokens, KeywordSet, Tokenizer};
+use crate::text::{estimate_text_tokens, KeywordSet, Tokenizer, MESSAGE_OVERHEAD_TOKENS};
 
-/// Prefix of the user side of a full L2 pair (tea-agent "[历史记录]").
+/// Prefix of the user side of a full L2 pair (tea-agent `[历史记录]`).
 pub const HISTORY_PREFIX: &str = "[history] ";
 
 /// The assistant side of a full L2 pair whose reply was empty.
@@ -42,9 +42,15 @@ pub const DIGEST_HEADER: &str = "[history, in brief — earlier exchanges of thi
 /// The assistant's acknowledgement after the digest block.
 pub const DIGEST_ACK: &str = "Noted.";
 
-/// The smallest input budget for which [`build`] promises to stay within budget:
-/// below it the system prompt and the user message, each cut to its marker and the
-/// per-message overhead, may not fit.
+/// The smallest trim target for which [`build`] stays within it whatever the input:
+/// the last resort leaves a system message and a user message, each cut down to
+/// nothing but its 4 tokens of overhead if need be. With the default 80% threshold
+/// that is an input budget of 10 tokens.
+pub const MIN_TRIM_TARGET: usize = 2 * MESSAGE_OVERHEAD_TOKENS;
+
+/// The input budget below which the built history keeps little of the conversation
+/// (a cut system prompt and a cut user message): the shell should warn about a window
+/// this small. The budget bound itself holds down to [`MIN_TRIM_TARGET`].
 pub const MIN_INPUT_BUDGET: usize = 256;
 
 /// Everything a build needs. The texts are borrowed from the shell's session state.
@@ -104,13 +110,14 @@ pub struct Built {
 ///
 /// Guarantees, whatever the input:
 /// - the result is a valid sequence;
-/// - when the input budget is at least [`MIN_INPUT_BUDGET`] (256) tokens and the
-///   configuration is the default one, `estimated_tokens` ≤ the trim target (80% of
-///   the input budget) ≤ the input budget. To get there the builder may, as a last
-///   resort, cut the system prompt itself (see [`super::trim`] step 10): when the
-///   system prompt alone is larger than the budget, it is cut to half the target,
-///   the rest going to the user message;
-/// - below that minimum it does its best and may exceed the budget.
+/// - when the trim target (80% of the input budget) is at least [`MIN_TRIM_TARGET`]
+///   (8 tokens, i.e. an input budget of 10 with the default threshold),
+///   `estimated_tokens` ≤ the trim target ≤ the input budget. To get there the builder
+///   may, as a last resort, cut the system prompt itself (see [`super::trim`] step
+///   10): when the system prompt alone is larger than the budget, it is cut to half
+///   the target (more if the user message leaves room), the rest going to the user
+///   message. Below [`MIN_INPUT_BUDGET`] (256) little of the conversation survives;
+/// - below [`MIN_TRIM_TARGET`] it does its best and may exceed the budget.
 pub fn build(input: &BuildInput<'_>, cfg: &HistoryConfig, tokenizer: &dyn Tokenizer) -> Built {
     let input_budget = input.budget.input_budget();
     let target = input.budget.trim_target(cfg.trim_threshold);

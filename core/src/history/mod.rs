@@ -31,7 +31,8 @@ mod truncate;
 
 pub use budget::Budget;
 pub use build::{
-    build, BuildInput, Built, DIGEST_ACK, DIGEST_HEADER, HISTORY_PREFIX, MIN_INPUT_BUDGET, NO_REPLY,
+    build, BuildInput, Built, DIGEST_ACK, DIGEST_HEADER, HISTORY_PREFIX, MIN_INPUT_BUDGET,
+    MIN_TRIM_TARGET, NO_REPLY,
 };
 pub use cut::{ceil_char_boundary, char_prefix, cut_to_chars, cut_to_tokens, floor_char_boundary};
 pub use message::{estimate_messages_tokens, Message, Role, ToolCall};

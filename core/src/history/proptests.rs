@@ -1,7 +1,7 @@
 //! Property tests of the builder and the repair: for arbitrary sessions (random roles,
 //! tool-call structures with orphans and duplicates, long texts, CJK, images) and
-//! budgets, the built history is a valid sequence and, from the promised minimum
-//! budget on, never above the trim target (hence never above the input budget).
+//! budgets, the built history is a valid sequence and, from the minimum trim target
+//! on (8 tokens), never above the trim target (hence never above the input budget).
 
 use alloc::format;
 use alloc::string::String;
@@ -120,7 +120,7 @@ fn case() -> impl Strategy<Value = Case> {
         proptest::option::of(text()),
         proptest::collection::vec(l2_entry(), 0..12),
         session(),
-        (0usize..40_000, 0usize..8_000),
+        prop_oneof![(0usize..40_000, 0usize..8_000), (0usize..600, 0usize..100)],
     )
         .prop_map(|(system, memory, summary, l2, l1, (w, r))| Case {
             system,
@@ -153,7 +153,7 @@ proptest! {
         prop_assert_eq!(is_valid_sequence(&built.messages), Ok(()));
         prop_assert_eq!(built.estimated_tokens, estimate_messages_tokens(&built.messages));
         prop_assert!(built.trim_target <= built.input_budget);
-        if built.input_budget >= MIN_INPUT_BUDGET {
+        if built.trim_target >= MIN_TRIM_TARGET {
             prop_assert!(
                 built.estimated_tokens <= built.trim_target,
                 "estimate {} > target {} (budget {}), steps {:?}",
@@ -164,9 +164,16 @@ proptest! {
     }
 
     #[test]
-    fn tight_budgets_near_the_minimum_still_fit(l1 in session(), system in text(), extra in 0usize..64) {
-        let budget = Budget { context_window: MIN_INPUT_BUDGET + extra + 100, reserved_output: 100 };
-        let input = BuildInput { system_prompt: &system, l1: &l1, budget, ..BuildInput::default() };
+    fn tight_budgets_still_fit_down_to_ten_tokens(l1 in session(), system in text(), summary in text(), extra in 0usize..320) {
+        // Below MIN_INPUT_BUDGET nothing useful is left, but the bound still holds.
+        let budget = Budget { context_window: 10 + extra + 100, reserved_output: 100 };
+        let input = BuildInput {
+            system_prompt: &system,
+            summary: Some(&summary),
+            l1: &l1,
+            budget,
+            ..BuildInput::default()
+        };
         let built = build(&input, &HistoryConfig::default(), &FallbackTokenizer);
         prop_assert_eq!(is_valid_sequence(&built.messages), Ok(()));
         prop_assert!(built.estimated_tokens <= built.trim_target);

@@ -174,7 +174,7 @@ pub fn is_valid_sequence(messages: &[Message]) -> Result<(), SequenceError> {
 /// What [`repair_sequence`] changed (all zero: the sequence was already valid).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RepairReport {
-    /// System messages after the start, turned into user messages prefixed "[system] ".
+    /// System messages after the start, turned into user messages prefixed `"[system] "`.
     pub moved_system: usize,
     /// Messages dropped because they came before the first user message.
     pub dropped_leading: usize,
@@ -209,7 +209,7 @@ impl RepairReport {
 /// Makes any sequence valid ([`is_valid_sequence`]) with the smallest changes, and
 /// says what it changed. Idempotent: repairing a repaired sequence changes nothing.
 ///
-/// - A system message after the start becomes a user message "[system] …" in place
+/// - A system message after the start becomes a user message `"[system] …"` in place
 ///   (its position may matter, e.g. "the user switched the model here").
 /// - Messages before the first user message (after the leading system messages) are
 ///   dropped: a turn without its question misleads the model.

@@ -4,7 +4,7 @@
 //! Each step runs only while the estimate is above the target and stops as soon as it
 //! is not, oldest material first:
 //!
-//! 1. drop the L2 "[history]" picks, oldest first;
+//! 1. drop the L2 `"[history]"` picks, oldest first;
 //! 2. replace tool outputs with placeholders, now outside the last user turn only
 //!    (`trim_keep_tool_output_turns`, 1, instead of 3);
 //! 3. clear reasoning texts;
@@ -24,8 +24,8 @@
 //!     if there is no user message, the system prompt to the whole target.
 //!
 //! After step 10 only a system prompt and one user message are left, both cut to fit;
-//! with a target of at least 2 × (4 overhead + ~9 marker) tokens the result fits. The
-//! builder documents the minimum it promises (256 tokens of input budget).
+//! each costs at least its 4 tokens of overhead, so any target of 8 tokens or more is
+//! met (`MIN_TRIM_TARGET`).
 //!
 //! Every step keeps the sequence valid: nothing is dropped from inside a turn except
 //! in step 9, which removes an assistant message together with its tool results.

@@ -13,6 +13,9 @@ pub const IMAGE_TOKENS: usize = 85;
 /// Rounded up, so a non-empty text costs at least one token.
 pub fn estimate_text_tokens(text: &str) -> usize {
     // Work in twelfths to stay in integers: ASCII 3/12, CJK 8/12, other 6/12.
+    if text.is_ascii() {
+        return (text.len() * 3).div_ceil(12);
+    }
     let mut twelfths = 0usize;
     for c in text.chars() {
         twelfths += if c.is_ascii() {

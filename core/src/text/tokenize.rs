@@ -129,76 +129,143 @@ const ZH_STOP_BIGRAMS: &[&str] = &[
 /// Chinese particles: a bigram containing one carries no topic.
 const ZH_PARTICLES: &[char] = &['的', '吗', '呢', '吧', '啊', '呀', '嘛', '哦', '么'];
 
+/// Longest entry of [`EN_STOP`], in bytes: longer words skip the stop-list search.
+const EN_STOP_MAX_LEN: usize = 6;
+
 impl FallbackTokenizer {
     fn emit_word(word: &str, chars: usize, emit: &mut dyn FnMut(&str)) {
-        if chars >= 2 && EN_STOP.binary_search(&word).is_err() {
-            emit(word);
+        if chars < 2 || (word.len() <= EN_STOP_MAX_LEN && EN_STOP.binary_search(&word).is_ok()) {
+            return;
         }
+        emit(word);
     }
 
-    fn emit_cjk_run(run: &[char], buf: &mut String, emit: &mut dyn FnMut(&str)) {
-        if run.len() == 1 {
-            if !ZH_PARTICLES.contains(&run[0]) {
-                buf.clear();
-                buf.push(run[0]);
-                emit(buf);
+    /// Emits the keywords of a run of CJK characters: `run` holds the byte offset of
+    /// each character in `text`, so bigrams are slices of the text (no copying).
+    fn emit_cjk_run(text: &str, run: &[(usize, char)], emit: &mut dyn FnMut(&str)) {
+        if let [(at, c)] = run {
+            if !ZH_PARTICLES.contains(c) {
+                emit(&text[*at..*at + c.len_utf8()]);
             }
             return;
         }
         for pair in run.windows(2) {
-            if ZH_PARTICLES.contains(&pair[0]) || ZH_PARTICLES.contains(&pair[1]) {
+            let ((a, ca), (b, cb)) = (pair[0], pair[1]);
+            if ZH_PARTICLES.contains(&ca) || ZH_PARTICLES.contains(&cb) {
                 continue;
             }
-            buf.clear();
-            buf.push(pair[0]);
-            buf.push(pair[1]);
-            if ZH_STOP_BIGRAMS.binary_search(&buf.as_str()).is_err() {
-                emit(buf);
+            let bigram = &text[a..b + cb.len_utf8()];
+            if ZH_STOP_BIGRAMS.binary_search(&bigram).is_err() {
+                emit(bigram);
             }
+        }
+    }
+}
+
+/// The word being read: where it starts in the text and whether it can be emitted as a
+/// slice of the text (all ASCII lower-case) or needs the lower-cased copy in `buf`.
+struct Word {
+    start: usize,
+    chars: usize,
+    copied: bool,
+    buf: String,
+}
+
+impl Word {
+    fn flush(&mut self, text: &str, end: usize, emit: &mut dyn FnMut(&str)) {
+        if self.chars > 0 {
+            let word = if self.copied {
+                self.buf.as_str()
+            } else {
+                &text[self.start..end]
+            };
+            FallbackTokenizer::emit_word(word, self.chars, emit);
+        }
+        self.chars = 0;
+        self.copied = false;
+        self.buf.clear();
+    }
+
+    /// Switches from slicing the text to copying, once a character needs lower-casing.
+    fn start_copy(&mut self, text: &str, at: usize) {
+        if !self.copied {
+            self.copied = true;
+            self.buf.clear();
+            self.buf.push_str(&text[self.start..at]);
         }
     }
 }
 
 impl Tokenizer for FallbackTokenizer {
     fn for_each_keyword(&self, text: &str, emit: &mut dyn FnMut(&str)) {
-        let mut word = String::new();
-        let mut word_chars = 0usize;
-        let mut run: Vec<char> = Vec::new();
-        let mut buf = String::new();
-        for c in text.chars() {
-            if is_cjk(c) {
-                if !word.is_empty() {
-                    Self::emit_word(&word, word_chars, emit);
-                    word.clear();
-                    word_chars = 0;
+        let mut word = Word {
+            start: 0,
+            chars: 0,
+            copied: false,
+            buf: String::new(),
+        };
+        let mut run: Vec<(usize, char)> = Vec::new();
+        let bytes = text.as_bytes();
+        let mut i = 0;
+        while i < bytes.len() {
+            let b = bytes[i];
+            // ASCII fast path: most text is ASCII, and it needs no decoding.
+            if b.is_ascii() {
+                if b.is_ascii_alphanumeric() || b == b'_' {
+                    if !run.is_empty() {
+                        Self::emit_cjk_run(text, &run, emit);
+                        run.clear();
+                    }
+                    if word.chars == 0 {
+                        word.start = i;
+                    }
+                    if b.is_ascii_uppercase() {
+                        word.start_copy(text, i);
+                    }
+                    if word.copied {
+                        word.buf.push(char::from(b.to_ascii_lowercase()));
+                    }
+                    word.chars += 1;
+                } else {
+                    word.flush(text, i, emit);
+                    if !run.is_empty() {
+                        Self::emit_cjk_run(text, &run, emit);
+                        run.clear();
+                    }
                 }
-                run.push(c);
-            } else if c.is_alphanumeric() || c == '_' {
+                i += 1;
+                continue;
+            }
+            let Some(c) = text[i..].chars().next() else {
+                break;
+            };
+            let len = c.len_utf8();
+            if is_cjk(c) {
+                word.flush(text, i, emit);
+                run.push((i, c));
+            } else if c.is_alphanumeric() {
                 if !run.is_empty() {
-                    Self::emit_cjk_run(&run, &mut buf, emit);
+                    Self::emit_cjk_run(text, &run, emit);
                     run.clear();
                 }
-                for l in c.to_lowercase() {
-                    word.push(l);
+                if word.chars == 0 {
+                    word.start = i;
                 }
-                word_chars += 1;
+                word.start_copy(text, i);
+                word.buf.extend(c.to_lowercase());
+                word.chars += 1;
             } else {
-                if !word.is_empty() {
-                    Self::emit_word(&word, word_chars, emit);
-                    word.clear();
-                    word_chars = 0;
-                }
+                word.flush(text, i, emit);
                 if !run.is_empty() {
-                    Self::emit_cjk_run(&run, &mut buf, emit);
+                    Self::emit_cjk_run(text, &run, emit);
                     run.clear();
                 }
             }
+            i += len;
         }
-        if !word.is_empty() {
-            Self::emit_word(&word, word_chars, emit);
-        }
+        word.flush(text, bytes.len(), emit);
         if !run.is_empty() {
-            Self::emit_cjk_run(&run, &mut buf, emit);
+            Self::emit_cjk_run(text, &run, emit);
         }
     }
 }
@@ -215,6 +282,7 @@ mod tests {
     #[test]
     fn stop_lists_are_sorted_for_binary_search() {
         assert!(EN_STOP.windows(2).all(|w| w[0] < w[1]));
+        assert!(EN_STOP.iter().all(|w| w.len() <= EN_STOP_MAX_LEN));
         assert!(ZH_STOP_BIGRAMS.windows(2).all(|w| w[0] < w[1]));
     }
 
@@ -252,5 +320,65 @@ mod tests {
         // FNV-1a 64 reference value: the hashes are persisted, so they must never change.
         assert_eq!(keyword_hash("a"), 0xaf63_dc4c_8601_ec8c);
         assert_eq!(keyword_hash(""), 0xcbf2_9ce4_8422_2325);
+    }
+
+    /// The rules written the plain way (char by char, always copying): the fast path
+    /// must emit exactly the same keywords.
+    fn reference(text: &str) -> Vec<String> {
+        let mut out = Vec::new();
+        let mut word = String::new();
+        let mut chars = 0;
+        let mut run: Vec<char> = Vec::new();
+        let flush_word = |word: &mut String, chars: &mut usize, out: &mut Vec<String>| {
+            if *chars >= 2 && EN_STOP.binary_search(&word.as_str()).is_err() {
+                out.push(word.clone());
+            }
+            word.clear();
+            *chars = 0;
+        };
+        let flush_run = |run: &mut Vec<char>, out: &mut Vec<String>| {
+            if run.len() == 1 && !ZH_PARTICLES.contains(&run[0]) {
+                out.push(run.iter().collect());
+            }
+            if run.len() > 1 {
+                for p in run.windows(2) {
+                    let bigram: String = p.iter().collect();
+                    let particle = ZH_PARTICLES.contains(&p[0]) || ZH_PARTICLES.contains(&p[1]);
+                    if !particle && ZH_STOP_BIGRAMS.binary_search(&bigram.as_str()).is_err() {
+                        out.push(bigram);
+                    }
+                }
+            }
+            run.clear();
+        };
+        for c in text.chars() {
+            if is_cjk(c) {
+                flush_word(&mut word, &mut chars, &mut out);
+                run.push(c);
+            } else if c.is_alphanumeric() || c == '_' {
+                flush_run(&mut run, &mut out);
+                word.extend(c.to_lowercase());
+                chars += 1;
+            } else {
+                flush_word(&mut word, &mut chars, &mut out);
+                flush_run(&mut run, &mut out);
+            }
+        }
+        flush_word(&mut word, &mut chars, &mut out);
+        flush_run(&mut run, &mut out);
+        out
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(512))]
+        #[test]
+        fn fast_path_matches_the_reference(text in "[a-zA-Z0-9_ .,ÄéßİΣ我喜欢茶的么什么用户-]{0,40}") {
+            proptest::prop_assert_eq!(kw(&text), reference(&text));
+        }
+
+        #[test]
+        fn any_text_tokenizes_like_the_reference(text in proptest::prelude::any::<String>()) {
+            proptest::prop_assert_eq!(kw(&text), reference(&text));
+        }
     }
 }

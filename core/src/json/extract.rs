@@ -217,6 +217,25 @@ mod tests {
     }
 
     #[test]
+    fn a_damaged_memory_extraction_answer_yields_every_item() {
+        let answer = "Sure! Here are the memories:\n\n```json\n[\n\
+            {'content': 'prefers green tea', 'category': 'preference', 'priority': 1,},\n\
+            {content: \"line\nbreak\ttab\", category: \"fact\", pinned: True}\n\
+            // the last one was cut off\n\
+            {\"content\": \"report due mon";
+        let items = extract_items(answer).unwrap();
+        let expected = [
+            "{\"content\":\"prefers green tea\",\"category\":\"preference\",\"priority\":1}",
+            "{\"content\":\"line\\nbreak\\ttab\",\"category\":\"fact\",\"pinned\":true}",
+            "{\"content\":\"report due mon\"}",
+        ];
+        assert_eq!(items.len(), expected.len());
+        for (item, json_text) in items.iter().zip(expected) {
+            assert_eq!(item.to_json_string(), json_text);
+        }
+    }
+
+    #[test]
     fn says_why_when_there_is_nothing() {
         assert_eq!(extract(""), Err(JsonError::Empty));
         assert_eq!(extract(" \n\t"), Err(JsonError::Empty));

@@ -19,7 +19,7 @@ use super::MAX_CANDIDATES;
 pub const LIST_KEYS: [&str; 4] = ["memories", "items", "results", "data"];
 
 /// The JSON value in a model's answer. Tries, in order:
-/// 1. the whole text;
+/// 1. the whole text (repaired only when it starts with `[` or `{`);
 /// 2. each fenced code block (```` ```json … ``` ```` or plain ```` ``` ````; a block
 ///    cut off by the end of the text runs to the end);
 /// 3. the first `[` or `{` whose balanced span (brackets inside strings ignored; an
@@ -33,14 +33,18 @@ pub fn extract(text: &str) -> Result<Value, JsonError> {
         return Err(JsonError::Empty);
     }
     let mut first_error = None;
+    // Only a text that starts like a document is worth repairing as a whole (and its
+    // error worth reporting): a leading quote or word is more likely prose.
+    let starts_like_json = whole.starts_with(['[', '{']);
     match parse_strict(whole) {
         Ok(v) => return Ok(v),
-        // Only a text that starts like JSON has an error worth reporting; prose does not.
-        Err(e) if whole.starts_with(['[', '{']) => first_error = Some(e),
+        Err(e) if starts_like_json => {
+            first_error = Some(e);
+            if let Some(v) = parse_lenient(whole) {
+                return Ok(v);
+            }
+        }
         Err(_) => {}
-    }
-    if let Some(v) = parse_lenient(whole) {
-        return Ok(v);
     }
     for block in (FencedBlocks { text, pos: 0 }).take(MAX_CANDIDATES) {
         if let Some(v) = try_candidate(block, &mut first_error) {
@@ -189,6 +193,7 @@ mod tests {
             ("  {\"a\": 1}\n", "{\"a\":1}"),
             ("42", "42"),
             ("[{'a': 1},]", "[{\"a\":1}]"),
+            ("\"Sure\", I said. [1]", "[1]"),
             // 2. fenced code blocks
             (
                 "Here you go:\n```json\n[1, 2]\n```\nAnything else?",

@@ -7,7 +7,7 @@
 //! - raw control characters inside strings (kept as characters, escaped on output),
 //!   unknown escapes such as `\d` (the backslash is kept as a character);
 //!   unescaped quotes inside a string, when the quote is not followed by `,` `:` `}` `]`,
-//!   a line break and another quote, or the end (`"he said "hi" to me"`);
+//!   a comment, the end, or space and another quote (`"he said "hi" to me"`);
 //! - Python and JavaScript literals: `True` `False` `None`, `NaN` `Infinity` `undefined`
 //!   (the last three become `null`, which is what JSON can say about them);
 //! - loose numbers: `+1`, `.5`, `5.`, `007`;
@@ -15,9 +15,9 @@
 //! - truncation: an unclosed string is closed, unclosed arrays and objects are closed,
 //!   a dangling `"key":` or half-written key, literal or trailing comma is dropped.
 //!
-//! It never guesses structure beyond that: prose, unquoted string values or a lone
-//! `"key"` without a colon make it give up, so that [`extract`](super::extract) can look
-//! elsewhere in the text.
+//! It never guesses structure beyond that: prose, unquoted string values or a key not
+//! followed by a colon (`{a 1}`) make it give up, so that [`extract`](super::extract)
+//! can look elsewhere in the text.
 
 use alloc::string::String;
 use alloc::vec::Vec;
@@ -338,18 +338,18 @@ enum Closed {
     CutOff,
 }
 
-/// True when a quote just before `after` ends its string: what follows (after spaces)
-/// is `,` `:` `}` `]`, the end of the text, or a line break and then a new quoted item.
+/// True when a quote just before `after` ends its string: what follows (after
+/// whitespace) is `,` `:` `}` `]`, a comment, the end of the text, or — after at least
+/// one whitespace character — another quote (the next item, its comma missing).
 /// Otherwise the quote is taken as part of the text (`"he said "hi" to me"`).
 pub(crate) fn quote_closes(bytes: &[u8], after: usize) -> bool {
     let mut i = after;
-    let mut newline = false;
     while let Some(&b) = bytes.get(i) {
         match b {
-            b'\n' => newline = true,
-            b' ' | b'\t' | b'\r' => {}
+            b' ' | b'\t' | b'\r' | b'\n' => {}
             b',' | b':' | b'}' | b']' => return true,
-            b'"' | b'\'' | b'/' => return newline,
+            b'/' => return matches!(bytes.get(i + 1), Some(b'/' | b'*')),
+            b'"' | b'\'' => return i > after,
             _ => return false,
         }
         i += 1;
@@ -394,6 +394,8 @@ mod tests {
         ("{\"a\": 1,}", "{\"a\":1}"),
         ("[1,,2]", "[1,2]"),
         ("[1 2]", "[1,2]"),
+        ("[\"a\" \"b\" 'c']", "[\"a\",\"b\",\"c\"]"),
+        ("{\"a\": \"x\" \"b\": 1}", "{\"a\":\"x\",\"b\":1}"),
         ("{\"a\": 1\n \"b\": 2}", "{\"a\":1,\"b\":2}"),
         // quotes
         ("{'a': 'b'}", "{\"a\":\"b\"}"),
@@ -429,6 +431,10 @@ mod tests {
         ),
         // comments, BOM, stray closers
         ("\u{feff}// memories\n[1, /* two */ 2]", "[1,2]"),
+        (
+            "{\"a\": \"x\" // note\n, \"b\": 'y' /* c */}",
+            "{\"a\":\"x\",\"b\":\"y\"}",
+        ),
         ("{\"a\": [1, 2]}}", "{\"a\":[1,2]}"),
         ("{\"a\": [1, 2}", "{\"a\":[1,2]}"),
         ("[{\"a\": 1]", "[{\"a\":1}]"),
@@ -467,6 +473,7 @@ mod tests {
             "Sure! Here is the list:",
             "true story",
             "[see above]",
+            "{a 1}",
             "{1: 2: 3}",
             "{\"a\": 1} and more",
             "{\"a\": nope}",

@@ -36,6 +36,9 @@ pub struct SkillDoc {
 /// `description` of at most [`MAX_DESCRIPTION_CHARS`] characters.
 pub fn parse_skill_md(text: &str) -> Result<SkillDoc, SkillError> {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    if text.is_empty() {
+        return Err(SkillError::NoFrontMatter);
+    }
     let mut front = Vec::new();
     let mut offset = 0;
     let mut body_start = None;
@@ -57,9 +60,6 @@ pub fn parse_skill_md(text: &str) -> Result<SkillDoc, SkillError> {
                 text: content,
             });
         }
-    }
-    if text.is_empty() {
-        return Err(SkillError::NoFrontMatter);
     }
     let body = body_start
         .and_then(|at| text.get(at..))

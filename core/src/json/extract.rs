@@ -109,7 +109,8 @@ fn try_candidate(candidate: &str, first_error: &mut Option<SyntaxError>) -> Opti
 }
 
 /// The code blocks of a Markdown text: the text between an opening ```` ``` ```` (and
-/// its language tag) and the next ```` ``` ```` or the end.
+/// its language tag) and the next ```` ``` ```` — after the balanced document when the
+/// block starts with `[` or `{` — or the end.
 struct FencedBlocks<'a> {
     text: &'a str,
     pos: usize,
@@ -127,8 +128,15 @@ impl<'a> Iterator for FencedBlocks<'a> {
             .find(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '+' | '.')))
             .unwrap_or(after_fence.len());
         let body = after_fence.get(tag_len..)?;
-        let (content, consumed) = match body.find("```") {
-            Some(close) => (body.get(..close)?, close + 3),
+        // A block that holds a whole JSON document ends after it: "```" inside one of
+        // its strings does not close the fence.
+        let lead = body.len() - body.trim_start().len();
+        let search_from = match body.as_bytes().get(lead) {
+            Some(b'[' | b'{') => balanced_end(body.as_bytes(), lead).unwrap_or(0),
+            _ => 0,
+        };
+        let (content, consumed) = match body.get(search_from..).and_then(|r| r.find("```")) {
+            Some(close) => (body.get(..search_from + close)?, search_from + close + 3),
             None => (body, body.len()),
         };
         self.pos += open + 3 + tag_len + consumed;
@@ -183,6 +191,15 @@ mod tests {
 
     fn json(text: &str) -> Value {
         parse_strict(text).unwrap()
+    }
+
+    #[test]
+    fn a_fence_inside_a_string_does_not_close_the_block() {
+        let text = "Here:\n```json\n{\"code\": \"```sh\\nls\\n```\"}\n```\nDone.";
+        assert_eq!(extract(text), Ok(json(r#"{"code": "```sh\nls\n```"}"#)));
+        // A truncated block still ends at the next fence, and is repaired.
+        let cut = "```json\n[{\"a\": 1}, {\"b\": \n```\nmore text";
+        assert_eq!(extract(cut), Ok(json(r#"[{"a": 1}, {}]"#)));
     }
 
     #[test]

@@ -13,38 +13,15 @@
 //! a new line nor forge the closing delimiter. What surrounds the block is the caller's.
 
 use alloc::string::String;
-use serde::{Deserialize, Serialize};
 
 use super::{Category, Memory, Priority};
-use crate::text::is_cjk;
 
 /// The opening delimiter line of the block.
 pub const BLOCK_OPEN: &str = "<memories>";
 /// The closing delimiter line of the block.
 pub const BLOCK_CLOSE: &str = "</memories>";
 
-/// The language the prefixes are written in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Lang {
-    /// English prefixes.
-    #[default]
-    En,
-    /// Chinese prefixes (tea-agent's originals).
-    Zh,
-}
-
-impl Lang {
-    /// Chinese when the text contains a CJK character, English otherwise: the
-    /// conversation's language decides the prefixes.
-    pub fn guess(text: &str) -> Lang {
-        if text.chars().any(is_cjk) {
-            Lang::Zh
-        } else {
-            Lang::En
-        }
-    }
-}
+pub use crate::text::Lang;
 
 /// The line prefix of a memory: CRITICAL first, then by category (tea-agent
 /// `_prefix_for`).

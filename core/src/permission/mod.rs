@@ -42,7 +42,7 @@ pub use escalate::{
     call_level, escalate, Escalation, EscalationContext, EscalationReason, REASON_PATH_CHARS,
 };
 pub use level::{Level, ParseLevelError};
-pub use pending::{parse_answer, Answer, AnswerOutcome, Confirmations, PendingCall, PromptLang};
+pub use pending::{parse_answer, Answer, AnswerOutcome, Confirmations, Lang, PendingCall};
 pub use scan::{arg_strings, string_arg, ArgString, StringKind};
 pub use secret::SecretKind;
 pub use shell::{command_risks, shell_command_level, CommandRisk};

@@ -65,16 +65,7 @@ pub enum AnswerOutcome {
     NeedSecondConfirmation,
 }
 
-/// The language of the question.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum PromptLang {
-    /// English.
-    #[default]
-    En,
-    /// 中文.
-    Zh,
-}
+pub use crate::text::Lang;
 
 /// A tool call parked on a session until the user answers.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -161,11 +152,11 @@ impl PendingCall {
 
     /// The question to show now: the first one, or — after the first yes of an L4 call —
     /// the second, which repeats the exact call.
-    pub fn prompt(&self, lang: PromptLang) -> String {
+    pub fn prompt(&self, lang: Lang) -> String {
         let second = self.received >= 1;
         let (tool, level, args) = (&self.tool, self.level, &self.arguments);
         match (lang, second) {
-            (PromptLang::En, false) => {
+            (Lang::En, false) => {
                 let twice = if self.required() >= 2 {
                     " It needs two confirmations."
                 } else {
@@ -178,14 +169,14 @@ impl PendingCall {
                     level.meaning()
                 )
             }
-            (PromptLang::En, true) => format!(
+            (Lang::En, true) => format!(
                 "Second confirmation. Exactly this call will run:\n\
                  Tool: `{tool}` (level {level}: {})\n\
                  Arguments: {args}\n\
                  Answer yes again to run it, or no to refuse.",
                 level.meaning()
             ),
-            (PromptLang::Zh, false) => {
+            (Lang::Zh, false) => {
                 let twice = if self.required() >= 2 {
                     "需要二次确认。"
                 } else {
@@ -198,7 +189,7 @@ impl PendingCall {
                     level.meaning_zh()
                 )
             }
-            (PromptLang::Zh, true) => format!(
+            (Lang::Zh, true) => format!(
                 "二次确认。将执行以下调用：\n\
                  工具：`{tool}`（等级 {level}：{}）\n\
                  参数：{args}\n\
@@ -453,22 +444,22 @@ mod tests {
     #[test]
     fn prompts_name_the_tool_level_and_exact_arguments() {
         let mut c = call(Level::L4);
-        let first = c.prompt(PromptLang::En);
+        let first = c.prompt(Lang::En);
         assert!(first.contains("`mail__send`"), "{first}");
         assert!(first.contains("L4"), "{first}");
         assert!(first.contains(r#"{"to":"a@b.c"}"#), "{first}");
         assert!(first.contains("two confirmations"), "{first}");
-        assert!(c.prompt(PromptLang::Zh).contains("二次确认"));
+        assert!(c.prompt(Lang::Zh).contains("二次确认"));
         c.answer("yes");
-        for lang in [PromptLang::En, PromptLang::Zh] {
+        for lang in [Lang::En, Lang::Zh] {
             let second = c.prompt(lang);
             assert!(second.contains("`mail__send`"), "{second}");
             assert!(second.contains("L4"), "{second}");
             assert!(second.contains(r#"{"to":"a@b.c"}"#), "{second}");
         }
-        assert!(c.prompt(PromptLang::En).starts_with("Second confirmation"));
-        assert!(c.prompt(PromptLang::Zh).starts_with("二次确认"));
-        let once = call(Level::L3).prompt(PromptLang::En);
+        assert!(c.prompt(Lang::En).starts_with("Second confirmation"));
+        assert!(c.prompt(Lang::Zh).starts_with("二次确认"));
+        let once = call(Level::L3).prompt(Lang::En);
         assert!(!once.contains("two confirmations"), "{once}");
     }
 

@@ -5,15 +5,7 @@ use alloc::string::String;
 
 use super::rank::SkillSummary;
 
-/// The language the prompt block is written in (the UI offers English and 中文).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Lang {
-    /// English.
-    #[default]
-    En,
-    /// Chinese (simplified).
-    Zh,
-}
+pub use crate::text::Lang;
 
 /// Opens the skills block in the prompt.
 pub const SKILLS_OPEN: &str = "<available_skills>";

@@ -6,11 +6,13 @@
 //! tokens a text will cost. It leaves to others what the numbers are used for.
 
 mod estimate;
+mod lang;
 mod similarity;
 mod tokenize;
 
 pub use estimate::{
     estimate_message_tokens, estimate_text_tokens, IMAGE_TOKENS, MESSAGE_OVERHEAD_TOKENS,
 };
+pub use lang::Lang;
 pub use similarity::{cosine, f1, intersection_len, jaccard};
 pub use tokenize::{is_cjk, keyword_hash, FallbackTokenizer, KeywordSet, Tokenizer};

@@ -132,9 +132,55 @@ const ZH_PARTICLES: &[char] = &['的', '吗', '呢', '吧', '啊', '呀', '嘛',
 /// Longest entry of [`EN_STOP`], in bytes: longer words skip the stop-list search.
 const EN_STOP_MAX_LEN: usize = 6;
 
+/// Longest text [`pack`] can hold, in bytes.
+const PACK_MAX_LEN: usize = 7;
+
+/// A short text as one integer (its bytes, then its length in the top byte), so stop
+/// lists are searched with integer compares instead of `memcmp` (which dominated the
+/// tokenizer's profile). Only for texts of at most [`PACK_MAX_LEN`] bytes.
+const fn pack(text: &str) -> u64 {
+    let b = text.as_bytes();
+    let mut v = 0u64;
+    let mut i = 0;
+    while i < b.len() && i < PACK_MAX_LEN {
+        v = (v << 8) | b[i] as u64;
+        i += 1;
+    }
+    v | ((b.len() as u64) << 56)
+}
+
+/// The packed words of a stop list, sorted at compile time.
+const fn packed_sorted<const N: usize>(words: &[&str]) -> [u64; N] {
+    let mut out = [0u64; N];
+    let mut i = 0;
+    while i < N {
+        out[i] = pack(words[i]);
+        let mut j = i;
+        while j > 0 && out[j - 1] > out[j] {
+            let t = out[j];
+            out[j] = out[j - 1];
+            out[j - 1] = t;
+            j -= 1;
+        }
+        i += 1;
+    }
+    out
+}
+
+const EN_STOP_PACKED: [u64; EN_STOP.len()] = packed_sorted(EN_STOP);
+const ZH_STOP_PACKED: [u64; ZH_STOP_BIGRAMS.len()] = packed_sorted(ZH_STOP_BIGRAMS);
+
+fn is_en_stop(word: &str) -> bool {
+    word.len() <= EN_STOP_MAX_LEN && EN_STOP_PACKED.binary_search(&pack(word)).is_ok()
+}
+
+fn is_zh_stop(bigram: &str) -> bool {
+    bigram.len() <= PACK_MAX_LEN && ZH_STOP_PACKED.binary_search(&pack(bigram)).is_ok()
+}
+
 impl FallbackTokenizer {
     fn emit_word(word: &str, chars: usize, emit: &mut dyn FnMut(&str)) {
-        if chars < 2 || (word.len() <= EN_STOP_MAX_LEN && EN_STOP.binary_search(&word).is_ok()) {
+        if chars < 2 || is_en_stop(word) {
             return;
         }
         emit(word);
@@ -155,7 +201,7 @@ impl FallbackTokenizer {
                 continue;
             }
             let bigram = &text[a..b + cb.len_utf8()];
-            if ZH_STOP_BIGRAMS.binary_search(&bigram).is_err() {
+            if !is_zh_stop(bigram) {
                 emit(bigram);
             }
         }
@@ -284,6 +330,14 @@ mod tests {
         assert!(EN_STOP.windows(2).all(|w| w[0] < w[1]));
         assert!(EN_STOP.iter().all(|w| w.len() <= EN_STOP_MAX_LEN));
         assert!(ZH_STOP_BIGRAMS.windows(2).all(|w| w[0] < w[1]));
+        assert!(ZH_STOP_BIGRAMS.iter().all(|w| w.len() <= PACK_MAX_LEN));
+        // The packed lookups agree with the lists, and texts that only share a prefix
+        // or differ in length do not collide.
+        assert!(EN_STOP.iter().all(|w| is_en_stop(w)));
+        assert!(ZH_STOP_BIGRAMS.iter().all(|w| is_zh_stop(w)));
+        for not_stop in ["th", "thee", "wha", "", "whatever", "tea", "用户", "什么么"] {
+            assert!(!is_en_stop(not_stop) && !is_zh_stop(not_stop), "{not_stop}");
+        }
     }
 
     #[test]

@@ -37,8 +37,8 @@ pub use build::{
 pub use cut::{ceil_char_boundary, char_prefix, cut_to_chars, cut_to_tokens, floor_char_boundary};
 pub use message::{estimate_messages_tokens, Message, Role, ToolCall};
 pub use relevance::{
-    classify, digest_line, entry_keywords, file_overlap, score_entry, select_l2, select_l2_cached,
-    L2Pick, Relevance,
+    classify, digest_line, entry_keywords, file_overlap, query_keywords, score_entry, select_l2,
+    select_l2_cached, L2Pick, Relevance,
 };
 pub use ring::{L2Entry, L2Ring};
 pub use sequence::{
@@ -88,8 +88,10 @@ pub struct HistoryConfig {
     pub trim_threshold: f32,
     /// Trim step 2 replaces tool outputs outside the last this-many user turns (our
     /// choice: 1, "more aggressive" than the always-on 3; the seed does not say).
+    /// 0 acts as 1: the current turn's outputs are only ever cut by the last resorts.
     pub trim_keep_tool_output_turns: usize,
-    /// Trim step 4 cuts texts to this many characters (tea-agent: 4096).
+    /// Trim step 4 cuts texts to this many characters (tea-agent: 4096), except in
+    /// the current turn (the last user message and what follows it).
     pub max_text_chars: usize,
     /// Trim step 5 drops old L1 turns but keeps the last this-many user turns
     /// (tea-agent: 5).

@@ -179,6 +179,39 @@ proptest! {
         prop_assert!(built.estimated_tokens <= built.trim_target);
     }
 
+    /// The current turn (the last user message and what follows it) is sent as it
+    /// would be without a budget whenever it fits next to the system message: trim
+    /// steps 2–4 never touch it, and old turns go before it. With `keep_user_turns: 1`
+    /// so that step 5 alone can make the room (with the seed's 5, the last resort
+    /// "cut the final message" comes before dropping the other 4 turns).
+    #[test]
+    fn the_current_turn_is_untouched_when_it_fits(c in case()) {
+        let cfg = HistoryConfig { keep_user_turns: 1, ..HistoryConfig::default() };
+        let input = BuildInput {
+            system_prompt: &c.system,
+            memory_block: c.memory.as_deref(),
+            l2: &c.l2,
+            l1: &c.l1,
+            budget: c.budget,
+            ..BuildInput::default()
+        };
+        let free = build(
+            &BuildInput { budget: Budget { context_window: usize::MAX / 4, reserved_output: 0 }, ..input },
+            &cfg,
+            &FallbackTokenizer,
+        );
+        let built = build(&input, &cfg, &FallbackTokenizer);
+        if let Some(u) = free.messages.iter().rposition(|m| m.role == Role::User) {
+            let current = &free.messages[u..];
+            let system = free.messages.iter().take_while(|m| m.role == Role::System);
+            let need = estimate_messages_tokens(current)
+                + system.map(Message::estimate_tokens).sum::<usize>();
+            if need <= built.trim_target {
+                prop_assert!(built.messages.ends_with(current), "steps {:?}", built.trimmed);
+            }
+        }
+    }
+
     #[test]
     fn repair_makes_any_sequence_valid_and_is_idempotent(mut m in proptest::collection::vec(any_message(), 0..40)) {
         let was_valid = is_valid_sequence(&m).is_ok();

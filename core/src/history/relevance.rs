@@ -1,8 +1,10 @@
 //! Which L2 entries (earlier turns of the session) are worth showing for the new user
 //! message, and in how much detail (tea-agent `filter_level2_by_relevance`).
 //!
-//! Decides the score of each entry and its [`Relevance`]; leaves the wording of the
-//! injected messages to the builder and the keyword extraction to the [`Tokenizer`].
+//! Decides the score of each entry and its [`Relevance`], which of the tokenizer's
+//! keywords count (ASCII ones need 3 letters, seed "3字母英文") and when a query names
+//! an entry's file; leaves the wording of the injected messages to the builder and the
+//! splitting of text into keywords to the [`Tokenizer`].
 
 use alloc::string::String;
 use alloc::vec::Vec;
@@ -10,7 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use super::cut::char_prefix;
 use super::{HistoryConfig, L2Entry};
-use crate::text::{jaccard, keyword_hash, KeywordSet, Tokenizer};
+use crate::text::{is_cjk, jaccard, keyword_hash, KeywordSet, Tokenizer};
 
 /// How much of an L2 entry goes into the prompt.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -37,6 +39,12 @@ pub struct L2Pick {
 /// How many of the entry's files the query names: a file counts when the query
 /// contains its whole path, or its last path component if that looks like a file name
 /// (has a dot and at least 3 characters, e.g. `main.rs`). Each distinct path counts once.
+///
+/// Matches are case-sensitive and whole: the text found must not continue a longer
+/// name on either side, so `a.rs` is not named by `data.rs`, `b.a.rs`, `a.rsx` or
+/// `a.rs.bak`, but is by `src/a.rs`, `` `a.rs` ``, `(a.rs)`, `a.rs:42`, `a.rs.` at the
+/// end of a sentence, or `看看a.rs的内容` (Chinese is written without spaces, so a CJK
+/// character bounds a name too). See [`continues_name`].
 pub fn file_overlap(entry: &L2Entry, query: &str) -> usize {
     let mut n = 0;
     for (i, path) in entry.files.iter().enumerate() {
@@ -46,19 +54,69 @@ pub fn file_overlap(entry: &L2Entry, query: &str) -> usize {
         }
         let name = path.rsplit(['/', '\\']).next().unwrap_or(path);
         let name_counts = name.contains('.') && name.chars().count() >= 3;
-        if query.contains(path) || (name_counts && query.contains(name)) {
+        if names_whole(query, path) || (name_counts && names_whole(query, name)) {
             n += 1;
         }
     }
     n
 }
 
-/// The keyword set of an entry: user + thinking + assistant.
+/// True when `c` can be part of a file name, so a match next to it is only part of a
+/// longer name: letters and digits of alphabetic scripts and `. - _ ~ + @ # $ %`.
+/// Whitespace, `/` and `\`, quotes, brackets, other punctuation and CJK characters
+/// bound a name.
+fn continues_name(c: char) -> bool {
+    (c.is_alphanumeric() && !is_cjk(c))
+        || matches!(c, '.' | '-' | '_' | '~' | '+' | '@' | '#' | '$' | '%')
+}
+
+/// True when `query` contains `needle` as a whole name (see [`file_overlap`]). Dots
+/// right after the match count as punctuation when nothing that continues a name
+/// follows them ("fix a.rs." names `a.rs`, "a.rs.bak" does not).
+fn names_whole(query: &str, needle: &str) -> bool {
+    if needle.is_empty() {
+        return false;
+    }
+    query.match_indices(needle).any(|(at, _)| {
+        let before = query.get(..at).and_then(|s| s.chars().next_back());
+        let after = query.get(at + needle.len()..).unwrap_or("");
+        let after = after.trim_start_matches('.');
+        !before.is_some_and(continues_name) && !after.chars().next().is_some_and(continues_name)
+    })
+}
+
+/// Adds the hashes of `text`'s keywords that count for relevance: every keyword the
+/// tokenizer gives, except ASCII ones shorter than 3 characters. Seed 000 line 616
+/// extracts "2字中文 + 3字母英文关键词" (Chinese words of 2 characters, English words of
+/// at least 3 letters); the tokenizer keeps 2-letter words for other uses (memory
+/// selection), but here `go`, `db`, `v2` would make unrelated turns look alike.
+fn push_relevance_keywords(tokenizer: &dyn Tokenizer, text: &str, hashes: &mut Vec<u64>) {
+    tokenizer.for_each_keyword(text, &mut |k| {
+        if !(k.is_ascii() && k.len() < MIN_ASCII_KEYWORD_CHARS) {
+            hashes.push(keyword_hash(k));
+        }
+    });
+}
+
+/// Shortest ASCII keyword that counts for relevance (seed 000 line 616: "3字母英文").
+const MIN_ASCII_KEYWORD_CHARS: usize = 3;
+
+/// The keyword set of an entry for relevance: user + thinking + assistant, ASCII
+/// keywords of at least 3 characters (see [`query_keywords`]).
 pub fn entry_keywords(entry: &L2Entry, tokenizer: &dyn Tokenizer) -> KeywordSet {
     let mut hashes = Vec::new();
     for text in [&entry.user, &entry.thinking, &entry.assistant] {
-        tokenizer.for_each_keyword(text, &mut |k| hashes.push(keyword_hash(k)));
+        push_relevance_keywords(tokenizer, text, &mut hashes);
     }
+    KeywordSet::from_hashes(hashes)
+}
+
+/// The keyword set of the new user message for relevance: the tokenizer's keywords
+/// without ASCII ones shorter than 3 characters (seed 000 line 616: "提取 user 消息的
+/// 2字中文 + 3字母英文关键词"). Chinese keywords are kept whatever their length.
+pub fn query_keywords(query: &str, tokenizer: &dyn Tokenizer) -> KeywordSet {
+    let mut hashes = Vec::new();
+    push_relevance_keywords(tokenizer, query, &mut hashes);
     KeywordSet::from_hashes(hashes)
 }
 
@@ -121,7 +179,7 @@ pub fn select_l2_cached(
     tokenizer: &dyn Tokenizer,
     cfg: &HistoryConfig,
 ) -> Vec<L2Pick> {
-    let query_keywords = KeywordSet::of(tokenizer, query);
+    let query_set = query_keywords(query, tokenizer);
     let cached = keywords.len() == entries.len();
     let mut picks = Vec::new();
     let mut best: Option<(usize, f32)> = None;
@@ -134,7 +192,7 @@ pub fn select_l2_cached(
                 &computed
             }
         };
-        let score = score_entry(keywords, &query_keywords, file_overlap(entry, query), cfg);
+        let score = score_entry(keywords, &query_set, file_overlap(entry, query), cfg);
         if best.is_none_or(|(_, b)| score >= b) {
             best = Some((index, score));
         }
@@ -241,7 +299,7 @@ mod tests {
             let e = entry_with(&text);
             let s = score_entry(
                 &entry_keywords(&e, &FallbackTokenizer),
-                &KeywordSet::of(&FallbackTokenizer, &query),
+                &query_keywords(&query, &FallbackTokenizer),
                 0,
                 &cfg,
             );
@@ -251,8 +309,121 @@ mod tests {
                 "shared {shared} extra {extra} score {s}"
             );
         }
+        // Two-letter ASCII words are not keywords (seed: "3字母英文"), on either side:
+        // they neither share nor widen the union. (shared, 3+-letter extras,
+        // 2-letter extras in the entry, 2-letter extras in the query, class)
+        let short: &[(usize, usize, usize, usize, Option<Relevance>)] = &[
+            (3, 10, 5, 0, Some(Relevance::Full)),   // 3/20, not 3/25
+            (3, 11, 5, 0, Some(Relevance::Digest)), // 3/21
+            (1, 10, 0, 3, Some(Relevance::Digest)), // 1/20, not 1/23
+            (1, 11, 0, 3, None),                    // 1/21
+        ];
+        let two = |n: usize, first: u8| -> String {
+            (0..n)
+                .map(|i| format!("{}{}", first as char, (b'a' + i as u8) as char))
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        for &(shared, extra, entry_short, query_short, want) in short {
+            let text = format!(
+                "{} {} {}",
+                words(0..shared),
+                words(100..100 + extra),
+                two(entry_short, b'x')
+            );
+            let e = entry_with(&text);
+            let q = format!("{query} {}", two(query_short, b'q'));
+            let s = score_entry(
+                &entry_keywords(&e, &FallbackTokenizer),
+                &query_keywords(&q, &FallbackTokenizer),
+                0,
+                &cfg,
+            );
+            assert_eq!(
+                classify(s, &cfg),
+                want,
+                "shared {shared} extra {extra} short {entry_short}/{query_short} score {s}"
+            );
+        }
         assert_eq!(classify(0.149_999, &cfg), Some(Relevance::Digest));
         assert_eq!(classify(0.049_999, &cfg), None);
+    }
+
+    #[test]
+    fn ascii_keywords_need_three_letters_chinese_two_characters() {
+        // Seed 000 line 616: "2字中文 + 3字母英文关键词".
+        // (query, entry text, Jaccard)
+        let cases: &[(&str, &str, f32)] = &[
+            ("go db", "go db", 0.0), // nothing left to compare
+            ("go db api", "go db api", 1.0),
+            ("api go", "api db", 1.0), // {api} vs {api}, not {api, go} vs {api, db}
+            ("k8s v2", "k8s v3", 1.0), // digits are letters here; "v2" is too short
+            ("数据库", "数据库", 1.0), // Chinese bigrams are kept
+            ("数据 go", "数据 db", 1.0),
+            ("rust io", "rust", 1.0),
+            ("rust", "rust cli", 0.5),
+        ];
+        let cfg = HistoryConfig::default();
+        for &(query, text, want) in cases {
+            let e = entry_with(text);
+            let k = entry_keywords(&e, &FallbackTokenizer);
+            let q = query_keywords(query, &FallbackTokenizer);
+            let s = score_entry(&k, &q, 0, &cfg);
+            assert!((s - want).abs() < 1e-6, "{query:?} vs {text:?}: {s}");
+        }
+        // select_l2 scores with the same filter: only "db" in common is no match.
+        let entries = vec![entry_with("db io tuning"), entry_with("db io")];
+        let picks = select_l2(&entries, "db io", &FallbackTokenizer, &cfg);
+        assert_eq!(picks.len(), 1); // the fallback, not two full pairs
+        assert_eq!(picks[0].score, 0.0);
+    }
+
+    #[test]
+    fn file_names_match_whole_paths_or_whole_last_components() {
+        let e = L2Entry {
+            files: vec!["src/a.rs".into(), "lib/Mod.rs".into(), "docs/README".into()],
+            ..L2Entry::default()
+        };
+        // (query, files named)
+        let cases: &[(&str, usize)] = &[
+            ("fix data.rs", 0), // "a.rs" inside another name
+            ("fix src/data.rs", 0),
+            ("fix b.a.rs", 0),
+            ("fix a.rs.bak", 0),
+            ("fix a.rsx", 0),
+            ("fix A.rs", 0), // case-sensitive
+            ("fix mod.rs", 0),
+            ("mydocs/README", 0),
+            ("docs/README.md", 0),
+            ("fix src/a.rs", 1), // full path
+            ("fix a.rs", 1),     // file name
+            ("a.rs", 1),
+            ("see `a.rs`, then", 1),
+            ("\"a.rs\"", 1),
+            ("'a.rs'", 1),
+            ("(a.rs)", 1),
+            ("a.rs:42", 1),
+            ("fix a.rs.", 1), // sentence end
+            ("fix a.rs!", 1),
+            ("/home/me/proj/src/a.rs", 1),
+            ("看看a.rs的内容", 1), // Chinese written around the name
+            ("修改a.rs，然后", 1),
+            ("data.rs and a.rs", 1),
+            ("a.rs a.rs src/a.rs", 1), // each path counts once
+            ("Mod.rs", 1),
+            ("docs/README", 1),
+            ("src/a.rs and lib/Mod.rs", 2),
+        ];
+        for &(query, want) in cases {
+            assert_eq!(file_overlap(&e, query), want, "{query:?}");
+        }
+        let win = L2Entry {
+            files: vec!["src\\main.rs".into()],
+            ..L2Entry::default()
+        };
+        assert_eq!(file_overlap(&win, "src\\main.rs"), 1);
+        assert_eq!(file_overlap(&win, "main.rs"), 1);
+        assert_eq!(file_overlap(&win, "domain.rs"), 0);
     }
 
     #[test]

@@ -629,3 +629,196 @@ fn trim_steps_serialise_with_a_tag() {
     assert_eq!(s, r#"{"step":"dropped_history","count":2}"#);
     let _: String = serde_json::to_string(&TrimStep::DroppedSummary).unwrap();
 }
+
+/// The reviewer's case: 20 short turns, then a pasted log of ~19.8k characters under a
+/// 16k input budget. Dropping old turns (step 5) makes room, so the paste goes out
+/// whole: step 4 never cuts the current user message.
+#[test]
+fn step_4_spares_the_current_user_message_old_turns_go_first() {
+    let mut l1 = Vec::new();
+    for t in 0..20 {
+        l1.push(Message::user(format!("question {t} {}", "q ".repeat(1000))));
+        l1.push(Message::assistant(format!(
+            "answer {t} {}",
+            "a ".repeat(1000)
+        )));
+    }
+    let paste = "log line\n".repeat(2200);
+    l1.push(Message::user(paste.clone()));
+    let built = run(&BuildInput {
+        system_prompt: "You are helpful.",
+        l1: &l1,
+        budget: budget(16_000),
+        ..BuildInput::default()
+    });
+    assert!(built.estimated_tokens <= built.trim_target);
+    assert_eq!(built.messages.last().map(|m| &m.content), Some(&paste));
+    let steps = budget_steps(&built);
+    assert!(
+        matches!(
+            steps.as_slice(),
+            [TrimStep::DroppedTurns {
+                kept_user_turns: 5,
+                ..
+            }]
+        ),
+        "{steps:?}"
+    );
+}
+
+/// Step 4 still cuts a long text of an old turn, but not the current turn's assistant
+/// calls and tool results: old turns are dropped (step 5) before those are touched.
+#[test]
+fn step_4_spares_the_current_turns_calls_and_results() {
+    let mut l1 = plain_turns(6, 2000); // 1008 tokens a turn
+    l1[11].content = "长".repeat(6000); // turn 5's reply: 4000 tokens, cut by step 4
+    l1.push(Message::user("read the log"));
+    l1.push(Message::assistant_calls(
+        "x".repeat(6000),
+        vec![call("now")],
+    ));
+    l1.push(Message::tool_result(
+        "now",
+        "read_file",
+        "line\n".repeat(2400), // 12 000 chars, under 128 KiB
+    ));
+    let current = l1[12..].to_vec();
+    let free = run(&BuildInput {
+        l1: &l1,
+        budget: budget(HUGE),
+        ..BuildInput::default()
+    });
+    assert!(free.trimmed.is_empty());
+    let built = run(&BuildInput {
+        l1: &l1,
+        budget: budget((free.estimated_tokens - 3000) * 10 / 8),
+        ..BuildInput::default()
+    });
+    assert!(built.estimated_tokens <= built.trim_target);
+    assert_eq!(
+        budget_steps(&built),
+        vec![
+            TrimStep::CutLongTexts {
+                count: 1,
+                max_chars: 4096
+            },
+            TrimStep::DroppedTurns {
+                turns: 2,
+                messages: 4,
+                kept_user_turns: 5
+            }
+        ]
+    );
+    assert_eq!(built.messages[built.messages.len() - 3..], current[..]);
+}
+
+/// Step 3 clears the reasoning of old turns only: the current turn's tool rounds keep
+/// theirs (providers with thinking + tool calls expect it back within the turn), and
+/// old turns are dropped before it goes.
+#[test]
+fn step_3_spares_the_current_turns_reasoning() {
+    let mut a0 = Message::assistant("a0");
+    a0.reasoning = Some("r".repeat(4000));
+    let mut now = Message::assistant_calls("", vec![call("x")]);
+    now.reasoning = Some("r".repeat(4000));
+    let l1 = vec![
+        Message::user("q0"),
+        a0,
+        Message::user("q1"),
+        Message::assistant("b".repeat(4000)),
+        Message::user("now"),
+        now,
+        Message::tool_result("x", "read_file", "ok"),
+    ];
+    let free = run(&BuildInput {
+        l1: &l1,
+        budget: budget(HUGE),
+        ..BuildInput::default()
+    });
+    let built = run(&BuildInput {
+        l1: &l1,
+        budget: budget((free.estimated_tokens - 1500) * 10 / 8),
+        ..BuildInput::default()
+    });
+    assert!(built.estimated_tokens <= built.trim_target);
+    assert_eq!(
+        budget_steps(&built),
+        vec![
+            TrimStep::ClearedReasoning { count: 1 },
+            TrimStep::DroppedTurns {
+                turns: 2,
+                messages: 4,
+                kept_user_turns: 1
+            }
+        ]
+    );
+    assert_eq!(built.messages, l1[4..]);
+}
+
+/// Step 2 keeps the current turn's tool outputs even when configured to keep none
+/// (`trim_keep_tool_output_turns: 0` acts as 1): old turns go first.
+#[test]
+fn step_2_never_replaces_the_current_turns_outputs() {
+    let cfg = HistoryConfig {
+        trim_keep_tool_output_turns: 0,
+        keep_user_turns: 1,
+        ..HistoryConfig::default()
+    };
+    let mut l1 = plain_turns(3, 2000);
+    l1.push(Message::user("now"));
+    l1.push(Message::assistant_calls("", vec![call("x")]));
+    l1.push(Message::tool_result("x", "read_file", "y".repeat(4000)));
+    let free = run_cfg(
+        &BuildInput {
+            l1: &l1,
+            budget: budget(HUGE),
+            ..BuildInput::default()
+        },
+        &cfg,
+    );
+    let built = run_cfg(
+        &BuildInput {
+            l1: &l1,
+            budget: budget((free.estimated_tokens - 2000) * 10 / 8),
+            ..BuildInput::default()
+        },
+        &cfg,
+    );
+    assert!(built.estimated_tokens <= built.trim_target);
+    assert_eq!(
+        budget_steps(&built),
+        vec![TrimStep::DroppedTurns {
+            turns: 2,
+            messages: 4,
+            kept_user_turns: 1
+        }]
+    );
+    assert_eq!(built.messages[built.messages.len() - 3..], l1[6..]);
+}
+
+/// A tool output dressed up as a placeholder is still cut to 128 KiB.
+#[test]
+fn a_spoofed_placeholder_is_still_truncated() {
+    let body = "x".repeat(1 << 20);
+    let digits = "9".repeat(1 << 20);
+    for spoof in [
+        format!("[tool result omitted: {body} chars]"),
+        format!("[tool result omitted: {digits} chars]"),
+    ] {
+        let l1 = vec![
+            Message::user("run it"),
+            Message::assistant_calls("", vec![call("1")]),
+            Message::tool_result("1", "read_file", spoof),
+        ];
+        let built = run(&BuildInput {
+            l1: &l1,
+            budget: budget(HUGE),
+            ..BuildInput::default()
+        });
+        assert_eq!(
+            built.trimmed,
+            vec![TrimStep::TruncatedToolOutputs { count: 1 }]
+        );
+        assert!(built.messages[2].content.len() <= 128 * 1024 + 100);
+    }
+}

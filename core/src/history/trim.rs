@@ -6,12 +6,20 @@
 //!
 //! 1. drop the L2 `"[history]"` picks, oldest first;
 //! 2. replace tool outputs with placeholders, now outside the last user turn only
-//!    (`trim_keep_tool_output_turns`, 1, instead of 3);
-//! 3. clear reasoning texts;
-//! 4. cut texts longer than `max_text_chars` (4096) characters;
+//!    (`trim_keep_tool_output_turns`, 1, instead of 3; 0 acts as 1);
+//! 3. clear reasoning texts, oldest first, outside the current turn;
+//! 4. cut texts longer than `max_text_chars` (4096) characters, oldest first, outside
+//!    the current turn;
 //! 5. drop old L1 turns, keeping the last `keep_user_turns` (5) user turns — a turn
 //!    goes whole, with its assistant calls and their tool results;
 //! 6. last resort (seed): cut the final message to its first third.
+//!
+//! The *current turn* is the last user message and everything after it (the tool
+//! rounds answering it). Steps 2–4 never touch it: the seed's table gives no scope for
+//! them, and cutting the message the user just pasted (or the output the model just
+//! asked for) while older turns survive loses exactly what the next reply is about.
+//! Its reasoning is kept too: providers that think while calling tools expect the
+//! reasoning of the turn's rounds back. Only the last resorts (6, 9, 10) cut into it.
 //!
 //! The seed stops there; we must also guarantee the budget, so if the estimate is
 //! still above the target we go on:
@@ -258,8 +266,11 @@ pub(super) fn trim(draft: &mut Draft<'_>, target: usize, cfg: &HistoryConfig) ->
         steps.push(TrimStep::DroppedHistory { count });
     }
 
-    // 2. Tool outputs outside the last (1) user turn become placeholders.
-    let kept = cfg.trim_keep_tool_output_turns;
+    let current = current_turn_start(&draft.l1);
+
+    // 2. Tool outputs outside the last (1) user turn become placeholders; at least the
+    //    current turn keeps its outputs.
+    let kept = cfg.trim_keep_tool_output_turns.max(1);
     let end = old_turns_end(draft.l1.iter().map(|i| i.msg.role), kept);
     let mut count = 0;
     for i in 0..end {
@@ -281,9 +292,9 @@ pub(super) fn trim(draft: &mut Draft<'_>, target: usize, cfg: &HistoryConfig) ->
         });
     }
 
-    // 3. Reasoning texts.
+    // 3. Reasoning texts, outside the current turn.
     let mut count = 0;
-    for i in 0..draft.l1.len() {
+    for i in 0..current {
         if draft.total <= target {
             break;
         }
@@ -300,10 +311,10 @@ pub(super) fn trim(draft: &mut Draft<'_>, target: usize, cfg: &HistoryConfig) ->
         steps.push(TrimStep::ClearedReasoning { count });
     }
 
-    // 4. Long texts to max_text_chars.
+    // 4. Long texts to max_text_chars, outside the current turn.
     let max_chars = cfg.max_text_chars;
     let mut count = 0;
-    for i in 0..draft.l1.len() {
+    for i in 0..current {
         if draft.total <= target {
             break;
         }
@@ -384,6 +395,14 @@ pub(super) fn trim(draft: &mut Draft<'_>, target: usize, cfg: &HistoryConfig) ->
         fit(draft, target, &mut steps);
     }
     steps
+}
+
+/// The index of the current turn's first message in `l1`: the last user message.
+/// Without a user message there is no turn to protect (`l1.len()`).
+fn current_turn_start(l1: &[Item<'_>]) -> usize {
+    l1.iter()
+        .rposition(|i| i.msg.role == Role::User)
+        .unwrap_or(l1.len())
 }
 
 fn drop_turns_step(draft: &mut Draft<'_>, target: usize, keep: usize, steps: &mut Vec<TrimStep>) {

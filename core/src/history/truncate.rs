@@ -68,12 +68,30 @@ pub fn truncate_tool_output(text: &str, max_bytes: usize) -> Cow<'_, str> {
 
 /// The text that replaces an old tool output (tea-agent "[工具结果已省略: N 字符]").
 pub fn omitted_placeholder(chars: usize) -> String {
-    format!("[tool result omitted: {chars} chars]")
+    format!("{PLACEHOLDER_HEAD}{chars}{PLACEHOLDER_TAIL}")
 }
 
-/// True when `content` is already a placeholder (so it is never counted twice).
+/// The text before the character count in [`omitted_placeholder`].
+const PLACEHOLDER_HEAD: &str = "[tool result omitted: ";
+/// The text after the character count in [`omitted_placeholder`].
+const PLACEHOLDER_TAIL: &str = " chars]";
+
+/// True when `content` is exactly what [`omitted_placeholder`] writes (so it is never
+/// replaced twice): the whole text is `[tool result omitted: N chars]` with `N` a
+/// `usize` in decimal without a sign or leading zeros. Anything else — a tool output
+/// that merely starts and ends like one — is an ordinary output, cut to 128 KiB and
+/// replaced like the others.
 pub fn is_placeholder(content: &str) -> bool {
-    content.starts_with("[tool result omitted: ") && content.ends_with(" chars]")
+    let Some(digits) = content
+        .strip_prefix(PLACEHOLDER_HEAD)
+        .and_then(|rest| rest.strip_suffix(PLACEHOLDER_TAIL))
+    else {
+        return false;
+    };
+    let canonical = digits == "0" || !digits.starts_with('0');
+    // `parse` stops early on junk or overflow (a 1 MB spoof costs nothing) but accepts
+    // a leading '+', which the generated form never has.
+    canonical && digits.parse::<usize>().is_ok() && digits.bytes().all(|b| b.is_ascii_digit())
 }
 
 /// The index of the first message of the last `keep_user_turns` user turns: messages
@@ -189,6 +207,46 @@ mod tests {
         let text = format!("title\n{}", "b".repeat(2 * KIB128));
         let out = truncate_tool_output(&text, KIB128);
         assert!(out.len() > KIB128 - 8);
+    }
+
+    #[test]
+    fn only_the_generated_placeholder_form_counts() {
+        let long = format!("[tool result omitted: {} chars]", "x".repeat(1 << 20));
+        let digits = format!("[tool result omitted: {} chars]", "9".repeat(1 << 20));
+        let cases: &[(&str, bool)] = &[
+            (&omitted_placeholder(0), true),
+            (&omitted_placeholder(12), true),
+            (&omitted_placeholder(usize::MAX), true),
+            ("[tool result omitted: 12 chars] and more", false),
+            (" [tool result omitted: 12 chars]", false),
+            ("[tool result omitted: twelve chars]", false),
+            ("[tool result omitted:  chars]", false),
+            ("[tool result omitted: 012 chars]", false),
+            ("[tool result omitted: -1 chars]", false),
+            ("[tool result omitted: +1 chars]", false),
+            ("[tool result omitted: 1 2 chars]", false),
+            ("[tool result omitted: 1\n chars]", false),
+            (
+                "[tool result omitted: 99999999999999999999999 chars]",
+                false,
+            ),
+            (&long, false),
+            (&digits, false),
+        ];
+        for &(s, want) in cases {
+            let shown = crate::history::char_prefix(s, 60);
+            assert_eq!(is_placeholder(s), want, "{shown:?}");
+        }
+        // A spoof in an old turn is replaced like any other output, and still cut
+        // when it is recent.
+        let mut m = Vec::from([
+            Message::user("u"),
+            Message::tool_result("1", "read_file", long.clone()),
+            Message::user("v"),
+        ]);
+        assert_eq!(omit_old_tool_outputs(&mut m, 1), 1);
+        assert_eq!(m[1].content, omitted_placeholder(long.chars().count()));
+        assert!(truncate_tool_output(&long, KIB128).len() < KIB128 + 100);
     }
 
     #[test]

@@ -485,7 +485,7 @@ fn dropping_a_turn_takes_its_tool_results_with_it() {
 }
 
 #[test]
-fn step_6_cuts_the_final_message_to_its_first_third() {
+fn step_8_cuts_the_final_message_to_its_first_third() {
     let l1 = vec![Message::user("q".repeat(4000))]; // 1004 tokens, under 4096 chars
     let built = run(&BuildInput {
         system_prompt: "sys",
@@ -505,7 +505,7 @@ fn step_6_cuts_the_final_message_to_its_first_third() {
 }
 
 #[test]
-fn step_7_drops_the_summary() {
+fn step_6_drops_the_summary() {
     let summary = "s".repeat(8000);
     let l1 = vec![Message::user("hello")];
     let built = run(&BuildInput {
@@ -514,10 +514,40 @@ fn step_7_drops_the_summary() {
         budget: budget(1000),
         ..BuildInput::default()
     });
-    // The final message is tiny: cutting it cannot help, so step 6 is skipped.
     assert_eq!(built.trimmed, vec![TrimStep::DroppedSummary]);
     assert!(!built.summary_used);
     assert_eq!(built.messages, vec![Message::user("hello")]);
+}
+
+#[test]
+fn older_turns_go_before_the_current_message_is_cut() {
+    // Five kept turns of 1 500 tokens do not fit next to an 8 000-character question;
+    // the question alone does. The seed would cut the question to a third first.
+    let mut l1 = plain_turns(6, 3000);
+    l1.push(Message::user(format!("{}?", "why ".repeat(2000))));
+    let built = run(&BuildInput {
+        system_prompt: "sys",
+        l1: &l1,
+        budget: budget(4000),
+        ..BuildInput::default()
+    });
+    assert!(built.estimated_tokens <= built.trim_target, "{built:?}");
+    assert_eq!(
+        built.messages.last(),
+        l1.last(),
+        "the question goes out whole"
+    );
+    assert!(!built
+        .trimmed
+        .iter()
+        .any(|s| matches!(s, TrimStep::CutFinalMessage { .. })));
+    assert!(built.trimmed.iter().any(|s| matches!(
+        s,
+        TrimStep::DroppedTurns {
+            kept_user_turns: 1,
+            ..
+        }
+    )));
 }
 
 #[test]
@@ -554,7 +584,7 @@ fn last_resorts_keep_only_the_current_turn_then_cut_system_and_user() {
             _ => "other",
         })
         .collect();
-    assert_eq!(names, vec!["turns5", "final", "turns1", "rounds", "system"]);
+    assert_eq!(names, vec!["turns5", "turns1", "final", "rounds", "system"]);
 }
 
 #[test]

@@ -11,21 +11,23 @@
 //! 4. cut texts longer than `max_text_chars` (4096) characters, oldest first, outside
 //!    the current turn;
 //! 5. drop old L1 turns, keeping the last `keep_user_turns` (5) user turns — a turn
-//!    goes whole, with its assistant calls and their tool results;
-//! 6. last resort (seed): cut the final message to its first third.
+//!    goes whole, with its assistant calls and their tool results.
 //!
 //! The *current turn* is the last user message and everything after it (the tool
 //! rounds answering it). Steps 2–4 never touch it: the seed's table gives no scope for
 //! them, and cutting the message the user just pasted (or the output the model just
 //! asked for) while older turns survive loses exactly what the next reply is about.
 //! Its reasoning is kept too: providers that think while calling tools expect the
-//! reasoning of the turn's rounds back. Only the last resorts (6, 9, 10) cut into it.
+//! reasoning of the turn's rounds back. Only the last resorts (8, 9, 10) cut into it.
 //!
-//! The seed stops there; we must also guarantee the budget, so if the estimate is
-//! still above the target we go on:
+//! The seed's last resort is "cut the final message to its first third". We give up
+//! older context before that (the user's current message matters more than the turns
+//! before it), and we must also guarantee the budget, so if the estimate is still
+//! above the target we go on:
 //!
-//! 7. drop the L3 summary;
-//! 8. drop every L1 turn but the current one (the last user message and what follows);
+//! 6. drop the L3 summary;
+//! 7. drop every L1 turn but the current one (the last user message and what follows);
+//! 8. the seed's last resort: cut the final message to its first third;
 //! 9. drop the tool rounds and replies after that user message, oldest first;
 //! 10. cut the system prompt to half the target (or to what the user message leaves,
 //!     if that is more), then the user message (its images first) to what remains, and
@@ -86,7 +88,7 @@ pub enum TrimStep {
         /// The length they were cut to, in characters.
         max_chars: usize,
     },
-    /// Steps 5 and 8: whole L1 turns dropped, oldest first.
+    /// Steps 5 and 7: whole L1 turns dropped, oldest first.
     DroppedTurns {
         /// User turns dropped.
         turns: usize,
@@ -95,14 +97,14 @@ pub enum TrimStep {
         /// How many last user turns were protected.
         kept_user_turns: usize,
     },
-    /// Step 6: the final message cut to its first third.
+    /// Step 8: the final message cut to its first third.
     CutFinalMessage {
         /// Characters before.
         from_chars: usize,
         /// Characters kept (marker not counted).
         to_chars: usize,
     },
-    /// Step 7: the L3 summary (and its acknowledgement) dropped.
+    /// Step 6: the L3 summary (and its acknowledgement) dropped.
     DroppedSummary,
     /// Step 9: assistant replies and tool rounds of the current turn dropped.
     DroppedCurrentRounds {
@@ -337,7 +339,19 @@ pub(super) fn trim(draft: &mut Draft<'_>, target: usize, cfg: &HistoryConfig) ->
     // 5. Old L1 turns, keeping the last (5) user turns.
     drop_turns_step(draft, target, cfg.keep_user_turns, &mut steps);
 
-    // 6. The final message to its first third.
+    // 6. The L3 summary.
+    if draft.total > target && !draft.summary.is_empty() {
+        draft.summary.clear();
+        draft.recount();
+        steps.push(TrimStep::DroppedSummary);
+    }
+
+    // 7. Every turn but the current one.
+    drop_turns_step(draft, target, 1, &mut steps);
+
+    // 8. The final message to its first third (the seed's last resort). Run after the
+    //    summary and the older turns are gone: the user's current message matters more
+    //    than older context, so it is cut only when nothing else is left to drop.
     if draft.total > target {
         if let Some(last) = draft.l1.len().checked_sub(1) {
             let m = &draft.l1[last].msg;
@@ -355,16 +369,6 @@ pub(super) fn trim(draft: &mut Draft<'_>, target: usize, cfg: &HistoryConfig) ->
             }
         }
     }
-
-    // 7. The L3 summary.
-    if draft.total > target && !draft.summary.is_empty() {
-        draft.summary.clear();
-        draft.recount();
-        steps.push(TrimStep::DroppedSummary);
-    }
-
-    // 8. Every turn but the current one.
-    drop_turns_step(draft, target, 1, &mut steps);
 
     // 9. Rounds after the current user message, oldest first.
     if draft.total > target {

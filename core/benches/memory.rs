@@ -1,5 +1,10 @@
 //! Benchmarks of `memory`: selection at 1 000 / 10 000 / 100 000 memories, decay over
-//! 10 000, ingest against 10 000 and formatting the block.
+//! 10 000, ingest against 10 000, formatting the block, and the embedding dedup scan of
+//! 10 000 memories with 384-dimensional embeddings (newest 1 000 against all).
+//!
+//! Embeddings are shaped like sentence embeddings: a shared component plus a random
+//! one, so unrelated pairs have cosines around 0.3 rather than 0, and 1 % of the memories
+//! are near-copies (cosine ≈ 0.99) of an older one, so the scan has pairs to find.
 //!
 //! Content is realistic in shape: 10–20 words per memory drawn with a skew (common words
 //! are common) from a generated vocabulary of 3 000 words, keywords precomputed as the
@@ -10,8 +15,8 @@ mod harness;
 use std::time::Duration;
 
 use evolve_core::memory::{
-    apply_decay, decide_ingest, format_block, select, Category, Lang, Memory, MemoryConfig,
-    Priority,
+    apply_decay, decide_ingest, embedding_duplicates, format_block, select, Category, Lang, Memory,
+    MemoryConfig, Priority,
 };
 use evolve_core::text::{FallbackTokenizer, KeywordSet};
 use evolve_core::DAY;
@@ -76,6 +81,30 @@ fn store(n: usize, rng: &mut Rng, vocab: &[String]) -> Vec<Memory> {
         .collect()
 }
 
+const EMBEDDING_DIMS: usize = 384;
+
+/// A value in [-1, 1).
+fn unit(rng: &mut Rng) -> f32 {
+    (rng.below(2_000_001) as f32 - 1_000_000.0) / 1_000_000.0
+}
+
+/// Embeddings for `ms`: a shared component plus a random one; every hundredth memory
+/// (from the second hundred on) is a near-copy of a random older one.
+fn embed(ms: &mut [Memory], rng: &mut Rng) {
+    let shared: Vec<f32> = (0..EMBEDDING_DIMS).map(|_| unit(rng)).collect();
+    // Oldest first, so a copy always has an older original.
+    ms.sort_by_key(|m| m.created_at);
+    for i in 0..ms.len() {
+        let e: Vec<f32> = if i >= 100 && i % 100 == 0 {
+            let original = ms[rng.below(i as u64) as usize].embedding.clone().unwrap();
+            original.iter().map(|x| x + 0.05 * unit(rng)).collect()
+        } else {
+            shared.iter().map(|s| 0.6 * s + unit(rng)).collect()
+        };
+        ms[i].embedding = Some(e);
+    }
+}
+
 fn main() {
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
     let vocab = vocabulary(&mut rng);
@@ -122,6 +151,19 @@ fn main() {
         "decide_ingest against 10000",
         Duration::from_secs(2),
         || decide_ingest(&incoming, &ms, NOW, &cfg),
+    );
+
+    let mut embedded = ms.clone();
+    embed(&mut embedded, &mut rng);
+    let pairs = embedding_duplicates(&embedded, NOW, &cfg).len();
+    println!(
+        "  dedup: {pairs} pairs among 10000 memories, {} scanned against all",
+        cfg.duplicate_scan_limit
+    );
+    bench(
+        "embedding_duplicates 10000 × 384 dims",
+        Duration::from_secs(3),
+        || embedding_duplicates(&embedded, NOW, &cfg).len(),
     );
 
     let chosen: Vec<&Memory> = ms.iter().take(30).collect();

@@ -2,8 +2,10 @@
 //!
 //! Decides which proposed changes are applied: only one level up or down (不允许跳级),
 //! at most 3 per run (每次最多调整 3 条), each memory at most once per run, only active
-//! memories; a promotion restarts the decay clock (升级时重置 created_at), a demotion does
-//! not. [`adjustment_listing`] and [`clip_chars`] prepare the model's input within the
+//! memories, never a pinned one (pinning is the user's decision: the seed exempts pinned
+//! memories from age decay, and an automatic change by a model is no more wanted); a
+//! promotion restarts the decay clock (升级时重置 created_at), a demotion does not.
+//! [`adjustment_listing`] and [`clip_chars`] prepare the model's input within the
 //! seed's limits (≤ 100 memories previewed in ≤ 80 characters, topics ≤ 2 000
 //! characters); writing the prompt, calling the model and repairing its JSON are the
 //! shell's.
@@ -31,8 +33,12 @@ pub fn clip_chars(text: &str, max: usize) -> String {
 /// The memories a model may adjust, one line each: `#id priority category: preview`.
 /// At most `adjust_listed` (100) active memories, most binding first, then the most
 /// recently used or created, previews flattened and cut to `adjust_preview_chars` (80).
+/// Pinned memories are not listed: they cannot be adjusted.
 pub fn adjustment_listing(memories: &[Memory], now: Timestamp, cfg: &MemoryConfig) -> String {
-    let mut active: Vec<&Memory> = memories.iter().filter(|m| m.is_active(now)).collect();
+    let mut active: Vec<&Memory> = memories
+        .iter()
+        .filter(|m| m.is_active(now) && !m.pinned)
+        .collect();
     let recent = |m: &Memory| m.last_accessed_at.unwrap_or(m.created_at).max(m.created_at);
     active.sort_by(|a, b| {
         a.priority
@@ -103,6 +109,8 @@ pub enum RejectReason {
     UnknownId,
     /// The memory is deleted or expired.
     Inactive,
+    /// The memory is pinned: the user fixed it, only the user changes it.
+    Pinned,
     /// The proposal would not change the priority.
     NoChange,
     /// More than one level at once.
@@ -206,6 +214,9 @@ fn check(
         .enumerate()
         .find(|(_, m)| m.id == proposal.id && m.is_active(now))
         .ok_or(RejectReason::Inactive)?;
+    if m.pinned {
+        return Err(RejectReason::Pinned);
+    }
     let current = i64::from(m.priority.as_u8());
     let delta = match proposal.change {
         Change::To(p) => i64::from(p.as_u8()) - current,
@@ -325,6 +336,37 @@ mod tests {
     }
 
     #[test]
+    fn pinned_memories_are_never_adjusted_and_do_not_use_up_the_limit() {
+        let cfg = MemoryConfig::default();
+        let mut ms = store();
+        ms[0].pinned = true;
+        ms[1].pinned = true;
+        let props: Vec<Proposal> = vec![
+            p(1, Change::By(-1)),
+            p(2, Change::To(Priority::Low)),
+            p(3, Change::By(-1)),
+            p(4, Change::By(1)),
+            p(5, Change::By(-1)),
+        ];
+        let out = adjust_priorities(&mut ms, &props, NOW, &cfg);
+        let rejected: Vec<_> = out
+            .rejected
+            .iter()
+            .map(|r| (r.proposal.id, r.reason))
+            .collect();
+        assert_eq!(
+            rejected,
+            vec![(1, RejectReason::Pinned), (2, RejectReason::Pinned)]
+        );
+        assert_eq!((ms[0].priority, ms[0].created_at), (Priority::Medium, 10));
+        assert_eq!(ms[1].priority, Priority::Medium);
+        assert_eq!(
+            out.applied.iter().map(|a| a.id).collect::<Vec<_>>(),
+            vec![3, 4, 5]
+        );
+    }
+
+    #[test]
     fn at_most_three_per_run() {
         let cfg = MemoryConfig::default();
         let mut ms = store();
@@ -353,6 +395,7 @@ mod tests {
         ms[0].content = "a very long\nmemory text indeed".into();
         ms[0].priority = Priority::High;
         ms[4].deleted = true;
+        ms[3].pinned = true; // #4: not listed
         let listing = adjustment_listing(&ms, NOW, &cfg);
         let lines: Vec<&str> = listing.lines().collect();
         assert_eq!(
@@ -360,7 +403,7 @@ mod tests {
             vec![
                 "#1 high fact: a very lo…",
                 "#6 medium fact: x",
-                "#4 medium fact: x"
+                "#3 medium fact: x"
             ]
         );
         assert_eq!(clip_chars("茶茶茶", 3), "茶茶茶");

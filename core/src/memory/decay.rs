@@ -2,9 +2,9 @@
 //!
 //! Decides which memories lose a priority level with age (tea-agent `degrade_by_age`:
 //! CRITICAL > 30 d → HIGH, HIGH > 60 d → MEDIUM, MEDIUM > 90 d → LOW, pinned exempt),
-//! which have expired, and which CRITICAL memories fall out of the cap of 15. Writing the
-//! changes is the shell's; [`apply_decay`] also updates the slice so the following
-//! selection sees them.
+//! which have expired, and which CRITICAL memories fall out of the cap of 15 (reflection
+//! summaries first, then the oldest, pinned last). Writing the changes is the shell's;
+//! [`apply_decay`] also updates the slice so the following selection sees them.
 //!
 //! **The decay clock does not restart on demotion.** All three thresholds are ages since
 //! `created_at` (which only a promotion resets, tea-agent: 升级时重置 created_at). A memory
@@ -18,7 +18,7 @@
 use alloc::vec::Vec;
 use serde::Serialize;
 
-use super::{Memory, MemoryConfig, MemoryId, Priority};
+use super::{is_summary, Memory, MemoryConfig, MemoryId, Priority};
 use crate::{Timestamp, DAY};
 
 /// One priority lowered by age.
@@ -97,25 +97,31 @@ pub fn expired(memories: &[Memory], now: Timestamp) -> Vec<MemoryId> {
 }
 
 /// Ids of the CRITICAL memories to soft-delete so that at most `critical_cap` (15)
-/// active ones remain, oldest first (tea-agent: FIFO). Pinned memories go last: they are
-/// evicted only when more than the cap of them are pinned. Order: unpinned before
-/// pinned, then older `created_at`, then lower id.
+/// active ones remain (seed 000 §7 CRITICAL FIFO: 超出时软删除最旧的), in eviction order:
+///
+/// 1. reflection summaries ([`is_summary`]), oldest first. Seed 000 §8 (反思归纳) stores
+///    each summary as CRITICAL, so without this a few reflection runs would fill the cap
+///    and push out the user's own instructions; a summary can be regenerated from the
+///    memories it summarises, an instruction cannot;
+/// 2. the other unpinned CRITICAL memories, oldest first (the seed's FIFO);
+/// 3. pinned memories last (summaries first, then oldest first): they go only when
+///    more than the cap of them are pinned.
+///
+/// Ties in age go to the lower id.
 pub fn critical_overflow(memories: &[Memory], now: Timestamp, cfg: &MemoryConfig) -> Vec<MemoryId> {
-    let mut critical: Vec<&Memory> = memories
+    let mut critical: Vec<(bool, bool, Timestamp, MemoryId)> = memories
         .iter()
         .filter(|m| m.priority == Priority::Critical && m.is_active(now))
+        .map(|m| (m.pinned, !is_summary(m, cfg), m.created_at, m.id))
         .collect();
     let excess = critical.len().saturating_sub(cfg.critical_cap);
     if excess == 0 {
         return Vec::new();
     }
-    critical.sort_by(|a, b| {
-        a.pinned
-            .cmp(&b.pinned)
-            .then(a.created_at.cmp(&b.created_at))
-            .then(a.id.cmp(&b.id))
-    });
-    critical.iter().take(excess).map(|m| m.id).collect()
+    // (pinned, not a summary, created_at, id): false sorts first, so this is the order
+    // above.
+    critical.sort_unstable();
+    critical.iter().take(excess).map(|k| k.3).collect()
 }
 
 #[cfg(test)]
@@ -250,5 +256,53 @@ mod tests {
             m.pinned = true;
         }
         assert_eq!(critical_overflow(&ms, NOW, &cfg), vec![1, 2]);
+    }
+
+    /// A reflection summary (CRITICAL, tagged `summary`) `age` seconds old.
+    fn summary(id: MemoryId, age: i64) -> Memory {
+        let mut m = mem(id, Priority::Critical, age);
+        m.tags.push("summary".into());
+        m
+    }
+
+    #[test]
+    fn critical_fifo_evicts_summaries_before_the_users_rules() {
+        // Review case: 3 instructions, then 15 newer summaries. The cap of 15 is
+        // exceeded by 3: the 3 oldest summaries go, every instruction stays.
+        let cfg = MemoryConfig::default();
+        let mut ms: Vec<Memory> = (1..=3)
+            .map(|id| mem(id, Priority::Critical, 5 * DAY))
+            .collect();
+        for k in 0..15 {
+            // id 100 is the oldest summary, 114 the newest.
+            ms.push(summary(100 + k, 4 * DAY - i64::try_from(k).unwrap() * 3600));
+        }
+        assert_eq!(critical_overflow(&ms, NOW, &cfg), vec![100, 101, 102]);
+    }
+
+    #[test]
+    fn critical_fifo_order_is_summaries_then_unpinned_then_pinned() {
+        let cfg = MemoryConfig {
+            critical_cap: 0,
+            ..MemoryConfig::default()
+        };
+        let mut ms = vec![
+            mem(1, Priority::Critical, 90), // oldest rule
+            mem(2, Priority::Critical, 10), // newest rule
+            summary(3, 5),                  // newest summary
+            summary(4, 80),                 // oldest summary
+            mem(5, Priority::Critical, 99), // pinned rule, oldest of all
+            summary(6, 99),                 // pinned summary
+        ];
+        ms[4].pinned = true;
+        ms[5].pinned = true;
+        // Everything goes at cap 0: the order is the eviction order.
+        assert_eq!(critical_overflow(&ms, NOW, &cfg), vec![4, 3, 1, 2, 6, 5]);
+        // Cap 4 of 6: only the two unpinned summaries go, although the rules are older.
+        let cap4 = MemoryConfig {
+            critical_cap: 4,
+            ..cfg
+        };
+        assert_eq!(critical_overflow(&ms, NOW, &cap4), vec![4, 3]);
     }
 }

@@ -42,7 +42,8 @@ pub use record::{
 };
 pub use select::{mark_accessed, recency_factor, score, select, Chosen, Reason, Selection};
 pub use summarize::{
-    clusters, demote_summarised, draft_summary, summary_memory, Cluster, ImportanceChange,
+    clusters, demote_summarised, draft_summary, is_summary, summary_memory, Cluster,
+    ImportanceChange,
 };
 
 use alloc::string::String;
@@ -66,8 +67,9 @@ pub struct RecencyStep {
 pub struct MemoryConfig {
     /// At most this many memories enter the prompt (tea-agent: ≤ 30).
     pub max_selected: usize,
-    /// CRITICAL memories always go first, newest first, at most this many
-    /// (tea-agent: 上限 10 条).
+    /// CRITICAL memories always go first, at most this many in all (tea-agent: 上限 10
+    /// 条, FIFO 取最新): the user's rules newest first, then reflection summaries newest
+    /// first. CRITICAL memories past this limit never enter, not even as strong matches.
     pub max_critical: usize,
     /// Token-overlap F1 with the query at or above which a memory is a strong match and
     /// always taken (seed 002: 超过 0.7).
@@ -100,13 +102,14 @@ pub struct MemoryConfig {
     /// Multiplier of the Jaccard when both memories have the same category
     /// (tea-agent: 同分类加权 10%, i.e. × 1.1).
     pub same_category_bonus: f32,
-    /// At most this many active CRITICAL memories; the oldest beyond are soft-deleted
-    /// (tea-agent: 上限 15 条, FIFO).
+    /// At most this many active CRITICAL memories; beyond it reflection summaries are
+    /// soft-deleted first, then the oldest, pinned last (tea-agent: 上限 15 条, FIFO).
     pub critical_cap: usize,
     /// Embedding cosine at or above which two memories are duplicates (tea-agent: 0.92).
     pub duplicate_cosine: f32,
-    /// The duplicate scan is O(n²): only the newest this many memories with embeddings
-    /// are compared (our cap).
+    /// Each run compares the newest this many memories with embeddings against every
+    /// active memory with an embedding (seed: 扫描全部活跃记忆), O(limit × n) cosines;
+    /// pairs of two older memories were compared by earlier runs (our cap, 1 000).
     pub duplicate_scan_limit: usize,
     /// Reflection clusters memories created within this many days (our choice; the
     /// seed says only 近期).

@@ -14,8 +14,8 @@ use crate::{Timestamp, DAY};
 const NOW: Timestamp = 10_000 * DAY;
 
 /// (words from a 24-word vocabulary, priority, importance, age in hours, deleted,
-/// expires in hours from now, category, pinned)
-type Spec = (Vec<u8>, u8, u8, i64, bool, Option<i64>, u8, bool);
+/// expires in hours from now, category, pinned, reflection summary)
+type Spec = (Vec<u8>, u8, u8, i64, bool, Option<i64>, u8, bool, bool);
 
 fn spec() -> impl Strategy<Value = Spec> {
     (
@@ -27,6 +27,7 @@ fn spec() -> impl Strategy<Value = Spec> {
         proptest::option::weighted(0.2, -48i64..48),
         0u8..5,
         proptest::bool::weighted(0.1),
+        proptest::bool::weighted(0.3),
     )
 }
 
@@ -34,21 +35,29 @@ fn build(specs: &[Spec]) -> Vec<Memory> {
     specs
         .iter()
         .enumerate()
-        .map(|(i, (words, p, imp, age_h, deleted, exp_h, cat, pinned))| {
-            let text: Vec<String> = words.iter().map(|w| format!("w{w}")).collect();
-            let cat = Category::ALL
-                .get(usize::from(*cat))
-                .copied()
-                .unwrap_or_default();
-            let mut m = Memory::new(text.join(" "), cat, NOW - age_h * 3600, &FallbackTokenizer);
-            m.id = i as MemoryId + 1;
-            m.priority = Priority::from_u8(*p).unwrap_or(Priority::Low);
-            m.importance = *imp; // may be out of 1–5, as in a hand-edited file
-            m.deleted = *deleted;
-            m.expires_at = exp_h.map(|h| NOW + h * 3600);
-            m.pinned = *pinned;
-            m
-        })
+        .map(
+            |(i, (words, p, imp, age_h, deleted, exp_h, cat, pinned, summary))| {
+                let text: Vec<String> = words.iter().map(|w| format!("w{w}")).collect();
+                let cat = Category::ALL
+                    .get(usize::from(*cat))
+                    .copied()
+                    .unwrap_or_default();
+                let mut m =
+                    Memory::new(text.join(" "), cat, NOW - age_h * 3600, &FallbackTokenizer);
+                m.id = i as MemoryId + 1;
+                m.priority = Priority::from_u8(*p).unwrap_or(Priority::Low);
+                m.importance = *imp; // may be out of 1–5, as in a hand-edited file
+                m.deleted = *deleted;
+                m.expires_at = exp_h.map(|h| NOW + h * 3600);
+                m.pinned = *pinned;
+                if *summary {
+                    m.tags.push(String::from("summary"));
+                    m.refresh_derived(&FallbackTokenizer);
+                    m.importance = *imp;
+                }
+                m
+            },
+        )
         .collect()
 }
 
@@ -90,9 +99,12 @@ fn reference(ms: &[Memory], q: &KeywordSet, cfg: &MemoryConfig) -> Vec<(MemoryId
         .iter()
         .filter(|(_, m)| m.priority == Priority::Critical)
         .collect();
+    let cfg_summary = |m: &Memory| is_summary(m, cfg);
+    // The user's rules before reflection summaries, each newest first.
     crit.sort_by(|(ia, a), (ib, b)| {
-        b.created_at
-            .cmp(&a.created_at)
+        cfg_summary(a)
+            .cmp(&cfg_summary(b))
+            .then(b.created_at.cmp(&a.created_at))
             .then(b.id.cmp(&a.id))
             .then(ia.cmp(ib))
     });
@@ -113,7 +125,8 @@ fn reference(ms: &[Memory], q: &KeywordSet, cfg: &MemoryConfig) -> Vec<(MemoryId
                 at_least(r, cfg.strong_match_f1),
             )
         })
-        .filter(|c| c.2 > 0.0 && !out.iter().any(|o| o.0 == c.1.id))
+        // CRITICAL memories enter only through their own slots.
+        .filter(|c| c.2 > 0.0 && c.1.priority != Priority::Critical)
         .collect();
     cands.sort_by(|a, b| {
         b.2.total_cmp(&a.2)
@@ -165,7 +178,11 @@ proptest! {
         let sel = select(&ms, &q, NOW, &cfg);
         let count = |r| sel.chosen.iter().filter(|c| c.reason == r).count();
         prop_assert!(sel.chosen.len() <= cfg.max_selected);
-        prop_assert!(count(Reason::Critical) <= cfg.max_critical);
+        // The CRITICAL limit counts priority, not the reason: no CRITICAL memory may
+        // slip in as a strong match or by rank.
+        let critical = sel.chosen.iter().filter(|c| c.priority == Priority::Critical).count();
+        prop_assert!(critical <= cfg.max_critical, "{} CRITICAL chosen", critical);
+        prop_assert_eq!(critical, count(Reason::Critical));
         prop_assert!(count(Reason::StrongMatch) <= cfg.max_strong);
         if let Some(budget) = cfg.max_chars {
             let chars: usize = sel.chosen.iter().map(|c| ms[c.index].content.chars().count()).sum();
@@ -264,6 +281,106 @@ proptest! {
             }
         }
         prop_assert!(apply_decay(&mut ms, now, &cfg).is_empty());
+    }
+
+    #[test]
+    fn critical_fifo_evicts_summaries_then_oldest_rules_then_pinned(
+        specs in proptest::collection::vec(spec(), 0..60),
+        cap in 0usize..20,
+    ) {
+        let cfg = MemoryConfig { critical_cap: cap, ..MemoryConfig::default() };
+        let ms = build(&specs);
+        let evicted = critical_overflow(&ms, NOW, &cfg);
+        let active: Vec<&Memory> = ms
+            .iter()
+            .filter(|m| m.priority == Priority::Critical && m.is_active(NOW))
+            .collect();
+        prop_assert_eq!(evicted.len(), active.len().saturating_sub(cap));
+        // Eviction rank: unpinned summaries, unpinned rules, pinned; each oldest first.
+        let rank = |m: &Memory| (m.pinned, !is_summary(m, &cfg), m.created_at, m.id);
+        for gone in active.iter().filter(|m| evicted.contains(&m.id)) {
+            for kept in active.iter().filter(|m| !evicted.contains(&m.id)) {
+                prop_assert!(rank(gone) < rank(kept), "{} evicted before {}", gone.id, kept.id);
+            }
+        }
+    }
+
+    #[test]
+    fn embedding_duplicates_equal_the_naive_scan(
+        specs in proptest::collection::vec(
+            (
+                proptest::option::weighted(0.9, (0usize..4, proptest::collection::vec(-0.3f32..0.3, 8))),
+                0i64..50,
+                proptest::bool::weighted(0.1),
+                proptest::bool::weighted(0.05),
+            ),
+            0..160, // past one scan block of 64
+        ),
+        limit in 0usize..170,
+        threshold in prop_oneof![Just(0.92f32), 0.5f32..1.0, -0.5f32..0.1],
+    ) {
+        let cfg = MemoryConfig {
+            duplicate_scan_limit: limit,
+            duplicate_cosine: threshold,
+            ..MemoryConfig::default()
+        };
+        // Embeddings near one of four directions, so near-threshold pairs are common;
+        // some are missing, deleted, or of another length.
+        let ms: Vec<Memory> = specs
+            .iter()
+            .enumerate()
+            .map(|(i, (e, created, deleted, short))| {
+                let mut m = Memory::new("x", Category::Fact, *created, &FallbackTokenizer);
+                m.id = i as MemoryId + 1;
+                m.deleted = *deleted;
+                m.embedding = e.as_ref().map(|(dir, noise)| {
+                    let mut v = noise.clone();
+                    if let Some(x) = v.get_mut(*dir) {
+                        *x += 1.0;
+                    }
+                    if *short {
+                        v.truncate(5);
+                    }
+                    v
+                });
+                m
+            })
+            .collect();
+        let got = embedding_duplicates(&ms, 100, &cfg);
+
+        // Naive: every cosine computed, newest `limit` against every older one.
+        let mut with: Vec<&Memory> = ms
+            .iter()
+            .filter(|m| m.is_active(100) && m.embedding.as_ref().is_some_and(|e| !e.is_empty()))
+            .collect();
+        with.sort_by(|a, b| b.created_at.cmp(&a.created_at).then(b.id.cmp(&a.id)));
+        let emb = |m: &Memory| m.embedding.clone().unwrap_or_default();
+        let mut cands = Vec::new();
+        for i in 0..with.len().min(limit) {
+            let mut best: Option<(usize, f32)> = None;
+            for j in i + 1..with.len() {
+                let c = crate::text::cosine(&emb(with[i]), &emb(with[j]));
+                if at_least(c, threshold) && best.is_none_or(|(_, b)| c > b) {
+                    best = Some((j, c));
+                }
+            }
+            if let Some((j, c)) = best {
+                cands.push((i, j, c));
+            }
+        }
+        cands.sort_by(|a, b| b.2.total_cmp(&a.2).then(a.0.cmp(&b.0)).then(a.1.cmp(&b.1)));
+        let mut used = alloc::vec![false; with.len()];
+        let mut want = Vec::new();
+        for (i, j, c) in cands {
+            if used[i] || used[j] {
+                continue;
+            }
+            used[i] = true;
+            used[j] = true;
+            // with[j] is older (sorted newest first): it is kept.
+            want.push(DuplicatePair { keep: with[j].id, drop: with[i].id, cosine: c });
+        }
+        prop_assert_eq!(got, want);
     }
 
     #[test]

@@ -12,6 +12,17 @@
 //! must share at least one keyword with the query — an unrelated memory never enters the
 //! prompt just to fill a quota, and a score of 0 is never chosen.
 //!
+//! **At most `max_critical` (10) CRITICAL memories in all** (seed 000: CRITICAL 优先入选，
+//! 上限 10 条，FIFO 取最新). The CRITICAL memories past the first ten never compete as
+//! strong matches or by score, however related: the limit is what keeps rules from
+//! crowding out everything else (分层保底策略：确保不会全选 CRITICAL).
+//!
+//! **The user's rules before reflection summaries.** Reflection stores its summaries as
+//! CRITICAL too (seed 000 §8 反思归纳: 摘要作为 CRITICAL/importance=5 存储), so the ten
+//! slots go first to the CRITICAL memories that are not summaries ([`super::is_summary`]),
+//! newest first, and only the slots left to summaries, newest first. Otherwise a few
+//! reflection runs would push every instruction of the user out of the prompt.
+//!
 //! Speed: every memory is scored in one pass with no allocation per memory (the keyword
 //! overlap is a 256-bit prefilter plus a binary search in the short query). Only the best
 //! few candidates of each tier survive a partial selection (`select_nth_unstable_by`), so
@@ -21,7 +32,7 @@ use alloc::vec::Vec;
 use core::cmp::Ordering;
 use serde::Serialize;
 
-use super::{at_least, Memory, MemoryConfig, MemoryId, Priority, IMPORTANCE_MAX};
+use super::{at_least, is_summary, Memory, MemoryConfig, MemoryId, Priority, IMPORTANCE_MAX};
 use crate::text::KeywordSet;
 use crate::{Timestamp, DAY};
 
@@ -29,7 +40,7 @@ use crate::{Timestamp, DAY};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Reason {
-    /// CRITICAL memories go first.
+    /// One of the `max_critical` CRITICAL slots, the only way a CRITICAL memory enters.
     Critical,
     /// Token-overlap F1 with the query at or above the strong-match threshold.
     StrongMatch,
@@ -59,8 +70,8 @@ pub struct Chosen {
 /// The outcome of one selection.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct Selection {
-    /// Chosen memories in prompt order: CRITICAL (newest first), then by priority and
-    /// score.
+    /// Chosen memories in prompt order: CRITICAL (rules newest first, then summaries
+    /// newest first), then by priority and score.
     pub chosen: Vec<Chosen>,
     /// How many active memories were scored.
     pub considered: usize,
@@ -128,6 +139,8 @@ struct Candidate {
     relevance: f32,
     priority: Priority,
     strong: bool,
+    /// A reflection summary (only computed for CRITICAL memories).
+    summary: bool,
 }
 
 /// Best first: higher score, then newer, then higher id, then lower index (the last one
@@ -140,10 +153,12 @@ fn best_first(a: &Candidate, b: &Candidate) -> Ordering {
         .then(a.index.cmp(&b.index))
 }
 
-/// Newest first, for CRITICAL memories (tea-agent: FIFO 取最新).
-fn newest_first(a: &Candidate, b: &Candidate) -> Ordering {
-    b.created_at
-        .cmp(&a.created_at)
+/// The order of the CRITICAL slots: the user's rules before reflection summaries, each
+/// newest first (tea-agent: FIFO 取最新).
+fn critical_order(a: &Candidate, b: &Candidate) -> Ordering {
+    a.summary
+        .cmp(&b.summary)
+        .then(b.created_at.cmp(&a.created_at))
         .then(b.id.cmp(&a.id))
         .then(a.index.cmp(&b.index))
 }
@@ -245,12 +260,17 @@ pub fn select(
             relevance,
             priority: m.priority,
             strong: shared > 0 && at_least(relevance, cfg.strong_match_f1),
+            summary: false,
         };
         if m.priority == Priority::Critical {
-            criticals.push(c);
+            // CRITICAL memories enter only through their own slots, never by matching.
+            criticals.push(Candidate {
+                summary: is_summary(m, cfg),
+                ..c
+            });
+            continue;
         }
-        // Related and scoring above zero: may compete (CRITICAL beyond the first ten
-        // too, as strong matches or by score).
+        // Related and scoring above zero: may compete.
         if s > 0.0 {
             if c.strong {
                 strong.push(c);
@@ -274,17 +294,18 @@ pub fn select(
         });
     };
 
-    // 1. CRITICAL, newest first.
-    criticals.sort_unstable_by(newest_first);
+    // 1. CRITICAL: rules newest first, then summaries newest first; the rest never
+    //    enter.
+    criticals.sort_unstable_by(critical_order);
     for c in criticals.iter().take(cfg.max_critical.min(limit)) {
         take(&mut chosen, c, Reason::Critical);
     }
 
-    // Partial selection: an entry chosen by strong match is among the best
-    // max_strong + max_critical strong candidates; an entry chosen for a floor or by rank
-    // is among the best `limit` of its tier (everything better in its tier was taken
-    // before it). Nothing else can be chosen, so nothing else needs ordering.
-    keep_best(&mut strong, cfg.max_strong.saturating_add(cfg.max_critical));
+    // Partial selection: an entry chosen by strong match is among the best max_strong
+    // strong candidates; an entry chosen for a floor or by rank is among the best
+    // `limit` of its tier (everything better in its tier was taken before it). Nothing
+    // else can be chosen, so nothing else needs ordering. The pool holds no CRITICAL.
+    keep_best(&mut strong, cfg.max_strong);
     let mut pool: Vec<Candidate> = strong;
     for tier in &mut tiers {
         keep_best(tier, limit);
@@ -292,7 +313,6 @@ pub fn select(
     }
     pool.sort_unstable_by_key(|c| c.index);
     pool.dedup_by_key(|c| c.index);
-    pool.retain(|c| !chosen.iter().any(|x| x.index == c.index));
     pool.sort_unstable_by(best_first);
     let mut taken = alloc::vec![false; pool.len()];
 
@@ -340,7 +360,7 @@ pub fn select(
         fit_budget(&mut chosen, memories, budget);
     }
 
-    // Prompt order: CRITICAL newest first (already), then by priority, then score.
+    // Prompt order: CRITICAL in slot order (already), then by priority, then score.
     let n_critical = chosen
         .iter()
         .take_while(|c| c.reason == Reason::Critical)
@@ -360,7 +380,8 @@ pub fn select(
 }
 
 /// Drops choices until the contents fit `budget` characters: the lowest-scored
-/// non-critical first, then (only if the rules alone overflow) the oldest CRITICAL.
+/// non-critical first, then (only if the CRITICAL ones alone overflow) the last
+/// CRITICAL in slot order: the oldest summary, then the oldest rule.
 fn fit_budget(chosen: &mut Vec<Chosen>, memories: &[Memory], budget: usize) {
     let chars = |c: &Chosen| -> usize {
         memories
@@ -387,7 +408,7 @@ fn fit_budget(chosen: &mut Vec<Chosen>, memories: &[Memory], budget: usize) {
                     .then(b.index.cmp(&a.index))
             })
             .map(|(i, _)| i);
-        // Otherwise the last CRITICAL, which is the oldest.
+        // Otherwise the last CRITICAL: the oldest summary, else the oldest rule.
         let Some(drop) = worst.or(chosen.len().checked_sub(1)) else {
             break;
         };
@@ -570,19 +591,89 @@ mod tests {
     }
 
     #[test]
-    fn critical_beyond_ten_competes_when_related() {
+    fn critical_beyond_ten_never_enters_even_when_related() {
+        // Review case (rv_critical_cap_10): 15 CRITICAL rules, all strongly related to
+        // the query. Only the 10 newest enter; the other 5 do not compete as strong
+        // matches or by rank (seed: CRITICAL 优先入选，上限 10 条，FIFO 取最新).
         let cfg = MemoryConfig::default();
+        let ms: Vec<Memory> = (0..15)
+            .map(|i| {
+                mem(
+                    i,
+                    &format!("always answer deploy questions rule{i}"),
+                    Priority::Critical,
+                    i64::try_from(i).unwrap() * 3600,
+                )
+            })
+            .collect();
+        let sel = select(&ms, &query("deploy questions answer always"), NOW, &cfg);
+        assert_eq!(ids(&sel), (0..10).collect::<Vec<_>>());
+        assert!(sel.chosen.iter().all(|c| c.reason == Reason::Critical));
+
+        // An 11th rule related to the query stays out; with a cap of 11 it is in.
         let mut ms: Vec<Memory> = (0..10)
             .map(|i| mem(i, &format!("rule{i}"), Priority::Critical, 0))
             .collect();
         ms.push(mem(50, "tea green", Priority::Critical, 5 * DAY));
         let sel = select(&ms, &query("green tea"), NOW, &cfg);
-        let c = sel
-            .chosen
-            .iter()
-            .find(|c| c.id == 50)
-            .expect("related 11th rule");
-        assert_eq!(c.reason, Reason::StrongMatch);
+        assert!(!ids(&sel).contains(&50), "{:?}", ids(&sel));
+        let eleven = MemoryConfig {
+            max_critical: 11,
+            ..cfg
+        };
+        assert!(ids(&select(&ms, &query("green tea"), NOW, &eleven)).contains(&50));
+    }
+
+    /// A reflection summary: CRITICAL, tagged `summary`.
+    fn summary(id: MemoryId, text: &str, age_secs: i64) -> Memory {
+        let mut m = mem(id, text, Priority::Critical, age_secs);
+        m.tags.push("summary".into());
+        m.refresh_derived(&FallbackTokenizer);
+        m
+    }
+
+    #[test]
+    fn critical_slots_go_to_rules_before_summaries() {
+        // Review case (rv_summaries_evict_instructions): 3 rules 5 days old, 15 newer
+        // summaries. The rules take 3 of the 10 slots, newest first; then the 7 newest
+        // summaries, newest first.
+        let cfg = MemoryConfig::default();
+        let mut ms: Vec<Memory> = (1..=3)
+            .map(|id| {
+                let age = 5 * DAY + i64::try_from(id).unwrap() * 60;
+                mem(
+                    id,
+                    &format!("always answer in Chinese rule {id}"),
+                    Priority::Critical,
+                    age,
+                )
+            })
+            .collect();
+        for k in 0..15 {
+            let age = 4 * DAY - i64::try_from(k).unwrap() * 3600; // 114 is the newest
+            ms.push(summary(100 + k, &format!("偏好归纳（2 条）：绿茶{k}"), age));
+        }
+        let sel = select(&ms, &query("hello"), NOW, &cfg);
+        assert_eq!(ids(&sel), vec![1, 2, 3, 114, 113, 112, 111, 110, 109, 108]);
+        // With fewer slots than rules, only rules are in.
+        let two = MemoryConfig {
+            max_critical: 2,
+            ..cfg
+        };
+        assert_eq!(ids(&select(&ms, &query("hello"), NOW, &two)), vec![1, 2]);
+    }
+
+    #[test]
+    fn a_character_budget_drops_summaries_before_rules() {
+        let ms = vec![
+            mem(1, "rule old", Priority::Critical, DAY), // 8 chars
+            summary(2, "summary new", 0),                // 11 chars
+        ];
+        let cfg = MemoryConfig {
+            max_chars: Some(10),
+            ..MemoryConfig::default()
+        };
+        assert_eq!(ids(&select(&ms, &query("x"), NOW, &cfg)), vec![1]);
     }
 
     #[test]

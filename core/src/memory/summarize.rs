@@ -4,7 +4,7 @@
 //! Decides which recent memories form a cluster (same category, at least 2), the
 //! deterministic keyword-frequency draft of a summary (seed: 关键词频率生成摘要), the
 //! summary memory's attributes (CRITICAL, importance 5, tagged `summary`) and what
-//! happens to the originals (importance − 1, never below 1). Whether a model rewrites
+//! happens to the originals (importance − 1, never below 1, pinned ones untouched). Whether a model rewrites
 //! the draft, and storing the results, are the shell's.
 //!
 //! "Recent" is our reading of 近期: created within `summary_window_days` (7) and after
@@ -46,6 +46,19 @@ pub struct ImportanceChange {
     pub to: u8,
 }
 
+/// True when `memory` is a reflection summary: it carries `summary_tag` (any case,
+/// surrounding blanks ignored). An empty tag marks nothing. Summaries are never
+/// clustered again, and being regenerable they give way to the user's own CRITICAL
+/// memories in the FIFO cap and in the CRITICAL selection slots.
+pub fn is_summary(memory: &Memory, cfg: &MemoryConfig) -> bool {
+    let tag = cfg.summary_tag.trim();
+    !tag.is_empty()
+        && memory
+            .tags
+            .iter()
+            .any(|t| t.trim().eq_ignore_ascii_case(tag))
+}
+
 /// The clusters of recent active memories: per category (in [`Category::ALL`] order),
 /// those created within the window and after `last_run`, not themselves summaries;
 /// categories with fewer than `summary_min_cluster` (2) such memories are left out.
@@ -56,11 +69,7 @@ pub fn clusters(
     cfg: &MemoryConfig,
 ) -> Vec<Cluster> {
     let since = now.saturating_sub(cfg.summary_window_days.saturating_mul(DAY));
-    let is_summary = |m: &Memory| {
-        m.tags
-            .iter()
-            .any(|t| t.trim().eq_ignore_ascii_case(&cfg.summary_tag))
-    };
+    let is_summary = |m: &Memory| is_summary(m, cfg);
     let mut recent: Vec<(usize, &Memory)> = memories
         .iter()
         .enumerate()
@@ -173,7 +182,8 @@ pub fn summary_memory(
 }
 
 /// Lowers the importance of a cluster's originals by `summary_importance_drop` (1),
-/// never below 1, and returns the changes (unchanged ones are not listed).
+/// never below 1, and returns the changes (unchanged ones are not listed). Pinned
+/// originals are left alone: pinning is the user's, no automatic rule changes them.
 pub fn demote_summarised(
     memories: &mut [Memory],
     cluster: &Cluster,
@@ -181,7 +191,7 @@ pub fn demote_summarised(
 ) -> Vec<ImportanceChange> {
     let mut changes = Vec::new();
     for (&index, &id) in cluster.indices.iter().zip(&cluster.ids) {
-        let Some(m) = memories.get_mut(index).filter(|m| m.id == id) else {
+        let Some(m) = memories.get_mut(index).filter(|m| m.id == id && !m.pinned) else {
             continue;
         };
         let from = m.importance;
@@ -298,5 +308,21 @@ mod tests {
         // The summary is never clustered again.
         ms.push(s);
         assert!(clusters(&ms, NOW, Some(NOW - 1), &cfg).is_empty());
+    }
+
+    #[test]
+    fn pinned_originals_keep_their_importance() {
+        let cfg = MemoryConfig::default();
+        let mut ms = store();
+        ms[1].pinned = true;
+        let c = clusters(&ms, NOW, None, &cfg)[0].clone();
+        assert_eq!(c.ids, vec![3, 2, 1], "pinned memories are still summarised");
+        let changes = demote_summarised(&mut ms, &c, &cfg);
+        assert_eq!(ms[1].importance, 3, "pinned: untouched");
+        assert_eq!((ms[0].importance, ms[2].importance), (2, 2));
+        assert_eq!(
+            changes.iter().map(|ch| ch.id).collect::<Vec<_>>(),
+            vec![3, 1]
+        );
     }
 }

@@ -3,12 +3,17 @@
 //! Models wrap JSON in prose and code fences, and cut it off at the token limit.
 //! [`extract`] looks in the places the seed lists, in its order, and passes every
 //! candidate through the strict parser and then through [`repair`](super::repair);
-//! [`extract_items`] then turns the value into the list a caller asked for.
+//! [`extract_items`] then turns the value into the list a caller asked for, without
+//! the item the token limit cut in half, and with every object of a JSON-lines answer.
+//!
+//! Whatever comes out serializes to JSON that `serde_json` reads: a number beyond the
+//! range of f64 (`1e400`, valid JSON grammar that [`parse_strict`] keeps as written)
+//! is handed out as `null`, as the repair does.
 
 use alloc::vec::Vec;
 
 use super::error::{JsonError, SyntaxError};
-use super::repair::{parse_lenient, quote_closes};
+use super::repair::{parse_lenient, quote_closes, Repaired};
 use super::strict::parse_strict;
 use super::value::Value;
 use super::MAX_CANDIDATES;
@@ -27,7 +32,26 @@ pub const LIST_KEYS: [&str; 4] = ["memories", "items", "results", "data"];
 ///    opening brackets.
 ///
 /// Each candidate is parsed strictly, then repaired; the first that yields a value wins.
+/// A value cut off by the end of the text comes back closed, its last item included
+/// (`[{"a":1},{"b":"cu"}]`); [`extract_items`] is the one that drops such an item.
+/// Numbers beyond the range of f64 become `null`.
 pub fn extract(text: &str) -> Result<Value, JsonError> {
+    find(text).map(|found| found.value)
+}
+
+/// A value found in an answer.
+struct Found {
+    /// The value, numbers beyond f64 made `null`.
+    value: Value,
+    /// How far the end of the text cut into it ([`Repaired::unclosed`]).
+    unclosed: usize,
+    /// Where its candidate ends in the text, for the JSON-lines search; the text's
+    /// length when nothing can follow (the whole text, a code block).
+    end: usize,
+}
+
+/// [`extract`], with what [`extract_items`] needs to know besides the value.
+fn find(text: &str) -> Result<Found, JsonError> {
     let whole = text.trim();
     if whole.is_empty() {
         return Err(JsonError::Empty);
@@ -37,18 +61,18 @@ pub fn extract(text: &str) -> Result<Value, JsonError> {
     // error worth reporting): a leading quote or word is more likely prose.
     let starts_like_json = whole.starts_with(['[', '{']);
     match parse_strict(whole) {
-        Ok(v) => return Ok(v),
+        Ok(v) => return Ok(Found::complete(v, text.len())),
         Err(e) if starts_like_json => {
             first_error = Some(e);
-            if let Some(v) = parse_lenient(whole) {
-                return Ok(v);
+            if let Some(r) = parse_lenient(whole) {
+                return Ok(Found::repaired(r, text.len()));
             }
         }
         Err(_) => {}
     }
     for block in (FencedBlocks { text, pos: 0 }).take(MAX_CANDIDATES) {
-        if let Some(v) = try_candidate(block, &mut first_error) {
-            return Ok(v);
+        if let Some(found) = try_candidate(block, text.len(), &mut first_error) {
+            return Ok(found);
         }
     }
     let bytes = text.as_bytes();
@@ -62,11 +86,11 @@ pub fn extract(text: &str) -> Result<Value, JsonError> {
             break;
         };
         let end = balanced_end(bytes, open).unwrap_or(bytes.len());
-        if let Some(v) = text
+        if let Some(found) = text
             .get(open..end)
-            .and_then(|c| try_candidate(c, &mut first_error))
+            .and_then(|c| try_candidate(c, end, &mut first_error))
         {
-            return Ok(v);
+            return Ok(found);
         }
         from = open + 1;
     }
@@ -76,36 +100,140 @@ pub fn extract(text: &str) -> Result<Value, JsonError> {
 /// The list in a model's answer that should be one: an array as it is; an object with
 /// an array under one of [`LIST_KEYS`] → that array; any other object → a list of that
 /// one object; `null` → an empty list. A string, number or boolean is an error.
+///
+/// Two things differ from [`extract`]:
+/// - The last item is dropped when the end of the text cut into it (the repair had to
+///   close a string, array or object inside it): `[{"content": "likes tea"},
+///   {"content": "daughter is cal` is one memory, not two, the second a half-sentence.
+///   A lone object cut off is such an item too. An item that ends before the cut
+///   (`[{"a":1}, {"b":2}`) is kept; so is a number or literal written up to the end.
+/// - A JSON-lines answer — objects one after another, separated only by whitespace or
+///   commas — gives every object (up to [`MAX_CANDIDATES`]), each as one item, whatever
+///   keys the first one has.
 pub fn extract_items(text: &str) -> Result<Vec<Value>, JsonError> {
-    match extract(text)? {
-        Value::Array(items) => Ok(items),
+    let first = find(text)?;
+    if matches!(first.value, Value::Object(_)) {
+        let mut lines = following_objects(text, first.end);
+        if !lines.is_empty() {
+            lines.insert(0, first);
+            let cut_last = lines.last().is_some_and(|l| l.unclosed > 0);
+            if cut_last {
+                lines.pop();
+            }
+            return Ok(lines.into_iter().map(|l| l.value).collect());
+        }
+    }
+    match first.value {
+        Value::Array(mut items) => {
+            if first.unclosed > 1 {
+                items.pop();
+            }
+            Ok(items)
+        }
         Value::Object(mut members) => {
             for key in LIST_KEYS {
                 let found = members.iter().rposition(|(k, v)| {
                     k.eq_ignore_ascii_case(key) && matches!(v, Value::Array(_))
                 });
                 if let Some(i) = found {
-                    if let Value::Array(items) = members.swap_remove(i).1 {
+                    // The list is cut only when it is the object's last member.
+                    let cut_last = i + 1 == members.len() && first.unclosed > 2;
+                    if let Value::Array(mut items) = members.swap_remove(i).1 {
+                        if cut_last {
+                            items.pop();
+                        }
                         return Ok(items);
                     }
                 }
             }
-            Ok(alloc::vec![Value::Object(members)])
+            if first.unclosed > 0 {
+                Ok(Vec::new())
+            } else {
+                Ok(alloc::vec![Value::Object(members)])
+            }
         }
         Value::Null => Ok(Vec::new()),
         other => Err(JsonError::NotAList(other.kind())),
     }
 }
 
-/// Strict, then repaired; remembers the first strict error for the final report.
-fn try_candidate(candidate: &str, first_error: &mut Option<SyntaxError>) -> Option<Value> {
+/// The objects that follow the one ending at `from`, separated from it and from each
+/// other only by whitespace and commas (JSON lines), at most [`MAX_CANDIDATES`] − 1.
+fn following_objects(text: &str, mut from: usize) -> Vec<Found> {
+    let mut objects = Vec::new();
+    let mut ignored = None;
+    while objects.len() + 1 < MAX_CANDIDATES {
+        let Some(rest) = text.get(from..) else { break };
+        let gap = rest.len()
+            - rest
+                .trim_start_matches(|c: char| c.is_whitespace() || c == ',')
+                .len();
+        let open = from + gap;
+        if text.as_bytes().get(open) != Some(&b'{') {
+            break;
+        }
+        let end = balanced_end(text.as_bytes(), open).unwrap_or(text.len());
+        match text
+            .get(open..end)
+            .and_then(|c| try_candidate(c, end, &mut ignored))
+        {
+            Some(found) if matches!(found.value, Value::Object(_)) => objects.push(found),
+            _ => break,
+        }
+        from = end;
+    }
+    objects
+}
+
+impl Found {
+    /// A value parsed strictly.
+    fn complete(mut value: Value, end: usize) -> Found {
+        null_numbers_beyond_f64(&mut value);
+        Found {
+            value,
+            unclosed: 0,
+            end,
+        }
+    }
+
+    /// A value the repair produced (it already turned such numbers into `null`).
+    fn repaired(r: Repaired, end: usize) -> Found {
+        Found {
+            value: r.value,
+            unclosed: r.unclosed,
+            end,
+        }
+    }
+}
+
+/// Replaces every number too large for f64 with `null`, which is what the repair makes
+/// of them and what `serde_json` can read. Iterative: no recursion on deep values.
+fn null_numbers_beyond_f64(value: &mut Value) {
+    let mut stack = alloc::vec![value];
+    while let Some(v) = stack.pop() {
+        match v {
+            Value::Number(n) if n.overflows_f64() => *v = Value::Null,
+            Value::Array(items) => stack.extend(items.iter_mut()),
+            Value::Object(members) => stack.extend(members.iter_mut().map(|(_, v)| v)),
+            _ => {}
+        }
+    }
+}
+
+/// Strict, then repaired; remembers the first strict error for the final report. `end`
+/// is where the candidate ends in the answer.
+fn try_candidate(
+    candidate: &str,
+    end: usize,
+    first_error: &mut Option<SyntaxError>,
+) -> Option<Found> {
     match parse_strict(candidate) {
-        Ok(v) => return Some(v),
+        Ok(v) => return Some(Found::complete(v, end)),
         Err(e) => {
             first_error.get_or_insert(e);
         }
     }
-    parse_lenient(candidate)
+    parse_lenient(candidate).map(|r| Found::repaired(r, end))
 }
 
 /// The code blocks of a Markdown text: the text between an opening ```` ``` ```` (and
@@ -219,6 +347,8 @@ mod tests {
             ("```\n{\"a\": true}\n```", "{\"a\":true}"),
             ("```JSON [3]```", "[3]"),
             ("```python\nprint(1)\n```\n```json\n[4]\n```", "[4]"),
+            // (`extract` closes what truncation left open; `extract_items` then drops
+            // the cut-off last item, see `a_list_cut_off_inside_its_last_item_…`)
             (
                 "Sure:\n```json\n[{\"content\": \"likes tea\"}, {\"content\": \"trunc",
                 "[{\"content\":\"likes tea\"},{\"content\":\"trunc\"}]",
@@ -246,15 +376,134 @@ mod tests {
             // the last one was cut off\n\
             {\"content\": \"report due mon";
         let items = extract_items(answer).unwrap();
+        // The third memory was cut off mid-sentence: it is dropped, not ingested as
+        // "report due mon".
         let expected = [
             "{\"content\":\"prefers green tea\",\"category\":\"preference\",\"priority\":1}",
             "{\"content\":\"line\\nbreak\\ttab\",\"category\":\"fact\",\"pinned\":true}",
-            "{\"content\":\"report due mon\"}",
         ];
         assert_eq!(items.len(), expected.len());
         for (item, json_text) in items.iter().zip(expected) {
             assert_eq!(item.to_json_string(), json_text);
         }
+    }
+
+    /// `(answer, the items extract_items gives, as JSON)`
+    fn assert_items(table: &[(&str, &[&str])]) {
+        for (text, expected) in table {
+            let items = extract_items(text);
+            let got: Result<Vec<String>, _> =
+                items.map(|v| v.iter().map(Value::to_json_string).collect());
+            let want: Vec<String> = expected.iter().map(|e| String::from(*e)).collect();
+            assert_eq!(got, Ok(want), "{text:?}");
+        }
+    }
+
+    #[test]
+    fn a_list_cut_off_inside_its_last_item_loses_that_item() {
+        const A: &str = "{\"a\":1}";
+        const B: &str = "{\"b\":2}";
+        assert_items(&[
+            // the reviewer's case: a half-sentence must not become a memory
+            (
+                r#"[{"content": "User likes green tea", "category": "preference"}, {"content": "User's daughter is cal"#,
+                &[r#"{"content":"User likes green tea","category":"preference"}"#],
+            ),
+            // cut in a key, after a colon, in a literal, in a nested list or object:
+            // all inside the last item
+            (r#"[{"a": 1}, {"b": 2, "c"#, &[A]),
+            (r#"[{"a": 1}, {"b": 2, "c": "#, &[A]),
+            (r#"[{"a": 1}, {"b": tr"#, &[A]),
+            (r#"[{"a": 1}, {"b": [1, 2"#, &[A]),
+            (r#"[{"a": 1}, {"b": {"c": 1}"#, &[A]),
+            (r#"[{"a": 1}, {"#, &[A]),
+            (r#"["tea", "cof"#, &[r#""tea""#]),
+            (r#"[{"a": 1}, ["x""#, &[A]),
+            // cut between items: every item is whole
+            (r#"[{"a": 1}, {"b": 2}"#, &[A, B]),
+            (r#"[{"a": 1}, {"b": 2},"#, &[A, B]),
+            (r#"[{"a": 1}, {"b": 2} "#, &[A, B]),
+            (r#"[{"a": 1}, tru"#, &[A]),
+            (r#"[{"a": 1}, 2"#, &[A, "2"]),
+            // the list under a list key: only its own last item counts
+            (r#"{"memories": [{"a": 1}, {"b": "x"#, &[A]),
+            (r#"{"memories": [{"a": 1}, {"b": 2}]"#, &[A, B]),
+            (r#"{"memories": [{"a": 1}, {"b": 2}], "note": "cu"#, &[A, B]),
+            (r#"{"memories": [{"a": 1}, {"b": 2}], "no"#, &[A, B]),
+            (r#"{"memories": [{"a": 1}, {"b": 2}"#, &[A, B]),
+            // a lone object cut off is itself the cut item
+            (r#"{"content": "User's daughter is cal"#, &[]),
+            (r#"{"a": 1, "b"#, &[]),
+            // fenced or in prose
+            ("```json\n[{\"a\": 1}, {\"b\": \"x", &[A]),
+            ("Here:\n```json\n[{\"a\": 1}, {\"b\": \"x\n```\nOops.", &[A]),
+            ("Here: [{\"a\": 1}, {\"b\": \"x", &[A]),
+            // complete answers keep every item
+            (r#"[{"a": 1}, {"b": 2}]"#, &[A, B]),
+            (r#"{"content": "whole"}"#, &[r#"{"content":"whole"}"#]),
+        ]);
+        // `extract` hands out the whole repaired value: truncation is for callers of a
+        // single value to judge.
+        assert_eq!(
+            extract(r#"[{"a": 1}, {"b": "x"#),
+            Ok(json(r#"[{"a": 1}, {"b": "x"}]"#))
+        );
+    }
+
+    #[test]
+    fn json_lines_answers_yield_every_object() {
+        const A: &str = "{\"a\":1}";
+        const B: &str = "{\"b\":2}";
+        assert_items(&[
+            ("{\"a\":1}\n{\"b\":2}", &[A, B]),
+            ("{\"a\": 1}\r\n\r\n{\"b\": 2}\n", &[A, B]),
+            ("{\"a\":1},\n{\"b\":2},", &[A, B]),
+            ("{\"a\":1} {\"b\":2}{\"c\":3}", &[A, B, "{\"c\":3}"]),
+            ("{'a': 1}\n{b: 2,}", &[A, B]),
+            ("```json\n{\"a\": 1}\n{\"b\": 2}\n```\nDone.", &[A, B]),
+            ("Here:\n{\"a\": 1}\n{\"b\": 2}\nThat's all.", &[A, B]),
+            // the last line cut off is dropped like any cut-off last item
+            ("{\"a\":1}\n{\"b\":2}\n{\"c\": \"cu", &[A, B]),
+            // a list key in the first object does not matter once there are several
+            (
+                "{\"memories\": [1]}\n{\"b\": 2}",
+                &["{\"memories\":[1]}", B],
+            ),
+            // only objects side by side: prose or another kind of value ends the run
+            ("{\"a\": 1} and {\"b\": 2}", &[A]),
+            ("{\"a\": 1}\n[{\"b\": 2}]", &[A]),
+            ("{\"a\": 1}\n{oops}\n{\"b\": 2}", &[A]),
+        ]);
+        // `extract` still answers with the first object.
+        assert_eq!(extract("{\"a\":1}\n{\"b\":2}"), Ok(json(A)));
+        // At most MAX_CANDIDATES objects are collected.
+        let many = "{\"a\":1}\n".repeat(MAX_CANDIDATES + 10);
+        assert_eq!(extract_items(&many).map(|v| v.len()), Ok(MAX_CANDIDATES));
+    }
+
+    #[test]
+    fn numbers_beyond_f64_are_handed_out_as_null() {
+        // The text is valid JSON, but serde_json (and every f64 reader) rejects it.
+        for (text, expected) in [
+            ("[1e400]", "[null]"),
+            (
+                "{\"n\": -1e400, \"m\": [2e308, 1e308]}",
+                "{\"n\":null,\"m\":[null,1e308]}",
+            ),
+            ("```json\n[1E+999]\n```", "[null]"),
+            ("Here: {\"n\": 1e400} ok", "{\"n\":null}"),
+            ("`````````,``````json\n9e999", "null"),
+            (
+                "[1e-400, 12345678901234567890]",
+                "[1e-400,12345678901234567890]",
+            ),
+        ] {
+            let value = extract(text).unwrap();
+            assert_eq!(value.to_json_string(), expected, "{text:?}");
+            assert!(serde_json::from_str::<serde_json::Value>(expected).is_ok());
+        }
+        // `parse_strict` follows the grammar, which has no range.
+        assert!(parse_strict("[1e400]").is_ok());
     }
 
     #[test]

@@ -57,6 +57,9 @@ fn jsonish() -> impl Strategy<Value = String> {
             Just("e"),
             Just("true"),
             Just("None"),
+            Just("NULL"),
+            Just("Infinity"),
+            Just("9e999"),
             Just("```"),
             Just("```json\n"),
             Just("\u{1}"),
@@ -70,8 +73,23 @@ fn jsonish() -> impl Strategy<Value = String> {
 /// Everything the module offers, on one input; panics only through a broken invariant.
 fn exercise(text: &str) {
     let _ = parse_strict(text);
-    let _ = extract(text);
-    let _ = extract_items(text);
+    // Whatever `extract` hands out, the shell's serde_json must read.
+    if let Ok(value) = extract(text) {
+        let out = value.to_json_string();
+        assert!(
+            serde_json::from_str::<serde_json::Value>(&out).is_ok(),
+            "extract of {text:?} gave {out:?}, which serde_json rejects"
+        );
+    }
+    if let Ok(items) = extract_items(text) {
+        for item in items {
+            let out = item.to_json_string();
+            assert!(
+                serde_json::from_str::<serde_json::Value>(&out).is_ok(),
+                "extract_items of {text:?} gave {out:?}, which serde_json rejects"
+            );
+        }
+    }
     if let Some(repaired) = repair(text) {
         assert!(
             parse_strict(&repaired).is_ok(),
@@ -100,6 +118,19 @@ proptest! {
     #[test]
     fn jsonish_text_never_panics_and_repairs_parse(text in jsonish()) {
         exercise(&text);
+    }
+
+    #[test]
+    fn numbers_of_any_size_come_out_as_serde_json_reads_them(
+        number in "[+-]?[0-9]{0,40}(\\.[0-9]{0,40})?([eE][+-]?[0-9]{0,4})?",
+    ) {
+        let text = ["[", &number, "]"].concat();
+        exercise(&text);
+        // Strict-valid numbers are always repaired into something, null at worst.
+        if parse_strict(&text).is_ok() {
+            prop_assert!(repair(&text).is_some());
+            prop_assert!(extract(&text).is_ok());
+        }
     }
 
     #[test]

@@ -2,15 +2,18 @@
 //! the value they meant, or gives up.
 //!
 //! Fixes, each seen in real model output (seed 000: "智能修复截断JSON、控制字符、单引号、尾逗号"):
-//! - trailing and doubled commas (`[1,2,]`, `[1,,2]`); missing commas between items;
+//! - trailing and doubled commas (`[1,2,]`, `[1,,2]`); missing commas between items,
+//!   including two strings side by side (`["a""b"]` is two items);
 //! - single-quoted strings and keys (`{'a': 'b'}`), unquoted keys (`{name: "x"}`);
 //! - raw control characters inside strings (kept as characters, escaped on output),
 //!   unknown escapes such as `\d` (the backslash is kept as a character);
 //!   unescaped quotes inside a string, when the quote is not followed by `,` `:` `}` `]`,
-//!   a comment, the end, or space and another quote (`"he said "hi" to me"`);
-//! - Python and JavaScript literals: `True` `False` `None`, `NaN` `Infinity` `undefined`
-//!   (the last three become `null`, which is what JSON can say about them);
-//! - loose numbers: `+1`, `.5`, `5.`, `007`;
+//!   a comment, the end, or another quote (`"he said "hi" to me"`);
+//! - Python and JavaScript literals in any letter case: `True` `FALSE` `None` `Null`,
+//!   and `NaN` `Infinity` `inf` `undefined`, the last four (`NaN` and the infinities
+//!   also signed, `-Infinity`) becoming `null`, which is what JSON can say about them;
+//! - loose numbers: `+1`, `.5`, `5.`, `007`; a number beyond the range of f64 (`1e400`)
+//!   becomes `null` like an infinity, since JSON readers such as `serde_json` reject it;
 //! - comments: `// …` and `/* … */`; a BOM; stray closers after the value (`{…}}`);
 //! - truncation: an unclosed string is closed, unclosed arrays and objects are closed,
 //!   a dangling `"key":` or half-written key, literal or trailing comma is dropped.
@@ -26,19 +29,34 @@ use super::strict::hex4;
 use super::value::{Number, Value};
 use super::MAX_DEPTH;
 
-/// The repaired text: standard JSON that [`parse_strict`](super::parse_strict) accepts,
-/// or `None` when `text` is not (damaged) JSON. `text` must be the JSON alone, possibly
-/// followed by stray closing brackets; [`extract`](super::extract) finds it in prose.
+/// The repaired text: standard JSON that [`parse_strict`](super::parse_strict) and
+/// `serde_json` accept, or `None` when `text` is not (damaged) JSON. `text` must be the
+/// JSON alone, possibly followed by stray closing brackets; [`extract`](super::extract)
+/// finds it in prose.
 pub fn repair(text: &str) -> Option<String> {
-    parse_lenient(text).map(|v| v.to_json_string())
+    parse_lenient(text).map(|r| r.value.to_json_string())
+}
+
+/// What the lenient parser read: the value, and how far the end of the text cut into it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Repaired {
+    /// The value the text most plausibly meant.
+    pub(crate) value: Value,
+    /// How many arrays, objects and strings the text ended inside, which the repair
+    /// closed: 0 for a complete text, 1 when only the outermost container was left open
+    /// (`[{"a":1}, {"b":2}`), 3 for `[{"a":1}, {"b":"cu`. The unclosed ones are nested
+    /// in each other, each the last member of the one before, so a list at nesting depth
+    /// `d` (the outermost being 1) lost the end of its last item when this exceeds `d`.
+    pub(crate) unclosed: usize,
 }
 
 /// The value `text` most plausibly meant (see the module docs for what is fixed).
-pub(crate) fn parse_lenient(text: &str) -> Option<Value> {
+pub(crate) fn parse_lenient(text: &str) -> Option<Repaired> {
     let mut p = Lenient {
         text,
         bytes: text.as_bytes(),
         pos: 0,
+        unclosed: 0,
     };
     p.skip_ws();
     let value = p.value(0).ok()??;
@@ -47,7 +65,12 @@ pub(crate) fn parse_lenient(text: &str) -> Option<Value> {
         p.skip_ws();
         match p.peek() {
             Some(b']' | b'}' | b',' | b';') => p.pos += 1,
-            None => return Some(value),
+            None => {
+                return Some(Repaired {
+                    value,
+                    unclosed: p.unclosed,
+                })
+            }
             Some(_) => return None,
         }
     }
@@ -60,27 +83,40 @@ struct Lenient<'a> {
     text: &'a str,
     bytes: &'a [u8],
     pos: usize,
+    /// Deepest nesting level (strings counted) that the end of the text cut off.
+    unclosed: usize,
 }
 
-/// Literal words accepted in value position, and what they mean.
-const LITERALS: &[(&str, Option<bool>)] = &[
-    ("true", Some(true)),
-    ("false", Some(false)),
-    ("null", None),
-    ("True", Some(true)),
-    ("False", Some(false)),
-    ("None", None),
-    ("TRUE", Some(true)),
-    ("FALSE", Some(false)),
-    ("NULL", None),
-    ("NaN", None),
-    ("Infinity", None),
-    ("undefined", None),
+/// What a literal word means.
+#[derive(Clone, Copy)]
+enum Literal {
+    Bool(bool),
+    Null,
+    /// NaN or an infinity: `null` in JSON, and the only words that may carry a sign.
+    NotFinite,
+}
+
+/// Literal words accepted in value position (compared without regard to ASCII case),
+/// and what they mean.
+const LITERALS: &[(&str, Literal)] = &[
+    ("true", Literal::Bool(true)),
+    ("false", Literal::Bool(false)),
+    ("null", Literal::Null),
+    ("none", Literal::Null),
+    ("undefined", Literal::Null),
+    ("nan", Literal::NotFinite),
+    ("infinity", Literal::NotFinite),
+    ("inf", Literal::NotFinite),
 ];
 
 impl<'a> Lenient<'a> {
     fn peek(&self) -> Option<u8> {
         self.bytes.get(self.pos).copied()
+    }
+
+    /// Notes that the text ended inside a container or string at nesting `depth`.
+    fn cut_at(&mut self, depth: usize) {
+        self.unclosed = self.unclosed.max(depth);
     }
 
     fn char_at(&self, at: usize) -> Option<char> {
@@ -129,26 +165,61 @@ impl<'a> Lenient<'a> {
 
     /// One value; `Ok(None)` when the text ends before a usable value starts (or inside
     /// a literal), so the caller drops the member and closes up.
+    /// `depth` is the nesting of the container holding the value (0 at the top).
     fn value(&mut self, depth: usize) -> Result<Option<Value>, Fail> {
         match self.peek() {
             None => Ok(None),
             Some(b'{') => self.object(depth + 1).map(Some),
             Some(b'[') => self.array(depth + 1).map(Some),
-            Some(q @ (b'"' | b'\'')) => Ok(Some(Value::String(self.string(q).0))),
-            Some(b'-' | b'+' | b'.' | b'0'..=b'9') => self.number(),
-            Some(_) => {
-                let word = self.identifier().ok_or(Fail)?;
-                if let Some((_, meaning)) = LITERALS.iter().find(|(w, _)| *w == word) {
-                    return Ok(Some(meaning.map_or(Value::Null, Value::Bool)));
+            Some(q @ (b'"' | b'\'')) => {
+                let (text, closed) = self.string(q);
+                if let Closed::CutOff = closed {
+                    self.cut_at(depth + 1);
                 }
-                let cut_short = self.pos >= self.bytes.len()
-                    && LITERALS.iter().any(|(w, _)| w.starts_with(word));
-                if cut_short {
-                    Ok(None)
-                } else {
-                    Err(Fail)
-                }
+                Ok(Some(Value::String(text)))
             }
+            // `-Infinity`, `+NaN`
+            Some(b'-' | b'+')
+                if self
+                    .bytes
+                    .get(self.pos + 1)
+                    .is_some_and(u8::is_ascii_alphabetic) =>
+            {
+                self.pos += 1;
+                self.literal(Signed::Yes)
+            }
+            Some(b'-' | b'+' | b'.' | b'0'..=b'9') => self.number(),
+            Some(_) => self.literal(Signed::No),
+        }
+    }
+
+    /// A literal word at the cursor (after its sign, if any); `Ok(None)` when the text
+    /// ends inside one.
+    fn literal(&mut self, signed: Signed) -> Result<Option<Value>, Fail> {
+        let word = self.identifier().ok_or(Fail)?;
+        let meaning = LITERALS
+            .iter()
+            .find(|(w, _)| w.eq_ignore_ascii_case(word))
+            .map(|(_, meaning)| *meaning);
+        match (meaning, signed) {
+            (Some(Literal::Bool(b)), Signed::No) => return Ok(Some(Value::Bool(b))),
+            (Some(Literal::Null), Signed::No) | (Some(Literal::NotFinite), _) => {
+                return Ok(Some(Value::Null))
+            }
+            _ => {}
+        }
+        let cut_short = self.pos >= self.bytes.len()
+            && LITERALS.iter().any(|(w, meaning)| {
+                let may_be = matches!(signed, Signed::No) || matches!(meaning, Literal::NotFinite);
+                may_be
+                    && w.as_bytes()
+                        .get(..word.len())
+                        .is_some_and(|start| start.eq_ignore_ascii_case(word.as_bytes()))
+            });
+        if cut_short {
+            Ok(None)
+        } else {
+            Err(Fail)
         }
     }
 
@@ -179,6 +250,7 @@ impl<'a> Lenient<'a> {
         }
         let raw = self.text.get(start..self.pos).unwrap_or("");
         match normalize_number(raw) {
+            Some(number) if number.overflows_f64() => Ok(Some(Value::Null)),
             Some(number) => Ok(Some(Value::Number(number))),
             // A number cut off by the end of the text (`-`, `1.e`): drop it.
             None if self.pos >= self.bytes.len() => Ok(None),
@@ -198,7 +270,7 @@ impl<'a> Lenient<'a> {
                 None => break,
                 Some(b']') => {
                     self.pos += 1;
-                    break;
+                    return Ok(Value::Array(items));
                 }
                 // A mismatched closer ends this array; the enclosing object takes it.
                 Some(b'}') => break,
@@ -207,6 +279,9 @@ impl<'a> Lenient<'a> {
                     None => break,
                 },
             }
+        }
+        if self.pos >= self.bytes.len() {
+            self.cut_at(depth);
         }
         Ok(Value::Array(items))
     }
@@ -223,7 +298,7 @@ impl<'a> Lenient<'a> {
                 None => break,
                 Some(b'}') => {
                     self.pos += 1;
-                    break;
+                    return Ok(Value::Object(members));
                 }
                 Some(b']') => break,
                 Some(q @ (b'"' | b'\'')) => match self.string(q) {
@@ -243,6 +318,9 @@ impl<'a> Lenient<'a> {
                 Some(v) => members.push((key, v)),
                 None => break,
             }
+        }
+        if self.pos >= self.bytes.len() {
+            self.cut_at(depth);
         }
         Ok(Value::Object(members))
     }
@@ -338,10 +416,17 @@ enum Closed {
     CutOff,
 }
 
+/// Whether a literal word was written with a sign (`-Infinity`).
+#[derive(Clone, Copy)]
+enum Signed {
+    Yes,
+    No,
+}
+
 /// True when a quote just before `after` ends its string: what follows (after
-/// whitespace) is `,` `:` `}` `]`, a comment, the end of the text, or — after at least
-/// one whitespace character — another quote (the next item, its comma missing).
-/// Otherwise the quote is taken as part of the text (`"he said "hi" to me"`).
+/// whitespace) is `,` `:` `}` `]`, a comment, the end of the text, or another quote
+/// (the next item, its comma missing: `["a" "b"]`, `["a""b"]`). Otherwise the quote is
+/// taken as part of the text (`"he said "hi" to me"`).
 pub(crate) fn quote_closes(bytes: &[u8], after: usize) -> bool {
     let mut i = after;
     while let Some(&b) = bytes.get(i) {
@@ -349,7 +434,7 @@ pub(crate) fn quote_closes(bytes: &[u8], after: usize) -> bool {
             b' ' | b'\t' | b'\r' | b'\n' => {}
             b',' | b':' | b'}' | b']' => return true,
             b'/' => return matches!(bytes.get(i + 1), Some(b'/' | b'*')),
-            b'"' | b'\'' => return i > after,
+            b'"' | b'\'' => return true,
             _ => return false,
         }
         i += 1;
@@ -420,11 +505,35 @@ mod tests {
         ("[\"C:\\dir\\x\"]", "[\"C:\\\\dir\\\\x\"]"),
         ("[\"\\ud800x\"]", "[\"\u{fffd}x\"]"),
         ("[\"\\ud83d\\ude00\"]", "[\"😀\"]"),
+        // two strings side by side are two items, their comma missing
+        ("[\"a\"\"b\"]", "[\"a\",\"b\"]"),
+        ("{\"a\": \"x\"\"b\": 1}", "{\"a\":\"x\",\"b\":1}"),
+        ("['a''b']", "[\"a\",\"b\"]"),
+        ("{\"a\": \"\", \"b\": \"\"}", "{\"a\":\"\",\"b\":\"\"}"),
         // literals and numbers
         (
             "[True, False, None, NaN, undefined]",
             "[true,false,null,null,null]",
         ),
+        // literals in any case
+        (
+            "{\"a\": Null, \"b\": NULL, \"c\": none, \"d\": TRUE, \"e\": fAlSe}",
+            "{\"a\":null,\"b\":null,\"c\":null,\"d\":true,\"e\":false}",
+        ),
+        ("[NAN, INFINITY, Undefined, inf]", "[null,null,null,null]"),
+        // infinities, signed or not, and numbers beyond f64 become null: JSON (and
+        // serde_json) cannot hold them
+        ("[Infinity, -Infinity, NaN]", "[null,null,null]"),
+        (
+            "{\"a\": -Infinity, \"b\": +Infinity, \"c\": -NaN}",
+            "{\"a\":null,\"b\":null,\"c\":null}",
+        ),
+        ("[1e400, -1e400, 1E+309, 2e308]", "[null,null,null,null]"),
+        (
+            "[1e308, 1.7976931348623157e308, 1e-400, -0]",
+            "[1e308,1.7976931348623157e308,1e-400,-0]",
+        ),
+        ("[+1e400, .5e999, 1e400., .1E310]", "[null,null,null,null]"),
         (
             "[+1, .5, -.5, 5., 007, -00.25, 1e, 2E+]",
             "[1,0.5,-0.5,5,7,-0.25,1,2]",
@@ -454,6 +563,8 @@ mod tests {
         ("[1, 2,", "[1,2]"),
         ("{", "{}"),
         ("'half", "\"half\""),
+        ("[-Infin", "[]"),
+        ("{\"a\": NU", "{}"),
     ];
 
     #[test]
@@ -462,6 +573,10 @@ mod tests {
             let repaired = repair(input);
             assert_eq!(repaired.as_deref(), Some(*expected), "{input:?}");
             assert!(parse_strict(expected).is_ok(), "{expected}");
+            assert!(
+                serde_json::from_str::<serde_json::Value>(expected).is_ok(),
+                "{expected}"
+            );
         }
     }
 
@@ -480,6 +595,8 @@ mod tests {
             "1. First item",
             "/",
             "[1] and [2]",
+            "[-true]",
+            "[-foo]",
         ] {
             assert_eq!(repair(input), None, "{input:?}");
         }

@@ -12,6 +12,10 @@ use super::value::{is_json_number, Number, Value};
 use super::MAX_DEPTH;
 
 /// Parses `text` as exactly one JSON value surrounded by optional whitespace.
+///
+/// Numbers are checked against the grammar only, which sets no range: `1e400` is
+/// accepted and kept as written (see [`Number::overflows_f64`]). [`extract`](super::extract)
+/// and [`repair`](super::repair), which feed `serde_json`, hand such numbers out as `null`.
 pub fn parse_strict(text: &str) -> Result<Value, SyntaxError> {
     let mut p = Strict {
         text,

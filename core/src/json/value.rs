@@ -42,6 +42,12 @@ impl Number {
         self.0.parse::<f64>().unwrap_or(0.0)
     }
 
+    /// True when the number is too large for an f64 (`1e400`): JSON's grammar allows it,
+    /// but `serde_json` and most JSON readers reject it.
+    pub fn overflows_f64(&self) -> bool {
+        self.0.parse::<f64>().is_ok_and(f64::is_infinite)
+    }
+
     /// The number as an integer, when it is written as one and fits.
     pub fn as_i64(&self) -> Option<i64> {
         self.0.parse::<i64>().ok()

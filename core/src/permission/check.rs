@@ -70,6 +70,7 @@ mod tests {
         workspace_root: "/w",
         path_keys: &["path"],
         is_shell: false,
+        extra_roots: &[],
     };
 
     #[test]

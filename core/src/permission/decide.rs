@@ -86,8 +86,9 @@ impl Policy {
 
 /// The tools the user said "always allow" for in one session (seed 002: the session's
 /// tool whitelist). Serialised as a sorted list of names. Only L0–L3 tools can be
-/// granted, and [`decide`] only honours a grant for an L3 call, so a tool whose call
-/// escalates to L4 or L5 is asked or refused as usual.
+/// granted, and [`decide`] only honours a grant for an L3 call of an interactive
+/// session, so a tool whose call escalates to L4 or L5 is asked or refused as usual, and
+/// a headless run never does more than its `max_auto` because of a grant.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(transparent)]
 pub struct Grants {
@@ -145,12 +146,13 @@ impl Grants {
 /// |---|---|---|---|---|
 /// | L0, L1 | Run | Run | Run | Refuse(NeedsPerson) |
 /// | L2 | RunScoped | RunScoped | RunScoped | Refuse(NeedsPerson) |
-/// | L3 | AskOnce | Run | Run | Run if granted, else Refuse(NeedsPerson) |
+/// | L3 | AskOnce | Run | Run | Refuse(NeedsPerson), granted or not |
 /// | L4 | AskTwice | AskTwice | — (never ≤ L3) | Refuse(NeedsPerson) |
 /// | L5 | Refuse(Dangerous) | Refuse(Dangerous) | — | Refuse(Dangerous) |
 ///
-/// A grant is a person's answer given in advance, so a headless run of a session
-/// honours it for L3 too.
+/// Grants never raise what a headless run may do: `evolve ask --allow L1` means L1,
+/// whatever the session granted in a chat, so a headless run honours a grant only where
+/// it would run the call anyway (level ≤ `max_auto`).
 pub fn decide(level: Level, tool: &str, grants: &Grants, policy: &Policy) -> Decision {
     if level == Level::L5 {
         return Decision::Refuse(RefusalReason::Dangerous);
@@ -166,7 +168,7 @@ pub fn decide(level: Level, tool: &str, grants: &Grants, policy: &Policy) -> Dec
         }
         Policy::Headless { max_auto } => {
             let max_auto = max_auto.min(HEADLESS_CEILING);
-            if level <= max_auto || granted {
+            if level <= max_auto {
                 match level.default_decision() {
                     Decision::RunScoped => Decision::RunScoped,
                     _ => Decision::Run,
@@ -213,7 +215,9 @@ mod tests {
             (L3, headless(L2), false, needs(L3, L2)),
             (L4, headless(L2), false, needs(L4, L2)),
             (L5, headless(L2), false, DANGER),
-            (L3, headless(L2), true, Run),
+            // Grants never raise a headless run's ceiling.
+            (L3, headless(L2), true, needs(L3, L2)),
+            (L3, headless(L1), true, needs(L3, L1)),
             (L4, headless(L2), true, needs(L4, L2)),
             (L5, headless(L2), true, DANGER),
             // --allow L1.

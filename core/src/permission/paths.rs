@@ -7,7 +7,16 @@
 //! outside: the core does not know where it is, and the seed puts "paths outside scope"
 //! at L5. `/dev/null`, `/dev/zero`, `/dev/stdout`, `/dev/stderr`, `/dev/stdin`,
 //! `/dev/tty` and `/dev/urandom` (`/dev/random`) are harmless anywhere.
+//!
+//! `file://` URLs are percent-decoded before the checks (`file:///w/%2e%2e/etc` climbs
+//! out); a `file://host/…` URL names another machine and is outside. A path with `%`
+//! escapes is checked both as written and decoded (a server may decode it), the worse
+//! result counting. `C:foo` (relative to the current directory of drive C) is outside:
+//! nobody knows where that is. Besides the workspace, a tool may have extra roots (an
+//! MCP server's configured directories): a path inside one of them is not outside.
 
+use alloc::borrow::Cow;
+use alloc::string::String;
 use alloc::vec::Vec;
 
 /// What is wrong with a path, if anything.
@@ -61,6 +70,51 @@ fn strip_file_url(s: &str) -> Option<&str> {
     }
 }
 
+/// Whether `s` is a `file://` URL.
+pub(crate) fn is_file_url(s: &str) -> bool {
+    strip_file_url(s.trim()).is_some()
+}
+
+/// `%XX` escapes decoded (invalid ones kept as written; invalid UTF-8 becomes U+FFFD).
+fn percent_decode(s: &str) -> Cow<'_, str> {
+    if !s.contains('%') {
+        return Cow::Borrowed(s);
+    }
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while let Some(&c) = b.get(i) {
+        let hex = |j: usize| b.get(j).and_then(|h| (*h as char).to_digit(16));
+        match (c, hex(i + 1), hex(i + 2)) {
+            (b'%', Some(hi), Some(lo)) => {
+                out.push((hi * 16 + lo) as u8);
+                i += 3;
+            }
+            _ => {
+                out.push(c);
+                i += 1;
+            }
+        }
+    }
+    Cow::Owned(String::from_utf8_lossy(&out).into_owned())
+}
+
+/// The path a `file://` URL names, decoded; a host other than `localhost` becomes a
+/// `//host/…` path (outside). `None` when `s` is not a `file://` URL.
+fn file_url_path(s: &str) -> Option<String> {
+    let rest = strip_file_url(s.trim())?;
+    let rest = match rest.get(..10) {
+        Some(head) if head.eq_ignore_ascii_case("localhost/") => rest.get(9..).unwrap_or(""),
+        _ => rest,
+    };
+    let decoded = percent_decode(rest);
+    if decoded.starts_with('/') {
+        Some(decoded.into_owned())
+    } else {
+        Some(alloc::format!("//{decoded}"))
+    }
+}
+
 fn starts_with_home(s: &str) -> bool {
     let lower_prefix = |p: &str| {
         s.get(..p.len())
@@ -71,7 +125,10 @@ fn starts_with_home(s: &str) -> bool {
             && !s
                 .get(5..)
                 .is_some_and(|rest| rest.starts_with(|c: char| c.is_alphanumeric() || c == '_')))
-        || lower_prefix("${home}")
+        || (lower_prefix("${home")
+            && !s
+                .get(6..)
+                .is_some_and(|rest| rest.starts_with(|c: char| c.is_alphanumeric() || c == '_')))
         || lower_prefix("%userprofile%")
         || lower_prefix("%homepath%")
 }
@@ -86,6 +143,12 @@ fn has_drive_prefix(s: &str) -> bool {
 
 fn is_absolute(s: &str) -> bool {
     s.starts_with(['/', '\\']) || has_drive_prefix(s)
+}
+
+/// `C:foo`: relative to drive C's current directory, which nobody here knows.
+fn is_drive_relative(s: &str) -> bool {
+    let b = s.as_bytes();
+    b.len() > 2 && b[0].is_ascii_alphabetic() && b[1] == b':' && !matches!(b[2], b'/' | b'\\')
 }
 
 /// Components after lexical normalisation of an absolute path (the drive letter, if
@@ -124,30 +187,51 @@ fn same_component(a: &str, b: &str) -> bool {
     }
 }
 
-/// Checks one path against the workspace root. An empty root means "unknown": every
-/// absolute path is then outside.
-pub(crate) fn path_problem(path: &str, workspace_root: &str) -> Option<PathProblem> {
-    let path = strip_file_url(path).unwrap_or(path);
+/// Checks one path against the workspace root and the tool's extra roots (see the
+/// module docs). An empty root means "unknown": every absolute path is then outside
+/// (unless inside an extra root).
+pub(crate) fn path_problem(
+    path: &str,
+    workspace_root: &str,
+    extra_roots: &[&str],
+) -> Option<PathProblem> {
+    if let Some(decoded) = file_url_path(path) {
+        return lexical_problem(&decoded, workspace_root, extra_roots);
+    }
+    let raw = lexical_problem(path, workspace_root, extra_roots);
+    let decoded = percent_decode(path);
+    if raw.is_some() || decoded == path {
+        return raw;
+    }
+    lexical_problem(&decoded, workspace_root, extra_roots)
+}
+
+fn lexical_problem(path: &str, workspace_root: &str, extra_roots: &[&str]) -> Option<PathProblem> {
     let trimmed = path.trim();
     if starts_with_home(trimmed) {
         return Some(PathProblem::Home);
+    }
+    if is_drive_relative(trimmed) {
+        return Some(PathProblem::Outside);
     }
     if is_absolute(trimmed) {
         let comps = absolute_components(trimmed);
         if is_harmless_device(&comps) {
             return None;
         }
-        let root = workspace_root.trim();
-        if root.is_empty() || !is_absolute(root) {
-            return Some(PathProblem::Outside);
-        }
-        let root_comps = absolute_components(root);
-        let inside = comps.len() >= root_comps.len()
-            && root_comps
-                .iter()
-                .zip(comps.iter())
-                .all(|(r, p)| same_component(r, p));
-        return if inside {
+        let inside = |root: &str| {
+            let root = root.trim();
+            if root.is_empty() || !is_absolute(root) {
+                return false;
+            }
+            let root_comps = absolute_components(root);
+            comps.len() >= root_comps.len()
+                && root_comps
+                    .iter()
+                    .zip(comps.iter())
+                    .all(|(r, p)| same_component(r, p))
+        };
+        return if inside(workspace_root) || extra_roots.iter().any(|r| inside(r)) {
             None
         } else {
             Some(PathProblem::Outside)
@@ -169,6 +253,15 @@ pub(crate) fn path_problem(path: &str, workspace_root: &str) -> Option<PathProbl
     None
 }
 
+/// Whether an absolute path climbs with `..` (`/items/../../etc`): checked even where a
+/// leading `/` alone does not make a string a path.
+pub(crate) fn climbs(path: &str) -> bool {
+    let decoded = percent_decode(path);
+    [path, decoded.as_ref()]
+        .iter()
+        .any(|p| p.split(['/', '\\']).any(|c| c.trim() == ".."))
+}
+
 fn is_harmless_device(comps: &[&str]) -> bool {
     match comps {
         ["dev", name] => HARMLESS_DEVICES
@@ -179,14 +272,21 @@ fn is_harmless_device(comps: &[&str]) -> bool {
     }
 }
 
-/// Does this path (or word) name a file that holds secrets? Case-insensitive, on the
+/// Does this path (or word) name a file that holds secrets? A component with a glob
+/// counts when it could expand to one of these names. Case-insensitive, on the
 /// components: `.ssh`, `.gnupg`, private keys `id_rsa`/`id_ed25519`/`id_ecdsa`/`id_dsa`
 /// (not `*.pub`), `.env` and `.env.*` (not `.env.example`/`.sample`/`.template`/`.dist`),
 /// `.netrc`/`_netrc`, `.git-credentials`, `.pgpass`, `.npmrc`, `.pypirc`,
 /// `.aws/credentials`, `.docker/config.json`, `.kube/config`, `etc/shadow`,
 /// `etc/gshadow`, `etc/sudoers`, `etc/master.passwd`.
 pub(crate) fn names_secret(path: &str) -> bool {
-    let path = strip_file_url(path).unwrap_or(path);
+    if let Some(decoded) = file_url_path(path) {
+        return names_secret_lexical(&decoded);
+    }
+    names_secret_lexical(path) || names_secret_lexical(&percent_decode(path))
+}
+
+fn names_secret_lexical(path: &str) -> bool {
     let lower = path.trim().to_lowercase();
     let comps: Vec<&str> = lower
         .split(['/', '\\'])
@@ -201,16 +301,122 @@ pub(crate) fn names_secret(path: &str) -> bool {
         ("etc", "sudoers"),
         ("etc", "master.passwd"),
     ];
-    if comps
-        .windows(2)
-        .any(|w| pairs.iter().any(|(a, b)| w[0] == *a && w[1] == *b))
-    {
+    if comps.windows(2).any(|w| {
+        pairs
+            .iter()
+            .any(|(a, b)| component_is(w[0], a) && component_is(w[1], b))
+    }) {
         return true;
     }
     comps.iter().any(|c| is_secret_component(c))
 }
 
+/// Secret names a glob component is tried against: `.e?v`, `.ss?` and `id_*` name
+/// secrets once the shell expands them.
+const SECRET_EXAMPLES: [&str; 15] = [
+    ".ssh",
+    ".gnupg",
+    ".netrc",
+    "_netrc",
+    ".git-credentials",
+    ".pgpass",
+    ".npmrc",
+    ".pypirc",
+    "id_rsa",
+    "id_ed25519",
+    "id_ecdsa",
+    "id_dsa",
+    ".env",
+    ".env.local",
+    ".env.production",
+];
+
+/// A component with a glob (`*`, `?`, `[…]`) and at least one other character: a bare
+/// `*` stays unflagged (`cat *`), the shell skipping dot files for it.
+fn is_glob(c: &str) -> bool {
+    c.contains(['*', '?', '[']) && c.chars().any(|ch| !matches!(ch, '*' | '?'))
+}
+
+fn component_is(c: &str, name: &str) -> bool {
+    if is_glob(c) {
+        glob_match(c, name)
+    } else {
+        c == name
+    }
+}
+
+/// Shell-style matching of `pattern` (`*`, `?`, `[abc]`, `[a-z]`, `[!x]`) against all
+/// of `text`. An unclosed `[` is a plain character.
+fn glob_match(pattern: &str, text: &str) -> bool {
+    let p: Vec<char> = pattern.chars().collect();
+    let t: Vec<char> = text.chars().collect();
+    let (mut pi, mut ti) = (0, 0);
+    let mut star: Option<(usize, usize)> = None;
+    while let Some(&tc) = t.get(ti) {
+        let step = match p.get(pi) {
+            Some('*') => {
+                star = Some((pi, ti));
+                pi += 1;
+                continue;
+            }
+            Some('?') => Some(1),
+            Some('[') => match bracket_match(&p, pi, tc) {
+                Some((true, len)) => Some(len),
+                Some((false, _)) => None,
+                None => (tc == '[').then_some(1),
+            },
+            Some(&c) => (c == tc).then_some(1),
+            None => None,
+        };
+        match (step, star) {
+            (Some(len), _) => {
+                pi += len;
+                ti += 1;
+            }
+            (None, Some((sp, st))) => {
+                pi = sp + 1;
+                ti = st + 1;
+                star = Some((sp, st + 1));
+            }
+            (None, None) => return false,
+        }
+    }
+    p.get(pi..).unwrap_or(&[]).iter().all(|c| *c == '*')
+}
+
+/// Whether the bracket class starting at `p[open]` matches `c`, and its length; `None`
+/// when it is not closed.
+fn bracket_match(p: &[char], open: usize, c: char) -> Option<(bool, usize)> {
+    let mut i = open + 1;
+    let negate = matches!(p.get(i), Some('!' | '^'));
+    if negate {
+        i += 1;
+    }
+    let mut matched = false;
+    let mut first = true;
+    loop {
+        let lo = *p.get(i)?;
+        if lo == ']' && !first {
+            return Some((matched != negate, i + 1 - open));
+        }
+        first = false;
+        match (p.get(i + 1), p.get(i + 2)) {
+            (Some('-'), Some(&hi)) if hi != ']' => {
+                matched |= lo <= c && c <= hi;
+                i += 3;
+            }
+            _ => {
+                matched |= lo == c;
+                i += 1;
+            }
+        }
+    }
+}
+
 fn is_secret_component(c: &str) -> bool {
+    if is_glob(c) {
+        return SECRET_EXAMPLES.iter().any(|name| glob_match(c, name));
+    }
     const FILES: [&str; 8] = [
         ".ssh",
         ".gnupg",
@@ -277,20 +483,77 @@ mod tests {
             ("$HOME/x", Some(PathProblem::Home)),
             ("${HOME}/x", Some(PathProblem::Home)),
             ("$HOMEWORK/x", None),
+            ("${HOME%/}/.bash_history", Some(PathProblem::Home)),
+            ("${HOME:-x}/y", Some(PathProblem::Home)),
+            ("${HOMEWORK}/x", None),
             ("file:///etc/passwd", Some(PathProblem::Outside)),
             ("/dev/null", None),
             ("/dev/sda", Some(PathProblem::Outside)),
             ("/dev/fd/1", None),
         ];
         for (path, want) in cases {
-            assert_eq!(path_problem(path, ROOT), *want, "{path}");
+            assert_eq!(path_problem(path, ROOT, &[]), *want, "{path}");
         }
     }
 
     #[test]
+    fn drive_relative_and_encoded_paths_table() {
+        let cases: &[(&str, Option<PathProblem>)] = &[
+            ("C:foo", Some(PathProblem::Outside)),
+            ("c:..\\x", Some(PathProblem::Outside)),
+            ("C:", Some(PathProblem::Outside)),
+            ("file:///home/u/.evolve/workspace/a.md", None),
+            (
+                "file:///home/u/.evolve/workspace/%2e%2e/%2E%2E/etc/passwd",
+                Some(PathProblem::Outside),
+            ),
+            (
+                "file:///home/u/.evolve/workspace%2f..%2f..%2fetc",
+                Some(PathProblem::Outside),
+            ),
+            ("file://localhost/etc/passwd", Some(PathProblem::Outside)),
+            ("file://localhost/home/u/.evolve/workspace/a.md", None),
+            ("file://evil.example/share/x", Some(PathProblem::Outside)),
+            ("%2e%2e/etc/passwd", Some(PathProblem::Outside)),
+            ("notes/%2e%2e/%2e%2e/x", Some(PathProblem::Outside)),
+            ("notes/100%25.md", None),
+            ("notes/50%.md", None),
+            ("%zz", None),
+        ];
+        for (path, want) in cases {
+            assert_eq!(path_problem(path, ROOT, &[]), *want, "{path}");
+        }
+    }
+
+    #[test]
+    fn extra_roots_admit_their_paths_only() {
+        let extra = ["/data/shared", "D:\\projects"];
+        let cases: &[(&str, Option<PathProblem>)] = &[
+            ("/data/shared/a.csv", None),
+            ("/data/shared", None),
+            ("/data/shared/../secret", Some(PathProblem::Outside)),
+            ("/data/sharedx/a", Some(PathProblem::Outside)),
+            ("/data", Some(PathProblem::Outside)),
+            ("d:/projects/x", None),
+            ("/etc/passwd", Some(PathProblem::Outside)),
+            ("~/x", Some(PathProblem::Home)),
+            ("/home/u/.evolve/workspace/a", None),
+        ];
+        for (path, want) in cases {
+            assert_eq!(path_problem(path, ROOT, &extra), *want, "{path}");
+        }
+        // An empty or relative extra root admits nothing.
+        assert_eq!(
+            path_problem("/x", "", &["", "rel"]),
+            Some(PathProblem::Outside)
+        );
+    }
+
+    #[test]
     fn unknown_root_puts_every_absolute_path_outside() {
-        assert_eq!(path_problem("/x", ""), Some(PathProblem::Outside));
-        assert_eq!(path_problem("x", ""), None);
+        assert_eq!(path_problem("/x", "", &[]), Some(PathProblem::Outside));
+        assert_eq!(path_problem("x", "", &[]), None);
+        assert_eq!(path_problem("/x", "", &["/x"]), None);
     }
 
     #[test]
@@ -328,6 +591,15 @@ mod tests {
             ".git-credentials",
             "x/.gnupg/pubring.kbx",
             "/etc/sudoers",
+            "file:///w/%2eenv",
+            "keys%2fid_rsa",
+            ".e?v",
+            ".en[v]",
+            ".ss?/id_*",
+            "secrets/.env*",
+            ".*",
+            "/etc/sh*w",
+            "id_[a-z]sa",
         ] {
             assert!(names_secret(yes), "{yes}");
         }
@@ -340,6 +612,13 @@ mod tests {
             "/etc/passwd",
             "src/ssh.rs",
             "docs/aws/credentials-guide.md",
+            "*",
+            "src/*.rs",
+            "*.md",
+            ".e[!n]v",
+            "id_*.pub",
+            "[",
+            "a[b",
         ] {
             assert!(!names_secret(no), "{no}");
         }

@@ -20,7 +20,12 @@
 //!
 //! Text whose first non-blank character is not `{`, `[` or `"` is not JSON: it comes back
 //! whole as one [`StringKind::Whole`] string.
+//!
+//! A key repeated in one object (`{"command": "ls", "command": "rm -rf ."}`) is noted
+//! ([`duplicate_key`]): the escalation refuses such a call, because a reader that keeps
+//! the first value and one that keeps the last (serde_json) would run different things.
 
+use alloc::collections::BTreeSet;
 use alloc::string::String;
 use alloc::vec::Vec;
 
@@ -46,12 +51,16 @@ pub struct ArgString {
     pub kind: StringKind,
     /// For values and joined arrays: the key of the nearest enclosing object member.
     pub key: Option<String>,
+    /// How many objects and arrays enclose it: 1 for a member of the top-level object.
+    pub depth: usize,
 }
 
 enum Frame {
     Object {
         key: Option<String>,
         expect_key: bool,
+        /// The keys seen so far in this object.
+        keys: BTreeSet<String>,
     },
     Array {
         joined: String,
@@ -61,6 +70,17 @@ enum Frame {
 
 /// Every string in `raw` (see the module docs). Never panics, whatever the input.
 pub fn arg_strings(raw: &str) -> Vec<ArgString> {
+    scan(raw).0
+}
+
+/// The first key that appears twice in one object of `raw`, if any (see the module
+/// docs). Tolerant like [`arg_strings`].
+pub fn duplicate_key(raw: &str) -> Option<String> {
+    scan(raw).1
+}
+
+/// The strings of `raw` and its first repeated key.
+pub(crate) fn scan(raw: &str) -> (Vec<ArgString>, Option<String>) {
     let mut out = Vec::new();
     let first = raw.trim_start().chars().next();
     if !matches!(first, Some('{' | '[' | '"')) {
@@ -68,12 +88,14 @@ pub fn arg_strings(raw: &str) -> Vec<ArgString> {
             text: String::from(raw),
             kind: StringKind::Whole,
             key: None,
+            depth: 0,
         });
-        return out;
+        return (out, None);
     }
     let mut scanner = Scanner {
         stack: Vec::new(),
         out,
+        duplicate: None,
     };
     let mut bare = String::new();
     let mut chars = raw.chars().peekable();
@@ -89,6 +111,7 @@ pub fn arg_strings(raw: &str) -> Vec<ArgString> {
                 scanner.stack.push(Frame::Object {
                     key: None,
                     expect_key: true,
+                    keys: BTreeSet::new(),
                 });
             }
             '[' => {
@@ -126,23 +149,33 @@ pub fn arg_strings(raw: &str) -> Vec<ArgString> {
     while !scanner.stack.is_empty() {
         scanner.pop();
     }
-    scanner.out
+    (scanner.out, scanner.duplicate)
 }
 
-/// The first value under `key` (at any depth), decoded — e.g. the `action` of a
-/// `memory` call for [`builtin_level`](super::builtin_level), or the `command` of a
-/// `shell` call for [`shell_command_level`](super::shell_command_level). Tolerant like
-/// [`arg_strings`]; `None` when the key has no value.
+/// The value under `key`, decoded — e.g. the `action` of a `memory` call for
+/// [`builtin_level`](super::builtin_level), or the `command` of a `shell` call for
+/// [`shell_command_level`](super::shell_command_level). The shallowest occurrence wins
+/// (`{"command": …}` at the top before one inside `opts`), and of a key repeated at that
+/// depth the LAST value, as serde_json keeps it — so the level is computed on what the
+/// shell will run (a repeated key is refused anyway, see [`duplicate_key`]). Tolerant
+/// like [`arg_strings`]; `None` when the key has no value.
 pub fn string_arg(raw: &str, key: &str) -> Option<String> {
-    arg_strings(raw)
-        .into_iter()
-        .find(|s| s.kind == StringKind::Value && s.key.as_deref() == Some(key))
-        .map(|s| s.text)
+    let mut best: Option<ArgString> = None;
+    for s in arg_strings(raw) {
+        if s.kind == StringKind::Value
+            && s.key.as_deref() == Some(key)
+            && best.as_ref().is_none_or(|b| s.depth <= b.depth)
+        {
+            best = Some(s);
+        }
+    }
+    best.map(|s| s.text)
 }
 
 struct Scanner {
     stack: Vec<Frame>,
     out: Vec<ArgString>,
+    duplicate: Option<String>,
 }
 
 impl Scanner {
@@ -156,16 +189,22 @@ impl Scanner {
 
     fn emit(&mut self, text: String) {
         let owner = self.owner_key();
+        let depth = self.stack.len();
         match self.stack.last_mut() {
             Some(Frame::Object {
                 key,
                 expect_key: true,
+                keys,
             }) => {
                 *key = Some(text.clone());
+                if !keys.insert(text.clone()) && self.duplicate.is_none() {
+                    self.duplicate = Some(text.clone());
+                }
                 self.out.push(ArgString {
                     text,
                     kind: StringKind::Key,
                     key: None,
+                    depth,
                 });
             }
             Some(Frame::Array { joined, count }) => {
@@ -178,12 +217,14 @@ impl Scanner {
                     text,
                     kind: StringKind::Value,
                     key: owner,
+                    depth,
                 });
             }
             _ => self.out.push(ArgString {
                 text,
                 kind: StringKind::Value,
                 key: owner,
+                depth,
             }),
         }
     }
@@ -201,10 +242,12 @@ impl Scanner {
         if let Some(Frame::Array { joined, count }) = self.stack.pop() {
             if count >= 2 {
                 let key = self.owner_key();
+                let depth = self.stack.len() + 1;
                 self.out.push(ArgString {
                     text: joined,
                     kind: StringKind::Joined,
                     key,
+                    depth,
                 });
             }
         }
@@ -384,6 +427,44 @@ mod tests {
         assert_eq!(string_arg(raw, "missing"), None);
         assert_eq!(string_arg(r#"{"action": }"#, "action"), None);
         assert_eq!(string_arg("search", "action"), None);
+    }
+
+    #[test]
+    fn string_arg_takes_the_last_of_a_repeated_key_like_serde_json() {
+        let cases = [
+            (
+                r#"{"command": "git status", "command": "python3 x.py"}"#,
+                "python3 x.py",
+            ),
+            (r#"{"command": "a", "command": "b", "command": "c"}"#, "c"),
+            (r#"{"command": "top", "opts": {"command": "inner"}}"#, "top"),
+            (r#"{"opts": {"command": "inner"}, "command": "top"}"#, "top"),
+        ];
+        for (raw, want) in cases {
+            let ours = string_arg(raw, "command");
+            assert_eq!(ours.as_deref(), Some(want), "{raw}");
+            let v: serde_json::Value = serde_json::from_str(raw).unwrap();
+            assert_eq!(v["command"].as_str(), Some(want), "{raw}");
+        }
+    }
+
+    #[test]
+    fn repeated_keys_are_noticed() {
+        let cases = [
+            (
+                r#"{"command": "ls", "command": "rm -rf ."}"#,
+                Some("command"),
+            ),
+            (r#"{"a": {"p": 1, "p": 2}}"#, Some("p")),
+            (r#"{cmd: 1, cmd: 2}"#, Some("cmd")),
+            (r#"{"a": 1, "b": {"a": 2}}"#, None),
+            (r#"[{"a": 1}, {"a": 2}]"#, None),
+            (r#"{"a": "a", "b": "a"}"#, None),
+            ("a a", None),
+        ];
+        for (raw, want) in cases {
+            assert_eq!(duplicate_key(raw).as_deref(), want, "{raw}");
+        }
     }
 
     #[test]

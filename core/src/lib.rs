@@ -21,6 +21,7 @@ pub mod config;
 pub mod history;
 pub mod json;
 pub mod memory;
+mod number_or_name;
 pub mod permission;
 pub mod skill;
 pub mod text;

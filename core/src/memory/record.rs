@@ -3,8 +3,9 @@
 use alloc::string::String;
 use alloc::vec::Vec;
 use core::fmt;
-use serde::de::{self, Visitor};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+use crate::number_or_name::{self, NumberOrName};
 
 use crate::text::{keyword_hash, KeywordSet, Tokenizer};
 use crate::Timestamp;
@@ -94,31 +95,19 @@ impl Serialize for Priority {
     }
 }
 
+impl NumberOrName for Priority {
+    const EXPECTING: &'static str = "a priority 0-3 or one of critical/high/medium/low";
+    fn from_number(n: u8) -> Option<Self> {
+        Priority::from_u8(n)
+    }
+    fn from_name(name: &str) -> Option<Self> {
+        Priority::parse(name)
+    }
+}
+
 impl<'de> Deserialize<'de> for Priority {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl Visitor<'_> for V {
-            type Value = Priority;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a priority 0-3 or one of critical/high/medium/low")
-            }
-            fn visit_u64<E: de::Error>(self, n: u64) -> Result<Priority, E> {
-                u8::try_from(n)
-                    .ok()
-                    .and_then(Priority::from_u8)
-                    .ok_or_else(|| E::invalid_value(de::Unexpected::Unsigned(n), &self))
-            }
-            fn visit_i64<E: de::Error>(self, n: i64) -> Result<Priority, E> {
-                u8::try_from(n)
-                    .ok()
-                    .and_then(Priority::from_u8)
-                    .ok_or_else(|| E::invalid_value(de::Unexpected::Signed(n), &self))
-            }
-            fn visit_str<E: de::Error>(self, s: &str) -> Result<Priority, E> {
-                Priority::parse(s).ok_or_else(|| E::invalid_value(de::Unexpected::Str(s), &self))
-            }
-        }
-        d.deserialize_any(V)
+        number_or_name::deserialize(d)
     }
 }
 

@@ -2,8 +2,9 @@
 
 use core::fmt;
 use core::str::FromStr;
-use serde::de::{self, Visitor};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+use crate::number_or_name::{self, NumberOrName};
 
 use super::Decision;
 
@@ -155,31 +156,19 @@ impl Serialize for Level {
     }
 }
 
+impl NumberOrName for Level {
+    const EXPECTING: &'static str = "a permission level L0-L5";
+    fn from_number(n: u8) -> Option<Self> {
+        Level::from_u8(n)
+    }
+    fn from_name(name: &str) -> Option<Self> {
+        Level::parse(name)
+    }
+}
+
 impl<'de> Deserialize<'de> for Level {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl Visitor<'_> for V {
-            type Value = Level;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a permission level L0-L5")
-            }
-            fn visit_u64<E: de::Error>(self, n: u64) -> Result<Level, E> {
-                u8::try_from(n)
-                    .ok()
-                    .and_then(Level::from_u8)
-                    .ok_or_else(|| E::invalid_value(de::Unexpected::Unsigned(n), &self))
-            }
-            fn visit_i64<E: de::Error>(self, n: i64) -> Result<Level, E> {
-                u8::try_from(n)
-                    .ok()
-                    .and_then(Level::from_u8)
-                    .ok_or_else(|| E::invalid_value(de::Unexpected::Signed(n), &self))
-            }
-            fn visit_str<E: de::Error>(self, s: &str) -> Result<Level, E> {
-                Level::parse(s).ok_or_else(|| E::invalid_value(de::Unexpected::Str(s), &self))
-            }
-        }
-        d.deserialize_any(V)
+        number_or_name::deserialize(d)
     }
 }
 

@@ -9,7 +9,10 @@ mod error;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    let args: cli::Evolve = argh::from_env();
+    let args = match parse_args() {
+        Ok(args) => args,
+        Err(code) => return code,
+    };
     match cli::run(args) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
@@ -17,4 +20,30 @@ fn main() -> ExitCode {
             ExitCode::from(e.exit_code())
         }
     }
+}
+
+/// Parses the command line like `argh::from_env`, but with the contract's exit codes:
+/// `--help` prints to stdout and exits 0; a usage error prints to stderr and exits 2.
+fn parse_args() -> Result<cli::Evolve, ExitCode> {
+    let strings: Vec<String> = std::env::args_os()
+        .map(|s| s.to_string_lossy().into_owned())
+        .collect();
+    let Some((cmd, rest)) = strings.split_first() else {
+        return Err(ExitCode::from(2));
+    };
+    let cmd = std::path::Path::new(cmd)
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or("evolve");
+    let rest: Vec<&str> = rest.iter().map(String::as_str).collect();
+    <cli::Evolve as argh::FromArgs>::from_args(&[cmd], &rest).map_err(|early| match early.status {
+        Ok(()) => {
+            print!("{}", early.output);
+            ExitCode::SUCCESS
+        }
+        Err(()) => {
+            eprint!("{}", early.output);
+            ExitCode::from(2)
+        }
+    })
 }

@@ -81,10 +81,30 @@ fn version_and_help() {
 }
 
 #[test]
-fn no_command_is_a_usage_error_with_exit_code_2() {
+fn usage_errors_exit_with_code_2_and_say_what_is_wrong() {
     let out = evolve(&[]);
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("evolve --help"));
+
+    let out = evolve(&["memory"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("rank"),
+        "names the subcommands: {}",
+        stderr(&out)
+    );
+
+    let out = evolve(&["memory", "rank", "tea"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("--from"),
+        "names the missing option: {}",
+        stderr(&out)
+    );
+
+    let out = evolve(&["--frobnicate"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(out.stdout.is_empty());
 }
 
 #[test]

@@ -10,7 +10,9 @@
 //! range of f64 (`1e400`, valid JSON grammar that [`parse_strict`] keeps as written)
 //! is handed out as `null`, as the repair does.
 
+use alloc::string::String;
 use alloc::vec::Vec;
+use core::ops::Range;
 
 use super::error::{JsonError, SyntaxError};
 use super::repair::{parse_lenient, quote_closes, Repaired};
@@ -23,15 +25,19 @@ use super::MAX_CANDIDATES;
 /// in order of preference; compared without regard to ASCII case.
 pub const LIST_KEYS: [&str; 4] = ["memories", "items", "results", "data"];
 
-/// The JSON value in a model's answer. Tries, in order:
+/// The JSON value in a model's answer. Looks, in order, at:
 /// 1. the whole text (repaired only when it starts with `[` or `{`);
 /// 2. each fenced code block (```` ```json … ``` ```` or plain ```` ``` ````; a block
 ///    cut off by the end of the text runs to the end);
-/// 3. the first `[` or `{` whose balanced span (brackets inside strings ignored; an
-///    unbalanced one runs to the end of the text) parses, up to [`MAX_CANDIDATES`]
-///    opening brackets.
+/// 3. each `[` or `{` in turn with its balanced span (brackets inside strings ignored;
+///    an unbalanced one runs to the end of the text), up to [`MAX_CANDIDATES`] opening
+///    brackets.
 ///
-/// Each candidate is parsed strictly, then repaired; the first that yields a value wins.
+/// The first candidate that parses strictly wins, unless an earlier one needed repair
+/// and holds it (an item of a list the end of the text cut off): then the earlier,
+/// repaired one wins. Otherwise the first candidate that could be repaired wins. So
+/// prose in braces before the answer (`{thinking: none} [{"content": "x"}]`) loses to
+/// the answer, while `[{"a": 1}, {"b": "cu` stays one list.
 /// A value cut off by the end of the text comes back closed, its last item included
 /// (`[{"a":1},{"b":"cu"}]`); [`extract_items`] is the one that drops such an item.
 /// Numbers beyond the range of f64 become `null`.
@@ -56,28 +62,30 @@ fn find(text: &str) -> Result<Found, JsonError> {
     if whole.is_empty() {
         return Err(JsonError::Empty);
     }
-    let mut first_error = None;
+    let mut search = Search {
+        text,
+        first_error: None,
+        repaired: None,
+    };
     // Only a text that starts like a document is worth repairing as a whole (and its
     // error worth reporting): a leading quote or word is more likely prose.
-    let starts_like_json = whole.starts_with(['[', '{']);
-    match parse_strict(whole) {
-        Ok(v) => return Ok(Found::complete(v, text.len())),
-        Err(e) if starts_like_json => {
-            first_error = Some(e);
-            if let Some(r) = parse_lenient(whole) {
-                return Ok(Found::repaired(r, text.len()));
-            }
-        }
-        Err(_) => {}
+    let repair = if whole.starts_with(['[', '{']) {
+        Repair::Allowed
+    } else {
+        Repair::StrictOnly
+    };
+    if let Some(found) = search.offer(whole, text.len(), repair) {
+        return Ok(found);
     }
     for block in (FencedBlocks { text, pos: 0 }).take(MAX_CANDIDATES) {
-        if let Some(found) = try_candidate(block, text.len(), &mut first_error) {
+        if let Some(found) = search.offer(block, text.len(), Repair::Allowed) {
             return Ok(found);
         }
     }
     let bytes = text.as_bytes();
     let mut from = 0;
-    for _ in 0..MAX_CANDIDATES {
+    let mut tried = 0;
+    while tried < MAX_CANDIDATES {
         let Some(open) = bytes
             .get(from..)
             .and_then(|rest| rest.iter().position(|b| matches!(b, b'[' | b'{')))
@@ -85,16 +93,90 @@ fn find(text: &str) -> Result<Found, JsonError> {
         else {
             break;
         };
+        // What starts inside the repaired candidate is part of it: skip past it in one
+        // step (and without spending the budget on its inner brackets).
+        if let Some(span) = search.repaired_span().filter(|s| s.contains(&open)) {
+            from = span.end;
+            continue;
+        }
+        tried += 1;
         let end = balanced_end(bytes, open).unwrap_or(bytes.len());
         if let Some(found) = text
             .get(open..end)
-            .and_then(|c| try_candidate(c, end, &mut first_error))
+            .and_then(|c| search.offer(c, end, Repair::Allowed))
         {
             return Ok(found);
         }
         from = open + 1;
     }
-    Err(first_error.map_or(JsonError::NotFound, JsonError::Invalid))
+    search.finish()
+}
+
+/// Whether a candidate may be repaired when it does not parse strictly.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Repair {
+    /// Strict, then repaired; its strict error is worth reporting.
+    Allowed,
+    /// Strict only, its error not worth reporting (a whole text that starts like prose).
+    StrictOnly,
+}
+
+/// The candidates looked at so far: the first strict error for the final report, and
+/// the first candidate that needed repair, which a later strict one may still beat.
+struct Search<'t> {
+    /// The answer; every candidate is a slice of it.
+    text: &'t str,
+    /// The first error of a candidate that may be repaired.
+    first_error: Option<SyntaxError>,
+    /// The first candidate that needed repair, and where it lies in the text.
+    repaired: Option<(Found, Range<usize>)>,
+}
+
+impl<'t> Search<'t> {
+    /// Looks at one candidate (a slice of the text); `Some` when it settles the search:
+    /// it parses strictly and does not lie inside the repaired candidate. `end` is
+    /// [`Found::end`].
+    fn offer(&mut self, candidate: &'t str, end: usize, repair: Repair) -> Option<Found> {
+        let span = self.span_of(candidate);
+        if let Some(repaired) = self.repaired_span() {
+            // Inside the repaired candidate: one of its items, already read.
+            if repaired.start <= span.start && span.end <= repaired.end {
+                return None;
+            }
+        }
+        match parse_strict(candidate) {
+            Ok(v) => return Some(Found::complete(v, end)),
+            Err(e) if repair == Repair::Allowed => {
+                self.first_error.get_or_insert(e);
+            }
+            Err(_) => return None,
+        }
+        if self.repaired.is_none() {
+            self.repaired = parse_lenient(candidate).map(|r| (Found::repaired(r, end), span));
+        }
+        None
+    }
+
+    /// Where the repaired candidate lies in the text, if there is one.
+    fn repaired_span(&self) -> Option<Range<usize>> {
+        self.repaired.as_ref().map(|(_, span)| span.clone())
+    }
+
+    /// Where `candidate`, a slice of the text, lies in it.
+    fn span_of(&self, candidate: &str) -> Range<usize> {
+        let start = (candidate.as_ptr() as usize).saturating_sub(self.text.as_ptr() as usize);
+        start..start + candidate.len()
+    }
+
+    /// No candidate parsed strictly: the repaired one, or why there is none.
+    fn finish(self) -> Result<Found, JsonError> {
+        match self.repaired {
+            Some((found, _)) => Ok(found),
+            None => Err(self
+                .first_error
+                .map_or(JsonError::NotFound, JsonError::Invalid)),
+        }
+    }
 }
 
 /// The list in a model's answer that should be one: an array as it is; an object with
@@ -108,11 +190,12 @@ fn find(text: &str) -> Result<Found, JsonError> {
 ///   A lone object cut off is such an item too. An item that ends before the cut
 ///   (`[{"a":1}, {"b":2}`) is kept; so is a number or literal written up to the end.
 /// - A JSON-lines answer — objects one after another, separated only by whitespace or
-///   commas — gives every object (up to [`MAX_CANDIDATES`]), each as one item, whatever
-///   keys the first one has.
+///   commas — gives every object (up to [`MAX_CANDIDATES`]), each as one item, unless
+///   the first one wraps a list (an array under one of [`LIST_KEYS`]): then that list is
+///   the answer and what follows it is not read.
 pub fn extract_items(text: &str) -> Result<Vec<Value>, JsonError> {
     let first = find(text)?;
-    if matches!(first.value, Value::Object(_)) {
+    if matches!(&first.value, Value::Object(members) if list_position(members).is_none()) {
         let mut lines = following_objects(text, first.end);
         if !lines.is_empty() {
             lines.insert(0, first);
@@ -131,19 +214,14 @@ pub fn extract_items(text: &str) -> Result<Vec<Value>, JsonError> {
             Ok(items)
         }
         Value::Object(mut members) => {
-            for key in LIST_KEYS {
-                let found = members.iter().rposition(|(k, v)| {
-                    k.eq_ignore_ascii_case(key) && matches!(v, Value::Array(_))
-                });
-                if let Some(i) = found {
-                    // The list is cut only when it is the object's last member.
-                    let cut_last = i + 1 == members.len() && first.unclosed > 2;
-                    if let Value::Array(mut items) = members.swap_remove(i).1 {
-                        if cut_last {
-                            items.pop();
-                        }
-                        return Ok(items);
+            if let Some(i) = list_position(&members) {
+                // The list is cut only when it is the object's last member.
+                let cut_last = i + 1 == members.len() && first.unclosed > 2;
+                if let Value::Array(mut items) = members.swap_remove(i).1 {
+                    if cut_last {
+                        items.pop();
                     }
+                    return Ok(items);
                 }
             }
             if first.unclosed > 0 {
@@ -157,11 +235,20 @@ pub fn extract_items(text: &str) -> Result<Vec<Value>, JsonError> {
     }
 }
 
+/// Where the list sits in an object that wraps one: the member under the first of
+/// [`LIST_KEYS`] that holds an array (the last such member when the key repeats).
+fn list_position(members: &[(String, Value)]) -> Option<usize> {
+    LIST_KEYS.iter().find_map(|key| {
+        members
+            .iter()
+            .rposition(|(k, v)| k.eq_ignore_ascii_case(key) && matches!(v, Value::Array(_)))
+    })
+}
+
 /// The objects that follow the one ending at `from`, separated from it and from each
 /// other only by whitespace and commas (JSON lines), at most [`MAX_CANDIDATES`] − 1.
 fn following_objects(text: &str, mut from: usize) -> Vec<Found> {
     let mut objects = Vec::new();
-    let mut ignored = None;
     while objects.len() + 1 < MAX_CANDIDATES {
         let Some(rest) = text.get(from..) else { break };
         let gap = rest.len()
@@ -173,10 +260,7 @@ fn following_objects(text: &str, mut from: usize) -> Vec<Found> {
             break;
         }
         let end = balanced_end(text.as_bytes(), open).unwrap_or(text.len());
-        match text
-            .get(open..end)
-            .and_then(|c| try_candidate(c, end, &mut ignored))
-        {
+        match text.get(open..end).and_then(|c| try_candidate(c, end)) {
             Some(found) if matches!(found.value, Value::Object(_)) => objects.push(found),
             _ => break,
         }
@@ -220,20 +304,12 @@ fn null_numbers_beyond_f64(value: &mut Value) {
     }
 }
 
-/// Strict, then repaired; remembers the first strict error for the final report. `end`
-/// is where the candidate ends in the answer.
-fn try_candidate(
-    candidate: &str,
-    end: usize,
-    first_error: &mut Option<SyntaxError>,
-) -> Option<Found> {
+/// Strict, then repaired. `end` is where the candidate ends in the answer.
+fn try_candidate(candidate: &str, end: usize) -> Option<Found> {
     match parse_strict(candidate) {
-        Ok(v) => return Some(Found::complete(v, end)),
-        Err(e) => {
-            first_error.get_or_insert(e);
-        }
+        Ok(v) => Some(Found::complete(v, end)),
+        Err(_) => parse_lenient(candidate).map(|r| Found::repaired(r, end)),
     }
-    parse_lenient(candidate).map(|r| Found::repaired(r, end))
 }
 
 /// The code blocks of a Markdown text: the text between an opening ```` ``` ```` (and
@@ -362,6 +438,29 @@ mod tests {
             ("Use {name} as a placeholder. Answer: [1]", "[1]"),
             ("[note: see {\"a\": 1}]", "{\"a\":1}"),
             ("Answer: [{\"a\": 1}, {\"b\": 2", "[{\"a\":1},{\"b\":2}]"),
+            // a later candidate that parses strictly beats an earlier one that needed
+            // repair: prose in braces is not the answer
+            (
+                "{thinking: none} [{\"content\":\"likes tea\"}]",
+                "[{\"content\":\"likes tea\"}]",
+            ),
+            ("Plan: {step: 'list them'}\n{\"a\": 1}", "{\"a\":1}"),
+            ("{note: 1}\n```json\n[2]\n```", "[2]"),
+            (
+                "```json\n{'a': 1}\n```\n```json\n{\"b\": 2}\n```",
+                "{\"b\":2}",
+            ),
+            // … but not when it lies inside the repaired one: it is one of its items
+            ("[{'a': 1}, {\"b\": 2}]", "[{\"a\":1},{\"b\":2}]"),
+            ("Answer: [{'a': 1}, {\"b\": 2}] ok", "[{\"a\":1},{\"b\":2}]"),
+            (
+                "Answer: [{\"a\": 1}, {\"b\": \"tr",
+                "[{\"a\":1},{\"b\":\"tr\"}]",
+            ),
+            (
+                "```json\n[{\"a\": 1}, {\"b\": [2]}, {'c\n```\nok",
+                "[{\"a\":1},{\"b\":[2]},{}]",
+            ),
         ];
         for (text, expected) in table {
             assert_eq!(extract(text), Ok(json(expected)), "{text:?}");
@@ -451,6 +550,26 @@ mod tests {
     }
 
     #[test]
+    fn prose_in_braces_before_the_answer_is_not_an_item() {
+        assert_items(&[
+            (
+                "{thinking: none} [{\"content\":\"likes tea\"}]",
+                &["{\"content\":\"likes tea\"}"],
+            ),
+            // a truncated list still loses only its cut-off item, though its first item
+            // parses strictly on its own
+            (
+                "[{\"content\": \"likes tea\"}, {\"content\": \"trunc",
+                &["{\"content\":\"likes tea\"}"],
+            ),
+            (
+                "Sure:\n```json\n[{\"content\": \"likes tea\"}, {\"content\": \"trunc",
+                &["{\"content\":\"likes tea\"}"],
+            ),
+        ]);
+    }
+
+    #[test]
     fn json_lines_answers_yield_every_object() {
         const A: &str = "{\"a\":1}";
         const B: &str = "{\"b\":2}";
@@ -464,11 +583,20 @@ mod tests {
             ("Here:\n{\"a\": 1}\n{\"b\": 2}\nThat's all.", &[A, B]),
             // the last line cut off is dropped like any cut-off last item
             ("{\"a\":1}\n{\"b\":2}\n{\"c\": \"cu", &[A, B]),
-            // a list key in the first object does not matter once there are several
+            // a first object with a list key holding an array is a wrapper: its list is
+            // the answer, whatever follows
+            ("{\"memories\": [1]}\n{\"b\": 2}", &["1"]),
             (
-                "{\"memories\": [1]}\n{\"b\": 2}",
-                &["{\"memories\":[1]}", B],
+                "{\"memories\": [{\"content\":\"a\"}]}\n{\"note\": 1}",
+                &["{\"content\":\"a\"}"],
             ),
+            ("{\"Items\": [{\"a\": 1}]},\n{\"b\": 2}", &[A]),
+            // a list key holding something else does not make a wrapper
+            (
+                "{\"memories\": \"none\"}\n{\"b\": 2}",
+                &["{\"memories\":\"none\"}", B],
+            ),
+            ("{\"data\": null}\n{\"b\": 2}", &["{\"data\":null}", B]),
             // only objects side by side: prose or another kind of value ends the run
             ("{\"a\": 1} and {\"b\": 2}", &[A]),
             ("{\"a\": 1}\n[{\"b\": 2}]", &[A]),

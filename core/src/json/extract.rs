@@ -66,6 +66,7 @@ fn find(text: &str) -> Result<Found, JsonError> {
         text,
         first_error: None,
         repaired: None,
+        empty: None,
     };
     // Only a text that starts like a document is worth repairing as a whole (and its
     // error worth reporting): a leading quote or word is more likely prose.
@@ -130,6 +131,14 @@ struct Search<'t> {
     first_error: Option<SyntaxError>,
     /// The first candidate that needed repair, and where it lies in the text.
     repaired: Option<(Found, Range<usize>)>,
+    /// The first empty `[]` or `{}` that parsed strictly: the answer only if nothing
+    /// else is found.
+    empty: Option<Found>,
+}
+
+/// An empty array or object.
+fn is_empty_container(v: &Value) -> bool {
+    matches!(v, Value::Array(a) if a.is_empty()) || matches!(v, Value::Object(o) if o.is_empty())
 }
 
 impl<'t> Search<'t> {
@@ -145,6 +154,14 @@ impl<'t> Search<'t> {
             }
         }
         match parse_strict(candidate) {
+            // An empty `[]` or `{}` settles nothing: answers say "(or [] if none)" next
+            // to the real list. It is the answer only when nothing else is found.
+            Ok(v) if is_empty_container(&v) => {
+                if self.empty.is_none() {
+                    self.empty = Some(Found::complete(v, end));
+                }
+                return None;
+            }
             Ok(v) => return Some(Found::complete(v, end)),
             Err(e) if repair == Repair::Allowed => {
                 self.first_error.get_or_insert(e);
@@ -168,11 +185,15 @@ impl<'t> Search<'t> {
         start..start + candidate.len()
     }
 
-    /// No candidate parsed strictly: the repaired one, or why there is none.
+    /// No non-empty candidate parsed strictly: the repaired one unless it is empty,
+    /// then an empty one that parsed strictly, or why there is none.
     fn finish(self) -> Result<Found, JsonError> {
-        match self.repaired {
-            Some((found, _)) => Ok(found),
-            None => Err(self
+        match (self.repaired, self.empty) {
+            (Some((found, _)), empty) if !is_empty_container(&found.value) || empty.is_none() => {
+                Ok(found)
+            }
+            (_, Some(empty)) => Ok(empty),
+            (_, None) => Err(self
                 .first_error
                 .map_or(JsonError::NotFound, JsonError::Invalid)),
         }
@@ -547,6 +568,29 @@ mod tests {
             extract(r#"[{"a": 1}, {"b": "x"#),
             Ok(json(r#"[{"a": 1}, {"b": "x"}]"#))
         );
+    }
+
+    #[test]
+    fn an_empty_list_beside_the_answer_does_not_replace_it() {
+        let tea = || json(r#"[{"content": "likes tea"}]"#);
+        // "(or [] if none)" after a list that needed repair.
+        assert_eq!(
+            extract("[{'content': 'likes tea'}] (or [] if none)"),
+            Ok(tea())
+        );
+        // ... and before one that parses.
+        assert_eq!(
+            extract(r#"If none, return []. Found: [{"content": "likes tea"}]"#),
+            Ok(tea())
+        );
+        assert_eq!(
+            extract_items("```json\n[{'content': 'likes tea',}]\n```\nOtherwise reply []."),
+            Ok(vec![json(r#"{"content": "likes tea"}"#)])
+        );
+        // When it is all there is, it is the answer.
+        assert_eq!(extract("[]"), Ok(Value::Array(Vec::new())));
+        assert_eq!(extract_items("Nothing to remember: []"), Ok(Vec::new()));
+        assert_eq!(extract("{} and [}"), Ok(Value::Object(Vec::new())));
     }
 
     #[test]

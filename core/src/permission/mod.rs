@@ -65,7 +65,13 @@ pub struct PermissionConfig {
     /// `shell_level`, unless it chains commands, a word after the prefix is not plain
     /// (quotes, `$`, braces, globs, `!`, backslashes) or is an option that runs, writes
     /// or sends (`git -c`, `find -exec`, `sort -o`, `curl -d` …), or it matches a
-    /// dangerous pattern (see [`shell_command_level`]). Empty by default: the user opts in.
+    /// dangerous pattern (see [`shell_command_level`]). A level below L3 holds only for
+    /// read-only commands (`ls`, `cat`, `grep`, `git status`/`log`/`diff` … — see
+    /// [`shell_command_level`]); any other matched command gets at least L3, because we
+    /// cannot tell that `cargo build`, `sed`, `sort`, `tar`, `make` … only read, so the
+    /// lowest honest level is L3: ask once. Wrappers, shells and interpreters (`xargs`,
+    /// `env`, `sudo`, `bash`, `python` …) are rejected by [`PermissionConfig::validate`].
+    /// Empty by default: the user opts in.
     pub command_prefixes: Vec<(String, Level)>,
     /// The highest level a headless run (`evolve ask`, scheduled tasks) starts by itself
     /// when no `--allow` is given: L2 (read-only tools; DESIGN "Command-line contract").
@@ -99,10 +105,25 @@ impl PermissionConfig {
                 level: self.headless_max_auto,
             });
         }
-        for (prefix, _) in &self.command_prefixes {
+        for (prefix, level) in &self.command_prefixes {
             if prefix.trim().is_empty() || shell::chains_commands(prefix) {
                 return Err(PermissionError::BadPrefix {
                     prefix: prefix.clone(),
+                });
+            }
+            let words: Vec<&str> = prefix.split_whitespace().collect();
+            let first = words.first().map(|w| shell::program(w)).unwrap_or_default();
+            if shell::RUNS_OTHER_COMMANDS.contains(&first.as_str()) {
+                return Err(PermissionError::PrefixRunsCommands {
+                    prefix: prefix.clone(),
+                });
+            }
+            // `git` alone is fine: its read-only subcommands get the level, the rest L3+.
+            let bare_git = words.len() == 1 && first == "git";
+            if *level < Level::L3 && !bare_git && !shell::is_read_only_command(&words) {
+                return Err(PermissionError::PrefixNotReadOnly {
+                    prefix: prefix.clone(),
+                    level: *level,
                 });
             }
         }
@@ -140,6 +161,19 @@ pub enum PermissionError {
         /// The prefix as configured.
         prefix: String,
     },
+    /// A prefix below L3 on a program that may run code, write or send (`sed`, `make`).
+    PrefixNotReadOnly {
+        /// The prefix as configured.
+        prefix: String,
+        /// Its configured level.
+        level: Level,
+    },
+    /// A prefix on a wrapper, shell or interpreter (`xargs`, `env`, `sudo`, `bash`,
+    /// `python` …): it would cover any command after it.
+    PrefixRunsCommands {
+        /// The prefix as configured.
+        prefix: String,
+    },
 }
 
 impl fmt::Display for PermissionError {
@@ -169,6 +203,19 @@ impl fmt::Display for PermissionError {
                 f,
                 "permission.command_prefixes entry {prefix:?} can never match: a prefix must \
                  be a plain command without ; | & ` $( < > or line breaks"
+            ),
+            PermissionError::PrefixNotReadOnly { prefix, level } => write!(
+                f,
+                "permission.command_prefixes entry {prefix:?} = {level} has no effect below \
+                 L3: we cannot tell that this program only reads, so the lowest level it \
+                 gets is L3 (ask once); only read-only programs (ls, cat, grep, git status \
+                 …) go lower"
+            ),
+            PermissionError::PrefixRunsCommands { prefix } => write!(
+                f,
+                "permission.command_prefixes entry {prefix:?} runs other commands (a \
+                 wrapper, shell or interpreter): a prefix on it would cover anything; \
+                 give the commands it runs their own prefixes instead"
             ),
         }
     }
@@ -234,6 +281,68 @@ mod tests {
             };
             assert!(cfg.validate().is_err(), "{bad:?}");
         }
+        let one = |p: &str, l: Level| PermissionConfig {
+            command_prefixes: alloc::vec![(String::from(p), l)],
+            ..PermissionConfig::default()
+        };
+        // Wrappers, shells and interpreters: never, at any level.
+        for p in [
+            "xargs",
+            "env",
+            "timeout 5",
+            "nice",
+            "sudo",
+            "sh",
+            "bash",
+            "python3",
+            "node",
+        ] {
+            for l in [Level::L0, Level::L3, Level::L4] {
+                assert_eq!(
+                    one(p, l).validate(),
+                    Err(PermissionError::PrefixRunsCommands {
+                        prefix: String::from(p)
+                    }),
+                    "{p} {l}"
+                );
+            }
+        }
+        // Below L3 only for read-only programs.
+        for p in [
+            "sed",
+            "make",
+            "cargo build",
+            "find",
+            "tar",
+            "sort",
+            "curl",
+            "rm",
+        ] {
+            assert_eq!(
+                one(p, Level::L2).validate(),
+                Err(PermissionError::PrefixNotReadOnly {
+                    prefix: String::from(p),
+                    level: Level::L2
+                }),
+                "{p}"
+            );
+            assert_eq!(one(p, Level::L3).validate(), Ok(()), "{p}");
+        }
+        for p in [
+            "ls",
+            "cat",
+            "grep",
+            "git",
+            "git status",
+            "git log",
+            "rg",
+            "wc -l",
+        ] {
+            assert_eq!(one(p, Level::L1).validate(), Ok(()), "{p}");
+        }
+        assert!(one("git push", Level::L2).validate().is_err());
+        let msg = alloc::format!("{}", one("sed", Level::L2).validate().unwrap_err());
+        assert!(msg.contains("L3") && msg.contains("sed"), "{msg}");
     }
 
     /// A whole call through the pipeline, the way the shell does it.

@@ -44,7 +44,7 @@ use serde::{Deserialize, Serialize};
 use super::paths::{climbs, is_file_url, looks_like_path, names_secret, path_problem, PathProblem};
 use super::scan::{scan, StringKind};
 use super::secret::{find_secret, SecretKind};
-use super::shell::command_risks;
+use super::shell::{command_risks, expand_braces, Braces};
 use super::{CommandRisk, Level};
 
 /// Paths in reasons are cut to this many characters: enough to recognise, short enough
@@ -174,13 +174,10 @@ pub fn escalate(tool_args_json: &str, ctx: &EscalationContext<'_>) -> Escalation
         if ctx.is_shell {
             if is_value {
                 check_commands(text, &mut out);
-                for word in shell_words(text) {
-                    for value in word_values(word) {
-                        check_secret_file(value, &mut out);
-                        if looks_like_path(value) {
-                            check_path(value, ctx, &mut out);
-                        }
-                    }
+                check_shell_words(text, ctx, &mut out);
+                // `cat {/etc/passwd,}`: the words bash's brace expansion makes.
+                if let Braces::Expanded(expanded) = expand_braces(text) {
+                    check_shell_words(&expanded, ctx, &mut out);
                 }
             }
         } else if guess {
@@ -263,6 +260,18 @@ fn check_loose_path(text: &str, ctx: &EscalationContext<'_>, out: &mut Escalatio
             out.add(EscalationReason::OutsideWorkspace { path: cut(text) })
         }
         _ => {}
+    }
+}
+
+/// Secret files and paths among the words of a shell command.
+fn check_shell_words(text: &str, ctx: &EscalationContext<'_>, out: &mut Escalation) {
+    for word in shell_words(text) {
+        for value in word_values(word) {
+            check_secret_file(value, out);
+            if looks_like_path(value) {
+                check_path(value, ctx, out);
+            }
+        }
     }
 }
 

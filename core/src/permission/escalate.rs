@@ -194,13 +194,13 @@ pub fn escalate(tool_args_json: &str, ctx: &EscalationContext<'_>) -> Escalation
                 check_secret_file(word, &mut out);
             }
             let whole = text.trim();
-            if is_value && looks_like_path(whole) {
-                let path_key = s.key.as_deref().is_some_and(is_path_like_key);
-                if path_key || is_file_url(whole) {
-                    check_path(whole, ctx, &mut out);
-                } else {
-                    check_loose_path(whole, ctx, &mut out);
-                }
+            let path_key = s.key.as_deref().is_some_and(is_path_like_key);
+            if is_value && (path_key || is_file_url(whole)) {
+                // Always, not only when the text looks like a path: a server may decode
+                // `%2e%2e%2f…` or resolve a bare name against its own directory.
+                check_path(whole, ctx, &mut out);
+            } else if is_value && looks_like_path(whole) {
+                check_loose_path(whole, ctx, &mut out);
             }
         } else if is_value
             && s.kind != StringKind::Joined
@@ -560,9 +560,59 @@ mod tests {
             (r#"{"cmd": "$x -rf ."}"#, Level::L5),
             (r#"{"run_command": "rm$IFS-rf$IFS."}"#, Level::L5),
             ("$x -rf .", Level::L5),
+            // Second review (f08): one-slash file URLs, encoded climbs without a slash.
+            (r#"{"uri": "file:/etc/passwd"}"#, Level::L5),
+            (r#"{"path": "file:/etc/passwd"}"#, Level::L5),
+            (r#"{"uri": "FILE:/etc/shadow"}"#, Level::L5),
+            (r#"{"uri": "file:../x"}"#, Level::L5),
+            (r#"{"uri": "file:/srv/evolve/workspace/a.md"}"#, Level::L0),
+            (r#"{"path": "%2e%2e%2f%2e%2e%2fetc%2fpasswd"}"#, Level::L5),
+            (r#"{"path": "..%2f..%2fetc%2fpasswd"}"#, Level::L5),
+            (r#"{"message": "..%2f..%2fetc%2fpasswd"}"#, Level::L5),
+            (r#"{"path": "notes%2fa.md"}"#, Level::L0),
+            (r#"{"message": "100%25 done"}"#, Level::L0),
         ];
         for (args, want) in cases {
             assert_eq!(mcp(args).level, *want, "{args}");
+        }
+        assert_eq!(
+            file_tool(r#"{"path": "file:/etc/passwd"}"#).level,
+            Level::L5
+        );
+        assert_eq!(
+            file_tool(r#"{"path": "file:/srv/evolve/workspace/a.md"}"#).level,
+            Level::L0
+        );
+    }
+
+    /// Second review (f09): secret files and token shapes the first round missed.
+    #[test]
+    fn more_secrets_are_refused() {
+        for cmd in [
+            "cat x.pem",
+            "cat server.key",
+            "cat credentials.json",
+            "cat .envrc",
+            "cat .env_prod",
+            "cat .config/gh/hosts.yml",
+            "cat terraform.tfstate",
+            "echo npm_abcdefghijklmnopqrstuvwxyz0123456789",
+            "echo hf_abcdefghijklmnopqrstuvwxyzABCDEFGH",
+            "echo sk_live_abcdefghijklmnopqrstuvwxyz",
+            "echo Bearer eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.abcDEFghiJKL",
+            "echo -----BEGIN PGP PRIVATE KEY BLOCK-----",
+        ] {
+            assert_eq!(shell(cmd).level, Level::L5, "{cmd}");
+        }
+        for cmd in [
+            "cat key",
+            "grep -rn key src",
+            "cat notes/keys.md",
+            "cat monkey.txt",
+            "npm install",
+            "cat .env.example",
+        ] {
+            assert_eq!(shell(cmd).level, Level::L0, "{cmd}");
         }
     }
 

@@ -17,6 +17,13 @@
 //!
 //! [`check_call`] does 2 and 3 in one step and keeps what the audit needs.
 //!
+//! Design limits (lexical rules cannot see them): a recursive read inside the workspace
+//! reads the secret files it finds without naming them — `grep -rn KEY .` prints the
+//! lines of a `.env` in the workspace at the `grep` prefix's level. Keep secrets out of
+//! the workspace (or out of reach of the shell's sandbox); only named secret files
+//! (`cat .env`) are refused. Likewise a prefix-covered read-only command cannot tell a
+//! pager or config from the repository (`git log` runs `core.pager` from `.git/config`).
+//!
 //! Left to others: running tools, canonicalising paths and following symlinks (the
 //! shell's scoped file tools), the cheap-model classification and its cache, storing
 //! grants, pending calls and the audit log, and asking the user.

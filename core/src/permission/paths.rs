@@ -73,7 +73,8 @@ fn looks_like_path_raw(s: &str) -> bool {
         || s == "."
         || s == ".."
         || s.contains(['/', '\\'])
-        || has_drive_prefix(s)
+        // `C:` alone is no path worth guessing (`curl -H 'X: y'`); `C:\x` is.
+        || (has_drive_prefix(s) && s.len() > 2)
 }
 
 /// The text after `file://`, or after `file:` for the one-slash and relative forms

@@ -788,7 +788,7 @@ fn expand_braces_once(cmd: &str, limit: usize) -> Braces {
 }
 
 /// Every risky pattern in `cmd`, in order of first appearance, each once. A line with
-/// brace groups is read both as written and expanded ([`expand_braces`]).
+/// brace groups is read both as written and expanded as bash would (`{rm,-rf,.}`).
 pub fn command_risks(cmd: &str) -> Vec<CommandRisk> {
     let mut risks = Vec::new();
     if has_fork_bomb(cmd) {
@@ -1492,7 +1492,7 @@ pub(crate) fn is_read_only_command(words: &[&str]) -> bool {
 ///    `sort -o`, `curl -d`/`-T`/`-F`/`-X`/`-o`/`-K`, `--output`, `--exec…` …). Anything
 ///    else falls back to 1: the prefix is for the plain command the user had in mind.
 ///    A matched prefix gives a level below L3 only to a read-only command
-///    ([`READ_ONLY_PROGRAMS`], or `git` directly followed by a read-only subcommand
+///    (`ls`, `cat`, `grep`, `rg`, `wc` …, or `git` directly followed by a read-only subcommand
 ///    such as `status`, `log`, `diff` without `--output`, `--ext-diff`, `-c`, `-C` …);
 ///    any other command gets at least L3 — we cannot tell that `cargo build`, `sed`,
 ///    `sort`, `tar`, `make` … only read, so the lowest honest level is L3: ask once;

@@ -59,7 +59,7 @@ use serde::{Deserialize, Serialize};
 use super::paths::{climbs, is_file_url, looks_like_path, names_secret, path_problem, PathProblem};
 use super::scan::{scan, StringKind};
 use super::secret::{find_secret, SecretKind};
-use super::shell::{command_risks, expand_braces, Braces};
+use super::shell::{brace_readings, command_risks};
 use super::{CommandRisk, Level};
 
 /// Paths in reasons are cut to this many characters: enough to recognise, short enough
@@ -191,7 +191,7 @@ pub fn escalate(tool_args_json: &str, ctx: &EscalationContext<'_>) -> Escalation
                 check_commands(text, &mut out);
                 check_shell_words(text, ctx, &mut out);
                 // `cat {/etc/passwd,}`: the words bash's brace expansion makes.
-                if let Braces::Expanded(expanded) = expand_braces(text) {
+                for expanded in brace_readings(text).0 {
                     check_shell_words(&expanded, ctx, &mut out);
                 }
             }
@@ -803,6 +803,11 @@ mod tests {
             ("cd - && ls", Level::L5),
             ("pushd && ls", Level::L5),
             ("{ cd; ls; }", Level::L5),
+            ("cat {/etc/passwd,}", Level::L5),
+            ("cat {,/home/u/.bashrc}", Level::L5),
+            ("sh -c 'cat {/etc/passwd,}'", Level::L5),
+            ("cp notes.md{,.bak}", Level::L0),
+            ("awk -F, '{print $1, $2}' data.csv", Level::L0),
         ];
         for (cmd, want) in cases {
             assert_eq!(shell(cmd).level, *want, "{cmd}: {:?}", shell(cmd).reasons);

@@ -652,11 +652,17 @@ const MAX_BRACE_ROUNDS: usize = 4;
 /// a comma (`{}`, `{ cmd; }`) and sequences (`{1..3}`, left alone) are not groups. The
 /// result is at most 8 × the input + 1 KiB, else [`Braces::TooMany`].
 pub(crate) fn expand_braces(cmd: &str) -> Braces {
+    expand_braces_with(cmd, false)
+}
+
+/// [`expand_braces`]; with `split_values`, `=` and `!` also end a word, so the value of
+/// `git -c alias.x='!{rm,-rf,.}'` expands as the shell running the alias will.
+fn expand_braces_with(cmd: &str, split_values: bool) -> Braces {
     let limit = cmd.len().saturating_mul(8).saturating_add(1024);
     let mut text = String::from(cmd);
     let mut changed = false;
     for _ in 0..MAX_BRACE_ROUNDS {
-        match expand_braces_once(&text, limit) {
+        match expand_braces_once(&text, limit, split_values) {
             Braces::Expanded(next) => {
                 text = next;
                 changed = true;
@@ -672,8 +678,25 @@ pub(crate) fn expand_braces(cmd: &str) -> Braces {
     }
 }
 
+/// The brace-expanded readings of a command line: the line as written, and the line
+/// with its quotes dropped (for the text a nested `sh -c '{rm,-rf,.}'` expands), each
+/// kept when it differs from the input; and whether any was [`Braces::TooMany`].
+pub(crate) fn brace_readings(cmd: &str) -> (Vec<String>, bool) {
+    let mut out: Vec<String> = Vec::new();
+    let mut too_many = false;
+    let unquoted: String = cmd.chars().filter(|c| !matches!(c, '\'' | '"')).collect();
+    for (text, split_values) in [(cmd, false), (unquoted.as_str(), true)] {
+        match expand_braces_with(text, split_values) {
+            Braces::Expanded(e) if !out.contains(&e) => out.push(e),
+            Braces::TooMany => too_many = true,
+            _ => {}
+        }
+    }
+    (out, too_many)
+}
+
 /// One round: the first group of every word.
-fn expand_braces_once(cmd: &str, limit: usize) -> Braces {
+fn expand_braces_once(cmd: &str, limit: usize, split_values: bool) -> Braces {
     struct Word {
         start: usize,
         open: Option<usize>,
@@ -719,8 +742,10 @@ fn expand_braces_once(cmd: &str, limit: usize) -> Braces {
     };
     for (i, c) in cmd.char_indices() {
         let quoted = single || double || escaped;
-        let boundary =
-            !quoted && (c.is_whitespace() || matches!(c, ';' | '|' | '&' | '(' | ')' | '<' | '>'));
+        let boundary = !quoted
+            && (c.is_whitespace()
+                || matches!(c, ';' | '|' | '&' | '(' | ')' | '<' | '>')
+                || (split_values && matches!(c, '=' | '!')));
         if boundary {
             if let Some(w) = word.take() {
                 changed |= finish(w, i, &mut out);
@@ -801,10 +826,12 @@ pub fn command_risks(cmd: &str) -> Vec<CommandRisk> {
         nested_left: MAX_NESTED_COMMANDS,
     };
     let mut simples = simple_commands(cmd);
-    match expand_braces(cmd) {
-        Braces::Expanded(e) => simples.extend(simple_commands(&e)),
-        Braces::TooMany => push(&mut risks, CommandRisk::UnknownCommand),
-        Braces::None => {}
+    let (expanded, too_many) = brace_readings(cmd);
+    if too_many {
+        push(&mut risks, CommandRisk::UnknownCommand);
+    }
+    for e in &expanded {
+        simples.extend(simple_commands(e));
     }
     for simple in simples {
         let words = split_env_string(&simple.words);
@@ -1750,6 +1777,8 @@ mod tests {
             ("rm -{r,f} src", RecursiveDelete),
             ("{sudo,id}", Sudo),
             ("x; {rm,-rf,.}", RecursiveDelete),
+            ("sh -c '{rm,-rf,.}'", RecursiveDelete),
+            ("bash -c \"rm -{r,f} x\"", RecursiveDelete),
             (&"{a,b}".repeat(2000), UnknownCommand),
             ("git bisect run rm -rf .", RecursiveDelete),
             ("git submodule foreach rm -rf .", RecursiveDelete),

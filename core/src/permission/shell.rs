@@ -651,13 +651,10 @@ const MAX_BRACE_ROUNDS: usize = 4;
 /// `cat /etc/passwd`. Quoted braces (`awk -F, '{print $1, $2}'`), `${…}`, groups without
 /// a comma (`{}`, `{ cmd; }`) and sequences (`{1..3}`, left alone) are not groups. The
 /// result is at most 8 × the input + 1 KiB, else [`Braces::TooMany`].
-pub(crate) fn expand_braces(cmd: &str) -> Braces {
-    expand_braces_with(cmd, false)
-}
-
-/// [`expand_braces`]; with `split_values`, `=` and `!` also end a word, so the value of
+///
+/// With `split_values`, `=` and `!` also end a word, so the value of
 /// `git -c alias.x='!{rm,-rf,.}'` expands as the shell running the alias will.
-fn expand_braces_with(cmd: &str, split_values: bool) -> Braces {
+pub(crate) fn expand_braces(cmd: &str, split_values: bool) -> Braces {
     let limit = cmd.len().saturating_mul(8).saturating_add(1024);
     let mut text = String::from(cmd);
     let mut changed = false;
@@ -686,7 +683,7 @@ pub(crate) fn brace_readings(cmd: &str) -> (Vec<String>, bool) {
     let mut too_many = false;
     let unquoted: String = cmd.chars().filter(|c| !matches!(c, '\'' | '"')).collect();
     for (text, split_values) in [(cmd, false), (unquoted.as_str(), true)] {
-        match expand_braces_with(text, split_values) {
+        match expand_braces(text, split_values) {
             Braces::Expanded(e) if !out.contains(&e) => out.push(e),
             Braces::TooMany => too_many = true,
             _ => {}
@@ -2154,9 +2151,9 @@ mod tests {
             ("echo {1..3}", Braces::None),
         ];
         for (cmd, want) in cases {
-            assert_eq!(&expand_braces(cmd), want, "{cmd}");
+            assert_eq!(&expand_braces(cmd, false), want, "{cmd}");
         }
-        assert_eq!(expand_braces(&"{a,b}".repeat(4000)), Braces::TooMany);
+        assert_eq!(expand_braces(&"{a,b}".repeat(4000), false), Braces::TooMany);
     }
 
     #[test]

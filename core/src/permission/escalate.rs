@@ -228,6 +228,9 @@ pub fn escalate(tool_args_json: &str, ctx: &EscalationContext<'_>) -> Escalation
     out
 }
 
+/// Keys longer than this are neither command-like nor path-like (see the lists below).
+const MAX_KEY_LEN: usize = 64;
+
 /// Keys whose values a tool may run as a command: `command`, `cmd`, `commands`,
 /// `script`, `shell`, `exec`, `run`, `argv`, `args`, `code`, and keys ending in
 /// `_command`, `_cmd`, `_script` (case-insensitive).
@@ -235,6 +238,11 @@ fn is_command_like_key(key: &str) -> bool {
     const KEYS: [&str; 10] = [
         "command", "cmd", "commands", "script", "shell", "exec", "run", "argv", "args", "code",
     ];
+    // No real key is this long; and lower-casing a hostile 1 MB key per value would be
+    // quadratic.
+    if key.len() > MAX_KEY_LEN {
+        return false;
+    }
     let key = key.trim().to_ascii_lowercase();
     KEYS.contains(&key.as_str())
         || ["_command", "_cmd", "_script"]
@@ -262,6 +270,9 @@ fn is_path_like_key(key: &str) -> bool {
         "target",
     ];
     const SUFFIXES: [&str; 4] = ["_path", "_file", "_dir", "_directory"];
+    if key.len() > MAX_KEY_LEN {
+        return false;
+    }
     let key = key.trim().to_ascii_lowercase();
     KEYS.contains(&key.as_str()) || SUFFIXES.iter().any(|s| key.ends_with(s))
 }

@@ -510,6 +510,8 @@ fn is_unknown_word(word: &str) -> bool {
     word.contains('$') || (word != "[" && word != "[[" && word.contains(['*', '?', '[']))
 }
 
+/// Words after `find -exec` looked at for wrappers before the command (`nice -n 5 rm`).
+const MAX_WRAPPER_WORDS: usize = 32;
 /// How deep commands nested in arguments (`find -exec`, `git -c`) are followed.
 const MAX_NESTING: usize = 8;
 /// How many nested commands one command line may hold before it counts as
@@ -1047,18 +1049,23 @@ fn program_risk(name: &str, args: &[String]) -> Option<CommandRisk> {
         }
         "find"
             if args.iter().any(|a| a == "-delete")
-                || args.iter().enumerate().any(|(i, a)| {
-                    // Wrappers first: `-exec command rm`, `-exec nice rm`.
-                    let rest = args.get(i + 1..).unwrap_or(&[]);
-                    let rest = rest.get(..MAX_NESTED_WORDS).unwrap_or(rest);
-                    matches!(a.as_str(), "-exec" | "-execdir" | "-ok" | "-okdir")
-                        && resolve(rest)
-                            .1
-                            .and_then(|at| rest.get(at))
-                            .is_some_and(|w| {
-                                matches!(program(w).as_str(), "rm" | "shred" | "unlink")
-                            })
-                }) =>
+                || args
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, a)| matches!(a.as_str(), "-exec" | "-execdir" | "-ok" | "-okdir"))
+                    .take(MAX_NESTED_COMMANDS)
+                    .any(|(i, a)| {
+                        // Wrappers first: `-exec command rm`, `-exec nice rm`.
+                        let rest = args.get(i + 1..).unwrap_or(&[]);
+                        let rest = rest.get(..MAX_WRAPPER_WORDS).unwrap_or(rest);
+                        matches!(a.as_str(), "-exec" | "-execdir" | "-ok" | "-okdir")
+                            && resolve(rest)
+                                .1
+                                .and_then(|at| rest.get(at))
+                                .is_some_and(|w| {
+                                    matches!(program(w).as_str(), "rm" | "shred" | "unlink")
+                                })
+                    }) =>
         {
             CommandRisk::FindDelete
         }

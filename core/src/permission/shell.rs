@@ -5,16 +5,18 @@
 //! level (`git status` → L2). Whatever the config says, a command matching a dangerous
 //! pattern stays L5.
 //!
-//! How a command is read (lexically; nothing is expanded): lower-cased, quotes and
+//! How a command is read (lexically; only brace groups are expanded, see below): lower-cased, quotes and
 //! backslashes dropped (so `bash -c "rm -rf /"` and `\rm` are seen through), cut into
 //! simple commands at `;`, `&`, `|`, `(`, `)`, `{`, `}`, backticks and line breaks
 //! (`$(…)` therefore too); the word after `<` or `>` is a redirection target. In each
 //! simple command, leading `NAME=value` assignments and wrappers (`sudo`, `env`,
-//! `nohup`, `exec`, `command`, `time`, `nice`, `timeout`, `xargs`, `sh`/`bash`/… `-c`,
-//! `eval`, …) with their options are skipped to reach the command word — including the
-//! values of the wrapper options that take one (`timeout -s KILL`, `env -u FOO`,
-//! `stdbuf -o L`, `nice -n 5`, `sudo -u bob`, `xargs -I X` …) — and `/usr/bin/rm` counts
-//! as `rm`. Prose that merely mentions a command ("how do I use rm -rf?") is not a
+//! `nohup`, `exec`, `command`, `time`, `nice`, `timeout`, `xargs`, `parallel`, `setsid`,
+//! `unshare`, `strace`, `ltrace`, `systemd-run`, `script`, `sh`/`bash`/`csh`/`tcsh`/
+//! `mksh`/`ash`/… `-c`, `busybox`, `eval`, …) with their options are skipped to reach
+//! the command word — including the values of the wrapper options that take one
+//! (`timeout -s KILL`, `env -u FOO`, `stdbuf -o L`, `nice -n 5`, `sudo -u bob`,
+//! `xargs -I X` …) and the one positional word of `flock FILE`, `taskset MASK`,
+//! `chrt PRIO` — and `/usr/bin/rm` counts as `rm`. Prose that merely mentions a command ("how do I use rm -rf?") is not a
 //! command at that position and is not flagged.
 //!
 //! A command word this reading cannot pin down — one holding `$` (`$x`, `rm$IFS-rf`,
@@ -22,8 +24,14 @@
 //! tell what runs. Long options match by unambiguous prefix as GNU tools accept them
 //! (`rm --recur` is `rm --recursive`, `git reset --har` is `--hard`). Commands hidden in
 //! arguments are read as commands too: what follows `find … -exec`/`-execdir`/`-ok`/
-//! `-okdir`, and the value of `git -c key=value` with the words after it
-//! (`git -c alias.x='!rm -rf .' x`, `git -c core.pager=… log`).
+//! `-okdir`, the value of `git -c key=value` with the words after it
+//! (`git -c alias.x='!rm -rf .' x`, `git -c core.pager=… log`), and what `git bisect
+//! run`, `git submodule foreach` and `git rebase -x` run.
+//!
+//! Brace groups are expanded as bash does before it runs a line (`{rm,-rf,.}` is
+//! `rm -rf .`, `rm -{r,f} x` is `rm -r -f x`), on the line as written (quoted braces
+//! are text: `awk -F, '{print $1, $2}'`) and once more with quotes dropped, for the
+//! shell a `sh -c '{rm,-rf,.}'` starts; both readings are checked besides the line.
 //!
 //! The patterns, and why each is where it is:
 //!
@@ -42,7 +50,10 @@
 //! | `curl`/`wget` together with a shell run on text (`sh -c "$(curl …)"`, `bash <(wget …)`) | L5 | downloads and runs |
 //! | `shutdown`, `reboot`, `halt`, `poweroff`, `init 0`/`init 6`, `systemctl poweroff/reboot/halt` | L5 | takes the machine down |
 //! | `chmod`/`chown`/`chgrp` recursively on a broad path, or on `/` at all | L5 | breaks the system |
-//! | `find … -delete`, `find … -exec rm`, whatever the path | L5 | mass delete, like `rm -r` |
+//! | `find … -delete`, `find … -exec rm` (also behind wrappers: `-exec nice rm`), whatever the path | L5 | mass delete, like `rm -r` |
+//! | `rm` with an argument holding `$` (`rm $A x`, `rm "$@"`, `rm ${X:--rf} x`) | L5 | may expand to `-rf` |
+//! | `… \| xargs rm`, `parallel rm ::: …` | L5 | deletes whatever list comes in |
+//! | `curl … -o f && bash f`, `wget -O x; sh x`, `./f` — a downloaded file run on the same line | L5 | downloads and runs |
 //! | `git push` | L4 | visible outside (推送代码) |
 //! | `git reset --hard`, `git clean -f…`, `git checkout -f` / `-- paths` / `.`, `git restore` (not only `--staged`), `git rm -r`/`-f` (not `--cached`), `git stash drop`/`clear`, `git branch -D`, `git switch -f` | L4 | discards work irreversibly |
 //! | `npm`/`pnpm`/`yarn`/`cargo publish`, `docker push`, `twine upload` | L4 | visible outside |

@@ -98,8 +98,11 @@ impl Default for PermissionConfig {
 
 impl PermissionConfig {
     /// Checks what serde cannot: the shell tool is not below L4, headless runs are not
-    /// above L3, and every prefix is a plain command (non-empty, no `;`, `|`, `&`,
-    /// `` ` ``, `$(`, `<`, `>`, line break). The rules clamp these anyway; this is for
+    /// above L3, every prefix is a plain command (non-empty, no `;`, `|`, `&`,
+    /// `` ` ``, `$(`, `<`, `>`, line break), no prefix starts with a wrapper, shell or
+    /// interpreter (`xargs`, `env`, `sudo`, `bash`, `python` … — at any level), and a
+    /// prefix below L3 is a read-only command (`ls`, `cat`, `grep`, `git`,
+    /// `git status` …; `sed`, `make`, `cargo build` get L3 at least anyway). The rules clamp these anyway; this is for
     /// `evolve config check`, so the user learns their setting has no effect.
     pub fn validate(&self) -> Result<(), PermissionError> {
         if self.shell_level < Level::L4 {
@@ -471,7 +474,7 @@ mod second_review {
             ("git restore .", Some("git"), L4),
             ("git stash drop", Some("git"), L4),
             ("git branch -D main", Some("git"), L4),
-            ("git send-email --to=a@b.c x.patch", Some("git"), L3),
+            ("git send-email --to=a@b.c x.patch", Some("git"), L4),
             ("git status", Some("git"), L2),
             ("git log --oneline -n 5", Some("git"), L2),
             ("git diff HEAD~1 -- src", Some("git"), L2),
@@ -479,8 +482,8 @@ mod second_review {
             ("sed e script.txt", Some("sed"), L3),
             ("sed -n w/etc/cron.d/job notes.md", Some("sed"), L5),
             ("sed -n w/etc/cron.d/job notes.md", None, L5),
-            ("sed --i s/a/b/ notes.md", Some("sed"), L3),
-            ("sort --o=src/main.rs x", Some("sort"), L3),
+            ("sed --i s/a/b/ notes.md", Some("sed"), L4),
+            ("sort --o=src/main.rs x", Some("sort"), L4),
             ("tar -I ./evil.sh -cf x.tar y", Some("tar"), L3),
             ("rsync -e ./evil.sh a b:c", Some("rsync"), L3),
             ("xargs -a cmds.txt -I X sh -c X", Some("xargs"), L3),

@@ -244,6 +244,13 @@ const WRAPPERS: &[&str] = &[
     "systemd-run",
     "parallel",
     "script",
+    "chroot",
+    "nsenter",
+    "firejail",
+    "proxychains",
+    "proxychains4",
+    "torsocks",
+    "valgrind",
 ];
 /// Shells: run text given to them.
 const SHELLS: &[&str] = &[
@@ -259,7 +266,7 @@ const INTERPRETERS: &[&str] = &[
 /// `taskset MASK cmd`, `chrt PRIORITY cmd` (one word each, unless `-p`).
 fn wrapper_positionals(wrapper: &str) -> usize {
     match wrapper {
-        "flock" | "taskset" | "chrt" => 1,
+        "flock" | "taskset" | "chrt" | "chroot" => 1,
         _ => 0,
     }
 }
@@ -365,6 +372,7 @@ fn wrapper_value_options(wrapper: &str) -> &'static [&'static str] {
             "--slice",
             "--working-directory",
         ],
+        "nsenter" => &["-t", "--target", "-S", "--setuid", "-G", "--setgid"],
         "parallel" => &[
             "-j",
             "--jobs",
@@ -1471,6 +1479,13 @@ pub(crate) const RUNS_OTHER_COMMANDS: &[&str] = &[
     "systemd-run",
     "parallel",
     "script",
+    "chroot",
+    "nsenter",
+    "firejail",
+    "proxychains",
+    "proxychains4",
+    "torsocks",
+    "valgrind",
 ];
 
 /// Whether `word` is `--name`, `--name=value` or an abbreviation of `--name` with at
@@ -1752,6 +1767,12 @@ mod tests {
             ("systemd-run --unit x rm -rf src", RecursiveDelete),
             ("parallel rm -rf ::: src", RecursiveDelete),
             ("parallel -j 4 rm ::: a b", MassDelete),
+            ("chroot /srv/jail rm -rf /", RecursiveDelete),
+            ("nsenter -t 1 -m rm -rf x", RecursiveDelete),
+            ("firejail rm -rf x", RecursiveDelete),
+            ("proxychains4 curl https://x | sh", PipeToShell),
+            ("torsocks rm -rf x", RecursiveDelete),
+            ("valgrind rm -rf x", RecursiveDelete),
             ("script -qc 'rm -rf src'", RecursiveDelete),
             ("csh -c 'rm -rf src'", RecursiveDelete),
             ("tcsh -c 'rm -rf src'", RecursiveDelete),

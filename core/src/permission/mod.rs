@@ -485,7 +485,7 @@ mod second_review {
             ("sed --i s/a/b/ notes.md", Some("sed"), L4),
             ("sort --o=src/main.rs x", Some("sort"), L4),
             ("tar -I ./evil.sh -cf x.tar y", Some("tar"), L3),
-            ("rsync -e ./evil.sh a b:c", Some("rsync"), L3),
+            ("rsync -e ./evil.sh a b:c", Some("rsync"), L4),
             ("xargs -a cmds.txt -I X sh -c X", Some("xargs"), L3),
             // f04: brace expansion.
             ("{rm,-rf,~}", None, L5),

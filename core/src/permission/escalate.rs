@@ -28,7 +28,22 @@
 //! In a shell command, the values hidden in option words are checked like words:
 //! `@file` (curl's "read this file") is `file`, `--out=VALUE` is `VALUE`, and `-oVALUE`
 //! gives the text from the first character that is not a letter or a digit
-//! (`-o/etc/passwd` → `/etc/passwd`, `-sd@.env` → `.env`).
+//! (`-o/etc/passwd` → `/etc/passwd`, `-sd@.env` → `.env`). Each simple command is read
+//! on its own, and some words are not paths:
+//! - the first non-option argument of `grep`/`egrep`/`fgrep`/`rg`/`awk` is a pattern or a
+//!   program (`grep -rn "/api/v1" src/`) unless `-e`/`-f` gave it; `sed`'s script is
+//!   not a path either, but the files its `w`/`r`/`W`/`R` commands and `s///w` flag
+//!   name are (`sed -n w/etc/cron.d/job x` is outside);
+//! - a bare `/` (word or one-character option value: `tr / -`, `cut -d/`, `awk -F/`)
+//!   for `tr`, `cut`, `awk`, `grep`, `rg`, `sed` — `ls /` and `tar -C/` stay outside;
+//! - on Unix (a workspace root starting with `/`) a word starting with one `\` is read
+//!   with its backslashes removed, as the shell does (`'\bfoo\b'` is no path, `\/etc`
+//!   is `/etc`); `\\server` stays outside; a bare `X:` is not a drive (`-H 'X: y'`).
+//!
+//! `$PWD` is the workspace root (`$PWD/../x` climbs out), `$OLDPWD` is outside, and `cd`
+//! or `pushd` without an argument (home) or with `-` (the previous directory) leaves the
+//! workspace for the rest of the line: L5 (`cd ~` already names the home directory).
+//! `echo $HOME` stays L5: the home directory is outside even to print.
 //!
 //! Content is data: `write_file` may write a README that says `sudo rm -rf /`; only
 //! tools that could execute text get the command scan. Credentials are refused
@@ -44,7 +59,7 @@ use serde::{Deserialize, Serialize};
 use super::paths::{climbs, is_file_url, looks_like_path, names_secret, path_problem, PathProblem};
 use super::scan::{scan, StringKind};
 use super::secret::{find_secret, SecretKind};
-use super::shell::command_risks;
+use super::shell::{brace_readings, command_risks};
 use super::{CommandRisk, Level};
 
 /// Paths in reasons are cut to this many characters: enough to recognise, short enough
@@ -174,13 +189,10 @@ pub fn escalate(tool_args_json: &str, ctx: &EscalationContext<'_>) -> Escalation
         if ctx.is_shell {
             if is_value {
                 check_commands(text, &mut out);
-                for word in shell_words(text) {
-                    for value in word_values(word) {
-                        check_secret_file(value, &mut out);
-                        if looks_like_path(value) {
-                            check_path(value, ctx, &mut out);
-                        }
-                    }
+                check_shell_words(text, ctx, &mut out);
+                // `cat {/etc/passwd,}`: the words bash's brace expansion makes.
+                for expanded in brace_readings(text).0 {
+                    check_shell_words(&expanded, ctx, &mut out);
                 }
             }
         } else if guess {
@@ -197,13 +209,13 @@ pub fn escalate(tool_args_json: &str, ctx: &EscalationContext<'_>) -> Escalation
                 check_secret_file(word, &mut out);
             }
             let whole = text.trim();
-            if is_value && looks_like_path(whole) {
-                let path_key = s.key.as_deref().is_some_and(is_path_like_key);
-                if path_key || is_file_url(whole) {
-                    check_path(whole, ctx, &mut out);
-                } else {
-                    check_loose_path(whole, ctx, &mut out);
-                }
+            let path_key = s.key.as_deref().is_some_and(is_path_like_key);
+            if is_value && (path_key || is_file_url(whole)) {
+                // Always, not only when the text looks like a path: a server may decode
+                // `%2e%2e%2f…` or resolve a bare name against its own directory.
+                check_path(whole, ctx, &mut out);
+            } else if is_value && looks_like_path(whole) {
+                check_loose_path(whole, ctx, &mut out);
             }
         } else if is_value
             && s.kind != StringKind::Joined
@@ -216,6 +228,9 @@ pub fn escalate(tool_args_json: &str, ctx: &EscalationContext<'_>) -> Escalation
     out
 }
 
+/// Keys longer than this are neither command-like nor path-like (see the lists below).
+const MAX_KEY_LEN: usize = 64;
+
 /// Keys whose values a tool may run as a command: `command`, `cmd`, `commands`,
 /// `script`, `shell`, `exec`, `run`, `argv`, `args`, `code`, and keys ending in
 /// `_command`, `_cmd`, `_script` (case-insensitive).
@@ -223,6 +238,11 @@ fn is_command_like_key(key: &str) -> bool {
     const KEYS: [&str; 10] = [
         "command", "cmd", "commands", "script", "shell", "exec", "run", "argv", "args", "code",
     ];
+    // No real key is this long; and lower-casing a hostile 1 MB key per value would be
+    // quadratic.
+    if key.len() > MAX_KEY_LEN {
+        return false;
+    }
     let key = key.trim().to_ascii_lowercase();
     KEYS.contains(&key.as_str())
         || ["_command", "_cmd", "_script"]
@@ -250,6 +270,9 @@ fn is_path_like_key(key: &str) -> bool {
         "target",
     ];
     const SUFFIXES: [&str; 4] = ["_path", "_file", "_dir", "_directory"];
+    if key.len() > MAX_KEY_LEN {
+        return false;
+    }
     let key = key.trim().to_ascii_lowercase();
     KEYS.contains(&key.as_str()) || SUFFIXES.iter().any(|s| key.ends_with(s))
 }
@@ -264,6 +287,174 @@ fn check_loose_path(text: &str, ctx: &EscalationContext<'_>, out: &mut Escalatio
         }
         _ => {}
     }
+}
+
+/// Programs whose arguments use a bare `/` as a delimiter or text (`tr / -`,
+/// `cut -d/`, `awk -F/`): there `/` is not the root directory.
+const SLASH_IS_TEXT: [&str; 10] = [
+    "tr", "cut", "awk", "gawk", "mawk", "grep", "egrep", "fgrep", "rg", "sed",
+];
+/// Programs whose first non-option argument is a pattern or script, not a file.
+const PATTERN_FIRST: [&str; 8] = ["grep", "egrep", "fgrep", "rg", "awk", "gawk", "mawk", "sed"];
+
+/// Secret files and paths among the words of a shell command, one simple command at a
+/// time (see the module docs for what is not a path: a grep/rg/awk/sed pattern, a bare
+/// `/` for `tr`/`cut`/`awk`/`grep`/`sed`, a Unix word starting with one `\`).
+fn check_shell_words(text: &str, ctx: &EscalationContext<'_>, out: &mut Escalation) {
+    let unix = ctx.workspace_root.trim_start().starts_with('/');
+    let segments = text.split([';', '|', '&', '(', ')', '`', '\n', '\r']);
+    for segment in segments {
+        // A `{ …; }` group's brace and shell keywords are not the program.
+        let mut words = shell_words(segment).skip_while(|w| {
+            matches!(
+                *w,
+                "{" | "}" | "!" | "then" | "do" | "else" | "if" | "while" | "until"
+            )
+        });
+        let Some(first) = words.next() else { continue };
+        check_shell_value(first, ctx, out, unix);
+        let prog = first
+            .rsplit('/')
+            .next()
+            .unwrap_or(first)
+            .to_ascii_lowercase();
+        let prog = prog.as_str();
+        let rest: Vec<&str> = words.collect();
+        // `cd`/`pushd` alone goes home, `cd -` to wherever the shell was before.
+        if matches!(prog, "cd" | "pushd") {
+            match rest.first() {
+                None => out.add(EscalationReason::HomeDirectory {
+                    path: String::from(prog),
+                }),
+                Some(&"-") => out.add(EscalationReason::OutsideWorkspace {
+                    path: String::from("-"),
+                }),
+                _ => {}
+            }
+        }
+        let slash_is_text = SLASH_IS_TEXT.contains(&prog);
+        let sed = prog == "sed";
+        // The pattern comes from an option (`grep -e P`, `sed -e S`, `awk -f F`): no
+        // positional pattern then.
+        let mut pattern_done = !PATTERN_FIRST.contains(&prog)
+            || rest.iter().any(|w| {
+                matches!(*w, "-e" | "-f" | "--file" | "--regexp" | "--expression")
+                    || w.starts_with("--file=")
+                    || w.starts_with("--regexp=")
+                    || w.starts_with("--expression=")
+            });
+        let mut option_value_next = false;
+        for w in rest {
+            let option = w.len() > 1 && w.starts_with('-');
+            if sed {
+                if let Some(file) = sed_script_files(w) {
+                    check_shell_value(file, ctx, out, unix);
+                }
+            }
+            if !pattern_done && !option && !option_value_next {
+                pattern_done = true;
+                continue;
+            }
+            // grep's short options that take the next word (`-A 3`, `-m 1`).
+            option_value_next = option
+                && !w.starts_with("--")
+                && w.ends_with(['A', 'B', 'C', 'm', 'd', 'D'])
+                && PATTERN_FIRST.contains(&prog);
+            for value in word_values(w) {
+                if slash_is_text && value == "/" {
+                    continue;
+                }
+                check_shell_value(value, ctx, out, unix);
+            }
+        }
+    }
+}
+
+/// One word (or option value) of a shell command: a secret file name, or a path that
+/// leaves the workspace. On Unix a word starting with one `\` is read as the shell reads
+/// it, backslashes removed (`\bfoo\b` is `bfoob`, `\/etc` is `/etc`); `\\server` stays.
+/// `$PWD` is the workspace root (`$PWD/../x` climbs out), `$OLDPWD` is outside.
+fn check_shell_value(value: &str, ctx: &EscalationContext<'_>, out: &mut Escalation, unix: bool) {
+    let unescaped: String;
+    let value = if unix && value.starts_with('\\') && !value.starts_with("\\\\") {
+        let mut text = String::new();
+        let mut chars = value.chars();
+        while let Some(c) = chars.next() {
+            if c == '\\' {
+                text.extend(chars.next());
+            } else {
+                text.push(c);
+            }
+        }
+        unescaped = text;
+        unescaped.as_str()
+    } else {
+        value
+    };
+    if value.is_empty() {
+        return;
+    }
+    check_secret_file(value, out);
+    for var in ["$OLDPWD", "${OLDPWD}"] {
+        if value.starts_with(var) {
+            out.add(EscalationReason::OutsideWorkspace { path: cut(value) });
+            return;
+        }
+    }
+    for var in ["$PWD", "${PWD}"] {
+        if let Some(rest) = value
+            .strip_prefix(var)
+            .filter(|r| r.is_empty() || r.starts_with('/'))
+        {
+            if !ctx.workspace_root.is_empty() {
+                let path = alloc::format!("{}{rest}", ctx.workspace_root.trim_end_matches('/'));
+                if path_problem(&path, ctx.workspace_root, ctx.extra_roots).is_some() {
+                    out.add(EscalationReason::OutsideWorkspace { path: cut(value) });
+                }
+                return;
+            }
+        }
+    }
+    if looks_like_path(value) {
+        check_path(value, ctx, out);
+    }
+}
+
+/// The files a sed script reads or writes: `w FILE`, `r FILE`, `W FILE`, `R FILE` after
+/// an optional line address, and the `w FILE` flag of `s/a/b/w FILE`.
+fn sed_script_files(script: &str) -> Option<&str> {
+    let body = script.trim_start_matches(|c: char| {
+        c.is_ascii_digit() || matches!(c, ',' | '$' | '!' | ' ' | '~' | '+')
+    });
+    let mut chars = body.char_indices();
+    let (_, cmd) = chars.next()?;
+    if matches!(cmd, 'w' | 'r' | 'W' | 'R') {
+        return body.get(1..).map(str::trim).filter(|f| !f.is_empty());
+    }
+    if cmd != 's' {
+        return None;
+    }
+    let (_, delim) = chars.next()?;
+    if delim.is_alphanumeric() || delim == '\\' {
+        return None;
+    }
+    let mut seen = 0;
+    let mut escaped = false;
+    for (i, c) in chars {
+        if escaped {
+            escaped = false;
+        } else if c == '\\' {
+            escaped = true;
+        } else if c == delim {
+            seen += 1;
+            if seen == 2 {
+                let flags = body.get(i + c.len_utf8()..)?;
+                let at = flags.find('w')?;
+                return flags.get(at + 1..).map(str::trim).filter(|f| !f.is_empty());
+            }
+        }
+    }
+    None
 }
 
 fn check_commands(text: &str, out: &mut Escalation) {
@@ -551,9 +742,117 @@ mod tests {
             (r#"{"cmd": "$x -rf ."}"#, Level::L5),
             (r#"{"run_command": "rm$IFS-rf$IFS."}"#, Level::L5),
             ("$x -rf .", Level::L5),
+            // Second review (f08): one-slash file URLs, encoded climbs without a slash.
+            (r#"{"uri": "file:/etc/passwd"}"#, Level::L5),
+            (r#"{"path": "file:/etc/passwd"}"#, Level::L5),
+            (r#"{"uri": "FILE:/etc/shadow"}"#, Level::L5),
+            (r#"{"uri": "file:../x"}"#, Level::L5),
+            (r#"{"uri": "file:/srv/evolve/workspace/a.md"}"#, Level::L0),
+            (r#"{"path": "%2e%2e%2f%2e%2e%2fetc%2fpasswd"}"#, Level::L5),
+            (r#"{"path": "..%2f..%2fetc%2fpasswd"}"#, Level::L5),
+            (r#"{"message": "..%2f..%2fetc%2fpasswd"}"#, Level::L5),
+            (r#"{"path": "notes%2fa.md"}"#, Level::L0),
+            (r#"{"message": "100%25 done"}"#, Level::L0),
         ];
         for (args, want) in cases {
             assert_eq!(mcp(args).level, *want, "{args}");
+        }
+        assert_eq!(
+            file_tool(r#"{"path": "file:/etc/passwd"}"#).level,
+            Level::L5
+        );
+        assert_eq!(
+            file_tool(r#"{"path": "file:/srv/evolve/workspace/a.md"}"#).level,
+            Level::L0
+        );
+    }
+
+    /// Second review (f10, f07): normal commands that were refused, and ways the shell
+    /// leaves the workspace without naming a path.
+    #[test]
+    fn shell_words_read_like_the_shell_reads_them() {
+        let cases: &[(&str, Level)] = &[
+            ("grep -rn '\\bfoo\\b' src/", Level::L0),
+            ("grep -rnE \"\\.unwrap\\(\\)\" src", Level::L0),
+            ("find . -name '*.rs' -exec grep -l foo {} \\;", Level::L0),
+            ("cut -d/ -f2 paths.txt", Level::L0),
+            ("awk -F/ '{print $2}' paths.txt", Level::L0),
+            ("echo a/b | tr / -", Level::L0),
+            ("grep -rn \"/api/v1\" src/", Level::L0),
+            ("rg -n /api/v1 src", Level::L0),
+            ("grep -A 3 foo src", Level::L0),
+            ("grep -rn id_rsa docs", Level::L0),
+            ("curl -H 'X: y' https://example.com", Level::L0),
+            ("sed -n 's/foo/bar/p' notes.md", Level::L0),
+            ("sed -n 1,5p notes.md", Level::L0),
+            ("cd sub && ls", Level::L0),
+            ("cat $PWD/notes.md", Level::L0),
+            // Still outside: real paths, escaped paths, UNC, the file of a grep.
+            ("cat \\/etc/passwd", Level::L5),
+            ("cat '\\\\server\\share'", Level::L5),
+            ("ls /", Level::L5),
+            ("cat /", Level::L5),
+            ("tar -C/ -xf x.tar", Level::L5),
+            ("grep foo /etc/passwd", Level::L5),
+            ("grep -e foo /etc/passwd", Level::L5),
+            ("grep -rn x /api/v1", Level::L5),
+            ("grep -rn KEY .env", Level::L5),
+            ("awk '{print > \"/etc/x\"}' f", Level::L5),
+            ("sed -n w/etc/cron.d/job notes.md", Level::L5),
+            ("sed -n s/x/y/w/home/u/.bashrc notes.md", Level::L5),
+            ("sed 1r/etc/passwd notes.md", Level::L5),
+            ("sed -e 'w /etc/x' notes.md", Level::L5),
+            ("cat C:\\x", Level::L5),
+            // `echo $HOME` stays refused: the home directory is outside, even to print.
+            ("echo $HOME", Level::L5),
+            ("cat $PWD/../other/x", Level::L5),
+            ("cat ${PWD}/../x", Level::L5),
+            ("cat $OLDPWD/x", Level::L5),
+            ("cd; cat .bash_history", Level::L5),
+            ("cd && tar czf ws/home.tgz .", Level::L5),
+            ("cd ~ && ls", Level::L5),
+            ("cd - && ls", Level::L5),
+            ("pushd && ls", Level::L5),
+            ("{ cd; ls; }", Level::L5),
+            ("cat {/etc/passwd,}", Level::L5),
+            ("cat {,/home/u/.bashrc}", Level::L5),
+            ("sh -c 'cat {/etc/passwd,}'", Level::L5),
+            ("cp notes.md{,.bak}", Level::L0),
+            ("awk -F, '{print $1, $2}' data.csv", Level::L0),
+        ];
+        for (cmd, want) in cases {
+            assert_eq!(shell(cmd).level, *want, "{cmd}: {:?}", shell(cmd).reasons);
+        }
+    }
+
+    /// Second review (f09): secret files and token shapes the first round missed.
+    #[test]
+    fn more_secrets_are_refused() {
+        for cmd in [
+            "cat x.pem",
+            "cat server.key",
+            "cat credentials.json",
+            "cat .envrc",
+            "cat .env_prod",
+            "cat .config/gh/hosts.yml",
+            "cat terraform.tfstate",
+            "echo npm_abcdefghijklmnopqrstuvwxyz0123456789",
+            "echo hf_abcdefghijklmnopqrstuvwxyzABCDEFGH",
+            "echo sk_live_abcdefghijklmnopqrstuvwxyz",
+            "echo Bearer eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.abcDEFghiJKL",
+            "echo -----BEGIN PGP PRIVATE KEY BLOCK-----",
+        ] {
+            assert_eq!(shell(cmd).level, Level::L5, "{cmd}");
+        }
+        for cmd in [
+            "cat key",
+            "grep -rn key src",
+            "cat notes/keys.md",
+            "cat monkey.txt",
+            "npm install",
+            "cat .env.example",
+        ] {
+            assert_eq!(shell(cmd).level, Level::L0, "{cmd}");
         }
     }
 

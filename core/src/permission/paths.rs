@@ -9,7 +9,8 @@
 //! `/dev/tty` and `/dev/urandom` (`/dev/random`) are harmless anywhere.
 //!
 //! `file://` URLs are percent-decoded before the checks (`file:///w/%2e%2e/etc` climbs
-//! out); a `file://host/…` URL names another machine and is outside. A path with `%`
+//! out); a `file://host/…` URL names another machine and is outside; `file:/etc/passwd`
+//! (one slash) is `/etc/passwd`, `file:notes/a.md` is relative. A path with `%`
 //! escapes is checked both as written and decoded (a server may decode it), the worse
 //! result counting. `C:foo` (relative to the current directory of drive C) is outside:
 //! nobody knows where that is. Besides the workspace, a tool may have extra roots (an
@@ -47,6 +48,20 @@ pub(crate) fn looks_like_path(s: &str) -> bool {
     if s.is_empty() {
         return false;
     }
+    // Decoded first: `..%2f..%2fetc%2fpasswd` is a path once a server decodes it.
+    if s.contains('%') {
+        let decoded = percent_decode(s);
+        if decoded != s && looks_like_path_raw(&decoded) {
+            return true;
+        }
+    }
+    looks_like_path_raw(s)
+}
+
+fn looks_like_path_raw(s: &str) -> bool {
+    if s.is_empty() {
+        return false;
+    }
     if let Some(rest) = strip_file_url(s) {
         return !rest.is_empty();
     }
@@ -58,16 +73,24 @@ pub(crate) fn looks_like_path(s: &str) -> bool {
         || s == "."
         || s == ".."
         || s.contains(['/', '\\'])
-        || has_drive_prefix(s)
+        // `C:` alone is no path worth guessing (`curl -H 'X: y'`); `C:\x` is.
+        || (has_drive_prefix(s) && s.len() > 2)
 }
 
+/// The text after `file://`, or after `file:` for the one-slash and relative forms
+/// (`file:/etc/passwd`, `file:../x`).
 fn strip_file_url(s: &str) -> Option<&str> {
-    let head = s.get(..7)?;
-    if head.eq_ignore_ascii_case("file://") {
-        s.get(7..)
-    } else {
-        None
+    let head = s.get(..5)?;
+    if !head.eq_ignore_ascii_case("file:") {
+        return None;
     }
+    let rest = s.get(5..)?;
+    Some(rest.strip_prefix("//").unwrap_or(rest))
+}
+
+/// Whether the URL has an authority part (`file://host/…`, `file:///…`).
+fn has_authority(s: &str) -> bool {
+    s.get(5..).is_some_and(|r| r.starts_with("//"))
 }
 
 /// Whether `s` is a `file://` URL.
@@ -102,7 +125,12 @@ fn percent_decode(s: &str) -> Cow<'_, str> {
 /// The path a `file://` URL names, decoded; a host other than `localhost` becomes a
 /// `//host/…` path (outside). `None` when `s` is not a `file://` URL.
 fn file_url_path(s: &str) -> Option<String> {
-    let rest = strip_file_url(s.trim())?;
+    let s = s.trim();
+    let rest = strip_file_url(s)?;
+    if !has_authority(s) {
+        // `file:/etc/passwd` is `/etc/passwd`; `file:notes/a.md` relative.
+        return Some(percent_decode(rest).into_owned());
+    }
     let rest = match rest.get(..10) {
         Some(head) if head.eq_ignore_ascii_case("localhost/") => rest.get(9..).unwrap_or(""),
         _ => rest,
@@ -278,7 +306,9 @@ fn is_harmless_device(comps: &[&str]) -> bool {
 /// (not `*.pub`), `.env` and `.env.*` (not `.env.example`/`.sample`/`.template`/`.dist`),
 /// `.netrc`/`_netrc`, `.git-credentials`, `.pgpass`, `.npmrc`, `.pypirc`,
 /// `.aws/credentials`, `.docker/config.json`, `.kube/config`, `etc/shadow`,
-/// `etc/gshadow`, `etc/sudoers`, `etc/master.passwd`.
+/// `etc/gshadow`, `etc/sudoers`, `etc/master.passwd`, `gh/hosts.yml` (GitHub CLI),
+/// `.envrc`, `.env_*`, `credentials.json`, and names ending in `.pem`, `.key`, `.p12`,
+/// `.pfx`, `.tfstate` (`server.key`; not the word `key`).
 pub(crate) fn names_secret(path: &str) -> bool {
     if let Some(decoded) = file_url_path(path) {
         return names_secret_lexical(&decoded);
@@ -300,6 +330,7 @@ fn names_secret_lexical(path: &str) -> bool {
         ("etc", "gshadow"),
         ("etc", "sudoers"),
         ("etc", "master.passwd"),
+        ("gh", "hosts.yml"),
     ];
     if comps.windows(2).any(|w| {
         pairs
@@ -313,7 +344,14 @@ fn names_secret_lexical(path: &str) -> bool {
 
 /// Secret names a glob component is tried against: `.e?v`, `.ss?` and `id_*` name
 /// secrets once the shell expands them.
-const SECRET_EXAMPLES: [&str; 15] = [
+const SECRET_EXAMPLES: [&str; 22] = [
+    ".envrc",
+    ".env_prod",
+    "credentials.json",
+    "server.pem",
+    "server.key",
+    "cert.p12",
+    "terraform.tfstate",
     ".ssh",
     ".gnupg",
     ".netrc",
@@ -434,13 +472,24 @@ fn is_secret_component(c: &str) -> bool {
     if key_files.iter().any(|k| c.starts_with(k)) && !c.ends_with(".pub") {
         return true;
     }
-    if c == ".env" {
+    if c == ".env" || c == ".envrc" || c == "credentials.json" {
         return true;
     }
-    if let Some(suffix) = c.strip_prefix(".env.") {
+    if let Some(suffix) = c.strip_prefix(".env.").or_else(|| c.strip_prefix(".env_")) {
         return !matches!(suffix, "example" | "sample" | "template" | "dist");
     }
-    false
+    // Key and state files by their ending (`server.key`, `x.pem`, `terraform.tfstate`);
+    // the word `key` alone is not one.
+    [
+        ".pem",
+        ".key",
+        ".p12",
+        ".pfx",
+        ".tfstate",
+        ".tfstate.backup",
+    ]
+    .iter()
+    .any(|ext| c.len() > ext.len() && c.ends_with(ext))
 }
 
 #[cfg(test)]
@@ -487,6 +536,10 @@ mod tests {
             ("${HOME:-x}/y", Some(PathProblem::Home)),
             ("${HOMEWORK}/x", None),
             ("file:///etc/passwd", Some(PathProblem::Outside)),
+            ("file:/etc/passwd", Some(PathProblem::Outside)),
+            ("file:/home/u/.evolve/workspace/a", None),
+            ("file:notes/a.md", None),
+            ("file:../x", Some(PathProblem::Outside)),
             ("/dev/null", None),
             ("/dev/sda", Some(PathProblem::Outside)),
             ("/dev/fd/1", None),
@@ -568,6 +621,9 @@ mod tests {
             "..",
             "file:///x",
             "$HOME",
+            "file:/etc/passwd",
+            "..%2f..%2fetc",
+            "%2e%2e%2fx",
         ] {
             assert!(looks_like_path(yes), "{yes}");
         }
@@ -600,6 +656,16 @@ mod tests {
             ".*",
             "/etc/sh*w",
             "id_[a-z]sa",
+            "x.pem",
+            "certs/server.key",
+            "credentials.json",
+            ".envrc",
+            ".env_prod",
+            "/home/u/.config/gh/hosts.yml",
+            "infra/terraform.tfstate",
+            "terraform.tfstate.backup",
+            "file:/etc/shadow",
+            "*.pem",
         ] {
             assert!(names_secret(yes), "{yes}");
         }
@@ -619,6 +685,12 @@ mod tests {
             "id_*.pub",
             "[",
             "a[b",
+            "key",
+            ".key",
+            "keys.md",
+            "monkey",
+            "pem",
+            "hosts.yml",
         ] {
             assert!(!names_secret(no), "{no}");
         }

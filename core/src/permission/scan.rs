@@ -26,6 +26,7 @@
 //! the first value and one that keeps the last (serde_json) would run different things.
 
 use alloc::collections::BTreeSet;
+use alloc::rc::Rc;
 use alloc::string::String;
 use alloc::vec::Vec;
 
@@ -50,19 +51,25 @@ pub struct ArgString {
     /// Key, value, joined array or whole text.
     pub kind: StringKind,
     /// For values and joined arrays: the key of the nearest enclosing object member.
-    pub key: Option<String>,
+    /// Shared (`Rc`) by every value under it, so a long key over many values is held
+    /// once: the scan stays linear in memory and time on hostile input.
+    pub key: Option<Rc<str>>,
     /// How many objects and arrays enclose it: 1 for a member of the top-level object.
     pub depth: usize,
 }
 
 enum Frame {
     Object {
-        key: Option<String>,
+        /// The key of the member being read: the owner of its values.
+        key: Option<Rc<str>>,
         expect_key: bool,
         /// The keys seen so far in this object.
         keys: BTreeSet<String>,
     },
     Array {
+        /// The key owning this array's values, taken when it opened (so finding it
+        /// never walks the stack).
+        owner: Option<Rc<str>>,
         joined: String,
         count: usize,
     },
@@ -116,7 +123,9 @@ pub(crate) fn scan(raw: &str) -> (Vec<ArgString>, Option<String>) {
             }
             '[' => {
                 scanner.flush(&mut bare);
+                let owner = scanner.owner_key();
                 scanner.stack.push(Frame::Array {
+                    owner,
                     joined: String::new(),
                     count: 0,
                 });
@@ -179,12 +188,14 @@ struct Scanner {
 }
 
 impl Scanner {
-    /// The key owning a value at the current position: the nearest object's key.
-    fn owner_key(&self) -> Option<String> {
-        self.stack.iter().rev().find_map(|f| match f {
-            Frame::Object { key, .. } => Some(key.clone()),
-            Frame::Array { .. } => None,
-        })?
+    /// The key owning a value at the current position: the nearest object's key, which
+    /// the innermost frame holds (an array copies it when it opens). O(1): a shared
+    /// pointer, never a copy of the text.
+    fn owner_key(&self) -> Option<Rc<str>> {
+        match self.stack.last()? {
+            Frame::Object { key, .. } => key.clone(),
+            Frame::Array { owner, .. } => owner.clone(),
+        }
     }
 
     fn emit(&mut self, text: String) {
@@ -196,7 +207,7 @@ impl Scanner {
                 expect_key: true,
                 keys,
             }) => {
-                *key = Some(text.clone());
+                *key = Some(Rc::from(text.as_str()));
                 if !keys.insert(text.clone()) && self.duplicate.is_none() {
                     self.duplicate = Some(text.clone());
                 }
@@ -207,7 +218,7 @@ impl Scanner {
                     depth,
                 });
             }
-            Some(Frame::Array { joined, count }) => {
+            Some(Frame::Array { joined, count, .. }) => {
                 if *count > 0 {
                     joined.push(' ');
                 }
@@ -239,9 +250,14 @@ impl Scanner {
     }
 
     fn pop(&mut self) {
-        if let Some(Frame::Array { joined, count }) = self.stack.pop() {
+        if let Some(Frame::Array {
+            owner,
+            joined,
+            count,
+        }) = self.stack.pop()
+        {
             if count >= 2 {
-                let key = self.owner_key();
+                let key = owner;
                 let depth = self.stack.len() + 1;
                 self.out.push(ArgString {
                     text: joined,
@@ -332,8 +348,51 @@ mod tests {
     fn texts(raw: &str) -> Vec<(String, StringKind, Option<String>)> {
         arg_strings(raw)
             .into_iter()
-            .map(|s| (s.text, s.kind, s.key))
+            .map(|s| (s.text, s.kind, s.key.as_deref().map(String::from)))
             .collect()
+    }
+
+    /// Bytes the scan holds: every text, and every distinct key allocation once.
+    fn held_bytes(raw: &str) -> usize {
+        let strings = arg_strings(raw);
+        let mut keys = alloc::collections::BTreeMap::new();
+        for s in &strings {
+            if let Some(k) = &s.key {
+                keys.insert(Rc::as_ptr(k) as *const u8 as usize, k.len());
+            }
+        }
+        strings.iter().map(|s| s.text.len()).sum::<usize>() + keys.values().sum::<usize>()
+    }
+
+    /// Second review (f13): a long key over many values, and deep arrays over many
+    /// strings, were quadratic (the key copied into every value; the stack walked per
+    /// value). 1 MB of each now holds a bounded amount of text.
+    #[test]
+    fn hostile_input_keeps_the_scan_linear() {
+        const MB: usize = 1 << 20;
+        let key = "k".repeat(MB / 2);
+        let long_key = alloc::format!("{{\"{key}\": [{}\"a\"]}}", "\"a\",".repeat(MB / 8));
+        let deep = alloc::format!("{}{}", "[".repeat(MB / 2), "\"a\",".repeat(MB / 8));
+        let nested_keys = alloc::format!(
+            "{{\"{}\": {}{}",
+            "k".repeat(MB / 4),
+            "[{\"x\": [\"a\", \"b\"]}, ".repeat(MB / 64),
+            "]}"
+        );
+        for raw in [&long_key, &deep, &nested_keys] {
+            let held = held_bytes(raw);
+            assert!(
+                held <= 3 * raw.len(),
+                "input {} bytes, held {held}",
+                raw.len()
+            );
+        }
+        // The values still carry their key.
+        let strings = arg_strings(&long_key);
+        assert!(strings
+            .iter()
+            .filter(|s| s.kind == StringKind::Value)
+            .all(|s| s.key.as_deref() == Some(key.as_str())));
     }
 
     fn s(t: &str) -> String {

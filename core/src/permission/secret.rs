@@ -25,8 +25,18 @@ pub enum SecretKind {
     SlackToken,
     /// `AIza` + 35 of `[A-Za-z0-9_-]`.
     GoogleApiKey,
-    /// A PEM block `-----BEGIN … PRIVATE KEY-----`.
+    /// A PEM block `-----BEGIN … PRIVATE KEY…-----` (PGP's `PRIVATE KEY BLOCK` too).
     PrivateKey,
+    /// `npm_` + 36 alphanumerics (npm access token).
+    NpmToken,
+    /// `hf_` + 30 or more alphanumerics (Hugging Face token).
+    HuggingFaceToken,
+    /// `sk_live_`/`rk_live_` + 20 or more alphanumerics (Stripe live keys).
+    StripeKey,
+    /// A JSON Web Token: `eyJ…` `.` `eyJ…` `.` signature, base64url parts.
+    Jwt,
+    /// `Bearer ` + a token of 20 or more characters (an `Authorization` header value).
+    BearerToken,
 }
 
 fn is_key_char(b: u8) -> bool {
@@ -89,8 +99,52 @@ pub(crate) fn find_secret(s: &str) -> Option<SecretKind> {
         if rest.starts_with(b"AIza") && run_len(bytes, after(b"AIza"), is_key_char) >= 35 {
             return Some(SecretKind::GoogleApiKey);
         }
+        let alnum = |b: u8| b.is_ascii_alphanumeric();
+        if rest.starts_with(b"npm_") && run_len(bytes, after(b"npm_"), alnum) >= 36 {
+            return Some(SecretKind::NpmToken);
+        }
+        if rest.starts_with(b"hf_") && run_len(bytes, after(b"hf_"), alnum) >= 30 {
+            return Some(SecretKind::HuggingFaceToken);
+        }
+        for p in [b"sk_live_", b"rk_live_"] {
+            if rest.starts_with(p) && run_len(bytes, after(p), alnum) >= 20 {
+                return Some(SecretKind::StripeKey);
+            }
+        }
+        // Only at the start of a run of token characters, so each run is read a bounded
+        // number of times (linear on `eyJ-eyJ-…`).
+        let run_start = i == 0 || bytes.get(i - 1).is_some_and(|b| !is_key_char(*b));
+        if run_start && rest.starts_with(b"eyJ") && is_jwt(bytes, i) {
+            return Some(SecretKind::Jwt);
+        }
+        if rest.starts_with(b"Bearer ") {
+            let token = |b: u8| is_key_char(b) || matches!(b, b'.' | b'~' | b'+' | b'/' | b'=');
+            if run_len(bytes, after(b"Bearer "), token) >= 20 {
+                return Some(SecretKind::BearerToken);
+            }
+        }
     }
     None
+}
+
+/// `eyJ<b64url>.eyJ<b64url>.<b64url>` from `start`: a JWT's header and payload are
+/// JSON objects, so both start with `eyJ` (`{"` in base64).
+fn is_jwt(bytes: &[u8], start: usize) -> bool {
+    let header = run_len(bytes, start, is_key_char);
+    let dot = start + header;
+    if header < 4 || bytes.get(dot) != Some(&b'.') {
+        return false;
+    }
+    let payload_at = dot + 1;
+    if !bytes
+        .get(payload_at..)
+        .is_some_and(|r| r.starts_with(b"eyJ"))
+    {
+        return false;
+    }
+    let payload = run_len(bytes, payload_at, is_key_char);
+    let dot2 = payload_at + payload;
+    payload >= 4 && bytes.get(dot2) == Some(&b'.') && run_len(bytes, dot2 + 1, is_key_char) >= 4
 }
 
 fn has_private_key_block(s: &str) -> bool {
@@ -101,7 +155,7 @@ fn has_private_key_block(s: &str) -> bool {
         if let Some(end) = after.find("-----") {
             if after
                 .get(..end)
-                .is_some_and(|header| header.ends_with("PRIVATE KEY"))
+                .is_some_and(|header| header.contains("PRIVATE KEY"))
             {
                 return true;
             }
@@ -156,6 +210,42 @@ mod tests {
             ("-----BEGIN CERTIFICATE-----", None),
             ("-----BEGIN PUBLIC KEY-----", None),
             ("-----BEGIN ", None),
+            // Second review (f09).
+            (
+                "-----BEGIN PGP PRIVATE KEY BLOCK-----",
+                Some(SecretKind::PrivateKey),
+            ),
+            (
+                "-----BEGIN ENCRYPTED PRIVATE KEY-----",
+                Some(SecretKind::PrivateKey),
+            ),
+            ("-----BEGIN PGP PUBLIC KEY BLOCK-----", None),
+            (
+                "npm_abcdefghijklmnopqrstuvwxyz0123456789",
+                Some(SecretKind::NpmToken),
+            ),
+            ("npm_abcdefghijklmnopqrstuvwxyz012345678", None), // 35
+            ("npm_install", None),
+            (
+                "hf_abcdefghijklmnopqrstuvwxyzABCD",
+                Some(SecretKind::HuggingFaceToken),
+            ),
+            ("hf_abcdefghijklmnopqrstuvwxyzABC", None), // 29
+            ("sk_live_abcdefghijklmnopqrst", Some(SecretKind::StripeKey)),
+            ("rk_live_abcdefghijklmnopqrst", Some(SecretKind::StripeKey)),
+            ("sk_live_abcdefghijklmnopqrs", None), // 19
+            ("sk_test_x", None),
+            (
+                "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.abcDEFghiJKL",
+                Some(SecretKind::Jwt),
+            ),
+            ("eyJhbGciOiJIUzI1NiJ9.notjson.abc", None),
+            (
+                "Authorization: Bearer abcdefghijklmnopqrstuvwx",
+                Some(SecretKind::BearerToken),
+            ),
+            ("Bearer token", None),
+            ("Bearer abcdefghijklmnopqrs", None), // 19
             ("the sk- prefix", None),
             ("", None),
             ("中文 sk-中文", None),

@@ -6,6 +6,7 @@ mod harness;
 use std::hint::black_box;
 use std::time::Duration;
 
+use evolve_core::json::Value;
 use evolve_core::permission::{
     check_call, shell_command_level, ClassSource, EscalationContext, Grants, Level,
     PermissionConfig, Policy, ToolClass,
@@ -127,19 +128,7 @@ fn main() {
     );
 }
 
-/// A JSON string literal (the bench has no serde_json).
+/// A JSON string literal, written by the core's own serializer.
 fn json_string(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
+    Value::String(s.to_string()).to_json_string()
 }

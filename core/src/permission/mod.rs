@@ -123,7 +123,7 @@ impl PermissionConfig {
             }
             let words: Vec<&str> = prefix.split_whitespace().collect();
             let first = words.first().map(|w| shell::program(w)).unwrap_or_default();
-            if shell::RUNS_OTHER_COMMANDS.contains(&first.as_str()) {
+            if shell::runs_other_commands(first.as_str()) {
                 return Err(PermissionError::PrefixRunsCommands {
                     prefix: prefix.clone(),
                 });

@@ -1440,63 +1440,14 @@ const GIT_RISKY_LONG: [&str; 5] = [
     "--exec",
 ];
 
-/// Programs that run another command, a shell or a script: a prefix on them would cover
-/// whatever follows, so [`PermissionConfig::validate`] rejects them at any level.
-pub(crate) const RUNS_OTHER_COMMANDS: &[&str] = &[
-    "xargs",
-    "env",
-    "timeout",
-    "nice",
-    "ionice",
-    "nohup",
-    "stdbuf",
-    "sudo",
-    "doas",
-    "su",
-    "pkexec",
-    "exec",
-    "command",
-    "builtin",
-    "time",
-    "watch",
-    "busybox",
-    "eval",
-    "source",
-    ".",
-    "sh",
-    "bash",
-    "zsh",
-    "dash",
-    "ksh",
-    "fish",
-    "csh",
-    "tcsh",
-    "mksh",
-    "ash",
-    "python",
-    "python3",
-    "node",
-    "perl",
-    "ruby",
-    "php",
-    "setsid",
-    "unshare",
-    "strace",
-    "ltrace",
-    "flock",
-    "taskset",
-    "chrt",
-    "systemd-run",
-    "parallel",
-    "script",
-    "chroot",
-    "nsenter",
-    "firejail",
-    "proxychains",
-    "proxychains4",
-    "torsocks",
-    "valgrind",
-];
+/// Whether a program runs another command, a shell or a script (a wrapper, a shell or an
+/// interpreter): a prefix on it would cover whatever follows, so
+/// [`PermissionConfig::validate`] rejects it at any level.
+pub(crate) fn runs_other_commands(program: &str) -> bool {
+    [WRAPPERS, SHELLS, INTERPRETERS]
+        .iter()
+        .any(|list| list.contains(&program))
+}
 
 /// Whether `word` is `--name`, `--name=value` or an abbreviation of `--name` with at
 /// least 3 letters after `--`.

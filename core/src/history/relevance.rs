@@ -10,9 +10,8 @@ use alloc::string::String;
 use alloc::vec::Vec;
 use serde::{Deserialize, Serialize};
 
-use super::cut::char_prefix;
 use super::{HistoryConfig, L2Entry};
-use crate::text::{is_cjk, jaccard, keyword_hash, KeywordSet, Tokenizer};
+use crate::text::{is_cjk, jaccard, keyword_hash, one_line, KeywordSet, Tokenizer};
 
 /// How much of an L2 entry goes into the prompt.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -214,33 +213,6 @@ pub fn select_l2_cached(
         }
     }
     picks
-}
-
-/// `text` on one line (whitespace runs become one space), cut to `max_chars`
-/// characters with "…" when longer.
-fn one_line(text: &str, max_chars: usize) -> String {
-    let mut flat = String::with_capacity(text.len().min(max_chars * 4 + 4));
-    let mut chars = 0;
-    let mut pending_space = false;
-    for word in text.split_whitespace() {
-        if pending_space {
-            flat.push(' ');
-            chars += 1;
-        }
-        flat.push_str(word);
-        chars += word.chars().count();
-        pending_space = true;
-        if chars > max_chars {
-            break;
-        }
-    }
-    if chars > max_chars {
-        let mut cut = String::from(char_prefix(&flat, max_chars).trim_end());
-        cut.push('…');
-        cut
-    } else {
-        flat
-    }
 }
 
 /// The one-line digest of an entry: "User: xxx… → Assistant: yyy…", each side at most

@@ -16,19 +16,8 @@ use core::fmt::Write;
 use serde::{Deserialize, Serialize};
 
 use super::{flatten_content, Memory, MemoryConfig, MemoryId, Priority};
+use crate::text::clip_chars;
 use crate::Timestamp;
-
-/// `text` cut to at most `max` characters; a cut text ends in `…` (counted in `max`).
-pub fn clip_chars(text: &str, max: usize) -> String {
-    if text.chars().count() <= max {
-        return String::from(text);
-    }
-    let mut out: String = text.chars().take(max.saturating_sub(1)).collect();
-    if max > 0 {
-        out.push('…');
-    }
-    out
-}
 
 /// The memories a model may adjust, one line each: `#id priority category: preview`.
 /// At most `adjust_listed` (100) active memories, most binding first, then the most

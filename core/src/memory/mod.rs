@@ -29,9 +29,10 @@ mod summarize;
 #[cfg(test)]
 mod proptests;
 
+pub use crate::text::clip_chars;
 pub use adjust::{
-    adjust_priorities, adjustment_listing, clip_chars, AdjustOutcome, Applied, Change, Proposal,
-    RejectReason, Rejected,
+    adjust_priorities, adjustment_listing, AdjustOutcome, Applied, Change, Proposal, RejectReason,
+    Rejected,
 };
 pub use decay::{apply_decay, critical_overflow, decayed_priority, expired, DecayChange};
 pub use dedup::{embedding_duplicates, DuplicatePair};

@@ -4,6 +4,7 @@
 use alloc::string::String;
 
 use super::rank::SkillSummary;
+use crate::text::one_line;
 
 pub use crate::text::Lang;
 
@@ -48,36 +49,14 @@ pub fn summary_block(skills: &[&SkillSummary], lang: Lang) -> String {
     out
 }
 
-/// Appends `text` on one line (whitespace runs become one space), at most `max_chars`
-/// characters (the last replaced by `…` when cut), with angle brackets neutralised.
+/// Appends `text` on one line, at most `max_chars` characters (`…` when cut), with
+/// angle brackets neutralised.
 fn push_flat(out: &mut String, text: &str, max_chars: usize) {
-    let mut count = 0;
-    for (i, word) in text.split_whitespace().enumerate() {
-        if i > 0 {
-            if count >= max_chars {
-                return push_ellipsis(out);
-            }
-            out.push(' ');
-            count += 1;
-        }
-        for c in word.chars() {
-            if count >= max_chars {
-                return push_ellipsis(out);
-            }
-            out.push(match c {
-                '<' => '‹',
-                '>' => '›',
-                c => c,
-            });
-            count += 1;
-        }
-    }
-}
-
-/// Replaces the last character written with `…`.
-fn push_ellipsis(out: &mut String) {
-    out.pop();
-    out.push('…');
+    out.extend(one_line(text, max_chars).chars().map(|c| match c {
+        '<' => '‹',
+        '>' => '›',
+        c => c,
+    }));
 }
 
 #[cfg(test)]

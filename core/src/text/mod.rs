@@ -5,11 +5,13 @@
 //! sets are (token-overlap F1, Jaccard) or two embeddings are (cosine), and how many
 //! tokens a text will cost. It leaves to others what the numbers are used for.
 
+mod clip;
 mod estimate;
 mod lang;
 mod similarity;
 mod tokenize;
 
+pub use clip::{clip_chars, one_line};
 pub use estimate::{
     estimate_message_tokens, estimate_text_tokens, IMAGE_TOKENS, MESSAGE_OVERHEAD_TOKENS,
 };

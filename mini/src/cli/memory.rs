@@ -7,7 +7,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use argh::FromArgs;
 use evolve_core::memory::{self, Memory, MemoryConfig, Selection};
-use evolve_core::text::{FallbackTokenizer, KeywordSet};
+use evolve_core::text::{one_line, FallbackTokenizer, KeywordSet};
 use evolve_core::Timestamp;
 
 use crate::error::Error;
@@ -185,7 +185,7 @@ fn print_table(
             c.relevance,
             m.priority.name(),
             m.category.name(),
-            preview(&m.content, 60)
+            one_line(&m.content, 60)
         )?;
     }
     Ok(())
@@ -196,15 +196,4 @@ fn reason_name(r: memory::Reason) -> String {
         .ok()
         .and_then(|v| v.as_str().map(String::from))
         .unwrap_or_default()
-}
-
-/// The first `max` characters on one line, with an ellipsis when cut.
-fn preview(s: &str, max: usize) -> String {
-    let flat: String = s.split_whitespace().collect::<Vec<_>>().join(" ");
-    if flat.chars().count() <= max {
-        return flat;
-    }
-    let mut p: String = flat.chars().take(max - 1).collect();
-    p.push('…');
-    p
 }

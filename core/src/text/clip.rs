@@ -1,0 +1,62 @@
+//! Cutting texts for display in a prompt or a listing: to a number of characters, on
+//! one line, with "…" where something was cut.
+
+use alloc::string::String;
+
+/// `text` cut to at most `max` characters; a cut text ends in `…` (counted in `max`).
+pub fn clip_chars(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        return String::from(text);
+    }
+    let mut out: String = text.chars().take(max.saturating_sub(1)).collect();
+    if max > 0 {
+        let kept = out.trim_end().len();
+        out.truncate(kept);
+        out.push('…');
+    }
+    out
+}
+
+/// `text` on one line — every run of white space (newlines included) becomes one
+/// space, the ends trimmed — cut to at most `max` characters with `…`
+/// ([`clip_chars`]).
+pub fn one_line(text: &str, max: usize) -> String {
+    let mut flat = String::with_capacity(text.len().min(max.saturating_mul(4) + 4));
+    let mut chars = 0usize;
+    for word in text.split_whitespace() {
+        if !flat.is_empty() {
+            flat.push(' ');
+            chars += 1;
+        }
+        flat.push_str(word);
+        chars += word.chars().count();
+        if chars > max {
+            break; // enough to know it is cut
+        }
+    }
+    clip_chars(&flat, max)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn clip_counts_characters_and_the_ellipsis() {
+        assert_eq!(clip_chars("茶茶茶", 3), "茶茶茶");
+        assert_eq!(clip_chars("茶茶茶茶", 3), "茶茶…");
+        assert_eq!(clip_chars("abc", 0), "");
+        assert_eq!(clip_chars("ab cd", 4), "ab…");
+        assert_eq!(clip_chars(&"x".repeat(5000), 2000).chars().count(), 2000);
+    }
+
+    #[test]
+    fn one_line_folds_white_space_then_clips() {
+        assert_eq!(one_line("  a\n\n b\tc  ", 10), "a b c");
+        assert_eq!(one_line("第一行\n第二行", 5), "第一行…");
+        assert_eq!(one_line("hello world", 11), "hello world");
+        assert_eq!(one_line("hello world", 8), "hello w…");
+        assert_eq!(one_line("hello world", 7), "hello…");
+        assert_eq!(one_line("", 3), "");
+    }
+}

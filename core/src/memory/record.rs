@@ -7,7 +7,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::number_or_name::{self, NumberOrName};
 
-use crate::text::{keyword_hash, KeywordSet, Tokenizer};
+use crate::text::{keyword_hash, Fnv1a, KeywordSet, Tokenizer};
 use crate::Timestamp;
 
 /// Identifier of a memory, assigned by the store.
@@ -297,29 +297,23 @@ impl Memory {
 /// Fingerprint of a memory's content: FNV-1a 64 of the text with white space folded
 /// and ASCII lower-cased, so trivially different copies collide on purpose.
 pub fn content_hash(content: &str) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    let mut h = Fnv1a::default();
     let mut pending_space = false;
     let mut started = false;
-    let feed = |b: u8, h: &mut u64| {
-        *h ^= u64::from(b);
-        *h = h.wrapping_mul(0x0000_0100_0000_01b3);
-    };
     for c in content.chars() {
         if c.is_whitespace() {
             pending_space = started;
             continue;
         }
         if pending_space {
-            feed(b' ', &mut h);
+            h.write(b" ");
             pending_space = false;
         }
         started = true;
         let mut buf = [0u8; 4];
-        for b in c.to_ascii_lowercase().encode_utf8(&mut buf).bytes() {
-            feed(b, &mut h);
-        }
+        h.write(c.to_ascii_lowercase().encode_utf8(&mut buf).as_bytes());
     }
-    h
+    h.finish()
 }
 
 #[cfg(test)]

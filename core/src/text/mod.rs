@@ -17,4 +17,4 @@ pub use estimate::{
 };
 pub use lang::Lang;
 pub use similarity::{cosine, f1, intersection_len, jaccard};
-pub use tokenize::{is_cjk, keyword_hash, FallbackTokenizer, KeywordSet, Tokenizer};
+pub use tokenize::{is_cjk, keyword_hash, FallbackTokenizer, Fnv1a, KeywordSet, Tokenizer};

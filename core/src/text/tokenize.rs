@@ -78,15 +78,38 @@ impl KeywordSet {
     }
 }
 
+/// FNV-1a 64, fed byte by byte. Keyword and content hashes are persisted with the
+/// memories, so this function must never change.
+#[derive(Debug, Clone, Copy)]
+pub struct Fnv1a(u64);
+
+impl Default for Fnv1a {
+    fn default() -> Self {
+        Fnv1a(0xcbf2_9ce4_8422_2325)
+    }
+}
+
+impl Fnv1a {
+    /// Feeds bytes.
+    pub fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 ^= u64::from(*b);
+            self.0 = self.0.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    }
+
+    /// The hash of everything fed.
+    pub fn finish(self) -> u64 {
+        self.0
+    }
+}
+
 /// FNV-1a 64 of the keyword's UTF-8 bytes. Stable across versions and platforms
 /// because the hashes are persisted with the memories.
 pub fn keyword_hash(keyword: &str) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in keyword.as_bytes() {
-        h ^= u64::from(*b);
-        h = h.wrapping_mul(0x0000_0100_0000_01b3);
-    }
-    h
+    let mut h = Fnv1a::default();
+    h.write(keyword.as_bytes());
+    h.finish()
 }
 
 /// True for ideographs and the other scripts that are written without spaces and

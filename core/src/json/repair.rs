@@ -26,7 +26,7 @@ use alloc::string::String;
 use alloc::vec::Vec;
 
 use super::strict::hex4;
-use super::value::{Number, Value};
+use super::value::{number_run_end, Number, Value};
 use super::MAX_DEPTH;
 
 /// The repaired text: standard JSON that [`parse_strict`](super::parse_strict) and
@@ -242,12 +242,7 @@ impl<'a> Lenient<'a> {
 
     fn number(&mut self) -> Result<Option<Value>, Fail> {
         let start = self.pos;
-        while matches!(
-            self.peek(),
-            Some(b'-' | b'+' | b'.' | b'e' | b'E' | b'0'..=b'9')
-        ) {
-            self.pos += 1;
-        }
+        self.pos = number_run_end(self.bytes, start);
         let raw = self.text.get(start..self.pos).unwrap_or("");
         match normalize_number(raw) {
             Some(number) if number.overflows_f64() => Ok(Some(Value::Null)),

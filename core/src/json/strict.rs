@@ -8,7 +8,7 @@ use alloc::string::String;
 use alloc::vec::Vec;
 
 use super::error::{SyntaxError, SyntaxErrorKind};
-use super::value::{is_json_number, Number, Value};
+use super::value::{is_json_number, number_run_end, Number, Value};
 use super::MAX_DEPTH;
 
 /// Parses `text` as exactly one JSON value surrounded by optional whitespace.
@@ -95,12 +95,7 @@ impl Strict<'_> {
 
     fn number(&mut self) -> Result<Value, SyntaxError> {
         let start = self.pos;
-        while matches!(
-            self.peek(),
-            Some(b'-' | b'+' | b'.' | b'e' | b'E' | b'0'..=b'9')
-        ) {
-            self.pos += 1;
-        }
+        self.pos = number_run_end(self.bytes, start);
         let text = self.text.get(start..self.pos).unwrap_or("");
         if !is_json_number(text.as_bytes()) {
             return Err(SyntaxError {

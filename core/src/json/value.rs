@@ -62,6 +62,27 @@ impl From<i64> for Number {
     }
 }
 
+/// Where the run of number characters (`-+.eE0-9`) starting at `start` ends: what
+/// both parsers read as one number before judging it.
+pub(crate) fn number_run_end(b: &[u8], start: usize) -> usize {
+    let mut i = start;
+    while matches!(
+        b.get(i),
+        Some(b'-' | b'+' | b'.' | b'e' | b'E' | b'0'..=b'9')
+    ) {
+        i += 1;
+    }
+    i
+}
+
+/// The index after the run of ASCII digits starting at `i`.
+fn digits_end(b: &[u8], mut i: usize) -> usize {
+    while matches!(b.get(i), Some(b'0'..=b'9')) {
+        i += 1;
+    }
+    i
+}
+
 /// True when `b` is exactly one JSON number.
 pub(crate) fn is_json_number(b: &[u8]) -> bool {
     let mut i = 0;
@@ -70,19 +91,13 @@ pub(crate) fn is_json_number(b: &[u8]) -> bool {
     }
     match b.get(i) {
         Some(b'0') => i += 1,
-        Some(b'1'..=b'9') => {
-            while matches!(b.get(i), Some(b'0'..=b'9')) {
-                i += 1;
-            }
-        }
+        Some(b'1'..=b'9') => i = digits_end(b, i),
         _ => return false,
     }
     if b.get(i) == Some(&b'.') {
         i += 1;
         let start = i;
-        while matches!(b.get(i), Some(b'0'..=b'9')) {
-            i += 1;
-        }
+        i = digits_end(b, i);
         if i == start {
             return false;
         }
@@ -93,9 +108,7 @@ pub(crate) fn is_json_number(b: &[u8]) -> bool {
             i += 1;
         }
         let start = i;
-        while matches!(b.get(i), Some(b'0'..=b'9')) {
-            i += 1;
-        }
+        i = digits_end(b, i);
         if i == start {
             return false;
         }

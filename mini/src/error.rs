@@ -17,6 +17,18 @@ pub enum Error {
     Invalid { path: PathBuf, message: String },
     /// Writing the output failed (e.g. a closed pipe).
     Output(std::io::Error),
+    /// The configuration cannot be used (exit code 2).
+    Config(crate::config::ConfigError),
+    /// The store cannot be opened, read or written.
+    Store(crate::store::StoreError),
+    /// The model failed; exit code 3 when it could not be reached or kept failing.
+    Model(crate::llm::LlmError),
+    /// A headless run needed a tool call that requires a person (exit code 4). The
+    /// answer so far has been printed; the message lists what was refused.
+    #[allow(dead_code)] // until `ask` lands
+    NeedsPerson(String),
+    /// Anything else that stopped the command, said plainly.
+    Other(String),
 }
 
 impl Error {
@@ -25,7 +37,14 @@ impl Error {
     pub fn exit_code(&self) -> u8 {
         match self {
             Error::Usage(_) | Error::Invalid { .. } => 2,
-            Error::Read { .. } | Error::Output(_) => 1,
+            Error::Config(_) => 2,
+            Error::Model(e) if e.is_unreachable() => 3,
+            Error::NeedsPerson(_) => 4,
+            Error::Read { .. }
+            | Error::Output(_)
+            | Error::Store(_)
+            | Error::Model(_)
+            | Error::Other(_) => 1,
         }
     }
 }
@@ -37,6 +56,11 @@ impl fmt::Display for Error {
             Error::Read { path, source } => write!(f, "cannot read {}: {source}", path.display()),
             Error::Invalid { path, message } => write!(f, "{}: {message}", path.display()),
             Error::Output(e) => write!(f, "cannot write the output: {e}"),
+            Error::Config(e) => write!(f, "{e}"),
+            Error::Store(e) => write!(f, "{e}"),
+            Error::Model(e) => write!(f, "{e}"),
+            Error::NeedsPerson(m) => write!(f, "{m}"),
+            Error::Other(m) => write!(f, "{m}"),
         }
     }
 }
@@ -46,5 +70,23 @@ impl std::error::Error for Error {}
 impl From<std::io::Error> for Error {
     fn from(e: std::io::Error) -> Self {
         Error::Output(e)
+    }
+}
+
+impl From<crate::config::ConfigError> for Error {
+    fn from(e: crate::config::ConfigError) -> Self {
+        Error::Config(e)
+    }
+}
+
+impl From<crate::store::StoreError> for Error {
+    fn from(e: crate::store::StoreError) -> Self {
+        Error::Store(e)
+    }
+}
+
+impl From<crate::llm::LlmError> for Error {
+    fn from(e: crate::llm::LlmError) -> Self {
+        Error::Model(e)
     }
 }

@@ -3,8 +3,26 @@
 //! This crate is the I/O shell around `evolve-core`: it reads files, clocks, sockets and
 //! the model, and hands everything the core needs to its pure functions.
 
+// Skeleton of issue 3: modules are filled in by separate commits; until the CLI uses
+// them all, unused items are expected.
+#[allow(dead_code)]
+mod agents;
 mod cli;
+#[allow(dead_code)]
+mod config;
 mod error;
+#[allow(dead_code)]
+mod llm;
+#[allow(dead_code)]
+mod logger;
+#[allow(dead_code)]
+mod skills;
+#[allow(dead_code)]
+mod store;
+#[allow(dead_code)]
+mod text;
+#[allow(dead_code)]
+mod tools;
 
 use std::process::ExitCode;
 

@@ -1,7 +1,14 @@
 //! The command line: argh definitions and dispatch. Names follow the command-line
 //! contract in DESIGN.md; commands arrive with the issues that implement them.
 
+#[allow(dead_code)]
+mod app;
+mod ask;
+mod chat;
+mod config;
+mod doctor;
 mod memory;
+mod sessions;
 
 use argh::FromArgs;
 
@@ -21,7 +28,12 @@ pub struct Evolve {
 #[derive(FromArgs, Debug)]
 #[argh(subcommand)]
 enum Command {
+    Ask(ask::AskCmd),
+    Chat(chat::ChatCmd),
     Memory(memory::MemoryCmd),
+    Sessions(sessions::SessionsCmd),
+    Config(config::ConfigCmd),
+    Doctor(doctor::DoctorCmd),
 }
 
 /// Runs the parsed command line.
@@ -31,7 +43,12 @@ pub fn run(args: Evolve) -> Result<(), Error> {
         return Ok(());
     }
     match args.command {
+        Some(Command::Ask(cmd)) => ask::run(cmd),
+        Some(Command::Chat(cmd)) => chat::run(cmd),
         Some(Command::Memory(cmd)) => memory::run(cmd),
+        Some(Command::Sessions(cmd)) => sessions::run(cmd),
+        Some(Command::Config(cmd)) => config::run(cmd),
+        Some(Command::Doctor(cmd)) => doctor::run(cmd),
         None => Err(Error::Usage("no command given".into())),
     }
 }

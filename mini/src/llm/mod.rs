@@ -1,0 +1,187 @@
+//! The model client: OpenAI-compatible `/chat/completions` over ureq (blocking, rustls),
+//! streamed (SSE read incrementally) or not, with tools, usage accounting, timeouts and
+//! bounded retries. It knows nothing of memories or permissions: it sends messages and
+//! returns the assistant's message.
+
+use std::fmt;
+use std::sync::atomic::AtomicBool;
+
+use evolve_core::history::Message;
+
+use crate::config::ModelConfig;
+
+/// A tool as the model sees it (`{"type":"function","function":{…}}`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolSpec {
+    /// `read_file`, `<server>__<tool>`, …
+    pub name: String,
+    /// What it does, for the model.
+    pub description: String,
+    /// JSON Schema of the arguments.
+    pub parameters: serde_json::Value,
+}
+
+/// Which configured model to call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ModelRole {
+    /// Answers and tool planning.
+    Main,
+    /// Extraction, evaluation, reflection, summaries.
+    Cheap,
+}
+
+/// One request.
+#[derive(Debug, Clone)]
+pub struct ChatRequest {
+    /// Main or cheap model.
+    pub role: ModelRole,
+    /// The conversation (system first). Assistant messages with tool calls are sent with
+    /// `content: ""`, never `null`.
+    pub messages: Vec<Message>,
+    /// Tools offered; empty = no `tools` field.
+    pub tools: Vec<ToolSpec>,
+    /// Stream the answer (`on_delta` is called as tokens arrive).
+    pub stream: bool,
+    /// `max_tokens`; `None`: the configured reserved output.
+    pub max_tokens: Option<u32>,
+    /// `temperature`; `None`: the configured one (or the server's default).
+    pub temperature: Option<f32>,
+    /// Ask for a JSON object (`response_format: {"type":"json_object"}`) — only where the
+    /// caller parses JSON; servers that reject it are retried without it.
+    pub json: bool,
+}
+
+/// Token usage reported by the server (zeros when it reports none).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Usage {
+    /// Prompt tokens.
+    pub prompt_tokens: u64,
+    /// Completion tokens.
+    pub completion_tokens: u64,
+}
+
+impl Usage {
+    /// Adds another call's usage.
+    pub fn add(&mut self, other: Usage) {
+        self.prompt_tokens += other.prompt_tokens;
+        self.completion_tokens += other.completion_tokens;
+    }
+}
+
+/// A piece of a streamed answer.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Delta<'a> {
+    /// Answer text.
+    Content(&'a str),
+    /// Reasoning text (`reasoning_content` / `reasoning`), when the server sends it.
+    Reasoning(&'a str),
+    /// The model started a tool call (name known).
+    ToolCall { index: usize, name: &'a str },
+}
+
+/// The assistant's reply.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChatResponse {
+    /// Role assistant; `content` (may be empty), `tool_calls`, `reasoning`.
+    pub message: Message,
+    /// `stop`, `length`, `tool_calls`, … as the server said.
+    pub finish_reason: Option<String>,
+    /// Usage of this call (retries included only once: the successful attempt).
+    pub usage: Usage,
+    /// The model name that answered (the request's model when the server does not say).
+    pub model: String,
+}
+
+/// Why a call failed. Every message names the URL and says what to do.
+#[derive(Debug)]
+pub enum LlmError {
+    /// Could not connect (refused, DNS, TLS) after the retries.
+    Connect {
+        url: String,
+        detail: String,
+        hint: String,
+    },
+    /// A timeout: which phase (connect, first byte, idle stream, overall).
+    Timeout { url: String, phase: &'static str },
+    /// HTTP error status, with the server's own message; retried ones after the retries.
+    Status {
+        url: String,
+        status: u16,
+        message: String,
+        hint: String,
+    },
+    /// The server answered something that is not a chat completion.
+    Protocol { url: String, detail: String },
+    /// The caller cancelled (Ctrl-C).
+    Cancelled,
+}
+
+impl LlmError {
+    /// True when the model could not be reached or kept failing (`ask` exits 3).
+    pub fn is_unreachable(&self) -> bool {
+        todo!()
+    }
+}
+
+impl fmt::Display for LlmError {
+    fn fmt(&self, _f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        todo!()
+    }
+}
+
+impl std::error::Error for LlmError {}
+
+/// The seam between the agent and a model server; tests and the web layer may wrap it.
+pub trait ChatModel: Send + Sync {
+    /// One chat completion. `on_delta` sees streamed pieces (never called when not
+    /// streaming). Checks `cancel` between chunks and between retries.
+    fn chat(
+        &self,
+        req: &ChatRequest,
+        on_delta: &mut dyn FnMut(Delta<'_>),
+        cancel: &AtomicBool,
+    ) -> Result<ChatResponse, LlmError>;
+
+    /// The configured name of a role's model.
+    fn model_name(&self, role: ModelRole) -> &str;
+}
+
+/// The OpenAI-compatible client.
+pub struct Client {
+    config: ModelConfig,
+}
+
+impl Client {
+    /// A client for the configured endpoint (no I/O).
+    pub fn new(config: ModelConfig) -> Self {
+        Client { config }
+    }
+
+    /// The endpoint configuration.
+    pub fn config(&self) -> &ModelConfig {
+        &self.config
+    }
+
+    /// `GET /models`: the model ids the server lists.
+    pub fn list_models(&self) -> Result<Vec<String>, LlmError> {
+        todo!()
+    }
+}
+
+impl ChatModel for Client {
+    fn chat(
+        &self,
+        _req: &ChatRequest,
+        _on_delta: &mut dyn FnMut(Delta<'_>),
+        _cancel: &AtomicBool,
+    ) -> Result<ChatResponse, LlmError> {
+        todo!()
+    }
+
+    fn model_name(&self, role: ModelRole) -> &str {
+        match role {
+            ModelRole::Main => &self.config.main,
+            ModelRole::Cheap => &self.config.cheap,
+        }
+    }
+}

@@ -18,6 +18,7 @@
 //! - `pending`: session → Vec<[`PendingCall`]>
 //! - `audit`: seq u64 → [`AuditEntry`]
 //! - `turns`: (session, turn u64) → the turn record JSON (opaque to the store)
+//! - `todos`: session → Vec<[`Todo`]>
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -105,6 +106,17 @@ pub struct ToolClassRecord {
     pub source: String,
     /// When.
     pub at: Timestamp,
+}
+
+/// One item of a session's TODO list (the `todo` tool; shown in the prompt's L0).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Todo {
+    /// 1, 2, … within the session.
+    pub id: u32,
+    /// What to do.
+    pub text: String,
+    /// Done.
+    pub done: bool,
 }
 
 /// Why the store cannot do what was asked.
@@ -382,6 +394,18 @@ impl Store {
     /// A turn record.
     pub fn turn(&self, session: &str, turn: u64) -> Result<Option<String>, StoreError> {
         let _ = (session, turn);
+        todo!()
+    }
+
+    /// A session's TODO list.
+    pub fn todos(&self, session: &str) -> Result<Vec<Todo>, StoreError> {
+        let _ = session;
+        todo!()
+    }
+
+    /// Replaces a session's TODO list.
+    pub fn set_todos(&self, session: &str, todos: &[Todo]) -> Result<(), StoreError> {
+        let _ = (session, todos);
         todo!()
     }
 

@@ -1,15 +1,158 @@
-//! `evolve ask`.
+//! `evolve ask`: one headless question for scripts and cron (DESIGN.md "Command-line
+//! contract"). The answer goes to stdout, logs to stderr. Nothing is interactive: a call
+//! that needs a person is refused and reported (exit 4), calls above `--allow` (default
+//! L2) are refused, `--yes` allows up to L3, never L4 or L5.
+//!
+//! Exit codes: 0 answered; 2 usage or configuration error; 3 the model could not be
+//! reached or kept failing; 4 a tool call needed a person and was refused (the answer so
+//! far is printed); 1 anything else.
+
+use std::io::{Read, Write};
+use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
+use std::time::Instant;
 
 use argh::FromArgs;
+use evolve_core::permission::{Level, PendingCall, Policy};
+use evolve_core::text::Lang;
 
+use super::app::App;
+use crate::agents::{Approval, Manager, Runtime, TurnInput, TurnIo};
+use crate::config::LoadOptions;
 use crate::error::Error;
 
 /// ask one question headlessly: the answer on stdout, for scripts and cron
 #[derive(FromArgs, Debug)]
 #[argh(subcommand, name = "ask")]
-pub struct AskCmd {}
+pub struct AskCmd {
+    /// the question, or - to read it from stdin
+    #[argh(positional)]
+    question: String,
+    /// print the whole turn record as JSON (reply, session, memories, tools, score, usage)
+    #[argh(switch)]
+    json: bool,
+    /// continue this session instead of starting a new one
+    #[argh(option)]
+    session: Option<String>,
+    /// run tool calls up to this level without asking: L1, L2 (default) or L3
+    #[argh(option)]
+    allow: Option<String>,
+    /// allow calls up to L3 (never L4 or L5)
+    #[argh(switch)]
+    yes: bool,
+    /// use this configuration profile
+    #[argh(option)]
+    profile: Option<String>,
+    /// file tools work inside this directory (default $EVOLVE_HOME/workspace)
+    #[argh(option)]
+    workspace: Option<PathBuf>,
+}
+
+/// A headless run: nobody to ask. The policy refuses before `approve` could be called;
+/// should it be called anyway, the answer is no.
+struct Headless;
+
+impl TurnIo for Headless {
+    fn approve(&mut self, call: &mut PendingCall, _lang: Lang) -> Approval {
+        log::warn!("{} needs a person; refused in a headless run", call.tool);
+        Approval::Refused
+    }
+}
 
 pub fn run(cmd: AskCmd) -> Result<(), Error> {
-    let _ = cmd;
-    Err(Error::Other("`evolve ask` is not built yet".into()))
+    let allow = match cmd.allow.as_deref() {
+        None => None,
+        Some(s) => match s.parse::<Level>() {
+            Ok(l) if l <= Level::L3 => Some(l),
+            Ok(l) => {
+                return Err(Error::Usage(format!(
+                    "--allow {l}: ask never runs L4 or L5 calls without a person; use evolve chat"
+                )))
+            }
+            Err(e) => return Err(Error::Usage(format!("--allow {s}: {e}"))),
+        },
+    };
+    let question = if cmd.question == "-" {
+        let mut text = String::new();
+        std::io::stdin()
+            .read_to_string(&mut text)
+            .map_err(|e| Error::Other(format!("cannot read the question from stdin: {e}")))?;
+        text
+    } else {
+        cmd.question.clone()
+    };
+    if question.trim().is_empty() {
+        return Err(Error::Usage("the question is empty".into()));
+    }
+    let app = App::load(&LoadOptions {
+        profile: cmd.profile.clone(),
+        workspace: cmd.workspace.clone(),
+    })?;
+    let policy = Policy::headless(allow, cmd.yes, &app.config.core.permission);
+    let store = app.open_store()?;
+    let wait = app.config.agent.background_wait;
+    let App { config, tokenizer } = app;
+    let manager = Manager::new(Runtime::new(config, store, tokenizer));
+    let cancel = AtomicBool::new(false);
+    let (mut record, post) = manager.turn(
+        TurnInput {
+            session: cmd.session.as_deref(),
+            text: question.trim(),
+            policy,
+            stream: false,
+            cancel: &cancel,
+        },
+        &mut Headless,
+    )?;
+    let mut out = std::io::stdout().lock();
+    if cmd.json {
+        // The record includes the evaluation and reflection: wait for them (bounded).
+        let started = Instant::now();
+        match post.recv_timeout(wait) {
+            Ok(p) => {
+                record.absorb(&p);
+                for problem in &p.problems {
+                    log::info!("after the answer: {problem}");
+                }
+            }
+            Err(_) => log::warn!(
+                "the background work did not finish within {} s; the record has no evaluation",
+                started.elapsed().as_secs()
+            ),
+        }
+        let json = serde_json::to_string_pretty(&record)
+            .map_err(|e| Error::Other(format!("cannot encode the turn record: {e}")))?;
+        writeln!(out, "{json}")?;
+    } else {
+        writeln!(out, "{}", record.reply.trim_end())?;
+        out.flush()?;
+        if !manager.flush(wait) {
+            log::warn!(
+                "the background work (memories, evaluation) did not finish within {} s; it is skipped",
+                wait.as_secs()
+            );
+        }
+    }
+    drop(out);
+    if record.needs_person {
+        let refused: Vec<String> = record
+            .tools
+            .iter()
+            .filter(|t| {
+                !t.ran
+                    && matches!(
+                        t.decision,
+                        evolve_core::permission::Decision::Refuse(
+                            evolve_core::permission::RefusalReason::NeedsPerson { .. }
+                        )
+                    )
+            })
+            .map(|t| format!("{} ({})", t.name, t.level))
+            .collect();
+        return Err(Error::NeedsPerson(format!(
+            "refused tool calls that need a person: {} — allow them with --allow L3 / --yes (up to L3), or use evolve chat",
+            refused.join(", ")
+        )));
+    }
+    Ok(())
 }

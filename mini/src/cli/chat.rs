@@ -1,15 +1,367 @@
-//! `evolve chat`.
+//! `evolve chat`: the terminal conversation. Streams the answer as it arrives, shows
+//! each tool call, asks before calls that need a person (L3 once, L4 twice — the second
+//! question repeats the exact arguments; "always" grants L1–L3 tools for the session),
+//! and has slash commands for memory, skills, sessions, reflection and permissions.
+//! Ctrl-C stops the current answer; at the prompt Ctrl-C or Ctrl-D (EOF) ends.
+
+use std::io::{BufRead, IsTerminal, Write};
+use std::path::PathBuf;
+use std::time::Duration;
 
 use argh::FromArgs;
+use evolve_core::permission::{AnswerOutcome, Level, PendingCall, Policy};
+use evolve_core::text::{one_line, KeywordSet, Lang};
 
+use super::app::{now, App};
+use super::interrupt;
+use crate::agents::{Approval, Manager, Runtime, ToolRun, TurnInput, TurnIo};
+use crate::config::LoadOptions;
 use crate::error::Error;
+use crate::llm::{Delta, LlmError};
 
 /// talk with the agent in the terminal
 #[derive(FromArgs, Debug)]
 #[argh(subcommand, name = "chat")]
-pub struct ChatCmd {}
+pub struct ChatCmd {
+    /// continue this session
+    #[argh(option)]
+    session: Option<String>,
+    /// use this configuration profile
+    #[argh(option)]
+    profile: Option<String>,
+    /// file tools work inside this directory (default $EVOLVE_HOME/workspace)
+    #[argh(option)]
+    workspace: Option<PathBuf>,
+}
+
+const HELP: &str = "\
+Type a message and press Enter. Commands:
+  /memory [QUERY]        the memories that would be used (for QUERY), or the newest ones
+  /skills                the skills the agent can use
+  /session new|list|switch ID
+  /reflect               reflect on this session now and save the lesson
+  /permissions           tool levels, what is asked, and this session's grants
+  /help                  this help
+  /quit                  leave (Ctrl-D works too)
+Ctrl-C stops an answer. 命令同上；输入 /help 查看帮助。";
+
+/// The terminal side of a turn.
+struct Terminal<'a> {
+    lines: &'a mut dyn Iterator<Item = String>,
+    streamed: bool,
+}
+
+impl Terminal<'_> {
+    fn say(&self, text: &str) {
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(out, "{text}");
+        let _ = out.flush();
+    }
+}
+
+impl TurnIo for Terminal<'_> {
+    fn on_delta(&mut self, delta: &Delta<'_>) {
+        if let Delta::Content(text) = delta {
+            let mut out = std::io::stdout().lock();
+            let _ = out.write_all(text.as_bytes());
+            let _ = out.flush();
+            self.streamed = true;
+        }
+    }
+
+    fn on_tool_start(&mut self, name: &str, arguments: &str, level: Level) {
+        if self.streamed {
+            self.say("");
+            self.streamed = false;
+        }
+        self.say(&format!(
+            "  ⚙ {name} {} [{level}]",
+            one_line(arguments, 160)
+        ));
+    }
+
+    fn on_tool_end(&mut self, run: &ToolRun) {
+        if !run.ran {
+            self.say(&format!(
+                "  ✗ {} not run ({})",
+                run.name,
+                run.answer.as_deref().unwrap_or("refused")
+            ));
+        } else if run.is_error {
+            self.say(&format!("  ✗ {} failed", run.name));
+        }
+    }
+
+    fn approve(&mut self, call: &mut PendingCall, lang: Lang) -> Approval {
+        if self.streamed {
+            self.say("");
+            self.streamed = false;
+        }
+        loop {
+            let always = call.level <= Level::L3;
+            let choices = match (lang, always) {
+                (Lang::Zh, true) => "[是/否/总是]",
+                (Lang::Zh, false) => "[是/否]",
+                (Lang::En, true) => "[yes/no/always]",
+                (Lang::En, false) => "[yes/no]",
+            };
+            let mut out = std::io::stdout().lock();
+            let _ = write!(out, "{} {choices} ", call.prompt(lang));
+            let _ = out.flush();
+            drop(out);
+            let Some(line) = self.lines.next() else {
+                self.say("");
+                return Approval::Refused;
+            };
+            let reply = line.trim().to_lowercase();
+            if always && matches!(reply.as_str(), "always" | "a" | "总是" | "始终" | "一直") {
+                return Approval::AlwaysForSession;
+            }
+            match call.answer(&line) {
+                AnswerOutcome::Run => return Approval::Run,
+                AnswerOutcome::Refused => return Approval::Refused,
+                AnswerOutcome::AskAgain | AnswerOutcome::NeedSecondConfirmation => continue,
+            }
+        }
+    }
+}
+
+/// Lines of stdin without their newline; `None` at EOF or on a read error.
+fn stdin_lines() -> impl Iterator<Item = String> {
+    let stdin = std::io::stdin();
+    std::iter::from_fn(move || {
+        let mut line = String::new();
+        match stdin.lock().read_line(&mut line) {
+            Ok(0) | Err(_) => None,
+            Ok(_) => Some(line.trim_end_matches(['\n', '\r']).to_string()),
+        }
+    })
+}
 
 pub fn run(cmd: ChatCmd) -> Result<(), Error> {
-    let _ = cmd;
-    Err(Error::Other("`evolve chat` is not built yet".into()))
+    let app = App::load(&LoadOptions {
+        profile: cmd.profile.clone(),
+        workspace: cmd.workspace.clone(),
+    })?;
+    let store = app.open_store()?;
+    if let Some(id) = &cmd.session {
+        store.session(id)?;
+    }
+    let wait = app.config.agent.background_wait;
+    let stream = app.config.model.stream;
+    let App { config, tokenizer } = app;
+    let manager = Manager::new(Runtime::new(config, store, tokenizer));
+    let mut session = cmd.session.clone();
+    let tty = std::io::stdin().is_terminal();
+    interrupt::install();
+    let mut lines = stdin_lines();
+    if tty {
+        eprintln!(
+            "evolve {} — model {} at {} · /help for commands, Ctrl-D to leave",
+            env!("CARGO_PKG_VERSION"),
+            manager.runtime().config.model.main,
+            manager.runtime().config.model.base_url
+        );
+    }
+    loop {
+        if tty {
+            print!("› ");
+            let _ = std::io::stdout().flush();
+        }
+        let Some(line) = lines.next() else { break };
+        let text = line.trim();
+        if text.is_empty() {
+            continue;
+        }
+        if let Some(command) = text.strip_prefix('/') {
+            match slash(command, &manager, &mut session) {
+                Ok(true) => continue,
+                Ok(false) => break,
+                Err(e) => {
+                    eprintln!("evolve: {e}");
+                    continue;
+                }
+            }
+        }
+        interrupt::begin_turn();
+        let mut term = Terminal {
+            lines: &mut lines,
+            streamed: false,
+        };
+        let result = manager.turn(
+            TurnInput {
+                session: session.as_deref(),
+                text,
+                policy: Policy::Interactive,
+                stream,
+                cancel: &interrupt::CANCEL,
+            },
+            &mut term,
+        );
+        interrupt::end_turn();
+        let streamed = term.streamed;
+        match result {
+            Ok((record, _post)) => {
+                if streamed {
+                    println!();
+                } else {
+                    println!("{}", record.reply.trim_end());
+                }
+                session = Some(record.session);
+            }
+            Err(Error::Model(LlmError::Cancelled)) => println!("\n(cancelled)"),
+            Err(e) => eprintln!("evolve: {e}"),
+        }
+    }
+    if !manager.flush(wait) {
+        log::warn!(
+            "the background work did not finish within {} s",
+            wait.as_secs()
+        );
+    }
+    Ok(())
+}
+
+/// Runs a slash command; `Ok(false)` ends the chat.
+fn slash(command: &str, manager: &Manager, session: &mut Option<String>) -> Result<bool, Error> {
+    let rt = manager.runtime();
+    let (name, rest) = command.split_once(' ').unwrap_or((command, ""));
+    let rest = rest.trim();
+    match name {
+        "quit" | "exit" | "q" => return Ok(false),
+        "help" | "h" | "?" => {
+            println!("{HELP}");
+            println!("The agents of each turn:");
+            for agent in crate::agents::all(manager) {
+                println!("  {:<10} {}", agent.name(), agent.description());
+            }
+        }
+        "memory" | "memories" => {
+            if rest.is_empty() {
+                let mut shown = 0;
+                rt.store.with_memories(|all| {
+                    for m in all.iter().rev().take(20) {
+                        println!(
+                            "  #{} [{}] {}",
+                            m.id,
+                            m.priority.name(),
+                            one_line(&m.content, 100)
+                        );
+                        shown += 1;
+                    }
+                });
+                if shown == 0 {
+                    println!("  no memories yet — tell me something worth remembering");
+                }
+            } else {
+                let keywords = KeywordSet::of(&rt.tokenizer, rest);
+                rt.store.with_memories(|all| {
+                    let sel =
+                        evolve_core::memory::select(all, &keywords, now(), &rt.config.core.memory);
+                    if sel.chosen.is_empty() {
+                        println!("  no memory matches");
+                    }
+                    for c in &sel.chosen {
+                        println!(
+                            "  #{} {:.3} {:?} {}",
+                            c.id,
+                            c.score,
+                            c.reason,
+                            one_line(&all[c.index].content, 100)
+                        );
+                    }
+                });
+            }
+        }
+        "skills" => {
+            let all = rt.skills.all();
+            if all.is_empty() {
+                println!("  no skills installed (add $EVOLVE_HOME/skills/NAME/SKILL.md)");
+            }
+            for s in all {
+                println!(
+                    "  {} — {}",
+                    s.summary.name,
+                    one_line(&s.summary.description, 100)
+                );
+            }
+        }
+        "session" | "sessions" => {
+            let (sub, arg) = rest.split_once(' ').unwrap_or((rest, ""));
+            match sub {
+                "new" => {
+                    *session = None;
+                    println!("  a new session starts with your next message");
+                }
+                "list" | "" => {
+                    for s in rt.store.sessions()?.iter().take(20) {
+                        let mark = if session.as_deref() == Some(s.id.as_str()) {
+                            "*"
+                        } else {
+                            " "
+                        };
+                        println!(
+                            "  {mark} {} {:>3} turns  {}",
+                            s.id,
+                            s.turns,
+                            one_line(&s.title, 60)
+                        );
+                    }
+                }
+                "switch" => {
+                    let id = arg.trim();
+                    let s = rt.store.session(id)?;
+                    println!("  switched to {} ({} turns): {}", s.id, s.turns, s.title);
+                    *session = Some(s.id);
+                }
+                other => println!("  unknown: /session {other} — use new, list or switch ID"),
+            }
+        }
+        "reflect" => match session.as_deref() {
+            None => println!("  nothing to reflect on yet in this session"),
+            Some(id) => {
+                manager.flush(Duration::from_secs(30));
+                let (lesson, problems) = manager.reflect_now(id);
+                match lesson {
+                    Some(l) => println!("  lesson saved: {l}"),
+                    None if problems.is_empty() => println!("  no lesson this time"),
+                    None => println!("  reflection failed: {}", problems.join("; ")),
+                }
+            }
+        },
+        "permissions" | "perms" => {
+            println!("  level  meaning                                        in chat");
+            for level in [
+                Level::L0,
+                Level::L1,
+                Level::L2,
+                Level::L3,
+                Level::L4,
+                Level::L5,
+            ] {
+                let action = match level {
+                    Level::L0 | Level::L1 | Level::L2 => "runs",
+                    Level::L3 => "asks once",
+                    Level::L4 => "asks twice",
+                    Level::L5 => "refused, never runs",
+                };
+                println!("  {level}     {:<46} {action}", level.meaning());
+            }
+            println!(
+                "  shell: {} (config permission.shell_level)",
+                rt.config.core.permission.shell_level
+            );
+            if let Some(id) = session.as_deref() {
+                let grants = rt.store.grants(id)?;
+                if grants.is_empty() {
+                    println!("  no \"always\" grants in this session");
+                } else {
+                    let names: Vec<&str> = grants.iter().collect();
+                    println!("  always allowed in this session: {}", names.join(", "));
+                }
+            }
+        }
+        other => println!("  unknown command /{other} — /help lists them"),
+    }
+    Ok(true)
 }

@@ -2,11 +2,12 @@
 //! contract in DESIGN.md; commands arrive with the issues that implement them.
 
 #[allow(dead_code)]
-mod app;
+pub(crate) mod app;
 mod ask;
 mod chat;
 mod config;
 mod doctor;
+mod interrupt;
 mod memory;
 mod sessions;
 

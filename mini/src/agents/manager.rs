@@ -1,0 +1,748 @@
+//! The Manager agent: runs one turn from input to answer (DESIGN.md "One turn", steps
+//! 1–13) and hands the post-reply work to the background worker.
+//!
+//! What it decides itself: the order of the steps, which of them run side by side,
+//! when the tool loop stops (a step limit, a repeated identical call, a cancel), and
+//! how a refused call is explained to the model. What it leaves to others: the rules
+//! (core), the I/O (the other agents, the store, the model), and how a person is asked
+//! (the interface, through [`TurnIo`]).
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, Receiver};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use evolve_core::history::{self, entry_keywords, Budget, BuildInput, L2Entry, Message, Role};
+use evolve_core::permission::{AnswerOutcome, Decision, Level, PendingCall, Policy, RefusalReason};
+use evolve_core::skill::{rank, summary_block, SkillSummary};
+use evolve_core::text::{clip_chars, KeywordSet, Lang};
+use evolve_core::Timestamp;
+
+use super::describe_agent;
+use super::evaluate::EvaluateAgent;
+use super::memory::{MemoryAgent, Recall};
+use super::prompts::DEFAULT_SYSTEM_PROMPT;
+use super::record::{PostTurn, ToolRun, TurnRecord, TurnUsage};
+use super::reflect::{ReflectWhy, ReflectionAgent};
+use super::runtime::Runtime;
+use super::tool::ToolAgent;
+use super::worker::Worker;
+use crate::cli::app::now;
+use crate::error::Error;
+use crate::llm::{ChatRequest, Delta, ModelRole, Usage};
+
+/// Turns whose messages are sent in full (L1); older ones come from the L2 ring.
+const L1_TURNS: u64 = 6;
+/// Skill summaries in the prompt, at most.
+const SKILLS_IN_PROMPT: usize = 3;
+/// The same call (tool and arguments) this many times in one turn ends the tool loop.
+const REPEAT_LIMIT: usize = 3;
+
+/// One input to the agent.
+pub struct TurnInput<'a> {
+    /// Continue this session; `None` starts a new one.
+    pub session: Option<&'a str>,
+    /// The user's message.
+    pub text: &'a str,
+    /// Interactive (a person can be asked) or headless (`ask`, cron).
+    pub policy: Policy,
+    /// Stream the answer through [`TurnIo::on_delta`].
+    pub stream: bool,
+    /// Set (e.g. by Ctrl-C) to stop the answer.
+    pub cancel: &'a AtomicBool,
+}
+
+/// A person's settled answer about a parked call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Approval {
+    /// Run it.
+    Run,
+    /// Run it, and the same tool without asking for the rest of the session (L1–L3).
+    AlwaysForSession,
+    /// Do not run it.
+    Refused,
+}
+
+/// What the interface does during a turn.
+pub trait TurnIo {
+    /// A streamed piece of the answer.
+    fn on_delta(&mut self, _delta: &Delta<'_>) {}
+    /// A tool call is about to run (after the permission check).
+    fn on_tool_start(&mut self, _name: &str, _arguments: &str, _level: Level) {}
+    /// A tool call finished (ran or was refused).
+    fn on_tool_end(&mut self, _run: &ToolRun) {}
+    /// A person decides about a call that needs one. Called only under
+    /// [`Policy::Interactive`]; the call's `prompt` says what to show (the second
+    /// question of an L4 call repeats the exact arguments).
+    fn approve(&mut self, call: &mut PendingCall, lang: Lang) -> Approval;
+}
+
+/// Runs turns.
+pub struct Manager {
+    rt: Arc<Runtime>,
+    worker: Worker,
+}
+
+describe_agent!(
+    Manager,
+    "manager",
+    "Manager",
+    "runs each turn: memory, skills, prompt, tools under permissions, answer, then learning in the background"
+);
+
+/// The prompt parts that do not change during the tool loop.
+struct Context {
+    system: String,
+    skills_block: String,
+    skills: Vec<String>,
+    todo_block: String,
+    recall: Recall,
+    l1: Vec<Message>,
+    l2: Vec<L2Entry>,
+    l2_keywords: Vec<KeywordSet>,
+    l3: Option<String>,
+}
+
+impl Manager {
+    /// A manager with its background worker.
+    pub fn new(rt: Arc<Runtime>) -> Manager {
+        Manager {
+            rt,
+            worker: Worker::start(),
+        }
+    }
+
+    /// The runtime.
+    pub fn runtime(&self) -> &Arc<Runtime> {
+        &self.rt
+    }
+
+    /// Waits for the background work queued so far, at most `timeout`.
+    pub fn flush(&self, timeout: Duration) -> bool {
+        self.worker.flush(timeout)
+    }
+
+    /// Runs one turn. Returns the record (without the background results) and a
+    /// receiver that gets them when the worker is done.
+    pub fn turn(
+        &self,
+        input: TurnInput<'_>,
+        io: &mut dyn TurnIo,
+    ) -> Result<(TurnRecord, Receiver<PostTurn>), Error> {
+        let rt = &*self.rt;
+        let started = Instant::now();
+        let mut model_time = Duration::ZERO;
+        let now = now();
+        let lang = Lang::guess(input.text);
+
+        // 1. The session.
+        let session = match input.session {
+            Some(id) => rt.store.session(id)?,
+            None => rt
+                .store
+                .create_session(&evolve_core::text::one_line(input.text, 60), now)?,
+        };
+        let sid = session.id.clone();
+        let turn_no = session.turns + 1;
+
+        // 2. Calls parked by an earlier run that ended before the person answered are
+        //    settled as refused: nothing runs without an answer.
+        self.settle_stale_pending(&sid, now)?;
+
+        // 3–4. Memory search and skill match side by side; history loads meanwhile.
+        let ctx = self.context(&sid, turn_no, input.text, now)?;
+
+        // 5–9. Prompt, tool loop, answer.
+        let specs = ToolAgent.specs(rt);
+        let mut grants = rt.store.grants(&sid)?;
+        let mut turn_msgs = vec![Message::user(input.text)];
+        let mut runs: Vec<ToolRun> = Vec::new();
+        let mut seen: HashMap<(String, String), usize> = HashMap::new();
+        let mut usage_main = Usage::default();
+        let mut needs_person = false;
+        let mut steps = 0;
+        let max_steps = rt.config.agent.max_steps.max(1);
+        let reply = loop {
+            steps += 1;
+            let last_step = steps >= max_steps;
+            let mut l1 = ctx.l1.clone();
+            l1.extend(turn_msgs.iter().cloned());
+            let built = history::build(
+                &BuildInput {
+                    system_prompt: &ctx.system,
+                    skills_block: non_empty(&ctx.skills_block),
+                    todo_block: non_empty(&ctx.todo_block),
+                    memory_block: non_empty(&ctx.recall.block),
+                    summary: ctx.l3.as_deref(),
+                    tool_chain_summary: None,
+                    l2: &ctx.l2,
+                    l2_keywords: &ctx.l2_keywords,
+                    query: input.text,
+                    l1: &l1,
+                    budget: Budget {
+                        context_window: rt.config.model.context_window,
+                        reserved_output: rt.config.model.reserved_output,
+                    },
+                },
+                &rt.config.core.history,
+                &rt.tokenizer,
+            );
+            if !built.trimmed.is_empty() {
+                log::debug!("history trimmed: {:?}", built.trimmed);
+            }
+            let req = ChatRequest {
+                role: ModelRole::Main,
+                messages: built.messages,
+                tools: if last_step { Vec::new() } else { specs.clone() },
+                stream: input.stream,
+                max_tokens: None,
+                temperature: None,
+                json: false,
+            };
+            let t = Instant::now();
+            let resp = rt.model.chat(&req, &mut |d| io.on_delta(&d), input.cancel);
+            model_time += t.elapsed();
+            let resp = resp?;
+            usage_main.add(resp.usage);
+            let msg = resp.message;
+            if msg.tool_calls.is_empty() || last_step {
+                let mut text = msg.content.clone();
+                if text.trim().is_empty() && !msg.tool_calls.is_empty() {
+                    text = format!("(stopped after {steps} steps without a final answer)");
+                }
+                let mut fin = Message::assistant(text.clone());
+                fin.reasoning = msg.reasoning.clone();
+                turn_msgs.push(fin);
+                break text;
+            }
+            turn_msgs.push(msg.clone());
+            let mut stop = false;
+            for call in &msg.tool_calls {
+                let key = (call.name.clone(), normalise_args(&call.arguments));
+                let count = seen.entry(key).or_insert(0);
+                *count += 1;
+                let (content, run) = if *count > 1 {
+                    if *count >= REPEAT_LIMIT {
+                        stop = true;
+                    }
+                    let check =
+                        ToolAgent.check(rt, &call.name, &call.arguments, &grants, &input.policy);
+                    (
+                        format!(
+                            "not run: you already called {} with exactly these arguments in this turn; use that result instead of calling it again",
+                            call.name
+                        ),
+                        ToolRun {
+                            id: call.id.clone(),
+                            name: call.name.clone(),
+                            arguments: call.arguments.clone(),
+                            level: check.level,
+                            decision: check.decision,
+                            answer: Some("repeated".into()),
+                            ran: false,
+                            is_error: true,
+                            output_chars: 0,
+                        },
+                    )
+                } else {
+                    self.one_call(
+                        &sid,
+                        call,
+                        &input,
+                        &mut grants,
+                        lang,
+                        now,
+                        io,
+                        &mut needs_person,
+                    )?
+                };
+                let mut run = run;
+                run.output_chars = content.chars().count();
+                io.on_tool_end(&run);
+                turn_msgs.push(Message::tool_result(&call.id, &call.name, content));
+                runs.push(run);
+            }
+            if stop {
+                log::warn!("the model repeated the same tool call {REPEAT_LIMIT} times; asking for an answer");
+                // One last round without tools so the model answers with what it has.
+                steps = max_steps.saturating_sub(1);
+            }
+            if input.cancel.load(Ordering::Relaxed) {
+                return Err(Error::Model(crate::llm::LlmError::Cancelled));
+            }
+        };
+
+        // 10. Save the turn (history first: what the user saw is never lost).
+        let answered = Instant::now();
+        rt.store
+            .append_messages(&sid, turn_no, &turn_msgs, now, true)?;
+        let mut ring = rt.store.l2(&sid)?;
+        let overflow = ring.push(
+            l2_entry(input.text, &reply, &turn_msgs),
+            &rt.config.core.history,
+        );
+        rt.store.set_l2(&sid, &ring, None)?;
+
+        let mut record = TurnRecord {
+            session: sid.clone(),
+            turn: turn_no,
+            reply: reply.clone(),
+            memories: ctx.recall.used,
+            memories_considered: ctx.recall.considered,
+            skills: ctx.skills,
+            tools: runs,
+            steps,
+            needs_person,
+            evaluation: None,
+            reflection: None,
+            usage: TurnUsage {
+                main: usage_main,
+                cheap: Usage::default(),
+            },
+            answer_ms: started.elapsed().as_millis() as u64,
+            overhead_ms: 0.0,
+        };
+        let total = answered.duration_since(started) + answered.elapsed();
+        record.overhead_ms = total.saturating_sub(model_time).as_secs_f64() * 1000.0;
+        if let Ok(json) = serde_json::to_string(&record) {
+            if let Err(e) = rt.store.put_turn(&sid, turn_no, &json) {
+                log::warn!("saving the turn record failed: {e}");
+            }
+        }
+
+        // 10–12 after the reply: the background worker.
+        let (tx, rx) = mpsc::channel();
+        let job = PostJob {
+            rt: Arc::clone(&self.rt),
+            session: sid,
+            turn: turn_no,
+            question: input.text.to_string(),
+            reply,
+            tools_summary: tools_summary(&record.tools),
+            accessed: ctx.recall.ids,
+            overflow,
+            record: record.clone(),
+            now,
+        };
+        self.worker.submit(move || {
+            let post = job.run();
+            let _ = tx.send(post);
+        });
+        Ok((record, rx))
+    }
+
+    /// `/reflect`: a reflection over the session's recent turns now.
+    pub fn reflect_now(&self, session: &str) -> (Option<String>, Vec<String>) {
+        let mut usage = Usage::default();
+        let mut problems = Vec::new();
+        let lesson = ReflectionAgent.reflect(
+            &self.rt,
+            session,
+            ReflectWhy::Asked,
+            now(),
+            &mut usage,
+            &mut problems,
+        );
+        (lesson, problems)
+    }
+
+    /// Checks, asks about and runs one call. Returns the tool message text and the run.
+    #[allow(clippy::too_many_arguments)]
+    fn one_call(
+        &self,
+        sid: &str,
+        call: &evolve_core::history::ToolCall,
+        input: &TurnInput<'_>,
+        grants: &mut evolve_core::permission::Grants,
+        lang: Lang,
+        now: Timestamp,
+        io: &mut dyn TurnIo,
+        needs_person: &mut bool,
+    ) -> Result<(String, ToolRun), Error> {
+        let rt = &*self.rt;
+        let check = ToolAgent.check(rt, &call.name, &call.arguments, grants, &input.policy);
+        let mut audit = check.audit(now, sid, &call.name);
+        let mut run = ToolRun {
+            id: call.id.clone(),
+            name: call.name.clone(),
+            arguments: call.arguments.clone(),
+            level: check.level,
+            decision: check.decision,
+            answer: None,
+            ran: false,
+            is_error: false,
+            output_chars: 0,
+        };
+        let allowed = match check.decision {
+            Decision::Run | Decision::RunScoped => true,
+            Decision::AskOnce | Decision::AskTwice => {
+                let mut pending =
+                    match PendingCall::new(&call.id, &call.name, &call.arguments, check.level, now)
+                    {
+                        Ok(p) => p,
+                        Err(e) => {
+                            log::warn!("cannot ask about {}: {e}", call.name);
+                            rt.store.audit(&[audit])?;
+                            return Ok((format!("refused: {e}"), run));
+                        }
+                    };
+                // Parked in the store while the person thinks: a crash meanwhile
+                // leaves a record, and the next turn settles it as refused.
+                rt.store.set_pending(sid, std::slice::from_ref(&pending))?;
+                let approval = io.approve(&mut pending, lang);
+                rt.store.set_pending(sid, &[])?;
+                let (outcome, runs) = match approval {
+                    Approval::Run => (AnswerOutcome::Run, true),
+                    Approval::AlwaysForSession => {
+                        match grants.grant(&call.name, check.level) {
+                            Ok(_) => rt.store.set_grants(sid, grants)?,
+                            Err(e) => log::warn!("{e}"),
+                        }
+                        (AnswerOutcome::Run, true)
+                    }
+                    Approval::Refused => (AnswerOutcome::Refused, false),
+                };
+                audit = audit.with_answer(outcome);
+                run.answer = Some(if runs { "run" } else { "refused" }.into());
+                runs
+            }
+            Decision::Refuse(_) => false,
+        };
+        rt.store.audit(&[audit])?;
+        if !allowed {
+            let text = match check.decision {
+                Decision::Refuse(RefusalReason::Dangerous) => format!(
+                    "refused: this call is level L5 (dangerous: {}) and Evolve never runs it. Do not retry it; tell the user what you wanted to do.",
+                    reasons(&check)
+                ),
+                Decision::Refuse(RefusalReason::NeedsPerson { level, max_auto }) => {
+                    *needs_person = true;
+                    format!(
+                        "refused: this call is level {level} and needs a person's approval, but nobody can be asked in this run (it allows up to {max_auto} without one). Answer without it and say what you would have done."
+                    )
+                }
+                _ => "refused: the user said no to this call. Do not retry it; answer without it.".to_string(),
+            };
+            return Ok((text, run));
+        }
+        io.on_tool_start(&call.name, &call.arguments, check.level);
+        let out = ToolAgent.run(rt, sid, &call.name, &call.arguments, now, input.cancel);
+        run.ran = true;
+        run.is_error = out.is_error;
+        let text = if out.is_error {
+            format!("error: {}", out.content)
+        } else {
+            out.content
+        };
+        Ok((text, run))
+    }
+
+    /// Refuses calls left pending by a run that ended before the answer.
+    fn settle_stale_pending(&self, sid: &str, now: Timestamp) -> Result<(), Error> {
+        let stale = self.rt.store.pending(sid)?;
+        if stale.is_empty() {
+            return Ok(());
+        }
+        let entries: Vec<_> = stale
+            .iter()
+            .map(|p| {
+                log::warn!(
+                    "the call {} ({}) was never answered; it is recorded as refused",
+                    p.id,
+                    p.tool
+                );
+                evolve_core::permission::AuditEntry::new(
+                    now,
+                    sid,
+                    &p.tool,
+                    evolve_core::permission::ToolClass {
+                        level: p.level,
+                        source: evolve_core::permission::ClassSource::BuiltIn,
+                    },
+                    &Default::default(),
+                    Decision::AskOnce,
+                )
+                .with_answer(AnswerOutcome::Refused)
+            })
+            .collect();
+        self.rt.store.audit(&entries)?;
+        self.rt.store.set_pending(sid, &[])?;
+        Ok(())
+    }
+
+    /// Steps 3–5 without the model: memories and skills side by side, the history
+    /// levels, the system prompt with style notes.
+    fn context(
+        &self,
+        sid: &str,
+        turn_no: u64,
+        query: &str,
+        now: Timestamp,
+    ) -> Result<Context, Error> {
+        let rt = &*self.rt;
+        let lang = Lang::guess(query);
+        let (recall, (skills_block, skills), loaded) = std::thread::scope(|s| {
+            let recall = s.spawn(|| MemoryAgent.recall(rt, query, now));
+            let skills = s.spawn(|| match_skills(rt, query, lang));
+            let loaded = self.load_history(sid, turn_no);
+            (
+                recall.join().unwrap_or_else(|_| Recall {
+                    block: String::new(),
+                    used: Vec::new(),
+                    considered: 0,
+                    ids: Vec::new(),
+                }),
+                skills.join().unwrap_or_default(),
+                loaded,
+            )
+        });
+        let (l1, l2, l3, system, todo_block) = loaded?;
+        let l2_keywords = l2
+            .iter()
+            .map(|e| entry_keywords(e, &rt.tokenizer))
+            .collect();
+        Ok(Context {
+            system,
+            skills_block,
+            skills,
+            todo_block,
+            recall,
+            l1,
+            l2,
+            l2_keywords,
+            l3,
+        })
+    }
+
+    #[allow(clippy::type_complexity)]
+    fn load_history(
+        &self,
+        sid: &str,
+        turn_no: u64,
+    ) -> Result<(Vec<Message>, Vec<L2Entry>, Option<String>, String, String), Error> {
+        let rt = &*self.rt;
+        let since = turn_no.saturating_sub(L1_TURNS).max(1);
+        let l1: Vec<Message> = rt
+            .store
+            .messages(sid, since)?
+            .into_iter()
+            .map(|m| m.message)
+            .collect();
+        // The ring's last entries are the turns already in L1: leave them out.
+        let in_l1 = turn_no.saturating_sub(since) as usize;
+        let ring = rt.store.l2(sid)?;
+        let entries = ring.entries();
+        let l2 = entries[..entries.len().saturating_sub(in_l1)].to_vec();
+        let l3 = rt.store.l3(sid)?;
+        let mut system = match rt.store.active_prompt()? {
+            Some(p) => p.text,
+            None => DEFAULT_SYSTEM_PROMPT.to_string(),
+        };
+        let notes = rt.store.style_notes()?;
+        if !notes.is_empty() {
+            system.push_str("\n\nWhat this user liked in earlier answers:\n");
+            for n in &notes {
+                system.push_str("- ");
+                system.push_str(n);
+                system.push('\n');
+            }
+        }
+        let todos = rt.store.todos(sid)?;
+        let open: Vec<_> = todos.iter().filter(|t| !t.done).collect();
+        let mut todo_block = String::new();
+        if !open.is_empty() {
+            todo_block.push_str("Open TODO items of this session:\n");
+            for t in open {
+                todo_block.push_str(&format!("[ ] {}. {}\n", t.id, t.text));
+            }
+        }
+        Ok((l1, l2, l3, system, todo_block))
+    }
+}
+
+/// The summaries of the skills relevant to `query`, and their names.
+fn match_skills(rt: &Runtime, query: &str, lang: Lang) -> (String, Vec<String>) {
+    let all = rt.skills.all();
+    if all.is_empty() {
+        return (String::new(), Vec::new());
+    }
+    let summaries: Vec<SkillSummary> = all.iter().map(|s| s.summary.clone()).collect();
+    let keywords = KeywordSet::of(&rt.tokenizer, query);
+    let ranked = rank(&summaries, &keywords, SKILLS_IN_PROMPT);
+    let picked: Vec<&SkillSummary> = ranked.iter().map(|&(i, _)| &summaries[i]).collect();
+    let names = picked.iter().map(|s| s.name.clone()).collect();
+    (summary_block(&picked, lang), names)
+}
+
+fn non_empty(s: &str) -> Option<&str> {
+    (!s.trim().is_empty()).then_some(s)
+}
+
+/// Arguments compared for repeats: parsed and re-serialised when JSON, so key order
+/// and spacing do not hide a repeat.
+fn normalise_args(args: &str) -> String {
+    match serde_json::from_str::<serde_json::Value>(args) {
+        Ok(v) => v.to_string(),
+        Err(_) => args.trim().to_string(),
+    }
+}
+
+fn reasons(check: &evolve_core::permission::CallCheck) -> String {
+    if check.escalation.reasons.is_empty() {
+        "the tool itself".to_string()
+    } else {
+        check
+            .escalation
+            .reasons
+            .iter()
+            .map(|r| format!("{r:?}"))
+            .collect::<Vec<_>>()
+            .join("; ")
+    }
+}
+
+/// The L2 entry of a finished turn: question, answer, the tool rounds' text, the files
+/// the file tools touched.
+fn l2_entry(question: &str, reply: &str, turn: &[Message]) -> L2Entry {
+    let mut thinking = String::new();
+    let mut files = Vec::new();
+    for m in turn {
+        if m.role == Role::Assistant && !m.tool_calls.is_empty() {
+            if !m.content.trim().is_empty() {
+                thinking.push_str(m.content.trim());
+                thinking.push('\n');
+            }
+            for c in &m.tool_calls {
+                thinking.push_str(&format!(
+                    "→ {}({})\n",
+                    c.name,
+                    clip_chars(&c.arguments, 200)
+                ));
+                if let Some(p) = evolve_core::permission::string_arg(&c.arguments, "path") {
+                    if !files.contains(&p) {
+                        files.push(p);
+                    }
+                }
+            }
+        }
+    }
+    L2Entry {
+        user: question.to_string(),
+        assistant: reply.to_string(),
+        thinking,
+        files,
+    }
+}
+
+fn tools_summary(runs: &[ToolRun]) -> String {
+    runs.iter()
+        .map(|r| {
+            format!(
+                "{}({}) {}",
+                r.name,
+                clip_chars(&r.arguments, 80),
+                if r.ran {
+                    if r.is_error {
+                        "failed"
+                    } else {
+                        "ran"
+                    }
+                } else {
+                    "refused"
+                }
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// The post-reply work of one turn, owned so it can run on the worker.
+struct PostJob {
+    rt: Arc<Runtime>,
+    session: String,
+    turn: u64,
+    question: String,
+    reply: String,
+    tools_summary: String,
+    accessed: Vec<u64>,
+    overflow: Vec<L2Entry>,
+    record: TurnRecord,
+    now: Timestamp,
+}
+
+impl PostJob {
+    fn run(mut self) -> PostTurn {
+        let rt = &*self.rt;
+        let mut post = PostTurn::default();
+        let mut usage = Usage::default();
+        let mut problems = Vec::new();
+        if !self.accessed.is_empty() {
+            if let Err(e) = rt.store.mark_accessed(&self.accessed, self.now) {
+                problems.push(format!("marking memories accessed failed: {e}"));
+            }
+        }
+        if rt.config.agent.learn && !self.reply.trim().is_empty() {
+            post.memories_saved = MemoryAgent.extract_and_save(
+                rt,
+                &self.question,
+                &self.reply,
+                self.now,
+                &mut usage,
+                &mut problems,
+            );
+            post.evaluation = EvaluateAgent.evaluate(
+                rt,
+                &self.question,
+                &self.reply,
+                &self.tools_summary,
+                &mut usage,
+                &mut problems,
+            );
+            if let Some(e) = &post.evaluation {
+                let stored = crate::store::Evaluation {
+                    session: self.session.clone(),
+                    turn: self.turn,
+                    score: e.score,
+                    reason: e.reason.clone(),
+                    at: self.now,
+                };
+                if let Err(err) = rt.store.add_evaluation(&stored) {
+                    problems.push(format!("saving the evaluation failed: {err}"));
+                }
+            }
+            let score = post.evaluation.as_ref().map(|e| e.score);
+            if let Some(why) = ReflectionAgent::due(rt, self.turn, score) {
+                post.reflection = ReflectionAgent.reflect(
+                    rt,
+                    &self.session,
+                    why,
+                    self.now,
+                    &mut usage,
+                    &mut problems,
+                );
+            }
+            if score.is_some_and(|s| s >= rt.config.agent.style_above) {
+                post.style_note = ReflectionAgent.learn_style(
+                    rt,
+                    &self.question,
+                    &self.reply,
+                    &mut usage,
+                    &mut problems,
+                );
+            }
+        }
+        if !self.overflow.is_empty() {
+            ReflectionAgent.summarize(rt, &self.session, &self.overflow, &mut usage, &mut problems);
+        }
+        post.usage = usage;
+        post.problems = problems;
+        self.record.absorb(&post);
+        if let Ok(json) = serde_json::to_string(&self.record) {
+            if let Err(e) = rt.store.put_turn(&self.session, self.turn, &json) {
+                log::warn!("saving the turn record failed: {e}");
+            }
+        }
+        post
+    }
+}

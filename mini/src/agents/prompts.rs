@@ -1,0 +1,62 @@
+//! The texts the agent sends to models: the built-in system prompt (used until a
+//! version is written with `evolve prompt`), and the cheap model's task prompts.
+//!
+//! Each cheap-model prompt starts with a marker (`[evolve:extract]`, …) so logs and
+//! the tests' fake server can tell the background calls apart.
+
+/// The system prompt until the user or self-evolution writes a version.
+pub const DEFAULT_SYSTEM_PROMPT: &str = "\
+You are Evolve, a personal assistant running on the user's own machine. Answer in the \
+language the user writes in. Be accurate and concise; say when you are unsure instead of \
+guessing. Use the tools when they help: read files before changing them, prefer read-only \
+tools, and never try to get around a refused tool call — explain what you would need \
+instead. Memories below are things the user told you before: follow the rules marked \
+as such, and use the facts when they are relevant.";
+
+/// Marker of the memory-extraction prompt.
+pub const EXTRACT_MARKER: &str = "[evolve:extract]";
+/// Marker of the evaluation prompt.
+pub const EVALUATE_MARKER: &str = "[evolve:evaluate]";
+/// Marker of the reflection prompt.
+pub const REFLECT_MARKER: &str = "[evolve:reflect]";
+/// Marker of the style-learning prompt.
+pub const STYLE_MARKER: &str = "[evolve:style]";
+/// Marker of the L3 summary prompt.
+pub const SUMMARIZE_MARKER: &str = "[evolve:summarize]";
+
+/// Memory extraction (categories and priorities: DESIGN.md "Memory").
+pub const EXTRACT: &str = "[evolve:extract] You extract long-term memories from one \
+exchange between a user and an assistant. Keep only what will still matter in later \
+conversations: the user's standing instructions (category \"instruction\"), preferences \
+(\"preference\"), facts about the user, their work and their world (\"fact\"), things to \
+remind them of (\"reminder\"); nothing about small talk, nothing the assistant said on \
+its own, nothing already obvious. Write each memory as one short sentence in the user's \
+language, about the user (\"The user …\" / \"用户…\"). At most 5. Reply with JSON only: \
+{\"memories\": [{\"content\": \"…\", \"category\": \"fact\", \"importance\": 3, \"tags\": [\"…\"]}]} \
+with importance 1 (trivia) to 5 (critical), or {\"memories\": []} when there is nothing \
+worth keeping.";
+
+/// Evaluation of a reply.
+pub const EVALUATE: &str = "[evolve:evaluate] You grade an assistant's reply to a user. \
+Consider whether it answers what was asked, is correct as far as you can tell, uses tool \
+results faithfully, and is clear. Reply with JSON only: {\"score\": 0.0 to 1.0, \
+\"reason\": \"one short sentence\"}.";
+
+/// Reflection over recent turns.
+pub const REFLECT: &str = "[evolve:reflect] You review an assistant's recent work for \
+one user: the exchanges and their scores are below. Write one lesson the assistant should \
+apply from now on (what to do differently, or what worked and must be kept), as one short \
+imperative sentence in the user's language. Reply with JSON only: {\"lesson\": \"…\"}, \
+or {\"lesson\": \"\"} when there is nothing to learn.";
+
+/// Style learning from a reply that scored high.
+pub const STYLE: &str = "[evolve:style] A reply below was rated highly by the evaluator. \
+In one short sentence, name the style trait that made it good for this user (length, \
+tone, format, language), as advice to the assistant. Reply with JSON only: \
+{\"note\": \"…\"}, or {\"note\": \"\"} if nothing stands out.";
+
+/// The L3 summary of turns leaving the L2 ring.
+pub const SUMMARIZE: &str = "[evolve:summarize] Summarise the earlier part of a \
+conversation for the assistant's own memory: the topics, decisions, facts established, \
+open questions and the user's goals, in the conversation's language, at most 200 words, \
+plain text. Merge the previous summary (if any) with the new exchanges.";

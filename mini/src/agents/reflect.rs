@@ -1,0 +1,204 @@
+//! The Reflection agent: looks back over recent turns (every N turns, after a low
+//! score, or when asked) and writes a lesson as a memory; learns style notes from
+//! replies that scored high; summarises turns leaving the L2 ring into the L3 summary.
+
+use evolve_core::history::L2Entry;
+use evolve_core::json::{extract, Value};
+use evolve_core::memory::{Category, Memory, Priority};
+use evolve_core::text::{clip_chars, one_line};
+use evolve_core::Timestamp;
+
+use super::describe_agent;
+use super::memory::cheap_call;
+use super::prompts;
+use super::runtime::Runtime;
+use crate::llm::Usage;
+use crate::store::Evaluation;
+
+/// Tag of memories written by reflection.
+pub const REFLECTION_TAG: &str = "reflection";
+/// Turns shown to a reflection.
+const REFLECT_TURNS: usize = 6;
+
+/// Reflection, style learning and L3 summaries.
+pub struct ReflectionAgent;
+
+describe_agent!(
+    ReflectionAgent,
+    "reflect",
+    "Reflection",
+    "turns recent results into lessons, style notes and summaries of long sessions"
+);
+
+/// Why a reflection runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReflectWhy {
+    /// Every `reflect_every` turns.
+    Periodic,
+    /// The last score was below `reflect_below`.
+    LowScore,
+    /// The user asked (`/reflect`).
+    Asked,
+}
+
+impl ReflectionAgent {
+    /// Whether turn `turn` with `score` calls for a reflection.
+    pub fn due(rt: &Runtime, turn: u64, score: Option<f32>) -> Option<ReflectWhy> {
+        let every = u64::from(rt.config.agent.reflect_every);
+        if score.is_some_and(|s| s < rt.config.agent.reflect_below) {
+            Some(ReflectWhy::LowScore)
+        } else if every > 0 && turn > 0 && turn % every == 0 {
+            Some(ReflectWhy::Periodic)
+        } else {
+            None
+        }
+    }
+
+    /// Reflects over the session's recent turns; a lesson found is saved as a memory
+    /// (tag `reflection`) and returned.
+    pub fn reflect(
+        &self,
+        rt: &Runtime,
+        session: &str,
+        why: ReflectWhy,
+        now: Timestamp,
+        usage: &mut Usage,
+        problems: &mut Vec<String>,
+    ) -> Option<String> {
+        let ring = rt.store.l2(session).ok()?;
+        let evaluations = rt.store.evaluations(session).unwrap_or_default();
+        let entries = ring.entries();
+        if entries.is_empty() {
+            return None;
+        }
+        let first_turn = rt
+            .store
+            .session(session)
+            .map(|s| s.turns.saturating_sub(entries.len() as u64) + 1)
+            .unwrap_or(1);
+        let mut input = format!("Reason for this review: {why:?}\n\n");
+        let start = entries.len().saturating_sub(REFLECT_TURNS);
+        for (i, e) in entries.iter().enumerate().skip(start) {
+            let turn = first_turn + i as u64;
+            let score = score_of(&evaluations, turn);
+            input.push_str(&format!(
+                "Turn {turn} (score {score}):\nUser: {}\nAssistant: {}\n\n",
+                one_line(&e.user, 600),
+                one_line(&e.assistant, 900),
+            ));
+        }
+        let text = cheap_call(rt, prompts::REFLECT, &input, usage, problems)?;
+        let lesson = field(&text, "lesson", problems, "reflection")?;
+        let mut m = Memory::new(lesson.clone(), Category::Instruction, now, &rt.tokenizer);
+        m.priority = Priority::High;
+        m.importance = 4;
+        m.tags = vec![REFLECTION_TAG.to_string()];
+        m.refresh_derived(&rt.tokenizer);
+        if let Err(e) = rt
+            .store
+            .ingest_memory(m, &rt.config.core.memory, now, &rt.tokenizer)
+        {
+            problems.push(format!("saving the reflection failed: {e}"));
+        }
+        Some(lesson)
+    }
+
+    /// Learns a style note from a reply that scored high; keeps at most
+    /// `style_notes_max` notes (the oldest leave first).
+    pub fn learn_style(
+        &self,
+        rt: &Runtime,
+        question: &str,
+        answer: &str,
+        usage: &mut Usage,
+        problems: &mut Vec<String>,
+    ) -> Option<String> {
+        let input = format!(
+            "User: {}\n\nReply: {}",
+            clip_chars(question, 1_500),
+            clip_chars(answer, 3_000)
+        );
+        let text = cheap_call(rt, prompts::STYLE, &input, usage, problems)?;
+        let note = clip_chars(&field(&text, "note", problems, "style")?, 200);
+        let mut notes = rt.store.style_notes().unwrap_or_default();
+        if notes.iter().any(|n| n.eq_ignore_ascii_case(&note)) {
+            return None;
+        }
+        notes.push(note.clone());
+        let max = rt.config.agent.style_notes_max;
+        if notes.len() > max {
+            let excess = notes.len() - max;
+            notes.drain(..excess);
+        }
+        if let Err(e) = rt.store.set_style_notes(&notes) {
+            problems.push(format!("saving the style note failed: {e}"));
+            return None;
+        }
+        Some(note)
+    }
+
+    /// Folds turns that left the L2 ring into the session's L3 summary.
+    pub fn summarize(
+        &self,
+        rt: &Runtime,
+        session: &str,
+        overflow: &[L2Entry],
+        usage: &mut Usage,
+        problems: &mut Vec<String>,
+    ) {
+        let previous = rt.store.l3(session).ok().flatten().unwrap_or_default();
+        let mut input = String::new();
+        if !previous.is_empty() {
+            input.push_str("Previous summary:\n");
+            input.push_str(&previous);
+            input.push_str("\n\n");
+        }
+        input.push_str("New exchanges:\n");
+        for e in overflow {
+            input.push_str(&format!(
+                "User: {}\nAssistant: {}\n",
+                one_line(&e.user, 400),
+                one_line(&e.assistant, 600)
+            ));
+        }
+        let Some(text) = cheap_call(rt, prompts::SUMMARIZE, &input, usage, problems) else {
+            return;
+        };
+        let summary = clip_chars(text.trim(), 4_000);
+        if summary.is_empty() {
+            return;
+        }
+        let ring = match rt.store.l2(session) {
+            Ok(r) => r,
+            Err(e) => {
+                problems.push(format!("reading L2 for the summary failed: {e}"));
+                return;
+            }
+        };
+        if let Err(e) = rt.store.set_l2(session, &ring, Some(&summary)) {
+            problems.push(format!("saving the summary failed: {e}"));
+        }
+    }
+}
+
+fn score_of(evaluations: &[Evaluation], turn: u64) -> String {
+    evaluations
+        .iter()
+        .find(|e| e.turn == turn)
+        .map_or_else(|| "none".to_string(), |e| format!("{:.2}", e.score))
+}
+
+/// A non-empty string field of the JSON reply; problems noted.
+fn field(text: &str, key: &str, problems: &mut Vec<String>, task: &str) -> Option<String> {
+    let value = match extract(text) {
+        Ok(v) => v,
+        Err(e) => {
+            let problem = format!("{task}: the model's reply is not usable JSON ({e})");
+            log::warn!("{problem}");
+            problems.push(problem);
+            return None;
+        }
+    };
+    let s = value.get(key).and_then(Value::as_str)?.trim();
+    (!s.is_empty()).then(|| s.to_string())
+}

@@ -1,0 +1,72 @@
+//! Everything a turn needs, owned, so the background worker can share it (`Arc`).
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use crate::config::Config;
+use crate::llm::{ChatModel, Client};
+use crate::skills::Catalog;
+use crate::store::Store;
+use crate::text::ShellTokenizer;
+use crate::tools::Builtins;
+
+/// The process-wide parts of the agent.
+pub struct Runtime {
+    /// The configuration.
+    pub config: Config,
+    /// The store.
+    pub store: Store,
+    /// The model server.
+    pub model: Box<dyn ChatModel>,
+    /// jieba + the core's rules.
+    pub tokenizer: ShellTokenizer,
+    /// Skills.
+    pub skills: Catalog,
+    /// Built-in tools.
+    pub tools: Builtins,
+    /// The workspace, absolute and canonical (created on first start), so that the
+    /// permission check and the file tools agree on what is inside it.
+    pub workspace: PathBuf,
+}
+
+impl Runtime {
+    /// Assembles the runtime from a loaded configuration and an open store, with the
+    /// configured OpenAI-compatible client.
+    pub fn new(config: Config, store: Store, tokenizer: ShellTokenizer) -> Arc<Runtime> {
+        let model = Box::new(Client::new(config.model.clone()));
+        Self::with_model(config, store, tokenizer, model)
+    }
+
+    /// The same with any model (tests, the web layer's wrappers).
+    pub fn with_model(
+        config: Config,
+        store: Store,
+        tokenizer: ShellTokenizer,
+        model: Box<dyn ChatModel>,
+    ) -> Arc<Runtime> {
+        let skills = Catalog::load(&config.skills_dir(), &tokenizer);
+        let tools = Builtins::new(&config.tools);
+        let workspace = prepare_workspace(&config.workspace);
+        Arc::new(Runtime {
+            workspace,
+            config,
+            store,
+            model,
+            tokenizer,
+            skills,
+            tools,
+        })
+    }
+}
+
+/// The workspace directory, created if missing and canonicalised; when that fails the
+/// configured path is kept and the file tools report the problem on use.
+fn prepare_workspace(dir: &Path) -> PathBuf {
+    match std::fs::create_dir_all(dir).and_then(|()| dir.canonicalize()) {
+        Ok(p) => p,
+        Err(e) => {
+            log::warn!("the workspace {} cannot be used: {e}", dir.display());
+            dir.to_path_buf()
+        }
+    }
+}

@@ -1,0 +1,171 @@
+//! Shared support of the end-to-end tests: a fresh `$EVOLVE_HOME`, the in-repo fake
+//! model server, and running the built `evolve` binary against them.
+
+#![allow(dead_code)]
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+pub use evolve_fake_llm::{FakeLlm, Reply};
+
+/// The background prompts' markers (mini/src/agents/prompts.rs).
+pub const EXTRACT: &str = "[evolve:extract]";
+pub const EVALUATE: &str = "[evolve:evaluate]";
+pub const REFLECT: &str = "[evolve:reflect]";
+pub const STYLE: &str = "[evolve:style]";
+pub const SUMMARIZE: &str = "[evolve:summarize]";
+
+/// A test's world: its own home directory and model server.
+pub struct World {
+    pub home: PathBuf,
+    pub fake: FakeLlm,
+}
+
+impl World {
+    /// A fresh home and a fresh fake model.
+    pub fn new(name: &str) -> World {
+        static N: AtomicUsize = AtomicUsize::new(0);
+        let home = std::env::temp_dir().join(format!(
+            "evolve-e2e-{name}-{}-{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::SeqCst)
+        ));
+        let _ = std::fs::remove_dir_all(&home);
+        std::fs::create_dir_all(&home).expect("create the test home");
+        World {
+            home,
+            fake: FakeLlm::start(),
+        }
+    }
+
+    /// The workspace the file tools use.
+    pub fn workspace(&self) -> PathBuf {
+        let w = self.home.join("workspace");
+        std::fs::create_dir_all(&w).expect("create the workspace");
+        w
+    }
+
+    /// Writes `$EVOLVE_HOME/config.toml`.
+    pub fn config(&self, toml: &str) {
+        std::fs::write(self.home.join("config.toml"), toml).expect("write config.toml");
+    }
+
+    /// The `evolve` command with this world's environment.
+    pub fn command(&self, args: &[&str]) -> Command {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_evolve"));
+        cmd.args(args)
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("HOME", &self.home)
+            .env("EVOLVE_HOME", &self.home)
+            .env("OPENAI_BASE_URL", self.fake.base_url())
+            .env("EVOLVE_MODEL", "fake-main")
+            .env("EVOLVE_CHEAP_MODEL", "fake-cheap")
+            .env("EVOLVE_LOG", "info")
+            .stdin(Stdio::null());
+        cmd
+    }
+
+    /// Runs `evolve ARGS` to the end.
+    pub fn run(&self, args: &[&str]) -> Run {
+        let out = self.command(args).output().expect("run evolve");
+        Run::from(out)
+    }
+
+    /// Runs `evolve ARGS` with `input` on stdin.
+    pub fn run_stdin(&self, args: &[&str], input: &str) -> Run {
+        let mut child = self
+            .command(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn evolve");
+        child
+            .stdin
+            .take()
+            .expect("stdin")
+            .write_all(input.as_bytes())
+            .expect("write stdin");
+        Run::from(child.wait_with_output().expect("wait for evolve"))
+    }
+
+    /// The system message of the `n`-th main-model request (markers excluded).
+    pub fn main_requests(&self) -> Vec<serde_json::Value> {
+        self.fake
+            .chat_requests()
+            .into_iter()
+            .filter(|r| !r.body_text().contains("[evolve:"))
+            .map(|r| r.json().clone())
+            .collect()
+    }
+}
+
+impl Drop for World {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.home);
+    }
+}
+
+/// A finished run.
+pub struct Run {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl From<Output> for Run {
+    fn from(out: Output) -> Run {
+        Run {
+            code: out.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        }
+    }
+}
+
+impl Run {
+    /// Panics with both streams unless the exit code is `code`.
+    pub fn expect(self, code: i32) -> Run {
+        assert_eq!(
+            self.code, code,
+            "exit code {} (want {code})\n--- stdout\n{}\n--- stderr\n{}",
+            self.code, self.stdout, self.stderr
+        );
+        self
+    }
+
+    /// The stdout as JSON.
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_str(&self.stdout)
+            .unwrap_or_else(|e| panic!("stdout is not JSON ({e}):\n{}", self.stdout))
+    }
+}
+
+/// The text of every message of a recorded request, joined.
+pub fn all_text(request: &serde_json::Value) -> String {
+    request["messages"]
+        .as_array()
+        .map(|ms| {
+            ms.iter()
+                .map(|m| m["content"].as_str().unwrap_or_default().to_string())
+                .collect::<Vec<_>>()
+                .join("\n")
+        })
+        .unwrap_or_default()
+}
+
+/// The system message of a recorded request.
+pub fn system_text(request: &serde_json::Value) -> String {
+    request["messages"][0]["content"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// Whether a path exists.
+pub fn exists(p: &Path) -> bool {
+    p.exists()
+}

@@ -1,11 +1,27 @@
 //! Skills the agent can use: bundled ones compiled into the binary and user ones in
 //! `$EVOLVE_HOME/skills/<name>/SKILL.md` (a user skill overrides a bundled one of the
-//! same name). Parsing and ranking are the core's; this module finds and reads files.
+//! same name). Parsing and ranking are the core's; this module finds and reads files,
+//! checks that a skill's name matches its folder, and skips (with a warning naming the
+//! file) whatever cannot be used, so one broken skill never stops the agent.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-use evolve_core::skill::SkillSummary;
+use evolve_core::skill::{parse_skill_md, SkillSummary};
 use evolve_core::text::Tokenizer;
+
+/// Skills shipped in the binary: (name, SKILL.md text) from the repository's `skills/`
+/// folder. The name must equal the `name:` of the file (checked by a test).
+pub const BUNDLED: &[(&str, &str)] = &[(
+    "commit-message",
+    include_str!("../../skills/commit-message/SKILL.md"),
+)];
+
+/// The `origin` of a bundled skill.
+pub const BUNDLED_ORIGIN: &str = "bundled";
+
+/// A SKILL.md larger than this is skipped: skills are instructions, not data, and the
+/// whole body may be handed to the model.
+pub const MAX_SKILL_FILE_BYTES: u64 = 256 * 1024;
 
 /// One skill: its summary and where its body comes from.
 #[derive(Debug, Clone)]
@@ -22,14 +38,65 @@ pub struct Skill {
 #[derive(Debug, Clone, Default)]
 pub struct Catalog {
     skills: Vec<Skill>,
+    /// The folder of each user skill, by name (bundled skills have none).
+    dirs: Vec<(String, PathBuf)>,
 }
 
 impl Catalog {
     /// Bundled skills plus those under `user_dir` (missing dir = none). A SKILL.md that
     /// does not parse is skipped with a warning naming the file.
     pub fn load(user_dir: &Path, tokenizer: &dyn Tokenizer) -> Self {
-        let _ = (user_dir, tokenizer);
-        Catalog::default()
+        let mut catalog = Catalog::default();
+        for (name, text) in BUNDLED {
+            match parse_skill_md(text) {
+                Ok(doc) if doc.name == *name => catalog.put(
+                    Skill {
+                        summary: SkillSummary::from_doc(&doc, tokenizer),
+                        body: doc.body,
+                        origin: BUNDLED_ORIGIN.to_string(),
+                    },
+                    None,
+                ),
+                Ok(doc) => log::warn!(
+                    "skipped the bundled skill {name}: its SKILL.md is named {:?}",
+                    doc.name
+                ),
+                Err(e) => log::warn!("skipped the bundled skill {name}: {e}"),
+            }
+        }
+        for dir in skill_folders(user_dir) {
+            if let Some(skill) = read_user_skill(&dir, tokenizer) {
+                catalog.put(skill, Some(dir));
+            }
+        }
+        catalog
+            .skills
+            .sort_by(|a, b| a.summary.name.cmp(&b.summary.name));
+        catalog
+    }
+
+    /// A catalog of the given skills, with no folders (as if bundled): for callers that
+    /// build skills themselves, and tests.
+    pub fn with_skills(mut skills: Vec<Skill>) -> Self {
+        skills.sort_by(|a, b| a.summary.name.cmp(&b.summary.name));
+        skills.dedup_by(|a, b| a.summary.name == b.summary.name);
+        Catalog {
+            skills,
+            dirs: Vec::new(),
+        }
+    }
+
+    /// Adds or replaces (same name) a skill.
+    fn put(&mut self, skill: Skill, dir: Option<PathBuf>) {
+        let name = skill.summary.name.clone();
+        self.dirs.retain(|(n, _)| *n != name);
+        if let Some(dir) = dir {
+            self.dirs.push((name.clone(), dir));
+        }
+        match self.skills.iter_mut().find(|s| s.summary.name == name) {
+            Some(existing) => *existing = skill,
+            None => self.skills.push(skill),
+        }
     }
 
     /// All skills, by name.
@@ -40,5 +107,195 @@ impl Catalog {
     /// One skill by name.
     pub fn get(&self, name: &str) -> Option<&Skill> {
         self.skills.iter().find(|s| s.summary.name == name)
+    }
+
+    /// The folder of a user skill (where files beside its SKILL.md live); `None` for
+    /// bundled and unknown skills.
+    pub fn skill_dir(&self, name: &str) -> Option<PathBuf> {
+        self.dirs
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, d)| d.clone())
+    }
+}
+
+/// The sub-folders of `user_dir`, sorted (so a warning order and the result do not
+/// depend on the file system). A missing folder has none; an unreadable one is warned
+/// about.
+fn skill_folders(user_dir: &Path) -> Vec<PathBuf> {
+    let entries = match std::fs::read_dir(user_dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Vec::new(),
+        Err(e) => {
+            log::warn!(
+                "cannot read the skills folder {}: {e}; no user skills loaded",
+                user_dir.display()
+            );
+            return Vec::new();
+        }
+    };
+    let mut dirs: Vec<PathBuf> = entries
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.is_dir())
+        .filter(|p| {
+            // `.git`, `.cache` …: not skills.
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| !n.starts_with('.'))
+        })
+        .collect();
+    dirs.sort();
+    dirs
+}
+
+/// The skill in `dir`, or `None` with a warning naming the file.
+fn read_user_skill(dir: &Path, tokenizer: &dyn Tokenizer) -> Option<Skill> {
+    let file = dir.join("SKILL.md");
+    let meta = match std::fs::metadata(&file) {
+        Ok(m) if m.is_file() => m,
+        Ok(_) | Err(_) => {
+            log::warn!(
+                "skipped the skill folder {}: it has no SKILL.md file",
+                dir.display()
+            );
+            return None;
+        }
+    };
+    if meta.len() > MAX_SKILL_FILE_BYTES {
+        log::warn!(
+            "skipped {}: {} bytes is more than a skill may have ({MAX_SKILL_FILE_BYTES}); move data into files beside it",
+            file.display(),
+            meta.len()
+        );
+        return None;
+    }
+    let text = match std::fs::read_to_string(&file) {
+        Ok(t) => t,
+        Err(e) => {
+            log::warn!(
+                "skipped {}: cannot read it as UTF-8 text: {e}",
+                file.display()
+            );
+            return None;
+        }
+    };
+    let doc = match parse_skill_md(&text) {
+        Ok(d) => d,
+        Err(e) => {
+            log::warn!("skipped {}: {e}", file.display());
+            return None;
+        }
+    };
+    let folder = dir.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    if doc.name != folder {
+        log::warn!(
+            "skipped {}: the skill is named {:?} but its folder is {folder:?}; rename one so they match",
+            file.display(),
+            doc.name
+        );
+        return None;
+    }
+    Some(Skill {
+        summary: SkillSummary::from_doc(&doc, tokenizer),
+        body: doc.body,
+        origin: dir.display().to_string(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tools::testing::TempDir;
+    use evolve_core::text::FallbackTokenizer;
+
+    fn write_skill(root: &Path, folder: &str, text: &str) {
+        let dir = root.join(folder);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("SKILL.md"), text).unwrap();
+    }
+
+    fn md(name: &str, description: &str, body: &str) -> String {
+        format!("---\nname: {name}\ndescription: {description}\ntags: [a, b]\n---\n{body}")
+    }
+
+    #[test]
+    fn bundled_skills_parse_and_are_named_like_their_folder() {
+        for (name, text) in BUNDLED {
+            let doc = parse_skill_md(text).unwrap_or_else(|e| panic!("{name}: {e}"));
+            assert_eq!(doc.name, *name);
+        }
+        let catalog = Catalog::load(Path::new("/nonexistent/evolve/skills"), &FallbackTokenizer);
+        assert_eq!(catalog.all().len(), BUNDLED.len());
+        let commit = catalog.get("commit-message").expect("bundled");
+        assert_eq!(commit.origin, BUNDLED_ORIGIN);
+        assert!(commit.body.contains("Subject line"));
+        assert!(commit.summary.tags.contains(&"git".to_string()));
+        assert_eq!(catalog.skill_dir("commit-message"), None);
+    }
+
+    #[test]
+    fn user_skills_load_override_bundled_and_bad_ones_are_skipped() {
+        let tmp = TempDir::new("skills");
+        let root = tmp.path();
+        write_skill(
+            root,
+            "pdf-tools",
+            &md("pdf-tools", "Work with PDF files", "Use pdftotext.\n"),
+        );
+        write_skill(
+            root,
+            "commit-message",
+            &md("commit-message", "My own commit style", "Mine.\n"),
+        );
+        // Broken in different ways: each skipped, none stops the others.
+        write_skill(root, "no-front", "just text\n");
+        write_skill(root, "wrong-folder", &md("other-name", "Mismatch", ""));
+        write_skill(root, "Bad_Name", &md("Bad_Name", "Invalid name", ""));
+        write_skill(root, "no-desc", "---\nname: no-desc\n---\nbody\n");
+        std::fs::create_dir_all(root.join("empty-folder")).unwrap();
+        std::fs::write(root.join("README.md"), "not a skill").unwrap();
+        write_skill(root, ".hidden", &md("hidden", "Hidden", ""));
+
+        let catalog = Catalog::load(root, &FallbackTokenizer);
+        let names: Vec<&str> = catalog
+            .all()
+            .iter()
+            .map(|s| s.summary.name.as_str())
+            .collect();
+        assert_eq!(names, ["commit-message", "pdf-tools"]);
+        let mine = catalog.get("commit-message").unwrap();
+        assert_eq!(mine.body, "Mine.\n");
+        assert_eq!(mine.summary.description, "My own commit style");
+        assert_eq!(
+            catalog.skill_dir("commit-message"),
+            Some(root.join("commit-message"))
+        );
+        let pdf = catalog.get("pdf-tools").unwrap();
+        assert_eq!(pdf.origin, root.join("pdf-tools").display().to_string());
+        assert_eq!(pdf.summary.tags, ["a", "b"]);
+        assert_eq!(catalog.skill_dir("pdf-tools"), Some(root.join("pdf-tools")));
+        assert_eq!(catalog.skill_dir("nope"), None);
+    }
+
+    #[test]
+    fn oversized_skill_files_are_skipped() {
+        let tmp = TempDir::new("skills-big");
+        let body = "x".repeat(MAX_SKILL_FILE_BYTES as usize);
+        write_skill(tmp.path(), "huge", &md("huge", "Too big", &body));
+        let catalog = Catalog::load(tmp.path(), &FallbackTokenizer);
+        assert!(catalog.get("huge").is_none());
+    }
+
+    #[test]
+    fn with_skills_keeps_one_skill_per_name() {
+        let skill = |name: &str, body: &str| Skill {
+            summary: SkillSummary::new(name, "d", &[], &FallbackTokenizer),
+            body: body.into(),
+            origin: BUNDLED_ORIGIN.into(),
+        };
+        let c = Catalog::with_skills(vec![skill("b", "1"), skill("a", "2"), skill("b", "3")]);
+        let names: Vec<&str> = c.all().iter().map(|s| s.summary.name.as_str()).collect();
+        assert_eq!(names, ["a", "b"]);
     }
 }

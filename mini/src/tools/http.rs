@@ -1,0 +1,820 @@
+//! The `http_get` tool: fetch a public web page or API response as text.
+//!
+//! Decides what may be fetched: `http`/`https` only, and — unless
+//! `tools.http_allow_private` is set — only public addresses. The check runs inside
+//! ureq's resolver: every address a host name resolves to is checked, and ureq then
+//! connects to exactly those addresses, so a DNS answer that changes between a check and
+//! the connection (DNS rebinding) cannot slip a private address through. Redirects are
+//! followed here, at most [`MAX_REDIRECTS`], each hop going through the same check;
+//! proxies from the environment are not used (the proxy, not us, would pick the address).
+//!
+//! Text comes back as text (HTML reduced to readable text by [`super::html`]), binary
+//! bodies as a one-line description; bodies are capped.
+
+use std::fmt;
+use std::io::{self, Read};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use ureq::http::Uri;
+use ureq::unversioned::resolver::{DefaultResolver, ResolvedSocketAddrs, Resolver};
+use ureq::unversioned::transport::{DefaultConnector, NextTimeout};
+
+use super::files::{clip_bytes, human_size, looks_binary};
+use super::html::html_to_text;
+use super::ToolOutput;
+use crate::config::ToolsConfig;
+
+/// Redirects followed before giving up (browsers allow ~20; an API or article rarely
+/// needs more than 2, and each hop is another request the user did not see).
+pub const MAX_REDIRECTS: usize = 5;
+
+/// An HTML page is read up to this many times the output cap before being reduced to
+/// text (markup is most of a page's bytes).
+const HTML_READ_FACTOR: usize = 4;
+
+/// Decides whether an address may be connected to: `Err(why)` refuses.
+pub type AddressCheck = Arc<dyn Fn(SocketAddr) -> Result<(), String> + Send + Sync>;
+
+/// How a fetch is limited.
+#[derive(Clone)]
+pub struct FetchOptions {
+    /// The whole request, body included.
+    pub timeout: Duration,
+    /// Bytes of text returned at most.
+    pub cap: usize,
+    /// The address rule.
+    pub check: AddressCheck,
+    /// The rule in words, for the refusal message.
+    pub rule_hint: &'static str,
+}
+
+impl FetchOptions {
+    /// The options of the configuration: public addresses only unless
+    /// `http_allow_private`.
+    pub fn from_config(tools: &ToolsConfig) -> FetchOptions {
+        let check: AddressCheck = if tools.http_allow_private {
+            Arc::new(|_| Ok(()))
+        } else {
+            Arc::new(|addr: SocketAddr| match blocked_reason(addr.ip()) {
+                Some(why) => Err(why.to_string()),
+                None => Ok(()),
+            })
+        };
+        FetchOptions {
+            timeout: tools.http_timeout,
+            cap: tools.output_cap,
+            check,
+            rule_hint: "only public addresses may be fetched (set `http_allow_private = true` under [tools] in config.toml to allow private and loopback ones)",
+        }
+    }
+}
+
+/// Why `ip` is not a public address, or `None` when it is.
+pub fn blocked_reason(ip: IpAddr) -> Option<&'static str> {
+    match ip {
+        IpAddr::V4(v4) => v4_reason(v4),
+        IpAddr::V6(v6) => {
+            if let Some(v4) = v6.to_ipv4_mapped() {
+                return v4_reason(v4);
+            }
+            let s = v6.segments();
+            let embedded = |hi: u16, lo: u16| {
+                Ipv4Addr::new((hi >> 8) as u8, hi as u8, (lo >> 8) as u8, lo as u8)
+            };
+            if v6.is_unspecified() {
+                Some("the unspecified address")
+            } else if v6.is_loopback() {
+                Some("a loopback address")
+            } else if s[0] & 0xffc0 == 0xfe80 {
+                Some("a link-local address")
+            } else if s[0] & 0xffc0 == 0xfec0 {
+                Some("a site-local address")
+            } else if s[0] & 0xfe00 == 0xfc00 {
+                Some("a unique-local (private) address")
+            } else if s[0] & 0xff00 == 0xff00 {
+                Some("a multicast address")
+            } else if s[..6] == [0; 6] {
+                // IPv4-compatible `::a.b.c.d` (deprecated): judged by the IPv4 inside.
+                v4_reason(embedded(s[6], s[7]))
+            } else if s[0] == 0x64 && s[1] == 0xff9b && s[2..6] == [0; 4] {
+                // NAT64 `64:ff9b::a.b.c.d`: the gateway connects to the IPv4 inside.
+                v4_reason(embedded(s[6], s[7]))
+            } else if s[0] == 0x2002 {
+                // 6to4 `2002:aabb:ccdd::`: tunnels to the IPv4 inside.
+                v4_reason(embedded(s[1], s[2]))
+            } else {
+                None
+            }
+        }
+    }
+}
+
+fn v4_reason(ip: Ipv4Addr) -> Option<&'static str> {
+    let [a, b, c, _] = ip.octets();
+    match (a, b) {
+        (0, _) => Some("an unspecified address (0.0.0.0/8)"),
+        (10, _) => Some("a private address (10.0.0.0/8)"),
+        (100, 64..=127) => Some("a carrier-grade NAT address (100.64.0.0/10)"),
+        (127, _) => Some("a loopback address"),
+        (169, 254) => Some("a link-local address (169.254.0.0/16, cloud metadata lives here)"),
+        (172, 16..=31) => Some("a private address (172.16.0.0/12)"),
+        (192, 0) if c == 0 => Some("a reserved address (192.0.0.0/24)"),
+        (192, 168) => Some("a private address (192.168.0.0/16)"),
+        (198, 18..=19) => Some("a reserved benchmarking address (198.18.0.0/15)"),
+        (224..=239, _) => Some("a multicast address"),
+        (240..=255, _) => Some("a reserved or broadcast address (240.0.0.0/4)"),
+        _ => None,
+    }
+}
+
+/// The resolver that checks every address before ureq may connect to it.
+struct Guard {
+    check: AddressCheck,
+    refused: Arc<Mutex<Option<String>>>,
+}
+
+impl fmt::Debug for Guard {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Guard")
+    }
+}
+
+impl Resolver for Guard {
+    fn resolve(
+        &self,
+        uri: &Uri,
+        config: &ureq::config::Config,
+        timeout: NextTimeout,
+    ) -> Result<ResolvedSocketAddrs, ureq::Error> {
+        let addrs = DefaultResolver::default().resolve(uri, config, timeout)?;
+        for addr in addrs.iter() {
+            if let Err(why) = (self.check)(*addr) {
+                let host = uri.host().unwrap_or("the host");
+                let msg = format!("{host} resolves to {} — {why}", addr.ip());
+                if let Ok(mut slot) = self.refused.lock() {
+                    *slot = Some(msg.clone());
+                }
+                return Err(ureq::Error::Io(io::Error::new(
+                    io::ErrorKind::PermissionDenied,
+                    msg,
+                )));
+            }
+        }
+        Ok(addrs)
+    }
+}
+
+/// `url` checked: http(s) with a host.
+fn check_url(url: &str) -> Result<Uri, String> {
+    let trimmed = url.trim();
+    let scheme = trimmed.split_once(':').map(|(s, _)| s).filter(|s| {
+        let mut chars = s.chars();
+        chars.next().is_some_and(|c| c.is_ascii_alphabetic())
+            && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
+    });
+    match scheme.map(str::to_ascii_lowercase).as_deref() {
+        Some("http" | "https") => {}
+        // `localhost:8080/x` reads as scheme `localhost`: it is a URL without one.
+        Some(other)
+            if trimmed.contains("://")
+                || matches!(other, "file" | "data" | "javascript" | "mailto") =>
+        {
+            return Err(format!(
+                "only http and https URLs can be fetched, not {other}: ({trimmed})"
+            ))
+        }
+        _ => {
+            return Err(format!(
+                "{trimmed:?} has no scheme; write the full URL, e.g. https://{trimmed}"
+            ))
+        }
+    }
+    let uri: Uri = trimmed
+        .parse()
+        .map_err(|e| format!("{trimmed:?} is not a valid URL ({e})"))?;
+    if uri.host().is_none_or(str::is_empty) {
+        return Err(format!("{trimmed:?} has no host name"));
+    }
+    Ok(uri)
+}
+
+/// Where a redirect's `Location` points, from the URL that sent it.
+pub fn join_url(base: &Uri, location: &str) -> String {
+    let location = location.trim();
+    let scheme = base.scheme_str().unwrap_or("https");
+    let authority = base.authority().map_or("", |a| a.as_str());
+    if location.contains("://") {
+        return location.to_string();
+    }
+    if let Some(rest) = location.strip_prefix("//") {
+        return format!("{scheme}://{rest}");
+    }
+    let base_path = base.path();
+    let joined_path = if location.starts_with('/') {
+        location.to_string()
+    } else if location.starts_with('?') {
+        format!("{base_path}{location}")
+    } else if location.is_empty() || location.starts_with('#') {
+        return base.to_string();
+    } else {
+        let dir = base_path.rfind('/').map_or("/", |i| &base_path[..=i]);
+        format!("{dir}{location}")
+    };
+    let (path, query) = match joined_path.split_once('?') {
+        Some((p, q)) => (p, Some(q)),
+        None => (joined_path.as_str(), None),
+    };
+    // Remove `.` and `..` segments (RFC 3986 §5.2.4).
+    let mut segments: Vec<&str> = Vec::new();
+    for seg in path.split('/').skip(1) {
+        match seg {
+            "." => {}
+            ".." => {
+                segments.pop();
+            }
+            s => segments.push(s),
+        }
+    }
+    if matches!(path.rsplit('/').next(), Some("." | "..")) {
+        segments.push("");
+    }
+    let mut out = format!("{scheme}://{authority}/{}", segments.join("/"));
+    if let Some(q) = query {
+        out.push('?');
+        out.push_str(q);
+    }
+    out
+}
+
+fn header<'a>(resp: &'a ureq::http::Response<ureq::Body>, name: &str) -> Option<&'a str> {
+    resp.headers().get(name).and_then(|v| v.to_str().ok())
+}
+
+/// What a media type says about the body.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Media {
+    Html,
+    Text,
+    Binary,
+    Unknown,
+}
+
+fn media_of(content_type: &str) -> Media {
+    let mime = content_type
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase();
+    if mime.is_empty() {
+        return Media::Unknown;
+    }
+    if mime == "text/html" || mime == "application/xhtml+xml" {
+        return Media::Html;
+    }
+    let textual = [
+        "json",
+        "xml",
+        "javascript",
+        "ecmascript",
+        "yaml",
+        "toml",
+        "csv",
+        "x-www-form-urlencoded",
+        "sql",
+        "markdown",
+    ];
+    if mime.starts_with("text/") || textual.iter().any(|t| mime.contains(t)) {
+        Media::Text
+    } else {
+        Media::Binary
+    }
+}
+
+/// Fetches `url`. `max_bytes` may lower the configured cap.
+pub fn get(
+    url: &str,
+    max_bytes: Option<usize>,
+    opts: &FetchOptions,
+    cancel: &AtomicBool,
+) -> ToolOutput {
+    let cap = max_bytes.map_or(opts.cap, |m| m.clamp(1, opts.cap.max(1)));
+    let refused = Arc::new(Mutex::new(None));
+    let config = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .max_redirects(0)
+        .proxy(None)
+        .timeout_global(Some(opts.timeout))
+        .user_agent(concat!("evolve/", env!("CARGO_PKG_VERSION")))
+        .build();
+    let agent = ureq::Agent::with_parts(
+        config,
+        DefaultConnector::default(),
+        Guard {
+            check: Arc::clone(&opts.check),
+            refused: Arc::clone(&refused),
+        },
+    );
+
+    let original = url.trim().to_string();
+    let mut current = original.clone();
+    for hop in 0..=MAX_REDIRECTS {
+        let uri = match check_url(&current) {
+            Ok(u) => u,
+            Err(e) if hop == 0 => return ToolOutput::error(e),
+            Err(e) => {
+                return ToolOutput::error(format!(
+                    "{original} redirected to a URL that cannot be fetched: {e}"
+                ))
+            }
+        };
+        if cancel.load(Ordering::Relaxed) {
+            return ToolOutput::error(format!("cancelled before fetching {current}"));
+        }
+        let result = agent
+            .get(&current)
+            .header(
+                "Accept",
+                "text/html, text/plain, application/json, */*;q=0.5",
+            )
+            .call();
+        let resp = match result {
+            Ok(r) => r,
+            Err(e) => {
+                let refusal = refused.lock().ok().and_then(|mut s| s.take());
+                return ToolOutput::error(match refusal {
+                    Some(why) => format!("refused to fetch {current}: {why}; {}", opts.rule_hint),
+                    None => describe_error(&current, &e, opts.timeout),
+                });
+            }
+        };
+        let status = resp.status();
+        if status.is_redirection() {
+            if let Some(location) = header(&resp, "location") {
+                if hop == MAX_REDIRECTS {
+                    return ToolOutput::error(format!(
+                        "{original} redirected more than {MAX_REDIRECTS} times (last to {location}); fetch the final URL directly if you know it"
+                    ));
+                }
+                current = join_url(&uri, location);
+                continue;
+            }
+        }
+        return read_response(resp, &original, &current, cap, opts.timeout, cancel);
+    }
+    ToolOutput::error(format!(
+        "{original} redirected more than {MAX_REDIRECTS} times"
+    ))
+}
+
+fn describe_error(url: &str, e: &ureq::Error, timeout: Duration) -> String {
+    match e {
+        ureq::Error::Timeout(_) => format!(
+            "GET {url} timed out after {} s",
+            timeout.as_secs_f64().round()
+        ),
+        ureq::Error::HostNotFound => format!("GET {url} failed: host not found — check the URL"),
+        ureq::Error::ConnectionFailed => {
+            format!("GET {url} failed: cannot connect (nothing listening, or a firewall)")
+        }
+        ureq::Error::Io(io) => format!("GET {url} failed: {io}"),
+        other => format!("GET {url} failed: {other}"),
+    }
+}
+
+fn read_response(
+    resp: ureq::http::Response<ureq::Body>,
+    original: &str,
+    url: &str,
+    cap: usize,
+    timeout: Duration,
+    cancel: &AtomicBool,
+) -> ToolOutput {
+    let status = resp.status();
+    let content_type = header(&resp, "content-type").unwrap_or("").to_string();
+    let declared_len = header(&resp, "content-length").and_then(|v| v.trim().parse::<u64>().ok());
+    let media = media_of(&content_type);
+    let reason = status.canonical_reason().unwrap_or("");
+    let mut head = format!("GET {url} → {} {reason}", status.as_u16());
+    if url != original {
+        head.push_str(&format!(" (redirected from {original})"));
+    }
+    let ct_shown = if content_type.is_empty() {
+        "no content type".to_string()
+    } else {
+        content_type.clone()
+    };
+
+    if media == Media::Binary {
+        let size = declared_len.map_or_else(|| "unknown size".to_string(), human_size);
+        let text = format!("{head}\n[binary content: {ct_shown}, {size} — not shown; http_get returns text only]\n");
+        return ToolOutput {
+            content: text,
+            is_error: !status.is_success(),
+        };
+    }
+
+    let limit = if media == Media::Text {
+        cap
+    } else {
+        cap.saturating_mul(HTML_READ_FACTOR)
+    };
+    let mut reader = resp.into_body().into_reader();
+    let mut bytes = Vec::new();
+    let mut chunk = vec![0u8; 16 * 1024];
+    let mut more = false;
+    loop {
+        if cancel.load(Ordering::Relaxed) {
+            return ToolOutput::error(format!("cancelled while reading {url}"));
+        }
+        match reader.read(&mut chunk) {
+            Ok(0) => break,
+            Ok(n) => {
+                let room = limit.saturating_sub(bytes.len());
+                bytes.extend_from_slice(&chunk[..n.min(room)]);
+                if n > room {
+                    more = true;
+                    break;
+                }
+            }
+            Err(e) => {
+                let timed_out = e.kind() == io::ErrorKind::TimedOut
+                    || e.to_string().to_ascii_lowercase().contains("timeout");
+                let why = if timed_out {
+                    format!("timed out after {} s", timeout.as_secs_f64().round())
+                } else {
+                    e.to_string()
+                };
+                return ToolOutput::error(format!("GET {url}: reading the body failed: {why}"));
+            }
+        }
+    }
+    if media == Media::Unknown && looks_binary(&bytes) {
+        let text = format!(
+            "{head}\n[binary content ({ct_shown}), {}{} — not shown; http_get returns text only]\n",
+            human_size(bytes.len() as u64),
+            if more { " or more" } else { "" }
+        );
+        return ToolOutput {
+            content: text,
+            is_error: !status.is_success(),
+        };
+    }
+    let raw = String::from_utf8_lossy(&bytes);
+    let sniffed_html = media == Media::Unknown && {
+        let start = raw
+            .trim_start()
+            .get(..15)
+            .unwrap_or("")
+            .to_ascii_lowercase();
+        start.starts_with("<!doctype html") || start.starts_with("<html")
+    };
+    let mut text = if media == Media::Html || sniffed_html {
+        html_to_text(&raw)
+    } else {
+        raw.into_owned()
+    };
+    if text.len() > cap {
+        text = clip_bytes(&text, cap).to_string();
+        more = true;
+    }
+    let charset = content_type.to_ascii_lowercase().split(';').find_map(|p| {
+        p.trim()
+            .strip_prefix("charset=")
+            .map(|c| c.trim_matches('"').to_string())
+    });
+    let mut out = format!("{head}\nContent-Type: {ct_shown}\n");
+    if let Some(cs) = charset.filter(|c| c != "utf-8" && c != "utf8" && c != "us-ascii") {
+        out.push_str(&format!(
+            "[the page is in {cs}; it was read as UTF-8, so some characters may be garbled]\n"
+        ));
+    }
+    out.push('\n');
+    out.push_str(&text);
+    if !out.ends_with('\n') {
+        out.push('\n');
+    }
+    if more {
+        out.push_str(&format!("[truncated at {cap} bytes; the page is longer]\n"));
+    }
+    if status.is_success() || status.is_redirection() || status.is_informational() {
+        ToolOutput::ok(out)
+    } else {
+        ToolOutput::error(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+    use std::net::{Ipv6Addr, TcpListener};
+    use std::sync::atomic::AtomicUsize;
+
+    #[test]
+    fn private_and_special_addresses_are_blocked() {
+        let cases: &[(&str, bool)] = &[
+            ("127.0.0.1", true),
+            ("127.255.0.9", true),
+            ("10.1.2.3", true),
+            ("172.16.0.1", true),
+            ("172.31.255.255", true),
+            ("172.32.0.1", false),
+            ("192.168.1.1", true),
+            ("169.254.169.254", true),
+            ("100.64.0.1", true),
+            ("100.127.255.255", true),
+            ("100.128.0.1", false),
+            ("0.0.0.0", true),
+            ("224.0.0.1", true),
+            ("255.255.255.255", true),
+            ("8.8.8.8", false),
+            ("93.184.216.34", false),
+            ("::1", true),
+            ("::", true),
+            ("fe80::1", true),
+            ("fd00::1", true),
+            ("fc12::1", true),
+            ("ff02::1", true),
+            ("::ffff:127.0.0.1", true),
+            ("::ffff:10.0.0.1", true),
+            ("::ffff:8.8.8.8", false),
+            ("::127.0.0.1", true),
+            ("64:ff9b::a9fe:a9fe", true),
+            ("2002:7f00:1::", true),
+            ("2606:4700:4700::1111", false),
+        ];
+        for (ip, blocked) in cases {
+            let addr: IpAddr = ip.parse().unwrap();
+            assert_eq!(blocked_reason(addr).is_some(), *blocked, "{ip}");
+        }
+        assert!(blocked_reason(IpAddr::V6(Ipv6Addr::LOCALHOST))
+            .unwrap()
+            .contains("loopback"));
+    }
+
+    #[test]
+    fn redirect_locations_are_joined_to_the_url() {
+        let base: Uri = "https://example.com/docs/guide/page?x=1".parse().unwrap();
+        let cases: &[(&str, &str)] = &[
+            ("https://other.org/a", "https://other.org/a"),
+            ("//cdn.example.com/x", "https://cdn.example.com/x"),
+            ("/root?q=2", "https://example.com/root?q=2"),
+            ("next", "https://example.com/docs/guide/next"),
+            ("../up", "https://example.com/docs/up"),
+            ("./same/../here", "https://example.com/docs/guide/here"),
+            ("?page=2", "https://example.com/docs/guide/page?page=2"),
+        ];
+        for (loc, want) in cases {
+            assert_eq!(join_url(&base, loc), *want, "{loc}");
+        }
+    }
+
+    /// A local HTTP server answering by path; counts connections.
+    struct Server {
+        port: u16,
+        hits: Arc<AtomicUsize>,
+    }
+
+    fn serve(route: fn(&str, u16) -> Vec<u8>) -> Server {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let hits = Arc::new(AtomicUsize::new(0));
+        let counter = Arc::clone(&hits);
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(mut stream) = stream else { continue };
+                counter.fetch_add(1, Ordering::SeqCst);
+                let mut req = Vec::new();
+                let mut byte = [0u8; 1];
+                while !req.ends_with(b"\r\n\r\n") {
+                    match stream.read(&mut byte) {
+                        Ok(1) => req.push(byte[0]),
+                        _ => break,
+                    }
+                }
+                let req = String::from_utf8_lossy(&req);
+                let path = req.split_whitespace().nth(1).unwrap_or("/").to_string();
+                let _ = stream.write_all(&route(&path, port));
+            }
+        });
+        Server { port, hits }
+    }
+
+    fn reply(status: &str, headers: &str, body: &[u8]) -> Vec<u8> {
+        let mut r = format!(
+            "HTTP/1.1 {status}\r\n{headers}Content-Length: {}\r\nConnection: close\r\n\r\n",
+            body.len()
+        )
+        .into_bytes();
+        r.extend_from_slice(body);
+        r
+    }
+
+    fn routes(path: &str, port: u16) -> Vec<u8> {
+        match path {
+            "/page" => reply(
+                "200 OK",
+                "Content-Type: text/html; charset=utf-8\r\n",
+                b"<html><head><title>Hi</title><script>evil()</script></head><body><p>Hello &amp; welcome</p></body></html>",
+            ),
+            "/json" => reply("200 OK", "Content-Type: application/json\r\n", br#"{"a": 1}"#),
+            "/png" => reply("200 OK", "Content-Type: image/png\r\n", b"\x89PNG\r\n\x1a\n\0\0"),
+            "/blob" => reply("200 OK", "", b"\0\x01\x02binary"),
+            "/big" => reply("200 OK", "Content-Type: text/plain\r\n", &[b'x'; 5000]),
+            "/missing" => reply("404 Not Found", "Content-Type: text/plain\r\n", b"no such page"),
+            "/r1" => reply("302 Found", "Location: /r2\r\n", b""),
+            "/r2" => reply("301 Moved Permanently", "Location: page\r\n", b""),
+            "/to-ftp" => reply("302 Found", "Location: ftp://example.com/x\r\n", b""),
+            "/to-other-port" => reply(
+                "302 Found",
+                &format!("Location: http://127.0.0.1:{}/page\r\n", port.wrapping_add(1)),
+                b"",
+            ),
+            p if p.starts_with("/loop") => {
+                let n: u32 = p[5..].parse().unwrap_or(0);
+                reply("302 Found", &format!("Location: /loop{}\r\n", n + 1), b"")
+            }
+            _ => reply("500 Internal Server Error", "", b"unexpected"),
+        }
+    }
+
+    /// Options that allow 127.0.0.1 on `port` only.
+    fn only_port(port: u16, cap: usize) -> FetchOptions {
+        FetchOptions {
+            timeout: Duration::from_secs(10),
+            cap,
+            check: Arc::new(move |addr: SocketAddr| {
+                if addr.port() == port {
+                    Ok(())
+                } else {
+                    Err("not the test server".into())
+                }
+            }),
+            rule_hint: "test rule",
+        }
+    }
+
+    fn fetch(url: &str, opts: &FetchOptions) -> ToolOutput {
+        get(url, None, opts, &AtomicBool::new(false))
+    }
+
+    #[test]
+    fn loopback_is_refused_by_default_without_connecting() {
+        let server = serve(routes);
+        let opts = FetchOptions::from_config(&crate::tools::testing::tools_config());
+        for url in [
+            format!("http://127.0.0.1:{}/page", server.port),
+            format!("http://localhost:{}/page", server.port),
+            format!("http://[::1]:{}/page", server.port),
+        ] {
+            let out = fetch(&url, &opts);
+            assert!(out.is_error, "{url}");
+            assert!(
+                out.content.starts_with(&format!("refused to fetch {url}")),
+                "{}",
+                out.content
+            );
+            assert!(out.content.contains("loopback"), "{}", out.content);
+            assert!(
+                out.content.contains("http_allow_private"),
+                "{}",
+                out.content
+            );
+        }
+        assert_eq!(server.hits.load(Ordering::SeqCst), 0);
+    }
+
+    #[test]
+    fn pages_come_back_as_text() {
+        let server = serve(routes);
+        let mut tools = crate::tools::testing::tools_config();
+        tools.http_allow_private = true;
+        let opts = FetchOptions::from_config(&tools);
+        let base = format!("http://127.0.0.1:{}", server.port);
+        let page = fetch(&format!("{base}/page"), &opts);
+        assert!(!page.is_error, "{}", page.content);
+        assert!(
+            page.content
+                .starts_with(&format!("GET {base}/page → 200 OK\n")),
+            "{}",
+            page.content
+        );
+        assert!(
+            page.content.ends_with("Title: Hi\n\nHello & welcome\n"),
+            "{}",
+            page.content
+        );
+        assert!(!page.content.contains("evil"));
+        let json = fetch(&format!("{base}/json"), &opts);
+        assert!(json.content.ends_with("\n{\"a\": 1}\n"), "{}", json.content);
+        let png = fetch(&format!("{base}/png"), &opts);
+        assert!(
+            png.content.contains("[binary content: image/png, 10 B"),
+            "{}",
+            png.content
+        );
+        let blob = fetch(&format!("{base}/blob"), &opts);
+        assert!(
+            blob.content.contains("[binary content (no content type)"),
+            "{}",
+            blob.content
+        );
+        let missing = fetch(&format!("{base}/missing"), &opts);
+        assert!(missing.is_error);
+        assert!(
+            missing
+                .content
+                .starts_with(&format!("GET {base}/missing → 404 Not Found")),
+            "{}",
+            missing.content
+        );
+        assert!(missing.content.contains("no such page"));
+    }
+
+    #[test]
+    fn bodies_are_capped() {
+        let server = serve(routes);
+        let opts = only_port(server.port, 1000);
+        let url = format!("http://127.0.0.1:{}/big", server.port);
+        let out = fetch(&url, &opts);
+        assert!(out.content.contains(&"x".repeat(1000)));
+        assert!(!out.content.contains(&"x".repeat(1001)));
+        assert!(
+            out.content.contains("[truncated at 1000 bytes"),
+            "{}",
+            out.content
+        );
+        let small = get(&url, Some(10), &opts, &AtomicBool::new(false));
+        assert!(
+            small.content.contains("[truncated at 10 bytes"),
+            "{}",
+            small.content
+        );
+    }
+
+    #[test]
+    fn redirects_are_followed_and_every_hop_is_checked() {
+        let server = serve(routes);
+        let opts = only_port(server.port, 10_000);
+        let base = format!("http://127.0.0.1:{}", server.port);
+        let out = fetch(&format!("{base}/r1"), &opts);
+        assert!(!out.is_error, "{}", out.content);
+        assert!(
+            out.content.starts_with(&format!(
+                "GET {base}/page → 200 OK (redirected from {base}/r1)"
+            )),
+            "{}",
+            out.content
+        );
+        let looped = fetch(&format!("{base}/loop0"), &opts);
+        assert!(looped.is_error);
+        assert!(
+            looped.content.contains("redirected more than 5 times"),
+            "{}",
+            looped.content
+        );
+        let ftp = fetch(&format!("{base}/to-ftp"), &opts);
+        assert!(ftp.is_error);
+        assert!(
+            ftp.content.contains("only http and https"),
+            "{}",
+            ftp.content
+        );
+        let hits_before = server.hits.load(Ordering::SeqCst);
+        let other = fetch(&format!("{base}/to-other-port"), &opts);
+        assert!(other.is_error);
+        assert!(
+            other.content.contains("refused to fetch"),
+            "{}",
+            other.content
+        );
+        assert!(
+            other.content.contains("not the test server"),
+            "{}",
+            other.content
+        );
+        assert_eq!(server.hits.load(Ordering::SeqCst), hits_before + 1);
+    }
+
+    #[test]
+    fn urls_that_are_not_http_are_refused() {
+        let opts = only_port(1, 100);
+        let cases: &[(&str, &str)] = &[
+            ("file:///etc/passwd", "only http and https"),
+            ("ftp://example.com/", "only http and https"),
+            ("example.com/page", "has no scheme"),
+            ("localhost:8080/x", "has no scheme"),
+            ("data:text/plain,hi", "only http and https"),
+            ("http://", "not a valid URL"),
+        ];
+        for (url, expected) in cases {
+            let out = fetch(url, &opts);
+            assert!(out.is_error, "{url}");
+            assert!(out.content.contains(expected), "{url}: {}", out.content);
+        }
+    }
+}

@@ -1,0 +1,180 @@
+//! Test support for the tools: temporary directories and a hand-built [`ToolContext`]
+//! (the configuration loader and the store are other modules' work, so the tests build
+//! their values directly).
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::Duration;
+
+use evolve_core::CoreConfig;
+
+use super::{Builtins, ToolContext, ToolOutput};
+use crate::config::{AgentConfig, Config, ModelConfig, TextConfig, Timeouts, ToolsConfig};
+use crate::skills::Catalog;
+use crate::store::Store;
+use crate::text::ShellTokenizer;
+
+/// A directory under the system temp dir, removed on drop.
+pub struct TempDir(PathBuf);
+
+impl TempDir {
+    /// A fresh, empty directory whose name contains `tag`.
+    pub fn new(tag: &str) -> TempDir {
+        static COUNTER: AtomicUsize = AtomicUsize::new(0);
+        let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+        let path =
+            std::env::temp_dir().join(format!("evolve-tools-{tag}-{}-{n}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&path);
+        std::fs::create_dir_all(&path).expect("create temp dir");
+        TempDir(path)
+    }
+
+    /// Its path.
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// The built-in defaults of the tool limits (as documented on [`ToolsConfig`]).
+pub fn tools_config() -> ToolsConfig {
+    ToolsConfig {
+        shell_timeout: Duration::from_secs(30),
+        output_cap: 128 * 1024,
+        http_allow_private: false,
+        http_timeout: Duration::from_secs(20),
+        levels: Vec::new(),
+    }
+}
+
+/// A whole configuration with `home` and its `workspace` folder.
+pub fn config(home: &Path, tools: ToolsConfig) -> Config {
+    let timeouts = Timeouts {
+        connect: Duration::from_secs(5),
+        first_byte: Duration::from_secs(60),
+        per_read: Duration::from_secs(60),
+        overall: Duration::from_secs(300),
+    };
+    Config {
+        home: home.to_path_buf(),
+        file: home.join("config.toml"),
+        profile: "default".into(),
+        model: ModelConfig {
+            base_url: "http://127.0.0.1:9/v1".into(),
+            base_url_is_default: false,
+            api_key: None,
+            main: "test".into(),
+            cheap: "test".into(),
+            context_window: 8192,
+            reserved_output: 1024,
+            timeouts,
+            max_retries: 0,
+            stream: false,
+            temperature: None,
+        },
+        core: CoreConfig::default(),
+        agent: AgentConfig {
+            max_steps: 8,
+            reflect_every: 10,
+            reflect_below: 0.5,
+            style_above: 0.8,
+            style_notes_max: 8,
+            background_wait: Duration::from_secs(60),
+            learn: false,
+        },
+        tools,
+        text: TextConfig::default(),
+        workspace: home.join("workspace"),
+        log: "warn".into(),
+    }
+}
+
+/// Everything a tool call needs, in a temporary home with a `workspace` folder.
+pub struct Harness {
+    pub tmp: TempDir,
+    pub workspace: PathBuf,
+    pub config: Config,
+    pub store: Store,
+    pub tokenizer: ShellTokenizer,
+    pub skills: Catalog,
+    pub cancel: AtomicBool,
+    pub builtins: Builtins,
+    pub now: i64,
+    pub session: String,
+}
+
+impl Harness {
+    /// Default limits.
+    pub fn new() -> Harness {
+        Harness::with_tools(tools_config())
+    }
+
+    /// Given limits.
+    pub fn with_tools(tools: ToolsConfig) -> Harness {
+        let tmp = TempDir::new("harness");
+        let workspace = tmp.path().join("workspace");
+        std::fs::create_dir_all(&workspace).expect("workspace");
+        let workspace = std::fs::canonicalize(&workspace).expect("canonical");
+        let config = config(tmp.path(), tools.clone());
+        let store = Store::open(
+            &tmp.path().join("evolve.redb"),
+            &evolve_core::text::FallbackTokenizer,
+        )
+        .expect("store");
+        Harness {
+            skills: Catalog::default(),
+            builtins: Builtins::new(&tools),
+            tokenizer: ShellTokenizer::new(None),
+            cancel: AtomicBool::new(false),
+            now: 1_714_538_096,
+            session: "stest".into(),
+            tmp,
+            workspace,
+            config,
+            store,
+        }
+    }
+
+    /// The context of a call.
+    pub fn ctx(&self) -> ToolContext<'_> {
+        ToolContext {
+            workspace: &self.workspace,
+            store: &self.store,
+            session: &self.session,
+            now: self.now,
+            config: &self.config,
+            tokenizer: &self.tokenizer,
+            skills: &self.skills,
+            cancel: &self.cancel,
+        }
+    }
+
+    /// Runs a tool with JSON arguments.
+    pub fn run(&self, tool: &str, args: &str) -> ToolOutput {
+        self.builtins.run(tool, args, &self.ctx())
+    }
+
+    /// Runs a tool with arguments built by `serde_json::json!`.
+    pub fn call(&self, tool: &str, args: serde_json::Value) -> ToolOutput {
+        self.run(tool, &args.to_string())
+    }
+
+    /// A file in the workspace, written (parents created).
+    pub fn write(&self, rel: &str, content: &str) {
+        let path = self.workspace.join(rel);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).expect("parent");
+        }
+        std::fs::write(path, content).expect("write");
+    }
+
+    /// A file in the workspace, read.
+    pub fn read(&self, rel: &str) -> String {
+        std::fs::read_to_string(self.workspace.join(rel)).expect("read")
+    }
+}

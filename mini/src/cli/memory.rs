@@ -1,16 +1,26 @@
-//! `evolve memory …`: long-term memory management. For now `rank`, an offline look at
-//! what the core would inject for a query, given memories in a JSON file.
+//! `evolve memory …`: long-term memory management from the command line — add, list,
+//! search, forget, pin, export and import the memories of the store, and `rank`, an
+//! offline look at what the core would inject for a query, given memories in a JSON
+//! file. Every rule (ingest, merge, selection, decay) is the core's; this file parses
+//! arguments, calls the store and prints: readable lines by default, JSON with `--json`.
 
+use std::collections::HashMap;
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use argh::FromArgs;
-use evolve_core::memory::{self, Memory, MemoryConfig, Selection};
-use evolve_core::text::{one_line, FallbackTokenizer, KeywordSet};
+use evolve_core::memory::{
+    self, content_hash, Category, Memory, MemoryConfig, MemoryId, Priority, Selection,
+    IMPORTANCE_MAX, IMPORTANCE_MIN,
+};
+use evolve_core::text::{one_line, FallbackTokenizer, KeywordSet, Tokenizer};
 use evolve_core::Timestamp;
 
+use crate::cli::app::{self, App};
+use crate::config::LoadOptions;
 use crate::error::Error;
+use crate::store::{self, Export, Ingested, Store, SCHEMA_VERSION};
 
 /// manage long-term memories
 #[derive(FromArgs, Debug)]
@@ -23,7 +33,131 @@ pub struct MemoryCmd {
 #[derive(FromArgs, Debug)]
 #[argh(subcommand)]
 enum Action {
+    Add(Add),
+    List(List),
+    Search(Search),
+    Rm(Rm),
+    Pin(Pin),
+    Export(ExportCmd),
+    Import(ImportCmd),
     Rank(Rank),
+}
+
+/// remember TEXT (a similar memory is merged into, an exact copy is not stored twice)
+#[derive(FromArgs, Debug)]
+#[argh(subcommand, name = "add")]
+struct Add {
+    /// what to remember
+    #[argh(positional)]
+    text: String,
+    /// instruction, preference, reminder, fact or general (default general)
+    #[argh(option, from_str_fn(parse_category))]
+    category: Option<Category>,
+    /// priority: 0-3 or critical/high/medium/low (default: from the category)
+    #[argh(option, from_str_fn(parse_priority))]
+    priority: Option<Priority>,
+    /// importance: 1-5 (default 3)
+    #[argh(option, from_str_fn(parse_importance))]
+    importance: Option<u8>,
+    /// comma-separated tags, e.g. work,linux
+    #[argh(option)]
+    tags: Option<String>,
+    /// exempt it from age decay
+    #[argh(switch)]
+    pin: bool,
+    /// stop using it after this time: Unix seconds or RFC 3339 (2026-05-01T09:00:00Z)
+    #[argh(option, from_str_fn(parse_expiry))]
+    expires: Option<Timestamp>,
+    /// configuration profile to use
+    #[argh(option)]
+    profile: Option<String>,
+}
+
+/// list the memories (newest id last)
+#[derive(FromArgs, Debug)]
+#[argh(subcommand, name = "list")]
+struct List {
+    /// include deleted memories
+    #[argh(switch)]
+    all: bool,
+    /// print JSON records
+    #[argh(switch)]
+    json: bool,
+    /// configuration profile to use
+    #[argh(option)]
+    profile: Option<String>,
+}
+
+/// find the stored memories that would enter the prompt for QUERY, with the reason and score of each
+#[derive(FromArgs, Debug)]
+#[argh(subcommand, name = "search")]
+struct Search {
+    /// the text to search for, as a user message
+    #[argh(positional)]
+    query: String,
+    /// at most this many memories (default: the configured 30)
+    #[argh(option)]
+    limit: Option<usize>,
+    /// print the selection as JSON
+    #[argh(switch)]
+    json: bool,
+    /// configuration profile to use
+    #[argh(option)]
+    profile: Option<String>,
+}
+
+/// forget a memory: it is never used again but kept in the file (--purge removes it for good)
+#[derive(FromArgs, Debug)]
+#[argh(subcommand, name = "rm")]
+struct Rm {
+    /// the memory's id (from `evolve memory list`)
+    #[argh(positional, from_str_fn(parse_id))]
+    id: MemoryId,
+    /// delete the record itself
+    #[argh(switch)]
+    purge: bool,
+    /// configuration profile to use
+    #[argh(option)]
+    profile: Option<String>,
+}
+
+/// pin a memory (exempt from age decay), or unpin it with --off
+#[derive(FromArgs, Debug)]
+#[argh(subcommand, name = "pin")]
+struct Pin {
+    /// the memory's id (from `evolve memory list`)
+    #[argh(positional, from_str_fn(parse_id))]
+    id: MemoryId,
+    /// unpin
+    #[argh(switch)]
+    off: bool,
+    /// configuration profile to use
+    #[argh(option)]
+    profile: Option<String>,
+}
+
+/// write all memories (deleted ones flagged) as JSON to FILE, or to stdout
+#[derive(FromArgs, Debug)]
+#[argh(subcommand, name = "export")]
+struct ExportCmd {
+    /// the file to write (stdout when absent)
+    #[argh(positional)]
+    file: Option<PathBuf>,
+    /// configuration profile to use
+    #[argh(option)]
+    profile: Option<String>,
+}
+
+/// read memories from FILE: an `evolve memory export`, or a JSON list of records (bare or under "memories")
+#[derive(FromArgs, Debug)]
+#[argh(subcommand, name = "import")]
+struct ImportCmd {
+    /// the file to read
+    #[argh(positional)]
+    file: PathBuf,
+    /// configuration profile to use
+    #[argh(option)]
+    profile: Option<String>,
 }
 
 /// show which memories would enter the prompt for QUERY, with the reason and score of each
@@ -55,6 +189,13 @@ struct Rank {
 
 pub fn run(cmd: MemoryCmd) -> Result<(), Error> {
     match cmd.action {
+        Action::Add(c) => add(c),
+        Action::List(c) => list(c),
+        Action::Search(c) => search(c),
+        Action::Rm(c) => rm(c),
+        Action::Pin(c) => pin(c),
+        Action::Export(c) => export(c),
+        Action::Import(c) => import(c),
         Action::Rank(r) => rank(r),
     }
 }
@@ -62,31 +203,9 @@ pub fn run(cmd: MemoryCmd) -> Result<(), Error> {
 /// Reads memories from a JSON file: an array of records or an object holding one under
 /// `memories`. Keywords and hashes are recomputed, so hand-written files only need
 /// `content` (and whatever else they want to set).
-fn load_memories(path: &PathBuf) -> Result<Vec<Memory>, Error> {
-    let text = std::fs::read_to_string(path).map_err(|source| Error::Read {
-        path: path.clone(),
-        source,
-    })?;
-    #[derive(serde::Deserialize)]
-    #[serde(untagged)]
-    enum File {
-        List(Vec<Memory>),
-        Wrapped { memories: Vec<Memory> },
-    }
-    let invalid = |message: String| Error::Invalid {
-        path: path.clone(),
-        message,
-    };
-    let parsed: File = serde_json::from_str(&text).map_err(|e| {
-        // Untagged enums hide the real cause; re-parse as a list to name it.
-        let detail = serde_json::from_str::<Vec<Memory>>(&text)
-            .err()
-            .unwrap_or(e);
-        invalid(format!("not a list of memories: {detail}"))
-    })?;
-    let mut memories = match parsed {
-        File::List(m) | File::Wrapped { memories: m } => m,
-    };
+fn load_memories(path: &Path) -> Result<Vec<Memory>, Error> {
+    let text = read_file(path)?;
+    let mut memories = parse_memory_list(path, &text)?;
     for (i, m) in memories.iter_mut().enumerate() {
         if m.id == 0 {
             m.id = i as u64 + 1;
@@ -94,6 +213,34 @@ fn load_memories(path: &PathBuf) -> Result<Vec<Memory>, Error> {
         m.refresh_derived(&FallbackTokenizer);
     }
     Ok(memories)
+}
+
+fn read_file(path: &Path) -> Result<String, Error> {
+    std::fs::read_to_string(path).map_err(|source| Error::Read {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
+/// Parses a list of memory records, bare or under `memories`, naming the first problem.
+fn parse_memory_list(path: &Path, text: &str) -> Result<Vec<Memory>, Error> {
+    #[derive(serde::Deserialize)]
+    #[serde(untagged)]
+    enum File {
+        List(Vec<Memory>),
+        Wrapped { memories: Vec<Memory> },
+    }
+    let parsed: File = serde_json::from_str(text).map_err(|e| {
+        // Untagged enums hide the real cause; re-parse as a list to name it.
+        let detail = serde_json::from_str::<Vec<Memory>>(text).err().unwrap_or(e);
+        Error::Invalid {
+            path: path.to_path_buf(),
+            message: format!("not a list of memories: {detail}"),
+        }
+    })?;
+    Ok(match parsed {
+        File::List(m) | File::Wrapped { memories: m } => m,
+    })
 }
 
 fn unix_now() -> Timestamp {
@@ -104,7 +251,7 @@ fn unix_now() -> Timestamp {
 }
 
 fn rank(r: Rank) -> Result<(), Error> {
-    let mut memories = load_memories(&r.from)?;
+    let memories = load_memories(&r.from)?;
     let now = r.now.unwrap_or_else(unix_now);
     let mut cfg = MemoryConfig::default();
     if let Some(limit) = r.limit {
@@ -113,12 +260,29 @@ fn rank(r: Rank) -> Result<(), Error> {
     if r.max_chars.is_some() {
         cfg.max_chars = r.max_chars;
     }
-    let decayed = memory::apply_decay(&mut memories, now, &cfg);
     let query = KeywordSet::of(&FallbackTokenizer, &r.query);
-    let selection = memory::select(&memories, &query, now, &cfg);
-
     let mut out = std::io::stdout().lock();
-    if r.json {
+    report(
+        &mut out, &r.query, &query, memories, now, &cfg, r.json, r.block,
+    )
+}
+
+/// Decays (a copy of) `memories` as of `now`, selects for `query` with core's rules and
+/// prints the choice: a table, or JSON; `block` adds the text injected into the prompt.
+#[allow(clippy::too_many_arguments)]
+fn report(
+    out: &mut impl Write,
+    query_text: &str,
+    query: &KeywordSet,
+    mut memories: Vec<Memory>,
+    now: Timestamp,
+    cfg: &MemoryConfig,
+    json: bool,
+    block: bool,
+) -> Result<(), Error> {
+    let decayed = memory::apply_decay(&mut memories, now, cfg);
+    let selection = memory::select(&memories, query, now, cfg);
+    if json {
         let chosen: Vec<_> = selection
             .chosen
             .iter()
@@ -131,14 +295,14 @@ fn rank(r: Rank) -> Result<(), Error> {
             })
             .collect();
         let doc = serde_json::json!({
-            "query": r.query, "now": now, "considered": selection.considered,
+            "query": query_text, "now": now, "considered": selection.considered,
             "decayed": decayed.len(), "chosen": chosen,
         });
         writeln!(out, "{doc:#}")?;
     } else {
-        print_table(&mut out, &memories, &selection, decayed.len())?;
+        print_table(out, &memories, &selection, decayed.len())?;
     }
-    if r.block {
+    if block {
         let chosen: Vec<&Memory> = selection
             .chosen
             .iter()
@@ -147,7 +311,7 @@ fn rank(r: Rank) -> Result<(), Error> {
         writeln!(
             out,
             "\n{}",
-            memory::format_block(&chosen, memory::Lang::guess(&r.query))
+            memory::format_block(&chosen, memory::Lang::guess(query_text))
         )?;
     }
     Ok(())
@@ -196,4 +360,479 @@ fn reason_name(r: memory::Reason) -> String {
         .ok()
         .and_then(|v| v.as_str().map(String::from))
         .unwrap_or_default()
+}
+
+// ---- the commands on the store ----
+
+/// The configuration (with `--profile`) and the open store: how every store command
+/// starts.
+pub(super) fn open_store(profile: &Option<String>) -> Result<(App, Store), Error> {
+    let app = App::load(&LoadOptions {
+        profile: profile.clone(),
+        ..LoadOptions::default()
+    })?;
+    let store = app.open_store()?;
+    Ok((app, store))
+}
+
+fn parse_category(s: &str) -> Result<Category, String> {
+    Category::parse(s).ok_or_else(|| {
+        let names: Vec<&str> = Category::ALL.iter().map(|c| c.name()).collect();
+        format!("unknown category {s:?}: use one of {}", names.join(", "))
+    })
+}
+
+fn parse_priority(s: &str) -> Result<Priority, String> {
+    Priority::parse(s)
+        .ok_or_else(|| format!("unknown priority {s:?}: use 0-3 or critical, high, medium, low"))
+}
+
+fn parse_importance(s: &str) -> Result<u8, String> {
+    match s.trim().parse::<u8>() {
+        Ok(n) if (IMPORTANCE_MIN..=IMPORTANCE_MAX).contains(&n) => Ok(n),
+        _ => Err(format!(
+            "importance {s:?} is not a number from {IMPORTANCE_MIN} to {IMPORTANCE_MAX}"
+        )),
+    }
+}
+
+fn parse_expiry(s: &str) -> Result<Timestamp, String> {
+    store::parse_time(s)
+}
+
+/// A memory id as listed: `12` or `#12`.
+fn parse_id(s: &str) -> Result<MemoryId, String> {
+    let digits = s.trim().trim_start_matches('#');
+    digits
+        .parse()
+        .map_err(|_| format!("{s:?} is not a memory id: use the number `evolve memory list` shows"))
+}
+
+fn add(c: Add) -> Result<(), Error> {
+    let text = c.text.trim();
+    if text.is_empty() {
+        return Err(Error::Usage("nothing to remember: TEXT is empty".into()));
+    }
+    let now = app::now();
+    if let Some(t) = c.expires.filter(|&t| t <= now) {
+        return Err(Error::Usage(format!(
+            "--expires {} is in the past",
+            store::format_time(t)
+        )));
+    }
+    let (app, store) = open_store(&c.profile)?;
+    let category = c.category.unwrap_or_default();
+    let mut m = Memory::new(text, category, now, &app.tokenizer);
+    if let Some(p) = c.priority {
+        m.priority = p;
+    }
+    if let Some(i) = c.importance {
+        m.importance = i;
+    }
+    m.tags = split_tags(c.tags.as_deref());
+    m.pinned = c.pin;
+    m.expires_at = c.expires;
+    m.refresh_derived(&app.tokenizer);
+    let outcome = store.ingest_memory(m, &app.config.core.memory, now, &app.tokenizer)?;
+    let mut out = std::io::stdout().lock();
+    match outcome {
+        Ingested::Inserted(id) => writeln!(out, "added memory #{id}")?,
+        Ingested::Merged(id) => {
+            let merged = store.memory(id)?;
+            writeln!(
+                out,
+                "merged into memory #{id}: {}",
+                one_line(&merged.content, 70)
+            )?;
+        }
+        Ingested::Duplicate(id) => writeln!(out, "already remembered as memory #{id}")?,
+    }
+    Ok(())
+}
+
+/// `a, b,,c` → `[a, b, c]`.
+fn split_tags(tags: Option<&str>) -> Vec<String> {
+    tags.unwrap_or("")
+        .split(',')
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+        .map(String::from)
+        .collect()
+}
+
+fn list(c: List) -> Result<(), Error> {
+    let (_app, store) = open_store(&c.profile)?;
+    let now = app::now();
+    let all = store.all_memories()?;
+    let deleted = all.iter().filter(|m| m.deleted).count();
+    let shown: Vec<&Memory> = all.iter().filter(|m| c.all || !m.deleted).collect();
+    let mut out = std::io::stdout().lock();
+    if c.json {
+        let records: Vec<serde_json::Value> = shown.iter().map(|m| listing_json(m)).collect();
+        writeln!(out, "{:#}", serde_json::Value::Array(records))?;
+        return Ok(());
+    }
+    if shown.is_empty() {
+        writeln!(
+            out,
+            "no memories yet — add one with `evolve memory add TEXT`"
+        )?;
+    }
+    for m in &shown {
+        writeln!(out, "{}", listing_line(m, now))?;
+    }
+    if deleted > 0 && !c.all {
+        writeln!(out, "({deleted} deleted not shown; --all shows them)")?;
+    }
+    Ok(())
+}
+
+/// A memory as `list --json` prints it: the record without the keyword hashes and the
+/// embedding, which mean nothing to a reader (`memory export` keeps them).
+fn listing_json(m: &Memory) -> serde_json::Value {
+    let mut v = serde_json::to_value(m).unwrap_or_default();
+    if let Some(o) = v.as_object_mut() {
+        o.remove("keywords");
+        o.remove("embedding");
+    }
+    v
+}
+
+/// `  #12  high      preference   2026-03-01  pinned   likes green tea`
+fn listing_line(m: &Memory, now: Timestamp) -> String {
+    let mut flags = Vec::new();
+    if m.pinned {
+        flags.push("pinned");
+    }
+    if m.deleted {
+        flags.push("deleted");
+    } else if m.is_expired(now) {
+        flags.push("expired");
+    }
+    format!(
+        "{:>5}  {:<8}  {:<11}  {}  {:<8}  {}",
+        format!("#{}", m.id),
+        m.priority.name(),
+        m.category.name(),
+        store::format_date(m.created_at),
+        flags.join(","),
+        one_line(&m.content, 70)
+    )
+}
+
+fn search(c: Search) -> Result<(), Error> {
+    let (app, store) = open_store(&c.profile)?;
+    let mut cfg = app.config.core.memory.clone();
+    if let Some(limit) = c.limit {
+        cfg.max_selected = limit;
+    }
+    let query = KeywordSet::of(&app.tokenizer, &c.query);
+    let memories = store.with_memories(|ms| ms.to_vec());
+    let mut out = std::io::stdout().lock();
+    report(
+        &mut out,
+        &c.query,
+        &query,
+        memories,
+        app::now(),
+        &cfg,
+        c.json,
+        false,
+    )
+}
+
+fn rm(c: Rm) -> Result<(), Error> {
+    let (_app, store) = open_store(&c.profile)?;
+    let mut m = store.memory(c.id)?;
+    let mut out = std::io::stdout().lock();
+    if c.purge {
+        store.remove_memory(c.id)?;
+        writeln!(out, "removed memory #{} for good", c.id)?;
+    } else if m.deleted {
+        writeln!(
+            out,
+            "memory #{} was already deleted (--purge removes it for good)",
+            c.id
+        )?;
+    } else {
+        m.deleted = true;
+        store.update_memory(&m)?;
+        writeln!(
+            out,
+            "deleted memory #{}: {}",
+            c.id,
+            one_line(&m.content, 70)
+        )?;
+    }
+    Ok(())
+}
+
+fn pin(c: Pin) -> Result<(), Error> {
+    let (_app, store) = open_store(&c.profile)?;
+    let mut m = store.memory(c.id)?;
+    if m.deleted {
+        return Err(Error::Other(format!(
+            "memory #{} is deleted; add it again with `evolve memory add` to use it",
+            c.id
+        )));
+    }
+    m.pinned = !c.off;
+    store.update_memory(&m)?;
+    let what = if c.off { "unpinned" } else { "pinned" };
+    writeln!(std::io::stdout().lock(), "{what} memory #{}", c.id)?;
+    Ok(())
+}
+
+fn export(c: ExportCmd) -> Result<(), Error> {
+    let (_app, store) = open_store(&c.profile)?;
+    let doc = Export {
+        schema_version: SCHEMA_VERSION,
+        memories: store.all_memories()?,
+        sessions: Vec::new(),
+    };
+    let text = serde_json::to_string_pretty(&doc)
+        .map_err(|e| Error::Other(format!("cannot encode the export: {e}")))?;
+    match &c.file {
+        None => writeln!(std::io::stdout().lock(), "{text}")?,
+        Some(path) => {
+            write_file(path, &text)?;
+            eprintln!(
+                "exported {} memories to {}",
+                doc.memories.len(),
+                path.display()
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Writes `text` (and a final newline) to `path`, naming it on failure.
+pub(super) fn write_file(path: &Path, text: &str) -> Result<(), Error> {
+    let mut body = String::with_capacity(text.len() + 1);
+    body.push_str(text);
+    body.push('\n');
+    std::fs::write(path, body).map_err(|e| {
+        Error::Other(format!(
+            "cannot write {}: {e} — check that the directory exists and is writable",
+            path.display()
+        ))
+    })
+}
+
+/// What `memory import` found in a file.
+enum ImportFile {
+    /// An `evolve memory export` (or a full store export): restored with ids kept.
+    Export(Export),
+    /// Plain records: added one by one through the ingest rule.
+    Plain(Vec<Memory>),
+}
+
+fn read_import(path: &Path) -> Result<ImportFile, Error> {
+    let text = read_file(path)?;
+    let invalid = |message: String| Error::Invalid {
+        path: path.to_path_buf(),
+        message,
+    };
+    let value: serde_json::Value =
+        serde_json::from_str(&text).map_err(|e| invalid(format!("not JSON: {e}")))?;
+    if value.get("schema_version").is_none() {
+        return parse_memory_list(path, &text).map(ImportFile::Plain);
+    }
+    let doc: Export =
+        serde_json::from_str(&text).map_err(|e| invalid(format!("not an evolve export: {e}")))?;
+    if doc.schema_version > SCHEMA_VERSION {
+        return Err(invalid(format!(
+            "written by a newer evolve (schema version {}; this one reads up to \
+             {SCHEMA_VERSION}) — upgrade evolve to import it",
+            doc.schema_version
+        )));
+    }
+    Ok(ImportFile::Export(doc))
+}
+
+/// Counts of memories added through the ingest rule.
+#[derive(Default)]
+struct Ingests {
+    added: usize,
+    merged: usize,
+    present: usize,
+}
+
+impl Ingests {
+    fn run(
+        &mut self,
+        store: &Store,
+        memories: Vec<Memory>,
+        cfg: &MemoryConfig,
+        now: Timestamp,
+        tokenizer: &dyn Tokenizer,
+    ) -> Result<(), Error> {
+        for mut m in memories.into_iter().filter(|m| !m.deleted) {
+            m.id = 0;
+            if m.created_at == 0 {
+                m.created_at = now;
+            }
+            match store.ingest_memory(m, cfg, now, tokenizer)? {
+                Ingested::Inserted(_) => self.added += 1,
+                Ingested::Merged(_) => self.merged += 1,
+                Ingested::Duplicate(_) => self.present += 1,
+            }
+        }
+        Ok(())
+    }
+
+    fn summary(&self) -> String {
+        format!(
+            "{} added, {} merged into similar ones, {} already present",
+            self.added, self.merged, self.present
+        )
+    }
+}
+
+/// Imports a file. An export restores its memories with their ids (and its sessions),
+/// except memories whose id is taken by a different memory: those, and plain record
+/// lists, go through the ingest rule like `memory add`, so nothing stored is
+/// overwritten by a stranger's memory.
+fn import(c: ImportCmd) -> Result<(), Error> {
+    let file = read_import(&c.file)?;
+    let (app, store) = open_store(&c.profile)?;
+    let now = app::now();
+    let cfg = &app.config.core.memory;
+    let mut out = std::io::stdout().lock();
+    let name = c.file.display();
+    match file {
+        ImportFile::Plain(memories) => {
+            let mut counts = Ingests::default();
+            let total = memories.len();
+            counts.run(&store, memories, cfg, now, &app.tokenizer)?;
+            writeln!(
+                out,
+                "imported {total} memories from {name}: {}",
+                counts.summary()
+            )?;
+        }
+        ImportFile::Export(doc) => {
+            let stored: HashMap<MemoryId, u64> = store
+                .all_memories()?
+                .into_iter()
+                .map(|m| (m.id, m.content_hash))
+                .collect();
+            let (restore, clash): (Vec<Memory>, Vec<Memory>) =
+                doc.memories.into_iter().partition(|m| {
+                    m.id != 0
+                        && stored
+                            .get(&m.id)
+                            .is_none_or(|&h| h == content_hash(&m.content))
+                });
+            let restore = Export {
+                schema_version: doc.schema_version,
+                memories: restore,
+                sessions: doc.sessions,
+            };
+            let (memories, sessions) = store.import(&restore, &app.tokenizer)?;
+            write!(out, "restored {memories} memories")?;
+            if sessions > 0 {
+                write!(out, " and {sessions} sessions")?;
+            }
+            writeln!(out, " from {name} (ids kept)")?;
+            if !clash.is_empty() {
+                let mut counts = Ingests::default();
+                let total = clash.len();
+                counts.run(&store, clash, cfg, now, &app.tokenizer)?;
+                writeln!(
+                    out,
+                    "{total} memories whose ids were taken by others: {}",
+                    counts.summary()
+                )?;
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn argument_parsers_accept_the_documented_forms_and_name_the_rest() {
+        assert_eq!(parse_id("12"), Ok(12));
+        assert_eq!(parse_id("#12"), Ok(12));
+        assert!(parse_id("twelve").unwrap_err().contains("memory list"));
+        assert_eq!(parse_priority("high"), Ok(Priority::High));
+        assert_eq!(parse_priority("0"), Ok(Priority::Critical));
+        assert!(parse_priority("7").unwrap_err().contains("0-3"));
+        assert_eq!(parse_category("Fact"), Ok(Category::Fact));
+        assert!(parse_category("food").unwrap_err().contains("preference"));
+        assert_eq!(parse_importance("5"), Ok(5));
+        assert!(parse_importance("6").is_err());
+        assert!(parse_importance("0").is_err());
+        assert_eq!(parse_expiry("2026-01-01"), Ok(1_767_225_600));
+        assert_eq!(
+            split_tags(Some(" work, linux,,")),
+            vec!["work".to_string(), "linux".to_string()]
+        );
+        assert!(split_tags(None).is_empty());
+    }
+
+    #[test]
+    fn a_listing_line_shows_id_priority_category_date_flags_and_text() {
+        let mut m = Memory::new(
+            "likes\ngreen tea",
+            Category::Preference,
+            0,
+            &FallbackTokenizer,
+        );
+        m.id = 12;
+        m.pinned = true;
+        m.expires_at = Some(10);
+        let line = listing_line(&m, 20);
+        for part in [
+            "#12",
+            "high",
+            "preference",
+            "1970-01-01",
+            "pinned,expired",
+            "likes green tea",
+        ] {
+            assert!(line.contains(part), "{line:?} lacks {part:?}");
+        }
+        let json = listing_json(&m);
+        assert!(json.get("keywords").is_none());
+        assert_eq!(json["content"], "likes\ngreen tea");
+    }
+
+    #[test]
+    fn import_files_are_told_apart_by_their_schema_version() {
+        let dir = std::env::temp_dir().join(format!("evolve-cli-import-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let table = [
+            (r#"[{"content":"a"}]"#, Some(false)),
+            (
+                r#"{"memories":[{"content":"a"},{"content":"b"}]}"#,
+                Some(false),
+            ),
+            (
+                r#"{"schema_version":1,"memories":[{"content":"a"}],"sessions":[]}"#,
+                Some(true),
+            ),
+            (r#"{"schema_version":99,"memories":[],"sessions":[]}"#, None),
+            (r#"{"memories":[{"content":"a","priority":9}]}"#, None),
+            ("not json", None),
+        ];
+        for (i, (text, want)) in table.into_iter().enumerate() {
+            let path = dir.join(format!("f{i}.json"));
+            std::fs::write(&path, text).unwrap();
+            match (read_import(&path), want) {
+                (Ok(ImportFile::Export(_)), Some(true))
+                | (Ok(ImportFile::Plain(_)), Some(false)) => {}
+                (Err(e), None) => {
+                    assert_eq!(e.exit_code(), 2, "{e}");
+                    assert!(e.to_string().contains(&format!("f{i}.json")), "{e}");
+                }
+                (got, _) => panic!("{text}: {:?}", got.map(|_| ()).map_err(|e| e.to_string())),
+            }
+        }
+        std::fs::remove_dir_all(&dir).ok();
+    }
 }

@@ -1,34 +1,60 @@
 //! The store: one redb file holding everything Evolve must not lose. It owns the
 //! tables, the schema version and its migrations, and the in-RAM cache of memories
 //! (with their precomputed keywords) that selection reads. Every logical change is one
-//! write transaction, committed before the call returns (redb's default durability:
-//! an acknowledged write survives kill -9).
+//! write transaction, committed before the call returns (redb's default durability,
+//! `Immediate`: an acknowledged write survives kill -9).
 //!
 //! Tables (keys → values; values are JSON unless said otherwise):
-//! - `meta`: `schema_version` → u64
+//! - `meta`: `schema_version` → u64 (also `active_prompt`, `next_memory_id`)
 //! - `memories`: id u64 → [`Memory`]
 //! - `sessions`: id → [`Session`]
 //! - `messages`: (session, seq u64) → [`StoredMessage`]
 //! - `l2`: session → [`L2Ring`] entries; `l3`: session → summary text
 //! - `prompts`: version u64 → [`PromptVersion`]; `meta.active_prompt` → version
-//! - `style_notes`: "all" → Vec<String>
+//! - `style_notes`: "all" → `Vec<String>`
 //! - `evaluations`: (session, turn u64) → [`Evaluation`]
 //! - `tool_classes`: tool name → [`ToolClassRecord`]
-//! - `grants`: session → [`Grants`]
-//! - `pending`: session → Vec<[`PendingCall`]>
-//! - `audit`: seq u64 → [`AuditEntry`]
+//! - `grants`: session → [`Grants`](evolve_core::permission::Grants)
+//! - `pending`: session → Vec<[`PendingCall`](evolve_core::permission::PendingCall)>
+//! - `audit`: seq u64 → [`AuditEntry`](evolve_core::permission::AuditEntry)
 //! - `turns`: (session, turn u64) → the turn record JSON (opaque to the store)
 //! - `todos`: session → Vec<[`Todo`]>
+//!
+//! What it decides: record layout and ids (memory ids are never reused; session ids
+//! are time-ordered), what a session owns (removing it removes all of that), and how
+//! the memory cache follows the file (updated only after a successful commit, under a
+//! lock that orders memory writes, so readers never see a change the file does not
+//! hold). What to remember, merge, forget or select is decided by `evolve_core::memory`;
+//! the store applies those decisions atomically.
+//!
+//! The file is opened by one process at a time (redb's exclusive-writer lock); inside
+//! the process the [`Store`] is shared by reference: redb serialises write transactions
+//! and readers see committed snapshots.
 
-use std::fmt;
+mod dates;
+mod error;
+mod export;
+mod memories;
+mod migrate;
+mod permissions;
+mod prompts;
+mod schema;
+mod sessions;
+
 use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard, PoisonError, RwLock, RwLockReadGuard};
 
 use evolve_core::history::{L2Ring, Message};
-use evolve_core::memory::{Memory, MemoryConfig, MemoryId};
-use evolve_core::permission::{AuditEntry, Grants, Level, PendingCall};
+use evolve_core::memory::{Memory, MemoryId};
+use evolve_core::permission::Level;
 use evolve_core::text::Tokenizer;
 use evolve_core::Timestamp;
+use redb::{Database, ReadTransaction, ReadableDatabase, WriteTransaction};
 use serde::{Deserialize, Serialize};
+
+pub use dates::{format_date, format_time, parse_time};
+use error::Fail;
+pub use error::StoreError;
 
 /// The schema this build writes. Opening an older store migrates it in one write
 /// transaction; a newer one is refused with a clear error.
@@ -119,33 +145,6 @@ pub struct Todo {
     pub done: bool,
 }
 
-/// Why the store cannot do what was asked.
-#[derive(Debug)]
-pub enum StoreError {
-    /// The file cannot be opened or created (permissions, locked by another process, …).
-    Open { path: PathBuf, message: String },
-    /// The file was written by a newer Evolve.
-    TooNew {
-        path: PathBuf,
-        found: u64,
-        supported: u64,
-    },
-    /// A read or write failed (disk full, I/O error).
-    Io { path: PathBuf, message: String },
-    /// A record could not be decoded (names table and key).
-    Corrupt { path: PathBuf, message: String },
-    /// No such memory / session / version.
-    NotFound(String),
-}
-
-impl fmt::Display for StoreError {
-    fn fmt(&self, _f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        todo!()
-    }
-}
-
-impl std::error::Error for StoreError {}
-
 /// Result of [`Store::ingest_memory`].
 #[derive(Debug, Clone, PartialEq)]
 pub enum Ingested {
@@ -187,9 +186,21 @@ pub struct SessionExport {
     pub evaluations: Vec<Evaluation>,
 }
 
+/// redb's page cache. Its default (1 GiB) would let a long `serve` grow far past the
+/// 8 MB idle target; the hot data (memories) lives in our own cache anyway.
+const CACHE_BYTES: usize = 4 * 1024 * 1024;
+
 /// The open store. Cheap to share by reference across threads (`Sync`).
 pub struct Store {
     path: PathBuf,
+    db: Database,
+    /// Live memories (not deleted), ids ascending, keywords precomputed. Changed only
+    /// after a commit, while `memory_writer` is held.
+    memories: RwLock<Vec<Memory>>,
+    /// Held by every write that changes memories, from reading the cache to deciding
+    /// (ingest, merge, cap) to updating it after the commit: two writers never decide
+    /// on the same stale view, and the cache ends in the order the commits happened.
+    memory_writer: Mutex<()>,
 }
 
 impl Store {
@@ -197,10 +208,40 @@ impl Store {
     /// loads the memory cache. `tokenizer` recomputes keywords of memories whose stored
     /// keywords are empty (imported or migrated).
     pub fn open(path: &Path, tokenizer: &dyn Tokenizer) -> Result<Store, StoreError> {
-        let _ = tokenizer;
-        Ok(Store {
+        let open_err = |message: String| StoreError::Open {
             path: path.to_path_buf(),
-        })
+            message,
+        };
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(|e| {
+                open_err(format!(
+                    "cannot create the directory {}: {e} — check its permissions or set \
+                     EVOLVE_HOME to a writable directory",
+                    dir.display()
+                ))
+            })?;
+        }
+        let db = redb::Builder::new()
+            .set_cache_size(CACHE_BYTES)
+            .create(path)
+            .map_err(|e| open_failure(path, e))?;
+        let migrated = migrate::migrate(&db).map_err(|e| e.at(path))?;
+        if migrated.from != migrated.to {
+            log::info!(
+                "store {}: schema {} → {}",
+                path.display(),
+                migrated.from,
+                migrated.to
+            );
+        }
+        let store = Store {
+            path: path.to_path_buf(),
+            db,
+            memories: RwLock::new(Vec::new()),
+            memory_writer: Mutex::new(()),
+        };
+        store.load_memories(tokenizer)?;
+        Ok(store)
     }
 
     /// The file.
@@ -208,272 +249,71 @@ impl Store {
         &self.path
     }
 
-    // ---- memories (the cache is read; every change is written through) ----
-
-    /// Runs `f` on the cached live memories (not deleted), in id order.
-    pub fn with_memories<R>(&self, f: impl FnOnce(&[Memory]) -> R) -> R {
-        let _ = f;
-        todo!()
-    }
-
-    /// One memory by id (deleted ones too).
-    pub fn memory(&self, id: MemoryId) -> Result<Memory, StoreError> {
-        let _ = id;
-        todo!()
-    }
-
-    /// Adds a memory through core's ingest rule (exact duplicate → nothing; similar →
-    /// merge; else insert), enforcing the CRITICAL cap. One transaction.
-    pub fn ingest_memory(
+    /// Runs `f` in one write transaction and commits it; an error anywhere aborts the
+    /// whole change.
+    fn write<R>(
         &self,
-        memory: Memory,
-        cfg: &MemoryConfig,
-        now: Timestamp,
-        tokenizer: &dyn Tokenizer,
-    ) -> Result<Ingested, StoreError> {
-        let _ = (memory, cfg, now, tokenizer);
-        todo!()
+        f: impl FnOnce(&WriteTransaction) -> Result<R, Fail>,
+    ) -> Result<R, StoreError> {
+        let run = || -> Result<R, Fail> {
+            let txn = self.db.begin_write()?;
+            let out = f(&txn)?;
+            txn.commit()?;
+            Ok(out)
+        };
+        run().map_err(|e| e.at(&self.path))
     }
 
-    /// Inserts a memory as given (no merge), assigning a new id. Returns the id.
-    pub fn insert_memory(&self, memory: Memory) -> Result<MemoryId, StoreError> {
-        let _ = memory;
-        todo!()
-    }
-
-    /// Replaces a memory (same id).
-    pub fn update_memory(&self, memory: &Memory) -> Result<(), StoreError> {
-        let _ = memory;
-        todo!()
-    }
-
-    /// Deletes a memory for good.
-    pub fn remove_memory(&self, id: MemoryId) -> Result<(), StoreError> {
-        let _ = id;
-        todo!()
-    }
-
-    /// Sets `last_accessed_at = now` on all of `ids` in one transaction.
-    pub fn mark_accessed(&self, ids: &[MemoryId], now: Timestamp) -> Result<(), StoreError> {
-        let _ = (ids, now);
-        todo!()
-    }
-
-    // ---- sessions and messages ----
-
-    /// Creates a session.
-    pub fn create_session(&self, title: &str, now: Timestamp) -> Result<Session, StoreError> {
-        let _ = (title, now);
-        todo!()
-    }
-
-    /// One session.
-    pub fn session(&self, id: &str) -> Result<Session, StoreError> {
-        let _ = id;
-        todo!()
-    }
-
-    /// All sessions, most recently updated first.
-    pub fn sessions(&self) -> Result<Vec<Session>, StoreError> {
-        todo!()
-    }
-
-    /// Renames a session.
-    pub fn rename_session(&self, id: &str, title: &str) -> Result<(), StoreError> {
-        let _ = (id, title);
-        todo!()
-    }
-
-    /// Deletes a session and everything attached to it (messages, L2, L3, evaluations,
-    /// grants, pending calls, turns). One transaction.
-    pub fn remove_session(&self, id: &str) -> Result<(), StoreError> {
-        let _ = id;
-        todo!()
-    }
-
-    /// Appends the messages of one turn and bumps the session's counters (and `turns`
-    /// when `completes_turn`). One transaction. Returns the stored messages.
-    pub fn append_messages(
+    /// Runs `f` on a consistent snapshot.
+    fn read<R>(
         &self,
-        session: &str,
-        turn: u64,
-        messages: &[Message],
-        now: Timestamp,
-        completes_turn: bool,
-    ) -> Result<Vec<StoredMessage>, StoreError> {
-        let _ = (session, turn, messages, now, completes_turn);
-        todo!()
+        f: impl FnOnce(&ReadTransaction) -> Result<R, Fail>,
+    ) -> Result<R, StoreError> {
+        let run = || -> Result<R, Fail> {
+            let txn = self.db.begin_read()?;
+            f(&txn)
+        };
+        run().map_err(|e| e.at(&self.path))
     }
 
-    /// Messages of a session in order; `since_turn`: only turns ≥ it.
-    pub fn messages(
-        &self,
-        session: &str,
-        since_turn: u64,
-    ) -> Result<Vec<StoredMessage>, StoreError> {
-        let _ = (session, since_turn);
-        todo!()
+    fn lock_writer(&self) -> MutexGuard<'_, ()> {
+        // The guard protects no data: a panic elsewhere leaves nothing half-done here.
+        self.memory_writer
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// The L2 ring of a session (empty if none).
-    pub fn l2(&self, session: &str) -> Result<L2Ring, StoreError> {
-        let _ = session;
-        todo!()
-    }
-
-    /// Replaces the L2 ring and, when given, the L3 summary, in one transaction.
-    pub fn set_l2(&self, session: &str, ring: &L2Ring, l3: Option<&str>) -> Result<(), StoreError> {
-        let _ = (session, ring, l3);
-        todo!()
-    }
-
-    /// The L3 summary of a session.
-    pub fn l3(&self, session: &str) -> Result<Option<String>, StoreError> {
-        let _ = session;
-        todo!()
-    }
-
-    // ---- prompts, style, evaluations, turns ----
-
-    /// All prompt versions, oldest first.
-    pub fn prompt_versions(&self) -> Result<Vec<PromptVersion>, StoreError> {
-        todo!()
-    }
-
-    /// The active prompt version (`None` until one is written: the built-in prompt).
-    pub fn active_prompt(&self) -> Result<Option<PromptVersion>, StoreError> {
-        todo!()
-    }
-
-    /// Writes a new version and makes it active. Returns its number.
-    pub fn add_prompt_version(
-        &self,
-        text: &str,
-        note: &str,
-        now: Timestamp,
-    ) -> Result<u64, StoreError> {
-        let _ = (text, note, now);
-        todo!()
-    }
-
-    /// Makes an existing version active.
-    pub fn activate_prompt(&self, version: u64) -> Result<(), StoreError> {
-        let _ = version;
-        todo!()
-    }
-
-    /// The style notes, oldest first.
-    pub fn style_notes(&self) -> Result<Vec<String>, StoreError> {
-        todo!()
-    }
-
-    /// Replaces the style notes.
-    pub fn set_style_notes(&self, notes: &[String]) -> Result<(), StoreError> {
-        let _ = notes;
-        todo!()
-    }
-
-    /// Stores a turn's evaluation.
-    pub fn add_evaluation(&self, eval: &Evaluation) -> Result<(), StoreError> {
-        let _ = eval;
-        todo!()
-    }
-
-    /// Evaluations of a session, by turn.
-    pub fn evaluations(&self, session: &str) -> Result<Vec<Evaluation>, StoreError> {
-        let _ = session;
-        todo!()
-    }
-
-    /// Stores a turn record (JSON text, opaque here).
-    pub fn put_turn(&self, session: &str, turn: u64, record_json: &str) -> Result<(), StoreError> {
-        let _ = (session, turn, record_json);
-        todo!()
-    }
-
-    /// A turn record.
-    pub fn turn(&self, session: &str, turn: u64) -> Result<Option<String>, StoreError> {
-        let _ = (session, turn);
-        todo!()
-    }
-
-    /// A session's TODO list.
-    pub fn todos(&self, session: &str) -> Result<Vec<Todo>, StoreError> {
-        let _ = session;
-        todo!()
-    }
-
-    /// Replaces a session's TODO list.
-    pub fn set_todos(&self, session: &str, todos: &[Todo]) -> Result<(), StoreError> {
-        let _ = (session, todos);
-        todo!()
-    }
-
-    // ---- permissions ----
-
-    /// A cached tool classification.
-    pub fn tool_class(&self, tool: &str) -> Result<Option<ToolClassRecord>, StoreError> {
-        let _ = tool;
-        todo!()
-    }
-
-    /// Caches a tool classification.
-    pub fn set_tool_class(&self, tool: &str, record: &ToolClassRecord) -> Result<(), StoreError> {
-        let _ = (tool, record);
-        todo!()
-    }
-
-    /// A session's "always allow" grants.
-    pub fn grants(&self, session: &str) -> Result<Grants, StoreError> {
-        let _ = session;
-        todo!()
-    }
-
-    /// Replaces a session's grants.
-    pub fn set_grants(&self, session: &str, grants: &Grants) -> Result<(), StoreError> {
-        let _ = (session, grants);
-        todo!()
-    }
-
-    /// A session's pending calls.
-    pub fn pending(&self, session: &str) -> Result<Vec<PendingCall>, StoreError> {
-        let _ = session;
-        todo!()
-    }
-
-    /// Replaces a session's pending calls (empty = none).
-    pub fn set_pending(&self, session: &str, calls: &[PendingCall]) -> Result<(), StoreError> {
-        let _ = (session, calls);
-        todo!()
-    }
-
-    /// Appends audit entries in one transaction.
-    pub fn audit(&self, entries: &[AuditEntry]) -> Result<(), StoreError> {
-        let _ = entries;
-        todo!()
-    }
-
-    /// The last `limit` audit entries, oldest first.
-    pub fn audit_log(&self, limit: usize) -> Result<Vec<AuditEntry>, StoreError> {
-        let _ = limit;
-        todo!()
-    }
-
-    // ---- export / import ----
-
-    /// Everything, for `memory export` / `sessions export` / backups.
-    pub fn export(&self) -> Result<Export, StoreError> {
-        todo!()
-    }
-
-    /// Imports an export: memories by id (existing ids replaced), sessions with their
-    /// messages. One transaction. Returns (memories, sessions) imported.
-    pub fn import(
-        &self,
-        export: &Export,
-        tokenizer: &dyn Tokenizer,
-    ) -> Result<(usize, usize), StoreError> {
-        let _ = (export, tokenizer);
-        todo!()
+    fn cache(&self) -> RwLockReadGuard<'_, Vec<Memory>> {
+        self.memories.read().unwrap_or_else(PoisonError::into_inner)
     }
 }
+
+const FOREIGN_HINT: &str = "move it aside (evolve then starts a new store) or restore a backup";
+
+/// The error for a file redb cannot open, with what to do about it.
+fn open_failure(path: &Path, e: redb::DatabaseError) -> StoreError {
+    let message = match e {
+        redb::DatabaseError::DatabaseAlreadyOpen | redb::DatabaseError::LockProtocolMismatch => {
+            error::IN_USE.to_string()
+        }
+        redb::DatabaseError::Storage(redb::StorageError::Io(io))
+            if io.kind() == std::io::ErrorKind::InvalidData =>
+        {
+            format!("it is not an evolve store ({io}) — {FOREIGN_HINT}")
+        }
+        redb::DatabaseError::Storage(redb::StorageError::Io(io)) => format!(
+            "{io} — check the file's permissions, or set EVOLVE_HOME to a writable directory"
+        ),
+        redb::DatabaseError::Storage(redb::StorageError::Corrupted(detail)) => {
+            format!("it is damaged ({detail}) — {FOREIGN_HINT}")
+        }
+        other => return Fail::from(other).at(path),
+    };
+    StoreError::Open {
+        path: path.to_path_buf(),
+        message,
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests;

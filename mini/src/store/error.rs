@@ -1,0 +1,211 @@
+//! What the store says when it cannot do what was asked: [`StoreError`], whose messages
+//! name the file and say what to do, and the internal [`Fail`] that store code returns
+//! with `?` before the path is known.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+/// Why the store cannot do what was asked.
+#[derive(Debug)]
+pub enum StoreError {
+    /// The file cannot be opened or created (permissions, locked by another process, …).
+    Open { path: PathBuf, message: String },
+    /// The file was written by a newer Evolve.
+    TooNew {
+        path: PathBuf,
+        found: u64,
+        supported: u64,
+    },
+    /// A read or write failed (disk full, I/O error).
+    Io { path: PathBuf, message: String },
+    /// A record could not be decoded (names table and key).
+    Corrupt { path: PathBuf, message: String },
+    /// No such memory / session / version. The text names it and where to look.
+    NotFound(String),
+}
+
+impl fmt::Display for StoreError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            StoreError::Open { path, message } => {
+                write!(f, "cannot open the store {}: {message}", path.display())
+            }
+            StoreError::TooNew {
+                path,
+                found,
+                supported,
+            } => write!(
+                f,
+                "the store {} was written by a newer evolve (schema version {found}; this \
+                 evolve reads up to {supported}) — upgrade evolve to use it",
+                path.display()
+            ),
+            StoreError::Io { path, message } => write!(
+                f,
+                "cannot read or write the store {}: {message} — check the free disk space \
+                 and the file's permissions, then retry",
+                path.display()
+            ),
+            StoreError::Corrupt { path, message } => write!(
+                f,
+                "the store {} holds a damaged record: {message} — keep a copy of the file; \
+                 the rest of the store is still readable",
+                path.display()
+            ),
+            StoreError::NotFound(what) => f.write_str(what),
+        }
+    }
+}
+
+impl std::error::Error for StoreError {}
+
+/// A failure inside a store operation, turned into a [`StoreError`] (with the file's
+/// path) at the public boundary by [`Fail::at`].
+#[derive(Debug)]
+pub(super) enum Fail {
+    /// redb refused (I/O, damaged file, lock).
+    Db(redb::Error),
+    /// A stored value is not the JSON its table holds.
+    Corrupt {
+        table: &'static str,
+        key: String,
+        detail: String,
+    },
+    /// A value could not be encoded (a bug, or a value JSON cannot hold).
+    Encode { table: &'static str, detail: String },
+    /// The file's schema is newer than this build's.
+    TooNew(u64),
+    /// No such record; the text is the user-facing message.
+    NotFound(String),
+}
+
+impl Fail {
+    /// The user-facing error for the store at `path`.
+    pub(super) fn at(self, path: &Path) -> StoreError {
+        let path = path.to_path_buf();
+        match self {
+            Fail::Db(e) => db_error(path, e),
+            Fail::Corrupt { table, key, detail } => StoreError::Corrupt {
+                path,
+                message: format!("table `{table}`, key {key}: {detail}"),
+            },
+            Fail::Encode { table, detail } => StoreError::Io {
+                path,
+                message: format!("cannot encode a record of table `{table}`: {detail}"),
+            },
+            Fail::TooNew(found) => StoreError::TooNew {
+                path,
+                found,
+                supported: super::SCHEMA_VERSION,
+            },
+            Fail::NotFound(what) => StoreError::NotFound(what),
+        }
+    }
+}
+
+/// Maps redb's error to ours: damage → `Corrupt`, a held lock → `Open` (with the hint
+/// that another evolve may be running), the rest → `Io` with redb's own words (which
+/// carry the OS message, e.g. "No space left on device").
+fn db_error(path: PathBuf, e: redb::Error) -> StoreError {
+    match e {
+        redb::Error::Corrupted(detail) => StoreError::Corrupt {
+            path,
+            message: format!("the file is damaged ({detail})"),
+        },
+        redb::Error::TableTypeMismatch { .. }
+        | redb::Error::TableDoesNotExist(_)
+        | redb::Error::TableIsMultimap(_)
+        | redb::Error::TableIsNotMultimap(_) => StoreError::Corrupt {
+            path,
+            message: format!("the tables are not the ones evolve writes ({e})"),
+        },
+        redb::Error::DatabaseAlreadyOpen | redb::Error::LockProtocolMismatch => StoreError::Open {
+            path,
+            message: IN_USE.to_string(),
+        },
+        redb::Error::UpgradeRequired(v) => StoreError::Open {
+            path,
+            message: format!(
+                "the file uses redb file format {v}, which this evolve cannot read — open \
+                 it with the evolve that wrote it and `evolve memory export` its memories"
+            ),
+        },
+        redb::Error::ValueTooLarge(n) => StoreError::Io {
+            path,
+            message: format!("a record of {n} bytes is larger than the store accepts"),
+        },
+        other => StoreError::Io {
+            path,
+            message: other.to_string(),
+        },
+    }
+}
+
+/// The message for a file held by another process.
+pub(super) const IN_USE: &str = "it is locked by another process — is another evolve \
+     running (`evolve serve`, `evolve chat`)? Stop it or wait for it to finish, then retry";
+
+macro_rules! from_redb {
+    ($($t:ty),*) => {$(
+        impl From<$t> for Fail {
+            fn from(e: $t) -> Self {
+                Fail::Db(e.into())
+            }
+        }
+    )*};
+}
+
+from_redb!(
+    redb::Error,
+    redb::DatabaseError,
+    redb::TransactionError,
+    redb::TableError,
+    redb::StorageError,
+    redb::CommitError
+);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn messages_name_the_file_and_say_what_to_do() {
+        let p = Path::new("/x/evolve.redb");
+        let table: [(StoreError, &[&str]); 5] = [
+            (
+                Fail::Db(redb::Error::DatabaseAlreadyOpen).at(p),
+                &["/x/evolve.redb", "another evolve"],
+            ),
+            (
+                Fail::Db(redb::Error::Io(std::io::Error::other(
+                    "No space left on device",
+                )))
+                .at(p),
+                &["/x/evolve.redb", "No space left", "disk space"],
+            ),
+            (
+                Fail::Corrupt {
+                    table: "memories",
+                    key: "12".into(),
+                    detail: "expected value".into(),
+                }
+                .at(p),
+                &["/x/evolve.redb", "`memories`", "key 12"],
+            ),
+            (
+                Fail::TooNew(7).at(p),
+                &["/x/evolve.redb", "7", "upgrade evolve"],
+            ),
+            (
+                Fail::NotFound("no memory #3".into()).at(p),
+                &["no memory #3"],
+            ),
+        ];
+        for (e, needles) in table {
+            let text = e.to_string();
+            for n in needles {
+                assert!(text.contains(n), "{text:?} lacks {n:?}");
+            }
+        }
+    }
+}

@@ -1,0 +1,326 @@
+//! Memories: the write-through cache and the writes that apply core's decisions.
+//!
+//! The cache holds the live memories (not soft-deleted) in id order with their
+//! keywords, so selection never touches the file or re-tokenizes. Every change is
+//! committed first and mirrored into the cache after, under `memory_writer`. Which
+//! memory is a duplicate, what a merge keeps and which CRITICAL memories fall out of
+//! the cap are `evolve_core::memory`'s rules ([`decide_ingest`], [`merge`],
+//! [`critical_overflow`]); this file only makes them durable in one transaction each.
+
+use evolve_core::memory::{
+    content_hash, critical_overflow, decide_ingest, merge, IngestDecision, Memory, MemoryConfig,
+    MemoryId, Priority,
+};
+use evolve_core::text::Tokenizer;
+use evolve_core::Timestamp;
+use redb::{ReadableTable, Table};
+
+use super::error::Fail;
+use super::schema::*;
+use super::{Ingested, Store, StoreError};
+
+/// The message for an unknown memory id.
+pub(super) fn no_memory(id: MemoryId) -> String {
+    format!("no memory #{id} — `evolve memory list --all` shows the ids")
+}
+
+impl Store {
+    /// Runs `f` on the cached live memories (not deleted), in id order.
+    pub fn with_memories<R>(&self, f: impl FnOnce(&[Memory]) -> R) -> R {
+        f(&self.cache())
+    }
+
+    /// One memory by id (deleted ones too).
+    pub fn memory(&self, id: MemoryId) -> Result<Memory, StoreError> {
+        self.read(|txn| {
+            let table = txn.open_table(MEMORIES)?;
+            get_json(&table, "memories", id)?.ok_or_else(|| Fail::NotFound(no_memory(id)))
+        })
+    }
+
+    /// Every memory in the file, soft-deleted ones included, in id order (for listings
+    /// with `--all` and exports; the agent reads [`Store::with_memories`]).
+    pub fn all_memories(&self) -> Result<Vec<Memory>, StoreError> {
+        self.read(|txn| read_all_memories(&txn.open_table(MEMORIES)?))
+    }
+
+    /// Adds a memory through core's ingest rule (exact duplicate → nothing; similar →
+    /// merge; else insert), enforcing the CRITICAL cap. One transaction.
+    ///
+    /// The incoming memory is live (its `deleted` flag is ignored) and its keywords are
+    /// computed with `tokenizer` when empty. An exact duplicate still lends its stored
+    /// copy a higher priority or importance, new tags or a pin (see [`reinforce`]); it
+    /// is reported as `Duplicate`.
+    pub fn ingest_memory(
+        &self,
+        mut memory: Memory,
+        cfg: &MemoryConfig,
+        now: Timestamp,
+        tokenizer: &dyn Tokenizer,
+    ) -> Result<Ingested, StoreError> {
+        prepare(&mut memory, Some(tokenizer));
+        memory.deleted = false;
+        let _writer = self.lock_writer();
+        let (outcome, mut record) = {
+            let cache = self.cache();
+            match decide_ingest(&memory, &cache, now, cfg) {
+                IngestDecision::Duplicate { index, id } => {
+                    let stored = &cache[index];
+                    let reinforced = reinforce(stored, &memory, tokenizer);
+                    if reinforced == *stored {
+                        return Ok(Ingested::Duplicate(id));
+                    }
+                    (Ingested::Duplicate(id), reinforced)
+                }
+                IngestDecision::Merge { index, id, .. } => (
+                    Ingested::Merged(id),
+                    merge(&cache[index], &memory, tokenizer),
+                ),
+                IngestDecision::Insert => (Ingested::Inserted(0), memory),
+            }
+        };
+        let changed = self.write(|txn| {
+            let mut table = txn.open_table(MEMORIES)?;
+            if record.id == 0 {
+                record.id = allocate_id(&mut txn.open_table(META)?, &table)?;
+            }
+            let evicted = {
+                let cache = self.cache();
+                critical_after(&cache, &record, now, cfg)
+            };
+            let mut changed = Vec::with_capacity(1 + evicted.len());
+            if evicted.contains(&record.id) {
+                record.deleted = true;
+            }
+            put_json(&mut table, "memories", record.id, &record)?;
+            changed.push(record.clone());
+            for id in evicted.into_iter().filter(|&id| id != record.id) {
+                let mut m: Memory = get_json(&table, "memories", id)?
+                    .ok_or_else(|| Fail::NotFound(no_memory(id)))?;
+                m.deleted = true;
+                put_json(&mut table, "memories", id, &m)?;
+                log::info!("memory #{id} soft-deleted: over the cap of CRITICAL memories");
+                changed.push(m);
+            }
+            Ok(changed)
+        })?;
+        self.apply_to_cache(changed);
+        Ok(match outcome {
+            Ingested::Inserted(_) => Ingested::Inserted(record.id),
+            other => other,
+        })
+    }
+
+    /// Inserts a memory as given (no merge), assigning a new id. Returns the id.
+    pub fn insert_memory(&self, mut memory: Memory) -> Result<MemoryId, StoreError> {
+        prepare(&mut memory, None);
+        let _writer = self.lock_writer();
+        let id = self.write(|txn| {
+            let mut table = txn.open_table(MEMORIES)?;
+            memory.id = allocate_id(&mut txn.open_table(META)?, &table)?;
+            put_json(&mut table, "memories", memory.id, &memory)?;
+            Ok(memory.id)
+        })?;
+        self.apply_to_cache(vec![memory]);
+        Ok(id)
+    }
+
+    /// Replaces a memory (same id). Setting `deleted` soft-deletes it (it leaves the
+    /// cache, stays in the file).
+    pub fn update_memory(&self, memory: &Memory) -> Result<(), StoreError> {
+        let mut memory = memory.clone();
+        prepare(&mut memory, None);
+        let _writer = self.lock_writer();
+        self.write(|txn| {
+            let mut table = txn.open_table(MEMORIES)?;
+            if table.get(memory.id)?.is_none() {
+                return Err(Fail::NotFound(no_memory(memory.id)));
+            }
+            put_json(&mut table, "memories", memory.id, &memory)
+        })?;
+        self.apply_to_cache(vec![memory]);
+        Ok(())
+    }
+
+    /// Deletes a memory for good.
+    pub fn remove_memory(&self, id: MemoryId) -> Result<(), StoreError> {
+        let _writer = self.lock_writer();
+        self.write(|txn| {
+            let removed = txn.open_table(MEMORIES)?.remove(id)?.is_some();
+            if removed {
+                Ok(())
+            } else {
+                Err(Fail::NotFound(no_memory(id)))
+            }
+        })?;
+        let mut cache = self.memories.write().unwrap_or_else(|e| e.into_inner());
+        if let Ok(i) = cache.binary_search_by_key(&id, |m| m.id) {
+            cache.remove(i);
+        }
+        Ok(())
+    }
+
+    /// Sets `last_accessed_at = now` on all of `ids` in one transaction. Ids that no
+    /// longer exist (removed since they were selected) are skipped.
+    pub fn mark_accessed(&self, ids: &[MemoryId], now: Timestamp) -> Result<(), StoreError> {
+        if ids.is_empty() {
+            return Ok(());
+        }
+        let _writer = self.lock_writer();
+        let changed = self.write(|txn| {
+            let mut table = txn.open_table(MEMORIES)?;
+            let mut changed = Vec::with_capacity(ids.len());
+            for &id in ids {
+                let Some(mut m) = get_json::<_, Memory>(&table, "memories", id)? else {
+                    continue;
+                };
+                m.last_accessed_at = Some(now);
+                put_json(&mut table, "memories", id, &m)?;
+                changed.push(m);
+            }
+            Ok(changed)
+        })?;
+        self.apply_to_cache(changed);
+        Ok(())
+    }
+
+    /// Fills the cache at open. A record that cannot be decoded is skipped with a
+    /// warning naming it, so one damaged memory does not lock the user out of the rest.
+    /// Memories stored without keywords (imported, migrated) get them now, written back
+    /// in one transaction so the next open does not redo it.
+    pub(super) fn load_memories(&self, tokenizer: &dyn Tokenizer) -> Result<(), StoreError> {
+        let mut live = Vec::new();
+        let mut refreshed = Vec::new();
+        self.read(|txn| {
+            let table = txn.open_table(MEMORIES)?;
+            for row in table.iter()? {
+                let (key, value) = row?;
+                let id = key.value();
+                match decode::<Memory>("memories", &id, value.value()) {
+                    Ok(mut m) => {
+                        if m.keywords.is_empty() && !(m.content.is_empty() && m.tags.is_empty()) {
+                            m.refresh_derived(tokenizer);
+                            if !m.keywords.is_empty() {
+                                refreshed.push(m.clone());
+                            }
+                        }
+                        if !m.deleted {
+                            live.push(m);
+                        }
+                    }
+                    Err(e) => log::warn!("{}; the memory is skipped", e.at(&self.path)),
+                }
+            }
+            Ok(())
+        })?;
+        if !refreshed.is_empty() {
+            let _writer = self.lock_writer();
+            self.write(|txn| {
+                let mut table = txn.open_table(MEMORIES)?;
+                for m in &refreshed {
+                    put_json(&mut table, "memories", m.id, m)?;
+                }
+                Ok(())
+            })?;
+        }
+        *self.memories.write().unwrap_or_else(|e| e.into_inner()) = live;
+        Ok(())
+    }
+
+    /// Mirrors committed records into the cache: live ones replace or join, deleted
+    /// ones leave. Call with `memory_writer` held, after the commit.
+    pub(super) fn apply_to_cache(&self, changed: Vec<Memory>) {
+        let mut cache = self.memories.write().unwrap_or_else(|e| e.into_inner());
+        for m in changed {
+            match (cache.binary_search_by_key(&m.id, |c| c.id), m.deleted) {
+                (Ok(i), false) => cache[i] = m,
+                (Ok(i), true) => {
+                    cache.remove(i);
+                }
+                (Err(i), false) => cache.insert(i, m),
+                (Err(_), true) => {}
+            }
+        }
+    }
+}
+
+/// Makes a record storable: the content hash always matches the content, importance
+/// is within 1–5, and (given a tokenizer) empty keywords are computed.
+fn prepare(m: &mut Memory, tokenizer: Option<&dyn Tokenizer>) {
+    match tokenizer {
+        Some(t) if m.keywords.is_empty() => m.refresh_derived(t),
+        _ => {
+            m.content_hash = content_hash(&m.content);
+            m.clamp_importance();
+        }
+    }
+}
+
+/// What an exact duplicate adds to its stored copy: from core's [`merge`], the
+/// priority, importance, tags and pin; the stored text (with its spelling), category,
+/// dates and expiry stay, so re-adding the same sentence with other spacing changes
+/// nothing and a repeated extraction does not rewrite the record.
+fn reinforce(stored: &Memory, incoming: &Memory, tokenizer: &dyn Tokenizer) -> Memory {
+    let merged = merge(stored, incoming, tokenizer);
+    let mut out = stored.clone();
+    out.priority = merged.priority;
+    out.importance = merged.importance;
+    out.pinned = merged.pinned;
+    if out.tags != merged.tags {
+        out.tags = merged.tags;
+        out.refresh_derived(tokenizer);
+    }
+    out
+}
+
+/// The CRITICAL memories to soft-delete once `record` is stored, by core's FIFO rule.
+/// Only the CRITICAL memories are looked at (cloned), not the whole cache.
+fn critical_after(
+    cache: &[Memory],
+    record: &Memory,
+    now: Timestamp,
+    cfg: &MemoryConfig,
+) -> Vec<MemoryId> {
+    let mut critical: Vec<Memory> = cache
+        .iter()
+        .filter(|m| m.priority == Priority::Critical && m.id != record.id)
+        .cloned()
+        .collect();
+    if record.priority == Priority::Critical && !record.deleted {
+        critical.push(record.clone());
+    }
+    critical_overflow(&critical, now, cfg)
+}
+
+/// The next memory id: `meta.next_memory_id`, or one past the highest stored id for a
+/// file that has no counter yet. Advances the counter.
+pub(super) fn allocate_id(
+    meta: &mut Table<'_, &'static str, u64>,
+    memories: &impl ReadableTable<u64, Json>,
+) -> Result<MemoryId, Fail> {
+    let id = next_id(meta, memories)?;
+    meta.insert(NEXT_MEMORY_ID_KEY, id + 1)?;
+    Ok(id)
+}
+
+/// The id [`allocate_id`] would give, without advancing.
+pub(super) fn next_id(
+    meta: &impl ReadableTable<&'static str, u64>,
+    memories: &impl ReadableTable<u64, Json>,
+) -> Result<MemoryId, Fail> {
+    let counter = meta.get(NEXT_MEMORY_ID_KEY)?.map(|v| v.value());
+    let past_last = memories.last()?.map_or(1, |(k, _)| k.value() + 1);
+    Ok(counter.unwrap_or(1).max(past_last))
+}
+
+/// Every record of the table, deleted ones included.
+pub(super) fn read_all_memories(
+    table: &impl ReadableTable<u64, Json>,
+) -> Result<Vec<Memory>, Fail> {
+    let mut out = Vec::new();
+    for row in table.iter()? {
+        let (key, value) = row?;
+        out.push(decode("memories", &key.value(), value.value())?);
+    }
+    Ok(out)
+}

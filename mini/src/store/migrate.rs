@@ -1,0 +1,227 @@
+//! The schema version and the way a file gets from the version it holds to the one this
+//! build writes: every step from the file's version up runs in ONE write transaction,
+//! together with the new version number, so a crash mid-migration leaves the file as it
+//! was. A file from a newer build is refused, never touched.
+//!
+//! A brand-new (or empty) file is version 0; step 1 creates the tables. A later schema
+//! change adds a [`Migration`] to [`MIGRATIONS`] and bumps [`super::SCHEMA_VERSION`].
+
+use redb::{Database, ReadableDatabase, ReadableTable, TableError, WriteTransaction};
+
+use super::error::Fail;
+use super::schema::*;
+use super::SCHEMA_VERSION;
+
+/// One step of the schema: what it does and how.
+pub(super) struct Migration {
+    /// The version the file holds after this step.
+    pub to: u64,
+    /// For the log.
+    pub what: &'static str,
+    /// The step, inside the migration's write transaction.
+    pub apply: fn(&WriteTransaction) -> Result<(), Fail>,
+}
+
+/// Every step, oldest first.
+pub(super) const MIGRATIONS: &[Migration] = &[Migration {
+    to: 1,
+    what: "create the tables",
+    apply: create_tables,
+}];
+
+/// Version 1: every table of the module documentation exists (redb creates a table the
+/// first time a write transaction opens it).
+fn create_tables(txn: &WriteTransaction) -> Result<(), Fail> {
+    txn.open_table(META)?;
+    txn.open_table(MEMORIES)?;
+    txn.open_table(SESSIONS)?;
+    txn.open_table(MESSAGES)?;
+    txn.open_table(L2)?;
+    txn.open_table(L3)?;
+    txn.open_table(PROMPTS)?;
+    txn.open_table(STYLE_NOTES)?;
+    txn.open_table(EVALUATIONS)?;
+    txn.open_table(TOOL_CLASSES)?;
+    txn.open_table(GRANTS)?;
+    txn.open_table(PENDING)?;
+    txn.open_table(AUDIT)?;
+    txn.open_table(TURNS)?;
+    txn.open_table(TODOS)?;
+    Ok(())
+}
+
+/// What [`migrate`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Migrated {
+    /// The version the file held.
+    pub from: u64,
+    /// The version it holds now.
+    pub to: u64,
+}
+
+/// Brings the file to [`SCHEMA_VERSION`] with [`MIGRATIONS`].
+pub(super) fn migrate(db: &Database) -> Result<Migrated, Fail> {
+    migrate_with(db, MIGRATIONS, SCHEMA_VERSION)
+}
+
+/// Brings the file to `target` with `steps` (a parameter so tests can add a failing
+/// step). A file already at `target` costs one read transaction and no write.
+pub(super) fn migrate_with(
+    db: &Database,
+    steps: &[Migration],
+    target: u64,
+) -> Result<Migrated, Fail> {
+    let found = {
+        let txn = db.begin_read()?;
+        match txn.open_table(META) {
+            Ok(meta) => stored_version(&meta)?,
+            Err(TableError::TableDoesNotExist(_)) => 0,
+            Err(e) => return Err(e.into()),
+        }
+    };
+    if found > target {
+        return Err(Fail::TooNew(found));
+    }
+    if found == target {
+        return Ok(Migrated {
+            from: found,
+            to: found,
+        });
+    }
+    let txn = db.begin_write()?;
+    // Read again inside the write transaction: it is the one that counts.
+    let from = stored_version(&txn.open_table(META)?)?;
+    if from > target {
+        return Err(Fail::TooNew(from));
+    }
+    for step in steps.iter().filter(|s| s.to > from && s.to <= target) {
+        log::info!("store: schema {} → {}: {}", step.to - 1, step.to, step.what);
+        (step.apply)(&txn)?;
+    }
+    txn.open_table(META)?.insert(SCHEMA_VERSION_KEY, target)?;
+    txn.commit()?;
+    Ok(Migrated { from, to: target })
+}
+
+fn stored_version(meta: &impl ReadableTable<&'static str, u64>) -> Result<u64, Fail> {
+    Ok(meta
+        .get(SCHEMA_VERSION_KEY)?
+        .map(|v| v.value())
+        .unwrap_or(0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::tests::temp_path;
+
+    fn new_db(name: &str) -> Database {
+        let path = temp_path(name);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        Database::create(&path).unwrap()
+    }
+
+    fn version(db: &Database) -> u64 {
+        let txn = db.begin_read().unwrap();
+        let meta = txn.open_table(META).unwrap();
+        stored_version(&meta).unwrap()
+    }
+
+    fn fails(_: &WriteTransaction) -> Result<(), Fail> {
+        Err(Fail::NotFound("step 2 failed".into()))
+    }
+
+    const ADDS_A_TABLE: TableDefinition<u64, u64> = TableDefinition::new("added_in_2");
+
+    fn adds_a_table(txn: &WriteTransaction) -> Result<(), Fail> {
+        txn.open_table(ADDS_A_TABLE)?.insert(1, 2)?;
+        Ok(())
+    }
+
+    use redb::TableDefinition;
+
+    #[test]
+    fn a_new_file_is_created_at_the_current_version_and_reopening_writes_nothing() {
+        let db = new_db("migrate-new");
+        assert_eq!(
+            migrate(&db).unwrap(),
+            Migrated {
+                from: 0,
+                to: SCHEMA_VERSION
+            }
+        );
+        assert_eq!(version(&db), SCHEMA_VERSION);
+        {
+            let txn = db.begin_read().unwrap();
+            txn.open_table(MESSAGES).unwrap();
+            txn.open_table(TODOS).unwrap();
+        }
+        assert_eq!(
+            migrate(&db).unwrap(),
+            Migrated {
+                from: SCHEMA_VERSION,
+                to: SCHEMA_VERSION
+            }
+        );
+    }
+
+    #[test]
+    fn steps_run_in_order_and_a_failing_step_leaves_the_file_untouched() {
+        let db = new_db("migrate-steps");
+        migrate(&db).unwrap();
+
+        let broken = [
+            Migration {
+                to: 1,
+                what: "create",
+                apply: create_tables,
+            },
+            Migration {
+                to: 2,
+                what: "add a table",
+                apply: adds_a_table,
+            },
+            Migration {
+                to: 3,
+                what: "fail",
+                apply: fails,
+            },
+        ];
+        assert!(matches!(
+            migrate_with(&db, &broken, 3),
+            Err(Fail::NotFound(_))
+        ));
+        assert_eq!(version(&db), 1, "the failed migration changed nothing");
+        {
+            let txn = db.begin_read().unwrap();
+            assert!(matches!(
+                txn.open_table(ADDS_A_TABLE),
+                Err(TableError::TableDoesNotExist(_))
+            ));
+        }
+
+        assert_eq!(
+            migrate_with(&db, &broken[..2], 2).unwrap(),
+            Migrated { from: 1, to: 2 }
+        );
+        assert_eq!(version(&db), 2);
+        let txn = db.begin_read().unwrap();
+        let t = txn.open_table(ADDS_A_TABLE).unwrap();
+        assert_eq!(t.get(1).unwrap().unwrap().value(), 2);
+    }
+
+    #[test]
+    fn a_newer_file_is_refused_and_left_alone() {
+        let db = new_db("migrate-newer");
+        {
+            let txn = db.begin_write().unwrap();
+            txn.open_table(META)
+                .unwrap()
+                .insert(SCHEMA_VERSION_KEY, 99)
+                .unwrap();
+            txn.commit().unwrap();
+        }
+        assert!(matches!(migrate(&db), Err(Fail::TooNew(99))));
+        assert_eq!(version(&db), 99);
+    }
+}

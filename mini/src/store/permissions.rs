@@ -1,0 +1,102 @@
+//! The permission state the store keeps: cached tool classifications, per-session
+//! "always allow" grants and pending calls, and the append-only audit log of every
+//! decision. What is allowed is decided by `evolve_core::permission`; this file only
+//! keeps its inputs and its record.
+
+use evolve_core::permission::{AuditEntry, Grants, PendingCall};
+use redb::ReadableTable;
+
+use super::schema::*;
+use super::sessions::require_session;
+use super::{Store, StoreError, ToolClassRecord};
+
+impl Store {
+    /// A cached tool classification.
+    pub fn tool_class(&self, tool: &str) -> Result<Option<ToolClassRecord>, StoreError> {
+        self.read(|txn| get_json(&txn.open_table(TOOL_CLASSES)?, "tool_classes", tool))
+    }
+
+    /// Caches a tool classification.
+    pub fn set_tool_class(&self, tool: &str, record: &ToolClassRecord) -> Result<(), StoreError> {
+        self.write(|txn| {
+            put_json(
+                &mut txn.open_table(TOOL_CLASSES)?,
+                "tool_classes",
+                tool,
+                record,
+            )
+        })
+    }
+
+    /// A session's "always allow" grants.
+    pub fn grants(&self, session: &str) -> Result<Grants, StoreError> {
+        self.read(|txn| {
+            Ok(get_json(&txn.open_table(GRANTS)?, "grants", session)?.unwrap_or_default())
+        })
+    }
+
+    /// Replaces a session's grants (none = the row is removed).
+    pub fn set_grants(&self, session: &str, grants: &Grants) -> Result<(), StoreError> {
+        self.write(|txn| {
+            let mut table = txn.open_table(GRANTS)?;
+            if grants.is_empty() {
+                table.remove(session)?;
+                return Ok(());
+            }
+            require_session(txn, session)?;
+            put_json(&mut table, "grants", session, grants)
+        })
+    }
+
+    /// A session's pending calls.
+    pub fn pending(&self, session: &str) -> Result<Vec<PendingCall>, StoreError> {
+        self.read(|txn| {
+            Ok(get_json(&txn.open_table(PENDING)?, "pending", session)?.unwrap_or_default())
+        })
+    }
+
+    /// Replaces a session's pending calls (empty = none).
+    pub fn set_pending(&self, session: &str, calls: &[PendingCall]) -> Result<(), StoreError> {
+        self.write(|txn| {
+            let mut table = txn.open_table(PENDING)?;
+            if calls.is_empty() {
+                table.remove(session)?;
+                return Ok(());
+            }
+            require_session(txn, session)?;
+            put_json(&mut table, "pending", session, calls)
+        })
+    }
+
+    /// Appends audit entries in one transaction.
+    pub fn audit(&self, entries: &[AuditEntry]) -> Result<(), StoreError> {
+        if entries.is_empty() {
+            return Ok(());
+        }
+        self.write(|txn| {
+            let mut table = txn.open_table(AUDIT)?;
+            let first = match table.last()? {
+                Some((k, _)) => k.value() + 1,
+                None => 1,
+            };
+            for (seq, entry) in (first..).zip(entries) {
+                put_json(&mut table, "audit", seq, entry)?;
+            }
+            Ok(())
+        })
+    }
+
+    /// The last `limit` audit entries, oldest first.
+    pub fn audit_log(&self, limit: usize) -> Result<Vec<AuditEntry>, StoreError> {
+        self.read(|txn| {
+            let table = txn.open_table(AUDIT)?;
+            let mut out = Vec::with_capacity(limit.min(1024));
+            for row in table.iter()?.rev().take(limit) {
+                let (key, value) = row?;
+                out.push(decode("audit", &key.value(), value.value())?);
+            }
+            out.reverse();
+            Ok(out)
+        })
+    }
+}

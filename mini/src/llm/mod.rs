@@ -2,6 +2,28 @@
 //! streamed (SSE read incrementally) or not, with tools, usage accounting, timeouts and
 //! bounded retries. It knows nothing of memories or permissions: it sends messages and
 //! returns the assistant's message.
+//!
+//! Where each decision lives:
+//! - [`wire`]: the request JSON (never `content: null`, optional fields the server may
+//!   refuse) and the reading of completion, error and model-list bodies;
+//! - [`sse`]: server-sent events, line by line, tolerant of what real servers send;
+//! - [`stream`]: streamed chunks assembled into one assistant message (tool calls by
+//!   index, headers repeated or not, arguments in pieces);
+//! - [`retry`]: which failures are retried, how long to wait (backoff, `Retry-After`);
+//! - [`transport`]: one HTTP exchange on a worker thread, so the caller can watch the
+//!   cancel flag and the stream's idle time while the socket blocks;
+//! - [`client`]: the call itself — attempts, retries, relaxing refused parameters, the
+//!   stream → non-stream fallback — and the errors a user reads.
+
+mod client;
+mod retry;
+mod sse;
+mod stream;
+mod transport;
+mod wire;
+
+#[cfg(test)]
+mod tests;
 
 use std::fmt;
 use std::sync::atomic::AtomicBool;
@@ -117,15 +139,71 @@ pub enum LlmError {
 }
 
 impl LlmError {
-    /// True when the model could not be reached or kept failing (`ask` exits 3).
+    /// True when the model could not be reached or kept failing (`ask` exits 3): connect
+    /// errors, timeouts, and 429/5xx that outlasted the retries.
     pub fn is_unreachable(&self) -> bool {
-        todo!()
+        match self {
+            LlmError::Connect { .. } | LlmError::Timeout { .. } => true,
+            LlmError::Status { status, .. } => *status == 429 || *status >= 500,
+            LlmError::Protocol { .. } | LlmError::Cancelled => false,
+        }
     }
 }
 
 impl fmt::Display for LlmError {
-    fn fmt(&self, _f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        todo!()
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            LlmError::Connect { url, detail, hint } => {
+                write!(f, "cannot reach the model at {url}: {detail}")?;
+                with_hint(f, hint)
+            }
+            LlmError::Timeout { url, phase } => {
+                write!(f, "the model at {url} timed out ({phase})")?;
+                with_hint(f, timeout_hint(phase))
+            }
+            LlmError::Status {
+                url,
+                status,
+                message,
+                hint,
+            } => {
+                write!(f, "the model server at {url} answered HTTP {status}")?;
+                if !message.is_empty() {
+                    write!(f, ": {message}")?;
+                }
+                with_hint(f, hint)
+            }
+            LlmError::Protocol { url, detail } => {
+                write!(f, "unexpected answer from the model at {url}: {detail}")
+            }
+            LlmError::Cancelled => f.write_str("the request to the model was cancelled"),
+        }
+    }
+}
+
+fn with_hint(f: &mut fmt::Formatter<'_>, hint: &str) -> fmt::Result {
+    if hint.is_empty() {
+        Ok(())
+    } else {
+        write!(f, " — {hint}")
+    }
+}
+
+/// What to do about a timeout in each phase (the phases [`transport`] reports).
+fn timeout_hint(phase: &str) -> &'static str {
+    match phase {
+        transport::PHASE_FIRST_BYTE => {
+            "the model took too long to start answering: raise the first-byte timeout in \
+             config.toml, or use a smaller model or prompt"
+        }
+        transport::PHASE_IDLE => {
+            "the stream went silent: raise the per-read timeout in config.toml if the \
+             server is only slow"
+        }
+        transport::PHASE_OVERALL => {
+            "the answer took too long: raise the overall timeout in config.toml, or stream"
+        }
+        _ => "check that the server is healthy",
     }
 }
 
@@ -146,15 +224,23 @@ pub trait ChatModel: Send + Sync {
     fn model_name(&self, role: ModelRole) -> &str;
 }
 
-/// The OpenAI-compatible client.
+/// The OpenAI-compatible client. Cheap to share: one connection pool for every call.
 pub struct Client {
     config: ModelConfig,
+    agent: ureq::Agent,
+    /// The first retry's backoff (500 ms; tests shorten it).
+    backoff_start: std::time::Duration,
 }
 
 impl Client {
     /// A client for the configured endpoint (no I/O).
     pub fn new(config: ModelConfig) -> Self {
-        Client { config }
+        let agent = transport::agent(&config.timeouts);
+        Client {
+            config,
+            agent,
+            backoff_start: retry::BACKOFF_START,
+        }
     }
 
     /// The endpoint configuration.
@@ -164,18 +250,18 @@ impl Client {
 
     /// `GET /models`: the model ids the server lists.
     pub fn list_models(&self) -> Result<Vec<String>, LlmError> {
-        todo!()
+        self.list_models_impl()
     }
 }
 
 impl ChatModel for Client {
     fn chat(
         &self,
-        _req: &ChatRequest,
-        _on_delta: &mut dyn FnMut(Delta<'_>),
-        _cancel: &AtomicBool,
+        req: &ChatRequest,
+        on_delta: &mut dyn FnMut(Delta<'_>),
+        cancel: &AtomicBool,
     ) -> Result<ChatResponse, LlmError> {
-        todo!()
+        self.chat_impl(req, on_delta, cancel)
     }
 
     fn model_name(&self, role: ModelRole) -> &str {

@@ -1,0 +1,533 @@
+//! One model call from request to [`ChatResponse`]: attempts and retries, the optional
+//! parameters a server refuses, the stream → non-stream fallback, and the errors a user
+//! reads.
+//!
+//! Decisions made here:
+//! - a stream is retried only while nothing has reached `on_delta` (after that, a retry
+//!   would show the user the start of the answer twice);
+//! - a 200 stream with no event at all (llama.cpp's answer to stream + tools) is asked
+//!   again unstreamed, and the answer handed to `on_delta` in one piece;
+//! - a stream whose server answered with a JSON completion anyway is accepted, and so is
+//!   an unstreamed request answered with SSE;
+//! - a 4xx that names an optional parameter (`response_format`, `max_tokens`,
+//!   `temperature`, `stream_options`), or any 400 to a JSON-mode request, is re-sent
+//!   without it ([`WireRequest::relax`]);
+//! - errors name the URL (without any user:password part), the status and the server's
+//!   own message with the API key blanked out, and say what to set.
+
+use std::sync::atomic::AtomicBool;
+use std::time::Instant;
+
+use log::{debug, warn};
+
+use super::retry::{self, Retry};
+use super::sse::{self, SseParser};
+use super::stream::{self, Assembler};
+use super::transport::{self, Call, Event, Exchange, Failure, Next};
+use super::wire::{self, Parsed, WireRequest};
+use super::{ChatModel, ChatRequest, ChatResponse, Client, Delta, LlmError, ModelRole};
+
+/// How much of a bad stream line an error quotes.
+const BAD_LINE_CHARS: usize = 200;
+
+/// A failed attempt and whether it may be retried.
+type Failed = (LlmError, Retry);
+
+impl Client {
+    fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.config.base_url.trim_end_matches('/'))
+    }
+
+    /// Shortens the first retry's wait (tests).
+    #[cfg(test)]
+    pub(super) fn with_backoff_start(mut self, d: std::time::Duration) -> Self {
+        self.backoff_start = d;
+        self
+    }
+
+    pub(super) fn chat_impl(
+        &self,
+        req: &ChatRequest,
+        on_delta: &mut dyn FnMut(Delta<'_>),
+        cancel: &AtomicBool,
+    ) -> Result<ChatResponse, LlmError> {
+        let model = self.model_name(req.role).to_string();
+        let url = self.url("/chat/completions");
+        let reserved = u32::try_from(self.config.reserved_output).unwrap_or(u32::MAX);
+        let mut wire = WireRequest {
+            model: &model,
+            messages: &req.messages,
+            tools: &req.tools,
+            max_tokens: req.max_tokens.or((reserved > 0).then_some(reserved)),
+            max_tokens_key: "max_tokens",
+            temperature: match req.role {
+                ModelRole::Main => req.temperature.or(self.config.temperature),
+                ModelRole::Cheap => req.temperature,
+            },
+            json: req.json,
+            stream_options: true,
+        };
+        let shown = display_url(&url);
+        let started = Instant::now();
+        loop {
+            let result = if req.stream {
+                self.streamed(&url, &wire, on_delta, cancel)
+            } else {
+                self.unstreamed(&url, &wire, cancel)
+            };
+            match result {
+                Ok(p) => {
+                    let usage = p.usage.unwrap_or_default();
+                    debug!(
+                        "{shown}: {model} answered in {} ms ({} prompt + {} completion tokens)",
+                        started.elapsed().as_millis(),
+                        usage.prompt_tokens,
+                        usage.completion_tokens
+                    );
+                    return Ok(ChatResponse {
+                        message: p.message,
+                        finish_reason: p.finish_reason,
+                        usage,
+                        model: p.model.unwrap_or(model.clone()),
+                    });
+                }
+                Err(LlmError::Status {
+                    status,
+                    ref message,
+                    ..
+                }) if wire.relax(status, message).is_some() => {
+                    warn!("{shown} refused an optional parameter (HTTP {status}: {message}); sending the request again without it");
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// A streamed call with its retries, and the unstreamed fallback for an empty stream.
+    fn streamed(
+        &self,
+        url: &str,
+        wire: &WireRequest<'_>,
+        on_delta: &mut dyn FnMut(Delta<'_>),
+        cancel: &AtomicBool,
+    ) -> Result<Parsed, LlmError> {
+        let body = wire.body(true);
+        let streamed = self.with_retries(url, wire.model, cancel, || {
+            self.stream_attempt(url, &body, on_delta, cancel)
+        })?;
+        match streamed {
+            Some(p) => Ok(p),
+            None => {
+                warn!("{} answered the streamed request with an empty body; asking again without streaming", display_url(url));
+                let p = self.unstreamed(url, wire, cancel)?;
+                stream::deliver_whole(&p.message, on_delta);
+                Ok(p)
+            }
+        }
+    }
+
+    fn unstreamed(
+        &self,
+        url: &str,
+        wire: &WireRequest<'_>,
+        cancel: &AtomicBool,
+    ) -> Result<Parsed, LlmError> {
+        let body = wire.body(false);
+        self.with_retries(url, wire.model, cancel, || {
+            let ex = self.start(url, Some(body.clone()), false);
+            self.wait_head(&ex, url, cancel)?;
+            let text = self.wait_body(&ex, url, cancel)?;
+            parse_body(url, &text).map_err(|e| (e, Retry::No))
+        })
+    }
+
+    /// `GET /models`.
+    pub(super) fn list_models_impl(&self) -> Result<Vec<String>, LlmError> {
+        let url = self.url("/models");
+        let never = AtomicBool::new(false);
+        self.with_retries(&url, "-", &never, || {
+            let ex = self.start(&url, None, false);
+            self.wait_head(&ex, &url, &never)?;
+            let text = self.wait_body(&ex, &url, &never)?;
+            wire::parse_models(&text).map_err(|detail| {
+                let url = display_url(&url);
+                (LlmError::Protocol { url, detail }, Retry::No)
+            })
+        })
+    }
+
+    /// Runs `attempt` until it succeeds, fails for good, or the retries are spent.
+    fn with_retries<T>(
+        &self,
+        url: &str,
+        model: &str,
+        cancel: &AtomicBool,
+        mut attempt: impl FnMut() -> Result<T, Failed>,
+    ) -> Result<T, LlmError> {
+        let max = self.config.max_retries;
+        let url = display_url(url);
+        let mut n = 0;
+        loop {
+            if cancel.load(std::sync::atomic::Ordering::Relaxed) {
+                return Err(LlmError::Cancelled);
+            }
+            debug!("{url}: model {model}, attempt {} of {}", n + 1, max + 1);
+            let started = Instant::now();
+            let (err, how) = match attempt() {
+                Ok(v) => return Ok(v),
+                Err(f) => f,
+            };
+            debug!(
+                "{url}: attempt {} failed after {} ms",
+                n + 1,
+                started.elapsed().as_millis()
+            );
+            let wait = match how {
+                Retry::No => return Err(err),
+                _ if n >= max => return Err(err),
+                Retry::After(d) => d,
+                Retry::Backoff => retry::backoff(n, self.backoff_start, retry::seed()),
+            };
+            warn!("{err}; retry {} of {max} in {} ms", n + 1, wait.as_millis());
+            if !retry::sleep(wait, cancel) {
+                return Err(LlmError::Cancelled);
+            }
+            n += 1;
+        }
+    }
+
+    fn start(&self, url: &str, body: Option<String>, stream: bool) -> Exchange {
+        Exchange::start(Call {
+            agent: &self.agent,
+            url,
+            body,
+            api_key: self
+                .config
+                .api_key
+                .as_ref()
+                .map(|k| k.expose())
+                .filter(|k| !k.is_empty()),
+            stream,
+            timeouts: &self.config.timeouts,
+        })
+    }
+
+    /// One streamed attempt; `None` for a 200 with no event at all.
+    fn stream_attempt(
+        &self,
+        url: &str,
+        body: &str,
+        on_delta: &mut dyn FnMut(Delta<'_>),
+        cancel: &AtomicBool,
+    ) -> Result<Option<Parsed>, Failed> {
+        let ex = self.start(url, Some(body.to_string()), true);
+        let content_type = self.wait_head(&ex, url, cancel)?;
+        let protocol = |detail: String| {
+            let url = display_url(url);
+            (LlmError::Protocol { url, detail }, Retry::No)
+        };
+        let mut parser = SseParser::default();
+        let mut asm = Assembler::default();
+        let mut delivered = false;
+        let mut payloads = Vec::new();
+        let mut json_lines = Vec::new();
+        let as_json = is_json(&content_type);
+        let mut done = false;
+        while !done {
+            let idle = Some(self.config.timeouts.per_read);
+            match ex.next(idle, cancel) {
+                Next::Cancelled => return Err((LlmError::Cancelled, Retry::No)),
+                Next::Idle => {
+                    let url = display_url(url);
+                    let phase = transport::PHASE_IDLE;
+                    return Err((LlmError::Timeout { url, phase }, Retry::No));
+                }
+                Next::Event(Event::Line(line)) if as_json => json_lines.push(line),
+                Next::Event(Event::Line(line)) => parser.push_line(&line, &mut payloads),
+                Next::Event(Event::End) => {
+                    parser.finish(&mut payloads);
+                    done = true;
+                }
+                Next::Event(Event::Failed(f)) => {
+                    let (e, how) = self.failure(f, url);
+                    return Err((e, if delivered { Retry::No } else { how }));
+                }
+                Next::Event(other) => return Err(protocol(format!("unexpected {other:?}"))),
+            }
+            for p in payloads.drain(..) {
+                let data = p.trim();
+                if data == sse::DONE {
+                    done = true;
+                    break;
+                }
+                if data.is_empty() {
+                    continue;
+                }
+                let values = sse::split_payloads(data).map_err(|e| {
+                    protocol(format!(
+                        "a stream event is not JSON ({e}): {}",
+                        wire::quote(data, BAD_LINE_CHARS)
+                    ))
+                })?;
+                for v in values {
+                    asm.apply(&v, &mut |d| {
+                        delivered = true;
+                        on_delta(d);
+                    })
+                    .map_err(|m| {
+                        protocol(format!("the server reported an error mid-stream: {m}"))
+                    })?;
+                }
+            }
+        }
+        if as_json && json_lines.iter().any(|l| !l.trim().is_empty()) {
+            // The server ignored `stream: true` and sent a whole completion.
+            let p = parse_body(url, &json_lines.join("\n")).map_err(|e| (e, Retry::No))?;
+            stream::deliver_whole(&p.message, on_delta);
+            return Ok(Some(p));
+        }
+        if asm.chunks > 0 {
+            return Ok(Some(asm.finish()));
+        }
+        match parser.stray {
+            Some(line) => Err(protocol(format!(
+                "expected an event stream, got: {}",
+                wire::quote(&line, BAD_LINE_CHARS)
+            ))),
+            None => Ok(None),
+        }
+    }
+
+    /// Waits for the response headers; a 2xx gives its content type, anything else the
+    /// error with the server's message.
+    fn wait_head(&self, ex: &Exchange, url: &str, cancel: &AtomicBool) -> Result<String, Failed> {
+        match ex.next(None, cancel) {
+            Next::Cancelled => Err((LlmError::Cancelled, Retry::No)),
+            Next::Event(Event::Head {
+                status,
+                content_type,
+                ..
+            }) if (200..300).contains(&status) => Ok(content_type),
+            Next::Event(Event::Head {
+                status,
+                retry_after,
+                ..
+            }) => {
+                let body = self.wait_body(ex, url, cancel)?;
+                let how = retry::for_status(status, retry_after.as_deref());
+                Err((self.status_error(url, status, &body), how))
+            }
+            Next::Event(Event::Failed(f)) => Err(self.failure(f, url)),
+            Next::Event(_) | Next::Idle => Err((
+                self.connect_error(url, "the connection closed before an answer".into(), None),
+                Retry::Backoff,
+            )),
+        }
+    }
+
+    /// Waits for a whole body.
+    fn wait_body(&self, ex: &Exchange, url: &str, cancel: &AtomicBool) -> Result<String, Failed> {
+        match ex.next(None, cancel) {
+            Next::Cancelled => Err((LlmError::Cancelled, Retry::No)),
+            Next::Event(Event::Body(b)) => Ok(b),
+            Next::Event(Event::Failed(f)) => Err(self.failure(f, url)),
+            Next::Event(_) | Next::Idle => Ok(String::new()),
+        }
+    }
+
+    /// An HTTP error status as the user reads it.
+    pub(super) fn status_error(&self, url: &str, status: u16, body: &str) -> LlmError {
+        let mut message = wire::server_message(body);
+        if let Some(key) = &self.config.api_key {
+            let key = key.expose();
+            if key.len() >= 4 {
+                message = message.replace(key, "***");
+            }
+        }
+        let hint = match status {
+            401 | 403 if self.config.api_key.is_none() => {
+                "no API key is set: set OPENAI_API_KEY".to_string()
+            }
+            401 | 403 => "check OPENAI_API_KEY".to_string(),
+            404 => "check OPENAI_BASE_URL (should end in /v1) and the model name EVOLVE_MODEL"
+                .to_string(),
+            413 => "the request is too large: lower the context window in config.toml".to_string(),
+            429 => {
+                "the server is rate limiting: wait a moment, or lower the request rate".to_string()
+            }
+            400 | 422 => {
+                "the server refused the request: check EVOLVE_MODEL and the context window in \
+                 config.toml"
+                    .to_string()
+            }
+            s if s >= 500 => {
+                "the server failed: check its logs (a local server may be out of memory or \
+                 still loading the model)"
+                    .to_string()
+            }
+            _ => String::new(),
+        };
+        LlmError::Status {
+            url: display_url(url),
+            status,
+            message,
+            hint,
+        }
+    }
+
+    /// A connection failure, with what to set when nothing is configured.
+    pub(super) fn connect_error(&self, url: &str, detail: String, hint: Option<&str>) -> LlmError {
+        let hint = if self.config.base_url_is_default {
+            "nothing is configured: set OPENAI_BASE_URL (e.g. https://api.openai.com/v1), \
+             OPENAI_API_KEY and EVOLVE_MODEL, or run `evolve config init`"
+        } else {
+            hint.unwrap_or("is the server running? set OPENAI_BASE_URL")
+        };
+        LlmError::Connect {
+            url: display_url(url),
+            detail,
+            hint: hint.to_string(),
+        }
+    }
+
+    fn failure(&self, f: Failure, url: &str) -> Failed {
+        let protocol = |detail: String| {
+            let url = display_url(url);
+            (LlmError::Protocol { url, detail }, Retry::No)
+        };
+        match f {
+            Failure::TooLarge => protocol(format!(
+                "the answer is larger than {} MiB and was refused",
+                transport::MAX_BODY / (1024 * 1024)
+            )),
+            Failure::Spawn(e) => protocol(format!("cannot start the request thread: {e}")),
+            Failure::Http(e) => self.http_failure(e, url),
+        }
+    }
+
+    fn http_failure(&self, e: ureq::Error, url: &str) -> Failed {
+        use std::io::ErrorKind as K;
+        use ureq::Error as E;
+        let tls_hint = "check the server's certificate, or use http:// for a local server";
+        let connect = |detail: String, hint: Option<&str>, how: Retry| {
+            (self.connect_error(url, detail, hint), how)
+        };
+        match e {
+            E::Timeout(t) => match transport::timeout_phase(t) {
+                None => connect(
+                    format!(
+                        "no connection within {} s",
+                        self.config.timeouts.connect.as_secs_f32()
+                    ),
+                    None,
+                    Retry::Backoff,
+                ),
+                Some(phase) => {
+                    let url = display_url(url);
+                    (LlmError::Timeout { url, phase }, Retry::No)
+                }
+            },
+            E::Io(io) => {
+                let detail = match io.kind() {
+                    K::ConnectionRefused => "connection refused".to_string(),
+                    K::ConnectionReset
+                    | K::ConnectionAborted
+                    | K::BrokenPipe
+                    | K::UnexpectedEof => "the connection was closed".to_string(),
+                    _ => io.to_string(),
+                };
+                connect(detail, None, Retry::Backoff)
+            }
+            E::HostNotFound => connect(
+                "host not found".into(),
+                Some("check the host name in OPENAI_BASE_URL"),
+                Retry::Backoff,
+            ),
+            E::ConnectionFailed => connect("connection failed".into(), None, Retry::Backoff),
+            E::BadUri(u) => connect(
+                format!("not a usable URL ({u})"),
+                Some("set OPENAI_BASE_URL to a URL like http://127.0.0.1:11434/v1"),
+                Retry::No,
+            ),
+            E::Tls(m) => connect(format!("TLS failed: {m}"), Some(tls_hint), Retry::No),
+            E::Rustls(r) => connect(format!("TLS failed: {r}"), Some(tls_hint), Retry::No),
+            E::TooManyRedirects | E::RedirectFailed => {
+                let url = display_url(url);
+                let detail = "the server redirected the request: check OPENAI_BASE_URL \
+                              (http or https, the path ending in /v1)"
+                    .to_string();
+                (LlmError::Protocol { url, detail }, Retry::No)
+            }
+            other => {
+                let url = display_url(url);
+                let detail = format!("not a valid HTTP answer: {other}");
+                (LlmError::Protocol { url, detail }, Retry::No)
+            }
+        }
+    }
+}
+
+/// True for a JSON content type (a server that ignored `stream: true`).
+fn is_json(content_type: &str) -> bool {
+    let ct = content_type.to_ascii_lowercase();
+    ct.contains("json") && !ct.contains("event-stream")
+}
+
+/// Reads an unstreamed answer: a JSON completion, or SSE from a server that streams
+/// regardless.
+fn parse_body(url: &str, body: &str) -> Result<Parsed, LlmError> {
+    let protocol = |detail: String| LlmError::Protocol {
+        url: display_url(url),
+        detail,
+    };
+    let t = body.trim_start();
+    if t.is_empty() {
+        return Err(protocol("the server answered with an empty body".into()));
+    }
+    if !(t.starts_with("data:") || t.starts_with(':') || t.starts_with("event:")) {
+        return wire::parse_completion(body).map_err(protocol);
+    }
+    let mut parser = SseParser::default();
+    let mut payloads = Vec::new();
+    for line in body.lines() {
+        parser.push_line(line, &mut payloads);
+    }
+    parser.finish(&mut payloads);
+    let mut asm = Assembler::default();
+    for p in payloads {
+        let data = p.trim();
+        if data == sse::DONE {
+            break;
+        }
+        if data.is_empty() {
+            continue;
+        }
+        let values = sse::split_payloads(data).map_err(|e| {
+            protocol(format!(
+                "a stream event is not JSON ({e}): {}",
+                wire::quote(data, BAD_LINE_CHARS)
+            ))
+        })?;
+        for v in values {
+            asm.apply(&v, &mut |_| {})
+                .map_err(|m| protocol(format!("the server reported an error: {m}")))?;
+        }
+    }
+    if asm.chunks == 0 {
+        return Err(protocol("the event stream held no answer".into()));
+    }
+    Ok(asm.finish())
+}
+
+/// The URL as errors and logs show it: without a `user:password@` part.
+pub(super) fn display_url(url: &str) -> String {
+    let Some(scheme_end) = url.find("://") else {
+        return url.to_string();
+    };
+    let rest = &url[scheme_end + 3..];
+    let authority_end = rest.find('/').unwrap_or(rest.len());
+    match rest[..authority_end].rfind('@') {
+        Some(at) => format!("{}{}", &url[..scheme_end + 3], &rest[at + 1..]),
+        None => url.to_string(),
+    }
+}

@@ -1,0 +1,720 @@
+//! The client against the scripted fake server (`evolve-fake-llm`): what a user of the
+//! agent would notice — answers, streams, tool calls, retries, timeouts, errors — and
+//! what the client sent.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use evolve_core::history::{Message, ToolCall};
+use evolve_fake_llm::{FakeLlm, Reply};
+use serde_json::{json, Value};
+
+use super::*;
+use crate::config::{ModelConfig, Secret, Timeouts};
+
+const KEY: &str = "sk-test-secret-123456";
+
+fn config(base_url: &str) -> ModelConfig {
+    ModelConfig {
+        base_url: base_url.to_string(),
+        base_url_is_default: false,
+        api_key: Some(Secret::new(KEY)),
+        main: "fake-main".into(),
+        cheap: "fake-cheap".into(),
+        context_window: 8192,
+        reserved_output: 256,
+        timeouts: Timeouts {
+            connect: Duration::from_secs(2),
+            first_byte: Duration::from_secs(10),
+            per_read: Duration::from_secs(10),
+            overall: Duration::from_secs(20),
+        },
+        max_retries: 2,
+        stream: true,
+        temperature: Some(0.2),
+    }
+}
+
+fn client_with(cfg: ModelConfig) -> Client {
+    Client::new(cfg).with_backoff_start(Duration::from_millis(5))
+}
+
+fn client(fake: &FakeLlm) -> Client {
+    client_with(config(&fake.base_url()))
+}
+
+fn request(stream: bool) -> ChatRequest {
+    ChatRequest {
+        role: ModelRole::Main,
+        messages: vec![Message::system("You are terse."), Message::user("hi")],
+        tools: Vec::new(),
+        stream,
+        max_tokens: None,
+        temperature: None,
+        json: false,
+    }
+}
+
+fn get_time_tool() -> ToolSpec {
+    ToolSpec {
+        name: "get_time".into(),
+        description: "The current time.".into(),
+        parameters: json!({"type": "object", "properties": {"zone": {"type": "string"}}}),
+    }
+}
+
+/// Runs one call; returns the result and the deltas seen, as `Debug` strings.
+fn run(client: &Client, req: &ChatRequest) -> (Result<ChatResponse, LlmError>, Vec<String>) {
+    let cancel = AtomicBool::new(false);
+    let mut deltas = Vec::new();
+    let r = client.chat(req, &mut |d| deltas.push(format!("{d:?}")), &cancel);
+    (r, deltas)
+}
+
+fn streamed_text(deltas: &[String]) -> String {
+    deltas
+        .iter()
+        .filter_map(|d| d.strip_prefix("Content(\"")?.strip_suffix("\")"))
+        .collect()
+}
+
+#[test]
+fn a_plain_answer_with_usage_and_the_request_it_came_from() {
+    let fake = FakeLlm::start();
+    fake.push(Reply::text("Hello there."));
+    let (r, deltas) = run(&client(&fake), &request(false));
+    let r = r.expect("an answer");
+    assert_eq!(r.message.content, "Hello there.");
+    assert_eq!(r.finish_reason.as_deref(), Some("stop"));
+    assert_eq!(r.model, "fake-main");
+    assert!(r.usage.prompt_tokens > 0 && r.usage.completion_tokens > 0);
+    assert!(deltas.is_empty(), "no deltas when not streaming");
+
+    let sent = &fake.chat_requests()[0];
+    assert_eq!(
+        sent.header("authorization"),
+        Some(format!("Bearer {KEY}").as_str())
+    );
+    let j = &sent.json;
+    assert_eq!(j["model"], "fake-main");
+    assert_eq!(j["stream"], false);
+    assert_eq!(j["max_tokens"], 256);
+    assert_eq!(j["temperature"], 0.2);
+    for absent in ["tools", "stream_options", "response_format"] {
+        assert!(j.get(absent).is_none(), "{absent} sent: {j}");
+    }
+    assert_eq!(
+        j["messages"],
+        json!([{"role": "system", "content": "You are terse."}, {"role": "user", "content": "hi"}])
+    );
+}
+
+#[test]
+fn the_cheap_model_gets_its_own_name_and_no_main_temperature() {
+    let fake = FakeLlm::start();
+    let mut req = request(false);
+    req.role = ModelRole::Cheap;
+    req.max_tokens = Some(40);
+    let (r, _) = run(&client(&fake), &req);
+    assert_eq!(r.expect("an answer").model, "fake-cheap");
+    let j = &fake.chat_requests()[0].json;
+    assert_eq!(j["model"], "fake-cheap");
+    assert_eq!(j["max_tokens"], 40);
+    assert!(j.get("temperature").is_none());
+}
+
+#[test]
+fn a_streamed_answer_arrives_in_pieces_with_usage() {
+    let fake = FakeLlm::start();
+    fake.push(Reply::text("Streaming is incremental."));
+    let (r, deltas) = run(&client(&fake), &request(true));
+    let r = r.expect("an answer");
+    assert_eq!(r.message.content, "Streaming is incremental.");
+    assert!(deltas.len() > 3, "{deltas:?}");
+    assert_eq!(streamed_text(&deltas), "Streaming is incremental.");
+    assert!(r.usage.completion_tokens > 0);
+    let j = &fake.chat_requests()[0].json;
+    assert_eq!(j["stream"], true);
+    assert_eq!(j["stream_options"], json!({"include_usage": true}));
+}
+
+#[test]
+fn streamed_tool_calls_with_repeated_headers_assemble_once() {
+    let fake = FakeLlm::start();
+    fake.repeat_tool_headers(true);
+    fake.push(Reply::TextAndTools(
+        "Checking.".into(),
+        vec![
+            ("get_time".into(), r#"{"zone":"Europe/Paris"}"#.into()),
+            ("get_time".into(), r#"{"zone":"Asia/Tokyo"}"#.into()),
+        ],
+    ));
+    let mut req = request(true);
+    req.tools = vec![get_time_tool()];
+    let (r, deltas) = run(&client(&fake), &req);
+    let r = r.expect("an answer");
+    let calls: Vec<(&str, &str, &str)> = r
+        .message
+        .tool_calls
+        .iter()
+        .map(|c| (c.id.as_str(), c.name.as_str(), c.arguments.as_str()))
+        .collect();
+    assert_eq!(
+        calls,
+        [
+            ("call_1", "get_time", r#"{"zone":"Europe/Paris"}"#),
+            ("call_2", "get_time", r#"{"zone":"Asia/Tokyo"}"#)
+        ]
+    );
+    assert_eq!(r.message.content, "Checking.");
+    assert_eq!(r.finish_reason.as_deref(), Some("tool_calls"));
+    let announced: Vec<&String> = deltas
+        .iter()
+        .filter(|d| d.starts_with("ToolCall"))
+        .collect();
+    assert_eq!(
+        announced,
+        [
+            r#"ToolCall { index: 0, name: "get_time" }"#,
+            r#"ToolCall { index: 1, name: "get_time" }"#
+        ]
+    );
+    let sent = &fake.chat_requests()[0];
+    assert_eq!(sent.tool_names(), ["get_time"]);
+    assert_eq!(sent.json["tools"][0]["type"], "function");
+}
+
+#[test]
+fn unstreamed_tool_calls_with_null_content_are_read() {
+    let fake = FakeLlm::start();
+    fake.push(Reply::tool("get_time", r#"{"zone":"UTC"}"#));
+    let mut req = request(false);
+    req.tools = vec![get_time_tool()];
+    let r = run(&client(&fake), &req).0.expect("an answer");
+    assert_eq!(r.message.content, "");
+    assert_eq!(r.message.tool_calls.len(), 1);
+    assert_eq!(r.message.tool_calls[0].name, "get_time");
+    assert_eq!(r.message.tool_calls[0].arguments, r#"{"zone":"UTC"}"#);
+}
+
+#[test]
+fn the_conversation_goes_out_without_null_content() {
+    let fake = FakeLlm::start();
+    let mut req = request(false);
+    let call = ToolCall {
+        id: "call_9".into(),
+        name: "get_time".into(),
+        arguments: String::new(),
+    };
+    req.messages.push(Message::assistant_calls("", vec![call]));
+    req.messages
+        .push(Message::tool_result("call_9", "get_time", "12:00"));
+    run(&client(&fake), &req).0.expect("an answer");
+    let sent = &fake.chat_requests()[0];
+    assert!(!sent.body.contains("null"), "{}", sent.body);
+    let m = sent.messages();
+    assert_eq!(
+        m[2],
+        json!({"role": "assistant", "content": "", "tool_calls": [
+            {"id": "call_9", "type": "function", "function": {"name": "get_time", "arguments": "{}"}}
+        ]})
+    );
+    assert_eq!(
+        m[3],
+        json!({"role": "tool", "content": "12:00", "tool_call_id": "call_9", "name": "get_time"})
+    );
+}
+
+#[test]
+fn two_server_errors_then_success_is_a_success() {
+    let fake = FakeLlm::start();
+    fake.push(Reply::error(500, "boom"));
+    fake.push(Reply::error(503, "loading"));
+    fake.push(Reply::text("third time lucky"));
+    for stream in [false, true] {
+        if stream {
+            fake.push(Reply::error(500, "boom"));
+            fake.push(Reply::error(502, "bad gateway"));
+            fake.push(Reply::text("third time lucky"));
+        }
+        let r = run(&client(&fake), &request(stream)).0.expect("an answer");
+        assert_eq!(r.message.content, "third time lucky");
+    }
+    assert_eq!(fake.chat_requests().len(), 6);
+}
+
+#[test]
+fn server_errors_outlasting_the_retries_are_reported_as_unreachable() {
+    let fake = FakeLlm::start();
+    for _ in 0..3 {
+        fake.push(Reply::error(500, "model crashed"));
+    }
+    let err = run(&client(&fake), &request(false))
+        .0
+        .expect_err("an error");
+    assert_eq!(fake.chat_requests().len(), 3, "1 attempt + 2 retries");
+    assert!(err.is_unreachable());
+    let text = err.to_string();
+    for part in [
+        "/v1/chat/completions",
+        "500",
+        "model crashed",
+        "check its logs",
+    ] {
+        assert!(text.contains(part), "{text:?} lacks {part:?}");
+    }
+}
+
+#[test]
+fn rate_limits_are_retried_as_the_server_asks() {
+    let fake = FakeLlm::start();
+    fake.push(Reply::StatusRetryAfter(429, 0));
+    fake.push(Reply::text("after the limit"));
+    let r = run(&client(&fake), &request(true)).0.expect("an answer");
+    assert_eq!(r.message.content, "after the limit");
+    assert_eq!(fake.chat_requests().len(), 2);
+}
+
+#[test]
+fn client_errors_are_not_retried_and_say_what_to_check() {
+    let cases = [
+        (
+            401,
+            format!("Incorrect API key provided: {KEY}"),
+            "check OPENAI_API_KEY",
+        ),
+        (
+            404,
+            "The model `fake-main` does not exist".to_string(),
+            "should end in /v1",
+        ),
+    ];
+    for (status, message, hint) in cases {
+        let fake = FakeLlm::start();
+        fake.push(Reply::error(status, &message));
+        let err = run(&client(&fake), &request(true)).0.expect_err("an error");
+        assert_eq!(fake.chat_requests().len(), 1, "no retry on {status}");
+        assert!(!err.is_unreachable());
+        let text = err.to_string();
+        let url = format!("{}/chat/completions", fake.base_url());
+        for part in [url.as_str(), &status.to_string(), hint] {
+            assert!(text.contains(part), "{text:?} lacks {part:?}");
+        }
+        assert!(!text.contains(KEY), "the key leaked: {text}");
+        assert!(text.contains("Incorrect API key provided: ***") || status != 401);
+    }
+}
+
+#[test]
+fn a_json_request_refused_for_response_format_is_sent_again_without_it() {
+    let fake = FakeLlm::start();
+    fake.push(Reply::error(400, "response_format is not supported"));
+    fake.push(Reply::text(r#"{"ok":true}"#));
+    let mut req = request(false);
+    req.json = true;
+    let r = run(&client(&fake), &req).0.expect("an answer");
+    assert_eq!(r.message.content, r#"{"ok":true}"#);
+    let sent = fake.chat_requests();
+    assert_eq!(sent.len(), 2);
+    assert_eq!(
+        sent[0].json["response_format"],
+        json!({"type": "json_object"})
+    );
+    assert!(sent[1].json.get("response_format").is_none());
+}
+
+/// A port that was free a moment ago: nothing listens there.
+fn closed_port() -> u16 {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
+    l.local_addr().expect("an address").port()
+}
+
+#[test]
+fn an_unreachable_server_names_the_url_and_what_to_set() {
+    let base = format!("http://127.0.0.1:{}/v1", closed_port());
+    let mut cfg = config(&base);
+    cfg.max_retries = 1;
+    let err = run(&client_with(cfg.clone()), &request(true))
+        .0
+        .expect_err("nobody listens");
+    assert!(matches!(err, LlmError::Connect { .. }), "{err:?}");
+    assert!(err.is_unreachable());
+    let text = err.to_string();
+    for part in [
+        format!("{base}/chat/completions").as_str(),
+        "connection refused",
+        "is the server running? set OPENAI_BASE_URL",
+    ] {
+        assert!(text.contains(part), "{text:?} lacks {part:?}");
+    }
+
+    cfg.base_url_is_default = true;
+    let text = client_with(cfg)
+        .list_models()
+        .expect_err("nobody listens")
+        .to_string();
+    for part in [
+        "nothing is configured",
+        "OPENAI_BASE_URL",
+        "EVOLVE_MODEL",
+        "evolve config init",
+    ] {
+        assert!(text.contains(part), "{text:?} lacks {part:?}");
+    }
+}
+
+fn short(fake: &FakeLlm) -> Client {
+    let mut cfg = config(&fake.base_url());
+    cfg.timeouts = Timeouts {
+        connect: Duration::from_secs(2),
+        first_byte: Duration::from_millis(300),
+        per_read: Duration::from_millis(300),
+        overall: Duration::from_millis(300),
+    };
+    client_with(cfg)
+}
+
+#[test]
+fn a_silent_stream_times_out_without_a_retry() {
+    let fake = FakeLlm::start();
+    fake.push(Reply::Hang(Duration::from_secs(30)));
+    let err = run(&short(&fake), &request(true)).0.expect_err("a timeout");
+    assert!(
+        matches!(err, LlmError::Timeout { phase, .. } if phase == transport::PHASE_IDLE),
+        "{err:?}"
+    );
+    assert!(err.is_unreachable());
+    assert_eq!(fake.chat_requests().len(), 1);
+}
+
+#[test]
+fn a_stream_that_stalls_midway_is_a_timeout_and_is_not_retried() {
+    let fake = FakeLlm::start();
+    fake.push(Reply::TextThenHang(
+        "partial answer".into(),
+        Duration::from_secs(30),
+    ));
+    let (r, deltas) = run(&short(&fake), &request(true));
+    assert!(matches!(r, Err(LlmError::Timeout { .. })), "{r:?}");
+    assert_eq!(streamed_text(&deltas), "partial answer");
+    assert_eq!(fake.chat_requests().len(), 1);
+}
+
+#[test]
+fn servers_that_never_answer_time_out_in_the_right_phase() {
+    let cases = [
+        (true, transport::PHASE_FIRST_BYTE),
+        (false, transport::PHASE_OVERALL),
+    ];
+    for (stream, phase) in cases {
+        let fake = FakeLlm::start();
+        fake.push(Reply::HangBeforeHeaders(Duration::from_secs(30)));
+        let err = run(&short(&fake), &request(stream))
+            .0
+            .expect_err("a timeout");
+        match &err {
+            LlmError::Timeout { url, phase: p } => {
+                assert_eq!(*p, phase);
+                assert!(url.ends_with("/v1/chat/completions"));
+            }
+            other => panic!("stream={stream}: {other:?}"),
+        }
+        assert!(err.to_string().contains("config.toml"));
+    }
+}
+
+#[test]
+fn malformed_stream_events_are_a_protocol_error_quoting_the_line() {
+    let fake = FakeLlm::start();
+    fake.push(Reply::RawSse(vec![
+        r#"data: {"choices":[{"delta":{"content":"a"}}]}"#.into(),
+        "".into(),
+        "data: {not json at all".into(),
+        "".into(),
+    ]));
+    let (r, deltas) = run(&client(&fake), &request(true));
+    let err = r.expect_err("a protocol error");
+    assert!(matches!(err, LlmError::Protocol { .. }), "{err:?}");
+    assert!(!err.is_unreachable());
+    let text = err.to_string();
+    assert!(text.contains("{not json at all"), "{text}");
+    assert!(text.contains(&fake.base_url()), "{text}");
+    assert_eq!(deltas.len(), 1);
+    assert_eq!(fake.chat_requests().len(), 1);
+}
+
+#[test]
+fn long_bad_lines_are_quoted_short() {
+    let fake = FakeLlm::start();
+    let junk = format!("data: {{{}", "x".repeat(5000));
+    fake.push(Reply::RawSse(vec![junk, "".into()]));
+    let text = run(&client(&fake), &request(true))
+        .0
+        .expect_err("a protocol error")
+        .to_string();
+    assert!(text.len() < 600, "{} chars", text.len());
+}
+
+#[test]
+fn tolerated_streams_still_give_the_answer() {
+    let chunk = |delta: Value| format!("data:{}", json!({"choices": [{"delta": delta}]}));
+    let cases: Vec<(&str, Vec<String>, &str, Option<&str>)> = vec![
+        (
+            "no [DONE], CRLF, comments, event lines",
+            vec![
+                ": keep-alive\r\n".into(),
+                "event: message\r\n".into(),
+                chunk(json!({"content": "Hi "})) + "\r\n",
+                "\r\n".into(),
+                chunk(json!({"content": "you"})),
+            ],
+            "Hi you",
+            None,
+        ),
+        (
+            "reasoning fields",
+            vec![
+                chunk(json!({"reasoning_content": "Let me think. "})),
+                "".into(),
+                chunk(json!({"reasoning": "Done."})),
+                "".into(),
+                chunk(json!({"content": "42"})),
+                "".into(),
+                "data: [DONE]".into(),
+                "".into(),
+                "data: ignored after done".into(),
+            ],
+            "42",
+            Some("Let me think. Done."),
+        ),
+        (
+            "events without blank lines between them",
+            vec![
+                chunk(json!({"content": "a"})),
+                chunk(json!({"content": "b"})),
+            ],
+            "ab",
+            None,
+        ),
+    ];
+    for (name, lines, content, reasoning) in cases {
+        let fake = FakeLlm::start();
+        fake.push(Reply::RawSse(lines));
+        let (r, deltas) = run(&client(&fake), &request(true));
+        let r = r.unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert_eq!(r.message.content, content, "{name}");
+        assert_eq!(r.message.reasoning.as_deref(), reasoning, "{name}");
+        assert_eq!(streamed_text(&deltas), content, "{name}");
+        if reasoning.is_some() {
+            assert!(deltas[0].starts_with("Reasoning"), "{name}: {deltas:?}");
+        }
+    }
+}
+
+#[test]
+fn an_empty_stream_with_tools_falls_back_to_an_unstreamed_request() {
+    let fake = FakeLlm::start();
+    fake.push(Reply::EmptyBody);
+    fake.push(Reply::text("answer without streaming"));
+    let mut req = request(true);
+    req.tools = vec![get_time_tool()];
+    let (r, deltas) = run(&client(&fake), &req);
+    assert_eq!(
+        r.expect("an answer").message.content,
+        "answer without streaming"
+    );
+    assert_eq!(deltas, [r#"Content("answer without streaming")"#]);
+    let sent = fake.chat_requests();
+    let shape: Vec<(bool, Vec<String>)> = sent
+        .iter()
+        .map(|r| (r.is_stream(), r.tool_names()))
+        .collect();
+    assert_eq!(
+        shape,
+        [
+            (true, vec!["get_time".to_string()]),
+            (false, vec!["get_time".to_string()])
+        ]
+    );
+}
+
+#[test]
+fn a_server_ignoring_stream_true_is_accepted() {
+    let fake = FakeLlm::start();
+    let body = json!({"choices": [{"message": {"role": "assistant", "content": "whole"}, "finish_reason": "stop"}],
+                      "usage": {"prompt_tokens": 3, "completion_tokens": 1}});
+    fake.push(Reply::Raw {
+        status: 200,
+        content_type: "application/json".into(),
+        body: body.to_string(),
+    });
+    let (r, deltas) = run(&client(&fake), &request(true));
+    let r = r.expect("an answer");
+    assert_eq!(r.message.content, "whole");
+    assert_eq!(r.usage.prompt_tokens, 3);
+    assert_eq!(deltas, [r#"Content("whole")"#]);
+}
+
+#[test]
+fn an_html_page_instead_of_a_stream_is_quoted() {
+    let fake = FakeLlm::start();
+    fake.push(Reply::RawSse(vec![
+        "<html><body>Proxy error</body></html>".into()
+    ]));
+    let err = run(&client(&fake), &request(true)).0.expect_err("an error");
+    assert!(err.to_string().contains("Proxy error"), "{err}");
+}
+
+#[test]
+fn cancelling_stops_a_stream_between_chunks() {
+    let fake = FakeLlm::start();
+    fake.push(Reply::text("word ".repeat(50)));
+    let cancel = AtomicBool::new(false);
+    let mut seen = 0;
+    let r = client(&fake).chat(
+        &request(true),
+        &mut |_| {
+            seen += 1;
+            cancel.store(true, Ordering::Relaxed);
+        },
+        &cancel,
+    );
+    assert!(matches!(r, Err(LlmError::Cancelled)), "{r:?}");
+    assert_eq!(seen, 1);
+}
+
+#[test]
+fn cancelling_stops_a_wait_for_a_silent_server() {
+    let fake = FakeLlm::start();
+    fake.push(Reply::HangBeforeHeaders(Duration::from_secs(30)));
+    let cancel = Arc::new(AtomicBool::new(false));
+    let flag = Arc::clone(&cancel);
+    let c = client(&fake);
+    let setter = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(100));
+        flag.store(true, Ordering::Relaxed);
+    });
+    let r = c.chat(&request(true), &mut |_| {}, &cancel);
+    let _ = setter.join();
+    assert!(matches!(r, Err(LlmError::Cancelled)), "{r:?}");
+}
+
+#[test]
+fn usage_adds_up_over_calls() {
+    let fake = FakeLlm::start();
+    fake.push(Reply::text("one"));
+    fake.push(Reply::text("two two two two"));
+    let c = client(&fake);
+    let a = run(&c, &request(false)).0.expect("first").usage;
+    let b = run(&c, &request(true)).0.expect("second").usage;
+    let mut total = Usage::default();
+    total.add(a);
+    total.add(b);
+    assert!(a.completion_tokens > 0 && b.completion_tokens > a.completion_tokens);
+    assert_eq!(
+        total,
+        Usage {
+            prompt_tokens: a.prompt_tokens + b.prompt_tokens,
+            completion_tokens: a.completion_tokens + b.completion_tokens
+        }
+    );
+}
+
+#[test]
+fn bodies_over_16_mib_are_refused() {
+    let fake = FakeLlm::start();
+    fake.push(Reply::Raw {
+        status: 200,
+        content_type: "application/json".into(),
+        body: "x".repeat(17 * 1024 * 1024),
+    });
+    let err = run(&client(&fake), &request(false))
+        .0
+        .expect_err("too large");
+    assert!(err.to_string().contains("16 MiB"), "{err}");
+}
+
+#[test]
+fn the_model_list_is_read() {
+    let fake = FakeLlm::start();
+    let ids = client(&fake).list_models().expect("a list");
+    assert_eq!(ids, ["fake-main", "fake-cheap"]);
+    assert_eq!(
+        fake.requests()[0].header("authorization"),
+        Some(format!("Bearer {KEY}").as_str())
+    );
+}
+
+#[test]
+fn errors_read_as_sentences_with_url_status_message_and_hint() {
+    let url = "http://127.0.0.1:9/v1/chat/completions".to_string();
+    let cases = [
+        (
+            LlmError::Status {
+                url: url.clone(),
+                status: 429,
+                message: "slow down".into(),
+                hint: "wait".into(),
+            },
+            "the model server at http://127.0.0.1:9/v1/chat/completions answered HTTP 429: slow down — wait",
+            true,
+        ),
+        (
+            LlmError::Status {
+                url: url.clone(),
+                status: 400,
+                message: String::new(),
+                hint: String::new(),
+            },
+            "the model server at http://127.0.0.1:9/v1/chat/completions answered HTTP 400",
+            false,
+        ),
+        (
+            LlmError::Connect {
+                url: url.clone(),
+                detail: "connection refused".into(),
+                hint: "is the server running? set OPENAI_BASE_URL".into(),
+            },
+            "cannot reach the model at http://127.0.0.1:9/v1/chat/completions: connection refused — is the server running? set OPENAI_BASE_URL",
+            true,
+        ),
+        (
+            LlmError::Protocol {
+                url: url.clone(),
+                detail: "no choices".into(),
+            },
+            "unexpected answer from the model at http://127.0.0.1:9/v1/chat/completions: no choices",
+            false,
+        ),
+        (
+            LlmError::Cancelled,
+            "the request to the model was cancelled",
+            false,
+        ),
+    ];
+    for (err, text, unreachable) in cases {
+        assert_eq!(err.to_string(), text);
+        assert_eq!(err.is_unreachable(), unreachable, "{text}");
+    }
+    let timeout = LlmError::Timeout {
+        url,
+        phase: transport::PHASE_IDLE,
+    };
+    assert!(timeout.to_string().starts_with(
+        "the model at http://127.0.0.1:9/v1/chat/completions timed out (stream idle between chunks) — "
+    ));
+}
+
+#[test]
+fn urls_in_errors_drop_credentials() {
+    let cases = [
+        ("https://user:pw@host/v1/x", "https://host/v1/x"),
+        ("http://127.0.0.1:8080/v1", "http://127.0.0.1:8080/v1"),
+        ("http://host/v1/a@b", "http://host/v1/a@b"),
+        ("no-scheme", "no-scheme"),
+    ];
+    for (url, shown) in cases {
+        assert_eq!(client::display_url(url), shown);
+    }
+}

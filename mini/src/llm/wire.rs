@@ -1,0 +1,500 @@
+//! The JSON on the wire: the request body of `/chat/completions`, and the reading of a
+//! completion, an error body and a model list.
+//!
+//! Decides what is sent (assistant messages with tool calls carry `content: ""`, never
+//! `null`, which llama.cpp rejects; empty tool arguments go out as `{}`; reasoning and
+//! images are not sent back) and which optional parameters to drop when a server refuses
+//! them ([`WireRequest::relax`]). Reading is tolerant: `content` may be a string, `null`
+//! or a list of parts; tool arguments a string or an object; ids may be missing.
+
+use evolve_core::history::{Message, Role, ToolCall};
+use serde_json::{json, Map, Value};
+
+use super::{ToolSpec, Usage};
+
+/// How much of a server's error body a message quotes.
+const SERVER_MESSAGE_CHARS: usize = 300;
+
+/// One chat request as it will be sent, with the parameters still negotiable.
+#[derive(Debug, Clone)]
+pub(crate) struct WireRequest<'a> {
+    pub model: &'a str,
+    pub messages: &'a [Message],
+    pub tools: &'a [ToolSpec],
+    pub max_tokens: Option<u32>,
+    /// `max_tokens`, or `max_completion_tokens` for servers (OpenAI's reasoning models)
+    /// that refuse the former.
+    pub max_tokens_key: &'static str,
+    pub temperature: Option<f32>,
+    /// `response_format: {"type": "json_object"}`.
+    pub json: bool,
+    /// `stream_options: {"include_usage": true}` on streamed requests.
+    pub stream_options: bool,
+}
+
+impl WireRequest<'_> {
+    /// The body, streamed or not (the fallback re-sends the same request unstreamed).
+    pub fn body(&self, stream: bool) -> String {
+        let mut o = Map::new();
+        o.insert("model".into(), self.model.into());
+        o.insert(
+            "messages".into(),
+            self.messages.iter().map(message_json).collect(),
+        );
+        if !self.tools.is_empty() {
+            o.insert("tools".into(), self.tools.iter().map(tool_json).collect());
+        }
+        o.insert("stream".into(), stream.into());
+        if stream && self.stream_options {
+            o.insert("stream_options".into(), json!({"include_usage": true}));
+        }
+        if let Some(n) = self.max_tokens {
+            o.insert(self.max_tokens_key.into(), n.into());
+        }
+        if let Some(t) = self.temperature {
+            // f32 → f64 through the decimal text, so 0.2 goes out as 0.2, not 0.200000003.
+            let t: f64 = t.to_string().parse().unwrap_or(f64::from(t));
+            o.insert("temperature".into(), t.into());
+        }
+        if self.json {
+            o.insert("response_format".into(), json!({"type": "json_object"}));
+        }
+        Value::Object(o).to_string()
+    }
+
+    /// After a 4xx, drops or renames the optional parameter the server refused; returns
+    /// what changed, or `None` when nothing is left to try (the error stands). Each
+    /// change can happen once, so a request is re-sent at most four times.
+    pub fn relax(&mut self, status: u16, message: &str) -> Option<&'static str> {
+        if !(400..500).contains(&status) || matches!(status, 401 | 403 | 404 | 429) {
+            return None;
+        }
+        let m = message.to_ascii_lowercase();
+        if self.json && m.contains("response_format") {
+            self.json = false;
+            return Some("response_format");
+        }
+        if self.max_tokens_key == "max_tokens" && m.contains("max_completion_tokens") {
+            self.max_tokens_key = "max_completion_tokens";
+            return Some("max_tokens (renamed max_completion_tokens)");
+        }
+        if self.temperature.is_some() && m.contains("temperature") {
+            self.temperature = None;
+            return Some("temperature");
+        }
+        if self.stream_options && m.contains("stream_options") {
+            self.stream_options = false;
+            return Some("stream_options");
+        }
+        if self.json && status == 400 {
+            self.json = false;
+            return Some("response_format");
+        }
+        None
+    }
+}
+
+fn role_name(role: Role) -> &'static str {
+    match role {
+        Role::System => "system",
+        Role::User => "user",
+        Role::Assistant => "assistant",
+        Role::Tool => "tool",
+    }
+}
+
+/// One message in OpenAI's shape.
+pub(crate) fn message_json(m: &Message) -> Value {
+    let mut o = Map::new();
+    o.insert("role".into(), role_name(m.role).into());
+    // Always a string: `null` next to tool calls is rejected by llama.cpp.
+    o.insert("content".into(), m.content.as_str().into());
+    if m.role == Role::Assistant && !m.tool_calls.is_empty() {
+        let calls = m.tool_calls.iter().map(|c| {
+            let args = if c.arguments.trim().is_empty() {
+                "{}"
+            } else {
+                c.arguments.as_str()
+            };
+            json!({"id": c.id, "type": "function", "function": {"name": c.name, "arguments": args}})
+        });
+        o.insert("tool_calls".into(), calls.collect());
+    }
+    if m.role == Role::Tool {
+        if let Some(id) = &m.tool_call_id {
+            o.insert("tool_call_id".into(), id.as_str().into());
+        }
+        if let Some(name) = &m.name {
+            o.insert("name".into(), name.as_str().into());
+        }
+    }
+    Value::Object(o)
+}
+
+fn tool_json(t: &ToolSpec) -> Value {
+    let parameters = if t.parameters.is_object() {
+        t.parameters.clone()
+    } else {
+        json!({"type": "object", "properties": {}})
+    };
+    json!({"type": "function", "function": {
+        "name": t.name, "description": t.description, "parameters": parameters
+    }})
+}
+
+/// A completion read from a body.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Parsed {
+    pub message: Message,
+    pub finish_reason: Option<String>,
+    pub usage: Option<Usage>,
+    pub model: Option<String>,
+}
+
+/// Reads a non-streamed completion; `Err` says what is wrong with it.
+pub(crate) fn parse_completion(body: &str) -> Result<Parsed, String> {
+    let v: Value = serde_json::from_str(body).map_err(|e| {
+        format!(
+            "the body is not JSON ({e}): {}",
+            quote(body, SERVER_MESSAGE_CHARS)
+        )
+    })?;
+    if let Some(err) = error_message(&v) {
+        return Err(format!("the server reported an error: {err}"));
+    }
+    let choice = v["choices"].get(0).ok_or_else(|| {
+        format!(
+            "no `choices` in the answer: {}",
+            quote(body, SERVER_MESSAGE_CHARS)
+        )
+    })?;
+    let m = &choice["message"];
+    let mut message = Message::assistant(content_text(&m["content"]));
+    let reasoning = m["reasoning_content"]
+        .as_str()
+        .or_else(|| m["reasoning"].as_str())
+        .unwrap_or("");
+    if !reasoning.is_empty() {
+        message.reasoning = Some(reasoning.to_string());
+    }
+    if let Some(calls) = m["tool_calls"].as_array() {
+        message.tool_calls = calls
+            .iter()
+            .enumerate()
+            .map(|(i, c)| ToolCall {
+                id: c["id"]
+                    .as_str()
+                    .filter(|s| !s.is_empty())
+                    .map_or_else(|| format!("call_{i}"), str::to_string),
+                name: c["function"]["name"].as_str().unwrap_or("").to_string(),
+                arguments: arguments_text(&c["function"]["arguments"]),
+            })
+            .collect();
+    }
+    Ok(Parsed {
+        message,
+        finish_reason: choice["finish_reason"].as_str().map(str::to_string),
+        usage: usage(&v["usage"]),
+        model: v["model"].as_str().map(str::to_string),
+    })
+}
+
+/// `content` as text: a string, `null`, or a list of `{type: "text", text}` parts.
+pub(crate) fn content_text(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Array(parts) => parts
+            .iter()
+            .filter_map(|p| p["text"].as_str().or_else(|| p.as_str()))
+            .collect(),
+        _ => String::new(),
+    }
+}
+
+/// Tool arguments as the JSON text the tools expect (some servers send an object).
+pub(crate) fn arguments_text(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Null => String::new(),
+        other => other.to_string(),
+    }
+}
+
+/// `usage` when the server reports one.
+pub(crate) fn usage(v: &Value) -> Option<Usage> {
+    let o = v.as_object()?;
+    let n = |k: &str| o.get(k).and_then(Value::as_u64).unwrap_or(0);
+    Some(Usage {
+        prompt_tokens: n("prompt_tokens"),
+        completion_tokens: n("completion_tokens"),
+    })
+}
+
+/// The message of an `{"error": …}` payload (OpenAI's `{"error": {"message"}}`, a plain
+/// `{"error": "…"}`), if the value is one.
+pub(crate) fn error_message(v: &Value) -> Option<String> {
+    match v.get("error")? {
+        Value::String(s) => Some(s.clone()),
+        Value::Object(o) => Some(
+            o.get("message")
+                .and_then(Value::as_str)
+                .map_or_else(|| Value::Object(o.clone()).to_string(), str::to_string),
+        ),
+        Value::Null => None,
+        other => Some(other.to_string()),
+    }
+}
+
+/// What a server said in an error body: its own message when the body is OpenAI-shaped
+/// (or FastAPI's `detail`, or a bare `message`), else the first 300 characters, on one
+/// line.
+pub(crate) fn server_message(body: &str) -> String {
+    let from_json = serde_json::from_str::<Value>(body).ok().and_then(|v| {
+        error_message(&v)
+            .or_else(|| v["message"].as_str().map(str::to_string))
+            .or_else(|| match &v["detail"] {
+                Value::String(s) => Some(s.clone()),
+                Value::Null => None,
+                other => Some(other.to_string()),
+            })
+    });
+    let text = from_json.unwrap_or_else(|| body.to_string());
+    quote(&text, SERVER_MESSAGE_CHARS)
+}
+
+/// At most `max` characters of `text` on one line, `…` when cut.
+pub(crate) fn quote(text: &str, max: usize) -> String {
+    let one_line = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    match one_line.char_indices().nth(max) {
+        Some((cut, _)) => format!("{}…", &one_line[..cut]),
+        None => one_line,
+    }
+}
+
+/// The ids of a `GET /models` body (`{"data": [{"id"}]}`, or Ollama's `{"models":
+/// [{"name"}]}`).
+pub(crate) fn parse_models(body: &str) -> Result<Vec<String>, String> {
+    let v: Value = serde_json::from_str(body).map_err(|e| {
+        format!(
+            "the model list is not JSON ({e}): {}",
+            quote(body, SERVER_MESSAGE_CHARS)
+        )
+    })?;
+    let list = v["data"]
+        .as_array()
+        .or_else(|| v["models"].as_array())
+        .or_else(|| v.as_array())
+        .ok_or_else(|| {
+            format!(
+                "no `data` list in the model list: {}",
+                quote(body, SERVER_MESSAGE_CHARS)
+            )
+        })?;
+    Ok(list
+        .iter()
+        .filter_map(|m| {
+            m["id"]
+                .as_str()
+                .or_else(|| m["name"].as_str())
+                .or_else(|| m.as_str())
+        })
+        .map(str::to_string)
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request<'a>(messages: &'a [Message], tools: &'a [ToolSpec]) -> WireRequest<'a> {
+        WireRequest {
+            model: "m",
+            messages,
+            tools,
+            max_tokens: Some(100),
+            max_tokens_key: "max_tokens",
+            temperature: Some(0.7),
+            json: true,
+            stream_options: true,
+        }
+    }
+
+    fn body(w: &WireRequest<'_>, stream: bool) -> Value {
+        serde_json::from_str(&w.body(stream)).expect("the body is JSON")
+    }
+
+    #[test]
+    fn optional_fields_appear_only_when_they_apply() {
+        let messages = [Message::user("hi")];
+        let tool = ToolSpec {
+            name: "t".into(),
+            description: "d".into(),
+            parameters: Value::Null,
+        };
+        let tools = [tool];
+        let mut w = request(&messages, &[]);
+        let b = body(&w, true);
+        assert_eq!(b["stream_options"], json!({"include_usage": true}));
+        assert_eq!(b["response_format"], json!({"type": "json_object"}));
+        assert_eq!(b["max_tokens"], 100);
+        assert_eq!(b["temperature"], 0.7);
+        assert!(b.get("tools").is_none());
+        assert!(body(&w, false).get("stream_options").is_none());
+
+        w.tools = &tools;
+        w.max_tokens = None;
+        w.temperature = None;
+        w.json = false;
+        let b = body(&w, false);
+        for absent in ["max_tokens", "temperature", "response_format"] {
+            assert!(b.get(absent).is_none(), "{absent}");
+        }
+        assert_eq!(
+            b["tools"],
+            json!([{"type": "function", "function": {"name": "t", "description": "d",
+                    "parameters": {"type": "object", "properties": {}}}}])
+        );
+    }
+
+    #[test]
+    fn messages_never_carry_null_content_reasoning_or_images() {
+        let mut assistant = Message::assistant_calls(
+            "",
+            vec![ToolCall {
+                id: "c".into(),
+                name: "t".into(),
+                arguments: "{\"a\":1}".into(),
+            }],
+        );
+        assistant.reasoning = Some("secret thoughts".into());
+        let mut user = Message::user("look");
+        user.images = vec!["data:image/png;base64,xx".into()];
+        let cases = [
+            (
+                assistant,
+                json!({"role": "assistant", "content": "", "tool_calls": [
+                    {"id": "c", "type": "function", "function": {"name": "t", "arguments": "{\"a\":1}"}}]}),
+            ),
+            (user, json!({"role": "user", "content": "look"})),
+            (
+                Message::tool_result("c", "t", "out"),
+                json!({"role": "tool", "content": "out", "tool_call_id": "c", "name": "t"}),
+            ),
+            (
+                Message::system("s"),
+                json!({"role": "system", "content": "s"}),
+            ),
+        ];
+        for (m, expected) in cases {
+            assert_eq!(message_json(&m), expected);
+        }
+    }
+
+    #[test]
+    fn refused_parameters_are_dropped_one_at_a_time() {
+        let messages = [Message::user("hi")];
+        // (status, server message, what is dropped)
+        let cases: &[(u16, &str, Option<&str>)] = &[
+            (
+                400,
+                "Invalid parameter: response_format",
+                Some("response_format"),
+            ),
+            (
+                422,
+                "Unsupported parameter: 'max_tokens'. Use 'max_completion_tokens' instead.",
+                Some("max_tokens (renamed max_completion_tokens)"),
+            ),
+            (
+                400,
+                "temperature must be 1 for this model",
+                Some("temperature"),
+            ),
+            (400, "unknown field stream_options", Some("stream_options")),
+            (400, "something else entirely", Some("response_format")),
+            (401, "response_format", None),
+            (404, "response_format", None),
+            (500, "response_format", None),
+        ];
+        for (status, message, expected) in cases {
+            let mut w = request(&messages, &[]);
+            assert_eq!(w.relax(*status, message), *expected, "{status} {message}");
+        }
+        // Nothing left to drop: the error stands.
+        let mut w = request(&messages, &[]);
+        w.json = false;
+        assert_eq!(w.relax(400, "something else entirely"), None);
+    }
+
+    #[test]
+    fn completions_are_read_whatever_their_shape() {
+        let cases = [
+            (
+                r#"{"choices":[{"message":{"content":"hi"},"finish_reason":"stop"}],"model":"x","usage":{"prompt_tokens":5,"completion_tokens":1}}"#,
+                ("hi", 0, None),
+            ),
+            (
+                r#"{"choices":[{"message":{"content":null,"tool_calls":[{"function":{"name":"t","arguments":{"a":1}}}]}}]}"#,
+                ("", 1, None),
+            ),
+            (
+                r#"{"choices":[{"message":{"content":[{"type":"text","text":"a"},{"type":"text","text":"b"}],"reasoning_content":"why"}}]}"#,
+                ("ab", 0, Some("why")),
+            ),
+        ];
+        for (body, (content, calls, reasoning)) in cases {
+            let p = parse_completion(body).expect(body);
+            assert_eq!(p.message.content, content);
+            assert_eq!(p.message.tool_calls.len(), calls);
+            assert_eq!(p.message.reasoning.as_deref(), reasoning);
+            if calls > 0 {
+                assert_eq!(p.message.tool_calls[0].id, "call_0");
+                assert_eq!(p.message.tool_calls[0].arguments, r#"{"a":1}"#);
+            }
+        }
+        for bad in [
+            "",
+            "<html>",
+            r#"{"choices":[]}"#,
+            r#"{"error":{"message":"nope"}}"#,
+        ] {
+            assert!(parse_completion(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn the_servers_own_message_is_found() {
+        let long = "y".repeat(1000);
+        let cases = [
+            (
+                r#"{"error":{"message":"bad key","type":"auth"}}"#,
+                "bad key".to_string(),
+            ),
+            (
+                r#"{"error":"model not found"}"#,
+                "model not found".to_string(),
+            ),
+            (r#"{"detail":"Not Found"}"#, "Not Found".to_string()),
+            (r#"{"message":"overloaded"}"#, "overloaded".to_string()),
+            ("plain\ntext  error", "plain text error".to_string()),
+            (long.as_str(), format!("{}…", "y".repeat(300))),
+        ];
+        for (body, expected) in cases {
+            assert_eq!(server_message(body), expected);
+        }
+    }
+
+    #[test]
+    fn model_lists_from_openai_and_ollama() {
+        let cases = [
+            (r#"{"data":[{"id":"a"},{"id":"b"}]}"#, vec!["a", "b"]),
+            (r#"{"models":[{"name":"llama3"}]}"#, vec!["llama3"]),
+            (r#"{"data":[]}"#, vec![]),
+        ];
+        for (body, expected) in cases {
+            assert_eq!(parse_models(body).expect(body), expected);
+        }
+        assert!(parse_models("{}").is_err());
+        assert!(parse_models("nope").is_err());
+    }
+}

@@ -51,6 +51,8 @@ pub struct TurnInput<'a> {
     pub stream: bool,
     /// Set (e.g. by Ctrl-C) to stop the answer.
     pub cancel: &'a AtomicBool,
+    /// Make the first model call use this tool (`evolve ask --tool NAME`).
+    pub force_tool: Option<&'a str>,
 }
 
 /// A person's settled answer about a parked call.
@@ -199,6 +201,10 @@ impl Manager {
                 max_tokens: None,
                 temperature: None,
                 json: false,
+                tool_choice: input
+                    .force_tool
+                    .filter(|_| steps == 1 && !last_step)
+                    .map(str::to_string),
             };
             let t = Instant::now();
             let resp = rt.model.chat(&req, &mut |d| io.on_delta(&d), input.cancel);

@@ -195,6 +195,7 @@ pub(super) fn cheap_call(
         max_tokens: Some(512),
         temperature: Some(0.2),
         json: system != prompts::SUMMARIZE,
+        tool_choice: None,
     };
     let never = AtomicBool::new(false);
     match rt.model.chat(&req, &mut |_| {}, &never) {

@@ -46,6 +46,9 @@ pub struct AskCmd {
     /// file tools work inside this directory (default $EVOLVE_HOME/workspace)
     #[argh(option)]
     workspace: Option<PathBuf>,
+    /// make the model call this tool first (its permission check still applies)
+    #[argh(option)]
+    tool: Option<String>,
 }
 
 /// A headless run: nobody to ask. The policy refuses before `approve` could be called;
@@ -93,6 +96,16 @@ pub fn run(cmd: AskCmd) -> Result<(), Error> {
     let wait = app.config.agent.background_wait;
     let App { config, tokenizer } = app;
     let manager = Manager::new(Runtime::new(config, store, tokenizer));
+    if let Some(name) = cmd.tool.as_deref() {
+        let tools = &manager.runtime().tools;
+        if !tools.has(name) {
+            let names: Vec<String> = tools.specs().into_iter().map(|s| s.name).collect();
+            return Err(Error::Usage(format!(
+                "--tool {name}: no such tool; the tools are {}",
+                names.join(", ")
+            )));
+        }
+    }
     let cancel = AtomicBool::new(false);
     let (mut record, post) = manager.turn(
         TurnInput {
@@ -101,6 +114,7 @@ pub fn run(cmd: AskCmd) -> Result<(), Error> {
             policy,
             stream: false,
             cancel: &cancel,
+            force_tool: cmd.tool.as_deref(),
         },
         &mut Headless,
     )?;

@@ -195,6 +195,7 @@ pub fn run(cmd: ChatCmd) -> Result<(), Error> {
                 policy: Policy::Interactive,
                 stream,
                 cancel: &interrupt::CANCEL,
+                force_tool: None,
             },
             &mut term,
         );

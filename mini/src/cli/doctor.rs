@@ -228,6 +228,7 @@ fn completion(client: &Client, role: ModelRole, name: &'static str) -> Check {
         max_tokens: Some(1),
         temperature: Some(0.0),
         json: false,
+        tool_choice: None,
     };
     let started = Instant::now();
     match client.chat(&req, &mut |_| {}, &AtomicBool::new(false)) {
@@ -261,6 +262,7 @@ fn tool_call(client: &Client) -> Check {
         max_tokens: Some(128),
         temperature: Some(0.0),
         json: false,
+        tool_choice: None,
     };
     let model = client.model_name(ModelRole::Main).to_string();
     match client.chat(&req, &mut |_| {}, &AtomicBool::new(false)) {

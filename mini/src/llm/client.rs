@@ -66,6 +66,7 @@ impl Client {
             },
             json: req.json,
             stream_options: true,
+            tool_choice: req.tool_choice.as_deref(),
         };
         let shown = display_url(&url);
         let started = Instant::now();

@@ -71,6 +71,9 @@ pub struct ChatRequest {
     /// Ask for a JSON object (`response_format: {"type":"json_object"}`) — only where the
     /// caller parses JSON; servers that reject it are retried without it.
     pub json: bool,
+    /// `tool_choice`: `None` leaves it to the server (auto); `required`, `none`, or a
+    /// tool's name to make the model call that tool (`evolve ask --tool NAME`).
+    pub tool_choice: Option<String>,
 }
 
 /// Token usage reported by the server (zeros when it reports none).

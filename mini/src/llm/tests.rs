@@ -53,6 +53,7 @@ fn request(stream: bool) -> ChatRequest {
         max_tokens: None,
         temperature: None,
         json: false,
+        tool_choice: None,
     }
 }
 

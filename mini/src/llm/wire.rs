@@ -30,6 +30,8 @@ pub(crate) struct WireRequest<'a> {
     pub json: bool,
     /// `stream_options: {"include_usage": true}` on streamed requests.
     pub stream_options: bool,
+    /// `tool_choice`: `auto`, `required`, `none`, or a tool's name (that tool).
+    pub tool_choice: Option<&'a str>,
 }
 
 impl WireRequest<'_> {
@@ -59,6 +61,13 @@ impl WireRequest<'_> {
         if self.json {
             o.insert("response_format".into(), json!({"type": "json_object"}));
         }
+        if let Some(choice) = self.tool_choice.filter(|_| !self.tools.is_empty()) {
+            let value = match choice {
+                "auto" | "required" | "none" => Value::from(choice),
+                name => json!({"type": "function", "function": {"name": name}}),
+            };
+            o.insert("tool_choice".into(), value);
+        }
         Value::Object(o).to_string()
     }
 
@@ -85,6 +94,10 @@ impl WireRequest<'_> {
         if self.stream_options && m.contains("stream_options") {
             self.stream_options = false;
             return Some("stream_options");
+        }
+        if self.tool_choice.is_some() && m.contains("tool_choice") {
+            self.tool_choice = None;
+            return Some("tool_choice");
         }
         if self.json && status == 400 {
             self.json = false;
@@ -316,7 +329,30 @@ mod tests {
             temperature: Some(0.7),
             json: true,
             stream_options: true,
+            tool_choice: None,
         }
+    }
+
+    #[test]
+    fn tool_choice_names_a_tool_or_a_mode_and_is_dropped_when_refused() {
+        let msgs = [Message::user("hi")];
+        let tools = [ToolSpec {
+            name: "get_time".into(),
+            description: "time".into(),
+            parameters: json!({"type": "object"}),
+        }];
+        let mut w = request(&msgs, &tools);
+        w.tool_choice = Some("get_time");
+        assert_eq!(
+            body(&w, false)["tool_choice"],
+            json!({"type": "function", "function": {"name": "get_time"}})
+        );
+        w.tool_choice = Some("required");
+        assert_eq!(body(&w, false)["tool_choice"], "required");
+        assert_eq!(w.relax(400, "unknown field tool_choice"), Some("tool_choice"));
+        assert!(body(&w, false).get("tool_choice").is_none());
+        let no_tools = request(&msgs, &[]);
+        assert!(body(&no_tools, false).get("tool_choice").is_none(), "never without tools");
     }
 
     fn body(w: &WireRequest<'_>, stream: bool) -> Value {

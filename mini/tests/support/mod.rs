@@ -34,10 +34,12 @@ impl World {
         ));
         let _ = std::fs::remove_dir_all(&home);
         std::fs::create_dir_all(&home).expect("create the test home");
-        World {
-            home,
-            fake: FakeLlm::start(),
+        let fake = FakeLlm::start();
+        // Background prompts never take the main replies a test scripted.
+        for marker in [EXTRACT, EVALUATE, REFLECT, STYLE, SUMMARIZE] {
+            fake.quiet(marker);
         }
+        World { home, fake }
     }
 
     /// The workspace the file tools use.
@@ -97,8 +99,8 @@ impl World {
         self.fake
             .chat_requests()
             .into_iter()
-            .filter(|r| !r.body_text().contains("[evolve:"))
-            .map(|r| r.json().clone())
+            .filter(|r| !r.body.contains("[evolve:"))
+            .map(|r| r.json)
             .collect()
     }
 }

@@ -3,10 +3,31 @@
 //! shell; the core's constants come in as [`CoreConfig`].
 //!
 //! Precedence, lowest first: built-in defaults → the file's top level → the chosen
-//! profile (`[profiles.NAME]`, chosen by `--profile` or `profile = "…"` in the file) →
-//! environment (`OPENAI_BASE_URL`, `OPENAI_API_KEY`, `EVOLVE_MODEL`, `EVOLVE_CHEAP_MODEL`,
-//! `EVOLVE_LOG`) → command-line flags (`--workspace`).
+//! profile (`[profiles.NAME]`, chosen by `--profile`, else `EVOLVE_PROFILE`, else
+//! `profile = "…"` in the file) → environment (`OPENAI_BASE_URL`, `OPENAI_API_KEY`,
+//! `EVOLVE_MODEL`, `EVOLVE_CHEAP_MODEL`, `EVOLVE_LOG`) → command-line flags
+//! (`--workspace`). A profile overrides key by key (`[profiles.work.model] main = "…"`
+//! changes only the main model); `api_key` and `api_key_env` count as one setting.
+//!
+//! What it decides: where the data lives (`$EVOLVE_HOME`, default `~/.evolve`), what
+//! a missing setting means (the defaults below, each with its reason), and what is not
+//! acceptable (unknown keys, values out of range), with a message naming the file, the
+//! key and what to do. It creates nothing on disk; `evolve config init` does.
+//!
+//! Files: `file.rs` the raw TOML types, `resolve.rs` layering, environment and
+//! validation, `template.rs` the commented file `config init` writes, `show.rs` the
+//! masked view for `config show` and the API.
 
+mod file;
+mod resolve;
+mod show;
+mod template;
+
+pub use resolve::{check, home_dir};
+pub use template::CONFIG_TEMPLATE;
+
+use std::collections::BTreeMap;
+use std::ffi::OsString;
 use std::fmt;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -17,7 +38,12 @@ use evolve_core::CoreConfig;
 /// The local server tried when nothing is configured (Ollama's OpenAI-compatible API).
 pub const DEFAULT_BASE_URL: &str = "http://127.0.0.1:11434/v1";
 
+/// Secrets shorter than this are masked entirely: a fifth of them would be one or two
+/// characters of a guessable value.
+const SECRET_MIN_SHOWN: usize = 12;
+
 /// A secret (API key, token): never printed, never logged, `Debug` shows it masked.
+/// There is deliberately no `Display`, so `format!("{}", key)` does not compile.
 #[derive(Clone, PartialEq, Eq)]
 pub struct Secret(String);
 
@@ -31,9 +57,26 @@ impl Secret {
         &self.0
     }
     /// What `config show` prints: the first 3 and last 2 characters at most, never more
-    /// than a fifth of the secret, e.g. `sk-…ab`; `***` for short secrets.
+    /// than a fifth of the secret, e.g. `sk-…ab`; `***` for secrets shorter than 12
+    /// characters.
     pub fn masked(&self) -> String {
-        todo!()
+        let chars: Vec<char> = self.0.chars().collect();
+        if chars.len() < SECRET_MIN_SHOWN {
+            return "***".to_string();
+        }
+        // A fifth of the secret, at most 5 characters: the rest is what keeps it secret.
+        let shown = (chars.len() / 5).min(5);
+        let tail = (shown / 2).min(2);
+        let head = (shown - tail).min(3);
+        let mut out: String = chars[..head].iter().collect();
+        out.push('…');
+        out.extend(&chars[chars.len() - tail..]);
+        out
+    }
+
+    /// True for an empty secret (treated as "not set").
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
     }
 }
 
@@ -42,6 +85,16 @@ impl fmt::Debug for Secret {
         write!(f, "Secret({})", self.masked())
     }
 }
+
+/// The main model's name when none is configured. Single-model servers (llama.cpp's
+/// `llama-server`, llama-cpp-python, vLLM serving one model) answer whatever name is
+/// sent, so a bare local server works with no configuration; Ollama and cloud APIs need
+/// a real name (`EVOLVE_MODEL`, `[model] main`), and `evolve doctor` lists theirs.
+pub const DEFAULT_MODEL: &str = "default";
+
+/// The log filter when neither the file nor `EVOLVE_LOG` sets one: problems only, so
+/// scripts reading stderr see nothing on a good run.
+pub const DEFAULT_LOG: &str = "warn";
 
 /// Timeouts of one model endpoint.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -54,6 +107,21 @@ pub struct Timeouts {
     pub per_read: Duration,
     /// Cap on a whole non-streaming call.
     pub overall: Duration,
+}
+
+impl Default for Timeouts {
+    /// 10 s to connect (a local or cloud server answers a TCP/TLS handshake in well
+    /// under a second; 10 s rides out a slow network), 120 s to the first byte (a local
+    /// model on a Pi can think that long before its first token), 60 s of silence
+    /// inside a stream, 300 s for a whole non-streaming answer.
+    fn default() -> Self {
+        Timeouts {
+            connect: Duration::from_secs(10),
+            first_byte: Duration::from_secs(120),
+            per_read: Duration::from_secs(60),
+            overall: Duration::from_secs(300),
+        }
+    }
 }
 
 /// Which model server and models to use.
@@ -84,12 +152,33 @@ pub struct ModelConfig {
     pub temperature: Option<f32>,
 }
 
+impl Default for ModelConfig {
+    /// The local server at [`DEFAULT_BASE_URL`] with model [`DEFAULT_MODEL`]; a context
+    /// window of 8192 tokens (what small local models are commonly served with; set
+    /// yours) with 1024 reserved for the answer; 2 retries; streaming on.
+    fn default() -> Self {
+        ModelConfig {
+            base_url: DEFAULT_BASE_URL.to_string(),
+            base_url_is_default: true,
+            api_key: None,
+            main: DEFAULT_MODEL.to_string(),
+            cheap: DEFAULT_MODEL.to_string(),
+            context_window: 8192,
+            reserved_output: 1024,
+            timeouts: Timeouts::default(),
+            max_retries: 2,
+            stream: true,
+            temperature: None,
+        }
+    }
+}
+
 /// How the agent runs a turn (the shell's knobs; the core's are in [`CoreConfig`]).
 #[derive(Debug, Clone, PartialEq)]
 pub struct AgentConfig {
     /// Model round trips in one turn's tool loop (default 8).
     pub max_steps: usize,
-    /// Reflect every N turns of a session (seed 002: 10).
+    /// Reflect every N turns of a session (seed 002: 10); 0 turns periodic reflection off.
     pub reflect_every: u32,
     /// Reflect when the evaluation score is below this (default 0.5).
     pub reflect_below: f32,
@@ -97,10 +186,25 @@ pub struct AgentConfig {
     pub style_above: f32,
     /// At most this many style notes are kept and injected (default 8).
     pub style_notes_max: usize,
-    /// How long `ask` waits for the post-reply worker before exiting (default 60 s).
+    /// How long `ask` waits for the post-reply worker before exiting (default 60 s; 0:
+    /// do not wait, the post-reply work of that turn may be lost).
     pub background_wait: Duration,
     /// Extract memories, evaluate and reflect after each turn (default true).
     pub learn: bool,
+}
+
+impl Default for AgentConfig {
+    fn default() -> Self {
+        AgentConfig {
+            max_steps: 8,
+            reflect_every: 10,
+            reflect_below: 0.5,
+            style_above: 0.8,
+            style_notes_max: 8,
+            background_wait: Duration::from_secs(60),
+            learn: true,
+        }
+    }
 }
 
 /// Built-in tools.
@@ -118,6 +222,18 @@ pub struct ToolsConfig {
     pub levels: Vec<(String, Level)>,
 }
 
+impl Default for ToolsConfig {
+    fn default() -> Self {
+        ToolsConfig {
+            shell_timeout: Duration::from_secs(30),
+            output_cap: 128 * 1024,
+            http_allow_private: false,
+            http_timeout: Duration::from_secs(20),
+            levels: Vec::new(),
+        }
+    }
+}
+
 /// Chinese segmentation.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct TextConfig {
@@ -125,8 +241,14 @@ pub struct TextConfig {
     pub dict_path: Option<PathBuf>,
 }
 
+/// The file's name inside `$EVOLVE_HOME`.
+pub const CONFIG_FILE: &str = "config.toml";
+
+/// The name of "no profile": the top level of the file alone.
+pub const DEFAULT_PROFILE: &str = "default";
+
 /// Everything a command needs, validated.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Config {
     /// `$EVOLVE_HOME`.
     pub home: PathBuf,
@@ -148,6 +270,90 @@ pub struct Config {
     pub workspace: PathBuf,
     /// Log filter (`EVOLVE_LOG`, e.g. `info`, `debug`; default `warn`).
     pub log: String,
+}
+
+/// Reads an environment variable: the process environment in the binary, a table in
+/// tests (so tests never change the environment other tests run in).
+pub type EnvLookup<'a> = &'a dyn Fn(&str) -> Option<OsString>;
+
+/// The process environment, for [`EnvLookup`].
+pub fn process_env(name: &str) -> Option<OsString> {
+    std::env::var_os(name)
+}
+
+/// Where a setting's value came from, for `config show`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Origin {
+    /// Nothing set it: the built-in default.
+    Default,
+    /// The top level of `config.toml`.
+    File,
+    /// `[profiles.NAME]` of `config.toml`.
+    Profile(String),
+    /// An environment variable (also one named by `api_key_env`).
+    Env(String),
+    /// A command-line flag.
+    Flag(&'static str),
+    /// `cheap` was not set: the main model is used.
+    Main,
+}
+
+impl fmt::Display for Origin {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Origin::Default => write!(f, "default"),
+            Origin::File => write!(f, "file"),
+            Origin::Profile(name) => write!(f, "profile {name}"),
+            Origin::Env(var) => write!(f, "env {var}"),
+            Origin::Flag(flag) => write!(f, "flag {flag}"),
+            Origin::Main => write!(f, "same as main"),
+        }
+    }
+}
+
+/// The origin of each setting that was traced, by dotted key (`model.base_url`).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Origins(BTreeMap<String, Origin>);
+
+impl Origins {
+    /// Where `key` came from ([`Origin::Default`] for keys never set).
+    pub fn get(&self, key: &str) -> &Origin {
+        self.0.get(key).unwrap_or(&Origin::Default)
+    }
+
+    /// Every traced key with its origin, sorted by key.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &Origin)> {
+        self.0.iter().map(|(k, o)| (k.as_str(), o))
+    }
+
+    fn set(&mut self, key: &str, origin: Origin) {
+        self.0.insert(key.to_string(), origin);
+    }
+}
+
+/// The outcome of loading: the configuration and what `config show` tells about it.
+#[derive(Debug, Clone)]
+pub struct Loaded {
+    /// The validated configuration.
+    pub config: Config,
+    /// Where the model settings, the workspace, the log filter and the dictionary path
+    /// came from.
+    pub origins: Origins,
+    /// The profiles the file defines, sorted.
+    pub profiles: Vec<String>,
+    /// Whether `config.toml` exists (absent = defaults and environment only).
+    pub file_exists: bool,
+}
+
+/// What `evolve config check` found.
+#[derive(Debug, Clone)]
+pub struct Checked {
+    /// The active configuration.
+    pub loaded: Loaded,
+    /// Every profile that was loaded and checked, the active one first.
+    pub checked: Vec<String>,
+    /// Problems that do not stop evolve but that the user should fix.
+    pub warnings: Vec<String>,
 }
 
 /// What the command line adds to loading.
@@ -182,8 +388,41 @@ pub enum ConfigError {
 }
 
 impl fmt::Display for ConfigError {
-    fn fmt(&self, _f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        todo!()
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ConfigError::Read { path, source } => write!(
+                f,
+                "cannot read the configuration file {}: {source} — check its permissions, \
+                 or move it away to run with the defaults",
+                path.display()
+            ),
+            ConfigError::Invalid { path, message } => {
+                write!(f, "configuration error in {}: {message}", path.display())
+            }
+            ConfigError::UnknownProfile { name, path, known } => {
+                write!(f, "no profile `{name}` in {}: ", path.display())?;
+                if known.is_empty() {
+                    write!(f, "the file defines no profiles")?;
+                } else {
+                    write!(f, "known profiles: {}", known.join(", "))?;
+                }
+                write!(
+                    f,
+                    " — add a [profiles.{name}] table or choose another with --profile"
+                )
+            }
+            ConfigError::Env { var, message } => {
+                write!(
+                    f,
+                    "environment variable {var} {message} — fix it or unset it"
+                )
+            }
+            ConfigError::NoHome => write!(
+                f,
+                "cannot find the data directory: neither EVOLVE_HOME nor HOME is set — \
+                 set EVOLVE_HOME to a directory evolve may use"
+            ),
+        }
     }
 }
 
@@ -193,8 +432,30 @@ impl Config {
     /// Loads `$EVOLVE_HOME/config.toml` (absent = defaults), applies the profile and
     /// the environment. Creates nothing on disk.
     pub fn load(opts: &LoadOptions) -> Result<Config, ConfigError> {
-        let _ = opts;
-        todo!()
+        Ok(Self::load_from(opts, &process_env)?.config)
+    }
+
+    /// [`Config::load`] with the environment read through `env` (tests pass a table
+    /// instead of changing the process environment), and where each setting came from.
+    pub fn load_from(opts: &LoadOptions, env: EnvLookup<'_>) -> Result<Loaded, ConfigError> {
+        resolve::load(opts, env)
+    }
+
+    /// Every setting at its default, for data under `home`: what `load` gives with no
+    /// file and no environment. For tests and tools that need a `Config` without I/O.
+    pub fn defaults(home: PathBuf) -> Config {
+        Config {
+            file: home.join(CONFIG_FILE),
+            workspace: home.join("workspace"),
+            home,
+            profile: DEFAULT_PROFILE.to_string(),
+            model: ModelConfig::default(),
+            core: CoreConfig::default(),
+            agent: AgentConfig::default(),
+            tools: ToolsConfig::default(),
+            text: TextConfig::default(),
+            log: DEFAULT_LOG.to_string(),
+        }
     }
 
     /// The redb file: `$EVOLVE_HOME/evolve.redb`.
@@ -205,5 +466,644 @@ impl Config {
     /// User skills: `$EVOLVE_HOME/skills`.
     pub fn skills_dir(&self) -> PathBuf {
         self.home.join("skills")
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use std::path::Path;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    /// A fresh directory under the system temp dir, removed on drop.
+    pub(crate) struct TempHome(pub PathBuf);
+
+    impl TempHome {
+        pub fn new() -> TempHome {
+            static NEXT: AtomicUsize = AtomicUsize::new(0);
+            let n = NEXT.fetch_add(1, Ordering::Relaxed);
+            let dir =
+                std::env::temp_dir().join(format!("evolve-config-test-{}-{n}", std::process::id()));
+            let _ = std::fs::remove_dir_all(&dir);
+            std::fs::create_dir_all(&dir).expect("create a temp dir");
+            TempHome(dir)
+        }
+    }
+
+    impl Drop for TempHome {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    /// An environment of exactly `pairs`.
+    fn env_of<'a>(pairs: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<OsString> + 'a {
+        move |name| {
+            pairs
+                .iter()
+                .find(|(k, _)| *k == name)
+                .map(|(_, v)| OsString::from(v))
+        }
+    }
+
+    /// Loads `text` (None: no file) as `$EVOLVE_HOME/config.toml` of a fresh home, with
+    /// `HOME` = that home too and the other variables of `pairs`.
+    pub(crate) fn load_in(
+        text: Option<&str>,
+        pairs: &[(&str, &str)],
+        opts: &LoadOptions,
+    ) -> (Result<Loaded, ConfigError>, TempHome) {
+        let home = TempHome::new();
+        if let Some(text) = text {
+            std::fs::write(home.0.join(CONFIG_FILE), text).expect("write config");
+        }
+        let dir = home.0.to_string_lossy().into_owned();
+        let mut all: Vec<(&str, &str)> = vec![("EVOLVE_HOME", &dir), ("HOME", &dir)];
+        all.extend_from_slice(pairs);
+        let env = env_of(&all);
+        (Config::load_from(opts, &env), home)
+    }
+
+    pub(crate) fn load_text(text: &str, pairs: &[(&str, &str)]) -> Result<Loaded, ConfigError> {
+        load_in(Some(text), pairs, &LoadOptions::default()).0
+    }
+
+    pub(crate) fn assert_same(got: &Config, want: &Config) {
+        assert_eq!(got, want);
+    }
+
+    fn ok(text: &str, pairs: &[(&str, &str)]) -> Loaded {
+        load_text(text, pairs).unwrap_or_else(|e| panic!("{text:?} should load: {e}"))
+    }
+
+    fn err(text: &str, pairs: &[(&str, &str)]) -> String {
+        match load_text(text, pairs) {
+            Ok(_) => panic!("{text:?} should not load"),
+            Err(e) => e.to_string(),
+        }
+    }
+
+    #[test]
+    fn nothing_configured_gives_the_documented_defaults() {
+        let env = [("HOME", "/nonexistent-evolve-home")];
+        let loaded = Config::load_from(&LoadOptions::default(), &env_of(&env)).expect("loads");
+        let c = &loaded.config;
+        let home = PathBuf::from("/nonexistent-evolve-home/.evolve");
+        assert_eq!(c, &Config::defaults(home.clone()));
+        assert!(!loaded.file_exists);
+        assert_eq!(c.file, home.join("config.toml"));
+        assert_eq!(c.workspace, home.join("workspace"));
+        assert_eq!(c.store_path(), home.join("evolve.redb"));
+        assert_eq!(c.skills_dir(), home.join("skills"));
+        assert_eq!(c.profile, "default");
+        assert_eq!(c.log, "warn");
+        let m = &c.model;
+        assert_eq!(
+            (m.base_url.as_str(), m.base_url_is_default),
+            (DEFAULT_BASE_URL, true)
+        );
+        assert_eq!((m.main.as_str(), m.cheap.as_str()), ("default", "default"));
+        assert_eq!((m.context_window, m.reserved_output), (8192, 1024));
+        assert_eq!((m.max_retries, m.stream, m.temperature), (2, true, None));
+        let secs = |d: Duration| d.as_secs();
+        let t = &m.timeouts;
+        assert_eq!(
+            [
+                secs(t.connect),
+                secs(t.first_byte),
+                secs(t.per_read),
+                secs(t.overall)
+            ],
+            [10, 120, 60, 300]
+        );
+        let a = &c.agent;
+        assert_eq!(
+            (a.max_steps, a.reflect_every, a.style_notes_max),
+            (8, 10, 8)
+        );
+        assert_eq!((a.reflect_below, a.style_above), (0.5, 0.8));
+        assert_eq!((secs(a.background_wait), a.learn), (60, true));
+        let tools = &c.tools;
+        assert_eq!(
+            (
+                secs(tools.shell_timeout),
+                tools.output_cap,
+                secs(tools.http_timeout)
+            ),
+            (30, 128 * 1024, 20)
+        );
+        assert!(!tools.http_allow_private && tools.levels.is_empty());
+        assert_eq!(c.core, CoreConfig::default());
+        assert_eq!(loaded.origins.get("model.base_url"), &Origin::Default);
+        assert_eq!(loaded.origins.get("model.cheap"), &Origin::Main);
+    }
+
+    #[test]
+    fn no_home_at_all_is_an_error_that_says_what_to_set() {
+        let e = Config::load_from(&LoadOptions::default(), &env_of(&[])).expect_err("no home");
+        assert!(matches!(e, ConfigError::NoHome));
+        assert!(e.to_string().contains("EVOLVE_HOME"));
+    }
+
+    /// The layered file of the precedence table.
+    const LAYERED: &str = r#"
+profile = "work"
+[model]
+base_url = "http://file.example/v1/"
+main = "file-main"
+context_window = 32768
+[profiles.work.model]
+main = "work-main"
+[profiles.cloud.model]
+base_url = "https://cloud.example/v1"
+main = "cloud-main"
+cheap = "cloud-cheap"
+"#;
+
+    #[test]
+    fn precedence_defaults_file_profile_env_flag() {
+        struct Case {
+            name: &'static str,
+            env: &'static [(&'static str, &'static str)],
+            flag: Option<&'static str>,
+            want: (&'static str, &'static str, &'static str, &'static str),
+            main_from: Origin,
+        }
+        let cases = [
+            Case {
+                name: "file's profile key chooses work; work overrides main only",
+                env: &[],
+                flag: None,
+                want: ("work", "http://file.example/v1", "work-main", "work-main"),
+                main_from: Origin::Profile("work".into()),
+            },
+            Case {
+                name: "EVOLVE_PROFILE beats the file's profile key",
+                env: &[("EVOLVE_PROFILE", "cloud")],
+                flag: None,
+                want: (
+                    "cloud",
+                    "https://cloud.example/v1",
+                    "cloud-main",
+                    "cloud-cheap",
+                ),
+                main_from: Origin::Profile("cloud".into()),
+            },
+            Case {
+                name: "--profile beats EVOLVE_PROFILE; `default` is the top level alone",
+                env: &[("EVOLVE_PROFILE", "cloud")],
+                flag: Some("default"),
+                want: (
+                    "default",
+                    "http://file.example/v1",
+                    "file-main",
+                    "file-main",
+                ),
+                main_from: Origin::File,
+            },
+            Case {
+                name: "environment beats the profile; cheap follows the effective main",
+                env: &[
+                    ("EVOLVE_MODEL", "env-main"),
+                    ("OPENAI_BASE_URL", "http://env.example:8080/v1//"),
+                ],
+                flag: None,
+                want: ("work", "http://env.example:8080/v1", "env-main", "env-main"),
+                main_from: Origin::Env("EVOLVE_MODEL".into()),
+            },
+            Case {
+                name: "EVOLVE_CHEAP_MODEL beats the profile's cheap",
+                env: &[("EVOLVE_CHEAP_MODEL", "env-cheap")],
+                flag: Some("cloud"),
+                want: (
+                    "cloud",
+                    "https://cloud.example/v1",
+                    "cloud-main",
+                    "env-cheap",
+                ),
+                main_from: Origin::Profile("cloud".into()),
+            },
+            Case {
+                name: "empty variables count as unset",
+                env: &[("EVOLVE_MODEL", ""), ("OPENAI_BASE_URL", "  ")],
+                flag: None,
+                want: ("work", "http://file.example/v1", "work-main", "work-main"),
+                main_from: Origin::Profile("work".into()),
+            },
+        ];
+        for case in cases {
+            let opts = LoadOptions {
+                profile: case.flag.map(String::from),
+                workspace: None,
+            };
+            let (loaded, _home) = load_in(Some(LAYERED), case.env, &opts);
+            let loaded = loaded.unwrap_or_else(|e| panic!("{}: {e}", case.name));
+            let m = &loaded.config.model;
+            assert_eq!(
+                (
+                    loaded.config.profile.as_str(),
+                    m.base_url.as_str(),
+                    m.main.as_str(),
+                    m.cheap.as_str()
+                ),
+                case.want,
+                "{}",
+                case.name
+            );
+            assert!(!m.base_url_is_default, "{}", case.name);
+            // Keys the profile does not set come from the file.
+            assert_eq!(m.context_window, 32768, "{}", case.name);
+            assert_eq!(
+                loaded.origins.get("model.main"),
+                &case.main_from,
+                "{}",
+                case.name
+            );
+            assert_eq!(loaded.profiles, ["cloud", "work"]);
+        }
+    }
+
+    #[test]
+    fn unknown_keys_and_bad_types_name_the_key_the_line_and_the_file() {
+        let cases: &[(&str, &[&str])] = &[
+            ("colour = \"blue\"\n", &["unknown key `colour`", "line 1"]),
+            (
+                "[model]\nmain = \"m\"\nmodle = \"x\"\n",
+                &["unknown key `modle`", "line 3", "[model]", "main"],
+            ),
+            (
+                "[modle]\nmain = \"x\"\n",
+                &["unknown key `modle`", "line 1"],
+            ),
+            (
+                "[model.timeouts]\nconect = 5\n",
+                &["unknown key `conect`", "[model.timeouts]"],
+            ),
+            (
+                "[profiles.work.model]\nmian = \"x\"\n",
+                &["unknown key `mian`", "[profiles.work.model]", "line 2"],
+            ),
+            (
+                "[profiles.work]\nprofile = \"x\"\n",
+                &["unknown key `profile`", "[profiles.work]"],
+            ),
+            (
+                "[memory]\nmax_selectd = 3\n",
+                &["unknown key `max_selectd`", "[memory]"],
+            ),
+            (
+                "[model]\ncontext_window = \"big\"\n",
+                &["`context_window`", "line 2", "fix the value"],
+            ),
+            ("[tools.levels]\nshell = \"L9\"\n", &["line 2", "shell"]),
+            ("[model\nmain = 1\n", &["line 1"]),
+        ];
+        for (text, wants) in cases {
+            let (result, home) = load_in(Some(text), &[], &LoadOptions::default());
+            let e = result.expect_err(text).to_string();
+            assert!(
+                e.contains(&home.0.join("config.toml").display().to_string()),
+                "{e}"
+            );
+            for want in *wants {
+                assert!(e.contains(want), "{text:?}: {want:?} not in {e}");
+            }
+        }
+    }
+
+    #[test]
+    fn out_of_range_values_name_the_key() {
+        let cases: &[(&str, &str)] = &[
+            (
+                "[model]\ncontext_window = 4096\nreserved_output = 4096\n",
+                "model.reserved_output",
+            ),
+            ("[model]\nreserved_output = 0\n", "model.reserved_output"),
+            ("[model.timeouts]\nconnect = 0\n", "model.timeouts.connect"),
+            ("[model.timeouts]\noverall = 0\n", "model.timeouts.overall"),
+            ("[agent]\nreflect_below = 1.5\n", "agent.reflect_below"),
+            ("[agent]\nstyle_above = -0.1\n", "agent.style_above"),
+            ("[agent]\nmax_steps = 0\n", "agent.max_steps"),
+            ("[model]\ntemperature = 3.0\n", "model.temperature"),
+            ("[tools]\nshell_timeout = 0\n", "tools.shell_timeout"),
+            ("[tools]\noutput_cap = 0\n", "tools.output_cap"),
+            ("log = \"loud\"\n", "log"),
+            ("[model]\nmain = \"  \"\n", "model.main"),
+            (
+                "[model]\nbase_url = \"localhost:11434\"\n",
+                "model.base_url",
+            ),
+            (
+                "[model]\nbase_url = \"https://api.openai.com/v1/chat/completions\"\n",
+                "model.base_url",
+            ),
+            (
+                "[profiles.p.model]\nreserved_output = 9000\n",
+                "model.reserved_output",
+            ),
+        ];
+        for (text, key) in cases {
+            let opts = LoadOptions {
+                profile: text.contains("profiles.p").then(|| "p".to_string()),
+                workspace: None,
+            };
+            let (result, _home) = load_in(Some(text), &[], &opts);
+            let e = result.expect_err(text).to_string();
+            assert!(e.contains(key), "{text:?}: {key} not in {e}");
+        }
+        // Where the value came from a profile, the message says which table to edit.
+        let opts = LoadOptions {
+            profile: Some("p".into()),
+            workspace: None,
+        };
+        let (result, _home) = load_in(
+            Some("[profiles.p.model]\nreserved_output = 9000\n"),
+            &[],
+            &opts,
+        );
+        assert!(result
+            .expect_err("range")
+            .to_string()
+            .contains("[profiles.p]"));
+    }
+
+    #[test]
+    fn environment_values_are_checked_and_named() {
+        let cases: &[(&[(&str, &str)], &str)] = &[
+            (
+                &[("OPENAI_BASE_URL", "localhost:11434/v1")],
+                "OPENAI_BASE_URL",
+            ),
+            (&[("OPENAI_BASE_URL", "http://")], "OPENAI_BASE_URL"),
+            (&[("EVOLVE_LOG", "chatty")], "EVOLVE_LOG"),
+        ];
+        for (env, var) in cases {
+            let e = err("", env);
+            assert!(e.contains(var) && e.contains("unset"), "{var}: {e}");
+        }
+        let loaded = ok(
+            "log = \"error\"\n",
+            &[
+                ("EVOLVE_LOG", "DEBUG"),
+                ("OPENAI_BASE_URL", "HTTPS://h.example/v1/"),
+            ],
+        );
+        assert_eq!(loaded.config.log, "debug");
+        assert_eq!(loaded.config.model.base_url, "HTTPS://h.example/v1");
+        assert_eq!(loaded.origins.get("log"), &Origin::Env("EVOLVE_LOG".into()));
+    }
+
+    #[test]
+    fn unknown_profile_lists_the_known_ones() {
+        let text = "[profiles.home.model]\nmain = \"a\"\n[profiles.work.model]\nmain = \"b\"\n";
+        for (flag, env) in [(Some("wrok"), None), (None, Some("wrok"))] {
+            let opts = LoadOptions {
+                profile: flag.map(String::from),
+                workspace: None,
+            };
+            let pairs: Vec<(&str, &str)> = env.map(|v| ("EVOLVE_PROFILE", v)).into_iter().collect();
+            let (result, _home) = load_in(Some(text), &pairs, &opts);
+            let e = result.expect_err("unknown profile");
+            assert!(
+                matches!(&e, ConfigError::UnknownProfile { known, .. } if known == &["home", "work"])
+            );
+            let msg = e.to_string();
+            assert!(
+                msg.contains("`wrok`") && msg.contains("home, work"),
+                "{msg}"
+            );
+        }
+        let e = err("profile = \"gone\"\n", &[]);
+        assert!(
+            e.contains("`gone`") && e.contains("defines no profiles"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn api_keys_come_from_the_file_a_named_variable_or_openai_api_key() {
+        let key = |loaded: &Loaded| {
+            loaded
+                .config
+                .model
+                .api_key
+                .as_ref()
+                .map(|k| k.expose().to_string())
+        };
+        let file = "[model]\napi_key = \"sk-file-0123456789\"\n";
+        assert_eq!(key(&ok(file, &[])).as_deref(), Some("sk-file-0123456789"));
+        assert_eq!(
+            key(&ok(file, &[("OPENAI_API_KEY", "sk-env-0123456789 \n")])).as_deref(),
+            Some("sk-env-0123456789")
+        );
+        let named = "[model]\napi_key_env = \"MY_KEY\"\n";
+        let loaded = ok(named, &[("MY_KEY", "sk-named-0123456789")]);
+        assert_eq!(key(&loaded).as_deref(), Some("sk-named-0123456789"));
+        assert_eq!(
+            loaded.origins.get("model.api_key"),
+            &Origin::Env("MY_KEY".into())
+        );
+        let e = err(named, &[]);
+        assert!(
+            e.contains("model.api_key_env") && e.contains("MY_KEY"),
+            "{e}"
+        );
+        let e = err("[model]\napi_key = \"a\"\napi_key_env = \"B\"\n", &[]);
+        assert!(e.contains("both set"), "{e}");
+        // A profile naming a variable replaces the file's key instead of clashing with it.
+        let layered = format!("{file}[profiles.p.model]\napi_key_env = \"P_KEY\"\n");
+        let opts = LoadOptions {
+            profile: Some("p".into()),
+            workspace: None,
+        };
+        let (loaded, _home) = load_in(Some(&layered), &[("P_KEY", "sk-profile-0123456")], &opts);
+        assert_eq!(
+            key(&loaded.expect("loads")).as_deref(),
+            Some("sk-profile-0123456")
+        );
+        // An empty key is no key.
+        assert_eq!(key(&ok("[model]\napi_key = \"\"\n", &[])), None);
+    }
+
+    #[test]
+    fn masked_secrets_never_reveal_more_than_a_fifth_nor_five_characters() {
+        let table: &[(&str, &str)] = &[
+            ("", "***"),
+            ("short", "***"),
+            ("sk-12345678", "***"),
+            ("sk-123456789", "s…9"),
+            ("sk-0123456789abcdefghijyz", "sk-…yz"),
+            (
+                "sk-proj-aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaayz",
+                "sk-…yz",
+            ),
+            ("密钥密钥密钥密钥密钥密钥密钥密钥", "密钥…钥"),
+        ];
+        for (key, want) in table {
+            assert_eq!(Secret::new(*key).masked(), *want, "{key}");
+        }
+        for n in 0..80 {
+            let key: String = (0..n).map(|i| char::from(b'a' + (i % 26) as u8)).collect();
+            let masked = Secret::new(key.as_str()).masked();
+            let shown = masked.chars().filter(|c| *c != '…' && *c != '*').count();
+            assert!(shown <= 5 && shown * 5 <= n, "{n}: {masked}");
+            if n >= 2 {
+                assert!(!masked.contains(&key), "{n}: {masked}");
+            }
+        }
+        // Debug never shows it either, nor does the Config that holds it.
+        let loaded = ok(
+            "[model]\napi_key = \"sk-live-abcdefghijklmnopqrstuvwxyz\"\n",
+            &[],
+        );
+        let debug = format!("{:?}", loaded.config);
+        let json = loaded.to_json().to_string();
+        let text = loaded.to_text();
+        for shown in [&debug, &json, &text] {
+            assert!(!shown.contains("abcdefghijklmnop"), "{shown}");
+            assert!(shown.contains("sk-…yz"), "{shown}");
+        }
+    }
+
+    #[test]
+    fn paths_expand_tilde_and_resolve_under_the_home() {
+        let (loaded, home) = load_in(
+            Some("workspace = \"~/ws\"\n[text]\ndict_path = \"dicts/full.txt\"\n"),
+            &[],
+            &LoadOptions::default(),
+        );
+        let c = loaded.expect("loads").config;
+        assert_eq!(c.workspace, home.0.join("ws"));
+        assert_eq!(c.text.dict_path, Some(home.0.join("dicts/full.txt")));
+        let opts = LoadOptions {
+            profile: None,
+            workspace: Some(PathBuf::from("/srv/ws")),
+        };
+        let (loaded, _home) = load_in(Some("workspace = \"~/ws\"\n"), &[], &opts);
+        let loaded = loaded.expect("loads");
+        assert_eq!(loaded.config.workspace, Path::new("/srv/ws"));
+        assert_eq!(
+            loaded.origins.get("workspace"),
+            &Origin::Flag("--workspace")
+        );
+        // EVOLVE_HOME itself may start with ~.
+        let env = [("HOME", "/home/u"), ("EVOLVE_HOME", "~/agent")];
+        let c = Config::load_from(&LoadOptions::default(), &env_of(&env))
+            .expect("loads")
+            .config;
+        assert_eq!(c.home, Path::new("/home/u/agent"));
+        assert_eq!(c.workspace, Path::new("/home/u/agent/workspace"));
+    }
+
+    #[test]
+    fn profiles_override_key_by_key_including_the_cores_sections() {
+        let text = r#"
+[memory]
+max_selected = 12
+floor_high = 5
+[tools.levels]
+write_file = "L4"
+[profiles.p.memory]
+max_selected = 20
+[profiles.p.tools.levels]
+shell = 5
+"#;
+        let opts = LoadOptions {
+            profile: Some("p".into()),
+            workspace: None,
+        };
+        let (loaded, _home) = load_in(Some(text), &[], &opts);
+        let c = loaded.expect("loads").config;
+        assert_eq!(
+            (c.core.memory.max_selected, c.core.memory.floor_high),
+            (20, 5)
+        );
+        use evolve_core::permission::Level;
+        assert_eq!(
+            c.tools.levels,
+            [
+                ("shell".to_string(), Level::L5),
+                ("write_file".to_string(), Level::L4)
+            ]
+        );
+    }
+
+    #[test]
+    fn check_looks_at_every_profile_and_the_permission_settings() {
+        let cases: &[(&str, Option<&str>)] = &[
+            ("[profiles.a.model]\nmain = \"x\"\n", None),
+            (
+                "[profiles.a.model]\nmain = \"x\"\n[profiles.b.agent]\nreflect_below = 7.0\n",
+                Some("agent.reflect_below"),
+            ),
+            ("[permission]\nshell_level = \"L3\"\n", Some("[permission]")),
+            (
+                "[profiles.b.permission]\ncommand_prefixes = [[\"bash\", \"L3\"]]\n",
+                Some("profile `b`"),
+            ),
+        ];
+        for (text, want) in cases {
+            let home = TempHome::new();
+            std::fs::write(home.0.join(CONFIG_FILE), text).expect("write");
+            let dir = home.0.to_string_lossy().into_owned();
+            let pairs = [("EVOLVE_HOME", dir.as_str())];
+            let env = env_of(&pairs);
+            // Loading the active configuration alone succeeds.
+            assert!(
+                Config::load_from(&LoadOptions::default(), &env).is_ok(),
+                "{text}"
+            );
+            match (check(&LoadOptions::default(), &env), want) {
+                (Ok(checked), None) => assert_eq!(checked.checked, ["default", "a"]),
+                (Err(e), Some(want)) => assert!(e.to_string().contains(want), "{text}: {e}"),
+                (Ok(_), Some(want)) => panic!("{text}: check passed, expected {want}"),
+                (Err(e), None) => panic!("{text}: {e}"),
+            }
+        }
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn check_warns_about_a_key_others_can_read() {
+        use std::os::unix::fs::PermissionsExt;
+        let home = TempHome::new();
+        let file = home.0.join(CONFIG_FILE);
+        std::fs::write(&file, "[model]\napi_key = \"sk-0123456789abcdef\"\n").expect("write");
+        let dir = home.0.to_string_lossy().into_owned();
+        let pairs = [("EVOLVE_HOME", dir.as_str())];
+        let env = env_of(&pairs);
+        for (mode, warned) in [(0o644, true), (0o600, false)] {
+            std::fs::set_permissions(&file, std::fs::Permissions::from_mode(mode)).expect("chmod");
+            let checked = check(&LoadOptions::default(), &env).expect("valid");
+            assert_eq!(checked.warnings.len(), usize::from(warned), "{mode:o}");
+        }
+    }
+
+    #[test]
+    fn show_text_tells_where_model_settings_came_from() {
+        let loaded = ok(
+            "[model]\nmain = \"m\"\n",
+            &[
+                ("OPENAI_API_KEY", "sk-0123456789abcdefghij"),
+                ("EVOLVE_CHEAP_MODEL", "c"),
+            ],
+        );
+        let text = loaded.to_text();
+        for want in [
+            "# file",
+            "# env OPENAI_API_KEY",
+            "# env EVOLVE_CHEAP_MODEL",
+            "# default",
+            "[model.timeouts]",
+            "[memory]",
+            "[permission]",
+        ] {
+            assert!(text.contains(want), "{want} not in\n{text}");
+        }
+        let json = loaded.to_json();
+        assert_eq!(json["model"]["main"], "m");
+        assert_eq!(json["origins"]["model.main"], "file");
+        assert_eq!(json["agent"]["reflect_below"], serde_json::json!(0.5));
+        assert_eq!(json["memory"]["strong_match_f1"], serde_json::json!(0.7));
     }
 }

@@ -1,0 +1,103 @@
+//! The file format of `config.toml`, as written: every key optional, unknown keys
+//! rejected (`deny_unknown_fields`), no defaults and no checks beyond types. Turning it
+//! into a [`super::Config`] is `resolve.rs`'s job (codex style: a raw type, then a
+//! validated one).
+
+use std::collections::BTreeMap;
+
+use evolve_core::history::HistoryConfig;
+use evolve_core::memory::MemoryConfig;
+use evolve_core::permission::{Level, PermissionConfig};
+use serde::Deserialize;
+
+/// The whole file: the settings of the top level, the active profile's name and the
+/// profiles. The same keys as [`RawLayer`] plus `profile` and `profiles` (serde's
+/// `flatten` cannot be combined with `deny_unknown_fields`, so they are spelled out).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawFile {
+    pub profile: Option<String>,
+    pub profiles: Option<BTreeMap<String, RawLayer>>,
+    pub workspace: Option<String>,
+    pub log: Option<String>,
+    pub model: Option<RawModel>,
+    pub agent: Option<RawAgent>,
+    pub tools: Option<RawTools>,
+    pub text: Option<RawText>,
+    pub memory: Option<MemoryConfig>,
+    pub history: Option<HistoryConfig>,
+    pub permission: Option<PermissionConfig>,
+}
+
+/// One layer of settings: the top level with a profile merged over it, or one profile.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawLayer {
+    pub workspace: Option<String>,
+    pub log: Option<String>,
+    pub model: Option<RawModel>,
+    pub agent: Option<RawAgent>,
+    pub tools: Option<RawTools>,
+    pub text: Option<RawText>,
+    pub memory: Option<MemoryConfig>,
+    pub history: Option<HistoryConfig>,
+    pub permission: Option<PermissionConfig>,
+}
+
+/// `[model]`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawModel {
+    pub base_url: Option<String>,
+    pub api_key: Option<String>,
+    pub api_key_env: Option<String>,
+    pub main: Option<String>,
+    pub cheap: Option<String>,
+    pub context_window: Option<usize>,
+    pub reserved_output: Option<usize>,
+    pub stream: Option<bool>,
+    pub temperature: Option<f32>,
+    pub max_retries: Option<u32>,
+    pub timeouts: Option<RawTimeouts>,
+}
+
+/// `[model.timeouts]`, in seconds.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawTimeouts {
+    pub connect: Option<u64>,
+    pub first_byte: Option<u64>,
+    pub per_read: Option<u64>,
+    pub overall: Option<u64>,
+}
+
+/// `[agent]`; durations in seconds.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawAgent {
+    pub max_steps: Option<usize>,
+    pub reflect_every: Option<u32>,
+    pub reflect_below: Option<f32>,
+    pub style_above: Option<f32>,
+    pub style_notes_max: Option<usize>,
+    pub background_wait: Option<u64>,
+    pub learn: Option<bool>,
+}
+
+/// `[tools]`; durations in seconds, sizes in bytes.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawTools {
+    pub shell_timeout: Option<u64>,
+    pub output_cap: Option<usize>,
+    pub http_allow_private: Option<bool>,
+    pub http_timeout: Option<u64>,
+    pub levels: Option<BTreeMap<String, Level>>,
+}
+
+/// `[text]`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawText {
+    pub dict_path: Option<String>,
+}

@@ -1,0 +1,776 @@
+//! From the file, the profile and the environment to a validated [`Config`].
+//!
+//! The file is read twice from the same text: once into the typed [`RawFile`], which
+//! rejects unknown keys and wrong types with the line they are on, and once as a plain
+//! TOML table, in which the chosen profile is merged over the top level key by key.
+//! The merged table is then read as one [`RawLayer`] and checked value by value, every
+//! field destructured so that a new key cannot be forgotten here.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use evolve_core::CoreConfig;
+
+use super::file::{RawAgent, RawFile, RawLayer, RawModel, RawText, RawTimeouts, RawTools};
+use super::{
+    AgentConfig, Checked, Config, ConfigError, EnvLookup, LoadOptions, Loaded, ModelConfig, Origin,
+    Origins, Secret, TextConfig, Timeouts, ToolsConfig, CONFIG_FILE, DEFAULT_BASE_URL,
+    DEFAULT_PROFILE,
+};
+
+/// The log filters `EVOLVE_LOG` and `log` accept (`logger::parse_filter`).
+const LOG_LEVELS: &[&str] = &["off", "none", "error", "warn", "info", "debug", "trace"];
+
+/// `$EVOLVE_HOME` if set (a leading `~` is the home directory; relative to the current
+/// directory), else `$HOME/.evolve`.
+pub fn home_dir(env: EnvLookup<'_>) -> Result<PathBuf, ConfigError> {
+    if let Some(home) = env("EVOLVE_HOME").filter(|v| !v.is_empty()) {
+        let path = match home.to_str() {
+            Some(text) => expand_tilde(text, env).map_err(|message| ConfigError::Env {
+                var: "EVOLVE_HOME",
+                message,
+            })?,
+            None => PathBuf::from(home),
+        };
+        return Ok(absolute(path));
+    }
+    match env("HOME").filter(|v| !v.is_empty()) {
+        Some(home) => Ok(PathBuf::from(home).join(".evolve")),
+        None => Err(ConfigError::NoHome),
+    }
+}
+
+/// `~` and `~/…` under `$HOME`; anything else unchanged. The error says what is wrong.
+fn expand_tilde(text: &str, env: EnvLookup<'_>) -> Result<PathBuf, String> {
+    let rest = match text.strip_prefix('~') {
+        Some("") => "",
+        Some(rest) if rest.starts_with('/') => rest.trim_start_matches('/'),
+        _ => return Ok(PathBuf::from(text)),
+    };
+    match env("HOME").filter(|v| !v.is_empty()) {
+        Some(home) => Ok(PathBuf::from(home).join(rest)),
+        None => Err(format!("starts with ~ ({text}) but HOME is not set")),
+    }
+}
+
+/// `path` made absolute against the current directory (unchanged if that is unknown).
+fn absolute(path: PathBuf) -> PathBuf {
+    if path.is_absolute() {
+        return path;
+    }
+    std::env::current_dir().map_or(path.clone(), |cwd| cwd.join(path))
+}
+
+/// An environment variable as text, trimmed; unset and empty are the same (so
+/// `OPENAI_API_KEY=` in a shell script unsets it rather than sending an empty key).
+fn env_text(env: EnvLookup<'_>, var: &'static str) -> Result<Option<String>, ConfigError> {
+    let Some(value) = env(var) else {
+        return Ok(None);
+    };
+    match value.into_string() {
+        Ok(text) if text.trim().is_empty() => Ok(None),
+        Ok(text) => Ok(Some(text.trim().to_string())),
+        Err(_) => Err(ConfigError::Env {
+            var,
+            message: "is not valid UTF-8".to_string(),
+        }),
+    }
+}
+
+/// Loads the configuration of `opts` (see the module docs of `config`).
+pub fn load(opts: &LoadOptions, env: EnvLookup<'_>) -> Result<Loaded, ConfigError> {
+    let home = home_dir(env)?;
+    let path = home.join(CONFIG_FILE);
+    let text = read_file(&path)?;
+    let file_exists = text.is_some();
+    let text = text.unwrap_or_default();
+    let raw: RawFile = toml::from_str(&text).map_err(|e| toml_error(&path, &text, &e))?;
+    let doc: toml::Table = toml::from_str(&text).map_err(|e| toml_error(&path, &text, &e))?;
+    let profiles: Vec<String> = raw
+        .profiles
+        .iter()
+        .flat_map(|p| p.keys().cloned())
+        .collect();
+
+    let wanted = match (&opts.profile, env_text(env, "EVOLVE_PROFILE")?) {
+        (Some(flag), _) => Some(flag.clone()),
+        (None, Some(var)) => Some(var),
+        (None, None) => raw.profile.clone(),
+    };
+    let profile = wanted.unwrap_or_else(|| DEFAULT_PROFILE.to_string());
+    let overlay = match profile_table(&doc, &profile) {
+        Some(table) => Some(table),
+        None if profile == DEFAULT_PROFILE => None,
+        None => {
+            return Err(ConfigError::UnknownProfile {
+                name: profile,
+                path,
+                known: profiles,
+            })
+        }
+    };
+
+    let mut merged = doc.clone();
+    merged.remove("profile");
+    merged.remove("profiles");
+    if let Some(overlay) = overlay {
+        merge_layer(&mut merged, overlay);
+    }
+    let layer: RawLayer = merged.try_into().map_err(|e| ConfigError::Invalid {
+        path: path.clone(),
+        message: format!(
+            "{} (after applying profile `{profile}`)",
+            e.message().trim()
+        ),
+    })?;
+
+    let mut origins = Origins::default();
+    let trace = |key: &str| -> Origin {
+        let keys: Vec<&str> = key.split('.').collect();
+        if overlay.is_some_and(|t| has_key(t, &keys)) {
+            Origin::Profile(profile.clone())
+        } else if has_key(&doc, &keys) {
+            Origin::File
+        } else {
+            Origin::Default
+        }
+    };
+    for key in TRACED_KEYS {
+        origins.set(key, trace(key));
+    }
+
+    let ctx = Context {
+        path: &path,
+        home: &home,
+        env,
+        origins: &mut origins,
+    };
+    let config = resolve(layer, profile.clone(), opts, ctx)?;
+    Ok(Loaded {
+        config,
+        origins,
+        profiles,
+        file_exists,
+    })
+}
+
+/// The keys whose origin `config show` prints.
+const TRACED_KEYS: &[&str] = &[
+    "workspace",
+    "log",
+    "model.base_url",
+    "model.api_key",
+    "model.main",
+    "model.cheap",
+    "model.context_window",
+    "model.reserved_output",
+    "model.stream",
+    "model.temperature",
+    "model.max_retries",
+    "model.timeouts.connect",
+    "model.timeouts.first_byte",
+    "model.timeouts.per_read",
+    "model.timeouts.overall",
+    "text.dict_path",
+];
+
+/// The file's text; `None` when it does not exist.
+fn read_file(path: &Path) -> Result<Option<String>, ConfigError> {
+    match std::fs::read(path) {
+        Ok(bytes) => String::from_utf8(bytes)
+            .map(Some)
+            .map_err(|e| ConfigError::Invalid {
+                path: path.to_path_buf(),
+                message: format!(
+                    "the file is not UTF-8 text (byte {}) — save it as UTF-8",
+                    e.utf8_error().valid_up_to()
+                ),
+            }),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(source) => Err(ConfigError::Read {
+            path: path.to_path_buf(),
+            source,
+        }),
+    }
+}
+
+/// A TOML error as a message naming the line, the table and the key.
+fn toml_error(path: &Path, text: &str, e: &toml::de::Error) -> ConfigError {
+    let mut message = String::new();
+    if let Some(span) = e.span() {
+        let before = text.get(..span.start).unwrap_or(text);
+        let line = before.matches('\n').count() + 1;
+        message.push_str(&format!("line {line}"));
+        if let Some(table) = table_at(text, line) {
+            message.push_str(&format!(", in [{table}]"));
+        }
+        message.push_str(": ");
+    }
+    let what = e.message().trim().replace("unknown field", "unknown key");
+    // Type errors point at the value and do not name the key: take it from the line.
+    if !what.starts_with("unknown key") {
+        if let Some(key) = e.span().and_then(|span| key_on_line(text, span.start)) {
+            message.push_str(&format!("`{key}`: "));
+        }
+    }
+    message.push_str(&what);
+    message.push_str(if what.starts_with("unknown key") {
+        " — fix the spelling or remove it, then run `evolve config check`"
+    } else {
+        " — fix the value, then run `evolve config check`"
+    });
+    ConfigError::Invalid {
+        path: path.to_path_buf(),
+        message,
+    }
+}
+
+/// The key of the `key = value` line holding byte `at`, if that line is one.
+fn key_on_line(text: &str, at: usize) -> Option<String> {
+    let start = text.get(..at)?.rfind('\n').map_or(0, |i| i + 1);
+    let line = text.get(start..)?.lines().next()?;
+    let (key, _) = line.split_once('=')?;
+    let key = key.trim();
+    let bare = |c: char| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | '"');
+    (!key.is_empty() && key.chars().all(bare)).then(|| key.to_string())
+}
+
+/// The table a line belongs to: the last `[header]` above it, or the parent of the
+/// header on the line itself (an unknown `[modle]` is a key of the top level).
+fn table_at(text: &str, line: usize) -> Option<String> {
+    let header = |l: &str| -> Option<String> {
+        let l = l.trim();
+        let inner = l.strip_prefix("[[").or_else(|| l.strip_prefix('['))?;
+        let end = inner.find(']')?;
+        Some(inner[..end].trim().to_string())
+    };
+    let mut table = None;
+    for (i, l) in text.lines().enumerate() {
+        if i + 1 == line {
+            if let Some(own) = header(l) {
+                return own.rsplit_once('.').map(|(parent, _)| parent.to_string());
+            }
+            break;
+        }
+        if let Some(h) = header(l) {
+            table = Some(h);
+        }
+    }
+    table
+}
+
+/// `[profiles.NAME]` as a table.
+fn profile_table<'a>(doc: &'a toml::Table, name: &str) -> Option<&'a toml::Table> {
+    doc.get("profiles")?.as_table()?.get(name)?.as_table()
+}
+
+/// True when the dotted key is set in `table`.
+fn has_key(table: &toml::Table, keys: &[&str]) -> bool {
+    match keys {
+        [] => true,
+        [last] => table.contains_key(*last),
+        [first, rest @ ..] => table
+            .get(*first)
+            .and_then(toml::Value::as_table)
+            .is_some_and(|t| has_key(t, rest)),
+    }
+}
+
+/// Merges a profile over the top level, key by key; `api_key` and `api_key_env` are one
+/// setting (a profile naming either replaces both of the top level).
+fn merge_layer(base: &mut toml::Table, overlay: &toml::Table) {
+    let overlay_model = overlay.get("model").and_then(toml::Value::as_table);
+    if overlay_model.is_some_and(|m| m.contains_key("api_key") || m.contains_key("api_key_env")) {
+        if let Some(toml::Value::Table(model)) = base.get_mut("model") {
+            model.remove("api_key");
+            model.remove("api_key_env");
+        }
+    }
+    merge_tables(base, overlay);
+}
+
+fn merge_tables(base: &mut toml::Table, overlay: &toml::Table) {
+    for (key, value) in overlay {
+        match (base.get_mut(key), value) {
+            (Some(toml::Value::Table(b)), toml::Value::Table(o)) => merge_tables(b, o),
+            _ => {
+                base.insert(key.clone(), value.clone());
+            }
+        }
+    }
+}
+
+/// What checking a layer needs besides the layer.
+struct Context<'a> {
+    path: &'a Path,
+    home: &'a Path,
+    env: EnvLookup<'a>,
+    origins: &'a mut Origins,
+}
+
+impl Context<'_> {
+    fn invalid(&self, message: String) -> ConfigError {
+        ConfigError::Invalid {
+            path: self.path.to_path_buf(),
+            message,
+        }
+    }
+
+    /// " (profile x)" when the key came from a profile, so the user edits the right table.
+    fn source_note(&self, key: &str) -> String {
+        match self.origins.get(key) {
+            Origin::Profile(name) => format!(" (from [profiles.{name}])"),
+            _ => String::new(),
+        }
+    }
+
+    /// A path setting: `~` expanded, relative paths under `$EVOLVE_HOME`.
+    fn path_setting(&self, key: &str, text: &str) -> Result<PathBuf, ConfigError> {
+        if text.trim().is_empty() {
+            return Err(self.invalid(format!("{key} is empty — set a path or remove the key")));
+        }
+        let path = expand_tilde(text, self.env).map_err(|m| self.invalid(format!("{key} {m}")))?;
+        Ok(if path.is_absolute() {
+            path
+        } else {
+            self.home.join(path)
+        })
+    }
+
+    /// Seconds, at least one.
+    fn seconds(
+        &self,
+        key: &str,
+        value: Option<u64>,
+        default: Duration,
+    ) -> Result<Duration, ConfigError> {
+        match value {
+            None => Ok(default),
+            Some(0) => Err(self.invalid(format!(
+                "{key} = 0{}: a timeout must be at least 1 second",
+                self.source_note(key)
+            ))),
+            Some(s) => Ok(Duration::from_secs(s)),
+        }
+    }
+
+    /// A fraction in 0..=1.
+    fn fraction(&self, key: &str, value: Option<f32>, default: f32) -> Result<f32, ConfigError> {
+        match value {
+            None => Ok(default),
+            Some(v) if (0.0..=1.0).contains(&v) => Ok(v),
+            Some(v) => Err(self.invalid(format!(
+                "{key} = {v}{} must be between 0 and 1",
+                self.source_note(key)
+            ))),
+        }
+    }
+}
+
+/// The merged layer plus the environment and flags, checked.
+fn resolve(
+    layer: RawLayer,
+    profile: String,
+    opts: &LoadOptions,
+    mut ctx: Context<'_>,
+) -> Result<Config, ConfigError> {
+    let RawLayer {
+        workspace,
+        log,
+        model,
+        agent,
+        tools,
+        text,
+        memory,
+        history,
+        permission,
+    } = layer;
+
+    let workspace = match (&opts.workspace, workspace) {
+        (Some(flag), _) => {
+            ctx.origins.set("workspace", Origin::Flag("--workspace"));
+            absolute(flag.clone())
+        }
+        (None, Some(text)) => ctx.path_setting("workspace", &text)?,
+        (None, None) => ctx.home.join("workspace"),
+    };
+
+    let log = match env_text(ctx.env, "EVOLVE_LOG")? {
+        Some(var) => {
+            ctx.origins.set("log", Origin::Env("EVOLVE_LOG".into()));
+            check_log(&var).ok_or_else(|| ConfigError::Env {
+                var: "EVOLVE_LOG",
+                message: format!("is `{var}`: expected one of {}", LOG_LEVELS.join(", ")),
+            })?
+        }
+        None => match log {
+            Some(l) => check_log(&l).ok_or_else(|| {
+                ctx.invalid(format!(
+                    "log = \"{l}\"{}: expected one of {}",
+                    ctx.source_note("log"),
+                    LOG_LEVELS.join(", ")
+                ))
+            })?,
+            None => super::DEFAULT_LOG.to_string(),
+        },
+    };
+
+    let model = resolve_model(model.unwrap_or_default(), &mut ctx)?;
+    let agent = resolve_agent(agent.unwrap_or_default(), &ctx)?;
+    let tools = resolve_tools(tools.unwrap_or_default(), &ctx)?;
+    let RawText { dict_path } = text.unwrap_or_default();
+    let text = TextConfig {
+        dict_path: dict_path
+            .map(|p| ctx.path_setting("text.dict_path", &p))
+            .transpose()?,
+    };
+    let core = CoreConfig {
+        memory: memory.unwrap_or_default(),
+        history: history.unwrap_or_default(),
+        permission: permission.unwrap_or_default(),
+    };
+
+    Ok(Config {
+        home: ctx.home.to_path_buf(),
+        file: ctx.path.to_path_buf(),
+        profile,
+        model,
+        core,
+        agent,
+        tools,
+        text,
+        workspace,
+        log,
+    })
+}
+
+/// The log filter, lower-cased, if it is one `logger` knows.
+fn check_log(text: &str) -> Option<String> {
+    let lower = text.trim().to_ascii_lowercase();
+    LOG_LEVELS.contains(&lower.as_str()).then_some(lower)
+}
+
+fn resolve_model(raw: RawModel, ctx: &mut Context<'_>) -> Result<ModelConfig, ConfigError> {
+    let RawModel {
+        base_url,
+        api_key,
+        api_key_env,
+        main,
+        cheap,
+        context_window,
+        reserved_output,
+        stream,
+        temperature,
+        max_retries,
+        timeouts,
+    } = raw;
+    let d = ModelConfig::default();
+
+    let (base_url, base_url_is_default) = match env_text(ctx.env, "OPENAI_BASE_URL")? {
+        Some(url) => {
+            ctx.origins
+                .set("model.base_url", Origin::Env("OPENAI_BASE_URL".into()));
+            let url = check_base_url(&url).map_err(|message| ConfigError::Env {
+                var: "OPENAI_BASE_URL",
+                message: format!("is `{url}`: {message}"),
+            })?;
+            (url, false)
+        }
+        None => match base_url {
+            Some(url) => {
+                let checked = check_base_url(&url).map_err(|m| {
+                    ctx.invalid(format!(
+                        "model.base_url = \"{url}\"{}: {m}",
+                        ctx.source_note("model.base_url")
+                    ))
+                })?;
+                (checked, false)
+            }
+            None => (DEFAULT_BASE_URL.to_string(), true),
+        },
+    };
+
+    let api_key = match env_text(ctx.env, "OPENAI_API_KEY")? {
+        Some(key) => {
+            ctx.origins
+                .set("model.api_key", Origin::Env("OPENAI_API_KEY".into()));
+            Some(Secret::new(key))
+        }
+        None => match (api_key, api_key_env) {
+            (Some(_), Some(_)) => {
+                return Err(ctx.invalid(format!(
+                    "model.api_key and model.api_key_env are both set{} — keep one",
+                    ctx.source_note("model.api_key")
+                )))
+            }
+            (Some(key), None) => Some(Secret::new(key.trim())).filter(|k| !k.is_empty()),
+            (None, Some(var)) => {
+                let value = (ctx.env)(var.trim()).and_then(|v| v.into_string().ok());
+                match value
+                    .map(|v| v.trim().to_string())
+                    .filter(|v| !v.is_empty())
+                {
+                    Some(key) => {
+                        ctx.origins
+                            .set("model.api_key", Origin::Env(var.trim().to_string()));
+                        Some(Secret::new(key))
+                    }
+                    None => {
+                        return Err(ctx.invalid(format!(
+                            "model.api_key_env = \"{var}\"{} names an environment variable \
+                             that is not set (or not UTF-8) — export {var}=… or set \
+                             model.api_key instead",
+                            ctx.source_note("model.api_key_env")
+                        )))
+                    }
+                }
+            }
+            (None, None) => None,
+        },
+    };
+    let main = match env_text(ctx.env, "EVOLVE_MODEL")? {
+        Some(name) => {
+            ctx.origins
+                .set("model.main", Origin::Env("EVOLVE_MODEL".into()));
+            name
+        }
+        None => model_name(ctx, "model.main", main)?.unwrap_or(d.main),
+    };
+    let cheap = match env_text(ctx.env, "EVOLVE_CHEAP_MODEL")? {
+        Some(name) => {
+            ctx.origins
+                .set("model.cheap", Origin::Env("EVOLVE_CHEAP_MODEL".into()));
+            name
+        }
+        None => match model_name(ctx, "model.cheap", cheap)? {
+            Some(name) => name,
+            None => {
+                ctx.origins.set("model.cheap", Origin::Main);
+                main.clone()
+            }
+        },
+    };
+
+    let context_window = context_window.unwrap_or(d.context_window);
+    let reserved_output = reserved_output.unwrap_or(d.reserved_output);
+    if reserved_output == 0 || reserved_output >= context_window {
+        return Err(ctx.invalid(format!(
+            "model.reserved_output = {reserved_output}{} must be at least 1 and below \
+             model.context_window = {context_window}{} — it is the part of the window kept \
+             for the answer",
+            ctx.source_note("model.reserved_output"),
+            ctx.source_note("model.context_window"),
+        )));
+    }
+    if let Some(t) = temperature {
+        if !(0.0..=2.0).contains(&t) {
+            return Err(ctx.invalid(format!(
+                "model.temperature = {t}{} must be between 0 and 2 (or removed for the \
+                 server's default)",
+                ctx.source_note("model.temperature")
+            )));
+        }
+    }
+
+    let RawTimeouts {
+        connect,
+        first_byte,
+        per_read,
+        overall,
+    } = timeouts.unwrap_or_default();
+    let timeouts = Timeouts {
+        connect: ctx.seconds("model.timeouts.connect", connect, d.timeouts.connect)?,
+        first_byte: ctx.seconds(
+            "model.timeouts.first_byte",
+            first_byte,
+            d.timeouts.first_byte,
+        )?,
+        per_read: ctx.seconds("model.timeouts.per_read", per_read, d.timeouts.per_read)?,
+        overall: ctx.seconds("model.timeouts.overall", overall, d.timeouts.overall)?,
+    };
+
+    Ok(ModelConfig {
+        base_url,
+        base_url_is_default,
+        api_key,
+        main,
+        cheap,
+        context_window,
+        reserved_output,
+        timeouts,
+        max_retries: max_retries.unwrap_or(d.max_retries),
+        stream: stream.unwrap_or(d.stream),
+        temperature,
+    })
+}
+
+/// A model name from the file: trimmed, not empty.
+fn model_name(
+    ctx: &Context<'_>,
+    key: &str,
+    value: Option<String>,
+) -> Result<Option<String>, ConfigError> {
+    match value {
+        Some(name) if name.trim().is_empty() => Err(ctx.invalid(format!(
+            "{key} is empty{} — name a model or remove the key",
+            ctx.source_note(key)
+        ))),
+        Some(name) => Ok(Some(name.trim().to_string())),
+        None => Ok(None),
+    }
+}
+
+/// A base URL: `http(s)://host…`, without trailing `/`. The error says what is wrong.
+pub(super) fn check_base_url(url: &str) -> Result<String, String> {
+    let url = url.trim().trim_end_matches('/');
+    let lower = url.to_ascii_lowercase();
+    let Some(rest) = lower
+        .strip_prefix("http://")
+        .or_else(|| lower.strip_prefix("https://"))
+    else {
+        return Err(
+            "must start with http:// or https:// (e.g. http://127.0.0.1:11434/v1)".to_string(),
+        );
+    };
+    if rest.is_empty() || rest.starts_with('/') {
+        return Err("has no host (e.g. http://127.0.0.1:11434/v1)".to_string());
+    }
+    if url.chars().any(char::is_whitespace) {
+        return Err("contains a space".to_string());
+    }
+    if lower.ends_with("/chat/completions") {
+        return Err(
+            "is the full endpoint; give the base it starts with, ending before \
+             /chat/completions (e.g. https://api.openai.com/v1)"
+                .to_string(),
+        );
+    }
+    Ok(url.to_string())
+}
+
+fn resolve_agent(raw: RawAgent, ctx: &Context<'_>) -> Result<AgentConfig, ConfigError> {
+    let RawAgent {
+        max_steps,
+        reflect_every,
+        reflect_below,
+        style_above,
+        style_notes_max,
+        background_wait,
+        learn,
+    } = raw;
+    let d = AgentConfig::default();
+    if max_steps == Some(0) {
+        return Err(ctx.invalid(format!(
+            "agent.max_steps = 0{}: a turn needs at least 1 model call",
+            ctx.source_note("agent.max_steps")
+        )));
+    }
+    Ok(AgentConfig {
+        max_steps: max_steps.unwrap_or(d.max_steps),
+        reflect_every: reflect_every.unwrap_or(d.reflect_every),
+        reflect_below: ctx.fraction("agent.reflect_below", reflect_below, d.reflect_below)?,
+        style_above: ctx.fraction("agent.style_above", style_above, d.style_above)?,
+        style_notes_max: style_notes_max.unwrap_or(d.style_notes_max),
+        background_wait: background_wait.map_or(d.background_wait, Duration::from_secs),
+        learn: learn.unwrap_or(d.learn),
+    })
+}
+
+fn resolve_tools(raw: RawTools, ctx: &Context<'_>) -> Result<ToolsConfig, ConfigError> {
+    let RawTools {
+        shell_timeout,
+        output_cap,
+        http_allow_private,
+        http_timeout,
+        levels,
+    } = raw;
+    let d = ToolsConfig::default();
+    if output_cap == Some(0) {
+        return Err(ctx.invalid(format!(
+            "tools.output_cap = 0{}: tool output would always be empty — set a size in bytes",
+            ctx.source_note("tools.output_cap")
+        )));
+    }
+    let levels: Vec<_> = levels.unwrap_or_default().into_iter().collect();
+    if let Some((name, _)) = levels.iter().find(|(name, _)| name.trim().is_empty()) {
+        return Err(ctx.invalid(format!(
+            "tools.levels has an empty tool name (\"{name}\") — name the tool"
+        )));
+    }
+    Ok(ToolsConfig {
+        shell_timeout: ctx.seconds("tools.shell_timeout", shell_timeout, d.shell_timeout)?,
+        output_cap: output_cap.unwrap_or(d.output_cap),
+        http_allow_private: http_allow_private.unwrap_or(d.http_allow_private),
+        http_timeout: ctx.seconds("tools.http_timeout", http_timeout, d.http_timeout)?,
+        levels,
+    })
+}
+
+/// Loads the active configuration and every profile of the file, and checks what
+/// loading alone does not (permission settings the core would clamp, a readable API
+/// key): a mistake in a profile shows up before the day it is used.
+pub fn check(opts: &LoadOptions, env: EnvLookup<'_>) -> Result<Checked, ConfigError> {
+    let loaded = load(opts, env)?;
+    let mut checked = vec![loaded.config.profile.clone()];
+    check_permissions(&loaded.config)?;
+    for name in &loaded.profiles {
+        if *name == loaded.config.profile {
+            continue;
+        }
+        let other = LoadOptions {
+            profile: Some(name.clone()),
+            ..opts.clone()
+        };
+        check_permissions(&load(&other, env)?.config)?;
+        checked.push(name.clone());
+    }
+    let mut warnings = Vec::new();
+    if let Some(w) = readable_key_warning(&loaded) {
+        warnings.push(w);
+    }
+    Ok(Checked {
+        loaded,
+        checked,
+        warnings,
+    })
+}
+
+fn check_permissions(config: &Config) -> Result<(), ConfigError> {
+    config
+        .core
+        .permission
+        .validate()
+        .map_err(|e| ConfigError::Invalid {
+            path: config.file.clone(),
+            message: format!(
+                "[permission] of profile `{}`: {e} — change the setting so it has the \
+                 effect you expect",
+                config.profile
+            ),
+        })
+}
+
+/// A file holding an API key that other users can read.
+#[cfg(unix)]
+fn readable_key_warning(loaded: &Loaded) -> Option<String> {
+    use std::os::unix::fs::PermissionsExt;
+    let key_in_file = matches!(
+        loaded.origins.get("model.api_key"),
+        Origin::File | Origin::Profile(_)
+    );
+    let mode = std::fs::metadata(&loaded.config.file)
+        .ok()?
+        .permissions()
+        .mode();
+    (key_in_file && mode & 0o077 != 0).then(|| {
+        format!(
+            "{} holds an API key and other users can read it — run chmod 600 {0}",
+            loaded.config.file.display()
+        )
+    })
+}
+
+#[cfg(not(unix))]
+fn readable_key_warning(_loaded: &Loaded) -> Option<String> {
+    None
+}

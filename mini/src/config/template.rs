@@ -1,0 +1,216 @@
+//! The commented `config.toml` that `evolve config init` writes.
+//!
+//! Convention, checked by the tests: a line `#key = value` (no space after `#`) is a
+//! setting at its default — removing the `#` changes nothing until the value is edited;
+//! a line `# …` is prose or an example. Table headers are left uncommented (an empty
+//! table is valid), so uncommenting a setting is all it takes.
+
+/// The template. Every `#key = value` line holds the default `Config::defaults` uses.
+pub const CONFIG_TEMPLATE: &str = r#"# evolve configuration — `evolve config show` prints the effective settings and
+# where each came from; `evolve config check` validates this file and every profile.
+#
+# Precedence, lowest first: built-in defaults, this file's top level, the active
+# profile ([profiles.NAME] below), the environment, command-line flags.
+# Environment: OPENAI_BASE_URL, OPENAI_API_KEY, EVOLVE_MODEL, EVOLVE_CHEAP_MODEL,
+# EVOLVE_LOG, EVOLVE_PROFILE, EVOLVE_HOME (the directory holding this file).
+#
+# Lines `#key = value` show the default: remove the `#` and edit the value.
+# Unknown keys are an error, so a typo never goes unnoticed. Paths may start with ~;
+# relative paths are relative to this file's directory. Durations are in seconds.
+
+# The profile used when neither --profile nor EVOLVE_PROFILE chooses one:
+# profile = "local"
+# Where file tools may read and write (default: the `workspace` folder next to
+# this file; --workspace overrides):
+# workspace = "~/evolve-workspace"
+# Log level on stderr: off, error, warn, info, debug, trace.
+#log = "warn"
+
+[model]
+# Any OpenAI-compatible server, up to (not including) /chat/completions. With
+# nothing set, evolve tries a local Ollama at this address.
+#base_url = "http://127.0.0.1:11434/v1"
+# The API key, sent as `Authorization: Bearer …`; `evolve config show` masks it.
+# Prefer naming an environment variable that holds it:
+# api_key_env = "DEEPSEEK_API_KEY"
+# or write it here (then keep this file private: chmod 600):
+# api_key = "sk-…"
+# The model that answers. "default" suits single-model servers (llama.cpp,
+# llama-cpp-python); Ollama and cloud APIs need a real name, e.g. "qwen2.5:7b".
+#main = "default"
+# The model for memory extraction, evaluation, reflection and summaries
+# (default: the main model), e.g.:
+# cheap = "qwen2.5:1.5b"
+# The model's context window in tokens, and the part of it kept for the answer
+# (sent as max_tokens). Set them to your model's: prompts are cut to fit.
+#context_window = 8192
+#reserved_output = 1024
+# Stream answers as they are written (chat, web).
+#stream = true
+# Sampling temperature, 0–2 (default: the server's), e.g.:
+# temperature = 0.7
+# Retries on connection errors, 429 and 5xx, with backoff.
+#max_retries = 2
+
+[model.timeouts]
+# Connecting (TCP + TLS).
+#connect = 10
+# From the request to the first byte of the answer (models think first).
+#first_byte = 120
+# Longest silence between two pieces of a streamed answer.
+#per_read = 60
+# Cap on a whole answer that is not streamed.
+#overall = 300
+
+[agent]
+# Model calls in one turn's tool loop.
+#max_steps = 8
+# Reflect every N turns of a session (0: never), and after any reply whose
+# evaluation score is below reflect_below (0–1).
+#reflect_every = 10
+#reflect_below = 0.5
+# Replies scoring at least style_above (0–1) teach style notes; at most
+# style_notes_max notes are kept and used.
+#style_above = 0.8
+#style_notes_max = 8
+# How long `evolve ask` waits for memory saving and evaluation before exiting.
+#background_wait = 60
+# Save memories, evaluate and reflect after each turn.
+#learn = true
+
+[tools]
+# The `shell` tool is stopped after this long.
+#shell_timeout = 30
+# Bytes of tool output kept (half from the start, half from the end).
+#output_cap = 131072
+# Whether `http_get` may fetch 127.0.0.1, LAN and other private addresses.
+#http_allow_private = false
+#http_timeout = 20
+
+[tools.levels]
+# Permission level of a tool, L0–L5 (L3: ask once, L4: ask twice, L5: refused).
+# Built-in tools can only be raised; MCP tools are `<server>__<tool>`. E.g.:
+# write_file = "L4"
+# github__create_issue = "L4"
+
+[text]
+# A full jieba dictionary (`word frequency [tag]` lines) instead of the built-in
+# trimmed one: better Chinese word splitting for about 30 MB more memory, e.g.:
+# dict_path = "~/.evolve/jieba-dict.txt"
+
+[memory]
+# At most this many memories enter a prompt; CRITICAL ones first, at most
+# max_critical of them.
+#max_selected = 30
+#max_critical = 10
+# A memory whose words overlap the question at least this much (F1) is always taken.
+#strong_match_f1 = 0.7
+# A new memory this similar (keyword Jaccard) to an old one is merged into it.
+#merge_jaccard = 0.3
+# Priorities decay with age: CRITICAL → HIGH, HIGH → MEDIUM, MEDIUM → LOW (days).
+#decay_critical_days = 30
+#decay_high_days = 60
+#decay_medium_days = 90
+# At most this many CRITICAL memories; the oldest are retired first.
+#critical_cap = 15
+
+[history]
+# Past turns kept per session before the oldest are summarised.
+#l2_capacity = 50
+#l2_overflow = 30
+# Prompts are trimmed when they pass this share of the input budget.
+#trim_threshold = 0.8
+# Trimming keeps at least the last this many user turns.
+#keep_user_turns = 5
+# Texts longer than this (characters) are cut when trimming.
+#max_text_chars = 4096
+
+[permission]
+# The `shell` tool's level: L5 (refused) or L4 (ask twice).
+#shell_level = "L5"
+# Shell command prefixes with their own level (read-only commands may go below L3), e.g.:
+# command_prefixes = [["git status", "L2"], ["ls", "L2"]]
+# The highest level `evolve ask` and scheduled tasks run without --allow (at most L3).
+#headless_max_auto = "L2"
+
+# Profiles override any of the settings above, key by key, and are chosen with
+# --profile NAME, EVOLVE_PROFILE or `profile = "NAME"` at the top. For example:
+#
+# [profiles.deepseek.model]
+# base_url = "https://api.deepseek.com/v1"
+# api_key_env = "DEEPSEEK_API_KEY"
+# main = "deepseek-chat"
+# context_window = 65536
+# reserved_output = 8192
+#
+# [profiles.local.model]
+# base_url = "http://127.0.0.1:8080/v1"
+# main = "default"
+"#;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The template with every `#key = value` setting line uncommented.
+    fn uncommented(template: &str) -> String {
+        template
+            .lines()
+            .map(|l| match l.strip_prefix('#') {
+                Some(rest) if rest.starts_with(|c: char| c.is_ascii_lowercase()) => rest,
+                _ => l,
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    /// The template's example lines (`# key = value` under a table), uncommented.
+    fn examples(template: &str) -> String {
+        template
+            .lines()
+            .map(|l| match l.strip_prefix("# ") {
+                Some(rest)
+                    if rest.starts_with('[')
+                        || rest.split_once(" = ").is_some_and(|(k, _)| {
+                            !k.is_empty()
+                                && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+                        }) =>
+                {
+                    rest
+                }
+                _ => l,
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    #[test]
+    fn template_settings_are_the_defaults() {
+        let text = uncommented(CONFIG_TEMPLATE);
+        assert!(text.lines().filter(|l| l.contains(" = ")).count() > 30);
+        let loaded = crate::config::tests::load_text(&text, &[]).expect("template loads");
+        let mut defaults = crate::config::Config::defaults(loaded.config.home.clone());
+        // Written out, the default address is configured rather than assumed.
+        defaults.model.base_url_is_default = false;
+        crate::config::tests::assert_same(&loaded.config, &defaults);
+    }
+
+    #[test]
+    fn template_examples_are_valid_keys() {
+        // Uncommenting the examples (api_key and api_key_env both) must fail only on
+        // "both set"; dropping api_key, everything parses, the profiles included.
+        let text = examples(CONFIG_TEMPLATE);
+        let err = crate::config::tests::load_text(&text, &[]).expect_err("both keys set");
+        assert!(err.to_string().contains("api_key_env"), "{err}");
+        let text: String = text
+            .lines()
+            .filter(|l| !l.starts_with("api_key ="))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        let env = [("DEEPSEEK_API_KEY", "sk-deepseek-0123456789abcdef")];
+        let loaded = crate::config::tests::load_text(&text, &env).expect("examples load");
+        assert_eq!(loaded.config.profile, "local");
+        assert_eq!(loaded.profiles, ["deepseek", "local"]);
+        assert_eq!(loaded.config.model.base_url, "http://127.0.0.1:8080/v1");
+    }
+}

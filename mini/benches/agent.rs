@@ -36,11 +36,19 @@ fn main() {
         fake.push(Reply::Text("Instant answer.".into()));
         let t = Instant::now();
         let out = evolve(&exe, &home, &fake)
-            .args(["ask", "--json", &format!("what did we say about topic {} and the garden?", i * 7)])
+            .args([
+                "ask",
+                "--json",
+                &format!("what did we say about topic {} and the garden?", i * 7),
+            ])
             .output()
             .expect("run evolve ask");
         walls.push(t.elapsed());
-        assert!(out.status.success(), "ask failed: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "ask failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         let record: serde_json::Value = serde_json::from_slice(&out.stdout).expect("turn record");
         overheads.push(record["overhead_ms"].as_f64().unwrap_or(f64::NAN));
         if i == 0 {
@@ -120,7 +128,11 @@ fn seed(exe: &Path, home: &Path, fake: &FakeLlm) {
         .arg(&file)
         .output()
         .expect("run evolve memory import");
-    assert!(out.status.success(), "import failed: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "import failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     println!("seeded {MEMORIES} memories in {:.0} ms", ms(t.elapsed()));
 }
 

@@ -25,7 +25,6 @@ pub enum Error {
     Model(crate::llm::LlmError),
     /// A headless run needed a tool call that requires a person (exit code 4). The
     /// answer so far has been printed; the message lists what was refused.
-    #[allow(dead_code)] // until `ask` lands
     NeedsPerson(String),
     /// Anything else that stopped the command, said plainly.
     Other(String),

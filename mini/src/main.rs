@@ -3,25 +3,15 @@
 //! This crate is the I/O shell around `evolve-core`: it reads files, clocks, sockets and
 //! the model, and hands everything the core needs to its pure functions.
 
-// Skeleton of issue 3: modules are filled in by separate commits; until the CLI uses
-// them all, unused items are expected.
-#[allow(dead_code)]
 mod agents;
 mod cli;
-#[allow(dead_code)]
 mod config;
 mod error;
-#[allow(dead_code)]
 mod llm;
-#[allow(dead_code)]
 mod logger;
-#[allow(dead_code)]
 mod skills;
-#[allow(dead_code)]
 mod store;
-#[allow(dead_code)]
 mod text;
-#[allow(dead_code)]
 mod tools;
 
 use std::process::ExitCode;
@@ -53,7 +43,11 @@ fn parse_args() -> Result<cli::Evolve, ExitCode> {
         .file_name()
         .and_then(|n| n.to_str())
         .unwrap_or("evolve");
-    let rest: Vec<&str> = rest.iter().map(String::as_str).collect();
+    // argh reads a bare `-` as an unknown option; `ask -` means "the question is on stdin".
+    let rest: Vec<&str> = rest
+        .iter()
+        .map(|a| if a == "-" { cli::STDIN_ARG } else { a.as_str() })
+        .collect();
     <cli::Evolve as argh::FromArgs>::from_args(&[cmd], &rest).map_err(|early| match early.status {
         Ok(()) => {
             print!("{}", early.output);

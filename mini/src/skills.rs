@@ -77,6 +77,7 @@ impl Catalog {
 
     /// A catalog of the given skills, with no folders (as if bundled): for callers that
     /// build skills themselves, and tests.
+    #[cfg(test)]
     pub fn with_skills(mut skills: Vec<Skill>) -> Self {
         skills.sort_by(|a, b| a.summary.name.cmp(&b.summary.name));
         skills.dedup_by(|a, b| a.summary.name == b.summary.name);

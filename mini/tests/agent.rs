@@ -14,27 +14,44 @@ fn tool_call(name: &str, args: &str) -> Reply {
 #[test]
 fn ask_prints_the_answer_and_json_gives_the_turn_record() {
     let w = World::new("ask-json");
-    w.fake.push(Reply::Text("Paris is the capital of France.".into()));
-    w.fake.route(EVALUATE, Reply::Text(r#"{"score": 0.9, "reason": "correct"}"#.into()));
-    let run = w.run(&["ask", "--json", "What is the capital of France?"]).expect(0);
+    w.fake
+        .push(Reply::Text("Paris is the capital of France.".into()));
+    w.fake.route(
+        EVALUATE,
+        Reply::Text(r#"{"score": 0.9, "reason": "correct"}"#.into()),
+    );
+    let run = w
+        .run(&["ask", "--json", "What is the capital of France?"])
+        .expect(0);
     let record = run.json();
     assert_eq!(record["reply"], "Paris is the capital of France.");
-    assert!(record["session"].as_str().is_some_and(|s| s.starts_with('s')));
+    assert!(record["session"]
+        .as_str()
+        .is_some_and(|s| s.starts_with('s')));
     assert_eq!(record["turn"], 1);
     assert!((record["evaluation"]["score"].as_f64().unwrap() - 0.9).abs() < 1e-6);
-    assert!(record["usage"]["main"]["completion_tokens"].as_u64().unwrap() > 0);
+    assert!(
+        record["usage"]["main"]["completion_tokens"]
+            .as_u64()
+            .unwrap()
+            > 0
+    );
     assert!(record["tools"].as_array().unwrap().is_empty());
 
     w.fake.push(Reply::Text("Berlin.".into()));
     let plain = w.run(&["ask", "And Germany?"]).expect(0);
     assert_eq!(plain.stdout, "Berlin.\n", "stdout is the answer alone");
-    assert!(!plain.stdout.contains("evolve ["), "logs never go to stdout");
+    assert!(
+        !plain.stdout.contains("evolve ["),
+        "logs never go to stdout"
+    );
 }
 
 #[test]
 fn a_memory_told_in_one_run_is_in_the_prompt_of_the_next() {
     let w = World::new("memory-next");
-    w.fake.push(Reply::Text("Nice, I will remember that.".into()));
+    w.fake
+        .push(Reply::Text("Nice, I will remember that.".into()));
     w.fake.route(
         EXTRACT,
         Reply::Text(r#"{"memories": [{"content": "The user's cat is called Miso", "category": "fact", "importance": 4, "tags": ["cat"]}]}"#.into()),
@@ -56,23 +73,44 @@ fn a_memory_told_in_one_run_is_in_the_prompt_of_the_next() {
 #[test]
 fn a_chinese_fact_is_found_by_a_chinese_question() {
     let w = World::new("zh");
-    w.run(&["memory", "add", "用户住在上海浦东，喜欢喝龙井茶", "--category", "fact"]).expect(0);
-    w.run(&["memory", "add", "The user prefers short answers", "--category", "preference"]).expect(0);
+    w.run(&[
+        "memory",
+        "add",
+        "用户住在上海浦东，喜欢喝龙井茶",
+        "--category",
+        "fact",
+    ])
+    .expect(0);
+    w.run(&[
+        "memory",
+        "add",
+        "The user prefers short answers",
+        "--category",
+        "preference",
+    ])
+    .expect(0);
     w.fake.push(Reply::Text("你住在上海浦东。".into()));
     w.run(&["ask", "我住在哪个城市？上海吗"]).expect(0);
     let mains = w.main_requests();
     let sys = system_text(mains.last().unwrap());
-    assert!(sys.contains("上海浦东"), "the Chinese memory was selected:\n{sys}");
+    assert!(
+        sys.contains("上海浦东"),
+        "the Chinese memory was selected:\n{sys}"
+    );
 }
 
 #[test]
 fn l1_and_l2_tools_run_and_their_results_reach_the_model() {
     let w = World::new("tools-run");
     std::fs::write(w.workspace().join("notes.txt"), "the launch code is 4711\n").unwrap();
-    w.fake.push(tool_call("read_file", r#"{"path": "notes.txt"}"#));
+    w.fake
+        .push(tool_call("read_file", r#"{"path": "notes.txt"}"#));
     w.fake.push(tool_call("get_time", "{}"));
     w.fake.push(Reply::Text("The code is 4711.".into()));
-    let record = w.run(&["ask", "--json", "What is in notes.txt?"]).expect(0).json();
+    let record = w
+        .run(&["ask", "--json", "What is in notes.txt?"])
+        .expect(0)
+        .json();
     let tools = record["tools"].as_array().unwrap();
     assert_eq!(tools.len(), 2);
     assert_eq!(tools[0]["name"], "read_file");
@@ -95,14 +133,28 @@ fn l1_and_l2_tools_run_and_their_results_reach_the_model() {
 fn l3_is_refused_in_ask_and_allowed_with_yes() {
     let w = World::new("l3");
     let target = w.workspace().join("out.txt");
-    w.fake.push(tool_call("write_file", r#"{"path": "out.txt", "content": "hello"}"#));
-    w.fake.push(Reply::Text("I could not write the file.".into()));
+    w.fake.push(tool_call(
+        "write_file",
+        r#"{"path": "out.txt", "content": "hello"}"#,
+    ));
+    w.fake
+        .push(Reply::Text("I could not write the file.".into()));
     let run = w.run(&["ask", "Write hello to out.txt"]).expect(4);
-    assert!(run.stdout.contains("I could not write the file."), "the answer is still printed");
-    assert!(run.stderr.contains("write_file"), "stderr names the refused call: {}", run.stderr);
+    assert!(
+        run.stdout.contains("I could not write the file."),
+        "the answer is still printed"
+    );
+    assert!(
+        run.stderr.contains("write_file"),
+        "stderr names the refused call: {}",
+        run.stderr
+    );
     assert!(!target.exists(), "a refused call never runs");
 
-    w.fake.push(tool_call("write_file", r#"{"path": "out.txt", "content": "hello"}"#));
+    w.fake.push(tool_call(
+        "write_file",
+        r#"{"path": "out.txt", "content": "hello"}"#,
+    ));
     w.fake.push(Reply::Text("Done.".into()));
     w.run(&["ask", "--yes", "Write hello to out.txt"]).expect(0);
     assert_eq!(std::fs::read_to_string(&target).unwrap(), "hello");
@@ -112,7 +164,10 @@ fn l3_is_refused_in_ask_and_allowed_with_yes() {
 fn l5_is_always_refused_and_never_executed() {
     let w = World::new("l5");
     let marker = w.workspace().join("pwned");
-    for args in [vec!["ask", "--yes", "clean up"], vec!["ask", "--allow", "L3", "clean up"]] {
+    for args in [
+        vec!["ask", "--yes", "clean up"],
+        vec!["ask", "--allow", "L3", "clean up"],
+    ] {
         w.fake.push(tool_call(
             "shell",
             &format!(r#"{{"command": "touch {} && rm -rf /"}}"#, marker.display()),
@@ -135,21 +190,36 @@ fn a_path_escaping_the_workspace_is_refused() {
     std::fs::write(&outside, "top secret").unwrap();
     #[cfg(unix)]
     std::os::unix::fs::symlink(&outside, w.workspace().join("link.txt")).unwrap();
-    w.fake.push(tool_call("read_file", r#"{"path": "../secret.txt"}"#));
-    w.fake.push(tool_call("read_file", r#"{"path": "link.txt"}"#));
+    w.fake
+        .push(tool_call("read_file", r#"{"path": "../secret.txt"}"#));
+    w.fake
+        .push(tool_call("read_file", r#"{"path": "link.txt"}"#));
     w.fake.push(Reply::Text("I cannot read that.".into()));
-    let record = w.run(&["ask", "--yes", "--json", "read the secret"]).expect(0).json();
+    let record = w
+        .run(&["ask", "--yes", "--json", "read the secret"])
+        .expect(0)
+        .json();
     let mains = w.main_requests();
     let seen = all_text(mains.last().unwrap());
-    assert!(!seen.contains("top secret"), "nothing outside the workspace reaches the model");
+    assert!(
+        !seen.contains("top secret"),
+        "nothing outside the workspace reaches the model"
+    );
     let tools = record["tools"].as_array().unwrap();
-    assert_eq!(tools[0]["ran"], false, "../ is refused before running: {}", tools[0]);
+    assert_eq!(
+        tools[0]["ran"], false,
+        "../ is refused before running: {}",
+        tools[0]
+    );
 }
 
 #[test]
 fn retries_succeed_after_two_server_errors() {
     let w = World::new("retry");
-    w.fake.push(Reply::Status(500, r#"{"error":{"message":"overloaded"}}"#.into()));
+    w.fake.push(Reply::Status(
+        500,
+        r#"{"error":{"message":"overloaded"}}"#.into(),
+    ));
     w.fake.push(Reply::Status(502, "bad gateway".into()));
     w.fake.push(Reply::Text("Third time lucky.".into()));
     let run = w.run(&["ask", "hello"]).expect(0);
@@ -171,7 +241,11 @@ fn an_unreachable_model_exits_3_naming_the_url() {
             .unwrap(),
     )
     .expect(3);
-    assert!(run.stderr.contains(&format!("127.0.0.1:{port}")), "{}", run.stderr);
+    assert!(
+        run.stderr.contains(&format!("127.0.0.1:{port}")),
+        "{}",
+        run.stderr
+    );
     assert!(run.stdout.is_empty());
 }
 
@@ -179,9 +253,14 @@ fn an_unreachable_model_exits_3_naming_the_url() {
 fn a_garbage_extraction_reply_does_not_crash_and_nothing_is_lost() {
     let w = World::new("garbage");
     w.fake.push(Reply::Text("Sure.".into()));
-    w.fake.route(EXTRACT, Reply::Text("memories: {{{ not json ]]".into()));
-    w.fake.route(EVALUATE, Reply::Text("great answer!!!".into()));
-    let record = w.run(&["ask", "--json", "Remember that I like tea"]).expect(0).json();
+    w.fake
+        .route(EXTRACT, Reply::Text("memories: {{{ not json ]]".into()));
+    w.fake
+        .route(EVALUATE, Reply::Text("great answer!!!".into()));
+    let record = w
+        .run(&["ask", "--json", "Remember that I like tea"])
+        .expect(0)
+        .json();
     assert_eq!(record["reply"], "Sure.");
     let session = record["session"].as_str().unwrap().to_string();
     let shown = w.run(&["sessions", "show", &session]).expect(0);
@@ -192,11 +271,18 @@ fn a_garbage_extraction_reply_does_not_crash_and_nothing_is_lost() {
 #[test]
 fn a_session_continues_with_its_history() {
     let w = World::new("session");
-    w.fake.push(Reply::Text("Noted: the project is called Falcon.".into()));
-    let record = w.run(&["ask", "--json", "Our project is called Falcon."]).expect(0).json();
+    w.fake
+        .push(Reply::Text("Noted: the project is called Falcon.".into()));
+    let record = w
+        .run(&["ask", "--json", "Our project is called Falcon."])
+        .expect(0)
+        .json();
     let sid = record["session"].as_str().unwrap().to_string();
     w.fake.push(Reply::Text("Falcon.".into()));
-    let second = w.run(&["ask", "--json", "--session", &sid, "What is it called?"]).expect(0).json();
+    let second = w
+        .run(&["ask", "--json", "--session", &sid, "What is it called?"])
+        .expect(0)
+        .json();
     assert_eq!(second["turn"], 2);
     assert_eq!(second["session"], sid.as_str());
     let mains = w.main_requests();
@@ -210,7 +296,9 @@ fn a_session_continues_with_its_history() {
 fn the_question_can_come_from_stdin() {
     let w = World::new("stdin");
     w.fake.push(Reply::Text("42".into()));
-    let run = w.run_stdin(&["ask", "-"], "What is six times seven?\n").expect(0);
+    let run = w
+        .run_stdin(&["ask", "-"], "What is six times seven?\n")
+        .expect(0);
     assert_eq!(run.stdout.trim(), "42");
     let mains = w.main_requests();
     assert!(all_text(&mains[0]).contains("What is six times seven?"));
@@ -219,22 +307,38 @@ fn the_question_can_come_from_stdin() {
 #[test]
 fn kill_9_during_an_ask_keeps_every_earlier_memory() {
     let w = World::new("kill");
+    // Distinct words each, so the ingest rule keeps them apart (similar ones merge).
     for i in 0..20 {
-        w.run(&["memory", "add", &format!("fact number {i} about the garden")]).expect(0);
+        w.run(&[
+            "memory",
+            "add",
+            &format!("garden{i} tulip{i} rose{i} fern{i}"),
+        ])
+        .expect(0);
     }
-    w.fake.push(Reply::Delay(Duration::from_secs(30), Box::new(Reply::Text("late".into()))));
+    w.fake.push(Reply::Delay(
+        Duration::from_secs(30),
+        Box::new(Reply::Text("late".into())),
+    ));
     let mut child = w
         .command(&["ask", "tell me about the garden"])
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    assert!(w.fake.wait_requests(1, Duration::from_secs(20)), "the ask reached the model");
+    assert!(
+        w.fake.wait_requests(1, Duration::from_secs(20)),
+        "the ask reached the model"
+    );
     child.kill().unwrap(); // SIGKILL
     child.wait().unwrap();
     let list = w.run(&["memory", "list", "--json"]).expect(0);
     for i in 0..20 {
-        assert!(list.stdout.contains(&format!("fact number {i} about")), "memory {i} survived");
+        assert!(
+            list.stdout.contains(&format!("garden{i} tulip{i}")),
+            "memory {i} survived:\n{}",
+            list.stdout
+        );
     }
     w.fake.push(Reply::Text("The garden is fine.".into()));
     w.run(&["ask", "and now?"]).expect(0);
@@ -246,9 +350,13 @@ fn chat_approves_l3_once_and_refuses_l4_on_the_first_no() {
     w.config("[permission]\nshell_level = \"L4\"\n");
     let file = w.workspace().join("approved.txt");
     let marker = w.workspace().join("refused.txt");
-    w.fake.push(tool_call("write_file", r#"{"path": "approved.txt", "content": "ok"}"#));
+    w.fake.push(tool_call(
+        "write_file",
+        r#"{"path": "approved.txt", "content": "ok"}"#,
+    ));
     w.fake.push(Reply::Text("Written.".into()));
-    w.fake.push(tool_call("shell", r#"{"command": "touch refused.txt"}"#));
+    w.fake
+        .push(tool_call("shell", r#"{"command": "touch refused.txt"}"#));
     w.fake.push(Reply::Text("Not run.".into()));
     let run = w
         .run_stdin(
@@ -256,12 +364,22 @@ fn chat_approves_l3_once_and_refuses_l4_on_the_first_no() {
             "write the file please\nyes\nnow create refused.txt with the shell\nno\n/quit\n",
         )
         .expect(0);
-    assert_eq!(std::fs::read_to_string(&file).unwrap(), "ok", "L3 ran after one yes");
+    assert_eq!(
+        std::fs::read_to_string(&file).unwrap(),
+        "ok",
+        "L3 ran after one yes"
+    );
     assert!(!marker.exists(), "L4 refused on the first no");
     assert!(run.stdout.contains("Written."), "{}", run.stdout);
     assert!(run.stdout.contains("Not run."));
-    assert!(run.stdout.contains("write_file"), "the prompt names the tool");
-    assert!(run.stdout.contains("touch refused.txt"), "the prompt shows the exact arguments");
+    assert!(
+        run.stdout.contains("write_file"),
+        "the prompt names the tool"
+    );
+    assert!(
+        run.stdout.contains("touch refused.txt"),
+        "the prompt shows the exact arguments"
+    );
 }
 
 #[test]
@@ -269,7 +387,8 @@ fn chat_asks_l4_twice_and_streams_the_answer() {
     let w = World::new("chat-l4");
     w.config("[permission]\nshell_level = \"L4\"\n");
     let marker = w.workspace().join("twice.txt");
-    w.fake.push(tool_call("shell", r#"{"command": "touch twice.txt"}"#));
+    w.fake
+        .push(tool_call("shell", r#"{"command": "touch twice.txt"}"#));
     w.fake.push(Reply::Text("Created it for you.".into()));
     let run = w
         .run_stdin(&["chat"], "create twice.txt\nyes\nyes\n/quit\n")

@@ -107,7 +107,7 @@ fn listed(home: &Home, all: bool) -> Vec<(u64, String, bool, bool)> {
 }
 
 #[test]
-#[ignore = "needs Config::load (h-config)"]
+
 fn add_list_search_pin_and_forget() {
     let home = Home::new("memory");
     let tea = id_in(&home.ok(&[
@@ -201,7 +201,7 @@ fn add_list_search_pin_and_forget() {
 }
 
 #[test]
-#[ignore = "needs Config::load (h-config)"]
+
 fn export_then_import_into_a_new_home_restores_every_memory() {
     let first = Home::new("export");
     first.ok(&[
@@ -247,7 +247,7 @@ fn export_then_import_into_a_new_home_restores_every_memory() {
 }
 
 #[test]
-#[ignore = "needs Config::load (h-config)"]
+
 fn import_reads_the_plain_list_format_that_rank_reads() {
     let home = Home::new("plain");
     let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/memories.json");
@@ -263,7 +263,7 @@ fn import_reads_the_plain_list_format_that_rank_reads() {
 }
 
 #[test]
-#[ignore = "needs Config::load (h-config)"]
+
 fn sessions_on_an_empty_store() {
     let home = Home::new("sessions");
     let text = home.ok(&["sessions", "list"]);

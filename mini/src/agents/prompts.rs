@@ -13,17 +13,6 @@ tools, and never try to get around a refused tool call — explain what you woul
 instead. Memories below are things the user told you before: follow the rules marked \
 as such, and use the facts when they are relevant.";
 
-/// Marker of the memory-extraction prompt.
-pub const EXTRACT_MARKER: &str = "[evolve:extract]";
-/// Marker of the evaluation prompt.
-pub const EVALUATE_MARKER: &str = "[evolve:evaluate]";
-/// Marker of the reflection prompt.
-pub const REFLECT_MARKER: &str = "[evolve:reflect]";
-/// Marker of the style-learning prompt.
-pub const STYLE_MARKER: &str = "[evolve:style]";
-/// Marker of the L3 summary prompt.
-pub const SUMMARIZE_MARKER: &str = "[evolve:summarize]";
-
 /// Memory extraction (categories and priorities: DESIGN.md "Memory").
 pub const EXTRACT: &str = "[evolve:extract] You extract long-term memories from one \
 exchange between a user and an assistant. Keep only what will still matter in later \

@@ -75,7 +75,7 @@ pub fn run(cmd: AskCmd) -> Result<(), Error> {
             Err(e) => return Err(Error::Usage(format!("--allow {s}: {e}"))),
         },
     };
-    let question = if cmd.question == "-" {
+    let question = if cmd.question == "-" || cmd.question == super::STDIN_ARG {
         let mut text = String::new();
         std::io::stdin()
             .read_to_string(&mut text)

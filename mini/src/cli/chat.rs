@@ -234,7 +234,12 @@ fn slash(command: &str, manager: &Manager, session: &mut Option<String>) -> Resu
             println!("{HELP}");
             println!("The agents of each turn:");
             for agent in crate::agents::all(manager) {
-                println!("  {:<10} {}", agent.name(), agent.description());
+                println!(
+                    "  {:<9} {:<11} {}",
+                    agent.id(),
+                    agent.name(),
+                    agent.description()
+                );
             }
         }
         "memory" | "memories" => {
@@ -281,9 +286,10 @@ fn slash(command: &str, manager: &Manager, session: &mut Option<String>) -> Resu
             }
             for s in all {
                 println!(
-                    "  {} — {}",
+                    "  {} — {} ({})",
                     s.summary.name,
-                    one_line(&s.summary.description, 100)
+                    one_line(&s.summary.description, 100),
+                    s.origin
                 );
             }
         }
@@ -352,6 +358,17 @@ fn slash(command: &str, manager: &Manager, session: &mut Option<String>) -> Resu
                 "  shell: {} (config permission.shell_level)",
                 rt.config.core.permission.shell_level
             );
+            let recent = rt.store.audit_log(5)?;
+            if !recent.is_empty() {
+                println!("  last tool decisions:");
+                for e in recent {
+                    let answer = e
+                        .answer
+                        .map(|a| format!(", answered {a:?}"))
+                        .unwrap_or_default();
+                    println!("    {} {} → {:?}{answer}", e.tool, e.level, e.decision);
+                }
+            }
             if let Some(id) = session.as_deref() {
                 let grants = rt.store.grants(id)?;
                 if grants.is_empty() {

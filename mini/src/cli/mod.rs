@@ -1,7 +1,6 @@
 //! The command line: argh definitions and dispatch. Names follow the command-line
 //! contract in DESIGN.md; commands arrive with the issues that implement them.
 
-#[allow(dead_code)]
 pub(crate) mod app;
 mod ask;
 mod chat;
@@ -14,6 +13,10 @@ mod sessions;
 use argh::FromArgs;
 
 use crate::error::Error;
+
+/// What a bare `-` on the command line becomes before argh sees it (argh would take it
+/// for an option): "read this from stdin".
+pub const STDIN_ARG: &str = "\u{0}stdin";
 
 /// Evolve: a small, safe personal AI agent in one static binary.
 #[derive(FromArgs, Debug)]

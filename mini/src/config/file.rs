@@ -13,8 +13,12 @@ use serde::Deserialize;
 /// The whole file: the settings of the top level, the active profile's name and the
 /// profiles. The same keys as [`RawLayer`] plus `profile` and `profiles` (serde's
 /// `flatten` cannot be combined with `deny_unknown_fields`, so they are spelled out).
+///
+/// It is parsed to check the whole file (unknown keys, types, with their lines); the
+/// values themselves are read from the merged table, so most fields are never read.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[allow(dead_code)]
 pub struct RawFile {
     pub profile: Option<String>,
     pub profiles: Option<BTreeMap<String, RawLayer>>,

@@ -443,6 +443,7 @@ impl Config {
 
     /// Every setting at its default, for data under `home`: what `load` gives with no
     /// file and no environment. For tests and tools that need a `Config` without I/O.
+    #[cfg(test)]
     pub fn defaults(home: PathBuf) -> Config {
         Config {
             file: home.join(CONFIG_FILE),

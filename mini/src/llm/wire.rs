@@ -349,10 +349,16 @@ mod tests {
         );
         w.tool_choice = Some("required");
         assert_eq!(body(&w, false)["tool_choice"], "required");
-        assert_eq!(w.relax(400, "unknown field tool_choice"), Some("tool_choice"));
+        assert_eq!(
+            w.relax(400, "unknown field tool_choice"),
+            Some("tool_choice")
+        );
         assert!(body(&w, false).get("tool_choice").is_none());
         let no_tools = request(&msgs, &[]);
-        assert!(body(&no_tools, false).get("tool_choice").is_none(), "never without tools");
+        assert!(
+            body(&no_tools, false).get("tool_choice").is_none(),
+            "never without tools"
+        );
     }
 
     fn body(w: &WireRequest<'_>, stream: bool) -> Value {

@@ -44,6 +44,7 @@ fn session_export(txn: &ReadTransaction, session: Session) -> Result<SessionExpo
 
 impl Store {
     /// Everything, for `memory export` / `sessions export` / backups.
+    #[allow(dead_code)] // used by backups and `GET /v1/sessions/{id}` export (issue 5)
     pub fn export(&self) -> Result<Export, StoreError> {
         self.read(|txn| {
             let memories = read_all_memories(&txn.open_table(MEMORIES)?)?;

@@ -112,6 +112,7 @@ impl Store {
     }
 
     /// Inserts a memory as given (no merge), assigning a new id. Returns the id.
+    #[allow(dead_code)] // used by `POST /v1/memory` with an explicit record (issue 5)
     pub fn insert_memory(&self, mut memory: Memory) -> Result<MemoryId, StoreError> {
         prepare(&mut memory, None);
         let _writer = self.lock_writer();

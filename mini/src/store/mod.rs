@@ -123,6 +123,7 @@ pub struct Evaluation {
 
 /// A cached classification of an (MCP) tool.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[allow(dead_code)] // used by MCP tool classification cache (issue 4)
 pub struct ToolClassRecord {
     /// The level.
     pub level: Level,
@@ -245,6 +246,7 @@ impl Store {
     }
 
     /// The file.
+    #[allow(dead_code)] // used by `evolve doctor`/`/v1/config` report the store file (issue 5)
     pub fn path(&self) -> &Path {
         &self.path
     }

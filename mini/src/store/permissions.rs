@@ -12,11 +12,13 @@ use super::{Store, StoreError, ToolClassRecord};
 
 impl Store {
     /// A cached tool classification.
+    #[allow(dead_code)] // used by MCP tool classification cache (issue 4)
     pub fn tool_class(&self, tool: &str) -> Result<Option<ToolClassRecord>, StoreError> {
         self.read(|txn| get_json(&txn.open_table(TOOL_CLASSES)?, "tool_classes", tool))
     }
 
     /// Caches a tool classification.
+    #[allow(dead_code)] // used by MCP tool classification cache (issue 4)
     pub fn set_tool_class(&self, tool: &str, record: &ToolClassRecord) -> Result<(), StoreError> {
         self.write(|txn| {
             put_json(

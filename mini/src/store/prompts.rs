@@ -9,12 +9,14 @@ use super::error::Fail;
 use super::schema::*;
 use super::{PromptVersion, Store, StoreError};
 
+#[allow(dead_code)] // used by `evolve prompt` (issue 6)
 fn no_version(version: u64) -> String {
     format!("no system prompt version {version} — `evolve prompt list` shows the versions")
 }
 
 impl Store {
     /// All prompt versions, oldest first.
+    #[allow(dead_code)] // used by `evolve prompt list` (issue 6)
     pub fn prompt_versions(&self) -> Result<Vec<PromptVersion>, StoreError> {
         self.read(|txn| {
             let table = txn.open_table(PROMPTS)?;
@@ -42,6 +44,7 @@ impl Store {
     }
 
     /// Writes a new version and makes it active. Returns its number.
+    #[allow(dead_code)] // used by `evolve prompt evolve|set` (issue 6)
     pub fn add_prompt_version(
         &self,
         text: &str,
@@ -67,6 +70,7 @@ impl Store {
     }
 
     /// Makes an existing version active.
+    #[allow(dead_code)] // used by `evolve prompt rollback` (issue 6)
     pub fn activate_prompt(&self, version: u64) -> Result<(), StoreError> {
         self.write(|txn| {
             if txn.open_table(PROMPTS)?.get(version)?.is_none() {

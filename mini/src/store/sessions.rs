@@ -134,6 +134,7 @@ impl Store {
     }
 
     /// Renames a session (flattened to one line, cut to [`TITLE_CHARS`]).
+    #[allow(dead_code)] // used by `PATCH /v1/sessions/{id}` (issue 5)
     pub fn rename_session(&self, id: &str, title: &str) -> Result<(), StoreError> {
         self.write(|txn| {
             let mut session = existing_session(txn, id)?;
@@ -314,6 +315,7 @@ impl Store {
     }
 
     /// A turn record.
+    #[allow(dead_code)] // used by the turn card of the web UI (issue 5)
     pub fn turn(&self, session: &str, turn: u64) -> Result<Option<String>, StoreError> {
         self.read(|txn| {
             Ok(txn

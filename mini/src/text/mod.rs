@@ -142,6 +142,7 @@ impl ShellTokenizer {
     }
 
     /// Whether the dictionary has been loaded (for tests and RSS figures).
+    #[cfg(test)]
     pub fn is_loaded(&self) -> bool {
         self.jieba.get().is_some()
     }

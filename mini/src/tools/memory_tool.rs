@@ -263,7 +263,7 @@ mod tests {
     use serde_json::json;
 
     #[test]
-    #[ignore = "needs the store (h-store)"]
+
     fn memories_are_added_found_changed_and_deleted() {
         let h = Harness::new();
         let added = h.call(
@@ -381,7 +381,7 @@ mod tests {
     }
 
     #[test]
-    #[ignore = "needs the store (h-store)"]
+
     fn memory_errors_from_the_store_are_explained() {
         let h = Harness::new();
         let cases: &[(serde_json::Value, &str)] = &[

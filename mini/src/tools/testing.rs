@@ -126,13 +126,15 @@ impl Harness {
             &evolve_core::text::FallbackTokenizer,
         )
         .expect("store");
+        let now = 1_714_538_096;
+        let session = store.create_session("test", now).expect("session").id;
         Harness {
             skills: Catalog::default(),
             builtins: Builtins::new(&tools),
             tokenizer: ShellTokenizer::new(None),
             cancel: AtomicBool::new(false),
-            now: 1_714_538_096,
-            session: "stest".into(),
+            now,
+            session,
             tmp,
             workspace,
             config,

@@ -235,7 +235,6 @@ mod tests {
     }
 
     #[test]
-    #[ignore = "needs the store (h-store)"]
     fn the_list_is_kept_per_session() {
         let mut h = Harness::new();
         let out = h.call("todo", json!({"action": "add", "text": "plan"}));
@@ -246,7 +245,7 @@ mod tests {
             h.call("todo", json!({"action": "list"})).content,
             "[x] 1. plan"
         );
-        h.session = "sother".into();
+        h.session = h.store.create_session("other", h.now).expect("session").id;
         assert_eq!(
             h.call("todo", json!({"action": "list"})).content,
             "(the TODO list is empty)"

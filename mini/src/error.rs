@@ -17,7 +17,8 @@ pub enum Error {
     Invalid { path: PathBuf, message: String },
     /// Writing the output failed (e.g. a closed pipe).
     Output(std::io::Error),
-    /// The configuration cannot be used (exit code 2).
+    /// The configuration cannot be used (exit code 2; so is a model server that refuses
+    /// the key, the URL or the model name).
     Config(crate::config::ConfigError),
     /// The store cannot be opened, read or written.
     Store(crate::store::StoreError),
@@ -37,6 +38,7 @@ impl Error {
         match self {
             Error::Usage(_) | Error::Invalid { .. } => 2,
             Error::Config(_) => 2,
+            Error::Model(e) if e.is_configuration() => 2,
             Error::Model(e) if e.is_unreachable() => 3,
             Error::NeedsPerson(_) => 4,
             Error::Read { .. }

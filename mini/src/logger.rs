@@ -1,13 +1,18 @@
 //! Logs to stderr (never stdout: the answer goes there), filtered by `EVOLVE_LOG`
-//! (`error`, `warn` (default), `info`, `debug`, `trace`, `off`).
+//! (`error`, `warn` (default), `info`, `debug`, `trace`, `off`). Libraries log only
+//! their warnings and errors, whatever the level.
 
 use log::{LevelFilter, Log, Metadata, Record};
 
 struct Stderr;
 
 impl Log for Stderr {
+    /// Evolve's own records at the chosen level; the libraries' only when they are
+    /// warnings or errors: their debug and trace output can hold what must never be
+    /// logged (ureq traces request headers, `Authorization` included).
     fn enabled(&self, metadata: &Metadata<'_>) -> bool {
         metadata.level() <= log::max_level()
+            && (metadata.target().starts_with("evolve") || metadata.level() <= log::Level::Warn)
     }
 
     fn log(&self, record: &Record<'_>) {

@@ -43,10 +43,21 @@ fn parse_args() -> Result<cli::Evolve, ExitCode> {
         .file_name()
         .and_then(|n| n.to_str())
         .unwrap_or("evolve");
-    // argh reads a bare `-` as an unknown option; `ask -` means "the question is on stdin".
+    // argh reads a bare `-` as an unknown option. For the commands whose text may come
+    // from stdin (`ask -`, `memory add -`) it is passed on as a marker they recognise.
+    let reads_stdin = matches!(
+        (rest.first().map(String::as_str), rest.get(1).map(String::as_str)),
+        (Some("ask"), _) | (Some("memory"), Some("add"))
+    );
     let rest: Vec<&str> = rest
         .iter()
-        .map(|a| if a == "-" { cli::STDIN_ARG } else { a.as_str() })
+        .map(|a| {
+            if reads_stdin && a == "-" {
+                cli::STDIN_ARG
+            } else {
+                a.as_str()
+            }
+        })
         .collect();
     <cli::Evolve as argh::FromArgs>::from_args(&[cmd], &rest).map_err(|early| match early.status {
         Ok(()) => {

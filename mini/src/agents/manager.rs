@@ -13,7 +13,9 @@ use std::sync::mpsc::{self, Receiver};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use evolve_core::history::{self, entry_keywords, Budget, BuildInput, L2Entry, Message, Role};
+use evolve_core::history::{
+    self, entry_keywords, Budget, BuildInput, L2Entry, L2Ring, Message, Role,
+};
 use evolve_core::permission::{AnswerOutcome, Decision, Level, PendingCall, Policy, RefusalReason};
 use evolve_core::skill::{rank, summary_block, SkillSummary};
 use evolve_core::text::{clip_chars, KeywordSet, Lang};
@@ -84,6 +86,18 @@ pub trait TurnIo {
 pub struct Manager {
     rt: Arc<Runtime>,
     worker: Worker,
+    last_session: std::sync::Mutex<Option<String>>,
+}
+
+/// What the tool loop has done so far (kept when it fails, so nothing is lost).
+struct LoopState {
+    turn_msgs: Vec<Message>,
+    runs: Vec<ToolRun>,
+    seen: HashMap<(String, String), usize>,
+    usage_main: Usage,
+    needs_person: bool,
+    steps: usize,
+    model_time: Duration,
 }
 
 describe_agent!(
@@ -112,6 +126,7 @@ impl Manager {
         Manager {
             rt,
             worker: Worker::start(),
+            last_session: std::sync::Mutex::new(None),
         }
     }
 
@@ -120,13 +135,40 @@ impl Manager {
         &self.rt
     }
 
+    /// Lets go of the runtime (the store closes once the queued background work, which
+    /// holds it too, is done) and keeps the worker, to wait for that work later.
+    pub fn into_worker(self) -> Worker {
+        let Manager { worker, .. } = self;
+        worker
+    }
+
     /// Waits for the background work queued so far, at most `timeout`.
     pub fn flush(&self, timeout: Duration) -> bool {
         self.worker.flush(timeout)
     }
 
+    /// The session the last turn ran in (kept after a failed turn, so an interface can
+    /// go on in the same session: the question and any tool rounds are stored there).
+    pub fn last_session(&self) -> Option<String> {
+        self.last_session
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    fn set_last_session(&self, sid: Option<String>) {
+        *self
+            .last_session
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = sid;
+    }
+
     /// Runs one turn. Returns the record (without the background results) and a
     /// receiver that gets them when the worker is done.
+    ///
+    /// When the model fails mid-turn nothing acknowledged is lost: the question and the
+    /// tool rounds that ran are stored in the session (the turn stays open), and the
+    /// error is returned. A new session that would stay empty is removed.
     pub fn turn(
         &self,
         input: TurnInput<'_>,
@@ -134,42 +176,132 @@ impl Manager {
     ) -> Result<(TurnRecord, Receiver<PostTurn>), Error> {
         let rt = &*self.rt;
         let started = Instant::now();
-        let mut model_time = Duration::ZERO;
         let now = now();
-        let lang = Lang::guess(input.text);
 
         // 1. The session.
-        let session = match input.session {
-            Some(id) => rt.store.session(id)?,
-            None => rt
-                .store
-                .create_session(&evolve_core::text::one_line(input.text, 60), now)?,
+        let (session, created) = match input.session {
+            Some(id) => (rt.store.session(id)?, false),
+            None => (
+                rt.store
+                    .create_session(&evolve_core::text::one_line(input.text, 60), now)?,
+                true,
+            ),
         };
         let sid = session.id.clone();
         let turn_no = session.turns + 1;
+        self.set_last_session(Some(sid.clone()));
+
+        let mut state = LoopState {
+            turn_msgs: vec![Message::user(input.text)],
+            runs: Vec::new(),
+            seen: HashMap::new(),
+            usage_main: Usage::default(),
+            needs_person: false,
+            steps: 0,
+            model_time: Duration::ZERO,
+        };
+        let outcome = self.answer(&sid, turn_no, &input, io, now, &mut state);
+        let (reply, ctx) = match outcome {
+            Ok(done) => done,
+            Err(e) => {
+                self.keep_failed_turn(&sid, turn_no, created, &state, &e, now);
+                return Err(e);
+            }
+        };
+        let LoopState {
+            turn_msgs,
+            runs,
+            usage_main,
+            needs_person,
+            steps,
+            model_time,
+            ..
+        } = state;
+
+        // 10. Save the turn (history first: what the user saw is never lost).
+        let answered = Instant::now();
+        rt.store
+            .append_messages(&sid, turn_no, &turn_msgs, now, true)?;
+        let overflow = self.push_l2(&sid, l2_entry(input.text, &reply, &turn_msgs))?;
+
+        let mut record = TurnRecord {
+            session: sid.clone(),
+            turn: turn_no,
+            reply: reply.clone(),
+            memories: ctx.recall.used,
+            memories_considered: ctx.recall.considered,
+            skills: ctx.skills,
+            tools: runs,
+            steps,
+            needs_person,
+            evaluation: None,
+            reflection: None,
+            usage: TurnUsage {
+                main: usage_main,
+                cheap: Usage::default(),
+            },
+            answer_ms: answered.duration_since(started).as_millis() as u64,
+            overhead_ms: 0.0,
+        };
+        let total = answered.duration_since(started) + answered.elapsed();
+        record.overhead_ms = total.saturating_sub(model_time).as_secs_f64() * 1000.0;
+        if let Ok(json) = serde_json::to_string(&record) {
+            if let Err(e) = rt.store.put_turn(&sid, turn_no, &json) {
+                log::warn!("saving the turn record failed: {e}");
+            }
+        }
+
+        // 10–12 after the reply: the background worker.
+        let (tx, rx) = mpsc::channel();
+        let job = PostJob {
+            rt: Arc::clone(&self.rt),
+            session: sid,
+            turn: turn_no,
+            question: input.text.to_string(),
+            reply,
+            tools_summary: tools_summary(&record.tools),
+            accessed: ctx.recall.ids,
+            overflow,
+            record: record.clone(),
+            now,
+        };
+        self.worker.submit(move || {
+            let post = job.run();
+            let _ = tx.send(post);
+        });
+        Ok((record, rx))
+    }
+
+    /// Steps 2–9: settles stale approvals, gathers the context, runs the tool loop and
+    /// returns the answer (and the context, for the record).
+    fn answer(
+        &self,
+        sid: &str,
+        turn_no: u64,
+        input: &TurnInput<'_>,
+        io: &mut dyn TurnIo,
+        now: Timestamp,
+        state: &mut LoopState,
+    ) -> Result<(String, Context), Error> {
+        let rt = &*self.rt;
+        let lang = Lang::guess(input.text);
 
         // 2. Calls parked by an earlier run that ended before the person answered are
         //    settled as refused: nothing runs without an answer.
-        self.settle_stale_pending(&sid, now)?;
+        self.settle_stale_pending(sid, now)?;
 
         // 3–4. Memory search and skill match side by side; history loads meanwhile.
-        let ctx = self.context(&sid, turn_no, input.text, now)?;
+        let ctx = self.context(sid, turn_no, input.text, now)?;
 
         // 5–9. Prompt, tool loop, answer.
         let specs = ToolAgent.specs(rt);
-        let mut grants = rt.store.grants(&sid)?;
-        let mut turn_msgs = vec![Message::user(input.text)];
-        let mut runs: Vec<ToolRun> = Vec::new();
-        let mut seen: HashMap<(String, String), usize> = HashMap::new();
-        let mut usage_main = Usage::default();
-        let mut needs_person = false;
-        let mut steps = 0;
+        let mut grants = rt.store.grants(sid)?;
         let max_steps = rt.config.agent.max_steps.max(1);
-        let reply = loop {
-            steps += 1;
-            let last_step = steps >= max_steps;
+        loop {
+            state.steps += 1;
+            let last_step = state.steps >= max_steps;
             let mut l1 = ctx.l1.clone();
-            l1.extend(turn_msgs.iter().cloned());
+            l1.extend(state.turn_msgs.iter().cloned());
             let built = history::build(
                 &BuildInput {
                     system_prompt: &ctx.system,
@@ -203,139 +335,159 @@ impl Manager {
                 json: false,
                 tool_choice: input
                     .force_tool
-                    .filter(|_| steps == 1 && !last_step)
+                    .filter(|_| state.steps == 1 && !last_step)
                     .map(str::to_string),
             };
             let t = Instant::now();
-            let resp = rt.model.chat(&req, &mut |d| io.on_delta(&d), input.cancel);
-            model_time += t.elapsed();
+            let resp = rt
+                .model
+                .chat(&req, &mut |d| io.on_delta(&d), input.cancel);
+            state.model_time += t.elapsed();
             let resp = resp?;
-            usage_main.add(resp.usage);
-            let msg = resp.message;
+            state.usage_main.add(resp.usage);
+            let mut msg = resp.message;
             if msg.tool_calls.is_empty() || last_step {
                 let mut text = msg.content.clone();
-                if text.trim().is_empty() && !msg.tool_calls.is_empty() {
-                    text = format!("(stopped after {steps} steps without a final answer)");
+                if text.trim().is_empty() {
+                    text = if msg.tool_calls.is_empty() {
+                        log::warn!("the model returned an empty answer");
+                        String::new()
+                    } else {
+                        format!("(stopped after {} steps without a final answer)", state.steps)
+                    };
                 }
                 let mut fin = Message::assistant(text.clone());
                 fin.reasoning = msg.reasoning.clone();
-                turn_msgs.push(fin);
-                break text;
+                state.turn_msgs.push(fin);
+                return Ok((text, ctx));
             }
-            turn_msgs.push(msg.clone());
+            // The arguments every later step sees (check, tool, audit, history) are the
+            // tool's own reading of them, as strict JSON.
+            let canonical: Vec<Result<String, String>> = msg
+                .tool_calls
+                .iter()
+                .map(|c| rt.tools.canonical_arguments(&c.arguments))
+                .collect();
+            for (call, args) in msg.tool_calls.iter_mut().zip(&canonical) {
+                if let Ok(a) = args {
+                    call.arguments = a.clone();
+                }
+            }
+            state.turn_msgs.push(msg.clone());
             let mut stop = false;
-            for call in &msg.tool_calls {
-                let key = (call.name.clone(), normalise_args(&call.arguments));
-                let count = seen.entry(key).or_insert(0);
-                *count += 1;
-                let (content, run) = if *count > 1 {
-                    if *count >= REPEAT_LIMIT {
-                        stop = true;
-                    }
-                    let check =
-                        ToolAgent.check(rt, &call.name, &call.arguments, &grants, &input.policy);
-                    (
+            for (call, args) in msg.tool_calls.iter().zip(canonical) {
+                let (content, mut run) = match args {
+                    _ if !rt.tools.has(&call.name) => unknown_tool(rt, call),
+                    Err(problem) => (
                         format!(
-                            "not run: you already called {} with exactly these arguments in this turn; use that result instead of calling it again",
-                            call.name
+                            "error: not run: {problem}. Send the arguments as one JSON object."
                         ),
-                        ToolRun {
-                            id: call.id.clone(),
-                            name: call.name.clone(),
-                            arguments: call.arguments.clone(),
-                            level: check.level,
-                            decision: check.decision,
-                            answer: Some("repeated".into()),
-                            ran: false,
-                            is_error: true,
-                            output_chars: 0,
-                        },
-                    )
-                } else {
-                    self.one_call(
-                        &sid,
-                        call,
-                        &input,
-                        &mut grants,
-                        lang,
-                        now,
-                        io,
-                        &mut needs_person,
-                    )?
+                        ToolRun::not_run(call, "unreadable arguments"),
+                    ),
+                    Ok(_) => {
+                        let key = (call.name.clone(), call.arguments.clone());
+                        let count = state.seen.entry(key).or_insert(0);
+                        *count += 1;
+                        if *count > 1 {
+                            if *count >= REPEAT_LIMIT {
+                                stop = true;
+                            }
+                            (
+                                format!(
+                                    "not run: you already called {} with exactly these arguments in this turn; use that result instead of calling it again",
+                                    call.name
+                                ),
+                                ToolRun::not_run(call, "repeated"),
+                            )
+                        } else {
+                            self.one_call(
+                                sid,
+                                call,
+                                input,
+                                &mut grants,
+                                lang,
+                                now,
+                                io,
+                                &mut state.needs_person,
+                            )?
+                        }
+                    }
                 };
-                let mut run = run;
                 run.output_chars = content.chars().count();
                 io.on_tool_end(&run);
-                turn_msgs.push(Message::tool_result(&call.id, &call.name, content));
-                runs.push(run);
+                state
+                    .turn_msgs
+                    .push(Message::tool_result(&call.id, &call.name, content));
+                state.runs.push(run);
             }
             if stop {
-                log::warn!("the model repeated the same tool call {REPEAT_LIMIT} times; asking for an answer");
+                log::warn!(
+                    "the model repeated the same tool call {REPEAT_LIMIT} times; asking for an answer"
+                );
                 // One last round without tools so the model answers with what it has.
-                steps = max_steps.saturating_sub(1);
+                state.steps = max_steps.saturating_sub(1);
             }
             if input.cancel.load(Ordering::Relaxed) {
                 return Err(Error::Model(crate::llm::LlmError::Cancelled));
             }
-        };
-
-        // 10. Save the turn (history first: what the user saw is never lost).
-        let answered = Instant::now();
-        rt.store
-            .append_messages(&sid, turn_no, &turn_msgs, now, true)?;
-        let mut ring = rt.store.l2(&sid)?;
-        let overflow = ring.push(
-            l2_entry(input.text, &reply, &turn_msgs),
-            &rt.config.core.history,
-        );
-        rt.store.set_l2(&sid, &ring, None)?;
-
-        let mut record = TurnRecord {
-            session: sid.clone(),
-            turn: turn_no,
-            reply: reply.clone(),
-            memories: ctx.recall.used,
-            memories_considered: ctx.recall.considered,
-            skills: ctx.skills,
-            tools: runs,
-            steps,
-            needs_person,
-            evaluation: None,
-            reflection: None,
-            usage: TurnUsage {
-                main: usage_main,
-                cheap: Usage::default(),
-            },
-            answer_ms: started.elapsed().as_millis() as u64,
-            overhead_ms: 0.0,
-        };
-        let total = answered.duration_since(started) + answered.elapsed();
-        record.overhead_ms = total.saturating_sub(model_time).as_secs_f64() * 1000.0;
-        if let Ok(json) = serde_json::to_string(&record) {
-            if let Err(e) = rt.store.put_turn(&sid, turn_no, &json) {
-                log::warn!("saving the turn record failed: {e}");
-            }
         }
+    }
 
-        // 10–12 after the reply: the background worker.
-        let (tx, rx) = mpsc::channel();
-        let job = PostJob {
-            rt: Arc::clone(&self.rt),
-            session: sid,
-            turn: turn_no,
-            question: input.text.to_string(),
-            reply,
-            tools_summary: tools_summary(&record.tools),
-            accessed: ctx.recall.ids,
-            overflow,
-            record: record.clone(),
-            now,
-        };
-        self.worker.submit(move || {
-            let post = job.run();
-            let _ = tx.send(post);
-        });
-        Ok((record, rx))
+    /// After a failed turn: the question and the tool rounds that ran are stored (the
+    /// turn stays open); a cancelled turn that ran nothing is dropped; a session made
+    /// for this turn that would stay empty is removed.
+    fn keep_failed_turn(
+        &self,
+        sid: &str,
+        turn_no: u64,
+        created: bool,
+        state: &LoopState,
+        error: &Error,
+        now: Timestamp,
+    ) {
+        let store = &self.rt.store;
+        let cancelled = matches!(error, Error::Model(crate::llm::LlmError::Cancelled));
+        let ran_tools = state.runs.iter().any(|r| r.ran);
+        if cancelled && !ran_tools {
+            if created {
+                match store.remove_session(sid) {
+                    Ok(()) => self.set_last_session(None),
+                    Err(e) => log::warn!("removing the empty session {sid} failed: {e}"),
+                }
+            }
+            return;
+        }
+        // Only what the model saw complete: the question, and whole tool rounds.
+        let mut keep = state.turn_msgs.clone();
+        while keep.len() > 1 && keep.last().is_some_and(|m| m.role == Role::Assistant) {
+            keep.pop();
+        }
+        match store.append_messages(sid, turn_no, &keep, now, false) {
+            Ok(_) => log::info!(
+                "the question{} is kept in session {sid}",
+                if ran_tools { " and the tool calls that ran" } else { "" }
+            ),
+            Err(e) => log::warn!("keeping the failed turn in session {sid} failed: {e}"),
+        }
+    }
+
+    /// Adds the finished turn to the L2 ring. When the ring overflows, the overflowing
+    /// entries stay in it until the background summary has folded them into L3 (which
+    /// then trims the ring and writes the summary in one transaction): if the summary
+    /// fails, they are summarised after a later turn, never dropped.
+    fn push_l2(&self, sid: &str, entry: L2Entry) -> Result<Vec<L2Entry>, Error> {
+        let rt = &*self.rt;
+        let ring = rt.store.l2(sid)?;
+        let mut trimmed = ring.clone();
+        let overflow = trimmed.push(entry.clone(), &rt.config.core.history);
+        if overflow.is_empty() {
+            rt.store.set_l2(sid, &trimmed, None)?;
+        } else {
+            let mut all = ring.entries().to_vec();
+            all.push(entry);
+            rt.store.set_l2(sid, &L2Ring::from_entries(all), None)?;
+        }
+        Ok(overflow)
     }
 
     /// `/reflect`: a reflection over the session's recent turns now.
@@ -373,8 +525,8 @@ impl Manager {
             id: call.id.clone(),
             name: call.name.clone(),
             arguments: call.arguments.clone(),
-            level: check.level,
-            decision: check.decision,
+            level: Some(check.level),
+            decision: Some(check.decision),
             answer: None,
             ran: false,
             is_error: false,
@@ -585,13 +737,19 @@ fn non_empty(s: &str) -> Option<&str> {
     (!s.trim().is_empty()).then_some(s)
 }
 
-/// Arguments compared for repeats: parsed and re-serialised when JSON, so key order
-/// and spacing do not hide a repeat.
-fn normalise_args(args: &str) -> String {
-    match serde_json::from_str::<serde_json::Value>(args) {
-        Ok(v) => v.to_string(),
-        Err(_) => args.trim().to_string(),
-    }
+/// The answer to a call of a tool that does not exist: no permission question (there
+/// is nothing to allow), the model is told which tools there are.
+fn unknown_tool(rt: &Runtime, call: &evolve_core::history::ToolCall) -> (String, ToolRun) {
+    let known: Vec<String> = rt.tools.specs().into_iter().map(|s| s.name).collect();
+    log::info!("the model called {:?}, which does not exist", call.name);
+    (
+        format!(
+            "error: there is no tool named {:?}; the tools are: {}",
+            call.name,
+            known.join(", ")
+        ),
+        ToolRun::not_run(call, "no such tool"),
+    )
 }
 
 fn reasons(check: &evolve_core::permission::CallCheck) -> String {
@@ -685,7 +843,7 @@ impl PostJob {
         let mut problems = Vec::new();
         if !self.accessed.is_empty() {
             if let Err(e) = rt.store.mark_accessed(&self.accessed, self.now) {
-                problems.push(format!("marking memories accessed failed: {e}"));
+                super::note(&mut problems, format!("marking memories accessed failed: {e}"));
             }
         }
         if rt.config.agent.learn && !self.reply.trim().is_empty() {
@@ -714,7 +872,7 @@ impl PostJob {
                     at: self.now,
                 };
                 if let Err(err) = rt.store.add_evaluation(&stored) {
-                    problems.push(format!("saving the evaluation failed: {err}"));
+                    super::note(&mut problems, format!("saving the evaluation failed: {err}"));
                 }
             }
             let score = post.evaluation.as_ref().map(|e| e.score);

@@ -22,11 +22,19 @@ mod worker;
 pub use manager::{Approval, Manager, TurnInput, TurnIo};
 pub use record::ToolRun;
 pub use runtime::Runtime;
+pub use worker::Worker;
 
 pub use evaluate::EvaluateAgent;
 pub use memory::MemoryAgent;
 pub use reflect::ReflectionAgent;
 pub use tool::ToolAgent;
+
+/// Records a problem of the background work: logged (the worker has no terminal of
+/// its own) and kept for the turn record.
+fn note(problems: &mut Vec<String>, problem: String) {
+    log::warn!("{problem}");
+    problems.push(problem);
+}
 
 /// Every agent of a turn, for `/help` and logs.
 pub fn all(manager: &Manager) -> [&dyn Agent; 5] {

@@ -31,11 +31,15 @@ pub struct ToolRun {
     pub name: String,
     /// The arguments exactly as the model sent them.
     pub arguments: String,
-    /// The call's level (class raised by the arguments).
-    pub level: Level,
-    /// What the permission check decided.
-    pub decision: Decision,
-    /// How a person answered, when asked (`run`, `refused`).
+    /// The call's level (class raised by the arguments); none when it was not checked
+    /// (no such tool, unreadable arguments, a repeat).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub level: Option<Level>,
+    /// What the permission check decided; none when it was not checked.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub decision: Option<Decision>,
+    /// How a person answered (`run`, `refused`), or why the call was not checked (`no
+    /// such tool`, `unreadable arguments`, `repeated`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub answer: Option<String>,
     /// Whether it ran.
@@ -44,6 +48,23 @@ pub struct ToolRun {
     pub is_error: bool,
     /// Characters of output the model received.
     pub output_chars: usize,
+}
+
+impl ToolRun {
+    /// A call that was answered without a permission check and did not run.
+    pub fn not_run(call: &evolve_core::history::ToolCall, why: &str) -> ToolRun {
+        ToolRun {
+            id: call.id.clone(),
+            name: call.name.clone(),
+            arguments: call.arguments.clone(),
+            level: None,
+            decision: None,
+            answer: Some(why.to_string()),
+            ran: false,
+            is_error: true,
+            output_chars: 0,
+        }
+    }
 }
 
 /// Token usage of the turn per model.

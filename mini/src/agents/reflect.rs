@@ -98,7 +98,7 @@ impl ReflectionAgent {
             .store
             .ingest_memory(m, &rt.config.core.memory, now, &rt.tokenizer)
         {
-            problems.push(format!("saving the reflection failed: {e}"));
+            super::note(problems, format!("saving the reflection failed: {e}"));
         }
         Some(lesson)
     }
@@ -131,13 +131,17 @@ impl ReflectionAgent {
             notes.drain(..excess);
         }
         if let Err(e) = rt.store.set_style_notes(&notes) {
-            problems.push(format!("saving the style note failed: {e}"));
+            super::note(problems, format!("saving the style note failed: {e}"));
             return None;
         }
         Some(note)
     }
 
-    /// Folds turns that left the L2 ring into the session's L3 summary.
+    /// Folds the oldest turns of the L2 ring (`overflow`, still at its front) into the
+    /// session's L3 summary, then drops them from the ring in the same transaction that
+    /// writes the summary. When the summary cannot be made they stay in the ring and a
+    /// later turn tries again; when they are no longer at the front, an earlier run did
+    /// the work and nothing happens.
     pub fn summarize(
         &self,
         rt: &Runtime,
@@ -146,6 +150,15 @@ impl ReflectionAgent {
         usage: &mut Usage,
         problems: &mut Vec<String>,
     ) {
+        let at_front = |ring: &evolve_core::history::L2Ring| ring.entries().starts_with(overflow);
+        match rt.store.l2(session) {
+            Ok(ring) if at_front(&ring) => {}
+            Ok(_) => return,
+            Err(e) => {
+                super::note(problems, format!("reading L2 for the summary failed: {e}"));
+                return;
+            }
+        }
         let previous = rt.store.l3(session).ok().flatten().unwrap_or_default();
         let mut input = String::new();
         if !previous.is_empty() {
@@ -169,14 +182,16 @@ impl ReflectionAgent {
             return;
         }
         let ring = match rt.store.l2(session) {
-            Ok(r) => r,
+            Ok(r) if at_front(&r) => r,
+            Ok(_) => return,
             Err(e) => {
-                problems.push(format!("reading L2 for the summary failed: {e}"));
+                super::note(problems, format!("reading L2 for the summary failed: {e}"));
                 return;
             }
         };
-        if let Err(e) = rt.store.set_l2(session, &ring, Some(&summary)) {
-            problems.push(format!("saving the summary failed: {e}"));
+        let kept = evolve_core::history::L2Ring::from_entries(ring.entries()[overflow.len()..].to_vec());
+        if let Err(e) = rt.store.set_l2(session, &kept, Some(&summary)) {
+            super::note(problems, format!("saving the summary failed: {e}"));
         }
     }
 }

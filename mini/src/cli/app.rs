@@ -1,7 +1,7 @@
 //! What every command that touches the agent's data starts with: the configuration,
 //! the logger, the tokenizer, and (on demand) the store.
 
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use evolve_core::Timestamp;
 
@@ -27,9 +27,38 @@ impl App {
         Ok(App { config, tokenizer })
     }
 
-    /// Opens (or creates) the store under `$EVOLVE_HOME`.
+    /// Opens (or creates) the store under `$EVOLVE_HOME`, waiting up to
+    /// [`STORE_WAIT`] while another evolve holds it.
     pub fn open_store(&self) -> Result<Store, Error> {
-        Ok(Store::open(&self.config.store_path(), &self.tokenizer)?)
+        open_store(&self.config, &self.tokenizer, STORE_WAIT)
+    }
+}
+
+/// How long a command waits for another evolve (a `chat` in the middle of a turn, an
+/// `ask` from cron) to release the store before giving up.
+pub const STORE_WAIT: Duration = Duration::from_secs(30);
+
+/// Opens the store, retrying while another process holds its lock, at most `wait`.
+pub fn open_store(config: &Config, tokenizer: &ShellTokenizer, wait: Duration) -> Result<Store, Error> {
+    let path = config.store_path();
+    let started = Instant::now();
+    let mut told = false;
+    loop {
+        match Store::open(&path, tokenizer) {
+            Ok(store) => return Ok(store),
+            Err(e) if e.is_locked() && started.elapsed() < wait => {
+                if !told && started.elapsed() >= Duration::from_secs(1) {
+                    log::warn!(
+                        "waiting up to {} s for another evolve to release {}",
+                        wait.as_secs(),
+                        path.display()
+                    );
+                    told = true;
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            Err(e) => return Err(e.into()),
+        }
     }
 }
 

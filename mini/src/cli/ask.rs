@@ -7,13 +7,13 @@
 //! reached or kept failing; 4 a tool call needed a person and was refused (the answer so
 //! far is printed); 1 anything else.
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 use std::time::Instant;
 
 use argh::FromArgs;
-use evolve_core::permission::{Level, PendingCall, Policy};
+use evolve_core::permission::{Decision, Level, PendingCall, Policy, RefusalReason};
 use evolve_core::text::Lang;
 
 use super::app::App;
@@ -75,15 +75,7 @@ pub fn run(cmd: AskCmd) -> Result<(), Error> {
             Err(e) => return Err(Error::Usage(format!("--allow {s}: {e}"))),
         },
     };
-    let question = if cmd.question == "-" || cmd.question == super::STDIN_ARG {
-        let mut text = String::new();
-        std::io::stdin()
-            .read_to_string(&mut text)
-            .map_err(|e| Error::Other(format!("cannot read the question from stdin: {e}")))?;
-        text
-    } else {
-        cmd.question.clone()
-    };
+    let question = super::positional_or_stdin(&cmd.question)?;
     if question.trim().is_empty() {
         return Err(Error::Usage("the question is empty".into()));
     }
@@ -93,6 +85,16 @@ pub fn run(cmd: AskCmd) -> Result<(), Error> {
     })?;
     let policy = Policy::headless(allow, cmd.yes, &app.config.core.permission);
     let store = app.open_store()?;
+    if let Some(id) = cmd.session.as_deref() {
+        if let Err(e) = store.session(id) {
+            return Err(match e {
+                crate::store::StoreError::NotFound(_) => Error::Usage(format!(
+                    "--session {id}: no such session (`evolve sessions list` shows them)"
+                )),
+                other => other.into(),
+            });
+        }
+    }
     let wait = app.config.agent.background_wait;
     let App { config, tokenizer } = app;
     let manager = Manager::new(Runtime::new(config, store, tokenizer));
@@ -149,23 +151,29 @@ pub fn run(cmd: AskCmd) -> Result<(), Error> {
     }
     drop(out);
     if record.needs_person {
-        let refused: Vec<String> = record
+        let refused: Vec<(String, Level)> = record
             .tools
             .iter()
             .filter(|t| {
-                !t.ran
-                    && matches!(
-                        t.decision,
-                        evolve_core::permission::Decision::Refuse(
-                            evolve_core::permission::RefusalReason::NeedsPerson { .. }
-                        )
-                    )
+                !t.ran && matches!(t.decision, Some(Decision::Refuse(RefusalReason::NeedsPerson { .. })))
             })
-            .map(|t| format!("{} ({})", t.name, t.level))
+            .map(|t| (t.name.clone(), t.level.unwrap_or(Level::L4)))
             .collect();
+        let names: Vec<String> = refused.iter().map(|(n, l)| format!("{n} ({l})")).collect();
+        let hint = if refused.iter().any(|(_, l)| *l > Level::L3) {
+            "L4 calls always need a person: run it in `evolve chat`"
+        } else {
+            "allow L3 calls with --yes (or --allow L3), or run it in `evolve chat`"
+        };
         return Err(Error::NeedsPerson(format!(
-            "refused tool calls that need a person: {} — allow them with --allow L3 / --yes (up to L3), or use evolve chat",
-            refused.join(", ")
+            "refused tool calls that need a person: {} — {hint}",
+            names.join(", ")
+        )));
+    }
+    if record.reply.trim().is_empty() {
+        return Err(Error::Other(format!(
+            "the model returned an empty answer (session {}) — try again, or check the model with `evolve doctor`",
+            record.session
         )));
     }
     Ok(())

@@ -12,9 +12,9 @@ use argh::FromArgs;
 use evolve_core::permission::{AnswerOutcome, Level, PendingCall, Policy};
 use evolve_core::text::{one_line, KeywordSet, Lang};
 
-use super::app::{now, App};
+use super::app::{now, open_store, App, STORE_WAIT};
 use super::interrupt;
-use crate::agents::{Approval, Manager, Runtime, ToolRun, TurnInput, TurnIo};
+use crate::agents::{Approval, Manager, Worker, Runtime, ToolRun, TurnInput, TurnIo};
 use crate::config::LoadOptions;
 use crate::error::Error;
 use crate::llm::{Delta, LlmError};
@@ -63,7 +63,7 @@ impl TurnIo for Terminal<'_> {
     fn on_delta(&mut self, delta: &Delta<'_>) {
         if let Delta::Content(text) = delta {
             let mut out = std::io::stdout().lock();
-            let _ = out.write_all(text.as_bytes());
+            let _ = out.write_all(printable(text, true).as_bytes());
             let _ = out.flush();
             self.streamed = true;
         }
@@ -106,7 +106,7 @@ impl TurnIo for Terminal<'_> {
                 (Lang::En, false) => "[yes/no]",
             };
             let mut out = std::io::stdout().lock();
-            let _ = write!(out, "{} {choices} ", call.prompt(lang));
+            let _ = write!(out, "{} {choices} ", printable(&call.prompt(lang), true));
             let _ = out.flush();
             drop(out);
             let Some(line) = self.lines.next() else {
@@ -143,14 +143,21 @@ pub fn run(cmd: ChatCmd) -> Result<(), Error> {
         profile: cmd.profile.clone(),
         workspace: cmd.workspace.clone(),
     })?;
-    let store = app.open_store()?;
-    if let Some(id) = &cmd.session {
-        store.session(id)?;
-    }
-    let wait = app.config.agent.background_wait;
-    let stream = app.config.model.stream;
     let App { config, tokenizer } = app;
-    let manager = Manager::new(Runtime::new(config, store, tokenizer));
+    // The store is opened for each turn or command and released after it (when the
+    // background work is done), so a cron `ask` can run while a chat window is open.
+    let open = || -> Result<Manager, Error> {
+        let store = open_store(&config, &tokenizer, STORE_WAIT.max(config.agent.background_wait))?;
+        Ok(Manager::new(Runtime::new(
+            config.clone(),
+            store,
+            tokenizer.clone(),
+        )))
+    };
+    if let Some(id) = &cmd.session {
+        open()?.runtime().store.session(id)?;
+    }
+    let stream = config.model.stream;
     let mut session = cmd.session.clone();
     let tty = std::io::stdin().is_terminal();
     interrupt::install();
@@ -159,10 +166,11 @@ pub fn run(cmd: ChatCmd) -> Result<(), Error> {
         eprintln!(
             "evolve {} — model {} at {} · /help for commands, Ctrl-D to leave",
             env!("CARGO_PKG_VERSION"),
-            manager.runtime().config.model.main,
-            manager.runtime().config.model.base_url
+            config.model.main,
+            crate::llm::display_url(&config.model.base_url)
         );
     }
+    let mut last: Option<Worker> = None;
     loop {
         if tty {
             print!("› ");
@@ -173,6 +181,18 @@ pub fn run(cmd: ChatCmd) -> Result<(), Error> {
         if text.is_empty() {
             continue;
         }
+        // The previous turn's background work finishes before this one starts (its
+        // memories are then in place); its runtime, and the store lock, go with it.
+        if let Some(previous) = last.take() {
+            previous.flush(config.agent.background_wait);
+        }
+        let manager = match open() {
+            Ok(m) => m,
+            Err(e) => {
+                eprintln!("evolve: {e}");
+                continue;
+            }
+        };
         if let Some(command) = text.strip_prefix('/') {
             match slash(command, &manager, &mut session) {
                 Ok(true) => continue,
@@ -205,22 +225,52 @@ pub fn run(cmd: ChatCmd) -> Result<(), Error> {
             Ok((record, _post)) => {
                 if streamed {
                     println!();
+                } else if record.reply.trim().is_empty() {
+                    println!("(the model returned an empty answer)");
                 } else {
-                    println!("{}", record.reply.trim_end());
+                    println!("{}", printable(record.reply.trim_end(), true));
                 }
                 session = Some(record.session);
             }
-            Err(Error::Model(LlmError::Cancelled)) => println!("\n(cancelled)"),
-            Err(e) => eprintln!("evolve: {e}"),
+            Err(e) => {
+                if let Error::Model(LlmError::Cancelled) = e {
+                    println!("\n(cancelled)");
+                } else {
+                    eprintln!("evolve: {e}");
+                }
+                // The question (and any tool rounds) stay in the session: go on there.
+                session = manager.last_session();
+            }
+        }
+        // The runtime lives on only in the background work, then closes (and releases
+        // the store); the worker stays to be waited for.
+        last = Some(manager.into_worker());
+    }
+    if let Some(previous) = last.take() {
+        if !previous.flush(config.agent.background_wait) {
+            log::warn!(
+                "the background work did not finish within {} s",
+                config.agent.background_wait.as_secs()
+            );
         }
     }
-    if !manager.flush(wait) {
-        log::warn!(
-            "the background work did not finish within {} s",
-            wait.as_secs()
-        );
-    }
     Ok(())
+}
+
+/// `text` safe to print on a terminal: control characters (ESC, CR, C1 codes such as
+/// CSI, DEL …) become visible `\u{..}` escapes, so neither a model's answer nor the
+/// arguments it chose can move the cursor or redraw a permission question. Newlines
+/// (and tabs) stay when `keep_lines`.
+fn printable(text: &str, keep_lines: bool) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if c.is_control() && !(keep_lines && (c == '\n' || c == '\t')) {
+            out.push_str(&format!("\\u{{{:x}}}", c as u32));
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 /// Runs a slash command; `Ok(false)` ends the chat.

@@ -148,7 +148,7 @@ struct ExportCmd {
     profile: Option<String>,
 }
 
-/// read memories from FILE: an `evolve memory export`, or a JSON list of records (bare or under "memories")
+/// read FILE: an `evolve memory export`, a session from `evolve sessions export ID --format json`, or a JSON list of memory records (bare or under "memories")
 #[derive(FromArgs, Debug)]
 #[argh(subcommand, name = "import")]
 struct ImportCmd {
@@ -409,7 +409,8 @@ fn parse_id(s: &str) -> Result<MemoryId, String> {
 }
 
 fn add(c: Add) -> Result<(), Error> {
-    let text = c.text.trim();
+    let text = super::positional_or_stdin(&c.text)?;
+    let text = text.trim();
     if text.is_empty() {
         return Err(Error::Usage("nothing to remember: TEXT is empty".into()));
     }
@@ -635,6 +636,16 @@ fn read_import(path: &Path) -> Result<ImportFile, Error> {
     };
     let value: serde_json::Value =
         serde_json::from_str(&text).map_err(|e| invalid(format!("not JSON: {e}")))?;
+    if value.get("session").is_some() && value.get("messages").is_some() {
+        // One session as `evolve sessions export ID --format json` writes it.
+        let session: store::SessionExport = serde_json::from_value(value)
+            .map_err(|e| invalid(format!("not an evolve session export: {e}")))?;
+        return Ok(ImportFile::Export(Export {
+            schema_version: SCHEMA_VERSION,
+            memories: Vec::new(),
+            sessions: vec![session],
+        }));
+    }
     if value.get("schema_version").is_none() {
         return parse_memory_list(path, &text).map(ImportFile::Plain);
     }

@@ -18,6 +18,18 @@ use crate::error::Error;
 /// for an option): "read this from stdin".
 pub const STDIN_ARG: &str = "\u{0}stdin";
 
+/// A positional argument, or stdin read to the end when it was `-`.
+pub fn positional_or_stdin(arg: &str) -> Result<String, Error> {
+    if arg == "-" || arg == STDIN_ARG {
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut std::io::stdin(), &mut text)
+            .map_err(|e| Error::Other(format!("cannot read stdin: {e}")))?;
+        Ok(text)
+    } else {
+        Ok(arg.to_string())
+    }
+}
+
 /// Evolve: a small, safe personal AI agent in one static binary.
 #[derive(FromArgs, Debug)]
 #[argh(help_triggers("-h", "--help"))]

@@ -521,7 +521,7 @@ fn parse_body(url: &str, body: &str) -> Result<Parsed, LlmError> {
 }
 
 /// The URL as errors and logs show it: without a `user:password@` part.
-pub(super) fn display_url(url: &str) -> String {
+pub(crate) fn display_url(url: &str) -> String {
     let Some(scheme_end) = url.find("://") else {
         return url.to_string();
     };

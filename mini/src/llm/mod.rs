@@ -16,6 +16,7 @@
 //!   stream → non-stream fallback — and the errors a user reads.
 
 mod client;
+pub(crate) use client::display_url;
 mod retry;
 mod sse;
 mod stream;
@@ -144,6 +145,11 @@ pub enum LlmError {
 impl LlmError {
     /// True when the model could not be reached or kept failing (`ask` exits 3): connect
     /// errors, timeouts, and 429/5xx that outlasted the retries.
+    pub fn is_configuration(&self) -> bool {
+        matches!(self, LlmError::Status { status: 401 | 403 | 404, .. })
+    }
+
+    /// True when the model could not be reached or kept failing (`ask` exits 3).
     pub fn is_unreachable(&self) -> bool {
         match self {
             LlmError::Connect { .. } | LlmError::Timeout { .. } => true,

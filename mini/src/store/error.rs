@@ -141,6 +141,13 @@ fn db_error(path: PathBuf, e: redb::Error) -> StoreError {
     }
 }
 
+impl super::StoreError {
+    /// The file is locked by another process (another evolve); waiting may help.
+    pub fn is_locked(&self) -> bool {
+        matches!(self, super::StoreError::Open { message, .. } if message == IN_USE)
+    }
+}
+
 /// The message for a file held by another process.
 pub(super) const IN_USE: &str = "it is locked by another process — is another evolve \
      running (`evolve serve`, `evolve chat`)? Stop it or wait for it to finish, then retry";

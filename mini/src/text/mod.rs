@@ -21,7 +21,7 @@ mod dict;
 use std::fs::File;
 use std::io::BufReader;
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use evolve_core::text::{FallbackTokenizer, Tokenizer};
 use jieba_rs::Jieba;
@@ -125,9 +125,12 @@ fn is_keyword(word: &str) -> bool {
 
 /// The shell's tokenizer: jieba for Han runs, the core's fallback rules for the rest
 /// (same ASCII words and stop lists, so keywords of English text are identical).
+///
+/// Clones share the loaded dictionary (`chat` opens a runtime per turn).
+#[derive(Clone)]
 pub struct ShellTokenizer {
     dict_path: Option<PathBuf>,
-    jieba: OnceLock<Jieba>,
+    jieba: Arc<OnceLock<Jieba>>,
 }
 
 impl ShellTokenizer {
@@ -137,7 +140,7 @@ impl ShellTokenizer {
     pub fn new(dict_path: Option<PathBuf>) -> Self {
         ShellTokenizer {
             dict_path,
-            jieba: OnceLock::new(),
+            jieba: Arc::new(OnceLock::new()),
         }
     }
 

@@ -317,6 +317,15 @@ impl Builtins {
             .collect()
     }
 
+    /// The arguments as the tool will read them, written back as strict JSON: the
+    /// permission check, the tool, the audit log and the history all see this one text,
+    /// so a check can never read different arguments from the ones that run (models send
+    /// single quotes, comments and duplicate keys, which tolerant readers may read
+    /// differently). `Err` says why the text is not usable; such a call is not run.
+    pub fn canonical_arguments(&self, arguments: &str) -> Result<String, String> {
+        args::read_json(arguments).map(|v| v.to_string())
+    }
+
     /// Whether `name` is a built-in tool.
     pub fn has(&self, name: &str) -> bool {
         def(name).is_some()
@@ -378,12 +387,22 @@ impl Builtins {
                 let timeout = args.int("timeout_secs").map_or(configured, |s| {
                     Duration::from_secs(s.max(1) as u64).min(configured)
                 });
+                // The configured API key is withheld whatever the name of the variable
+                // it came from (`api_key_env` may name one without KEY in it).
+                let secrets: Vec<&str> = ctx
+                    .config
+                    .model
+                    .api_key
+                    .iter()
+                    .map(|k| k.expose())
+                    .collect();
                 shell::run(
                     args.text("command"),
                     ctx.workspace,
                     timeout,
                     cap,
                     ctx.cancel,
+                    &secrets,
                 )
             }
             "memory" => memory_tool::run(&args, ctx),

@@ -121,23 +121,25 @@ enum End {
 
 /// Runs `command` in `dir`; see the module docs. `timeout` is the effective limit (the
 /// caller has already applied "the argument may only lower the configured one").
+/// Environment variables whose value is one of `secrets` are withheld too.
 pub fn run(
     command: &str,
     dir: &Path,
     timeout: Duration,
     cap: usize,
     cancel: &AtomicBool,
+    secrets: &[&str],
 ) -> ToolOutput {
     if command.trim().is_empty() {
         return ToolOutput::error("`command` is empty; give the shell command to run");
     }
     #[cfg(not(unix))]
     {
-        let _ = (dir, timeout, cap, cancel);
+        let _ = (dir, timeout, cap, cancel, secrets);
         return ToolOutput::error("the shell tool needs a Unix system (sh and process groups)");
     }
     #[cfg(unix)]
-    run_unix(command, dir, timeout, cap, cancel)
+    run_unix(command, dir, timeout, cap, cancel, secrets)
 }
 
 #[cfg(unix)]
@@ -147,6 +149,7 @@ fn run_unix(
     timeout: Duration,
     cap: usize,
     cancel: &AtomicBool,
+    secrets: &[&str],
 ) -> ToolOutput {
     use std::os::unix::process::{CommandExt, ExitStatusExt};
 
@@ -158,8 +161,11 @@ fn run_unix(
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0);
-    for (name, _) in std::env::vars_os() {
-        if is_secret_var(&name.to_string_lossy()) {
+    for (name, value) in std::env::vars_os() {
+        let value = value.to_string_lossy();
+        if is_secret_var(&name.to_string_lossy())
+            || secrets.iter().any(|s| !s.is_empty() && value.contains(s))
+        {
             cmd.env_remove(&name);
         }
     }
@@ -346,6 +352,15 @@ mod tests {
             json!({"command": "echo \"[$EVOLVE_TEST_API_KEY][$EVOLVE_TEST_PLAIN]\""}),
         );
         assert!(out.content.starts_with("[][visible]"), "{}", out.content);
+    }
+
+    #[test]
+    fn the_configured_api_key_is_withheld_whatever_its_variable_is_called() {
+        std::env::set_var("EVOLVE_TEST_DEEPSEEK", "sk-by-value-only-4242");
+        let mut h = Harness::new();
+        h.config.model.api_key = Some(crate::config::Secret::new("sk-by-value-only-4242"));
+        let out = h.call("shell", json!({"command": "echo \"[$EVOLVE_TEST_DEEPSEEK]\""}));
+        assert!(out.content.starts_with("[]"), "{}", out.content);
     }
 
     #[test]

@@ -290,3 +290,45 @@ fn a_hung_server_is_bounded_by_the_configured_timeouts() {
     );
     assert_eq!(run.code, 3, "{}", run.stderr);
 }
+
+/// The permission check reads the `command` of a shell call with core's tolerant
+/// scanner; the shell tool runs what core's JSON *repair* + serde make of the same text.
+/// For single-quoted (repairable) arguments the two disagree, so the check can approve
+/// `ls` while the tool runs something else. With the documented prefix example
+/// (`command_prefixes = [["ls", "L2"]]`) that is an arbitrary command run headlessly,
+/// without any approval.
+#[test]
+fn the_shell_level_is_computed_on_the_command_that_runs() {
+    let w = World::new("rv-shell-mismatch");
+    w.config("[permission]\ncommand_prefixes = [[\"ls\", \"L2\"]]\n");
+    let marker = w.workspace().join("pwned");
+    w.fake.push(tool_call(
+        "shell",
+        r#"{'command': 'touch pwned #, "command": "ls",'}"#,
+    ));
+    w.fake.push(Reply::Text("Listed.".into()));
+    let record = w.run(&["ask", "--json", "list my files"]).json();
+    assert!(
+        !marker.exists(),
+        "an unapproved command ran in a headless ask: {}",
+        record["tools"]
+    );
+}
+
+#[test]
+fn chat_never_runs_an_unapproved_shell_command_through_a_prefix() {
+    let w = World::new("rv-shell-mismatch-chat");
+    w.config("[permission]\ncommand_prefixes = [[\"ls\", \"L2\"]]\n");
+    let marker = w.workspace().join("pwned");
+    w.fake.push(tool_call(
+        "shell",
+        r#"{'command': 'touch pwned #, "command": "ls",'}"#,
+    ));
+    w.fake.push(Reply::Text("Listed.".into()));
+    let run = w.run_stdin(&["chat"], "list my files\n/quit\n").expect(0);
+    assert!(
+        !marker.exists(),
+        "chat ran `touch pwned` without asking:\n{}",
+        run.stdout
+    );
+}

@@ -332,3 +332,28 @@ fn chat_never_runs_an_unapproved_shell_command_through_a_prefix() {
         run.stdout
     );
 }
+
+/// Same root cause for the file tools: core escalates a secret file (`.env`) to L5, but
+/// a JSON comment (removed by the repair the tool uses, unknown to core's scanner)
+/// hides the real path from the check.
+#[test]
+fn a_secret_file_cannot_be_read_by_hiding_its_path_from_the_check() {
+    let w = World::new("rv-secret-file");
+    std::fs::write(w.workspace().join(".env"), "DB_PASSWORD=hunter2\n").unwrap();
+    std::fs::write(w.workspace().join("notes.txt"), "hello\n").unwrap();
+    w.fake.push(tool_call("read_file", r#"{"path": ".env"}"#));
+    w.fake.push(tool_call(
+        "read_file",
+        r#"{/* "path": "notes.txt", "x": */ "path": ".env"}"#,
+    ));
+    w.fake.push(Reply::Text("done".into()));
+    let record = w.run(&["ask", "--json", "read my notes"]).json();
+    let tools = record["tools"].as_array().unwrap();
+    assert_eq!(tools[0]["level"], "L5", "plain .env is L5: {}", tools[0]);
+    let mains = w.main_requests();
+    assert!(
+        !all_text(mains.last().unwrap()).contains("hunter2"),
+        "the .env content reached the model through an L2 call: {}",
+        tools[1]
+    );
+}

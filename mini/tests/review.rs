@@ -357,3 +357,38 @@ fn a_secret_file_cannot_be_read_by_hiding_its_path_from_the_check() {
         tools[1]
     );
 }
+
+/// The turn drops the oldest L2 entries from the stored ring at once and hands them to
+/// the background worker to summarise; when that one cheap call fails (or `ask` stops
+/// waiting), those turns are gone from L2 *and* never reach L3.
+#[test]
+fn turns_leaving_l2_are_not_lost_when_the_summary_call_fails() {
+    let w = World::new("rv-l3-loss");
+    w.config("[model]\nmax_retries = 0\n[history]\nl2_capacity = 3\nl2_overflow = 2\n");
+    w.fake.set_fallback(Reply::Echo);
+    // The first summary fails; every later one succeeds (echoes its input).
+    // (Without this failure the same test passes: zebra1 reaches the prompt via L3.)
+    w.fake.route(SUMMARIZE, Reply::Status(500, "summarizer down".into()));
+    let first = w
+        .run(&["ask", "--json", "turn one about zebra1"])
+        .expect(0)
+        .json();
+    let sid = first["session"].as_str().unwrap().to_string();
+    for i in 2..=10 {
+        w.run(&["ask", "--session", &sid, &format!("turn about zebra{i}")])
+            .expect(0);
+    }
+    let summaries: Vec<_> = w
+        .fake
+        .chat_requests()
+        .into_iter()
+        .filter(|r| r.body.contains(SUMMARIZE))
+        .collect();
+    assert!(summaries.len() >= 2, "summaries were asked for");
+    let mains = w.main_requests();
+    let last = all_text(mains.last().unwrap());
+    assert!(
+        last.contains("zebra1") && last.contains("zebra2"),
+        "turns 1–2 left L2 for a summary that failed and are in no history level any more:\n{last}"
+    );
+}

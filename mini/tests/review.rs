@@ -392,3 +392,28 @@ fn turns_leaving_l2_are_not_lost_when_the_summary_call_fails() {
         "turns 1–2 left L2 for a summary that failed and are in no history level any more:\n{last}"
     );
 }
+
+/// redb's file lock is held for the whole life of `evolve chat`: a cron `ask` (or any
+/// `memory add`) while a chat window is open fails at once with exit 1.
+#[test]
+fn a_cron_ask_works_while_a_chat_is_open() {
+    let w = World::new("rv-lock");
+    let mut chat = w
+        .command(&["chat"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Give the chat time to open the store and wait at its prompt.
+    std::thread::sleep(Duration::from_millis(700));
+    w.fake.push(Reply::Text("cron answer".into()));
+    let run = w.run(&["ask", "nightly question"]);
+    drop(chat.stdin.take());
+    let _ = chat.wait();
+    assert_eq!(
+        run.code, 0,
+        "with a chat open, `ask` fails: {}",
+        run.stderr.trim()
+    );
+}

@@ -417,3 +417,32 @@ fn a_cron_ask_works_while_a_chat_is_open() {
         run.stderr.trim()
     );
 }
+
+/// The approval prompt prints the model's arguments raw. A raw ESC in them (the model
+/// writes `\u001b` in the outer JSON; core's repair accepts the control character in
+/// the inner one, and the tool runs it) lets the model redraw the prompt line, so the
+/// person approves a command they never saw.
+#[test]
+fn approval_prompts_do_not_pass_terminal_escapes_through() {
+    let w = World::new("rv-ansi");
+    w.config("[permission]\nshell_level = \"L4\"\n");
+    let marker = w.workspace().join("pwned");
+    // On a terminal: ESC[2K erases the line, ESC[1G returns to column 1, and the person
+    // reads `Arguments: ls -la"}` twice; `sh` sees a comment after `#`.
+    let hidden = "touch pwned # \u{1b}[2K\u{1b}[1GArguments: ls -la";
+    let args = serde_json::json!({ "command": hidden }).to_string();
+    // Make it raw inside the inner JSON (the escape as a byte, not `\u001b`).
+    let args = args.replace("\\u001b", "\u{1b}");
+    w.fake.push(tool_call("shell", &args));
+    w.fake.push(Reply::Text("Listed.".into()));
+    let run = w
+        .run_stdin(&["chat"], "list the folder\nyes\nyes\n/quit\n")
+        .expect(0);
+    let ran = marker.exists();
+    assert!(
+        !run.stdout.contains('\u{1b}'),
+        "the approval prompt carries raw terminal escapes from the model (the hidden command {}):\n{:?}",
+        if ran { "ran after two yes" } else { "did not run" },
+        run.stdout
+    );
+}

@@ -46,7 +46,10 @@ fn parse_args() -> Result<cli::Evolve, ExitCode> {
     // argh reads a bare `-` as an unknown option. For the commands whose text may come
     // from stdin (`ask -`, `memory add -`) it is passed on as a marker they recognise.
     let reads_stdin = matches!(
-        (rest.first().map(String::as_str), rest.get(1).map(String::as_str)),
+        (
+            rest.first().map(String::as_str),
+            rest.get(1).map(String::as_str)
+        ),
         (Some("ask"), _) | (Some("memory"), Some("add"))
     );
     let rest: Vec<&str> = rest

@@ -339,9 +339,7 @@ impl Manager {
                     .map(str::to_string),
             };
             let t = Instant::now();
-            let resp = rt
-                .model
-                .chat(&req, &mut |d| io.on_delta(&d), input.cancel);
+            let resp = rt.model.chat(&req, &mut |d| io.on_delta(&d), input.cancel);
             state.model_time += t.elapsed();
             let resp = resp?;
             state.usage_main.add(resp.usage);
@@ -353,7 +351,10 @@ impl Manager {
                         log::warn!("the model returned an empty answer");
                         String::new()
                     } else {
-                        format!("(stopped after {} steps without a final answer)", state.steps)
+                        format!(
+                            "(stopped after {} steps without a final answer)",
+                            state.steps
+                        )
                     };
                 }
                 let mut fin = Message::assistant(text.clone());
@@ -465,7 +466,11 @@ impl Manager {
         match store.append_messages(sid, turn_no, &keep, now, false) {
             Ok(_) => log::info!(
                 "the question{} is kept in session {sid}",
-                if ran_tools { " and the tool calls that ran" } else { "" }
+                if ran_tools {
+                    " and the tool calls that ran"
+                } else {
+                    ""
+                }
             ),
             Err(e) => log::warn!("keeping the failed turn in session {sid} failed: {e}"),
         }
@@ -843,7 +848,10 @@ impl PostJob {
         let mut problems = Vec::new();
         if !self.accessed.is_empty() {
             if let Err(e) = rt.store.mark_accessed(&self.accessed, self.now) {
-                super::note(&mut problems, format!("marking memories accessed failed: {e}"));
+                super::note(
+                    &mut problems,
+                    format!("marking memories accessed failed: {e}"),
+                );
             }
         }
         if rt.config.agent.learn && !self.reply.trim().is_empty() {
@@ -872,7 +880,10 @@ impl PostJob {
                     at: self.now,
                 };
                 if let Err(err) = rt.store.add_evaluation(&stored) {
-                    super::note(&mut problems, format!("saving the evaluation failed: {err}"));
+                    super::note(
+                        &mut problems,
+                        format!("saving the evaluation failed: {err}"),
+                    );
                 }
             }
             let score = post.evaluation.as_ref().map(|e| e.score);

@@ -189,7 +189,8 @@ impl ReflectionAgent {
                 return;
             }
         };
-        let kept = evolve_core::history::L2Ring::from_entries(ring.entries()[overflow.len()..].to_vec());
+        let kept =
+            evolve_core::history::L2Ring::from_entries(ring.entries()[overflow.len()..].to_vec());
         if let Err(e) = rt.store.set_l2(session, &kept, Some(&summary)) {
             super::note(problems, format!("saving the summary failed: {e}"));
         }

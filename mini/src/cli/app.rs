@@ -39,7 +39,11 @@ impl App {
 pub const STORE_WAIT: Duration = Duration::from_secs(30);
 
 /// Opens the store, retrying while another process holds its lock, at most `wait`.
-pub fn open_store(config: &Config, tokenizer: &ShellTokenizer, wait: Duration) -> Result<Store, Error> {
+pub fn open_store(
+    config: &Config,
+    tokenizer: &ShellTokenizer,
+    wait: Duration,
+) -> Result<Store, Error> {
     let path = config.store_path();
     let started = Instant::now();
     let mut told = false;

@@ -155,7 +155,11 @@ pub fn run(cmd: AskCmd) -> Result<(), Error> {
             .tools
             .iter()
             .filter(|t| {
-                !t.ran && matches!(t.decision, Some(Decision::Refuse(RefusalReason::NeedsPerson { .. })))
+                !t.ran
+                    && matches!(
+                        t.decision,
+                        Some(Decision::Refuse(RefusalReason::NeedsPerson { .. }))
+                    )
             })
             .map(|t| (t.name.clone(), t.level.unwrap_or(Level::L4)))
             .collect();

@@ -14,7 +14,7 @@ use evolve_core::text::{one_line, KeywordSet, Lang};
 
 use super::app::{now, open_store, App, STORE_WAIT};
 use super::interrupt;
-use crate::agents::{Approval, Manager, Worker, Runtime, ToolRun, TurnInput, TurnIo};
+use crate::agents::{Approval, Manager, Runtime, ToolRun, TurnInput, TurnIo, Worker};
 use crate::config::LoadOptions;
 use crate::error::Error;
 use crate::llm::{Delta, LlmError};
@@ -147,7 +147,11 @@ pub fn run(cmd: ChatCmd) -> Result<(), Error> {
     // The store is opened for each turn or command and released after it (when the
     // background work is done), so a cron `ask` can run while a chat window is open.
     let open = || -> Result<Manager, Error> {
-        let store = open_store(&config, &tokenizer, STORE_WAIT.max(config.agent.background_wait))?;
+        let store = open_store(
+            &config,
+            &tokenizer,
+            STORE_WAIT.max(config.agent.background_wait),
+        )?;
         Ok(Manager::new(Runtime::new(
             config.clone(),
             store,

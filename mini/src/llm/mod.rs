@@ -146,7 +146,13 @@ impl LlmError {
     /// True when the model could not be reached or kept failing (`ask` exits 3): connect
     /// errors, timeouts, and 429/5xx that outlasted the retries.
     pub fn is_configuration(&self) -> bool {
-        matches!(self, LlmError::Status { status: 401 | 403 | 404, .. })
+        matches!(
+            self,
+            LlmError::Status {
+                status: 401 | 403 | 404,
+                ..
+            }
+        )
     }
 
     /// True when the model could not be reached or kept failing (`ask` exits 3).

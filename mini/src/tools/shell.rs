@@ -359,7 +359,10 @@ mod tests {
         std::env::set_var("EVOLVE_TEST_DEEPSEEK", "sk-by-value-only-4242");
         let mut h = Harness::new();
         h.config.model.api_key = Some(crate::config::Secret::new("sk-by-value-only-4242"));
-        let out = h.call("shell", json!({"command": "echo \"[$EVOLVE_TEST_DEEPSEEK]\""}));
+        let out = h.call(
+            "shell",
+            json!({"command": "echo \"[$EVOLVE_TEST_DEEPSEEK]\""}),
+        );
         assert!(out.content.starts_with("[]"), "{}", out.content);
     }
 

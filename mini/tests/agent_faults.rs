@@ -1,5 +1,8 @@
-//! Adversarial review of issue 3: each test proves one defect found in review (they fail
-//! on the reviewed commit 7e3ba63) or pins a behaviour that was checked and holds.
+//! The agent under attack and under faults, end to end: a model trying to get a call
+//! past the permission check or to spoof an approval prompt, secrets in logs and
+//! displays, failed model calls, made-up tools, a chat and a cron `ask` at the same
+//! time, L2 overflow without a summary. Each test was written to fail on a defect an
+//! adversarial review found, and pins the fix.
 
 mod support;
 
@@ -208,7 +211,9 @@ fn an_empty_answer_is_not_reported_as_success() {
     });
     let run = w.run(&["ask", "hello?"]);
     assert!(
-        run.code != 0 || run.stderr.to_lowercase().contains("empty answer") || run.stderr.to_lowercase().contains("empty reply"),
+        run.code != 0
+            || run.stderr.to_lowercase().contains("empty answer")
+            || run.stderr.to_lowercase().contains("empty reply"),
         "an empty answer exits 0 with an empty line on stdout and nothing said: {:?}",
         run.stdout
     );
@@ -229,7 +234,8 @@ fn a_json_session_export_can_be_imported_back() {
         .expect(0);
     std::fs::write(&file, &exported.stdout).unwrap();
     let full = w.home.join("all.json");
-    w.run(&["memory", "export", full.to_str().unwrap()]).expect(0);
+    w.run(&["memory", "export", full.to_str().unwrap()])
+        .expect(0);
     let all: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&full).unwrap()).unwrap();
 
@@ -268,7 +274,9 @@ fn l1_and_l2_history_do_not_repeat_a_turn() {
     let text = serde_json::to_string(&last["messages"]).unwrap();
     for i in 1..=8 {
         let needle = format!("about zebra{i}\"");
-        let n = text.matches(&format!("question number{i} about zebra{i}")).count();
+        let n = text
+            .matches(&format!("question number{i} about zebra{i}"))
+            .count();
         assert!(
             n <= 2,
             "turn {i} appears {n} times in the 10th prompt ({needle})"
@@ -368,7 +376,8 @@ fn turns_leaving_l2_are_not_lost_when_the_summary_call_fails() {
     w.fake.set_fallback(Reply::Echo);
     // The first summary fails; every later one succeeds (echoes its input).
     // (Without this failure the same test passes: zebra1 reaches the prompt via L3.)
-    w.fake.route(SUMMARIZE, Reply::Status(500, "summarizer down".into()));
+    w.fake
+        .route(SUMMARIZE, Reply::Status(500, "summarizer down".into()));
     let first = w
         .run(&["ask", "--json", "turn one about zebra1"])
         .expect(0)
@@ -412,7 +421,8 @@ fn a_cron_ask_works_while_a_chat_is_open() {
     drop(chat.stdin.take());
     let _ = chat.wait();
     assert_eq!(
-        run.code, 0,
+        run.code,
+        0,
         "with a chat open, `ask` fails: {}",
         run.stderr.trim()
     );

@@ -398,3 +398,51 @@ fn chat_asks_l4_twice_and_streams_the_answer() {
     let mains = w.main_requests();
     assert_eq!(mains[0]["stream"], true, "chat streams");
 }
+
+#[test]
+fn a_high_score_teaches_a_style_note_that_later_prompts_carry() {
+    let w = World::new("style");
+    w.fake.push(Reply::Text("Short answer: yes.".into()));
+    w.fake
+        .route(EVALUATE, Reply::Text(r#"{"score": 0.95, "reason": "concise"}"#.into()));
+    w.fake.route(
+        STYLE,
+        Reply::Text(r#"{"note": "Keep answers to one sentence"}"#.into()),
+    );
+    w.run(&["ask", "Is water wet?"]).expect(0);
+    w.fake.push(Reply::Text("Yes.".into()));
+    w.run(&["ask", "Is fire hot?"]).expect(0);
+    let mains = w.main_requests();
+    assert!(
+        system_text(mains.last().unwrap()).contains("Keep answers to one sentence"),
+        "the style note is in the next prompt:\n{}",
+        system_text(mains.last().unwrap())
+    );
+}
+
+#[test]
+fn a_low_score_triggers_a_reflection_whose_lesson_is_remembered() {
+    let w = World::new("reflect");
+    w.fake.push(Reply::Text("I am not sure about the deploy.".into()));
+    w.fake
+        .route(EVALUATE, Reply::Text(r#"{"score": 0.2, "reason": "vague"}"#.into()));
+    w.fake.route(
+        REFLECT,
+        Reply::Text(r#"{"lesson": "Before answering deploy questions, read deploy.md"}"#.into()),
+    );
+    let record = w.run(&["ask", "--json", "How do we deploy?"]).expect(0).json();
+    assert!((record["evaluation"]["score"].as_f64().unwrap() - 0.2).abs() < 1e-6);
+    assert_eq!(
+        record["reflection"],
+        "Before answering deploy questions, read deploy.md"
+    );
+    let list = w.run(&["memory", "list", "--json"]).expect(0);
+    assert!(list.stdout.contains("read deploy.md"), "{}", list.stdout);
+    w.fake.push(Reply::Text("Reading deploy.md first.".into()));
+    w.run(&["ask", "Deploy the new version please"]).expect(0);
+    let mains = w.main_requests();
+    assert!(
+        system_text(mains.last().unwrap()).contains("read deploy.md"),
+        "the lesson reaches a later prompt on a similar task"
+    );
+}

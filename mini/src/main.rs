@@ -11,6 +11,8 @@ mod llm;
 mod logger;
 mod skills;
 mod store;
+#[cfg(test)]
+mod testing;
 mod text;
 mod tools;
 

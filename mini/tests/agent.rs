@@ -403,8 +403,10 @@ fn chat_asks_l4_twice_and_streams_the_answer() {
 fn a_high_score_teaches_a_style_note_that_later_prompts_carry() {
     let w = World::new("style");
     w.fake.push(Reply::Text("Short answer: yes.".into()));
-    w.fake
-        .route(EVALUATE, Reply::Text(r#"{"score": 0.95, "reason": "concise"}"#.into()));
+    w.fake.route(
+        EVALUATE,
+        Reply::Text(r#"{"score": 0.95, "reason": "concise"}"#.into()),
+    );
     w.fake.route(
         STYLE,
         Reply::Text(r#"{"note": "Keep answers to one sentence"}"#.into()),
@@ -423,14 +425,20 @@ fn a_high_score_teaches_a_style_note_that_later_prompts_carry() {
 #[test]
 fn a_low_score_triggers_a_reflection_whose_lesson_is_remembered() {
     let w = World::new("reflect");
-    w.fake.push(Reply::Text("I am not sure about the deploy.".into()));
     w.fake
-        .route(EVALUATE, Reply::Text(r#"{"score": 0.2, "reason": "vague"}"#.into()));
+        .push(Reply::Text("I am not sure about the deploy.".into()));
+    w.fake.route(
+        EVALUATE,
+        Reply::Text(r#"{"score": 0.2, "reason": "vague"}"#.into()),
+    );
     w.fake.route(
         REFLECT,
         Reply::Text(r#"{"lesson": "Before answering deploy questions, read deploy.md"}"#.into()),
     );
-    let record = w.run(&["ask", "--json", "How do we deploy?"]).expect(0).json();
+    let record = w
+        .run(&["ask", "--json", "How do we deploy?"])
+        .expect(0)
+        .json();
     assert!((record["evaluation"]["score"].as_f64().unwrap() - 0.2).abs() < 1e-6);
     assert_eq!(
         record["reflection"],

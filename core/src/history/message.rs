@@ -23,6 +23,18 @@ pub enum Role {
     Tool,
 }
 
+impl Role {
+    /// The name OpenAI-compatible APIs use (`system`, `user`, `assistant`, `tool`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Role::System => "system",
+            Role::User => "user",
+            Role::Assistant => "assistant",
+            Role::Tool => "tool",
+        }
+    }
+}
+
 /// One function call requested by the model.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ToolCall {

@@ -392,14 +392,7 @@ fn slash(command: &str, manager: &Manager, session: &mut Option<String>) -> Resu
         },
         "permissions" | "perms" => {
             println!("  level  meaning                                        in chat");
-            for level in [
-                Level::L0,
-                Level::L1,
-                Level::L2,
-                Level::L3,
-                Level::L4,
-                Level::L5,
-            ] {
+            for level in Level::ALL {
                 let action = match level {
                     Level::L0 | Level::L1 | Level::L2 => "runs",
                     Level::L3 => "asks once",

@@ -212,15 +212,6 @@ fn title_of(export: &SessionExport) -> String {
     }
 }
 
-fn role_name(role: Role) -> &'static str {
-    match role {
-        Role::System => "system",
-        Role::User => "user",
-        Role::Assistant => "assistant",
-        Role::Tool => "tool",
-    }
-}
-
 /// The one-line heading of a message: `user`, `tool get_time [c1]`.
 fn heading(m: &Message) -> String {
     match (m.role, &m.name, &m.tool_call_id) {
@@ -229,7 +220,7 @@ fn heading(m: &Message) -> String {
             name.as_deref().unwrap_or("?"),
             id.as_deref().map(|i| format!(" [{i}]")).unwrap_or_default()
         ),
-        (role, _, _) => role_name(role).to_string(),
+        (role, _, _) => role.name().to_string(),
     }
 }
 
@@ -332,7 +323,7 @@ fn markdown(export: &SessionExport) -> String {
         let title = match m.role {
             Role::Tool => format!("Tool result · `{}`", m.name.as_deref().unwrap_or("tool")),
             role => {
-                let name = role_name(role);
+                let name = role.name();
                 let mut t = name[..1].to_ascii_uppercase();
                 t.push_str(&name[1..]);
                 t

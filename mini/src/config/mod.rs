@@ -474,28 +474,9 @@ impl Config {
 pub(crate) mod tests {
     use super::*;
     use std::path::Path;
-    use std::sync::atomic::{AtomicUsize, Ordering};
 
-    /// A fresh directory under the system temp dir, removed on drop.
-    pub(crate) struct TempHome(pub PathBuf);
-
-    impl TempHome {
-        pub fn new() -> TempHome {
-            static NEXT: AtomicUsize = AtomicUsize::new(0);
-            let n = NEXT.fetch_add(1, Ordering::Relaxed);
-            let dir =
-                std::env::temp_dir().join(format!("evolve-config-test-{}-{n}", std::process::id()));
-            let _ = std::fs::remove_dir_all(&dir);
-            std::fs::create_dir_all(&dir).expect("create a temp dir");
-            TempHome(dir)
-        }
-    }
-
-    impl Drop for TempHome {
-        fn drop(&mut self) {
-            let _ = std::fs::remove_dir_all(&self.0);
-        }
-    }
+    /// The home directory of a test.
+    pub(crate) type TempHome = crate::testing::TempDir;
 
     /// An environment of exactly `pairs`.
     fn env_of<'a>(pairs: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<OsString> + 'a {
@@ -514,11 +495,11 @@ pub(crate) mod tests {
         pairs: &[(&str, &str)],
         opts: &LoadOptions,
     ) -> (Result<Loaded, ConfigError>, TempHome) {
-        let home = TempHome::new();
+        let home = TempHome::new("config");
         if let Some(text) = text {
-            std::fs::write(home.0.join(CONFIG_FILE), text).expect("write config");
+            std::fs::write(home.path().join(CONFIG_FILE), text).expect("write config");
         }
-        let dir = home.0.to_string_lossy().into_owned();
+        let dir = home.path().to_string_lossy().into_owned();
         let mut all: Vec<(&str, &str)> = vec![("EVOLVE_HOME", &dir), ("HOME", &dir)];
         all.extend_from_slice(pairs);
         let env = env_of(&all);
@@ -763,7 +744,7 @@ cheap = "cloud-cheap"
             let (result, home) = load_in(Some(text), &[], &LoadOptions::default());
             let e = result.expect_err(text).to_string();
             assert!(
-                e.contains(&home.0.join("config.toml").display().to_string()),
+                e.contains(&home.path().join("config.toml").display().to_string()),
                 "{e}"
             );
             for want in *wants {
@@ -974,8 +955,8 @@ cheap = "cloud-cheap"
             &LoadOptions::default(),
         );
         let c = loaded.expect("loads").config;
-        assert_eq!(c.workspace, home.0.join("ws"));
-        assert_eq!(c.text.dict_path, Some(home.0.join("dicts/full.txt")));
+        assert_eq!(c.workspace, home.path().join("ws"));
+        assert_eq!(c.text.dict_path, Some(home.path().join("dicts/full.txt")));
         let opts = LoadOptions {
             profile: None,
             workspace: Some(PathBuf::from("/srv/ws")),
@@ -1044,9 +1025,9 @@ shell = 5
             ),
         ];
         for (text, want) in cases {
-            let home = TempHome::new();
-            std::fs::write(home.0.join(CONFIG_FILE), text).expect("write");
-            let dir = home.0.to_string_lossy().into_owned();
+            let home = TempHome::new("config");
+            std::fs::write(home.path().join(CONFIG_FILE), text).expect("write");
+            let dir = home.path().to_string_lossy().into_owned();
             let pairs = [("EVOLVE_HOME", dir.as_str())];
             let env = env_of(&pairs);
             // Loading the active configuration alone succeeds.
@@ -1067,10 +1048,10 @@ shell = 5
     #[test]
     fn check_warns_about_a_key_others_can_read() {
         use std::os::unix::fs::PermissionsExt;
-        let home = TempHome::new();
-        let file = home.0.join(CONFIG_FILE);
+        let home = TempHome::new("config");
+        let file = home.path().join(CONFIG_FILE);
         std::fs::write(&file, "[model]\napi_key = \"sk-0123456789abcdef\"\n").expect("write");
-        let dir = home.0.to_string_lossy().into_owned();
+        let dir = home.path().to_string_lossy().into_owned();
         let pairs = [("EVOLVE_HOME", dir.as_str())];
         let env = env_of(&pairs);
         for (mode, warned) in [(0o644, true), (0o600, false)] {

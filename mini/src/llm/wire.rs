@@ -107,19 +107,10 @@ impl WireRequest<'_> {
     }
 }
 
-fn role_name(role: Role) -> &'static str {
-    match role {
-        Role::System => "system",
-        Role::User => "user",
-        Role::Assistant => "assistant",
-        Role::Tool => "tool",
-    }
-}
-
 /// One message in OpenAI's shape.
 pub(crate) fn message_json(m: &Message) -> Value {
     let mut o = Map::new();
-    o.insert("role".into(), role_name(m.role).into());
+    o.insert("role".into(), m.role.name().into());
     // Always a string: `null` next to tool calls is rejected by llama.cpp.
     o.insert("content".into(), m.content.as_str().into());
     if m.role == Role::Assistant && !m.tool_calls.is_empty() {

@@ -1,14 +1,15 @@
 //! The `evolve` binary as a user runs it: version, help, usage errors, and
 //! `evolve memory rank` over the fixture memories in `tests/fixtures/`.
 
-use std::path::PathBuf;
-use std::process::{Command, Output};
+mod support;
 
-fn evolve(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_evolve"))
-        .args(args)
-        .output()
-        .expect("the evolve binary runs")
+use std::path::PathBuf;
+
+use support::{Run, World};
+
+/// Runs `evolve ARGS` with a fresh home, no model and a clean environment.
+fn evolve(args: &[&str]) -> Run {
+    World::without_model("cli").run(args)
 }
 
 fn fixture(name: &str) -> String {
@@ -18,20 +19,12 @@ fn fixture(name: &str) -> String {
     p.to_string_lossy().into_owned()
 }
 
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
 /// The fixture's clock: 2027-01-15, so ages in the file are fixed.
 const NOW: &str = "1800000000";
 
 /// Runs `memory rank --json` and returns (id, reason) of each chosen memory in order.
 fn ranked(query: &str) -> Vec<(u64, String)> {
-    let out = evolve(&[
+    let doc = evolve(&[
         "memory",
         "rank",
         query,
@@ -40,9 +33,9 @@ fn ranked(query: &str) -> Vec<(u64, String)> {
         "--now",
         NOW,
         "--json",
-    ]);
-    assert!(out.status.success(), "stderr: {}", stderr(&out));
-    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("--json prints JSON");
+    ])
+    .expect(0)
+    .json();
     doc["chosen"]
         .as_array()
         .expect("a chosen list")
@@ -64,47 +57,41 @@ fn ids(chosen: &[(u64, String)]) -> Vec<u64> {
 
 #[test]
 fn version_and_help() {
-    let out = evolve(&["--version"]);
-    assert!(out.status.success());
+    let run = evolve(&["--version"]).expect(0);
     assert_eq!(
-        stdout(&out).trim(),
+        run.stdout.trim(),
         format!("evolve {}", env!("CARGO_PKG_VERSION"))
     );
 
-    let out = evolve(&["--help"]);
-    assert!(out.status.success());
+    let run = evolve(&["--help"]).expect(0);
     assert!(
-        stdout(&out).contains("memory"),
+        run.stdout.contains("memory"),
         "help lists the memory command: {}",
-        stdout(&out)
+        run.stdout
     );
 }
 
 #[test]
 fn usage_errors_exit_with_code_2_and_say_what_is_wrong() {
-    let out = evolve(&[]);
-    assert_eq!(out.status.code(), Some(2));
-    assert!(stderr(&out).contains("evolve --help"));
+    let run = evolve(&[]).expect(2);
+    assert!(run.stderr.contains("evolve --help"));
 
-    let out = evolve(&["memory"]);
-    assert_eq!(out.status.code(), Some(2));
+    let run = evolve(&["memory"]).expect(2);
     assert!(
-        stderr(&out).contains("rank"),
+        run.stderr.contains("rank"),
         "names the subcommands: {}",
-        stderr(&out)
+        run.stderr
     );
 
-    let out = evolve(&["memory", "rank", "tea"]);
-    assert_eq!(out.status.code(), Some(2));
+    let run = evolve(&["memory", "rank", "tea"]).expect(2);
     assert!(
-        stderr(&out).contains("--from"),
+        run.stderr.contains("--from"),
         "names the missing option: {}",
-        stderr(&out)
+        run.stderr
     );
 
-    let out = evolve(&["--frobnicate"]);
-    assert_eq!(out.status.code(), Some(2));
-    assert!(out.stdout.is_empty());
+    let run = evolve(&["--frobnicate"]).expect(2);
+    assert!(run.stdout.is_empty());
 }
 
 #[test]
@@ -138,7 +125,7 @@ fn rank_skips_expired_reminders_and_orders_critical_first() {
 
 #[test]
 fn rank_handles_chinese_and_prints_the_injected_block() {
-    let out = evolve(&[
+    let text = evolve(&[
         "memory",
         "rank",
         "用户喜欢喝什么茶？",
@@ -147,9 +134,9 @@ fn rank_handles_chinese_and_prints_the_injected_block() {
         "--now",
         NOW,
         "--block",
-    ]);
-    assert!(out.status.success(), "stderr: {}", stderr(&out));
-    let text = stdout(&out);
+    ])
+    .expect(0)
+    .stdout;
     assert!(text.contains("用户喜欢喝绿茶"), "{text}");
     assert!(
         text.contains("💡 偏好:"),
@@ -161,22 +148,22 @@ fn rank_handles_chinese_and_prints_the_injected_block() {
 
 #[test]
 fn rank_reports_bad_files_clearly() {
-    let dir = std::env::temp_dir().join(format!("evolve-cli-test-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let bad = dir.join("bad.json");
+    let w = World::without_model("cli-bad-files");
+    let bad = w.home.join("bad.json");
     std::fs::write(&bad, r#"[{"content": "x", "priority": 7}]"#).unwrap();
-    let out = evolve(&["memory", "rank", "x", "--from", bad.to_str().unwrap()]);
-    assert_eq!(out.status.code(), Some(2));
-    assert!(stderr(&out).contains("bad.json"), "{}", stderr(&out));
+    let run = w
+        .run(&["memory", "rank", "x", "--from", bad.to_str().unwrap()])
+        .expect(2);
+    assert!(run.stderr.contains("bad.json"), "{}", run.stderr);
     assert!(
-        stderr(&out).contains("priority"),
+        run.stderr.contains("priority"),
         "names the problem: {}",
-        stderr(&out)
+        run.stderr
     );
 
-    let missing = dir.join("missing.json");
-    let out = evolve(&["memory", "rank", "x", "--from", missing.to_str().unwrap()]);
-    assert_eq!(out.status.code(), Some(1));
-    assert!(stderr(&out).contains("cannot read"), "{}", stderr(&out));
-    std::fs::remove_dir_all(&dir).ok();
+    let missing = w.home.join("missing.json");
+    let run = w
+        .run(&["memory", "rank", "x", "--from", missing.to_str().unwrap()])
+        .expect(1);
+    assert!(run.stderr.contains("cannot read"), "{}", run.stderr);
 }

@@ -1,5 +1,8 @@
 //! Shared support of the end-to-end tests: a fresh `$EVOLVE_HOME`, the in-repo fake
-//! model server, and running the built `evolve` binary against them.
+//! model server, and running the built `evolve` binary against them with a clean
+//! environment (so nothing from the machine running the tests leaks in).
+//!
+//! Each test file compiles this module on its own, so some helpers go unused in some.
 
 #![allow(dead_code)]
 
@@ -8,6 +11,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+// Not every test file scripts replies.
+#[allow(unused_imports)]
 pub use evolve_fake_llm::{FakeLlm, Reply};
 
 /// The background prompts' markers (mini/src/agents/prompts.rs).
@@ -21,11 +26,31 @@ pub const SUMMARIZE: &str = "[evolve:summarize]";
 pub struct World {
     pub home: PathBuf,
     pub fake: FakeLlm,
+    /// Whether runs point at `fake` (`OPENAI_BASE_URL`, the model names, `EVOLVE_LOG`).
+    model: bool,
+    /// Changes to every later run's environment, applied last: `Some` sets, `None` removes.
+    env: Vec<(String, Option<String>)>,
 }
 
 impl World {
     /// A fresh home and a fresh fake model.
     pub fn new(name: &str) -> World {
+        World::make(name, true, true)
+    }
+
+    /// A fresh home and no model configured: the runs see no `OPENAI_*` or `EVOLVE_*`
+    /// variable but `EVOLVE_HOME`.
+    pub fn without_model(name: &str) -> World {
+        World::make(name, false, true)
+    }
+
+    /// Like [`World::without_model`], but the home directory does not exist yet
+    /// (`evolve config init` creates it).
+    pub fn uncreated(name: &str) -> World {
+        World::make(name, false, false)
+    }
+
+    fn make(name: &str, model: bool, create: bool) -> World {
         static N: AtomicUsize = AtomicUsize::new(0);
         let home = std::env::temp_dir().join(format!(
             "evolve-e2e-{name}-{}-{}",
@@ -33,13 +58,32 @@ impl World {
             N.fetch_add(1, Ordering::SeqCst)
         ));
         let _ = std::fs::remove_dir_all(&home);
-        std::fs::create_dir_all(&home).expect("create the test home");
+        if create {
+            std::fs::create_dir_all(&home).expect("create the test home");
+        }
         let fake = FakeLlm::start();
         // Background prompts never take the main replies a test scripted.
         for marker in [EXTRACT, EVALUATE, REFLECT, STYLE, SUMMARIZE] {
             fake.quiet(marker);
         }
-        World { home, fake }
+        World {
+            home,
+            fake,
+            model,
+            env: Vec::new(),
+        }
+    }
+
+    /// Sets `key` = `value` in the environment of every later run.
+    pub fn env(&mut self, key: &str, value: &str) -> &mut World {
+        self.env.push((key.to_string(), Some(value.to_string())));
+        self
+    }
+
+    /// Removes `key` from the environment of every later run.
+    pub fn env_remove(&mut self, key: &str) -> &mut World {
+        self.env.push((key.to_string(), None));
+        self
     }
 
     /// The workspace the file tools use.
@@ -49,9 +93,15 @@ impl World {
         w
     }
 
-    /// Writes `$EVOLVE_HOME/config.toml`.
+    /// `$EVOLVE_HOME/config.toml`.
+    pub fn config_path(&self) -> PathBuf {
+        self.home.join("config.toml")
+    }
+
+    /// Writes `$EVOLVE_HOME/config.toml`, creating the home if need be.
     pub fn config(&self, toml: &str) {
-        std::fs::write(self.home.join("config.toml"), toml).expect("write config.toml");
+        std::fs::create_dir_all(&self.home).expect("create the test home");
+        std::fs::write(self.config_path(), toml).expect("write config.toml");
     }
 
     /// The `evolve` command with this world's environment.
@@ -62,11 +112,19 @@ impl World {
             .env("PATH", std::env::var("PATH").unwrap_or_default())
             .env("HOME", &self.home)
             .env("EVOLVE_HOME", &self.home)
-            .env("OPENAI_BASE_URL", self.fake.base_url())
-            .env("EVOLVE_MODEL", "fake-main")
-            .env("EVOLVE_CHEAP_MODEL", "fake-cheap")
-            .env("EVOLVE_LOG", "info")
             .stdin(Stdio::null());
+        if self.model {
+            cmd.env("OPENAI_BASE_URL", self.fake.base_url())
+                .env("EVOLVE_MODEL", "fake-main")
+                .env("EVOLVE_CHEAP_MODEL", "fake-cheap")
+                .env("EVOLVE_LOG", "info");
+        }
+        for (key, value) in &self.env {
+            match value {
+                Some(value) => cmd.env(key, value),
+                None => cmd.env_remove(key),
+            };
+        }
         cmd
     }
 

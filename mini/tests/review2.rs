@@ -69,7 +69,10 @@ impl Chat {
             let left = end.saturating_duration_since(Instant::now());
             match self.out.recv_timeout(left) {
                 Ok(s) => self.seen.push_str(&s),
-                Err(_) => panic!("chat never printed {needle:?}; stdout so far:\n{}", self.seen),
+                Err(_) => panic!(
+                    "chat never printed {needle:?}; stdout so far:\n{}",
+                    self.seen
+                ),
             }
         }
     }
@@ -282,14 +285,18 @@ fn listings_do_not_pass_terminal_escapes_through() {
             .to_string(),
     )
     .unwrap();
-    w.run(&["memory", "import", file.to_str().unwrap()]).expect(0);
+    w.run(&["memory", "import", file.to_str().unwrap()])
+        .expect(0);
     let list = w.run(&["memory", "list"]).expect(0);
     w.fake
         .push(Reply::text("answer \u{1b}]0;owned\u{7} with a title"));
     let record = w.run(&["ask", "--json", "hello"]).expect(0).json();
     let sid = record["session"].as_str().unwrap().to_string();
     let show = w.run(&["sessions", "show", &sid]).expect(0);
-    for (what, out) in [("memory list", &list.stdout), ("sessions show", &show.stdout)] {
+    for (what, out) in [
+        ("memory list", &list.stdout),
+        ("sessions show", &show.stdout),
+    ] {
         assert!(
             !out.contains('\u{1b}'),
             "`evolve {what}` prints raw terminal escapes:\n{out:?}"
@@ -324,7 +331,13 @@ fn a_config_that_deletes_every_new_critical_memory_is_refused() {
         return; // refused with a message: fine
     }
     let add = w
-        .run(&["memory", "add", "--priority", "critical", "Never run rm in my home"])
+        .run(&[
+            "memory",
+            "add",
+            "--priority",
+            "critical",
+            "Never run rm in my home",
+        ])
         .expect(0);
     let list = w.run(&["memory", "list"]).expect(0);
     assert!(
@@ -408,9 +421,7 @@ fn ps_with_environment_does_not_hand_the_api_key_to_the_model() {
 #[test]
 fn a_secret_file_cannot_be_read_through_git_show() {
     let w = World::new("rv2-git-secret");
-    w.config(
-        "[permission]\nshell_level = \"L4\"\ncommand_prefixes = [[\"git show\", \"L2\"]]\n",
-    );
+    w.config("[permission]\nshell_level = \"L4\"\ncommand_prefixes = [[\"git show\", \"L2\"]]\n");
     let ws = w.workspace();
     std::fs::write(ws.join(".env"), "DB_PASSWORD=topsecret42\n").unwrap();
     let git = |args: &[&str]| {
@@ -429,7 +440,8 @@ fn a_secret_file_cannot_be_read_through_git_show() {
     git(&["init", "-q"]);
     git(&["add", "-f", ".env"]);
     git(&["commit", "-qm", "init"]);
-    w.fake.push(tool_call("shell", r#"{"command": "git show HEAD:.env"}"#));
+    w.fake
+        .push(tool_call("shell", r#"{"command": "git show HEAD:.env"}"#));
     w.fake.push(Reply::text("ok"));
     let record = w.run(&["ask", "--json", "show me the config"]).json();
     let sent = w.main_requests().iter().map(all_text).collect::<String>();
@@ -446,8 +458,14 @@ fn a_secret_file_cannot_be_read_through_git_show() {
 #[test]
 fn a_hand_added_memory_reaches_related_prompts_only() {
     let w = World::new("rv2-mem-related");
-    w.run(&["memory", "add", "--category", "fact", "My cat is called Miso"])
-        .expect(0);
+    w.run(&[
+        "memory",
+        "add",
+        "--category",
+        "fact",
+        "My cat is called Miso",
+    ])
+    .expect(0);
     w.run(&["memory", "add", "--category", "fact", "我住在北京海淀区"])
         .expect(0);
     for (q, want, not) in [
@@ -507,7 +525,12 @@ fn ctrl_c_during_reflect_stops_the_reflection_not_the_chat() {
     chat.wait_for("first answer");
     chat.send("/reflect");
     let end = Instant::now() + Duration::from_secs(20);
-    while !w.fake.chat_requests().iter().any(|r| r.body.contains(REFLECT)) {
+    while !w
+        .fake
+        .chat_requests()
+        .iter()
+        .any(|r| r.body.contains(REFLECT))
+    {
         assert!(Instant::now() < end, "no reflection request");
         std::thread::sleep(Duration::from_millis(50));
     }

@@ -5,7 +5,7 @@ use evolve_core::json::{extract, Value};
 use evolve_core::text::clip_chars;
 
 use super::describe_agent;
-use super::memory::cheap_call;
+use super::memory::{cheap_call, NEVER};
 use super::prompts;
 use super::record::Scored;
 use super::runtime::Runtime;
@@ -42,7 +42,7 @@ impl EvaluateAgent {
             input.push_str("\n\nTools used: ");
             input.push_str(&clip_chars(tools, 1_000));
         }
-        let text = cheap_call(rt, prompts::EVALUATE, &input, usage, problems)?;
+        let text = cheap_call(rt, prompts::EVALUATE, &input, usage, problems, &NEVER)?;
         match parse_score(&text) {
             Some(scored) => Some(scored),
             None => {

@@ -338,6 +338,8 @@ impl Manager {
                     .filter(|_| state.steps == 1 && !last_step)
                     .map(str::to_string),
             };
+            // Other evolve processes may use the store while the model thinks.
+            rt.store.release();
             let t = Instant::now();
             let resp = rt.model.chat(&req, &mut |d| io.on_delta(&d), input.cancel);
             state.model_time += t.elapsed();
@@ -496,7 +498,7 @@ impl Manager {
     }
 
     /// `/reflect`: a reflection over the session's recent turns now.
-    pub fn reflect_now(&self, session: &str) -> (Option<String>, Vec<String>) {
+    pub fn reflect_now(&self, session: &str, cancel: &AtomicBool) -> (Option<String>, Vec<String>) {
         let mut usage = Usage::default();
         let mut problems = Vec::new();
         let lesson = ReflectionAgent.reflect(
@@ -506,6 +508,7 @@ impl Manager {
             now(),
             &mut usage,
             &mut problems,
+            cancel,
         );
         (lesson, problems)
     }
@@ -553,6 +556,7 @@ impl Manager {
                 // Parked in the store while the person thinks: a crash meanwhile
                 // leaves a record, and the next turn settles it as refused.
                 rt.store.set_pending(sid, std::slice::from_ref(&pending))?;
+                rt.store.release();
                 let approval = io.approve(&mut pending, lang);
                 rt.store.set_pending(sid, &[])?;
                 let (outcome, runs) = match approval {
@@ -895,6 +899,7 @@ impl PostJob {
                     self.now,
                     &mut usage,
                     &mut problems,
+                    &super::memory::NEVER,
                 );
             }
             if score.is_some_and(|s| s >= rt.config.agent.style_above) {

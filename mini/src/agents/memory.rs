@@ -89,7 +89,8 @@ impl MemoryAgent {
             evolve_core::text::clip_chars(question, EXTRACT_INPUT_CHARS / 2),
             evolve_core::text::clip_chars(answer, EXTRACT_INPUT_CHARS / 2)
         );
-        let Some(text) = cheap_call(rt, prompts::EXTRACT, &exchange, usage, problems) else {
+        let Some(text) = cheap_call(rt, prompts::EXTRACT, &exchange, usage, problems, &NEVER)
+        else {
             return 0;
         };
         let items = match extract_items(&text) {
@@ -178,14 +179,18 @@ fn memory_from_item(item: &Value, now: Timestamp, rt: &Runtime) -> Option<Memory
     Some(m)
 }
 
+/// A cancel flag nobody sets, for background calls (they are waited for, not stopped).
+pub(super) static NEVER: AtomicBool = AtomicBool::new(false);
+
 /// One cheap-model call with a task prompt; the reply text, or `None` (logged, added to
-/// `problems`) when the call failed.
+/// `problems`) when the call failed or `cancel` was set.
 pub(super) fn cheap_call(
     rt: &Runtime,
     system: &str,
     user: &str,
     usage: &mut Usage,
     problems: &mut Vec<String>,
+    cancel: &AtomicBool,
 ) -> Option<String> {
     let req = ChatRequest {
         role: ModelRole::Cheap,
@@ -197,8 +202,7 @@ pub(super) fn cheap_call(
         json: system != prompts::SUMMARIZE,
         tool_choice: None,
     };
-    let never = AtomicBool::new(false);
-    match rt.model.chat(&req, &mut |_| {}, &never) {
+    match rt.model.chat(&req, &mut |_| {}, cancel) {
         Ok(resp) => {
             usage.add(resp.usage);
             Some(resp.message.content)

@@ -9,11 +9,12 @@ use evolve_core::text::{clip_chars, one_line};
 use evolve_core::Timestamp;
 
 use super::describe_agent;
-use super::memory::cheap_call;
+use super::memory::{cheap_call, NEVER};
 use super::prompts;
 use super::runtime::Runtime;
 use crate::llm::Usage;
 use crate::store::Evaluation;
+use std::sync::atomic::AtomicBool;
 
 /// Tag of memories written by reflection.
 pub const REFLECTION_TAG: &str = "reflection";
@@ -55,7 +56,8 @@ impl ReflectionAgent {
     }
 
     /// Reflects over the session's recent turns; a lesson found is saved as a memory
-    /// (tag `reflection`) and returned.
+    /// (tag `reflection`) and returned. `cancel` stops the model call (`/reflect`).
+    #[allow(clippy::too_many_arguments)]
     pub fn reflect(
         &self,
         rt: &Runtime,
@@ -64,6 +66,7 @@ impl ReflectionAgent {
         now: Timestamp,
         usage: &mut Usage,
         problems: &mut Vec<String>,
+        cancel: &AtomicBool,
     ) -> Option<String> {
         let ring = rt.store.l2(session).ok()?;
         let evaluations = rt.store.evaluations(session).unwrap_or_default();
@@ -87,7 +90,7 @@ impl ReflectionAgent {
                 one_line(&e.assistant, 900),
             ));
         }
-        let text = cheap_call(rt, prompts::REFLECT, &input, usage, problems)?;
+        let text = cheap_call(rt, prompts::REFLECT, &input, usage, problems, cancel)?;
         let lesson = field(&text, "lesson", problems, "reflection")?;
         let mut m = Memory::new(lesson.clone(), Category::Instruction, now, &rt.tokenizer);
         m.priority = Priority::High;
@@ -118,7 +121,7 @@ impl ReflectionAgent {
             clip_chars(question, 1_500),
             clip_chars(answer, 3_000)
         );
-        let text = cheap_call(rt, prompts::STYLE, &input, usage, problems)?;
+        let text = cheap_call(rt, prompts::STYLE, &input, usage, problems, &NEVER)?;
         let note = clip_chars(&field(&text, "note", problems, "style")?, 200);
         let mut notes = rt.store.style_notes().unwrap_or_default();
         if notes.iter().any(|n| n.eq_ignore_ascii_case(&note)) {
@@ -174,7 +177,7 @@ impl ReflectionAgent {
                 one_line(&e.assistant, 600)
             ));
         }
-        let Some(text) = cheap_call(rt, prompts::SUMMARIZE, &input, usage, problems) else {
+        let Some(text) = cheap_call(rt, prompts::SUMMARIZE, &input, usage, problems, &NEVER) else {
             return;
         };
         let summary = clip_chars(text.trim(), 4_000);

@@ -49,7 +49,12 @@ pub fn open_store(
     let mut told = false;
     loop {
         match Store::open(&path, tokenizer) {
-            Ok(store) => return Ok(store),
+            Ok(mut store) => {
+                // Released while the agent waits for the model or a person, so other
+                // evolve commands (a cron `ask`, a second `chat`) are not locked out.
+                store.share(wait);
+                return Ok(store);
+            }
             Err(e) if e.is_locked() && started.elapsed() < wait => {
                 if !told && started.elapsed() >= Duration::from_secs(1) {
                     log::warn!(

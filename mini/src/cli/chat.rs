@@ -6,6 +6,7 @@
 
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use argh::FromArgs;
@@ -113,6 +114,10 @@ impl TurnIo for Terminal<'_> {
                 self.say("");
                 return Approval::Refused;
             };
+            if interrupt::cancelled() {
+                self.say("(cancelled: the call is refused)");
+                return Approval::Refused;
+            }
             let reply = line.trim().to_lowercase();
             if always && matches!(reply.as_str(), "always" | "a" | "总是" | "始终" | "一直") {
                 return Approval::AlwaysForSession;
@@ -174,7 +179,24 @@ pub fn run(cmd: ChatCmd) -> Result<(), Error> {
             crate::llm::display_url(&config.model.base_url)
         );
     }
-    let mut last: Option<Worker> = None;
+    // The last answer's background work, waited for before the next input and before
+    // leaving — also when Ctrl-C at the prompt ends chat (the watcher thread below).
+    let pending: Arc<Mutex<Option<Worker>>> = Arc::new(Mutex::new(None));
+    let wait = config.agent.background_wait;
+    let watcher_pending = Arc::clone(&pending);
+    std::thread::spawn(move || loop {
+        std::thread::sleep(Duration::from_millis(50));
+        if interrupt::quit_requested() {
+            // Held while flushing, here and in the main thread: whoever flushes first,
+            // the process ends only after the work is saved.
+            let mut slot = lock(&watcher_pending);
+            if let Some(w) = slot.take() {
+                w.flush(wait);
+            }
+            println!();
+            std::process::exit(130);
+        }
+    });
     loop {
         if tty {
             print!("› ");
@@ -185,80 +207,119 @@ pub fn run(cmd: ChatCmd) -> Result<(), Error> {
         if text.is_empty() {
             continue;
         }
-        // The previous turn's background work finishes before this one starts (its
-        // memories are then in place); its runtime, and the store lock, go with it.
-        if let Some(previous) = last.take() {
-            previous.flush(config.agent.background_wait);
-        }
-        let manager = match open() {
-            Ok(m) => m,
-            Err(e) => {
-                eprintln!("evolve: {e}");
-                continue;
-            }
-        };
-        if let Some(command) = text.strip_prefix('/') {
-            match slash(command, &manager, &mut session) {
-                Ok(true) => continue,
-                Ok(false) => break,
-                Err(e) => {
-                    eprintln!("evolve: {e}");
-                    continue;
-                }
-            }
-        }
+        // From here until the next prompt Ctrl-C cancels what runs, not chat.
         interrupt::begin_turn();
-        let mut term = Terminal {
-            lines: &mut lines,
-            streamed: false,
-        };
-        let result = manager.turn(
-            TurnInput {
-                session: session.as_deref(),
-                text,
-                policy: Policy::Interactive,
-                stream,
-                cancel: &interrupt::CANCEL,
-                force_tool: None,
-            },
-            &mut term,
+        let go_on = input(
+            text,
+            &open,
+            &pending,
+            &mut session,
+            &mut lines,
+            stream,
+            wait,
         );
         interrupt::end_turn();
-        let streamed = term.streamed;
-        match result {
-            Ok((record, _post)) => {
-                if streamed {
-                    println!();
-                } else if record.reply.trim().is_empty() {
-                    println!("(the model returned an empty answer)");
-                } else {
-                    println!("{}", printable(record.reply.trim_end(), true));
-                }
-                session = Some(record.session);
-            }
-            Err(e) => {
-                if let Error::Model(LlmError::Cancelled) = e {
-                    println!("\n(cancelled)");
-                } else {
-                    eprintln!("evolve: {e}");
-                }
-                // The question (and any tool rounds) stay in the session: go on there.
-                session = manager.last_session();
-            }
+        if !go_on {
+            break;
         }
-        // The runtime lives on only in the background work, then closes (and releases
-        // the store); the worker stays to be waited for.
-        last = Some(manager.into_worker());
     }
-    if let Some(previous) = last.take() {
-        if !previous.flush(config.agent.background_wait) {
+    let mut slot = lock(&pending);
+    if let Some(previous) = slot.take() {
+        if !previous.flush(wait) {
             log::warn!(
                 "the background work did not finish within {} s",
-                config.agent.background_wait.as_secs()
+                wait.as_secs()
             );
         }
     }
+    if interrupt::quit_requested() {
+        // Ctrl-C at the prompt, while the last work was being saved.
+        println!();
+        std::process::exit(130);
+    }
     Ok(())
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// One line typed at the prompt: a slash command or a turn. `false` ends chat.
+#[allow(clippy::too_many_arguments)]
+fn input(
+    text: &str,
+    open: &dyn Fn() -> Result<Manager, Error>,
+    pending: &Mutex<Option<Worker>>,
+    session: &mut Option<String>,
+    lines: &mut dyn Iterator<Item = String>,
+    stream: bool,
+    wait: Duration,
+) -> bool {
+    // The previous turn's background work finishes before this one starts (its
+    // memories are then in place); its runtime, and the store lock, go with it.
+    {
+        let mut slot = lock(pending);
+        if let Some(previous) = slot.take() {
+            previous.flush(wait);
+        }
+    }
+    let manager = match open() {
+        Ok(m) => m,
+        Err(e) => {
+            eprintln!("evolve: {e}");
+            return true;
+        }
+    };
+    if let Some(command) = text.strip_prefix('/') {
+        return match slash(command, &manager, session) {
+            Ok(go_on) => go_on,
+            Err(e) => {
+                eprintln!("evolve: {e}");
+                true
+            }
+        };
+    }
+    let mut term = Terminal {
+        lines,
+        streamed: false,
+    };
+    let result = manager.turn(
+        TurnInput {
+            session: session.as_deref(),
+            text,
+            policy: Policy::Interactive,
+            stream,
+            cancel: &interrupt::CANCEL,
+            force_tool: None,
+        },
+        &mut term,
+    );
+    let streamed = term.streamed;
+    match result {
+        Ok((record, _post)) => {
+            if streamed {
+                println!();
+            } else if record.reply.trim().is_empty() {
+                println!("(the model returned an empty answer)");
+            } else {
+                println!("{}", printable(record.reply.trim_end(), true));
+            }
+            *session = Some(record.session);
+        }
+        Err(e) => {
+            if let Error::Model(LlmError::Cancelled) = e {
+                println!("\n(cancelled)");
+            } else {
+                eprintln!("evolve: {e}");
+            }
+            // The question (and any tool rounds) stay in the session: go on there.
+            *session = manager.last_session();
+        }
+    }
+    // The runtime lives on only in the background work, then closes (and releases
+    // the store); the worker stays to be waited for.
+    *lock(pending) = Some(manager.into_worker());
+    true
 }
 
 /// `text` safe to print on a terminal: control characters (ESC, CR, C1 codes such as
@@ -382,7 +443,7 @@ fn slash(command: &str, manager: &Manager, session: &mut Option<String>) -> Resu
             None => println!("  nothing to reflect on yet in this session"),
             Some(id) => {
                 manager.flush(Duration::from_secs(30));
-                let (lesson, problems) = manager.reflect_now(id);
+                let (lesson, problems) = manager.reflect_now(id, &interrupt::CANCEL);
                 match lesson {
                     Some(l) => println!("  lesson saved: {l}"),
                     None if problems.is_empty() => println!("  no lesson this time"),

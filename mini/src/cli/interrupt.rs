@@ -1,9 +1,11 @@
-//! Ctrl-C for `chat`: during an answer it sets a flag the model client and the tools
-//! check (the answer stops, the program goes on); at the prompt it ends the program
-//! (exit 130), like any shell program. Every write to the store is a committed
-//! transaction, so ending there loses nothing that was acknowledged.
+//! Ctrl-C for `chat`: while chat is busy (an answer, a command, a wait) it sets a flag
+//! the model client, the tools and the approval question check — that work stops, the
+//! program goes on. At the prompt it asks chat to end (exit 130, like any shell
+//! program) once the last answer's background work is saved; a second Ctrl-C ends it at
+//! once. Every write to the store is a committed transaction, so even that loses
+//! nothing acknowledged.
 //!
-//! The handler does only async-signal-safe things: an atomic store or `_exit`.
+//! The handler does only async-signal-safe things: atomic stores or `_exit`.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -11,6 +13,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 pub static CANCEL: AtomicBool = AtomicBool::new(false);
 /// A turn is running (Ctrl-C cancels it instead of ending the program).
 static BUSY: AtomicBool = AtomicBool::new(false);
+/// Ctrl-C at the prompt: chat should end.
+static QUIT: AtomicBool = AtomicBool::new(false);
 
 const SIGINT: i32 = 2;
 
@@ -22,7 +26,7 @@ extern "C" {
 extern "C" fn on_sigint(_sig: i32) {
     if BUSY.load(Ordering::SeqCst) {
         CANCEL.store(true, Ordering::SeqCst);
-    } else {
+    } else if QUIT.swap(true, Ordering::SeqCst) {
         // SAFETY: `_exit` is async-signal-safe; nothing else is touched.
         unsafe { _exit(130) }
     }
@@ -46,4 +50,14 @@ pub fn begin_turn() {
 /// Marks the end of a turn: Ctrl-C ends the program again.
 pub fn end_turn() {
     BUSY.store(false, Ordering::SeqCst);
+}
+
+/// Ctrl-C was pressed at the prompt.
+pub fn quit_requested() -> bool {
+    QUIT.load(Ordering::SeqCst)
+}
+
+/// Ctrl-C was pressed during the current turn or command.
+pub fn cancelled() -> bool {
+    CANCEL.load(Ordering::SeqCst)
 }

@@ -192,9 +192,22 @@ pub struct SessionExport {
 const CACHE_BYTES: usize = 4 * 1024 * 1024;
 
 /// The open store. Cheap to share by reference across threads (`Sync`).
+///
+/// A store opened for sharing ([`Store::share`]) can let go of the file while its
+/// process waits — for the model, or for a person's answer — so that other evolve
+/// processes (a cron `ask`, another `chat`) get their turn; the next read or write opens
+/// it again, waiting for the lock, and reloads the memory cache if another process
+/// changed the file meanwhile.
 pub struct Store {
     path: PathBuf,
-    db: Database,
+    /// `None` while released.
+    db: RwLock<Option<Database>>,
+    /// How long a reopen waits for another process; `None`: this store is not shared
+    /// and [`Store::release`] does nothing.
+    share_wait: Option<std::time::Duration>,
+    /// The file's length and modification time when it was released, to tell on reopen
+    /// whether another process wrote to it.
+    released_stamp: Mutex<Option<(u64, std::time::SystemTime)>>,
     /// Live memories (not deleted), ids ascending, keywords precomputed. Changed only
     /// after a commit, while `memory_writer` is held.
     memories: RwLock<Vec<Memory>>,
@@ -237,7 +250,9 @@ impl Store {
         }
         let store = Store {
             path: path.to_path_buf(),
-            db,
+            db: RwLock::new(Some(db)),
+            share_wait: None,
+            released_stamp: Mutex::new(None),
             memories: RwLock::new(Vec::new()),
             memory_writer: Mutex::new(()),
         };
@@ -251,14 +266,88 @@ impl Store {
         &self.path
     }
 
+    /// Lets [`Store::release`] close the file between uses; a reopen waits up to
+    /// `wait` for another process to let go of it.
+    pub fn share(&mut self, wait: std::time::Duration) {
+        self.share_wait = Some(wait);
+    }
+
+    /// Closes the file (a shared store only) until the next read or write: call it
+    /// before waiting for something slow. Waits for transactions in flight.
+    pub fn release(&self) {
+        if self.share_wait.is_none() {
+            return;
+        }
+        let mut slot = self.db.write().unwrap_or_else(PoisonError::into_inner);
+        if slot.take().is_some() {
+            *self
+                .released_stamp
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner) = file_stamp(&self.path);
+        }
+    }
+
+    /// The open database, reopening a released one first.
+    fn handle(&self) -> Result<RwLockReadGuard<'_, Option<Database>>, StoreError> {
+        loop {
+            let guard = self.db.read().unwrap_or_else(PoisonError::into_inner);
+            if guard.is_some() {
+                return Ok(guard);
+            }
+            drop(guard);
+            self.reopen()?;
+        }
+    }
+
+    /// Opens a released file again, waiting for another process's lock, and reloads
+    /// the memory cache when the file changed meanwhile.
+    fn reopen(&self) -> Result<(), StoreError> {
+        let changed = {
+            let mut slot = self.db.write().unwrap_or_else(PoisonError::into_inner);
+            if slot.is_some() {
+                return Ok(());
+            }
+            let wait = self.share_wait.unwrap_or_default();
+            let started = std::time::Instant::now();
+            let db = loop {
+                match redb::Builder::new()
+                    .set_cache_size(CACHE_BYTES)
+                    .create(&self.path)
+                {
+                    Ok(db) => break db,
+                    Err(redb::DatabaseError::DatabaseAlreadyOpen) if started.elapsed() < wait => {
+                        std::thread::sleep(std::time::Duration::from_millis(50));
+                    }
+                    Err(e) => return Err(open_failure(&self.path, e)),
+                }
+            };
+            *slot = Some(db);
+            let before = *self
+                .released_stamp
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            before.is_none() || before != file_stamp(&self.path)
+        };
+        if changed {
+            log::debug!(
+                "{} changed while released; reloading memories",
+                self.path.display()
+            );
+            self.load_memories(&evolve_core::text::FallbackTokenizer)?;
+        }
+        Ok(())
+    }
+
     /// Runs `f` in one write transaction and commits it; an error anywhere aborts the
     /// whole change.
     fn write<R>(
         &self,
         f: impl FnOnce(&WriteTransaction) -> Result<R, Fail>,
     ) -> Result<R, StoreError> {
+        let guard = self.handle()?;
+        let db = guard.as_ref().ok_or_else(|| closed(&self.path))?;
         let run = || -> Result<R, Fail> {
-            let txn = self.db.begin_write()?;
+            let txn = db.begin_write()?;
             let out = f(&txn)?;
             txn.commit()?;
             Ok(out)
@@ -271,8 +360,10 @@ impl Store {
         &self,
         f: impl FnOnce(&ReadTransaction) -> Result<R, Fail>,
     ) -> Result<R, StoreError> {
+        let guard = self.handle()?;
+        let db = guard.as_ref().ok_or_else(|| closed(&self.path))?;
         let run = || -> Result<R, Fail> {
-            let txn = self.db.begin_read()?;
+            let txn = db.begin_read()?;
             f(&txn)
         };
         run().map_err(|e| e.at(&self.path))
@@ -287,6 +378,19 @@ impl Store {
 
     fn cache(&self) -> RwLockReadGuard<'_, Vec<Memory>> {
         self.memories.read().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// The length and modification time of `path`, if it can be read.
+fn file_stamp(path: &Path) -> Option<(u64, std::time::SystemTime)> {
+    let meta = std::fs::metadata(path).ok()?;
+    Some((meta.len(), meta.modified().ok()?))
+}
+
+fn closed(path: &Path) -> StoreError {
+    StoreError::Io {
+        path: path.to_path_buf(),
+        message: "the store was closed while in use".into(),
     }
 }
 

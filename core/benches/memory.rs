@@ -150,7 +150,7 @@ fn main() {
     bench(
         "decide_ingest against 10000",
         Duration::from_secs(2),
-        || decide_ingest(&incoming, &ms, NOW, &cfg),
+        || decide_ingest(&incoming, &ms, NOW, &cfg, &FallbackTokenizer),
     );
 
     let mut embedded = ms.clone();

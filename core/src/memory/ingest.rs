@@ -5,7 +5,12 @@
 //! otherwise the keyword Jaccard — multiplied by 1.1 when the categories match (our
 //! reading of 同分类加权 10%: multiplicative, so an unrelated pair stays at 0) — at or
 //! above 0.3 merges into the best match; else it is inserted. [`merge`] is the pure
-//! merge. Extraction itself (the model call and the JSON repair) and the writes are
+//! merge.
+//!
+//! One rule on top of the seed's: a merge keeps one text (the longer), so it is only
+//! allowed when the other adds no keyword of its own. "Never share my home address" and
+//! "Never share my phone number" are similar (Jaccard ≥ 0.3) but say different things:
+//! both are kept. A restatement whose words are all in the stored text still merges. Extraction itself (the model call and the JSON repair) and the writes are
 //! the shell's.
 
 use alloc::string::String;
@@ -13,7 +18,7 @@ use alloc::vec::Vec;
 use serde::Serialize;
 
 use super::{at_least, content_hash, Memory, MemoryConfig, MemoryId};
-use crate::text::{jaccard, Tokenizer};
+use crate::text::{intersection_len, jaccard, KeywordSet, Tokenizer};
 use crate::Timestamp;
 
 /// What to do with an extracted memory.
@@ -61,6 +66,7 @@ pub fn decide_ingest(
     existing: &[Memory],
     now: Timestamp,
     cfg: &MemoryConfig,
+    tokenizer: &dyn Tokenizer,
 ) -> IngestDecision {
     // The stored hash of the incoming record may be missing (parsed from a model).
     let hash = content_hash(&incoming.content);
@@ -80,29 +86,46 @@ pub fn decide_ingest(
     if let Some((index, m)) = active().find(|(_, m)| stored_hash(m) == hash) {
         return IngestDecision::Duplicate { index, id: m.id };
     }
-    let mut best: Option<(usize, &Memory, f32)> = None;
-    for (index, m) in active() {
-        let s = merge_similarity(m, incoming, cfg);
-        let better = match best {
-            None => true,
-            Some((_, b, bs)) => s > bs || (s == bs && (m.created_at, m.id) > (b.created_at, b.id)),
-        };
-        if better {
-            best = Some((index, m, s));
-        }
-    }
-    match best {
-        Some((index, m, similarity))
-            if similarity > 0.0 && at_least(similarity, cfg.merge_jaccard) =>
-        {
+    // Every match at or above the threshold, best first; the first whose merge keeps
+    // every word wins (only these few are tokenized again).
+    let mut candidates: Vec<(usize, &Memory, f32)> = active()
+        .map(|(index, m)| (index, m, merge_similarity(m, incoming, cfg)))
+        .filter(|&(_, _, s)| s > 0.0 && at_least(s, cfg.merge_jaccard))
+        .collect();
+    candidates.sort_by(|a, b| {
+        b.2.total_cmp(&a.2)
+            .then_with(|| (b.1.created_at, b.1.id).cmp(&(a.1.created_at, a.1.id)))
+            .then_with(|| a.0.cmp(&b.0))
+    });
+    candidates
+        .into_iter()
+        .find(|(_, m, _)| merge_loses_nothing(m, incoming, tokenizer))
+        .map_or(IngestDecision::Insert, |(index, m, similarity)| {
             IngestDecision::Merge {
                 index,
                 id: m.id,
                 similarity,
             }
-        }
-        _ => IngestDecision::Insert,
-    }
+        })
+}
+
+/// Whether merging `incoming` into `existing` keeps every word: the text [`merge`]
+/// drops (the shorter) has no keyword that the kept one lacks. Tags are not compared:
+/// the merge keeps both sets.
+pub fn merge_loses_nothing(
+    existing: &Memory,
+    incoming: &Memory,
+    tokenizer: &dyn Tokenizer,
+) -> bool {
+    let keep_incoming = incoming.content.chars().count() > existing.content.chars().count();
+    let (kept, dropped) = if keep_incoming {
+        (incoming, existing)
+    } else {
+        (existing, incoming)
+    };
+    let dropped = KeywordSet::of(tokenizer, &dropped.content);
+    let dropped = dropped.as_slice();
+    intersection_len(kept.keywords.as_slice(), dropped) == dropped.len()
 }
 
 /// Merges a restatement into a stored memory (tea-agent 合并更新):
@@ -182,29 +205,71 @@ mod tests {
     fn jaccard_boundary_with_and_without_the_category_bonus() {
         use Category::*;
         let cfg = MemoryConfig::default();
-        // stored: w0..w10 (10 words). incoming: w0..w3 shared + x0..xk.
-        // shared 3, union 10 + k → J = 3/10 at k = 0 … 3/11 at k = 1.
-        let stored = mem(7, &words("w", 0..10), Fact);
+        // incoming: w0..w3 (3 words), all of them in the stored text, which has n words:
+        // J = 3/n (a restatement: merging keeps every word).
+        let incoming_text = words("w", 0..3);
         let table = [
-            // (own words beyond the shared 3, categories equal, merges)
-            (0usize, false, true), // 3/10 = 0.30
-            (1, false, false),     // 3/11 ≈ 0.273
-            (1, true, true),       // 3/11 × 1.1 = 0.30
-            (2, true, false),      // 3/12 × 1.1 = 0.275
+            // (stored words, categories equal, merges)
+            (10usize, false, true), // 3/10 = 0.30
+            (11, false, false),     // 3/11 ≈ 0.273
+            (11, true, true),       // 3/11 × 1.1 = 0.30
+            (12, true, false),      // 3/12 × 1.1 = 0.275
         ];
-        for (own, same, merges) in table {
+        for (n, same, merges) in table {
+            let stored = mem(7, &words("w", 0..n), Fact);
             let cat = if same { Fact } else { Preference };
-            let text = format!("{} {}", words("w", 0..3), words("x", 0..own));
-            let incoming = mem(0, &text, cat);
-            let d = decide_ingest(&incoming, core::slice::from_ref(&stored), NOW, &cfg);
+            let incoming = mem(0, &incoming_text, cat);
+            let d = decide_ingest(
+                &incoming,
+                core::slice::from_ref(&stored),
+                NOW,
+                &cfg,
+                &FallbackTokenizer,
+            );
             match d {
                 IngestDecision::Merge { id, .. } => {
-                    assert!(merges, "own {own} same {same}: {d:?}");
+                    assert!(merges, "stored {n} same {same}: {d:?}");
                     assert_eq!(id, 7);
                 }
-                IngestDecision::Insert => assert!(!merges, "own {own} same {same}"),
+                IngestDecision::Insert => assert!(!merges, "stored {n} same {same}"),
                 IngestDecision::Duplicate { .. } => panic!("not a duplicate"),
             }
+        }
+    }
+
+    #[test]
+    fn similar_memories_that_say_different_things_are_both_kept() {
+        let cfg = MemoryConfig::default();
+        let cases = [
+            (
+                "never share my home address",
+                "never share my phone number",
+                false,
+            ),
+            (
+                "home wifi password is abc123",
+                "office wifi password is xyz789",
+                false,
+            ),
+            ("green tea every evening", "green tea every morning", false),
+            // A restatement with nothing new merges (the longer text is kept).
+            ("likes green tea", "the user likes green tea a lot", true),
+        ];
+        for (old, new, merges) in cases {
+            let stored = mem(1, old, Category::Instruction);
+            let incoming = mem(0, new, Category::Instruction);
+            let d = decide_ingest(
+                &incoming,
+                core::slice::from_ref(&stored),
+                NOW,
+                &cfg,
+                &FallbackTokenizer,
+            );
+            assert_eq!(
+                matches!(d, IngestDecision::Merge { .. }),
+                merges,
+                "{old:?} + {new:?}: {d:?}"
+            );
         }
     }
 
@@ -218,13 +283,13 @@ mod tests {
         let mut incoming = mem(0, "likes  GREEN tea", Category::Fact);
         incoming.content_hash = 0; // as parsed from a model
         assert_eq!(
-            decide_ingest(&incoming, &stored, NOW, &cfg),
+            decide_ingest(&incoming, &stored, NOW, &cfg, &FallbackTokenizer),
             IngestDecision::Duplicate { index: 1, id: 2 }
         );
         let mut gone = stored.clone();
         gone[1].deleted = true;
         assert_eq!(
-            decide_ingest(&incoming, &gone, NOW, &cfg),
+            decide_ingest(&incoming, &gone, NOW, &cfg, &FallbackTokenizer),
             IngestDecision::Insert
         );
     }
@@ -235,17 +300,21 @@ mod tests {
         let incoming = mem(0, "green tea every morning", Category::Preference);
         let stored = vec![
             mem(1, "green tea", Category::Fact),
-            mem(2, "green tea every evening", Category::Preference),
+            mem(
+                2,
+                "green tea every morning before work",
+                Category::Preference,
+            ),
         ];
-        match decide_ingest(&incoming, &stored, NOW, &cfg) {
+        match decide_ingest(&incoming, &stored, NOW, &cfg, &FallbackTokenizer) {
             IngestDecision::Merge { id, similarity, .. } => {
                 assert_eq!(id, 2);
-                assert!((similarity - 3.0 / 5.0 * 1.1).abs() < 1e-6);
+                assert!((similarity - 4.0 / 6.0 * 1.1).abs() < 1e-6);
             }
             d => panic!("{d:?}"),
         }
         assert_eq!(
-            decide_ingest(&incoming, &[], NOW, &cfg),
+            decide_ingest(&incoming, &[], NOW, &cfg, &FallbackTokenizer),
             IngestDecision::Insert
         );
     }

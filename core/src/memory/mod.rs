@@ -37,7 +37,7 @@ pub use adjust::{
 pub use decay::{apply_decay, critical_overflow, decayed_priority, expired, DecayChange};
 pub use dedup::{embedding_duplicates, DuplicatePair};
 pub use format::{flatten_content, format_block, prefix, Lang, BLOCK_CLOSE, BLOCK_OPEN};
-pub use ingest::{decide_ingest, merge, merge_similarity, IngestDecision};
+pub use ingest::{decide_ingest, merge, merge_loses_nothing, merge_similarity, IngestDecision};
 pub use record::{
     content_hash, Category, Memory, MemoryId, Priority, IMPORTANCE_MAX, IMPORTANCE_MIN,
 };

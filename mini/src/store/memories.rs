@@ -63,7 +63,7 @@ impl Store {
         let _writer = self.lock_writer();
         let (outcome, mut record) = {
             let cache = self.cache();
-            match decide_ingest(&memory, &cache, now, cfg) {
+            match decide_ingest(&memory, &cache, now, cfg, tokenizer) {
                 IngestDecision::Duplicate { index, id } => {
                     let stored = &cache[index];
                     let reinforced = reinforce(stored, &memory, tokenizer);

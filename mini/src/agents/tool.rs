@@ -127,6 +127,12 @@ impl ToolAgent {
             cancel,
         };
         let mut out = rt.tools.run(name, arguments, &ctx);
+        // Whatever a tool found, the API key never reaches the model (or the history).
+        if let Some(key) = rt.config.model.api_key.as_ref().map(|k| k.expose()) {
+            if !key.is_empty() && out.content.contains(key) {
+                out.content = out.content.replace(key, "[redacted]");
+            }
+        }
         let max = rt.config.core.history.max_tool_output_bytes;
         if out.content.len() > max {
             out.content = truncate_tool_output(&out.content, max).into_owned();

@@ -23,6 +23,7 @@ impl App {
     pub fn load(opts: &LoadOptions) -> Result<App, Error> {
         let config = Config::load(opts)?;
         crate::logger::init(&config.log);
+        forget_key_variables(&config);
         let tokenizer = ShellTokenizer::new(config.text.dict_path.clone());
         Ok(App { config, tokenizer })
     }
@@ -67,6 +68,25 @@ pub fn open_store(
                 std::thread::sleep(Duration::from_millis(100));
             }
             Err(e) => return Err(e.into()),
+        }
+    }
+}
+
+/// Removes the API key from this process's own environment once it is in the config,
+/// so nothing started later (a shell tool's `ps e`, `/proc/self/environ` through a
+/// child) can read it back. Runs before any other thread exists.
+fn forget_key_variables(config: &Config) {
+    let Some(key) = config
+        .model
+        .api_key
+        .as_ref()
+        .map(|k| k.expose().to_string())
+    else {
+        return;
+    };
+    for (name, value) in std::env::vars_os() {
+        if !key.is_empty() && value.to_string_lossy().contains(key.as_str()) {
+            std::env::remove_var(&name);
         }
     }
 }

@@ -15,6 +15,7 @@ use evolve_core::text::{one_line, KeywordSet, Lang};
 
 use super::app::{now, open_store, App, STORE_WAIT};
 use super::interrupt;
+use super::printable;
 use crate::agents::{Approval, Manager, Runtime, ToolRun, TurnInput, TurnIo, Worker};
 use crate::config::LoadOptions;
 use crate::error::Error;
@@ -322,22 +323,6 @@ fn input(
     true
 }
 
-/// `text` safe to print on a terminal: control characters (ESC, CR, C1 codes such as
-/// CSI, DEL …) become visible `\u{..}` escapes, so neither a model's answer nor the
-/// arguments it chose can move the cursor or redraw a permission question. Newlines
-/// (and tabs) stay when `keep_lines`.
-fn printable(text: &str, keep_lines: bool) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        if c.is_control() && !(keep_lines && (c == '\n' || c == '\t')) {
-            out.push_str(&format!("\\u{{{:x}}}", c as u32));
-        } else {
-            out.push(c);
-        }
-    }
-    out
-}
-
 /// Runs a slash command; `Ok(false)` ends the chat.
 fn slash(command: &str, manager: &Manager, session: &mut Option<String>) -> Result<bool, Error> {
     let rt = manager.runtime();
@@ -366,7 +351,7 @@ fn slash(command: &str, manager: &Manager, session: &mut Option<String>) -> Resu
                             "  #{} [{}] {}",
                             m.id,
                             m.priority.name(),
-                            one_line(&m.content, 100)
+                            printable(&one_line(&m.content, 100), false)
                         );
                         shown += 1;
                     }
@@ -388,7 +373,7 @@ fn slash(command: &str, manager: &Manager, session: &mut Option<String>) -> Resu
                             c.id,
                             c.score,
                             c.reason,
-                            one_line(&all[c.index].content, 100)
+                            printable(&one_line(&all[c.index].content, 100), false)
                         );
                     }
                 });
@@ -426,14 +411,19 @@ fn slash(command: &str, manager: &Manager, session: &mut Option<String>) -> Resu
                             "  {mark} {} {:>3} turns  {}",
                             s.id,
                             s.turns,
-                            one_line(&s.title, 60)
+                            printable(&one_line(&s.title, 60), false)
                         );
                     }
                 }
                 "switch" => {
                     let id = arg.trim();
                     let s = rt.store.session(id)?;
-                    println!("  switched to {} ({} turns): {}", s.id, s.turns, s.title);
+                    println!(
+                        "  switched to {} ({} turns): {}",
+                        s.id,
+                        s.turns,
+                        printable(&s.title, false)
+                    );
                     *session = Some(s.id);
                 }
                 other => println!("  unknown: /session {other} — use new, list or switch ID"),
@@ -445,7 +435,7 @@ fn slash(command: &str, manager: &Manager, session: &mut Option<String>) -> Resu
                 manager.flush(Duration::from_secs(30));
                 let (lesson, problems) = manager.reflect_now(id, &interrupt::CANCEL);
                 match lesson {
-                    Some(l) => println!("  lesson saved: {l}"),
+                    Some(l) => println!("  lesson saved: {}", printable(&l, false)),
                     None if problems.is_empty() => println!("  no lesson this time"),
                     None => println!("  reflection failed: {}", problems.join("; ")),
                 }

@@ -349,7 +349,7 @@ fn print_table(
             c.relevance,
             m.priority.name(),
             m.category.name(),
-            one_line(&m.content, 60)
+            super::printable(&one_line(&m.content, 60), false)
         )?;
     }
     Ok(())
@@ -480,7 +480,7 @@ fn list(c: List) -> Result<(), Error> {
         )?;
     }
     for m in &shown {
-        writeln!(out, "{}", listing_line(m, now))?;
+        writeln!(out, "{}", super::printable(&listing_line(m, now), false))?;
     }
     if deleted > 0 && !c.all {
         writeln!(out, "({deleted} deleted not shown; --all shows them)")?;

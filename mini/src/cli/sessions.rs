@@ -148,7 +148,7 @@ fn list(c: List) -> Result<(), Error> {
             store::format_time(s.updated_at),
             s.turns,
             s.messages,
-            one_line(&s.title, 60)
+            super::printable(&one_line(&s.title, 60), false)
         )?;
     }
     Ok(())
@@ -161,7 +161,7 @@ fn show(c: Show) -> Result<(), Error> {
     if c.json {
         writeln!(out, "{}", to_json(&export)?)?;
     } else {
-        out.write_all(readable(&export).as_bytes())?;
+        out.write_all(super::printable(&readable(&export), true).as_bytes())?;
     }
     Ok(())
 }

@@ -429,6 +429,7 @@ fn resolve(
         history: history.unwrap_or_default(),
         permission: permission.unwrap_or_default(),
     };
+    check_core(&core).map_err(|m| ctx.invalid(m))?;
 
     Ok(Config {
         home: ctx.home.to_path_buf(),
@@ -442,6 +443,93 @@ fn resolve(
         workspace,
         log,
     })
+}
+
+/// The memory and history constants within the ranges where the agent still works: a
+/// value outside them would, for example, delete every new CRITICAL memory at once
+/// (`critical_cap = 0`) or never select a memory (`max_selected = 0`).
+fn check_core(core: &CoreConfig) -> Result<(), String> {
+    let m = &core.memory;
+    let h = &core.history;
+    let unit = |v: f32| v > 0.0 && v <= 1.0;
+    let problems: [(bool, &str, String, &str); 12] = [
+        (
+            m.max_selected >= 1,
+            "memory.max_selected",
+            m.max_selected.to_string(),
+            "at least 1",
+        ),
+        (
+            m.critical_cap >= 1,
+            "memory.critical_cap",
+            m.critical_cap.to_string(),
+            "at least 1",
+        ),
+        (
+            unit(m.merge_jaccard),
+            "memory.merge_jaccard",
+            m.merge_jaccard.to_string(),
+            "above 0 and at most 1",
+        ),
+        (
+            (1.0..=2.0).contains(&m.same_category_bonus),
+            "memory.same_category_bonus",
+            m.same_category_bonus.to_string(),
+            "between 1 and 2",
+        ),
+        (
+            unit(m.strong_match_f1),
+            "memory.strong_match_f1",
+            m.strong_match_f1.to_string(),
+            "above 0 and at most 1",
+        ),
+        (
+            unit(m.duplicate_cosine),
+            "memory.duplicate_cosine",
+            m.duplicate_cosine.to_string(),
+            "above 0 and at most 1",
+        ),
+        (
+            h.l2_capacity >= 2,
+            "history.l2_capacity",
+            h.l2_capacity.to_string(),
+            "at least 2",
+        ),
+        (
+            h.l2_overflow >= 1 && h.l2_overflow < h.l2_capacity,
+            "history.l2_overflow",
+            h.l2_overflow.to_string(),
+            "at least 1 and below history.l2_capacity",
+        ),
+        (
+            unit(h.trim_threshold),
+            "history.trim_threshold",
+            h.trim_threshold.to_string(),
+            "above 0 and at most 1",
+        ),
+        (
+            h.max_tool_output_bytes >= 1024,
+            "history.max_tool_output_bytes",
+            h.max_tool_output_bytes.to_string(),
+            "at least 1024",
+        ),
+        (
+            h.keep_user_turns >= 1,
+            "history.keep_user_turns",
+            h.keep_user_turns.to_string(),
+            "at least 1",
+        ),
+        (
+            (0.0..=1.0).contains(&h.relevance_digest) && h.relevance_digest <= h.relevance_full,
+            "history.relevance_digest",
+            h.relevance_digest.to_string(),
+            "between 0 and history.relevance_full",
+        ),
+    ];
+    match problems.iter().find(|(ok, ..)| !ok) {
+        None => Ok(()),
+        Some((_, key, value, range)) => Err(format!("{key} = {value} must be {range}")),
+    }
 }
 
 /// The log filter, lower-cased, if it is one `logger` knows.
@@ -560,6 +648,15 @@ fn resolve_model(raw: RawModel, ctx: &mut Context<'_>) -> Result<ModelConfig, Co
              for the answer",
             ctx.source_note("model.reserved_output"),
             ctx.source_note("model.context_window"),
+        )));
+    }
+    let min_window = reserved_output + evolve_core::history::MIN_INPUT_BUDGET;
+    if reserved_output > 0 && context_window < min_window {
+        return Err(ctx.invalid(format!(
+            "model.context_window = {context_window}{} leaves no room for the question: it \
+             must be at least model.reserved_output + {} = {min_window} tokens",
+            ctx.source_note("model.context_window"),
+            evolve_core::history::MIN_INPUT_BUDGET,
         )));
     }
     if let Some(t) = temperature {
@@ -696,6 +793,33 @@ fn resolve_tools(raw: RawTools, ctx: &Context<'_>) -> Result<ToolsConfig, Config
         return Err(ctx.invalid(format!(
             "tools.levels has an empty tool name (\"{name}\") — name the tool"
         )));
+    }
+    for (name, level) in &levels {
+        // MCP tools are named `<server>__<tool>`; every other name must be built in.
+        if name.contains("__") {
+            continue;
+        }
+        let Some(fixed) = evolve_core::permission::builtin_level(name, Some("list"))
+            .zip(evolve_core::permission::builtin_level(name, None))
+            .map(|(lowest, highest)| if name == "memory" { lowest } else { highest })
+        else {
+            return Err(ctx.invalid(format!(
+                "tools.levels.{name}: there is no built-in tool `{name}` (MCP tools are \
+                 named server__tool) — check the spelling"
+            )));
+        };
+        if *level < fixed {
+            let hint = if name == "shell" {
+                " — the shell's level is set with permission.shell_level (L4 at the lowest) \
+                 and permission.command_prefixes"
+            } else {
+                ""
+            };
+            return Err(ctx.invalid(format!(
+                "tools.levels.{name} = \"{level}\" would lower a built-in tool (it is {fixed}); \
+                 levels of built-in tools can only be raised{hint}"
+            )));
+        }
     }
     Ok(ToolsConfig {
         shell_timeout: ctx.seconds("tools.shell_timeout", shell_timeout, d.shell_timeout)?,

@@ -18,7 +18,38 @@ mod tools;
 
 use std::process::ExitCode;
 
+/// Panics become one clear line and exit code 1 instead of a backtrace (or, in the
+/// release build, an abort). redb panics on some kinds of damage to its file: that case
+/// names the store and says what to do.
+fn install_panic_hook() {
+    std::panic::set_hook(Box::new(|info| {
+        let what = info
+            .payload()
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| info.payload().downcast_ref::<String>().cloned())
+            .unwrap_or_default();
+        let place = info
+            .location()
+            .map(|l| format!("{}:{}", l.file(), l.line()))
+            .unwrap_or_default();
+        if place.contains("redb") {
+            let store = cli::app::store_path()
+                .map(|p| p.display().to_string())
+                .unwrap_or_else(|| "the store (evolve.redb)".into());
+            eprintln!(
+                "evolve: the store {store} is damaged ({what}) — move it aside (evolve then \
+                 starts a new one) or restore a backup"
+            );
+        } else {
+            eprintln!("evolve: internal error at {place}: {what} — please report it");
+        }
+        std::process::exit(1);
+    }));
+}
+
 fn main() -> ExitCode {
+    install_panic_hook();
     let args = match parse_args() {
         Ok(args) => args,
         Err(code) => return code,

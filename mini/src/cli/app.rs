@@ -35,6 +35,14 @@ impl App {
     }
 }
 
+/// The store this process opened, for messages that must name it (the panic hook).
+static STORE_PATH: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+
+/// The store file this process opened, if any.
+pub fn store_path() -> Option<&'static std::path::Path> {
+    STORE_PATH.get().map(|p| p.as_path())
+}
+
 /// How long a command waits for another evolve (a `chat` in the middle of a turn, an
 /// `ask` from cron) to release the store before giving up.
 pub const STORE_WAIT: Duration = Duration::from_secs(30);
@@ -46,6 +54,7 @@ pub fn open_store(
     wait: Duration,
 ) -> Result<Store, Error> {
     let path = config.store_path();
+    let _ = STORE_PATH.set(path.clone());
     let started = Instant::now();
     let mut told = false;
     loop {

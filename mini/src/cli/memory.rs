@@ -628,6 +628,14 @@ enum ImportFile {
     Plain(Vec<Memory>),
 }
 
+/// Memories with no text are not memories: dropped from an import (like `memory add ""`
+/// is refused), with a count.
+fn drop_empty(memories: &mut Vec<Memory>) -> usize {
+    let before = memories.len();
+    memories.retain(|m| !m.content.trim().is_empty());
+    before - memories.len()
+}
+
 fn read_import(path: &Path) -> Result<ImportFile, Error> {
     let text = read_file(path)?;
     let invalid = |message: String| Error::Invalid {
@@ -705,7 +713,14 @@ impl Ingests {
 /// lists, go through the ingest rule like `memory add`, so nothing stored is
 /// overwritten by a stranger's memory.
 fn import(c: ImportCmd) -> Result<(), Error> {
-    let file = read_import(&c.file)?;
+    let mut file = read_import(&c.file)?;
+    let empty = match &mut file {
+        ImportFile::Plain(memories) => drop_empty(memories),
+        ImportFile::Export(doc) => drop_empty(&mut doc.memories),
+    };
+    if empty > 0 {
+        eprintln!("skipped {empty} memories with no text");
+    }
     let (app, store) = open_store(&c.profile)?;
     let now = app::now();
     let cfg = &app.config.core.memory;

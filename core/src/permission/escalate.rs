@@ -395,6 +395,15 @@ fn check_shell_value(value: &str, ctx: &EscalationContext<'_>, out: &mut Escalat
         return;
     }
     check_secret_file(value, out);
+    // A file named inside a word: git's `REV:path` (`git show HEAD:.env`) and
+    // `--option=path` (`--env-file=.env`). URLs are not split.
+    if !value.contains("://") {
+        for sep in [':', '='] {
+            if let Some((_, inner)) = value.split_once(sep) {
+                check_secret_file(inner, out);
+            }
+        }
+    }
     for var in ["$OLDPWD", "${OLDPWD}"] {
         if value.starts_with(var) {
             out.add(EscalationReason::OutsideWorkspace { path: cut(value) });
@@ -644,6 +653,10 @@ mod tests {
             ("cat ../secret", Level::L5),
             ("cat ~/.bashrc", Level::L5),
             ("cat .env", Level::L5),
+            ("git show HEAD:.env", Level::L5),
+            ("git show main:config/.env", Level::L5),
+            ("docker run --env-file=.env img", Level::L5),
+            ("git show HEAD:README.md", Level::L0),
             ("dd if=x of=/etc/hosts", Level::L5),
             ("cp a.md --target-directory=/tmp", Level::L5),
             ("git push", Level::L4),

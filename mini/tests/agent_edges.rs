@@ -1,8 +1,9 @@
-//! Second adversarial review of issue 3: `evolve chat` as a person uses it (Ctrl-C at
-//! the prompt and at an approval question), the store lock held while nobody works,
-//! memories a user loses without being told, a damaged store, terminal escapes in the
-//! listings, and configurations the agent accepts but misbehaves with. Each test fails
-//! on the defect it names.
+//! The agent at its edges, end to end: `evolve chat` as a person uses it (Ctrl-C at the
+//! prompt, at an approval question, during /reflect), several evolve processes sharing
+//! one store, memories that must not be merged away, a damaged store, terminal escapes
+//! in the listings, secrets through `ps e` and `git show`, and configurations the agent
+//! must refuse. Each test was written to fail on a defect a review found, and pins the
+//! fix.
 
 mod support;
 

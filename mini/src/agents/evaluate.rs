@@ -50,7 +50,7 @@ impl EvaluateAgent {
                     "evaluation: no score in the model's reply {:?}",
                     clip_chars(&text, 120)
                 );
-                log::warn!("{problem}");
+                log::info!("{problem}");
                 problems.push(problem);
                 None
             }

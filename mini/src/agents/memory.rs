@@ -98,7 +98,7 @@ impl MemoryAgent {
             Err(e) => {
                 let problem =
                     format!("memory extraction: the model's reply is not usable JSON ({e})");
-                log::warn!("{problem}");
+                log::info!("{problem}");
                 problems.push(problem);
                 return 0;
             }
@@ -214,7 +214,7 @@ pub(super) fn cheap_call(
                 .unwrap_or("[evolve]")
                 .to_string();
             let problem = format!("{task} call failed: {e}");
-            log::warn!("{problem}");
+            log::info!("{problem}");
             problems.push(problem);
             None
         }

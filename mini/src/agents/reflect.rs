@@ -213,7 +213,7 @@ fn field(text: &str, key: &str, problems: &mut Vec<String>, task: &str) -> Optio
         Ok(v) => v,
         Err(e) => {
             let problem = format!("{task}: the model's reply is not usable JSON ({e})");
-            log::warn!("{problem}");
+            log::info!("{problem}");
             problems.push(problem);
             return None;
         }

@@ -5,7 +5,8 @@
 //!   record's `overhead_ms`;
 //! - cold `evolve ask` wall time (process start, store open with 10 000 memories, the
 //!   turn, the background work, exit);
-//! - the binary's size; idle RSS of `evolve chat` before and after a Chinese turn.
+//! - the binary's size; RSS of `evolve chat` waiting at its prompt (the store is closed
+//!   between turns) and after a Chinese turn (10 000 memories read, jieba loaded).
 //!
 //! Run: `cargo bench -p evolve-mini --bench agent`.
 
@@ -136,8 +137,8 @@ fn seed(exe: &Path, home: &Path, fake: &FakeLlm) {
     println!("seeded {MEMORIES} memories in {:.0} ms", ms(t.elapsed()));
 }
 
-/// RSS of an idle `evolve chat` (store open with 10 000 memories), then after one
-/// Chinese turn (the trimmed jieba dictionary loaded).
+/// RSS of `evolve chat` at its prompt, then after one Chinese turn (the store with
+/// 10 000 memories read, the trimmed jieba dictionary loaded).
 fn idle_rss(exe: &Path, home: &Path, fake: &FakeLlm) {
     let mut child = evolve(exe, home, fake)
         .arg("chat")
@@ -162,7 +163,7 @@ fn idle_rss(exe: &Path, home: &Path, fake: &FakeLlm) {
     drop(stdin);
     let _ = child.wait();
     println!(
-        "idle RSS of `evolve chat` (10 000 memories loaded): {:.1} MB; after a Chinese turn: {:.1} MB",
+        "RSS of `evolve chat` at its prompt: {:.1} MB; after a Chinese turn with 10 000 memories: {:.1} MB",
         idle as f64 / 1024.0,
         after as f64 / 1024.0
     );

@@ -26,7 +26,13 @@ pub(super) fn no_memory(id: MemoryId) -> String {
 
 impl Store {
     /// Runs `f` on the cached live memories (not deleted), in id order.
+    ///
+    /// A released store is opened again first, so memories another process added
+    /// meanwhile are seen (if that fails, the last known memories are used).
     pub fn with_memories<R>(&self, f: impl FnOnce(&[Memory]) -> R) -> R {
+        if let Err(e) = self.handle() {
+            log::warn!("{e}; using the memories read before");
+        }
         f(&self.cache())
     }
 

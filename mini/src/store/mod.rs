@@ -309,6 +309,8 @@ impl Store {
             }
             let wait = self.share_wait.unwrap_or_default();
             let started = std::time::Instant::now();
+            // Read before opening: opening writes to the file itself.
+            let mut now_stamp = file_stamp(&self.path);
             let db = loop {
                 match redb::Builder::new()
                     .set_cache_size(CACHE_BYTES)
@@ -317,6 +319,8 @@ impl Store {
                     Ok(db) => break db,
                     Err(redb::DatabaseError::DatabaseAlreadyOpen) if started.elapsed() < wait => {
                         std::thread::sleep(std::time::Duration::from_millis(50));
+                        // Another process has it: whatever it does, read the file anew.
+                        now_stamp = None;
                     }
                     Err(e) => return Err(open_failure(&self.path, e)),
                 }
@@ -326,7 +330,7 @@ impl Store {
                 .released_stamp
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner);
-            before.is_none() || before != file_stamp(&self.path)
+            before.is_none() || before != now_stamp
         };
         if changed {
             log::debug!(

@@ -718,3 +718,43 @@ fn prompts_style_notes_tool_classes_and_the_audit_log() {
     let store = open(&path);
     assert_eq!(store.active_prompt().unwrap().unwrap().version, 1);
 }
+
+#[test]
+fn a_released_store_sees_what_another_process_wrote_and_keeps_its_cache_otherwise() {
+    let path = temp_path("shared");
+    let mut a = open(&path);
+    a.share(std::time::Duration::from_secs(5));
+    let first = a
+        .insert_memory(mem("tea in the morning", Category::Preference))
+        .unwrap();
+
+    // Released with nothing changed: reopened on use, the same memories.
+    a.release();
+    assert_eq!(a.with_memories(|ms| ms.len()), 1);
+
+    // Released while another evolve (the file is free, so another handle can open it)
+    // adds a memory: the next use reloads.
+    a.release();
+    {
+        let b = open(&path);
+        b.insert_memory(mem("coffee after lunch", Category::Preference))
+            .unwrap();
+    }
+    let ids = a.with_memories(|ms| ms.iter().map(|m| m.id).collect::<Vec<_>>());
+    assert_eq!(ids.len(), 2, "the other writer's memory is seen: {ids:?}");
+    assert!(ids.contains(&first));
+    // And this store writes on after it.
+    a.insert_memory(mem("water all day", Category::Preference))
+        .unwrap();
+    drop(a);
+    assert_eq!(open(&path).with_memories(|ms| ms.len()), 3);
+}
+
+#[test]
+fn a_store_that_is_not_shared_ignores_release() {
+    let path = temp_path("unshared");
+    let a = open(&path);
+    a.release();
+    // Still open: another handle cannot take the file.
+    assert!(Store::open(&path, &FallbackTokenizer).is_err());
+}

@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use argh::FromArgs;
-use evolve_core::permission::{AnswerOutcome, Level, PendingCall, Policy};
+use evolve_core::permission::{AnswerOutcome, Decision, Level, PendingCall, Policy, RefusalReason};
 use evolve_core::text::{one_line, KeywordSet, Lang};
 
 use super::app::{now, open_store, App, STORE_WAIT};
@@ -84,10 +84,17 @@ impl TurnIo for Terminal<'_> {
 
     fn on_tool_end(&mut self, run: &ToolRun) {
         if !run.ran {
+            let why = match (run.answer.as_deref(), run.decision) {
+                (Some(answer), _) => answer.to_string(),
+                (None, Some(Decision::Refuse(RefusalReason::Dangerous))) => format!(
+                    "{}: dangerous, never run",
+                    run.level.map_or("L5".to_string(), |l| l.to_string())
+                ),
+                _ => "refused".to_string(),
+            };
             self.say(&format!(
-                "  ✗ {} not run ({})",
-                run.name,
-                run.answer.as_deref().unwrap_or("refused")
+                "  ✗ {} not run ({why})",
+                printable(&run.name, false)
             ));
         } else if run.is_error {
             self.say(&format!("  ✗ {} failed", run.name));

@@ -6,12 +6,23 @@
 //! ```
 //! Prints the base URL (`http://127.0.0.1:P/v1`) on stdout, then serves until killed.
 //! `--script` queues replies (see `Reply::from_json`); `--echo` answers every unscripted
-//! request with `echo: ` and the last user message (otherwise `ok`).
+//! request with `echo: ` and the last user message (otherwise `ok`). Evolve's background
+//! prompts (`[evolve:extract]`, …) answer from the script's `routes` or the fallback,
+//! never from the conversation's replies.
 
 use std::process::ExitCode;
 use std::time::Duration;
 
 use evolve_fake_llm::{FakeLlm, Reply};
+
+/// The markers that start Evolve's background prompts (mini/src/agents/prompts.rs).
+const EVOLVE_MARKERS: [&str; 5] = [
+    "[evolve:extract]",
+    "[evolve:evaluate]",
+    "[evolve:reflect]",
+    "[evolve:style]",
+    "[evolve:summarize]",
+];
 
 const USAGE: &str = "usage: fake-llm [--port P] [--script FILE.json] [--echo] \
                      [--repeat-tool-headers] [--chunk-delay-ms N]";
@@ -80,6 +91,11 @@ fn main() -> ExitCode {
     }
     fake.repeat_tool_headers(args.repeat_tool_headers);
     fake.set_chunk_delay(args.chunk_delay);
+    // Evolve's background prompts (memory extraction, evaluation, …) never take the
+    // replies scripted for the conversation; a script's "routes" can still answer them.
+    for marker in EVOLVE_MARKERS {
+        fake.quiet(marker);
+    }
     if let Some(path) = &args.script {
         let loaded = std::fs::read_to_string(path)
             .map_err(|e| format!("cannot read {path}: {e}"))

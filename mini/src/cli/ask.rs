@@ -23,7 +23,18 @@ use crate::error::Error;
 
 /// ask one question headlessly: the answer on stdout, for scripts and cron
 #[derive(FromArgs, Debug)]
-#[argh(subcommand, name = "ask")]
+#[argh(
+    subcommand,
+    name = "ask",
+    error_code(0, "answered"),
+    error_code(1, "anything else went wrong"),
+    error_code(2, "usage or configuration error"),
+    error_code(3, "the model could not be reached or kept failing"),
+    error_code(
+        4,
+        "a tool call needed a person and was refused (the answer is still printed)"
+    )
+)]
 pub struct AskCmd {
     /// the question, or - to read it from stdin
     #[argh(positional)]

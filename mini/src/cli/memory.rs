@@ -43,11 +43,11 @@ enum Action {
     Rank(Rank),
 }
 
-/// remember TEXT (a similar memory is merged into, an exact copy is not stored twice)
+/// remember TEXT (a restatement of a stored memory is merged into it, an exact copy is not stored twice)
 #[derive(FromArgs, Debug)]
 #[argh(subcommand, name = "add")]
 struct Add {
-    /// what to remember
+    /// what to remember, or - to read it from stdin
     #[argh(positional)]
     text: String,
     /// instruction, preference, reminder, fact or general (default general)

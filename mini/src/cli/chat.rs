@@ -318,6 +318,10 @@ fn input(
             if let Error::Model(LlmError::Cancelled) = e {
                 println!("\n(cancelled)");
             } else {
+                if streamed {
+                    // The part of the answer that arrived stays; the error starts a line.
+                    println!();
+                }
                 eprintln!("evolve: {e}");
             }
             // The question (and any tool rounds) stay in the session: go on there.

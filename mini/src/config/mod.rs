@@ -105,7 +105,7 @@ pub struct Timeouts {
     pub first_byte: Duration,
     /// Longest silence between two chunks of a stream (`timeout_per_read`).
     pub per_read: Duration,
-    /// Cap on a whole non-streaming call.
+    /// Cap on a whole call, streamed or not.
     pub overall: Duration,
 }
 
@@ -119,7 +119,7 @@ impl Default for Timeouts {
             connect: Duration::from_secs(10),
             first_byte: Duration::from_secs(120),
             per_read: Duration::from_secs(60),
-            overall: Duration::from_secs(300),
+            overall: Duration::from_secs(600),
         }
     }
 }
@@ -556,7 +556,7 @@ pub(crate) mod tests {
                 secs(t.per_read),
                 secs(t.overall)
             ],
-            [10, 120, 60, 300]
+            [10, 120, 60, 600]
         );
         let a = &c.agent;
         assert_eq!(

@@ -55,12 +55,14 @@ pub const CONFIG_TEMPLATE: &str = r#"# evolve configuration — `evolve config s
 [model.timeouts]
 # Connecting (TCP + TLS).
 #connect = 10
-# From the request to the first byte of the answer (models think first).
+# From the request to the first byte (and, streamed, to the first token: models think
+# first).
 #first_byte = 120
-# Longest silence between two pieces of a streamed answer.
+# Longest silence between two pieces of a streamed answer (keep-alive comments do not
+# count as pieces).
 #per_read = 60
-# Cap on a whole answer that is not streamed.
-#overall = 300
+# Cap on a whole answer, streamed or not (raise it for long answers from slow models).
+#overall = 600
 
 [agent]
 # Model calls in one turn's tool loop.

@@ -234,17 +234,45 @@ impl Client {
         let mut json_lines = Vec::new();
         let as_json = is_json(&content_type);
         let mut done = false;
+        let mut saw_done = false;
+        // Only data resets the idle timer (a server sending `: ping` comments forever
+        // is as stuck as a silent one): `first_byte` until the first data event, then
+        // `per_read` between events, and `overall` for the whole stream.
+        let t = &self.config.timeouts;
+        let started = Instant::now();
+        let mut last_data: Option<Instant> = None;
         while !done {
-            let idle = Some(self.config.timeouts.per_read);
-            match ex.next(idle, cancel) {
+            let now = Instant::now();
+            let (limit, since, phase) = match last_data {
+                None => (t.first_byte, started, transport::PHASE_FIRST_BYTE),
+                Some(at) => (t.per_read, at, transport::PHASE_IDLE),
+            };
+            let idle_left = limit.saturating_sub(now.duration_since(since));
+            let overall_left = t.overall.saturating_sub(now.duration_since(started));
+            if idle_left.is_zero() || overall_left.is_zero() {
+                let phase = if idle_left.is_zero() {
+                    phase
+                } else {
+                    transport::PHASE_OVERALL
+                };
+                let url = display_url(url);
+                return Err((LlmError::Timeout { url, phase }, Retry::No));
+            }
+            match ex.next(Some(idle_left.min(overall_left)), cancel) {
                 Next::Cancelled => return Err((LlmError::Cancelled, Retry::No)),
-                Next::Idle => {
-                    let url = display_url(url);
-                    let phase = transport::PHASE_IDLE;
-                    return Err((LlmError::Timeout { url, phase }, Retry::No));
+                Next::Idle => continue,
+                Next::Event(Event::Line(line)) if as_json => {
+                    if !line.trim().is_empty() {
+                        last_data = Some(Instant::now());
+                    }
+                    json_lines.push(line);
                 }
-                Next::Event(Event::Line(line)) if as_json => json_lines.push(line),
-                Next::Event(Event::Line(line)) => parser.push_line(&line, &mut payloads),
+                Next::Event(Event::Line(line)) => {
+                    parser.push_line(&line, &mut payloads);
+                    if !payloads.is_empty() {
+                        last_data = Some(Instant::now());
+                    }
+                }
                 Next::Event(Event::End) => {
                     parser.finish(&mut payloads);
                     done = true;
@@ -259,6 +287,7 @@ impl Client {
                 let data = p.trim();
                 if data == sse::DONE {
                     done = true;
+                    saw_done = true;
                     break;
                 }
                 if data.is_empty() {
@@ -288,6 +317,15 @@ impl Client {
             return Ok(Some(p));
         }
         if asm.chunks > 0 {
+            if !saw_done && !asm.finished() {
+                // Neither `[DONE]` nor a `finish_reason`: the connection was cut, and a
+                // cut answer must not be stored, evaluated and learned from as whole.
+                return Err(protocol(
+                    "the stream ended before the answer was complete (no finish_reason, \
+                     no [DONE]) — the connection may have been cut; try again"
+                        .to_string(),
+                ));
+            }
             return Ok(Some(asm.finish()));
         }
         match parser.stray {

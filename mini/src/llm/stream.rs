@@ -39,6 +39,13 @@ pub(crate) struct Assembler {
 }
 
 impl Assembler {
+    /// The server said the answer ended (a `finish_reason` was seen).
+    pub fn finished(&self) -> bool {
+        self.finish_reason.is_some()
+    }
+}
+
+impl Assembler {
     /// Applies one chunk; `Err` carries the server's message when the chunk is an error.
     pub fn apply(
         &mut self,

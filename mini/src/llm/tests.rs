@@ -382,11 +382,34 @@ fn a_silent_stream_times_out_without_a_retry() {
     fake.push(Reply::Hang(Duration::from_secs(30)));
     let err = run(&short(&fake), &request(true)).0.expect_err("a timeout");
     assert!(
-        matches!(err, LlmError::Timeout { phase, .. } if phase == transport::PHASE_IDLE),
+        matches!(err, LlmError::Timeout { phase, .. } if phase == transport::PHASE_FIRST_BYTE),
         "{err:?}"
     );
     assert!(err.is_unreachable());
     assert_eq!(fake.chat_requests().len(), 1);
+}
+
+#[test]
+fn a_stream_that_stops_after_some_text_times_out_as_idle() {
+    let fake = FakeLlm::start();
+    fake.push(Reply::TextThenHang("Hello".into(), Duration::from_secs(30)));
+    let mut c = config(&fake.base_url());
+    c.timeouts = Timeouts {
+        connect: Duration::from_secs(2),
+        first_byte: Duration::from_secs(5),
+        per_read: Duration::from_millis(300),
+        overall: Duration::from_secs(20),
+    };
+    let (r, deltas) = run(&client_with(c), &request(true));
+    let err = r.expect_err("a timeout");
+    assert!(
+        matches!(err, LlmError::Timeout { phase, .. } if phase == transport::PHASE_IDLE),
+        "{err:?}"
+    );
+    assert!(
+        !deltas.is_empty(),
+        "the text before the silence was delivered"
+    );
 }
 
 #[test]
@@ -462,13 +485,18 @@ fn tolerated_streams_still_give_the_answer() {
     let chunk = |delta: Value| format!("data:{}", json!({"choices": [{"delta": delta}]}));
     let cases: Vec<(&str, Vec<String>, &str, Option<&str>)> = vec![
         (
-            "no [DONE], CRLF, comments, event lines",
+            "no [DONE] (a finish_reason instead), CRLF, comments, event lines",
             vec![
                 ": keep-alive\r\n".into(),
                 "event: message\r\n".into(),
                 chunk(json!({"content": "Hi "})) + "\r\n",
                 "\r\n".into(),
                 chunk(json!({"content": "you"})),
+                "\r\n".into(),
+                format!(
+                    "data:{}",
+                    json!({"choices": [{"delta": {}, "finish_reason": "stop"}]})
+                ),
             ],
             "Hi you",
             None,
@@ -494,6 +522,10 @@ fn tolerated_streams_still_give_the_answer() {
             vec![
                 chunk(json!({"content": "a"})),
                 chunk(json!({"content": "b"})),
+                format!(
+                    "data:{}",
+                    json!({"choices": [{"delta": {}, "finish_reason": "stop"}]})
+                ),
             ],
             "ab",
             None,

@@ -1,7 +1,9 @@
-//! Review 3: model faults through the built binary. FAILING (defects): the two cut-stream
-//! tests, the two endless-stream tests, and the terminal-escape test. A raw TCP "model server" plays the
-//! faults the fake cannot (reset mid-stream, close before headers, endless and huge
-//! bodies); the fake's `Reply` variants play the rest.
+//! Model faults through the built binary: a connection reset mid-stream or closed before
+//! the headers, a stream cut without its end, keep-alives or tokens forever, a 50 MB
+//! body, 429 with Retry-After, 500 bursts, malformed SSE, invalid tool-call JSON, HTML
+//! instead of JSON, escape sequences in a server's error. Each ends in a clear error in
+//! bounded time with nothing lost, and the session goes on. A raw TCP "model server"
+//! plays the faults the fake cannot; the fake's `Reply` variants play the rest.
 
 mod support;
 

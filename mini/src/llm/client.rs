@@ -284,29 +284,14 @@ impl Client {
                 Next::Event(other) => return Err(protocol(format!("unexpected {other:?}"))),
             }
             for p in payloads.drain(..) {
-                let data = p.trim();
-                if data == sse::DONE {
+                let mut on = |d: Delta<'_>| {
+                    delivered = true;
+                    on_delta(d);
+                };
+                if apply_payload(&p, &mut asm, &mut on).map_err(protocol)? {
                     done = true;
                     saw_done = true;
                     break;
-                }
-                if data.is_empty() {
-                    continue;
-                }
-                let values = sse::split_payloads(data).map_err(|e| {
-                    protocol(format!(
-                        "a stream event is not JSON ({e}): {}",
-                        wire::quote(data, BAD_LINE_CHARS)
-                    ))
-                })?;
-                for v in values {
-                    asm.apply(&v, &mut |d| {
-                        delivered = true;
-                        on_delta(d);
-                    })
-                    .map_err(|m| {
-                        protocol(format!("the server reported an error mid-stream: {m}"))
-                    })?;
                 }
             }
         }
@@ -534,28 +519,41 @@ fn parse_body(url: &str, body: &str) -> Result<Parsed, LlmError> {
     parser.finish(&mut payloads);
     let mut asm = Assembler::default();
     for p in payloads {
-        let data = p.trim();
-        if data == sse::DONE {
+        if apply_payload(&p, &mut asm, &mut |_| {}).map_err(protocol)? {
             break;
-        }
-        if data.is_empty() {
-            continue;
-        }
-        let values = sse::split_payloads(data).map_err(|e| {
-            protocol(format!(
-                "a stream event is not JSON ({e}): {}",
-                wire::quote(data, BAD_LINE_CHARS)
-            ))
-        })?;
-        for v in values {
-            asm.apply(&v, &mut |_| {})
-                .map_err(|m| protocol(format!("the server reported an error: {m}")))?;
         }
     }
     if asm.chunks == 0 {
         return Err(protocol("the event stream held no answer".into()));
     }
     Ok(asm.finish())
+}
+
+/// Feeds one SSE data payload to the assembler; `Ok(true)` at `[DONE]`, `Err` with
+/// what is wrong (a payload that is not JSON, an error the server sent in the stream).
+fn apply_payload(
+    payload: &str,
+    asm: &mut Assembler,
+    on_delta: &mut dyn FnMut(Delta<'_>),
+) -> Result<bool, String> {
+    let data = payload.trim();
+    if data == sse::DONE {
+        return Ok(true);
+    }
+    if data.is_empty() {
+        return Ok(false);
+    }
+    let values = sse::split_payloads(data).map_err(|e| {
+        format!(
+            "a stream event is not JSON ({e}): {}",
+            wire::quote(data, BAD_LINE_CHARS)
+        )
+    })?;
+    for v in values {
+        asm.apply(&v, on_delta)
+            .map_err(|m| format!("the server reported an error in the stream: {m}"))?;
+    }
+    Ok(false)
 }
 
 /// The URL as errors and logs show it: without a `user:password@` part.

@@ -1,15 +1,11 @@
-//! Test support for the tools: temporary directories and a hand-built [`ToolContext`]
-//! (the configuration loader and the store are other modules' work, so the tests build
-//! their values directly).
+//! Test support for the tools: temporary directories and a [`ToolContext`] over a
+//! default configuration and a fresh store.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
-use std::time::Duration;
-
-use evolve_core::CoreConfig;
 
 use super::{Builtins, ToolContext, ToolOutput};
-use crate::config::{AgentConfig, Config, ModelConfig, TextConfig, Timeouts, ToolsConfig};
+use crate::config::{Config, ToolsConfig};
 use crate::skills::Catalog;
 use crate::store::Store;
 use crate::text::ShellTokenizer;
@@ -18,55 +14,22 @@ pub use crate::testing::TempDir;
 
 /// The built-in defaults of the tool limits (as documented on [`ToolsConfig`]).
 pub fn tools_config() -> ToolsConfig {
-    ToolsConfig {
-        shell_timeout: Duration::from_secs(30),
-        output_cap: 128 * 1024,
-        http_allow_private: false,
-        http_timeout: Duration::from_secs(20),
-        levels: Vec::new(),
-    }
+    ToolsConfig::default()
 }
 
-/// A whole configuration with `home` and its `workspace` folder.
+/// A whole configuration with `home` and its `workspace` folder: the defaults, a model
+/// nobody listens on, no retries, no learning.
 pub fn config(home: &Path, tools: ToolsConfig) -> Config {
-    let timeouts = Timeouts {
-        connect: Duration::from_secs(5),
-        first_byte: Duration::from_secs(60),
-        per_read: Duration::from_secs(60),
-        overall: Duration::from_secs(300),
-    };
-    Config {
-        home: home.to_path_buf(),
-        file: home.join("config.toml"),
-        profile: "default".into(),
-        model: ModelConfig {
-            base_url: "http://127.0.0.1:9/v1".into(),
-            base_url_is_default: false,
-            api_key: None,
-            main: "test".into(),
-            cheap: "test".into(),
-            context_window: 8192,
-            reserved_output: 1024,
-            timeouts,
-            max_retries: 0,
-            stream: false,
-            temperature: None,
-        },
-        core: CoreConfig::default(),
-        agent: AgentConfig {
-            max_steps: 8,
-            reflect_every: 10,
-            reflect_below: 0.5,
-            style_above: 0.8,
-            style_notes_max: 8,
-            background_wait: Duration::from_secs(60),
-            learn: false,
-        },
-        tools,
-        text: TextConfig::default(),
-        workspace: home.join("workspace"),
-        log: "warn".into(),
-    }
+    let mut c = Config::defaults(home.to_path_buf());
+    c.model.base_url = "http://127.0.0.1:9/v1".into();
+    c.model.base_url_is_default = false;
+    c.model.main = "test".into();
+    c.model.cheap = "test".into();
+    c.model.max_retries = 0;
+    c.model.stream = false;
+    c.agent.learn = false;
+    c.tools = tools;
+    c
 }
 
 /// Everything a tool call needs, in a temporary home with a `workspace` folder.

@@ -2,6 +2,23 @@
 //! one line, with "…" where something was cut.
 
 use alloc::string::String;
+use core::fmt::Write;
+
+/// `text` safe to show on a terminal: control characters (ESC, CR, BEL, C1 codes such
+/// as CSI, DEL …) become visible `\u{..}` escapes, so text from a model or a server
+/// cannot move the cursor, redraw a question or write the clipboard. Newlines and tabs
+/// stay when `keep_lines`.
+pub fn escape_controls(text: &str, keep_lines: bool) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if c.is_control() && !(keep_lines && (c == '\n' || c == '\t')) {
+            let _ = write!(out, "\\u{{{:x}}}", c as u32);
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
 
 /// `text` cut to at most `max` characters; a cut text ends in `…` (counted in `max`).
 pub fn clip_chars(text: &str, max: usize) -> String {
@@ -58,5 +75,21 @@ mod tests {
         assert_eq!(one_line("hello world", 8), "hello w…");
         assert_eq!(one_line("hello world", 7), "hello…");
         assert_eq!(one_line("", 3), "");
+    }
+}
+
+#[cfg(test)]
+mod escape_tests {
+    use super::escape_controls;
+
+    #[test]
+    fn controls_become_visible_and_lines_stay_when_asked() {
+        assert_eq!(
+            escape_controls("a\u{1b}[2Jb\rc", false),
+            "a\\u{1b}[2Jb\\u{d}c"
+        );
+        assert_eq!(escape_controls("x\ny\tz\u{9b}", true), "x\ny\tz\\u{9b}");
+        assert_eq!(escape_controls("x\ny", false), "x\\u{a}y");
+        assert_eq!(escape_controls("上海 ok", false), "上海 ok");
     }
 }

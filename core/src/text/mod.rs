@@ -11,7 +11,7 @@ mod lang;
 mod similarity;
 mod tokenize;
 
-pub use clip::{clip_chars, one_line};
+pub use clip::{clip_chars, escape_controls, one_line};
 pub use estimate::{
     estimate_message_tokens, estimate_text_tokens, IMAGE_TOKENS, MESSAGE_OVERHEAD_TOKENS,
 };

@@ -135,11 +135,11 @@ impl Manager {
         &self.rt
     }
 
-    /// Lets go of the runtime (the store closes once the queued background work, which
-    /// holds it too, is done) and keeps the worker, to wait for that work later.
-    pub fn into_worker(self) -> Worker {
-        let Manager { worker, .. } = self;
-        worker
+    /// Closes the (shared) store once the background work queued so far is done; the
+    /// next use opens it again. For interfaces that wait for a person between turns.
+    pub fn release_when_idle(&self) {
+        let rt = Arc::clone(&self.rt);
+        self.worker.submit(move || rt.store.release());
     }
 
     /// Waits for the background work queued so far, at most `timeout`.
@@ -380,7 +380,7 @@ impl Manager {
             let mut stop = false;
             for (call, args) in msg.tool_calls.iter().zip(canonical) {
                 let (content, mut run) = match args {
-                    _ if !rt.tools.has(&call.name) => unknown_tool(rt, call),
+                    _ if !rt.tools.has(&call.name) => unknown_tool(call),
                     Err(problem) => (
                         format!(
                             "error: not run: {problem}. Send the arguments as one JSON object."
@@ -748,15 +748,10 @@ fn non_empty(s: &str) -> Option<&str> {
 
 /// The answer to a call of a tool that does not exist: no permission question (there
 /// is nothing to allow), the model is told which tools there are.
-fn unknown_tool(rt: &Runtime, call: &evolve_core::history::ToolCall) -> (String, ToolRun) {
-    let known: Vec<String> = rt.tools.specs().into_iter().map(|s| s.name).collect();
+fn unknown_tool(call: &evolve_core::history::ToolCall) -> (String, ToolRun) {
     log::info!("the model called {:?}, which does not exist", call.name);
     (
-        format!(
-            "error: there is no tool named {:?}; the tools are: {}",
-            call.name,
-            known.join(", ")
-        ),
+        format!("error: {}", crate::tools::Builtins::unknown(&call.name)),
         ToolRun::not_run(call, "no such tool"),
     )
 }

@@ -22,7 +22,6 @@ mod worker;
 pub use manager::{Approval, Manager, TurnInput, TurnIo};
 pub use record::ToolRun;
 pub use runtime::Runtime;
-pub use worker::Worker;
 
 pub use evaluate::EvaluateAgent;
 pub use memory::MemoryAgent;

@@ -103,13 +103,6 @@ impl ToolAgent {
         now: Timestamp,
         cancel: &AtomicBool,
     ) -> ToolOutput {
-        if !rt.tools.has(name) {
-            let known: Vec<String> = rt.tools.specs().into_iter().map(|s| s.name).collect();
-            return ToolOutput::error(format!(
-                "there is no tool named {name:?}; the tools are: {}",
-                known.join(", ")
-            ));
-        }
         if !rt.workspace.is_dir() {
             return ToolOutput::error(format!(
                 "the workspace {} does not exist or is not a directory",

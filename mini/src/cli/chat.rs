@@ -6,7 +6,7 @@
 
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use argh::FromArgs;
@@ -16,7 +16,7 @@ use evolve_core::text::{one_line, KeywordSet, Lang};
 use super::app::{now, open_store, App, STORE_WAIT};
 use super::interrupt;
 use super::printable;
-use crate::agents::{Approval, Manager, Runtime, ToolRun, TurnInput, TurnIo, Worker};
+use crate::agents::{Approval, Manager, Runtime, ToolRun, TurnInput, TurnIo};
 use crate::config::LoadOptions;
 use crate::error::Error;
 use crate::llm::{Delta, LlmError};
@@ -156,51 +156,36 @@ pub fn run(cmd: ChatCmd) -> Result<(), Error> {
         profile: cmd.profile.clone(),
         workspace: cmd.workspace.clone(),
     })?;
-    let App { config, tokenizer } = app;
-    // The store is opened for each turn or command and released after it (when the
-    // background work is done), so a cron `ask` can run while a chat window is open.
-    let open = || -> Result<Manager, Error> {
-        let store = open_store(
-            &config,
-            &tokenizer,
-            STORE_WAIT.max(config.agent.background_wait),
-        )?;
-        Ok(Manager::new(Runtime::new(
-            config.clone(),
-            store,
-            tokenizer.clone(),
-        )))
-    };
+    let wait = app.config.agent.background_wait;
+    let stream = app.config.model.stream;
+    let banner = format!(
+        "evolve {} — model {} at {} · /help for commands, Ctrl-D to leave",
+        env!("CARGO_PKG_VERSION"),
+        app.config.model.main,
+        crate::llm::display_url(&app.config.model.base_url)
+    );
+    let store = open_store(&app.config, &app.tokenizer, STORE_WAIT.max(wait))?;
     if let Some(id) = &cmd.session {
-        open()?.runtime().store.session(id)?;
+        store.session(id)?;
     }
-    let stream = config.model.stream;
+    let App { config, tokenizer } = app;
+    let manager = Arc::new(Manager::new(Runtime::new(config, store, tokenizer)));
+    // The store is closed whenever chat waits (at the prompt, for the model, for a
+    // person), so a cron `ask` can run while a chat window is open.
+    manager.runtime().store.release();
     let mut session = cmd.session.clone();
     let tty = std::io::stdin().is_terminal();
     interrupt::install();
     let mut lines = stdin_lines();
     if tty {
-        eprintln!(
-            "evolve {} — model {} at {} · /help for commands, Ctrl-D to leave",
-            env!("CARGO_PKG_VERSION"),
-            config.model.main,
-            crate::llm::display_url(&config.model.base_url)
-        );
+        eprintln!("{banner}");
     }
-    // The last answer's background work, waited for before the next input and before
-    // leaving — also when Ctrl-C at the prompt ends chat (the watcher thread below).
-    let pending: Arc<Mutex<Option<Worker>>> = Arc::new(Mutex::new(None));
-    let wait = config.agent.background_wait;
-    let watcher_pending = Arc::clone(&pending);
+    // Ctrl-C at the prompt ends chat once the last answer's background work is saved.
+    let watcher = Arc::clone(&manager);
     std::thread::spawn(move || loop {
         std::thread::sleep(Duration::from_millis(50));
         if interrupt::quit_requested() {
-            // Held while flushing, here and in the main thread: whoever flushes first,
-            // the process ends only after the work is saved.
-            let mut slot = lock(&watcher_pending);
-            if let Some(w) = slot.take() {
-                w.flush(wait);
-            }
+            watcher.flush(wait);
             println!();
             std::process::exit(130);
         }
@@ -217,28 +202,22 @@ pub fn run(cmd: ChatCmd) -> Result<(), Error> {
         }
         // From here until the next prompt Ctrl-C cancels what runs, not chat.
         interrupt::begin_turn();
-        let go_on = input(
-            text,
-            &open,
-            &pending,
-            &mut session,
-            &mut lines,
-            stream,
-            wait,
-        );
+        // The previous answer's background work finishes first: its memories are then
+        // in place for this one.
+        manager.flush(wait);
+        let go_on = input(text, &manager, &mut session, &mut lines, stream);
+        // Closed once this input's background work is done.
+        manager.release_when_idle();
         interrupt::end_turn();
         if !go_on {
             break;
         }
     }
-    let mut slot = lock(&pending);
-    if let Some(previous) = slot.take() {
-        if !previous.flush(wait) {
-            log::warn!(
-                "the background work did not finish within {} s",
-                wait.as_secs()
-            );
-        }
+    if !manager.flush(wait) {
+        log::warn!(
+            "the background work did not finish within {} s",
+            wait.as_secs()
+        );
     }
     if interrupt::quit_requested() {
         // Ctrl-C at the prompt, while the last work was being saved.
@@ -248,38 +227,16 @@ pub fn run(cmd: ChatCmd) -> Result<(), Error> {
     Ok(())
 }
 
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
 /// One line typed at the prompt: a slash command or a turn. `false` ends chat.
-#[allow(clippy::too_many_arguments)]
 fn input(
     text: &str,
-    open: &dyn Fn() -> Result<Manager, Error>,
-    pending: &Mutex<Option<Worker>>,
+    manager: &Manager,
     session: &mut Option<String>,
     lines: &mut dyn Iterator<Item = String>,
     stream: bool,
-    wait: Duration,
 ) -> bool {
-    // The previous turn's background work finishes before this one starts (its
-    // memories are then in place); its runtime, and the store lock, go with it.
-    {
-        let mut slot = lock(pending);
-        if let Some(previous) = slot.take() {
-            previous.flush(wait);
-        }
-    }
-    let manager = match open() {
-        Ok(m) => m,
-        Err(e) => {
-            eprintln!("evolve: {e}");
-            return true;
-        }
-    };
     if let Some(command) = text.strip_prefix('/') {
-        return match slash(command, &manager, session) {
+        return match slash(command, manager, session) {
             Ok(go_on) => go_on,
             Err(e) => {
                 eprintln!("evolve: {e}");
@@ -328,9 +285,6 @@ fn input(
             *session = manager.last_session();
         }
     }
-    // The runtime lives on only in the background work, then closes (and releases
-    // the store); the worker stays to be waited for.
-    *lock(pending) = Some(manager.into_worker());
     true
 }
 

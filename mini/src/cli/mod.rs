@@ -18,21 +18,8 @@ use crate::error::Error;
 /// for an option): "read this from stdin".
 pub const STDIN_ARG: &str = "\u{0}stdin";
 
-/// `text` safe to print on a terminal: control characters (ESC, CR, C1 codes such as
-/// CSI, DEL …) become visible `\u{..}` escapes, so neither a model's answer nor the
-/// arguments it chose can move the cursor or redraw a permission question. Newlines
-/// (and tabs) stay when `keep_lines`.
-pub fn printable(text: &str, keep_lines: bool) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        if c.is_control() && !(keep_lines && (c == '\n' || c == '\t')) {
-            out.push_str(&format!("\\u{{{:x}}}", c as u32));
-        } else {
-            out.push(c);
-        }
-    }
-    out
-}
+/// Text safe to print on a terminal (the core's rule, shared with the model client).
+pub use evolve_core::text::escape_controls as printable;
 
 /// A positional argument, or stdin read to the end when it was `-`.
 pub fn positional_or_stdin(arg: &str) -> Result<String, Error> {

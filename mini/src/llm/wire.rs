@@ -268,19 +268,10 @@ pub(crate) fn server_message(body: &str) -> String {
 
 /// At most `max` characters of `text` on one line, `…` when cut.
 pub(crate) fn quote(text: &str, max: usize) -> String {
-    // Control characters (ESC, BEL, C1 codes …) become `\u{..}`: a server's words end
-    // up on a terminal and must not drive it.
-    let visible: String = text
-        .chars()
-        .map(|c| {
-            if c.is_control() && !c.is_whitespace() {
-                format!("\\u{{{:x}}}", c as u32)
-            } else {
-                c.to_string()
-            }
-        })
-        .collect();
-    let one_line = visible.split_whitespace().collect::<Vec<_>>().join(" ");
+    // White space folded first, then the remaining control characters (ESC, BEL, C1
+    // codes …) escaped: a server's words end up on a terminal and must not drive it.
+    let folded = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    let one_line = evolve_core::text::escape_controls(&folded, false);
     match one_line.char_indices().nth(max) {
         Some((cut, _)) => format!("{}…", &one_line[..cut]),
         None => one_line,

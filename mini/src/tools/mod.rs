@@ -326,6 +326,15 @@ impl Builtins {
         args::read_json(arguments).map(|v| v.to_string())
     }
 
+    /// What the model is told when it calls a tool that does not exist.
+    pub fn unknown(name: &str) -> String {
+        let names: Vec<&str> = DEFS.iter().map(|d| d.name).collect();
+        format!(
+            "there is no tool named {name:?} (no built-in tool and no MCP tool); the tools are: {}",
+            names.join(", ")
+        )
+    }
+
     /// Whether `name` is a built-in tool.
     pub fn has(&self, name: &str) -> bool {
         def(name).is_some()
@@ -358,11 +367,7 @@ impl Builtins {
     /// Runs a call that was allowed. Bad arguments give an error output, never a panic.
     pub fn run(&self, name: &str, arguments: &str, ctx: &ToolContext<'_>) -> ToolOutput {
         let Some(def) = def(name) else {
-            let names: Vec<&str> = DEFS.iter().map(|d| d.name).collect();
-            return ToolOutput::error(format!(
-                "there is no built-in tool {name:?}; the built-in tools are {}",
-                names.join(", ")
-            ));
+            return ToolOutput::error(Self::unknown(name));
         };
         let args = match args::parse(name, def.params, arguments) {
             Ok(a) => a,

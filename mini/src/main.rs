@@ -9,6 +9,7 @@ mod config;
 mod error;
 mod llm;
 mod logger;
+mod mcp;
 mod skills;
 mod store;
 #[cfg(test)]

@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use crate::config::Config;
 use crate::llm::{ChatModel, Client};
+use crate::mcp::Hub;
 use crate::skills::Catalog;
 use crate::store::Store;
 use crate::text::ShellTokenizer;
@@ -27,6 +28,8 @@ pub struct Runtime {
     /// The workspace, absolute and canonical (created on first start), so that the
     /// permission check and the file tools agree on what is inside it.
     pub workspace: PathBuf,
+    /// MCP servers (started on first use).
+    pub mcp: Hub,
 }
 
 impl Runtime {
@@ -47,7 +50,13 @@ impl Runtime {
         let skills = Catalog::load(&config.skills_dir(), &tokenizer);
         let tools = Builtins::new(&config.tools);
         let workspace = prepare_workspace(&config.workspace);
+        let servers = crate::mcp::servers::load(&config, &store).unwrap_or_else(|e| {
+            log::warn!("the MCP servers kept in the store cannot be read: {e}");
+            config.mcp.servers.clone()
+        });
+        let mcp = Hub::new(servers);
         Arc::new(Runtime {
+            mcp,
             workspace,
             config,
             store,

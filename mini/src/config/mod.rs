@@ -241,6 +241,24 @@ pub struct TextConfig {
     pub dict_path: Option<PathBuf>,
 }
 
+/// MCP servers defined in `config.toml`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct McpConfig {
+    /// The per-call timeout of servers that do not set their own (default 60 s).
+    pub timeout: Duration,
+    /// `[mcp.servers.NAME]`, in name order.
+    pub servers: Vec<crate::mcp::ServerSpec>,
+}
+
+impl Default for McpConfig {
+    fn default() -> Self {
+        McpConfig {
+            timeout: crate::mcp::DEFAULT_CALL_TIMEOUT,
+            servers: Vec::new(),
+        }
+    }
+}
+
 /// The file's name inside `$EVOLVE_HOME`.
 pub const CONFIG_FILE: &str = "config.toml";
 
@@ -266,6 +284,8 @@ pub struct Config {
     pub tools: ToolsConfig,
     /// Chinese segmentation.
     pub text: TextConfig,
+    /// MCP servers from the file (`[mcp]`).
+    pub mcp: McpConfig,
     /// File tools work inside this directory (default `$EVOLVE_HOME/workspace`).
     pub workspace: PathBuf,
     /// Log filter (`EVOLVE_LOG`, e.g. `info`, `debug`; default `warn`).
@@ -455,6 +475,7 @@ impl Config {
             agent: AgentConfig::default(),
             tools: ToolsConfig::default(),
             text: TextConfig::default(),
+            mcp: McpConfig::default(),
             log: DEFAULT_LOG.to_string(),
         }
     }

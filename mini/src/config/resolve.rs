@@ -440,6 +440,7 @@ fn resolve(
         agent,
         tools,
         text,
+        mcp: super::McpConfig::default(),
         workspace,
         log,
     })

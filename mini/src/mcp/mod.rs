@@ -1,0 +1,263 @@
+//! MCP: tools from any MCP server (rmcp as the client).
+//!
+//! rmcp is async; nothing else in evolve is. One thread ([`Hub`]) owns a tokio
+//! *current_thread* runtime and every connection — stdio child processes and streamable
+//! HTTP (rmcp's `StreamableHttpClient` implemented on ureq, [`http`]) — and the rest of
+//! the program talks to it through channels with plain blocking calls.
+//!
+//! - [`ServerSpec`]: one server, from `config.toml` (`[mcp.servers.NAME]`) or added at
+//!   run time (`evolve mcp add`, kept in the store); [`servers`] merges the two and reads
+//!   the common `{"mcpServers": {…}}` JSON.
+//! - [`Hub`]: starts servers lazily on first use, lists and calls tools with a per-call
+//!   timeout, restarts a crashed or hung stdio server on next use (with backoff), refreshes
+//!   a tool list on `notifications/tools/list_changed`, and shuts every child down on drop.
+//! - [`classify`]: the level of each MCP tool (user override, else the cheap model's
+//!   classification cached with a fingerprint of the description and schema, with the
+//!   annotations as input; core's `classify` combines them).
+//! - [`catalog`]: what a turn offers the model (`<server>__<tool>` with schemas and
+//!   levels), from the live lists or the store's cache, so a server is only started when
+//!   one of its tools is called or its list is unknown.
+
+// The skeleton of issue 4: the parts are filled in one by one.
+#![allow(dead_code)]
+
+pub mod catalog;
+pub mod classify;
+mod conn;
+mod http;
+mod hub;
+pub mod servers;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use evolve_core::permission::Annotations;
+use serde::{Deserialize, Serialize};
+
+use crate::config::Secret;
+
+pub use hub::Hub;
+
+/// Between a server's name and its tool's in the names the model sees.
+pub const SEP: &str = "__";
+
+/// The default per-call timeout.
+pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// `<server>__<tool>`.
+pub fn full_name(server: &str, tool: &str) -> String {
+    format!("{server}{SEP}{tool}")
+}
+
+/// Splits `<server>__<tool>` at the first `__` (server names cannot contain it).
+pub fn split_name(full: &str) -> Option<(&str, &str)> {
+    let (server, tool) = full.split_once(SEP)?;
+    (!server.is_empty() && !tool.is_empty()).then_some((server, tool))
+}
+
+/// A server name is 1–32 of `[A-Za-z0-9_-]`, not containing `__`, not starting with `-`.
+pub fn valid_server_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 32
+        && !name.starts_with('-')
+        && !name.contains(SEP)
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
+/// How to reach a server.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Transport {
+    /// A child process speaking JSON-RPC over stdin/stdout; its stderr goes to the log.
+    Stdio {
+        /// The program (looked up on PATH).
+        command: String,
+        /// Its arguments.
+        #[serde(default)]
+        args: Vec<String>,
+        /// Extra environment variables (the rest of evolve's environment is inherited).
+        #[serde(default)]
+        env: Vec<(String, String)>,
+        /// Working directory (default: evolve's).
+        #[serde(default)]
+        cwd: Option<PathBuf>,
+    },
+    /// Streamable HTTP.
+    Http {
+        /// The endpoint, e.g. `http://127.0.0.1:3001/mcp`.
+        url: String,
+        /// Extra headers sent with every request (values may be secrets: never shown).
+        #[serde(default)]
+        headers: Vec<(String, String)>,
+        /// `Authorization: Bearer …` (kept in the store as it is; never shown).
+        #[serde(default, with = "secret_opt")]
+        bearer: Option<Secret>,
+    },
+}
+
+/// Where a server's definition lives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SpecSource {
+    /// `[mcp.servers.NAME]` in `config.toml` (edit the file to change it).
+    ConfigFile,
+    /// Added with `evolve mcp add` / `import` / `/mcp add` (kept in the store).
+    Store,
+}
+
+/// One MCP server.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ServerSpec {
+    /// Its name (the `<server>` of `<server>__<tool>`).
+    pub name: String,
+    /// How to reach it.
+    pub transport: Transport,
+    /// Per-call timeout.
+    #[serde(with = "secs")]
+    pub timeout: Duration,
+    /// The user trusts its annotations: a `readOnlyHint` may lower a tool's level.
+    #[serde(default)]
+    pub trusted: bool,
+    /// Only these tools are offered (`None` = all).
+    #[serde(default)]
+    pub enabled_tools: Option<Vec<String>>,
+    /// These tools are never offered.
+    #[serde(default)]
+    pub disabled_tools: Vec<String>,
+    /// The whole server is switched off.
+    #[serde(default)]
+    pub disabled: bool,
+    /// Directories outside the workspace its tools may name in path arguments (core's
+    /// `extra_roots`): set with `roots = [...]`, else the absolute directories among a
+    /// stdio server's arguments and its `cwd` (how filesystem and git servers are told
+    /// where to work).
+    #[serde(default)]
+    pub roots: Vec<PathBuf>,
+    /// Where the definition lives.
+    pub source: SpecSource,
+}
+
+impl ServerSpec {
+    /// The tool is offered to the model (enabled/disabled lists).
+    pub fn offers(&self, tool: &str) -> bool {
+        !self.disabled_tools.iter().any(|t| t == tool)
+            && self
+                .enabled_tools
+                .as_ref()
+                .is_none_or(|only| only.iter().any(|t| t == tool))
+    }
+}
+
+/// A secret kept in the store (the store is the user's own 0600 file); any other output
+/// masks it.
+mod secret_opt {
+    use crate::config::Secret;
+    use serde::{Deserialize, Deserializer, Serializer};
+    pub fn serialize<S: Serializer>(v: &Option<Secret>, s: S) -> Result<S::Ok, S::Error> {
+        match v {
+            Some(secret) => s.serialize_some(secret.expose()),
+            None => s.serialize_none(),
+        }
+    }
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Secret>, D::Error> {
+        Ok(Option::<String>::deserialize(d)?.map(Secret::new))
+    }
+}
+
+mod secs {
+    use serde::{Deserialize, Deserializer, Serializer};
+    use std::time::Duration;
+    pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_u64(d.as_secs())
+    }
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+        Ok(Duration::from_secs(u64::deserialize(d)?))
+    }
+}
+
+/// One tool as a server describes it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct McpTool {
+    /// The server's name for it.
+    pub name: String,
+    /// Its description (may be empty).
+    #[serde(default)]
+    pub description: String,
+    /// Its JSON schema for the arguments, as JSON text (`{"type":"object",…}`).
+    pub input_schema: String,
+    /// The risk hints it came with.
+    #[serde(default)]
+    pub annotations: Annotations,
+}
+
+/// What a tool call gave back.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CallOutcome {
+    /// Its content as text (text parts joined; images and other parts described).
+    pub content: String,
+    /// The server said `isError: true`.
+    pub is_error: bool,
+}
+
+/// What went wrong talking to a server. The text is what the user (and the model, as a
+/// tool error) sees: it names the server and what to do.
+#[derive(Debug, Clone, PartialEq)]
+pub enum McpError {
+    /// No server of that name is configured (or it is disabled).
+    UnknownServer(String),
+    /// The server could not be started or did not complete the handshake.
+    Start { server: String, detail: String },
+    /// The call did not finish within the server's timeout (the server is restarted on
+    /// next use).
+    Timeout {
+        server: String,
+        tool: String,
+        secs: u64,
+    },
+    /// The server died or the connection broke during the call.
+    Broken { server: String, detail: String },
+    /// The server is waiting out its restart backoff.
+    Backoff { server: String, secs: u64 },
+    /// The server answered with a JSON-RPC error.
+    Server { server: String, detail: String },
+    /// Ctrl-C.
+    Cancelled,
+    /// The MCP thread is gone (evolve is shutting down).
+    Shutdown,
+}
+
+impl std::fmt::Display for McpError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            McpError::UnknownServer(s) => write!(
+                f,
+                "no MCP server named {s:?} is configured (see `evolve mcp list`)"
+            ),
+            McpError::Start { server, detail } => write!(
+                f,
+                "MCP server {server:?} could not be started: {detail} (check it with `evolve mcp tools {server}`)"
+            ),
+            McpError::Timeout { server, tool, secs } => write!(
+                f,
+                "MCP tool {tool:?} of server {server:?} did not answer within {secs} s; the server will be restarted on next use"
+            ),
+            McpError::Broken { server, detail } => write!(
+                f,
+                "MCP server {server:?} stopped during the call ({detail}); it will be restarted on next use"
+            ),
+            McpError::Backoff { server, secs } => write!(
+                f,
+                "MCP server {server:?} keeps failing; next restart attempt in {secs} s"
+            ),
+            McpError::Server { server, detail } => {
+                write!(f, "MCP server {server:?} refused the request: {detail}")
+            }
+            McpError::Cancelled => f.write_str("cancelled"),
+            McpError::Shutdown => f.write_str("the MCP connections are shutting down"),
+        }
+    }
+}
+
+impl std::error::Error for McpError {}

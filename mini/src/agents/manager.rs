@@ -294,7 +294,7 @@ impl Manager {
         let ctx = self.context(sid, turn_no, input.text, now)?;
 
         // 5–9. Prompt, tool loop, answer.
-        let specs = ToolAgent.specs(rt);
+        let specs = ToolAgent.specs(rt, input.cancel);
         let mut grants = rt.store.grants(sid)?;
         let max_steps = rt.config.agent.max_steps.max(1);
         loop {
@@ -380,7 +380,7 @@ impl Manager {
             let mut stop = false;
             for (call, args) in msg.tool_calls.iter().zip(canonical) {
                 let (content, mut run) = match args {
-                    _ if !rt.tools.has(&call.name) => unknown_tool(call),
+                    _ if !ToolAgent.has(rt, &call.name) => unknown_tool(rt, call),
                     Err(problem) => (
                         format!(
                             "error: not run: {problem}. Send the arguments as one JSON object."
@@ -748,10 +748,10 @@ fn non_empty(s: &str) -> Option<&str> {
 
 /// The answer to a call of a tool that does not exist: no permission question (there
 /// is nothing to allow), the model is told which tools there are.
-fn unknown_tool(call: &evolve_core::history::ToolCall) -> (String, ToolRun) {
+fn unknown_tool(rt: &Runtime, call: &evolve_core::history::ToolCall) -> (String, ToolRun) {
     log::info!("the model called {:?}, which does not exist", call.name);
     (
-        format!("error: {}", crate::tools::Builtins::unknown(&call.name)),
+        format!("error: {}", ToolAgent.unknown(rt, &call.name)),
         ToolRun::not_run(call, "no such tool"),
     )
 }

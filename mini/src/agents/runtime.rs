@@ -1,10 +1,11 @@
 //! Everything a turn needs, owned, so the background worker can share it (`Arc`).
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use crate::config::Config;
 use crate::llm::{ChatModel, Client};
+use crate::mcp::catalog::Catalog as McpCatalog;
 use crate::mcp::Hub;
 use crate::skills::Catalog;
 use crate::store::Store;
@@ -30,6 +31,9 @@ pub struct Runtime {
     pub workspace: PathBuf,
     /// MCP servers (started on first use).
     pub mcp: Hub,
+    /// The MCP tools offered in the latest turn (the permission check and the run of
+    /// a call use the same entry the model was shown).
+    pub mcp_catalog: Mutex<Option<Arc<McpCatalog>>>,
 }
 
 impl Runtime {
@@ -57,6 +61,7 @@ impl Runtime {
         let mcp = Hub::new(servers);
         Arc::new(Runtime {
             mcp,
+            mcp_catalog: Mutex::new(None),
             workspace,
             config,
             store,

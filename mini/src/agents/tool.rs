@@ -5,6 +5,7 @@
 //! interface); the audit entries are written here.
 
 use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
 
 use evolve_core::history::truncate_tool_output;
 use evolve_core::permission::{
@@ -15,7 +16,8 @@ use evolve_core::Timestamp;
 use super::describe_agent;
 use super::runtime::Runtime;
 use crate::llm::ToolSpec;
-use crate::tools::{ToolContext, ToolOutput};
+use crate::mcp::catalog::{Catalog, Entry};
+use crate::tools::{Builtins, ToolContext, ToolOutput};
 
 /// Tool listing, permission checks and execution.
 pub struct ToolAgent;
@@ -28,9 +30,63 @@ describe_agent!(
 );
 
 impl ToolAgent {
-    /// The tools offered to the model.
-    pub fn specs(&self, rt: &Runtime) -> Vec<ToolSpec> {
-        rt.tools.specs()
+    /// The tools offered to the model: the built-in ones, then every enabled MCP tool
+    /// (listed afresh for the turn; see `mcp::catalog`).
+    pub fn specs(&self, rt: &Runtime, cancel: &AtomicBool) -> Vec<ToolSpec> {
+        let mut specs = rt.tools.specs();
+        if !rt.mcp.specs().is_empty() {
+            let catalog = Arc::new(Catalog::prepare(rt, cancel));
+            specs.extend(catalog.specs());
+            if let Ok(mut current) = rt.mcp_catalog.lock() {
+                *current = Some(catalog);
+            }
+        }
+        specs
+    }
+
+    /// The MCP tools of the latest turn; prepared now if no turn listed them yet (a
+    /// pending call answered in a new process).
+    fn catalog(&self, rt: &Runtime) -> Arc<Catalog> {
+        if let Some(c) = rt.mcp_catalog.lock().ok().and_then(|c| c.clone()) {
+            return c;
+        }
+        let never = AtomicBool::new(false);
+        let catalog = Arc::new(Catalog::prepare(rt, &never));
+        if let Ok(mut current) = rt.mcp_catalog.lock() {
+            *current = Some(catalog.clone());
+        }
+        catalog
+    }
+
+    /// The MCP tool of that name, if the model was offered one.
+    fn mcp_entry(&self, rt: &Runtime, name: &str) -> Option<Entry> {
+        if rt.mcp.specs().is_empty() || crate::mcp::split_name(name).is_none() {
+            return None;
+        }
+        self.catalog(rt).get(name).cloned()
+    }
+
+    /// Whether a tool of that name exists (built-in or MCP).
+    pub fn has(&self, rt: &Runtime, name: &str) -> bool {
+        rt.tools.has(name) || self.mcp_entry(rt, name).is_some()
+    }
+
+    /// What the model is told when it calls a tool that does not exist: every name it
+    /// may use.
+    pub fn unknown(&self, rt: &Runtime, name: &str) -> String {
+        let mcp: Vec<String> = rt
+            .mcp_catalog
+            .lock()
+            .ok()
+            .and_then(|c| c.clone())
+            .map(|c| c.entries().iter().map(|e| e.full_name.clone()).collect())
+            .unwrap_or_default();
+        let mut text = Builtins::unknown(name);
+        for n in mcp {
+            text.push_str(", ");
+            text.push_str(&n);
+        }
+        text
     }
 
     /// The permission check of one call. Unknown tools are classed L4 (unclassified):
@@ -43,6 +99,11 @@ impl ToolAgent {
         grants: &Grants,
         policy: &Policy,
     ) -> CallCheck {
+        if !rt.tools.has(name) {
+            if let Some(entry) = self.mcp_entry(rt, name) {
+                return self.check_mcp(rt, &entry, arguments, grants, policy);
+            }
+        }
         let (class, path_keys, is_shell) = match rt.tools.level(name, arguments) {
             Some(fixed) => {
                 let (keys, is_shell) = rt.tools.path_keys(name);
@@ -93,8 +154,83 @@ impl ToolAgent {
         check_call(name, class, arguments, &ctx, grants, policy)
     }
 
+    /// An MCP call: the tool's class (see `mcp::classify`) raised by its arguments
+    /// like any tool's — paths outside the workspace and the server's roots, secrets,
+    /// dangerous commands anywhere in the arguments.
+    fn check_mcp(
+        &self,
+        rt: &Runtime,
+        entry: &Entry,
+        arguments: &str,
+        grants: &Grants,
+        policy: &Policy,
+    ) -> CallCheck {
+        let roots: Vec<String> = rt
+            .mcp
+            .spec(&entry.server)
+            .map(|s| {
+                s.roots
+                    .iter()
+                    .map(|r| r.to_string_lossy().into_owned())
+                    .collect()
+            })
+            .unwrap_or_default();
+        let roots: Vec<&str> = roots.iter().map(String::as_str).collect();
+        let workspace = rt.workspace.to_string_lossy();
+        let ctx = EscalationContext {
+            workspace_root: &workspace,
+            path_keys: &[],
+            is_shell: false,
+            extra_roots: &roots,
+        };
+        check_call(
+            &entry.full_name,
+            entry.class,
+            arguments,
+            &ctx,
+            grants,
+            policy,
+        )
+    }
+
     /// Runs an allowed call and cuts its output (128 KiB, head and tail).
     pub fn run(
+        &self,
+        rt: &Runtime,
+        session: &str,
+        name: &str,
+        arguments: &str,
+        now: Timestamp,
+        cancel: &AtomicBool,
+    ) -> ToolOutput {
+        let mut out = if rt.tools.has(name) {
+            self.run_builtin(rt, session, name, arguments, now, cancel)
+        } else if let Some(entry) = self.mcp_entry(rt, name) {
+            let tool = &entry.tool.name;
+            match rt.mcp.call(&entry.server, tool, arguments, cancel) {
+                Ok(outcome) => ToolOutput {
+                    content: outcome.content,
+                    is_error: outcome.is_error,
+                },
+                Err(e) => ToolOutput::error(e.to_string()),
+            }
+        } else {
+            ToolOutput::error(self.unknown(rt, name))
+        };
+        // Whatever a tool found, the API key never reaches the model (or the history).
+        if let Some(key) = rt.config.model.api_key.as_ref().map(|k| k.expose()) {
+            if !key.is_empty() && out.content.contains(key) {
+                out.content = out.content.replace(key, "[redacted]");
+            }
+        }
+        let max = rt.config.core.history.max_tool_output_bytes;
+        if out.content.len() > max {
+            out.content = truncate_tool_output(&out.content, max).into_owned();
+        }
+        out
+    }
+
+    fn run_builtin(
         &self,
         rt: &Runtime,
         session: &str,
@@ -119,18 +255,7 @@ impl ToolAgent {
             skills: &rt.skills,
             cancel,
         };
-        let mut out = rt.tools.run(name, arguments, &ctx);
-        // Whatever a tool found, the API key never reaches the model (or the history).
-        if let Some(key) = rt.config.model.api_key.as_ref().map(|k| k.expose()) {
-            if !key.is_empty() && out.content.contains(key) {
-                out.content = out.content.replace(key, "[redacted]");
-            }
-        }
-        let max = rt.config.core.history.max_tool_output_bytes;
-        if out.content.len() > max {
-            out.content = truncate_tool_output(&out.content, max).into_owned();
-        }
-        out
+        rt.tools.run(name, arguments, &ctx)
     }
 }
 

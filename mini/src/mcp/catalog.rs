@@ -1,13 +1,23 @@
 //! What a turn offers the model from MCP: every enabled tool of every enabled server as
 //! `<server>__<tool>` with its schema and level.
+//!
+//! Where a server's list comes from, cheapest first: the list a connected server sent
+//! (kept fresh by `tools/list_changed`); the list cached in the store the last time the
+//! server was connected; starting the server and asking it. So an `ask` whose model calls
+//! no MCP tool starts no server, once the lists are cached. A server that cannot be
+//! listed is left out of the turn (its problem is logged and kept in `problems`); the
+//! rest of the turn goes on.
 
 use std::sync::atomic::AtomicBool;
 
 use evolve_core::permission::ToolClass;
 
-use super::{McpTool, ServerSpec};
+use super::{full_name, McpTool, ServerSpec};
 use crate::agents::Runtime;
 use crate::llm::ToolSpec;
+
+/// Longest tool name OpenAI-compatible APIs accept.
+const MAX_NAME: usize = 64;
 
 /// One MCP tool as a turn sees it.
 #[derive(Debug, Clone)]
@@ -35,8 +45,46 @@ impl Catalog {
     /// the store's cached list, else the server is started and listed (and the list
     /// cached). New or changed tools are classified.
     pub fn prepare(rt: &Runtime, cancel: &AtomicBool) -> Catalog {
-        let _ = (rt, cancel);
-        Catalog::default()
+        let mut catalog = Catalog::default();
+        for spec in rt.mcp.specs().iter().filter(|s| !s.disabled) {
+            match tools_of(rt, spec, cancel) {
+                Ok(tools) => catalog.add(rt, spec, tools, cancel),
+                Err(problem) => {
+                    log::warn!("{problem}");
+                    catalog.problems.push(problem);
+                }
+            }
+        }
+        catalog
+    }
+
+    fn add(&mut self, rt: &Runtime, spec: &ServerSpec, tools: Vec<McpTool>, cancel: &AtomicBool) {
+        let offered: Vec<McpTool> = tools
+            .into_iter()
+            .filter(|t| spec.offers(&t.name))
+            .filter(|t| {
+                let name = full_name(&spec.name, &t.name);
+                let fits = name.len() <= MAX_NAME
+                    && name
+                        .bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+                if !fits {
+                    log::warn!(
+                        "MCP tool {name:?} is not offered: model APIs accept names of at most {MAX_NAME} letters, digits, '_' and '-'"
+                    );
+                }
+                fits
+            })
+            .collect();
+        let classes = super::classify::classes(rt, spec, &offered, cancel);
+        for (tool, class) in offered.into_iter().zip(classes) {
+            self.entries.push(Entry {
+                full_name: full_name(&spec.name, &tool.name),
+                server: spec.name.clone(),
+                tool,
+                class,
+            });
+        }
     }
 
     /// The tools, in server then tool order.
@@ -49,13 +97,75 @@ impl Catalog {
         self.entries.iter().find(|e| e.full_name == full_name)
     }
 
-    /// What the model sees.
+    /// What the model sees: the server's description, prefixed with the server's name so
+    /// the model knows where the tool lives, and the server's schema.
     pub fn specs(&self) -> Vec<ToolSpec> {
-        Vec::new()
+        self.entries
+            .iter()
+            .map(|e| ToolSpec {
+                name: e.full_name.clone(),
+                description: if e.tool.description.trim().is_empty() {
+                    format!("(MCP server {})", e.server)
+                } else {
+                    format!("(MCP server {}) {}", e.server, e.tool.description.trim())
+                },
+                parameters: schema(&e.tool.input_schema),
+            })
+            .collect()
     }
+}
+
+/// A server's schema as the model gets it: an object schema, whatever the server sent.
+fn schema(text: &str) -> serde_json::Value {
+    match serde_json::from_str::<serde_json::Value>(text) {
+        Ok(serde_json::Value::Object(mut map)) => {
+            map.entry("type").or_insert_with(|| "object".into());
+            if map.get("type").and_then(|t| t.as_str()) == Some("object") {
+                map.entry("properties")
+                    .or_insert_with(|| serde_json::Value::Object(Default::default()));
+            }
+            serde_json::Value::Object(map)
+        }
+        _ => serde_json::json!({"type": "object", "properties": {}}),
+    }
+}
+
+/// A server's tools (see the module doc for where they come from).
+fn tools_of(rt: &Runtime, spec: &ServerSpec, cancel: &AtomicBool) -> Result<Vec<McpTool>, String> {
+    if let Some((_, tools)) = rt.mcp.live_tools(&spec.name) {
+        return Ok(tools);
+    }
+    rt.mcp
+        .list_tools(&spec.name, cancel)
+        .map_err(|e| e.to_string())
 }
 
 /// The spec of a server, for callers holding only an entry.
 pub fn spec_of<'a>(rt: &'a Runtime, entry: &Entry) -> Option<&'a ServerSpec> {
     rt.mcp.spec(&entry.server)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn schemas_reach_the_model_as_object_schemas() {
+        let cases = [
+            (
+                r#"{"type":"object","properties":{"a":{"type":"number"}}}"#,
+                r#"{"properties":{"a":{"type":"number"}},"type":"object"}"#,
+            ),
+            (
+                r#"{"type":"object"}"#,
+                r#"{"properties":{},"type":"object"}"#,
+            ),
+            (r#"{}"#, r#"{"properties":{},"type":"object"}"#),
+            ("not json", r#"{"properties":{},"type":"object"}"#),
+            ("[1]", r#"{"properties":{},"type":"object"}"#),
+        ];
+        for (given, want) in cases {
+            assert_eq!(schema(given).to_string(), want, "{given}");
+        }
+    }
 }

@@ -1,22 +1,99 @@
 //! The MCP thread: one tokio current_thread runtime owning every connection, driven by
-//! commands over a channel; callers block on a reply channel (with their timeout and
-//! Ctrl-C checked while they wait).
+//! commands over a channel; callers block on a reply channel, checking Ctrl-C while
+//! they wait.
+//!
+//! Per server a slot holds the connection (if any) and its failure count. A request:
+//! 1. takes the slot; a missing or closed connection is (re)started — the first restart
+//!    at once, then after 1, 2, 4 … 30 s of backoff (a wait up to 2 s is slept through,
+//!    a longer one is an error saying when the next attempt is);
+//! 2. releases the slot and runs the request on a clone of the peer, so calls to one
+//!    server run side by side;
+//! 3. on a timeout or a broken connection, stops the server (a hung server is not
+//!    reused) and counts a failure; a completed call resets the count.
+//!
+//! The tool list a server sent is kept ([`Hub::live_tools`]) and fetched again after
+//! `notifications/tools/list_changed`.
 
-use std::sync::atomic::AtomicBool;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc as std_mpsc;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
 
+use tokio::sync::mpsc;
+
+use super::conn::{self, Conn, StderrTail};
 use super::{CallOutcome, McpError, McpTool, ServerSpec};
+
+/// A backoff wait this short is slept through rather than reported.
+const BACKOFF_SLEEP_MAX: Duration = Duration::from_secs(2);
+/// The longest backoff between restarts.
+const BACKOFF_MAX: Duration = Duration::from_secs(30);
+/// How long shutdown waits for the servers to exit.
+const SHUTDOWN_WAIT: Duration = Duration::from_secs(5);
+/// How often a waiting caller looks at its Ctrl-C flag.
+const CANCEL_POLL: Duration = Duration::from_millis(50);
 
 /// Every MCP connection of this process. Cheap to create: the thread and the servers
 /// start on first use. Dropping it shuts every server down (children are killed if they
 /// do not exit when their stdin closes).
 pub struct Hub {
     specs: Vec<ServerSpec>,
+    thread: OnceLock<Thread>,
+    shared: Arc<Shared>,
+}
+
+/// What the callers and the MCP thread both see.
+#[derive(Default)]
+struct Shared {
+    /// The last tool list of each connected server, with its generation.
+    live: Mutex<HashMap<String, Live>>,
+    /// Grows on every new list (any server).
+    generation: AtomicU64,
+    /// Running requests, to abort on Ctrl-C.
+    running: Mutex<HashMap<u64, tokio::task::AbortHandle>>,
+    next_request: AtomicU64,
+}
+
+#[derive(Clone)]
+struct Live {
+    generation: u64,
+    tools: Vec<McpTool>,
+    /// `tools/list_changed` arrived since.
+    stale: Arc<AtomicBool>,
+}
+
+struct Thread {
+    commands: mpsc::UnboundedSender<Command>,
+    done: Mutex<Option<std_mpsc::Receiver<()>>>,
+}
+
+type Reply<T> = std_mpsc::Sender<Result<T, McpError>>;
+
+enum Command {
+    List {
+        id: u64,
+        server: String,
+        reply: Reply<Vec<McpTool>>,
+    },
+    Call {
+        id: u64,
+        server: String,
+        tool: String,
+        arguments: serde_json::Map<String, serde_json::Value>,
+        reply: Reply<CallOutcome>,
+    },
+    Shutdown,
 }
 
 impl Hub {
     /// A hub for these servers (disabled ones included: they are refused on use).
     pub fn new(specs: Vec<ServerSpec>) -> Hub {
-        Hub { specs }
+        Hub {
+            specs,
+            thread: OnceLock::new(),
+            shared: Arc::new(Shared::default()),
+        }
     }
 
     /// The configured servers.
@@ -31,16 +108,36 @@ impl Hub {
 
     /// Lists a server's tools, starting (or restarting) it if needed.
     pub fn list_tools(&self, server: &str, cancel: &AtomicBool) -> Result<Vec<McpTool>, McpError> {
-        let _ = (server, cancel);
-        Err(McpError::Shutdown)
+        let spec = self.usable(server)?;
+        let (reply, answer) = std_mpsc::channel();
+        let id = self.shared.next_request.fetch_add(1, Ordering::Relaxed);
+        self.send(Command::List {
+            id,
+            server: server.to_string(),
+            reply,
+        })?;
+        self.wait(id, &answer, spec, cancel)
     }
 
     /// The tool list a connected server last sent (at connection, or after
-    /// `tools/list_changed`), with a counter that grows on every change; `None` when the
-    /// server is not connected in this process.
+    /// `tools/list_changed`, fetched again here), with a number that grows on every
+    /// change; `None` when the server is not connected in this process.
     pub fn live_tools(&self, server: &str) -> Option<(u64, Vec<McpTool>)> {
-        let _ = server;
-        None
+        let live = self.shared.live.lock().ok()?.get(server).cloned()?;
+        if !live.stale.load(Ordering::SeqCst) {
+            return Some((live.generation, live.tools));
+        }
+        let never = AtomicBool::new(false);
+        match self.list_tools(server, &never) {
+            Ok(tools) => {
+                let generation = self.shared.live.lock().ok()?.get(server)?.generation;
+                Some((generation, tools))
+            }
+            Err(e) => {
+                log::warn!("{e}");
+                None
+            }
+        }
     }
 
     /// Calls a tool with JSON-object arguments, within the server's timeout.
@@ -51,15 +148,419 @@ impl Hub {
         arguments: &str,
         cancel: &AtomicBool,
     ) -> Result<CallOutcome, McpError> {
-        let _ = (server, tool, arguments, cancel);
-        Err(McpError::Shutdown)
+        let spec = self.usable(server)?;
+        let arguments = match serde_json::from_str::<serde_json::Value>(arguments) {
+            Ok(serde_json::Value::Object(map)) => map,
+            Ok(serde_json::Value::Null) => serde_json::Map::new(),
+            _ => {
+                return Ok(CallOutcome {
+                    content: "the arguments must be a JSON object".into(),
+                    is_error: true,
+                })
+            }
+        };
+        let (reply, answer) = std_mpsc::channel();
+        let id = self.shared.next_request.fetch_add(1, Ordering::Relaxed);
+        self.send(Command::Call {
+            id,
+            server: server.to_string(),
+            tool: tool.to_string(),
+            arguments,
+            reply,
+        })?;
+        self.wait(id, &answer, spec, cancel)
     }
 
     /// The servers connected right now.
     pub fn connected(&self) -> Vec<String> {
-        Vec::new()
+        let mut names: Vec<String> = self
+            .shared
+            .live
+            .lock()
+            .map(|l| l.keys().cloned().collect())
+            .unwrap_or_default();
+        names.sort();
+        names
     }
 
-    /// Stops every server (also done on drop).
-    pub fn shutdown(&self) {}
+    /// Stops every server and the thread (also done on drop); waits up to 5 s.
+    pub fn shutdown(&self) {
+        let Some(thread) = self.thread.get() else {
+            return;
+        };
+        let _ = thread.commands.send(Command::Shutdown);
+        if let Some(done) = thread.done.lock().ok().and_then(|mut d| d.take()) {
+            let _ = done.recv_timeout(SHUTDOWN_WAIT + Duration::from_secs(1));
+        }
+    }
+
+    /// The spec, if the server exists and is enabled.
+    fn usable(&self, server: &str) -> Result<&ServerSpec, McpError> {
+        match self.spec(server) {
+            Some(spec) if !spec.disabled => Ok(spec),
+            _ => Err(McpError::UnknownServer(server.to_string())),
+        }
+    }
+
+    fn send(&self, command: Command) -> Result<(), McpError> {
+        let thread = self.thread.get_or_init(|| start(&self.specs, &self.shared));
+        thread
+            .commands
+            .send(command)
+            .map_err(|_| McpError::Shutdown)
+    }
+
+    /// Waits for a reply. The MCP thread enforces the server's timeout; this wait adds
+    /// a margin only so that a wedged thread cannot hang the caller.
+    fn wait<T>(
+        &self,
+        id: u64,
+        answer: &std_mpsc::Receiver<Result<T, McpError>>,
+        spec: &ServerSpec,
+        cancel: &AtomicBool,
+    ) -> Result<T, McpError> {
+        // Starting can take a timeout, then the request another, then backoff.
+        let deadline =
+            Instant::now() + spec.timeout * 2 + BACKOFF_SLEEP_MAX + Duration::from_secs(5);
+        loop {
+            if cancel.load(Ordering::SeqCst) {
+                if let Some(handle) = self
+                    .shared
+                    .running
+                    .lock()
+                    .ok()
+                    .and_then(|mut r| r.remove(&id))
+                {
+                    handle.abort();
+                }
+                return Err(McpError::Cancelled);
+            }
+            match answer.recv_timeout(CANCEL_POLL) {
+                Ok(result) => return result,
+                Err(std_mpsc::RecvTimeoutError::Disconnected) => return Err(McpError::Shutdown),
+                Err(std_mpsc::RecvTimeoutError::Timeout) if Instant::now() >= deadline => {
+                    return Err(McpError::Timeout {
+                        server: spec.name.clone(),
+                        tool: "(waiting for the MCP thread)".into(),
+                        secs: spec.timeout.as_secs(),
+                    })
+                }
+                Err(std_mpsc::RecvTimeoutError::Timeout) => {}
+            }
+        }
+    }
+}
+
+impl Drop for Hub {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+/// Starts the MCP thread.
+fn start(specs: &[ServerSpec], shared: &Arc<Shared>) -> Thread {
+    let (commands, receiver) = mpsc::unbounded_channel();
+    let (done_tx, done) = std_mpsc::channel();
+    let specs = specs.to_vec();
+    let shared = shared.clone();
+    let spawned = std::thread::Builder::new()
+        .name("mcp".into())
+        .spawn(move || {
+            match tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+            {
+                Ok(rt) => rt.block_on(serve(specs, shared, receiver)),
+                Err(e) => log::error!("the MCP runtime cannot start: {e}"),
+            }
+            let _ = done_tx.send(());
+        });
+    if let Err(e) = spawned {
+        log::error!("the MCP thread cannot start: {e}");
+    }
+    Thread {
+        commands,
+        done: Mutex::new(Some(done)),
+    }
+}
+
+/// One server's state on the MCP thread.
+struct Slot {
+    spec: ServerSpec,
+    conn: Option<Conn>,
+    /// Consecutive failures (start failures, crashes, timeouts).
+    failures: u32,
+    /// No restart before this.
+    retry_at: Option<Instant>,
+    stderr: StderrTail,
+}
+
+type Slots = Arc<HashMap<String, Arc<tokio::sync::Mutex<Slot>>>>;
+
+/// The MCP thread's loop: every command becomes a task; `Shutdown` closes every
+/// connection.
+async fn serve(
+    specs: Vec<ServerSpec>,
+    shared: Arc<Shared>,
+    mut receiver: mpsc::UnboundedReceiver<Command>,
+) {
+    let slots: Slots = Arc::new(
+        specs
+            .into_iter()
+            .map(|spec| {
+                let name = spec.name.clone();
+                let slot = Slot {
+                    spec,
+                    conn: None,
+                    failures: 0,
+                    retry_at: None,
+                    stderr: StderrTail::default(),
+                };
+                (name, Arc::new(tokio::sync::Mutex::new(slot)))
+            })
+            .collect(),
+    );
+    while let Some(command) = receiver.recv().await {
+        let (id, task) = match command {
+            Command::Shutdown => break,
+            Command::List { id, server, reply } => {
+                let (slots, shared) = (slots.clone(), shared.clone());
+                let task = tokio::spawn(async move {
+                    let _ = reply.send(list(&slots, &shared, &server).await);
+                });
+                (id, task)
+            }
+            Command::Call {
+                id,
+                server,
+                tool,
+                arguments,
+                reply,
+            } => {
+                let (slots, shared) = (slots.clone(), shared.clone());
+                let task = tokio::spawn(async move {
+                    let result = call(&slots, &shared, &server, &tool, arguments).await;
+                    let _ = reply.send(result);
+                });
+                (id, task)
+            }
+        };
+        if let Ok(mut running) = shared.running.lock() {
+            running.retain(|_, h| !h.is_finished());
+            running.insert(id, task.abort_handle());
+        }
+    }
+    // Shutdown: every server stopped side by side, within the wait.
+    let closing = slots.values().map(|slot| {
+        let slot = slot.clone();
+        async move {
+            if let Some(conn) = slot.lock().await.conn.take() {
+                conn.close().await;
+            }
+        }
+    });
+    let _ = tokio::time::timeout(SHUTDOWN_WAIT, join_all(closing.collect())).await;
+    if let Ok(mut live) = shared.live.lock() {
+        live.clear();
+    }
+}
+
+/// Waits for every future (no `futures` crate needed for this one use).
+async fn join_all<F: std::future::Future<Output = ()> + Send + 'static>(futures: Vec<F>) {
+    let handles: Vec<_> = futures.into_iter().map(tokio::spawn).collect();
+    for h in handles {
+        let _ = h.await;
+    }
+}
+
+/// A connected peer for the server, starting it if needed (see the module doc).
+async fn connect(
+    slots: &Slots,
+    shared: &Shared,
+    server: &str,
+) -> Result<(rmcp::Peer<rmcp::service::RoleClient>, ServerSpec), McpError> {
+    let slot = slots
+        .get(server)
+        .ok_or_else(|| McpError::UnknownServer(server.to_string()))?;
+    let mut slot = slot.lock().await;
+    if let Some(conn) = &slot.conn {
+        if !conn.is_closed() {
+            let peer = conn.peer();
+            let stale = conn.stale.clone();
+            let spec = slot.spec.clone();
+            drop(slot);
+            if stale.swap(false, Ordering::SeqCst) {
+                refresh(shared, &spec, &peer, stale).await?;
+            }
+            return Ok((peer, spec));
+        }
+        log::info!("MCP server {server:?} has stopped; starting it again");
+        if let Some(conn) = slot.conn.take() {
+            conn.close().await;
+        }
+        forget(shared, server);
+        slot.failures += 1;
+        slot.retry_at = Some(Instant::now() + backoff(slot.failures));
+    }
+    if let Some(at) = slot.retry_at {
+        let now = Instant::now();
+        if at > now {
+            let wait = at - now;
+            if wait > BACKOFF_SLEEP_MAX {
+                return Err(McpError::Backoff {
+                    server: server.to_string(),
+                    secs: wait.as_secs().max(1),
+                });
+            }
+            tokio::time::sleep(wait).await;
+        }
+    }
+    if let Ok(mut tail) = slot.stderr.lock() {
+        tail.clear();
+    }
+    match Conn::open(&slot.spec, &slot.stderr).await {
+        Ok(conn) => {
+            let peer = conn.peer();
+            let stale = conn.stale.clone();
+            let spec = slot.spec.clone();
+            slot.conn = Some(conn);
+            slot.retry_at = None;
+            let listed = refresh(shared, &spec, &peer, stale).await;
+            if let Err(e) = listed {
+                if let Some(conn) = slot.conn.take() {
+                    conn.close().await;
+                }
+                forget(shared, server);
+                failed(&mut slot);
+                return Err(e);
+            }
+            Ok((peer, spec))
+        }
+        Err(e) => {
+            failed(&mut slot);
+            Err(e)
+        }
+    }
+}
+
+/// Counts a failure and sets the next restart time.
+fn failed(slot: &mut Slot) {
+    slot.failures += 1;
+    slot.retry_at = Some(Instant::now() + backoff(slot.failures));
+}
+
+/// The wait before restart attempt `failures`: none after the first failure, then 1 s,
+/// doubling, at most 30 s.
+fn backoff(failures: u32) -> Duration {
+    if failures <= 1 {
+        return Duration::ZERO;
+    }
+    let secs = 1u64 << (failures - 2).min(5);
+    Duration::from_secs(secs).min(BACKOFF_MAX)
+}
+
+/// Fetches the tool list and publishes it.
+async fn refresh(
+    shared: &Shared,
+    spec: &ServerSpec,
+    peer: &rmcp::Peer<rmcp::service::RoleClient>,
+    stale: Arc<AtomicBool>,
+) -> Result<Vec<McpTool>, McpError> {
+    let tools = match tokio::time::timeout(spec.timeout, conn::list(peer)).await {
+        Ok(Ok(tools)) => tools,
+        Ok(Err(e)) => return Err(conn::request_error(&spec.name, e)),
+        Err(_) => {
+            return Err(McpError::Timeout {
+                server: spec.name.clone(),
+                tool: "tools/list".into(),
+                secs: spec.timeout.as_secs(),
+            })
+        }
+    };
+    let generation = shared.generation.fetch_add(1, Ordering::SeqCst) + 1;
+    if let Ok(mut live) = shared.live.lock() {
+        live.insert(
+            spec.name.clone(),
+            Live {
+                generation,
+                tools: tools.clone(),
+                stale,
+            },
+        );
+    }
+    Ok(tools)
+}
+
+/// The server is no longer connected.
+fn forget(shared: &Shared, server: &str) {
+    if let Ok(mut live) = shared.live.lock() {
+        live.remove(server);
+    }
+}
+
+async fn list(slots: &Slots, shared: &Shared, server: &str) -> Result<Vec<McpTool>, McpError> {
+    let (peer, spec) = connect(slots, shared, server).await?;
+    if let Some(live) = shared.live.lock().ok().and_then(|l| l.get(server).cloned()) {
+        if !live.stale.load(Ordering::SeqCst) {
+            return Ok(live.tools);
+        }
+    }
+    let stale = shared
+        .live
+        .lock()
+        .ok()
+        .and_then(|l| l.get(server).map(|x| x.stale.clone()))
+        .unwrap_or_default();
+    stale.store(false, Ordering::SeqCst);
+    refresh(shared, &spec, &peer, stale).await
+}
+
+async fn call(
+    slots: &Slots,
+    shared: &Shared,
+    server: &str,
+    tool: &str,
+    arguments: serde_json::Map<String, serde_json::Value>,
+) -> Result<CallOutcome, McpError> {
+    let (peer, spec) = connect(slots, shared, server).await?;
+    let result = tokio::time::timeout(spec.timeout, conn::call(&peer, tool, arguments)).await;
+    let error = match result {
+        Ok(Ok(outcome)) => {
+            if let Some(slot) = slots.get(server) {
+                let mut slot = slot.lock().await;
+                slot.failures = 0;
+            }
+            return Ok(outcome);
+        }
+        Ok(Err(e)) => conn::request_error(server, e),
+        Err(_) => McpError::Timeout {
+            server: server.to_string(),
+            tool: tool.to_string(),
+            secs: spec.timeout.as_secs(),
+        },
+    };
+    // A refusal from a healthy server is its answer; a timeout or a broken connection
+    // means the server is stopped and started again on next use.
+    if matches!(error, McpError::Timeout { .. } | McpError::Broken { .. }) {
+        if let Some(slot) = slots.get(server) {
+            let mut slot = slot.lock().await;
+            if let Some(conn) = slot.conn.take() {
+                conn.close().await;
+            }
+            forget(shared, server);
+            failed(&mut slot);
+        }
+    }
+    Err(error)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_restarts_at_once_then_doubles_to_thirty_seconds() {
+        let secs: Vec<u64> = (1..=9).map(|f| backoff(f).as_secs()).collect();
+        assert_eq!(secs, [0, 1, 2, 4, 8, 16, 30, 30, 30]);
+    }
 }

@@ -31,6 +31,7 @@
 //!   Statuses rmcp acts on stay rmcp's: 404 on a session (it re-initialises), 405 on the
 //!   GET stream (the server has none), 401/403 on the GET stream (stop reconnecting), a
 //!   JSON-RPC error in an error status (the caller gets the server's own error).
+//!   rmcp wraps these in its own type names; [`error_text`] unwraps them for the user.
 //! - **Redirects** are not followed: a POST cannot be replayed safely and a bearer token
 //!   must not travel to another host; the error tells the user where to point instead.
 
@@ -55,7 +56,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use crate::config::Secret;
 
-/// TCP + TLS must be done within this (the brief of issue 4: 10 s).
+/// TCP + TLS must be done within this: the model client's default `connect` too.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Characters of a server's error text shown to the user.
@@ -68,13 +69,11 @@ const EVENT_QUEUE: usize = 32;
 const SESSION_ID: HeaderName = HeaderName::from_static("mcp-session-id");
 /// Where a resumed event stream starts again (the SSE standard).
 const LAST_EVENT_ID: HeaderName = HeaderName::from_static("last-event-id");
-/// Headers the client sets itself; a server's configured headers may not set them.
-const RESERVED: [&str; 4] = [
-    "accept",
-    "mcp-session-id",
-    "last-event-id",
-    "mcp-protocol-version",
-];
+/// Headers this client sets itself; rmcp refuses them among a transport's custom headers.
+const OWN_HEADERS: [&str; 3] = ["accept", "mcp-session-id", "last-event-id"];
+/// Set by rmcp after the handshake (it travels with the custom headers); a server's
+/// definition may not set it either.
+const PROTOCOL_VERSION: &str = "mcp-protocol-version";
 
 const JSON: &str = "application/json";
 const EVENT_STREAM: &str = "text/event-stream";
@@ -119,7 +118,7 @@ pub fn config(
     for (name, value) in headers {
         let key = HeaderName::from_bytes(name.trim().as_bytes())
             .map_err(|_| format!("{name:?} is not a valid HTTP header name"))?;
-        if RESERVED.contains(&key.as_str()) {
+        if OWN_HEADERS.contains(&key.as_str()) || key == PROTOCOL_VERSION {
             return Err(format!(
                 "header {name:?} is set by the MCP client itself: remove it from the server's headers"
             ));
@@ -775,7 +774,7 @@ impl Outgoing {
             secrets.push(token.to_string());
         }
         for (name, value) in custom {
-            if RESERVED[..3].contains(&name.as_str()) {
+            if OWN_HEADERS.contains(&name.as_str()) {
                 return Err(StreamableHttpError::ReservedHeaderConflict(
                     name.as_str().to_string(),
                 ));
@@ -1741,6 +1740,63 @@ mod tests {
         ] {
             assert!(head.contains(want), "{want} not in {head}");
         }
+    }
+
+    /// Interoperability with a real server, by hand: start one, e.g.
+    /// `PORT=3001 npx -y @modelcontextprotocol/server-everything streamableHttp`, then
+    /// `EVOLVE_MCP_TEST_URL=http://127.0.0.1:3001/mcp cargo test -p evolve-mini
+    /// real_server -- --ignored --nocapture`.
+    #[test]
+    #[ignore = "needs a running MCP server at EVOLVE_MCP_TEST_URL"]
+    fn real_server() {
+        let Ok(url) = std::env::var("EVOLVE_MCP_TEST_URL") else {
+            panic!("set EVOLVE_MCP_TEST_URL to a streamable HTTP MCP endpoint");
+        };
+        runtime().block_on(async {
+            let t = transport(&url, &[], None).expect("transport");
+            let client = ().serve(t).await.map_err(|e| error_text(&e)).expect("initialize");
+            let info = client
+                .peer_info()
+                .and_then(|i| i.server_info.as_ref().map(|s| s.name.clone()));
+            eprintln!("server: {info:?}");
+            let tools = client.list_all_tools().await.expect("tools/list");
+            let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
+            eprintln!("{} tools: {names:?}", names.len());
+            let echo = tools
+                .iter()
+                .find(|t| t.name == "echo")
+                .expect("an echo tool");
+            let mut args = serde_json::Map::new();
+            args.insert("message".into(), json!("hello over ureq"));
+            let out = client
+                .call_tool(CallToolRequestParams::new(echo.name.clone()).with_arguments(args))
+                .await
+                .map_err(|e| error_text(&e))
+                .expect("tools/call");
+            eprintln!(
+                "echo: {:?}",
+                serde_json::to_value(&out.content).expect("content")
+            );
+            // A slow tool that streams progress before its answer.
+            if let Some(slow) = tools
+                .iter()
+                .find(|t| t.name == "trigger-long-running-operation")
+            {
+                let mut args = serde_json::Map::new();
+                args.insert("duration".into(), json!(2));
+                args.insert("steps".into(), json!(4));
+                let out = client
+                    .call_tool(CallToolRequestParams::new(slow.name.clone()).with_arguments(args))
+                    .await
+                    .map_err(|e| error_text(&e))
+                    .expect("a slow tools/call");
+                eprintln!(
+                    "slow: {:?}",
+                    serde_json::to_value(&out.content).expect("content")
+                );
+            }
+            client.cancel().await.expect("close");
+        });
     }
 
     /// The JSON and SSE limits rmcp passes are applied before parsing.

@@ -247,7 +247,7 @@ pub(super) fn request_error(server: &str, e: ServiceError) -> McpError {
         ServiceError::Cancelled { .. } => McpError::Cancelled,
         other => McpError::Broken {
             server: server.to_string(),
-            detail: other.to_string(),
+            detail: super::http::error_text(&other),
         },
     }
 }

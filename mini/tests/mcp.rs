@@ -1,0 +1,331 @@
+//! MCP end to end: the built `evolve` binary, the in-repo fake model, and real MCP
+//! servers — the in-repo rmcp test server (`tests/mcp-server`, stdio and streamable
+//! HTTP) and third-party servers from npm and PyPI (installed by `tests/mcp-peers.sh`;
+//! their tests skip with a message when the variables it exports are missing, and fail
+//! under `CI=true`).
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use support::*;
+
+fn tool_call(name: &str, args: &str) -> Reply {
+    Reply::ToolCalls(vec![(name.to_string(), args.to_string())])
+}
+
+/// The in-repo test server, built by `cargo test --workspace` (its package has a test).
+fn test_server() -> PathBuf {
+    let dir = Path::new(env!("CARGO_BIN_EXE_evolve"))
+        .parent()
+        .expect("target dir")
+        .to_path_buf();
+    let bin = dir.join("evolve-mcp-test-server");
+    assert!(
+        bin.exists(),
+        "{} is missing: run `cargo build -p evolve-mcp-test-server` (cargo test --workspace builds it)",
+        bin.display()
+    );
+    bin
+}
+
+/// A third-party server's path from tests/mcp-peers.sh, or `None` (skip) outside CI.
+fn peer(var: &str) -> Option<String> {
+    match std::env::var(var) {
+        Ok(v) if !v.is_empty() => Some(v),
+        _ if std::env::var("CI").is_ok_and(|c| c == "true") => {
+            panic!("{var} is not set: .ci/run runs tests/mcp-peers.sh before the tests")
+        }
+        _ => {
+            eprintln!("skipped: {var} is not set (run tests/mcp-peers.sh)");
+            None
+        }
+    }
+}
+
+/// `[mcp.servers.t]` running the test server with `extra` lines.
+fn with_test_server(w: &World, args: &[&str], extra: &str) {
+    let args: Vec<String> = args.iter().map(|a| format!("{a:?}")).collect();
+    w.config(&format!(
+        "[mcp.servers.t]\ncommand = {:?}\nargs = [{}]\n{extra}\n",
+        test_server().to_string_lossy(),
+        args.join(", ")
+    ));
+}
+
+/// The contents of the tool messages the model received in its `n`-th main request.
+fn tool_results(w: &World, n: usize) -> Vec<String> {
+    let reqs = w.main_requests();
+    let req = reqs.get(n).unwrap_or_else(|| panic!("no request {n}: {reqs:?}"));
+    req["messages"]
+        .as_array()
+        .expect("messages")
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| m["content"].as_str().unwrap_or_default().to_string())
+        .collect()
+}
+
+fn tool_names(req: &serde_json::Value) -> Vec<String> {
+    req["tools"]
+        .as_array()
+        .map(|t| {
+            t.iter()
+                .map(|t| t["function"]["name"].as_str().unwrap_or_default().to_string())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn the_model_sees_server_tools_and_an_echo_result_reaches_it() {
+    let w = World::new("mcp-echo");
+    with_test_server(&w, &[], "");
+    w.fake.push(tool_call("t__echo", r#"{"text": "hello from MCP"}"#));
+    w.fake.push(Reply::Text("The server said hello.".into()));
+    let run = w.run(&["ask", "--json", "Echo something"]).expect(0);
+    let reqs = w.main_requests();
+    let names = tool_names(&reqs[0]);
+    for want in ["t__echo", "t__add", "t__write_note", "t__slow", "get_time"] {
+        assert!(names.iter().any(|n| n == want), "{want} missing from {names:?}");
+    }
+    let results = tool_results(&w, 1);
+    assert!(results.iter().any(|r| r.contains("hello from MCP")), "{results:?}");
+    let record = run.json();
+    let tools = record["tools"].as_array().expect("tools");
+    assert_eq!(tools[0]["name"], "t__echo");
+    assert_eq!(tools[0]["ran"], true);
+    assert_eq!(tools[0]["level"], "L1", "{record}");
+}
+
+#[test]
+fn an_error_result_reaches_the_model_as_a_tool_error() {
+    let w = World::new("mcp-is-error");
+    with_test_server(&w, &[], "");
+    w.fake.push(tool_call("t__fail", r#"{"message": "disk on fire"}"#));
+    w.fake.push(Reply::Text("It failed.".into()));
+    let run = w.run(&["ask", "--json", "Try it"]).expect(0);
+    let results = tool_results(&w, 1);
+    assert!(results.iter().any(|r| r.contains("disk on fire")), "{results:?}");
+    assert_eq!(run.json()["tools"][0]["is_error"], true);
+}
+
+#[test]
+fn a_crash_mid_call_is_a_clear_error_and_the_next_call_works() {
+    let w = World::new("mcp-crash");
+    let count = w.workspace().join("starts.txt");
+    with_test_server(&w, &["--count-file", &count.to_string_lossy()], "");
+    w.fake.push(tool_call("t__crash", "{}"));
+    w.fake.push(tool_call("t__echo", r#"{"text": "back again"}"#));
+    w.fake.push(Reply::Text("Recovered.".into()));
+    let run = w.run(&["ask", "--json", "Crash it, then echo"]).expect(0);
+    let after_crash = tool_results(&w, 1);
+    assert!(
+        after_crash.iter().any(|r| r.contains("stopped during the call") && r.contains("restarted")),
+        "{after_crash:?}"
+    );
+    let after_echo = tool_results(&w, 2);
+    assert!(after_echo.iter().any(|r| r.contains("back again")), "{after_echo:?}");
+    let starts = std::fs::read_to_string(&count).unwrap_or_default();
+    assert_eq!(starts.lines().count(), 2, "started, crashed, started again: {starts:?}");
+    assert_eq!(run.json()["reply"], "Recovered.");
+}
+
+#[test]
+fn a_slow_tool_times_out_with_a_clear_error() {
+    let w = World::new("mcp-slow");
+    with_test_server(&w, &[], "timeout_secs = 1");
+    w.fake.push(tool_call("t__slow", r#"{"ms": 20000}"#));
+    w.fake.push(Reply::Text("Too slow.".into()));
+    let t = Instant::now();
+    w.run(&["ask", "Be slow"]).expect(0);
+    assert!(t.elapsed() < Duration::from_secs(15), "the turn did not wait for the tool");
+    let results = tool_results(&w, 1);
+    assert!(
+        results.iter().any(|r| r.contains("did not answer within 1 s")),
+        "{results:?}"
+    );
+}
+
+#[test]
+fn a_side_effect_tool_is_refused_headless_and_approved_in_chat() {
+    let w = World::new("mcp-l3");
+    let notes = w.workspace().join("notes");
+    std::fs::create_dir_all(&notes).unwrap();
+    with_test_server(&w, &["--notes", &notes.to_string_lossy()], "");
+    // Level the tool for the test: the classifier is the fake model here.
+    w.run(&["mcp", "level", "t__write_note", "L3"]).expect(0);
+    w.fake.push(tool_call("t__write_note", r#"{"name": "a.txt", "text": "hi"}"#));
+    w.fake.push(Reply::Text("Could not write.".into()));
+    w.run(&["ask", "Write a note"]).expect(4);
+    assert!(!notes.join("a.txt").exists(), "nothing ran without a person");
+
+    w.fake.push(tool_call("t__write_note", r#"{"name": "b.txt", "text": "hi"}"#));
+    w.fake.push(Reply::Text("Written.".into()));
+    let run = w.run_stdin(&["chat"], "Write a note\ny\n/quit\n");
+    assert!(run.stdout.contains("Written."), "{}", run.stdout);
+    assert_eq!(std::fs::read_to_string(notes.join("b.txt")).unwrap_or_default(), "hi");
+}
+
+#[test]
+fn a_tool_list_change_is_seen_by_the_next_step() {
+    let w = World::new("mcp-list-changed");
+    with_test_server(&w, &[], "");
+    w.fake.push(tool_call("t__add_tool", "{}"));
+    w.fake.push(tool_call("t__extra", "{}"));
+    w.fake.push(Reply::Text("Done.".into()));
+    w.run(&["ask", "Add a tool and use it"]).expect(0);
+    let reqs = w.main_requests();
+    assert!(!tool_names(&reqs[0]).iter().any(|n| n == "t__extra"));
+    // The next turn lists the server's new tool.
+    w.fake.push(Reply::Text("Seen.".into()));
+    w.run(&["ask", "Again"]).expect(0);
+    let reqs = w.main_requests();
+    assert!(
+        tool_names(reqs.last().unwrap()).iter().any(|n| n == "t__extra"),
+        "{:?}",
+        tool_names(reqs.last().unwrap())
+    );
+}
+
+#[test]
+fn no_server_outlives_evolve() {
+    let w = World::new("mcp-orphans");
+    let pids = w.workspace().join("pids.txt");
+    with_test_server(&w, &["--count-file", &pids.to_string_lossy()], "");
+    w.fake.push(tool_call("t__echo", r#"{"text": "x"}"#));
+    w.fake.push(Reply::Text("ok".into()));
+    w.run(&["ask", "echo"]).expect(0);
+    let text = std::fs::read_to_string(&pids).unwrap_or_default();
+    let pid: u32 = text
+        .lines()
+        .last()
+        .and_then(|l| l.split_whitespace().last())
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("the server wrote no pid: {text:?}"));
+    let gone = (0..50).any(|_| {
+        std::thread::sleep(Duration::from_millis(100));
+        !Path::new(&format!("/proc/{pid}")).exists()
+            || std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                .is_ok_and(|s| s.contains(") Z "))
+    });
+    assert!(gone, "the MCP server {pid} still runs after evolve exited");
+}
+
+/// The test server over streamable HTTP on 127.0.0.1.
+struct HttpServer(Child, String);
+
+impl HttpServer {
+    fn start() -> HttpServer {
+        let mut child = Command::new(test_server())
+            .args(["--http", "127.0.0.1:0"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("test server");
+        let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
+        let mut line = String::new();
+        std::io::BufRead::read_line(&mut out, &mut line).expect("listening line");
+        let url = line
+            .split_whitespace()
+            .find(|w| w.starts_with("http://"))
+            .unwrap_or_else(|| panic!("no URL in {line:?}"))
+            .to_string();
+        HttpServer(child, url)
+    }
+}
+
+impl Drop for HttpServer {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn a_streamable_http_server_works_like_a_stdio_one() {
+    let server = HttpServer::start();
+    let w = World::new("mcp-http");
+    w.run(&["mcp", "add", "web", "--url", &server.1]).expect(0);
+    w.fake.push(tool_call("web__add", r#"{"a": 2, "b": 40}"#));
+    w.fake.push(Reply::Text("42".into()));
+    w.run(&["ask", "Add"]).expect(0);
+    let results = tool_results(&w, 1);
+    assert!(results.iter().any(|r| r.contains("42")), "{results:?}");
+}
+
+#[test]
+fn importing_an_mcp_servers_file_adds_working_servers() {
+    let w = World::new("mcp-import");
+    let file = w.workspace().join("claude.json");
+    std::fs::write(
+        &file,
+        serde_json::json!({"mcpServers": {"imp": {"command": test_server(), "args": []}}}).to_string(),
+    )
+    .unwrap();
+    w.run(&["mcp", "import", &file.to_string_lossy()]).expect(0);
+    let list = w.run(&["mcp", "list"]).expect(0);
+    assert!(list.stdout.contains("imp"), "{}", list.stdout);
+    let tools = w.run(&["mcp", "tools", "imp"]).expect(0);
+    assert!(tools.stdout.contains("imp__echo"), "{}", tools.stdout);
+}
+
+#[test]
+fn everything_echo_through_the_binary() {
+    let Some(everything) = peer("EVOLVE_TEST_MCP_EVERYTHING") else {
+        return;
+    };
+    let w = World::new("mcp-everything");
+    w.config(&format!(
+        "[mcp.servers.everything]\ncommand = \"node\"\nargs = [{everything:?}]\n"
+    ));
+    w.fake.push(tool_call("everything__echo", r#"{"message": "ping through evolve"}"#));
+    w.fake.push(Reply::Text("pong".into()));
+    w.run(&["ask", "echo"]).expect(0);
+    let results = tool_results(&w, 1);
+    assert!(results.iter().any(|r| r.contains("ping through evolve")), "{results:?}");
+}
+
+#[test]
+fn a_filesystem_write_is_l3_refused_headless_and_approved_in_chat() {
+    let Some(fs) = peer("EVOLVE_TEST_MCP_FILESYSTEM") else {
+        return;
+    };
+    let w = World::new("mcp-filesystem");
+    let dir = w.workspace().join("shared");
+    std::fs::create_dir_all(&dir).unwrap();
+    let dir = dir.canonicalize().unwrap();
+    w.config(&format!(
+        "[mcp.servers.fs]\ncommand = \"node\"\nargs = [{fs:?}, {:?}]\n",
+        dir.to_string_lossy()
+    ));
+    let file = dir.join("hello.txt");
+    let args = serde_json::json!({"path": file, "content": "hi"}).to_string();
+    w.fake.push(tool_call("fs__write_file", &args));
+    w.fake.push(Reply::Text("Refused.".into()));
+    let run = w.run(&["ask", "--json", "write hello"]).expect(4);
+    assert_eq!(run.json()["tools"][0]["level"], "L3", "{}", run.stdout);
+    assert!(!file.exists());
+
+    w.fake.push(tool_call("fs__write_file", &args));
+    w.fake.push(Reply::Text("Written.".into()));
+    let run = w.run_stdin(&["chat"], "write hello\ny\n/quit\n");
+    assert!(run.stdout.contains("Written."), "{}", run.stdout);
+    assert_eq!(std::fs::read_to_string(&file).unwrap_or_default(), "hi");
+}
+
+#[test]
+fn the_time_server_from_pypi_answers() {
+    let Some(time) = peer("EVOLVE_TEST_MCP_TIME") else {
+        return;
+    };
+    let w = World::new("mcp-time");
+    w.config(&format!("[mcp.servers.time]\ncommand = {time:?}\n"));
+    w.fake.push(tool_call("time__get_current_time", r#"{"timezone": "Asia/Shanghai"}"#));
+    w.fake.push(Reply::Text("It is late.".into()));
+    w.run(&["ask", "time in Shanghai?"]).expect(0);
+    let results = tool_results(&w, 1);
+    assert!(results.iter().any(|r| r.contains("Asia/Shanghai")), "{results:?}");
+}

@@ -12,13 +12,11 @@ use super::{Store, StoreError, ToolClassRecord};
 
 impl Store {
     /// A cached tool classification.
-    #[allow(dead_code)] // used by MCP tool classification cache (issue 4)
     pub fn tool_class(&self, tool: &str) -> Result<Option<ToolClassRecord>, StoreError> {
         self.read(|txn| get_json(&txn.open_table(TOOL_CLASSES)?, "tool_classes", tool))
     }
 
     /// Caches a tool classification.
-    #[allow(dead_code)] // used by MCP tool classification cache (issue 4)
     pub fn set_tool_class(&self, tool: &str, record: &ToolClassRecord) -> Result<(), StoreError> {
         self.write(|txn| {
             put_json(
@@ -27,6 +25,43 @@ impl Store {
                 tool,
                 record,
             )
+        })
+    }
+
+    /// Caches several classifications in one transaction.
+    pub fn set_tool_classes(&self, records: &[(String, ToolClassRecord)]) -> Result<(), StoreError> {
+        if records.is_empty() {
+            return Ok(());
+        }
+        self.write(|txn| {
+            let mut table = txn.open_table(TOOL_CLASSES)?;
+            for (tool, record) in records {
+                put_json(&mut table, "tool_classes", tool.as_str(), record)?;
+            }
+            Ok(())
+        })
+    }
+
+    /// Forgets a tool's classification; `true` when there was one.
+    pub fn remove_tool_class(&self, tool: &str) -> Result<bool, StoreError> {
+        self.write(|txn| Ok(txn.open_table(TOOL_CLASSES)?.remove(tool)?.is_some()))
+    }
+
+    /// Every cached classification whose tool name starts with `prefix` (`fs__` for
+    /// the tools of server `fs`), in name order.
+    pub fn tool_classes(&self, prefix: &str) -> Result<Vec<(String, ToolClassRecord)>, StoreError> {
+        self.read(|txn| {
+            let table = txn.open_table(TOOL_CLASSES)?;
+            let mut out = Vec::new();
+            for row in table.range(prefix..)? {
+                let (key, value) = row?;
+                let name = key.value();
+                if !name.starts_with(prefix) {
+                    break;
+                }
+                out.push((name.to_string(), decode("tool_classes", &name, value.value())?));
+            }
+            Ok(out)
         })
     }
 

@@ -85,7 +85,10 @@ pub fn explain(
     tools: &[McpTool],
     cancel: &AtomicBool,
 ) -> Vec<Classified> {
-    let names: Vec<String> = tools.iter().map(|t| full_name(&spec.name, &t.name)).collect();
+    let names: Vec<String> = tools
+        .iter()
+        .map(|t| full_name(&spec.name, &t.name))
+        .collect();
     let fingerprints: Vec<u64> = tools.iter().map(fingerprint).collect();
     let records: Vec<Option<ToolClassRecord>> = names
         .iter()
@@ -135,7 +138,10 @@ pub fn explain(
             for (&i, level) in to_ask.iter().zip(levels) {
                 classifier[i] = level;
                 // A user level set meanwhile is never overwritten.
-                if records[i].as_ref().is_some_and(|r| r.source == CLASS_BY_USER) {
+                if records[i]
+                    .as_ref()
+                    .is_some_and(|r| r.source == CLASS_BY_USER)
+                {
                     continue;
                 }
                 fresh.push((
@@ -341,7 +347,10 @@ fn collect_pairs(v: &Value, out: &mut Vec<(String, Level)>, depth: usize) {
 fn level_of(v: &Value) -> Option<Level> {
     match v {
         Value::String(s) => Level::parse(s).or_else(|| {
-            let first = s.trim().split(|c: char| !c.is_ascii_alphanumeric()).next()?;
+            let first = s
+                .trim()
+                .split(|c: char| !c.is_ascii_alphanumeric())
+                .next()?;
             Level::parse(first)
         }),
         Value::Number(n) => n
@@ -605,8 +614,10 @@ mod tests {
         ];
         model.push(r#"{"read": "L2", "write": "L3"}"#);
         let got = explain(&rt, &spec(false), &tools, &NEVER);
-        let levels: Vec<(Level, ClassSource)> =
-            got.iter().map(|c| (c.class.level, c.class.source)).collect();
+        let levels: Vec<(Level, ClassSource)> = got
+            .iter()
+            .map(|c| (c.class.level, c.class.source))
+            .collect();
         assert_eq!(
             levels,
             [
@@ -620,11 +631,17 @@ mod tests {
         let system = requests[0].messages[0].content.clone();
         assert!(system.starts_with("[evolve:classify]"), "{system}");
         for level in Level::ALL {
-            assert!(system.contains(&format!("{level} {}", level.meaning())), "{system}");
+            assert!(
+                system.contains(&format!("{level} {}", level.meaning())),
+                "{system}"
+            );
         }
         assert_eq!(requests[0].role, ModelRole::Cheap);
         let user = requests[0].messages[1].content.clone();
-        assert!(user.contains("name: write") && user.contains("Writes a file"), "{user}");
+        assert!(
+            user.contains("name: write") && user.contains("Writes a file"),
+            "{user}"
+        );
 
         // Asked again: all three come from the cache (the unclassified one too).
         assert_eq!(explain(&rt, &spec(false), &tools, &NEVER), got);
@@ -639,7 +656,10 @@ mod tests {
         let requests = model.requests();
         assert_eq!(requests.len(), 2);
         let user = requests[1].messages[1].content.clone();
-        assert!(user.contains("name: write") && !user.contains("name: read"), "{user}");
+        assert!(
+            user.contains("name: write") && !user.contains("name: read"),
+            "{user}"
+        );
     }
 
     #[test]
@@ -654,7 +674,10 @@ mod tests {
         assert_eq!(got[0].source, ClassSource::Unclassified);
         assert_eq!(rt.store.tool_class("fs__read").expect("read"), None);
         model.push(r#"{"read": "L1"}"#);
-        assert_eq!(classes(&rt, &spec(false), &tools, &NEVER)[0].level, Level::L1);
+        assert_eq!(
+            classes(&rt, &spec(false), &tools, &NEVER)[0].level,
+            Level::L1
+        );
         assert_eq!(model.requests().len(), 2);
     }
 
@@ -715,12 +738,19 @@ mod tests {
         assert_eq!(got, want);
         // Only the two tools without a user level were asked about.
         let user = model.requests()[0].messages[1].content.clone();
-        assert!(!user.contains("name: cfg") && !user.contains("name: both"), "{user}");
+        assert!(
+            !user.contains("name: cfg") && !user.contains("name: both"),
+            "{user}"
+        );
 
         // Trusted: the read-only hint lowers L3 to L2.
         let trusted = classes(&rt, &spec(true), &tools, &NEVER);
         assert_eq!(trusted[2].level, Level::L2);
         assert_eq!(trusted[2].source, ClassSource::Annotations);
-        assert_eq!(model.requests().len(), 1, "the cache served the second call");
+        assert_eq!(
+            model.requests().len(),
+            1,
+            "the cache served the second call"
+        );
     }
 }

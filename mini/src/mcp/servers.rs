@@ -154,7 +154,8 @@ pub fn read_mcp_json(text: &str) -> Result<Import, String> {
         if servers.iter().any(|s| &s.name == name) {
             return Err(format!("server {name:?} is defined twice"));
         }
-        let spec = entry_spec(name, entry, &mut notes).map_err(|e| format!("server {name:?}: {e}"))?;
+        let spec =
+            entry_spec(name, entry, &mut notes).map_err(|e| format!("server {name:?}: {e}"))?;
         servers.push(spec);
     }
     Ok(Import { servers, notes })
@@ -231,7 +232,10 @@ fn entry_spec(name: &str, entry: &Value, notes: &mut Vec<String>) -> Result<Serv
                 })
                 .collect::<Result<Vec<_>, _>>()
                 .map(Some),
-            Some(other) => Err(format!("\"{key}\" is {} — expected a list of strings", kind(other))),
+            Some(other) => Err(format!(
+                "\"{key}\" is {} — expected a list of strings",
+                kind(other)
+            )),
         }
     };
     let pairs = |key: &str| -> Result<Vec<(String, String)>, String> {
@@ -255,22 +259,27 @@ fn entry_spec(name: &str, entry: &Value, notes: &mut Vec<String>) -> Result<Serv
         match map.get(key) {
             None | Some(Value::Null) => Ok(None),
             Some(Value::Bool(b)) => Ok(Some(*b)),
-            Some(other) => Err(format!("\"{key}\" is {} — expected true or false", kind(other))),
+            Some(other) => Err(format!(
+                "\"{key}\" is {} — expected true or false",
+                kind(other)
+            )),
         }
     };
 
     let declared = match string("type")?.or(string("transportType")?) {
         None => None,
-        Some(t) => Some(match t.to_ascii_lowercase().replace(['-', '_'], "").as_str() {
-            "stdio" | "local" => Kind::Stdio,
-            "http" | "streamablehttp" | "remote" => Kind::Http,
-            "sse" => Kind::Sse,
-            _ => {
-                return Err(format!(
+        Some(t) => Some(
+            match t.to_ascii_lowercase().replace(['-', '_'], "").as_str() {
+                "stdio" | "local" => Kind::Stdio,
+                "http" | "streamablehttp" | "remote" => Kind::Http,
+                "sse" => Kind::Sse,
+                _ => {
+                    return Err(format!(
                     "\"type\": {t:?} is not one evolve knows (stdio, http, streamable-http, sse)"
                 ))
-            }
-        }),
+                }
+            },
+        ),
     };
     let command = string("command")?.filter(|c| !c.is_empty());
     let url = match (string("url")?, string("serverUrl")?, string("httpUrl")?) {
@@ -299,7 +308,10 @@ fn entry_spec(name: &str, entry: &Value, notes: &mut Vec<String>) -> Result<Serv
         (None, Some(_), Some(k)) => k,
         // No type: an endpoint ending in /sse is an old HTTP+SSE server.
         (None, Some((u, None)), None) => {
-            if u.trim_end_matches('/').to_ascii_lowercase().ends_with("/sse") {
+            if u.trim_end_matches('/')
+                .to_ascii_lowercase()
+                .ends_with("/sse")
+            {
                 Kind::Sse
             } else {
                 Kind::Http
@@ -368,7 +380,9 @@ fn entry_spec(name: &str, entry: &Value, notes: &mut Vec<String>) -> Result<Serv
         }
     }
     if transport_kind == Kind::Stdio && map.contains_key("headers") {
-        notes.push(format!("{name}: \"headers\" ignored (it is a program, not an HTTP server)"));
+        notes.push(format!(
+            "{name}: \"headers\" ignored (it is a program, not an HTTP server)"
+        ));
     }
 
     let timeout = match map.get("timeout") {
@@ -376,9 +390,18 @@ fn entry_spec(name: &str, entry: &Value, notes: &mut Vec<String>) -> Result<Serv
         Some(Value::Number(n)) => match n.as_u64().filter(|t| *t > 0) {
             Some(t) if t >= 1000 => Duration::from_secs(t.div_ceil(1000)),
             Some(t) => Duration::from_secs(t),
-            None => return Err(format!("\"timeout\": {n} — expected a positive whole number")),
+            None => {
+                return Err(format!(
+                    "\"timeout\": {n} — expected a positive whole number"
+                ))
+            }
         },
-        Some(other) => return Err(format!("\"timeout\" is {} — expected a number", kind(other))),
+        Some(other) => {
+            return Err(format!(
+                "\"timeout\" is {} — expected a number",
+                kind(other)
+            ))
+        }
     };
     let mut disabled_tools = strings("disabledTools")?.unwrap_or_default();
     disabled_tools.extend(strings("excludeTools")?.unwrap_or_default());
@@ -551,7 +574,10 @@ mod tests {
         let servers = parse_mcp_json(file).expect("parses");
         let t: Vec<u64> = servers.iter().map(|s| s.timeout.as_secs()).collect();
         assert_eq!(t, [600, 45, 0]);
-        assert_eq!(servers[0].enabled_tools, Some(vec!["ls".into(), "rm".into()]));
+        assert_eq!(
+            servers[0].enabled_tools,
+            Some(vec!["ls".into(), "rm".into()])
+        );
         assert!(!servers[0].offers("rm") && servers[0].offers("ls") && !servers[0].offers("cat"));
         assert_eq!(servers[1].disabled_tools, ["w"]);
         assert!(servers[1].disabled);
@@ -565,7 +591,10 @@ mod tests {
             ("[1, 2]", &["expected a JSON object"]),
             (r#"{"tools": {}}"#, &["no \"mcpServers\"", "tools"]),
             (r#"{"mcpServers": []}"#, &["\"mcpServers\" is a list"]),
-            (r#"{"mcpServers": {"a": "npx"}}"#, &["server \"a\"", "a string"]),
+            (
+                r#"{"mcpServers": {"a": "npx"}}"#,
+                &["server \"a\"", "a string"],
+            ),
             (r#"{"mcpServers": {"a": {}}}"#, &["server \"a\"", "neither"]),
             (
                 r#"{"mcpServers": {"a": {"command": "x", "url": "http://h/mcp"}}}"#,

@@ -46,8 +46,7 @@ impl Store {
         spec.source = SpecSource::Store;
         self.write(|txn| {
             let mut servers = txn.open_table(MCP_SERVERS)?;
-            let before: Option<ServerSpec> =
-                get_json(&servers, "mcp_servers", spec.name.as_str())?;
+            let before: Option<ServerSpec> = get_json(&servers, "mcp_servers", spec.name.as_str())?;
             if before.is_some_and(|b| b.transport != spec.transport) {
                 txn.open_table(MCP_TOOLS)?.remove(spec.name.as_str())?;
             }
@@ -81,7 +80,8 @@ impl Store {
     /// A server's last tool list and when it was fetched; `None` if never listed.
     pub fn mcp_tools(&self, server: &str) -> Result<Option<(Vec<McpTool>, Timestamp)>, StoreError> {
         self.read(|txn| {
-            let list: Option<ToolList> = get_json(&txn.open_table(MCP_TOOLS)?, "mcp_tools", server)?;
+            let list: Option<ToolList> =
+                get_json(&txn.open_table(MCP_TOOLS)?, "mcp_tools", server)?;
             Ok(list.map(|l| (l.tools, l.at)))
         })
     }

@@ -29,7 +29,10 @@ impl Store {
     }
 
     /// Caches several classifications in one transaction.
-    pub fn set_tool_classes(&self, records: &[(String, ToolClassRecord)]) -> Result<(), StoreError> {
+    pub fn set_tool_classes(
+        &self,
+        records: &[(String, ToolClassRecord)],
+    ) -> Result<(), StoreError> {
         if records.is_empty() {
             return Ok(());
         }
@@ -59,7 +62,10 @@ impl Store {
                 if !name.starts_with(prefix) {
                     break;
                 }
-                out.push((name.to_string(), decode("tool_classes", &name, value.value())?));
+                out.push((
+                    name.to_string(),
+                    decode("tool_classes", &name, value.value())?,
+                ));
             }
             Ok(out)
         })

@@ -25,8 +25,7 @@ mod show;
 mod template;
 
 pub use mcp::{
-    env_name_problem, header_problem, server_json, server_name_problem, server_place, url_problem,
-    Place,
+    env_name_problem, header_problem, server_json, server_name_problem, url_problem, Place,
 };
 pub use resolve::{check, home_dir};
 pub use template::CONFIG_TEMPLATE;

@@ -240,7 +240,11 @@ fn toml_value(value: &Value) -> String {
                 .filter(|(_, v)| !v.is_null())
                 .map(|(k, v)| format!("{} = {}", toml_key(k), toml_value(v)))
                 .collect();
-            format!("{{ {} }}", inner.join(", "))
+            if inner.is_empty() {
+                "{}".to_string()
+            } else {
+                format!("{{ {} }}", inner.join(", "))
+            }
         }
         Value::Null => "\"\"".to_string(),
         other => other.to_string(),

@@ -50,27 +50,6 @@ impl Store {
         self.write(|txn| Ok(txn.open_table(TOOL_CLASSES)?.remove(tool)?.is_some()))
     }
 
-    /// Every cached classification whose tool name starts with `prefix` (`fs__` for
-    /// the tools of server `fs`), in name order.
-    pub fn tool_classes(&self, prefix: &str) -> Result<Vec<(String, ToolClassRecord)>, StoreError> {
-        self.read(|txn| {
-            let table = txn.open_table(TOOL_CLASSES)?;
-            let mut out = Vec::new();
-            for row in table.range(prefix..)? {
-                let (key, value) = row?;
-                let name = key.value();
-                if !name.starts_with(prefix) {
-                    break;
-                }
-                out.push((
-                    name.to_string(),
-                    decode("tool_classes", &name, value.value())?,
-                ));
-            }
-            Ok(out)
-        })
-    }
-
     /// A session's "always allow" grants.
     pub fn grants(&self, session: &str) -> Result<Grants, StoreError> {
         self.read(|txn| {

@@ -827,13 +827,8 @@ fn mcp_servers_and_tool_lists_survive_reopening_and_go_with_their_server() {
     let (tools, at) = store.mcp_tools("fs").unwrap().expect("cached");
     assert_eq!((tools, at), (vec![tool("read"), tool("write")], NOW));
     assert_eq!(
-        store
-            .tool_classes("fs__")
-            .unwrap()
-            .into_iter()
-            .map(|(k, _)| k)
-            .collect::<Vec<_>>(),
-        ["fs__read", "fs__write"]
+        store.tool_class("fs__read").unwrap(),
+        Some(class(CLASS_BY_USER))
     );
 
     // Changing the flags keeps the tool list; another program drops it.
@@ -851,7 +846,8 @@ fn mcp_servers_and_tool_lists_survive_reopening_and_go_with_their_server() {
     assert!(!store.remove_mcp_server("fs").unwrap(), "already gone");
     assert_eq!(store.mcp_server("fs").unwrap(), None);
     assert_eq!(store.mcp_tools("fs").unwrap(), None);
-    assert!(store.tool_classes("fs__").unwrap().is_empty());
+    assert_eq!(store.tool_class("fs__read").unwrap(), None);
+    assert_eq!(store.tool_class("fs__write").unwrap(), None);
     assert_eq!(
         store.tool_class("f__x").unwrap(),
         Some(class(CLASS_BY_USER))

@@ -1089,10 +1089,67 @@ fn toggle(profile: &Option<String>, target_name: &str, on: bool) -> Result<(), E
 #[cfg(test)]
 mod tests {
     use super::*;
+    use evolve_core::permission::{Annotations, ClassSource, ToolClass};
+
+    #[test]
+    fn a_listing_shows_each_tool_with_its_level_and_where_it_came_from() {
+        let tool = |name: &str, description: &str| McpTool {
+            name: name.into(),
+            description: description.into(),
+            input_schema: "{}".into(),
+            annotations: Annotations::default(),
+        };
+        let class = |level, source, classifier| {
+            Some(Classified {
+                class: ToolClass { level, source },
+                user: None,
+                classifier,
+            })
+        };
+        let listings = vec![
+            (
+                "fs".to_string(),
+                Listing::Tools(vec![
+                    Row {
+                        tool: tool("read_file", "Read a file.\nWhole."),
+                        class: class(Level::L2, ClassSource::Classifier, Some(Level::L2)),
+                    },
+                    Row {
+                        tool: tool("delete", "Delete \u{1b}[31m"),
+                        class: class(Level::L4, ClassSource::Annotations, Some(Level::L3)),
+                    },
+                    Row {
+                        tool: tool("move", ""),
+                        class: None,
+                    },
+                ]),
+            ),
+            ("web".to_string(), Listing::Failed("no route".into())),
+            ("old".to_string(), Listing::Disabled),
+        ];
+        let mut out = Vec::new();
+        let failed = write_listings(&mut out, &listings).expect("write");
+        assert_eq!(failed, ["web"]);
+        let text = String::from_utf8(out).expect("utf-8");
+        let want = "fs: 3 tools\n\
+                    \x20 fs__read_file  L2   classifier                   Read a file. Whole.\n\
+                    \x20 fs__delete     L4   annotations (classifier L3)  Delete \\u{1b}[31m\n\
+                    \x20 fs__move       off  switched off\n\
+                    web: could not be listed\n\
+                    old: disabled (`evolve mcp enable old`)\n";
+        assert_eq!(text, want);
+        let json = listings_json(&listings);
+        assert_eq!(json[0]["tools"][1]["level"], "L4");
+        assert_eq!(json[0]["tools"][1]["source"], "annotations");
+        assert_eq!(json[0]["tools"][1]["classifier"], "L3");
+        assert_eq!(json[0]["tools"][2]["offered"], false);
+        assert_eq!(json[1]["ok"], false);
+    }
 
     #[test]
     fn pairs_split_at_the_first_separator() {
-        let cases: &[(&str, char, Option<(&str, &str)>)] = &[
+        type Case = (&'static str, char, Option<(&'static str, &'static str)>);
+        let cases: &[Case] = &[
             ("K=V", '=', Some(("K", "V"))),
             ("K=a=b", '=', Some(("K", "a=b"))),
             ("K=", '=', Some(("K", ""))),

@@ -650,6 +650,41 @@ url = "https://s.example/mcp"
         );
     }
 
+    #[cfg(unix)]
+    #[test]
+    fn check_warns_about_a_token_others_can_read() {
+        use std::os::unix::fs::PermissionsExt;
+        let cases = [
+            (
+                "[mcp.servers.r]\nurl = \"http://h/mcp\"\nbearer_token = \"t\"\n",
+                true,
+            ),
+            (
+                "[mcp.servers.r]\nurl = \"http://h/mcp\"\nheaders = { A = \"b\" }\n",
+                true,
+            ),
+            (
+                "[mcp.servers.r]\nurl = \"http://h/mcp\"\nbearer_token_env = \"T\"\n",
+                false,
+            ),
+        ];
+        for (text, warned) in cases {
+            let home = crate::testing::TempDir::new("mcp-mode");
+            let file = home.path().join(CONFIG_FILE);
+            std::fs::write(&file, text).expect("write");
+            std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+            let dir = home.path().to_string_lossy().into_owned();
+            let env = move |name: &str| match name {
+                "EVOLVE_HOME" => Some(dir.clone().into()),
+                "T" => Some("tok".into()),
+                _ => None,
+            };
+            let checked = check(&LoadOptions::default(), &env).expect("valid");
+            let readable = checked.warnings.iter().any(|w| w.contains("chmod 600"));
+            assert_eq!(readable, warned, "{text}: {:?}", checked.warnings);
+        }
+    }
+
     #[test]
     fn config_show_masks_tokens_headers_and_environment_values() {
         let text = r#"

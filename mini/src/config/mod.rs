@@ -15,8 +15,9 @@
 //! key and what to do. It creates nothing on disk; `evolve config init` does.
 //!
 //! Files: `file.rs` the raw TOML types, `resolve.rs` layering, environment and
-//! validation, `template.rs` the commented file `config init` writes, `show.rs` the
-//! masked view for `config show` and the API.
+//! validation, `mcp.rs` the `[mcp]` section (servers, with the lines they are defined
+//! on), `template.rs` the commented file `config init` writes, `show.rs` the masked
+//! view for `config show` and the API.
 
 mod file;
 mod mcp;

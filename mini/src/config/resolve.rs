@@ -41,7 +41,7 @@ pub fn home_dir(env: EnvLookup<'_>) -> Result<PathBuf, ConfigError> {
 }
 
 /// `~` and `~/…` under `$HOME`; anything else unchanged. The error says what is wrong.
-pub(super) fn expand_tilde(text: &str, env: EnvLookup<'_>) -> Result<PathBuf, String> {
+fn expand_tilde(text: &str, env: EnvLookup<'_>) -> Result<PathBuf, String> {
     let rest = match text.strip_prefix('~') {
         Some("") => "",
         Some(rest) if rest.starts_with('/') => rest.trim_start_matches('/'),

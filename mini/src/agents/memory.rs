@@ -192,12 +192,29 @@ pub(super) fn cheap_call(
     problems: &mut Vec<String>,
     cancel: &AtomicBool,
 ) -> Option<String> {
+    cheap_call_sized(rt, system, user, CHEAP_MAX_TOKENS, usage, problems, cancel)
+}
+
+/// The answer budget of a cheap-model task: its replies are one small JSON object.
+const CHEAP_MAX_TOKENS: u32 = 512;
+
+/// [`cheap_call`] with its own answer budget, for tasks whose reply grows with the
+/// input (the classification of every tool of an MCP server).
+pub(crate) fn cheap_call_sized(
+    rt: &Runtime,
+    system: &str,
+    user: &str,
+    max_tokens: u32,
+    usage: &mut Usage,
+    problems: &mut Vec<String>,
+    cancel: &AtomicBool,
+) -> Option<String> {
     let req = ChatRequest {
         role: ModelRole::Cheap,
         messages: vec![Message::system(system), Message::user(user)],
         tools: Vec::new(),
         stream: false,
-        max_tokens: Some(512),
+        max_tokens: Some(max_tokens),
         temperature: Some(0.2),
         json: system != prompts::SUMMARIZE,
         tool_choice: None,

@@ -12,7 +12,7 @@
 mod evaluate;
 mod manager;
 mod memory;
-mod prompts;
+pub(crate) mod prompts;
 mod record;
 mod reflect;
 mod runtime;
@@ -22,6 +22,8 @@ mod worker;
 pub use manager::{Approval, Manager, TurnInput, TurnIo};
 pub use record::ToolRun;
 pub use runtime::Runtime;
+
+pub(crate) use memory::cheap_call_sized;
 
 pub use evaluate::EvaluateAgent;
 pub use memory::MemoryAgent;

@@ -43,6 +43,9 @@ Type a message and press Enter. Commands:
   /session new|list|switch ID
   /reflect               reflect on this session now and save the lesson
   /permissions           tool levels, what is asked, and this session's grants
+  /mcp                   the MCP servers and whether they are connected
+  /mcp tools [NAME]      start them and list their tools with each tool's level
+  /mcp level TOOL LEVEL  set an MCP tool's level (L0-L5, or auto)
   /help                  this help
   /quit                  leave (Ctrl-D works too)
 Ctrl-C stops an answer. 命令同上；输入 /help 查看帮助。";
@@ -442,7 +445,28 @@ fn slash(command: &str, manager: &Manager, session: &mut Option<String>) -> Resu
                 }
             }
         }
+        "mcp" => mcp_command(rt, rest)?,
         other => println!("  unknown command /{other} — /help lists them"),
     }
     Ok(true)
+}
+
+/// `/mcp`, `/mcp tools [NAME]`, `/mcp level TOOL LEVEL`: the same as `evolve mcp …`.
+fn mcp_command(rt: &Runtime, rest: &str) -> Result<(), Error> {
+    let words: Vec<&str> = rest.split_whitespace().collect();
+    match words.as_slice() {
+        [] | ["list"] => {
+            let connected = rt.mcp.connected();
+            let mut out = std::io::stdout().lock();
+            super::mcp::write_servers(&mut out, &rt.config, rt.mcp.specs(), Some(&connected))?;
+        }
+        ["tools"] => super::mcp::chat_tools(rt, None, &interrupt::CANCEL)?,
+        ["tools", name] => super::mcp::chat_tools(rt, Some(name), &interrupt::CANCEL)?,
+        ["level", tool, level] => {
+            let said = super::mcp::set_level(&rt.config, &rt.store, rt.mcp.specs(), tool, level)?;
+            println!("  {said}");
+        }
+        _ => println!("  usage: /mcp, /mcp tools [NAME], /mcp level SERVER__TOOL L0-L5|auto"),
+    }
+    Ok(())
 }

@@ -7,6 +7,7 @@ mod chat;
 mod config;
 mod doctor;
 mod interrupt;
+mod mcp;
 mod memory;
 mod sessions;
 
@@ -51,6 +52,7 @@ enum Command {
     Chat(chat::ChatCmd),
     Memory(memory::MemoryCmd),
     Sessions(sessions::SessionsCmd),
+    Mcp(mcp::McpCmd),
     Config(config::ConfigCmd),
     Doctor(doctor::DoctorCmd),
 }
@@ -66,6 +68,7 @@ pub fn run(args: Evolve) -> Result<(), Error> {
         Some(Command::Chat(cmd)) => chat::run(cmd),
         Some(Command::Memory(cmd)) => memory::run(cmd),
         Some(Command::Sessions(cmd)) => sessions::run(cmd),
+        Some(Command::Mcp(cmd)) => mcp::run(cmd),
         Some(Command::Config(cmd)) => config::run(cmd),
         Some(Command::Doctor(cmd)) => doctor::run(cmd),
         None => Err(Error::Usage("no command given".into())),

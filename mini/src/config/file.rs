@@ -31,6 +31,7 @@ pub struct RawFile {
     pub memory: Option<MemoryConfig>,
     pub history: Option<HistoryConfig>,
     pub permission: Option<PermissionConfig>,
+    pub mcp: Option<RawMcp>,
 }
 
 /// One layer of settings: the top level with a profile merged over it, or one profile.
@@ -46,6 +47,7 @@ pub struct RawLayer {
     pub memory: Option<MemoryConfig>,
     pub history: Option<HistoryConfig>,
     pub permission: Option<PermissionConfig>,
+    pub mcp: Option<RawMcp>,
 }
 
 /// `[model]`.
@@ -104,4 +106,34 @@ pub struct RawTools {
 #[serde(deny_unknown_fields)]
 pub struct RawText {
     pub dict_path: Option<String>,
+}
+
+/// `[mcp]`; durations in seconds.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawMcp {
+    pub timeout_secs: Option<u64>,
+    pub servers: Option<BTreeMap<String, RawServer>>,
+}
+
+/// `[mcp.servers.NAME]`: a program (`command`, `args`, `env`, `cwd`) or an HTTP
+/// endpoint (`url`, `headers`, `bearer_token` / `bearer_token_env`), and what applies to
+/// both.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawServer {
+    pub command: Option<String>,
+    pub args: Option<Vec<String>>,
+    pub env: Option<BTreeMap<String, String>>,
+    pub cwd: Option<String>,
+    pub url: Option<String>,
+    pub headers: Option<BTreeMap<String, String>>,
+    pub bearer_token: Option<String>,
+    pub bearer_token_env: Option<String>,
+    pub timeout_secs: Option<u64>,
+    pub trusted: Option<bool>,
+    pub enabled_tools: Option<Vec<String>>,
+    pub disabled_tools: Option<Vec<String>>,
+    pub disabled: Option<bool>,
+    pub roots: Option<Vec<String>>,
 }

@@ -15,14 +15,19 @@
 //! key and what to do. It creates nothing on disk; `evolve config init` does.
 //!
 //! Files: `file.rs` the raw TOML types, `resolve.rs` layering, environment and
-//! validation, `template.rs` the commented file `config init` writes, `show.rs` the
-//! masked view for `config show` and the API.
+//! validation, `mcp.rs` the `[mcp]` section (servers, with the lines they are defined
+//! on), `template.rs` the commented file `config init` writes, `show.rs` the masked
+//! view for `config show` and the API.
 
 mod file;
+mod mcp;
 mod resolve;
 mod show;
 mod template;
 
+pub use mcp::{
+    env_name_problem, header_problem, server_json, server_name_problem, url_problem, Place,
+};
 pub use resolve::{check, home_dir};
 pub use template::CONFIG_TEMPLATE;
 
@@ -248,6 +253,14 @@ pub struct McpConfig {
     pub timeout: Duration,
     /// `[mcp.servers.NAME]`, in name order.
     pub servers: Vec<crate::mcp::ServerSpec>,
+    /// Where each server is defined in the file (for messages that send the user there).
+    pub places: BTreeMap<String, Place>,
+    /// Problems that do not stop evolve (a `bearer_token_env` naming an unset variable):
+    /// shown by `evolve config check` and logged when the servers are loaded.
+    pub warnings: Vec<String>,
+    /// A token or header value is written in the file (`config check` then warns when
+    /// others can read it).
+    pub secrets_in_file: bool,
 }
 
 impl Default for McpConfig {
@@ -255,6 +268,9 @@ impl Default for McpConfig {
         McpConfig {
             timeout: crate::mcp::DEFAULT_CALL_TIMEOUT,
             servers: Vec::new(),
+            places: BTreeMap::new(),
+            warnings: Vec::new(),
+            secrets_in_file: false,
         }
     }
 }

@@ -144,6 +144,8 @@ pub fn load(opts: &LoadOptions, env: EnvLookup<'_>) -> Result<Loaded, ConfigErro
         home: &home,
         env,
         origins: &mut origins,
+        text: &text,
+        profile: &profile,
     };
     let config = resolve(layer, profile.clone(), opts, ctx)?;
     Ok(Loaded {
@@ -172,6 +174,7 @@ const TRACED_KEYS: &[&str] = &[
     "model.timeouts.per_read",
     "model.timeouts.overall",
     "text.dict_path",
+    "mcp.timeout_secs",
 ];
 
 /// The file's text; `None` when it does not exist.
@@ -277,8 +280,23 @@ fn has_key(table: &toml::Table, keys: &[&str]) -> bool {
 }
 
 /// Merges a profile over the top level, key by key; `api_key` and `api_key_env` are one
-/// setting (a profile naming either replaces both of the top level).
+/// setting (a profile naming either replaces both of the top level), and an MCP server
+/// is one setting too (a profile's `[profiles.P.mcp.servers.NAME]` replaces the top
+/// level's server NAME as a whole: a `url` in the profile and a `command` in the top
+/// level would otherwise make a server that is both).
 fn merge_layer(base: &mut toml::Table, overlay: &toml::Table) {
+    let overlay_servers = overlay
+        .get("mcp")
+        .and_then(toml::Value::as_table)
+        .and_then(|m| m.get("servers"))
+        .and_then(toml::Value::as_table);
+    if let (Some(names), Some(toml::Value::Table(mcp))) = (overlay_servers, base.get_mut("mcp")) {
+        if let Some(toml::Value::Table(servers)) = mcp.get_mut("servers") {
+            for name in names.keys() {
+                servers.remove(name);
+            }
+        }
+    }
     let overlay_model = overlay.get("model").and_then(toml::Value::as_table);
     if overlay_model.is_some_and(|m| m.contains_key("api_key") || m.contains_key("api_key_env")) {
         if let Some(toml::Value::Table(model)) = base.get_mut("model") {
@@ -301,15 +319,19 @@ fn merge_tables(base: &mut toml::Table, overlay: &toml::Table) {
 }
 
 /// What checking a layer needs besides the layer.
-struct Context<'a> {
-    path: &'a Path,
-    home: &'a Path,
-    env: EnvLookup<'a>,
-    origins: &'a mut Origins,
+pub(super) struct Context<'a> {
+    pub(super) path: &'a Path,
+    pub(super) home: &'a Path,
+    pub(super) env: EnvLookup<'a>,
+    pub(super) origins: &'a mut Origins,
+    /// The file's text, for the lines of errors found after layering.
+    pub(super) text: &'a str,
+    /// The active profile's name.
+    pub(super) profile: &'a str,
 }
 
 impl Context<'_> {
-    fn invalid(&self, message: String) -> ConfigError {
+    pub(super) fn invalid(&self, message: String) -> ConfigError {
         ConfigError::Invalid {
             path: self.path.to_path_buf(),
             message,
@@ -317,7 +339,7 @@ impl Context<'_> {
     }
 
     /// " (profile x)" when the key came from a profile, so the user edits the right table.
-    fn source_note(&self, key: &str) -> String {
+    pub(super) fn source_note(&self, key: &str) -> String {
         match self.origins.get(key) {
             Origin::Profile(name) => format!(" (from [profiles.{name}])"),
             _ => String::new(),
@@ -325,7 +347,7 @@ impl Context<'_> {
     }
 
     /// A path setting: `~` expanded, relative paths under `$EVOLVE_HOME`.
-    fn path_setting(&self, key: &str, text: &str) -> Result<PathBuf, ConfigError> {
+    pub(super) fn path_setting(&self, key: &str, text: &str) -> Result<PathBuf, ConfigError> {
         if text.trim().is_empty() {
             return Err(self.invalid(format!("{key} is empty — set a path or remove the key")));
         }
@@ -338,7 +360,7 @@ impl Context<'_> {
     }
 
     /// Seconds, at least one.
-    fn seconds(
+    pub(super) fn seconds(
         &self,
         key: &str,
         value: Option<u64>,
@@ -384,6 +406,7 @@ fn resolve(
         memory,
         history,
         permission,
+        mcp,
     } = layer;
 
     let workspace = match (&opts.workspace, workspace) {
@@ -424,6 +447,7 @@ fn resolve(
             .map(|p| ctx.path_setting("text.dict_path", &p))
             .transpose()?,
     };
+    let mcp = super::mcp::resolve_mcp(mcp.unwrap_or_default(), &ctx)?;
     let core = CoreConfig {
         memory: memory.unwrap_or_default(),
         history: history.unwrap_or_default(),
@@ -440,7 +464,7 @@ fn resolve(
         agent,
         tools,
         text,
-        mcp: super::McpConfig::default(),
+        mcp,
         workspace,
         log,
     })
@@ -849,7 +873,7 @@ pub fn check(opts: &LoadOptions, env: EnvLookup<'_>) -> Result<Checked, ConfigEr
         check_permissions(&load(&other, env)?.config)?;
         checked.push(name.clone());
     }
-    let mut warnings = Vec::new();
+    let mut warnings = loaded.config.mcp.warnings.clone();
     if let Some(w) = readable_key_warning(&loaded) {
         warnings.push(w);
     }
@@ -882,14 +906,14 @@ fn readable_key_warning(loaded: &Loaded) -> Option<String> {
     let key_in_file = matches!(
         loaded.origins.get("model.api_key"),
         Origin::File | Origin::Profile(_)
-    );
+    ) || loaded.config.mcp.secrets_in_file;
     let mode = std::fs::metadata(&loaded.config.file)
         .ok()?
         .permissions()
         .mode();
     (key_in_file && mode & 0o077 != 0).then(|| {
         format!(
-            "{} holds an API key and other users can read it — run chmod 600 {0}",
+            "{} holds an API key or token and other users can read it — run chmod 600 {0}",
             loaded.config.file.display()
         )
     })

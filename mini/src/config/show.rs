@@ -92,6 +92,10 @@ impl Config {
             "memory": via_text(&self.core.memory),
             "history": via_text(&self.core.history),
             "permission": via_text(&self.core.permission),
+            "mcp": {
+                "timeout_secs": secs(self.mcp.timeout),
+                "servers": super::mcp::servers_json(&self.mcp.servers),
+            },
         })
     }
 }
@@ -148,7 +152,7 @@ impl Loaded {
 
     fn write_table(&self, out: &mut String, path: &str, map: &Map<String, Value>) {
         for (key, value) in map {
-            if value.is_object() {
+            if value.is_object() && !inline_table(path, key) {
                 continue;
             }
             let dotted = if path.is_empty() {
@@ -172,8 +176,10 @@ impl Loaded {
         }
         // The model first: it is what people look for; then the file's order.
         let order = |key: &str| SECTION_ORDER.iter().position(|k| *k == key);
-        let mut tables: Vec<(&String, &Value)> =
-            map.iter().filter(|(_, v)| v.is_object()).collect();
+        let mut tables: Vec<(&String, &Value)> = map
+            .iter()
+            .filter(|(k, v)| v.is_object() && !inline_table(path, k))
+            .collect();
         tables.sort_by_key(|(k, _)| (order(k).unwrap_or(usize::MAX), k.as_str()));
         for (key, value) in tables {
             if let Value::Object(inner) = value {
@@ -200,7 +206,13 @@ const SECTION_ORDER: &[&str] = &[
     "memory",
     "history",
     "permission",
+    "mcp",
 ];
+
+/// A server's `env` and `headers` are printed as inline tables, as they are written.
+fn inline_table(path: &str, key: &str) -> bool {
+    path.starts_with("mcp.servers.") && matches!(key, "env" | "headers")
+}
 
 /// A key, quoted when it is not a bare TOML key (MCP tool names can be anything).
 fn toml_key(key: &str) -> String {
@@ -228,7 +240,11 @@ fn toml_value(value: &Value) -> String {
                 .filter(|(_, v)| !v.is_null())
                 .map(|(k, v)| format!("{} = {}", toml_key(k), toml_value(v)))
                 .collect();
-            format!("{{ {} }}", inner.join(", "))
+            if inner.is_empty() {
+                "{}".to_string()
+            } else {
+                format!("{{ {} }}", inner.join(", "))
+            }
         }
         Value::Null => "\"\"".to_string(),
         other => other.to_string(),

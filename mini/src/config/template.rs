@@ -135,6 +135,36 @@ pub const CONFIG_TEMPLATE: &str = r#"# evolve configuration — `evolve config s
 # The highest level `evolve ask` and scheduled tasks run without --allow (at most L3).
 #headless_max_auto = "L2"
 
+[mcp]
+# MCP servers: their tools are offered to the model as `<server>__<tool>`, each
+# with a permission level (`evolve mcp tools` shows them and where each level came
+# from; `evolve mcp level TOOL L0-L5` sets one). Servers can also be added with
+# `evolve mcp add` and `evolve mcp import FILE` (those are kept in the store).
+# How long one tool call may take, unless a server sets its own timeout_secs.
+#timeout_secs = 60
+#
+# A program that speaks MCP on stdin/stdout, e.g.:
+# [mcp.servers.notes]
+# command = "npx"
+# args = ["-y", "@modelcontextprotocol/server-filesystem", "/home/me/notes"]
+# env = { NODE_OPTIONS = "--no-warnings" }
+# An endpoint speaking streamable HTTP, its token read from an environment variable
+# (or `bearer_token = "…"`, or `headers = { X-Api-Key = "…" }`), e.g.:
+# [mcp.servers.remote]
+# url = "https://mcp.example.com/mcp"
+# bearer_token_env = "REMOTE_MCP_TOKEN"
+# timeout_secs = 120
+# Any server may also set:
+#   cwd               the program's working directory
+#   trusted           true: its read-only hints may lower a tool's level (hints of
+#                     servers not trusted can only raise it)
+#   enabled_tools     offer only these tools, e.g. ["read_file", "list_directory"]
+#   disabled_tools    never offer these tools
+#   disabled          true: the server is not used
+#   roots             directories outside the workspace its tools may name in their
+#                     arguments (default: the existing absolute directories among
+#                     args, and cwd)
+
 # Profiles override any of the settings above, key by key, and are chosen with
 # --profile NAME, EVOLVE_PROFILE or `profile = "NAME"` at the top. For example:
 #
@@ -214,5 +244,15 @@ mod tests {
         assert_eq!(loaded.config.profile, "local");
         assert_eq!(loaded.profiles, ["deepseek", "local"]);
         assert_eq!(loaded.config.model.base_url, "http://127.0.0.1:8080/v1");
+        let mcp = &loaded.config.mcp;
+        let names: Vec<&str> = mcp.servers.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["notes", "remote"]);
+        assert_eq!(mcp.servers[1].timeout.as_secs(), 120);
+        // The example's token variable is not set: a warning, not an error.
+        assert!(
+            mcp.warnings[0].contains("REMOTE_MCP_TOKEN"),
+            "{:?}",
+            mcp.warnings
+        );
     }
 }

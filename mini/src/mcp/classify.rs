@@ -2,13 +2,24 @@
 //! (cached in the store with a fingerprint of the description and schema, redone when
 //! they change), with the MCP annotations as input; core's `classify` combines them. A
 //! tool nobody could classify is L4.
+//!
+//! What it decides: which inputs count (a level set with `evolve mcp level` over one in
+//! `[tools.levels]` of `config.toml`, over the classifier), when the cheap model is asked
+//! (only for tools without a cached answer for their current fingerprint, all of one
+//! server's in one request), and how its reply is read (tolerantly: any JSON the core can
+//! repair, levels as `"L3"`, `3` or `{"level": "L3"}`). How the inputs combine — the
+//! annotations of an untrusted server can only raise a level — is the core's.
 
 use std::sync::atomic::AtomicBool;
 
-use evolve_core::permission::{ClassSource, Level, ToolClass};
+use evolve_core::json::Value;
+use evolve_core::permission::{classify, ClassSource, ClassifyInput, Level, ToolClass};
+use evolve_core::text::clip_chars;
+use evolve_core::Timestamp;
 
-use super::{McpTool, ServerSpec};
+use super::{full_name, McpTool, ServerSpec};
 use crate::agents::Runtime;
+use crate::store::{ToolClassRecord, CLASS_BY_CLASSIFIER, CLASS_BY_USER, CLASS_UNCLASSIFIED};
 
 /// The class of each of a server's tools, in order. Cached classifications with the same
 /// fingerprint are reused; the rest are classified by the cheap model (one request for
@@ -20,12 +31,726 @@ pub fn classes(
     tools: &[McpTool],
     cancel: &AtomicBool,
 ) -> Vec<ToolClass> {
-    let _ = (rt, spec, cancel);
+    explain(rt, spec, tools, cancel)
+        .into_iter()
+        .map(|c| c.class)
+        .collect()
+}
+
+/// Where a level the user chose was set.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UserLevel {
+    /// `evolve mcp level` / `/mcp level` (kept in the store).
+    Command,
+    /// `[tools.levels]` of `config.toml`.
+    ConfigFile,
+}
+
+/// A tool's class and the inputs it came from, for `evolve mcp tools`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Classified {
+    /// The level and core's source.
+    pub class: ToolClass,
+    /// The user's level, if any, and where it was set.
+    pub user: Option<(Level, UserLevel)>,
+    /// The classifier's level (`None`: not classified).
+    pub classifier: Option<Level>,
+}
+
+impl Classified {
+    /// Where the level came from, in words: `user (evolve mcp level)`, `classifier`,
+    /// `annotations (classifier L1)`, `unclassified`, …
+    pub fn origin(&self) -> String {
+        let classifier = match self.classifier {
+            Some(level) => format!("classifier {level}"),
+            None => "unclassified".to_string(),
+        };
+        match (self.class.source, self.user) {
+            (ClassSource::UserOverride, Some((_, UserLevel::Command))) => {
+                "user (evolve mcp level)".to_string()
+            }
+            (ClassSource::UserOverride, _) => "user (config.toml [tools.levels])".to_string(),
+            (ClassSource::Annotations, _) => format!("annotations ({classifier})"),
+            (ClassSource::Classifier, _) => "classifier".to_string(),
+            (ClassSource::Unclassified, _) => "unclassified".to_string(),
+            (ClassSource::BuiltIn, _) => "built-in".to_string(),
+        }
+    }
+}
+
+/// [`classes`] with the inputs of each level.
+pub fn explain(
+    rt: &Runtime,
+    spec: &ServerSpec,
+    tools: &[McpTool],
+    cancel: &AtomicBool,
+) -> Vec<Classified> {
+    let names: Vec<String> = tools
+        .iter()
+        .map(|t| full_name(&spec.name, &t.name))
+        .collect();
+    let fingerprints: Vec<u64> = tools.iter().map(fingerprint).collect();
+    let records: Vec<Option<ToolClassRecord>> = names
+        .iter()
+        .map(|name| {
+            rt.store.tool_class(name).unwrap_or_else(|e| {
+                log::warn!("the cached level of MCP tool {name} cannot be read: {e}");
+                None
+            })
+        })
+        .collect();
+
+    let mut user: Vec<Option<(Level, UserLevel)>> = Vec::with_capacity(tools.len());
+    let mut classifier: Vec<Option<Level>> = Vec::with_capacity(tools.len());
+    let mut to_ask: Vec<usize> = Vec::new();
+    for (i, name) in names.iter().enumerate() {
+        let record = records[i].as_ref();
+        let from_command = record
+            .filter(|r| r.source == CLASS_BY_USER)
+            .map(|r| (r.level, UserLevel::Command));
+        let from_file = rt
+            .config
+            .tools
+            .levels
+            .iter()
+            .find(|(t, _)| t == name)
+            .map(|(_, l)| (*l, UserLevel::ConfigFile));
+        let chosen = from_command.or(from_file);
+        user.push(chosen);
+        let cached = record.filter(|r| r.fingerprint == fingerprints[i]);
+        match cached.map(|r| r.source.as_str()) {
+            Some(CLASS_BY_CLASSIFIER) => classifier.push(cached.map(|r| r.level)),
+            Some(CLASS_UNCLASSIFIED) => classifier.push(None),
+            // A level the user chose needs no classification; anything else is asked.
+            _ if chosen.is_some() => classifier.push(None),
+            _ => {
+                classifier.push(None);
+                to_ask.push(i);
+            }
+        }
+    }
+
+    if !to_ask.is_empty() {
+        let asked: Vec<&McpTool> = to_ask.iter().map(|&i| &tools[i]).collect();
+        if let Some(levels) = ask_classifier(rt, &spec.name, &asked, cancel) {
+            let now = now();
+            let mut fresh = Vec::with_capacity(to_ask.len());
+            for (&i, level) in to_ask.iter().zip(levels) {
+                classifier[i] = level;
+                // A user level set meanwhile is never overwritten.
+                if records[i]
+                    .as_ref()
+                    .is_some_and(|r| r.source == CLASS_BY_USER)
+                {
+                    continue;
+                }
+                fresh.push((
+                    names[i].clone(),
+                    ToolClassRecord {
+                        level: level.unwrap_or(evolve_core::permission::UNCLASSIFIED_LEVEL),
+                        fingerprint: fingerprints[i],
+                        source: if level.is_some() {
+                            CLASS_BY_CLASSIFIER
+                        } else {
+                            CLASS_UNCLASSIFIED
+                        }
+                        .to_string(),
+                        at: now,
+                    },
+                ));
+            }
+            if let Err(e) = rt.store.set_tool_classes(&fresh) {
+                log::warn!(
+                    "the levels of the tools of MCP server {:?} cannot be cached: {e}",
+                    spec.name
+                );
+            }
+        }
+    }
+
     tools
         .iter()
-        .map(|_| ToolClass {
-            level: Level::L4,
-            source: ClassSource::Unclassified,
+        .enumerate()
+        .map(|(i, tool)| combine(tool, spec, user[i], classifier[i]))
+        .collect()
+}
+
+/// Core's rule over what was found for one tool.
+fn combine(
+    tool: &McpTool,
+    spec: &ServerSpec,
+    user: Option<(Level, UserLevel)>,
+    classifier: Option<Level>,
+) -> Classified {
+    let class = classify(&ClassifyInput {
+        builtin: None,
+        user_override: user.map(|(l, _)| l),
+        classifier,
+        annotations: tool.annotations,
+        trusted_server: spec.trusted,
+    });
+    Classified {
+        class,
+        user,
+        classifier,
+    }
+}
+
+/// At most this many characters of a tool's description go to the classifier.
+const DESCRIPTION_CHARS: usize = 600;
+/// At most this many characters of a tool's schema go to the classifier.
+const SCHEMA_CHARS: usize = 1200;
+
+/// One cheap-model request for these tools; per tool its level, `None` where the reply
+/// had none. `None` altogether when the call failed (nothing is cached: it is tried
+/// again next time).
+fn ask_classifier(
+    rt: &Runtime,
+    server: &str,
+    tools: &[&McpTool],
+    cancel: &AtomicBool,
+) -> Option<Vec<Option<Level>>> {
+    let system = crate::agents::prompts::classify_prompt();
+    let user = describe_tools(server, tools);
+    // About 12 tokens per `"name": "L3",` and room for the braces.
+    let max_tokens = (64 + 16 * tools.len()).clamp(256, 4096) as u32;
+    let mut usage = crate::llm::Usage::default();
+    let mut problems = Vec::new();
+    let reply = crate::agents::cheap_call_sized(
+        rt,
+        &system,
+        &user,
+        max_tokens,
+        &mut usage,
+        &mut problems,
+        cancel,
+    );
+    let Some(reply) = reply else {
+        log::warn!(
+            "the tools of MCP server {server:?} could not be classified ({}): they are L4 \
+             until they are",
+            problems.join("; ")
+        );
+        return None;
+    };
+    let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+    let levels = parse_levels(&reply, server, &names);
+    let missing: Vec<&str> = names
+        .iter()
+        .zip(&levels)
+        .filter(|(_, l)| l.is_none())
+        .map(|(n, _)| *n)
+        .collect();
+    if !missing.is_empty() {
+        log::warn!(
+            "the cheap model gave no usable level for {} of MCP server {server:?}: L4 \
+             (unclassified) — set one with `evolve mcp level {server}__TOOL L0-L5`",
+            missing.join(", ")
+        );
+    }
+    Some(levels)
+}
+
+/// The user message of the classification: each tool's name, description, schema and
+/// hints.
+fn describe_tools(server: &str, tools: &[&McpTool]) -> String {
+    let mut out = format!("MCP server: {server}\nTools ({}):\n", tools.len());
+    for tool in tools {
+        out.push_str(&format!("\n- name: {}\n", tool.name));
+        let description = tool.description.trim();
+        if !description.is_empty() {
+            out.push_str(&format!(
+                "  description: {}\n",
+                clip_chars(description, DESCRIPTION_CHARS)
+            ));
+        }
+        out.push_str(&format!(
+            "  arguments schema: {}\n",
+            clip_chars(tool.input_schema.trim(), SCHEMA_CHARS)
+        ));
+        let a = tool.annotations;
+        let hints: Vec<String> = [
+            ("readOnlyHint", a.read_only_hint),
+            ("destructiveHint", a.destructive_hint),
+            ("openWorldHint", a.open_world_hint),
+        ]
+        .iter()
+        .filter_map(|(name, v)| v.map(|v| format!("{name}={v}")))
+        .collect();
+        if !hints.is_empty() {
+            out.push_str(&format!("  hints: {}\n", hints.join(", ")));
+        }
+    }
+    out
+}
+
+/// The level of each of `names` in the model's reply; `None` where it gave none. Read
+/// tolerantly: `{"tool": "L3"}`, with the levels as `"L3"`, `"l3"`, `3`, `"L3 (side
+/// effects)"` or `{"level": "L3"}`; the object may sit under `tools`, `levels` or
+/// `classification`, or be a list of `{"name", "level"}`; names may carry the server's
+/// prefix or differ in case.
+pub fn parse_levels(reply: &str, server: &str, names: &[&str]) -> Vec<Option<Level>> {
+    let Ok(doc) = evolve_core::json::extract(reply) else {
+        return vec![None; names.len()];
+    };
+    let mut pairs: Vec<(String, Level)> = Vec::new();
+    collect_pairs(&doc, &mut pairs, 0);
+    let prefix = full_name(server, "");
+    names
+        .iter()
+        .map(|name| {
+            let matches = |key: &str| {
+                let key = key.trim();
+                let key = key.strip_prefix(prefix.as_str()).unwrap_or(key);
+                key == *name || key.eq_ignore_ascii_case(name)
+            };
+            pairs
+                .iter()
+                .find(|(k, _)| k.trim() == *name)
+                .or_else(|| pairs.iter().find(|(k, _)| matches(k)))
+                .map(|(_, l)| *l)
         })
         .collect()
+}
+
+/// Every `name → level` found in `v`, looking into wrappers a few levels deep.
+fn collect_pairs(v: &Value, out: &mut Vec<(String, Level)>, depth: usize) {
+    if depth > 3 {
+        return;
+    }
+    match v {
+        Value::Object(entries) => {
+            for (key, value) in entries {
+                match level_of(value) {
+                    Some(level) => out.push((key.clone(), level)),
+                    None => collect_pairs(value, out, depth + 1),
+                }
+            }
+        }
+        Value::Array(items) => {
+            for item in items {
+                let name = item
+                    .get("name")
+                    .or_else(|| item.get("tool"))
+                    .and_then(Value::as_str);
+                match (name, item.get("level").and_then(level_of)) {
+                    (Some(name), Some(level)) => out.push((name.to_string(), level)),
+                    _ => collect_pairs(item, out, depth + 1),
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// A level written as `"L3"`, `"3"`, `3`, `"L3 - side effects"` or `{"level": …}`.
+fn level_of(v: &Value) -> Option<Level> {
+    match v {
+        Value::String(s) => Level::parse(s).or_else(|| {
+            let first = s
+                .trim()
+                .split(|c: char| !c.is_ascii_alphanumeric())
+                .next()?;
+            Level::parse(first)
+        }),
+        Value::Number(n) => n
+            .as_i64()
+            .and_then(|i| u8::try_from(i).ok())
+            .and_then(Level::from_u8),
+        Value::Object(_) => v.get("level").and_then(level_of),
+        _ => None,
+    }
+}
+
+/// A stable 64-bit fingerprint of what the classification was made from: the tool's
+/// name, description, schema and annotations. FNV-1a (64-bit offset basis and prime),
+/// written out because std's `DefaultHasher` may change between Rust releases and the
+/// fingerprints are kept in the store.
+pub fn fingerprint(tool: &McpTool) -> u64 {
+    const OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+    const PRIME: u64 = 0x0100_0000_01b3;
+    let hint = |h: Option<bool>| match h {
+        None => "-",
+        Some(true) => "1",
+        Some(false) => "0",
+    };
+    let a = tool.annotations;
+    let hints = format!(
+        "r{}d{}o{}",
+        hint(a.read_only_hint),
+        hint(a.destructive_hint),
+        hint(a.open_world_hint)
+    );
+    let mut h = OFFSET;
+    // Each part ends with a 0xff byte (never in UTF-8), so moving text from one part to
+    // the next changes the fingerprint.
+    for part in [
+        tool.name.as_str(),
+        tool.description.as_str(),
+        tool.input_schema.as_str(),
+        hints.as_str(),
+    ] {
+        for &b in part.as_bytes().iter().chain(&[0xff]) {
+            h ^= u64::from(b);
+            h = h.wrapping_mul(PRIME);
+        }
+    }
+    h
+}
+
+fn now() -> Timestamp {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as Timestamp)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::{Arc, Mutex};
+
+    use evolve_core::history::Message;
+    use evolve_core::permission::Annotations;
+
+    use crate::config::Config;
+    use crate::llm::{ChatModel, ChatRequest, ChatResponse, Delta, LlmError, ModelRole, Usage};
+    use crate::mcp::{SpecSource, Transport};
+    use crate::store::Store;
+    use crate::testing::TempDir;
+
+    /// A model that answers every request with the next scripted reply (an error when
+    /// none is left) and records the requests.
+    #[derive(Clone, Default)]
+    struct Scripted {
+        replies: Arc<Mutex<Vec<Result<String, ()>>>>,
+        seen: Arc<Mutex<Vec<ChatRequest>>>,
+    }
+
+    impl Scripted {
+        fn push(&self, reply: &str) {
+            self.replies.lock().unwrap().push(Ok(reply.to_string()));
+        }
+        fn fail(&self) {
+            self.replies.lock().unwrap().push(Err(()));
+        }
+        fn requests(&self) -> Vec<ChatRequest> {
+            self.seen.lock().unwrap().clone()
+        }
+    }
+
+    impl ChatModel for Scripted {
+        fn chat(
+            &self,
+            req: &ChatRequest,
+            _on_delta: &mut dyn FnMut(Delta<'_>),
+            _cancel: &AtomicBool,
+        ) -> Result<ChatResponse, LlmError> {
+            self.seen.lock().unwrap().push(req.clone());
+            let mut replies = self.replies.lock().unwrap();
+            let next = if replies.is_empty() {
+                Err(())
+            } else {
+                replies.remove(0)
+            };
+            match next {
+                Ok(text) => Ok(ChatResponse {
+                    message: Message::assistant(text),
+                    finish_reason: Some("stop".into()),
+                    usage: Usage::default(),
+                    model: "fake-cheap".into(),
+                }),
+                Err(()) => Err(LlmError::Protocol {
+                    url: "http://127.0.0.1:1/v1".into(),
+                    detail: "scripted failure".into(),
+                }),
+            }
+        }
+        fn model_name(&self, _role: ModelRole) -> &str {
+            "fake"
+        }
+    }
+
+    fn tool(name: &str, description: &str, annotations: Annotations) -> McpTool {
+        McpTool {
+            name: name.into(),
+            description: description.into(),
+            input_schema: r#"{"type":"object","properties":{"path":{"type":"string"}}}"#.into(),
+            annotations,
+        }
+    }
+
+    fn spec(trusted: bool) -> ServerSpec {
+        ServerSpec {
+            name: "fs".into(),
+            transport: Transport::Stdio {
+                command: "fs-server".into(),
+                args: Vec::new(),
+                env: Vec::new(),
+                cwd: None,
+            },
+            timeout: std::time::Duration::from_secs(60),
+            trusted,
+            enabled_tools: None,
+            disabled_tools: Vec::new(),
+            disabled: false,
+            roots: Vec::new(),
+            source: SpecSource::ConfigFile,
+        }
+    }
+
+    fn runtime(dir: &TempDir, model: &Scripted, levels: &[(&str, Level)]) -> Arc<Runtime> {
+        let mut config = Config::defaults(dir.path().to_path_buf());
+        config.tools.levels = levels.iter().map(|(n, l)| (n.to_string(), *l)).collect();
+        let store = Store::open(
+            &dir.path().join("evolve.redb"),
+            &evolve_core::text::FallbackTokenizer,
+        )
+        .expect("store");
+        Runtime::with_model(
+            config,
+            store,
+            crate::text::ShellTokenizer::new(None),
+            Box::new(model.clone()),
+        )
+    }
+
+    static NEVER: AtomicBool = AtomicBool::new(false);
+
+    #[test]
+    fn fingerprints_are_stable_and_see_every_part() {
+        let base = tool("read", "Reads a file", Annotations::default());
+        // A fixed value (computed independently): a change here would redo every
+        // user's cached classifications.
+        assert_eq!(fingerprint(&base), 0xe424_a64c_8340_a0f1);
+        let mut changed = Vec::new();
+        let mut t = base.clone();
+        t.name = "reads".into();
+        changed.push(t);
+        let mut t = base.clone();
+        t.description = "Reads a file.".into();
+        changed.push(t);
+        let mut t = base.clone();
+        t.input_schema = "{}".into();
+        changed.push(t);
+        let mut t = base.clone();
+        t.annotations.read_only_hint = Some(true);
+        changed.push(t);
+        let mut t = base.clone();
+        t.annotations.read_only_hint = Some(false);
+        changed.push(t);
+        // Text moved from one part to the next.
+        let mut t = base.clone();
+        t.name = "readR".into();
+        t.description = "eads a file".into();
+        changed.push(t);
+        let mut all: Vec<u64> = changed.iter().map(fingerprint).collect();
+        all.push(fingerprint(&base));
+        let n = all.len();
+        all.sort_unstable();
+        all.dedup();
+        assert_eq!(all.len(), n, "every change gives another fingerprint");
+    }
+
+    #[test]
+    fn fnv1a_matches_the_published_test_vectors() {
+        // FNV-1a 64 of "" and "a" (http://www.isthe.com/chongo/tech/comp/fnv/): the
+        // fingerprint is the same function over the parts and their separators.
+        fn fnv(bytes: &[u8]) -> u64 {
+            let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+            for &b in bytes {
+                h ^= u64::from(b);
+                h = h.wrapping_mul(0x0100_0000_01b3);
+            }
+            h
+        }
+        assert_eq!(fnv(b""), 0xcbf2_9ce4_8422_2325);
+        assert_eq!(fnv(b"a"), 0xaf63_dc4c_8601_ec8c);
+        assert_eq!(fnv(b"foobar"), 0x8594_4171_f739_67e8);
+        let t = McpTool {
+            name: "a".into(),
+            description: String::new(),
+            input_schema: String::new(),
+            annotations: Annotations::default(),
+        };
+        assert_eq!(fingerprint(&t), fnv(b"a\xff\xff\xffr-d-o-\xff"));
+    }
+
+    #[test]
+    fn replies_are_read_tolerantly() {
+        let names = ["read_file", "write_file", "delete"];
+        let cases: &[(&str, [Option<Level>; 3])] = &[
+            (
+                r#"{"read_file": "L2", "write_file": "L3", "delete": "L4"}"#,
+                [Some(Level::L2), Some(Level::L3), Some(Level::L4)],
+            ),
+            (
+                "Sure! ```json\n{\"READ_FILE\": 2, \"fs__write_file\": \"l3\", \"delete\": {\"level\": \"L5\"}}\n```",
+                [Some(Level::L2), Some(Level::L3), Some(Level::L5)],
+            ),
+            (
+                r#"{"tools": [{"name": "read_file", "level": "L1 - public"}, {"tool": "delete", "level": 4}]}"#,
+                [Some(Level::L1), None, Some(Level::L4)],
+            ),
+            (
+                r#"{"read_file": "L7", "write_file": "risky", "other": "L1""#,
+                [None, None, None],
+            ),
+            ("I cannot classify these.", [None, None, None]),
+        ];
+        for (reply, want) in cases {
+            assert_eq!(parse_levels(reply, "fs", &names), want.to_vec(), "{reply}");
+        }
+    }
+
+    #[test]
+    fn one_request_per_server_then_the_cache_until_a_tool_changes() {
+        let dir = TempDir::new("classify-cache");
+        let model = Scripted::default();
+        let rt = runtime(&dir, &model, &[]);
+        let tools = vec![
+            tool("read", "Reads a file", Annotations::default()),
+            tool("write", "Writes a file", Annotations::default()),
+            tool("odd", "Something", Annotations::default()),
+        ];
+        model.push(r#"{"read": "L2", "write": "L3"}"#);
+        let got = explain(&rt, &spec(false), &tools, &NEVER);
+        let levels: Vec<(Level, ClassSource)> = got
+            .iter()
+            .map(|c| (c.class.level, c.class.source))
+            .collect();
+        assert_eq!(
+            levels,
+            [
+                (Level::L2, ClassSource::Classifier),
+                (Level::L3, ClassSource::Classifier),
+                (Level::L4, ClassSource::Unclassified),
+            ]
+        );
+        let requests = model.requests();
+        assert_eq!(requests.len(), 1, "one request for the server");
+        let system = requests[0].messages[0].content.clone();
+        assert!(system.starts_with("[evolve:classify]"), "{system}");
+        for level in Level::ALL {
+            assert!(
+                system.contains(&format!("{level} {}", level.meaning())),
+                "{system}"
+            );
+        }
+        assert_eq!(requests[0].role, ModelRole::Cheap);
+        let user = requests[0].messages[1].content.clone();
+        assert!(
+            user.contains("name: write") && user.contains("Writes a file"),
+            "{user}"
+        );
+
+        // Asked again: all three come from the cache (the unclassified one too).
+        assert_eq!(explain(&rt, &spec(false), &tools, &NEVER), got);
+        assert_eq!(model.requests().len(), 1, "no new request");
+
+        // A changed description is classified again, alone.
+        let mut changed = tools.clone();
+        changed[1].description = "Writes or deletes a file".into();
+        model.push(r#"{"write": "L4"}"#);
+        let again = classes(&rt, &spec(false), &changed, &NEVER);
+        assert_eq!(again[1].level, Level::L4);
+        let requests = model.requests();
+        assert_eq!(requests.len(), 2);
+        let user = requests[1].messages[1].content.clone();
+        assert!(
+            user.contains("name: write") && !user.contains("name: read"),
+            "{user}"
+        );
+    }
+
+    #[test]
+    fn a_failed_call_is_l4_and_asked_again_next_time() {
+        let dir = TempDir::new("classify-fail");
+        let model = Scripted::default();
+        let rt = runtime(&dir, &model, &[]);
+        let tools = vec![tool("read", "Reads", Annotations::default())];
+        model.fail();
+        let got = classes(&rt, &spec(false), &tools, &NEVER);
+        assert_eq!(got[0].level, Level::L4);
+        assert_eq!(got[0].source, ClassSource::Unclassified);
+        assert_eq!(rt.store.tool_class("fs__read").expect("read"), None);
+        model.push(r#"{"read": "L1"}"#);
+        assert_eq!(
+            classes(&rt, &spec(false), &tools, &NEVER)[0].level,
+            Level::L1
+        );
+        assert_eq!(model.requests().len(), 2);
+    }
+
+    #[test]
+    fn user_levels_annotations_and_trust_combine_by_the_cores_rule() {
+        let dir = TempDir::new("classify-combine");
+        let model = Scripted::default();
+        let rt = runtime(
+            &dir,
+            &model,
+            &[("fs__cfg", Level::L1), ("fs__both", Level::L5)],
+        );
+        rt.store
+            .set_tool_class(
+                "fs__both",
+                &ToolClassRecord {
+                    level: Level::L2,
+                    fingerprint: 0,
+                    source: CLASS_BY_USER.into(),
+                    at: 0,
+                },
+            )
+            .expect("set");
+        let read_only = Annotations {
+            read_only_hint: Some(true),
+            ..Annotations::default()
+        };
+        let destructive = Annotations {
+            destructive_hint: Some(true),
+            ..Annotations::default()
+        };
+        let tools = vec![
+            tool("cfg", "c", Annotations::default()),
+            tool("both", "b", destructive),
+            tool("ro", "r", read_only),
+            tool("boom", "d", destructive),
+        ];
+        // (trusted, want per tool (level, source, origin text))
+        model.push(r#"{"ro": "L3", "boom": "L1"}"#);
+        let untrusted = explain(&rt, &spec(false), &tools, &NEVER);
+        let want_untrusted = [
+            (Level::L1, "user (config.toml [tools.levels])"),
+            // The command's level beats the file's, and annotations do not move it.
+            (Level::L2, "user (evolve mcp level)"),
+            // An untrusted read-only hint cannot lower the classifier's L3.
+            (Level::L3, "classifier"),
+            // A destructive hint raises the classifier's L1.
+            (Level::L4, "annotations (classifier L1)"),
+        ];
+        let got: Vec<(Level, String)> = untrusted
+            .iter()
+            .map(|c| (c.class.level, c.origin()))
+            .collect();
+        let want: Vec<(Level, String)> = want_untrusted
+            .iter()
+            .map(|(l, o)| (*l, o.to_string()))
+            .collect();
+        assert_eq!(got, want);
+        // Only the two tools without a user level were asked about.
+        let user = model.requests()[0].messages[1].content.clone();
+        assert!(
+            !user.contains("name: cfg") && !user.contains("name: both"),
+            "{user}"
+        );
+
+        // Trusted: the read-only hint lowers L3 to L2.
+        let trusted = classes(&rt, &spec(true), &tools, &NEVER);
+        assert_eq!(trusted[2].level, Level::L2);
+        assert_eq!(trusted[2].source, ClassSource::Annotations);
+        assert_eq!(
+            model.requests().len(),
+            1,
+            "the cache served the second call"
+        );
+    }
 }

@@ -23,11 +23,18 @@ pub(super) struct Migration {
 }
 
 /// Every step, oldest first.
-pub(super) const MIGRATIONS: &[Migration] = &[Migration {
-    to: 1,
-    what: "create the tables",
-    apply: create_tables,
-}];
+pub(super) const MIGRATIONS: &[Migration] = &[
+    Migration {
+        to: 1,
+        what: "create the tables",
+        apply: create_tables,
+    },
+    Migration {
+        to: 2,
+        what: "add the MCP servers and tool lists",
+        apply: add_mcp_tables,
+    },
+];
 
 /// Version 1: every table of the module documentation exists (redb creates a table the
 /// first time a write transaction opens it).
@@ -47,6 +54,13 @@ fn create_tables(txn: &WriteTransaction) -> Result<(), Fail> {
     txn.open_table(AUDIT)?;
     txn.open_table(TURNS)?;
     txn.open_table(TODOS)?;
+    Ok(())
+}
+
+/// Version 2: the servers added at run time and the cached tool lists (issue 4).
+fn add_mcp_tables(txn: &WriteTransaction) -> Result<(), Fail> {
+    txn.open_table(MCP_SERVERS)?;
+    txn.open_table(MCP_TOOLS)?;
     Ok(())
 }
 
@@ -138,7 +152,7 @@ mod tests {
         Ok(())
     }
 
-    use redb::TableDefinition;
+    use redb::{ReadableTableMetadata, TableDefinition};
 
     #[test]
     fn a_new_file_is_created_at_the_current_version_and_reopening_writes_nothing() {
@@ -168,7 +182,6 @@ mod tests {
     #[test]
     fn steps_run_in_order_and_a_failing_step_leaves_the_file_untouched() {
         let db = new_db("migrate-steps");
-        migrate(&db).unwrap();
 
         let broken = [
             Migration {
@@ -187,6 +200,10 @@ mod tests {
                 apply: fails,
             },
         ];
+        assert_eq!(
+            migrate_with(&db, &broken[..1], 1).unwrap(),
+            Migrated { from: 0, to: 1 }
+        );
         assert!(matches!(
             migrate_with(&db, &broken, 3),
             Err(Fail::NotFound(_))
@@ -223,5 +240,32 @@ mod tests {
         }
         assert!(matches!(migrate(&db), Err(Fail::TooNew(99))));
         assert_eq!(version(&db), 99);
+    }
+
+    #[test]
+    fn a_version_1_file_gets_the_mcp_tables_and_keeps_its_data() {
+        let db = new_db("migrate-v1");
+        migrate_with(&db, &MIGRATIONS[..1], 1).unwrap();
+        {
+            let txn = db.begin_write().unwrap();
+            txn.open_table(TOOL_CLASSES)
+                .unwrap()
+                .insert("fs__read", "{}")
+                .unwrap();
+            txn.commit().unwrap();
+        }
+        {
+            let txn = db.begin_read().unwrap();
+            assert!(matches!(
+                txn.open_table(MCP_SERVERS),
+                Err(TableError::TableDoesNotExist(_))
+            ));
+        }
+        assert_eq!(migrate(&db).unwrap(), Migrated { from: 1, to: 2 });
+        let txn = db.begin_read().unwrap();
+        assert_eq!(txn.open_table(MCP_SERVERS).unwrap().len().unwrap(), 0);
+        assert_eq!(txn.open_table(MCP_TOOLS).unwrap().len().unwrap(), 0);
+        let classes = txn.open_table(TOOL_CLASSES).unwrap();
+        assert_eq!(classes.get("fs__read").unwrap().unwrap().value(), "{}");
     }
 }

@@ -19,6 +19,9 @@
 //! - `audit`: seq u64 → [`AuditEntry`](evolve_core::permission::AuditEntry)
 //! - `turns`: (session, turn u64) → the turn record JSON (opaque to the store)
 //! - `todos`: session → Vec<[`Todo`]>
+//! - `mcp_servers`: server name → [`ServerSpec`](crate::mcp::ServerSpec) (added at run time)
+//! - `mcp_tools`: server name → its last tool list ([`McpTool`](crate::mcp::McpTool)s)
+//!   and when it was fetched
 //!
 //! What it decides: record layout and ids (memory ids are never reused; session ids
 //! are time-ordered), what a session owns (removing it removes all of that), and how
@@ -34,6 +37,7 @@
 mod dates;
 mod error;
 mod export;
+mod mcp;
 mod memories;
 mod migrate;
 mod permissions;
@@ -58,7 +62,7 @@ pub use error::StoreError;
 
 /// The schema this build writes. Opening an older store migrates it in one write
 /// transaction; a newer one is refused with a clear error.
-pub const SCHEMA_VERSION: u64 = 1;
+pub const SCHEMA_VERSION: u64 = 2;
 
 /// A session's id: `s` + 12 lowercase base-36 characters (time + counter), URL-safe.
 pub type SessionId = String;
@@ -123,17 +127,26 @@ pub struct Evaluation {
 
 /// A cached classification of an (MCP) tool.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[allow(dead_code)] // used by MCP tool classification cache (issue 4)
 pub struct ToolClassRecord {
     /// The level.
     pub level: Level,
     /// Hash of the description and schema it was made from; redone when it changes.
     pub fingerprint: u64,
-    /// `classifier` or `user`.
+    /// [`CLASS_BY_USER`], [`CLASS_BY_CLASSIFIER`] or [`CLASS_UNCLASSIFIED`].
     pub source: String,
     /// When.
     pub at: Timestamp,
 }
+
+/// [`ToolClassRecord::source`] of a level the user set (`evolve mcp level`); it wins
+/// over everything else and is never replaced by the classifier.
+pub const CLASS_BY_USER: &str = "user";
+/// [`ToolClassRecord::source`] of the cheap model's classification.
+pub const CLASS_BY_CLASSIFIER: &str = "classifier";
+/// [`ToolClassRecord::source`] of a tool the cheap model answered for without a usable
+/// level: remembered (with its fingerprint) so it is not asked about on every turn;
+/// the tool is L4.
+pub const CLASS_UNCLASSIFIED: &str = "unclassified";
 
 /// One item of a session's TODO list (the `todo` tool; shown in the prompt's L0).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -12,13 +12,11 @@ use super::{Store, StoreError, ToolClassRecord};
 
 impl Store {
     /// A cached tool classification.
-    #[allow(dead_code)] // used by MCP tool classification cache (issue 4)
     pub fn tool_class(&self, tool: &str) -> Result<Option<ToolClassRecord>, StoreError> {
         self.read(|txn| get_json(&txn.open_table(TOOL_CLASSES)?, "tool_classes", tool))
     }
 
     /// Caches a tool classification.
-    #[allow(dead_code)] // used by MCP tool classification cache (issue 4)
     pub fn set_tool_class(&self, tool: &str, record: &ToolClassRecord) -> Result<(), StoreError> {
         self.write(|txn| {
             put_json(
@@ -28,6 +26,28 @@ impl Store {
                 record,
             )
         })
+    }
+
+    /// Caches several classifications in one transaction.
+    pub fn set_tool_classes(
+        &self,
+        records: &[(String, ToolClassRecord)],
+    ) -> Result<(), StoreError> {
+        if records.is_empty() {
+            return Ok(());
+        }
+        self.write(|txn| {
+            let mut table = txn.open_table(TOOL_CLASSES)?;
+            for (tool, record) in records {
+                put_json(&mut table, "tool_classes", tool.as_str(), record)?;
+            }
+            Ok(())
+        })
+    }
+
+    /// Forgets a tool's classification; `true` when there was one.
+    pub fn remove_tool_class(&self, tool: &str) -> Result<bool, StoreError> {
+        self.write(|txn| Ok(txn.open_table(TOOL_CLASSES)?.remove(tool)?.is_some()))
     }
 
     /// A session's "always allow" grants.

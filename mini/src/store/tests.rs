@@ -758,3 +758,131 @@ fn a_store_that_is_not_shared_ignores_release() {
     // Still open: another handle cannot take the file.
     assert!(Store::open(&path, &FallbackTokenizer).is_err());
 }
+
+fn mcp_spec(name: &str, command: &str) -> crate::mcp::ServerSpec {
+    crate::mcp::ServerSpec {
+        name: name.into(),
+        transport: crate::mcp::Transport::Stdio {
+            command: command.into(),
+            args: vec!["--x".into()],
+            env: vec![("K".into(), "v".into())],
+            cwd: None,
+        },
+        timeout: std::time::Duration::from_secs(9),
+        trusted: true,
+        enabled_tools: Some(vec!["a".into()]),
+        disabled_tools: vec!["b".into()],
+        disabled: false,
+        roots: Vec::new(),
+        source: crate::mcp::SpecSource::ConfigFile,
+    }
+}
+
+#[test]
+fn mcp_servers_and_tool_lists_survive_reopening_and_go_with_their_server() {
+    use crate::mcp::{McpTool, SpecSource};
+    let path = temp_path("mcp");
+    let tool = |name: &str| McpTool {
+        name: name.into(),
+        description: format!("{name} things"),
+        input_schema: "{\"type\":\"object\"}".into(),
+        annotations: Default::default(),
+    };
+    let class = |source: &str| ToolClassRecord {
+        level: Level::L3,
+        fingerprint: 1,
+        source: source.into(),
+        at: NOW,
+    };
+    {
+        let store = open(&path);
+        assert!(store.mcp_servers().unwrap().is_empty());
+        assert_eq!(store.mcp_tools("fs").unwrap(), None);
+        store.put_mcp_server(&mcp_spec("fs", "fs-server")).unwrap();
+        store
+            .put_mcp_server(&mcp_spec("git", "git-server"))
+            .unwrap();
+        store.put_mcp_server(&mcp_spec("f", "f-server")).unwrap();
+        store
+            .set_mcp_tools("fs", &[tool("read"), tool("write")], NOW)
+            .unwrap();
+        store
+            .set_tool_class("fs__read", &class(CLASS_BY_USER))
+            .unwrap();
+        store
+            .set_tool_class("fs__write", &class(CLASS_BY_CLASSIFIER))
+            .unwrap();
+        // A server whose name starts like another's keeps its own classifications.
+        store.set_tool_class("f__x", &class(CLASS_BY_USER)).unwrap();
+    }
+    let store = open(&path);
+    let servers = store.mcp_servers().unwrap();
+    let names: Vec<&str> = servers.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(names, ["f", "fs", "git"]);
+    // Kept as given, with the store as its source.
+    let mut want = mcp_spec("fs", "fs-server");
+    want.source = SpecSource::Store;
+    assert_eq!(servers[1], want);
+    assert_eq!(store.mcp_server("fs").unwrap(), Some(want.clone()));
+    let (tools, at) = store.mcp_tools("fs").unwrap().expect("cached");
+    assert_eq!((tools, at), (vec![tool("read"), tool("write")], NOW));
+    assert_eq!(
+        store.tool_class("fs__read").unwrap(),
+        Some(class(CLASS_BY_USER))
+    );
+
+    // Changing the flags keeps the tool list; another program drops it.
+    let mut flags = want.clone();
+    flags.disabled = true;
+    store.put_mcp_server(&flags).unwrap();
+    assert!(store.mcp_tools("fs").unwrap().is_some());
+    store
+        .put_mcp_server(&mcp_spec("fs", "other-server"))
+        .unwrap();
+    assert_eq!(store.mcp_tools("fs").unwrap(), None);
+
+    store.set_mcp_tools("fs", &[tool("read")], NOW).unwrap();
+    assert!(store.remove_mcp_server("fs").unwrap());
+    assert!(!store.remove_mcp_server("fs").unwrap(), "already gone");
+    assert_eq!(store.mcp_server("fs").unwrap(), None);
+    assert_eq!(store.mcp_tools("fs").unwrap(), None);
+    assert_eq!(store.tool_class("fs__read").unwrap(), None);
+    assert_eq!(store.tool_class("fs__write").unwrap(), None);
+    assert_eq!(
+        store.tool_class("f__x").unwrap(),
+        Some(class(CLASS_BY_USER))
+    );
+    assert!(store.remove_tool_class("f__x").unwrap());
+    assert!(!store.remove_tool_class("f__x").unwrap());
+}
+
+#[test]
+fn file_servers_hide_store_servers_of_the_same_name() {
+    let dir = crate::testing::TempDir::new("mcp-load");
+    let mut config = crate::config::Config::defaults(dir.path().to_path_buf());
+    config.mcp.timeout = std::time::Duration::from_secs(42);
+    config.mcp.servers = vec![mcp_spec("fs", "from-the-file")];
+    let store = open(&dir.path().join("evolve.redb"));
+    store
+        .put_mcp_server(&mcp_spec("fs", "from-the-store"))
+        .unwrap();
+    let mut defaulted = mcp_spec("web", "web-server");
+    defaulted.timeout = crate::mcp::servers::TIMEOUT_FROM_CONFIG;
+    if let crate::mcp::Transport::Stdio { args, .. } = &mut defaulted.transport {
+        args.push(dir.path().to_string_lossy().into_owned());
+    }
+    store.put_mcp_server(&defaulted).unwrap();
+    let servers = crate::mcp::servers::load(&config, &store).unwrap();
+    let got: Vec<(&str, crate::mcp::SpecSource, u64)> = servers
+        .iter()
+        .map(|s| (s.name.as_str(), s.source, s.timeout.as_secs()))
+        .collect();
+    use crate::mcp::SpecSource::{ConfigFile, Store as Kept};
+    assert_eq!(got, [("fs", ConfigFile, 9), ("web", Kept, 42)]);
+    assert!(matches!(
+        &servers[0].transport,
+        crate::mcp::Transport::Stdio { command, .. } if command == "from-the-file"
+    ));
+    // Roots of a run-time server: its existing absolute directories.
+    assert_eq!(servers[1].roots, [dir.path().to_path_buf()]);
+}

@@ -21,6 +21,8 @@ pub const EVALUATE: &str = "[evolve:evaluate]";
 pub const REFLECT: &str = "[evolve:reflect]";
 pub const STYLE: &str = "[evolve:style]";
 pub const SUMMARIZE: &str = "[evolve:summarize]";
+/// The classification of MCP tools (mini/src/agents/prompts.rs `CLASSIFY_MARKER`).
+pub const CLASSIFY: &str = "[evolve:classify]";
 
 /// A test's world: its own home directory and model server.
 pub struct World {
@@ -63,7 +65,7 @@ impl World {
         }
         let fake = FakeLlm::start();
         // Background prompts never take the main replies a test scripted.
-        for marker in [EXTRACT, EVALUATE, REFLECT, STYLE, SUMMARIZE] {
+        for marker in [EXTRACT, EVALUATE, REFLECT, STYLE, SUMMARIZE, CLASSIFY] {
             fake.quiet(marker);
         }
         World {

@@ -16,8 +16,9 @@ use std::time::Duration;
 use evolve_fake_llm::{FakeLlm, Reply};
 
 /// The markers that start Evolve's background prompts (mini/src/agents/prompts.rs).
-const EVOLVE_MARKERS: [&str; 5] = [
+const EVOLVE_MARKERS: [&str; 6] = [
     "[evolve:extract]",
+    "[evolve:classify]",
     "[evolve:evaluate]",
     "[evolve:reflect]",
     "[evolve:style]",

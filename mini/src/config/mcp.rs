@@ -1,0 +1,732 @@
+//! `[mcp]` of `config.toml`: the per-call timeout and the servers defined in the file,
+//! checked into [`ServerSpec`]s.
+//!
+//! What it decides: what a server definition must say (exactly one of `command` and
+//! `url`, and only the keys of that kind of server), what a missing setting means (the
+//! `[mcp]` timeout, not trusted, every tool offered, roots from the arguments), and
+//! where in the file a server is defined, so that every error — and `evolve mcp rm` of
+//! a server the file defines — names its line. Unknown keys are rejected by the raw
+//! types (`file.rs`) with their line, like the rest of the file. Connecting is the
+//! `mcp` module's.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use super::file::{RawMcp, RawServer};
+use super::resolve::Context;
+use super::{ConfigError, McpConfig, Secret};
+use crate::mcp::{valid_server_name, ServerSpec, SpecSource, Transport};
+
+/// Where in `config.toml` a server is defined.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Place {
+    /// 1-based.
+    pub line: usize,
+    /// `mcp.servers.NAME` or `profiles.P.mcp.servers.NAME`.
+    pub table: String,
+}
+
+impl fmt::Display for Place {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "line {}, [{}]", self.line, self.table)
+    }
+}
+
+/// What is wrong with a server name, for every place that takes one (the file, `evolve
+/// mcp add`, an imported JSON file).
+pub fn server_name_problem(name: &str) -> Option<String> {
+    (!valid_server_name(name)).then(|| {
+        format!(
+            "{name:?} is not a usable MCP server name: use 1 to 32 letters, digits, `_` or \
+             `-`, not starting with `-` and without `__` (the model sees its tools as \
+             NAME__TOOL)"
+        )
+    })
+}
+
+/// An HTTP endpoint: `http(s)://host…` without spaces. The error says what is wrong.
+pub fn url_problem(url: &str) -> Option<String> {
+    let lower = url.to_ascii_lowercase();
+    let Some(rest) = lower
+        .strip_prefix("http://")
+        .or_else(|| lower.strip_prefix("https://"))
+    else {
+        return Some(format!(
+            "{url:?} must start with http:// or https:// (e.g. http://127.0.0.1:3001/mcp)"
+        ));
+    };
+    if rest.is_empty() || rest.starts_with('/') {
+        return Some(format!(
+            "{url:?} has no host (e.g. http://127.0.0.1:3001/mcp)"
+        ));
+    }
+    if url.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Some(format!("{url:?} contains a space or a control character"));
+    }
+    None
+}
+
+/// What is wrong with an HTTP header, if anything: names are HTTP tokens, values one
+/// line.
+pub fn header_problem(name: &str, value: &str) -> Option<String> {
+    let token = |c: char| c.is_ascii_alphanumeric() || "!#$%&'*+-.^_`|~".contains(c);
+    if name.is_empty() || !name.chars().all(token) {
+        return Some(format!(
+            "header name {name:?} is not valid (letters, digits and - only, e.g. X-Api-Key)"
+        ));
+    }
+    if value.chars().any(|c| c == '\r' || c == '\n' || c == '\0') {
+        return Some(format!("the value of header {name} contains a line break"));
+    }
+    None
+}
+
+/// What is wrong with an environment variable's name, if anything.
+pub fn env_name_problem(name: &str) -> Option<String> {
+    (name.is_empty() || name.contains('=') || name.contains('\0'))
+        .then(|| format!("environment variable name {name:?} is not valid (no `=`, not empty)"))
+}
+
+/// Turns `[mcp]` (after the profile is merged) into the [`McpConfig`].
+pub(super) fn resolve_mcp(raw: RawMcp, ctx: &Context<'_>) -> Result<McpConfig, ConfigError> {
+    let RawMcp {
+        timeout_secs,
+        servers,
+    } = raw;
+    let d = McpConfig::default();
+    let timeout = ctx.seconds("mcp.timeout_secs", timeout_secs, d.timeout)?;
+    let mut out = McpConfig { timeout, ..d };
+    for (name, raw) in servers.unwrap_or_default() {
+        let place = server_place(ctx.text, ctx.profile, &name);
+        let spec = resolve_server(&name, raw, timeout, ctx, place.as_ref(), &mut out)?;
+        if let Some(place) = place {
+            out.places.insert(name, place);
+        }
+        out.servers.push(spec);
+    }
+    Ok(out)
+}
+
+fn resolve_server(
+    name: &str,
+    raw: RawServer,
+    default_timeout: Duration,
+    ctx: &Context<'_>,
+    place: Option<&Place>,
+    out: &mut McpConfig,
+) -> Result<ServerSpec, ConfigError> {
+    let RawServer {
+        command,
+        args,
+        env,
+        cwd,
+        url,
+        headers,
+        bearer_token,
+        bearer_token_env,
+        timeout_secs,
+        trusted,
+        enabled_tools,
+        disabled_tools,
+        disabled,
+        roots,
+    } = raw;
+    let key = format!("mcp.servers.{name}");
+    let fail = |message: String| -> ConfigError {
+        let at = match place {
+            Some(p) => format!("{p}: "),
+            None => format!("[{key}]: "),
+        };
+        ctx.invalid(format!(
+            "{at}{message} — fix it, then run `evolve config check`"
+        ))
+    };
+    if let Some(problem) = server_name_problem(name) {
+        return Err(fail(problem));
+    }
+    let only_for = |present: bool, what: &str, kind: &str| -> Result<(), ConfigError> {
+        if present {
+            Err(fail(format!(
+                "`{what}` only applies to a server with `{kind}`"
+            )))
+        } else {
+            Ok(())
+        }
+    };
+    let transport = match (command, url) {
+        (Some(_), Some(_)) => {
+            return Err(fail(
+                "sets both `command` and `url` — a server is either a program to start \
+                 (command, args) or an HTTP endpoint (url); keep one"
+                    .to_string(),
+            ))
+        }
+        (None, None) => {
+            return Err(fail(
+                "sets neither `command` nor `url` — give the program to start (command = \
+                 \"npx\", args = [...]) or the endpoint (url = \"http://…/mcp\")"
+                    .to_string(),
+            ))
+        }
+        (Some(command), None) => {
+            only_for(headers.is_some(), "headers", "url")?;
+            only_for(bearer_token.is_some(), "bearer_token", "url")?;
+            only_for(bearer_token_env.is_some(), "bearer_token_env", "url")?;
+            let command = command.trim().to_string();
+            if command.is_empty() {
+                return Err(fail(
+                    "`command` is empty — name the program to start".into(),
+                ));
+            }
+            let env: Vec<(String, String)> = env.unwrap_or_default().into_iter().collect();
+            if let Some(problem) = env.iter().find_map(|(k, _)| env_name_problem(k)) {
+                return Err(fail(format!("env: {problem}")));
+            }
+            let cwd = cwd
+                .map(|c| ctx.path_setting(&format!("{key}.cwd"), &c))
+                .transpose()?;
+            Transport::Stdio {
+                command,
+                args: args.unwrap_or_default(),
+                env,
+                cwd,
+            }
+        }
+        (None, Some(url)) => {
+            only_for(args.is_some(), "args", "command")?;
+            only_for(env.is_some(), "env", "command")?;
+            only_for(cwd.is_some(), "cwd", "command")?;
+            let url = url.trim().to_string();
+            if let Some(problem) = url_problem(&url) {
+                return Err(fail(format!("url {problem}")));
+            }
+            let headers: Vec<(String, String)> = headers.unwrap_or_default().into_iter().collect();
+            if let Some(problem) = headers.iter().find_map(|(k, v)| header_problem(k, v)) {
+                return Err(fail(problem));
+            }
+            if !headers.is_empty() {
+                out.secrets_in_file = true;
+            }
+            let bearer = match (bearer_token, bearer_token_env) {
+                (Some(_), Some(_)) => {
+                    return Err(fail(
+                        "sets both `bearer_token` and `bearer_token_env` — keep one".into(),
+                    ))
+                }
+                (Some(token), None) => {
+                    out.secrets_in_file = true;
+                    Some(Secret::new(token.trim())).filter(|t| !t.is_empty())
+                }
+                (None, Some(var)) => {
+                    let var = var.trim();
+                    let value = (ctx.env)(var)
+                        .and_then(|v| v.into_string().ok())
+                        .map(|v| v.trim().to_string())
+                        .filter(|v| !v.is_empty());
+                    if value.is_none() {
+                        out.warnings.push(format!(
+                            "{key}.bearer_token_env = \"{var}\" names an environment \
+                             variable that is not set: the server is sent no token — \
+                             export {var}=… before starting evolve"
+                        ));
+                    }
+                    value.map(Secret::new)
+                }
+                (None, None) => None,
+            };
+            Transport::Http {
+                url,
+                headers,
+                bearer,
+            }
+        }
+    };
+    let timeout = ctx.seconds(
+        &format!("{key}.timeout_secs"),
+        timeout_secs,
+        default_timeout,
+    )?;
+    let tool_list = |what: &str, list: Option<Vec<String>>| -> Result<_, ConfigError> {
+        let Some(list) = list else { return Ok(None) };
+        let list: Vec<String> = list.into_iter().map(|t| t.trim().to_string()).collect();
+        if list.iter().any(String::is_empty) {
+            return Err(fail(format!("`{what}` has an empty tool name")));
+        }
+        Ok(Some(list))
+    };
+    let enabled_tools = tool_list("enabled_tools", enabled_tools)?;
+    let disabled_tools = tool_list("disabled_tools", disabled_tools)?.unwrap_or_default();
+    let roots = match roots {
+        Some(list) => list
+            .iter()
+            .map(|r| ctx.path_setting(&format!("{key}.roots"), r))
+            .collect::<Result<Vec<PathBuf>, _>>()?,
+        None => crate::mcp::servers::default_roots(&transport),
+    };
+    Ok(ServerSpec {
+        name: name.to_string(),
+        transport,
+        timeout,
+        trusted: trusted.unwrap_or(false),
+        enabled_tools,
+        disabled_tools,
+        disabled: disabled.unwrap_or(false),
+        roots,
+        source: SpecSource::ConfigFile,
+    })
+}
+
+/// Where server `name` is defined in `text`: the active profile's definition if it
+/// has one, else the top level's. A definition is a `[mcp.servers.NAME]` header, a
+/// `NAME = {…}` line under `[mcp.servers]`, or a `servers.NAME = {…}` line under
+/// `[mcp]` (and the same under `[profiles.P]`).
+pub fn server_place(text: &str, profile: &str, name: &str) -> Option<Place> {
+    let in_profile = |prefix: &[&str]| find_definition(text, prefix, name);
+    if profile != super::DEFAULT_PROFILE {
+        if let Some(line) = in_profile(&["profiles", profile, "mcp", "servers"]) {
+            return Some(Place {
+                line,
+                table: format!("profiles.{profile}.mcp.servers.{}", quoted_key(name)),
+            });
+        }
+    }
+    in_profile(&["mcp", "servers"]).map(|line| Place {
+        line,
+        table: format!("mcp.servers.{}", quoted_key(name)),
+    })
+}
+
+/// The line of the definition of `name` in the table `prefix`.
+fn find_definition(text: &str, prefix: &[&str], name: &str) -> Option<usize> {
+    let mut full: Vec<&str> = prefix.to_vec();
+    full.push(name);
+    let mut table: Vec<String> = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let trimmed = line.trim();
+        if let Some(header) = trimmed
+            .strip_prefix('[')
+            .filter(|h| !h.starts_with('['))
+            .and_then(|h| h.split_once(']'))
+            .map(|(h, _)| h)
+        {
+            table = split_dotted(header);
+            if table == full {
+                return Some(i + 1);
+            }
+            continue;
+        }
+        if trimmed.starts_with('#') {
+            continue;
+        }
+        let Some((key, _)) = trimmed.split_once('=') else {
+            continue;
+        };
+        let mut path = table.clone();
+        path.extend(split_dotted(key));
+        if path.len() >= full.len() && path[..full.len()] == full[..] {
+            return Some(i + 1);
+        }
+    }
+    None
+}
+
+/// A dotted TOML key as its parts, unquoted (`a."b.c" . d` → `a`, `b.c`, `d`).
+fn split_dotted(key: &str) -> Vec<String> {
+    let mut parts = Vec::new();
+    let mut current = String::new();
+    let mut quote: Option<char> = None;
+    for c in key.chars() {
+        match (quote, c) {
+            (Some(q), c) if c == q => quote = None,
+            (Some(_), c) => current.push(c),
+            (None, '"' | '\'') => quote = Some(c),
+            (None, '.') => parts.push(std::mem::take(&mut current).trim().to_string()),
+            (None, c) => current.push(c),
+        }
+    }
+    parts.push(current.trim().to_string());
+    parts
+}
+
+/// A key as written in a header: bare when it can be.
+fn quoted_key(name: &str) -> String {
+    if !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+    {
+        name.to_string()
+    } else {
+        format!("{name:?}")
+    }
+}
+
+/// The servers as `config show` prints them: every setting, secrets (bearer tokens,
+/// header and environment values, which often carry tokens) masked.
+pub fn servers_json(servers: &[ServerSpec]) -> serde_json::Value {
+    let map: serde_json::Map<String, serde_json::Value> = servers
+        .iter()
+        .map(|s| (s.name.clone(), server_json(s)))
+        .collect();
+    serde_json::Value::Object(map)
+}
+
+/// One server for `config show` and `evolve mcp list --json`, secrets masked.
+pub fn server_json(s: &ServerSpec) -> serde_json::Value {
+    use serde_json::json;
+    let masked = |pairs: &[(String, String)]| -> BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.clone(), Secret::new(v.as_str()).masked()))
+            .collect()
+    };
+    let mut doc = match &s.transport {
+        Transport::Stdio {
+            command,
+            args,
+            env,
+            cwd,
+        } => json!({
+            "command": command,
+            "args": args,
+            "env": masked(env),
+            "cwd": cwd.as_ref().map(|p| p.display().to_string()),
+        }),
+        Transport::Http {
+            url,
+            headers,
+            bearer,
+        } => json!({
+            "url": crate::llm::display_url(url),
+            "headers": masked(headers),
+            "bearer_token": bearer.as_ref().map(Secret::masked),
+        }),
+    };
+    if let serde_json::Value::Object(map) = &mut doc {
+        map.insert("timeout_secs".into(), json!(s.timeout.as_secs()));
+        map.insert("trusted".into(), json!(s.trusted));
+        map.insert("enabled_tools".into(), json!(s.enabled_tools));
+        map.insert("disabled_tools".into(), json!(s.disabled_tools));
+        map.insert("disabled".into(), json!(s.disabled));
+        let roots: Vec<String> = s.roots.iter().map(|p| p.display().to_string()).collect();
+        map.insert("roots".into(), json!(roots));
+    }
+    doc
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::tests::{load_in, load_text};
+    use crate::config::{check, LoadOptions, Loaded, CONFIG_FILE};
+
+    fn ok(text: &str, env: &[(&str, &str)]) -> Loaded {
+        load_text(text, env).unwrap_or_else(|e| panic!("{text:?} should load: {e}"))
+    }
+
+    #[test]
+    fn servers_are_read_with_every_key() {
+        let text = r#"
+[mcp]
+timeout_secs = 30
+
+[mcp.servers.files]
+command = " npx "
+args = ["-y", "@modelcontextprotocol/server-filesystem", "/"]
+env = { B = "2", A = "1" }
+cwd = "~/work"
+trusted = true
+enabled_tools = ["read_file", " list_directory "]
+disabled_tools = ["write_file"]
+
+[mcp.servers.remote]
+url = "http://127.0.0.1:3001/mcp"
+headers = { X-Api-Key = "k-0123456789abcdef" }
+bearer_token_env = "REMOTE_TOKEN"
+timeout_secs = 5
+disabled = true
+roots = ["/srv/data", "rel"]
+"#;
+        let (loaded, home) = load_in(
+            Some(text),
+            &[("REMOTE_TOKEN", "tok-0123456789abcdef")],
+            &LoadOptions::default(),
+        );
+        let mcp = loaded.expect("loads").config.mcp;
+        assert_eq!(mcp.timeout, Duration::from_secs(30));
+        assert!(mcp.warnings.is_empty(), "{:?}", mcp.warnings);
+        assert!(mcp.secrets_in_file, "a header value is written in the file");
+        let [files, remote] = &mcp.servers[..] else {
+            panic!("two servers: {:?}", mcp.servers)
+        };
+        assert_eq!(
+            files.transport,
+            Transport::Stdio {
+                command: "npx".into(),
+                args: vec![
+                    "-y".into(),
+                    "@modelcontextprotocol/server-filesystem".into(),
+                    "/".into()
+                ],
+                env: vec![("A".into(), "1".into()), ("B".into(), "2".into())],
+                cwd: Some(home.path().join("work")),
+            }
+        );
+        // The server's own timeout wins; the [mcp] one is the default.
+        assert_eq!((files.timeout.as_secs(), remote.timeout.as_secs()), (30, 5));
+        assert!(files.trusted && !remote.trusted);
+        assert_eq!(
+            files.enabled_tools,
+            Some(vec!["read_file".into(), "list_directory".into()])
+        );
+        assert!(files.offers("list_directory") && !files.offers("write_file"));
+        // Default roots: the existing absolute directories among the arguments, and
+        // the cwd.
+        assert_eq!(files.roots, [PathBuf::from("/"), home.path().join("work")]);
+        let Transport::Http {
+            url,
+            headers,
+            bearer,
+        } = &remote.transport
+        else {
+            panic!("http: {remote:?}")
+        };
+        assert_eq!(url, "http://127.0.0.1:3001/mcp");
+        assert_eq!(
+            headers,
+            &[("X-Api-Key".to_string(), "k-0123456789abcdef".to_string())]
+        );
+        assert_eq!(
+            bearer.as_ref().map(Secret::expose),
+            Some("tok-0123456789abcdef")
+        );
+        assert!(remote.disabled);
+        assert_eq!(
+            remote.roots,
+            [PathBuf::from("/srv/data"), home.path().join("rel")]
+        );
+        assert!(mcp
+            .servers
+            .iter()
+            .all(|s| s.source == SpecSource::ConfigFile));
+        assert_eq!(mcp.places["files"].line, 5);
+        assert_eq!(
+            mcp.places["remote"].to_string(),
+            "line 14, [mcp.servers.remote]"
+        );
+    }
+
+    #[test]
+    fn mistakes_name_the_line_the_server_and_what_to_do() {
+        let cases: &[(&str, &[&str])] = &[
+            (
+                "[mcp.servers.a]\ncommand = \"x\"\ncomand = \"y\"\n",
+                &["unknown key `comand`", "line 3", "[mcp.servers.a]"],
+            ),
+            ("[mcp]\ntimeuot_secs = 5\n", &["unknown key `timeuot_secs`", "line 2"]),
+            (
+                "[mcp]\n\n[mcp.servers.a]\ncommand = \"x\"\nurl = \"http://h/mcp\"\n",
+                &["line 3", "[mcp.servers.a]", "both `command` and `url`"],
+            ),
+            ("[mcp.servers.a]\ntrusted = true\n", &["line 1", "neither"]),
+            (
+                "[mcp.servers.\"my server\"]\ncommand = \"x\"\n",
+                &["line 1", "\"my server\"", "not a usable MCP server name"],
+            ),
+            (
+                "[mcp.servers]\nok = { command = \"x\" }\nfs__x = { command = \"y\" }\n",
+                &["line 3", "fs__x", "__"],
+            ),
+            (
+                "[mcp]\nservers.b = { command = \"x\", headers = { A = \"b\" } }\n",
+                &["line 2", "`headers` only applies to a server with `url`"],
+            ),
+            (
+                "[mcp.servers.a]\nurl = \"http://h/mcp\"\nargs = [\"x\"]\n",
+                &["line 1", "`args` only applies to a server with `command`"],
+            ),
+            (
+                "[mcp.servers.a]\nurl = \"127.0.0.1:3001/mcp\"\n",
+                &["line 1", "http://"],
+            ),
+            (
+                "[mcp.servers.a]\nurl = \"http://h/mcp\"\nbearer_token = \"t\"\nbearer_token_env = \"T\"\n",
+                &["line 1", "keep one"],
+            ),
+            (
+                "[mcp.servers.a]\nurl = \"http://h/mcp\"\nheaders = { \"Bad Name\" = \"v\" }\n",
+                &["line 1", "header name"],
+            ),
+            (
+                "[mcp.servers.a]\ncommand = \"x\"\ntimeout_secs = 0\n",
+                &["mcp.servers.a.timeout_secs", "at least 1 second"],
+            ),
+            ("[mcp]\ntimeout_secs = 0\n", &["mcp.timeout_secs"]),
+            (
+                "[mcp.servers.a]\ncommand = \"x\"\ndisabled_tools = [\" \"]\n",
+                &["line 1", "empty tool name"],
+            ),
+            (
+                "[mcp.servers.a]\ncommand = \"x\"\nargs = \"-y pkg\"\n",
+                &["line 3", "`args`"],
+            ),
+            (
+                "[profiles.p.mcp.servers.a]\ncommand = \"x\"\nbogus = 1\n",
+                &["unknown key `bogus`", "line 3"],
+            ),
+        ];
+        for (text, wants) in cases {
+            let (result, home) = load_in(Some(text), &[], &LoadOptions::default());
+            let e = result.expect_err(text).to_string();
+            assert!(
+                e.contains(&home.path().join(CONFIG_FILE).display().to_string()),
+                "{e}"
+            );
+            for want in *wants {
+                assert!(e.contains(want), "{text:?}: {want:?} not in {e}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_profile_replaces_a_server_as_a_whole() {
+        let text = r#"
+[mcp.servers.s]
+command = "local-server"
+args = ["--verbose"]
+[mcp.servers.keep]
+command = "k"
+[profiles.cloud.mcp.servers.s]
+url = "https://s.example/mcp"
+"#;
+        let opts = LoadOptions {
+            profile: Some("cloud".into()),
+            workspace: None,
+        };
+        let (loaded, _home) = load_in(Some(text), &[], &opts);
+        let mcp = loaded.expect("a url replaces the command").config.mcp;
+        let kinds: Vec<(&str, bool)> = mcp
+            .servers
+            .iter()
+            .map(|s| {
+                (
+                    s.name.as_str(),
+                    matches!(s.transport, Transport::Http { .. }),
+                )
+            })
+            .collect();
+        assert_eq!(kinds, [("keep", false), ("s", true)]);
+        assert_eq!(
+            mcp.places["s"].to_string(),
+            "line 7, [profiles.cloud.mcp.servers.s]"
+        );
+        assert_eq!(mcp.places["keep"].line, 5);
+        // Without the profile, the top level's server.
+        let top = ok(text, &[]).config.mcp;
+        assert!(matches!(top.servers[1].transport, Transport::Stdio { .. }));
+        assert_eq!(top.places["s"].line, 2);
+    }
+
+    #[test]
+    fn a_token_variable_that_is_not_set_is_a_warning() {
+        let text =
+            "[mcp.servers.r]\nurl = \"http://127.0.0.1:1/mcp\"\nbearer_token_env = \"NOPE\"\n";
+        let loaded = ok(text, &[]);
+        let r = &loaded.config.mcp.servers[0];
+        assert!(matches!(&r.transport, Transport::Http { bearer: None, .. }));
+        assert!(loaded.config.mcp.warnings[0].contains("NOPE"));
+        // `config check` reports it.
+        let home = crate::testing::TempDir::new("mcp-check");
+        std::fs::write(home.path().join(CONFIG_FILE), text).expect("write");
+        let dir = home.path().to_string_lossy().into_owned();
+        let env = move |name: &str| (name == "EVOLVE_HOME").then(|| dir.clone().into());
+        let checked = check(&LoadOptions::default(), &env).expect("valid");
+        assert!(
+            checked.warnings.iter().any(|w| w.contains("NOPE")),
+            "{:?}",
+            checked.warnings
+        );
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn check_warns_about_a_token_others_can_read() {
+        use std::os::unix::fs::PermissionsExt;
+        let cases = [
+            (
+                "[mcp.servers.r]\nurl = \"http://h/mcp\"\nbearer_token = \"t\"\n",
+                true,
+            ),
+            (
+                "[mcp.servers.r]\nurl = \"http://h/mcp\"\nheaders = { A = \"b\" }\n",
+                true,
+            ),
+            (
+                "[mcp.servers.r]\nurl = \"http://h/mcp\"\nbearer_token_env = \"T\"\n",
+                false,
+            ),
+        ];
+        for (text, warned) in cases {
+            let home = crate::testing::TempDir::new("mcp-mode");
+            let file = home.path().join(CONFIG_FILE);
+            std::fs::write(&file, text).expect("write");
+            std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+            let dir = home.path().to_string_lossy().into_owned();
+            let env = move |name: &str| match name {
+                "EVOLVE_HOME" => Some(dir.clone().into()),
+                "T" => Some("tok".into()),
+                _ => None,
+            };
+            let checked = check(&LoadOptions::default(), &env).expect("valid");
+            let readable = checked.warnings.iter().any(|w| w.contains("chmod 600"));
+            assert_eq!(readable, warned, "{text}: {:?}", checked.warnings);
+        }
+    }
+
+    #[test]
+    fn config_show_masks_tokens_headers_and_environment_values() {
+        let text = r#"
+[mcp.servers.a]
+command = "x"
+env = { GITHUB_TOKEN = "ghp_abcdefghijklmnopqrstuvwxyz" }
+[mcp.servers.b]
+url = "https://user:pw@h.example/mcp"
+headers = { Authorization = "Bearer abcdefghijklmnopqrstuvwxyz" }
+bearer_token = "tok_abcdefghijklmnopqrstuvwxyz"
+"#;
+        let loaded = ok(text, &[]);
+        let json = loaded.to_json();
+        let shown = [json.to_string(), loaded.to_text()];
+        for out in &shown {
+            for secret in ["abcdefghijklmnop", "user:pw"] {
+                assert!(!out.contains(secret), "{secret} shown in\n{out}");
+            }
+        }
+        assert_eq!(json["mcp"]["timeout_secs"], 60);
+        assert_eq!(json["mcp"]["servers"]["a"]["command"], "x");
+        assert_eq!(json["mcp"]["servers"]["b"]["url"], "https://h.example/mcp");
+        let text = loaded.to_text();
+        for want in [
+            "[mcp]",
+            "[mcp.servers.a]",
+            "env = { GITHUB_TOKEN = ",
+            "[mcp.servers.b]",
+        ] {
+            assert!(text.contains(want), "{want} not in\n{text}");
+        }
+    }
+
+    #[test]
+    fn definitions_are_found_in_every_spelling() {
+        let text = "# [mcp.servers.a] in a comment\n[mcp]\nservers.b = {}\n[mcp.servers]\n\"c\" = {}\n[ mcp . servers . 'd' ]\n[profiles.p.mcp.servers.a]\n";
+        let line = |profile: &str, name: &str| server_place(text, profile, name).map(|p| p.line);
+        assert_eq!(line("default", "a"), None);
+        assert_eq!(line("p", "a"), Some(7));
+        assert_eq!(line("default", "b"), Some(3));
+        assert_eq!(line("default", "c"), Some(5));
+        assert_eq!(line("default", "d"), Some(6));
+        assert_eq!(line("p", "d"), Some(6));
+    }
+}

@@ -45,8 +45,14 @@ fn peer(var: &str) -> Option<String> {
     }
 }
 
-/// `[mcp.servers.t]` running the test server with `extra` lines.
+/// The cheap model's classification of the test server's tools, as a model would
+/// give it.
+const LEVELS: &str = r#"{"echo": "L0", "add": "L0", "write_note": "L3", "delete_everything": "L4", "send_message": "L4", "slow": "L0", "fail": "L0", "crash": "L1", "add_tool": "L1", "extra": "L1", "big": "L0", "env": "L2", "cwd": "L2"}"#;
+
+/// `[mcp.servers.t]` running the test server with `extra` lines; the fake model
+/// classifies its tools with [`LEVELS`].
 fn with_test_server(w: &World, args: &[&str], extra: &str) {
+    w.fake.route(CLASSIFY, Reply::Text(LEVELS.into()));
     let args: Vec<String> = args.iter().map(|a| format!("{a:?}")).collect();
     w.config(&format!(
         "[mcp.servers.t]\ncommand = {:?}\nargs = [{}]\n{extra}\n",
@@ -58,7 +64,9 @@ fn with_test_server(w: &World, args: &[&str], extra: &str) {
 /// The contents of the tool messages the model received in its `n`-th main request.
 fn tool_results(w: &World, n: usize) -> Vec<String> {
     let reqs = w.main_requests();
-    let req = reqs.get(n).unwrap_or_else(|| panic!("no request {n}: {reqs:?}"));
+    let req = reqs
+        .get(n)
+        .unwrap_or_else(|| panic!("no request {n}: {reqs:?}"));
     req["messages"]
         .as_array()
         .expect("messages")
@@ -73,7 +81,12 @@ fn tool_names(req: &serde_json::Value) -> Vec<String> {
         .as_array()
         .map(|t| {
             t.iter()
-                .map(|t| t["function"]["name"].as_str().unwrap_or_default().to_string())
+                .map(|t| {
+                    t["function"]["name"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .to_string()
+                })
                 .collect()
         })
         .unwrap_or_default()
@@ -83,32 +96,43 @@ fn tool_names(req: &serde_json::Value) -> Vec<String> {
 fn the_model_sees_server_tools_and_an_echo_result_reaches_it() {
     let w = World::new("mcp-echo");
     with_test_server(&w, &[], "");
-    w.fake.push(tool_call("t__echo", r#"{"text": "hello from MCP"}"#));
+    w.fake
+        .push(tool_call("t__echo", r#"{"text": "hello from MCP"}"#));
     w.fake.push(Reply::Text("The server said hello.".into()));
     let run = w.run(&["ask", "--json", "Echo something"]).expect(0);
     let reqs = w.main_requests();
     let names = tool_names(&reqs[0]);
     for want in ["t__echo", "t__add", "t__write_note", "t__slow", "get_time"] {
-        assert!(names.iter().any(|n| n == want), "{want} missing from {names:?}");
+        assert!(
+            names.iter().any(|n| n == want),
+            "{want} missing from {names:?}"
+        );
     }
     let results = tool_results(&w, 1);
-    assert!(results.iter().any(|r| r.contains("hello from MCP")), "{results:?}");
+    assert!(
+        results.iter().any(|r| r.contains("hello from MCP")),
+        "{results:?}"
+    );
     let record = run.json();
     let tools = record["tools"].as_array().expect("tools");
     assert_eq!(tools[0]["name"], "t__echo");
     assert_eq!(tools[0]["ran"], true);
-    assert_eq!(tools[0]["level"], "L1", "{record}");
+    assert_eq!(tools[0]["level"], "L0", "{record}");
 }
 
 #[test]
 fn an_error_result_reaches_the_model_as_a_tool_error() {
     let w = World::new("mcp-is-error");
     with_test_server(&w, &[], "");
-    w.fake.push(tool_call("t__fail", r#"{"message": "disk on fire"}"#));
+    w.fake
+        .push(tool_call("t__fail", r#"{"message": "disk on fire"}"#));
     w.fake.push(Reply::Text("It failed.".into()));
     let run = w.run(&["ask", "--json", "Try it"]).expect(0);
     let results = tool_results(&w, 1);
-    assert!(results.iter().any(|r| r.contains("disk on fire")), "{results:?}");
+    assert!(
+        results.iter().any(|r| r.contains("disk on fire")),
+        "{results:?}"
+    );
     assert_eq!(run.json()["tools"][0]["is_error"], true);
 }
 
@@ -118,18 +142,28 @@ fn a_crash_mid_call_is_a_clear_error_and_the_next_call_works() {
     let count = w.workspace().join("starts.txt");
     with_test_server(&w, &["--count-file", &count.to_string_lossy()], "");
     w.fake.push(tool_call("t__crash", "{}"));
-    w.fake.push(tool_call("t__echo", r#"{"text": "back again"}"#));
+    w.fake
+        .push(tool_call("t__echo", r#"{"text": "back again"}"#));
     w.fake.push(Reply::Text("Recovered.".into()));
     let run = w.run(&["ask", "--json", "Crash it, then echo"]).expect(0);
     let after_crash = tool_results(&w, 1);
     assert!(
-        after_crash.iter().any(|r| r.contains("stopped during the call") && r.contains("restarted")),
+        after_crash
+            .iter()
+            .any(|r| r.contains("stopped during the call") && r.contains("restarted")),
         "{after_crash:?}"
     );
     let after_echo = tool_results(&w, 2);
-    assert!(after_echo.iter().any(|r| r.contains("back again")), "{after_echo:?}");
+    assert!(
+        after_echo.iter().any(|r| r.contains("back again")),
+        "{after_echo:?}"
+    );
     let starts = std::fs::read_to_string(&count).unwrap_or_default();
-    assert_eq!(starts.lines().count(), 2, "started, crashed, started again: {starts:?}");
+    assert_eq!(
+        starts.lines().count(),
+        2,
+        "started, crashed, started again: {starts:?}"
+    );
     assert_eq!(run.json()["reply"], "Recovered.");
 }
 
@@ -141,10 +175,15 @@ fn a_slow_tool_times_out_with_a_clear_error() {
     w.fake.push(Reply::Text("Too slow.".into()));
     let t = Instant::now();
     w.run(&["ask", "Be slow"]).expect(0);
-    assert!(t.elapsed() < Duration::from_secs(15), "the turn did not wait for the tool");
+    assert!(
+        t.elapsed() < Duration::from_secs(15),
+        "the turn did not wait for the tool"
+    );
     let results = tool_results(&w, 1);
     assert!(
-        results.iter().any(|r| r.contains("did not answer within 1 s")),
+        results
+            .iter()
+            .any(|r| r.contains("did not answer within 1 s")),
         "{results:?}"
     );
 }
@@ -155,39 +194,51 @@ fn a_side_effect_tool_is_refused_headless_and_approved_in_chat() {
     let notes = w.workspace().join("notes");
     std::fs::create_dir_all(&notes).unwrap();
     with_test_server(&w, &["--notes", &notes.to_string_lossy()], "");
-    // Level the tool for the test: the classifier is the fake model here.
-    w.run(&["mcp", "level", "t__write_note", "L3"]).expect(0);
-    w.fake.push(tool_call("t__write_note", r#"{"name": "a.txt", "text": "hi"}"#));
+    w.fake.push(tool_call(
+        "t__write_note",
+        r#"{"name": "a.txt", "text": "hi"}"#,
+    ));
     w.fake.push(Reply::Text("Could not write.".into()));
     w.run(&["ask", "Write a note"]).expect(4);
-    assert!(!notes.join("a.txt").exists(), "nothing ran without a person");
+    assert!(
+        !notes.join("a.txt").exists(),
+        "nothing ran without a person"
+    );
 
-    w.fake.push(tool_call("t__write_note", r#"{"name": "b.txt", "text": "hi"}"#));
+    w.fake.push(tool_call(
+        "t__write_note",
+        r#"{"name": "b.txt", "text": "hi"}"#,
+    ));
     w.fake.push(Reply::Text("Written.".into()));
     let run = w.run_stdin(&["chat"], "Write a note\ny\n/quit\n");
     assert!(run.stdout.contains("Written."), "{}", run.stdout);
-    assert_eq!(std::fs::read_to_string(notes.join("b.txt")).unwrap_or_default(), "hi");
+    assert_eq!(
+        std::fs::read_to_string(notes.join("b.txt")).unwrap_or_default(),
+        "hi"
+    );
 }
 
 #[test]
 fn a_tool_list_change_is_seen_by_the_next_step() {
     let w = World::new("mcp-list-changed");
     with_test_server(&w, &[], "");
+    // The new tool is classified when it appears.
+    w.fake
+        .route(CLASSIFY, Reply::Text(r#"{"extra": "L1"}"#.into()));
     w.fake.push(tool_call("t__add_tool", "{}"));
     w.fake.push(tool_call("t__extra", "{}"));
     w.fake.push(Reply::Text("Done.".into()));
-    w.run(&["ask", "Add a tool and use it"]).expect(0);
+    let run = w.run(&["ask", "--json", "Add a tool and use it"]).expect(0);
     let reqs = w.main_requests();
     assert!(!tool_names(&reqs[0]).iter().any(|n| n == "t__extra"));
-    // The next turn lists the server's new tool.
-    w.fake.push(Reply::Text("Seen.".into()));
-    w.run(&["ask", "Again"]).expect(0);
-    let reqs = w.main_requests();
     assert!(
-        tool_names(reqs.last().unwrap()).iter().any(|n| n == "t__extra"),
-        "{:?}",
-        tool_names(reqs.last().unwrap())
+        tool_names(&reqs[1]).iter().any(|n| n == "t__extra"),
+        "the step after tools/list_changed offers the new tool: {:?}",
+        tool_names(&reqs[1])
     );
+    let record = run.json();
+    assert_eq!(record["tools"][1]["name"], "t__extra");
+    assert_eq!(record["tools"][1]["ran"], true, "{record}");
 }
 
 #[test]
@@ -202,7 +253,7 @@ fn no_server_outlives_evolve() {
     let pid: u32 = text
         .lines()
         .last()
-        .and_then(|l| l.split_whitespace().last())
+        .and_then(|l| l.rsplit('=').next())
         .and_then(|p| p.parse().ok())
         .unwrap_or_else(|| panic!("the server wrote no pid: {text:?}"));
     let gone = (0..50).any(|_| {
@@ -248,6 +299,7 @@ impl Drop for HttpServer {
 fn a_streamable_http_server_works_like_a_stdio_one() {
     let server = HttpServer::start();
     let w = World::new("mcp-http");
+    w.fake.route(CLASSIFY, Reply::Text(LEVELS.into()));
     w.run(&["mcp", "add", "web", "--url", &server.1]).expect(0);
     w.fake.push(tool_call("web__add", r#"{"a": 2, "b": 40}"#));
     w.fake.push(Reply::Text("42".into()));
@@ -262,7 +314,8 @@ fn importing_an_mcp_servers_file_adds_working_servers() {
     let file = w.workspace().join("claude.json");
     std::fs::write(
         &file,
-        serde_json::json!({"mcpServers": {"imp": {"command": test_server(), "args": []}}}).to_string(),
+        serde_json::json!({"mcpServers": {"imp": {"command": test_server(), "args": []}}})
+            .to_string(),
     )
     .unwrap();
     w.run(&["mcp", "import", &file.to_string_lossy()]).expect(0);
@@ -281,15 +334,27 @@ fn everything_echo_through_the_binary() {
     w.config(&format!(
         "[mcp.servers.everything]\ncommand = \"node\"\nargs = [{everything:?}]\n"
     ));
-    w.fake.push(tool_call("everything__echo", r#"{"message": "ping through evolve"}"#));
+    w.fake
+        .route(CLASSIFY, Reply::Text(r#"{"echo": "L0"}"#.into()));
+    w.fake.push(tool_call(
+        "everything__echo",
+        r#"{"message": "ping through evolve"}"#,
+    ));
     w.fake.push(Reply::Text("pong".into()));
     w.run(&["ask", "echo"]).expect(0);
     let results = tool_results(&w, 1);
-    assert!(results.iter().any(|r| r.contains("ping through evolve")), "{results:?}");
+    assert!(
+        results.iter().any(|r| r.contains("ping through evolve")),
+        "{results:?}"
+    );
 }
 
+/// server-filesystem marks `create_directory` as a write that destroys nothing (L3:
+/// asked once) and `write_file` as destructive (it overwrites): an untrusted server's
+/// "destructive" is believed, so writing a file is L4 (asked twice), whatever the
+/// classifier said.
 #[test]
-fn a_filesystem_write_is_l3_refused_headless_and_approved_in_chat() {
+fn filesystem_writes_are_refused_headless_and_approved_in_chat() {
     let Some(fs) = peer("EVOLVE_TEST_MCP_FILESYSTEM") else {
         return;
     };
@@ -301,17 +366,37 @@ fn a_filesystem_write_is_l3_refused_headless_and_approved_in_chat() {
         "[mcp.servers.fs]\ncommand = \"node\"\nargs = [{fs:?}, {:?}]\n",
         dir.to_string_lossy()
     ));
+    w.fake.route(
+        CLASSIFY,
+        Reply::Text(
+            r#"{"create_directory": "L3", "write_file": "L3", "read_text_file": "L2"}"#.into(),
+        ),
+    );
+    let sub = dir.join("made");
+    let mkdir = serde_json::json!({"path": sub}).to_string();
+    w.fake.push(tool_call("fs__create_directory", &mkdir));
+    w.fake.push(Reply::Text("Refused.".into()));
+    let run = w.run(&["ask", "--json", "make a folder"]).expect(4);
+    assert_eq!(run.json()["tools"][0]["level"], "L3", "{}", run.stdout);
+    assert!(!sub.exists());
+
+    w.fake.push(tool_call("fs__create_directory", &mkdir));
+    w.fake.push(Reply::Text("Made.".into()));
+    let run = w.run_stdin(&["chat"], "make a folder\ny\n/quit\n");
+    assert!(run.stdout.contains("Made."), "{}", run.stdout);
+    assert!(sub.is_dir(), "approved once, the L3 call ran");
+
     let file = dir.join("hello.txt");
-    let args = serde_json::json!({"path": file, "content": "hi"}).to_string();
-    w.fake.push(tool_call("fs__write_file", &args));
+    let write = serde_json::json!({"path": file, "content": "hi"}).to_string();
+    w.fake.push(tool_call("fs__write_file", &write));
     w.fake.push(Reply::Text("Refused.".into()));
     let run = w.run(&["ask", "--json", "write hello"]).expect(4);
-    assert_eq!(run.json()["tools"][0]["level"], "L3", "{}", run.stdout);
+    assert_eq!(run.json()["tools"][0]["level"], "L4", "{}", run.stdout);
     assert!(!file.exists());
 
-    w.fake.push(tool_call("fs__write_file", &args));
+    w.fake.push(tool_call("fs__write_file", &write));
     w.fake.push(Reply::Text("Written.".into()));
-    let run = w.run_stdin(&["chat"], "write hello\ny\n/quit\n");
+    let run = w.run_stdin(&["chat"], "write hello\nyes\nyes\n/quit\n");
     assert!(run.stdout.contains("Written."), "{}", run.stdout);
     assert_eq!(std::fs::read_to_string(&file).unwrap_or_default(), "hi");
 }
@@ -323,9 +408,19 @@ fn the_time_server_from_pypi_answers() {
     };
     let w = World::new("mcp-time");
     w.config(&format!("[mcp.servers.time]\ncommand = {time:?}\n"));
-    w.fake.push(tool_call("time__get_current_time", r#"{"timezone": "Asia/Shanghai"}"#));
+    w.fake.route(
+        CLASSIFY,
+        Reply::Text(r#"{"get_current_time": "L1", "convert_time": "L0"}"#.into()),
+    );
+    w.fake.push(tool_call(
+        "time__get_current_time",
+        r#"{"timezone": "Asia/Shanghai"}"#,
+    ));
     w.fake.push(Reply::Text("It is late.".into()));
     w.run(&["ask", "time in Shanghai?"]).expect(0);
     let results = tool_results(&w, 1);
-    assert!(results.iter().any(|r| r.contains("Asia/Shanghai")), "{results:?}");
+    assert!(
+        results.iter().any(|r| r.contains("Asia/Shanghai")),
+        "{results:?}"
+    );
 }

@@ -294,11 +294,16 @@ impl Manager {
         let ctx = self.context(sid, turn_no, input.text, now)?;
 
         // 5–9. Prompt, tool loop, answer.
-        let specs = ToolAgent.specs(rt, input.cancel);
+        let mut specs = ToolAgent.specs(rt, input.cancel);
         let mut grants = rt.store.grants(sid)?;
         let max_steps = rt.config.agent.max_steps.max(1);
         loop {
             state.steps += 1;
+            // An MCP server that changed its tools during the last step (it sent
+            // tools/list_changed) is listed again: the model sees the new list now.
+            if state.steps > 1 && rt.mcp.refresh_changed() {
+                specs = ToolAgent.specs(rt, input.cancel);
+            }
             let last_step = state.steps >= max_steps;
             let mut l1 = ctx.l1.clone();
             l1.extend(state.turn_msgs.iter().cloned());

@@ -7,7 +7,6 @@
 use std::collections::HashMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use argh::FromArgs;
 use evolve_core::memory::{
@@ -243,16 +242,9 @@ fn parse_memory_list(path: &Path, text: &str) -> Result<Vec<Memory>, Error> {
     })
 }
 
-fn unix_now() -> Timestamp {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs() as Timestamp)
-        .unwrap_or(0)
-}
-
 fn rank(r: Rank) -> Result<(), Error> {
     let memories = load_memories(&r.from)?;
-    let now = r.now.unwrap_or_else(unix_now);
+    let now = r.now.unwrap_or_else(super::app::now);
     let mut cfg = MemoryConfig::default();
     if let Some(limit) = r.limit {
         cfg.max_selected = limit;

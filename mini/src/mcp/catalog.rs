@@ -140,11 +140,6 @@ fn tools_of(rt: &Runtime, spec: &ServerSpec, cancel: &AtomicBool) -> Result<Vec<
         .map_err(|e| e.to_string())
 }
 
-/// The spec of a server, for callers holding only an entry.
-pub fn spec_of<'a>(rt: &'a Runtime, entry: &Entry) -> Option<&'a ServerSpec> {
-    rt.mcp.spec(&entry.server)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -15,7 +15,6 @@ use std::sync::atomic::AtomicBool;
 use evolve_core::json::Value;
 use evolve_core::permission::{classify, ClassSource, ClassifyInput, Level, ToolClass};
 use evolve_core::text::clip_chars;
-use evolve_core::Timestamp;
 
 use super::{full_name, McpTool, ServerSpec};
 use crate::agents::Runtime;
@@ -398,11 +397,7 @@ pub fn fingerprint(tool: &McpTool) -> u64 {
     h
 }
 
-fn now() -> Timestamp {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs() as Timestamp)
-}
+use crate::cli::app::now;
 
 #[cfg(test)]
 mod tests {

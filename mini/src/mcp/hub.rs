@@ -171,6 +171,24 @@ impl Hub {
         self.wait(id, &answer, spec, cancel)
     }
 
+    /// Fetches the lists of connected servers that sent `tools/list_changed`; true when
+    /// any list was fetched (the tools offered to the model should be rebuilt).
+    pub fn refresh_changed(&self) -> bool {
+        let stale: Vec<String> = match self.shared.live.lock() {
+            Ok(live) => live
+                .iter()
+                .filter(|(_, l)| l.stale.load(Ordering::SeqCst))
+                .map(|(name, _)| name.clone())
+                .collect(),
+            Err(_) => return false,
+        };
+        let mut changed = false;
+        for server in stale {
+            changed |= self.live_tools(&server).is_some();
+        }
+        changed
+    }
+
     /// The servers connected right now.
     pub fn connected(&self) -> Vec<String> {
         let mut names: Vec<String> = self

@@ -18,9 +18,6 @@
 //!   levels), from the live lists or the store's cache, so a server is only started when
 //!   one of its tools is called or its list is unknown.
 
-// The skeleton of issue 4: the parts are filled in one by one.
-#![allow(dead_code)]
-
 pub mod catalog;
 pub mod classify;
 mod conn;

@@ -89,12 +89,8 @@ pub struct Import {
     pub notes: Vec<String>,
 }
 
-/// The servers of `{"mcpServers": {NAME: {…}}}` (or VS Code's `{"servers": {…}}`).
-pub fn parse_mcp_json(text: &str) -> Result<Vec<ServerSpec>, String> {
-    read_mcp_json(text).map(|i| i.servers)
-}
-
-/// [`parse_mcp_json`] with the notes. Accepted per entry: `command`, `args`, `env`,
+/// The servers of `{"mcpServers": {NAME: {…}}}` (or VS Code's `{"servers": {…}}`),
+/// with notes. Accepted per entry: `command`, `args`, `env`,
 /// `cwd` (a program) or `url` / `serverUrl` / `httpUrl`, `headers` (an endpoint);
 /// `type` / `transportType` (`stdio`, `http`, `streamable-http`, `sse`); `disabled`
 /// (or `enabled: false`); `timeout` (seconds, or milliseconds when 1000 or more);
@@ -571,7 +567,7 @@ mod tests {
             "b": {"command": "y", "timeout": 45, "disabledTools": ["w"], "enabled": false},
             "c": {"command": "z"}
         }}"#;
-        let servers = parse_mcp_json(file).expect("parses");
+        let servers = read_mcp_json(file).expect("parses").servers;
         let t: Vec<u64> = servers.iter().map(|s| s.timeout.as_secs()).collect();
         assert_eq!(t, [600, 45, 0]);
         assert_eq!(

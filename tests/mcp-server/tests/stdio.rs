@@ -20,7 +20,11 @@ fn answers_initialize_and_lists_its_tools() {
     let reply: serde_json::Value =
         serde_json::from_str(&lines.next().expect("a reply").expect("read")).expect("JSON");
     assert_eq!(reply["result"]["protocolVersion"], "2024-11-05", "{reply}");
-    writeln!(stdin, r#"{{"jsonrpc":"2.0","method":"notifications/initialized"}}"#).expect("write");
+    writeln!(
+        stdin,
+        r#"{{"jsonrpc":"2.0","method":"notifications/initialized"}}"#
+    )
+    .expect("write");
     writeln!(stdin, r#"{{"jsonrpc":"2.0","id":2,"method":"tools/list"}}"#).expect("write");
     let reply: serde_json::Value =
         serde_json::from_str(&lines.next().expect("a reply").expect("read")).expect("JSON");
@@ -30,10 +34,21 @@ fn answers_initialize_and_lists_its_tools() {
         .iter()
         .filter_map(|t| t["name"].as_str())
         .collect();
-    for want in ["echo", "add", "write_note", "slow", "fail", "crash", "add_tool"] {
+    for want in [
+        "echo",
+        "add",
+        "write_note",
+        "slow",
+        "fail",
+        "crash",
+        "add_tool",
+    ] {
         assert!(names.contains(&want), "{want} missing from {names:?}");
     }
     drop(stdin);
     let status = child.wait().expect("exit");
-    assert!(status.success(), "the server exits cleanly when stdin closes: {status}");
+    assert!(
+        status.success(),
+        "the server exits cleanly when stdin closes: {status}"
+    );
 }

@@ -196,7 +196,8 @@ impl Reply {
     }
 }
 
-/// One request the server received, recorded before it is answered.
+/// One request the server received, recorded before it is answered (and stamped again
+/// once the answer is written).
 #[derive(Debug, Clone)]
 pub struct Recorded {
     /// `GET`, `POST`, …
@@ -209,6 +210,13 @@ pub struct Recorded {
     pub body: String,
     /// The body parsed as JSON; `Null` when it is not JSON.
     pub json: Value,
+    /// When the server took the request, before reading its body: with [`Recorded::answered`]
+    /// of the request before, the time a client spent between an answer and its next
+    /// request (benchmarks measure the agent's own work that way).
+    pub received: Instant,
+    /// When the last byte of a chat answer was written and flushed (`None` while it is
+    /// being answered, when the client went away first, and for other requests).
+    pub answered: Option<Instant>,
 }
 
 impl Recorded {
@@ -569,6 +577,7 @@ fn accept_loop(server: &tiny_http::Server, shared: &Arc<Shared>) {
 }
 
 fn handle(shared: &Shared, mut request: tiny_http::Request) {
+    let received = Instant::now();
     let mut body = Vec::new();
     let _ = request.as_reader().read_to_end(&mut body);
     let body = String::from_utf8_lossy(&body).into_owned();
@@ -589,9 +598,12 @@ fn handle(shared: &Shared, mut request: tiny_http::Request) {
             .collect(),
         json: serde_json::from_str(&body).unwrap_or(Value::Null),
         body,
+        received,
+        answered: None,
     };
-    let (reply, ctx) = {
+    let (reply, ctx, index) = {
         let mut st = shared.lock();
+        let index = st.requests.len();
         st.requests.push(rec.clone());
         shared.recorded.notify_all();
         if !rec.is_chat() {
@@ -610,9 +622,14 @@ fn handle(shared: &Shared, mut request: tiny_http::Request) {
             chunk_delay: st.chunk_delay,
         };
         st.next_completion += 1;
-        (reply, ctx)
+        (reply, ctx, index)
     };
-    let _ = answer(shared, request, reply, &ctx);
+    if answer(shared, request, reply, &ctx).is_ok() {
+        let now = Instant::now();
+        if let Some(rec) = shared.lock().requests.get_mut(index) {
+            rec.answered = Some(now);
+        }
+    }
 }
 
 /// The reply for a chat request (see the module docs for the order).

@@ -143,6 +143,39 @@ fn every_request_is_recorded_with_lowercased_headers_and_parsed_json() {
     assert_eq!(all[1].json, Value::Null);
 }
 
+/// What a benchmark reads: when each request came and when its answer was done, so the
+/// client's time between an answer and its next request can be told from the server's.
+#[test]
+fn requests_are_stamped_when_received_and_when_answered() {
+    let fake = FakeLlm::start();
+    fake.push(Reply::text("slow").after(Duration::from_millis(50)));
+    fake.push(Reply::tool("echo", r#"{"text": "x"}"#));
+    post(&fake, chat("first", false));
+    post(&fake, chat("second", true));
+    // The client may read the answer a moment before the server stamps it.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let chats = loop {
+        let chats = fake.chat_requests();
+        if chats.iter().all(|r| r.answered.is_some()) || Instant::now() > deadline {
+            break chats;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    let answered: Vec<Instant> = chats
+        .iter()
+        .map(|r| r.answered.expect("every answer was written"))
+        .collect();
+    assert!(
+        answered[0] >= chats[0].received + Duration::from_millis(50),
+        "the delay is inside the answer"
+    );
+    assert!(
+        chats[1].received >= answered[0],
+        "one request after the other"
+    );
+    assert!(answered[1] >= chats[1].received);
+}
+
 #[test]
 fn wait_requests_gives_up_when_nothing_arrives() {
     let fake = FakeLlm::start();

@@ -130,14 +130,39 @@ fn schema(text: &str) -> serde_json::Value {
     }
 }
 
-/// A server's tools (see the module doc for where they come from).
+/// A server's tools (see the module doc for where they come from). A list fetched from
+/// the server replaces the cached one when it differs.
 fn tools_of(rt: &Runtime, spec: &ServerSpec, cancel: &AtomicBool) -> Result<Vec<McpTool>, String> {
-    if let Some((_, tools)) = rt.mcp.live_tools(&spec.name) {
-        return Ok(tools);
+    let cached = rt.store.mcp_tools(&spec.name).unwrap_or_else(|e| {
+        log::warn!(
+            "the cached tool list of MCP server {:?} cannot be read: {e}",
+            spec.name
+        );
+        None
+    });
+    let fresh = match rt.mcp.live_tools(&spec.name) {
+        Some((_, tools)) => tools,
+        None => match cached {
+            Some((tools, _)) => return Ok(tools),
+            None => rt
+                .mcp
+                .list_tools(&spec.name, cancel)
+                .map_err(|e| e.to_string())?,
+        },
+    };
+    let unchanged = matches!(&cached, Some((tools, _)) if *tools == fresh);
+    if !unchanged {
+        if let Err(e) = rt
+            .store
+            .set_mcp_tools(&spec.name, &fresh, crate::cli::app::now())
+        {
+            log::warn!(
+                "the tool list of MCP server {:?} cannot be cached: {e}",
+                spec.name
+            );
+        }
     }
-    rt.mcp
-        .list_tools(&spec.name, cancel)
-        .map_err(|e| e.to_string())
+    Ok(fresh)
 }
 
 #[cfg(test)]

@@ -7,7 +7,7 @@
 //! nibble is how many new units follow, the new units (`u16` little-endian), and a
 //! frequency byte `q` with `frequency = round(e^(q/16))`. Front coding over UTF-16
 //! (2 bytes per Han character instead of UTF-8's 3) keeps the 105 000 words with
-//! frequency ≥ 10 in 0.48 MB without a decompression crate.
+//! frequency ≥ 20 in 0.36 MB without a decompression crate.
 
 use std::fmt;
 

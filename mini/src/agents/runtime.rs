@@ -58,6 +58,7 @@ impl Runtime {
             log::warn!("the MCP servers kept in the store cannot be read: {e}");
             config.mcp.servers.clone()
         });
+        crate::mcp::forget_secret_variables(&servers);
         let mcp = Hub::new(servers);
         Arc::new(Runtime {
             mcp,

@@ -193,7 +193,8 @@ impl ToolAgent {
         )
     }
 
-    /// Runs an allowed call and cuts its output (128 KiB, head and tail).
+    /// Runs an allowed call and cuts its output (head and tail) to the configured cap
+    /// (128 KiB) or a third of the model's window, whichever is smaller.
     pub fn run(
         &self,
         rt: &Runtime,
@@ -223,7 +224,21 @@ impl ToolAgent {
                 out.content = out.content.replace(key, "[redacted]");
             }
         }
-        let max = rt.config.core.history.max_tool_output_bytes;
+        // At most the configured cap, and at most a third of what the model's window
+        // holds (about 4 bytes a token): a result the history would have to drop whole
+        // is worth less than its head and tail.
+        let window = rt
+            .config
+            .model
+            .context_window
+            .saturating_sub(rt.config.model.reserved_output);
+        let max = rt
+            .config
+            .core
+            .history
+            .max_tool_output_bytes
+            .min(window * 4 / 3)
+            .max(1024);
         if out.content.len() > max {
             out.content = truncate_tool_output(&out.content, max).into_owned();
         }

@@ -189,6 +189,7 @@ pub fn run(cmd: ChatCmd) -> Result<(), Error> {
         std::thread::sleep(Duration::from_millis(50));
         if interrupt::quit_requested() {
             watcher.flush(wait);
+            watcher.runtime().mcp.shutdown();
             println!();
             std::process::exit(130);
         }
@@ -222,6 +223,8 @@ pub fn run(cmd: ChatCmd) -> Result<(), Error> {
             wait.as_secs()
         );
     }
+    // The watcher thread keeps the manager alive: stop the MCP servers here.
+    manager.runtime().mcp.shutdown();
     if interrupt::quit_requested() {
         // Ctrl-C at the prompt, while the last work was being saved.
         println!();

@@ -435,7 +435,7 @@ fn target(spec: &ServerSpec) -> String {
             parts.extend(args.iter().map(String::as_str));
             printable(&parts.join(" "), false)
         }
-        Transport::Http { url, .. } => printable(&crate::llm::display_url(url), false),
+        Transport::Http { url, .. } => printable(&crate::mcp::shown_url(url), false),
     }
 }
 

@@ -40,8 +40,8 @@ pub fn server_name_problem(name: &str) -> Option<String> {
     (!valid_server_name(name)).then(|| {
         format!(
             "{name:?} is not a usable MCP server name: use 1 to 32 letters, digits, `_` or \
-             `-`, not starting with `-` and without `__` (the model sees its tools as \
-             NAME__TOOL)"
+             `-`, not starting with `-`, not ending with `_` and without `__` (the model sees \
+             its tools as NAME__TOOL)"
         )
     })
 }
@@ -399,7 +399,7 @@ pub fn server_json(s: &ServerSpec) -> serde_json::Value {
             headers,
             bearer,
         } => json!({
-            "url": crate::llm::display_url(url),
+            "url": crate::mcp::shown_url(url),
             "headers": masked(headers),
             "bearer_token": bearer.as_ref().map(Secret::masked),
         }),

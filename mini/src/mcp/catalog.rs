@@ -76,6 +76,23 @@ impl Catalog {
                 fits
             })
             .collect();
+        // A server that lists a name twice gets it offered once: model APIs refuse
+        // requests with two functions of one name.
+        let mut seen = std::collections::HashSet::new();
+        let offered: Vec<McpTool> = offered
+            .into_iter()
+            .filter(|t| {
+                let first = seen.insert(t.name.clone());
+                if !first {
+                    log::warn!(
+                        "MCP server {:?} lists the tool {:?} twice; the first is offered",
+                        spec.name,
+                        t.name
+                    );
+                }
+                first
+            })
+            .collect();
         let classes = super::classify::classes(rt, spec, &offered, cancel);
         for (tool, class) in offered.into_iter().zip(classes) {
             self.entries.push(Entry {

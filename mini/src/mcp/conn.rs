@@ -56,6 +56,8 @@ impl ClientHandler for Handler {
 /// A live connection.
 pub(super) struct Conn {
     service: RunningService<RoleClient, Handler>,
+    /// A stdio server's process group, killed when the connection ends.
+    _group: Group,
     /// The tool list needs fetching again.
     pub stale: Arc<AtomicBool>,
 }
@@ -74,6 +76,7 @@ impl Conn {
             server: spec.name.clone(),
             detail,
         };
+        let mut pgid = None;
         let serving = match &spec.transport {
             Transport::Stdio {
                 command,
@@ -96,6 +99,10 @@ impl Conn {
                 if let Some(err) = err {
                     tokio::spawn(log_stderr(spec.name.clone(), err, stderr.clone()));
                 }
+                pgid = transport.id().map(|p| p as i32);
+                if let Some(p) = pgid {
+                    super::reap::register(p);
+                }
                 tokio::time::timeout(spec.timeout, handler.serve(transport)).await
             }
             Transport::Http {
@@ -108,12 +115,15 @@ impl Conn {
                 tokio::time::timeout(spec.timeout, handler.serve(transport)).await
             }
         };
+        // From here a failed start still stops the process group (Drop).
+        let group = Group(pgid);
         let service = match serving {
             Ok(Ok(service)) => service,
             Ok(Err(e)) => {
                 // Give the stderr reader a moment: a server that exits at once has
                 // usually said why.
                 tokio::time::sleep(Duration::from_millis(50)).await;
+                let e = super::http::error_text(&e);
                 return Err(start(with_stderr(
                     format!("the handshake failed: {e}"),
                     stderr,
@@ -141,7 +151,11 @@ impl Conn {
                 info.protocol_version
             );
         }
-        Ok(Conn { service, stale })
+        Ok(Conn {
+            service,
+            _group: group,
+            stale,
+        })
     }
 
     /// The connection is gone (the child exited, the HTTP session ended).
@@ -154,9 +168,25 @@ impl Conn {
         self.service.peer().clone()
     }
 
-    /// Ends the session: stdin closed, the child given a moment, then killed.
+    /// Ends the session: stdin closed and the child given a moment to exit; then its
+    /// process group is killed (the group's Drop), with whatever it started.
     pub async fn close(self) {
-        let _ = tokio::time::timeout(Duration::from_secs(3), self.service.cancel()).await;
+        let Conn {
+            service, _group, ..
+        } = self;
+        let _ = tokio::time::timeout(Duration::from_secs(2), service.cancel()).await;
+        drop(_group);
+    }
+}
+
+/// A stdio server's process group; dropping it kills the group.
+struct Group(Option<i32>);
+
+impl Drop for Group {
+    fn drop(&mut self) {
+        if let Some(p) = self.0.take() {
+            super::reap::kill_group(p);
+        }
     }
 }
 

@@ -23,6 +23,7 @@ pub mod classify;
 mod conn;
 mod http;
 mod hub;
+mod reap;
 pub mod servers;
 
 use std::path::PathBuf;
@@ -33,6 +34,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::config::Secret;
 
+pub use http::shown_url;
 pub use hub::Hub;
 
 /// Between a server's name and its tool's in the names the model sees.
@@ -52,15 +54,45 @@ pub fn split_name(full: &str) -> Option<(&str, &str)> {
     (!server.is_empty() && !tool.is_empty()).then_some((server, tool))
 }
 
-/// A server name is 1–32 of `[A-Za-z0-9_-]`, not containing `__`, not starting with `-`.
+/// A server name is 1–32 of `[A-Za-z0-9_-]`, not containing `__`, not starting with `-`
+/// and not ending with `_` (`t_` + `__` + `echo` would read as server `t`).
 pub fn valid_server_name(name: &str) -> bool {
     !name.is_empty()
         && name.len() <= 32
         && !name.starts_with('-')
+        && !name.ends_with('_')
         && !name.contains(SEP)
         && name
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
+/// Removes from evolve's environment every variable that holds an HTTP server's token
+/// or header value (read through `bearer_token_env` and the like): the servers evolve
+/// starts, the `shell` tool and whatever else inherits the environment never see
+/// another server's credentials. Values shorter than 8 characters are not secrets worth
+/// the collateral.
+pub fn forget_secret_variables(specs: &[ServerSpec]) {
+    let mut secrets: Vec<String> = Vec::new();
+    for spec in specs {
+        if let Transport::Http {
+            headers, bearer, ..
+        } = &spec.transport
+        {
+            secrets.extend(bearer.as_ref().map(|b| b.expose().to_string()));
+            secrets.extend(headers.iter().map(|(_, v)| v.clone()));
+        }
+    }
+    secrets.retain(|s| s.len() >= 8);
+    if secrets.is_empty() {
+        return;
+    }
+    for (name, value) in std::env::vars_os() {
+        let value = value.to_string_lossy();
+        if secrets.iter().any(|s| value.contains(s.as_str())) {
+            std::env::remove_var(&name);
+        }
+    }
 }
 
 /// How to reach a server.

@@ -1,0 +1,85 @@
+//! Nothing a stdio server started outlives evolve. Each server runs as the leader of its
+//! own process group (so Ctrl-C in the terminal reaches evolve, not the servers); when a
+//! connection ends — closed, timed out, crashed — the whole group is killed, so helpers
+//! the server started go too. SIGTERM and SIGHUP to evolve kill every live group before
+//! evolve dies of the signal (a systemd stop, a closed terminal, `timeout`). kill -9 of
+//! evolve cannot be caught: its servers then see their stdin close and exit on their own.
+
+use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::Once;
+
+const SIGHUP: i32 = 1;
+const SIGKILL: i32 = 9;
+const SIGTERM: i32 = 15;
+const SIG_DFL: usize = 0;
+
+extern "C" {
+    fn kill(pid: i32, sig: i32) -> i32;
+    fn signal(signum: i32, handler: usize) -> usize;
+    fn raise(sig: i32) -> i32;
+}
+
+/// The live groups (0 = free slot). A fixed array: the signal handler may only read
+/// atomics.
+static GROUPS: [AtomicI32; 64] = [const { AtomicI32::new(0) }; 64];
+static INSTALL: Once = Once::new();
+
+/// Remembers a server's process group, and installs the signal handlers on first use.
+pub(super) fn register(pgid: i32) {
+    INSTALL.call_once(install);
+    if pgid <= 0 {
+        return;
+    }
+    if !GROUPS.iter().any(|g| {
+        g.compare_exchange(0, pgid, Ordering::SeqCst, Ordering::SeqCst)
+            .is_ok()
+    }) {
+        log::warn!("more than 64 MCP server processes: process group {pgid} is not tracked");
+    }
+}
+
+/// Kills a server's whole group (the server, if still there, and what it started).
+pub(super) fn kill_group(pgid: i32) {
+    if pgid <= 0 {
+        return;
+    }
+    for g in &GROUPS {
+        let _ = g.compare_exchange(pgid, 0, Ordering::SeqCst, Ordering::SeqCst);
+    }
+    // SAFETY: kill(2) with a negative pid signals that process group; no memory involved.
+    unsafe {
+        kill(-pgid, SIGKILL);
+    }
+}
+
+extern "C" fn on_terminate(sig: i32) {
+    for g in &GROUPS {
+        let pgid = g.load(Ordering::SeqCst);
+        if pgid > 0 {
+            // SAFETY: kill, signal and raise are async-signal-safe.
+            unsafe {
+                kill(-pgid, SIGKILL);
+            }
+        }
+    }
+    // Then die of the signal as if there were no handler (exit status 128 + sig).
+    unsafe {
+        signal(sig, SIG_DFL);
+        raise(sig);
+    }
+}
+
+fn install() {
+    let handler: extern "C" fn(i32) = on_terminate;
+    for sig in [SIGTERM, SIGHUP] {
+        // SAFETY: installs a handler that only touches atomics and calls
+        // async-signal-safe functions; a disposition someone else chose (nohup's
+        // SIG_IGN, a handler) is put back.
+        unsafe {
+            let old = signal(sig, handler as usize);
+            if old != SIG_DFL {
+                signal(sig, old);
+            }
+        }
+    }
+}

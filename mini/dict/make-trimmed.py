@@ -56,8 +56,8 @@ def default_dict():
 def main():
     here = os.path.dirname(os.path.abspath(__file__))
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--threshold", type=int, default=20,
-                    help="keep words with at least this frequency (default 20)")
+    ap.add_argument("--threshold", type=int, default=50,
+                    help="keep words with at least this frequency (default 50)")
     ap.add_argument("--dict", default=None, help="jieba dict.txt (default: cargo registry)")
     ap.add_argument("--out", default=os.path.join(here, "trimmed.dict"))
     args = ap.parse_args()

@@ -424,3 +424,66 @@ fn the_time_server_from_pypi_answers() {
         "{results:?}"
     );
 }
+
+/// npm's server-everything in its streamable HTTP mode, pinned to 127.0.0.1 by the
+/// loopback preload of tests/mcp-peers.sh: `everything__echo` over HTTP.
+#[test]
+fn everything_over_streamable_http() {
+    let (Some(everything), Some(loopback)) = (
+        peer("EVOLVE_TEST_MCP_EVERYTHING"),
+        peer("EVOLVE_TEST_MCP_LOOPBACK"),
+    ) else {
+        return;
+    };
+    let mut child = Command::new("node")
+        .args(["--require", &loopback, &everything, "streamableHttp"])
+        .env("PORT", "0")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("node runs server-everything");
+    let mut err = std::io::BufReader::new(child.stderr.take().unwrap());
+    let mut port = None;
+    let mut line = String::new();
+    while port.is_none() && std::io::BufRead::read_line(&mut err, &mut line).unwrap_or(0) > 0 {
+        port = line
+            .split("evolve-loopback: listening on 127.0.0.1:")
+            .nth(1)
+            .and_then(|p| p.trim().parse::<u16>().ok());
+        line.clear();
+    }
+    let server = HttpChild(child);
+    let port = port.expect("server-everything reported its port");
+    // Keep reading its stderr so it never blocks on a full pipe.
+    std::thread::spawn(move || std::io::copy(&mut err, &mut std::io::sink()));
+    let w = World::new("mcp-everything-http");
+    w.run(&[
+        "mcp",
+        "add",
+        "everything",
+        "--url",
+        &format!("http://127.0.0.1:{port}/mcp"),
+    ])
+    .expect(0);
+    w.fake
+        .route(CLASSIFY, Reply::Text(r#"{"echo": "L0"}"#.into()));
+    w.fake
+        .push(tool_call("everything__echo", r#"{"message": "over HTTP"}"#));
+    w.fake.push(Reply::Text("pong".into()));
+    w.run(&["ask", "echo"]).expect(0);
+    let results = tool_results(&w, 1);
+    assert!(
+        results.iter().any(|r| r.contains("over HTTP")),
+        "{results:?}"
+    );
+    drop(server);
+}
+
+struct HttpChild(Child);
+
+impl Drop for HttpChild {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}

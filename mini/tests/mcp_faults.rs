@@ -13,39 +13,8 @@ use std::process::{Child, Stdio};
 use std::sync::mpsc::{self, Receiver};
 use std::time::{Duration, Instant};
 
+use support::mcp::*;
 use support::*;
-
-fn tool_call(name: &str, args: &str) -> Reply {
-    Reply::ToolCalls(vec![(name.to_string(), args.to_string())])
-}
-
-/// The in-repo test server (`tests/mcp-server`), built by `cargo test --workspace`.
-fn test_server() -> PathBuf {
-    let bin = Path::new(env!("CARGO_BIN_EXE_evolve"))
-        .parent()
-        .expect("target dir")
-        .join("evolve-mcp-test-server");
-    assert!(
-        bin.exists(),
-        "{} is missing: run `cargo build -p evolve-mcp-test-server`",
-        bin.display()
-    );
-    bin
-}
-
-/// The cheap model's classification of the test server's tools.
-const LEVELS: &str = r#"{"echo": "L0", "add": "L0", "write_note": "L3", "delete_everything": "L4", "send_message": "L4", "slow": "L0", "fail": "L0", "crash": "L1", "add_tool": "L1", "extra": "L1", "big": "L0", "env": "L2", "cwd": "L2"}"#;
-
-/// `[mcp.servers.t]` running the test server with `args` and `extra` lines.
-fn with_test_server(w: &World, args: &[&str], extra: &str) {
-    w.fake.route(CLASSIFY, Reply::Text(LEVELS.into()));
-    let args: Vec<String> = args.iter().map(|a| format!("{a:?}")).collect();
-    w.config(&format!(
-        "[mcp.servers.t]\ncommand = {:?}\nargs = [{}]\n{extra}\n",
-        test_server().to_string_lossy(),
-        args.join(", ")
-    ));
-}
 
 /// `[mcp.servers.t]` running `sh -c SCRIPT` (a wrapper around a server).
 fn with_shell_server(w: &World, script: &str, extra: &str) {
@@ -53,32 +22,6 @@ fn with_shell_server(w: &World, script: &str, extra: &str) {
     w.config(&format!(
         "[mcp.servers.t]\ncommand = \"sh\"\nargs = [\"-c\", {script:?}]\n{extra}\n"
     ));
-}
-
-/// The contents of the tool messages of the `n`-th main request.
-fn tool_results(w: &World, n: usize) -> Vec<String> {
-    let reqs = w.main_requests();
-    let req = reqs
-        .get(n)
-        .unwrap_or_else(|| panic!("no request {n}: {reqs:?}"));
-    req["messages"]
-        .as_array()
-        .expect("messages")
-        .iter()
-        .filter(|m| m["role"] == "tool")
-        .map(|m| m["content"].as_str().unwrap_or_default().to_string())
-        .collect()
-}
-
-fn tool_names(req: &serde_json::Value) -> Vec<String> {
-    req["tools"]
-        .as_array()
-        .map(|t| {
-            t.iter()
-                .map(|t| t["function"]["name"].as_str().unwrap_or_default().into())
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 /// The pids in lines `…=PID` of a file (the test server's `--count-file`, or a

@@ -6,6 +6,8 @@
 
 #![allow(dead_code)]
 
+pub mod mcp;
+
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};

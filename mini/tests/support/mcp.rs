@@ -1,0 +1,88 @@
+//! What the MCP tests share: the in-repo test server, the fake model's classification of
+//! its tools, and reading what reached the model.
+
+use std::path::{Path, PathBuf};
+
+use super::{World, CLASSIFY};
+use evolve_fake_llm::Reply;
+
+/// A reply asking for one tool call.
+pub fn tool_call(name: &str, args: &str) -> Reply {
+    Reply::ToolCalls(vec![(name.to_string(), args.to_string())])
+}
+
+/// The in-repo test server, built by `cargo test --workspace` (its package has a test).
+pub fn test_server() -> PathBuf {
+    let dir = Path::new(env!("CARGO_BIN_EXE_evolve"))
+        .parent()
+        .expect("target dir")
+        .to_path_buf();
+    let bin = dir.join("evolve-mcp-test-server");
+    assert!(
+        bin.exists(),
+        "{} is missing: run `cargo build -p evolve-mcp-test-server` (cargo test --workspace builds it)",
+        bin.display()
+    );
+    bin
+}
+
+/// A third-party server's path from tests/mcp-peers.sh, or `None` (skip) outside CI.
+pub fn peer(var: &str) -> Option<String> {
+    match std::env::var(var) {
+        Ok(v) if !v.is_empty() => Some(v),
+        _ if std::env::var("CI").is_ok_and(|c| c == "true") => {
+            panic!("{var} is not set: .ci/run runs tests/mcp-peers.sh before the tests")
+        }
+        _ => {
+            eprintln!("skipped: {var} is not set (run tests/mcp-peers.sh)");
+            None
+        }
+    }
+}
+
+/// The cheap model's classification of the test server's tools, as a model would
+/// give it.
+pub const LEVELS: &str = r#"{"echo": "L0", "add": "L0", "write_note": "L3", "delete_everything": "L4", "send_message": "L4", "slow": "L0", "fail": "L0", "crash": "L1", "add_tool": "L1", "extra": "L1", "big": "L0", "env": "L2", "cwd": "L2"}"#;
+
+/// `[mcp.servers.t]` running the test server with `extra` lines; the fake model
+/// classifies its tools with [`LEVELS`].
+pub fn with_test_server(w: &World, args: &[&str], extra: &str) {
+    w.fake.route(CLASSIFY, Reply::Text(LEVELS.into()));
+    let args: Vec<String> = args.iter().map(|a| format!("{a:?}")).collect();
+    w.config(&format!(
+        "[mcp.servers.t]\ncommand = {:?}\nargs = [{}]\n{extra}\n",
+        test_server().to_string_lossy(),
+        args.join(", ")
+    ));
+}
+
+/// The contents of the tool messages the model received in its `n`-th main request.
+pub fn tool_results(w: &World, n: usize) -> Vec<String> {
+    let reqs = w.main_requests();
+    let req = reqs
+        .get(n)
+        .unwrap_or_else(|| panic!("no request {n}: {reqs:?}"));
+    req["messages"]
+        .as_array()
+        .expect("messages")
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| m["content"].as_str().unwrap_or_default().to_string())
+        .collect()
+}
+
+pub fn tool_names(req: &serde_json::Value) -> Vec<String> {
+    req["tools"]
+        .as_array()
+        .map(|t| {
+            t.iter()
+                .map(|t| {
+                    t["function"]["name"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .to_string()
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}

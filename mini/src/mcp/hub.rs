@@ -427,7 +427,7 @@ async fn connect(
             if wait > BACKOFF_SLEEP_MAX {
                 return Err(McpError::Backoff {
                     server: server.to_string(),
-                    secs: wait.as_secs().max(1),
+                    secs: wait.as_secs_f64().ceil().max(1.0) as u64,
                 });
             }
             tokio::time::sleep(wait).await;

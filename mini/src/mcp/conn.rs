@@ -17,7 +17,7 @@ use rmcp::model::{
     Implementation, ProtocolVersion,
 };
 use rmcp::service::{NotificationContext, RoleClient, RunningService, ServiceError};
-use rmcp::transport::TokioChildProcess;
+use rmcp::transport::async_rw::AsyncRwTransport;
 use rmcp::{ClientHandler, ServiceExt};
 use tokio::io::{AsyncBufReadExt, BufReader};
 
@@ -77,6 +77,7 @@ impl Conn {
             detail,
         };
         let mut pgid = None;
+        let mut child: Option<Box<dyn process_wrap::tokio::ChildWrapper>> = None;
         let serving = match &spec.transport {
             Transport::Stdio {
                 command,
@@ -90,19 +91,31 @@ impl Conn {
                 if let Some(dir) = cwd {
                     cmd.current_dir(dir);
                 }
+                cmd.stdin(Stdio::piped())
+                    .stdout(Stdio::piped())
+                    .stderr(Stdio::piped());
                 let mut wrapped = process_wrap::tokio::CommandWrap::from(cmd);
                 wrapped.wrap(process_wrap::tokio::ProcessGroup::leader());
-                let (transport, err) = TokioChildProcess::builder(wrapped)
-                    .stderr(Stdio::piped())
+                let mut spawned = wrapped
                     .spawn()
                     .map_err(|e| start(spawn_problem(command, cwd.as_deref(), &e)))?;
-                if let Some(err) = err {
-                    tokio::spawn(log_stderr(spec.name.clone(), err, stderr.clone()));
-                }
-                pgid = transport.id().map(|p| p as i32);
+                pgid = spawned.id().map(|p| p as i32);
                 if let Some(p) = pgid {
                     super::reap::register(p);
                 }
+                if let Some(err) = spawned.stderr().take() {
+                    tokio::spawn(log_stderr(spec.name.clone(), err, stderr.clone()));
+                }
+                let (Some(out), Some(input)) = (spawned.stdout().take(), spawned.stdin().take())
+                else {
+                    super::reap::kill_group(pgid.unwrap_or(0));
+                    return Err(start("its stdin or stdout could not be connected".into()));
+                };
+                child = Some(spawned);
+                let transport = AsyncRwTransport::new_client(
+                    super::lines::LineGuard::new(out, &spec.name),
+                    input,
+                );
                 tokio::time::timeout(spec.timeout, handler.serve(transport)).await
             }
             Transport::Http {
@@ -116,7 +129,7 @@ impl Conn {
             }
         };
         // From here a failed start still stops the process group (Drop).
-        let group = Group(pgid);
+        let group = Group { pgid, child };
         let service = match serving {
             Ok(Ok(service)) => service,
             Ok(Err(e)) => {
@@ -172,19 +185,28 @@ impl Conn {
     /// process group is killed (the group's Drop), with whatever it started.
     pub async fn close(self) {
         let Conn {
-            service, _group, ..
+            service,
+            mut _group,
+            ..
         } = self;
+        // Closing the session closes the server's stdin; a well-behaved server exits.
         let _ = tokio::time::timeout(Duration::from_secs(2), service.cancel()).await;
+        if let Some(child) = _group.child.as_mut() {
+            let _ = tokio::time::timeout(Duration::from_secs(2), child.wait()).await;
+        }
         drop(_group);
     }
 }
 
-/// A stdio server's process group; dropping it kills the group.
-struct Group(Option<i32>);
+/// A stdio server's process; dropping it kills its whole process group.
+struct Group {
+    pgid: Option<i32>,
+    child: Option<Box<dyn process_wrap::tokio::ChildWrapper>>,
+}
 
 impl Drop for Group {
     fn drop(&mut self) {
-        if let Some(p) = self.0.take() {
+        if let Some(p) = self.pgid.take() {
             super::reap::kill_group(p);
         }
     }

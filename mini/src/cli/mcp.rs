@@ -649,7 +649,7 @@ fn unknown_server(name: &str, servers: &[ServerSpec]) -> Error {
 /// One tool in a listing.
 struct Row {
     tool: McpTool,
-    /// `None`: switched off (enabled/disabled lists).
+    /// `None`: not offered (enabled/disabled lists, a name model APIs refuse, a repeat).
     class: Option<Classified>,
 }
 
@@ -685,21 +685,20 @@ fn list_tools(
                 if let Err(e) = rt.store.set_mcp_tools(&spec.name, &tools, now()) {
                     log::warn!("the tool list of {} cannot be cached: {e}", spec.name);
                 }
+                let mask = crate::mcp::catalog::offered(spec, &tools);
                 let offered: Vec<McpTool> = tools
                     .iter()
-                    .filter(|t| spec.offers(&t.name))
-                    .cloned()
+                    .zip(&mask)
+                    .filter(|(_, o)| **o)
+                    .map(|(t, _)| t.clone())
                     .collect();
                 let mut classes = classify::explain(rt, spec, &offered, cancel).into_iter();
                 let rows = tools
                     .into_iter()
-                    .map(|tool| {
-                        let class = if spec.offers(&tool.name) {
-                            classes.next()
-                        } else {
-                            None
-                        };
-                        Row { tool, class }
+                    .zip(mask)
+                    .map(|(tool, o)| Row {
+                        tool,
+                        class: if o { classes.next() } else { None },
                     })
                     .collect();
                 Listing::Tools(rows)
@@ -741,7 +740,7 @@ fn write_listings(
                     .iter()
                     .map(|r| match &r.class {
                         Some(c) => c.origin(),
-                        None => "switched off".to_string(),
+                        None => "not offered".to_string(),
                     })
                     .collect();
                 let origin_width = origins.iter().map(|o| o.chars().count()).max().unwrap_or(0);
@@ -1134,7 +1133,7 @@ mod tests {
         let want = "fs: 3 tools\n\
                     \x20 fs__read_file  L2   classifier                   Read a file. Whole.\n\
                     \x20 fs__delete     L4   annotations (classifier L3)  Delete \\u{1b}[31m\n\
-                    \x20 fs__move       off  switched off\n\
+                    \x20 fs__move       off  not offered\n\
                     web: could not be listed\n\
                     old: disabled (`evolve mcp enable old`)\n";
         assert_eq!(text, want);

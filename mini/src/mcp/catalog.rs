@@ -59,39 +59,11 @@ impl Catalog {
     }
 
     fn add(&mut self, rt: &Runtime, spec: &ServerSpec, tools: Vec<McpTool>, cancel: &AtomicBool) {
+        let mask = offered(spec, &tools);
         let offered: Vec<McpTool> = tools
             .into_iter()
-            .filter(|t| spec.offers(&t.name))
-            .filter(|t| {
-                let name = full_name(&spec.name, &t.name);
-                let fits = name.len() <= MAX_NAME
-                    && name
-                        .bytes()
-                        .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
-                if !fits {
-                    log::warn!(
-                        "MCP tool {name:?} is not offered: model APIs accept names of at most {MAX_NAME} letters, digits, '_' and '-'"
-                    );
-                }
-                fits
-            })
-            .collect();
-        // A server that lists a name twice gets it offered once: model APIs refuse
-        // requests with two functions of one name.
-        let mut seen = std::collections::HashSet::new();
-        let offered: Vec<McpTool> = offered
-            .into_iter()
-            .filter(|t| {
-                let first = seen.insert(t.name.clone());
-                if !first {
-                    log::warn!(
-                        "MCP server {:?} lists the tool {:?} twice; the first is offered",
-                        spec.name,
-                        t.name
-                    );
-                }
-                first
-            })
+            .zip(mask)
+            .filter_map(|(t, o)| o.then_some(t))
             .collect();
         let classes = super::classify::classes(rt, spec, &offered, cancel);
         for (tool, class) in offered.into_iter().zip(classes) {
@@ -130,6 +102,41 @@ impl Catalog {
             })
             .collect()
     }
+}
+
+/// Which of a server's tools are offered to the model: those its enabled/disabled lists
+/// allow, whose full name a model API accepts (at most 64 letters, digits, `_`, `-`),
+/// and the first of any name listed twice (APIs refuse two functions of one name).
+pub fn offered(spec: &ServerSpec, tools: &[McpTool]) -> Vec<bool> {
+    let mut seen = std::collections::HashSet::new();
+    tools
+        .iter()
+        .map(|t| {
+            if !spec.offers(&t.name) {
+                return false;
+            }
+            let name = full_name(&spec.name, &t.name);
+            let fits = name.len() <= MAX_NAME
+                && name
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+            if !fits {
+                log::warn!(
+                    "MCP tool {name:?} is not offered: model APIs accept names of at most {MAX_NAME} letters, digits, '_' and '-'"
+                );
+                return false;
+            }
+            let first = seen.insert(t.name.as_str());
+            if !first {
+                log::warn!(
+                    "MCP server {:?} lists the tool {:?} twice; the first is offered",
+                    spec.name,
+                    t.name
+                );
+            }
+            first
+        })
+        .collect()
 }
 
 /// A server's schema as the model gets it: an object schema, whatever the server sent.

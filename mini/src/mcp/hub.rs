@@ -237,9 +237,10 @@ impl Hub {
         spec: &ServerSpec,
         cancel: &AtomicBool,
     ) -> Result<T, McpError> {
-        // Starting can take a timeout, then the request another, then backoff.
+        // Starting can take a timeout (handshake), listing another, the request a
+        // third, and a short backoff wait before all that.
         let deadline =
-            Instant::now() + spec.timeout * 2 + BACKOFF_SLEEP_MAX + Duration::from_secs(5);
+            Instant::now() + spec.timeout * 3 + BACKOFF_SLEEP_MAX + Duration::from_secs(5);
         loop {
             if cancel.load(Ordering::SeqCst) {
                 if let Some(handle) = self

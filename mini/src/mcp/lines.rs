@@ -263,6 +263,53 @@ mod tests {
         }
     }
 
+    /// Review: after one big (but allowed) answer the guard keeps both its line buffer
+    /// and its output buffer at that size for the life of the connection — with rmcp's
+    /// own line buffer, about 3 × 16 MiB per server held until evolve exits, for every
+    /// server that once sent a large result. Cause: `take` moves the line with
+    /// `out.append(&mut self.line)` (which keeps `line`'s capacity) and `poll_read`
+    /// empties `out` with `clear()` (which keeps its capacity).
+    #[test]
+    fn the_buffers_are_released_after_a_big_line() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .expect("runtime");
+        rt.block_on(async {
+            let big = format!("{{\"id\":1,\"result\":\"{}\"}}\n", "z".repeat(4 << 20));
+            let input = format!("{big}{{\"ok\":1}}\n");
+            let mut guard = LineGuard::with_max(input.as_bytes(), "t", MAX_LINE);
+            let mut out = String::new();
+            guard.read_to_string(&mut out).await.expect("read");
+            assert!(out.ends_with("{\"ok\":1}\n"));
+            let held = guard.line.capacity() + guard.out.capacity();
+            assert!(
+                held < 1 << 20,
+                "{} MiB still held after the big line passed",
+                held >> 20
+            );
+        });
+    }
+
+    /// Review: an oversized *request* from the server (`sampling/createMessage`,
+    /// `roots/list`, `elicitation/create` with a big payload: its `id` is in the
+    /// server's numbering, not evolve's) is answered by a made-up *response* with that
+    /// id, which rmcp takes as the answer to evolve's own pending request of the same
+    /// number (both sides count from 0): an unrelated call fails with "larger than 16
+    /// MiB". Cause: `refuse` answers any dropped line that has a top-level `id`, without
+    /// looking for a top-level `method`.
+    #[test]
+    fn an_oversized_request_from_the_server_is_not_made_a_response() {
+        let big = "w".repeat(300);
+        let line = format!(
+            "{{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"roots/list\",\"params\":{{\"x\":\"{big}\"}}}}\n{{\"ok\":1}}\n"
+        );
+        let out = through(line.as_bytes(), 100);
+        assert_eq!(
+            out, "{\"ok\":1}\n",
+            "a response was made up for the server's own request"
+        );
+    }
+
     #[test]
     fn an_oversized_notification_is_dropped_without_an_answer() {
         let big = "y".repeat(300);

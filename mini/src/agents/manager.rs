@@ -295,14 +295,19 @@ impl Manager {
 
         // 5–9. Prompt, tool loop, answer.
         let mut specs = ToolAgent.specs(rt, input.cancel);
+        let mut tools_generation = rt.mcp.generation();
         let mut grants = rt.store.grants(sid)?;
         let max_steps = rt.config.agent.max_steps.max(1);
         loop {
             state.steps += 1;
             // An MCP server that changed its tools during the last step (it sent
             // tools/list_changed) is listed again: the model sees the new list now.
-            if state.steps > 1 && rt.mcp.refresh_changed() {
+            // (A list fetched during a call counts too: the generation moved.)
+            if state.steps > 1
+                && (rt.mcp.refresh_changed() || rt.mcp.generation() != tools_generation)
+            {
                 specs = ToolAgent.specs(rt, input.cancel);
+                tools_generation = rt.mcp.generation();
             }
             let last_step = state.steps >= max_steps;
             let mut l1 = ctx.l1.clone();

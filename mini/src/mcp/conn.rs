@@ -77,7 +77,7 @@ impl Conn {
             detail,
         };
         let mut pgid = None;
-        let mut child: Option<Box<dyn process_wrap::tokio::ChildWrapper>> = None;
+        let mut exited: Option<tokio::sync::oneshot::Receiver<()>> = None;
         let serving = match &spec.transport {
             Transport::Stdio {
                 command,
@@ -111,7 +111,18 @@ impl Conn {
                     super::reap::kill_group(pgid.unwrap_or(0));
                     return Err(start("its stdin or stdout could not be connected".into()));
                 };
-                child = Some(spawned);
+                // The watcher owns the child: when it exits — closed by evolve or dead of
+                // its own accord between calls — it is reaped and its group killed (what
+                // it started goes with it).
+                let (tell, told) = tokio::sync::oneshot::channel();
+                exited = Some(told);
+                tokio::spawn(async move {
+                    let _ = spawned.wait().await;
+                    if let Some(p) = pgid {
+                        super::reap::kill_group(p);
+                    }
+                    let _ = tell.send(());
+                });
                 let transport = AsyncRwTransport::new_client(
                     super::lines::LineGuard::new(out, &spec.name),
                     input,
@@ -129,7 +140,7 @@ impl Conn {
             }
         };
         // From here a failed start still stops the process group (Drop).
-        let group = Group { pgid, child };
+        let group = Group { pgid, exited };
         let service = match serving {
             Ok(Ok(service)) => service,
             Ok(Err(e)) => {
@@ -191,8 +202,8 @@ impl Conn {
         } = self;
         // Closing the session closes the server's stdin; a well-behaved server exits.
         let _ = tokio::time::timeout(Duration::from_secs(2), service.cancel()).await;
-        if let Some(child) = _group.child.as_mut() {
-            let _ = tokio::time::timeout(Duration::from_secs(2), child.wait()).await;
+        if let Some(exited) = _group.exited.take() {
+            let _ = tokio::time::timeout(Duration::from_secs(2), exited).await;
         }
         drop(_group);
     }
@@ -201,7 +212,8 @@ impl Conn {
 /// A stdio server's process; dropping it kills its whole process group.
 struct Group {
     pgid: Option<i32>,
-    child: Option<Box<dyn process_wrap::tokio::ChildWrapper>>,
+    /// Fires when the watcher has reaped the server.
+    exited: Option<tokio::sync::oneshot::Receiver<()>>,
 }
 
 impl Drop for Group {

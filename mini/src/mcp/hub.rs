@@ -189,6 +189,12 @@ impl Hub {
         changed
     }
 
+    /// Grows whenever any server's tool list is fetched (connection, change): a tool
+    /// list built at one number is stale at another.
+    pub fn generation(&self) -> u64 {
+        self.shared.generation.load(Ordering::SeqCst)
+    }
+
     /// The servers connected right now.
     pub fn connected(&self) -> Vec<String> {
         let mut names: Vec<String> = self
@@ -408,8 +414,11 @@ async fn connect(
             let stale = conn.stale.clone();
             let spec = slot.spec.clone();
             drop(slot);
-            if stale.swap(false, Ordering::SeqCst) {
-                refresh(shared, &spec, &peer, stale).await?;
+            if stale.load(Ordering::SeqCst) {
+                if let Err(e) = refresh(shared, &spec, &peer, stale).await {
+                    give_up_if_broken(slots, shared, server, &e).await;
+                    return Err(e);
+                }
             }
             return Ok((peer, spec));
         }
@@ -478,22 +487,29 @@ fn backoff(failures: u32) -> Duration {
     Duration::from_secs(secs).min(BACKOFF_MAX)
 }
 
-/// Fetches the tool list and publishes it.
+/// Fetches the tool list and publishes it. The `stale` flag is cleared before asking
+/// (a change announced meanwhile sets it again) and set again if the list could not be
+/// fetched, so a failed refresh is retried on next use.
 async fn refresh(
     shared: &Shared,
     spec: &ServerSpec,
     peer: &rmcp::Peer<rmcp::service::RoleClient>,
     stale: Arc<AtomicBool>,
 ) -> Result<Vec<McpTool>, McpError> {
+    stale.store(false, Ordering::SeqCst);
     let tools = match tokio::time::timeout(spec.timeout, conn::list(peer)).await {
         Ok(Ok(tools)) => tools,
-        Ok(Err(e)) => return Err(conn::request_error(&spec.name, e)),
+        Ok(Err(e)) => {
+            stale.store(true, Ordering::SeqCst);
+            return Err(conn::request_error(&spec.name, e));
+        }
         Err(_) => {
+            stale.store(true, Ordering::SeqCst);
             return Err(McpError::Timeout {
                 server: spec.name.clone(),
                 tool: "tools/list".into(),
                 secs: spec.timeout.as_secs(),
-            })
+            });
         }
     };
     let generation = shared.generation.fetch_add(1, Ordering::SeqCst) + 1;
@@ -530,8 +546,27 @@ async fn list(slots: &Slots, shared: &Shared, server: &str) -> Result<Vec<McpToo
         .ok()
         .and_then(|l| l.get(server).map(|x| x.stale.clone()))
         .unwrap_or_default();
-    stale.store(false, Ordering::SeqCst);
-    refresh(shared, &spec, &peer, stale).await
+    let listed = refresh(shared, &spec, &peer, stale).await;
+    if let Err(e) = &listed {
+        give_up_if_broken(slots, shared, server, e).await;
+    }
+    listed
+}
+
+/// After a timeout or a broken connection the server is stopped and started again on
+/// next use (a refusal from a healthy server is only its answer).
+async fn give_up_if_broken(slots: &Slots, shared: &Shared, server: &str, error: &McpError) {
+    if !matches!(error, McpError::Timeout { .. } | McpError::Broken { .. }) {
+        return;
+    }
+    if let Some(slot) = slots.get(server) {
+        let mut slot = slot.lock().await;
+        if let Some(conn) = slot.conn.take() {
+            conn.close().await;
+        }
+        forget(shared, server);
+        failed(&mut slot);
+    }
 }
 
 async fn call(
@@ -558,18 +593,7 @@ async fn call(
             secs: spec.timeout.as_secs(),
         },
     };
-    // A refusal from a healthy server is its answer; a timeout or a broken connection
-    // means the server is stopped and started again on next use.
-    if matches!(error, McpError::Timeout { .. } | McpError::Broken { .. }) {
-        if let Some(slot) = slots.get(server) {
-            let mut slot = slot.lock().await;
-            if let Some(conn) = slot.conn.take() {
-                conn.close().await;
-            }
-            forget(shared, server);
-            failed(&mut slot);
-        }
-    }
+    give_up_if_broken(slots, shared, server, &error).await;
     Err(error)
 }
 

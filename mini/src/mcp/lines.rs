@@ -13,6 +13,9 @@ use tokio::io::{AsyncRead, ReadBuf};
 /// The longest message passed on (rmcp's own limit is 16 MiB; a little room kept).
 pub(super) const MAX_LINE: usize = 16 * 1024 * 1024 - 1024;
 
+/// Buffers bigger than this are freed once their line has passed.
+const KEEP: usize = 64 * 1024;
+
 /// The longest `id` literal kept from a dropped line.
 const MAX_ID: usize = 128;
 
@@ -60,7 +63,12 @@ impl<R> LineGuard<R> {
                     self.refuse();
                 } else {
                     self.line.push(b);
-                    self.out.append(&mut self.line);
+                    self.out.extend_from_slice(&self.line);
+                    self.line.clear();
+                    // A big line's buffer is not kept for the life of the connection.
+                    if self.line.capacity() > KEEP {
+                        self.line = Vec::new();
+                    }
                 }
                 self.dropping = false;
                 self.scan = IdScan::default();
@@ -85,6 +93,12 @@ impl<R> LineGuard<R> {
             (self.max + 1024) / (1024 * 1024)
         );
         log::warn!("{message}");
+        // A request or notification of the server's own is dropped unanswered: its
+        // id counts in the server's numbering, and an error response with it would
+        // read as the answer to one of evolve's requests.
+        if self.scan.method {
+            return;
+        }
         let Some(id) = self.scan.id.take() else {
             return;
         };
@@ -111,8 +125,12 @@ impl<R: AsyncRead + Unpin> AsyncRead for LineGuard<R> {
                 buf.put_slice(&this.out[this.at..this.at + n]);
                 this.at += n;
                 if this.at == this.out.len() {
-                    this.out.clear();
                     this.at = 0;
+                    if this.out.capacity() > KEEP {
+                        this.out = Vec::new();
+                    } else {
+                        this.out.clear();
+                    }
                 }
                 return Poll::Ready(Ok(()));
             }
@@ -154,6 +172,8 @@ struct IdScan {
     capturing: bool,
     value: Vec<u8>,
     id: Option<serde_json::Value>,
+    /// The object has a top-level "method": a request or notification, not a reply.
+    method: bool,
 }
 
 impl IdScan {
@@ -191,6 +211,9 @@ impl IdScan {
             b':' if self.depth == 1 && self.key_done && self.key == b"id" && self.id.is_none() => {
                 self.capturing = true;
                 self.value.clear();
+            }
+            b':' if self.depth == 1 && self.key_done && self.key == b"method" => {
+                self.method = true;
             }
             b',' if self.depth == 1 => self.key_done = false,
             _ => {}

@@ -39,16 +39,22 @@ pub(super) fn register(pgid: i32) {
 }
 
 /// Kills a server's whole group (the server, if still there, and what it started).
+/// Once: the first call takes the group off the table and signals it, later calls do
+/// nothing, so a number the system has since reused is never signalled.
 pub(super) fn kill_group(pgid: i32) {
     if pgid <= 0 {
         return;
     }
-    for g in &GROUPS {
-        let _ = g.compare_exchange(pgid, 0, Ordering::SeqCst, Ordering::SeqCst);
-    }
-    // SAFETY: kill(2) with a negative pid signals that process group; no memory involved.
-    unsafe {
-        kill(-pgid, SIGKILL);
+    let tracked = GROUPS.iter().any(|g| {
+        g.compare_exchange(pgid, 0, Ordering::SeqCst, Ordering::SeqCst)
+            .is_ok()
+    });
+    if tracked {
+        // SAFETY: kill(2) with a negative pid signals that process group; no memory
+        // involved.
+        unsafe {
+            kill(-pgid, SIGKILL);
+        }
     }
 }
 

@@ -408,3 +408,29 @@ impl Drop for HttpChild {
         let _ = self.0.wait();
     }
 }
+
+/// `/mcp add` and `/mcp rm` in chat change the servers of the running chat: the next
+/// turn offers the new server's tools, and after `rm` they are gone.
+#[test]
+fn servers_added_and_removed_in_chat_take_effect_at_once() {
+    let w = World::new("mcp-chat-manage");
+    w.fake.route(CLASSIFY, Reply::Text(LEVELS.into()));
+    w.fake
+        .push(tool_call("live__echo", r#"{"text": "added in chat"}"#));
+    w.fake.push(Reply::Text("Echoed.".into()));
+    w.fake.push(Reply::Text("No tools.".into()));
+    let server = test_server().to_string_lossy().into_owned();
+    let run = w.run_stdin(
+        &["chat"],
+        &format!("/mcp add live -- {server}\necho it\n/mcp rm live\nanything?\n/quit\n"),
+    );
+    assert!(run.stdout.contains("Echoed."), "{}", run.stdout);
+    let results = tool_results(&w, 1);
+    assert!(
+        results.iter().any(|r| r.contains("added in chat")),
+        "{results:?}"
+    );
+    let reqs = w.main_requests();
+    let last = tool_names(reqs.last().unwrap());
+    assert!(!last.iter().any(|n| n.starts_with("live__")), "{last:?}");
+}

@@ -34,7 +34,7 @@ impl ToolAgent {
     /// (listed afresh for the turn; see `mcp::catalog`).
     pub fn specs(&self, rt: &Runtime, cancel: &AtomicBool) -> Vec<ToolSpec> {
         let mut specs = rt.tools.specs();
-        if !rt.mcp.specs().is_empty() {
+        if !rt.mcp.is_empty() {
             let catalog = Arc::new(Catalog::prepare(rt, cancel));
             specs.extend(catalog.specs());
             if let Ok(mut current) = rt.mcp_catalog.lock() {
@@ -60,7 +60,7 @@ impl ToolAgent {
 
     /// The MCP tool of that name, if the model was offered one.
     fn mcp_entry(&self, rt: &Runtime, name: &str) -> Option<Entry> {
-        if rt.mcp.specs().is_empty() || crate::mcp::split_name(name).is_none() {
+        if rt.mcp.is_empty() || crate::mcp::split_name(name).is_none() {
             return None;
         }
         self.catalog(rt).get(name).cloned()

@@ -46,6 +46,7 @@ Type a message and press Enter. Commands:
   /mcp                   the MCP servers and whether they are connected
   /mcp tools [NAME]      start them and list their tools with each tool's level
   /mcp level TOOL LEVEL  set an MCP tool's level (L0-L5, or auto)
+  /mcp add|rm|import|enable|disable …   manage servers as `evolve mcp` does
   /help                  this help
   /quit                  leave (Ctrl-D works too)
 Ctrl-C stops an answer. 命令同上；输入 /help 查看帮助。";
@@ -454,22 +455,52 @@ fn slash(command: &str, manager: &Manager, session: &mut Option<String>) -> Resu
     Ok(true)
 }
 
-/// `/mcp`, `/mcp tools [NAME]`, `/mcp level TOOL LEVEL`: the same as `evolve mcp …`.
+/// `/mcp`, `/mcp tools [NAME]`, `/mcp level TOOL LEVEL`, `/mcp add|rm|import|enable|
+/// disable …`: the same as `evolve mcp …`.
 fn mcp_command(rt: &Runtime, rest: &str) -> Result<(), Error> {
     let words: Vec<&str> = rest.split_whitespace().collect();
     match words.as_slice() {
         [] | ["list"] => {
             let connected = rt.mcp.connected();
             let mut out = std::io::stdout().lock();
-            super::mcp::write_servers(&mut out, &rt.config, rt.mcp.specs(), Some(&connected))?;
+            super::mcp::write_servers(&mut out, &rt.config, &rt.mcp.specs(), Some(&connected))?;
         }
         ["tools"] => super::mcp::chat_tools(rt, None, &interrupt::CANCEL)?,
         ["tools", name] => super::mcp::chat_tools(rt, Some(name), &interrupt::CANCEL)?,
         ["level", tool, level] => {
-            let said = super::mcp::set_level(&rt.config, &rt.store, rt.mcp.specs(), tool, level)?;
+            let said = super::mcp::set_level(&rt.config, &rt.store, &rt.mcp.specs(), tool, level)?;
             println!("  {said}");
         }
-        _ => println!("  usage: /mcp, /mcp tools [NAME], /mcp level SERVER__TOOL L0-L5|auto"),
+        [action, ..] if ["add", "rm", "import", "enable", "disable"].contains(action) => {
+            manage_mcp(rt, &words)?
+        }
+        _ => println!(
+            "  usage: /mcp, /mcp tools [NAME], /mcp level SERVER__TOOL L0-L5|auto, \
+             /mcp add|rm|import|enable|disable … (as `evolve mcp`)"
+        ),
     }
+    Ok(())
+}
+
+/// `/mcp add|rm|import|enable|disable …`: `evolve mcp …` run from chat, then the
+/// servers of this chat reloaded (new ones start on first use, removed and changed
+/// ones stop).
+fn manage_mcp(rt: &Runtime, words: &[&str]) -> Result<(), Error> {
+    let cmd = match super::mcp::McpCmd::from_args(&["/mcp"], words) {
+        Ok(cmd) => cmd,
+        Err(early) => {
+            println!("{}", early.output.trim_end());
+            return Ok(());
+        }
+    };
+    // The command opens the store itself: this chat lets go of it first.
+    rt.store.release();
+    if let Err(e) = super::mcp::run(cmd) {
+        println!("  {e}");
+        return Ok(());
+    }
+    let servers = crate::mcp::servers::load(&rt.config, &rt.store)?;
+    crate::mcp::forget_secret_variables(&servers);
+    rt.mcp.reload(servers);
     Ok(())
 }

@@ -667,15 +667,15 @@ fn list_tools(
     only: Option<&str>,
     cancel: &AtomicBool,
 ) -> Result<Vec<(String, Listing)>, Error> {
-    let specs: Vec<&ServerSpec> = match only {
+    let specs: Vec<ServerSpec> = match only {
         Some(name) => match rt.mcp.spec(name) {
             Some(spec) => vec![spec],
-            None => return Err(unknown_server(name, rt.mcp.specs())),
+            None => return Err(unknown_server(name, &rt.mcp.specs())),
         },
-        None => rt.mcp.specs().iter().collect(),
+        None => rt.mcp.specs(),
     };
     let mut out = Vec::with_capacity(specs.len());
-    for spec in specs {
+    for spec in &specs {
         if spec.disabled {
             out.push((spec.name.clone(), Listing::Disabled));
             continue;

@@ -38,7 +38,7 @@ const CANCEL_POLL: Duration = Duration::from_millis(50);
 /// start on first use. Dropping it shuts every server down (children are killed if they
 /// do not exit when their stdin closes).
 pub struct Hub {
-    specs: Vec<ServerSpec>,
+    specs: std::sync::RwLock<Vec<ServerSpec>>,
     thread: OnceLock<Thread>,
     shared: Arc<Shared>,
 }
@@ -83,6 +83,8 @@ enum Command {
         arguments: serde_json::Map<String, serde_json::Value>,
         reply: Reply<CallOutcome>,
     },
+    /// The configured servers changed (`/mcp add` in chat …).
+    Reload(Vec<ServerSpec>),
     Shutdown,
 }
 
@@ -90,20 +92,41 @@ impl Hub {
     /// A hub for these servers (disabled ones included: they are refused on use).
     pub fn new(specs: Vec<ServerSpec>) -> Hub {
         Hub {
-            specs,
+            specs: std::sync::RwLock::new(specs),
             thread: OnceLock::new(),
             shared: Arc::new(Shared::default()),
         }
     }
 
     /// The configured servers.
-    pub fn specs(&self) -> &[ServerSpec] {
-        &self.specs
+    pub fn specs(&self) -> Vec<ServerSpec> {
+        self.specs.read().map(|s| s.clone()).unwrap_or_default()
     }
 
     /// The server of that name.
-    pub fn spec(&self, server: &str) -> Option<&ServerSpec> {
-        self.specs.iter().find(|s| s.name == server)
+    pub fn spec(&self, server: &str) -> Option<ServerSpec> {
+        self.specs
+            .read()
+            .ok()?
+            .iter()
+            .find(|s| s.name == server)
+            .cloned()
+    }
+
+    /// Whether any server is configured.
+    pub fn is_empty(&self) -> bool {
+        self.specs.read().map_or(true, |s| s.is_empty())
+    }
+
+    /// Takes a new list of servers (added, removed or changed while running): removed
+    /// and changed servers are stopped, new ones start on first use.
+    pub fn reload(&self, specs: Vec<ServerSpec>) {
+        if let Ok(mut current) = self.specs.write() {
+            *current = specs.clone();
+        }
+        if let Some(thread) = self.thread.get() {
+            let _ = thread.commands.send(Command::Reload(specs));
+        }
     }
 
     /// Lists a server's tools, starting (or restarting) it if needed.
@@ -116,7 +139,7 @@ impl Hub {
             server: server.to_string(),
             reply,
         })?;
-        self.wait(id, &answer, spec, cancel)
+        self.wait(id, &answer, &spec, cancel)
     }
 
     /// The tool list a connected server last sent (at connection, or after
@@ -168,7 +191,7 @@ impl Hub {
             arguments,
             reply,
         })?;
-        self.wait(id, &answer, spec, cancel)
+        self.wait(id, &answer, &spec, cancel)
     }
 
     /// Fetches the lists of connected servers that sent `tools/list_changed`; true when
@@ -219,7 +242,7 @@ impl Hub {
     }
 
     /// The spec, if the server exists and is enabled.
-    fn usable(&self, server: &str) -> Result<&ServerSpec, McpError> {
+    fn usable(&self, server: &str) -> Result<ServerSpec, McpError> {
         match self.spec(server) {
             Some(spec) if !spec.disabled => Ok(spec),
             _ => Err(McpError::UnknownServer(server.to_string())),
@@ -227,7 +250,9 @@ impl Hub {
     }
 
     fn send(&self, command: Command) -> Result<(), McpError> {
-        let thread = self.thread.get_or_init(|| start(&self.specs, &self.shared));
+        let thread = self
+            .thread
+            .get_or_init(|| start(&self.specs(), &self.shared));
         thread
             .commands
             .send(command)
@@ -320,7 +345,22 @@ struct Slot {
     stderr: StderrTail,
 }
 
-type Slots = Arc<HashMap<String, Arc<tokio::sync::Mutex<Slot>>>>;
+type Slots = Arc<Mutex<HashMap<String, Arc<tokio::sync::Mutex<Slot>>>>>;
+
+fn new_slot(spec: ServerSpec) -> Arc<tokio::sync::Mutex<Slot>> {
+    Arc::new(tokio::sync::Mutex::new(Slot {
+        spec,
+        conn: None,
+        failures: 0,
+        retry_at: None,
+        stderr: StderrTail::default(),
+    }))
+}
+
+/// The slot of a server.
+fn slot_of(slots: &Slots, server: &str) -> Option<Arc<tokio::sync::Mutex<Slot>>> {
+    slots.lock().ok()?.get(server).cloned()
+}
 
 /// The MCP thread's loop: every command becomes a task; `Shutdown` closes every
 /// connection.
@@ -329,25 +369,19 @@ async fn serve(
     shared: Arc<Shared>,
     mut receiver: mpsc::UnboundedReceiver<Command>,
 ) {
-    let slots: Slots = Arc::new(
+    let slots: Slots = Arc::new(Mutex::new(
         specs
             .into_iter()
-            .map(|spec| {
-                let name = spec.name.clone();
-                let slot = Slot {
-                    spec,
-                    conn: None,
-                    failures: 0,
-                    retry_at: None,
-                    stderr: StderrTail::default(),
-                };
-                (name, Arc::new(tokio::sync::Mutex::new(slot)))
-            })
+            .map(|spec| (spec.name.clone(), new_slot(spec)))
             .collect(),
-    );
+    ));
     while let Some(command) = receiver.recv().await {
         let (id, task) = match command {
             Command::Shutdown => break,
+            Command::Reload(specs) => {
+                reload(&slots, &shared, specs);
+                continue;
+            }
             Command::List { id, server, reply } => {
                 let (slots, shared) = (slots.clone(), shared.clone());
                 let task = tokio::spawn(async move {
@@ -376,7 +410,11 @@ async fn serve(
         }
     }
     // Shutdown: every server stopped side by side, within the wait.
-    let closing = slots.values().map(|slot| {
+    let all: Vec<_> = slots
+        .lock()
+        .map(|s| s.values().cloned().collect())
+        .unwrap_or_default();
+    let closing = all.into_iter().map(|slot| {
         let slot = slot.clone();
         async move {
             if let Some(conn) = slot.lock().await.conn.take() {
@@ -387,6 +425,44 @@ async fn serve(
     let _ = tokio::time::timeout(SHUTDOWN_WAIT, join_all(closing.collect())).await;
     if let Ok(mut live) = shared.live.lock() {
         live.clear();
+    }
+}
+
+/// A new list of servers: slots of removed or changed servers are dropped (their
+/// connections closed in the background), new ones added.
+fn reload(slots: &Slots, shared: &Arc<Shared>, specs: Vec<ServerSpec>) {
+    let Ok(mut map) = slots.lock() else {
+        return;
+    };
+    let stale: Vec<String> = map
+        .iter()
+        .filter(|(name, slot)| {
+            let now = specs.iter().find(|s| &s.name == *name);
+            // A slot being used keeps its old spec until the next reload; compare
+            // without waiting.
+            match (now, slot.try_lock()) {
+                (None, _) => true,
+                (Some(new), Ok(slot)) => slot.spec != *new,
+                (Some(_), Err(_)) => false,
+            }
+        })
+        .map(|(name, _)| name.clone())
+        .collect();
+    for name in stale {
+        if let Some(slot) = map.remove(&name) {
+            let shared = shared.clone();
+            tokio::spawn(async move {
+                if let Some(conn) = slot.lock().await.conn.take() {
+                    conn.close().await;
+                }
+                forget(&shared, &name);
+            });
+        }
+    }
+    for spec in specs {
+        if !map.contains_key(&spec.name) {
+            map.insert(spec.name.clone(), new_slot(spec));
+        }
     }
 }
 
@@ -404,9 +480,7 @@ async fn connect(
     shared: &Shared,
     server: &str,
 ) -> Result<(rmcp::Peer<rmcp::service::RoleClient>, ServerSpec), McpError> {
-    let slot = slots
-        .get(server)
-        .ok_or_else(|| McpError::UnknownServer(server.to_string()))?;
+    let slot = slot_of(slots, server).ok_or_else(|| McpError::UnknownServer(server.to_string()))?;
     let mut slot = slot.lock().await;
     if let Some(conn) = &slot.conn {
         if !conn.is_closed() {
@@ -559,7 +633,7 @@ async fn give_up_if_broken(slots: &Slots, shared: &Shared, server: &str, error: 
     if !matches!(error, McpError::Timeout { .. } | McpError::Broken { .. }) {
         return;
     }
-    if let Some(slot) = slots.get(server) {
+    if let Some(slot) = slot_of(slots, server) {
         let mut slot = slot.lock().await;
         if let Some(conn) = slot.conn.take() {
             conn.close().await;
@@ -580,7 +654,7 @@ async fn call(
     let result = tokio::time::timeout(spec.timeout, conn::call(&peer, tool, arguments)).await;
     let error = match result {
         Ok(Ok(outcome)) => {
-            if let Some(slot) = slots.get(server) {
+            if let Some(slot) = slot_of(slots, server) {
                 let mut slot = slot.lock().await;
                 slot.failures = 0;
             }

@@ -7,10 +7,6 @@ use std::time::Duration;
 
 use support::*;
 
-fn tool_call(name: &str, args: &str) -> Reply {
-    Reply::ToolCalls(vec![(name.to_string(), args.to_string())])
-}
-
 #[test]
 fn ask_prints_the_answer_and_json_gives_the_turn_record() {
     let w = World::new("ask-json");

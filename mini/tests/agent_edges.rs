@@ -7,103 +7,11 @@
 
 mod support;
 
-use std::io::{Read, Write};
-use std::process::{Child, Stdio};
-use std::sync::mpsc::{self, Receiver};
+use std::io::Write;
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use support::*;
-
-fn tool_call(name: &str, args: &str) -> Reply {
-    Reply::ToolCalls(vec![(name.to_string(), args.to_string())])
-}
-
-/// An `evolve chat` driven through pipes, its stdout read as it comes.
-struct Chat {
-    child: Child,
-    out: Receiver<String>,
-    seen: String,
-}
-
-impl Chat {
-    fn start(w: &World) -> Chat {
-        let mut child = w
-            .command(&["chat"])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawn evolve chat");
-        let stdout = child.stdout.take().expect("stdout");
-        let (tx, out) = mpsc::channel();
-        std::thread::spawn(move || {
-            // Whatever arrives: the approval question has no newline at its end.
-            let mut stdout = stdout;
-            let mut buf = [0u8; 4096];
-            loop {
-                match stdout.read(&mut buf) {
-                    Ok(0) | Err(_) => break,
-                    Ok(n) => {
-                        let _ = tx.send(String::from_utf8_lossy(&buf[..n]).into_owned());
-                    }
-                }
-            }
-        });
-        Chat {
-            child,
-            out,
-            seen: String::new(),
-        }
-    }
-
-    fn send(&mut self, line: &str) {
-        let stdin = self.child.stdin.as_mut().expect("stdin");
-        stdin.write_all(line.as_bytes()).unwrap();
-        stdin.write_all(b"\n").unwrap();
-        stdin.flush().unwrap();
-    }
-
-    /// Waits until stdout has shown `needle`.
-    fn wait_for(&mut self, needle: &str) {
-        let end = Instant::now() + Duration::from_secs(20);
-        while !self.seen.contains(needle) {
-            let left = end.saturating_duration_since(Instant::now());
-            match self.out.recv_timeout(left) {
-                Ok(s) => self.seen.push_str(&s),
-                Err(_) => panic!(
-                    "chat never printed {needle:?}; stdout so far:\n{}",
-                    self.seen
-                ),
-            }
-        }
-    }
-
-    /// Ctrl-C, as the terminal sends it.
-    fn interrupt(&self) {
-        let ok = std::process::Command::new("kill")
-            .args(["-INT", &self.child.id().to_string()])
-            .status()
-            .unwrap()
-            .success();
-        assert!(ok, "kill -INT");
-    }
-
-    /// Closes stdin (Ctrl-D) and waits for the end.
-    fn finish(mut self) -> Option<i32> {
-        drop(self.child.stdin.take());
-        let end = Instant::now() + Duration::from_secs(90);
-        loop {
-            if let Some(status) = self.child.try_wait().unwrap() {
-                return status.code();
-            }
-            if Instant::now() > end {
-                let _ = self.child.kill();
-                panic!("chat did not end");
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-}
 
 fn memory_list(w: &World) -> String {
     w.run(&["memory", "list", "--all"]).expect(0).stdout

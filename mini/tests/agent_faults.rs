@@ -10,10 +10,6 @@ use std::time::Duration;
 
 use support::*;
 
-fn tool_call(name: &str, args: &str) -> Reply {
-    Reply::ToolCalls(vec![(name.to_string(), args.to_string())])
-}
-
 const KEY: &str = "sk-REVIEWKEY0123456789abcdefXYZ";
 
 /// The hex dump of ureq's trace log spells the `Authorization` header out over several

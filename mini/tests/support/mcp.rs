@@ -1,19 +1,12 @@
 //! What the MCP tests share: the in-repo test server, the fake model's classification of
 //! its tools, and reading what reached the model.
 
-use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Stdio};
-use std::sync::mpsc::{self, Receiver};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use super::{World, CLASSIFY};
 use evolve_fake_llm::Reply;
-
-/// A reply asking for one tool call.
-pub fn tool_call(name: &str, args: &str) -> Reply {
-    Reply::ToolCalls(vec![(name.to_string(), args.to_string())])
-}
 
 /// The in-repo test server, built by `cargo test --workspace` (its package has a test).
 pub fn test_server() -> PathBuf {
@@ -151,83 +144,5 @@ pub fn wait_for_pid(file: &Path) -> u32 {
         }
         assert!(Instant::now() < end, "the server never started");
         std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
-/// An `evolve chat` driven through pipes, its stdout read as it comes.
-pub struct Chat {
-    pub child: Child,
-    out: Receiver<String>,
-    /// Everything printed so far.
-    pub seen: String,
-}
-
-impl Chat {
-    pub fn start(w: &World) -> Chat {
-        let mut child = w
-            .command(&["chat"])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawn evolve chat");
-        let mut stdout = child.stdout.take().expect("stdout");
-        let (tx, out) = mpsc::channel();
-        std::thread::spawn(move || {
-            let mut buf = [0u8; 4096];
-            while let Ok(n) = stdout.read(&mut buf) {
-                if n == 0 || tx.send(String::from_utf8_lossy(&buf[..n]).into()).is_err() {
-                    break;
-                }
-            }
-        });
-        Chat {
-            child,
-            out,
-            seen: String::new(),
-        }
-    }
-
-    pub fn send(&mut self, line: &str) {
-        let stdin = self.child.stdin.as_mut().expect("stdin");
-        stdin.write_all(format!("{line}\n").as_bytes()).unwrap();
-        stdin.flush().unwrap();
-    }
-
-    pub fn wait_for(&mut self, needle: &str) {
-        let end = Instant::now() + Duration::from_secs(30);
-        while !self.seen.contains(needle) {
-            let left = end.saturating_duration_since(Instant::now());
-            match self.out.recv_timeout(left) {
-                Ok(s) => self.seen.push_str(&s),
-                Err(_) => panic!("chat never printed {needle:?}:\n{}", self.seen),
-            }
-        }
-    }
-
-    /// Sends a signal to evolve (`-INT`, `-TERM`).
-    pub fn signal(&self, sig: &str) {
-        let ok = std::process::Command::new("kill")
-            .args([sig, &self.child.id().to_string()])
-            .status()
-            .is_ok_and(|s| s.success());
-        assert!(ok, "kill {sig}");
-    }
-
-    /// Closes stdin and waits for the end (killed after 60 s).
-    pub fn finish(mut self) -> Option<i32> {
-        drop(self.child.stdin.take());
-        let end = Instant::now() + Duration::from_secs(60);
-        loop {
-            if let Some(status) = self.child.try_wait().unwrap() {
-                return status.code();
-            }
-            if Instant::now() > end {
-                let _ = self.child.kill();
-                let _ = self.child.wait();
-                panic!("chat did not end:\n{}", self.seen);
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
     }
 }

@@ -8,10 +8,12 @@
 
 pub mod mcp;
 
-use std::io::Write;
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Child, Command, Output, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc::{self, Receiver};
+use std::time::{Duration, Instant};
 
 // Not every test file scripts replies.
 #[allow(unused_imports)]
@@ -232,4 +234,92 @@ pub fn system_text(request: &serde_json::Value) -> String {
 /// Whether a path exists.
 pub fn exists(p: &Path) -> bool {
     p.exists()
+}
+
+/// A reply asking for one tool call.
+pub fn tool_call(name: &str, args: &str) -> Reply {
+    Reply::ToolCalls(vec![(name.to_string(), args.to_string())])
+}
+
+/// An `evolve chat` driven through pipes, its stdout read as it comes.
+pub struct Chat {
+    pub child: Child,
+    out: Receiver<String>,
+    /// Everything printed so far.
+    pub seen: String,
+}
+
+impl Chat {
+    pub fn start(w: &World) -> Chat {
+        let mut child = w
+            .command(&["chat"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn evolve chat");
+        let mut stdout = child.stdout.take().expect("stdout");
+        let (tx, out) = mpsc::channel();
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            while let Ok(n) = stdout.read(&mut buf) {
+                if n == 0 || tx.send(String::from_utf8_lossy(&buf[..n]).into()).is_err() {
+                    break;
+                }
+            }
+        });
+        Chat {
+            child,
+            out,
+            seen: String::new(),
+        }
+    }
+
+    pub fn send(&mut self, line: &str) {
+        let stdin = self.child.stdin.as_mut().expect("stdin");
+        stdin.write_all(format!("{line}\n").as_bytes()).unwrap();
+        stdin.flush().unwrap();
+    }
+
+    pub fn wait_for(&mut self, needle: &str) {
+        let end = Instant::now() + Duration::from_secs(30);
+        while !self.seen.contains(needle) {
+            let left = end.saturating_duration_since(Instant::now());
+            match self.out.recv_timeout(left) {
+                Ok(s) => self.seen.push_str(&s),
+                Err(_) => panic!("chat never printed {needle:?}:\n{}", self.seen),
+            }
+        }
+    }
+
+    /// Ctrl-C, as the terminal sends it.
+    pub fn interrupt(&self) {
+        self.signal("-INT");
+    }
+
+    /// Sends a signal to evolve (`-INT`, `-TERM`).
+    pub fn signal(&self, sig: &str) {
+        let ok = std::process::Command::new("kill")
+            .args([sig, &self.child.id().to_string()])
+            .status()
+            .is_ok_and(|s| s.success());
+        assert!(ok, "kill {sig}");
+    }
+
+    /// Closes stdin (Ctrl-D) and waits for the end (killed after 90 s).
+    pub fn finish(mut self) -> Option<i32> {
+        drop(self.child.stdin.take());
+        let end = Instant::now() + Duration::from_secs(90);
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status.code();
+            }
+            if Instant::now() > end {
+                let _ = self.child.kill();
+                let _ = self.child.wait();
+                panic!("chat did not end:\n{}", self.seen);
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
 }

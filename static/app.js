@@ -1,0 +1,765 @@
+// Evolve's browser UI: chat with token streaming, turn cards, permission dialogs,
+// sessions, memory, skills, tools and MCP levels, search, export, profile, theme and
+// language. It talks only to the same-origin web API of `evolve serve`; model and user
+// text is only ever set as text (see md.js). Every failure ends in a visible message.
+'use strict';
+const $ = s => document.querySelector(s);
+const enc = encodeURIComponent;
+const S = { session: null, sessions: [], busy: null, perms: [], perm: null, view: 'chat', mem: [] };
+
+// ---------------------------------------------------------------- API and errors
+async function errText(r) {
+  const s = await r.text().catch(() => '');
+  try {
+    const j = JSON.parse(s);
+    if (j.error && j.error.message) return j.error.message;
+  } catch { /* not JSON: show the text */ }
+  return `HTTP ${r.status} ${r.statusText} ${s.slice(0, 200)}`.trim();
+}
+
+/** A same-origin request; resolves to the JSON answer, rejects with the API's message. */
+async function req(method, path, body, signal) {
+  let r;
+  try {
+    r = await fetch(path, {
+      method, signal, credentials: 'same-origin',
+      headers: body === undefined ? {} : { 'Content-Type': 'application/json' },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+  } catch (e) {
+    if (e.name === 'AbortError') throw e;
+    throw new Error(t('errNetwork', e.message));
+  }
+  if (r.status === 401) {
+    location.href = '/login';
+    throw new Error(t('errAuth'));
+  }
+  if (!r.ok) throw new Error(await errText(r));
+  return r;
+}
+const api = async (method, path, body) => {
+  const r = await req(method, path, body);
+  return r.status === 204 ? null : r.json();
+};
+
+function toast(msg, kind = 'error') {
+  const box = $('#toasts'), el = h('div', 'toast ' + kind);
+  el.setAttribute('role', kind === 'error' ? 'alert' : 'status');
+  el.dataset.testid = 'toast';
+  el.append(h('span', null, msg));
+  const x = el.appendChild(h('button', 'icon', '×'));
+  x.type = 'button';
+  x.setAttribute('aria-label', t('close'));
+  x.onclick = () => el.remove();
+  box.append(el);
+  while (box.children.length > 4) box.firstChild.remove();
+  if (kind !== 'error') setTimeout(() => el.remove(), 3000);
+}
+/** Wraps an async handler: a failure becomes a toast, never silence. */
+const guard = fn => async (...a) => {
+  try { return await fn(...a); } catch (e) { if (e.name !== 'AbortError') toast(e.message); }
+};
+
+/** An element whose text is the translation of `key` (re-translated on a language switch). */
+function ht(tag, cls, key, ...args) {
+  const e = h(tag, cls, t(key, ...args));
+  if (!args.length) e.dataset.i18n = key;
+  return e;
+}
+
+/** A button with text (or a translated label when `key` is given). */
+function btn(text, cls, onclick, key) {
+  const b = key ? ht('button', cls, key) : h('button', cls, text);
+  b.type = 'button';
+  b.onclick = onclick;
+  return b;
+}
+
+/** An in-page confirm/prompt; resolves to true / the text, or null when cancelled. */
+function ask(msg, { input = null, danger = false, ok = t('ok') } = {}) {
+  const d = $('#ask'), f = $('#ask-input'), okb = $('#ask-ok');
+  $('#ask-msg').textContent = msg;
+  f.hidden = input == null;
+  f.value = input ?? '';
+  okb.textContent = ok;
+  okb.className = danger ? 'danger' : 'primary';
+  d.returnValue = '';
+  d.showModal();
+  if (input != null) f.select();
+  return new Promise(res => d.addEventListener('close', () =>
+    res(d.returnValue === 'ok' ? (input == null ? true : f.value) : null), { once: true }));
+}
+
+const ago = secs => secs ? new Date(secs * 1000).toLocaleString(LANG === 'zh' ? 'zh-CN' : undefined,
+  { month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit' }) : '';
+const fmt = v => v == null ? '' : typeof v === 'string' ? v : JSON.stringify(v);
+const lvl = l => h('span', 'lvl ' + (l || ''), l || '?');
+function pretty(args) {
+  try { return JSON.stringify(JSON.parse(args), null, 2); } catch { return fmt(args); }
+}
+
+// ---------------------------------------------------------------- layout and views
+function drawer(open) { document.body.classList.toggle('drawer', open); }
+
+function show(view) {
+  S.view = view;
+  for (const v of document.querySelectorAll('.view')) v.hidden = v.id !== 'view-' + view;
+  for (const b of document.querySelectorAll('#nav button')) {
+    b.classList.toggle('on', b.dataset.view === view);
+    b.setAttribute('aria-current', b.dataset.view === view ? 'page' : 'false');
+  }
+  setTitle();
+  drawer(false);
+  const load = { memory: loadMemory, skills: loadSkills, tools: loadTools }[view];
+  if (load) guard(load)();
+  if (view === 'search') $('#search-q').focus();
+}
+
+function setTitle() {
+  const s = S.sessions.find(x => x.id === S.session);
+  $('#title').textContent = S.view !== 'chat' ? t('nav_' + S.view)
+    : S.session ? (s && s.title) || t('untitled') : t('newChat');
+  $('#export').hidden = S.view !== 'chat' || !S.session;
+  document.title = $('#title').textContent + ' · Evolve';
+}
+
+function setSession(id) {
+  if (!id || id === S.session) return;
+  S.session = id;
+  history.replaceState(null, '', '#s=' + enc(id));
+  for (const f of ['md', 'html', 'json']) $('#export-' + f).href = `/v1/sessions/${enc(id)}/export?format=${f}`;
+  setTitle();
+  renderSessions();
+}
+
+function theme() {
+  const mode = store.get('evolve.theme') || (matchMedia('(prefers-color-scheme: dark)').matches ? 'dark' : 'light');
+  document.documentElement.dataset.theme = mode;
+  $('#theme-toggle').textContent = mode === 'dark' ? '☀' : '☾';
+}
+
+function setLang(lang) {
+  LANG = lang;
+  store.set('evolve.lang', lang);
+  applyI18n();
+  $('#lang-toggle').textContent = lang === 'zh' ? 'English' : '中文';
+  fillLevelSelects();
+  renderSessions();
+  setTitle();
+}
+
+// ---------------------------------------------------------------- sessions
+async function loadSessions() {
+  S.sessions = (await api('GET', '/v1/sessions')).data || [];
+  renderSessions();
+  setTitle();
+}
+
+function renderSessions() {
+  const q = $('#session-filter').value.trim().toLowerCase(), ul = $('#sessions');
+  ul.replaceChildren();
+  for (const s of S.sessions) {
+    const title = s.title || t('untitled');
+    if (q && !title.toLowerCase().includes(q)) continue;
+    const li = h('li', s.id === S.session ? 'on' : '');
+    li.dataset.testid = 'session-item';
+    li.dataset.id = s.id;
+    const open = li.appendChild(btn(title, 'open', () => openSession(s.id)));
+    open.title = title;
+    open.append(h('small', null, ago(s.updated_at)));
+    const r = li.appendChild(btn('✎', 'icon', () => renameSession(s)));
+    const d = li.appendChild(btn('✕', 'icon', () => deleteSession(s)));
+    r.title = t('rename');
+    d.title = t('delete');
+    r.dataset.testid = 'session-rename';
+    d.dataset.testid = 'session-delete';
+    ul.append(li);
+  }
+  if (!ul.children.length) ul.append(h('li', 'mut pad', t(S.sessions.length ? 'noMatch' : 'noSessions')));
+}
+
+const renameSession = guard(async s => {
+  const title = await ask(t('renamePrompt'), { input: s.title || '' });
+  if (title == null || !title.trim()) return;
+  await api('PATCH', `/v1/sessions/${enc(s.id)}`, { title: title.trim() });
+  await loadSessions();
+});
+
+const deleteSession = guard(async s => {
+  if (!await ask(t('deleteSession', s.title || s.id), { danger: true, ok: t('delete') })) return;
+  await api('DELETE', `/v1/sessions/${enc(s.id)}`);
+  if (s.id === S.session) newChat();
+  await loadSessions();
+  toast(t('deleted'), 'ok');
+});
+
+function newChat() {
+  if (S.busy) return toast(t('busy'), 'info');
+  S.session = null;
+  history.replaceState(null, '', location.pathname);
+  $('#messages').replaceChildren(emptyState);
+  $('#pending-banner').hidden = true;
+  renderSessions();
+  show('chat');
+  $('#input').focus();
+}
+
+const openSession = guard(async id => {
+  if (S.busy) return toast(t('busy'), 'info');
+  const box = $('#messages');
+  S.session = null;
+  setSession(id);
+  show('chat');
+  box.replaceChildren(h('p', 'mut pad', t('loading')));
+  const { data } = await api('GET', `/v1/sessions/${enc(id)}/messages`);
+  if (S.session !== id) return;
+  renderHistory(data || []);
+  await checkPending();
+});
+
+// ---------------------------------------------------------------- messages
+let emptyState;
+
+function bubble(role) {
+  const el = h('div', 'msg ' + role), body = h('div', 'body');
+  el.dataset.testid = 'msg-' + role;
+  el.append(ht('div', 'who', role === 'user' ? 'you' : 'assistant'));
+  const tools = el.appendChild(h('div', 'tools'));
+  el.append(body);
+  return { el, body, tools };
+}
+
+function userMsg(text) {
+  const b = bubble('user');
+  mdText(b.body, text);
+  return b.el;
+}
+
+/** A collapsed block: a tool call, a tool's output, a system message. */
+function fold(summary, text, cls) {
+  const d = h('details', 'fold ' + (cls || ''));
+  d.append(h('summary', null, summary), h('pre', null, text));
+  return d;
+}
+
+function renderHistory(msgs) {
+  const box = $('#messages');
+  box.replaceChildren();
+  let turn = null;
+  const card = () => { if (turn != null) box.append(turnCard(null, turn, S.session)); };
+  for (const m of msgs) {
+    if (m.turn !== turn) { card(); turn = m.turn; }
+    const text = typeof m.content === 'string' ? m.content : fmt(m.content);
+    if (m.role === 'user') box.append(userMsg(text));
+    else if (m.role === 'assistant') {
+      for (const c of m.tool_calls || []) {
+        const f = c.function || c;
+        box.append(fold(t('toolCall', f.name), pretty(f.arguments), 'call'));
+      }
+      if (text) {
+        const b = bubble('assistant');
+        md(text, b.body);
+        box.append(b.el);
+      }
+    } else if (m.role === 'tool') box.append(fold(t('tool', m.name || m.tool_call_id || ''), text, 'out'));
+    else box.append(fold(t('system'), text));
+  }
+  card();
+  if (!msgs.length) box.append(emptyState);
+  box.scrollTop = box.scrollHeight;
+}
+
+function scrollEnd() {
+  const box = $('#messages');
+  if (box.scrollHeight - box.scrollTop - box.clientHeight < 160) box.scrollTop = box.scrollHeight;
+}
+
+/** The turn card: what a turn did. `rec` may be null (after a reload): fetched when opened. */
+function turnCard(rec, n, sid) {
+  const d = h('details', 'turn'), sum = h('summary', null, t('turnN', n)), body = h('div', 'turn-body');
+  d.dataset.testid = 'turn-card';
+  d.append(sum, body);
+  const fill = r => {
+    rec = r;
+    const bits = [t('turnN', r.turn)];
+    if (r.memories.length) bits.push(`${t('memories')} ${r.memories.length}`);
+    if (r.tools.length) bits.push(`${t('tools')} ${r.tools.length}`);
+    if (r.evaluation) bits.push(`${t('evaluation')} ${r.evaluation.score.toFixed(2)}`);
+    bits.push(`${r.answer_ms} ms`);
+    sum.textContent = bits.join(' · ');
+    body.replaceChildren(turnBody(r));
+  };
+  if (rec) fill(rec);
+  d.addEventListener('toggle', async () => {
+    if (!d.open || (rec && rec.evaluation)) return;
+    try {
+      fill(await api('GET', `/v1/sessions/${enc(sid)}/turns/${n}`));
+    } catch (e) {
+      if (!rec) body.replaceChildren(h('p', 'err', e.message));
+    }
+  });
+  return d;
+}
+
+function turnBody(r) {
+  const dl = h('dl');
+  const row = (key, ...vals) => {
+    dl.append(h('dt', null, t(key)));
+    const dd = dl.appendChild(h('dd'));
+    dd.append(...(vals.length ? vals : [t('none')]));
+  };
+  const list = items => {
+    const ul = h('ul');
+    for (const it of items) ul.appendChild(h('li')).append(...it);
+    return ul;
+  };
+  row('memories', t('memOf', r.memories.length, r.memories_considered),
+    ...(r.memories.length ? [list(r.memories.map(m => [h('b', 'score', m.score.toFixed(2)), ' ', m.content,
+      h('small', 'mut', ` (#${m.id} · ${fmt(m.reason)} · F1 ${(+m.relevance).toFixed(2)})`)]))] : []));
+  row('skills', ...(r.skills.length ? [r.skills.join(', ')] : []));
+  row('tools', ...(r.tools.length ? [list(r.tools.map(c => [lvl(c.level), ' ', h('code', null, c.name), ' ',
+    [fmt(c.decision), c.answer, t(c.ran ? (c.is_error ? 'failed' : 'ran') : 'refused'),
+      c.ran ? `${c.output_chars} chars` : ''].filter(Boolean).join(' → '),
+    h('pre', null, pretty(c.arguments))]))] : []));
+  if (r.needs_person) row('tools', t('needsPerson'));
+  row('evaluation', r.evaluation ? `${r.evaluation.score.toFixed(2)} — ${r.evaluation.reason}` : t('notYet'));
+  row('reflection', ...(r.reflection ? [r.reflection] : []));
+  const u = r.usage || {}, m = u.main || {}, c = u.cheap || {};
+  row('tokens', t('tokMain', m.prompt_tokens ?? 0, m.completion_tokens ?? 0), h('br'),
+    t('tokCheap', c.prompt_tokens ?? 0, c.completion_tokens ?? 0));
+  row('timing', t('timeVal', r.answer_ms, Math.round(r.overhead_ms), r.steps));
+  return dl;
+}
+
+/** Reads an SSE body: yields [event, data] for every event. */
+async function* sse(body) {
+  const rd = body.getReader(), dec = new TextDecoder();
+  let buf = '';
+  for (;;) {
+    const { value, done } = await rd.read();
+    if (done) break;
+    buf = (buf + dec.decode(value, { stream: true })).replace(/\r\n/g, '\n');
+    let i;
+    while ((i = buf.indexOf('\n\n')) >= 0) {
+      const block = buf.slice(0, i);
+      buf = buf.slice(i + 2);
+      let ev = 'message';
+      const data = [];
+      for (const l of block.split('\n')) {
+        if (l.startsWith('event:')) ev = l.slice(6).trim();
+        else if (l.startsWith('data:')) data.push(l.slice(5).replace(/^ /, ''));
+      }
+      if (data.length) yield [ev, data.join('\n')];
+    }
+  }
+}
+
+function busy(on) {
+  $('#send').hidden = on;
+  $('#stop').hidden = !on;
+  document.body.classList.toggle('busy', on);
+}
+
+/** A tool chip in the answer: shown at tool_start, completed at tool_end. */
+function toolChip(ev) {
+  const d = h('details', 'chip'), s = d.appendChild(h('summary'));
+  d.dataset.testid = 'tool-chip';
+  s.append(lvl(ev.level), ' ', h('code', null, ev.name), ' ', h('span', 'state', t('running')));
+  d.append(h('pre', null, pretty(ev.arguments)));
+  return d;
+}
+
+async function send(text) {
+  if (S.busy) return toast(t('busy'), 'info');
+  if (!text.trim()) return;
+  const box = $('#messages');
+  emptyState.remove();
+  box.append(userMsg(text));
+  const a = bubble('assistant');
+  a.el.classList.add('streaming');
+  box.append(a.el);
+  box.scrollTop = box.scrollHeight;
+  const ctl = new AbortController();
+  S.busy = ctl;
+  busy(true);
+  let acc = '', raf = 0, rec = null;
+  const paint = () => { raf = 0; a.body.replaceChildren(md(acc)); scrollEnd(); };
+  try {
+    const body = { model: 'evolve', stream: true, evolve_events: true, messages: [{ role: 'user', content: text }] };
+    if (S.session) body.session = S.session;
+    const r = await req('POST', '/v1/chat/completions', body, ctl.signal);
+    setSession(r.headers.get('X-Evolve-Session'));
+    for await (const [ev, data] of sse(r.body)) {
+      if (data === '[DONE]') break;
+      let j;
+      try { j = JSON.parse(data); } catch { continue; }
+      if (ev === 'message') {
+        const c = j.choices && j.choices[0] && j.choices[0].delta && j.choices[0].delta.content;
+        if (c) { acc += c; raf = raf || requestAnimationFrame(paint); }
+      } else if (ev === 'evolve.session') setSession(j.session);
+      else if (ev === 'evolve.tool_start') a.tools.append(toolChip(j));
+      else if (ev === 'evolve.tool_end') {
+        const chip = [...a.tools.children].find(c => !c.dataset.done && c.querySelector('code').textContent === j.name);
+        if (chip) {
+          chip.dataset.done = '1';
+          chip.classList.add(j.ran ? (j.is_error ? 'bad' : 'good') : 'bad');
+          chip.querySelector('.state').textContent = [t(j.ran ? (j.is_error ? 'failed' : 'ran') : 'refused'), j.answer].filter(Boolean).join(' · ');
+        }
+      } else if (ev === 'evolve.permission') permAsk(j);
+      else if (ev === 'evolve.turn') rec = j;
+      else if (ev === 'evolve.error') throw new Error((j.error && j.error.message) || t('errTurn'));
+    }
+  } catch (e) {
+    if (e.name === 'AbortError') a.el.append(h('p', 'note', t('stopped')));
+    else {
+      a.el.append(h('p', 'err', e.message));
+      toast(e.message);
+    }
+  } finally {
+    cancelAnimationFrame(raf);
+    if (!acc && rec && rec.reply) acc = rec.reply;
+    paint();
+    a.el.classList.remove('streaming');
+    S.busy = null;
+    busy(false);
+    permReset();
+    if (rec) a.el.after(turnCard(rec, rec.turn, rec.session || S.session));
+    guard(loadSessions)();
+  }
+}
+
+// ---------------------------------------------------------------- permissions
+/** An `evolve.permission` event (or a pending call after a reload): ask the person. */
+function permAsk(ev) {
+  S.perms = S.perms.filter(p => p.call.id !== ev.call.id);
+  S.perms.push(ev);
+  if (!S.perm || S.perm.waiting || S.perm.call.id === ev.call.id) permShow(ev);
+}
+
+function permShow(ev) {
+  const c = ev.call, d = $('#perm'), two = c.steps > 1 && c.step >= c.steps;
+  S.perm = ev;
+  d.className = two ? 'step2' : c.steps > 1 ? 'l4' : '';
+  $('#perm-title').textContent = t(two ? 'permTitle2' : 'permTitle', c.tool);
+  $('#perm-level').replaceWith(Object.assign(lvl(c.level), { id: 'perm-level' }));
+  $('#perm-tool').textContent = c.tool;
+  $('#perm-step').textContent = c.steps > 1 ? t('stepOf', c.step, c.steps) : '';
+  $('#perm-prompt').textContent = c.prompt || '';
+  $('#perm-warn').hidden = !two;
+  // Step 2 shows the arguments exactly as the model sent them, not reformatted.
+  $('#perm-args').textContent = two ? fmt(c.arguments) : pretty(c.arguments);
+  $('#perm-allow').hidden = two;
+  $('#perm-run').hidden = !two;
+  $('#perm-always').hidden = c.steps > 1;
+  for (const b of d.querySelectorAll('button')) b.disabled = false;
+  if (!d.open) d.showModal();
+  (two ? $('#perm-deny') : $('#perm-allow')).focus();
+}
+
+async function permAnswer(answer) {
+  const ev = S.perm, d = $('#perm');
+  if (!ev) return;
+  for (const b of d.querySelectorAll('button')) b.disabled = true;
+  try {
+    await api('POST', `/v1/sessions/${enc(ev.session)}/pending/${enc(ev.call.id)}`, { answer });
+  } catch (e) {
+    toast(e.message);
+    for (const b of d.querySelectorAll('button')) b.disabled = false;
+    return;
+  }
+  S.perms = S.perms.filter(p => p !== ev);
+  // The next event (step 2, or the next call) may have arrived before this answer did.
+  if (S.perm !== ev) return;
+  if (answer === 'yes' && ev.call.step < ev.call.steps) {
+    // The server sends the second step as a new event; keep the dialog until it arrives.
+    $('#perm-prompt').textContent = t('waiting');
+    ev.waiting = true;
+    return;
+  }
+  S.perm = null;
+  if (S.perms.length) permShow(S.perms[0]);
+  else {
+    d.close();
+    if (!S.busy) guard(checkPending)();
+  }
+}
+
+function permReset() {
+  S.perms = [];
+  S.perm = null;
+  if ($('#perm').open) $('#perm').close();
+}
+
+/** After a reload: calls of this session still waiting for an answer. */
+async function checkPending() {
+  const id = S.session;
+  if (!id || S.busy) return;
+  const { data } = await api('GET', `/v1/sessions/${enc(id)}/pending`);
+  $('#pending-banner').hidden = !(data && data.length);
+  S.pendingList = (data || []).map(call => ({ session: id, call }));
+}
+
+// ---------------------------------------------------------------- memory
+const PRIO = [0, 1, 2, 3], IMP = [1, 2, 3, 4, 5];
+function options(sel, values, label, value) {
+  sel.replaceChildren(...values.map(v => Object.assign(h('option', null, label(v)), { value: String(v) })));
+  if (value != null) sel.value = String(value);
+  return sel;
+}
+function fillLevelSelects() {
+  for (const s of document.querySelectorAll('select.prio')) options(s, PRIO, v => t('prio' + v), s.value || 2);
+  for (const s of document.querySelectorAll('select.imp')) options(s, IMP, String, s.value || 3);
+}
+const tagList = s => s.split(/[,，]/).map(x => x.trim()).filter(Boolean);
+
+async function loadMemory() {
+  const q = $('#mem-q').value.trim();
+  const { data } = await api('GET', '/v1/memory?limit=200' + (q ? '&q=' + enc(q) : ''));
+  const ul = $('#mem-list');
+  ul.replaceChildren(...(data || []).map(memItem));
+  if (!ul.children.length) ul.append(ht('li', 'mut pad', 'noMemories'));
+}
+
+function memItem(m) {
+  const li = h('li', 'card mem' + (m.pinned ? ' pinned' : ''));
+  li.dataset.testid = 'memory-item';
+  li.dataset.id = m.id;
+  const patch = guard(async p => {
+    li.replaceWith(memItem(await api('PATCH', `/v1/memory/${enc(m.id)}`, p)));
+    toast(t('saved'), 'ok');
+  });
+  li.append(h('p', 'mem-text', m.content));
+  const f = li.appendChild(h('div', 'fields'));
+  const field = (key, el) => {
+    const l = f.appendChild(h('label'));
+    l.append(ht('span', null, key), el);
+    return el;
+  };
+  field('priority', options(h('select', 'prio'), PRIO, v => t('prio' + v), m.priority)).onchange =
+    e => patch({ priority: +e.target.value });
+  field('importance', options(h('select', 'imp'), IMP, String, m.importance)).onchange =
+    e => patch({ importance: +e.target.value });
+  const tags = field('tags', h('input'));
+  tags.value = (m.tags || []).join(', ');
+  tags.onchange = () => patch({ tags: tagList(tags.value) });
+  const acts = f.appendChild(h('div', 'row'));
+  acts.append(
+    btn('', 'pin', () => patch({ pinned: !m.pinned }), m.pinned ? 'unpin' : 'pin'),
+    btn('', 'danger-text', guard(async () => {
+      if (!await ask(t('deleteMemory'), { danger: true, ok: t('delete') })) return;
+      await api('DELETE', `/v1/memory/${enc(m.id)}`);
+      li.remove();
+      toast(t('deleted'), 'ok');
+    }), 'delete'));
+  acts.lastChild.dataset.testid = 'memory-delete';
+  li.append(h('small', 'mut', [`#${m.id}`, m.category, m.pinned && t('pinned'), ago(m.updated_at || m.created_at)]
+    .filter(Boolean).join(' · ')));
+  return li;
+}
+
+const saveMemory = guard(async e => {
+  e.preventDefault();
+  const body = {
+    content: $('#mem-content').value.trim(),
+    priority: +$('#mem-priority').value,
+    importance: +$('#mem-importance').value,
+    tags: tagList($('#mem-tags').value),
+    pinned: $('#mem-pinned').checked,
+  };
+  if (!body.content) return;
+  if ($('#mem-category').value.trim()) body.category = $('#mem-category').value.trim();
+  await api('POST', '/v1/memory', body);
+  $('#mem-form').reset();
+  $('#mem-form').hidden = true;
+  fillLevelSelects();
+  toast(t('saved'), 'ok');
+  await loadMemory();
+});
+
+// ---------------------------------------------------------------- skills, tools, MCP
+async function loadSkills() {
+  const { data } = await api('GET', '/v1/skills'), ul = $('#skills-list');
+  ul.replaceChildren(...(data || []).map(s => {
+    const li = h('li', 'card');
+    li.dataset.testid = 'skill-item';
+    const b = li.appendChild(btn(s.name, 'link', () => openSkill(s.name)));
+    b.append(h('small', 'mut', ` ${s.source || ''}`));
+    li.append(h('p', null, s.description || ''));
+    if (s.tags && s.tags.length) li.append(h('small', 'mut', s.tags.join(', ')));
+    return li;
+  }));
+  if (!ul.children.length) ul.append(ht('li', 'mut pad', 'noSkills'));
+}
+
+const openSkill = guard(async name => {
+  const s = await api('GET', `/v1/skills/${enc(name)}`), v = $('#skill-view');
+  v.replaceChildren(h('h2', null, s.name), h('p', 'mut', s.description || ''), md(s.body || ''));
+  v.hidden = false;
+  v.scrollIntoView({ block: 'start' });
+});
+
+const LEVELS = ['L0', 'L1', 'L2', 'L3', 'L4', 'L5', 'auto'];
+
+async function loadTools() {
+  const [tools, mcp] = await Promise.all([api('GET', '/v1/tools'), api('GET', '/v1/mcp')]);
+  const tb = $('#tools-table');
+  tb.replaceChildren();
+  const head = tb.appendChild(h('thead')).appendChild(h('tr'));
+  for (const k of ['name', 'level', 'source', 'description']) head.append(ht('th', null, k));
+  const body = tb.appendChild(h('tbody'));
+  for (const x of tools.data || []) {
+    const tr = body.appendChild(h('tr'));
+    tr.append(h('td')); tr.lastChild.append(h('code', null, x.name));
+    tr.append(h('td')); tr.lastChild.append(lvl(x.level));
+    tr.append(h('td', null, [x.source, x.origin].filter(Boolean).join(' · ')), h('td', null, x.description || ''));
+  }
+  const box = $('#mcp-list');
+  box.replaceChildren();
+  for (const s of mcp.data || []) {
+    const card = box.appendChild(h('div', 'card'));
+    card.dataset.testid = 'mcp-server';
+    const title = card.appendChild(h('h3', null, s.name + ' '));
+    title.append(ht('span', 'badge ' + (s.connected ? 'good' : ''), s.connected ? 'connected' : 'disconnected'),
+      h('small', 'mut', ' ' + (s.transport || '')));
+    const ul = card.appendChild(h('ul', 'plain'));
+    for (const tool of s.tools || []) {
+      const full = tool.name.includes('__') ? tool.name : `${s.name}__${tool.name}`;
+      const li = ul.appendChild(h('li', 'row'));
+      li.append(h('code', null, tool.name), h('small', 'mut', tool.enabled === false ? t('disabled') : tool.origin || ''));
+      const sel = li.appendChild(options(h('select'), LEVELS, v => v === 'auto' ? t('auto') : v, tool.level));
+      sel.setAttribute('aria-label', t('level') + ' ' + full);
+      sel.dataset.tool = full;
+      sel.onchange = guard(async () => {
+        await api('PUT', `/v1/mcp/tools/${enc(full)}/level`, { level: sel.value });
+        toast(t('levelSet', full, sel.value), 'ok');
+        await loadTools();
+      });
+    }
+  }
+  if (!box.children.length) box.append(ht('p', 'mut', 'noServers'));
+}
+
+// ---------------------------------------------------------------- search, profile
+const runSearch = guard(async e => {
+  if (e) e.preventDefault();
+  const q = $('#search-q').value.trim(), out = $('#search-results');
+  if (!q) return;
+  const r = await api('GET', '/v1/search?q=' + enc(q));
+  out.replaceChildren(h('p', 'mut', t('results', q)));
+  const section = (key, items, make) => {
+    if (!items || !items.length) return;
+    out.append(h('h3', null, t(key)));
+    const ul = out.appendChild(h('ul', 'cards'));
+    for (const it of items) {
+      const li = ul.appendChild(h('li', 'card'));
+      li.dataset.testid = 'search-hit';
+      li.append(...make(it));
+    }
+  };
+  section('sessions', r.sessions, s => [btn(s.title || t('untitled'), 'link', () => openSession(s.id))]);
+  section('messages', r.messages, m => {
+    const title = (S.sessions.find(s => s.id === m.session) || {}).title || m.session;
+    return [btn(title, 'link', () => openSession(m.session)), h('p', null, m.snippet)];
+  });
+  section('memories', r.memories, m => [btn(`#${m.id}`, 'link', () => {
+    $('#mem-q').value = m.content.slice(0, 60);
+    show('memory');
+  }), h('p', null, m.content)]);
+  if (out.children.length === 1) out.append(h('p', 'mut', t('noResults')));
+});
+
+async function loadConfig() {
+  const [cfg, health] = await Promise.all([api('GET', '/v1/config'), api('GET', '/health').catch(() => null)]);
+  const names = (cfg.profiles || []).map(p => typeof p === 'string' ? p : p.name);
+  const sel = $('#profile');
+  if (cfg.profile && !names.includes(cfg.profile)) names.unshift(cfg.profile);
+  options(sel, names.length ? names : [''], v => v || t('default'), cfg.profile || '');
+  sel.closest('label').hidden = names.length < 2;
+  if (health) $('#version').textContent = 'v' + health.version;
+}
+
+const switchProfile = guard(async () => {
+  const profile = $('#profile').value;
+  await api('POST', '/v1/config/profile', { profile });
+  toast(t('profileSet', profile), 'ok');
+  await loadConfig();
+});
+
+// ---------------------------------------------------------------- wiring
+function init() {
+  emptyState = $('#empty');
+  applyI18n();
+  setLang(LANG);
+  theme();
+  matchMedia('(prefers-color-scheme: dark)').addEventListener('change', theme);
+  $('#theme-toggle').onclick = () => {
+    store.set('evolve.theme', document.documentElement.dataset.theme === 'dark' ? 'light' : 'dark');
+    theme();
+  };
+  $('#lang-toggle').onclick = () => setLang(LANG === 'zh' ? 'en' : 'zh');
+  $('#menu').onclick = () => drawer(!document.body.classList.contains('drawer'));
+  $('#backdrop').onclick = () => drawer(false);
+  $('#new-chat').onclick = newChat;
+  for (const b of document.querySelectorAll('#nav button')) b.onclick = () => show(b.dataset.view);
+  $('#session-filter').oninput = renderSessions;
+
+  const input = $('#input');
+  const grow = () => {
+    input.style.height = 'auto';
+    input.style.height = Math.min(input.scrollHeight, 220) + 'px';
+  };
+  input.oninput = grow;
+  input.onkeydown = e => {
+    if (e.key === 'Enter' && !e.shiftKey && !e.isComposing && e.keyCode !== 229) {
+      e.preventDefault();
+      $('#composer').requestSubmit();
+    }
+  };
+  $('#composer').onsubmit = e => {
+    e.preventDefault();
+    if (S.busy) return;
+    const text = input.value;
+    if (!text.trim()) return;
+    input.value = '';
+    grow();
+    send(text);
+  };
+  $('#stop').onclick = () => S.busy && S.busy.abort();
+
+  $('#perm-allow').onclick = () => permAnswer('yes');
+  $('#perm-run').onclick = () => permAnswer('yes');
+  $('#perm-always').onclick = () => permAnswer('always');
+  $('#perm-deny').onclick = () => permAnswer('no');
+  // Escape must not leave a turn waiting: it counts as Deny.
+  $('#perm').oncancel = e => { e.preventDefault(); permAnswer('no'); };
+  $('#pending-open').onclick = () => {
+    $('#pending-banner').hidden = true;
+    for (const p of S.pendingList || []) permAsk(p);
+  };
+
+  $('#export').onclick = e => { if (e.target.closest('a,button')) $('#export').open = false; };
+  $('#print').onclick = () => window.print();
+
+  let timer = 0;
+  $('#mem-q').oninput = () => { clearTimeout(timer); timer = setTimeout(guard(loadMemory), 250); };
+  $('#mem-search').onsubmit = e => { e.preventDefault(); guard(loadMemory)(); };
+  $('#mem-new').onclick = () => {
+    $('#mem-form').hidden = false;
+    $('#mem-content').focus();
+  };
+  $('#mem-cancel').onclick = () => { $('#mem-form').reset(); $('#mem-form').hidden = true; fillLevelSelects(); };
+  $('#mem-form').onsubmit = saveMemory;
+  fillLevelSelects();
+  $('#search-form').onsubmit = runSearch;
+  $('#profile').onchange = switchProfile;
+
+  const hash = location.hash.match(/^#s=(.+)$/);
+  guard(async () => {
+    await loadSessions();
+    if (hash) await openSession(decodeURIComponent(hash[1]));
+  })();
+  guard(loadConfig)();
+  input.focus();
+}
+
+document.addEventListener('DOMContentLoaded', init);

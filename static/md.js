@@ -1,0 +1,205 @@
+// Markdown → DOM, safely. Model and user text only ever becomes text nodes (textContent,
+// append(string)); nothing is parsed as HTML, so `<img onerror=…>` shows as the text it
+// is. Links become <a> only for absolute http(s) URLs (javascript:, data: and the rest
+// stay text); images are shown as links, never loaded. Covers what chat answers use:
+// paragraphs, headings, emphasis, inline code, fenced code (with a copy button), nested
+// lists, tables, blockquotes, rules. An unclosed fence (mid-stream) renders as code.
+'use strict';
+
+/** An element with an optional class and text. */
+function h(tag, cls, text) {
+  const e = document.createElement(tag);
+  if (cls) e.className = cls;
+  if (text != null) e.textContent = text;
+  return e;
+}
+
+/** The URL when it is absolute http(s), else null. */
+function safeUrl(u) {
+  if (!/^https?:\/\//i.test(u)) return null;
+  try {
+    const x = new URL(u);
+    return x.protocol === 'http:' || x.protocol === 'https:' ? x.href : null;
+  } catch { return null; }
+}
+
+function mdLink(href) {
+  const a = h('a');
+  a.href = href;
+  a.target = '_blank';
+  a.rel = 'noopener noreferrer nofollow';
+  return a;
+}
+
+// Escape | code span | **strong** | __strong__ | ~~del~~ | *em* | _em_ | [text](url) | bare URL
+const INLINE = new RegExp([
+  /\\([\\`*_{}[\]()#+\-.!|~>])/,
+  /(`+)([^`]|[^`][\s\S]*?[^`])\2(?!`)/,
+  /\*\*(?=\S)([\s\S]*?\S)\*\*/,
+  /__(?=\S)([\s\S]*?\S)__(?![\p{L}\p{N}])/,
+  /~~(?=\S)([\s\S]*?\S)~~/,
+  /\*(?=[^\s*])([\s\S]*?[^\s*])\*/,
+  /(?<![\p{L}\p{N}_])_(?=[^\s_])([\s\S]*?[^\s_])_(?![\p{L}\p{N}_])/,
+  /!?\[((?:[^[\]]|\[[^\]]*\])*)\]\(\s*<?([^\s()<>]*(?:\([^\s()]*\)[^\s()<>]*)*)>?(?:\s+"[^"]*")?\s*\)/,
+  /(https?:\/\/[^\s<>]*[^\s<>.,;:!?'")\]*_])/,
+].map(r => r.source).join('|'), 'gu');
+
+/** Text with line breaks as <br>. */
+function mdText(el, s) {
+  s.split('\n').forEach((p, i) => {
+    if (i) el.append(h('br'));
+    if (p) el.append(p);
+  });
+}
+
+/** Renders inline Markdown of `s` into `el`. */
+function mdInline(el, s) {
+  let at = 0;
+  for (const m of s.matchAll(INLINE)) {
+    mdText(el, s.slice(at, m.index));
+    at = m.index + m[0].length;
+    let n;
+    if (m[1] != null) { el.append(m[1]); continue; }
+    if (m[3] != null) n = h('code', null, m[3]);
+    else if (m[4] != null || m[5] != null) mdInline(n = h('strong'), m[4] ?? m[5]);
+    else if (m[6] != null) mdInline(n = h('del'), m[6]);
+    else if (m[7] != null || m[8] != null) mdInline(n = h('em'), m[7] ?? m[8]);
+    else {
+      const url = safeUrl(m[10] ?? m[11]);
+      if (!url) { mdText(el, m[0]); continue; }
+      n = mdLink(url);
+      if (m[10] != null) mdInline(n, m[9] || url); else n.textContent = m[11];
+    }
+    el.append(n);
+  }
+  mdText(el, s.slice(at));
+}
+
+async function copyText(s) {
+  if (navigator.clipboard && window.isSecureContext) return navigator.clipboard.writeText(s);
+  const ta = h('textarea', 'offscreen');
+  ta.value = s;
+  document.body.append(ta);
+  ta.select();
+  const ok = document.execCommand('copy');
+  ta.remove();
+  if (!ok) throw new Error(t('copyFail'));
+}
+
+function codeBlock(code, lang) {
+  const w = h('div', 'code'), bar = w.appendChild(h('div', 'code-bar'));
+  bar.append(h('span', null, lang));
+  const b = bar.appendChild(h('button', 'copy', t('copy')));
+  b.type = 'button';
+  b.dataset.i18n = 'copy';
+  b.dataset.testid = 'copy-code';
+  b.onclick = () => copyText(code).then(() => {
+    b.textContent = t('copied');
+    setTimeout(() => { b.textContent = t('copy'); }, 1500);
+  }, e => toast(e.message));
+  w.appendChild(h('pre')).appendChild(h('code', null, code));
+  return w;
+}
+
+const FENCE = /^ {0,3}(`{3,}|~{3,})\s*([^`\s]*)/;
+const HEADING = /^ {0,3}(#{1,6})\s+(.*?)(?:\s+#+)?\s*$/;
+const RULE = /^ {0,3}([-*_])(\s*\1){2,}\s*$/;
+const QUOTE = /^ {0,3}>/;
+const LIST = /^( *)([-*+]|\d{1,9}[.)])(?:\s+(.*))?$/;
+const DELIM = /^\s*\|?\s*:?-+:?\s*(\|\s*:?-+:?\s*)*\|?\s*$/;
+const blank = s => !s.trim();
+const indent = s => s.match(/^ */)[0].length;
+
+function startsBlock(L, i) {
+  const l = L[i];
+  return FENCE.test(l) || HEADING.test(l) || RULE.test(l) || QUOTE.test(l) || LIST.test(l) ||
+    (l.includes('|') && i + 1 < L.length && L[i + 1].includes('|') && DELIM.test(L[i + 1]));
+}
+
+function cells(l) {
+  return l.trim().replace(/^\|/, '').replace(/(?<!\\)\|$/, '').split(/(?<!\\)\|/)
+    .map(c => c.trim().replace(/\\\|/g, '|'));
+}
+
+function mdTable(L, i, out) {
+  const head = cells(L[i]);
+  const align = cells(L[i + 1]).map(c =>
+    c.endsWith(':') ? (c.startsWith(':') ? 'center' : 'right') : '');
+  const table = out.appendChild(h('div', 'tbl')).appendChild(h('table'));
+  const row = (cs, tag, parent) => {
+    const tr = parent.appendChild(h('tr'));
+    head.forEach((_, k) => mdInline(tr.appendChild(h(tag, align[k] && 'a-' + align[k])), cs[k] || ''));
+  };
+  row(head, 'th', table.appendChild(h('thead')));
+  const body = table.appendChild(h('tbody'));
+  for (i += 2; i < L.length && !blank(L[i]) && L[i].includes('|'); i++) row(cells(L[i]), 'td', body);
+  return i;
+}
+
+function mdList(L, i, out) {
+  const first = L[i].match(LIST), base = first[1].length, ordered = /\d/.test(first[2]);
+  const list = out.appendChild(h(ordered ? 'ol' : 'ul'));
+  if (ordered && parseInt(first[2], 10) !== 1) list.start = parseInt(first[2], 10);
+  while (i < L.length) {
+    const m = L[i].match(LIST);
+    if (!m || m[1].length !== base || /\d/.test(m[2]) !== ordered) break;
+    const width = base + m[2].length + 1, body = [m[3] || ''];
+    for (i++; i < L.length; i++) {
+      const l = L[i];
+      if (blank(l)) {
+        let j = i;
+        while (j < L.length && blank(L[j])) j++;
+        if (j < L.length && indent(L[j]) > base) { body.push(...L.slice(i, j).map(() => '')); i = j - 1; continue; }
+        break;
+      }
+      if (indent(l) > base) body.push(l.slice(Math.min(indent(l), width)));
+      else if (startsBlock(L, i)) break;
+      else body.push(l);
+    }
+    const li = list.appendChild(h('li'));
+    const task = body[0].match(/^\[([ xX])\]\s+/);
+    if (task) {
+      li.className = 'task';
+      li.append(task[1] === ' ' ? '☐ ' : '☑ ');
+      body[0] = body[0].slice(task[0].length);
+    }
+    md(body.join('\n'), li);
+  }
+  return i;
+}
+
+/** Renders Markdown `src` into `out` (a new fragment when omitted) and returns it. */
+function md(src, out = document.createDocumentFragment()) {
+  const L = String(src).replace(/\r\n?/g, '\n').replace(/^\t+/gm, x => '    '.repeat(x.length)).split('\n');
+  let i = 0, m;
+  while (i < L.length) {
+    const l = L[i];
+    if (blank(l)) { i++; continue; }
+    if ((m = l.match(FENCE))) {
+      const close = new RegExp(`^ {0,3}${m[1][0] === '`' ? '`' : '~'}{${m[1].length},}\\s*$`);
+      const pad = indent(l), code = [];
+      for (i++; i < L.length && !close.test(L[i]); i++) code.push(L[i].slice(Math.min(pad, indent(L[i]))));
+      i++;
+      out.append(codeBlock(code.join('\n'), m[2]));
+    } else if ((m = l.match(HEADING))) {
+      mdInline(out.appendChild(h('h' + m[1].length)), m[2]);
+      i++;
+    } else if (RULE.test(l)) {
+      out.append(h('hr'));
+      i++;
+    } else if (QUOTE.test(l)) {
+      const q = [];
+      while (i < L.length && QUOTE.test(L[i])) q.push(L[i++].replace(/^ {0,3}> ?/, ''));
+      md(q.join('\n'), out.appendChild(h('blockquote')));
+    } else if (LIST.test(l) && (LIST.exec(l)[3] || /[-*+]/.test(l.trim()[0]))) {
+      i = mdList(L, i, out);
+    } else if (l.includes('|') && i + 1 < L.length && L[i + 1].includes('|') && DELIM.test(L[i + 1])) {
+      i = mdTable(L, i, out);
+    } else {
+      const p = [l];
+      for (i++; i < L.length && !blank(L[i]) && !startsBlock(L, i); i++) p.push(L[i]);
+      mdInline(out.appendChild(h('p')), p.join('\n'));
+    }
+  }
+  return out;
+}

@@ -1,0 +1,113 @@
+#!/usr/bin/env bash
+# Browser tests of the web UI (static/) against a real `evolve serve`, in headless Chromium.
+#
+#   tests/browser/run.sh
+#
+# Installs what is missing (idempotent, quiet): Debian's chromium (and CJK fonts, so the
+# 中文 screens render), node and npm, and npm `playwright-core` pinned in
+# tests/browser/package-lock.json into $EVOLVE_BROWSER_CACHE (default
+# ~/.cache/evolve/browser-npm). Builds `evolve`, `fake-llm` and `evolve-mcp-test-server`
+# unless EVOLVE_BIN, FAKE_LLM_BIN and MCP_TEST_SERVER_BIN name them. Then, in a temporary
+# EVOLVE_HOME: starts the scripted fake model (the replies come from
+# `node ui.test.mjs --script`), `evolve serve` on a free loopback port pointed at it, runs
+# tests/browser/ui.test.mjs, and stops both. Exits non-zero when a case fails.
+# BROWSER_SHOTS=DIR keeps a screenshot of each case there.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+HERE="$ROOT/tests/browser"
+NPM_DIR="${EVOLVE_BROWSER_CACHE:-$HOME/.cache/evolve/browser-npm}"
+say() { echo "browser: $*" >&2; }
+
+APT_UPDATED=""
+apt_install() {
+    command -v apt-get >/dev/null || { say "no apt-get: install $* by hand"; return 1; }
+    if [ -z "$APT_UPDATED" ]; then apt-get update -qq >&2; APT_UPDATED=1; fi
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >/dev/null
+}
+
+CHROMIUM="${CHROMIUM:-/usr/bin/chromium}"
+if [ ! -x "$CHROMIUM" ]; then
+    say "installing Debian's chromium"
+    apt_install chromium fonts-noto-cjk
+fi
+if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+    say "installing Debian's nodejs and npm"
+    apt_install nodejs npm
+fi
+
+# playwright-core at the pinned version; a changed pin reinstalls.
+want="$(cd "$HERE" && sha256sum package.json package-lock.json | sha256sum | cut -d' ' -f1)"
+if [ ! -f "$NPM_DIR/node_modules/playwright-core/package.json" ] ||
+    [ "$(cat "$NPM_DIR/.evolve-pins" 2>/dev/null)" != "$want" ]; then
+    say "installing playwright-core into $NPM_DIR"
+    rm -rf "$NPM_DIR" && mkdir -p "$NPM_DIR"
+    cp "$HERE/package.json" "$HERE/package-lock.json" "$NPM_DIR/"
+    npm ci --prefix "$NPM_DIR" --omit=dev --no-audit --no-fund --loglevel=error >&2
+    echo "$want" >"$NPM_DIR/.evolve-pins"
+fi
+
+TARGET="${CARGO_TARGET_DIR:-$ROOT/target}"
+if [ -z "${EVOLVE_BIN:-}" ] || [ -z "${FAKE_LLM_BIN:-}" ] || [ -z "${MCP_TEST_SERVER_BIN:-}" ]; then
+    say "building evolve, fake-llm and evolve-mcp-test-server"
+    (cd "$ROOT" && cargo build -q -p evolve-mini -p evolve-fake-llm -p evolve-mcp-test-server)
+fi
+EVOLVE_BIN="${EVOLVE_BIN:-$TARGET/debug/evolve}"
+FAKE_LLM_BIN="${FAKE_LLM_BIN:-$TARGET/debug/fake-llm}"
+MCP_TEST_SERVER_BIN="${MCP_TEST_SERVER_BIN:-$TARGET/debug/evolve-mcp-test-server}"
+
+WORK="$(mktemp -d)"
+FAKE_PID=""
+SERVE_PID=""
+cleanup() {
+    for pid in $SERVE_PID $FAKE_PID; do
+        kill "$pid" 2>/dev/null || true
+        wait "$pid" 2>/dev/null || true
+    done
+    rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+export EVOLVE_HOME="$WORK/home"
+mkdir -p "$EVOLVE_HOME" "$WORK/notes"
+cat >"$EVOLVE_HOME/config.toml" <<EOF
+[permission]
+# The shell asks twice (L4) instead of being refused: the UI's two-step dialog.
+shell_level = "L4"
+
+[mcp.servers.peer]
+command = "$MCP_TEST_SERVER_BIN"
+args = ["--notes", "$WORK/notes"]
+EOF
+
+node "$HERE/ui.test.mjs" --script >"$WORK/script.json"
+"$FAKE_LLM_BIN" --script "$WORK/script.json" --chunk-delay-ms 15 >"$WORK/fake.url" 2>"$WORK/fake.log" &
+FAKE_PID=$!
+for _ in $(seq 1 100); do [ -s "$WORK/fake.url" ] && break; sleep 0.1; done
+[ -s "$WORK/fake.url" ] || { say "fake-llm did not start:"; cat "$WORK/fake.log" >&2; exit 1; }
+
+PORT="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
+OPENAI_BASE_URL="$(head -n1 "$WORK/fake.url")" EVOLVE_MODEL=fake-main EVOLVE_CHEAP_MODEL=fake-cheap \
+    EVOLVE_LOG=info HOME="$WORK" "$EVOLVE_BIN" serve --port "$PORT" >"$WORK/serve.log" 2>&1 &
+SERVE_PID=$!
+URL="http://127.0.0.1:$PORT"
+healthy() { python3 -c 'import sys, urllib.request; urllib.request.urlopen(sys.argv[1], timeout=2)' "$URL/health" >/dev/null 2>&1; }
+for _ in $(seq 1 150); do
+    healthy && break
+    kill -0 "$SERVE_PID" 2>/dev/null || break
+    sleep 0.1
+done
+if ! healthy; then
+    say "evolve serve did not answer on $URL:"
+    cat "$WORK/serve.log" >&2
+    exit 1
+fi
+
+status=0
+EVOLVE_URL="$URL" EVOLVE_BROWSER_NPM="$NPM_DIR" CHROMIUM="$CHROMIUM" \
+    node "$HERE/ui.test.mjs" || status=$?
+if [ "$status" -ne 0 ]; then
+    say "the server's log (last 60 lines):"
+    tail -n 60 "$WORK/serve.log" >&2
+fi
+exit "$status"

@@ -1,0 +1,458 @@
+// Browser tests of Evolve's web UI: a person's view of `evolve serve` in headless
+// Chromium (npm playwright-core driving Debian's chromium). Run by tests/browser/run.sh,
+// which starts the fake model with this file's SCRIPT and the server, and sets
+// EVOLVE_URL, EVOLVE_HOME and EVOLVE_BROWSER_NPM. Each case prints `ok` or `FAIL`; the
+// last line is `N passed, N failed` and the exit code is 1 when anything failed.
+//
+// The fake model answers the conversation's requests in order from SCRIPT.replies, so
+// the cases run in the order below and each one uses the replies next to its name.
+// Unscripted requests (and Evolve's background prompts) get `echo: <question>`.
+import fs from 'node:fs';
+import path from 'node:path';
+import { createRequire } from 'node:module';
+
+const call = (name, args) => ({ tool_calls: [{ name, arguments: args }] });
+const STREAMED = [
+  '## Streaming works',
+  '',
+  'Evolve streams **every token** as it arrives, with `inline code` and a [safe link](https://example.com/docs).',
+  '',
+  '1. first step',
+  '2. second step',
+  '   - a nested point',
+  '',
+  '| tool | level |',
+  '|------|------:|',
+  '| write_file | L3 |',
+  '| shell | L4 |',
+  '',
+  '```python',
+  'print("hello from a code block")',
+  '```',
+  '',
+  '> A quote to finish.',
+].join('\n');
+const UNSAFE = 'Look: <img src=x onerror=alert(1)> and [x](javascript:alert(1)) and ' +
+  '<script>alert(2)</script> and [fine](https://example.org/).';
+const L4_ARGS = '{"command": "echo browser-l4"}';
+const LONG = Array.from({ length: 400 }, (_, i) => `word${i}`).join(' ');
+
+/** What the fake model answers, in order (see run.sh). */
+const SCRIPT = {
+  replies: [
+    STREAMED, // streaming
+    call('write_file', '{"path": "note.txt", "content": "hello from the browser test"}'),
+    'I saved note.txt.', // L3 approved
+    call('shell', L4_ARGS),
+    'The command printed browser-l4.', // L4 confirmed twice
+    call('write_file', '{"path": "denied.txt", "content": "no"}'),
+    'Okay, I did not write it.', // denied
+    UNSAFE, // Markdown safety
+    LONG, // stopped half-way
+  ],
+  routes: { '[evolve:evaluate]': ['{"score": 0.9, "reason": "clear and correct"}'] },
+  fallback: { echo: true },
+};
+if (process.argv[2] === '--script') {
+  console.log(JSON.stringify(SCRIPT));
+  process.exit(0);
+}
+
+const BASE = process.env.EVOLVE_URL;
+const HOME = process.env.EVOLVE_HOME;
+const SHOTS = process.env.BROWSER_SHOTS;
+if (!BASE || !HOME || !process.env.EVOLVE_BROWSER_NPM) {
+  console.error('ui.test.mjs: run it through tests/browser/run.sh (EVOLVE_URL, EVOLVE_HOME, EVOLVE_BROWSER_NPM)');
+  process.exit(2);
+}
+const require = createRequire(path.join(process.env.EVOLVE_BROWSER_NPM, 'package.json'));
+const { chromium } = require('playwright-core');
+
+class Fail extends Error {}
+function check(cond, what) {
+  if (!cond) throw new Fail(what);
+}
+function eq(actual, expected, what) {
+  if (actual !== expected) throw new Fail(`${what}: expected ${JSON.stringify(expected)}, got ${JSON.stringify(actual)}`);
+}
+
+async function api(method, p, body) {
+  const r = await fetch(BASE + p, {
+    method,
+    headers: body ? { 'Content-Type': 'application/json' } : {},
+    body: body ? JSON.stringify(body) : undefined,
+  });
+  const text = await r.text();
+  return { status: r.status, json: text ? JSON.parse(text) : null };
+}
+
+/** Waits (at most ~10 s) until `fn` resolves truthy. */
+async function until(fn, what) {
+  for (let i = 0; i < 100; i++) {
+    if (await fn()) return;
+    await new Promise(r => setTimeout(r, 100));
+  }
+  throw new Fail(`gave up waiting: ${what}`);
+}
+
+const browser = await chromium.launch({
+  executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
+  headless: true,
+  args: ['--no-sandbox', '--disable-dev-shm-usage'],
+});
+
+/** A page with a fresh profile; it records JS dialogs, page errors and CSP refusals. */
+async function open(options = {}) {
+  const ctx = await browser.newContext({ locale: 'en-US', viewport: { width: 1200, height: 800 }, ...options });
+  await ctx.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: BASE });
+  const page = await ctx.newPage();
+  page.setDefaultTimeout(20000);
+  page.seen = { dialogs: [], errors: [] };
+  page.on('dialog', d => { page.seen.dialogs.push(d.message()); d.dismiss().catch(() => {}); });
+  page.on('pageerror', e => page.seen.errors.push(`page error: ${e.message}`));
+  page.on('console', m => {
+    if (m.type() === 'error' && !/status of 40[49]/.test(m.text())) page.seen.errors.push(`console: ${m.text()}`);
+  });
+  await page.goto(BASE + '/');
+  await page.waitForSelector('#sessions li');
+  return page;
+}
+
+const lastAnswer = page => page.locator('[data-testid=msg-assistant]').last();
+async function send(page, text) {
+  await page.fill('#input', text);
+  await page.press('#input', 'Enter'); // the answer starts synchronously: #stop shows
+}
+const idle = page => page.waitForSelector('#send', { state: 'visible' });
+
+let main; // the desktop page most cases share: one session, turn after turn
+const results = [];
+async function test(name, fn) {
+  try {
+    await fn();
+    results.push(true);
+    console.log(`ok - ${name}`);
+  } catch (e) {
+    results.push(false);
+    console.log(`FAIL - ${name}\n    ${(e.stack || String(e)).split('\n').slice(0, e instanceof Fail ? 1 : 6).join('\n    ')}`);
+  }
+  if (SHOTS && main) {
+    fs.mkdirSync(SHOTS, { recursive: true });
+    await main.screenshot({ path: path.join(SHOTS, `${results.length}.png`) }).catch(() => {});
+  }
+}
+
+await test('a message streams in: the answer grows in several steps, then renders as Markdown', async () => {
+  main = await open();
+  eq(await main.textContent('#send'), 'Send', 'the send button');
+  await main.evaluate(() => {
+    window.lengths = [];
+    const box = document.querySelector('#messages');
+    new MutationObserver(() => {
+      const body = [...box.querySelectorAll('[data-testid=msg-assistant] .body')].pop();
+      const n = body ? body.textContent.length : 0;
+      if (n && window.lengths.at(-1) !== n) window.lengths.push(n);
+    }).observe(box, { childList: true, subtree: true, characterData: true });
+  });
+  await send(main, 'Show me what streaming looks like');
+  await idle(main);
+  const answer = lastAnswer(main);
+  await answer.locator('h2', { hasText: 'Streaming works' }).waitFor();
+  const lengths = await main.evaluate(() => window.lengths);
+  const final = (await answer.locator('.body').textContent()).length;
+  const partial = lengths.filter(n => n < final);
+  check(partial.length >= 2, `the text grew in ${partial.length} step(s) before the end: ${lengths}`);
+  check(lengths.every((n, i) => i === 0 || n >= lengths[i - 1] || i === lengths.length - 1), `the text only grows: ${lengths}`);
+  eq(await answer.locator('strong').first().textContent(), 'every token', 'bold text');
+  eq(await answer.locator('code').first().textContent(), 'inline code', 'inline code');
+  const link = answer.locator('a', { hasText: 'safe link' });
+  eq(await link.getAttribute('href'), 'https://example.com/docs', 'the link target');
+  check((await link.getAttribute('rel')).includes('noopener'), 'links open with rel=noopener');
+  eq(await answer.locator('ol > li').count(), 2, 'ordered list items');
+  eq(await answer.locator('ol li ul li').textContent(), 'a nested point', 'the nested list item');
+  eq(await answer.locator('table th').first().textContent(), 'tool', 'the table header');
+  eq(await answer.locator('table td.a-right').first().textContent(), 'L3', 'a right-aligned cell');
+  eq(await answer.locator('pre code').textContent(), 'print("hello from a code block")', 'the code block');
+  eq(await answer.locator('blockquote').textContent(), 'A quote to finish.', 'the quote');
+  await answer.locator('[data-testid=copy-code]').click();
+  await answer.locator('[data-testid=copy-code]', { hasText: 'Copied' }).waitFor();
+  eq(await main.evaluate(() => navigator.clipboard.readText()), 'print("hello from a code block")', 'the copied code');
+  // The turn card: what the turn did, with the evaluation the server waited for.
+  const card = main.locator('[data-testid=turn-card]').last();
+  await card.locator('summary').click();
+  const text = await card.textContent();
+  for (const want of ['Turn 1', 'Tokens', 'main', 'Memories', 'Evaluation']) check(text.includes(want), `the turn card shows ${want}: ${text}`);
+  check(/0\.90 — clear and correct/.test(text), `the turn card shows the evaluation: ${text}`);
+  check(await main.locator('#export').isVisible(), 'the export menu appears once the chat has a session');
+});
+
+await test('an L3 tool call is approved with one click in the permission dialog', async () => {
+  await send(main, 'Please write a note');
+  await main.waitForSelector('#perm[open]');
+  eq(await main.textContent('#perm-level'), 'L3', 'the level shown');
+  eq(await main.textContent('#perm-tool'), 'write_file', 'the tool shown');
+  check((await main.textContent('#perm-args')).includes('note.txt'), 'the arguments are shown');
+  check(await main.isVisible('#perm-always'), 'L3 offers "Always for this session"');
+  check(!(await main.isVisible('#perm-run')), 'L3 has no second step');
+  await main.click('#perm-allow');
+  await idle(main);
+  await lastAnswer(main).locator('.body', { hasText: 'I saved note.txt.' }).waitFor();
+  check(!(await main.isVisible('#perm')), 'the dialog closed');
+  const chip = lastAnswer(main).locator('[data-testid=tool-chip]');
+  check((await chip.textContent()).includes('ran'), `the tool chip says it ran: ${await chip.textContent()}`);
+  eq(fs.readFileSync(path.join(HOME, 'workspace', 'note.txt'), 'utf8'), 'hello from the browser test', 'the file the tool wrote');
+});
+
+await test('an L4 tool call needs two confirmations; the second repeats the exact arguments', async () => {
+  await send(main, 'Run the echo command');
+  await main.waitForSelector('#perm[open]');
+  eq(await main.textContent('#perm-level'), 'L4', 'the level shown');
+  eq(await main.textContent('#perm-tool'), 'shell', 'the tool shown');
+  check(!(await main.isVisible('#perm-always')), 'L4 cannot be allowed "always"');
+  check((await main.textContent('#perm-step')).includes('1'), 'step 1 is shown');
+  await main.click('#perm-allow');
+  await main.waitForSelector('#perm.step2 #perm-run', { state: 'visible' });
+  eq(await main.textContent('#perm-args'), L4_ARGS, 'step 2 shows the exact arguments');
+  check((await main.getAttribute('#perm-run', 'class')).includes('danger'), 'the run button is styled as dangerous');
+  check(!(await main.isVisible('#perm-allow')), 'step 2 has no plain Allow');
+  check(await main.isVisible('#perm-warn'), 'step 2 warns to check the arguments');
+  await main.click('#perm-run');
+  await idle(main);
+  await lastAnswer(main).locator('.body', { hasText: 'The command printed browser-l4.' }).waitFor();
+  const card = main.locator('[data-testid=turn-card]').last();
+  await card.locator('summary').click();
+  const text = await card.textContent();
+  check(text.includes('shell') && text.includes('L4'), `the turn card lists the L4 shell call: ${text}`);
+});
+
+await test('a denied tool call does not run', async () => {
+  await send(main, 'Write another file');
+  await main.waitForSelector('#perm[open]');
+  eq(await main.textContent('#perm-tool'), 'write_file', 'the tool shown');
+  await main.click('#perm-deny');
+  await idle(main);
+  await lastAnswer(main).locator('.body', { hasText: 'Okay, I did not write it.' }).waitFor();
+  const chip = await lastAnswer(main).locator('[data-testid=tool-chip]').textContent();
+  check(chip.includes('not run'), `the tool chip says it did not run: ${chip}`);
+  check(!fs.existsSync(path.join(HOME, 'workspace', 'denied.txt')), 'no file was written');
+});
+
+async function assertSafe(page, where) {
+  const box = page.locator('#messages');
+  eq(await box.locator('img').count(), 0, `${where}: <img> elements`);
+  eq(await box.locator('script').count(), 0, `${where}: <script> elements`);
+  eq(await box.locator('a[href^="javascript"]').count(), 0, `${where}: javascript: links`);
+  eq(await box.locator('a[href="https://example.org/"]').count(), 1, `${where}: the https link`);
+  const text = await box.textContent();
+  check(text.includes('<img src=x onerror=alert(1)>'), `${where}: the HTML is shown as text`);
+  check(text.includes('[x](javascript:alert(1))'), `${where}: the javascript: link is shown as text`);
+  check(text.includes('<b>not bold</b>'), `${where}: the user's HTML is shown as text`);
+  eq(page.seen.dialogs.length, 0, `${where}: JavaScript dialogs opened`);
+}
+
+await test('Markdown is rendered safely: HTML and javascript: links from the model stay text', async () => {
+  await send(main, 'Show me <b>not bold</b> tricks');
+  await idle(main);
+  await lastAnswer(main).locator('a[href="https://example.org/"]').waitFor();
+  await assertSafe(main, 'live');
+  // Reloaded from the history, the same text is just as inert.
+  await main.reload();
+  await main.locator('[data-testid=msg-user]', { hasText: 'not bold' }).waitFor();
+  await assertSafe(main, 'after a reload');
+});
+
+await test('the history after a reload: every turn, tool output collapsed, turn cards on demand', async () => {
+  for (const q of ['Show me what streaming looks like', 'Please write a note', 'Run the echo command']) {
+    check(await main.locator('[data-testid=msg-user]', { hasText: q }).count() === 1, `the question "${q}" is shown`);
+  }
+  const folds = main.locator('details.fold.out');
+  check(await folds.count() >= 2, 'tool outputs are shown');
+  check(!(await folds.first().evaluate(d => d.open)), 'tool outputs are collapsed');
+  const card = main.locator('[data-testid=turn-card]').nth(1);
+  await card.locator('summary').click();
+  await card.locator('dd', { hasText: 'write_file' }).waitFor();
+});
+
+await test('stop: the Stop button ends a streaming answer', async () => {
+  await main.click('#new-chat');
+  await send(main, 'Write a very long answer');
+  await lastAnswer(main).locator('.body', { hasText: 'word20' }).waitFor();
+  await main.click('#stop');
+  await idle(main);
+  await lastAnswer(main).locator('.note', { hasText: 'Stopped.' }).waitFor();
+  check(!(await lastAnswer(main).textContent()).includes('word399'), 'the answer did not reach its end');
+});
+
+await test('sessions: rename, filter, open, delete (with a confirmation)', async () => {
+  await main.reload();
+  const items = main.locator('[data-testid=session-item]');
+  await items.nth(1).waitFor();
+  const first = (await api('GET', '/v1/sessions')).json.data.find(s => s.title.startsWith('Show me what'));
+  check(first, 'the first chat is listed by the API');
+  const item = main.locator(`[data-testid=session-item][data-id="${first.id}"]`);
+  await item.locator('.open').click();
+  await main.locator('[data-testid=msg-user]', { hasText: 'Please write a note' }).waitFor();
+  await item.locator('[data-testid=session-rename]').click();
+  await main.fill('#ask-input', 'Renamed by the browser test');
+  await main.click('#ask-ok');
+  await main.locator('#title', { hasText: 'Renamed by the browser test' }).waitFor();
+  eq((await api('GET', `/v1/sessions/${first.id}`)).json.title, 'Renamed by the browser test', 'the title the server keeps');
+  await main.fill('#session-filter', 'renamed by');
+  await main.waitForFunction(() => document.querySelectorAll('[data-testid=session-item]').length === 1);
+  await main.fill('#session-filter', '');
+  // Delete the stopped chat; cancelling first keeps it.
+  const other = main.locator('[data-testid=session-item]').filter({ hasText: 'Write a very long' });
+  const otherId = await other.getAttribute('data-id');
+  await other.locator('[data-testid=session-delete]').click();
+  await main.click('#ask button[value=cancel]');
+  check(await other.count() === 1, 'cancel keeps the chat');
+  await other.locator('[data-testid=session-delete]').click();
+  await main.click('#ask-ok');
+  await other.waitFor({ state: 'detached' });
+  eq((await api('GET', `/v1/sessions/${otherId}`)).status, 404, 'the deleted chat on the server');
+});
+
+await test('global search finds a message and opens its chat', async () => {
+  await main.click('#nav [data-view=search]');
+  await main.fill('#search-q', 'browser-l4');
+  await main.press('#search-q', 'Enter');
+  const hit = main.locator('[data-testid=search-hit]').first();
+  await hit.waitFor();
+  await hit.locator('button').first().click();
+  await main.locator('[data-testid=msg-user]', { hasText: 'Run the echo command' }).waitFor();
+  check(await main.isVisible('#view-chat'), 'the chat view is shown');
+});
+
+await test('export: Markdown, HTML and JSON downloads, and a print view without the app around it', async () => {
+  for (const f of ['md', 'html', 'json']) {
+    const href = await main.getAttribute(`#export-${f}`, 'href');
+    const r = await main.evaluate(async h => {
+      const x = await fetch(h);
+      return { status: x.status, cd: x.headers.get('content-disposition') || '', body: await x.text() };
+    }, href);
+    eq(r.status, 200, `GET ${href}`);
+    check(/attachment/.test(r.cd), `${f} is a download: ${r.cd}`);
+    check(r.body.includes('Run the echo command'), `the ${f} export holds the chat`);
+  }
+  await main.emulateMedia({ media: 'print' });
+  const shown = await main.evaluate(() => ['#sidebar', '#composer', '#topbar', '.msg']
+    .map(s => getComputedStyle(document.querySelector(s)).display));
+  await main.emulateMedia({ media: 'screen' });
+  eq(shown.slice(0, 3).join(), 'none,none,none', 'the print view hides the sidebar, composer and top bar');
+  check(shown[3] !== 'none', 'the print view shows the messages');
+});
+
+await test('memory: add one with priority, importance and tags, edit it, pin it, delete it', async () => {
+  await main.click('#nav [data-view=memory]');
+  await main.click('#mem-new');
+  await main.fill('#mem-content', 'The browser test likes green tea');
+  await main.selectOption('#mem-priority', '1');
+  await main.selectOption('#mem-importance', '4');
+  await main.fill('#mem-tags', 'drinks, test');
+  await main.click('#mem-save');
+  const item = main.locator('[data-testid=memory-item]', { hasText: 'green tea' });
+  await item.waitFor();
+  const stored = async () => (await api('GET', '/v1/memory?q=green%20tea')).json.data.find(m => m.content.includes('green tea'));
+  let m = await stored();
+  check(m, 'the server has the memory');
+  eq(`${m.priority} ${m.importance} ${m.tags.join(',')}`, '1 4 drinks,test', 'priority, importance and tags');
+  await item.locator('select.prio').selectOption('0');
+  await until(async () => (await stored()).priority === 0, 'the new priority reaches the server');
+  await item.locator('button.pin').click();
+  await item.locator('button.pin', { hasText: 'Unpin' }).waitFor();
+  m = await stored();
+  eq(`${m.priority} ${m.pinned}`, '0 true', 'priority and pin after editing');
+  await item.locator('[data-testid=memory-delete]').click();
+  await main.click('#ask-ok');
+  await item.waitFor({ state: 'detached' });
+  eq(await stored(), undefined, 'the memory on the server after deleting');
+});
+
+await test('skills, tools and MCP levels: lists load, a skill opens, an MCP tool level changes', async () => {
+  await main.click('#nav [data-view=skills]');
+  const skill = main.locator('[data-testid=skill-item]').first();
+  await skill.waitFor();
+  const name = (await skill.locator('button').textContent()).trim().split(/\s/)[0];
+  await skill.locator('button').click();
+  await main.locator('#skill-view h2', { hasText: name }).waitFor();
+  await main.click('#nav [data-view=tools]');
+  await main.locator('#tools-table td code', { hasText: 'write_file' }).waitFor();
+  const select = main.locator('select[data-tool="peer__echo"]');
+  await select.waitFor();
+  await select.selectOption('L3');
+  await main.locator('[data-testid=toast]', { hasText: 'peer__echo' }).waitFor();
+  const tools = (await api('GET', '/v1/tools')).json.data;
+  eq(tools.find(x => x.name === 'peer__echo')?.level, 'L3', 'the level the server reports');
+});
+
+await test('errors are shown: a missing chat gives the server\'s message', async () => {
+  await main.goto(BASE + '/#s=s-does-not-exist');
+  await main.reload();
+  const toast = main.locator('[data-testid=toast].error');
+  await toast.waitFor();
+  check((await toast.textContent()).includes('s-does-not-exist'), `the toast names the chat: ${await toast.textContent()}`);
+});
+
+await test('theme and language switch, and stay switched after a reload', async () => {
+  const page = await open();
+  const look = () => page.evaluate(() => [document.documentElement.dataset.theme, getComputedStyle(document.body).backgroundColor]);
+  const [theme, bg] = await look();
+  await page.click('#theme-toggle');
+  const [theme2, bg2] = await look();
+  check(theme2 !== theme && bg2 !== bg, `the theme changes: ${theme} ${bg} → ${theme2} ${bg2}`);
+  eq(await page.textContent('#send'), 'Send', 'English first (browser locale en-US)');
+  await page.click('#lang-toggle');
+  eq(await page.textContent('#send'), '发送', 'the send button in 中文');
+  eq(await page.textContent('#nav [data-view=memory]'), '记忆', 'the memory tab in 中文');
+  eq(await page.getAttribute('html', 'lang'), 'zh-CN', 'the page language');
+  await page.reload();
+  await page.waitForSelector('#sessions li');
+  eq(await page.textContent('#send'), '发送', '中文 after a reload');
+  eq((await look())[0], theme2, 'the theme after a reload');
+  await page.click('#lang-toggle');
+  eq(await page.textContent('#send'), 'Send', 'back to English');
+  await page.context().close();
+});
+
+await test('a 中文 browser starts in 中文', async () => {
+  const page = await open({ locale: 'zh-CN' });
+  eq(await page.textContent('#new-chat'), '新对话', 'the new-chat button');
+  await page.context().close();
+});
+
+await test('phone (375×740): the sidebar is a drawer, the send box is visible, a chat works', async () => {
+  const page = await open({ viewport: { width: 375, height: 740 }, hasTouch: true, isMobile: true });
+  const left = () => page.evaluate(() => document.querySelector('#sidebar').getBoundingClientRect().right);
+  check(await left() <= 0, 'the sidebar starts hidden');
+  for (const sel of ['#input', '#send', '#menu']) {
+    const box = await page.locator(sel).boundingBox();
+    check(box && box.y >= 0 && box.y + box.height <= 740 && box.x + box.width <= 375, `${sel} is on screen: ${JSON.stringify(box)}`);
+    check(box.height >= 40, `${sel} is at least 40px tall`);
+  }
+  check(await page.evaluate(() => document.documentElement.scrollWidth) <= 375, 'no sideways scrolling');
+  await page.tap('#menu');
+  await page.waitForFunction(() => document.querySelector('#sidebar').getBoundingClientRect().left >= 0);
+  await page.tap('#nav [data-view=memory]');
+  await page.waitForFunction(() => document.querySelector('#sidebar').getBoundingClientRect().right <= 0);
+  check(await page.isVisible('#view-memory'), 'the memory view opened');
+  await page.tap('#menu');
+  await page.waitForFunction(() => document.querySelector('#sidebar').getBoundingClientRect().left >= 0);
+  await page.mouse.click(360, 400); // the backdrop beside the drawer
+  await page.waitForFunction(() => document.querySelector('#sidebar').getBoundingClientRect().right <= 0);
+  await page.tap('#menu');
+  await page.tap('#nav [data-view=chat]');
+  await send(page, 'hello from a phone');
+  await idle(page);
+  await lastAnswer(page).locator('.body', { hasText: 'echo: hello from a phone' }).waitFor();
+  await page.context().close();
+});
+
+await test('no page errors, CSP refusals or JavaScript dialogs on the way', async () => {
+  eq(main.seen.errors.join('\n'), '', 'errors');
+  eq(main.seen.dialogs.length, 0, 'dialogs');
+});
+
+await browser.close();
+const passed = results.filter(Boolean).length;
+console.log(`${passed} passed, ${results.length - passed} failed`);
+process.exit(passed === results.length ? 0 : 1);

@@ -34,7 +34,7 @@ async function req(method, path, body, signal) {
     location.href = '/login';
     throw new Error(t('errAuth'));
   }
-  if (!r.ok) throw new Error(await errText(r));
+  if (!r.ok) throw Object.assign(new Error(await errText(r)), { status: r.status });
   return r;
 }
 const api = async (method, path, body) => {
@@ -211,7 +211,13 @@ const openSession = guard(async id => {
   setSession(id);
   show('chat');
   box.replaceChildren(h('p', 'mut pad', t('loading')));
-  const { data } = await api('GET', `/v1/sessions/${enc(id)}/messages`);
+  let data;
+  try {
+    data = (await api('GET', `/v1/sessions/${enc(id)}/messages`)).data;
+  } catch (e) {
+    newChat();
+    throw e;
+  }
   if (S.session !== id) return;
   renderHistory(data || []);
   await checkPending();
@@ -387,7 +393,17 @@ async function send(text) {
   try {
     const body = { model: 'evolve', stream: true, evolve_events: true, messages: [{ role: 'user', content: text }] };
     if (S.session) body.session = S.session;
-    const r = await req('POST', '/v1/chat/completions', body, ctl.signal);
+    let r;
+    try {
+      r = await req('POST', '/v1/chat/completions', body, ctl.signal);
+    } catch (e) {
+      // The chat is gone (deleted elsewhere, or a new chat whose only turn was stopped):
+      // the message starts a new chat instead.
+      if (e.status !== 404 || !body.session) throw e;
+      delete body.session;
+      S.session = null;
+      r = await req('POST', '/v1/chat/completions', body, ctl.signal);
+    }
     setSession(r.headers.get('X-Evolve-Session'));
     for await (const [ev, data] of sse(r.body)) {
       if (data === '[DONE]') break;
@@ -399,12 +415,13 @@ async function send(text) {
       } else if (ev === 'evolve.session') setSession(j.session);
       else if (ev === 'evolve.tool_start') a.tools.append(toolChip(j));
       else if (ev === 'evolve.tool_end') {
-        const chip = [...a.tools.children].find(c => !c.dataset.done && c.querySelector('code').textContent === j.name);
-        if (chip) {
-          chip.dataset.done = '1';
-          chip.classList.add(j.ran ? (j.is_error ? 'bad' : 'good') : 'bad');
-          chip.querySelector('.state').textContent = [t(j.ran ? (j.is_error ? 'failed' : 'ran') : 'refused'), j.answer].filter(Boolean).join(' · ');
-        }
+        // A call that never started (refused, denied) has no chip yet.
+        const chip = [...a.tools.children].find(c => !c.dataset.done && c.querySelector('code').textContent === j.name) ||
+          a.tools.appendChild(toolChip(j));
+        chip.dataset.done = '1';
+        chip.classList.add(j.ran && !j.is_error ? 'good' : 'bad');
+        chip.querySelector('.state').textContent = [t(j.ran ? (j.is_error ? 'failed' : 'ran') : 'refused'),
+          j.answer !== 'run' && j.answer].filter(Boolean).join(' · ');
       } else if (ev === 'evolve.permission') permAsk(j);
       else if (ev === 'evolve.turn') rec = j;
       else if (ev === 'evolve.error') throw new Error((j.error && j.error.message) || t('errTurn'));
@@ -424,7 +441,16 @@ async function send(text) {
     busy(false);
     permReset();
     if (rec) a.el.after(turnCard(rec, rec.turn, rec.session || S.session));
-    guard(loadSessions)();
+    guard(async () => {
+      await loadSessions();
+      // A new chat whose first turn stored nothing (stopped, failed) is forgotten by the
+      // server: the next message starts a new one.
+      if (S.session && !S.sessions.some(s => s.id === S.session)) {
+        S.session = null;
+        history.replaceState(null, '', location.pathname);
+        setTitle();
+      }
+    })();
   }
 }
 
@@ -568,11 +594,12 @@ const saveMemory = guard(async e => {
   };
   if (!body.content) return;
   if ($('#mem-category').value.trim()) body.category = $('#mem-category').value.trim();
-  await api('POST', '/v1/memory', body);
+  const m = await api('POST', '/v1/memory', body);
   $('#mem-form').reset();
   $('#mem-form').hidden = true;
   fillLevelSelects();
-  toast(t('saved'), 'ok');
+  // A memory close to an old one is merged into it (or was already there).
+  toast(m.outcome === 'merged' || m.outcome === 'duplicate' ? t(m.outcome, m.id) : t('saved'), 'ok');
   await loadMemory();
 });
 
@@ -621,11 +648,13 @@ async function loadTools() {
     const title = card.appendChild(h('h3', null, s.name + ' '));
     title.append(ht('span', 'badge ' + (s.connected ? 'good' : ''), s.connected ? 'connected' : 'disconnected'),
       h('small', 'mut', ' ' + (s.transport || '')));
+    if (s.disabled) title.append(ht('span', 'badge', 'disabled'));
     const ul = card.appendChild(h('ul', 'plain'));
     for (const tool of s.tools || []) {
       const full = tool.name.includes('__') ? tool.name : `${s.name}__${tool.name}`;
       const li = ul.appendChild(h('li', 'row'));
-      li.append(h('code', null, tool.name), h('small', 'mut', tool.enabled === false ? t('disabled') : tool.origin || ''));
+      li.append(h('code', null, tool.name), h('small', 'mut', tool.origin || ''));
+      li.title = tool.description || '';
       const sel = li.appendChild(options(h('select'), LEVELS, v => v === 'auto' ? t('auto') : v, tool.level));
       sel.setAttribute('aria-label', t('level') + ' ' + full);
       sel.dataset.tool = full;
@@ -658,7 +687,7 @@ const runSearch = guard(async e => {
   };
   section('sessions', r.sessions, s => [btn(s.title || t('untitled'), 'link', () => openSession(s.id))]);
   section('messages', r.messages, m => {
-    const title = (S.sessions.find(s => s.id === m.session) || {}).title || m.session;
+    const title = m.title || (S.sessions.find(s => s.id === m.session) || {}).title || m.session;
     return [btn(title, 'link', () => openSession(m.session)), h('p', null, m.snippet)];
   });
   section('memories', r.memories, m => [btn(`#${m.id}`, 'link', () => {

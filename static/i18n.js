@@ -37,10 +37,11 @@ const I18N = {
     prio0: '0 critical', prio1: '1 high', prio2: '2 normal', prio3: '3 low', pin: 'Pin',
     unpin: 'Unpin', noMemories: 'No memories', noSkills: 'No skills', connected: 'connected',
     disconnected: 'not connected', level: 'Level', name: 'Name', source: 'Source',
-    description: 'Description', enabled: 'enabled', disabled: 'disabled', auto: 'auto',
+    description: 'Description', disabled: 'disabled', auto: 'auto',
     levelSet: '{0} is now {1}', noServers: 'No MCP servers configured (evolve mcp add).',
     sessions: 'Chats', messages: 'Messages', noResults: 'No results', profileSet: 'Profile: {0}',
     close: 'Close', default: 'default', results: 'Results for “{0}”',
+    merged: 'Merged into the similar memory #{0}', duplicate: 'Already remembered as #{0}',
   },
   zh: {
     newChat: '新对话', nav_chat: '对话', nav_memory: '记忆', nav_skills: '技能', nav_tools: '工具',
@@ -70,11 +71,11 @@ const I18N = {
     timeVal: '回答 {0} 毫秒 · 智能体 {1} 毫秒 · {2} 步', needsPerson: '需要人工确认',
     prio0: '0 关键', prio1: '1 高', prio2: '2 普通', prio3: '3 低', pin: '置顶', unpin: '取消置顶',
     noMemories: '没有记忆', noSkills: '没有技能', connected: '已连接', disconnected: '未连接',
-    level: '级别', name: '名称', source: '来源', description: '说明', enabled: '启用',
+    level: '级别', name: '名称', source: '来源', description: '说明',
     disabled: '停用', auto: '自动', levelSet: '{0} 现为 {1}',
     noServers: '未配置 MCP 服务器（evolve mcp add）。', sessions: '对话', messages: '消息',
     noResults: '没有结果', profileSet: '配置：{0}', close: '关闭', default: '默认',
-    results: '“{0}”的结果',
+    results: '“{0}”的结果', merged: '已合并到相似的记忆 #{0}', duplicate: '已记住（#{0}）',
   },
 };
 

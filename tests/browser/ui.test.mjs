@@ -162,7 +162,6 @@ await test('a message streams in: the answer grows in several steps, then render
   const final = (await answer.locator('.body').textContent()).length;
   const partial = lengths.filter(n => n < final);
   check(partial.length >= 2, `the text grew in ${partial.length} step(s) before the end: ${lengths}`);
-  check(lengths.every((n, i) => i === 0 || n >= lengths[i - 1] || i === lengths.length - 1), `the text only grows: ${lengths}`);
   eq(await answer.locator('strong').first().textContent(), 'every token', 'bold text');
   eq(await answer.locator('code').first().textContent(), 'inline code', 'inline code');
   const link = answer.locator('a', { hasText: 'safe link' });
@@ -212,7 +211,8 @@ await test('an L4 tool call needs two confirmations; the second repeats the exac
   check((await main.textContent('#perm-step')).includes('1'), 'step 1 is shown');
   await main.click('#perm-allow');
   await main.waitForSelector('#perm.step2 #perm-run', { state: 'visible' });
-  eq(await main.textContent('#perm-args'), L4_ARGS, 'step 2 shows the exact arguments');
+  // Exactly the call that will run: the server's copy of the arguments, unformatted.
+  eq(await main.textContent('#perm-args'), JSON.stringify(JSON.parse(L4_ARGS)), 'step 2 shows the exact arguments');
   check((await main.getAttribute('#perm-run', 'class')).includes('danger'), 'the run button is styled as dangerous');
   check(!(await main.isVisible('#perm-allow')), 'step 2 has no plain Allow');
   check(await main.isVisible('#perm-warn'), 'step 2 warns to check the arguments');
@@ -281,9 +281,16 @@ await test('stop: the Stop button ends a streaming answer', async () => {
   await idle(main);
   await lastAnswer(main).locator('.note', { hasText: 'Stopped.' }).waitFor();
   check(!(await lastAnswer(main).textContent()).includes('word399'), 'the answer did not reach its end');
+  // Chatting goes on after a stop (the server may have forgotten a new chat whose only
+  // turn was stopped: then the message starts a new one).
+  await send(main, 'And now a short one');
+  await idle(main);
+  await lastAnswer(main).locator('.body', { hasText: 'echo: And now a short one' }).waitFor();
 });
 
 await test('sessions: rename, filter, open, delete (with a confirmation)', async () => {
+  const scratch = await api('POST', '/v1/sessions', { title: 'Scratch chat' });
+  eq(scratch.status, 201, 'creating a chat through the API');
   await main.reload();
   const items = main.locator('[data-testid=session-item]');
   await items.nth(1).waitFor();
@@ -300,9 +307,9 @@ await test('sessions: rename, filter, open, delete (with a confirmation)', async
   await main.fill('#session-filter', 'renamed by');
   await main.waitForFunction(() => document.querySelectorAll('[data-testid=session-item]').length === 1);
   await main.fill('#session-filter', '');
-  // Delete the stopped chat; cancelling first keeps it.
-  const other = main.locator('[data-testid=session-item]').filter({ hasText: 'Write a very long' });
-  const otherId = await other.getAttribute('data-id');
+  // Delete the scratch chat; cancelling first keeps it.
+  const otherId = scratch.json.id;
+  const other = main.locator(`[data-testid=session-item][data-id="${otherId}"]`);
   await other.locator('[data-testid=session-delete]').click();
   await main.click('#ask button[value=cancel]');
   check(await other.count() === 1, 'cancel keeps the chat');

@@ -653,7 +653,7 @@ async function loadTools() {
     for (const tool of s.tools || []) {
       const full = tool.name.includes('__') ? tool.name : `${s.name}__${tool.name}`;
       const li = ul.appendChild(h('li', 'row'));
-      li.append(h('code', null, tool.name), h('small', 'mut', tool.origin || ''));
+      li.append(h('code', null, full.slice(s.name.length + 2)), h('small', 'mut', tool.origin || ''));
       li.title = tool.description || '';
       const sel = li.appendChild(options(h('select'), LEVELS, v => v === 'auto' ? t('auto') : v, tool.level));
       sel.setAttribute('aria-label', t('level') + ' ' + full);

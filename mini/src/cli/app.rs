@@ -21,11 +21,33 @@ pub struct App {
 impl App {
     /// Loads the configuration and installs the logger.
     pub fn load(opts: &LoadOptions) -> Result<App, Error> {
-        let config = Config::load(opts)?;
+        Ok(App::from_config(Config::load(opts)?))
+    }
+
+    /// The same from an already loaded configuration.
+    pub fn from_config(config: Config) -> App {
         crate::logger::init(&config.log);
         forget_key_variables(&config);
         let tokenizer = ShellTokenizer::new(config.text.dict_path.clone());
-        Ok(App { config, tokenizer })
+        App { config, tokenizer }
+    }
+
+    /// Opens the store for a process that keeps it for its whole life (`serve`): it is
+    /// never released between uses.
+    pub fn open_store_held(&self) -> Result<Store, Error> {
+        let path = self.config.store_path();
+        let _ = STORE_PATH.set(path.clone());
+        Store::open(&path, &self.tokenizer).map_err(|e| {
+            if e.is_locked() {
+                Error::Other(format!(
+                    "the store {} is in use by another evolve (a chat, or another serve); \
+                     stop it first",
+                    path.display()
+                ))
+            } else {
+                e.into()
+            }
+        })
     }
 
     /// Opens (or creates) the store under `$EVOLVE_HOME`, waiting up to

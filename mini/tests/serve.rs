@@ -629,3 +629,88 @@ fn tools_run_through_the_api_under_the_same_levels() {
     assert!(rm.error_message().contains("L5"), "{}", rm.body);
     assert_eq!(s.post("/v1/tools/nope/run", "{}").status, 404);
 }
+
+#[test]
+fn ask_while_serve_runs_goes_through_the_server_with_the_same_output_and_exit_codes() {
+    let w = World::new("serve-ask");
+    let s = Server::start(&w, &[]);
+    // Plain answer.
+    w.fake.push(Reply::text("Forty-two."));
+    let run = w.run(&["ask", "what is the answer?"]).expect(0);
+    assert_eq!(run.stdout.trim(), "Forty-two.");
+    // --json: the record, in the server's store.
+    w.fake.push(Reply::text("Still forty-two."));
+    let run = w.run(&["ask", "--json", "again?"]).expect(0);
+    let record = run.json();
+    assert_eq!(record["reply"], "Still forty-two.");
+    let sid = record["session"].as_str().unwrap().to_string();
+    assert_eq!(
+        s.get(&format!("/v1/sessions/{sid}")).status,
+        200,
+        "the server's store has it"
+    );
+    // A call that needs a person: refused, the answer printed, exit 4.
+    w.fake
+        .push(tool_call("write_file", r#"{"path":"z.txt","content":"z"}"#));
+    w.fake.push(Reply::text("I could not write z.txt."));
+    let run = w.run(&["ask", "write z.txt"]).expect(4);
+    assert_eq!(run.stdout.trim(), "I could not write z.txt.");
+    assert!(run.stderr.contains("write_file (L3)"), "{}", run.stderr);
+    assert!(!w.workspace().join("z.txt").exists());
+    // --yes allows L3, as without the server.
+    w.fake
+        .push(tool_call("write_file", r#"{"path":"z.txt","content":"z"}"#));
+    w.fake.push(Reply::text("Wrote z.txt."));
+    w.run(&["ask", "--yes", "write z.txt"]).expect(0);
+    assert_eq!(
+        std::fs::read_to_string(w.workspace().join("z.txt")).unwrap(),
+        "z"
+    );
+    // Usage errors keep exit 2.
+    let run = w.run(&["ask", "--session", "snope", "hi"]).expect(2);
+    assert!(run.stderr.contains("no such session"), "{}", run.stderr);
+    // The model failing keeps its exit code (3: could not be reached / kept failing).
+    for _ in 0..4 {
+        w.fake.push(Reply::error(503, "overloaded"));
+    }
+    let run = w.run(&["ask", "are you there?"]);
+    assert_eq!(run.code, 3, "{}", run.stderr);
+    drop(s);
+    // Without the server (its record left behind by a kill), ask runs by itself.
+    w.fake.push(Reply::text("Alone."));
+    assert_eq!(w.run(&["ask", "hello?"]).expect(0).stdout.trim(), "Alone.");
+}
+
+#[test]
+fn sigterm_ends_a_waiting_turn_saves_it_and_exits_cleanly() {
+    let w = World::new("serve-stop");
+    let s = Server::start(&w, &[]);
+    w.fake
+        .push(tool_call("write_file", r#"{"path":"w.txt","content":"w"}"#));
+    w.fake.push(Reply::text("Not written."));
+    let rx = stream_events(
+        s.port,
+        &chat_body(
+            "write w.txt",
+            json!({"stream": true, "evolve_events": true}),
+        ),
+    );
+    let sid = next_event(&rx, "evolve.session")["session"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    next_event(&rx, "evolve.permission");
+    // Nobody answers; the server is told to stop.
+    assert_eq!(s.stop(), Some(0), "a clean exit");
+    assert!(
+        !w.workspace().join("w.txt").exists(),
+        "the waiting call was not run"
+    );
+    assert!(
+        !w.home.join("serve.json").exists(),
+        "the server's record is removed"
+    );
+    // The question is in the store, which opens cleanly.
+    let shown = w.run(&["sessions", "show", &sid]).expect(0);
+    assert!(shown.stdout.contains("write w.txt"), "{}", shown.stdout);
+}

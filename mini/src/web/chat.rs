@@ -95,6 +95,14 @@ struct ChatRequest {
     stream: bool,
     events: bool,
     session: Option<String>,
+    /// `evolve_allow` / `evolve_yes` (what `evolve ask --allow/--yes` sends): the
+    /// headless policy's level.
+    allow: Option<Level>,
+    yes: bool,
+    /// `evolve_tool`: the first model call must use this tool (`ask --tool`).
+    tool: Option<String>,
+    /// `evolve_wait`: fold the evaluation into the record before answering (`ask --json`).
+    wait: bool,
 }
 
 fn parse(req: &Request) -> Result<ChatRequest, Response<'static>> {
@@ -140,7 +148,34 @@ fn parse(req: &Request) -> Result<ChatRequest, Response<'static>> {
         (_, None | Some(Value::Null)) | (Some(_), _) => None,
         (_, Some(_)) => return Err(error(400, "`session` must be a session id string")),
     };
+    let allow = match obj.get("evolve_allow") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) => match s.parse::<Level>() {
+            Ok(l) if l <= Level::L3 => Some(l),
+            _ => {
+                return Err(error(
+                    400,
+                    "`evolve_allow` must be L0 … L3: calls above L3 always need a person",
+                ))
+            }
+        },
+        Some(_) => {
+            return Err(error(
+                400,
+                "`evolve_allow` must be a level string like \"L2\"",
+            ))
+        }
+    };
+    let tool = match obj.get("evolve_tool") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) => Some(s.clone()),
+        Some(_) => return Err(error(400, "`evolve_tool` must be a tool name")),
+    };
     Ok(ChatRequest {
+        allow,
+        yes: flag("evolve_yes")?,
+        tool,
+        wait: flag("evolve_wait")?,
         text: text.trim().to_string(),
         model: obj
             .get("model")
@@ -176,6 +211,18 @@ pub fn completions(state: &Arc<State>, req: &Request) -> Response<'static> {
         Err(resp) => return resp,
     };
     let rt = state.manager.runtime();
+    if let Some(name) = chat.tool.as_deref() {
+        if !rt.tools.has(name) {
+            let names: Vec<String> = rt.tools.specs().into_iter().map(|s| s.name).collect();
+            return error(
+                400,
+                format!(
+                    "--tool {name}: no such tool; the tools are {}",
+                    names.join(", ")
+                ),
+            );
+        }
+    }
     let (sid, created) = match &chat.session {
         Some(id) => match rt.store.session(id) {
             Ok(s) => (s.id, false),
@@ -235,7 +282,12 @@ pub fn completions(state: &Arc<State>, req: &Request) -> Response<'static> {
     let result = run_turn(state, &chat, &sid, &cancel, &mut io);
     drop(busy);
     match result {
-        Ok((record, _post)) => {
+        Ok((mut record, post)) => {
+            if chat.wait {
+                if let Ok(p) = post.recv_timeout(rt.config.agent.background_wait) {
+                    record.absorb(&p);
+                }
+            }
             let content = reply_text(&record);
             Response::json(
                 200,
@@ -257,7 +309,8 @@ pub fn completions(state: &Arc<State>, req: &Request) -> Response<'static> {
         }
         Err(e) => {
             forget_if_empty(state, &sid, created);
-            turn_error(&e).with("X-Evolve-Session", sid)
+            let (status, body) = turn_error(&e);
+            Response::json(status, &body).with("X-Evolve-Session", sid)
         }
     }
 }
@@ -307,15 +360,20 @@ fn forget_if_empty(state: &State, sid: &str, created: bool) {
     }
 }
 
-/// A failed turn as an HTTP error.
-fn turn_error(e: &Error) -> Response<'static> {
-    let status = match e {
-        Error::Model(m) if m.is_configuration() || m.is_unreachable() => 502,
-        Error::Model(_) => 502,
-        Error::Usage(_) | Error::Invalid { .. } => 400,
-        _ => 500,
+/// A failed turn as an HTTP status and error object. The code tells `evolve ask`
+/// (forwarding to this server) which exit code the failure has.
+fn turn_error(e: &Error) -> (u16, Value) {
+    let (status, code) = match e {
+        Error::Model(m) if m.is_configuration() => (502, "model_configuration"),
+        Error::Model(m) if m.is_unreachable() => (502, "model_unreachable"),
+        Error::Model(_) => (502, "model_error"),
+        Error::Usage(_) | Error::Invalid { .. } => (400, "invalid_request"),
+        _ => (500, "internal_error"),
     };
-    error(status, e.to_string())
+    (
+        status,
+        super::error_value(status, &e.to_string(), Some(code)),
+    )
 }
 
 fn run_turn(
@@ -329,7 +387,7 @@ fn run_turn(
     let policy = if chat.events {
         Policy::Interactive
     } else {
-        Policy::headless(None, false, &rt.config.core.permission)
+        Policy::headless(chat.allow, chat.yes, &rt.config.core.permission)
     };
     state.manager.turn(
         TurnInput {
@@ -338,7 +396,7 @@ fn run_turn(
             policy,
             stream: chat.stream && rt.config.model.stream,
             cancel,
-            force_tool: None,
+            force_tool: chat.tool.as_deref(),
         },
         io,
     )
@@ -409,9 +467,7 @@ fn stream_turn(
         }
         Err(e) => {
             forget_if_empty(state, sid, created);
-            let body: Value =
-                serde_json::from_slice(&super::error_body(turn_error(&e).status, &e.to_string()))
-                    .unwrap_or_default();
+            let (_, body) = turn_error(&e);
             if chat.events {
                 event(out, "evolve.error", &body);
             } else {

@@ -9,6 +9,7 @@ pub mod api;
 pub mod assets;
 pub mod auth;
 pub mod chat;
+pub mod endpoint;
 pub mod http;
 
 use std::collections::HashMap;
@@ -74,11 +75,14 @@ fn error_type(status: u16) -> &'static str {
     }
 }
 
-/// The body of an error, in OpenAI's shape.
+/// The body of an error, in OpenAI's shape (`code` is null: the status says it).
 pub fn error_body(status: u16, message: &str) -> Vec<u8> {
-    json!({"error": {"message": message, "type": error_type(status), "code": status}})
-        .to_string()
-        .into_bytes()
+    error_value(status, message, None).to_string().into_bytes()
+}
+
+/// The error object, with an optional machine-readable code.
+pub fn error_value(status: u16, message: &str, code: Option<&str>) -> serde_json::Value {
+    json!({"error": {"message": message, "type": error_type(status), "code": code}})
 }
 
 /// An error response in OpenAI's shape.
@@ -207,6 +211,13 @@ pub fn run(
         }
     );
 
+    let home = state.manager.runtime().config.home.clone();
+    if let Err(e) = endpoint::write(&home, addr, state.auth.needs_token()) {
+        log::warn!(
+            "cannot record the server in {}: {e} (`evolve ask` will not find it)",
+            home.display()
+        );
+    }
     let handler_state = Arc::clone(&state);
     let handler: Arc<http::Handler> = Arc::new(move |req: &Request| route(&handler_state, req));
     http::serve(
@@ -223,12 +234,13 @@ pub fn run(
         log::warn!("the background work did not finish within 10 s; it is skipped");
     }
     rt.mcp.shutdown();
+    endpoint::remove(&home);
     eprintln!("evolve serve stopped");
     Ok(())
 }
 
 /// Where to connect to wake the accept loop (an unspecified bind is reached on loopback).
-fn wake_addr(addr: SocketAddr) -> SocketAddr {
+pub(crate) fn wake_addr(addr: SocketAddr) -> SocketAddr {
     let mut a = addr;
     if a.ip().is_unspecified() {
         a.set_ip(if a.is_ipv4() {

@@ -714,3 +714,37 @@ fn sigterm_ends_a_waiting_turn_saves_it_and_exits_cleanly() {
     let shown = w.run(&["sessions", "show", &sid]).expect(0);
     assert!(shown.stdout.contains("write w.txt"), "{}", shown.stdout);
 }
+
+#[test]
+fn the_profile_switches_without_a_restart() {
+    let w = World::new("serve-profile");
+    w.config("[profiles.work.model]\nmain = \"work-model\"\n");
+    let mut w = w;
+    w.env_remove("EVOLVE_MODEL");
+    let s = Server::start(&w, &[]);
+    let cfg = s.get("/v1/config").json();
+    assert_eq!(cfg["profile"], "default");
+    assert_eq!(cfg["profiles"], json!(["work"]));
+    assert!(
+        !s.get("/v1/config").body.contains("sk-"),
+        "no key in the config view"
+    );
+    let r = s.post(
+        "/v1/config/profile",
+        &json!({"profile": "work"}).to_string(),
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.json()["profile"], "work");
+    w.fake.push(Reply::text("from work"));
+    let c = s.post("/v1/chat/completions", &chat_body("hi", json!({})));
+    assert_eq!(c.status, 200, "{}", c.body);
+    assert_eq!(w.main_requests().last().unwrap()["model"], "work-model");
+    assert_eq!(
+        s.post(
+            "/v1/config/profile",
+            &json!({"profile": "nope"}).to_string()
+        )
+        .status,
+        404
+    );
+}

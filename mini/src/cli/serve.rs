@@ -51,6 +51,11 @@ pub fn run(cmd: ServeCmd) -> Result<(), Error> {
         &crate::config::process_env,
     )?;
     let profiles = loaded.profiles.clone();
+    // Read before the key variables are removed from the environment (App::from_config).
+    let env: Vec<(String, std::ffi::OsString)> = std::env::vars_os()
+        .filter_map(|(k, v)| Some((k.into_string().ok()?, v)))
+        .filter(|(k, _)| k.starts_with("OPENAI_") || k.starts_with("EVOLVE_"))
+        .collect();
     let app = App::from_config(loaded.config);
     let auth = if ip.is_loopback() {
         auth::Auth::loopback()
@@ -81,10 +86,12 @@ pub fn run(cmd: ServeCmd) -> Result<(), Error> {
     web::run(
         manager,
         auth,
-        profiles,
         web::Options {
             addr: SocketAddr::new(ip, cmd.port),
             limits: web::http::Limits::default(),
+            profiles,
+            env,
+            workspace: cmd.workspace.clone(),
         },
     )
 }

@@ -68,6 +68,7 @@ pub fn route(state: &Arc<State>, req: &Request) -> Reply {
         ("PUT", ["v1", "mcp", "tools", name, "level"]) => mcp_level(state, req, name),
         ("GET", ["v1", "search"]) => search(state, req),
         ("GET", ["v1", "config"]) => config(state),
+        ("POST", ["v1", "config", "profile"]) => switch_profile(state, req),
         (_, p) if known_path(p) => error(405, format!("{} is not allowed here", req.method)),
         _ => error(404, format!("no route {}", req.path)),
     }
@@ -139,7 +140,7 @@ fn health(state: &State) -> Reply {
 }
 
 fn models(state: &State) -> Reply {
-    let main = &state.manager.runtime().config.model.main;
+    let main = &state.rt().config.model.main;
     let model = |id: &str| json!({"id": id, "object": "model", "created": 0, "owned_by": "evolve"});
     Response::json(
         200,
@@ -170,7 +171,7 @@ fn login(state: &State, req: &Request) -> Reply {
 // ---- sessions -------------------------------------------------------------------
 
 fn sessions(state: &State) -> Reply {
-    let mut all = tri!(state.manager.runtime().store.sessions());
+    let mut all = tri!(state.rt().store.sessions());
     all.sort_by_key(|s| std::cmp::Reverse(s.updated_at));
     Response::json(200, &json!({ "data": all }))
 }
@@ -178,16 +179,12 @@ fn sessions(state: &State) -> Reply {
 fn create_session(state: &State, req: &Request) -> Reply {
     let b = field!(body(req));
     let title = field!(opt_str(&b, "title")).unwrap_or_default();
-    let s = tri!(state
-        .manager
-        .runtime()
-        .store
-        .create_session(title.trim(), now()));
+    let s = tri!(state.rt().store.create_session(title.trim(), now()));
     Response::json(201, &json!(s))
 }
 
 fn session(state: &State, id: &str) -> Reply {
-    Response::json(200, &json!(tri!(state.manager.runtime().store.session(id))))
+    Response::json(200, &json!(tri!(state.rt().store.session(id))))
 }
 
 fn rename_session(state: &State, req: &Request, id: &str) -> Reply {
@@ -195,7 +192,8 @@ fn rename_session(state: &State, req: &Request, id: &str) -> Reply {
     let Some(title) = field!(opt_str(&b, "title")) else {
         return error(400, "send {\"title\": \"…\"}");
     };
-    let store = &state.manager.runtime().store;
+    let rt_arc = state.rt();
+    let store = &rt_arc.store;
     tri!(store.rename_session(id, title.trim()));
     Response::json(200, &json!(tri!(store.session(id))))
 }
@@ -207,12 +205,13 @@ fn delete_session(state: &State, id: &str) -> Reply {
             format!("a turn is running in session {id}; stop it first"),
         );
     }
-    tri!(state.manager.runtime().store.remove_session(id));
+    tri!(state.rt().store.remove_session(id));
     Response::json(200, &json!({"deleted": true, "id": id}))
 }
 
 fn messages(state: &State, id: &str) -> Reply {
-    let store = &state.manager.runtime().store;
+    let rt_arc = state.rt();
+    let store = &rt_arc.store;
     tri!(store.session(id));
     let export = tri!(store.export_session(id));
     let data: Vec<Value> = export
@@ -232,7 +231,7 @@ fn messages(state: &State, id: &str) -> Reply {
 }
 
 fn export(state: &State, req: &Request, id: &str) -> Reply {
-    let export = tri!(state.manager.runtime().store.export_session(id));
+    let export = tri!(state.rt().store.export_session(id));
     let format = req.query_param("format").unwrap_or_else(|| "md".into());
     let (text, mime, ext) = match format.as_str() {
         "md" | "markdown" => (
@@ -275,14 +274,15 @@ fn turn(state: &State, id: &str, n: &str) -> Reply {
     let Ok(n) = n.parse::<u64>() else {
         return error(400, "the turn number must be a positive integer");
     };
-    match tri!(state.manager.runtime().store.turn(id, n)) {
+    match tri!(state.rt().store.turn(id, n)) {
         Some(json) => Response::bytes(200, "application/json", json.into_bytes()),
         None => error(404, format!("session {id} has no turn {n}")),
     }
 }
 
 fn pending(state: &State, id: &str) -> Reply {
-    let store = &state.manager.runtime().store;
+    let rt_arc = state.rt();
+    let store = &rt_arc.store;
     tri!(store.session(id));
     let calls = tri!(store.pending(id));
     let data: Vec<Value> = calls
@@ -332,7 +332,8 @@ fn with_id(id: &str, f: impl FnOnce(MemoryId) -> Reply) -> Reply {
 }
 
 fn memories(state: &State, req: &Request) -> Reply {
-    let rt = state.manager.runtime();
+    let rt_arc = state.rt();
+    let rt = &*rt_arc;
     let limit = match req.query_param("limit").map(|l| l.parse::<usize>()) {
         None => 200,
         Some(Ok(n)) => n.clamp(1, 10_000),
@@ -369,7 +370,7 @@ fn memories(state: &State, req: &Request) -> Reply {
 }
 
 fn get_memory(state: &State, id: MemoryId) -> Reply {
-    let m = tri!(state.manager.runtime().store.memory(id));
+    let m = tri!(state.rt().store.memory(id));
     if m.deleted {
         return error(404, format!("memory #{id} was deleted"));
     }
@@ -441,7 +442,8 @@ fn apply_fields(m: &mut Memory, b: &Map<String, Value>) -> Result<(), Reply> {
 }
 
 fn add_memory(state: &State, req: &Request) -> Reply {
-    let rt = state.manager.runtime();
+    let rt_arc = state.rt();
+    let rt = &*rt_arc;
     let b = field!(body(req));
     let Some(content) = field!(opt_str(&b, "content")) else {
         return error(400, "send {\"content\": \"what to remember\"}");
@@ -467,7 +469,8 @@ fn add_memory(state: &State, req: &Request) -> Reply {
 }
 
 fn update_memory(state: &State, req: &Request, id: MemoryId) -> Reply {
-    let rt = state.manager.runtime();
+    let rt_arc = state.rt();
+    let rt = &*rt_arc;
     let b = field!(body(req));
     let mut m = tri!(rt.store.memory(id));
     if m.deleted {
@@ -480,7 +483,8 @@ fn update_memory(state: &State, req: &Request, id: MemoryId) -> Reply {
 }
 
 fn delete_memory(state: &State, id: MemoryId) -> Reply {
-    let rt = state.manager.runtime();
+    let rt_arc = state.rt();
+    let rt = &*rt_arc;
     let m = tri!(rt.store.memory(id));
     if m.deleted {
         return error(404, format!("memory #{id} was already deleted"));
@@ -493,8 +497,7 @@ fn delete_memory(state: &State, id: MemoryId) -> Reply {
 
 fn skills(state: &State) -> Reply {
     let data: Vec<Value> = state
-        .manager
-        .runtime()
+        .rt()
         .skills
         .all()
         .iter()
@@ -511,7 +514,7 @@ fn skills(state: &State) -> Reply {
 }
 
 fn skill(state: &State, name: &str) -> Reply {
-    match state.manager.runtime().skills.get(name) {
+    match state.rt().skills.get(name) {
         Some(s) => Response::json(
             200,
             &json!({
@@ -527,7 +530,8 @@ fn skill(state: &State, name: &str) -> Reply {
 }
 
 fn tools(state: &State) -> Reply {
-    let rt = state.manager.runtime();
+    let rt_arc = state.rt();
+    let rt = &*rt_arc;
     let cancel = AtomicBool::new(false);
     let grants = Grants::default();
     let policy = Policy::Interactive;
@@ -553,7 +557,8 @@ fn tools(state: &State) -> Reply {
 /// Runs one tool call under the same check as a model's call in a headless turn: what
 /// the headless policy allows runs, anything that needs a person is refused (403).
 fn run_tool(state: &State, req: &Request, name: &str) -> Reply {
-    let rt = state.manager.runtime();
+    let rt_arc = state.rt();
+    let rt = &*rt_arc;
     let b = field!(body(req));
     let arguments = match b.get("arguments") {
         None | Some(Value::Null) => "{}".to_string(),
@@ -607,7 +612,8 @@ fn reason_text(r: &evolve_core::permission::RefusalReason) -> String {
 }
 
 fn mcp(state: &State) -> Reply {
-    let rt = state.manager.runtime();
+    let rt_arc = state.rt();
+    let rt = &*rt_arc;
     let connected = rt.mcp.connected();
     let cancel = AtomicBool::new(false);
     let _ = ToolAgent.specs(rt, &cancel);
@@ -654,7 +660,8 @@ fn mcp_level(state: &State, req: &Request, name: &str) -> Reply {
     let Some(level) = field!(opt_str(&b, "level")) else {
         return error(400, "send {\"level\": \"L0\" … \"L5\" | \"auto\"}");
     };
-    let rt = state.manager.runtime();
+    let rt_arc = state.rt();
+    let rt = &*rt_arc;
     match crate::cli::mcp::set_level(&rt.config, &rt.store, &rt.mcp.specs(), name, &level) {
         Ok(text) => Response::json(200, &json!({"name": name, "level": level, "message": text})),
         Err(crate::error::Error::Store(e)) => store_error(e),
@@ -670,7 +677,8 @@ fn search(state: &State, req: &Request) -> Reply {
     if q.is_empty() {
         return error(400, "send ?q=words to search for");
     }
-    let store = &state.manager.runtime().store;
+    let rt_arc = state.rt();
+    let store = &rt_arc.store;
     let all = tri!(store.sessions());
     let sessions: Vec<Value> = all
         .iter()
@@ -726,11 +734,32 @@ fn snippet(text: &str, at: usize, len: usize) -> String {
 }
 
 fn config(state: &State) -> Reply {
-    let rt = state.manager.runtime();
+    let rt_arc = state.rt();
+    let rt = &*rt_arc;
     let mut v = rt.config.to_json();
     v["profiles"] = json!(state.profiles);
     v["store"] = json!(rt.store.path().display().to_string());
     Response::json(200, &v)
+}
+
+fn switch_profile(state: &State, req: &Request) -> Reply {
+    let b = field!(body(req));
+    let Some(name) = field!(opt_str(&b, "profile")) else {
+        return error(400, "send {\"profile\": \"NAME\"}");
+    };
+    if !state.profiles.iter().any(|p| *p == name) && name != "default" {
+        return error(
+            404,
+            format!(
+                "no profile {name:?} in config.toml (known: {})",
+                state.profiles.join(", ")
+            ),
+        );
+    }
+    match state.switch_profile(&name) {
+        Ok(_) => config(state),
+        Err(e) => error(400, e.to_string()),
+    }
 }
 
 /// An optional string field.

@@ -210,7 +210,8 @@ pub fn completions(state: &Arc<State>, req: &Request) -> Response<'static> {
         Ok(c) => c,
         Err(resp) => return resp,
     };
-    let rt = state.manager.runtime();
+    let rt_arc = state.rt();
+    let rt = &*rt_arc;
     if let Some(name) = chat.tool.as_deref() {
         if !rt.tools.has(name) {
             let names: Vec<String> = rt.tools.specs().into_iter().map(|s| s.name).collect();
@@ -354,7 +355,8 @@ fn reply_text(record: &TurnRecord) -> String {
 
 /// A new session the failed turn left empty is removed.
 fn forget_if_empty(state: &State, sid: &str, created: bool) {
-    let store = &state.manager.runtime().store;
+    let rt_arc = state.rt();
+    let store = &rt_arc.store;
     if created && store.session(sid).is_ok_and(|s| s.messages == 0) {
         let _ = store.remove_session(sid);
     }
@@ -383,13 +385,14 @@ fn run_turn(
     cancel: &AtomicBool,
     io: &mut WebIo<'_, '_, '_>,
 ) -> Result<(TurnRecord, mpsc::Receiver<crate::agents::PostTurn>), Error> {
-    let rt = state.manager.runtime();
+    let rt_arc = state.rt();
+    let rt = &*rt_arc;
     let policy = if chat.events {
         Policy::Interactive
     } else {
         Policy::headless(chat.allow, chat.yes, &rt.config.core.permission)
     };
-    state.manager.turn(
+    state.manager().turn(
         TurnInput {
             session: Some(sid),
             text: &chat.text,
@@ -633,8 +636,7 @@ impl TurnIo for WebIo<'_, '_, '_> {
                     // Keep the store's copy in step, so GET …/pending shows step 2.
                     let _ = self
                         .state
-                        .manager
-                        .runtime()
+                        .rt()
                         .store
                         .set_pending(self.session, std::slice::from_ref(call));
                 }

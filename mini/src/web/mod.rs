@@ -15,7 +15,7 @@ pub mod http;
 use std::collections::HashMap;
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::{Duration, Instant};
 
 use serde_json::json;
@@ -30,12 +30,19 @@ pub struct Options {
     pub addr: SocketAddr,
     /// Request limits.
     pub limits: Limits,
+    /// The profiles `config.toml` defines.
+    pub profiles: Vec<String>,
+    /// The configuration's environment (see [`State::env`]).
+    pub env: Vec<(String, std::ffi::OsString)>,
+    /// `--workspace`, if given.
+    pub workspace: Option<std::path::PathBuf>,
 }
 
 /// What every request handler can reach.
 pub struct State {
-    /// Runs turns; owns the runtime (config, store, model, tools).
-    pub manager: Manager,
+    /// Runs turns; owns the runtime (config, store, model, tools). Replaced when the
+    /// profile changes; a running turn keeps the one it started with.
+    manager: RwLock<Arc<Manager>>,
     /// When the server started.
     pub started: Instant,
     /// The access rule.
@@ -48,9 +55,55 @@ pub struct State {
     pub approvals: chat::Approvals,
     /// The profiles `config.toml` defines.
     pub profiles: Vec<String>,
+    /// The environment the configuration was read with (the API key is removed from
+    /// the process's own environment once read; a profile switch reads it from here).
+    pub env: Vec<(String, std::ffi::OsString)>,
+    /// `--workspace`, if given.
+    pub workspace: Option<std::path::PathBuf>,
 }
 
 impl State {
+    /// The current manager.
+    pub fn manager(&self) -> Arc<Manager> {
+        Arc::clone(&self.manager.read().unwrap_or_else(PoisonError::into_inner))
+    }
+
+    /// The current runtime.
+    pub fn rt(&self) -> Arc<crate::agents::Runtime> {
+        Arc::clone(self.manager().runtime())
+    }
+
+    /// Switches to another profile of `config.toml`: the next turns use its models and
+    /// settings; the store stays the same.
+    pub fn switch_profile(&self, name: &str) -> Result<String, Error> {
+        let old = self.manager();
+        let rt = old.runtime();
+        let loaded = crate::config::Config::load_from(
+            &crate::config::LoadOptions {
+                profile: Some(name.to_string()),
+                workspace: self.workspace.clone(),
+            },
+            &|k: &str| {
+                self.env
+                    .iter()
+                    .find(|(n, _)| n == k)
+                    .map(|(_, v)| v.clone())
+            },
+        )?;
+        let config = loaded.config;
+        let profile = config.profile.clone();
+        let next = Manager::new(crate::agents::Runtime::sharing(
+            config,
+            Arc::clone(&rt.store),
+            rt.tokenizer.clone(),
+        ));
+        *self.manager.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(next);
+        // The old runtime's MCP servers stop; a turn still running on it starts them
+        // again if it needs them, and they stop when it is dropped.
+        old.flush(Duration::from_secs(10));
+        rt.mcp.shutdown();
+        Ok(profile)
+    }
     /// Cancels every running turn (the server is stopping).
     pub fn cancel_all(&self) {
         for flag in self
@@ -138,12 +191,7 @@ mod signals {
 /// Binds, serves until SIGTERM/SIGINT, then stops in order: no new connections, running
 /// turns get `grace` to finish and are then cancelled, the background work is saved,
 /// MCP servers are stopped, the store is closed.
-pub fn run(
-    manager: Manager,
-    auth: auth::Auth,
-    profiles: Vec<String>,
-    opts: Options,
-) -> Result<(), Error> {
+pub fn run(manager: Manager, auth: auth::Auth, opts: Options) -> Result<(), Error> {
     let listener = TcpListener::bind(opts.addr).map_err(|e| {
         Error::Other(format!(
             "cannot listen on {}: {e} — is another program using the port? try --port",
@@ -155,13 +203,15 @@ pub fn run(
         .map_err(|e| Error::Other(format!("cannot read the bound address: {e}")))?;
     let shutdown = Arc::new(AtomicBool::new(false));
     let state = Arc::new(State {
-        manager,
+        manager: RwLock::new(Arc::new(manager)),
         started: Instant::now(),
         auth,
         shutdown: Arc::clone(&shutdown),
         turns: Mutex::new(HashMap::new()),
         approvals: chat::Approvals::default(),
-        profiles,
+        profiles: opts.profiles,
+        env: opts.env,
+        workspace: opts.workspace,
     });
 
     // Signals → a byte on a socket pair → this thread wakes the accept loop.
@@ -211,7 +261,7 @@ pub fn run(
         }
     );
 
-    let home = state.manager.runtime().config.home.clone();
+    let home = state.rt().config.home.clone();
     if let Err(e) = endpoint::write(&home, addr, state.auth.needs_token()) {
         log::warn!(
             "cannot record the server in {}: {e} (`evolve ask` will not find it)",
@@ -229,8 +279,8 @@ pub fn run(
     );
 
     // Every connection has ended: save the background work, stop MCP, close the store.
-    let rt = Arc::clone(state.manager.runtime());
-    if !state.manager.flush(Duration::from_secs(10)) {
+    let rt = state.rt();
+    if !state.manager().flush(Duration::from_secs(10)) {
         log::warn!("the background work did not finish within 10 s; it is skipped");
     }
     rt.mcp.shutdown();

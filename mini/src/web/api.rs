@@ -747,7 +747,7 @@ fn switch_profile(state: &State, req: &Request) -> Reply {
     let Some(name) = field!(opt_str(&b, "profile")) else {
         return error(400, "send {\"profile\": \"NAME\"}");
     };
-    if !state.profiles.iter().any(|p| *p == name) && name != "default" {
+    if !state.profiles.contains(&name) && name != "default" {
         return error(
             404,
             format!(

@@ -87,7 +87,21 @@ pub fn open_store(
                 store.share(wait);
                 return Ok(store);
             }
-            Err(e) if e.is_locked() && started.elapsed() < wait => {
+            Err(e) if e.is_locked() => {
+                // A running `serve` keeps the store for as long as it runs: say so at
+                // once instead of waiting for it.
+                if let Some(ep) = crate::web::endpoint::running(&config.home) {
+                    return Err(Error::Other(format!(
+                        "the store {} is held by evolve serve (pid {}, http://{}): use its \
+                         web UI or API, `evolve ask` (which goes through it), or stop it first",
+                        path.display(),
+                        ep.pid,
+                        ep.addr
+                    )));
+                }
+                if started.elapsed() >= wait {
+                    return Err(e.into());
+                }
                 if !told && started.elapsed() >= Duration::from_secs(1) {
                     log::warn!(
                         "waiting up to {} s for another evolve to release {}",

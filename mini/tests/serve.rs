@@ -763,3 +763,22 @@ fn other_commands_say_at_once_that_serve_holds_the_store() {
     );
     drop(s);
 }
+
+#[test]
+fn a_trickling_request_head_is_cut_off_and_others_are_served_meanwhile() {
+    use std::io::{Read, Write};
+    let w = World::new("serve-slow");
+    let s = Server::start(&w, &[]);
+    let mut slow = std::net::TcpStream::connect(("127.0.0.1", s.port)).unwrap();
+    slow.write_all(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ")
+        .unwrap();
+    // Others are answered while it dawdles.
+    assert_eq!(s.get("/health").status, 200);
+    // The head never completes: the server answers 408 and closes (after its 10 s head
+    // timeout), instead of holding the connection for ever.
+    slow.set_read_timeout(Some(std::time::Duration::from_secs(60)))
+        .unwrap();
+    let mut answer = String::new();
+    let _ = slow.read_to_string(&mut answer);
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+}

@@ -270,7 +270,7 @@ pub fn serve(
         );
         let spawned = std::thread::Builder::new()
             .name("http".into())
-            .stack_size(256 * 1024)
+            .stack_size(1024 * 1024)
             .spawn(move || {
                 let _guard = guard;
                 connection(stream, &limits, &*handler, &shutdown, error_body);

@@ -29,6 +29,9 @@ pub enum Error {
     NeedsPerson(String),
     /// Anything else that stopped the command, said plainly.
     Other(String),
+    /// A failure a running `evolve serve` reported for this command, with the exit code
+    /// the same failure has when the command runs by itself.
+    Remote(u8, String),
 }
 
 impl Error {
@@ -41,6 +44,7 @@ impl Error {
             Error::Model(e) if e.is_configuration() => 2,
             Error::Model(e) if e.is_unreachable() => 3,
             Error::NeedsPerson(_) => 4,
+            Error::Remote(code, _) => *code,
             Error::Read { .. }
             | Error::Output(_)
             | Error::Store(_)
@@ -61,7 +65,7 @@ impl fmt::Display for Error {
             Error::Store(e) => write!(f, "{e}"),
             Error::Model(e) => write!(f, "{e}"),
             Error::NeedsPerson(m) => write!(f, "{m}"),
-            Error::Other(m) => write!(f, "{m}"),
+            Error::Other(m) | Error::Remote(_, m) => write!(f, "{m}"),
         }
     }
 }

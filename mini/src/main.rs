@@ -16,6 +16,7 @@ mod store;
 mod testing;
 mod text;
 mod tools;
+mod web;
 
 use std::process::ExitCode;
 

@@ -97,6 +97,7 @@ struct LoopState {
     usage_main: Usage,
     needs_person: bool,
     steps: usize,
+    /// Time spent waiting for the model or for a person (not the agent's overhead).
     model_time: Duration,
 }
 
@@ -422,6 +423,7 @@ impl Manager {
                                 now,
                                 io,
                                 &mut state.needs_person,
+                                &mut state.model_time,
                             )?
                         }
                     }
@@ -535,6 +537,7 @@ impl Manager {
         now: Timestamp,
         io: &mut dyn TurnIo,
         needs_person: &mut bool,
+        waited: &mut Duration,
     ) -> Result<(String, ToolRun), Error> {
         let rt = &*self.rt;
         let check = ToolAgent.check(rt, &call.name, &call.arguments, grants, &input.policy);
@@ -567,7 +570,10 @@ impl Manager {
                 // leaves a record, and the next turn settles it as refused.
                 rt.store.set_pending(sid, std::slice::from_ref(&pending))?;
                 rt.store.release();
+                // A person's time to answer is not the agent's overhead.
+                let asked = Instant::now();
                 let approval = io.approve(&mut pending, lang);
+                *waited += asked.elapsed();
                 rt.store.set_pending(sid, &[])?;
                 let (outcome, runs) = match approval {
                     Approval::Run => (AnswerOutcome::Run, true),

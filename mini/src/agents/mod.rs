@@ -20,7 +20,7 @@ mod tool;
 mod worker;
 
 pub use manager::{Approval, Manager, TurnInput, TurnIo};
-pub use record::ToolRun;
+pub use record::{PostTurn, ToolRun, TurnRecord};
 pub use runtime::Runtime;
 
 pub(crate) use memory::cheap_call_sized;

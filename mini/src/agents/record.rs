@@ -137,7 +137,7 @@ pub struct TurnRecord {
     pub usage: TurnUsage,
     /// Milliseconds from input to the answer (model time included).
     pub answer_ms: u64,
-    /// Milliseconds the agent itself spent (all but waiting for the model).
+    /// Milliseconds the agent itself spent (all but waiting for the model or a person).
     pub overhead_ms: f64,
 }
 

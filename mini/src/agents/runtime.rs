@@ -16,8 +16,9 @@ use crate::tools::Builtins;
 pub struct Runtime {
     /// The configuration.
     pub config: Config,
-    /// The store.
-    pub store: Store,
+    /// The store (shared with the runtime that replaces this one when `serve` switches
+    /// profiles).
+    pub store: Arc<Store>,
     /// The model server.
     pub model: Box<dyn ChatModel>,
     /// jieba + the core's rules.
@@ -40,14 +41,29 @@ impl Runtime {
     /// Assembles the runtime from a loaded configuration and an open store, with the
     /// configured OpenAI-compatible client.
     pub fn new(config: Config, store: Store, tokenizer: ShellTokenizer) -> Arc<Runtime> {
-        let model = Box::new(Client::new(config.model.clone()));
-        Self::with_model(config, store, tokenizer, model)
+        Self::sharing(config, Arc::new(store), tokenizer)
     }
 
-    /// The same with any model (tests, the web layer's wrappers).
+    /// The same with a store another runtime uses too.
+    pub fn sharing(config: Config, store: Arc<Store>, tokenizer: ShellTokenizer) -> Arc<Runtime> {
+        let model = Box::new(Client::new(config.model.clone()));
+        Self::assemble(config, store, tokenizer, model)
+    }
+
+    /// The same with any model (tests).
+    #[cfg(test)]
     pub fn with_model(
         config: Config,
         store: Store,
+        tokenizer: ShellTokenizer,
+        model: Box<dyn ChatModel>,
+    ) -> Arc<Runtime> {
+        Self::assemble(config, Arc::new(store), tokenizer, model)
+    }
+
+    fn assemble(
+        config: Config,
+        store: Arc<Store>,
         tokenizer: ShellTokenizer,
         model: Box<dyn ChatModel>,
     ) -> Arc<Runtime> {

@@ -21,11 +21,33 @@ pub struct App {
 impl App {
     /// Loads the configuration and installs the logger.
     pub fn load(opts: &LoadOptions) -> Result<App, Error> {
-        let config = Config::load(opts)?;
+        Ok(App::from_config(Config::load(opts)?))
+    }
+
+    /// The same from an already loaded configuration.
+    pub fn from_config(config: Config) -> App {
         crate::logger::init(&config.log);
         forget_key_variables(&config);
         let tokenizer = ShellTokenizer::new(config.text.dict_path.clone());
-        Ok(App { config, tokenizer })
+        App { config, tokenizer }
+    }
+
+    /// Opens the store for a process that keeps it for its whole life (`serve`): it is
+    /// never released between uses.
+    pub fn open_store_held(&self) -> Result<Store, Error> {
+        let path = self.config.store_path();
+        let _ = STORE_PATH.set(path.clone());
+        Store::open(&path, &self.tokenizer).map_err(|e| {
+            if e.is_locked() {
+                Error::Other(format!(
+                    "the store {} is in use by another evolve (a chat, or another serve); \
+                     stop it first",
+                    path.display()
+                ))
+            } else {
+                e.into()
+            }
+        })
     }
 
     /// Opens (or creates) the store under `$EVOLVE_HOME`, waiting up to
@@ -65,7 +87,21 @@ pub fn open_store(
                 store.share(wait);
                 return Ok(store);
             }
-            Err(e) if e.is_locked() && started.elapsed() < wait => {
+            Err(e) if e.is_locked() => {
+                // A running `serve` keeps the store for as long as it runs: say so at
+                // once instead of waiting for it.
+                if let Some(ep) = crate::web::endpoint::running(&config.home) {
+                    return Err(Error::Other(format!(
+                        "the store {} is held by evolve serve (pid {}, http://{}): use its \
+                         web UI or API, `evolve ask` (which goes through it), or stop it first",
+                        path.display(),
+                        ep.pid,
+                        ep.addr
+                    )));
+                }
+                if started.elapsed() >= wait {
+                    return Err(e.into());
+                }
                 if !told && started.elapsed() >= Duration::from_secs(1) {
                     log::warn!(
                         "waiting up to {} s for another evolve to release {}",

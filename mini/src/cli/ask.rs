@@ -94,6 +94,19 @@ pub fn run(cmd: AskCmd) -> Result<(), Error> {
         profile: cmd.profile.clone(),
         workspace: cmd.workspace.clone(),
     })?;
+    // A running `serve` holds the store: it answers instead, the same way.
+    if let Some(ep) =
+        crate::web::endpoint::running(&app.config.home).filter(|e| e.pid != std::process::id())
+    {
+        match forward(&app, &ep, &cmd, question.trim(), allow) {
+            Ok(Some(done)) => return finish(done, cmd.json),
+            Ok(None) => log::info!(
+                "the server recorded in {} does not answer; running here",
+                app.config.home.join("serve.json").display()
+            ),
+            Err(e) => return Err(e),
+        }
+    }
     let policy = Policy::headless(allow, cmd.yes, &app.config.core.permission);
     let store = app.open_store()?;
     if let Some(id) = cmd.session.as_deref() {
@@ -131,7 +144,6 @@ pub fn run(cmd: AskCmd) -> Result<(), Error> {
         },
         &mut Headless,
     )?;
-    let mut out = std::io::stdout().lock();
     if cmd.json {
         // The record includes the evaluation and reflection: wait for them (bounded).
         let started = Instant::now();
@@ -147,33 +159,86 @@ pub fn run(cmd: AskCmd) -> Result<(), Error> {
                 started.elapsed().as_secs()
             ),
         }
-        let json = serde_json::to_string_pretty(&record)
-            .map_err(|e| Error::Other(format!("cannot encode the turn record: {e}")))?;
-        writeln!(out, "{json}")?;
-    } else {
-        writeln!(out, "{}", record.reply.trim_end())?;
-        out.flush()?;
+    }
+    let value = serde_json::to_value(&record)
+        .map_err(|e| Error::Other(format!("cannot encode the turn record: {e}")))?;
+    let done = Done::from_record(value)?;
+    if !cmd.json {
+        // The answer first, then the background work (bounded) before exiting.
+        writeln!(std::io::stdout().lock(), "{}", done.reply.trim_end())?;
         if !manager.flush(wait) {
             log::warn!(
                 "the background work (memories, evaluation) did not finish within {} s; it is skipped",
                 wait.as_secs()
             );
         }
+        return finish(
+            Done {
+                printed: true,
+                ..done
+            },
+            false,
+        );
     }
-    drop(out);
-    if record.needs_person {
-        let refused: Vec<(String, Level)> = record
-            .tools
-            .iter()
+    finish(done, true)
+}
+
+/// What a turn left for `ask` to report, from the turn record (local or a server's).
+struct Done {
+    record: serde_json::Value,
+    reply: String,
+    session: String,
+    needs_person: bool,
+    /// Calls refused because they needed a person, with their level.
+    refused: Vec<(String, Level)>,
+    /// The reply is already on stdout.
+    printed: bool,
+}
+
+impl Done {
+    fn from_record(record: serde_json::Value) -> Result<Done, Error> {
+        let text = |k: &str| record[k].as_str().unwrap_or_default().to_string();
+        let refused = record["tools"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|t| t["ran"] == false)
             .filter(|t| {
-                !t.ran
-                    && matches!(
-                        t.decision,
-                        Some(Decision::Refuse(RefusalReason::NeedsPerson { .. }))
-                    )
+                matches!(
+                    serde_json::from_value::<Decision>(t["decision"].clone()),
+                    Ok(Decision::Refuse(RefusalReason::NeedsPerson { .. }))
+                )
             })
-            .map(|t| (t.name.clone(), t.level.unwrap_or(Level::L4)))
+            .map(|t| {
+                let level = serde_json::from_value(t["level"].clone()).unwrap_or(Level::L4);
+                (t["name"].as_str().unwrap_or("?").to_string(), level)
+            })
             .collect();
+        Ok(Done {
+            reply: text("reply"),
+            session: text("session"),
+            needs_person: record["needs_person"] == true,
+            refused,
+            printed: false,
+            record,
+        })
+    }
+}
+
+/// Prints what is left to print and turns the outcome into the exit code.
+fn finish(done: Done, json: bool) -> Result<(), Error> {
+    let mut out = std::io::stdout().lock();
+    if json {
+        let text = serde_json::to_string_pretty(&done.record)
+            .map_err(|e| Error::Other(format!("cannot encode the turn record: {e}")))?;
+        writeln!(out, "{text}")?;
+    } else if !done.printed {
+        writeln!(out, "{}", done.reply.trim_end())?;
+    }
+    out.flush()?;
+    drop(out);
+    if done.needs_person {
+        let refused = done.refused;
         let names: Vec<String> = refused.iter().map(|(n, l)| format!("{n} ({l})")).collect();
         let hint = if refused.iter().any(|(_, l)| *l > Level::L3) {
             "L4 calls always need a person: run it in `evolve chat`"
@@ -185,11 +250,97 @@ pub fn run(cmd: AskCmd) -> Result<(), Error> {
             names.join(", ")
         )));
     }
-    if record.reply.trim().is_empty() {
+    if done.reply.trim().is_empty() {
         return Err(Error::Other(format!(
             "the model returned an empty answer (session {}) — try again, or check the model with `evolve doctor`",
-            record.session
+            done.session
         )));
     }
     Ok(())
+}
+
+/// Sends the question to the running server. `Ok(None)`: it could not be reached (the
+/// caller runs the turn itself).
+fn forward(
+    app: &App,
+    ep: &crate::web::endpoint::Endpoint,
+    cmd: &AskCmd,
+    question: &str,
+    allow: Option<Level>,
+) -> Result<Option<Done>, Error> {
+    use serde_json::{json, Value};
+    let mut body = json!({
+        "model": "evolve",
+        "messages": [{"role": "user", "content": question}],
+        "evolve_yes": cmd.yes,
+        "evolve_wait": cmd.json,
+    });
+    if let Some(l) = allow {
+        body["evolve_allow"] = json!(l.to_string());
+    }
+    if let Some(s) = &cmd.session {
+        body["session"] = json!(s);
+    }
+    if let Some(t) = &cmd.tool {
+        body["evolve_tool"] = json!(t);
+    }
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .timeout_connect(Some(std::time::Duration::from_secs(3)))
+        .build()
+        .into();
+    let mut req = agent
+        .post(format!("http://{}/v1/chat/completions", ep.addr))
+        .header("Content-Type", "application/json");
+    if ep.token {
+        let path = crate::web::auth::token_path(&app.config.home);
+        let token = std::fs::read_to_string(&path).map_err(|e| {
+            Error::Other(format!(
+                "a running evolve serve holds the store and wants its token, but {} cannot be read: {e}",
+                path.display()
+            ))
+        })?;
+        req = req.header("Authorization", format!("Bearer {}", token.trim()));
+    }
+    log::info!(
+        "a running evolve serve (pid {}) answers this question",
+        ep.pid
+    );
+    let mut resp = match req.send(body.to_string()) {
+        Ok(r) => r,
+        Err(ureq::Error::Io(_) | ureq::Error::ConnectionFailed | ureq::Error::HostNotFound) => {
+            return Ok(None)
+        }
+        Err(e) => {
+            return Err(Error::Other(format!(
+                "the running evolve serve at {} failed: {e}",
+                ep.addr
+            )))
+        }
+    };
+    let status = resp.status().as_u16();
+    let text = resp
+        .body_mut()
+        .with_config()
+        .limit(64 * 1024 * 1024)
+        .read_to_string()
+        .map_err(|e| Error::Other(format!("cannot read the answer of evolve serve: {e}")))?;
+    let v: Value = serde_json::from_str(&text).unwrap_or_default();
+    if status == 200 {
+        return Done::from_record(v["evolve"].clone()).map(Some);
+    }
+    let message = v["error"]["message"]
+        .as_str()
+        .unwrap_or(text.as_str())
+        .to_string();
+    Err(match (status, v["error"]["code"].as_str()) {
+        (404, _) if cmd.session.is_some() => Error::Usage(format!(
+            "--session {}: no such session (`evolve sessions list` shows them)",
+            cmd.session.as_deref().unwrap_or_default()
+        )),
+        (400, _) => Error::Usage(message),
+        (_, Some("model_configuration")) => Error::Remote(2, message),
+        (_, Some("model_unreachable")) => Error::Remote(3, message),
+        _ => Error::Remote(1, message),
+    })
 }

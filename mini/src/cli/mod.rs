@@ -7,9 +7,10 @@ mod chat;
 mod config;
 mod doctor;
 mod interrupt;
-mod mcp;
+pub(crate) mod mcp;
 mod memory;
-mod sessions;
+mod serve;
+pub(crate) mod sessions;
 
 use argh::FromArgs;
 
@@ -53,6 +54,7 @@ enum Command {
     Memory(memory::MemoryCmd),
     Sessions(sessions::SessionsCmd),
     Mcp(mcp::McpCmd),
+    Serve(serve::ServeCmd),
     Config(config::ConfigCmd),
     Doctor(doctor::DoctorCmd),
 }
@@ -69,6 +71,7 @@ pub fn run(args: Evolve) -> Result<(), Error> {
         Some(Command::Memory(cmd)) => memory::run(cmd),
         Some(Command::Sessions(cmd)) => sessions::run(cmd),
         Some(Command::Mcp(cmd)) => mcp::run(cmd),
+        Some(Command::Serve(cmd)) => serve::run(cmd),
         Some(Command::Config(cmd)) => config::run(cmd),
         Some(Command::Doctor(cmd)) => doctor::run(cmd),
         None => Err(Error::Usage("no command given".into())),

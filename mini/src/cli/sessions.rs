@@ -310,7 +310,7 @@ fn code_block(out: &mut String, lang: &str, text: &str) {
 }
 
 /// The Markdown transcript: a title, the session's facts, one `##` section per message.
-fn markdown(export: &SessionExport) -> String {
+pub(crate) fn markdown(export: &SessionExport) -> String {
     let s = &export.session;
     let mut out = String::new();
     let _ = writeln!(out, "# {}\n", one_line(&title_of(export), 200));
@@ -379,7 +379,7 @@ fn escape(text: &str) -> String {
 
 /// A self-contained HTML page of the transcript (print it for a PDF). Every text is
 /// escaped: a message cannot inject markup or script.
-fn html(export: &SessionExport) -> String {
+pub(crate) fn html(export: &SessionExport) -> String {
     let s = &export.session;
     let title = escape(&title_of(export));
     let mut out = String::new();

@@ -7,6 +7,7 @@
 #![allow(dead_code)]
 
 pub mod mcp;
+pub mod serve;
 
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};

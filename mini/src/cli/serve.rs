@@ -1,0 +1,97 @@
+//! `evolve serve`: the browser UI and the API on 127.0.0.1:8080 (DESIGN.md "Web UI and
+//! API"). Bound to loopback no token is needed; bound to any other address a token is
+//! required, created on first use and printed once.
+
+use std::net::{IpAddr, SocketAddr};
+use std::path::PathBuf;
+
+use argh::FromArgs;
+
+use super::app::App;
+use crate::agents::{Manager, Runtime};
+use crate::config::LoadOptions;
+use crate::error::Error;
+use crate::web::{self, auth};
+
+/// serve the browser UI and the OpenAI-compatible API (127.0.0.1:8080 by default)
+#[derive(FromArgs, Debug)]
+#[argh(subcommand, name = "serve")]
+pub struct ServeCmd {
+    /// the address to listen on (default 127.0.0.1; any other address needs the token)
+    #[argh(option, default = "String::from(\"127.0.0.1\")")]
+    host: String,
+    /// the port (default 8080; 0 picks a free one)
+    #[argh(option, default = "8080")]
+    port: u16,
+    /// use this configuration profile
+    #[argh(option)]
+    profile: Option<String>,
+    /// file tools work inside this directory (default $EVOLVE_HOME/workspace)
+    #[argh(option)]
+    workspace: Option<PathBuf>,
+}
+
+pub fn run(cmd: ServeCmd) -> Result<(), Error> {
+    let host = if cmd.host == "localhost" {
+        "127.0.0.1"
+    } else {
+        cmd.host.as_str()
+    };
+    let ip: IpAddr = host.trim_matches(['[', ']']).parse().map_err(|_| {
+        Error::Usage(format!(
+            "--host {}: not an IP address (e.g. 127.0.0.1, 0.0.0.0, ::1)",
+            cmd.host
+        ))
+    })?;
+    let loaded = crate::config::Config::load_from(
+        &LoadOptions {
+            profile: cmd.profile.clone(),
+            workspace: cmd.workspace.clone(),
+        },
+        &crate::config::process_env,
+    )?;
+    let profiles = loaded.profiles.clone();
+    // Read before the key variables are removed from the environment (App::from_config).
+    let env: Vec<(String, std::ffi::OsString)> = std::env::vars_os()
+        .filter_map(|(k, v)| Some((k.into_string().ok()?, v)))
+        .filter(|(k, _)| k.starts_with("OPENAI_") || k.starts_with("EVOLVE_"))
+        .collect();
+    let app = App::from_config(loaded.config);
+    let auth = if ip.is_loopback() {
+        auth::Auth::loopback()
+    } else {
+        let (token, created) = auth::load_or_create_token(&app.config.home).map_err(|e| {
+            Error::Other(format!(
+                "cannot create the access token in {}: {e}",
+                auth::token_path(&app.config.home).display()
+            ))
+        })?;
+        if created {
+            eprintln!(
+                "evolve: created the access token (shown once; kept in {}):\n  {token}",
+                auth::token_path(&app.config.home).display()
+            );
+        } else {
+            eprintln!(
+                "evolve: a token is required (it is in {})",
+                auth::token_path(&app.config.home).display()
+            );
+        }
+        auth::Auth::with_token(token)
+    };
+    // The server holds the store for as long as it runs (`evolve ask` talks to it).
+    let store = app.open_store_held()?;
+    let App { config, tokenizer } = app;
+    let manager = Manager::new(Runtime::new(config, store, tokenizer));
+    web::run(
+        manager,
+        auth,
+        web::Options {
+            addr: SocketAddr::new(ip, cmd.port),
+            limits: web::http::Limits::default(),
+            profiles,
+            env,
+            workspace: cmd.workspace.clone(),
+        },
+    )
+}

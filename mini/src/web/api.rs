@@ -1,0 +1,772 @@
+//! The routes: which request goes where, and the JSON API besides the chat endpoint.
+//!
+//! Every answer is JSON (errors in OpenAI's shape, see [`super::error`]); bad input is a
+//! 4xx with a message saying what to send instead, never a 5xx. Store failures are 500s
+//! with the store's own message (which never holds a secret).
+
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+use evolve_core::memory::{Category, Memory, MemoryId, Priority};
+use evolve_core::permission::{Decision, Grants, Policy};
+use evolve_core::text::{f1, KeywordSet, Lang};
+use serde_json::{json, Map, Value};
+
+use super::http::{form_value, percent_decode, Request, Response};
+use super::{assets, chat, error, State};
+use crate::agents::ToolAgent;
+use crate::cli::app::now;
+use crate::store::StoreError;
+
+type Reply = Response<'static>;
+
+/// Dispatches by method and path.
+pub fn route(state: &Arc<State>, req: &Request) -> Reply {
+    let segments: Option<Vec<String>> = req
+        .path
+        .split('/')
+        .filter(|s| !s.is_empty())
+        .map(percent_decode)
+        .collect();
+    let Some(segments) = segments else {
+        return error(400, "the path has a malformed %-escape");
+    };
+    let segs: Vec<&str> = segments.iter().map(String::as_str).collect();
+    let m = req.method.as_str();
+    let m = if m == "HEAD" { "GET" } else { m };
+    match (m, segs.as_slice()) {
+        ("GET", []) => assets::serve(req, "index.html"),
+        ("GET", ["login"]) => assets::serve(req, "login.html"),
+        ("POST", ["login"]) => login(state, req),
+        ("GET", ["static", name]) => assets::serve(req, name),
+        ("GET", ["favicon.ico"]) => assets::serve(req, "favicon.ico"),
+        ("GET", ["health"]) => health(state),
+        ("GET", ["openapi.json"]) => assets::serve(req, "openapi.json"),
+        ("GET", ["docs"]) => assets::serve(req, "docs.html"),
+        ("GET", ["v1", "models"]) => models(state),
+        ("POST", ["v1", "chat", "completions"]) => chat::completions(state, req),
+        ("GET", ["v1", "sessions"]) => sessions(state),
+        ("POST", ["v1", "sessions"]) => create_session(state, req),
+        ("GET", ["v1", "sessions", id]) => session(state, id),
+        ("PATCH", ["v1", "sessions", id]) => rename_session(state, req, id),
+        ("DELETE", ["v1", "sessions", id]) => delete_session(state, id),
+        ("GET", ["v1", "sessions", id, "messages"]) => messages(state, id),
+        ("GET", ["v1", "sessions", id, "export"]) => export(state, req, id),
+        ("GET", ["v1", "sessions", id, "turns", n]) => turn(state, id, n),
+        ("GET", ["v1", "sessions", id, "pending"]) => pending(state, id),
+        ("POST", ["v1", "sessions", id, "pending", call]) => answer(state, req, id, call),
+        ("GET", ["v1", "memory"]) => memories(state, req),
+        ("POST", ["v1", "memory"]) => add_memory(state, req),
+        ("GET", ["v1", "memory", id]) => with_id(id, |id| get_memory(state, id)),
+        ("PATCH", ["v1", "memory", id]) => with_id(id, |id| update_memory(state, req, id)),
+        ("DELETE", ["v1", "memory", id]) => with_id(id, |id| delete_memory(state, id)),
+        ("GET", ["v1", "skills"]) => skills(state),
+        ("GET", ["v1", "skills", name]) => skill(state, name),
+        ("GET", ["v1", "tools"]) => tools(state),
+        ("POST", ["v1", "tools", name, "run"]) => run_tool(state, req, name),
+        ("GET", ["v1", "mcp"]) => mcp(state),
+        ("PUT", ["v1", "mcp", "tools", name, "level"]) => mcp_level(state, req, name),
+        ("GET", ["v1", "search"]) => search(state, req),
+        ("GET", ["v1", "config"]) => config(state),
+        ("POST", ["v1", "config", "profile"]) => switch_profile(state, req),
+        (_, p) if known_path(p) => error(405, format!("{} is not allowed here", req.method)),
+        _ => error(404, format!("no route {}", req.path)),
+    }
+}
+
+/// A path that some method serves (for 405 instead of 404).
+fn known_path(p: &[&str]) -> bool {
+    matches!(
+        p,
+        [] | ["login"]
+            | ["health"]
+            | [
+                "v1",
+                "models" | "sessions" | "memory" | "skills" | "tools" | "mcp" | "search" | "config"
+            ]
+            | ["v1", "chat", "completions"]
+            | ["v1", "sessions" | "memory", _]
+            | ["v1", "tools", _, "run"]
+    )
+}
+
+/// The body as a JSON object (an empty body is an empty object).
+fn body(req: &Request) -> Result<Map<String, Value>, Reply> {
+    if req.body.iter().all(u8::is_ascii_whitespace) {
+        return Ok(Map::new());
+    }
+    match serde_json::from_slice::<Value>(&req.body) {
+        Ok(Value::Object(m)) => Ok(m),
+        Ok(_) => Err(error(400, "the body must be a JSON object")),
+        Err(e) => Err(error(400, format!("the body is not valid JSON: {e}"))),
+    }
+}
+
+/// A store error as a response: a missing thing is 404.
+fn store_error(e: StoreError) -> Reply {
+    match e {
+        StoreError::NotFound(what) => error(404, format!("not found: {what}")),
+        other => error(500, format!("the store failed: {other}")),
+    }
+}
+
+macro_rules! tri {
+    ($e:expr) => {
+        match $e {
+            Ok(v) => v,
+            Err(e) => return store_error(e),
+        }
+    };
+}
+
+macro_rules! field {
+    ($e:expr) => {
+        match $e {
+            Ok(v) => v,
+            Err(resp) => return resp,
+        }
+    };
+}
+
+fn health(state: &State) -> Reply {
+    Response::json(
+        200,
+        &json!({
+            "status": "ok",
+            "version": env!("CARGO_PKG_VERSION"),
+            "uptime_secs": state.started.elapsed().as_secs(),
+        }),
+    )
+}
+
+fn models(state: &State) -> Reply {
+    let main = &state.rt().config.model.main;
+    let model = |id: &str| json!({"id": id, "object": "model", "created": 0, "owned_by": "evolve"});
+    Response::json(
+        200,
+        &json!({"object": "list", "data": [model("evolve"), model(main)]}),
+    )
+}
+
+fn login(state: &State, req: &Request) -> Reply {
+    let text = String::from_utf8_lossy(&req.body);
+    let token = form_value(&text, "token").unwrap_or_default();
+    if !state.auth.needs_token() || state.auth.token_matches(token.trim()) {
+        let mut resp = Response::bytes(303, "text/plain", &b"signed in"[..]).with("Location", "/");
+        if state.auth.needs_token() {
+            resp = resp.with(
+                "Set-Cookie",
+                format!(
+                    "{}={}; HttpOnly; SameSite=Strict; Path=/; Max-Age=31536000",
+                    super::auth::COOKIE,
+                    token.trim()
+                ),
+            );
+        }
+        return resp;
+    }
+    Response::bytes(303, "text/plain", &b"wrong token"[..]).with("Location", "/login?failed=1")
+}
+
+// ---- sessions -------------------------------------------------------------------
+
+fn sessions(state: &State) -> Reply {
+    let mut all = tri!(state.rt().store.sessions());
+    all.sort_by_key(|s| std::cmp::Reverse(s.updated_at));
+    Response::json(200, &json!({ "data": all }))
+}
+
+fn create_session(state: &State, req: &Request) -> Reply {
+    let b = field!(body(req));
+    let title = field!(opt_str(&b, "title")).unwrap_or_default();
+    let s = tri!(state.rt().store.create_session(title.trim(), now()));
+    Response::json(201, &json!(s))
+}
+
+fn session(state: &State, id: &str) -> Reply {
+    Response::json(200, &json!(tri!(state.rt().store.session(id))))
+}
+
+fn rename_session(state: &State, req: &Request, id: &str) -> Reply {
+    let b = field!(body(req));
+    let Some(title) = field!(opt_str(&b, "title")) else {
+        return error(400, "send {\"title\": \"…\"}");
+    };
+    let rt_arc = state.rt();
+    let store = &rt_arc.store;
+    tri!(store.rename_session(id, title.trim()));
+    Response::json(200, &json!(tri!(store.session(id))))
+}
+
+fn delete_session(state: &State, id: &str) -> Reply {
+    if state.turns.lock().is_ok_and(|t| t.contains_key(id)) {
+        return error(
+            409,
+            format!("a turn is running in session {id}; stop it first"),
+        );
+    }
+    tri!(state.rt().store.remove_session(id));
+    Response::json(200, &json!({"deleted": true, "id": id}))
+}
+
+fn messages(state: &State, id: &str) -> Reply {
+    let rt_arc = state.rt();
+    let store = &rt_arc.store;
+    tri!(store.session(id));
+    let export = tri!(store.export_session(id));
+    let data: Vec<Value> = export
+        .messages
+        .iter()
+        .map(|m| {
+            let mut v = serde_json::to_value(&m.message).unwrap_or_default();
+            if let Some(o) = v.as_object_mut() {
+                o.insert("seq".into(), json!(m.seq));
+                o.insert("turn".into(), json!(m.turn));
+                o.insert("at".into(), json!(m.at));
+            }
+            v
+        })
+        .collect();
+    Response::json(200, &json!({ "data": data }))
+}
+
+fn export(state: &State, req: &Request, id: &str) -> Reply {
+    let export = tri!(state.rt().store.export_session(id));
+    let format = req.query_param("format").unwrap_or_else(|| "md".into());
+    let (text, mime, ext) = match format.as_str() {
+        "md" | "markdown" => (
+            crate::cli::sessions::markdown(&export),
+            "text/markdown; charset=utf-8",
+            "md",
+        ),
+        "html" => (
+            crate::cli::sessions::html(&export),
+            "text/html; charset=utf-8",
+            "html",
+        ),
+        "json" => (
+            serde_json::to_string_pretty(&export).unwrap_or_default(),
+            "application/json",
+            "json",
+        ),
+        other => {
+            return error(
+                400,
+                format!("unknown format {other:?}: use md, html or json"),
+            )
+        }
+    };
+    let mut resp = Response::bytes(200, mime, text.into_bytes()).with(
+        "Content-Disposition",
+        format!("attachment; filename=\"evolve-{id}.{ext}\""),
+    );
+    if ext == "html" {
+        // The export page has its own inline style and no script.
+        resp = resp.with(
+            "Content-Security-Policy",
+            "default-src 'none'; style-src 'unsafe-inline'; img-src data:",
+        );
+    }
+    resp
+}
+
+fn turn(state: &State, id: &str, n: &str) -> Reply {
+    let Ok(n) = n.parse::<u64>() else {
+        return error(400, "the turn number must be a positive integer");
+    };
+    match tri!(state.rt().store.turn(id, n)) {
+        Some(json) => Response::bytes(200, "application/json", json.into_bytes()),
+        None => error(404, format!("session {id} has no turn {n}")),
+    }
+}
+
+fn pending(state: &State, id: &str) -> Reply {
+    let rt_arc = state.rt();
+    let store = &rt_arc.store;
+    tri!(store.session(id));
+    let calls = tri!(store.pending(id));
+    let data: Vec<Value> = calls
+        .iter()
+        .map(|c| chat::pending_json(c, Lang::En))
+        .collect();
+    Response::json(200, &json!({ "data": data }))
+}
+
+fn answer(state: &State, req: &Request, id: &str, call: &str) -> Reply {
+    let b = field!(body(req));
+    let Some(answer) = field!(opt_str(&b, "answer")) else {
+        return error(400, "send {\"answer\": \"yes\" | \"no\" | \"always\"}");
+    };
+    if !matches!(answer.as_str(), "yes" | "no" | "always") {
+        return error(400, "the answer must be \"yes\", \"no\" or \"always\"");
+    }
+    if state.approvals.answer(id, call, answer) {
+        Response::json(200, &json!({"accepted": true}))
+    } else {
+        error(
+            404,
+            format!("no call {call} is waiting for an answer in session {id}"),
+        )
+    }
+}
+
+// ---- memory ---------------------------------------------------------------------
+
+/// A memory as the API shows it: without keyword hashes and embedding.
+fn memory_json(m: &Memory) -> Value {
+    let mut v = serde_json::to_value(m).unwrap_or_default();
+    if let Some(o) = v.as_object_mut() {
+        o.remove("keywords");
+        o.remove("embedding");
+        o.remove("content_hash");
+        o.insert("priority".into(), json!(m.priority as u8));
+    }
+    v
+}
+
+fn with_id(id: &str, f: impl FnOnce(MemoryId) -> Reply) -> Reply {
+    match id.trim_start_matches('#').parse::<MemoryId>() {
+        Ok(id) => f(id),
+        Err(_) => error(400, format!("{id:?} is not a memory id (a number)")),
+    }
+}
+
+fn memories(state: &State, req: &Request) -> Reply {
+    let rt_arc = state.rt();
+    let rt = &*rt_arc;
+    let limit = match req.query_param("limit").map(|l| l.parse::<usize>()) {
+        None => 200,
+        Some(Ok(n)) => n.clamp(1, 10_000),
+        Some(Err(_)) => return error(400, "limit must be a number"),
+    };
+    let q = req.query_param("q").unwrap_or_default();
+    let q = q.trim();
+    let data: Vec<Value> = rt.store.with_memories(|all| {
+        if q.is_empty() {
+            all.iter().rev().take(limit).map(memory_json).collect()
+        } else {
+            let query = KeywordSet::of(&rt.tokenizer, q);
+            let lower = q.to_lowercase();
+            let mut scored: Vec<(f32, &Memory)> = all
+                .iter()
+                .map(|m| {
+                    let mut s = f1(query.as_slice(), m.keywords.as_slice());
+                    if m.content.to_lowercase().contains(&lower) {
+                        s += 1.0;
+                    }
+                    (s, m)
+                })
+                .filter(|(s, _)| *s > 0.0)
+                .collect();
+            scored.sort_by(|a, b| b.0.total_cmp(&a.0));
+            scored
+                .into_iter()
+                .take(limit)
+                .map(|(_, m)| memory_json(m))
+                .collect()
+        }
+    });
+    Response::json(200, &json!({ "data": data }))
+}
+
+fn get_memory(state: &State, id: MemoryId) -> Reply {
+    let m = tri!(state.rt().store.memory(id));
+    if m.deleted {
+        return error(404, format!("memory #{id} was deleted"));
+    }
+    Response::json(200, &memory_json(&m))
+}
+
+/// Applies the editable fields of a request body to a memory.
+fn apply_fields(m: &mut Memory, b: &Map<String, Value>) -> Result<(), Reply> {
+    if let Some(c) = opt_str(b, "content")? {
+        if c.trim().is_empty() {
+            return Err(error(400, "content must not be empty"));
+        }
+        m.content = c.trim().to_string();
+    }
+    if let Some(c) = opt_str(b, "category")? {
+        m.category = Category::parse(&c).ok_or_else(|| {
+            let names: Vec<&str> = Category::ALL.iter().map(|c| c.name()).collect();
+            error(
+                400,
+                format!("unknown category {c:?}: use one of {}", names.join(", ")),
+            )
+        })?;
+    }
+    match b.get("priority") {
+        None | Some(Value::Null) => {}
+        Some(v) => {
+            let p = v
+                .as_u64()
+                .and_then(|n| u8::try_from(n).ok())
+                .and_then(Priority::from_u8)
+                .or_else(|| v.as_str().and_then(Priority::parse));
+            m.priority = p.ok_or_else(|| error(400, "priority must be 0 (critical) … 3 (low)"))?;
+        }
+    }
+    match b.get("importance") {
+        None | Some(Value::Null) => {}
+        Some(v) => match v.as_u64() {
+            Some(n @ 1..=5) => m.importance = n as u8,
+            _ => return Err(error(400, "importance must be 1 … 5")),
+        },
+    }
+    match b.get("tags") {
+        None | Some(Value::Null) => {}
+        Some(Value::Array(tags)) => {
+            m.tags = tags
+                .iter()
+                .filter_map(Value::as_str)
+                .map(str::trim)
+                .filter(|t| !t.is_empty())
+                .map(String::from)
+                .collect();
+        }
+        Some(Value::String(s)) => {
+            m.tags = s
+                .split(',')
+                .map(str::trim)
+                .filter(|t| !t.is_empty())
+                .map(String::from)
+                .collect();
+        }
+        Some(_) => return Err(error(400, "tags must be a list of strings")),
+    }
+    match b.get("pinned") {
+        None | Some(Value::Null) => {}
+        Some(Value::Bool(p)) => m.pinned = *p,
+        Some(_) => return Err(error(400, "pinned must be true or false")),
+    }
+    Ok(())
+}
+
+fn add_memory(state: &State, req: &Request) -> Reply {
+    let rt_arc = state.rt();
+    let rt = &*rt_arc;
+    let b = field!(body(req));
+    let Some(content) = field!(opt_str(&b, "content")) else {
+        return error(400, "send {\"content\": \"what to remember\"}");
+    };
+    if content.trim().is_empty() {
+        return error(400, "content must not be empty");
+    }
+    let now = now();
+    let mut m = Memory::new(content.trim(), Category::default(), now, &rt.tokenizer);
+    field!(apply_fields(&mut m, &b));
+    m.refresh_derived(&rt.tokenizer);
+    let outcome = tri!(rt
+        .store
+        .ingest_memory(m, &rt.config.core.memory, now, &rt.tokenizer));
+    let (id, how) = match outcome {
+        crate::store::Ingested::Inserted(id) => (id, "inserted"),
+        crate::store::Ingested::Merged(id) => (id, "merged"),
+        crate::store::Ingested::Duplicate(id) => (id, "duplicate"),
+    };
+    let mut v = memory_json(&tri!(rt.store.memory(id)));
+    v["outcome"] = json!(how);
+    Response::json(201, &v)
+}
+
+fn update_memory(state: &State, req: &Request, id: MemoryId) -> Reply {
+    let rt_arc = state.rt();
+    let rt = &*rt_arc;
+    let b = field!(body(req));
+    let mut m = tri!(rt.store.memory(id));
+    if m.deleted {
+        return error(404, format!("memory #{id} was deleted"));
+    }
+    field!(apply_fields(&mut m, &b));
+    m.refresh_derived(&rt.tokenizer);
+    tri!(rt.store.update_memory(&m));
+    Response::json(200, &memory_json(&m))
+}
+
+fn delete_memory(state: &State, id: MemoryId) -> Reply {
+    let rt_arc = state.rt();
+    let rt = &*rt_arc;
+    let m = tri!(rt.store.memory(id));
+    if m.deleted {
+        return error(404, format!("memory #{id} was already deleted"));
+    }
+    tri!(rt.store.remove_memory(id));
+    Response::json(200, &json!({"deleted": true, "id": id}))
+}
+
+// ---- skills, tools, MCP ---------------------------------------------------------
+
+fn skills(state: &State) -> Reply {
+    let data: Vec<Value> = state
+        .rt()
+        .skills
+        .all()
+        .iter()
+        .map(|s| {
+            json!({
+                "name": s.summary.name,
+                "description": s.summary.description,
+                "tags": s.summary.tags,
+                "source": if s.origin == "bundled" { "bundled" } else { "user" },
+            })
+        })
+        .collect();
+    Response::json(200, &json!({ "data": data }))
+}
+
+fn skill(state: &State, name: &str) -> Reply {
+    match state.rt().skills.get(name) {
+        Some(s) => Response::json(
+            200,
+            &json!({
+                "name": s.summary.name,
+                "description": s.summary.description,
+                "tags": s.summary.tags,
+                "source": if s.origin == "bundled" { "bundled" } else { "user" },
+                "body": s.body,
+            }),
+        ),
+        None => error(404, format!("no skill named {name:?}")),
+    }
+}
+
+fn tools(state: &State) -> Reply {
+    let rt_arc = state.rt();
+    let rt = &*rt_arc;
+    let cancel = AtomicBool::new(false);
+    let grants = Grants::default();
+    let policy = Policy::Interactive;
+    let data: Vec<Value> = ToolAgent
+        .specs(rt, &cancel)
+        .into_iter()
+        .map(|spec| {
+            let check = ToolAgent.check(rt, &spec.name, "{}", &grants, &policy);
+            let mcp = crate::mcp::split_name(&spec.name).is_some() && !rt.tools.has(&spec.name);
+            json!({
+                "name": spec.name,
+                "description": spec.description,
+                "parameters": spec.parameters,
+                "level": check.class.level.to_string(),
+                "source": if mcp { "mcp" } else { "builtin" },
+                "origin": format!("{:?}", check.class.source).to_lowercase(),
+            })
+        })
+        .collect();
+    Response::json(200, &json!({ "data": data }))
+}
+
+/// Runs one tool call under the same check as a model's call in a headless turn: what
+/// the headless policy allows runs, anything that needs a person is refused (403).
+fn run_tool(state: &State, req: &Request, name: &str) -> Reply {
+    let rt_arc = state.rt();
+    let rt = &*rt_arc;
+    let b = field!(body(req));
+    let arguments = match b.get("arguments") {
+        None | Some(Value::Null) => "{}".to_string(),
+        Some(Value::String(s)) => s.clone(),
+        Some(v @ Value::Object(_)) => v.to_string(),
+        Some(_) => return error(400, "arguments must be a JSON object"),
+    };
+    let cancel = AtomicBool::new(false);
+    let _ = ToolAgent.specs(rt, &cancel);
+    if !ToolAgent.has(rt, name) {
+        return error(
+            404,
+            format!("no tool named {name:?} (GET /v1/tools lists them)"),
+        );
+    }
+    let policy = Policy::headless(None, false, &rt.config.core.permission);
+    let check = ToolAgent.check(rt, name, &arguments, &Grants::default(), &policy);
+    let level = check.level;
+    match check.decision {
+        Decision::Run | Decision::RunScoped => {}
+        Decision::Refuse(reason) => {
+            return error(
+                403,
+                format!(
+                    "{name} at {level} is refused: {} — a call that needs a person runs \
+                     only from a chat (the UI or `evolve chat`)",
+                    reason_text(&reason)
+                ),
+            )
+        }
+        _ => {
+            return error(
+                403,
+                format!("{name} at {level} needs a person's approval: run it from a chat"),
+            )
+        }
+    }
+    let out = ToolAgent.run(rt, "api", name, &arguments, now(), &cancel);
+    Response::json(
+        200,
+        &json!({"output": out.content, "is_error": out.is_error, "level": level.to_string()}),
+    )
+}
+
+fn reason_text(r: &evolve_core::permission::RefusalReason) -> String {
+    use evolve_core::permission::RefusalReason as R;
+    match r {
+        R::Dangerous => "L5 calls are never run".into(),
+        R::NeedsPerson { .. } => "it needs a person".into(),
+    }
+}
+
+fn mcp(state: &State) -> Reply {
+    let rt_arc = state.rt();
+    let rt = &*rt_arc;
+    let connected = rt.mcp.connected();
+    let cancel = AtomicBool::new(false);
+    let _ = ToolAgent.specs(rt, &cancel);
+    let catalog = rt.mcp_catalog.lock().ok().and_then(|c| c.clone());
+    let grants = Grants::default();
+    let data: Vec<Value> = rt
+        .mcp
+        .specs()
+        .iter()
+        .map(|spec| {
+            let tools: Vec<Value> = catalog
+                .iter()
+                .flat_map(|c| c.entries().iter())
+                .filter(|e| e.server == spec.name)
+                .map(|e| {
+                    let check =
+                        ToolAgent.check(rt, &e.full_name, "{}", &grants, &Policy::Interactive);
+                    json!({
+                        "name": e.full_name,
+                        "description": e.tool.description,
+                        "level": check.class.level.to_string(),
+                        "origin": format!("{:?}", check.class.source).to_lowercase(),
+                    })
+                })
+                .collect();
+            let transport = match &spec.transport {
+                crate::mcp::Transport::Stdio { .. } => "stdio",
+                crate::mcp::Transport::Http { .. } => "http",
+            };
+            json!({
+                "name": spec.name,
+                "transport": transport,
+                "disabled": spec.disabled,
+                "connected": connected.contains(&spec.name),
+                "tools": tools,
+            })
+        })
+        .collect();
+    Response::json(200, &json!({ "data": data }))
+}
+
+fn mcp_level(state: &State, req: &Request, name: &str) -> Reply {
+    let b = field!(body(req));
+    let Some(level) = field!(opt_str(&b, "level")) else {
+        return error(400, "send {\"level\": \"L0\" … \"L5\" | \"auto\"}");
+    };
+    let rt_arc = state.rt();
+    let rt = &*rt_arc;
+    match crate::cli::mcp::set_level(&rt.config, &rt.store, &rt.mcp.specs(), name, &level) {
+        Ok(text) => Response::json(200, &json!({"name": name, "level": level, "message": text})),
+        Err(crate::error::Error::Store(e)) => store_error(e),
+        Err(e) => error(400, e.to_string()),
+    }
+}
+
+// ---- search, config -------------------------------------------------------------
+
+fn search(state: &State, req: &Request) -> Reply {
+    let q = req.query_param("q").unwrap_or_default();
+    let q = q.trim().to_lowercase();
+    if q.is_empty() {
+        return error(400, "send ?q=words to search for");
+    }
+    let rt_arc = state.rt();
+    let store = &rt_arc.store;
+    let all = tri!(store.sessions());
+    let sessions: Vec<Value> = all
+        .iter()
+        .filter(|s| s.title.to_lowercase().contains(&q))
+        .map(|s| json!(s))
+        .collect();
+    let mut messages = Vec::new();
+    'outer: for s in &all {
+        let Ok(export) = store.export_session(&s.id) else {
+            continue;
+        };
+        for m in &export.messages {
+            let text = m.message.content.as_str();
+            if let Some(at) = text.to_lowercase().find(&q) {
+                messages.push(json!({
+                    "session": s.id,
+                    "title": s.title,
+                    "seq": m.seq,
+                    "role": m.message.role.name(),
+                    "snippet": snippet(text, at, q.len()),
+                }));
+                if messages.len() >= 100 {
+                    break 'outer;
+                }
+            }
+        }
+    }
+    let memories: Vec<Value> = store.with_memories(|ms| {
+        ms.iter()
+            .filter(|m| m.content.to_lowercase().contains(&q))
+            .take(100)
+            .map(memory_json)
+            .collect()
+    });
+    Response::json(
+        200,
+        &json!({"sessions": sessions, "messages": messages, "memories": memories}),
+    )
+}
+
+/// About 60 characters around a match (the lower-cased offset is close enough to the
+/// original's for a preview; it is clamped to character boundaries).
+fn snippet(text: &str, at: usize, len: usize) -> String {
+    let start = text
+        .char_indices()
+        .map(|(i, _)| i)
+        .take_while(|i| *i + 60 <= at)
+        .last()
+        .unwrap_or(0);
+    let tail: String = text[start..].chars().take(120 + len).collect();
+    let prefix = if start > 0 { "…" } else { "" };
+    format!("{prefix}{}", evolve_core::text::one_line(&tail, 160))
+}
+
+fn config(state: &State) -> Reply {
+    let rt_arc = state.rt();
+    let rt = &*rt_arc;
+    let mut v = rt.config.to_json();
+    v["profiles"] = json!(state.profiles);
+    v["store"] = json!(rt.store.path().display().to_string());
+    Response::json(200, &v)
+}
+
+fn switch_profile(state: &State, req: &Request) -> Reply {
+    let b = field!(body(req));
+    let Some(name) = field!(opt_str(&b, "profile")) else {
+        return error(400, "send {\"profile\": \"NAME\"}");
+    };
+    if !state.profiles.contains(&name) && name != "default" {
+        return error(
+            404,
+            format!(
+                "no profile {name:?} in config.toml (known: {})",
+                state.profiles.join(", ")
+            ),
+        );
+    }
+    match state.switch_profile(&name) {
+        Ok(_) => config(state),
+        Err(e) => error(400, e.to_string()),
+    }
+}
+
+/// An optional string field.
+fn opt_str(b: &Map<String, Value>, name: &str) -> Result<Option<String>, Reply> {
+    match b.get(name) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s.clone())),
+        Some(_) => Err(error(400, format!("`{name}` must be a string"))),
+    }
+}

@@ -1,0 +1,646 @@
+//! `POST /v1/chat/completions`: an OpenAI-compatible endpoint that runs the agent.
+//!
+//! What a client sends is read the OpenAI way (model, messages, stream), but the turn is
+//! Evolve's: the last user message is the input, and the session's own history,
+//! memories, skills and tools (under their permission levels) make the answer. The
+//! session comes from `X-Evolve-Session` or a `session` field; without one a new session
+//! is made and named in the `X-Evolve-Session` response header.
+//!
+//! Permissions: a plain client gets a headless turn (like `evolve ask`: up to the
+//! configured headless level runs, anything needing a person is refused and the answer
+//! says so). A client that sets `evolve_events` (the UI) gets an interactive turn: a
+//! call that needs a person is announced as an `evolve.permission` event and the turn
+//! waits for `POST /v1/sessions/{id}/pending/{call}`.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, RecvTimeoutError, Sender};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use evolve_core::permission::{AnswerOutcome, Decision, Level, PendingCall, Policy, RefusalReason};
+use evolve_core::text::Lang;
+use serde_json::{json, Value};
+
+use super::http::{Request, Response, Stream};
+use super::{error, State};
+use crate::agents::{Approval, ToolRun, TurnInput, TurnIo, TurnRecord};
+use crate::cli::app::now;
+use crate::error::Error;
+use crate::llm::Delta;
+
+/// How long a turn waits for a person's answer before the call is refused.
+const APPROVAL_WAIT: Duration = Duration::from_secs(600);
+/// A comment line this often keeps a waiting stream open through proxies and tells us
+/// when the client has gone.
+const KEEPALIVE: Duration = Duration::from_secs(15);
+/// How long a streamed turn with events waits for the evaluation before `[DONE]`.
+const POST_WAIT: Duration = Duration::from_secs(20);
+
+/// Calls waiting for a person: (session, call id) → where the answer goes.
+#[derive(Default)]
+pub struct Approvals {
+    waiting: Mutex<HashMap<(String, String), Sender<String>>>,
+}
+
+impl Approvals {
+    fn register(&self, session: &str, call: &str) -> mpsc::Receiver<String> {
+        let (tx, rx) = mpsc::channel();
+        self.lock()
+            .insert((session.to_string(), call.to_string()), tx);
+        rx
+    }
+
+    fn remove(&self, session: &str, call: &str) {
+        self.lock().remove(&(session.to_string(), call.to_string()));
+    }
+
+    /// Hands a person's answer to the waiting turn; `false` when nothing waits.
+    pub fn answer(&self, session: &str, call: &str, answer: String) -> bool {
+        let tx = self
+            .lock()
+            .get(&(session.to_string(), call.to_string()))
+            .cloned();
+        tx.is_some_and(|tx| tx.send(answer).is_ok())
+    }
+
+    /// Refuses every waiting call (the server is stopping).
+    pub fn refuse_all(&self) {
+        self.lock().clear();
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<(String, String), Sender<String>>> {
+        self.waiting.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// A parked call as the API shows it.
+pub fn pending_json(call: &PendingCall, lang: Lang) -> Value {
+    let steps = call.needed.count();
+    json!({
+        "id": call.id,
+        "tool": call.tool,
+        "arguments": call.arguments,
+        "level": call.level.to_string(),
+        "step": (call.received + 1).min(steps),
+        "steps": steps,
+        "prompt": call.prompt(lang),
+    })
+}
+
+/// The parsed request.
+struct ChatRequest {
+    text: String,
+    model: String,
+    stream: bool,
+    events: bool,
+    session: Option<String>,
+    /// `evolve_allow` / `evolve_yes` (what `evolve ask --allow/--yes` sends): the
+    /// headless policy's level.
+    allow: Option<Level>,
+    yes: bool,
+    /// `evolve_tool`: the first model call must use this tool (`ask --tool`).
+    tool: Option<String>,
+    /// `evolve_wait`: fold the evaluation into the record before answering (`ask --json`).
+    wait: bool,
+}
+
+fn parse(req: &Request) -> Result<ChatRequest, Response<'static>> {
+    let body: Value = serde_json::from_slice(&req.body)
+        .map_err(|e| error(400, format!("the body is not valid JSON: {e}")))?;
+    let Some(obj) = body.as_object() else {
+        return Err(error(400, "the body must be a JSON object"));
+    };
+    let Some(messages) = obj.get("messages").and_then(Value::as_array) else {
+        return Err(error(400, "`messages` must be an array of {role, content}"));
+    };
+    let Some(last) = messages
+        .iter()
+        .rev()
+        .find(|m| m.get("role").and_then(Value::as_str) == Some("user"))
+    else {
+        return Err(error(400, "`messages` has no user message to answer"));
+    };
+    let text = match last.get("content") {
+        Some(Value::String(s)) => s.clone(),
+        // Content parts: the text ones, joined.
+        Some(Value::Array(parts)) => parts
+            .iter()
+            .filter(|p| p.get("type").and_then(Value::as_str) == Some("text"))
+            .filter_map(|p| p.get("text").and_then(Value::as_str))
+            .collect::<Vec<_>>()
+            .join("\n"),
+        _ => return Err(error(400, "the last user message has no text content")),
+    };
+    if text.trim().is_empty() {
+        return Err(error(400, "the last user message is empty"));
+    }
+    let flag = |name: &str| -> Result<bool, Response<'static>> {
+        match obj.get(name) {
+            None | Some(Value::Null) => Ok(false),
+            Some(Value::Bool(b)) => Ok(*b),
+            Some(_) => Err(error(400, format!("`{name}` must be true or false"))),
+        }
+    };
+    let session = match (req.header("x-evolve-session"), obj.get("session")) {
+        (Some(h), _) if !h.is_empty() => Some(h.to_string()),
+        (_, Some(Value::String(s))) if !s.is_empty() => Some(s.clone()),
+        (_, None | Some(Value::Null)) | (Some(_), _) => None,
+        (_, Some(_)) => return Err(error(400, "`session` must be a session id string")),
+    };
+    let allow = match obj.get("evolve_allow") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) => match s.parse::<Level>() {
+            Ok(l) if l <= Level::L3 => Some(l),
+            _ => {
+                return Err(error(
+                    400,
+                    "`evolve_allow` must be L0 … L3: calls above L3 always need a person",
+                ))
+            }
+        },
+        Some(_) => {
+            return Err(error(
+                400,
+                "`evolve_allow` must be a level string like \"L2\"",
+            ))
+        }
+    };
+    let tool = match obj.get("evolve_tool") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) => Some(s.clone()),
+        Some(_) => return Err(error(400, "`evolve_tool` must be a tool name")),
+    };
+    Ok(ChatRequest {
+        allow,
+        yes: flag("evolve_yes")?,
+        tool,
+        wait: flag("evolve_wait")?,
+        text: text.trim().to_string(),
+        model: obj
+            .get("model")
+            .and_then(Value::as_str)
+            .unwrap_or("evolve")
+            .to_string(),
+        stream: flag("stream")?,
+        events: flag("evolve_events")?,
+        session,
+    })
+}
+
+/// Marks a session busy for the length of a turn.
+struct Busy<'a> {
+    state: &'a State,
+    session: String,
+}
+
+impl Drop for Busy<'_> {
+    fn drop(&mut self) {
+        self.state
+            .turns
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(&self.session);
+    }
+}
+
+/// The route.
+pub fn completions(state: &Arc<State>, req: &Request) -> Response<'static> {
+    let chat = match parse(req) {
+        Ok(c) => c,
+        Err(resp) => return resp,
+    };
+    let rt_arc = state.rt();
+    let rt = &*rt_arc;
+    if let Some(name) = chat.tool.as_deref() {
+        if !rt.tools.has(name) {
+            let names: Vec<String> = rt.tools.specs().into_iter().map(|s| s.name).collect();
+            return error(
+                400,
+                format!(
+                    "--tool {name}: no such tool; the tools are {}",
+                    names.join(", ")
+                ),
+            );
+        }
+    }
+    let (sid, created) = match &chat.session {
+        Some(id) => match rt.store.session(id) {
+            Ok(s) => (s.id, false),
+            Err(crate::store::StoreError::NotFound(_)) => {
+                return error(404, format!("no session {id}"))
+            }
+            Err(e) => return error(500, format!("the store failed: {e}")),
+        },
+        None => match rt
+            .store
+            .create_session(&evolve_core::text::one_line(&chat.text, 60), now())
+        {
+            Ok(s) => (s.id, true),
+            Err(e) => return error(500, format!("the store failed: {e}")),
+        },
+    };
+    let cancel = Arc::new(AtomicBool::new(false));
+    {
+        let mut turns = state.turns.lock().unwrap_or_else(PoisonError::into_inner);
+        if turns.contains_key(&sid) {
+            return error(
+                409,
+                format!("a turn is already running in session {sid}; wait for it to finish"),
+            );
+        }
+        turns.insert(sid.clone(), Arc::clone(&cancel));
+    }
+    let created_at = now();
+    let id = format!("chatcmpl-{sid}-{created_at}");
+    if chat.stream {
+        let state = Arc::clone(state);
+        let sid2 = sid.clone();
+        return Response::sse(Box::new(move |out: &mut Stream<'_>| {
+            let busy = Busy {
+                state: &state,
+                session: sid2.clone(),
+            };
+            stream_turn(
+                &state, &chat, &sid2, created, &id, created_at, &cancel, out, busy,
+            );
+        }))
+        .with("X-Evolve-Session", sid);
+    }
+    let busy = Busy {
+        state,
+        session: sid.clone(),
+    };
+    let mut io = WebIo {
+        state,
+        session: &sid,
+        out: None,
+        events: chat.events,
+        chunk: ChunkShape::new(&id, created_at, &chat.model),
+        cancel: &cancel,
+        streamed: false,
+    };
+    let result = run_turn(state, &chat, &sid, &cancel, &mut io);
+    drop(busy);
+    match result {
+        Ok((mut record, post)) => {
+            if chat.wait {
+                if let Ok(p) = post.recv_timeout(rt.config.agent.background_wait) {
+                    record.absorb(&p);
+                }
+            }
+            let content = reply_text(&record);
+            Response::json(
+                200,
+                &json!({
+                    "id": id,
+                    "object": "chat.completion",
+                    "created": created_at,
+                    "model": chat.model,
+                    "choices": [{
+                        "index": 0,
+                        "message": {"role": "assistant", "content": content},
+                        "finish_reason": "stop",
+                    }],
+                    "usage": usage_json(&record),
+                    "evolve": record,
+                }),
+            )
+            .with("X-Evolve-Session", sid)
+        }
+        Err(e) => {
+            forget_if_empty(state, &sid, created);
+            let (status, body) = turn_error(&e);
+            Response::json(status, &body).with("X-Evolve-Session", sid)
+        }
+    }
+}
+
+fn usage_json(record: &TurnRecord) -> Value {
+    let u = record.usage.main;
+    json!({
+        "prompt_tokens": u.prompt_tokens,
+        "completion_tokens": u.completion_tokens,
+        "total_tokens": u.prompt_tokens + u.completion_tokens,
+    })
+}
+
+/// The answer, with a plain note when calls waited for a person and were refused (a
+/// plain client has no other way to learn it).
+fn reply_text(record: &TurnRecord) -> String {
+    let refused: Vec<String> = record
+        .tools
+        .iter()
+        .filter(|t| {
+            !t.ran
+                && matches!(
+                    t.decision,
+                    Some(Decision::Refuse(RefusalReason::NeedsPerson { .. }))
+                )
+        })
+        .map(|t| format!("{} ({})", t.name, t.level.unwrap_or(Level::L4)))
+        .collect();
+    if refused.is_empty() {
+        return record.reply.clone();
+    }
+    format!(
+        "{}\n\n[evolve] Not run, waiting for a person's approval: {}. Approve it in the \
+         Evolve web UI (session {}) or in `evolve chat --session {}`.",
+        record.reply.trim_end(),
+        refused.join(", "),
+        record.session,
+        record.session
+    )
+}
+
+/// A new session the failed turn left empty is removed.
+fn forget_if_empty(state: &State, sid: &str, created: bool) {
+    let rt_arc = state.rt();
+    let store = &rt_arc.store;
+    if created && store.session(sid).is_ok_and(|s| s.messages == 0) {
+        let _ = store.remove_session(sid);
+    }
+}
+
+/// A failed turn as an HTTP status and error object. The code tells `evolve ask`
+/// (forwarding to this server) which exit code the failure has.
+fn turn_error(e: &Error) -> (u16, Value) {
+    let (status, code) = match e {
+        Error::Model(m) if m.is_configuration() => (502, "model_configuration"),
+        Error::Model(m) if m.is_unreachable() => (502, "model_unreachable"),
+        Error::Model(_) => (502, "model_error"),
+        Error::Usage(_) | Error::Invalid { .. } => (400, "invalid_request"),
+        _ => (500, "internal_error"),
+    };
+    (
+        status,
+        super::error_value(status, &e.to_string(), Some(code)),
+    )
+}
+
+fn run_turn(
+    state: &State,
+    chat: &ChatRequest,
+    sid: &str,
+    cancel: &AtomicBool,
+    io: &mut WebIo<'_, '_, '_>,
+) -> Result<(TurnRecord, mpsc::Receiver<crate::agents::PostTurn>), Error> {
+    let rt_arc = state.rt();
+    let rt = &*rt_arc;
+    let policy = if chat.events {
+        Policy::Interactive
+    } else {
+        Policy::headless(chat.allow, chat.yes, &rt.config.core.permission)
+    };
+    state.manager().turn(
+        TurnInput {
+            session: Some(sid),
+            text: &chat.text,
+            policy,
+            stream: chat.stream && rt.config.model.stream,
+            cancel,
+            force_tool: chat.tool.as_deref(),
+        },
+        io,
+    )
+}
+
+#[allow(clippy::too_many_arguments)]
+fn stream_turn(
+    state: &State,
+    chat: &ChatRequest,
+    sid: &str,
+    created: bool,
+    id: &str,
+    created_at: i64,
+    cancel: &AtomicBool,
+    out: &mut Stream<'_>,
+    busy: Busy<'_>,
+) {
+    let chunk = ChunkShape::new(id, created_at, &chat.model);
+    if chat.events {
+        event(out, "evolve.session", &json!({"session": sid}));
+    }
+    let mut io = WebIo {
+        state,
+        session: sid,
+        out: Some(out),
+        events: chat.events,
+        chunk,
+        cancel,
+        streamed: false,
+    };
+    let result = run_turn(state, chat, sid, cancel, &mut io);
+    let streamed = io.streamed;
+    let chunk = io.chunk;
+    // The session is free for the next turn while the evaluation finishes.
+    drop(busy);
+    match result {
+        Ok((mut record, post)) => {
+            let text = reply_text(&record);
+            // What was not streamed yet (streaming off in the config, or the note about
+            // refused calls) goes out as one more chunk.
+            let rest = if streamed {
+                text.strip_prefix(record.reply.as_str()).unwrap_or("")
+            } else {
+                text.as_str()
+            };
+            if !rest.is_empty() {
+                data(out, &chunk.delta(json!({"content": rest})));
+            }
+            let mut last = chunk.delta(json!({}));
+            last["choices"][0]["finish_reason"] = json!("stop");
+            last["usage"] = usage_json(&record);
+            data(out, &last);
+            if chat.events {
+                event(
+                    out,
+                    "evolve.turn",
+                    &serde_json::to_value(&record).unwrap_or_default(),
+                );
+                if let Ok(p) = post.recv_timeout(POST_WAIT) {
+                    record.absorb(&p);
+                    event(
+                        out,
+                        "evolve.turn",
+                        &serde_json::to_value(&record).unwrap_or_default(),
+                    );
+                }
+            }
+        }
+        Err(e) => {
+            forget_if_empty(state, sid, created);
+            let (_, body) = turn_error(&e);
+            if chat.events {
+                event(out, "evolve.error", &body);
+            } else {
+                data(out, &body);
+            }
+        }
+    }
+    out.send(b"data: [DONE]\n\n");
+}
+
+/// `data: {json}` + blank line.
+fn data(out: &mut Stream<'_>, value: &Value) -> bool {
+    out.send(format!("data: {value}\n\n").as_bytes())
+}
+
+/// `event: NAME` + `data: {json}`.
+fn event(out: &mut Stream<'_>, name: &str, value: &Value) -> bool {
+    out.send(format!("event: {name}\ndata: {value}\n\n").as_bytes())
+}
+
+/// What every chunk of one completion shares.
+struct ChunkShape {
+    id: String,
+    created: i64,
+    model: String,
+    first: bool,
+}
+
+impl ChunkShape {
+    fn new(id: &str, created: i64, model: &str) -> ChunkShape {
+        ChunkShape {
+            id: id.to_string(),
+            created,
+            model: model.to_string(),
+            first: true,
+        }
+    }
+
+    fn delta(&self, mut delta: Value) -> Value {
+        if self.first {
+            delta["role"] = json!("assistant");
+        }
+        json!({
+            "id": self.id,
+            "object": "chat.completion.chunk",
+            "created": self.created,
+            "model": self.model,
+            "choices": [{"index": 0, "delta": delta, "finish_reason": null}],
+        })
+    }
+}
+
+/// The turn's interface over HTTP.
+struct WebIo<'s, 'o, 'w> {
+    state: &'s State,
+    session: &'s str,
+    out: Option<&'o mut Stream<'w>>,
+    events: bool,
+    chunk: ChunkShape,
+    cancel: &'s AtomicBool,
+    streamed: bool,
+}
+
+impl WebIo<'_, '_, '_> {
+    fn send_data(&mut self, value: &Value) {
+        if let Some(out) = self.out.as_deref_mut() {
+            if !data(out, value) {
+                // The client has gone: stop the turn.
+                self.cancel.store(true, Ordering::SeqCst);
+            }
+        }
+    }
+
+    fn send_event(&mut self, name: &str, value: &Value) {
+        if !self.events {
+            return;
+        }
+        if let Some(out) = self.out.as_deref_mut() {
+            if !event(out, name, value) {
+                self.cancel.store(true, Ordering::SeqCst);
+            }
+        }
+    }
+
+    /// Waits for a person's answer to the call's current step.
+    fn wait_answer(&mut self, call: &PendingCall, lang: Lang) -> Option<String> {
+        let rx = self.state.approvals.register(self.session, &call.id);
+        self.send_event(
+            "evolve.permission",
+            &json!({"session": self.session, "call": pending_json(call, lang)}),
+        );
+        let started = Instant::now();
+        let answer = loop {
+            if self.cancel.load(Ordering::SeqCst) || self.state.shutdown.load(Ordering::SeqCst) {
+                break None;
+            }
+            match rx.recv_timeout(KEEPALIVE.min(Duration::from_secs(1))) {
+                Ok(a) => break Some(a),
+                Err(RecvTimeoutError::Disconnected) => break None,
+                Err(RecvTimeoutError::Timeout) => {
+                    if started.elapsed() > APPROVAL_WAIT {
+                        break None;
+                    }
+                    let secs = started.elapsed().as_secs();
+                    if secs > 0 && secs % KEEPALIVE.as_secs() == 0 {
+                        if let Some(out) = self.out.as_deref_mut() {
+                            if !out.send(b": waiting for a person\n\n") {
+                                self.cancel.store(true, Ordering::SeqCst);
+                            }
+                        }
+                    }
+                }
+            }
+        };
+        self.state.approvals.remove(self.session, &call.id);
+        answer
+    }
+}
+
+impl TurnIo for WebIo<'_, '_, '_> {
+    fn on_delta(&mut self, delta: &Delta<'_>) {
+        let d = match delta {
+            Delta::Content(text) => json!({"content": text}),
+            Delta::Reasoning(text) => json!({"reasoning_content": text}),
+            Delta::ToolCall { .. } => return,
+        };
+        let chunk = self.chunk.delta(d);
+        self.chunk.first = false;
+        self.streamed = true;
+        self.send_data(&chunk);
+    }
+
+    fn on_tool_start(&mut self, name: &str, arguments: &str, level: Level) {
+        self.send_event(
+            "evolve.tool_start",
+            &json!({"name": name, "arguments": arguments, "level": level.to_string()}),
+        );
+    }
+
+    fn on_tool_end(&mut self, run: &ToolRun) {
+        self.send_event(
+            "evolve.tool_end",
+            &serde_json::to_value(run).unwrap_or_default(),
+        );
+    }
+
+    fn approve(&mut self, call: &mut PendingCall, lang: Lang) -> Approval {
+        if !self.events {
+            return Approval::Refused;
+        }
+        loop {
+            let Some(answer) = self.wait_answer(call, lang) else {
+                return Approval::Refused;
+            };
+            let answer = answer.trim().to_lowercase();
+            if answer == "always" && call.level <= Level::L3 {
+                return Approval::AlwaysForSession;
+            }
+            match call.answer(&answer) {
+                AnswerOutcome::Run => return Approval::Run,
+                AnswerOutcome::Refused => return Approval::Refused,
+                AnswerOutcome::AskAgain | AnswerOutcome::NeedSecondConfirmation => {
+                    // Keep the store's copy in step, so GET …/pending shows step 2.
+                    let _ = self
+                        .state
+                        .rt()
+                        .store
+                        .set_pending(self.session, std::slice::from_ref(call));
+                }
+            }
+        }
+    }
+}

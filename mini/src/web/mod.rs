@@ -1,0 +1,337 @@
+//! `evolve serve`: the browser UI and the JSON API, served by the binary itself.
+//!
+//! One process holds the store and runs turns for every client: the UI, programs using
+//! the OpenAI-compatible `/v1/chat/completions`, and `evolve ask` while `serve` runs.
+//! This module wires the parts: [`http`] (the server and its limits), [`auth`] (who may
+//! ask), [`api`] (the routes), [`chat`] (turns over HTTP), [`assets`] (the embedded UI).
+
+pub mod api;
+pub mod assets;
+pub mod auth;
+pub mod chat;
+pub mod endpoint;
+pub mod http;
+
+use std::collections::HashMap;
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+
+use crate::agents::Manager;
+use crate::error::Error;
+use http::{Limits, Request, Response};
+
+/// How the server was asked to run.
+pub struct Options {
+    /// The address to bind.
+    pub addr: SocketAddr,
+    /// Request limits.
+    pub limits: Limits,
+    /// The profiles `config.toml` defines.
+    pub profiles: Vec<String>,
+    /// The configuration's environment (see [`State::env`]).
+    pub env: Vec<(String, std::ffi::OsString)>,
+    /// `--workspace`, if given.
+    pub workspace: Option<std::path::PathBuf>,
+}
+
+/// What every request handler can reach.
+pub struct State {
+    /// Runs turns; owns the runtime (config, store, model, tools). Replaced when the
+    /// profile changes; a running turn keeps the one it started with.
+    manager: RwLock<Arc<Manager>>,
+    /// When the server started.
+    pub started: Instant,
+    /// The access rule.
+    pub auth: auth::Auth,
+    /// Set when the server is stopping.
+    pub shutdown: Arc<AtomicBool>,
+    /// Sessions with a turn running, and that turn's cancel flag.
+    pub turns: Mutex<HashMap<String, Arc<AtomicBool>>>,
+    /// Calls waiting for a person, by (session, call id).
+    pub approvals: chat::Approvals,
+    /// The profiles `config.toml` defines.
+    pub profiles: Vec<String>,
+    /// The environment the configuration was read with (the API key is removed from
+    /// the process's own environment once read; a profile switch reads it from here).
+    pub env: Vec<(String, std::ffi::OsString)>,
+    /// `--workspace`, if given.
+    pub workspace: Option<std::path::PathBuf>,
+}
+
+impl State {
+    /// The current manager.
+    pub fn manager(&self) -> Arc<Manager> {
+        Arc::clone(&self.manager.read().unwrap_or_else(PoisonError::into_inner))
+    }
+
+    /// The current runtime.
+    pub fn rt(&self) -> Arc<crate::agents::Runtime> {
+        Arc::clone(self.manager().runtime())
+    }
+
+    /// Switches to another profile of `config.toml`: the next turns use its models and
+    /// settings; the store stays the same.
+    pub fn switch_profile(&self, name: &str) -> Result<String, Error> {
+        let old = self.manager();
+        let rt = old.runtime();
+        let loaded = crate::config::Config::load_from(
+            &crate::config::LoadOptions {
+                profile: Some(name.to_string()),
+                workspace: self.workspace.clone(),
+            },
+            &|k: &str| {
+                self.env
+                    .iter()
+                    .find(|(n, _)| n == k)
+                    .map(|(_, v)| v.clone())
+            },
+        )?;
+        let config = loaded.config;
+        let profile = config.profile.clone();
+        let next = Manager::new(crate::agents::Runtime::sharing(
+            config,
+            Arc::clone(&rt.store),
+            rt.tokenizer.clone(),
+        ));
+        *self.manager.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(next);
+        // The old runtime's MCP servers stop; a turn still running on it starts them
+        // again if it needs them, and they stop when it is dropped.
+        old.flush(Duration::from_secs(10));
+        rt.mcp.shutdown();
+        Ok(profile)
+    }
+    /// Cancels every running turn (the server is stopping).
+    pub fn cancel_all(&self) {
+        for flag in self
+            .turns
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .values()
+        {
+            flag.store(true, Ordering::SeqCst);
+        }
+    }
+}
+
+/// The `type` of an OpenAI-shaped error for a status.
+fn error_type(status: u16) -> &'static str {
+    match status {
+        401 => "authentication_error",
+        403 => "permission_error",
+        404 => "not_found_error",
+        s if s >= 500 => "server_error",
+        _ => "invalid_request_error",
+    }
+}
+
+/// The body of an error, in OpenAI's shape (`code` is null: the status says it).
+pub fn error_body(status: u16, message: &str) -> Vec<u8> {
+    error_value(status, message, None).to_string().into_bytes()
+}
+
+/// The error object, with an optional machine-readable code.
+pub fn error_value(status: u16, message: &str, code: Option<&str>) -> serde_json::Value {
+    json!({"error": {"message": message, "type": error_type(status), "code": code}})
+}
+
+/// An error response in OpenAI's shape.
+pub fn error(status: u16, message: impl AsRef<str>) -> Response<'static> {
+    Response::bytes(
+        status,
+        "application/json",
+        error_body(status, message.as_ref()),
+    )
+}
+
+/// SIGTERM / SIGINT: the first asks the server to stop (the accept loop is woken
+/// through a socket pair; the handler only writes one byte), the second ends the
+/// process at once.
+mod signals {
+    use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+
+    static FD: AtomicI32 = AtomicI32::new(-1);
+    static SEEN: AtomicBool = AtomicBool::new(false);
+
+    extern "C" {
+        fn signal(signum: i32, handler: usize) -> usize;
+        fn write(fd: i32, buf: *const u8, n: usize) -> isize;
+        fn _exit(code: i32) -> !;
+    }
+
+    extern "C" fn on_signal(_sig: i32) {
+        if SEEN.swap(true, Ordering::SeqCst) {
+            // SAFETY: `_exit` is async-signal-safe.
+            unsafe { _exit(130) }
+        }
+        let fd = FD.load(Ordering::SeqCst);
+        if fd >= 0 {
+            // SAFETY: write(2) on a socket we own is async-signal-safe.
+            unsafe {
+                write(fd, b"x".as_ptr(), 1);
+            }
+        }
+    }
+
+    /// Installs the handlers; `fd` is written to when a signal comes.
+    pub fn install(fd: i32) {
+        FD.store(fd, Ordering::SeqCst);
+        let handler: extern "C" fn(i32) = on_signal;
+        // SAFETY: the handler only touches atomics and async-signal-safe calls.
+        unsafe {
+            signal(2, handler as usize); // SIGINT
+            signal(15, handler as usize); // SIGTERM
+        }
+    }
+}
+
+/// Binds, serves until SIGTERM/SIGINT, then stops in order: no new connections, running
+/// turns get `grace` to finish and are then cancelled, the background work is saved,
+/// MCP servers are stopped, the store is closed.
+pub fn run(manager: Manager, auth: auth::Auth, opts: Options) -> Result<(), Error> {
+    let listener = TcpListener::bind(opts.addr).map_err(|e| {
+        Error::Other(format!(
+            "cannot listen on {}: {e} — is another program using the port? try --port",
+            opts.addr
+        ))
+    })?;
+    let addr = listener
+        .local_addr()
+        .map_err(|e| Error::Other(format!("cannot read the bound address: {e}")))?;
+    let shutdown = Arc::new(AtomicBool::new(false));
+    let state = Arc::new(State {
+        manager: RwLock::new(Arc::new(manager)),
+        started: Instant::now(),
+        auth,
+        shutdown: Arc::clone(&shutdown),
+        turns: Mutex::new(HashMap::new()),
+        approvals: chat::Approvals::default(),
+        profiles: opts.profiles,
+        env: opts.env,
+        workspace: opts.workspace,
+    });
+
+    // Signals → a byte on a socket pair → this thread wakes the accept loop.
+    let (wake_rx, wake_tx) = std::os::unix::net::UnixStream::pair()
+        .map_err(|e| Error::Other(format!("cannot create the signal socket: {e}")))?;
+    signals::install(std::os::fd::AsRawFd::as_raw_fd(&wake_tx));
+    {
+        let (state, shutdown) = (Arc::clone(&state), Arc::clone(&shutdown));
+        std::thread::Builder::new()
+            .name("signals".into())
+            .spawn(move || {
+                let _keep = wake_tx;
+                let mut byte = [0u8; 1];
+                let _ = std::io::Read::read(&mut &wake_rx, &mut byte);
+                log::info!("stopping: finishing running turns");
+                shutdown.store(true, Ordering::SeqCst);
+                let grace = Instant::now();
+                while !state
+                    .turns
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .is_empty()
+                    && grace.elapsed() < Duration::from_secs(5)
+                {
+                    std::thread::sleep(Duration::from_millis(50));
+                }
+                state.cancel_all();
+                state.approvals.refuse_all();
+                // Wake the accept loop.
+                let _ = TcpStream::connect_timeout(&wake_addr(addr), Duration::from_secs(1));
+            })
+            .map_err(|e| Error::Other(format!("cannot start the signal thread: {e}")))?;
+    }
+
+    let every = if addr.ip().is_unspecified() {
+        " on every address of this machine"
+    } else {
+        ""
+    };
+    eprintln!(
+        "evolve {} serving on http://{addr}{every} (UI at /, API at /v1, docs at /docs){}",
+        env!("CARGO_PKG_VERSION"),
+        if state.auth.needs_token() {
+            " — token required"
+        } else {
+            ""
+        }
+    );
+
+    let home = state.rt().config.home.clone();
+    if let Err(e) = endpoint::write(&home, addr, state.auth.needs_token()) {
+        log::warn!(
+            "cannot record the server in {}: {e} (`evolve ask` will not find it)",
+            home.display()
+        );
+    }
+    let handler_state = Arc::clone(&state);
+    let handler: Arc<http::Handler> = Arc::new(move |req: &Request| route(&handler_state, req));
+    http::serve(
+        listener,
+        opts.limits,
+        handler,
+        Arc::clone(&shutdown),
+        error_body,
+    );
+
+    // Every connection has ended: save the background work, stop MCP, close the store.
+    let rt = state.rt();
+    if !state.manager().flush(Duration::from_secs(10)) {
+        log::warn!("the background work did not finish within 10 s; it is skipped");
+    }
+    rt.mcp.shutdown();
+    endpoint::remove(&home);
+    eprintln!("evolve serve stopped");
+    Ok(())
+}
+
+/// Where to connect to wake the accept loop (an unspecified bind is reached on loopback).
+pub(crate) fn wake_addr(addr: SocketAddr) -> SocketAddr {
+    let mut a = addr;
+    if a.ip().is_unspecified() {
+        a.set_ip(if a.is_ipv4() {
+            std::net::Ipv4Addr::LOCALHOST.into()
+        } else {
+            std::net::Ipv6Addr::LOCALHOST.into()
+        });
+    }
+    a
+}
+
+/// Auth first, then the routes.
+fn route(state: &Arc<State>, req: &Request) -> Response<'static> {
+    if state.shutdown.load(Ordering::SeqCst) {
+        return error(503, "the server is stopping");
+    }
+    match state.auth.check_origin(req) {
+        Ok(()) => {}
+        Err(auth::Refusal::Host) => {
+            return error(
+                403,
+                "this server only answers requests addressed to 127.0.0.1 or localhost",
+            )
+        }
+        Err(_) => return error(403, "cross-site requests are refused"),
+    }
+    let path = req.path.as_str();
+    let public = path == "/health"
+        || path == "/login"
+        || path.starts_with("/static/")
+        || path == "/favicon.ico";
+    if !public && state.auth.check_token(req).is_err() {
+        if req.method == "GET" && (path == "/" || path == "/docs") {
+            return Response::bytes(303, "text/plain", &b"login required"[..])
+                .with("Location", "/login");
+        }
+        return error(
+            401,
+            "a token is required: send `Authorization: Bearer TOKEN` (the token is in \
+             $EVOLVE_HOME/serve.token)",
+        );
+    }
+    api::route(state, req)
+}

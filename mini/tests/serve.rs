@@ -1,0 +1,784 @@
+//! `evolve serve` through HTTP, as a client would use it: the OpenAI-compatible chat
+//! endpoint (streamed and not), the JSON API, the permission flow of the UI, and what
+//! the server refuses (bad input, other sites, missing tokens, oversized bodies).
+
+mod support;
+
+use serde_json::{json, Value};
+use support::serve::Server;
+use support::{tool_call, Reply, World};
+
+fn chat_body(text: &str, extra: Value) -> String {
+    let mut v = json!({"model": "evolve", "messages": [
+        {"role": "system", "content": "ignored: the session has its own"},
+        {"role": "user", "content": text}]});
+    if let (Some(o), Some(e)) = (v.as_object_mut(), extra.as_object()) {
+        o.extend(e.clone());
+    }
+    v.to_string()
+}
+
+#[test]
+fn health_models_and_errors_in_openai_shape() {
+    let w = World::new("serve-basics");
+    let s = Server::start(&w, &[]);
+    let h = s.get("/health");
+    assert_eq!(h.status, 200);
+    assert_eq!(h.json()["status"], "ok");
+    assert_eq!(h.json()["version"], env!("CARGO_PKG_VERSION"));
+    let m = s.get("/v1/models").json();
+    assert_eq!(m["object"], "list");
+    assert_eq!(m["data"][0]["id"], "evolve");
+    let nf = s.get("/v1/nothing");
+    assert_eq!(nf.status, 404);
+    assert_eq!(nf.json()["error"]["type"], "not_found_error");
+    let wrong = s.request("DELETE", "/v1/models", &[], "");
+    assert_eq!(wrong.status, 405, "{}", wrong.body);
+    assert!(s.stop().is_some_and(|c| c == 0), "serve exits 0 on SIGTERM");
+}
+
+#[test]
+fn chat_completions_run_the_agent_in_a_session() {
+    let w = World::new("serve-chat");
+    let s = Server::start(&w, &[]);
+    w.fake.push(Reply::text("Hello from the model."));
+    let r = s.post(
+        "/v1/chat/completions",
+        &chat_body("hi, I am Ada", json!({})),
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    let v = r.json();
+    assert_eq!(v["object"], "chat.completion");
+    assert_eq!(v["choices"][0]["message"]["role"], "assistant");
+    assert_eq!(
+        v["choices"][0]["message"]["content"],
+        "Hello from the model."
+    );
+    let sid = r
+        .header("x-evolve-session")
+        .expect("session header")
+        .to_string();
+    assert_eq!(v["evolve"]["session"], sid.as_str());
+    assert_eq!(v["evolve"]["turn"], 1);
+    // The next request names the session: the model sees the earlier turn, not the
+    // client's own copy of the history.
+    w.fake.push(Reply::text("You are Ada."));
+    let r2 = s.request(
+        "POST",
+        "/v1/chat/completions",
+        &[("X-Evolve-Session", &sid)],
+        &chat_body("who am I?", json!({})),
+    );
+    assert_eq!(r2.status, 200, "{}", r2.body);
+    assert_eq!(r2.json()["evolve"]["turn"], 2);
+    let last = w.main_requests().pop().expect("a model request");
+    let text = support::all_text(&last);
+    assert!(
+        text.contains("hi, I am Ada") && text.contains("Hello from the model."),
+        "{text}"
+    );
+    assert!(!text.contains("ignored: the session has its own"), "{text}");
+    // Both turns are in the session's messages.
+    let msgs = s.get(&format!("/v1/sessions/{sid}/messages")).json();
+    let contents: Vec<&str> = msgs["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|m| m["content"].as_str())
+        .collect();
+    assert_eq!(
+        contents,
+        [
+            "hi, I am Ada",
+            "Hello from the model.",
+            "who am I?",
+            "You are Ada."
+        ]
+    );
+    let turn = s.get(&format!("/v1/sessions/{sid}/turns/2")).json();
+    assert_eq!(turn["reply"], "You are Ada.");
+}
+
+#[test]
+fn a_plain_stream_is_openai_chunks_then_done() {
+    let w = World::new("serve-stream");
+    w.fake.set_chunk_chars(3);
+    let s = Server::start(&w, &[]);
+    w.fake.push(Reply::text("streamed answer here"));
+    let r = s.post(
+        "/v1/chat/completions",
+        &chat_body("stream please", json!({"stream": true})),
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert!(r
+        .header("content-type")
+        .unwrap()
+        .starts_with("text/event-stream"));
+    let events = r.events();
+    assert!(
+        events.iter().all(|(name, _)| name.is_empty()),
+        "no Evolve events without asking: {events:?}"
+    );
+    assert_eq!(events.last().unwrap().1, "[DONE]");
+    let mut text = String::new();
+    let mut chunks = 0;
+    for (_, data) in &events[..events.len() - 1] {
+        let v: Value = serde_json::from_str(data).unwrap();
+        assert_eq!(v["object"], "chat.completion.chunk");
+        if let Some(c) = v["choices"][0]["delta"]["content"].as_str() {
+            text.push_str(c);
+            chunks += 1;
+        }
+    }
+    assert_eq!(text, "streamed answer here");
+    assert!(chunks > 1, "the answer arrives in pieces");
+}
+
+#[test]
+fn bad_requests_get_clear_4xx_errors_never_5xx() {
+    let w = World::new("serve-bad");
+    let s = Server::start(&w, &[]);
+    let cases: Vec<(&str, &str, String, u16)> = vec![
+        ("POST", "/v1/chat/completions", "{not json".into(), 400),
+        ("POST", "/v1/chat/completions", "[]".into(), 400),
+        (
+            "POST",
+            "/v1/chat/completions",
+            json!({"messages": []}).to_string(),
+            400,
+        ),
+        (
+            "POST",
+            "/v1/chat/completions",
+            json!({"messages": [{"role": "user", "content": "  "}]}).to_string(),
+            400,
+        ),
+        (
+            "POST",
+            "/v1/chat/completions",
+            json!({"messages": [{"role": "user", "content": "x"}], "stream": "yes"}).to_string(),
+            400,
+        ),
+        (
+            "POST",
+            "/v1/chat/completions",
+            json!({"session": "snope", "messages": [{"role": "user", "content": "x"}]}).to_string(),
+            404,
+        ),
+        (
+            "POST",
+            "/v1/memory",
+            json!({"content": ""}).to_string(),
+            400,
+        ),
+        (
+            "POST",
+            "/v1/memory",
+            json!({"content": "x", "priority": 9}).to_string(),
+            400,
+        ),
+        (
+            "POST",
+            "/v1/memory",
+            json!({"content": "x", "category": "nonsense"}).to_string(),
+            400,
+        ),
+        ("PATCH", "/v1/memory/abc", "{}".into(), 400),
+        ("DELETE", "/v1/memory/999", "".into(), 404),
+        ("GET", "/v1/sessions/snope", "".into(), 404),
+        (
+            "GET",
+            "/v1/sessions/snope/export?format=pdf",
+            "".into(),
+            404,
+        ),
+        (
+            "POST",
+            "/v1/sessions/snope/pending/c1",
+            json!({"answer": "maybe"}).to_string(),
+            400,
+        ),
+        ("GET", "/v1/search", "".into(), 400),
+        ("GET", "/static/../Cargo.toml", "".into(), 404),
+        ("GET", "/static/..%2f..%2fCargo.toml", "".into(), 404),
+        ("GET", "/static/%zz", "".into(), 400),
+    ];
+    for (method, path, body, want) in cases {
+        let r = s.request(method, path, &[("Content-Type", "application/json")], &body);
+        assert_eq!(r.status, want, "{method} {path} {body}: {}", r.body);
+        assert!(!r.error_message().is_empty());
+    }
+    // Broken HTTP itself.
+    assert_eq!(s.raw(b"NONSENSE\r\n\r\n").status, 400);
+    assert_eq!(
+        s.raw(b"GET / HTTP/2.0\r\nHost: 127.0.0.1\r\n\r\n").status,
+        505
+    );
+    let big = s.raw(
+        format!(
+            "POST /v1/memory HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: {}\r\n\r\n",
+            5 << 20
+        )
+        .as_bytes(),
+    );
+    assert_eq!(big.status, 413, "{}", big.body);
+    let chunked = s.raw(
+        b"POST /v1/memory HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+    );
+    assert_eq!(chunked.status, 411);
+    let huge_head = format!(
+        "GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Big: {}\r\n\r\n",
+        "a".repeat(20_000)
+    );
+    assert_eq!(s.raw(huge_head.as_bytes()).status, 431);
+    // Still serving.
+    assert_eq!(s.get("/health").status, 200);
+}
+
+#[test]
+fn other_sites_and_rebound_names_are_refused() {
+    let w = World::new("serve-origin");
+    let s = Server::start(&w, &[]);
+    let body = json!({"content": "should not be stored"}).to_string();
+    let r = s.request(
+        "POST",
+        "/v1/memory",
+        &[("Origin", "http://evil.example")],
+        &body,
+    );
+    assert_eq!(r.status, 403, "{}", r.body);
+    let r = s.request(
+        "POST",
+        "/v1/memory",
+        &[("Sec-Fetch-Site", "cross-site")],
+        &body,
+    );
+    assert_eq!(r.status, 403);
+    // A page on evil.example re-pointed at 127.0.0.1 sends its own Host.
+    let rebound =
+        s.raw(b"GET /v1/memory HTTP/1.1\r\nHost: evil.example:8080\r\nConnection: close\r\n\r\n");
+    assert_eq!(rebound.status, 403);
+    assert_eq!(
+        s.get("/v1/memory").json()["data"],
+        json!([]),
+        "nothing was stored"
+    );
+    let own = format!("http://127.0.0.1:{}", s.port);
+    let ok = s.request("POST", "/v1/memory", &[("Origin", &own)], &body);
+    assert_eq!(ok.status, 201, "the UI's own origin may write: {}", ok.body);
+}
+
+#[test]
+fn a_wider_bind_requires_the_token() {
+    let w = World::new("serve-token");
+    let s = Server::start(&w, &["--host", "0.0.0.0"]);
+    let token_file = w.home.join("serve.token");
+    let token = std::fs::read_to_string(&token_file)
+        .expect("the token file")
+        .trim()
+        .to_string();
+    let mode = std::os::unix::fs::PermissionsExt::mode(
+        &std::fs::metadata(&token_file).unwrap().permissions(),
+    );
+    assert_eq!(mode & 0o777, 0o600);
+    assert!(
+        s.banner.iter().any(|l| l.contains(&token)),
+        "printed once when created: {:?}",
+        s.banner
+    );
+    let r = s.get("/v1/sessions");
+    assert_eq!(r.status, 401);
+    assert_eq!(r.json()["error"]["type"], "authentication_error");
+    // Health checks (Docker, monitors) need no token; they learn nothing private.
+    let health = s.get("/health").json();
+    assert_eq!(health.as_object().unwrap().len(), 3, "{health}");
+    let bearer = format!("Bearer {token}");
+    assert_eq!(
+        s.request("GET", "/v1/sessions", &[("Authorization", &bearer)], "")
+            .status,
+        200
+    );
+    let wrong = s.request(
+        "GET",
+        "/v1/sessions",
+        &[("Authorization", "Bearer nope")],
+        "",
+    );
+    assert_eq!(wrong.status, 401);
+    // The browser: / sends to the login form; the form sets an HttpOnly cookie.
+    let page = s.get("/");
+    assert_eq!(
+        (page.status, page.header("location")),
+        (303, Some("/login"))
+    );
+    let form = s.request(
+        "POST",
+        "/login",
+        &[("Content-Type", "application/x-www-form-urlencoded")],
+        &format!("token={token}"),
+    );
+    assert_eq!(form.status, 303);
+    let cookie = form.header("set-cookie").expect("a cookie");
+    assert!(
+        cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict"),
+        "{cookie}"
+    );
+    let pair = cookie.split(';').next().unwrap();
+    assert_eq!(
+        s.request("GET", "/v1/sessions", &[("Cookie", pair)], "")
+            .status,
+        200
+    );
+    let bad = s.request("POST", "/login", &[], "token=wrong");
+    assert_eq!(bad.header("location"), Some("/login?failed=1"));
+    assert!(bad.header("set-cookie").is_none());
+    drop(s);
+    // The second start keeps the token and does not print it again.
+    let s2 = Server::start(&w, &["--host", "0.0.0.0"]);
+    assert!(
+        !s2.banner.iter().any(|l| l.contains(&token)),
+        "{:?}",
+        s2.banner
+    );
+}
+
+#[test]
+fn sessions_and_memory_through_the_api() {
+    let w = World::new("serve-crud");
+    let s = Server::start(&w, &[]);
+    let created = s.post("/v1/sessions", &json!({"title": "Trip"}).to_string());
+    assert_eq!(created.status, 201);
+    let sid = created.json()["id"].as_str().unwrap().to_string();
+    let renamed = s.request(
+        "PATCH",
+        &format!("/v1/sessions/{sid}"),
+        &[],
+        &json!({"title": "Trip to Kyoto"}).to_string(),
+    );
+    assert_eq!(renamed.json()["title"], "Trip to Kyoto");
+    w.fake.push(Reply::text("Pack light."));
+    let r = s.post(
+        "/v1/chat/completions",
+        &chat_body("what to pack?", json!({"session": sid})),
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    let md = s.get(&format!("/v1/sessions/{sid}/export?format=md"));
+    assert!(
+        md.body.contains("Trip to Kyoto") && md.body.contains("Pack light."),
+        "{}",
+        md.body
+    );
+    assert!(md
+        .header("content-disposition")
+        .unwrap()
+        .contains("attachment"));
+    let html = s.get(&format!("/v1/sessions/{sid}/export?format=html"));
+    assert!(html.body.contains("<html") && html.body.contains("Pack light."));
+    let found = s.get("/v1/search?q=kyoto").json();
+    assert_eq!(found["sessions"][0]["id"], sid.as_str());
+    let found = s.get("/v1/search?q=pack%20light").json();
+    assert_eq!(found["messages"][0]["session"], sid.as_str());
+
+    let m = s.post("/v1/memory", &json!({"content": "The user drinks oolong tea", "priority": 1, "importance": 4, "tags": ["tea"]}).to_string());
+    assert_eq!(m.status, 201, "{}", m.body);
+    let id = m.json()["id"].as_u64().unwrap();
+    assert_eq!(
+        (m.json()["priority"].clone(), m.json()["importance"].clone()),
+        (json!(1), json!(4))
+    );
+    let p = s.request(
+        "PATCH",
+        &format!("/v1/memory/{id}"),
+        &[],
+        &json!({"pinned": true, "priority": 0}).to_string(),
+    );
+    assert_eq!(p.status, 200, "{}", p.body);
+    assert_eq!(
+        (p.json()["pinned"].clone(), p.json()["priority"].clone()),
+        (json!(true), json!(0))
+    );
+    let hits = s.get("/v1/memory?q=oolong").json();
+    assert_eq!(hits["data"][0]["id"], id);
+    assert_eq!(s.get("/v1/search?q=oolong").json()["memories"][0]["id"], id);
+    assert_eq!(
+        s.request("DELETE", &format!("/v1/memory/{id}"), &[], "")
+            .status,
+        200
+    );
+    assert_eq!(s.get("/v1/memory").json()["data"], json!([]));
+    assert_eq!(s.get(&format!("/v1/memory/{id}")).status, 404);
+
+    assert_eq!(
+        s.request("DELETE", &format!("/v1/sessions/{sid}"), &[], "")
+            .status,
+        200
+    );
+    assert_eq!(s.get(&format!("/v1/sessions/{sid}")).status, 404);
+    drop(s);
+    // What the API changed is in the store the CLI reads.
+    let list = w.run(&["sessions", "list"]);
+    assert!(!list.stdout.contains("Kyoto"), "{}", list.stdout);
+}
+
+/// Reads SSE events from a streaming response as they arrive.
+fn stream_events(port: u16, body: &str) -> std::sync::mpsc::Receiver<(String, Value)> {
+    use std::io::{BufRead, BufReader, Write};
+    let mut sock = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    write!(
+        sock,
+        "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut name = String::new();
+        for line in BufReader::new(sock).lines().map_while(Result::ok) {
+            if let Some(n) = line.strip_prefix("event: ") {
+                name = n.to_string();
+            } else if let Some(d) = line.strip_prefix("data: ") {
+                let v = serde_json::from_str(d).unwrap_or(Value::String(d.to_string()));
+                if tx.send((std::mem::take(&mut name), v)).is_err() {
+                    break;
+                }
+            }
+        }
+    });
+    rx
+}
+
+#[track_caller]
+fn next_event(rx: &std::sync::mpsc::Receiver<(String, Value)>, want: &str) -> Value {
+    loop {
+        let Ok((name, v)) = rx.recv_timeout(std::time::Duration::from_secs(30)) else {
+            panic!("no {want} event");
+        };
+        if name == want {
+            return v;
+        }
+    }
+}
+
+#[test]
+fn the_ui_flow_asks_once_for_l3_and_twice_for_l4() {
+    let w = World::new("serve-approve");
+    w.config("[tools.levels]\nedit_file = \"L4\"\n");
+    let ws = w.workspace();
+    std::fs::write(ws.join("b.txt"), "old").unwrap();
+    let s = Server::start(&w, &[]);
+    // L3: write_file, one yes.
+    w.fake.push(tool_call(
+        "write_file",
+        r#"{"path":"a.txt","content":"hello"}"#,
+    ));
+    w.fake.push(Reply::text("Wrote it."));
+    let rx = stream_events(
+        s.port,
+        &chat_body(
+            "write a.txt",
+            json!({"stream": true, "evolve_events": true}),
+        ),
+    );
+    let sid = next_event(&rx, "evolve.session")["session"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let ask = next_event(&rx, "evolve.permission");
+    assert_eq!(
+        (ask["call"]["tool"].clone(), ask["call"]["level"].clone()),
+        (json!("write_file"), json!("L3"))
+    );
+    assert_eq!(
+        (ask["call"]["step"].clone(), ask["call"]["steps"].clone()),
+        (json!(1), json!(1))
+    );
+    let call = ask["call"]["id"].as_str().unwrap().to_string();
+    let listed = s.get(&format!("/v1/sessions/{sid}/pending")).json();
+    assert_eq!(listed["data"][0]["id"], call.as_str());
+    let ok = s.post(
+        &format!("/v1/sessions/{sid}/pending/{call}"),
+        &json!({"answer": "yes"}).to_string(),
+    );
+    assert_eq!(ok.status, 200, "{}", ok.body);
+    let end = next_event(&rx, "evolve.tool_end");
+    assert_eq!(end["ran"], true);
+    let record = next_event(&rx, "evolve.turn");
+    assert_eq!(record["reply"], "Wrote it.");
+    assert_eq!(std::fs::read_to_string(ws.join("a.txt")).unwrap(), "hello");
+
+    // L4: edit_file raised to L4 in the config: two yes answers, the second step
+    // repeating the exact arguments.
+    let args = r#"{"path":"b.txt","old":"old","new":"new"}"#;
+    w.fake.push(tool_call("edit_file", args));
+    w.fake.push(Reply::text("Edited."));
+    let rx = stream_events(
+        s.port,
+        &chat_body(
+            "edit b.txt",
+            json!({"stream": true, "evolve_events": true, "session": sid}),
+        ),
+    );
+    let first = next_event(&rx, "evolve.permission");
+    assert_eq!(
+        (
+            first["call"]["level"].clone(),
+            first["call"]["steps"].clone()
+        ),
+        (json!("L4"), json!(2))
+    );
+    let call = first["call"]["id"].as_str().unwrap().to_string();
+    s.post(
+        &format!("/v1/sessions/{sid}/pending/{call}"),
+        &json!({"answer": "yes"}).to_string(),
+    );
+    let second = next_event(&rx, "evolve.permission");
+    assert_eq!(second["call"]["step"], 2);
+    assert!(
+        second["call"]["prompt"].as_str().unwrap().contains("old"),
+        "{second}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(ws.join("b.txt")).unwrap(),
+        "old",
+        "not after one yes"
+    );
+    s.post(
+        &format!("/v1/sessions/{sid}/pending/{call}"),
+        &json!({"answer": "yes"}).to_string(),
+    );
+    let record = next_event(&rx, "evolve.turn");
+    assert_eq!(record["tools"][0]["ran"], true, "{record}");
+    assert_eq!(std::fs::read_to_string(ws.join("b.txt")).unwrap(), "new");
+
+    // A refusal: nothing runs.
+    w.fake.push(tool_call(
+        "write_file",
+        r#"{"path":"c.txt","content":"no"}"#,
+    ));
+    w.fake.push(Reply::text("Fine, I did not."));
+    let rx = stream_events(
+        s.port,
+        &chat_body(
+            "write c.txt",
+            json!({"stream": true, "evolve_events": true, "session": sid}),
+        ),
+    );
+    let ask = next_event(&rx, "evolve.permission");
+    let call = ask["call"]["id"].as_str().unwrap().to_string();
+    s.post(
+        &format!("/v1/sessions/{sid}/pending/{call}"),
+        &json!({"answer": "no"}).to_string(),
+    );
+    let record = next_event(&rx, "evolve.turn");
+    assert_eq!(record["tools"][0]["ran"], false);
+    assert!(!ws.join("c.txt").exists());
+}
+
+#[test]
+fn a_plain_client_is_told_what_waits_for_a_person() {
+    let w = World::new("serve-headless");
+    let s = Server::start(&w, &[]);
+    w.fake
+        .push(tool_call("write_file", r#"{"path":"x.txt","content":"x"}"#));
+    w.fake.push(Reply::text("I could not write it."));
+    let r = s.post("/v1/chat/completions", &chat_body("write x.txt", json!({})));
+    assert_eq!(r.status, 200, "{}", r.body);
+    let content = r.json()["choices"][0]["message"]["content"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        content.contains("write_file (L3)") && content.contains("approval"),
+        "{content}"
+    );
+    assert!(!w.workspace().join("x.txt").exists());
+}
+
+#[test]
+fn tools_run_through_the_api_under_the_same_levels() {
+    let w = World::new("serve-tools");
+    let s = Server::start(&w, &[]);
+    let tools = s.get("/v1/tools").json();
+    let names: Vec<&str> = tools["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    assert!(
+        names.contains(&"get_time") && names.contains(&"shell"),
+        "{names:?}"
+    );
+    let t = s.post(
+        "/v1/tools/get_time/run",
+        &json!({"arguments": {}}).to_string(),
+    );
+    assert_eq!(t.status, 200, "{}", t.body);
+    assert_eq!(t.json()["level"], "L1");
+    let wf = s.post(
+        "/v1/tools/write_file/run",
+        &json!({"arguments": {"path": "y.txt", "content": "y"}}).to_string(),
+    );
+    assert_eq!(wf.status, 403, "{}", wf.body);
+    assert!(!w.workspace().join("y.txt").exists());
+    let rm = s.post(
+        "/v1/tools/shell/run",
+        &json!({"arguments": {"command": "rm -rf /"}}).to_string(),
+    );
+    assert_eq!(rm.status, 403);
+    assert!(rm.error_message().contains("L5"), "{}", rm.body);
+    assert_eq!(s.post("/v1/tools/nope/run", "{}").status, 404);
+}
+
+#[test]
+fn ask_while_serve_runs_goes_through_the_server_with_the_same_output_and_exit_codes() {
+    let w = World::new("serve-ask");
+    let s = Server::start(&w, &[]);
+    // Plain answer.
+    w.fake.push(Reply::text("Forty-two."));
+    let run = w.run(&["ask", "what is the answer?"]).expect(0);
+    assert_eq!(run.stdout.trim(), "Forty-two.");
+    // --json: the record, in the server's store.
+    w.fake.push(Reply::text("Still forty-two."));
+    let run = w.run(&["ask", "--json", "again?"]).expect(0);
+    let record = run.json();
+    assert_eq!(record["reply"], "Still forty-two.");
+    let sid = record["session"].as_str().unwrap().to_string();
+    assert_eq!(
+        s.get(&format!("/v1/sessions/{sid}")).status,
+        200,
+        "the server's store has it"
+    );
+    // A call that needs a person: refused, the answer printed, exit 4.
+    w.fake
+        .push(tool_call("write_file", r#"{"path":"z.txt","content":"z"}"#));
+    w.fake.push(Reply::text("I could not write z.txt."));
+    let run = w.run(&["ask", "write z.txt"]).expect(4);
+    assert_eq!(run.stdout.trim(), "I could not write z.txt.");
+    assert!(run.stderr.contains("write_file (L3)"), "{}", run.stderr);
+    assert!(!w.workspace().join("z.txt").exists());
+    // --yes allows L3, as without the server.
+    w.fake
+        .push(tool_call("write_file", r#"{"path":"z.txt","content":"z"}"#));
+    w.fake.push(Reply::text("Wrote z.txt."));
+    w.run(&["ask", "--yes", "write z.txt"]).expect(0);
+    assert_eq!(
+        std::fs::read_to_string(w.workspace().join("z.txt")).unwrap(),
+        "z"
+    );
+    // Usage errors keep exit 2.
+    let run = w.run(&["ask", "--session", "snope", "hi"]).expect(2);
+    assert!(run.stderr.contains("no such session"), "{}", run.stderr);
+    // The model failing keeps its exit code (3: could not be reached / kept failing).
+    for _ in 0..4 {
+        w.fake.push(Reply::error(503, "overloaded"));
+    }
+    let run = w.run(&["ask", "are you there?"]);
+    assert_eq!(run.code, 3, "{}", run.stderr);
+    drop(s);
+    // Without the server (its record left behind by a kill), ask runs by itself.
+    w.fake.push(Reply::text("Alone."));
+    assert_eq!(w.run(&["ask", "hello?"]).expect(0).stdout.trim(), "Alone.");
+}
+
+#[test]
+fn sigterm_ends_a_waiting_turn_saves_it_and_exits_cleanly() {
+    let w = World::new("serve-stop");
+    let s = Server::start(&w, &[]);
+    w.fake
+        .push(tool_call("write_file", r#"{"path":"w.txt","content":"w"}"#));
+    w.fake.push(Reply::text("Not written."));
+    let rx = stream_events(
+        s.port,
+        &chat_body(
+            "write w.txt",
+            json!({"stream": true, "evolve_events": true}),
+        ),
+    );
+    let sid = next_event(&rx, "evolve.session")["session"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    next_event(&rx, "evolve.permission");
+    // Nobody answers; the server is told to stop.
+    assert_eq!(s.stop(), Some(0), "a clean exit");
+    assert!(
+        !w.workspace().join("w.txt").exists(),
+        "the waiting call was not run"
+    );
+    assert!(
+        !w.home.join("serve.json").exists(),
+        "the server's record is removed"
+    );
+    // The question is in the store, which opens cleanly.
+    let shown = w.run(&["sessions", "show", &sid]).expect(0);
+    assert!(shown.stdout.contains("write w.txt"), "{}", shown.stdout);
+}
+
+#[test]
+fn the_profile_switches_without_a_restart() {
+    let w = World::new("serve-profile");
+    w.config("[profiles.work.model]\nmain = \"work-model\"\n");
+    let mut w = w;
+    w.env_remove("EVOLVE_MODEL");
+    let s = Server::start(&w, &[]);
+    let cfg = s.get("/v1/config").json();
+    assert_eq!(cfg["profile"], "default");
+    assert_eq!(cfg["profiles"], json!(["work"]));
+    assert!(
+        !s.get("/v1/config").body.contains("sk-"),
+        "no key in the config view"
+    );
+    let r = s.post(
+        "/v1/config/profile",
+        &json!({"profile": "work"}).to_string(),
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.json()["profile"], "work");
+    w.fake.push(Reply::text("from work"));
+    let c = s.post("/v1/chat/completions", &chat_body("hi", json!({})));
+    assert_eq!(c.status, 200, "{}", c.body);
+    assert_eq!(w.main_requests().last().unwrap()["model"], "work-model");
+    assert_eq!(
+        s.post(
+            "/v1/config/profile",
+            &json!({"profile": "nope"}).to_string()
+        )
+        .status,
+        404
+    );
+}
+
+#[test]
+fn other_commands_say_at_once_that_serve_holds_the_store() {
+    let w = World::new("serve-held");
+    let s = Server::start(&w, &[]);
+    // This message only comes from the check made at the first refusal, before any wait.
+    let run = w.run(&["memory", "list"]);
+    assert_eq!(run.code, 1);
+    assert!(
+        run.stderr.contains("held by evolve serve"),
+        "{}",
+        run.stderr
+    );
+    drop(s);
+}
+
+#[test]
+fn a_trickling_request_head_is_cut_off_and_others_are_served_meanwhile() {
+    use std::io::{Read, Write};
+    let w = World::new("serve-slow");
+    let s = Server::start(&w, &[]);
+    let mut slow = std::net::TcpStream::connect(("127.0.0.1", s.port)).unwrap();
+    slow.write_all(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ")
+        .unwrap();
+    // Others are answered while it dawdles.
+    assert_eq!(s.get("/health").status, 200);
+    // The head never completes: the server answers 408 and closes (after its 10 s head
+    // timeout), instead of holding the connection for ever.
+    slow.set_read_timeout(Some(std::time::Duration::from_secs(60)))
+        .unwrap();
+    let mut answer = String::new();
+    let _ = slow.read_to_string(&mut answer);
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+}

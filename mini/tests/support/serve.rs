@@ -1,0 +1,222 @@
+//! `evolve serve` for end-to-end tests: started on a free port against the world's fake
+//! model, and a raw HTTP/1.1 client that can also send what a well-behaved client never
+//! would (malformed heads, oversized bodies, foreign Origins).
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::process::{Child, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use super::World;
+
+/// A running `evolve serve`.
+pub struct Server {
+    pub child: Child,
+    pub port: u16,
+    /// Lines of stderr after the start line.
+    pub stderr: mpsc::Receiver<String>,
+    /// The start lines (up to the "serving on" line).
+    pub banner: Vec<String>,
+}
+
+impl Server {
+    /// `evolve serve --port 0 ARGS…`, waiting for it to listen.
+    pub fn start(w: &World, args: &[&str]) -> Server {
+        let mut all = vec!["serve", "--port", "0"];
+        all.extend_from_slice(args);
+        let mut child = w
+            .command(&all)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn evolve serve");
+        let stderr = child.stderr.take().expect("stderr");
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let mut banner = Vec::new();
+        let port = loop {
+            let line = rx
+                .recv_timeout(Duration::from_secs(20))
+                .unwrap_or_else(|_| panic!("serve did not start; it said: {banner:#?}"));
+            banner.push(line.clone());
+            if let Some(rest) = line.split(" serving on http://").nth(1) {
+                let addr = rest.split_whitespace().next().unwrap_or("");
+                let port = addr.rsplit(':').next().unwrap_or("");
+                break port.parse::<u16>().expect("the port in the banner");
+            }
+        };
+        Server {
+            child,
+            port,
+            stderr: rx,
+            banner,
+        }
+    }
+
+    /// A request; `headers` are added to `Host` and `Content-Length`.
+    pub fn request(&self, method: &str, path: &str, headers: &[(&str, &str)], body: &str) -> Resp {
+        let mut head = format!(
+            "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nConnection: close\r\n",
+            self.port
+        );
+        if !headers
+            .iter()
+            .any(|(k, _)| k.eq_ignore_ascii_case("content-length"))
+        {
+            head.push_str(&format!("Content-Length: {}\r\n", body.len()));
+        }
+        for (k, v) in headers {
+            head.push_str(&format!("{k}: {v}\r\n"));
+        }
+        head.push_str("\r\n");
+        let mut raw = head.into_bytes();
+        raw.extend_from_slice(body.as_bytes());
+        self.raw(&raw)
+    }
+
+    pub fn get(&self, path: &str) -> Resp {
+        self.request("GET", path, &[], "")
+    }
+
+    pub fn post(&self, path: &str, body: &str) -> Resp {
+        self.request("POST", path, &[("Content-Type", "application/json")], body)
+    }
+
+    /// Sends bytes as they are and reads the whole answer (the server closes).
+    pub fn raw(&self, bytes: &[u8]) -> Resp {
+        let mut s = TcpStream::connect(("127.0.0.1", self.port)).expect("connect to serve");
+        s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+        let _ = s.write_all(bytes);
+        let mut out = Vec::new();
+        let _ = s.read_to_end(&mut out);
+        Resp::parse(&out)
+    }
+
+    /// SIGTERM, then the exit code.
+    pub fn stop(mut self) -> Option<i32> {
+        let _ = std::process::Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status();
+        for _ in 0..300 {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return status.code();
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        None
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A parsed response (chunked bodies decoded).
+#[derive(Debug)]
+pub struct Resp {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: String,
+}
+
+impl Resp {
+    fn parse(raw: &[u8]) -> Resp {
+        let text = String::from_utf8_lossy(raw).into_owned();
+        let Some((head, body)) = text.split_once("\r\n\r\n") else {
+            return Resp {
+                status: 0,
+                headers: Vec::new(),
+                body: text,
+            };
+        };
+        let mut lines = head.split("\r\n");
+        let status = lines
+            .next()
+            .and_then(|l| l.split(' ').nth(1))
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(0);
+        let headers: Vec<(String, String)> = lines
+            .filter_map(|l| l.split_once(':'))
+            .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_string()))
+            .collect();
+        let chunked = headers
+            .iter()
+            .any(|(k, v)| k == "transfer-encoding" && v.contains("chunked"));
+        let body = if chunked {
+            dechunk(body)
+        } else {
+            body.to_string()
+        };
+        Resp {
+            status,
+            headers,
+            body,
+        }
+    }
+
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    }
+
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_str(&self.body)
+            .unwrap_or_else(|e| panic!("not JSON ({e}): {} {}", self.status, self.body))
+    }
+
+    /// The OpenAI-shaped error's message (panics when the body is not one).
+    pub fn error_message(&self) -> String {
+        let v = self.json();
+        v["error"]["message"]
+            .as_str()
+            .unwrap_or_else(|| panic!("not an error body: {v}"))
+            .to_string()
+    }
+
+    /// SSE events as (event name or "", data).
+    pub fn events(&self) -> Vec<(String, String)> {
+        self.body
+            .split("\n\n")
+            .filter(|e| !e.trim().is_empty())
+            .map(|e| {
+                let mut name = String::new();
+                let mut data = String::new();
+                for line in e.lines() {
+                    if let Some(n) = line.strip_prefix("event: ") {
+                        name = n.to_string();
+                    } else if let Some(d) = line.strip_prefix("data: ") {
+                        data.push_str(d);
+                    }
+                }
+                (name, data)
+            })
+            .collect()
+    }
+}
+
+fn dechunk(mut body: &str) -> String {
+    let mut out = String::new();
+    while let Some((size, rest)) = body.split_once("\r\n") {
+        let Ok(n) = usize::from_str_radix(size.trim(), 16) else {
+            break;
+        };
+        if n == 0 || rest.len() < n {
+            break;
+        }
+        out.push_str(&rest[..n]);
+        body = rest[n..].strip_prefix("\r\n").unwrap_or(&rest[n..]);
+    }
+    out
+}

@@ -506,7 +506,18 @@ async function permAnswer(answer) {
   if (S.perms.length) permShow(S.perms[0]);
   else {
     d.close();
-    if (!S.busy) guard(checkPending)();
+    if (!S.busy) guard(followUp)(ev.session);
+  }
+}
+
+/** An answer given after a reload: no stream shows what the turn does next, so the chat
+ * is read again once the server has stored more of it (polled for up to 30 s). */
+async function followUp(id) {
+  const count = async () => (await api('GET', `/v1/sessions/${enc(id)}`)).messages;
+  const before = await count();
+  for (let i = 0; i < 30 && S.session === id && !S.busy; i++) {
+    await new Promise(r => setTimeout(r, 1000));
+    if (await count() !== before) return openSession(id);
   }
 }
 

@@ -53,6 +53,8 @@ const SCRIPT = {
     'Saved always-2.txt without asking.',
     UNSAFE, // Markdown safety
     LONG, // stopped half-way
+    'Still here after the stop.',
+    call('write_file', '{"path": "after-reload.txt", "content": "answered after a reload"}'),
   ],
   routes: { '[evolve:evaluate]': ['{"score": 0.9, "reason": "clear and correct"}'] },
   fallback: { echo: true },
@@ -316,7 +318,20 @@ await test('stop: the Stop button ends a streaming answer', async () => {
   // turn was stopped: then the message starts a new one).
   await send(main, 'And now a short one');
   await idle(main);
-  await lastAnswer(main).locator('.body', { hasText: 'echo: And now a short one' }).waitFor();
+  await lastAnswer(main).locator('.body', { hasText: 'Still here after the stop.' }).waitFor();
+});
+
+await test('a question left open by a reload: the banner brings the dialog back, the answer runs the call', async () => {
+  await send(main, 'Write a file, then I reload');
+  await main.waitForSelector('#perm[open]');
+  await main.reload();
+  await main.locator('#pending-banner').waitFor();
+  await main.click('#pending-open');
+  await main.waitForSelector('#perm[open]');
+  eq(await main.textContent('#perm-tool'), 'write_file', 'the waiting call');
+  await main.click('#perm-allow');
+  await main.locator('details.fold.out', { hasText: 'write_file' }).last().waitFor();
+  await until(() => fs.existsSync(path.join(HOME, 'workspace', 'after-reload.txt')), 'the file the call writes');
 });
 
 await test('sessions: rename, filter, open, delete (with a confirmation)', async () => {

@@ -446,6 +446,18 @@ await test('errors are shown: a missing chat gives the server\'s message', async
   check((await toast.textContent()).includes('s-does-not-exist'), `the toast names the chat: ${await toast.textContent()}`);
 });
 
+await test('the login page: a token form posting to /login, and a wrong token is said so', async () => {
+  const page = await open();
+  await page.goto(BASE + '/login');
+  eq(await page.getAttribute('form', 'action'), '/login', 'the form target');
+  eq(await page.getAttribute('input[name=token]', 'type'), 'password', 'the token field');
+  check(!(await page.isVisible('#failed')), 'no error before a try');
+  await page.goto(BASE + '/login?failed=1');
+  check(await page.isVisible('#failed'), 'the wrong-token message');
+  eq([...new Set(page.seen.errors)].join('\n'), '', 'errors on the login page');
+  await page.context().close();
+});
+
 await test('theme and language switch, and stay switched after a reload', async () => {
   const page = await open();
   const look = () => page.evaluate(() => [document.documentElement.dataset.theme, getComputedStyle(document.body).backgroundColor]);

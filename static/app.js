@@ -5,7 +5,7 @@
 'use strict';
 const $ = s => document.querySelector(s);
 const enc = encodeURIComponent;
-const S = { session: null, sessions: [], busy: null, perms: [], perm: null, view: 'chat', mem: [] };
+const S = { session: null, sessions: [], busy: null, perms: [], perm: null, view: 'chat', pendingList: [] };
 
 // ---------------------------------------------------------------- API and errors
 async function errText(r) {
@@ -286,7 +286,7 @@ function turnCard(rec, n, sid) {
   d.dataset.testid = 'turn-card';
   d.append(sum, body);
   const fill = r => {
-    rec = r;
+    rec = r = { memories: [], tools: [], skills: [], usage: {}, ...r };
     const bits = [t('turnN', r.turn)];
     if (r.memories.length) bits.push(`${t('memories')} ${r.memories.length}`);
     if (r.tools.length) bits.push(`${t('tools')} ${r.tools.length}`);
@@ -388,7 +388,7 @@ async function send(text) {
   const ctl = new AbortController();
   S.busy = ctl;
   busy(true);
-  let acc = '', raf = 0, rec = null;
+  let acc = '', raf = 0, rec = null, done = false;
   const paint = () => { raf = 0; a.body.replaceChildren(md(acc)); scrollEnd(); };
   try {
     const body = { model: 'evolve', stream: true, evolve_events: true, messages: [{ role: 'user', content: text }] };
@@ -406,7 +406,7 @@ async function send(text) {
     }
     setSession(r.headers.get('X-Evolve-Session'));
     for await (const [ev, data] of sse(r.body)) {
-      if (data === '[DONE]') break;
+      if (data === '[DONE]') { done = true; break; }
       let j;
       try { j = JSON.parse(data); } catch { continue; }
       if (ev === 'message') {
@@ -426,6 +426,7 @@ async function send(text) {
       else if (ev === 'evolve.turn') rec = j;
       else if (ev === 'evolve.error') throw new Error((j.error && j.error.message) || t('errTurn'));
     }
+    if (!done) throw new Error(t('cutOff'));
   } catch (e) {
     if (e.name === 'AbortError') a.el.append(h('p', 'note', t('stopped')));
     else {

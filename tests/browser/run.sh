@@ -71,6 +71,10 @@ trap cleanup EXIT
 export EVOLVE_HOME="$WORK/home"
 mkdir -p "$EVOLVE_HOME" "$WORK/notes"
 cat >"$EVOLVE_HOME/config.toml" <<EOF
+[model]
+# One scripted failure is one failure (no retries with backoff).
+max_retries = 0
+
 [permission]
 # The shell asks twice (L4) instead of being refused: the UI's two-step dialog.
 shell_level = "L4"

@@ -54,6 +54,7 @@ const SCRIPT = {
     UNSAFE, // Markdown safety
     LONG, // stopped half-way
     'Still here after the stop.',
+    { status: 500, body: { error: { message: 'the fake model broke' } } }, // a failing model
     call('write_file', '{"path": "after-reload.txt", "content": "answered after a reload"}'),
   ],
   routes: { '[evolve:evaluate]': ['{"score": 0.9, "reason": "clear and correct"}'] },
@@ -319,6 +320,15 @@ await test('stop: the Stop button ends a streaming answer', async () => {
   await send(main, 'And now a short one');
   await idle(main);
   await lastAnswer(main).locator('.body', { hasText: 'Still here after the stop.' }).waitFor();
+});
+
+await test('a failing model: the error shows in the answer and as an alert, and chatting goes on', async () => {
+  await send(main, 'This one fails');
+  await idle(main);
+  const err = lastAnswer(main).locator('.err');
+  await err.waitFor();
+  check((await err.textContent()).includes('the fake model broke'), `the model's message is shown: ${await err.textContent()}`);
+  check((await main.locator('[data-testid=toast].error').last().textContent()).includes('the fake model broke'), 'an alert says it too');
 });
 
 await test('a question left open by a reload: the banner brings the dialog back, the answer runs the call', async () => {

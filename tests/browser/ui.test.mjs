@@ -468,6 +468,20 @@ await test('the login page: a token form posting to /login, and a wrong token is
   await page.context().close();
 });
 
+await test('/docs renders the API from /openapi.json, or says plainly why it cannot', async () => {
+  const page = await open();
+  await page.goto(BASE + '/docs');
+  const spec = await api('GET', '/openapi.json');
+  if (spec.status === 200) {
+    await page.locator('.op code', { hasText: '/v1/chat/completions' }).first().waitFor();
+  } else {
+    // The page is there; the description is not (yet): the reader is told which file failed.
+    await page.locator('#api .err', { hasText: '/openapi.json' }).waitFor();
+  }
+  eq([...new Set(page.seen.errors.filter(e => !/openapi\.json|status of 404/.test(e)))].join('\n'), '', 'errors on /docs');
+  await page.context().close();
+});
+
 await test('theme and language switch, and stay switched after a reload', async () => {
   const page = await open();
   const look = () => page.evaluate(() => [document.documentElement.dataset.theme, getComputedStyle(document.body).backgroundColor]);

@@ -59,8 +59,9 @@ MCP_TEST_SERVER_BIN="${MCP_TEST_SERVER_BIN:-$TARGET/debug/evolve-mcp-test-server
 WORK="$(mktemp -d)"
 FAKE_PID=""
 SERVE_PID=""
+TOKEN_PID=""
 cleanup() {
-    for pid in $SERVE_PID $FAKE_PID; do
+    for pid in $TOKEN_PID $SERVE_PID $FAKE_PID; do
         kill "$pid" 2>/dev/null || true
         wait "$pid" 2>/dev/null || true
     done
@@ -90,25 +91,38 @@ FAKE_PID=$!
 for _ in $(seq 1 100); do [ -s "$WORK/fake.url" ] && break; sleep 0.1; done
 [ -s "$WORK/fake.url" ] || { say "fake-llm did not start:"; cat "$WORK/fake.log" >&2; exit 1; }
 
-PORT="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
-OPENAI_BASE_URL="$(head -n1 "$WORK/fake.url")" EVOLVE_MODEL=fake-main EVOLVE_CHEAP_MODEL=fake-cheap \
-    EVOLVE_LOG=info HOME="$WORK" "$EVOLVE_BIN" serve --port "$PORT" >"$WORK/serve.log" 2>&1 &
-SERVE_PID=$!
-URL="http://127.0.0.1:$PORT"
-healthy() { python3 -c 'import sys, urllib.request; urllib.request.urlopen(sys.argv[1], timeout=2)' "$URL/health" >/dev/null 2>&1; }
-for _ in $(seq 1 150); do
-    healthy && break
-    kill -0 "$SERVE_PID" 2>/dev/null || break
-    sleep 0.1
-done
-if ! healthy; then
-    say "evolve serve did not answer on $URL:"
-    cat "$WORK/serve.log" >&2
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+healthy() { python3 -c 'import sys, urllib.request; urllib.request.urlopen(sys.argv[1], timeout=2)' "$1/health" >/dev/null 2>&1; }
+# serve LOG PID_VAR URL ARGS...: starts `evolve serve ARGS` and waits until URL answers.
+serve() {
+    local log="$1" var="$2" url="$3"
+    shift 3
+    OPENAI_BASE_URL="$(head -n1 "$WORK/fake.url")" EVOLVE_MODEL=fake-main EVOLVE_CHEAP_MODEL=fake-cheap \
+        EVOLVE_LOG=info HOME="$WORK" "$EVOLVE_BIN" serve "$@" >"$log" 2>&1 &
+    printf -v "$var" '%s' "$!"
+    for _ in $(seq 1 150); do
+        healthy "$url" && return 0
+        kill -0 "${!var}" 2>/dev/null || break
+        sleep 0.1
+    done
+    say "evolve serve $* did not answer on $url:"
+    cat "$log" >&2
     exit 1
-fi
+}
+
+PORT="$(free_port)"
+URL="http://127.0.0.1:$PORT"
+serve "$WORK/serve.log" SERVE_PID "$URL" --port "$PORT"
+# A second server bound beyond loopback, in its own home: it needs the token (login form).
+# Only 127.0.0.1 is ever connected to.
+TOKEN_PORT="$(free_port)"
+TOKEN_URL="http://127.0.0.1:$TOKEN_PORT"
+mkdir -p "$WORK/home2"
+EVOLVE_HOME="$WORK/home2" serve "$WORK/serve2.log" TOKEN_PID "$TOKEN_URL" --host 0.0.0.0 --port "$TOKEN_PORT"
 
 status=0
-EVOLVE_URL="$URL" EVOLVE_BROWSER_NPM="$NPM_DIR" CHROMIUM="$CHROMIUM" \
+EVOLVE_URL="$URL" EVOLVE_TOKEN_URL="$TOKEN_URL" EVOLVE_TOKEN_FILE="$WORK/home2/serve.token" \
+    EVOLVE_BROWSER_NPM="$NPM_DIR" CHROMIUM="$CHROMIUM" \
     node "$HERE/ui.test.mjs" || status=$?
 if [ "$status" -ne 0 ]; then
     say "the server's log (last 60 lines):"

@@ -468,6 +468,30 @@ await test('the login page: a token form posting to /login, and a wrong token is
   await page.context().close();
 });
 
+await test('beyond loopback: the app sends to the login form, a wrong token is refused, the right one opens the app', async () => {
+  const url = process.env.EVOLVE_TOKEN_URL;
+  const token = fs.readFileSync(process.env.EVOLVE_TOKEN_FILE, 'utf8').trim();
+  const ctx = await browser.newContext({ locale: 'en-US' });
+  const page = await ctx.newPage();
+  page.setDefaultTimeout(20000);
+  await page.goto(url + '/');
+  eq(new URL(page.url()).pathname, '/login', 'where / leads without a token');
+  await page.fill('#token', 'not-the-token');
+  await page.click('button[type=submit]');
+  await page.locator('#failed').waitFor();
+  eq(new URL(page.url()).pathname, '/login', 'still on the login form after a wrong token');
+  await page.fill('#token', token);
+  await Promise.all([page.waitForURL(url + '/'), page.click('button[type=submit]')]);
+  await page.waitForSelector('#sessions li');
+  await page.click('#nav [data-view=memory]');
+  await page.locator('#mem-list li').first().waitFor();
+  eq(await page.locator('[data-testid=toast].error').count(), 0, 'errors with the cookie');
+  // Signed out (the cookie gone): the next API call leads back to the login form.
+  await ctx.clearCookies();
+  await Promise.all([page.waitForURL(/\/login$/), page.click('#nav [data-view=skills]')]);
+  await ctx.close();
+});
+
 await test('/docs renders the API from /openapi.json, or says plainly why it cannot', async () => {
   const page = await open();
   await page.goto(BASE + '/docs');

@@ -5,7 +5,7 @@
 'use strict';
 const $ = s => document.querySelector(s);
 const enc = encodeURIComponent;
-const S = { session: null, sessions: [], busy: null, perms: [], perm: null, view: 'chat', pendingList: [] };
+const S = { session: null, sessions: [], busy: null, perms: [], perm: null, view: 'chat', pendingList: [], shown: 0 };
 
 // ---------------------------------------------------------------- API and errors
 async function errText(r) {
@@ -251,6 +251,7 @@ function fold(summary, text, cls) {
 function renderHistory(msgs) {
   const box = $('#messages');
   box.replaceChildren();
+  S.shown = msgs.length;
   let turn = null;
   const card = () => { if (turn != null) box.append(turnCard(null, turn, S.session)); };
   for (const m of msgs) {
@@ -514,11 +515,9 @@ async function permAnswer(answer) {
 /** An answer given after a reload: no stream shows what the turn does next, so the chat
  * is read again once the server has stored more of it (polled for up to 30 s). */
 async function followUp(id) {
-  const count = async () => (await api('GET', `/v1/sessions/${enc(id)}`)).messages;
-  const before = await count();
   for (let i = 0; i < 30 && S.session === id && !S.busy; i++) {
+    if ((await api('GET', `/v1/sessions/${enc(id)}`)).messages !== S.shown) return openSession(id);
     await new Promise(r => setTimeout(r, 1000));
-    if (await count() !== before) return openSession(id);
   }
 }
 
@@ -716,7 +715,8 @@ async function loadConfig() {
   if (cfg.profile && !names.includes(cfg.profile)) names.unshift(cfg.profile);
   options(sel, names.length ? names : [''], v => v || t('default'), cfg.profile || '');
   sel.closest('label').hidden = names.length < 2;
-  if (health) $('#version').textContent = 'v' + health.version;
+  // The version, and the model that answers now (a profile switch can change it).
+  $('#version').textContent = [health && 'v' + health.version, cfg.model && cfg.model.main].filter(Boolean).join(' · ');
 }
 
 const switchProfile = guard(async () => {

@@ -80,6 +80,11 @@ max_retries = 0
 # The shell asks twice (L4) instead of being refused: the UI's two-step dialog.
 shell_level = "L4"
 
+# A second profile for the profile switch (the same settings; the model comes from the
+# environment, which wins over profiles).
+[profiles.alt.agent]
+max_steps = 8
+
 [mcp.servers.peer]
 command = "$MCP_TEST_SERVER_BIN"
 args = ["--notes", "$WORK/notes"]

@@ -560,6 +560,17 @@ await test('phone (375×740): the sidebar is a drawer, the send box is visible, 
   await page.context().close();
 });
 
+await test('profile switch: the sidebar lists the profiles and switches the running server', async () => {
+  await main.goto(BASE + '/');
+  await main.reload();
+  await main.locator('#profile option[value=alt]').waitFor({ state: 'attached' });
+  check(await main.isVisible('#profile'), 'the profile selector is shown');
+  await main.selectOption('#profile', 'alt');
+  await main.locator('[data-testid=toast]', { hasText: 'alt' }).waitFor();
+  eq((await api('GET', '/v1/config')).json.profile, 'alt', 'the profile the server runs');
+  check((await main.textContent('#version')).includes('fake-main'), 'the model is shown');
+});
+
 await test('no page errors, CSP refusals or JavaScript dialogs on the way', async () => {
   eq([...new Set(main.seen.errors)].slice(0, 3).join('\n'), '', 'errors');
   eq(main.seen.dialogs.length, 0, 'dialogs');

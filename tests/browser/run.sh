@@ -3,14 +3,15 @@
 #
 #   tests/browser/run.sh
 #
-# Installs what is missing (idempotent, quiet): Debian's chromium (and CJK fonts, so the
-# 中文 screens render), node and npm, and npm `playwright-core` pinned in
-# tests/browser/package-lock.json into $EVOLVE_BROWSER_CACHE (default
-# ~/.cache/evolve/browser-npm). Builds `evolve`, `fake-llm` and `evolve-mcp-test-server`
-# unless EVOLVE_BIN, FAKE_LLM_BIN and MCP_TEST_SERVER_BIN name them. Then, in a temporary
-# EVOLVE_HOME: starts the scripted fake model (the replies come from
-# `node ui.test.mjs --script`), `evolve serve` on a free loopback port pointed at it, runs
-# tests/browser/ui.test.mjs, and stops both. Exits non-zero when a case fails.
+# Installs what is missing (idempotent, quiet): Debian's chromium, node and npm, and npm
+# `playwright-core` pinned in tests/browser/package-lock.json, into $EVOLVE_BROWSER_CACHE
+# (default ~/.cache/evolve/browser-npm). Builds `evolve`, `fake-llm` and
+# `evolve-mcp-test-server` unless EVOLVE_BIN, FAKE_LLM_BIN and MCP_TEST_SERVER_BIN name
+# them. Then, in temporary homes: starts the scripted fake model (its replies come from
+# `node ui.test.mjs --script`), `evolve serve` on a free loopback port pointed at it, a
+# second one bound beyond loopback (token and login form; only 127.0.0.1 is connected
+# to), runs tests/browser/ui.test.mjs, and stops them all. Exits non-zero when a case
+# fails.
 # BROWSER_SHOTS=DIR keeps a screenshot of each case there.
 set -euo pipefail
 
@@ -29,7 +30,7 @@ apt_install() {
 CHROMIUM="${CHROMIUM:-/usr/bin/chromium}"
 if [ ! -x "$CHROMIUM" ]; then
     say "installing Debian's chromium"
-    apt_install chromium fonts-noto-cjk
+    apt_install chromium
 fi
 if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
     say "installing Debian's nodejs and npm"
@@ -43,7 +44,7 @@ if [ ! -f "$NPM_DIR/node_modules/playwright-core/package.json" ] ||
     say "installing playwright-core into $NPM_DIR"
     rm -rf "$NPM_DIR" && mkdir -p "$NPM_DIR"
     cp "$HERE/package.json" "$HERE/package-lock.json" "$NPM_DIR/"
-    npm ci --prefix "$NPM_DIR" --omit=dev --no-audit --no-fund --loglevel=error >&2
+    npm ci --prefix "$NPM_DIR" --omit=dev --no-audit --no-fund --loglevel=error >/dev/null
     echo "$want" >"$NPM_DIR/.evolve-pins"
 fi
 

@@ -346,6 +346,21 @@ fn a_wider_bind_requires_the_token() {
 fn sessions_and_memory_through_the_api() {
     let w = World::new("serve-crud");
     let s = Server::start(&w, &[]);
+    for i in 0..3 {
+        s.post(
+            "/v1/sessions",
+            &json!({"title": format!("older {i}")}).to_string(),
+        );
+    }
+    let page = s.get("/v1/sessions?limit=2&offset=1").json();
+    assert_eq!(
+        (
+            page["total"].clone(),
+            page["data"].as_array().unwrap().len()
+        ),
+        (json!(3), 2)
+    );
+    assert_eq!(s.get("/v1/sessions?limit=x").status, 400);
     let created = s.post("/v1/sessions", &json!({"title": "Trip"}).to_string());
     assert_eq!(created.status, 201);
     let sid = created.json()["id"].as_str().unwrap().to_string();

@@ -221,9 +221,9 @@ impl Manager {
 
         // 10. Save the turn (history first: what the user saw is never lost).
         let answered = Instant::now();
+        let (ring, overflow) = self.next_l2(&sid, l2_entry(input.text, &reply, &turn_msgs))?;
         rt.store
-            .append_messages(&sid, turn_no, &turn_msgs, now, true)?;
-        let overflow = self.push_l2(&sid, l2_entry(input.text, &reply, &turn_msgs))?;
+            .append_turn(&sid, turn_no, &turn_msgs, now, &ring)?;
 
         let mut record = TurnRecord {
             session: sid.clone(),
@@ -490,23 +490,23 @@ impl Manager {
         }
     }
 
-    /// Adds the finished turn to the L2 ring. When the ring overflows, the overflowing
-    /// entries stay in it until the background summary has folded them into L3 (which
-    /// then trims the ring and writes the summary in one transaction): if the summary
-    /// fails, they are summarised after a later turn, never dropped.
-    fn push_l2(&self, sid: &str, entry: L2Entry) -> Result<Vec<L2Entry>, Error> {
+    /// The L2 ring with the finished turn added (saved with the turn's messages in one
+    /// transaction). When the ring overflows, the overflowing entries stay in it until
+    /// the background summary has folded them into L3 (which then trims the ring and
+    /// writes the summary in one transaction): if the summary fails, they are summarised
+    /// after a later turn, never dropped.
+    fn next_l2(&self, sid: &str, entry: L2Entry) -> Result<(L2Ring, Vec<L2Entry>), Error> {
         let rt = &*self.rt;
         let ring = rt.store.l2(sid)?;
         let mut trimmed = ring.clone();
         let overflow = trimmed.push(entry.clone(), &rt.config.core.history);
         if overflow.is_empty() {
-            rt.store.set_l2(sid, &trimmed, None)?;
+            Ok((trimmed, overflow))
         } else {
             let mut all = ring.entries().to_vec();
             all.push(entry);
-            rt.store.set_l2(sid, &L2Ring::from_entries(all), None)?;
+            Ok((L2Ring::from_entries(all), overflow))
         }
-        Ok(overflow)
     }
 
     /// `/reflect`: a reflection over the session's recent turns now.

@@ -169,36 +169,28 @@ impl Store {
         now: Timestamp,
         completes_turn: bool,
     ) -> Result<Vec<StoredMessage>, StoreError> {
+        self.write(|txn| append_in(txn, session, turn, messages, now, completes_turn))
+    }
+
+    /// A completed turn's messages and the session's new L2 ring, in one transaction
+    /// (one commit, one flush to disk, instead of two).
+    pub fn append_turn(
+        &self,
+        session: &str,
+        turn: u64,
+        messages: &[Message],
+        now: Timestamp,
+        ring: &L2Ring,
+    ) -> Result<(), StoreError> {
         self.write(|txn| {
-            let mut record = existing_session(txn, session)?;
-            let mut table = txn.open_table(MESSAGES)?;
-            let first = match table.range(session_keys(session))?.next_back() {
-                Some(row) => row?.0.value().1 + 1,
-                None => 0,
-            };
-            let mut stored = Vec::with_capacity(messages.len());
-            for (seq, message) in (first..).zip(messages) {
-                let m = StoredMessage {
-                    seq,
-                    turn,
-                    at: now,
-                    message: message.clone(),
-                };
-                put_json(&mut table, "messages", (session, seq), &m)?;
-                stored.push(m);
+            append_in(txn, session, turn, messages, now, true)?;
+            let mut table = txn.open_table(L2)?;
+            if ring.is_empty() {
+                table.remove(session)?;
+            } else {
+                put_json(&mut table, "l2", session, ring)?;
             }
-            record.messages += messages.len() as u64;
-            record.updated_at = record.updated_at.max(now);
-            if completes_turn {
-                record.turns = record.turns.max(turn);
-            }
-            if record.title.trim().is_empty() {
-                if let Some(first) = messages.iter().find(|m| m.role == Role::User) {
-                    record.title = one_line(&first.content, TITLE_CHARS);
-                }
-            }
-            put_json(&mut txn.open_table(SESSIONS)?, "sessions", session, &record)?;
-            Ok(stored)
+            Ok(())
         })
     }
 
@@ -344,6 +336,46 @@ impl Store {
             put_json(&mut table, "todos", session, todos)
         })
     }
+}
+
+/// Appends messages inside a write transaction (see [`Store::append_messages`]).
+fn append_in(
+    txn: &WriteTransaction,
+    session: &str,
+    turn: u64,
+    messages: &[Message],
+    now: Timestamp,
+    completes_turn: bool,
+) -> Result<Vec<StoredMessage>, Fail> {
+    let mut record = existing_session(txn, session)?;
+    let mut table = txn.open_table(MESSAGES)?;
+    let first = match table.range(session_keys(session))?.next_back() {
+        Some(row) => row?.0.value().1 + 1,
+        None => 0,
+    };
+    let mut stored = Vec::with_capacity(messages.len());
+    for (seq, message) in (first..).zip(messages) {
+        let m = StoredMessage {
+            seq,
+            turn,
+            at: now,
+            message: message.clone(),
+        };
+        put_json(&mut table, "messages", (session, seq), &m)?;
+        stored.push(m);
+    }
+    record.messages += messages.len() as u64;
+    record.updated_at = record.updated_at.max(now);
+    if completes_turn {
+        record.turns = record.turns.max(turn);
+    }
+    if record.title.trim().is_empty() {
+        if let Some(first) = messages.iter().find(|m| m.role == Role::User) {
+            record.title = one_line(&first.content, TITLE_CHARS);
+        }
+    }
+    put_json(&mut txn.open_table(SESSIONS)?, "sessions", session, &record)?;
+    Ok(stored)
 }
 
 #[cfg(test)]

@@ -45,7 +45,7 @@ pub fn route(state: &Arc<State>, req: &Request) -> Reply {
         ("GET", ["docs"]) => assets::serve(req, "docs.html"),
         ("GET", ["v1", "models"]) => models(state),
         ("POST", ["v1", "chat", "completions"]) => chat::completions(state, req),
-        ("GET", ["v1", "sessions"]) => sessions(state),
+        ("GET", ["v1", "sessions"]) => sessions(state, req),
         ("POST", ["v1", "sessions"]) => create_session(state, req),
         ("GET", ["v1", "sessions", id]) => session(state, id),
         ("PATCH", ["v1", "sessions", id]) => rename_session(state, req, id),
@@ -170,10 +170,19 @@ fn login(state: &State, req: &Request) -> Reply {
 
 // ---- sessions -------------------------------------------------------------------
 
-fn sessions(state: &State) -> Reply {
-    let mut all = tri!(state.rt().store.sessions());
-    all.sort_by_key(|s| std::cmp::Reverse(s.updated_at));
-    Response::json(200, &json!({ "data": all }))
+/// Newest first; `?limit=N&offset=M` pages through many (all by default).
+fn sessions(state: &State, req: &Request) -> Reply {
+    let number = |name: &str| match req.query_param(name).map(|v| v.parse::<usize>()) {
+        None => Ok(None),
+        Some(Ok(n)) => Ok(Some(n)),
+        Some(Err(_)) => Err(error(400, format!("{name} must be a non-negative number"))),
+    };
+    let limit = field!(number("limit")).unwrap_or(usize::MAX);
+    let offset = field!(number("offset")).unwrap_or(0);
+    let all = tri!(state.rt().store.sessions());
+    let total = all.len();
+    let page: Vec<_> = all.into_iter().skip(offset).take(limit).collect();
+    Response::json(200, &json!({ "data": page, "total": total }))
 }
 
 fn create_session(state: &State, req: &Request) -> Reply {

@@ -797,3 +797,59 @@ fn a_trickling_request_head_is_cut_off_and_others_are_served_meanwhile() {
     let _ = slow.read_to_string(&mut answer);
     assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
 }
+
+#[test]
+fn a_question_answered_after_the_page_is_gone_still_finishes_the_turn() {
+    let w = World::new("serve-reload");
+    let s = Server::start(&w, &[]);
+    w.fake
+        .push(tool_call("write_file", r#"{"path":"r.txt","content":"r"}"#));
+    w.fake.push(Reply::text("Wrote r.txt after all."));
+    let (sid, call) = {
+        let rx = stream_events(
+            s.port,
+            &chat_body(
+                "write r.txt",
+                json!({"stream": true, "evolve_events": true}),
+            ),
+        );
+        let sid = next_event(&rx, "evolve.session")["session"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        let ask = next_event(&rx, "evolve.permission");
+        (sid, ask["call"]["id"].as_str().unwrap().to_string())
+        // The reader (the page) goes away here.
+    };
+    // The reloaded page finds the question and answers it.
+    let pending = s.get(&format!("/v1/sessions/{sid}/pending")).json();
+    assert_eq!(pending["data"][0]["id"], call.as_str());
+    let ok = s.post(
+        &format!("/v1/sessions/{sid}/pending/{call}"),
+        &json!({"answer": "yes"}).to_string(),
+    );
+    assert_eq!(ok.status, 200, "{}", ok.body);
+    // The turn runs to its end: the file is written and the answer stored.
+    let mut stored = Vec::new();
+    for _ in 0..100 {
+        let msgs = s.get(&format!("/v1/sessions/{sid}/messages")).json();
+        stored = msgs["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|m| m["content"].as_str().map(String::from))
+            .collect();
+        if stored.iter().any(|c| c == "Wrote r.txt after all.") {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    assert!(
+        stored.iter().any(|c| c == "Wrote r.txt after all."),
+        "{stored:?}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(w.workspace().join("r.txt")).unwrap(),
+        "r"
+    );
+}

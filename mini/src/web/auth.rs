@@ -70,9 +70,15 @@ impl Auth {
         }
         let changes = !matches!(req.method.as_str(), "GET" | "HEAD" | "OPTIONS");
         if changes {
-            if req.header("sec-fetch-site") == Some("cross-site") {
-                return Err(Refusal::CrossSite);
+            // A browser says where the request comes from: only this origin (or the
+            // user typing the address: `none`) may change anything. Another port of
+            // the same host is `same-site`, and refused too.
+            match req.header("sec-fetch-site") {
+                Some("same-origin" | "none") => return Ok(()),
+                Some(_) => return Err(Refusal::CrossSite),
+                None => {}
             }
+            // Older browsers: the Origin header, when sent, must be this host.
             if let Some(origin) = req.header("origin") {
                 let origin_host = origin
                     .split_once("://")
@@ -236,6 +242,19 @@ mod tests {
         let site = ("sec-fetch-site", "cross-site");
         assert_eq!(
             auth.check_origin(&req("POST", &[h, site])),
+            Err(Refusal::CrossSite)
+        );
+        let other_port = ("sec-fetch-site", "same-site");
+        assert_eq!(
+            auth.check_origin(&req("POST", &[h, other_port])),
+            Err(Refusal::CrossSite)
+        );
+        // A form posted by the page itself (its Origin may be `null`).
+        let own = ("sec-fetch-site", "same-origin");
+        let null = ("origin", "null");
+        assert_eq!(auth.check_origin(&req("POST", &[h, own, null])), Ok(()));
+        assert_eq!(
+            auth.check_origin(&req("POST", &[h, null])),
             Err(Refusal::CrossSite)
         );
     }

@@ -279,6 +279,7 @@ pub fn completions(state: &Arc<State>, req: &Request) -> Response<'static> {
         chunk: ChunkShape::new(&id, created_at, &chat.model),
         cancel: &cancel,
         streamed: false,
+        asked: false,
     };
     let result = run_turn(state, &chat, &sid, &cancel, &mut io);
     drop(busy);
@@ -429,6 +430,7 @@ fn stream_turn(
         chunk,
         cancel,
         streamed: false,
+        asked: false,
     };
     let result = run_turn(state, chat, sid, cancel, &mut io);
     let streamed = io.streamed;
@@ -532,14 +534,15 @@ struct WebIo<'s, 'o, 'w> {
     chunk: ChunkShape,
     cancel: &'s AtomicBool,
     streamed: bool,
+    /// A person has been asked about a call in this turn.
+    asked: bool,
 }
 
 impl WebIo<'_, '_, '_> {
     fn send_data(&mut self, value: &Value) {
         if let Some(out) = self.out.as_deref_mut() {
             if !data(out, value) {
-                // The client has gone: stop the turn.
-                self.cancel.store(true, Ordering::SeqCst);
+                self.client_gone();
             }
         }
     }
@@ -550,14 +553,24 @@ impl WebIo<'_, '_, '_> {
         }
         if let Some(out) = self.out.as_deref_mut() {
             if !event(out, name, value) {
-                self.cancel.store(true, Ordering::SeqCst);
+                self.client_gone();
             }
+        }
+    }
+
+    /// The client has gone: the turn stops — unless a person was asked a question in
+    /// it. Then the answer (given from a reloaded page, say) decides, and the turn
+    /// runs to its end with nobody streaming, so its result is stored.
+    fn client_gone(&mut self) {
+        if !self.asked {
+            self.cancel.store(true, Ordering::SeqCst);
         }
     }
 
     /// Waits for a person's answer to the call's current step.
     fn wait_answer(&mut self, call: &PendingCall, lang: Lang) -> Option<String> {
         let rx = self.state.approvals.register(self.session, &call.id);
+        self.asked = true;
         self.send_event(
             "evolve.permission",
             &json!({"session": self.session, "call": pending_json(call, lang)}),
@@ -577,9 +590,9 @@ impl WebIo<'_, '_, '_> {
                     let secs = started.elapsed().as_secs();
                     if secs > 0 && secs % KEEPALIVE.as_secs() == 0 {
                         if let Some(out) = self.out.as_deref_mut() {
-                            if !out.send(b": waiting for a person\n\n") {
-                                self.cancel.store(true, Ordering::SeqCst);
-                            }
+                            // A client that has gone does not matter here: the
+                            // answer can come from another page (client_gone).
+                            out.send(b": waiting for a person\n\n");
                         }
                     }
                 }

@@ -375,7 +375,7 @@ fn write_head(
         let value: String = value.chars().filter(|c| *c != '\r' && *c != '\n').collect();
         head.push_str(&format!("{name}: {value}\r\n"));
     }
-    head.push_str("X-Content-Type-Options: nosniff\r\nReferrer-Policy: no-referrer\r\n");
+    head.push_str("X-Content-Type-Options: nosniff\r\nReferrer-Policy: same-origin\r\n");
     match length {
         Some(n) => head.push_str(&format!("Content-Length: {n}\r\n")),
         None => head.push_str("Transfer-Encoding: chunked\r\n"),

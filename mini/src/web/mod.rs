@@ -78,12 +78,17 @@ impl State {
     pub fn switch_profile(&self, name: &str) -> Result<String, Error> {
         let old = self.manager();
         let rt = old.runtime();
+        // `default` is the file's top level: no profile, whatever EVOLVE_PROFILE says.
+        let default = name == "default";
         let loaded = crate::config::Config::load_from(
             &crate::config::LoadOptions {
-                profile: Some(name.to_string()),
+                profile: (!default).then(|| name.to_string()),
                 workspace: self.workspace.clone(),
             },
             &|k: &str| {
+                if default && k == "EVOLVE_PROFILE" {
+                    return None;
+                }
                 self.env
                     .iter()
                     .find(|(n, _)| n == k)

@@ -578,5 +578,5 @@ await test('no page errors, CSP refusals or JavaScript dialogs on the way', asyn
 
 await browser.close();
 const passed = results.filter(Boolean).length;
-console.log(`${passed} passed, ${results.length - passed} failed`);
+console.log(`browser: ${passed} passed, ${results.length - passed} failed`);
 process.exit(passed === results.length ? 0 : 1);

@@ -23,6 +23,7 @@ pub mod classify;
 mod conn;
 mod http;
 mod hub;
+mod jsonrpc;
 mod lines;
 mod reap;
 pub mod servers;

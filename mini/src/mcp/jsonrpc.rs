@@ -395,10 +395,13 @@ fn shown(value: &Value) -> String {
 mod tests {
     use super::*;
 
+    /// What the scripted server does with each message evolve sends.
+    type Behaviour = Box<dyn Fn(&Arc<Peer>, &Value) + Send + Sync>;
+
     /// A server in a closure: sees each message evolve sends and may send back.
     struct Script {
         sent: Mutex<Vec<Value>>,
-        server: Box<dyn Fn(&Arc<Peer>, &Value) + Send + Sync>,
+        server: Behaviour,
     }
 
     impl Link for Script {

@@ -20,8 +20,9 @@
 //!   is opened after the handshake on a thread of its own. A server without one answers
 //!   405, and that is fine; 401/403/404 end it too; otherwise it reconnects (with the
 //!   last event id) after the server's `retry` or 1 s, backing off to 30 s, and gives
-//!   up after 5 failures in a row. A thread blocked on a silent stream stays until the
-//!   server writes or closes — servers end their streams when the session is deleted.
+//!   up after 5 failures in a row (a stream that ends without an event counts as one).
+//!   A thread blocked on a silent stream stays until the server writes or closes —
+//!   servers end their streams when the session is deleted.
 //! - **An expired session** (404 while a session is attached) is reported as
 //!   [`Failure::SessionExpired`]: the connection starts a new session and sends the
 //!   request once more.
@@ -697,12 +698,16 @@ impl HttpLink {
                             return;
                         }
                         _ if head.success() && head.is(EVENT_STREAM) => {
-                            failures = 0;
                             let body = response.into_body().into_reader();
                             let mut events = SseReader::new(body, self.0.limits.event);
+                            // A stream that ends without an event counts as a failure:
+                            // a server closing every stream at once is not polled
+                            // forever.
+                            failures += 1;
                             loop {
                                 match events.next_event() {
                                     Ok(Some(event)) => {
+                                        failures = 0;
                                         if event.id.is_some() {
                                             last_event.clone_from(&event.id);
                                         }
@@ -718,7 +723,7 @@ impl HttpLink {
                                             "MCP server {server:?}: its notification stream: {:?}",
                                             self.stream_error(e)
                                         );
-                                        failures += 1;
+                                        failures = failures.max(1);
                                         break;
                                     }
                                 }

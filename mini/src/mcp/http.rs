@@ -1822,6 +1822,53 @@ mod tests {
         );
     }
 
+    /// `tools/list` is read page by page while the server gives a new `nextCursor`; a
+    /// cursor given twice ends the listing (a server stuck on one page cannot hold a
+    /// turn).
+    #[test]
+    fn tools_are_listed_page_by_page() {
+        let server = Server::start(|req| match (req.method.as_str(), req.rpc_method()) {
+            ("POST", "initialize") => initialized(req, SESSION),
+            ("POST", "tools/list") => {
+                let (names, next) = match req.body["params"]["cursor"].as_str() {
+                    None => (["a", "b"], json!("c2")),
+                    Some("c2") => (["c", "d"], json!("c3")),
+                    // The third page points back at itself.
+                    _ => (["e", "f"], json!("c3")),
+                };
+                let tools: Vec<Value> = names
+                    .iter()
+                    .map(|n| json!({"name": n, "inputSchema": {"type": "object"}}))
+                    .collect();
+                let body = json!({"jsonrpc": "2.0", "id": req.body["id"],
+                    "result": {"tools": tools, "nextCursor": next}});
+                plain(200, JSON, &[], &body.to_string())
+            }
+            ("POST", _) => plain(202, "text/plain", &[], ""),
+            ("GET", _) => plain(405, "text/plain", &[], ""),
+            _ => plain(200, "text/plain", &[], ""),
+        });
+        let conn = open(&spec(&server.url, &[], None)).expect("initialize");
+        let tools = conn.list(&AtomicBool::new(false)).expect("listed");
+        conn.close();
+        let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(names, ["a", "b", "c", "d", "e", "f"]);
+        let cursors: Vec<Value> = server
+            .seen()
+            .iter()
+            .filter(|s| s.rpc_method() == "tools/list")
+            .map(|s| s.body.get("params").cloned().unwrap_or(Value::Null))
+            .collect();
+        assert_eq!(
+            cursors,
+            [
+                Value::Null,
+                json!({"cursor": "c2"}),
+                json!({"cursor": "c3"})
+            ]
+        );
+    }
+
     /// Answers are read within the limits before they are parsed.
     #[test]
     fn answers_over_the_limits_are_refused() {

@@ -412,10 +412,15 @@ mod tests {
         assert_eq!(got, Err(Failure::Broken("it exited with code 3".into())));
         process.settle_stderr();
         process.close();
-        let said = tail.lock().unwrap().clone();
+        let said: Vec<serde_json::Value> = tail
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|l| serde_json::from_str(l).expect("the answer, echoed"))
+            .collect();
         assert_eq!(
             said,
-            [r#"{"id":"s1","jsonrpc":"2.0","result":{}}"#],
+            [json!({"jsonrpc": "2.0", "id": "s1", "result": {}})],
             "the server's ping was answered"
         );
     }

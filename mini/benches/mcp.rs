@@ -40,7 +40,7 @@ const EVOLVE_CALLS: usize = 40;
 const LEVELS: &str = r#"{"echo": "L0", "add": "L0", "write_note": "L3", "delete_everything": "L4", "send_message": "L4", "slow": "L0", "fail": "L0", "crash": "L1", "add_tool": "L1", "extra": "L1", "big": "L0", "env": "L2", "cwd": "L2"}"#;
 /// The classification prompt's marker (mini/src/agents/prompts.rs).
 const CLASSIFY: &str = "[evolve:classify]";
-/// The protocol version Evolve's rmcp asks for, so both clients get the same server.
+/// The protocol version Evolve asks for (mcp/conn.rs), so both clients get the same server.
 const PROTOCOL: &str = "2025-11-25";
 
 fn main() {
@@ -381,7 +381,7 @@ fn settle() {
 
 /// RSS of `evolve chat` alone, idle at its prompt: before any turn; after a turn in a
 /// home with no MCP server; after a turn that called three stdio servers once each (the
-/// MCP thread and three connections).
+/// connections' threads of three servers).
 fn idle_rss(exe: &Path, server: &Path) {
     let (before, without) = {
         let fake = FakeLlm::start();

@@ -1,360 +1,452 @@
-//! One connection: starting a server (stdio child or streamable HTTP), the handshake,
-//! listing and calling tools, and noticing `tools/list_changed`.
+//! One connection: starting a server (a stdio child, [`super::stdio`], or streamable
+//! HTTP, [`super::http`]), the handshake, listing and calling tools, and closing.
 //!
-//! A stdio server runs in its own process group, so stopping it also stops what it
-//! started (`npx` → `node`); its stderr goes to the log line by line, and the last lines
-//! are kept for the error message when it fails to start. Everything here runs on the
-//! MCP thread's current_thread runtime.
+//! The handshake asks for protocol version [`PROTOCOL_VERSION`] and takes whatever
+//! version the server answers with (2024-11-05, 2025-03-26 and 2025-06-18 servers
+//! speak the same `tools/*` methods), then sends `notifications/initialized`. Evolve
+//! advertises no client capability: it offers tools to its model and nothing else.
+//! Everything here blocks the calling thread; the waits watch the caller's Ctrl-C flag.
 
-use std::collections::VecDeque;
-use std::process::Stdio;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use rmcp::model::{
-    CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, ContentBlock,
-    Implementation, ProtocolVersion,
-};
-use rmcp::service::{NotificationContext, RoleClient, RunningService, ServiceError};
-use rmcp::transport::async_rw::AsyncRwTransport;
-use rmcp::{ClientHandler, ServiceExt};
-use tokio::io::{AsyncBufReadExt, BufReader};
+use serde_json::{json, Value};
 
+use super::http::{self, HttpLink};
+use super::jsonrpc::{Failure, Peer};
+use super::stdio::{self, Launch, Process, StderrTail};
 use super::{CallOutcome, McpError, McpTool, ServerSpec, Transport};
 use evolve_core::permission::Annotations;
 
-/// How many stderr lines of a server are kept for error messages.
-const STDERR_KEPT: usize = 8;
+/// The newest protocol version with the `initialize` handshake.
+pub(super) const PROTOCOL_VERSION: &str = "2025-11-25";
 
-/// The client side of one connection: says who we are and notices list changes.
-pub(super) struct Handler {
-    /// Set by `notifications/tools/list_changed`; the hub lists again before the next use.
-    stale: Arc<AtomicBool>,
-}
-
-impl ClientHandler for Handler {
-    fn get_info(&self) -> ClientConfig {
-        ClientConfig::new(
-            ClientCapabilities::default(),
-            Implementation::new("evolve", env!("CARGO_PKG_VERSION")),
-        )
-        // The newest version with the initialize handshake; servers answer with theirs
-        // (back to 2024-11-05), and rmcp speaks what they chose.
-        .with_protocol_version(ProtocolVersion::V_2025_11_25)
-    }
-
-    fn on_tool_list_changed(
-        &self,
-        _context: NotificationContext<RoleClient>,
-    ) -> impl std::future::Future<Output = ()> + Send + '_ {
-        self.stale.store(true, Ordering::SeqCst);
-        std::future::ready(())
-    }
-}
+/// At most this many pages of `tools/list` are read (a server repeating its cursor
+/// forever cannot hold a turn).
+const MAX_PAGES: usize = 100;
 
 /// A live connection.
 pub(super) struct Conn {
-    service: RunningService<RoleClient, Handler>,
-    /// A stdio server's process group, killed when the connection ends.
-    _group: Group,
-    /// The tool list needs fetching again.
-    pub stale: Arc<AtomicBool>,
+    server: String,
+    peer: Arc<Peer>,
+    wire: Wire,
+    /// The server's per-call timeout (also for the handshake and the tool list).
+    timeout: Duration,
+    /// Streamable HTTP: one new session at a time after the old one expired.
+    renewing: Mutex<()>,
+    /// Grows with every new session.
+    sessions: AtomicU64,
 }
 
-/// The last lines a server wrote to stderr.
-pub(super) type StderrTail = Arc<Mutex<VecDeque<String>>>;
+/// What carries the messages.
+enum Wire {
+    Stdio(Process),
+    Http(HttpLink),
+}
 
 impl Conn {
-    /// Starts the server and completes the handshake within `timeout`.
-    pub async fn open(spec: &ServerSpec, stderr: &StderrTail) -> Result<Conn, McpError> {
-        let stale = Arc::new(AtomicBool::new(false));
-        let handler = Handler {
-            stale: stale.clone(),
-        };
+    /// Starts the server and completes the handshake within the server's timeout.
+    /// `started` gets the connection as soon as the process runs (or the HTTP link
+    /// exists), before the handshake: closing it from there (evolve shutting down)
+    /// ends the handshake at once.
+    pub fn open(
+        spec: &ServerSpec,
+        stderr: &StderrTail,
+        cancel: &AtomicBool,
+        started: impl FnOnce(&Arc<Conn>),
+    ) -> Result<Arc<Conn>, McpError> {
         let start = |detail: String| McpError::Start {
             server: spec.name.clone(),
             detail,
         };
-        let mut pgid = None;
-        let mut exited: Option<tokio::sync::oneshot::Receiver<()>> = None;
-        let serving = match &spec.transport {
+        let (peer, wire) = match &spec.transport {
             Transport::Stdio {
                 command,
                 args,
                 env,
                 cwd,
             } => {
-                let mut cmd = tokio::process::Command::new(command);
-                cmd.args(args);
-                cmd.envs(env.iter().map(|(k, v)| (k, v)));
-                if let Some(dir) = cwd {
-                    cmd.current_dir(dir);
-                }
-                cmd.stdin(Stdio::piped())
-                    .stdout(Stdio::piped())
-                    .stderr(Stdio::piped());
-                let mut wrapped = process_wrap::tokio::CommandWrap::from(cmd);
-                wrapped.wrap(process_wrap::tokio::ProcessGroup::leader());
-                let mut spawned = wrapped
-                    .spawn()
-                    .map_err(|e| start(spawn_problem(command, cwd.as_deref(), &e)))?;
-                pgid = spawned.id().map(|p| p as i32);
-                if let Some(p) = pgid {
-                    super::reap::register(p);
-                }
-                if let Some(err) = spawned.stderr().take() {
-                    tokio::spawn(log_stderr(spec.name.clone(), err, stderr.clone()));
-                }
-                let (Some(out), Some(input)) = (spawned.stdout().take(), spawned.stdin().take())
-                else {
-                    super::reap::kill_group(pgid.unwrap_or(0));
-                    return Err(start("its stdin or stdout could not be connected".into()));
+                let launch = Launch {
+                    server: &spec.name,
+                    command,
+                    args,
+                    env,
+                    cwd: cwd.as_deref(),
+                    roots: spec.roots.clone(),
                 };
-                // The watcher owns the child: when it exits — closed by evolve or dead of
-                // its own accord between calls — it is reaped and its group killed (what
-                // it started goes with it).
-                let (tell, told) = tokio::sync::oneshot::channel();
-                exited = Some(told);
-                tokio::spawn(async move {
-                    let _ = spawned.wait().await;
-                    if let Some(p) = pgid {
-                        super::reap::kill_group(p);
-                    }
-                    let _ = tell.send(());
-                });
-                let transport = AsyncRwTransport::new_client(
-                    super::lines::LineGuard::new(out, &spec.name),
-                    input,
-                );
-                tokio::time::timeout(spec.timeout, handler.serve(transport)).await
+                let (peer, process) = stdio::spawn(launch, stderr).map_err(start)?;
+                (peer, Wire::Stdio(process))
             }
             Transport::Http {
                 url,
                 headers,
                 bearer,
             } => {
-                let transport =
-                    super::http::transport(url, headers, bearer.as_ref()).map_err(start)?;
-                tokio::time::timeout(spec.timeout, handler.serve(transport)).await
+                let endpoint = http::endpoint(url, headers, bearer.as_ref()).map_err(start)?;
+                let link = HttpLink::new(&spec.name, endpoint);
+                let peer = Peer::new(&spec.name, Arc::new(link.clone()), spec.roots.clone());
+                (peer, Wire::Http(link))
             }
         };
-        // From here a failed start still stops the process group (Drop).
-        let group = Group { pgid, exited };
-        let service = match serving {
-            Ok(Ok(service)) => service,
-            Ok(Err(e)) => {
-                // Give the stderr reader a moment: a server that exits at once has
-                // usually said why.
-                tokio::time::sleep(Duration::from_millis(50)).await;
-                let e = super::http::error_text(&e);
-                return Err(start(with_stderr(
-                    format!("the handshake failed: {e}"),
-                    stderr,
-                )));
+        let conn = Arc::new(Conn {
+            server: spec.name.clone(),
+            peer,
+            wire,
+            timeout: spec.timeout,
+            renewing: Mutex::new(()),
+            sessions: AtomicU64::new(0),
+        });
+        started(&conn);
+        let failure = match conn.handshake(cancel) {
+            Ok(()) => return Ok(conn),
+            Err(failure) => failure,
+        };
+        if let (Wire::Stdio(process), Failure::Broken(_)) = (&conn.wire, &failure) {
+            // A server that exits at once has usually said why.
+            process.settle_stderr();
+        }
+        let detail = match failure {
+            Failure::Cancelled => {
+                conn.close();
+                return Err(McpError::Cancelled);
             }
-            Err(_) => {
-                return Err(start(with_stderr(
-                    format!(
-                        "no answer to the handshake within {} s",
-                        spec.timeout.as_secs()
-                    ),
-                    stderr,
-                )))
+            Failure::Timeout => format!(
+                "no answer to the handshake within {} s",
+                spec.timeout.as_secs()
+            ),
+            Failure::Rpc { code, message } => {
+                format!("the handshake failed: {message} (code {code})")
+            }
+            Failure::Broken(detail) => format!("the handshake failed: {detail}"),
+            Failure::SessionExpired => {
+                "the handshake failed: the server does not know its own session".to_string()
             }
         };
-        if let Some(info) = service.peer_info() {
-            let (name, version) = info
-                .server_info
-                .as_ref()
-                .map(|i| (i.name.as_str(), i.version.as_str()))
-                .unwrap_or(("?", "?"));
-            log::info!(
-                "MCP server {:?} connected: {name} {version} (protocol {})",
-                spec.name,
-                info.protocol_version
-            );
-        }
-        Ok(Conn {
-            service,
-            _group: group,
-            stale,
-        })
+        let detail = stdio::with_stderr(detail, stderr);
+        conn.close();
+        Err(start(detail))
     }
 
-    /// The connection is gone (the child exited, the HTTP session ended).
-    pub fn is_closed(&self) -> bool {
-        self.service.is_closed()
-    }
-
-    /// A handle for requests; several may run at once.
-    pub fn peer(&self) -> rmcp::Peer<RoleClient> {
-        self.service.peer().clone()
-    }
-
-    /// Ends the session: stdin closed and the child given a moment to exit; then its
-    /// process group is killed (the group's Drop), with whatever it started.
-    pub async fn close(self) {
-        let Conn {
-            service,
-            mut _group,
-            ..
-        } = self;
-        // Closing the session closes the server's stdin; a well-behaved server exits.
-        let _ = tokio::time::timeout(Duration::from_secs(2), service.cancel()).await;
-        if let Some(exited) = _group.exited.take() {
-            let _ = tokio::time::timeout(Duration::from_secs(2), exited).await;
-        }
-        drop(_group);
-    }
-}
-
-/// A stdio server's process; dropping it kills its whole process group.
-struct Group {
-    pgid: Option<i32>,
-    /// Fires when the watcher has reaped the server.
-    exited: Option<tokio::sync::oneshot::Receiver<()>>,
-}
-
-impl Drop for Group {
-    fn drop(&mut self) {
-        if let Some(p) = self.pgid.take() {
-            super::reap::kill_group(p);
-        }
-    }
-}
-
-/// Every tool of the server (all pages).
-pub(super) async fn list(peer: &rmcp::Peer<RoleClient>) -> Result<Vec<McpTool>, ServiceError> {
-    let tools = peer.list_all_tools().await?;
-    Ok(tools
-        .into_iter()
-        .map(|t| McpTool {
-            name: t.name.into_owned(),
-            description: t.description.map(|d| d.into_owned()).unwrap_or_default(),
-            input_schema: serde_json::to_string(&*t.input_schema)
-                .unwrap_or_else(|_| "{\"type\":\"object\"}".into()),
-            annotations: t
-                .annotations
-                .map(|a| Annotations {
-                    read_only_hint: a.read_only_hint,
-                    destructive_hint: a.destructive_hint,
-                    open_world_hint: a.open_world_hint,
+    /// `initialize`, then `notifications/initialized`; over HTTP the notification
+    /// stream opens after.
+    fn handshake(&self, cancel: &AtomicBool) -> Result<(), Failure> {
+        let params = json!({
+            "protocolVersion": PROTOCOL_VERSION,
+            "capabilities": {},
+            "clientInfo": {"name": "evolve", "version": env!("CARGO_PKG_VERSION")},
+        });
+        let result = self
+            .peer
+            .request("initialize", Some(params), self.timeout, cancel)?;
+        let version = result
+            .get("protocolVersion")
+            .and_then(Value::as_str)
+            .ok_or_else(|| {
+                Failure::Broken("its answer to initialize names no protocol version".into())
+            })?;
+        let info = |key: &str| {
+            result["serverInfo"][key]
+                .as_str()
+                .map(|s| {
+                    evolve_core::text::clip_chars(
+                        &evolve_core::text::escape_controls(s, false),
+                        100,
+                    )
                 })
-                .unwrap_or_default(),
-        })
-        .collect())
+                .unwrap_or_else(|| "?".into())
+        };
+        log::info!(
+            "MCP server {:?} connected: {} {} (protocol {})",
+            self.server,
+            info("name"),
+            info("version"),
+            evolve_core::text::escape_controls(version, false)
+        );
+        if let Wire::Http(link) = &self.wire {
+            link.set_protocol(version);
+        }
+        self.peer.notify("notifications/initialized", None, true)?;
+        if let Wire::Http(link) = &self.wire {
+            link.listen(&self.peer);
+        }
+        Ok(())
+    }
+
+    /// The connection still works (the process runs, the session was not closed).
+    pub fn is_open(&self) -> bool {
+        self.peer.ended().is_none()
+    }
+
+    /// Set by `notifications/tools/list_changed`.
+    pub fn stale(&self) -> Arc<AtomicBool> {
+        self.peer.stale().clone()
+    }
+
+    /// A request; over HTTP an expired session is replaced and the request sent once
+    /// more.
+    fn request(
+        &self,
+        method: &str,
+        params: Option<Value>,
+        timeout: Duration,
+        cancel: &AtomicBool,
+    ) -> Result<Value, Failure> {
+        let session = self.sessions.load(Ordering::SeqCst);
+        match self.peer.request(method, params.clone(), timeout, cancel) {
+            Err(Failure::SessionExpired) => {
+                let Wire::Http(link) = &self.wire else {
+                    return Err(Failure::SessionExpired);
+                };
+                {
+                    let _one = self.renewing.lock().unwrap_or_else(|e| e.into_inner());
+                    if self.sessions.load(Ordering::SeqCst) == session {
+                        log::info!(
+                            "MCP server {:?} at {} no longer knows evolve's session; starting a new one",
+                            self.server,
+                            link.shown()
+                        );
+                        link.reset();
+                        self.handshake(cancel)?;
+                        self.sessions.fetch_add(1, Ordering::SeqCst);
+                    }
+                }
+                self.peer.request(method, params, timeout, cancel)
+            }
+            other => other,
+        }
+    }
+
+    /// Every tool of the server (all pages), within the server's timeout.
+    pub fn list(&self, cancel: &AtomicBool) -> Result<Vec<McpTool>, McpError> {
+        let deadline = Instant::now() + self.timeout;
+        let mut tools = Vec::new();
+        let mut cursor: Option<String> = None;
+        let mut cursors = HashSet::new();
+        for _ in 0..MAX_PAGES {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let params = cursor.take().map(|c| json!({"cursor": c}));
+            let page = self
+                .request("tools/list", params, left, cancel)
+                .map_err(|f| self.error("tools/list", f))?;
+            let Some(listed) = page.get("tools").and_then(Value::as_array) else {
+                return Err(McpError::Broken {
+                    server: self.server.clone(),
+                    detail: "its answer to tools/list has no tool list".into(),
+                });
+            };
+            tools.extend(listed.iter().filter_map(tool));
+            match page.get("nextCursor").and_then(Value::as_str) {
+                Some(next) if cursors.insert(next.to_string()) => cursor = Some(next.to_string()),
+                _ => break,
+            }
+        }
+        Ok(tools)
+    }
+
+    /// Calls one tool within the server's timeout.
+    pub fn call(
+        &self,
+        tool: &str,
+        arguments: serde_json::Map<String, Value>,
+        cancel: &AtomicBool,
+    ) -> Result<CallOutcome, McpError> {
+        let params = json!({"name": tool, "arguments": arguments});
+        let result = self
+            .request("tools/call", Some(params), self.timeout, cancel)
+            .map_err(|f| self.error(tool, f))?;
+        Ok(outcome(&result))
+    }
+
+    /// Ends the connection: a stdio server's stdin is closed and it is given 2 s to exit
+    /// before its process group is killed; an HTTP session is deleted. Requests still
+    /// waiting fail.
+    pub fn close(&self) {
+        match &self.wire {
+            Wire::Stdio(process) => process.close(),
+            Wire::Http(link) => link.close(),
+        }
+        self.peer.end("the connection was closed");
+    }
+
+    /// The error a failed request becomes.
+    fn error(&self, tool: &str, failure: Failure) -> McpError {
+        let server = self.server.clone();
+        match failure {
+            Failure::Rpc { code, message } => McpError::Server {
+                server,
+                detail: format!("{message} (code {code})"),
+            },
+            Failure::Cancelled => McpError::Cancelled,
+            Failure::Timeout => McpError::Timeout {
+                server,
+                tool: tool.to_string(),
+                secs: self.timeout.as_secs(),
+            },
+            Failure::Broken(detail) => McpError::Broken { server, detail },
+            Failure::SessionExpired => McpError::Broken {
+                server,
+                detail: "the server ended the session".into(),
+            },
+        }
+    }
 }
 
-/// Calls one tool.
-pub(super) async fn call(
-    peer: &rmcp::Peer<RoleClient>,
-    tool: &str,
-    arguments: serde_json::Map<String, serde_json::Value>,
-) -> Result<CallOutcome, ServiceError> {
-    let params = CallToolRequestParams::new(tool.to_string()).with_arguments(arguments);
-    let result = peer.call_tool(params).await?;
-    Ok(outcome(result))
+/// One listed tool; `None` without a name. A missing or odd schema is an empty object
+/// schema, so one odd tool does not hide the others.
+fn tool(t: &Value) -> Option<McpTool> {
+    let name = t.get("name")?.as_str()?.to_string();
+    let input_schema = match t.get("inputSchema") {
+        Some(schema @ Value::Object(_)) => schema.to_string(),
+        _ => "{\"type\":\"object\"}".to_string(),
+    };
+    let hint = |key: &str| t["annotations"][key].as_bool();
+    Some(McpTool {
+        name,
+        description: t["description"].as_str().unwrap_or_default().to_string(),
+        input_schema,
+        annotations: Annotations {
+            read_only_hint: hint("readOnlyHint"),
+            destructive_hint: hint("destructiveHint"),
+            open_world_hint: hint("openWorldHint"),
+        },
+    })
 }
 
 /// The text the model sees from a result: text parts as they are, structured content
-/// when there is no text, other parts described in one line each.
-fn outcome(result: CallToolResult) -> CallOutcome {
+/// when there is no part, other parts described in one line each.
+fn outcome(result: &Value) -> CallOutcome {
+    let text = |v: &Value, key: &str| v[key].as_str().unwrap_or_default().to_string();
+    let base64_len = |v: &Value| v["data"].as_str().map_or(0, str::len);
     let mut parts: Vec<String> = Vec::new();
-    for block in &result.content {
-        match block {
-            ContentBlock::Text(t) => parts.push(t.text.clone()),
-            ContentBlock::Image(i) => parts.push(format!(
+    for block in result["content"].as_array().into_iter().flatten() {
+        parts.push(match block["type"].as_str().unwrap_or_default() {
+            "text" => text(block, "text"),
+            "image" => format!(
                 "[image {} of {} base64 bytes]",
-                i.mime_type,
-                i.data.len()
-            )),
-            ContentBlock::Audio(a) => parts.push(format!(
+                text(block, "mimeType"),
+                base64_len(block)
+            ),
+            "audio" => format!(
                 "[audio {} of {} base64 bytes]",
-                a.mime_type,
-                a.data.len()
-            )),
-            ContentBlock::Resource(r) => parts.push(match &r.resource {
-                rmcp::model::ResourceContents::TextResourceContents { uri, text, .. } => {
-                    format!("[resource {uri}]\n{text}")
-                }
-                rmcp::model::ResourceContents::BlobResourceContents { uri, mime_type, .. } => {
-                    format!(
+                text(block, "mimeType"),
+                base64_len(block)
+            ),
+            "resource" => {
+                let r = &block["resource"];
+                let uri = text(r, "uri");
+                match (r["text"].as_str(), r.get("blob")) {
+                    (Some(body), _) => format!("[resource {uri}]\n{body}"),
+                    (None, Some(_)) => format!(
                         "[resource {uri}: {} data]",
-                        mime_type.as_deref().unwrap_or("binary")
-                    )
+                        r["mimeType"].as_str().unwrap_or("binary")
+                    ),
+                    (None, None) => "[resource]".to_string(),
                 }
-                _ => "[resource]".to_string(),
-            }),
-            ContentBlock::ResourceLink(l) => parts.push(format!("[link {} {}]", l.name, l.uri)),
-            _ => parts.push("[content of a kind evolve does not show]".to_string()),
-        }
+            }
+            "resource_link" => format!("[link {} {}]", text(block, "name"), text(block, "uri")),
+            _ => "[content of a kind evolve does not show]".to_string(),
+        });
     }
     if parts.is_empty() {
-        if let Some(value) = &result.structured_content {
+        if let Some(value) = result.get("structuredContent").filter(|v| !v.is_null()) {
             parts.push(value.to_string());
         }
     }
     CallOutcome {
         content: parts.join("\n"),
-        is_error: result.is_error == Some(true),
+        is_error: result["isError"].as_bool() == Some(true),
     }
 }
 
-/// The error a failed request becomes.
-pub(super) fn request_error(server: &str, e: ServiceError) -> McpError {
-    match e {
-        ServiceError::McpError(data) => McpError::Server {
-            server: server.to_string(),
-            detail: format!("{} (code {})", data.message, data.code.0),
-        },
-        ServiceError::Cancelled { .. } => McpError::Cancelled,
-        other => McpError::Broken {
-            server: server.to_string(),
-            detail: super::http::error_text(&other),
-        },
-    }
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-/// What went wrong starting a program, in words a user can act on.
-fn spawn_problem(command: &str, cwd: Option<&std::path::Path>, e: &std::io::Error) -> String {
-    match e.kind() {
-        std::io::ErrorKind::NotFound => match cwd {
-            Some(dir) if !dir.is_dir() => {
-                format!("its working directory {} does not exist", dir.display())
-            }
-            _ => format!("the program {command:?} was not found (is it installed and on PATH?)"),
-        },
-        std::io::ErrorKind::PermissionDenied => {
-            format!("the program {command:?} cannot be run (permission denied)")
+    #[test]
+    fn results_read_as_the_model_sees_them() {
+        let cases = [
+            (
+                json!({"content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]}),
+                "a\nb",
+                false,
+            ),
+            (
+                json!({"content": [{"type": "image", "mimeType": "image/png", "data": "aGVsbG8="}], "isError": true}),
+                "[image image/png of 8 base64 bytes]",
+                true,
+            ),
+            (
+                json!({"content": [{"type": "audio", "mimeType": "audio/wav", "data": "AAAA"}]}),
+                "[audio audio/wav of 4 base64 bytes]",
+                false,
+            ),
+            (
+                json!({"content": [{"type": "resource", "resource": {"uri": "file:///a.txt", "text": "hello"}}]}),
+                "[resource file:///a.txt]\nhello",
+                false,
+            ),
+            (
+                json!({"content": [{"type": "resource", "resource": {"uri": "file:///a.bin", "blob": "AA=="}}]}),
+                "[resource file:///a.bin: binary data]",
+                false,
+            ),
+            (
+                json!({"content": [{"type": "resource", "resource": {"uri": "x:1", "mimeType": "image/gif", "blob": "AA=="}}]}),
+                "[resource x:1: image/gif data]",
+                false,
+            ),
+            (
+                json!({"content": [{"type": "resource_link", "name": "notes", "uri": "file:///n"}]}),
+                "[link notes file:///n]",
+                false,
+            ),
+            (
+                json!({"content": [{"type": "hologram"}]}),
+                "[content of a kind evolve does not show]",
+                false,
+            ),
+            (
+                json!({"content": [], "structuredContent": {"sum": 5}}),
+                "{\"sum\":5}",
+                false,
+            ),
+            (json!({"content": [], "isError": false}), "", false),
+        ];
+        for (result, text, is_error) in cases {
+            let out = outcome(&result);
+            assert_eq!(
+                (out.content.as_str(), out.is_error),
+                (text, is_error),
+                "{result}"
+            );
         }
-        _ => format!("{command:?} could not be started: {e}"),
     }
-}
 
-/// Appends what the server last wrote to stderr.
-fn with_stderr(mut message: String, stderr: &StderrTail) -> String {
-    let lines = stderr.lock().map(|l| l.clone()).unwrap_or_default();
-    if !lines.is_empty() {
-        message.push_str("; it said: ");
-        message.push_str(&Vec::from(lines).join(" | "));
-    }
-    message
-}
-
-/// Copies a server's stderr to the log (`info`, so `EVOLVE_LOG=info` shows it) and
-/// keeps the last lines.
-async fn log_stderr(server: String, stderr: tokio::process::ChildStderr, tail: StderrTail) {
-    let mut lines = BufReader::new(stderr).lines();
-    while let Ok(Some(line)) = lines.next_line().await {
-        let line =
-            evolve_core::text::clip_chars(&evolve_core::text::escape_controls(&line, false), 500);
-        log::info!("MCP server {server:?}: {line}");
-        if let Ok(mut kept) = tail.lock() {
-            if kept.len() == STDERR_KEPT {
-                kept.pop_front();
-            }
-            kept.push_back(line);
-        }
+    #[test]
+    fn listed_tools_keep_their_schema_and_hints() {
+        let t = tool(&json!({
+            "name": "write",
+            "description": "Writes",
+            "inputSchema": {"type": "object", "properties": {"p": {"type": "string"}}},
+            "annotations": {"readOnlyHint": false, "destructiveHint": true}
+        }))
+        .expect("a tool");
+        assert_eq!(t.name, "write");
+        assert_eq!(t.description, "Writes");
+        assert_eq!(
+            t.input_schema,
+            r#"{"properties":{"p":{"type":"string"}},"type":"object"}"#
+        );
+        assert_eq!(t.annotations.read_only_hint, Some(false));
+        assert_eq!(t.annotations.destructive_hint, Some(true));
+        assert_eq!(t.annotations.open_world_hint, None);
+        let bare = tool(&json!({"name": "x"})).expect("a tool");
+        assert_eq!(
+            (bare.description.as_str(), bare.input_schema.as_str()),
+            ("", "{\"type\":\"object\"}")
+        );
+        assert!(tool(&json!({"description": "no name"})).is_none());
     }
 }

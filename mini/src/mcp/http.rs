@@ -1,59 +1,54 @@
-//! MCP's streamable HTTP on ureq: rmcp's `StreamableHttpClient` implemented with the
-//! blocking HTTP client the model already uses, so MCP over HTTP costs no second HTTP
-//! stack (reqwest would add 0.8–2 MB). rmcp keeps the protocol (sessions, the GET stream,
-//! reconnects, re-initialising an expired session); this module only moves bytes and
-//! sorts HTTP answers into what rmcp expects.
+//! MCP's streamable HTTP on ureq, the blocking HTTP client the model already uses, so
+//! MCP over HTTP costs no second HTTP stack.
+//!
+//! Every message evolve sends is a POST of its JSON to the endpoint, with `Accept:
+//! application/json, text/event-stream`. The answer to a request comes back as JSON or
+//! as an event stream whose events (notifications and requests of the server's among
+//! them) are handed to [`Peer::dispatch`] until the request is answered; a notification
+//! or a reply is accepted with 202 (any success will do). The `Mcp-Session-Id` the
+//! server gives at `initialize` goes with every later request, the negotiated
+//! `MCP-Protocol-Version` with every one after the handshake, and the session is deleted
+//! (DELETE) when the connection is closed.
 //!
 //! What it decides:
-//! - **Threads.** ureq blocks and the Hub's current_thread runtime must not, so every
-//!   exchange runs on its own short-lived thread (`evolve-mcp-http`) and hands back its
-//!   answer through a oneshot channel. A plain thread rather than tokio's blocking pool:
-//!   dropping a runtime waits for every blocking-pool task, so one request stuck on a
-//!   silent server would hang evolve's exit; a plain thread is simply left behind.
-//! - **Event streams** (`text/event-stream`, the answer to a POST or the long-lived GET)
-//!   are parsed on that same thread, which then lives as long as the stream and sends
-//!   each event through a bounded tokio channel. When rmcp drops the stream the thread
-//!   notices at the next event (its send fails) and closes the connection. A thread
-//!   blocked on a silent stream stays until the server writes or closes — servers end
-//!   their streams when rmcp deletes the session on close, and exit ends the rest.
+//! - **Threads.** ureq blocks, and a caller must stay free to notice Ctrl-C and its
+//!   timeout, so every request's POST runs on its own short-lived thread
+//!   (`mcp-http`), which reads the answer (and its event stream) and ends with it.
+//!   `notifications/initialized` is sent on the caller's thread: it must reach the
+//!   server before the next request.
+//! - **The GET stream** for server notifications (`tools/list_changed` outside a call)
+//!   is opened after the handshake on a thread of its own. A server without one answers
+//!   405, and that is fine; 401/403/404 end it too; otherwise it reconnects (with the
+//!   last event id) after the server's `retry` or 1 s, backing off to 30 s, and gives
+//!   up after 5 failures in a row (a stream that ends without an event counts as one).
+//!   A thread blocked on a silent stream stays until the server writes or closes —
+//!   servers end their streams when the session is deleted.
+//! - **An expired session** (404 while a session is attached) is reported as
+//!   [`Failure::SessionExpired`]: the connection starts a new session and sends the
+//!   request once more.
 //! - **Timeouts.** Connecting: [`CONNECT_TIMEOUT`]. Nothing else: a tool call may take
-//!   minutes before its answer starts, and the per-call timeout is the Hub's (it drops
-//!   the request; the thread ends when the server answers or the connection dies). No
-//!   idle-read timeout either: a GET stream is legitimately silent for hours, and an
-//!   idle limit would only make rmcp reconnect it over and over.
-//! - **Limits** (rmcp's `StreamableHttpResponseLimits`): JSON answers over
-//!   `max_json_response_size` are refused, an event over `max_sse_event_size` ends its
-//!   stream with an error, and only `max_error_response_size` bytes of an error page are
-//!   read.
+//!   minutes before its answer starts, and the per-call timeout is the caller's (the
+//!   thread ends when the server answers or the connection dies). No idle-read timeout
+//!   either: a GET stream is legitimately silent for hours.
+//! - **Limits** (those of the common MCP SDKs): JSON answers over 16 MiB are refused, an
+//!   event over 16 MiB ends its stream with an error, and only 64 KiB of an error page
+//!   are read.
 //! - **Errors** ([`HttpError`]) name the server's URL without user name, password or
 //!   query (where tokens hide), the HTTP status and the first 300 characters of the
-//!   server's text (with the bearer token and custom header values blanked out).
-//!   Statuses rmcp acts on stay rmcp's: 404 on a session (it re-initialises), 405 on the
-//!   GET stream (the server has none), 401/403 on the GET stream (stop reconnecting), a
-//!   JSON-RPC error in an error status (the caller gets the server's own error).
-//!   rmcp wraps these in its own type names; [`error_text`] unwraps them for the user.
+//!   server's text (with the bearer token and custom header values blanked out). A
+//!   JSON-RPC error in an error status is the server's own error for the request.
 //! - **Redirects** are not followed: a POST cannot be replayed safely and a bearer token
 //!   must not travel to another host; the error tells the user where to point instead.
 
-use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read};
-use std::pin::Pin;
-use std::sync::Arc;
-use std::task::{Context, Poll};
+use std::sync::{mpsc, Arc, Mutex};
 use std::time::Duration;
 
-use http::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE};
-use http::{HeaderName, HeaderValue};
-use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
-use rmcp::transport::streamable_http_client::{
-    AuthRequiredError, InsufficientScopeError, SseError, StreamableHttpClient,
-    StreamableHttpClientTransportConfig, StreamableHttpError, StreamableHttpPostResponse,
-    StreamableHttpResponseLimits,
-};
-use rmcp::transport::StreamableHttpClientTransport;
-use sse_stream::Sse;
-use tokio::sync::{mpsc, oneshot};
+use serde_json::Value;
+use ureq::http::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE};
+use ureq::http::{HeaderName, HeaderValue};
 
+use super::jsonrpc::{Failure, Link, Outgoing, Peer};
 use crate::config::Secret;
 
 /// TCP + TLS must be done within this: the model client's default `connect` too.
@@ -62,63 +57,68 @@ pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// Characters of a server's error text shown to the user.
 const SHOWN_BODY: usize = 300;
 
-/// Events parsed ahead of rmcp before the reader thread waits.
-const EVENT_QUEUE: usize = 32;
+/// The largest JSON answer read (16 MiB, as the common MCP SDKs).
+const MAX_JSON: usize = 16 * 1024 * 1024;
+/// The largest event of an event stream.
+const MAX_EVENT: usize = 16 * 1024 * 1024;
+/// The part of an error page read.
+const MAX_ERROR: usize = 64 * 1024;
+
+/// How long closing waits for the session's DELETE.
+const DELETE_WAIT: Duration = Duration::from_secs(2);
+/// The GET stream reconnects after this unless the server said otherwise (`retry`).
+const STREAM_RETRY: Duration = Duration::from_secs(1);
+/// … backing off to this after failures.
+const STREAM_RETRY_MAX: Duration = Duration::from_secs(30);
+/// … and gives up after this many failures in a row.
+const STREAM_ATTEMPTS: u32 = 5;
 
 /// The session header (MCP streamable HTTP).
 const SESSION_ID: HeaderName = HeaderName::from_static("mcp-session-id");
 /// Where a resumed event stream starts again (the SSE standard).
 const LAST_EVENT_ID: HeaderName = HeaderName::from_static("last-event-id");
-/// Headers this client sets itself; rmcp refuses them among a transport's custom headers.
-const OWN_HEADERS: [&str; 3] = ["accept", "mcp-session-id", "last-event-id"];
-/// Set by rmcp after the handshake (it travels with the custom headers); a server's
-/// definition may not set it either.
-const PROTOCOL_VERSION: &str = "mcp-protocol-version";
+/// The protocol version, after the handshake.
+const PROTOCOL_VERSION: HeaderName = HeaderName::from_static("mcp-protocol-version");
+/// Headers this client sets itself; a server's definition may not set them.
+const OWN_HEADERS: [&str; 4] = [
+    "accept",
+    "mcp-session-id",
+    "last-event-id",
+    "mcp-protocol-version",
+];
 
 const JSON: &str = "application/json";
 const EVENT_STREAM: &str = "text/event-stream";
 
-/// What rmcp's HTTP client methods return.
-type Failure = StreamableHttpError<HttpError>;
-/// rmcp's event stream type (`futures::stream::BoxStream`).
-type Events = Pin<Box<dyn futures_core::Stream<Item = Result<Sse, SseError>> + Send + 'static>>;
-
-/// The transport for one streamable HTTP server, for `rmcp::ServiceExt::serve`.
-///
-/// `headers` are sent with every request (names checked here, values never shown);
-/// `bearer` becomes `Authorization: Bearer …`. Must be called inside the Hub's tokio
-/// runtime (rmcp starts its worker task at once). The `Err` text names what to fix in
-/// the server's definition and never contains a header value or the token.
-pub fn transport(
-    url: &str,
-    headers: &[(String, String)],
-    bearer: Option<&Secret>,
-) -> Result<StreamableHttpClientTransport<UreqHttp>, String> {
-    let config = config(url, headers, bearer)?;
-    if tokio::runtime::Handle::try_current().is_err() {
-        return Err("internal error: the HTTP transport was built outside the MCP runtime".into());
-    }
-    Ok(StreamableHttpClientTransport::with_client(
-        UreqHttp::new(),
-        config,
-    ))
+/// A server's endpoint with the headers of its definition, checked.
+#[derive(Clone)]
+pub(super) struct Endpoint {
+    url: String,
+    /// The configured headers and `Authorization: Bearer …`, values marked sensitive.
+    headers: Vec<(HeaderName, HeaderValue)>,
+    /// Values blanked out of the server's error text.
+    secrets: Vec<String>,
 }
 
-/// rmcp's transport settings for `url`, checked: an http(s) URL with a host, header
-/// names and values HTTP can carry, none of the headers the client sets itself, not
-/// two `Authorization`s. The rest stays rmcp's default (reconnect with backoff,
-/// re-initialise an expired session, 16 MiB limits).
-pub fn config(
+/// The endpoint for `url`, checked: an http(s) URL with a host, header names and
+/// values HTTP can carry, none of the headers the client sets itself, not two
+/// `Authorization`s. The `Err` text names what to fix in the server's definition and
+/// never contains a header value or the token.
+pub(super) fn endpoint(
     url: &str,
     headers: &[(String, String)],
     bearer: Option<&Secret>,
-) -> Result<StreamableHttpClientTransportConfig, String> {
+) -> Result<Endpoint, String> {
     check_url(url)?;
-    let mut custom = HashMap::new();
+    let mut out = Endpoint {
+        url: url.to_string(),
+        headers: Vec::new(),
+        secrets: Vec::new(),
+    };
     for (name, value) in headers {
         let key = HeaderName::from_bytes(name.trim().as_bytes())
             .map_err(|_| format!("{name:?} is not a valid HTTP header name"))?;
-        if OWN_HEADERS.contains(&key.as_str()) || key == PROTOCOL_VERSION {
+        if OWN_HEADERS.contains(&key.as_str()) {
             return Err(format!(
                 "header {name:?} is set by the MCP client itself: remove it from the server's headers"
             ));
@@ -128,30 +128,34 @@ pub fn config(
                 "both a bearer token and an Authorization header are set: keep one".to_string(),
             );
         }
-        let mut value = HeaderValue::from_str(value.trim()).map_err(|_| {
+        let text = value.trim();
+        let mut value = HeaderValue::from_str(text).map_err(|_| {
             format!("the value of header {name:?} has characters an HTTP header cannot carry")
         })?;
         value.set_sensitive(true);
-        custom.insert(key, value);
+        if text.len() >= 6 && !key.as_str().starts_with("mcp-") {
+            out.secrets.push(text.to_string());
+        }
+        out.headers.push((key, value));
     }
-    let mut config = StreamableHttpClientTransportConfig::with_uri(url).custom_headers(custom);
     if let Some(token) = bearer {
         let token = token.expose().trim();
         if token.is_empty() {
             return Err("the bearer token is empty".to_string());
         }
-        bearer_value(token).ok_or_else(|| {
+        let value = bearer_value(token).ok_or_else(|| {
             "the bearer token has characters an HTTP header cannot carry (a line break?)"
                 .to_string()
         })?;
-        config = config.auth_header(token);
+        out.headers.push((AUTHORIZATION, value));
+        out.secrets.push(token.to_string());
     }
-    Ok(config)
+    Ok(out)
 }
 
 /// An `http://` or `https://` URL with a host.
 fn check_url(url: &str) -> Result<(), String> {
-    let usable = http::Uri::try_from(url).ok().is_some_and(|u| {
+    let usable = ureq::http::Uri::try_from(url).ok().is_some_and(|u| {
         matches!(u.scheme_str(), Some("http" | "https")) && u.host().is_some_and(|h| !h.is_empty())
     });
     if usable {
@@ -215,7 +219,7 @@ pub enum HttpErrorKind {
     },
     /// The connection broke while sending or reading.
     Broken(String),
-    /// An answer or event passed rmcp's byte limit.
+    /// An answer or event passed the byte limit.
     TooLarge { what: &'static str, limit: usize },
     /// The answer is not what an MCP endpoint sends.
     Protocol(String),
@@ -245,7 +249,7 @@ impl std::fmt::Display for HttpError {
                 body,
                 location,
             } => {
-                let reason = http::StatusCode::from_u16(*status)
+                let reason = ureq::http::StatusCode::from_u16(*status)
                     .ok()
                     .and_then(|s| s.canonical_reason())
                     .map(|r| format!(" {r}"))
@@ -283,87 +287,38 @@ impl std::fmt::Display for HttpError {
 
 impl std::error::Error for HttpError {}
 
-/// A handshake or call failure in the user's words. rmcp wraps this transport's errors
-/// in its own type names ("Send message error Transport [rmcp::transport::worker::…]
-/// error: Client error: …, when send initialize request"); this keeps only the
-/// [`HttpError`]'s text, or rmcp's own for its conditions (an expired session…). Any
-/// other error (a `ClientInitializeError`, a `ServiceError`) prints as it is.
-pub fn error_text(err: &(dyn std::error::Error + 'static)) -> String {
-    use rmcp::service::ClientInitializeError;
-    use rmcp::transport::DynamicTransportError;
-    let transport = if let Some(ClientInitializeError::TransportError { error, .. }) =
-        err.downcast_ref::<ClientInitializeError>()
-    {
-        Some(error)
-    } else if let Some(rmcp::ServiceError::TransportSend(error)) =
-        err.downcast_ref::<rmcp::ServiceError>()
-    {
-        Some(error)
-    } else {
-        err.downcast_ref::<DynamicTransportError>()
-    };
-    match transport {
-        Some(t) => match t.error.downcast_ref::<Failure>() {
-            Some(StreamableHttpError::Client(http)) => http.to_string(),
-            Some(other) => other.to_string(),
-            None => t.error.to_string(),
-        },
-        None => err.to_string(),
-    }
-}
-
-/// rmcp's HTTP client on ureq: one agent (its connection pool) shared by every request
-/// of a server.
+/// One streamable HTTP connection: its endpoint, its session, and the agent (the
+/// connection pool) every request shares. Cheap to clone.
 #[derive(Clone)]
-pub struct UreqHttp {
+pub(super) struct HttpLink(Arc<Session>);
+
+struct Session {
     agent: ureq::Agent,
+    endpoint: Endpoint,
+    /// [`shown_url`] of the endpoint.
+    shown: String,
+    /// The server's name, for the log.
+    server: String,
+    /// The `Mcp-Session-Id` the server gave at `initialize`.
+    id: Mutex<Option<HeaderValue>>,
+    /// The protocol version agreed at `initialize`.
+    protocol: Mutex<Option<HeaderValue>>,
+    limits: Limits,
 }
 
-impl std::fmt::Debug for UreqHttp {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("UreqHttp")
-    }
+/// Byte limits on what is read.
+#[derive(Clone, Copy)]
+struct Limits {
+    json: usize,
+    event: usize,
+    error: usize,
 }
 
-impl Default for UreqHttp {
-    fn default() -> Self {
-        UreqHttp::new()
-    }
-}
-
-impl UreqHttp {
-    /// Statuses are read, not errors; redirects are not followed (see the module doc);
-    /// only connecting has a time limit.
-    pub fn new() -> UreqHttp {
-        let agent = ureq::Agent::config_builder()
-            .http_status_as_error(false)
-            .max_redirects(0)
-            .timeout_connect(Some(CONNECT_TIMEOUT))
-            .user_agent(concat!("evolve/", env!("CARGO_PKG_VERSION")))
-            .build()
-            .into();
-        UreqHttp { agent }
-    }
-
-    /// Runs `req` on its own thread; the answer comes back without blocking the runtime.
-    async fn exchange(&self, req: Request) -> Result<Reply, HttpError> {
-        let (tx, rx) = oneshot::channel();
-        let agent = self.agent.clone();
-        let url = req.shown.clone();
-        log::debug!("MCP HTTP {} {url}", req.method.as_str());
-        std::thread::Builder::new()
-            .name("evolve-mcp-http".into())
-            .spawn(move || run(&agent, req, tx))
-            .map_err(|e| HttpError::new(&url, HttpErrorKind::NoThread(e.to_string())))?;
-        match rx.await {
-            Ok(reply) => reply,
-            Err(_) => Err(HttpError::new(
-                &url,
-                HttpErrorKind::Broken("the request ended without an answer".into()),
-            )),
-        }
-    }
-}
+const LIMITS: Limits = Limits {
+    json: MAX_JSON,
+    event: MAX_EVENT,
+    error: MAX_ERROR,
+};
 
 /// The HTTP methods of streamable HTTP.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -373,38 +328,31 @@ enum Method {
     Delete,
 }
 
-impl Method {
-    fn as_str(self) -> &'static str {
-        match self {
-            Method::Post => "POST",
-            Method::Get => "GET",
-            Method::Delete => "DELETE",
-        }
-    }
-}
-
-/// One request, owned by its thread.
-struct Request {
-    method: Method,
-    url: Arc<str>,
-    /// [`shown_url`] of `url`.
-    shown: String,
-    headers: Vec<(HeaderName, HeaderValue)>,
-    body: Vec<u8>,
-    limits: StreamableHttpResponseLimits,
-}
-
 /// The parts of an answer's head that matter here.
 #[derive(Debug, Default)]
 struct Head {
     status: u16,
     content_type: Option<String>,
     session_id: Option<String>,
-    www_authenticate: Option<String>,
     location: Option<String>,
 }
 
 impl Head {
+    fn of(response: &ureq::http::Response<ureq::Body>) -> Head {
+        let header = |name: &str| {
+            response
+                .headers()
+                .get(name)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_string)
+        };
+        Head {
+            status: response.status().as_u16(),
+            content_type: header("content-type"),
+            session_id: header("mcp-session-id"),
+            location: header("location"),
+        }
+    }
     fn success(&self) -> bool {
         (200..300).contains(&self.status)
     }
@@ -415,19 +363,6 @@ impl Head {
     }
 }
 
-/// What a request's thread hands back.
-enum Reply {
-    /// Everything that is not a successful event stream: the head and the body as far
-    /// as it was read (nothing for 202/204 and for unknown successful types, the limit's
-    /// worth for an error page).
-    Whole { head: Head, body: Vec<u8> },
-    /// A successful event stream; its events follow on the channel.
-    Stream {
-        head: Head,
-        events: mpsc::Receiver<Result<Sse, SseError>>,
-    },
-}
-
 /// `Content-Type` is `expected`, ignoring case and parameters (`; charset=utf-8`).
 fn media_type_is(content_type: &str, expected: &str) -> bool {
     content_type
@@ -436,60 +371,460 @@ fn media_type_is(content_type: &str, expected: &str) -> bool {
         .is_some_and(|essence| essence.trim().eq_ignore_ascii_case(expected))
 }
 
-/// The request thread: send, read the head, then the body or the event stream.
-fn run(agent: &ureq::Agent, req: Request, reply: oneshot::Sender<Result<Reply, HttpError>>) {
-    let fail = |kind| HttpError::new(&req.shown, kind);
-    let response = match send(agent, &req) {
-        Ok(r) => r,
-        Err(e) => {
-            let _ = reply.send(Err(fail(describe(e))));
-            return;
-        }
-    };
-    let header = |name: &str| {
-        response
-            .headers()
-            .get(name)
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_string)
-    };
-    let head = Head {
-        status: response.status().as_u16(),
-        content_type: header("content-type"),
-        session_id: header("mcp-session-id"),
-        www_authenticate: header("www-authenticate"),
-        location: header("location"),
-    };
-    let mut body = response.into_body().into_reader();
-    if head.success() && head.is(EVENT_STREAM) {
-        let (tx, rx) = mpsc::channel(EVENT_QUEUE);
-        if reply.send(Ok(Reply::Stream { head, events: rx })).is_ok() {
-            pump(body, req.limits.max_sse_event_size, &req.shown, &tx);
-        }
-        return;
+impl HttpLink {
+    /// Statuses are read, not errors; redirects are not followed (see the module doc);
+    /// only connecting has a time limit.
+    pub fn new(server: &str, endpoint: Endpoint) -> HttpLink {
+        HttpLink::with_limits(server, endpoint, LIMITS)
     }
-    let json = head.is(JSON);
-    let auth_failure = matches!(head.status, 401 | 403);
-    let read = if matches!(head.status, 202 | 204) || (head.success() && !json) {
-        Ok(Vec::new())
-    } else if json && !auth_failure {
-        let limit = req.limits.max_json_response_size;
-        match read_up_to(&mut body, limit) {
-            Ok(bytes) if bytes.len() > limit => Err(fail(HttpErrorKind::TooLarge {
-                what: "a response",
-                limit,
-            })),
-            Ok(bytes) => Ok(bytes),
-            Err(e) => Err(fail(HttpErrorKind::Broken(e.to_string()))),
+
+    fn with_limits(server: &str, endpoint: Endpoint, limits: Limits) -> HttpLink {
+        let agent = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .max_redirects(0)
+            .timeout_connect(Some(CONNECT_TIMEOUT))
+            .user_agent(concat!("evolve/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .into();
+        HttpLink(Arc::new(Session {
+            agent,
+            shown: shown_url(&endpoint.url),
+            endpoint,
+            server: server.to_string(),
+            id: Mutex::new(None),
+            protocol: Mutex::new(None),
+            limits,
+        }))
+    }
+
+    /// The URL as errors show it.
+    pub fn shown(&self) -> &str {
+        &self.0.shown
+    }
+
+    /// After the handshake: the version goes with every later message.
+    pub fn set_protocol(&self, version: &str) {
+        if let Ok(mut p) = self.0.protocol.lock() {
+            *p = HeaderValue::from_str(version).ok();
         }
-    } else {
-        // A diagnostic: its start is enough, and a broken one is still an error status.
-        let mut bytes =
-            read_up_to(&mut body, req.limits.max_error_response_size).unwrap_or_default();
-        bytes.truncate(req.limits.max_error_response_size);
-        Ok(bytes)
-    };
-    let _ = reply.send(read.map(|body| Reply::Whole { head, body }));
+    }
+
+    /// Forgets the session (a new `initialize` follows).
+    pub fn reset(&self) {
+        if let Ok(mut id) = self.0.id.lock() {
+            *id = None;
+        }
+        if let Ok(mut p) = self.0.protocol.lock() {
+            *p = None;
+        }
+    }
+
+    fn session_id(&self) -> Option<HeaderValue> {
+        self.0.id.lock().ok()?.clone()
+    }
+
+    fn error(&self, kind: HttpErrorKind) -> Failure {
+        Failure::Broken(HttpError::new(&self.0.shown, kind).to_string())
+    }
+
+    /// Session, protocol version, resume point, then the definition's headers.
+    fn headers(
+        &self,
+        fixed: &[(HeaderName, &'static str)],
+        session: Option<&HeaderValue>,
+        last_event_id: Option<&str>,
+    ) -> Vec<(HeaderName, HeaderValue)> {
+        let mut headers: Vec<(HeaderName, HeaderValue)> = fixed
+            .iter()
+            .map(|(name, value)| (name.clone(), HeaderValue::from_static(value)))
+            .collect();
+        if let Some(id) = session {
+            headers.push((SESSION_ID, id.clone()));
+        }
+        if let Some(version) = self.0.protocol.lock().ok().and_then(|p| p.clone()) {
+            headers.push((PROTOCOL_VERSION, version));
+        }
+        if let Some(id) = last_event_id.and_then(|id| HeaderValue::from_str(id).ok()) {
+            headers.push((LAST_EVENT_ID, id));
+        }
+        headers.extend(self.0.endpoint.headers.iter().cloned());
+        headers
+    }
+
+    /// Sends one request through ureq.
+    fn send(
+        &self,
+        method: Method,
+        headers: &[(HeaderName, HeaderValue)],
+        body: &[u8],
+    ) -> Result<ureq::http::Response<ureq::Body>, Failure> {
+        fn with<B>(
+            mut builder: ureq::RequestBuilder<B>,
+            headers: &[(HeaderName, HeaderValue)],
+        ) -> ureq::RequestBuilder<B> {
+            for (name, value) in headers {
+                builder = builder.header(name.clone(), value.clone());
+            }
+            builder
+        }
+        let (agent, url) = (&self.0.agent, self.0.endpoint.url.as_str());
+        log::debug!("MCP HTTP {method:?} {}", self.0.shown);
+        let sent = match method {
+            Method::Post => with(agent.post(url), headers).send(body),
+            Method::Get => with(agent.get(url), headers).call(),
+            Method::Delete => with(agent.delete(url), headers).call(),
+        };
+        sent.map_err(|e| self.error(describe(e)))
+    }
+
+    /// POSTs one message and handles the answer (see the module doc). `Ok` once the
+    /// message was taken; for a request, also once it was answered or its answer was
+    /// announced for later (202).
+    fn post(&self, peer: &Arc<Peer>, body: &[u8], id: Option<u64>) -> Result<(), Failure> {
+        let session = self.session_id();
+        let headers = self.headers(
+            &[
+                (ACCEPT, "application/json, text/event-stream"),
+                (CONTENT_TYPE, JSON),
+            ],
+            session.as_ref(),
+            None,
+        );
+        let response = self.send(Method::Post, &headers, body)?;
+        let head = Head::of(&response);
+        if session.is_none() {
+            if let Some(given) = &head.session_id {
+                let value = HeaderValue::from_str(given).map_err(|_| {
+                    self.error(HttpErrorKind::Protocol(
+                        "its session id cannot be sent back as an HTTP header".into(),
+                    ))
+                })?;
+                if let Ok(mut id) = self.0.id.lock() {
+                    *id = Some(value);
+                }
+            }
+        }
+        let mut body = response.into_body().into_reader();
+        if head.success() && head.is(EVENT_STREAM) {
+            return match id {
+                Some(id) => self.read_answer_stream(peer, body, id),
+                // Nothing is awaited: the stream is not read.
+                None => Ok(()),
+            };
+        }
+        if matches!(head.status, 202 | 204) {
+            return Ok(());
+        }
+        if head.status == 404 && session.is_some() {
+            return Err(Failure::SessionExpired);
+        }
+        let json = head.is(JSON);
+        if !head.success() {
+            let auth_failure = matches!(head.status, 401 | 403);
+            let limit = if json && !auth_failure {
+                self.0.limits.json
+            } else {
+                self.0.limits.error
+            };
+            let mut bytes = read_up_to(&mut body, limit).unwrap_or_default();
+            if json && !auth_failure {
+                // The server's own JSON-RPC error for the request.
+                if let Ok(message) = serde_json::from_slice::<Value>(&bytes) {
+                    if message.get("error").is_some() && message.get("id").is_some() {
+                        peer.dispatch(message);
+                        if id.is_none_or(|id| !peer.is_pending(id)) {
+                            return Ok(());
+                        }
+                    }
+                }
+            }
+            bytes.truncate(self.0.limits.error);
+            return Err(self.status_error(&head, &bytes));
+        }
+        // Notifications and replies need nothing back; servers answer them 200 with
+        // anything or nothing as well as 202.
+        let Some(id) = id else {
+            return Ok(());
+        };
+        if !json {
+            return Err(self.error(HttpErrorKind::Protocol(format!(
+                "content type {}, not JSON or an event stream (is this the MCP endpoint?)",
+                content_type_of(&head)
+            ))));
+        }
+        let limit = self.0.limits.json;
+        let bytes = match read_up_to(&mut body, limit) {
+            Ok(bytes) if bytes.len() > limit => {
+                return Err(self.error(HttpErrorKind::TooLarge {
+                    what: "a response",
+                    limit,
+                }))
+            }
+            Ok(bytes) => bytes,
+            Err(e) => return Err(self.error(HttpErrorKind::Broken(e.to_string()))),
+        };
+        match serde_json::from_slice::<Value>(&bytes) {
+            Ok(message @ (Value::Object(_) | Value::Array(_))) => peer.dispatch(message),
+            Ok(_) => {
+                return Err(self.error(HttpErrorKind::Protocol(format!(
+                    "JSON that is not a JSON-RPC message: {}",
+                    shown_body(&bytes, &self.0.endpoint.secrets)
+                ))))
+            }
+            Err(e) => {
+                return Err(self.error(HttpErrorKind::Protocol(format!(
+                    "JSON that is not a JSON-RPC message ({e}): {}",
+                    shown_body(&bytes, &self.0.endpoint.secrets)
+                ))))
+            }
+        }
+        if peer.is_pending(id) {
+            return Err(self.error(HttpErrorKind::Protocol(
+                "its answer was not the answer to the request".into(),
+            )));
+        }
+        Ok(())
+    }
+
+    /// Reads a POST's event stream until request `id` is answered (or given up).
+    fn read_answer_stream(
+        &self,
+        peer: &Arc<Peer>,
+        body: impl Read,
+        id: u64,
+    ) -> Result<(), Failure> {
+        let mut events = SseReader::new(body, self.0.limits.event);
+        while peer.is_pending(id) {
+            match events.next_event() {
+                Ok(Some(event)) => self.deliver(peer, &event),
+                Ok(None) if peer.is_pending(id) => {
+                    return Err(self.error(HttpErrorKind::Broken(
+                        "the server ended the event stream without answering".into(),
+                    )))
+                }
+                Ok(None) => return Ok(()),
+                Err(e) => return Err(self.stream_error(e)),
+            }
+        }
+        Ok(())
+    }
+
+    /// An event's message to the peer.
+    fn deliver(&self, peer: &Arc<Peer>, event: &Event) {
+        let Some(data) = event.data.as_deref().filter(|d| !d.trim().is_empty()) else {
+            return;
+        };
+        match serde_json::from_str::<Value>(data) {
+            Ok(message) => peer.dispatch(message),
+            Err(_) => log::warn!(
+                "MCP server {:?} sent an event that is not JSON (ignored): {}",
+                self.0.server,
+                shown_body(data.as_bytes(), &self.0.endpoint.secrets)
+            ),
+        }
+    }
+
+    fn stream_error(&self, e: ReadFailure) -> Failure {
+        self.error(match e {
+            ReadFailure::TooLarge => HttpErrorKind::TooLarge {
+                what: "an event",
+                limit: self.0.limits.event,
+            },
+            ReadFailure::Io(io) => HttpErrorKind::Broken(io.to_string()),
+        })
+    }
+
+    /// The error for an error status.
+    fn status_error(&self, head: &Head, body: &[u8]) -> Failure {
+        self.error(HttpErrorKind::Status {
+            status: head.status,
+            body: shown_body(body, &self.0.endpoint.secrets),
+            location: head.location.as_deref().map(shown_url),
+        })
+    }
+
+    /// Opens the GET stream for server notifications on its own thread (see the module
+    /// doc); nothing for a server that gave no session.
+    pub fn listen(&self, peer: &Arc<Peer>) {
+        let Some(session) = self.session_id() else {
+            return;
+        };
+        let (link, peer) = (self.clone(), peer.clone());
+        let spawned = std::thread::Builder::new()
+            .name("mcp-http-get".into())
+            .spawn(move || link.listen_on(&peer, &session));
+        if let Err(e) = spawned {
+            log::warn!(
+                "MCP server {:?}: no thread for its notifications: {e}",
+                self.0.server
+            );
+        }
+    }
+
+    fn listen_on(&self, peer: &Arc<Peer>, session: &HeaderValue) {
+        let server = &self.0.server;
+        let mut last_event: Option<String> = None;
+        let mut failures = 0u32;
+        let mut wait = Duration::ZERO;
+        loop {
+            if !sleep_while_open(peer, wait) || self.session_id().as_ref() != Some(session) {
+                return;
+            }
+            let headers = self.headers(
+                &[(ACCEPT, EVENT_STREAM)],
+                Some(session),
+                last_event.as_deref(),
+            );
+            let mut retry = None;
+            match self.send(Method::Get, &headers, &[]) {
+                Err(e) => {
+                    log::debug!("MCP server {server:?}: its notification stream: {e:?}");
+                    failures += 1;
+                }
+                Ok(response) => {
+                    let head = Head::of(&response);
+                    match head.status {
+                        405 => {
+                            log::debug!(
+                                "MCP server {server:?} has no notification stream (HTTP 405)"
+                            );
+                            return;
+                        }
+                        401 | 403 | 404 => {
+                            log::info!(
+                                "MCP server {server:?} refused its notification stream (HTTP {}); tool list changes are seen at the next call",
+                                head.status
+                            );
+                            return;
+                        }
+                        _ if head.success() && head.is(EVENT_STREAM) => {
+                            let body = response.into_body().into_reader();
+                            let mut events = SseReader::new(body, self.0.limits.event);
+                            // A stream that ends without an event counts as a failure:
+                            // a server closing every stream at once is not polled
+                            // forever.
+                            failures += 1;
+                            loop {
+                                match events.next_event() {
+                                    Ok(Some(event)) => {
+                                        failures = 0;
+                                        if event.id.is_some() {
+                                            last_event.clone_from(&event.id);
+                                        }
+                                        retry = event.retry.or(retry);
+                                        self.deliver(peer, &event);
+                                        if peer.ended().is_some() {
+                                            return;
+                                        }
+                                    }
+                                    Ok(None) => break,
+                                    Err(e) => {
+                                        log::debug!(
+                                            "MCP server {server:?}: its notification stream: {:?}",
+                                            self.stream_error(e)
+                                        );
+                                        failures = failures.max(1);
+                                        break;
+                                    }
+                                }
+                            }
+                        }
+                        _ => {
+                            log::debug!(
+                                "MCP server {server:?}: its notification stream answered HTTP {} ({})",
+                                head.status,
+                                content_type_of(&head)
+                            );
+                            failures += 1;
+                        }
+                    }
+                }
+            }
+            if failures >= STREAM_ATTEMPTS {
+                log::warn!(
+                    "MCP server {server:?}: its notification stream at {} keeps failing; tool list changes are seen at the next call",
+                    self.0.shown
+                );
+                return;
+            }
+            let backoff = STREAM_RETRY * (1 << failures.min(5));
+            wait = match retry {
+                Some(ms) if failures == 0 => Duration::from_millis(ms),
+                _ => backoff,
+            }
+            .min(STREAM_RETRY_MAX);
+        }
+    }
+
+    /// Deletes the session (the server may then end its streams), waiting at most 2 s.
+    pub fn close(&self) {
+        let Some(session) = self.session_id() else {
+            return;
+        };
+        let link = self.clone();
+        let (tx, rx) = mpsc::channel();
+        let spawned = std::thread::Builder::new()
+            .name("mcp-http-del".into())
+            .spawn(move || {
+                let headers = link.headers(&[], Some(&session), None);
+                let outcome = link.send(Method::Delete, &headers, &[]).map(|response| {
+                    let head = Head::of(&response);
+                    // 404: gone already; 405: the server keeps sessions until they expire.
+                    if !(head.success() || matches!(head.status, 404 | 405)) {
+                        let body = read_up_to(&mut response.into_body().into_reader(), MAX_ERROR)
+                            .unwrap_or_default();
+                        log::debug!("{:?}", link.status_error(&head, &body));
+                    }
+                });
+                let _ = tx.send(outcome);
+            });
+        if spawned.is_ok() {
+            if let Ok(Err(e)) = rx.recv_timeout(DELETE_WAIT) {
+                log::debug!("MCP server {:?}: ending its session: {e:?}", self.0.server);
+            }
+        }
+        self.reset();
+    }
+}
+
+impl Link for HttpLink {
+    fn send(&self, peer: &Arc<Peer>, message: Outgoing) -> Result<(), Failure> {
+        if message.wait {
+            return self.post(peer, &message.body, message.id);
+        }
+        let (link, peer) = (self.clone(), peer.clone());
+        std::thread::Builder::new()
+            .name("mcp-http".into())
+            .spawn(
+                move || match (link.post(&peer, &message.body, message.id), message.id) {
+                    (Ok(()), _) => {}
+                    (Err(e), Some(id)) => peer.fail(id, e),
+                    (Err(e), None) => log::debug!(
+                        "MCP server {:?}: a message was not taken: {e:?}",
+                        link.0.server
+                    ),
+                },
+            )
+            .map(|_| ())
+            .map_err(|e| self.error(HttpErrorKind::NoThread(e.to_string())))
+    }
+}
+
+/// Sleeps `wait` in short steps; false once the connection has ended.
+fn sleep_while_open(peer: &Peer, wait: Duration) -> bool {
+    let step = Duration::from_millis(100);
+    let mut left = wait;
+    loop {
+        if peer.ended().is_some() {
+            return false;
+        }
+        if left.is_zero() {
+            return true;
+        }
+        let now = left.min(step);
+        std::thread::sleep(now);
+        left -= now;
+    }
 }
 
 /// At most `limit + 1` bytes (one more tells that the limit was passed).
@@ -497,25 +832,6 @@ fn read_up_to(body: &mut impl Read, limit: usize) -> std::io::Result<Vec<u8>> {
     let mut bytes = Vec::new();
     body.take(limit as u64 + 1).read_to_end(&mut bytes)?;
     Ok(bytes)
-}
-
-/// Sends the request through ureq with its headers.
-fn send(agent: &ureq::Agent, req: &Request) -> Result<http::Response<ureq::Body>, ureq::Error> {
-    fn with<B>(
-        mut builder: ureq::RequestBuilder<B>,
-        headers: &[(HeaderName, HeaderValue)],
-    ) -> ureq::RequestBuilder<B> {
-        for (name, value) in headers {
-            builder = builder.header(name.clone(), value.clone());
-        }
-        builder
-    }
-    let url: &str = &req.url;
-    match req.method {
-        Method::Post => with(agent.post(url), &req.headers).send(&req.body[..]),
-        Method::Get => with(agent.get(url), &req.headers).call(),
-        Method::Delete => with(agent.delete(url), &req.headers).call(),
-    }
 }
 
 /// A ureq failure in the user's words.
@@ -547,30 +863,31 @@ fn describe(e: ureq::Error) -> HttpErrorKind {
     }
 }
 
-/// Feeds the stream's events to rmcp until the stream ends, fails, or rmcp drops it.
-fn pump(body: impl Read, max_event: usize, shown: &str, tx: &mpsc::Sender<Result<Sse, SseError>>) {
-    let mut reader = SseReader::new(body, max_event);
-    loop {
-        let item = match reader.next_event() {
-            Ok(Some(event)) => Ok(event),
-            // The end: dropping `tx` ends rmcp's stream.
-            Ok(None) => return,
-            Err(e) => {
-                let kind = match e {
-                    ReadFailure::TooLarge => HttpErrorKind::TooLarge {
-                        what: "an event",
-                        limit: max_event,
-                    },
-                    ReadFailure::Io(io) => HttpErrorKind::Broken(io.to_string()),
-                };
-                Err(SseError::Body(Box::new(HttpError::new(shown, kind))))
-            }
-        };
-        let last = item.is_err();
-        if tx.blocking_send(item).is_err() || last {
-            return;
-        }
+/// The start of a server's text, on one line, secrets blanked, control characters
+/// escaped.
+fn shown_body(body: &[u8], secrets: &[String]) -> String {
+    let mut text = String::from_utf8_lossy(body).into_owned();
+    for secret in secrets {
+        text = text.replace(secret.as_str(), "***");
     }
+    evolve_core::text::escape_controls(&evolve_core::text::one_line(&text, SHOWN_BODY), false)
+}
+
+/// The content type for messages, `none` when absent.
+fn content_type_of(head: &Head) -> String {
+    head.content_type
+        .as_deref()
+        .map(|ct| evolve_core::text::escape_controls(ct, false))
+        .unwrap_or_else(|| "none".into())
+}
+
+/// One server-sent event.
+#[derive(Debug, Clone, Default, PartialEq)]
+struct Event {
+    data: Option<String>,
+    event: Option<String>,
+    id: Option<String>,
+    retry: Option<u64>,
 }
 
 /// Why an event stream could not be read further.
@@ -584,9 +901,13 @@ enum ReadFailure {
 /// A server-sent-events parser over a blocking reader, after the WHATWG standard: lines
 /// end in CR, LF or CRLF; `data` lines join with `\n`; a blank line ends an event;
 /// comments, unknown fields, an `id` holding NUL and a non-numeric `retry` are ignored;
-/// an event cut off by the end of the stream is dropped. An event with any field set is
-/// passed on, as `sse_stream` does (rmcp reads `id`/`retry`-only events too). Lines and
-/// events are bounded by `max` bytes, so memory stays bounded on any input.
+/// an event cut off by the end of the stream is dropped. Lines and events are bounded by
+/// `max` bytes, so memory stays bounded on any input.
+///
+/// Not the model client's `llm::sse` parser: that one takes lines its caller has read
+/// whole (a model's events are small) and keeps an event cut off at the end (a model
+/// stream's last chunk); here an event may be 16 MiB, lines are read within the limit
+/// as they arrive, and a cut-off message must not pass as complete.
 struct SseReader<R> {
     input: BufReader<R>,
     max: usize,
@@ -595,7 +916,7 @@ struct SseReader<R> {
     after_cr: bool,
     /// No line read yet (a byte order mark may open the stream).
     at_start: bool,
-    event: Sse,
+    event: Event,
     has_field: bool,
     /// Bytes of the event's field lines so far.
     size: usize,
@@ -609,14 +930,14 @@ impl<R: Read> SseReader<R> {
             line: Vec::new(),
             after_cr: false,
             at_start: true,
-            event: Sse::default(),
+            event: Event::default(),
             has_field: false,
             size: 0,
         }
     }
 
     /// The next event; `None` at the end of the stream.
-    fn next_event(&mut self) -> Result<Option<Sse>, ReadFailure> {
+    fn next_event(&mut self) -> Result<Option<Event>, ReadFailure> {
         loop {
             if !self.read_line()? {
                 return Ok(None);
@@ -719,386 +1040,23 @@ impl<R: Read> SseReader<R> {
     }
 }
 
-/// rmcp's side of an event stream: the channel the reader thread fills. Dropping it
-/// closes the channel, which stops the thread at its next event.
-struct EventStream(mpsc::Receiver<Result<Sse, SseError>>);
-
-impl futures_core::Stream for EventStream {
-    type Item = Result<Sse, SseError>;
-    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        self.0.poll_recv(cx)
-    }
-}
-
-/// Headers for one request, and the values to blank out of the server's error text.
-struct Outgoing {
-    headers: Vec<(HeaderName, HeaderValue)>,
-    secrets: Vec<String>,
-}
-
-impl Outgoing {
-    /// `fixed` first, then the session, the resume point, the bearer token and the
-    /// configured headers (which may not replace the client's own).
-    fn new(
-        fixed: &[(HeaderName, &'static str)],
-        session_id: Option<&str>,
-        last_event_id: Option<&str>,
-        bearer: Option<&str>,
-        custom: HashMap<HeaderName, HeaderValue>,
-    ) -> Result<Outgoing, Failure> {
-        let mut headers: Vec<(HeaderName, HeaderValue)> = fixed
-            .iter()
-            .map(|(name, value)| (name.clone(), HeaderValue::from_static(value)))
-            .collect();
-        let mut secrets = Vec::new();
-        let protocol = |what: &str| {
-            StreamableHttpError::UnexpectedServerResponse(
-                format!("the server's {what} cannot be sent back as an HTTP header").into(),
-            )
-        };
-        if let Some(id) = session_id {
-            let value = HeaderValue::from_str(id).map_err(|_| protocol("session id"))?;
-            headers.push((SESSION_ID, value));
-        }
-        if let Some(id) = last_event_id {
-            let value = HeaderValue::from_str(id).map_err(|_| protocol("event id"))?;
-            headers.push((LAST_EVENT_ID, value));
-        }
-        if let Some(token) = bearer {
-            let value = bearer_value(token).ok_or_else(|| {
-                StreamableHttpError::UnexpectedServerResponse(
-                    "the bearer token has characters an HTTP header cannot carry".into(),
-                )
-            })?;
-            headers.push((AUTHORIZATION, value));
-            secrets.push(token.to_string());
-        }
-        for (name, value) in custom {
-            if OWN_HEADERS.contains(&name.as_str()) {
-                return Err(StreamableHttpError::ReservedHeaderConflict(
-                    name.as_str().to_string(),
-                ));
-            }
-            if !name.as_str().starts_with("mcp-") {
-                if let Ok(text) = value.to_str() {
-                    if text.len() >= 6 {
-                        secrets.push(text.to_string());
-                    }
-                }
-            }
-            headers.push((name, value));
-        }
-        Ok(Outgoing { headers, secrets })
-    }
-}
-
-/// The start of a server's text, on one line, secrets blanked, control characters
-/// escaped.
-fn shown_body(body: &[u8], secrets: &[String]) -> String {
-    let mut text = String::from_utf8_lossy(body).into_owned();
-    for secret in secrets {
-        text = text.replace(secret.as_str(), "***");
-    }
-    evolve_core::text::escape_controls(&evolve_core::text::one_line(&text, SHOWN_BODY), false)
-}
-
-/// The error for an error status.
-fn status_error(url: &str, head: &Head, body: &[u8], secrets: &[String]) -> Failure {
-    StreamableHttpError::Client(HttpError::new(
-        url,
-        HttpErrorKind::Status {
-            status: head.status,
-            body: shown_body(body, secrets),
-            location: head.location.as_deref().map(shown_url),
-        },
-    ))
-}
-
-fn protocol_error(url: &str, detail: String) -> Failure {
-    StreamableHttpError::Client(HttpError::new(url, HttpErrorKind::Protocol(detail)))
-}
-
-/// The content type for messages, `none` when absent.
-fn content_type_of(head: &Head) -> String {
-    head.content_type
-        .as_deref()
-        .map(|ct| evolve_core::text::escape_controls(ct, false))
-        .unwrap_or_else(|| "none".into())
-}
-
-/// Sorts a POST's answer into what rmcp expects (after rmcp's reqwest client, whose
-/// rules servers are tested against).
-fn post_reply(
-    reply: Reply,
-    url: &str,
-    session_attached: bool,
-    awaits_reply: bool,
-    secrets: &[String],
-) -> Result<StreamableHttpPostResponse, Failure> {
-    let (head, body) = match reply {
-        Reply::Stream { head, events } => {
-            let events: Events = Box::pin(EventStream(events));
-            return Ok(StreamableHttpPostResponse::Sse(events, head.session_id));
-        }
-        Reply::Whole { head, body } => (head, body),
-    };
-    if matches!(head.status, 202 | 204) {
-        return Ok(StreamableHttpPostResponse::Accepted);
-    }
-    if head.status == 404 && session_attached {
-        // rmcp starts a new session and sends the request again.
-        return Err(StreamableHttpError::SessionExpired);
-    }
-    let json = head.is(JSON);
-    if !head.success() {
-        if json && !matches!(head.status, 401 | 403) {
-            if let Ok(message @ ServerJsonRpcMessage::Error(_)) =
-                serde_json::from_slice::<ServerJsonRpcMessage>(&body)
-            {
-                return Ok(StreamableHttpPostResponse::Json(message, head.session_id));
-            }
-        }
-        return Err(status_error(url, &head, &body, secrets));
-    }
-    // Notifications and replies need nothing back; servers answer them 200 with
-    // anything or nothing as well as 202.
-    if !awaits_reply && (body.is_empty() || !json) {
-        return Ok(StreamableHttpPostResponse::Accepted);
-    }
-    if !json {
-        return Err(protocol_error(
-            url,
-            format!(
-                "content type {}, not JSON or an event stream (is this the MCP endpoint?)",
-                content_type_of(&head)
-            ),
-        ));
-    }
-    match serde_json::from_slice::<ServerJsonRpcMessage>(&body) {
-        Ok(message) => Ok(StreamableHttpPostResponse::Json(message, head.session_id)),
-        Err(_) if !awaits_reply => Ok(StreamableHttpPostResponse::Accepted),
-        Err(e) => Err(protocol_error(
-            url,
-            format!(
-                "JSON that is not a JSON-RPC message ({e}): {}",
-                shown_body(&body, secrets)
-            ),
-        )),
-    }
-}
-
-impl StreamableHttpClient for UreqHttp {
-    type Error = HttpError;
-
-    async fn post_message(
-        &self,
-        uri: Arc<str>,
-        message: ClientJsonRpcMessage,
-        session_id: Option<Arc<str>>,
-        auth_header: Option<String>,
-        custom_headers: HashMap<HeaderName, HeaderValue>,
-    ) -> Result<StreamableHttpPostResponse, Failure> {
-        self.post_message_with_response_limits(
-            uri,
-            message,
-            session_id,
-            auth_header,
-            custom_headers,
-            StreamableHttpResponseLimits::default(),
-        )
-        .await
-    }
-
-    async fn post_message_with_max_sse_event_size(
-        &self,
-        uri: Arc<str>,
-        message: ClientJsonRpcMessage,
-        session_id: Option<Arc<str>>,
-        auth_header: Option<String>,
-        custom_headers: HashMap<HeaderName, HeaderValue>,
-        max_sse_event_size: usize,
-    ) -> Result<StreamableHttpPostResponse, Failure> {
-        let mut limits = StreamableHttpResponseLimits::default();
-        limits.max_sse_event_size = max_sse_event_size;
-        self.post_message_with_response_limits(
-            uri,
-            message,
-            session_id,
-            auth_header,
-            custom_headers,
-            limits,
-        )
-        .await
-    }
-
-    async fn post_message_with_response_limits(
-        &self,
-        uri: Arc<str>,
-        message: ClientJsonRpcMessage,
-        session_id: Option<Arc<str>>,
-        auth_header: Option<String>,
-        custom_headers: HashMap<HeaderName, HeaderValue>,
-        limits: StreamableHttpResponseLimits,
-    ) -> Result<StreamableHttpPostResponse, Failure> {
-        let body = serde_json::to_vec(&message)?;
-        let awaits_reply = matches!(message, ClientJsonRpcMessage::Request(_));
-        let out = Outgoing::new(
-            &[
-                (ACCEPT, "application/json, text/event-stream"),
-                (CONTENT_TYPE, JSON),
-            ],
-            session_id.as_deref(),
-            None,
-            auth_header.as_deref(),
-            custom_headers,
-        )?;
-        let shown = shown_url(&uri);
-        let reply = self
-            .exchange(Request {
-                method: Method::Post,
-                url: uri,
-                shown: shown.clone(),
-                headers: out.headers,
-                body,
-                limits,
-            })
-            .await
-            .map_err(StreamableHttpError::Client)?;
-        post_reply(
-            reply,
-            &shown,
-            session_id.is_some(),
-            awaits_reply,
-            &out.secrets,
-        )
-    }
-
-    async fn delete_session(
-        &self,
-        uri: Arc<str>,
-        session_id: Arc<str>,
-        auth_header: Option<String>,
-        custom_headers: HashMap<HeaderName, HeaderValue>,
-    ) -> Result<(), Failure> {
-        let out = Outgoing::new(
-            &[],
-            Some(&session_id),
-            None,
-            auth_header.as_deref(),
-            custom_headers,
-        )?;
-        let shown = shown_url(&uri);
-        let reply = self
-            .exchange(Request {
-                method: Method::Delete,
-                url: uri,
-                shown: shown.clone(),
-                headers: out.headers,
-                body: Vec::new(),
-                limits: StreamableHttpResponseLimits::default(),
-            })
-            .await
-            .map_err(StreamableHttpError::Client)?;
-        match reply {
-            Reply::Stream { .. } => Ok(()),
-            // 404: the session is gone already.
-            Reply::Whole { head, .. } if head.success() || head.status == 404 => Ok(()),
-            Reply::Whole { head, .. } if head.status == 405 => {
-                Err(StreamableHttpError::ServerDoesNotSupportDeleteSession)
-            }
-            Reply::Whole { head, body } => Err(status_error(&shown, &head, &body, &out.secrets)),
-        }
-    }
-
-    async fn get_stream(
-        &self,
-        uri: Arc<str>,
-        session_id: Option<Arc<str>>,
-        last_event_id: Option<String>,
-        auth_header: Option<String>,
-        custom_headers: HashMap<HeaderName, HeaderValue>,
-    ) -> Result<Events, Failure> {
-        self.get_stream_with_max_sse_event_size(
-            uri,
-            session_id,
-            last_event_id,
-            auth_header,
-            custom_headers,
-            StreamableHttpResponseLimits::default().max_sse_event_size,
-        )
-        .await
-    }
-
-    async fn get_stream_with_max_sse_event_size(
-        &self,
-        uri: Arc<str>,
-        session_id: Option<Arc<str>>,
-        last_event_id: Option<String>,
-        auth_header: Option<String>,
-        custom_headers: HashMap<HeaderName, HeaderValue>,
-        max_sse_event_size: usize,
-    ) -> Result<Events, Failure> {
-        let out = Outgoing::new(
-            &[(ACCEPT, EVENT_STREAM)],
-            session_id.as_deref(),
-            last_event_id.as_deref(),
-            auth_header.as_deref(),
-            custom_headers,
-        )?;
-        let shown = shown_url(&uri);
-        let mut limits = StreamableHttpResponseLimits::default();
-        limits.max_sse_event_size = max_sse_event_size;
-        let reply = self
-            .exchange(Request {
-                method: Method::Get,
-                url: uri,
-                shown: shown.clone(),
-                headers: out.headers,
-                body: Vec::new(),
-                limits,
-            })
-            .await
-            .map_err(StreamableHttpError::Client)?;
-        let (head, body) = match reply {
-            Reply::Stream { events, .. } => return Ok(Box::pin(EventStream(events))),
-            Reply::Whole { head, body } => (head, body),
-        };
-        // 401/403 stop rmcp's reconnecting (repeating the GET cannot fix credentials);
-        // their text only reaches the log.
-        let challenge = || head.www_authenticate.clone().unwrap_or_default();
-        match head.status {
-            405 => Err(StreamableHttpError::ServerDoesNotSupportSse),
-            401 => Err(StreamableHttpError::AuthRequired(AuthRequiredError::new(
-                challenge(),
-            ))),
-            403 => Err(StreamableHttpError::InsufficientScope(
-                InsufficientScopeError::new(challenge(), None),
-            )),
-            _ if head.success() => Err(protocol_error(
-                &shown,
-                format!(
-                    "content type {} for the event stream, not {EVENT_STREAM}",
-                    content_type_of(&head)
-                ),
-            )),
-            _ => Err(status_error(&shown, &head, &body, &out.secrets)),
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::io::{Cursor, Write};
     use std::net::{TcpListener, TcpStream};
-    use std::sync::Mutex;
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    use std::time::Instant;
 
-    use rmcp::model::CallToolRequestParams;
-    use rmcp::ServiceExt;
-    use serde_json::{json, Value};
+    use serde_json::json;
+
+    use crate::mcp::conn::Conn;
+    use crate::mcp::stdio::StderrTail;
+    use crate::mcp::{McpError, ServerSpec, SpecSource, Transport};
 
     const TOKEN: &str = "tok-5ecret-0123456789";
     const SESSION: &str = "sess-7f3a";
+    const LONG: Duration = Duration::from_secs(30);
 
     // ---- the SSE parser ----
 
@@ -1112,14 +1070,14 @@ mod tests {
         }
     }
 
-    fn events(input: &[u8], max: usize) -> (Vec<Sse>, Option<String>) {
+    fn events(input: &[u8], max: usize) -> (Vec<Event>, Option<String>) {
         let whole = read_events(SseReader::new(Cursor::new(input.to_vec()), max));
         let trickled = read_events(SseReader::new(Trickle(Cursor::new(input.to_vec())), max));
         assert_eq!(whole, trickled, "byte by byte differs for {input:?}");
         whole
     }
 
-    fn read_events(mut reader: SseReader<impl Read>) -> (Vec<Sse>, Option<String>) {
+    fn read_events(mut reader: SseReader<impl Read>) -> (Vec<Event>, Option<String>) {
         let mut out = Vec::new();
         loop {
             match reader.next_event() {
@@ -1130,13 +1088,16 @@ mod tests {
         }
     }
 
-    fn data(d: &str) -> Sse {
-        Sse::default().data(d)
+    fn data(d: &str) -> Event {
+        Event {
+            data: Some(d.into()),
+            ..Event::default()
+        }
     }
 
     #[test]
     fn event_streams_parse_as_the_standard_says() {
-        let cases: &[(&str, &[u8], Vec<Sse>)] = &[
+        let cases: &[(&str, &[u8], Vec<Event>)] = &[
             ("LF", b"data: a\n\ndata: b\n\n", vec![data("a"), data("b")]),
             ("CRLF", b"data: a\r\n\r\n", vec![data("a")]),
             (
@@ -1157,11 +1118,12 @@ mod tests {
             (
                 "fields",
                 b"event: message\nid: 7\nretry: 1500\ndata: x\n\n",
-                vec![Sse::default()
-                    .event("message")
-                    .id("7")
-                    .retry(1500)
-                    .data("x")],
+                vec![Event {
+                    data: Some("x".into()),
+                    event: Some("message".into()),
+                    id: Some("7".into()),
+                    retry: Some(1500),
+                }],
             ),
             ("comments", b": ping\n\n:x\ndata: y\n\n", vec![data("y")]),
             ("no space after colon", b"data:z\n\n", vec![data("z")]),
@@ -1186,7 +1148,14 @@ mod tests {
                 b"id: a\0b\ndata: q\n\n",
                 vec![data("q")],
             ),
-            ("id-only event", b"id: 9\n\n", vec![Sse::default().id("9")]),
+            (
+                "id-only event",
+                b"id: 9\n\n",
+                vec![Event {
+                    id: Some("9".into()),
+                    ..Event::default()
+                }],
+            ),
             (
                 "byte order mark",
                 b"\xEF\xBB\xBFdata: q\n\n",
@@ -1276,6 +1245,12 @@ mod tests {
             ),
             (
                 "http://h/mcp",
+                h("MCP-Protocol-Version", "x"),
+                None,
+                "set by the MCP client itself",
+            ),
+            (
+                "http://h/mcp",
                 h("Accept", "x"),
                 None,
                 "set by the MCP client itself",
@@ -1288,28 +1263,34 @@ mod tests {
             ),
         ];
         for (url, headers, bearer, want) in cases {
-            let err = config(url, &headers, bearer).expect_err(url);
+            let Err(err) = endpoint(url, &headers, bearer) else {
+                panic!("{url} accepted");
+            };
             assert!(err.contains(want), "{url}: {err}");
             assert!(!err.contains("key=abc") && !err.contains("pw"), "{err}");
         }
         let bad = Secret::new("a\r\nX-Evil: 1");
-        let err = config("http://h/mcp", &[], Some(&bad)).expect_err("bad token");
+        let Err(err) = endpoint("http://h/mcp", &[], Some(&bad)) else {
+            panic!("a bad token accepted");
+        };
         assert!(
             err.contains("bearer token") && !err.contains("Evil"),
             "{err}"
         );
-        let ok = config("https://h:8443/mcp", &h("X-Team", "blue"), Some(&secret))
-            .expect("a good definition");
-        assert_eq!(ok.auth_header.as_deref(), Some(TOKEN));
-        assert_eq!(ok.custom_headers.len(), 1);
-    }
-
-    #[test]
-    fn transport_needs_the_runtime_instead_of_panicking() {
-        let Err(err) = transport("http://127.0.0.1:1/mcp", &[], None) else {
-            panic!("a transport without a runtime");
+        let Ok(ok) = endpoint("https://h:8443/mcp", &h("X-Team", "blue"), Some(&secret)) else {
+            panic!("a good definition refused");
         };
-        assert!(err.contains("outside the MCP runtime"), "{err}");
+        let headers: Vec<(&str, &str)> = ok
+            .headers
+            .iter()
+            .map(|(n, v)| (n.as_str(), v.to_str().unwrap_or("?")))
+            .collect();
+        let bearer = format!("Bearer {TOKEN}");
+        assert_eq!(
+            headers,
+            [("x-team", "blue"), ("authorization", bearer.as_str())]
+        );
+        assert!(ok.headers.iter().all(|(_, v)| v.is_sensitive()));
     }
 
     #[test]
@@ -1351,13 +1332,7 @@ mod tests {
         }
     }
 
-    #[derive(Clone, Copy)]
-    enum Mode {
-        /// Speaks enough streamable HTTP for a client.
-        Mcp,
-        /// Answers everything with this status and text.
-        Fail(u16, &'static str),
-    }
+    type Answer = Arc<dyn Fn(&Seen) -> String + Send + Sync>;
 
     struct Server {
         url: String,
@@ -1365,15 +1340,17 @@ mod tests {
     }
 
     impl Server {
-        fn start(mode: Mode) -> Server {
+        /// Answers every request with `answer`, one request per connection.
+        fn start(answer: impl Fn(&Seen) -> String + Send + Sync + 'static) -> Server {
             let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1");
             let port = listener.local_addr().expect("local address").port();
             let seen = Arc::new(Mutex::new(Vec::new()));
             let log = seen.clone();
+            let answer: Answer = Arc::new(answer);
             std::thread::spawn(move || {
                 for conn in listener.incoming().flatten() {
-                    let log = log.clone();
-                    std::thread::spawn(move || serve_one(conn, mode, &log));
+                    let (log, answer) = (log.clone(), answer.clone());
+                    std::thread::spawn(move || serve_one(conn, &answer, &log));
                 }
             });
             Server {
@@ -1381,13 +1358,24 @@ mod tests {
                 seen,
             }
         }
+
         fn seen(&self) -> Vec<Seen> {
             self.seen.lock().expect("log").clone()
+        }
+
+        /// Waits until what the server saw satisfies `done` (the GET stream and
+        /// answers to the server run on threads of their own).
+        fn wait_for(&self, what: &str, done: impl Fn(&[Seen]) -> bool) {
+            let end = Instant::now() + LONG;
+            while !done(&self.seen()) {
+                assert!(Instant::now() < end, "never saw {what}: {:?}", self.seen());
+                std::thread::sleep(Duration::from_millis(20));
+            }
         }
     }
 
     /// Reads one request, records it, answers it and closes the connection.
-    fn serve_one(conn: TcpStream, mode: Mode, log: &Mutex<Vec<Seen>>) {
+    fn serve_one(conn: TcpStream, answer: &Answer, log: &Mutex<Vec<Seen>>) {
         let mut reader = BufReader::new(conn.try_clone().expect("clone socket"));
         let mut line = String::new();
         if reader.read_line(&mut line).unwrap_or(0) == 0 {
@@ -1423,12 +1411,8 @@ mod tests {
             body: serde_json::from_slice(&body).unwrap_or(Value::Null),
         };
         log.lock().expect("log").push(seen.clone());
-        let answer = match mode {
-            Mode::Fail(status, text) => plain(status, "text/plain", &[], text),
-            Mode::Mcp => mcp_answer(&seen),
-        };
         let mut conn = conn;
-        let _ = conn.write_all(answer.as_bytes());
+        let _ = conn.write_all(answer(&seen).as_bytes());
     }
 
     fn plain(status: u16, content_type: &str, extra: &[(&str, &str)], body: &str) -> String {
@@ -1449,6 +1433,23 @@ mod tests {
         )
     }
 
+    /// The answer to `initialize`, giving session `session`.
+    fn initialized(req: &Seen, session: &str) -> String {
+        let result = json!({"jsonrpc": "2.0", "id": req.body["id"], "result": {
+            "protocolVersion": req.body["params"]["protocolVersion"],
+            "capabilities": {"tools": {}},
+            "serverInfo": {"name": "loopback", "version": "1"}
+        }});
+        plain(
+            200,
+            "application/json; charset=utf-8",
+            &[("Mcp-Session-Id", session)],
+            &result.to_string(),
+        )
+    }
+
+    /// Enough streamable HTTP for a client: JSON, event streams, a notification and a
+    /// request of the server's inside a call's stream, errors as statuses.
     fn mcp_answer(req: &Seen) -> String {
         match req.method.as_str() {
             "GET" => return plain(405, "text/plain", &[("Allow", "POST, DELETE")], ""),
@@ -1458,20 +1459,7 @@ mod tests {
         let id = req.body["id"].clone();
         let reply = |result: Value| json!({"jsonrpc": "2.0", "id": id, "result": result});
         match req.rpc_method() {
-            "initialize" => {
-                let version = req.body["params"]["protocolVersion"].clone();
-                let result = reply(json!({
-                    "protocolVersion": version,
-                    "capabilities": {"tools": {}},
-                    "serverInfo": {"name": "loopback", "version": "1"}
-                }));
-                plain(
-                    200,
-                    "application/json; charset=utf-8",
-                    &[("Mcp-Session-Id", SESSION)],
-                    &result.to_string(),
-                )
-            }
+            "initialize" => initialized(req, SESSION),
             "tools/list" => {
                 let result = reply(json!({"tools": [{
                     "name": "echo",
@@ -1485,6 +1473,14 @@ mod tests {
             "tools/call" if req.body["params"]["name"] == "boom" => {
                 plain(500, "text/plain", &[], "the tool exploded")
             }
+            "tools/call" if req.body["params"]["name"] == "nope" => plain(
+                400,
+                JSON,
+                &[],
+                &json!({"jsonrpc": "2.0", "id": id,
+                    "error": {"code": -32602, "message": "unknown tool \"nope\""}})
+                .to_string(),
+            ),
             "tools/call" => {
                 let text = req.body["params"]["arguments"]["text"]
                     .as_str()
@@ -1494,11 +1490,15 @@ mod tests {
                     "isError": false
                 }))
                 .to_string();
-                // A log notification first, then the answer cut over two data lines.
+                // A log notification and a ping first, then the answer cut over two
+                // data lines.
                 let note = json!({"jsonrpc": "2.0", "method": "notifications/message",
                     "params": {"level": "info", "data": "working"}});
+                let ping = json!({"jsonrpc": "2.0", "id": "srv-1", "method": "ping"});
                 let (a, b) = result.split_at(result.find(",\"result\"").unwrap_or(0));
-                event_stream(&format!("data: {note}\n\ndata: {a}\ndata: {b}\n\n"))
+                event_stream(&format!(
+                    "data: {note}\n\ndata: {ping}\n\ndata: {a}\ndata: {b}\n\n"
+                ))
             }
             _ if req.body.get("id").is_none() => plain(202, "text/plain", &[], ""),
             _ => plain(
@@ -1512,49 +1512,105 @@ mod tests {
         }
     }
 
-    fn runtime() -> tokio::runtime::Runtime {
-        tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .expect("a tokio runtime")
+    fn spec(url: &str, headers: &[(&str, &str)], bearer: Option<&str>) -> ServerSpec {
+        ServerSpec {
+            name: "web".into(),
+            transport: Transport::Http {
+                url: url.into(),
+                headers: headers
+                    .iter()
+                    .map(|(n, v)| (n.to_string(), v.to_string()))
+                    .collect(),
+                bearer: bearer.map(Secret::new),
+            },
+            timeout: LONG,
+            trusted: false,
+            enabled_tools: None,
+            disabled_tools: Vec::new(),
+            disabled: false,
+            roots: Vec::new(),
+            source: SpecSource::Store,
+        }
+    }
+
+    fn open(spec: &ServerSpec) -> Result<Arc<Conn>, McpError> {
+        Conn::open(
+            spec,
+            &StderrTail::default(),
+            &AtomicBool::new(false),
+            |_| {},
+        )
+    }
+
+    /// A bare peer on the link, for one exchange.
+    fn peer_at(url: &str, bearer: Option<&Secret>, limits: Limits) -> Arc<Peer> {
+        let Ok(endpoint) = endpoint(url, &[], bearer) else {
+            panic!("{url} refused");
+        };
+        let link = HttpLink::with_limits("web", endpoint, limits);
+        Peer::new("web", Arc::new(link), Vec::new())
+    }
+
+    fn broken(got: Result<Value, Failure>) -> String {
+        match got {
+            Err(Failure::Broken(text)) => text,
+            other => panic!("not a broken exchange: {other:?}"),
+        }
     }
 
     #[test]
-    fn a_real_client_initializes_lists_and_calls_tools_through_ureq() {
-        let server = Server::start(Mode::Mcp);
-        let secret = Secret::new(TOKEN);
-        let headers = [("X-Team".to_string(), "blue".to_string())];
-        let (names, text) = runtime().block_on(async {
-            let t = transport(&server.url, &headers, Some(&secret)).expect("transport");
-            let client = ().serve(t).await.expect("initialize");
-            let tools = client.list_tools(None).await.expect("tools/list");
-            let mut args = serde_json::Map::new();
-            args.insert("text".into(), json!("hi"));
-            let out = client
-                .call_tool(CallToolRequestParams::new("echo").with_arguments(args))
-                .await
-                .expect("tools/call");
-            let boom = client
-                .call_tool(CallToolRequestParams::new("boom"))
-                .await
-                .expect_err("a failing call");
-            assert_eq!(
-                error_text(&boom),
-                format!(
+    fn a_client_initializes_lists_and_calls_tools_through_ureq() {
+        let server = Server::start(mcp_answer);
+        let never = AtomicBool::new(false);
+        let conn =
+            open(&spec(&server.url, &[("X-Team", "blue")], Some(TOKEN))).expect("initialize");
+        let tools = conn.list(&never).expect("tools/list");
+        let mut args = serde_json::Map::new();
+        args.insert("text".into(), json!("hi"));
+        let out = conn.call("echo", args, &never).expect("tools/call");
+        let boom = conn
+            .call("boom", serde_json::Map::new(), &never)
+            .expect_err("a failing call");
+        assert_eq!(
+            boom,
+            McpError::Broken {
+                server: "web".into(),
+                detail: format!(
                     "the MCP server at {} answered HTTP 500 Internal Server Error: the tool exploded",
                     server.url
                 )
-            );
-            client.cancel().await.expect("close");
-            let names: Vec<String> = tools.tools.iter().map(|t| t.name.to_string()).collect();
-            let text = serde_json::to_value(&out.content).expect("content")[0]["text"].clone();
-            (names, text)
+            }
+        );
+        let nope = conn
+            .call("nope", serde_json::Map::new(), &never)
+            .expect_err("an unknown tool");
+        assert_eq!(
+            nope,
+            McpError::Server {
+                server: "web".into(),
+                detail: "unknown tool \"nope\" (code -32602)".into()
+            },
+            "the server's JSON-RPC error in an error status is its answer"
+        );
+        server.wait_for("the GET stream", |seen| {
+            seen.iter().any(|s| s.method == "GET")
         });
+        server.wait_for("the answer to the server's ping", |seen| {
+            seen.iter()
+                .any(|s| s.method == "POST" && s.body["id"] == "srv-1")
+        });
+        conn.close();
+        let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
         assert_eq!(names, ["echo"]);
-        assert_eq!(text, json!("echo: hi"));
+        assert_eq!(out.content, "echo: hi");
+        assert!(!out.is_error);
 
         let seen = server.seen();
-        let posts: Vec<&Seen> = seen.iter().filter(|s| s.method == "POST").collect();
+        // The answer to the server's ping goes on a thread of its own: in any order.
+        let (answers, posts): (Vec<&Seen>, Vec<&Seen>) = seen
+            .iter()
+            .filter(|s| s.method == "POST")
+            .partition(|s| s.body["id"] == "srv-1");
         let methods: Vec<&str> = posts.iter().map(|s| s.rpc_method()).collect();
         assert_eq!(
             methods,
@@ -1563,8 +1619,14 @@ mod tests {
                 "notifications/initialized",
                 "tools/list",
                 "tools/call",
+                "tools/call",
                 "tools/call"
             ]
+        );
+        assert_eq!(answers.len(), 1);
+        assert_eq!(
+            answers[0].body,
+            json!({"jsonrpc": "2.0", "id": "srv-1", "result": {}})
         );
         for s in &seen {
             let what = format!("{} {}", s.method, s.rpc_method());
@@ -1574,17 +1636,28 @@ mod tests {
                 "{what}"
             );
             assert_eq!(s.header("x-team"), Some("blue"), "{what}");
-            let session = (s.rpc_method() != "initialize").then_some(SESSION);
-            assert_eq!(s.header("mcp-session-id"), session, "{what}");
-            if s.rpc_method() != "initialize" {
-                assert!(s.header("mcp-protocol-version").is_some(), "{what}");
-            }
+            let initialize = s.rpc_method() == "initialize";
+            assert_eq!(
+                s.header("mcp-session-id"),
+                (!initialize).then_some(SESSION),
+                "{what}"
+            );
+            assert_eq!(
+                s.header("mcp-protocol-version"),
+                (!initialize).then_some(crate::mcp::conn::PROTOCOL_VERSION),
+                "{what}"
+            );
         }
         let post = posts[0];
         assert_eq!(post.header("content-type"), Some(JSON));
         assert_eq!(
             post.header("accept"),
             Some("application/json, text/event-stream")
+        );
+        assert_eq!(
+            post.body["params"],
+            json!({"protocolVersion": "2025-11-25", "capabilities": {},
+                "clientInfo": {"name": "evolve", "version": env!("CARGO_PKG_VERSION")}})
         );
         // The GET stream was asked for (405: the client went on without it), and the
         // session was deleted on close.
@@ -1599,8 +1672,8 @@ mod tests {
     #[test]
     fn error_statuses_name_the_url_and_status_but_not_the_token() {
         let long = "<html>".repeat(200);
-        let echoed: &'static str = Box::leak(format!("bad token {TOKEN}").into_boxed_str());
-        let cases: [(u16, &'static str, &[&str]); 3] = [
+        let echoed = format!("bad token {TOKEN}");
+        let cases: [(u16, String, &[&str]); 3] = [
             (
                 401,
                 echoed,
@@ -1612,24 +1685,17 @@ mod tests {
             ),
             (
                 500,
-                "database down",
+                "database down".into(),
                 &["HTTP 500 Internal Server Error", "database down"],
             ),
-            (
-                502,
-                Box::leak(long.clone().into_boxed_str()),
-                &["HTTP 502", "<html><html>", "…"],
-            ),
+            (502, long, &["HTTP 502", "<html><html>", "…"]),
         ];
         for (status, body, wants) in cases {
-            let server = Server::start(Mode::Fail(status, body));
+            let server = Server::start(move |_| plain(status, "text/plain", &[], &body));
             let secret = Secret::new(TOKEN);
-            let err = runtime().block_on(async {
-                let t = transport(&server.url, &[], Some(&secret)).expect("transport");
-                let err = ().serve(t).await.expect_err("the server refuses");
-                assert!(err.to_string().contains(&server.url), "rmcp's own text too");
-                error_text(&err)
-            });
+            let peer = peer_at(&server.url, Some(&secret), LIMITS);
+            let err =
+                broken(peer.request("initialize", Some(json!({})), LONG, &AtomicBool::new(false)));
             let start = format!("the MCP server at {} answered HTTP {status}", server.url);
             assert!(err.starts_with(&start), "{status}: {err}");
             for want in wants {
@@ -1650,95 +1716,186 @@ mod tests {
             l.local_addr().expect("address").port()
         };
         let url = format!("http://127.0.0.1:{port}/mcp");
-        let err = runtime().block_on(async {
-            let t = transport(&url, &[], None).expect("transport");
-            error_text(&().serve(t).await.expect_err("nobody listens"))
-        });
+        let peer = peer_at(&url, None, LIMITS);
+        let err =
+            broken(peer.request("initialize", Some(json!({})), LONG, &AtomicBool::new(false)));
         assert!(
             err.contains(&format!("cannot reach the MCP server at {url}")),
             "{err}"
         );
         assert!(err.contains("connection refused"), "{err}");
+        let Err(McpError::Start { detail, .. }) = open(&spec(&url, &[], None)) else {
+            panic!("started without a server");
+        };
+        assert!(
+            detail.starts_with("the handshake failed: cannot reach"),
+            "{detail}"
+        );
     }
 
-    /// Calls the trait directly: the GET stream's events arrive as sent, with the
-    /// resume point and session on the request.
+    /// The GET stream delivers the server's notifications, resumes after the last event
+    /// id, and ends when the server has none (405).
     #[test]
-    fn get_stream_delivers_events_and_refuses_a_stream_the_server_lacks() {
-        let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
-        let url: Arc<str> = format!(
-            "http://127.0.0.1:{}/mcp",
-            listener.local_addr().expect("a").port()
-        )
-        .into();
-        let seen = Arc::new(Mutex::new(Vec::new()));
-        let log = seen.clone();
-        std::thread::spawn(move || {
-            for (i, conn) in listener.incoming().flatten().enumerate() {
-                let mut reader = BufReader::new(conn.try_clone().expect("clone"));
-                let mut head = String::new();
-                let mut line = String::new();
-                while reader.read_line(&mut line).unwrap_or(0) > 2 {
-                    head.push_str(&line);
-                    line.clear();
+    fn the_get_stream_delivers_notifications_and_resumes() {
+        let server = Server::start(|req| {
+            match (req.method.as_str(), req.rpc_method()) {
+            ("POST", "initialize") => initialized(req, SESSION),
+            ("POST", _) => plain(202, "text/plain", &[], ""),
+            ("GET", _) if req.header("last-event-id").is_none() => event_stream(
+                "retry: 10\nid: 5\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/tools/list_changed\"}\n\n",
+            ),
+            ("GET", _) => plain(405, "text/plain", &[], ""),
+            _ => plain(200, "text/plain", &[], ""),
+        }
+        });
+        let conn = open(&spec(&server.url, &[], None)).expect("initialize");
+        server.wait_for("two GETs", |seen| {
+            seen.iter().filter(|s| s.method == "GET").count() == 2
+        });
+        assert!(conn.stale().load(Ordering::SeqCst), "list_changed arrived");
+        conn.close();
+        let seen = server.seen();
+        let gets: Vec<&Seen> = seen.iter().filter(|s| s.method == "GET").collect();
+        for get in &gets {
+            assert_eq!(get.header("accept"), Some(EVENT_STREAM));
+            assert_eq!(get.header("mcp-session-id"), Some(SESSION));
+            assert_eq!(get.header("mcp-protocol-version"), Some("2025-11-25"));
+        }
+        assert_eq!(gets[0].header("last-event-id"), None);
+        assert_eq!(gets[1].header("last-event-id"), Some("5"));
+    }
+
+    /// A server that lost the session (restarted) answers 404: a new session is
+    /// started and the request sent once more.
+    #[test]
+    fn an_expired_session_is_replaced_and_the_request_sent_again() {
+        let sessions = Arc::new(AtomicUsize::new(0));
+        let server = Server::start(move |req| {
+            let session = req.header("mcp-session-id").unwrap_or("");
+            match (req.method.as_str(), req.rpc_method()) {
+                ("POST", "initialize") => {
+                    let n = sessions.fetch_add(1, Ordering::SeqCst) + 1;
+                    initialized(req, &format!("s{n}"))
                 }
-                log.lock().expect("log").push(head);
-                let answer = if i == 0 {
-                    event_stream("id: 5\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/tools/list_changed\"}\n\n")
-                } else {
-                    plain(405, "text/plain", &[], "")
+                ("POST", "tools/list") if session == "s1" => plain(404, "text/plain", &[], "no such session"),
+                ("POST", "tools/list") => plain(
+                    200,
+                    JSON,
+                    &[],
+                    &json!({"jsonrpc": "2.0", "id": req.body["id"], "result": {"tools": [{"name": "t", "inputSchema": {"type": "object"}}]}})
+                        .to_string(),
+                ),
+                ("POST", _) => plain(202, "text/plain", &[], ""),
+                ("GET", _) => plain(405, "text/plain", &[], ""),
+                _ => plain(200, "text/plain", &[], ""),
+            }
+        });
+        let conn = open(&spec(&server.url, &[], None)).expect("initialize");
+        let tools = conn
+            .list(&AtomicBool::new(false))
+            .expect("listed in a new session");
+        assert_eq!(tools.len(), 1);
+        conn.close();
+        let seen = server.seen();
+        let posts: Vec<(&str, Option<&str>, Option<&str>)> = seen
+            .iter()
+            .filter(|s| s.method == "POST")
+            .map(|s| {
+                (
+                    s.rpc_method(),
+                    s.header("mcp-session-id"),
+                    s.header("mcp-protocol-version"),
+                )
+            })
+            .collect();
+        let v = Some("2025-11-25");
+        assert_eq!(
+            posts,
+            [
+                ("initialize", None, None),
+                ("notifications/initialized", Some("s1"), v),
+                ("tools/list", Some("s1"), v),
+                ("initialize", None, None),
+                ("notifications/initialized", Some("s2"), v),
+                ("tools/list", Some("s2"), v),
+            ]
+        );
+    }
+
+    /// `tools/list` is read page by page while the server gives a new `nextCursor`; a
+    /// cursor given twice ends the listing (a server stuck on one page cannot hold a
+    /// turn).
+    #[test]
+    fn tools_are_listed_page_by_page() {
+        let server = Server::start(|req| match (req.method.as_str(), req.rpc_method()) {
+            ("POST", "initialize") => initialized(req, SESSION),
+            ("POST", "tools/list") => {
+                let (names, next) = match req.body["params"]["cursor"].as_str() {
+                    None => (["a", "b"], json!("c2")),
+                    Some("c2") => (["c", "d"], json!("c3")),
+                    // The third page points back at itself.
+                    _ => (["e", "f"], json!("c3")),
                 };
-                let mut conn = conn;
-                let _ = conn.write_all(answer.as_bytes());
+                let tools: Vec<Value> = names
+                    .iter()
+                    .map(|n| json!({"name": n, "inputSchema": {"type": "object"}}))
+                    .collect();
+                let body = json!({"jsonrpc": "2.0", "id": req.body["id"],
+                    "result": {"tools": tools, "nextCursor": next}});
+                plain(200, JSON, &[], &body.to_string())
             }
+            ("POST", _) => plain(202, "text/plain", &[], ""),
+            ("GET", _) => plain(405, "text/plain", &[], ""),
+            _ => plain(200, "text/plain", &[], ""),
         });
-        let client = UreqHttp::new();
-        let (first, second) = runtime().block_on(async {
-            let mut stream = client
-                .get_stream(
-                    url.clone(),
-                    Some(SESSION.into()),
-                    Some("4".into()),
-                    None,
-                    HashMap::new(),
-                )
-                .await
-                .expect("a stream");
-            let mut got = Vec::new();
-            while let Some(e) = std::future::poll_fn(|cx| stream.as_mut().poll_next(cx)).await {
-                got.push(e.expect("an event"));
-            }
-            let second = client
-                .get_stream(
-                    url.clone(),
-                    Some(SESSION.into()),
-                    None,
-                    None,
-                    HashMap::new(),
-                )
-                .await;
-            (got, second)
-        });
-        assert_eq!(first.len(), 1);
-        assert_eq!(first[0].id.as_deref(), Some("5"));
-        assert!(first[0]
-            .data
-            .as_deref()
-            .unwrap_or("")
-            .contains("list_changed"));
-        assert!(matches!(
-            second,
-            Err(StreamableHttpError::ServerDoesNotSupportSse)
-        ));
-        let heads = seen.lock().expect("log").clone();
-        let head = heads[0].to_ascii_lowercase();
-        assert!(head.starts_with("get /mcp "), "{head}");
-        for want in [
-            "accept: text/event-stream",
-            "mcp-session-id: sess-7f3a",
-            "last-event-id: 4",
-        ] {
-            assert!(head.contains(want), "{want} not in {head}");
+        let conn = open(&spec(&server.url, &[], None)).expect("initialize");
+        let tools = conn.list(&AtomicBool::new(false)).expect("listed");
+        conn.close();
+        let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(names, ["a", "b", "c", "d", "e", "f"]);
+        let cursors: Vec<Value> = server
+            .seen()
+            .iter()
+            .filter(|s| s.rpc_method() == "tools/list")
+            .map(|s| s.body.get("params").cloned().unwrap_or(Value::Null))
+            .collect();
+        assert_eq!(
+            cursors,
+            [
+                Value::Null,
+                json!({"cursor": "c2"}),
+                json!({"cursor": "c3"})
+            ]
+        );
+    }
+
+    /// Answers are read within the limits before they are parsed.
+    #[test]
+    fn answers_over_the_limits_are_refused() {
+        let big = format!(
+            "{{\"jsonrpc\":\"2.0\",\"id\":0,\"result\":{{\"pad\":\"{}\"}}}}",
+            "x".repeat(4000)
+        );
+        let cases = [
+            (
+                plain(200, JSON, &[], &big),
+                "a response larger than 1000 bytes",
+            ),
+            (
+                event_stream(&format!("data: {big}\n\n")),
+                "an event larger than 1000 bytes",
+            ),
+        ];
+        let limits = Limits {
+            json: 1000,
+            event: 1000,
+            error: MAX_ERROR,
+        };
+        for (answer, want) in cases {
+            let server = Server::start(move |_| answer.clone());
+            let peer = peer_at(&server.url, None, limits);
+            let err = broken(peer.request("ping", None, LONG, &AtomicBool::new(false)));
+            assert!(err.contains(want), "{want}: {err}");
         }
     }
 
@@ -1752,123 +1909,27 @@ mod tests {
         let Ok(url) = std::env::var("EVOLVE_MCP_TEST_URL") else {
             panic!("set EVOLVE_MCP_TEST_URL to a streamable HTTP MCP endpoint");
         };
-        runtime().block_on(async {
-            let t = transport(&url, &[], None).expect("transport");
-            let client = ().serve(t).await.map_err(|e| error_text(&e)).expect("initialize");
-            let info = client
-                .peer_info()
-                .and_then(|i| i.server_info.as_ref().map(|s| s.name.clone()));
-            eprintln!("server: {info:?}");
-            let tools = client.list_all_tools().await.expect("tools/list");
-            let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
-            eprintln!("{} tools: {names:?}", names.len());
-            let echo = tools
-                .iter()
-                .find(|t| t.name == "echo")
-                .expect("an echo tool");
+        let never = AtomicBool::new(false);
+        let conn = open(&spec(&url, &[], None)).unwrap_or_else(|e| panic!("{e}"));
+        let tools = conn.list(&never).unwrap_or_else(|e| panic!("{e}"));
+        let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+        eprintln!("{} tools: {names:?}", names.len());
+        let mut args = serde_json::Map::new();
+        args.insert("message".into(), json!("hello over ureq"));
+        let out = conn
+            .call("echo", args, &never)
+            .unwrap_or_else(|e| panic!("{e}"));
+        eprintln!("echo: {out:?}");
+        // A slow tool that streams progress before its answer.
+        if names.contains(&"trigger-long-running-operation") {
             let mut args = serde_json::Map::new();
-            args.insert("message".into(), json!("hello over ureq"));
-            let out = client
-                .call_tool(CallToolRequestParams::new(echo.name.clone()).with_arguments(args))
-                .await
-                .map_err(|e| error_text(&e))
-                .expect("tools/call");
-            eprintln!(
-                "echo: {:?}",
-                serde_json::to_value(&out.content).expect("content")
-            );
-            // A slow tool that streams progress before its answer.
-            if let Some(slow) = tools
-                .iter()
-                .find(|t| t.name == "trigger-long-running-operation")
-            {
-                let mut args = serde_json::Map::new();
-                args.insert("duration".into(), json!(2));
-                args.insert("steps".into(), json!(4));
-                let out = client
-                    .call_tool(CallToolRequestParams::new(slow.name.clone()).with_arguments(args))
-                    .await
-                    .map_err(|e| error_text(&e))
-                    .expect("a slow tools/call");
-                eprintln!(
-                    "slow: {:?}",
-                    serde_json::to_value(&out.content).expect("content")
-                );
-            }
-            client.cancel().await.expect("close");
-        });
-    }
-
-    /// The JSON and SSE limits rmcp passes are applied before parsing.
-    #[test]
-    fn answers_over_the_limits_are_refused() {
-        let big = format!(
-            "{{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{{\"pad\":\"{}\"}}}}",
-            "x".repeat(4000)
-        );
-        let cases = [
-            (
-                plain(200, JSON, &[], &big),
-                "a response larger than 1000 bytes",
-            ),
-            (
-                event_stream(&format!("data: {big}\n\n")),
-                "an event larger than 1000 bytes",
-            ),
-        ];
-        for (answer, want) in cases {
-            let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
-            let url: Arc<str> = format!(
-                "http://127.0.0.1:{}/mcp",
-                listener.local_addr().expect("a").port()
-            )
-            .into();
-            std::thread::spawn(move || {
-                if let Some(conn) = listener.incoming().flatten().next() {
-                    let mut reader = BufReader::new(conn.try_clone().expect("clone"));
-                    let mut line = String::new();
-                    let mut length = 0;
-                    while reader.read_line(&mut line).unwrap_or(0) > 2 {
-                        if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
-                            length = v.trim().parse().unwrap_or(0);
-                        }
-                        line.clear();
-                    }
-                    let mut body = vec![0; length];
-                    let _ = reader.read_exact(&mut body);
-                    let mut conn = conn;
-                    let _ = conn.write_all(answer.as_bytes());
-                }
-            });
-            let mut limits = StreamableHttpResponseLimits::default();
-            limits.max_json_response_size = 1000;
-            limits.max_sse_event_size = 1000;
-            let message: ClientJsonRpcMessage =
-                serde_json::from_value(json!({"jsonrpc": "2.0", "id": 1, "method": "ping"}))
-                    .expect("a ping");
-            let err = runtime().block_on(async {
-                let reply = UreqHttp::new()
-                    .post_message_with_response_limits(
-                        url,
-                        message,
-                        None,
-                        None,
-                        HashMap::new(),
-                        limits,
-                    )
-                    .await;
-                match reply {
-                    Err(e) => e.to_string(),
-                    Ok(StreamableHttpPostResponse::Sse(mut s, _)) => {
-                        match std::future::poll_fn(|cx| s.as_mut().poll_next(cx)).await {
-                            Some(Err(e)) => format!("{e}"),
-                            other => format!("not refused: {other:?}"),
-                        }
-                    }
-                    Ok(other) => format!("not refused: {other:?}"),
-                }
-            });
-            assert!(err.contains(want), "{want}: {err}");
+            args.insert("duration".into(), json!(2));
+            args.insert("steps".into(), json!(4));
+            let out = conn
+                .call("trigger-long-running-operation", args, &never)
+                .unwrap_or_else(|e| panic!("{e}"));
+            eprintln!("slow: {out:?}");
         }
+        conn.close();
     }
 }

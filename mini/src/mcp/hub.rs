@@ -1,58 +1,62 @@
-//! The MCP thread: one tokio current_thread runtime owning every connection, driven by
-//! commands over a channel; callers block on a reply channel, checking Ctrl-C while
-//! they wait.
+//! Every MCP connection of the process, used with plain blocking calls from any thread:
+//! a request runs on its caller's thread, which watches its Ctrl-C flag while it waits.
+//! The connections' own threads (see [`super::stdio`] and [`super::http`]) read what
+//! the servers send.
 //!
 //! Per server a slot holds the connection (if any) and its failure count. A request:
-//! 1. takes the slot; a missing or closed connection is (re)started — the first restart
-//!    at once, then after 1, 2, 4 … 30 s of backoff (a wait up to 2 s is slept through,
-//!    a longer one is an error saying when the next attempt is);
-//! 2. releases the slot and runs the request on a clone of the peer, so calls to one
-//!    server run side by side;
+//! 1. takes its turn at the slot (one caller starts a server, the others wait, Ctrl-C
+//!    still seen); a missing or dead connection is (re)started — the first restart at
+//!    once, then after 1, 2, 4 … 30 s of backoff (a wait up to 2 s is slept through, a
+//!    longer one is an error saying when the next attempt is);
+//! 2. gives the slot back and runs the request on the shared connection, so calls to
+//!    one server run side by side;
 //! 3. on a timeout or a broken connection, stops the server (a hung server is not
 //!    reused) and counts a failure; a completed call resets the count.
 //!
 //! The tool list a server sent is kept ([`Hub::live_tools`]) and fetched again after
-//! `notifications/tools/list_changed`.
+//! `notifications/tools/list_changed`. Servers removed or changed by [`Hub::reload`] are
+//! closed on a background thread that [`Hub::shutdown`] waits for.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::mpsc as std_mpsc;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock, TryLockError};
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use tokio::sync::mpsc;
-
-use super::conn::{self, Conn, StderrTail};
+use super::conn::Conn;
+use super::stdio::StderrTail;
 use super::{CallOutcome, McpError, McpTool, ServerSpec};
 
 /// A backoff wait this short is slept through rather than reported.
 const BACKOFF_SLEEP_MAX: Duration = Duration::from_secs(2);
 /// The longest backoff between restarts.
 const BACKOFF_MAX: Duration = Duration::from_secs(30);
-/// How long shutdown waits for the servers to exit.
-const SHUTDOWN_WAIT: Duration = Duration::from_secs(5);
 /// How often a waiting caller looks at its Ctrl-C flag.
 const CANCEL_POLL: Duration = Duration::from_millis(50);
+/// How often a request whose server's definition changed meanwhile is tried again.
+const RETRIES: usize = 3;
 
-/// Every MCP connection of this process. Cheap to create: the thread and the servers
-/// start on first use. Dropping it shuts every server down (children are killed if they
-/// do not exit when their stdin closes).
+/// Every MCP connection of this process. Cheap to create: servers start on first use.
+/// Dropping it shuts every server down (children are killed if they do not exit when
+/// their stdin closes).
 pub struct Hub {
-    specs: std::sync::RwLock<Vec<ServerSpec>>,
-    thread: OnceLock<Thread>,
-    shared: Arc<Shared>,
+    specs: RwLock<Vec<ServerSpec>>,
+    /// A slot per server used so far. Lock order: `slots`, then `specs`.
+    slots: Mutex<HashMap<String, Arc<Slot>>>,
+    shared: Shared,
+    /// Threads closing the servers `reload` removed.
+    closing: Mutex<Vec<JoinHandle<()>>>,
+    /// `shutdown` ran: nothing starts any more.
+    shut: AtomicBool,
 }
 
-/// What the callers and the MCP thread both see.
+/// What every caller sees.
 #[derive(Default)]
 struct Shared {
     /// The last tool list of each connected server, with its generation.
     live: Mutex<HashMap<String, Live>>,
     /// Grows on every new list (any server).
     generation: AtomicU64,
-    /// Running requests, to abort on Ctrl-C.
-    running: Mutex<HashMap<u64, tokio::task::AbortHandle>>,
-    next_request: AtomicU64,
 }
 
 #[derive(Clone)]
@@ -63,38 +67,66 @@ struct Live {
     stale: Arc<AtomicBool>,
 }
 
-struct Thread {
-    commands: mpsc::UnboundedSender<Command>,
-    done: Mutex<Option<std_mpsc::Receiver<()>>>,
+/// One server.
+struct Slot {
+    spec: ServerSpec,
+    /// Held while the server is (re)started: one starter at a time.
+    turn: Mutex<()>,
+    state: Mutex<State>,
+    /// Removed by `reload` or `shutdown`: its connection is closed, nothing starts.
+    retired: AtomicBool,
+    stderr: StderrTail,
 }
 
-type Reply<T> = std_mpsc::Sender<Result<T, McpError>>;
+#[derive(Default)]
+struct State {
+    conn: Option<Arc<Conn>>,
+    /// Consecutive failures (start failures, crashes, timeouts).
+    failures: u32,
+    /// No restart before this.
+    retry_at: Option<Instant>,
+}
 
-enum Command {
-    List {
-        id: u64,
-        server: String,
-        reply: Reply<Vec<McpTool>>,
-    },
-    Call {
-        id: u64,
-        server: String,
-        tool: String,
-        arguments: serde_json::Map<String, serde_json::Value>,
-        reply: Reply<CallOutcome>,
-    },
-    /// The configured servers changed (`/mcp add` in chat …).
-    Reload(Vec<ServerSpec>),
-    Shutdown,
+impl Slot {
+    fn state(&self) -> MutexGuard<'_, State> {
+        lock(&self.state)
+    }
+
+    /// Counts a failure and sets the next restart time.
+    fn failed(&self) {
+        let mut state = self.state();
+        state.failures += 1;
+        state.retry_at = Some(Instant::now() + backoff(state.failures));
+    }
+}
+
+/// Why no connection was had.
+enum Refused {
+    /// The slot was retired meanwhile: look it up again.
+    Retired,
+    Error(McpError),
+}
+
+impl From<McpError> for Refused {
+    fn from(e: McpError) -> Refused {
+        Refused::Error(e)
+    }
+}
+
+/// A poisoned lock (a panic elsewhere) still holds consistent data here.
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 impl Hub {
     /// A hub for these servers (disabled ones included: they are refused on use).
     pub fn new(specs: Vec<ServerSpec>) -> Hub {
         Hub {
-            specs: std::sync::RwLock::new(specs),
-            thread: OnceLock::new(),
-            shared: Arc::new(Shared::default()),
+            specs: RwLock::new(specs),
+            slots: Mutex::new(HashMap::new()),
+            shared: Shared::default(),
+            closing: Mutex::new(Vec::new()),
+            shut: AtomicBool::new(false),
         }
     }
 
@@ -121,41 +153,52 @@ impl Hub {
     /// Takes a new list of servers (added, removed or changed while running): removed
     /// and changed servers are stopped, new ones start on first use.
     pub fn reload(&self, specs: Vec<ServerSpec>) {
+        let mut slots = lock(&self.slots);
+        let gone: Vec<String> = slots
+            .iter()
+            .filter(|(name, slot)| specs.iter().find(|s| &s.name == *name) != Some(&slot.spec))
+            .map(|(name, _)| name.clone())
+            .collect();
         if let Ok(mut current) = self.specs.write() {
-            *current = specs.clone();
+            *current = specs;
         }
-        if let Some(thread) = self.thread.get() {
-            let _ = thread.commands.send(Command::Reload(specs));
+        for name in gone {
+            if let Some(slot) = slots.remove(&name) {
+                slot.retired.store(true, Ordering::SeqCst);
+                self.forget(&name);
+                self.close_in_background(slot);
+            }
         }
     }
 
     /// Lists a server's tools, starting (or restarting) it if needed.
     pub fn list_tools(&self, server: &str, cancel: &AtomicBool) -> Result<Vec<McpTool>, McpError> {
-        let spec = self.usable(server)?;
-        let (reply, answer) = std_mpsc::channel();
-        let id = self.shared.next_request.fetch_add(1, Ordering::Relaxed);
-        self.send(Command::List {
-            id,
-            server: server.to_string(),
-            reply,
-        })?;
-        self.wait(id, &answer, &spec, cancel)
+        self.usable(server)?;
+        self.with_conn(server, cancel, |slot, conn| {
+            if let Some(live) = self.live(server) {
+                if !live.stale.load(Ordering::SeqCst) {
+                    return Ok(live.tools);
+                }
+            }
+            let listed = self.refresh(&slot.spec, conn, cancel);
+            if let Err(e) = &listed {
+                self.give_up_if_broken(slot, conn, e);
+            }
+            listed
+        })
     }
 
     /// The tool list a connected server last sent (at connection, or after
     /// `tools/list_changed`, fetched again here), with a number that grows on every
     /// change; `None` when the server is not connected in this process.
     pub fn live_tools(&self, server: &str) -> Option<(u64, Vec<McpTool>)> {
-        let live = self.shared.live.lock().ok()?.get(server).cloned()?;
+        let live = self.live(server)?;
         if !live.stale.load(Ordering::SeqCst) {
             return Some((live.generation, live.tools));
         }
         let never = AtomicBool::new(false);
         match self.list_tools(server, &never) {
-            Ok(tools) => {
-                let generation = self.shared.live.lock().ok()?.get(server)?.generation;
-                Some((generation, tools))
-            }
+            Ok(tools) => Some((self.live(server)?.generation, tools)),
             Err(e) => {
                 log::warn!("{e}");
                 None
@@ -171,7 +214,7 @@ impl Hub {
         arguments: &str,
         cancel: &AtomicBool,
     ) -> Result<CallOutcome, McpError> {
-        let spec = self.usable(server)?;
+        self.usable(server)?;
         let arguments = match serde_json::from_str::<serde_json::Value>(arguments) {
             Ok(serde_json::Value::Object(map)) => map,
             Ok(serde_json::Value::Null) => serde_json::Map::new(),
@@ -182,29 +225,28 @@ impl Hub {
                 })
             }
         };
-        let (reply, answer) = std_mpsc::channel();
-        let id = self.shared.next_request.fetch_add(1, Ordering::Relaxed);
-        self.send(Command::Call {
-            id,
-            server: server.to_string(),
-            tool: tool.to_string(),
-            arguments,
-            reply,
-        })?;
-        self.wait(id, &answer, &spec, cancel)
+        self.with_conn(server, cancel, |slot, conn| {
+            match conn.call(tool, arguments.clone(), cancel) {
+                Ok(outcome) => {
+                    slot.state().failures = 0;
+                    Ok(outcome)
+                }
+                Err(e) => {
+                    self.give_up_if_broken(slot, conn, &e);
+                    Err(e)
+                }
+            }
+        })
     }
 
     /// Fetches the lists of connected servers that sent `tools/list_changed`; true when
     /// any list was fetched (the tools offered to the model should be rebuilt).
     pub fn refresh_changed(&self) -> bool {
-        let stale: Vec<String> = match self.shared.live.lock() {
-            Ok(live) => live
-                .iter()
-                .filter(|(_, l)| l.stale.load(Ordering::SeqCst))
-                .map(|(name, _)| name.clone())
-                .collect(),
-            Err(_) => return false,
-        };
+        let stale: Vec<String> = lock(&self.shared.live)
+            .iter()
+            .filter(|(_, l)| l.stale.load(Ordering::SeqCst))
+            .map(|(name, _)| name.clone())
+            .collect();
         let mut changed = false;
         for server in stale {
             changed |= self.live_tools(&server).is_some();
@@ -220,25 +262,39 @@ impl Hub {
 
     /// The servers connected right now.
     pub fn connected(&self) -> Vec<String> {
-        let mut names: Vec<String> = self
-            .shared
-            .live
-            .lock()
-            .map(|l| l.keys().cloned().collect())
-            .unwrap_or_default();
+        let mut names: Vec<String> = lock(&self.shared.live).keys().cloned().collect();
         names.sort();
         names
     }
 
-    /// Stops every server and the thread (also done on drop); waits up to 5 s.
+    /// Stops every server, side by side (also done on drop): each gets its stdin
+    /// closed and 2 s to exit before its process group is killed; HTTP sessions are
+    /// deleted. Later requests fail with [`McpError::Shutdown`].
     pub fn shutdown(&self) {
-        let Some(thread) = self.thread.get() else {
-            return;
-        };
-        let _ = thread.commands.send(Command::Shutdown);
-        if let Some(done) = thread.done.lock().ok().and_then(|mut d| d.take()) {
-            let _ = done.recv_timeout(SHUTDOWN_WAIT + Duration::from_secs(1));
+        self.shut.store(true, Ordering::SeqCst);
+        let slots: Vec<Arc<Slot>> = lock(&self.slots).drain().map(|(_, s)| s).collect();
+        let conns: Vec<Arc<Conn>> = slots
+            .iter()
+            .filter_map(|slot| {
+                slot.retired.store(true, Ordering::SeqCst);
+                slot.state().conn.take()
+            })
+            .collect();
+        std::thread::scope(|scope| {
+            for conn in &conns {
+                let spawned = std::thread::Builder::new()
+                    .name("mcp-close".into())
+                    .spawn_scoped(scope, || conn.close());
+                if spawned.is_err() {
+                    conn.close();
+                }
+            }
+        });
+        let closing: Vec<JoinHandle<()>> = lock(&self.closing).drain(..).collect();
+        for thread in closing {
+            let _ = thread.join();
         }
+        lock(&self.shared.live).clear();
     }
 
     /// The spec, if the server exists and is enabled.
@@ -249,54 +305,215 @@ impl Hub {
         }
     }
 
-    fn send(&self, command: Command) -> Result<(), McpError> {
-        let thread = self
-            .thread
-            .get_or_init(|| start(&self.specs(), &self.shared));
-        thread
-            .commands
-            .send(command)
-            .map_err(|_| McpError::Shutdown)
+    /// The server's slot, made on first use.
+    fn slot(&self, server: &str) -> Result<Arc<Slot>, McpError> {
+        if self.shut.load(Ordering::SeqCst) {
+            return Err(McpError::Shutdown);
+        }
+        let mut slots = lock(&self.slots);
+        if let Some(slot) = slots.get(server) {
+            return Ok(slot.clone());
+        }
+        let spec = self
+            .spec(server)
+            .filter(|s| !s.disabled)
+            .ok_or_else(|| McpError::UnknownServer(server.to_string()))?;
+        let slot = Arc::new(Slot {
+            spec,
+            turn: Mutex::new(()),
+            state: Mutex::new(State::default()),
+            retired: AtomicBool::new(false),
+            stderr: StderrTail::default(),
+        });
+        slots.insert(server.to_string(), slot.clone());
+        Ok(slot)
     }
 
-    /// Waits for a reply. The MCP thread enforces the server's timeout; this wait adds
-    /// a margin only so that a wedged thread cannot hang the caller.
-    fn wait<T>(
+    /// Runs `work` on a connected server, looking the server up again if its
+    /// definition changed while it started. After `shutdown` every error is
+    /// [`McpError::Shutdown`].
+    fn with_conn<T>(
         &self,
-        id: u64,
-        answer: &std_mpsc::Receiver<Result<T, McpError>>,
-        spec: &ServerSpec,
+        server: &str,
         cancel: &AtomicBool,
+        work: impl Fn(&Arc<Slot>, &Arc<Conn>) -> Result<T, McpError>,
     ) -> Result<T, McpError> {
-        // Starting can take a timeout (handshake), listing another, the request a
-        // third, and a short backoff wait before all that.
-        let deadline =
-            Instant::now() + spec.timeout * 3 + BACKOFF_SLEEP_MAX + Duration::from_secs(5);
-        loop {
-            if cancel.load(Ordering::SeqCst) {
-                if let Some(handle) = self
-                    .shared
-                    .running
-                    .lock()
-                    .ok()
-                    .and_then(|mut r| r.remove(&id))
-                {
-                    handle.abort();
+        let mut result = Err(McpError::Broken {
+            server: server.to_string(),
+            detail: "its definition kept changing while it started".into(),
+        });
+        for _ in 0..RETRIES {
+            let slot = self.slot(server)?;
+            match self.connect(&slot, cancel) {
+                Ok(conn) => {
+                    result = work(&slot, &conn);
+                    break;
                 }
-                return Err(McpError::Cancelled);
-            }
-            match answer.recv_timeout(CANCEL_POLL) {
-                Ok(result) => return result,
-                Err(std_mpsc::RecvTimeoutError::Disconnected) => return Err(McpError::Shutdown),
-                Err(std_mpsc::RecvTimeoutError::Timeout) if Instant::now() >= deadline => {
-                    return Err(McpError::Timeout {
-                        server: spec.name.clone(),
-                        tool: "(waiting for the MCP thread)".into(),
-                        secs: spec.timeout.as_secs(),
-                    })
+                Err(Refused::Retired) => continue,
+                Err(Refused::Error(e)) => {
+                    result = Err(e);
+                    break;
                 }
-                Err(std_mpsc::RecvTimeoutError::Timeout) => {}
             }
+        }
+        match result {
+            Err(_) if self.shut.load(Ordering::SeqCst) => Err(McpError::Shutdown),
+            other => other,
+        }
+    }
+
+    /// A connected server, starting it if needed (see the module doc).
+    fn connect(&self, slot: &Arc<Slot>, cancel: &AtomicBool) -> Result<Arc<Conn>, Refused> {
+        let server = &slot.spec.name;
+        let turn = wait_turn(&slot.turn, cancel)?;
+        if slot.retired.load(Ordering::SeqCst) {
+            return Err(Refused::Retired);
+        }
+        let existing = slot.state().conn.clone();
+        if let Some(conn) = existing {
+            if conn.is_open() {
+                drop(turn);
+                if conn.stale().load(Ordering::SeqCst) {
+                    if let Err(e) = self.refresh(&slot.spec, &conn, cancel) {
+                        self.give_up_if_broken(slot, &conn, &e);
+                        return Err(e.into());
+                    }
+                }
+                return Ok(conn);
+            }
+            log::info!("MCP server {server:?} has stopped; starting it again");
+            slot.state().conn = None;
+            slot.failed();
+            conn.close();
+            self.forget(server);
+        }
+        let retry_at = slot.state().retry_at;
+        if let Some(at) = retry_at {
+            let now = Instant::now();
+            if at > now {
+                let wait = at - now;
+                if wait > BACKOFF_SLEEP_MAX {
+                    return Err(McpError::Backoff {
+                        server: server.clone(),
+                        secs: wait.as_secs_f64().ceil().max(1.0) as u64,
+                    }
+                    .into());
+                }
+                sleep(wait, cancel)?;
+            }
+        }
+        lock(&slot.stderr).clear();
+        let opened = Conn::open(&slot.spec, &slot.stderr, cancel, |conn| {
+            // From here `reload` and `shutdown` can close it, even mid-handshake.
+            slot.state().conn = Some(conn.clone());
+        });
+        let retired = || slot.retired.load(Ordering::SeqCst);
+        let conn = match opened {
+            Ok(conn) => conn,
+            Err(e) => {
+                slot.state().conn = None;
+                if retired() {
+                    return Err(Refused::Retired);
+                }
+                if e != McpError::Cancelled {
+                    slot.failed();
+                }
+                return Err(e.into());
+            }
+        };
+        if retired() {
+            conn.close();
+            return Err(Refused::Retired);
+        }
+        slot.state().retry_at = None;
+        if let Err(e) = self.refresh(&slot.spec, &conn, cancel) {
+            slot.state().conn = None;
+            conn.close();
+            self.forget(server);
+            if e != McpError::Cancelled {
+                slot.failed();
+            }
+            return Err(e.into());
+        }
+        Ok(conn)
+    }
+
+    /// Fetches the tool list and publishes it. The `stale` flag is cleared before asking
+    /// (a change announced meanwhile sets it again) and set again if the list could not
+    /// be fetched, so a failed refresh is retried on next use.
+    fn refresh(
+        &self,
+        spec: &ServerSpec,
+        conn: &Conn,
+        cancel: &AtomicBool,
+    ) -> Result<Vec<McpTool>, McpError> {
+        let stale = conn.stale();
+        stale.store(false, Ordering::SeqCst);
+        let tools = match conn.list(cancel) {
+            Ok(tools) => tools,
+            Err(e) => {
+                stale.store(true, Ordering::SeqCst);
+                return Err(e);
+            }
+        };
+        let generation = self.shared.generation.fetch_add(1, Ordering::SeqCst) + 1;
+        lock(&self.shared.live).insert(
+            spec.name.clone(),
+            Live {
+                generation,
+                tools: tools.clone(),
+                stale,
+            },
+        );
+        Ok(tools)
+    }
+
+    /// After a timeout or a broken connection the server is stopped and started again
+    /// on next use (a refusal from a healthy server is only its answer).
+    fn give_up_if_broken(&self, slot: &Slot, conn: &Arc<Conn>, error: &McpError) {
+        if !matches!(error, McpError::Timeout { .. } | McpError::Broken { .. }) {
+            return;
+        }
+        let ours = {
+            let mut state = slot.state();
+            let ours = state.conn.as_ref().is_some_and(|c| Arc::ptr_eq(c, conn));
+            if ours {
+                state.conn = None;
+            }
+            ours
+        };
+        conn.close();
+        if ours {
+            self.forget(&slot.spec.name);
+            slot.failed();
+        }
+    }
+
+    fn live(&self, server: &str) -> Option<Live> {
+        lock(&self.shared.live).get(server).cloned()
+    }
+
+    /// The server is no longer connected.
+    fn forget(&self, server: &str) {
+        lock(&self.shared.live).remove(server);
+    }
+
+    /// Closes a retired server's connection on a thread `shutdown` waits for.
+    fn close_in_background(&self, slot: Arc<Slot>) {
+        let mut closing = lock(&self.closing);
+        closing.retain(|t| !t.is_finished());
+        let close = move || {
+            let conn = slot.state().conn.take();
+            if let Some(conn) = conn {
+                conn.close();
+            }
+        };
+        match std::thread::Builder::new()
+            .name("mcp-close".into())
+            .spawn(close)
+        {
+            Ok(thread) => closing.push(thread),
+            Err(e) => log::warn!("no thread to stop a removed MCP server: {e}"),
         }
     }
 }
@@ -307,248 +524,35 @@ impl Drop for Hub {
     }
 }
 
-/// Starts the MCP thread.
-fn start(specs: &[ServerSpec], shared: &Arc<Shared>) -> Thread {
-    let (commands, receiver) = mpsc::unbounded_channel();
-    let (done_tx, done) = std_mpsc::channel();
-    let specs = specs.to_vec();
-    let shared = shared.clone();
-    let spawned = std::thread::Builder::new()
-        .name("mcp".into())
-        .spawn(move || {
-            match tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-            {
-                Ok(rt) => rt.block_on(serve(specs, shared, receiver)),
-                Err(e) => log::error!("the MCP runtime cannot start: {e}"),
-            }
-            let _ = done_tx.send(());
-        });
-    if let Err(e) = spawned {
-        log::error!("the MCP thread cannot start: {e}");
-    }
-    Thread {
-        commands,
-        done: Mutex::new(Some(done)),
-    }
-}
-
-/// One server's state on the MCP thread.
-struct Slot {
-    spec: ServerSpec,
-    conn: Option<Conn>,
-    /// Consecutive failures (start failures, crashes, timeouts).
-    failures: u32,
-    /// No restart before this.
-    retry_at: Option<Instant>,
-    stderr: StderrTail,
-}
-
-type Slots = Arc<Mutex<HashMap<String, Arc<tokio::sync::Mutex<Slot>>>>>;
-
-fn new_slot(spec: ServerSpec) -> Arc<tokio::sync::Mutex<Slot>> {
-    Arc::new(tokio::sync::Mutex::new(Slot {
-        spec,
-        conn: None,
-        failures: 0,
-        retry_at: None,
-        stderr: StderrTail::default(),
-    }))
-}
-
-/// The slot of a server.
-fn slot_of(slots: &Slots, server: &str) -> Option<Arc<tokio::sync::Mutex<Slot>>> {
-    slots.lock().ok()?.get(server).cloned()
-}
-
-/// The MCP thread's loop: every command becomes a task; `Shutdown` closes every
-/// connection.
-async fn serve(
-    specs: Vec<ServerSpec>,
-    shared: Arc<Shared>,
-    mut receiver: mpsc::UnboundedReceiver<Command>,
-) {
-    let slots: Slots = Arc::new(Mutex::new(
-        specs
-            .into_iter()
-            .map(|spec| (spec.name.clone(), new_slot(spec)))
-            .collect(),
-    ));
-    while let Some(command) = receiver.recv().await {
-        let (id, task) = match command {
-            Command::Shutdown => break,
-            Command::Reload(specs) => {
-                reload(&slots, &shared, specs);
-                continue;
-            }
-            Command::List { id, server, reply } => {
-                let (slots, shared) = (slots.clone(), shared.clone());
-                let task = tokio::spawn(async move {
-                    let _ = reply.send(list(&slots, &shared, &server).await);
-                });
-                (id, task)
-            }
-            Command::Call {
-                id,
-                server,
-                tool,
-                arguments,
-                reply,
-            } => {
-                let (slots, shared) = (slots.clone(), shared.clone());
-                let task = tokio::spawn(async move {
-                    let result = call(&slots, &shared, &server, &tool, arguments).await;
-                    let _ = reply.send(result);
-                });
-                (id, task)
-            }
-        };
-        if let Ok(mut running) = shared.running.lock() {
-            running.retain(|_, h| !h.is_finished());
-            running.insert(id, task.abort_handle());
+/// Takes the slot's turn, looking at the Ctrl-C flag while another caller starts the
+/// server.
+fn wait_turn<'a>(turn: &'a Mutex<()>, cancel: &AtomicBool) -> Result<MutexGuard<'a, ()>, Refused> {
+    loop {
+        match turn.try_lock() {
+            Ok(guard) => return Ok(guard),
+            Err(TryLockError::Poisoned(e)) => return Ok(e.into_inner()),
+            Err(TryLockError::WouldBlock) => {}
         }
-    }
-    // Shutdown: every server stopped side by side, within the wait.
-    let all: Vec<_> = slots
-        .lock()
-        .map(|s| s.values().cloned().collect())
-        .unwrap_or_default();
-    let closing = all.into_iter().map(|slot| {
-        let slot = slot.clone();
-        async move {
-            if let Some(conn) = slot.lock().await.conn.take() {
-                conn.close().await;
-            }
+        if cancel.load(Ordering::SeqCst) {
+            return Err(McpError::Cancelled.into());
         }
-    });
-    let _ = tokio::time::timeout(SHUTDOWN_WAIT, join_all(closing.collect())).await;
-    if let Ok(mut live) = shared.live.lock() {
-        live.clear();
+        std::thread::sleep(CANCEL_POLL / 2);
     }
 }
 
-/// A new list of servers: slots of removed or changed servers are dropped (their
-/// connections closed in the background), new ones added.
-fn reload(slots: &Slots, shared: &Arc<Shared>, specs: Vec<ServerSpec>) {
-    let Ok(mut map) = slots.lock() else {
-        return;
-    };
-    let stale: Vec<String> = map
-        .iter()
-        .filter(|(name, slot)| {
-            let now = specs.iter().find(|s| &s.name == *name);
-            // A slot being used keeps its old spec until the next reload; compare
-            // without waiting.
-            match (now, slot.try_lock()) {
-                (None, _) => true,
-                (Some(new), Ok(slot)) => slot.spec != *new,
-                (Some(_), Err(_)) => false,
-            }
-        })
-        .map(|(name, _)| name.clone())
-        .collect();
-    for name in stale {
-        if let Some(slot) = map.remove(&name) {
-            let shared = shared.clone();
-            tokio::spawn(async move {
-                if let Some(conn) = slot.lock().await.conn.take() {
-                    conn.close().await;
-                }
-                forget(&shared, &name);
-            });
+/// Sleeps, looking at the Ctrl-C flag.
+fn sleep(wait: Duration, cancel: &AtomicBool) -> Result<(), McpError> {
+    let end = Instant::now() + wait;
+    loop {
+        if cancel.load(Ordering::SeqCst) {
+            return Err(McpError::Cancelled);
         }
-    }
-    for spec in specs {
-        if !map.contains_key(&spec.name) {
-            map.insert(spec.name.clone(), new_slot(spec));
-        }
-    }
-}
-
-/// Waits for every future (no `futures` crate needed for this one use).
-async fn join_all<F: std::future::Future<Output = ()> + Send + 'static>(futures: Vec<F>) {
-    let handles: Vec<_> = futures.into_iter().map(tokio::spawn).collect();
-    for h in handles {
-        let _ = h.await;
-    }
-}
-
-/// A connected peer for the server, starting it if needed (see the module doc).
-async fn connect(
-    slots: &Slots,
-    shared: &Shared,
-    server: &str,
-) -> Result<(rmcp::Peer<rmcp::service::RoleClient>, ServerSpec), McpError> {
-    let slot = slot_of(slots, server).ok_or_else(|| McpError::UnknownServer(server.to_string()))?;
-    let mut slot = slot.lock().await;
-    if let Some(conn) = &slot.conn {
-        if !conn.is_closed() {
-            let peer = conn.peer();
-            let stale = conn.stale.clone();
-            let spec = slot.spec.clone();
-            drop(slot);
-            if stale.load(Ordering::SeqCst) {
-                if let Err(e) = refresh(shared, &spec, &peer, stale).await {
-                    give_up_if_broken(slots, shared, server, &e).await;
-                    return Err(e);
-                }
-            }
-            return Ok((peer, spec));
-        }
-        log::info!("MCP server {server:?} has stopped; starting it again");
-        if let Some(conn) = slot.conn.take() {
-            conn.close().await;
-        }
-        forget(shared, server);
-        slot.failures += 1;
-        slot.retry_at = Some(Instant::now() + backoff(slot.failures));
-    }
-    if let Some(at) = slot.retry_at {
         let now = Instant::now();
-        if at > now {
-            let wait = at - now;
-            if wait > BACKOFF_SLEEP_MAX {
-                return Err(McpError::Backoff {
-                    server: server.to_string(),
-                    secs: wait.as_secs_f64().ceil().max(1.0) as u64,
-                });
-            }
-            tokio::time::sleep(wait).await;
+        if now >= end {
+            return Ok(());
         }
+        std::thread::sleep((end - now).min(CANCEL_POLL));
     }
-    if let Ok(mut tail) = slot.stderr.lock() {
-        tail.clear();
-    }
-    match Conn::open(&slot.spec, &slot.stderr).await {
-        Ok(conn) => {
-            let peer = conn.peer();
-            let stale = conn.stale.clone();
-            let spec = slot.spec.clone();
-            slot.conn = Some(conn);
-            slot.retry_at = None;
-            let listed = refresh(shared, &spec, &peer, stale).await;
-            if let Err(e) = listed {
-                if let Some(conn) = slot.conn.take() {
-                    conn.close().await;
-                }
-                forget(shared, server);
-                failed(&mut slot);
-                return Err(e);
-            }
-            Ok((peer, spec))
-        }
-        Err(e) => {
-            failed(&mut slot);
-            Err(e)
-        }
-    }
-}
-
-/// Counts a failure and sets the next restart time.
-fn failed(slot: &mut Slot) {
-    slot.failures += 1;
-    slot.retry_at = Some(Instant::now() + backoff(slot.failures));
 }
 
 /// The wait before restart attempt `failures`: none after the first failure, then 1 s,
@@ -559,116 +563,6 @@ fn backoff(failures: u32) -> Duration {
     }
     let secs = 1u64 << (failures - 2).min(5);
     Duration::from_secs(secs).min(BACKOFF_MAX)
-}
-
-/// Fetches the tool list and publishes it. The `stale` flag is cleared before asking
-/// (a change announced meanwhile sets it again) and set again if the list could not be
-/// fetched, so a failed refresh is retried on next use.
-async fn refresh(
-    shared: &Shared,
-    spec: &ServerSpec,
-    peer: &rmcp::Peer<rmcp::service::RoleClient>,
-    stale: Arc<AtomicBool>,
-) -> Result<Vec<McpTool>, McpError> {
-    stale.store(false, Ordering::SeqCst);
-    let tools = match tokio::time::timeout(spec.timeout, conn::list(peer)).await {
-        Ok(Ok(tools)) => tools,
-        Ok(Err(e)) => {
-            stale.store(true, Ordering::SeqCst);
-            return Err(conn::request_error(&spec.name, e));
-        }
-        Err(_) => {
-            stale.store(true, Ordering::SeqCst);
-            return Err(McpError::Timeout {
-                server: spec.name.clone(),
-                tool: "tools/list".into(),
-                secs: spec.timeout.as_secs(),
-            });
-        }
-    };
-    let generation = shared.generation.fetch_add(1, Ordering::SeqCst) + 1;
-    if let Ok(mut live) = shared.live.lock() {
-        live.insert(
-            spec.name.clone(),
-            Live {
-                generation,
-                tools: tools.clone(),
-                stale,
-            },
-        );
-    }
-    Ok(tools)
-}
-
-/// The server is no longer connected.
-fn forget(shared: &Shared, server: &str) {
-    if let Ok(mut live) = shared.live.lock() {
-        live.remove(server);
-    }
-}
-
-async fn list(slots: &Slots, shared: &Shared, server: &str) -> Result<Vec<McpTool>, McpError> {
-    let (peer, spec) = connect(slots, shared, server).await?;
-    if let Some(live) = shared.live.lock().ok().and_then(|l| l.get(server).cloned()) {
-        if !live.stale.load(Ordering::SeqCst) {
-            return Ok(live.tools);
-        }
-    }
-    let stale = shared
-        .live
-        .lock()
-        .ok()
-        .and_then(|l| l.get(server).map(|x| x.stale.clone()))
-        .unwrap_or_default();
-    let listed = refresh(shared, &spec, &peer, stale).await;
-    if let Err(e) = &listed {
-        give_up_if_broken(slots, shared, server, e).await;
-    }
-    listed
-}
-
-/// After a timeout or a broken connection the server is stopped and started again on
-/// next use (a refusal from a healthy server is only its answer).
-async fn give_up_if_broken(slots: &Slots, shared: &Shared, server: &str, error: &McpError) {
-    if !matches!(error, McpError::Timeout { .. } | McpError::Broken { .. }) {
-        return;
-    }
-    if let Some(slot) = slot_of(slots, server) {
-        let mut slot = slot.lock().await;
-        if let Some(conn) = slot.conn.take() {
-            conn.close().await;
-        }
-        forget(shared, server);
-        failed(&mut slot);
-    }
-}
-
-async fn call(
-    slots: &Slots,
-    shared: &Shared,
-    server: &str,
-    tool: &str,
-    arguments: serde_json::Map<String, serde_json::Value>,
-) -> Result<CallOutcome, McpError> {
-    let (peer, spec) = connect(slots, shared, server).await?;
-    let result = tokio::time::timeout(spec.timeout, conn::call(&peer, tool, arguments)).await;
-    let error = match result {
-        Ok(Ok(outcome)) => {
-            if let Some(slot) = slot_of(slots, server) {
-                let mut slot = slot.lock().await;
-                slot.failures = 0;
-            }
-            return Ok(outcome);
-        }
-        Ok(Err(e)) => conn::request_error(server, e),
-        Err(_) => McpError::Timeout {
-            server: server.to_string(),
-            tool: tool.to_string(),
-            secs: spec.timeout.as_secs(),
-        },
-    };
-    give_up_if_broken(slots, shared, server, &error).await;
-    Err(error)
 }
 
 #[cfg(test)]

@@ -1,163 +1,110 @@
-//! A stdio server's stdout as rmcp reads it, with one guard: a message longer than
-//! [`MAX_LINE`] is not passed on. rmcp drops such a line without a word, so the call it
-//! answered would wait out its whole timeout and be reported as a hung server; instead
-//! the guard answers the request itself with a JSON-RPC error ("larger than 16 MiB"),
-//! taking the `id` from the dropped line as it streams past. Lines are forwarded whole,
-//! so rmcp never sees half a message.
+//! A stdio server's stdout, line by line, with one guard: a message longer than
+//! [`MAX_LINE`] is not kept. Dropping it silently would leave the call it answered
+//! waiting out its whole timeout, to be reported as a hung server; instead the guard
+//! answers the request itself with a JSON-RPC error ("larger than 16 MiB"), taking the
+//! `id` from the dropped line as it streams past. A request or notification of the
+//! server's own (a top-level `method`) is dropped unanswered: its id is in the server's
+//! numbering, not evolve's. Memory stays bounded: an over-long line is never held, and
+//! each line is handed over in its own buffer, so a big answer's memory goes with it.
 
-use std::pin::Pin;
-use std::task::{Context, Poll};
+use std::io::{BufRead, BufReader, Read};
 
-use tokio::io::{AsyncRead, ReadBuf};
-
-/// The longest message passed on (rmcp's own limit is 16 MiB; a little room kept).
+/// The longest message kept (16 MiB, the limit common MCP SDKs use, a little room kept).
 pub(super) const MAX_LINE: usize = 16 * 1024 * 1024 - 1024;
 
-/// Buffers bigger than this are freed once their line has passed.
-const KEEP: usize = 64 * 1024;
+/// The read buffer (a pipe carries 64 KiB at a time).
+const CHUNK: usize = 64 * 1024;
 
 /// The longest `id` literal kept from a dropped line.
 const MAX_ID: usize = 128;
 
-/// Wraps a server's stdout (see the module doc).
+/// Reads a server's stdout (see the module doc).
 pub(super) struct LineGuard<R> {
-    inner: R,
+    input: BufReader<R>,
     server: String,
     max: usize,
-    /// The line being read (whole lines only are forwarded).
-    line: Vec<u8>,
-    /// The current line is over the limit: its bytes are only scanned for the id.
-    dropping: bool,
-    scan: IdScan,
-    /// Ready for rmcp.
-    out: Vec<u8>,
-    at: usize,
-    eof: bool,
 }
 
-impl<R> LineGuard<R> {
+impl<R: Read> LineGuard<R> {
     pub fn new(inner: R, server: &str) -> Self {
         Self::with_max(inner, server, MAX_LINE)
     }
 
     fn with_max(inner: R, server: &str, max: usize) -> Self {
         LineGuard {
-            inner,
+            input: BufReader::with_capacity(CHUNK, inner),
             server: server.to_string(),
             max,
-            line: Vec::new(),
-            dropping: false,
-            scan: IdScan::default(),
-            out: Vec::new(),
-            at: 0,
-            eof: false,
         }
     }
 
-    /// Takes in bytes read from the server.
-    fn take(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.scan.feed(b);
-            if b == b'\n' {
-                if self.dropping {
-                    self.refuse();
-                } else {
-                    self.line.push(b);
-                    self.out.extend_from_slice(&self.line);
-                    self.line.clear();
-                    // A big line's buffer is not kept for the life of the connection.
-                    if self.line.capacity() > KEEP {
-                        self.line = Vec::new();
+    /// The next line without its end — or, in place of an over-long answer, a JSON-RPC
+    /// error for its id; `None` at the end of the output (a last line without its
+    /// newline is passed on as it is).
+    pub fn next_line(&mut self) -> std::io::Result<Option<Vec<u8>>> {
+        let mut line = Vec::new();
+        // The current line is over the limit: its bytes are only scanned for the id.
+        let mut dropping: Option<IdScan> = None;
+        loop {
+            let chunk = self.input.fill_buf()?;
+            if chunk.is_empty() {
+                return Ok((dropping.is_none() && !line.is_empty()).then_some(line));
+            }
+            let end = chunk.iter().position(|&b| b == b'\n');
+            let part = &chunk[..end.unwrap_or(chunk.len())];
+            match &mut dropping {
+                Some(scan) => part.iter().for_each(|&b| scan.feed(b)),
+                None if line.len() + part.len() > self.max => {
+                    let mut scan = IdScan::default();
+                    line.iter().chain(part).for_each(|&b| scan.feed(b));
+                    dropping = Some(scan);
+                    line = Vec::new();
+                }
+                None => line.extend_from_slice(part),
+            }
+            let used = end.map_or(chunk.len(), |e| e + 1);
+            self.input.consume(used);
+            if end.is_none() {
+                continue;
+            }
+            match dropping.take() {
+                None => return Ok(Some(line)),
+                Some(scan) => {
+                    if let Some(reply) = self.refuse(scan) {
+                        return Ok(Some(reply));
                     }
                 }
-                self.dropping = false;
-                self.scan = IdScan::default();
-                continue;
-            }
-            if self.dropping {
-                continue;
-            }
-            self.line.push(b);
-            if self.line.len() > self.max {
-                self.dropping = true;
-                self.line = Vec::new();
             }
         }
     }
 
-    /// The answer in place of a dropped line.
-    fn refuse(&mut self) {
+    /// The answer in place of a dropped line, if it was an answer to evolve.
+    fn refuse(&self, mut scan: IdScan) -> Option<Vec<u8>> {
+        scan.feed(b'\n');
         let message = format!(
             "the MCP server {:?} sent a message larger than {} MiB; it was dropped (ask the tool for less)",
             self.server,
             (self.max + 1024) / (1024 * 1024)
         );
         log::warn!("{message}");
-        // A request or notification of the server's own is dropped unanswered: its
-        // id counts in the server's numbering, and an error response with it would
-        // read as the answer to one of evolve's requests.
-        if self.scan.method {
-            return;
+        if scan.method {
+            return None;
         }
-        let Some(id) = self.scan.id.take() else {
-            return;
-        };
+        let id = scan.id.take()?;
         let reply = serde_json::json!({
             "jsonrpc": "2.0",
             "id": id,
             "error": {"code": -32603, "message": message},
         });
-        self.out.extend_from_slice(reply.to_string().as_bytes());
-        self.out.push(b'\n');
+        Some(reply.to_string().into_bytes())
+    }
+
+    /// Bytes this reader keeps between lines.
+    #[cfg(test)]
+    fn held(&self) -> usize {
+        self.input.capacity()
     }
 }
-
-impl<R: AsyncRead + Unpin> AsyncRead for LineGuard<R> {
-    fn poll_read(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<std::io::Result<()>> {
-        loop {
-            let this = &mut *self;
-            if this.at < this.out.len() {
-                let n = (this.out.len() - this.at).min(buf.remaining());
-                buf.put_slice(&this.out[this.at..this.at + n]);
-                this.at += n;
-                if this.at == this.out.len() {
-                    this.at = 0;
-                    if this.out.capacity() > KEEP {
-                        this.out = Vec::new();
-                    } else {
-                        this.out.clear();
-                    }
-                }
-                return Poll::Ready(Ok(()));
-            }
-            if this.eof {
-                return Poll::Ready(Ok(()));
-            }
-            let mut chunk = [0u8; 16 * 1024];
-            let mut read = ReadBuf::new(&mut chunk);
-            match Pin::new(&mut this.inner).poll_read(cx, &mut read) {
-                Poll::Pending => return Poll::Pending,
-                Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
-                Poll::Ready(Ok(())) => {}
-            }
-            let filled = read.filled().len();
-            if filled == 0 {
-                // End of output: a last line without a newline is passed on as it is.
-                this.eof = true;
-                if !this.dropping {
-                    this.out.append(&mut this.line);
-                }
-                continue;
-            }
-            this.take(&chunk[..filled]);
-        }
-    }
-}
-
 /// Finds the top-level `"id"` of a JSON object streaming past, byte by byte, without
 /// keeping the object.
 #[derive(Default)]
@@ -240,24 +187,46 @@ impl IdScan {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tokio::io::AsyncReadExt;
 
+    /// What evolve reads: every line, each followed by `\n`.
     fn through(input: &[u8], max: usize) -> String {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .build()
-            .expect("runtime");
-        rt.block_on(async {
-            let mut guard = LineGuard::with_max(input, "t", max);
-            let mut out = String::new();
-            guard.read_to_string(&mut out).await.expect("read");
-            out
-        })
+        let mut guard = LineGuard::with_max(input, "t", max);
+        let mut out = String::new();
+        while let Some(line) = guard.next_line().expect("read") {
+            out.push_str(&String::from_utf8_lossy(&line));
+            out.push('\n');
+        }
+        out
+    }
+
+    /// Hands out one byte per read: every line end falls across reads.
+    struct Trickle<'a>(&'a [u8]);
+
+    impl Read for Trickle<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            let Some((first, rest)) = self.0.split_first() else {
+                return Ok(0);
+            };
+            if buf.is_empty() {
+                return Ok(0);
+            }
+            buf[0] = *first;
+            self.0 = rest;
+            Ok(1)
+        }
     }
 
     #[test]
     fn short_lines_pass_unchanged() {
         let input = b"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n{\"a\":2}\nlast";
-        assert_eq!(through(input, 100), String::from_utf8_lossy(input));
+        let want = "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n{\"a\":2}\nlast\n";
+        assert_eq!(through(input, 100), want);
+        let mut guard = LineGuard::with_max(Trickle(input), "t", 100);
+        let mut lines = Vec::new();
+        while let Some(line) = guard.next_line().expect("read") {
+            lines.push(String::from_utf8(line).expect("text"));
+        }
+        assert_eq!(lines.join("\n") + "\n", want, "byte by byte");
     }
 
     #[test]
@@ -286,40 +255,31 @@ mod tests {
         }
     }
 
-    /// Review: after one big (but allowed) answer the guard keeps both its line buffer
-    /// and its output buffer at that size for the life of the connection — with rmcp's
-    /// own line buffer, about 3 × 16 MiB per server held until evolve exits, for every
-    /// server that once sent a large result. Cause: `take` moves the line with
-    /// `out.append(&mut self.line)` (which keeps `line`'s capacity) and `poll_read`
-    /// empties `out` with `clear()` (which keeps its capacity).
+    /// Review: after one big (but allowed) answer the reader must not keep buffers of
+    /// that size for the life of the connection (16 MiB per server that once sent a
+    /// large result, held until evolve exits).
     #[test]
     fn the_buffers_are_released_after_a_big_line() {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .build()
-            .expect("runtime");
-        rt.block_on(async {
-            let big = format!("{{\"id\":1,\"result\":\"{}\"}}\n", "z".repeat(4 << 20));
-            let input = format!("{big}{{\"ok\":1}}\n");
-            let mut guard = LineGuard::with_max(input.as_bytes(), "t", MAX_LINE);
-            let mut out = String::new();
-            guard.read_to_string(&mut out).await.expect("read");
-            assert!(out.ends_with("{\"ok\":1}\n"));
-            let held = guard.line.capacity() + guard.out.capacity();
-            assert!(
-                held < 1 << 20,
-                "{} MiB still held after the big line passed",
-                held >> 20
-            );
-        });
+        let big = format!("{{\"id\":1,\"result\":\"{}\"}}\n", "z".repeat(4 << 20));
+        let input = format!("{big}{{\"ok\":1}}\n");
+        let mut guard = LineGuard::with_max(input.as_bytes(), "t", MAX_LINE);
+        let first = guard.next_line().expect("read").expect("a line");
+        assert_eq!(first.len(), big.len() - 1);
+        drop(first);
+        let next = guard.next_line().expect("read").expect("a line");
+        assert_eq!(next, b"{\"ok\":1}");
+        assert!(
+            guard.held() < 1 << 20,
+            "{} MiB still held after the big line passed",
+            guard.held() >> 20
+        );
     }
 
     /// Review: an oversized *request* from the server (`sampling/createMessage`,
     /// `roots/list`, `elicitation/create` with a big payload: its `id` is in the
-    /// server's numbering, not evolve's) is answered by a made-up *response* with that
-    /// id, which rmcp takes as the answer to evolve's own pending request of the same
-    /// number (both sides count from 0): an unrelated call fails with "larger than 16
-    /// MiB". Cause: `refuse` answers any dropped line that has a top-level `id`, without
-    /// looking for a top-level `method`.
+    /// server's numbering, not evolve's) must not be answered by a made-up *response*
+    /// with that id, which would read as the answer to evolve's own pending request of
+    /// the same number (both sides count from 0).
     #[test]
     fn an_oversized_request_from_the_server_is_not_made_a_response() {
         let big = "w".repeat(300);
@@ -339,6 +299,19 @@ mod tests {
         let out = through(
             format!(
                 "{{\"jsonrpc\":\"2.0\",\"method\":\"log\",\"params\":\"{big}\"}}\n{{\"ok\":1}}\n"
+            )
+            .as_bytes(),
+            100,
+        );
+        assert_eq!(out, "{\"ok\":1}\n");
+    }
+
+    #[test]
+    fn an_oversized_last_line_without_its_end_is_dropped() {
+        let out = through(
+            format!(
+                "{{\"ok\":1}}\n{{\"id\":3,\"result\":\"{}\"",
+                "v".repeat(300)
             )
             .as_bytes(),
             100,

@@ -1,15 +1,16 @@
-//! MCP: tools from any MCP server (rmcp as the client).
+//! MCP: tools from any MCP server, through a client of evolve's own on plain threads.
 //!
-//! rmcp is async; nothing else in evolve is. One thread ([`Hub`]) owns a tokio
-//! *current_thread* runtime and every connection — stdio child processes and streamable
-//! HTTP (rmcp's `StreamableHttpClient` implemented on ureq, [`http`]) — and the rest of
-//! the program talks to it through channels with plain blocking calls.
+//! MCP is JSON-RPC 2.0 over newline-delimited stdio or streamable HTTP; the client is
+//! small: [`jsonrpc`] matches answers to the callers waiting for them and answers what
+//! servers send on their own, [`stdio`] runs a server as a child process, [`http`] speaks
+//! streamable HTTP on the ureq the model client already uses, and [`conn`] does the
+//! handshake and the `tools/*` methods. Callers block; nothing in evolve is async.
 //!
 //! - [`ServerSpec`]: one server, from `config.toml` (`[mcp.servers.NAME]`) or added at
 //!   run time (`evolve mcp add`, kept in the store); [`servers`] merges the two and reads
 //!   the common `{"mcpServers": {…}}` JSON.
 //! - [`Hub`]: starts servers lazily on first use, lists and calls tools with a per-call
-//!   timeout, restarts a crashed or hung stdio server on next use (with backoff), refreshes
+//!   timeout, restarts a crashed or hung server on next use (with backoff), refreshes
 //!   a tool list on `notifications/tools/list_changed`, and shuts every child down on drop.
 //! - [`classify`]: the level of each MCP tool (user override, else the cheap model's
 //!   classification cached with a fingerprint of the description and schema, with the
@@ -23,9 +24,11 @@ pub mod classify;
 mod conn;
 mod http;
 mod hub;
+mod jsonrpc;
 mod lines;
 mod reap;
 pub mod servers;
+mod stdio;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -254,7 +257,7 @@ pub enum McpError {
     Server { server: String, detail: String },
     /// Ctrl-C.
     Cancelled,
-    /// The MCP thread is gone (evolve is shutting down).
+    /// The hub was shut down (evolve is exiting).
     Shutdown,
 }
 

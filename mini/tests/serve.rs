@@ -629,3 +629,30 @@ fn tools_run_through_the_api_under_the_same_levels() {
     assert!(rm.error_message().contains("L5"), "{}", rm.body);
     assert_eq!(s.post("/v1/tools/nope/run", "{}").status, 404);
 }
+
+/// Found by Schemathesis (tests/api): a tag list holding a number or a list was stored
+/// with those entries silently dropped.
+#[test]
+fn memory_tags_that_are_not_strings_are_refused() {
+    let w = World::new("serve-tags");
+    let s = Server::start(&w, &[]);
+    for tags in [json!(["tea", 3]), json!([null]), json!([["nested"]])] {
+        let r = s.post(
+            "/v1/memory",
+            &json!({"content": "The user drinks tea", "tags": tags}).to_string(),
+        );
+        assert_eq!(r.status, 400, "{tags}: {}", r.body);
+        assert!(r.error_message().contains("tags"), "{}", r.body);
+    }
+    assert_eq!(
+        s.get("/v1/memory").json()["data"],
+        json!([]),
+        "nothing stored"
+    );
+    let ok = s.post(
+        "/v1/memory",
+        &json!({"content": "The user drinks tea", "tags": [" tea ", ""]}).to_string(),
+    );
+    assert_eq!(ok.status, 201, "{}", ok.body);
+    assert_eq!(ok.json()["tags"], json!(["tea"]));
+}

@@ -414,9 +414,12 @@ fn apply_fields(m: &mut Memory, b: &Map<String, Value>) -> Result<(), Reply> {
     match b.get("tags") {
         None | Some(Value::Null) => {}
         Some(Value::Array(tags)) => {
+            // A number or an object among the tags is a mistake to report, not to drop.
+            let Some(tags) = tags.iter().map(Value::as_str).collect::<Option<Vec<_>>>() else {
+                return Err(error(400, "tags must be a list of strings"));
+            };
             m.tags = tags
-                .iter()
-                .filter_map(Value::as_str)
+                .into_iter()
                 .map(str::trim)
                 .filter(|t| !t.is_empty())
                 .map(String::from)

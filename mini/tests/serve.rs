@@ -656,3 +656,32 @@ fn memory_tags_that_are_not_strings_are_refused() {
     assert_eq!(ok.status, 201, "{}", ok.body);
     assert_eq!(ok.json()["tags"], json!(["tea"]));
 }
+
+/// Found by Schemathesis (tests/api): a method a path does not serve got 405 without the
+/// `Allow` header RFC 9110 requires, or 404 on the deeper paths (`/docs`,
+/// `/v1/sessions/{id}/messages`, …) as if the path did not exist.
+#[test]
+fn a_wrong_method_is_405_naming_the_right_ones() {
+    let w = World::new("serve-allow");
+    let s = Server::start(&w, &[]);
+    for (method, path, allow) in [
+        ("TRACE", "/health", "GET, HEAD"),
+        ("DELETE", "/v1/models", "GET, HEAD"),
+        ("PUT", "/v1/memory", "GET, HEAD, POST"),
+        ("POST", "/v1/memory/1", "GET, HEAD, PATCH, DELETE"),
+        ("GET", "/v1/chat/completions", "POST"),
+        ("POST", "/docs", "GET, HEAD"),
+        ("DELETE", "/v1/sessions/s1/messages", "GET, HEAD"),
+        ("POST", "/v1/sessions/s1/turns/1", "GET, HEAD"),
+        ("GET", "/v1/sessions/s1/pending/c1", "POST"),
+        ("GET", "/v1/mcp/tools/a__b/level", "PUT"),
+        ("POST", "/static/app.js", "GET, HEAD"),
+    ] {
+        let r = s.request(method, path, &[], "");
+        assert_eq!(r.status, 405, "{method} {path}: {}", r.body);
+        assert_eq!(r.header("allow"), Some(allow), "{method} {path}");
+        assert_eq!(r.json()["error"]["type"], "invalid_request_error");
+    }
+    let nf = s.request("TRACE", "/v1/nothing/here", &[], "");
+    assert_eq!((nf.status, nf.header("allow")), (404, None));
+}

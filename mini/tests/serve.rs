@@ -685,3 +685,48 @@ fn a_wrong_method_is_405_naming_the_right_ones() {
     let nf = s.request("TRACE", "/v1/nothing/here", &[], "");
     assert_eq!((nf.status, nf.header("allow")), (404, None));
 }
+
+/// Found by Schemathesis (tests/api): chat fields of the wrong type were ignored — a
+/// numeric `session` started a new session (or lost to the header), a numeric `model`
+/// became "evolve", a message without a role was skipped — and the turn ran.
+#[test]
+fn chat_fields_of_the_wrong_type_are_refused() {
+    let w = World::new("serve-chat-types");
+    let s = Server::start(&w, &[]);
+    let user = json!({"role": "user", "content": "hi"});
+    let created = s.post("/v1/sessions", "{}").json()["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    for (body, header) in [
+        (json!({"messages": [user], "session": 5}), None),
+        (
+            json!({"messages": [user], "session": 5}),
+            Some(created.as_str()),
+        ),
+        (json!({"messages": [user], "session": ""}), None),
+        (json!({"messages": [user], "model": 5}), None),
+        (json!({"messages": [{"content": "no role"}, user]}), None),
+        (json!({"messages": [7, user]}), None),
+        (
+            json!({"messages": [user, {"role": "assistant", "content": 5}]}),
+            None,
+        ),
+    ] {
+        let headers: Vec<(&str, &str)> = header
+            .map(|h| vec![("X-Evolve-Session", h)])
+            .unwrap_or_default();
+        let r = s.request("POST", "/v1/chat/completions", &headers, &body.to_string());
+        assert_eq!(r.status, 400, "{body} {header:?}: {}", r.body);
+        assert!(!r.error_message().is_empty());
+    }
+    assert!(w.main_requests().is_empty(), "no turn ran");
+    // Null stays "not given", as OpenAI clients send it.
+    w.fake.push(Reply::text("fine"));
+    let ok = s.post(
+        "/v1/chat/completions",
+        &json!({"messages": [user], "session": null, "model": null}).to_string(),
+    );
+    assert_eq!(ok.status, 200, "{}", ok.body);
+    assert_eq!(ok.json()["model"], "evolve");
+}

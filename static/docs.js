@@ -14,16 +14,19 @@
     return e;
   }
 
-  // Text with `code` spans and blank-line paragraphs (the little Markdown the document uses).
+  // Text with `code` spans (the little Markdown the document uses).
+  function inline(text, tag, cls) {
+    var e = el(tag || "span", cls);
+    String(text || "").split("`").forEach(function (part, i) {
+      e.appendChild(i % 2 ? el("code", null, part) : document.createTextNode(part));
+    });
+    return e;
+  }
+
+  // Paragraphs split at blank lines.
   function prose(text) {
     var box = el("div", "prose");
-    String(text || "").split(/\n\n+/).forEach(function (para) {
-      var p = el("p");
-      para.split("`").forEach(function (part, i) {
-        p.appendChild(i % 2 ? el("code", null, part) : document.createTextNode(part));
-      });
-      box.appendChild(p);
-    });
+    String(text || "").split(/\n\n+/).forEach(function (para) { box.appendChild(inline(para, "p")); });
     return box;
   }
 
@@ -58,12 +61,13 @@
     if (s.oneOf || s.anyOf) join(s.oneOf || s.anyOf, " | ");
     else if (s.allOf) join(s.allOf, " & ");
     else if ("const" in s) span.textContent = JSON.stringify(s.const);
+    else if (s.required && !s.type && !s.properties) span.textContent = "required: " + s.required.join(", ");
     else if (s.enum) span.textContent = s.enum.map(function (v) { return JSON.stringify(v); }).join(" | ");
     else if (s.type === "array") {
       span.appendChild(document.createTextNode("array of "));
       span.appendChild(schema(s.items, depth));
     } else span.textContent = [].concat(s.type || "any").join(" | ");
-    if (s.description) span.appendChild(el("span", "desc", " — " + s.description));
+    if (s.description) span.appendChild(inline(" — " + s.description, "span", "desc"));
     if (s.properties && depth < 6) {
       var ul = el("ul", "props");
       var req = s.required || [];
@@ -78,10 +82,16 @@
     return span;
   }
 
-  function content(c) {
+  // Media types and their schemas; `expand` shows a referenced schema's fields in place.
+  function content(c, expand) {
     var box = el("div", "content");
     Object.keys(c || {}).forEach(function (type) {
-      box.appendChild(el("div", null, [el("span", "mime", type), " ", schema(c[type].schema)]));
+      var s = c[type].schema || {};
+      var row = el("div", null, [el("span", "mime", type), " ", schema(s)]);
+      if (expand) {
+        (s.allOf || [s]).forEach(function (part) { if (part.$ref) row.appendChild(el("div", "expanded", schema(resolve(part), 1))); });
+      }
+      box.appendChild(row);
     });
     return box;
   }
@@ -96,7 +106,7 @@
       params.forEach(function (p) {
         ul.appendChild(el("li", null, [
           el("code", p.required ? "name req" : "name", p.name), " (" + p["in"] + ") ",
-          schema(p.schema), p.description ? el("span", "desc", " — " + p.description) : null
+          schema(p.schema), p.description ? inline(" — " + p.description, "span", "desc") : null
         ]));
       });
       body.appendChild(ul);
@@ -104,20 +114,21 @@
     if (op.requestBody) {
       var rb = resolve(op.requestBody);
       body.appendChild(el("h4", null, "Request body" + (rb.required ? "" : " (optional)")));
-      body.appendChild(content(rb.content));
+      body.appendChild(content(rb.content, true));
     }
     body.appendChild(el("h4", null, "Responses"));
     var rs = el("ul", "responses");
     Object.keys(op.responses || {}).forEach(function (code) {
       var r = resolve(op.responses[code]);
       rs.appendChild(el("li", null, [
-        el("span", "status s" + code.charAt(0), code), " " + (r.description || ""), content(r.content)
+        el("span", "status s" + code.charAt(0), code), inline(" " + (r.description || "")),
+        content(r.content, code.charAt(0) === "2")
       ]));
     });
     body.appendChild(rs);
     var d = el("details", "op", [el("summary", null, [
       el("span", "method " + method, method.toUpperCase()), el("code", "path", path),
-      el("span", "summary", op.summary || "")
+      inline(op.summary, "span", "summary")
     ]), body]);
     d.id = method + "-" + path.replace(/[^a-zA-Z0-9]+/g, "-");
     return d;

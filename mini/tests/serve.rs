@@ -853,3 +853,104 @@ fn a_question_answered_after_the_page_is_gone_still_finishes_the_turn() {
         "r"
     );
 }
+
+/// Found by Schemathesis (tests/api): a tag list holding a number or a list was stored
+/// with those entries silently dropped.
+#[test]
+fn memory_tags_that_are_not_strings_are_refused() {
+    let w = World::new("serve-tags");
+    let s = Server::start(&w, &[]);
+    for tags in [json!(["tea", 3]), json!([null]), json!([["nested"]])] {
+        let r = s.post(
+            "/v1/memory",
+            &json!({"content": "The user drinks tea", "tags": tags}).to_string(),
+        );
+        assert_eq!(r.status, 400, "{tags}: {}", r.body);
+        assert!(r.error_message().contains("tags"), "{}", r.body);
+    }
+    assert_eq!(
+        s.get("/v1/memory").json()["data"],
+        json!([]),
+        "nothing stored"
+    );
+    let ok = s.post(
+        "/v1/memory",
+        &json!({"content": "The user drinks tea", "tags": [" tea ", ""]}).to_string(),
+    );
+    assert_eq!(ok.status, 201, "{}", ok.body);
+    assert_eq!(ok.json()["tags"], json!(["tea"]));
+}
+
+/// Found by Schemathesis (tests/api): a method a path does not serve got 405 without the
+/// `Allow` header RFC 9110 requires, or 404 on the deeper paths (`/docs`,
+/// `/v1/sessions/{id}/messages`, …) as if the path did not exist.
+#[test]
+fn a_wrong_method_is_405_naming_the_right_ones() {
+    let w = World::new("serve-allow");
+    let s = Server::start(&w, &[]);
+    for (method, path, allow) in [
+        ("TRACE", "/health", "GET, HEAD"),
+        ("DELETE", "/v1/models", "GET, HEAD"),
+        ("PUT", "/v1/memory", "GET, HEAD, POST"),
+        ("POST", "/v1/memory/1", "GET, HEAD, PATCH, DELETE"),
+        ("GET", "/v1/chat/completions", "POST"),
+        ("POST", "/docs", "GET, HEAD"),
+        ("DELETE", "/v1/sessions/s1/messages", "GET, HEAD"),
+        ("POST", "/v1/sessions/s1/turns/1", "GET, HEAD"),
+        ("GET", "/v1/sessions/s1/pending/c1", "POST"),
+        ("GET", "/v1/mcp/tools/a__b/level", "PUT"),
+        ("POST", "/static/app.js", "GET, HEAD"),
+    ] {
+        let r = s.request(method, path, &[], "");
+        assert_eq!(r.status, 405, "{method} {path}: {}", r.body);
+        assert_eq!(r.header("allow"), Some(allow), "{method} {path}");
+        assert_eq!(r.json()["error"]["type"], "invalid_request_error");
+    }
+    let nf = s.request("TRACE", "/v1/nothing/here", &[], "");
+    assert_eq!((nf.status, nf.header("allow")), (404, None));
+}
+
+/// Found by Schemathesis (tests/api): chat fields of the wrong type were ignored — a
+/// numeric `session` started a new session (or lost to the header), a numeric `model`
+/// became "evolve", a message without a role was skipped — and the turn ran.
+#[test]
+fn chat_fields_of_the_wrong_type_are_refused() {
+    let w = World::new("serve-chat-types");
+    let s = Server::start(&w, &[]);
+    let user = json!({"role": "user", "content": "hi"});
+    let created = s.post("/v1/sessions", "{}").json()["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    for (body, header) in [
+        (json!({"messages": [user], "session": 5}), None),
+        (
+            json!({"messages": [user], "session": 5}),
+            Some(created.as_str()),
+        ),
+        (json!({"messages": [user], "session": ""}), None),
+        (json!({"messages": [user], "model": 5}), None),
+        (json!({"messages": [{"content": "no role"}, user]}), None),
+        (json!({"messages": [7, user]}), None),
+        (
+            json!({"messages": [user, {"role": "assistant", "content": 5}]}),
+            None,
+        ),
+    ] {
+        let headers: Vec<(&str, &str)> = header
+            .map(|h| vec![("X-Evolve-Session", h)])
+            .unwrap_or_default();
+        let r = s.request("POST", "/v1/chat/completions", &headers, &body.to_string());
+        assert_eq!(r.status, 400, "{body} {header:?}: {}", r.body);
+        assert!(!r.error_message().is_empty());
+    }
+    assert!(w.main_requests().is_empty(), "no turn ran");
+    // Null stays "not given", as OpenAI clients send it.
+    w.fake.push(Reply::text("fine"));
+    let ok = s.post(
+        "/v1/chat/completions",
+        &json!({"messages": [user], "session": null, "model": null}).to_string(),
+    );
+    assert_eq!(ok.status, 200, "{}", ok.body);
+    assert_eq!(ok.json()["model"], "evolve");
+}

@@ -69,25 +69,36 @@ pub fn route(state: &Arc<State>, req: &Request) -> Reply {
         ("GET", ["v1", "search"]) => search(state, req),
         ("GET", ["v1", "config"]) => config(state),
         ("POST", ["v1", "config", "profile"]) => switch_profile(state, req),
-        (_, p) if known_path(p) => error(405, format!("{} is not allowed here", req.method)),
-        _ => error(404, format!("no route {}", req.path)),
+        (_, p) => match allowed(p) {
+            // RFC 9110 §15.5.6: a 405 names the methods the path does serve.
+            Some(methods) => {
+                error(405, format!("{} is not allowed here", req.method)).with("Allow", methods)
+            }
+            None => error(404, format!("no route {}", req.path)),
+        },
     }
 }
 
-/// A path that some method serves (for 405 instead of 404).
-fn known_path(p: &[&str]) -> bool {
-    matches!(
-        p,
-        [] | ["login"]
-            | ["health"]
-            | [
-                "v1",
-                "models" | "sessions" | "memory" | "skills" | "tools" | "mcp" | "search" | "config"
-            ]
-            | ["v1", "chat", "completions"]
-            | ["v1", "sessions" | "memory", _]
-            | ["v1", "tools", _, "run"]
-    )
+/// The methods a path is served with (for 405 and its `Allow` header instead of 404);
+/// `None` for a path no route serves. Kept in step with [`route`].
+fn allowed(p: &[&str]) -> Option<&'static str> {
+    Some(match p {
+        ["login"] | ["v1", "sessions" | "memory"] => "GET, HEAD, POST",
+        ["v1", "sessions" | "memory", _] => "GET, HEAD, PATCH, DELETE",
+        ["v1", "chat", "completions"]
+        | ["v1", "tools", _, "run"]
+        | ["v1", "sessions", _, "pending", _] => "POST",
+        ["v1", "mcp", "tools", _, "level"] => "PUT",
+        ["v1", "config", "profile"] => "POST",
+        []
+        | ["health" | "openapi.json" | "docs" | "favicon.ico"]
+        | ["static", _]
+        | ["v1", "models" | "skills" | "tools" | "mcp" | "search" | "config"]
+        | ["v1", "skills", _]
+        | ["v1", "sessions", _, "messages" | "export" | "pending"]
+        | ["v1", "sessions", _, "turns", _] => "GET, HEAD",
+        _ => return None,
+    })
 }
 
 /// The body as a JSON object (an empty body is an empty object).
@@ -424,9 +435,12 @@ fn apply_fields(m: &mut Memory, b: &Map<String, Value>) -> Result<(), Reply> {
     match b.get("tags") {
         None | Some(Value::Null) => {}
         Some(Value::Array(tags)) => {
+            // A number or an object among the tags is a mistake to report, not to drop.
+            let Some(tags) = tags.iter().map(Value::as_str).collect::<Option<Vec<_>>>() else {
+                return Err(error(400, "tags must be a list of strings"));
+            };
             m.tags = tags
-                .iter()
-                .filter_map(Value::as_str)
+                .into_iter()
                 .map(str::trim)
                 .filter(|t| !t.is_empty())
                 .map(String::from)

@@ -114,6 +114,20 @@ fn parse(req: &Request) -> Result<ChatRequest, Response<'static>> {
     let Some(messages) = obj.get("messages").and_then(Value::as_array) else {
         return Err(error(400, "`messages` must be an array of {role, content}"));
     };
+    // Only the last user message is read, but a malformed one anywhere is the client's
+    // mistake to hear about, as OpenAI would say.
+    if let Some(bad) = messages.iter().position(|m| {
+        !m.get("role").is_some_and(Value::is_string)
+            || !matches!(
+                m.get("content"),
+                None | Some(Value::Null | Value::String(_) | Value::Array(_))
+            )
+    }) {
+        return Err(error(
+            400,
+            format!("messages[{bad}] must be {{\"role\": \"…\", \"content\": \"…\"}}"),
+        ));
+    }
     let Some(last) = messages
         .iter()
         .rev()
@@ -142,11 +156,21 @@ fn parse(req: &Request) -> Result<ChatRequest, Response<'static>> {
             Some(_) => Err(error(400, format!("`{name}` must be true or false"))),
         }
     };
-    let session = match (req.header("x-evolve-session"), obj.get("session")) {
-        (Some(h), _) if !h.is_empty() => Some(h.to_string()),
-        (_, Some(Value::String(s))) if !s.is_empty() => Some(s.clone()),
-        (_, None | Some(Value::Null)) | (Some(_), _) => None,
-        (_, Some(_)) => return Err(error(400, "`session` must be a session id string")),
+    // The body field is checked even when the header names the session: a wrong type
+    // is a mistake, not an absent field.
+    let field = match obj.get("session") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) if !s.is_empty() => Some(s.clone()),
+        Some(_) => return Err(error(400, "`session` must be a session id string")),
+    };
+    let session = match req.header("x-evolve-session") {
+        Some(h) if !h.is_empty() => Some(h.to_string()),
+        _ => field,
+    };
+    let model = match obj.get("model") {
+        None | Some(Value::Null) => "evolve".to_string(),
+        Some(Value::String(m)) => m.clone(),
+        Some(_) => return Err(error(400, "`model` must be a string")),
     };
     let allow = match obj.get("evolve_allow") {
         None | Some(Value::Null) => None,
@@ -177,11 +201,7 @@ fn parse(req: &Request) -> Result<ChatRequest, Response<'static>> {
         tool,
         wait: flag("evolve_wait")?,
         text: text.trim().to_string(),
-        model: obj
-            .get("model")
-            .and_then(Value::as_str)
-            .unwrap_or("evolve")
-            .to_string(),
+        model,
         stream: flag("stream")?,
         events: flag("evolve_events")?,
         session,

@@ -221,3 +221,52 @@ fn no_get_route_shows_a_secret() {
         }
     }
 }
+
+fn rss_kib(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap_or_default()
+        .lines()
+        .find(|l| l.starts_with("VmRSS:"))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0)
+}
+
+/// Bound wider, the token is only checked after the whole body (up to 4 MiB) has been
+/// read into memory: anyone on the network, without the token, makes the server hold
+/// max_connections × max_body = 256 × 4 MiB = 1 GiB — enough to kill it on a Pi. Here 32
+/// such uploads (128 MiB) must not grow the server by 64 MiB; the answer for a missing
+/// token can be given from the head alone.
+#[test]
+fn uploads_without_the_token_are_not_buffered() {
+    let w = World::new("attack-preauth-body");
+    let s = Server::start(&w, &["--host", "0.0.0.0"]);
+    let pid = s.child.id();
+    let before = rss_kib(pid);
+    let body = vec![b'x'; 4 * 1024 * 1024 - 1];
+    let mut conns = Vec::new();
+    for _ in 0..32 {
+        let mut c = TcpStream::connect(("127.0.0.1", s.port)).unwrap();
+        c.set_write_timeout(Some(Duration::from_secs(5))).unwrap();
+        let _ = c
+            .write_all(
+                b"POST /v1/memory HTTP/1.1\r\nHost: pi.local\r\nContent-Length: 4194304\r\n\r\n",
+            )
+            .and_then(|()| c.write_all(&body));
+        conns.push(c);
+    }
+    let mut grown = 0;
+    for _ in 0..50 {
+        grown = rss_kib(pid).saturating_sub(before);
+        if grown > 64 * 1024 {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(
+        grown <= 64 * 1024,
+        "32 unauthenticated uploads grew serve by {} MiB",
+        grown / 1024
+    );
+    drop(conns);
+}

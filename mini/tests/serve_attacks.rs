@@ -270,3 +270,47 @@ fn uploads_without_the_token_are_not_buffered() {
     );
     drop(conns);
 }
+
+/// A streamed chat whose client is gone before the response head is written: the
+/// session was marked busy in `completions`, but the guard that frees it is made
+/// inside the stream closure, which never runs when the head cannot be written. The
+/// session then answers 409 "a turn is already running" (and cannot be deleted) until
+/// the server restarts. A tab closed right after "send" does this.
+#[test]
+fn a_stream_whose_client_left_before_the_head_does_not_lock_its_session() {
+    let w = World::new("attack-busy-leak");
+    let s = Server::start(&w, &[]);
+    let created = s.post("/v1/sessions", "{}");
+    let sid = created.json()["id"].as_str().unwrap().to_string();
+    let chat = json!({"model": "evolve", "stream": true,
+        "messages": [{"role": "user", "content": "hello"}]})
+    .to_string();
+    // The first response (a HEAD: one write) goes to a socket the client has closed;
+    // its kernel answers RST, so writing the second response's head fails.
+    let raw = format!(
+        "HEAD /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n\
+         POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Evolve-Session: {sid}\r\n\
+         Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{chat}",
+        chat.len()
+    );
+    {
+        let mut c = TcpStream::connect(("127.0.0.1", s.port)).unwrap();
+        c.write_all(raw.as_bytes()).unwrap();
+    }
+    // Wait until the server has handled it (the session shows up as busy or the turn
+    // ran): a later chat must be served normally.
+    std::thread::sleep(Duration::from_millis(1500));
+    w.fake.push(Reply::text("still usable"));
+    let r = s.request(
+        "POST",
+        "/v1/chat/completions",
+        &[
+            ("X-Evolve-Session", &sid),
+            ("Content-Type", "application/json"),
+        ],
+        &json!({"model": "evolve", "messages": [{"role": "user", "content": "again"}]}).to_string(),
+    );
+    assert_eq!(r.status, 200, "the session is stuck: {}", r.body);
+    let d = s.request("DELETE", &format!("/v1/sessions/{sid}"), &[], "");
+    assert_eq!(d.status, 200, "the session cannot be deleted: {}", d.body);
+}

@@ -954,3 +954,23 @@ fn chat_fields_of_the_wrong_type_are_refused() {
     assert_eq!(ok.status, 200, "{}", ok.body);
     assert_eq!(ok.json()["model"], "evolve");
 }
+
+#[test]
+fn http_1_0_streams_are_not_chunked_and_1_1_needs_a_host() {
+    let w = World::new("serve-http10");
+    let s = Server::start(&w, &[]);
+    w.fake.push(Reply::text("plain old stream"));
+    let body = chat_body("hi", json!({"stream": true}));
+    let r = s.raw(
+        format!(
+            "POST /v1/chat/completions HTTP/1.0\r\nHost: 127.0.0.1\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        )
+        .as_bytes(),
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert!(r.header("transfer-encoding").is_none(), "{:?}", r.headers);
+    assert!(r.body.contains("data: [DONE]"), "{}", r.body);
+    let no_host = s.raw(b"GET /health HTTP/1.1\r\nConnection: close\r\n\r\n");
+    assert_eq!(no_host.status, 400);
+}

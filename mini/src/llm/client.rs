@@ -556,15 +556,22 @@ fn apply_payload(
     Ok(false)
 }
 
-/// The URL as errors and logs show it: without a `user:password@` part.
+/// The URL as errors, logs and the API show it: without user name, password, query or
+/// fragment, where credentials are kept (`?api-key=…`).
 pub(crate) fn display_url(url: &str) -> String {
-    let Some(scheme_end) = url.find("://") else {
-        return url.to_string();
-    };
-    let rest = &url[scheme_end + 3..];
-    let authority_end = rest.find('/').unwrap_or(rest.len());
-    match rest[..authority_end].rfind('@') {
-        Some(at) => format!("{}{}", &url[..scheme_end + 3], &rest[at + 1..]),
+    let url = match url.find("://") {
+        Some(scheme_end) => {
+            let rest = &url[scheme_end + 3..];
+            let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+            match rest[..authority_end].rfind('@') {
+                Some(at) => format!("{}{}", &url[..scheme_end + 3], &rest[at + 1..]),
+                None => url.to_string(),
+            }
+        }
         None => url.to_string(),
+    };
+    match url.find(['?', '#']) {
+        Some(cut) => url[..cut].to_string(),
+        None => url,
     }
 }

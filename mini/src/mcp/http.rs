@@ -178,21 +178,7 @@ fn bearer_value(token: &str) -> Option<HeaderValue> {
 /// `url` as errors and logs show it: without user name, password, query or fragment,
 /// where credentials are kept.
 pub fn shown_url(url: &str) -> String {
-    let url = match url.find("://") {
-        Some(scheme_end) => {
-            let rest = &url[scheme_end + 3..];
-            let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
-            match rest[..authority_end].rfind('@') {
-                Some(at) => format!("{}{}", &url[..scheme_end + 3], &rest[at + 1..]),
-                None => url.to_string(),
-            }
-        }
-        None => url.to_string(),
-    };
-    match url.find(['?', '#']) {
-        Some(cut) => url[..cut].to_string(),
-        None => url,
-    }
+    crate::llm::display_url(url)
 }
 
 /// A failed exchange with an MCP server over HTTP.

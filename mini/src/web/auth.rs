@@ -185,6 +185,7 @@ mod tests {
                 .collect(),
             body: Vec::new(),
             peer: "127.0.0.1:1".parse().unwrap(),
+            http10: false,
         }
     }
 

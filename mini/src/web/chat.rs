@@ -209,18 +209,24 @@ fn parse(req: &Request) -> Result<ChatRequest, Response<'static>> {
 }
 
 /// Marks a session busy for the length of a turn.
-struct Busy<'a> {
-    state: &'a State,
+/// Made before the response, so that a stream whose head cannot even be written (the
+/// client has gone) still frees its session when the unrun closure is dropped.
+struct Busy {
+    state: Arc<State>,
     session: String,
+    /// A session made for this turn that the turn has not used yet: removed with the
+    /// guard if the turn never runs.
+    unused_new: bool,
 }
 
-impl Drop for Busy<'_> {
+impl Drop for Busy {
     fn drop(&mut self) {
         self.state
             .turns
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .remove(&self.session);
+        forget_if_empty(&self.state, &self.session, self.unused_new);
     }
 }
 
@@ -273,24 +279,23 @@ pub fn completions(state: &Arc<State>, req: &Request) -> Response<'static> {
     }
     let created_at = now();
     let id = format!("chatcmpl-{sid}-{created_at}");
+    let mut busy = Busy {
+        state: Arc::clone(state),
+        session: sid.clone(),
+        unused_new: created,
+    };
     if chat.stream {
         let state = Arc::clone(state);
         let sid2 = sid.clone();
         return Response::sse(Box::new(move |out: &mut Stream<'_>| {
-            let busy = Busy {
-                state: &state,
-                session: sid2.clone(),
-            };
+            busy.unused_new = false;
             stream_turn(
                 &state, &chat, &sid2, created, &id, created_at, &cancel, out, busy,
             );
         }))
         .with("X-Evolve-Session", sid);
     }
-    let busy = Busy {
-        state,
-        session: sid.clone(),
-    };
+    busy.unused_new = false;
     let mut io = WebIo {
         state,
         session: &sid,
@@ -436,7 +441,7 @@ fn stream_turn(
     created_at: i64,
     cancel: &AtomicBool,
     out: &mut Stream<'_>,
-    busy: Busy<'_>,
+    busy: Busy,
 ) {
     let chunk = ChunkShape::new(id, created_at, &chat.model);
     if chat.events {

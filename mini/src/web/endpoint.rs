@@ -53,11 +53,63 @@ fn read_file(home: &Path) -> Option<Endpoint> {
     })
 }
 
-/// The running server of this home, if its process is alive (a record left by a
-/// killed server is ignored).
+/// The running server of this home. The record is believed only when its process is
+/// this same program and holds the listening socket at the recorded port: a record left
+/// by a killed server, whose pid and port another program took since, gets neither the
+/// question nor the token.
 pub fn running(home: &Path) -> Option<Endpoint> {
     let e = read_file(home)?;
-    let alive = std::fs::read_to_string(format!("/proc/{}/cmdline", e.pid))
-        .is_ok_and(|cmd| cmd.contains("evolve") || cmd.contains("serve"));
-    alive.then_some(e)
+    (e.pid != std::process::id() && is_evolve(e.pid) && listens(e.pid, e.addr.port())).then_some(e)
+}
+
+/// The process runs a program of the same file name as this one (`evolve`; an upgraded
+/// binary still running from its deleted file counts).
+fn is_evolve(pid: u32) -> bool {
+    let name = |p: &Path| {
+        p.file_name().map(|n| {
+            n.to_string_lossy()
+                .trim_end_matches(" (deleted)")
+                .to_string()
+        })
+    };
+    let Ok(theirs) = std::fs::read_link(format!("/proc/{pid}/exe")) else {
+        return false;
+    };
+    let ours = std::env::current_exe().ok();
+    name(&theirs).is_some() && name(&theirs) == ours.as_deref().and_then(name)
+}
+
+/// The process holds a listening TCP socket on `port` (its sockets in /proc/PID/fd
+/// against the LISTEN entries of /proc/PID/net/tcp and tcp6). Another user's process
+/// cannot be inspected, so it never qualifies.
+fn listens(pid: u32, port: u16) -> bool {
+    let mut inodes = Vec::new();
+    for table in ["tcp", "tcp6"] {
+        let Ok(text) = std::fs::read_to_string(format!("/proc/{pid}/net/{table}")) else {
+            continue;
+        };
+        for line in text.lines().skip(1) {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            let (Some(local), Some(state), Some(inode)) =
+                (fields.get(1), fields.get(3), fields.get(9))
+            else {
+                continue;
+            };
+            let local_port = local
+                .rsplit_once(':')
+                .and_then(|(_, p)| u16::from_str_radix(p, 16).ok());
+            if *state == "0A" && local_port == Some(port) {
+                inodes.push(format!("socket:[{inode}]"));
+            }
+        }
+    }
+    if inodes.is_empty() {
+        return false;
+    }
+    let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+        return false;
+    };
+    fds.filter_map(Result::ok)
+        .filter_map(|fd| std::fs::read_link(fd.path()).ok())
+        .any(|target| inodes.iter().any(|i| target.as_os_str() == i.as_str()))
 }

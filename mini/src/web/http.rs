@@ -16,7 +16,7 @@
 //! What it leaves to others: routing, auth and every answer (the handler).
 
 use std::borrow::Cow;
-use std::io::{self, BufRead, BufReader, Read, Write};
+use std::io::{self, BufRead, BufReader, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -72,6 +72,8 @@ pub struct Request {
     pub body: Vec<u8>,
     /// The client's address.
     pub peer: SocketAddr,
+    /// An HTTP/1.0 request (streams to it are not chunked).
+    pub http10: bool,
 }
 
 impl Request {
@@ -122,6 +124,8 @@ pub fn percent_decode(s: &str) -> Option<String> {
 pub struct Stream<'a> {
     out: &'a mut TcpStream,
     failed: bool,
+    /// Chunked (HTTP/1.1) or raw to the close (HTTP/1.0).
+    chunked: bool,
 }
 
 impl Stream<'_> {
@@ -130,13 +134,16 @@ impl Stream<'_> {
         if self.failed || data.is_empty() {
             return !self.failed;
         }
-        let head = format!("{:x}\r\n", data.len());
-        let ok = self
-            .out
-            .write_all(head.as_bytes())
-            .and_then(|()| self.out.write_all(data))
-            .and_then(|()| self.out.write_all(b"\r\n"))
-            .and_then(|()| self.out.flush());
+        let ok = if self.chunked {
+            let head = format!("{:x}\r\n", data.len());
+            self.out
+                .write_all(head.as_bytes())
+                .and_then(|()| self.out.write_all(data))
+                .and_then(|()| self.out.write_all(b"\r\n"))
+                .and_then(|()| self.out.flush())
+        } else {
+            self.out.write_all(data).and_then(|()| self.out.flush())
+        };
         if ok.is_err() {
             self.failed = true;
         }
@@ -237,24 +244,35 @@ fn reason(status: u16) -> &'static str {
 /// The handler of every request.
 pub type Handler = dyn Fn(&Request) -> Response<'static> + Send + Sync;
 
+/// The admission check, on a request's head (its body still empty): `Some` refuses it
+/// with that answer before the body is read.
+pub type Admit = dyn Fn(&Request) -> Option<Response<'static>> + Send + Sync;
+
 /// Hands each request to [`Handler`] — or a canned error for a broken one — until
 /// `shutdown` is set; the listener is then dropped and the call returns once every
 /// connection has finished (connections finish their current response and close).
 pub fn serve(
     listener: TcpListener,
     limits: Limits,
+    admit: Arc<Admit>,
     handler: Arc<Handler>,
     shutdown: Arc<AtomicBool>,
     error_body: fn(u16, &str) -> Vec<u8>,
 ) {
     let active = Arc::new(AtomicUsize::new(0));
-    let limits = Arc::new(limits);
+    let shared = Arc::new(Shared {
+        limits,
+        admit,
+        handler,
+        shutdown: Arc::clone(&shutdown),
+        error_body,
+    });
     for conn in listener.incoming() {
         if shutdown.load(Ordering::SeqCst) {
             break;
         }
         let Ok(mut stream) = conn else { continue };
-        if active.load(Ordering::SeqCst) >= limits.max_connections {
+        if active.load(Ordering::SeqCst) >= shared.limits.max_connections {
             let _ = stream.set_write_timeout(Some(Duration::from_secs(1)));
             let body = error_body(503, "the server is busy: too many connections; try again");
             let _ = write_head(&mut stream, 503, &json_headers(), Some(body.len()), false)
@@ -263,17 +281,13 @@ pub fn serve(
         }
         active.fetch_add(1, Ordering::SeqCst);
         let guard = Active(Arc::clone(&active));
-        let (handler, limits, shutdown) = (
-            Arc::clone(&handler),
-            Arc::clone(&limits),
-            Arc::clone(&shutdown),
-        );
+        let shared = Arc::clone(&shared);
         let spawned = std::thread::Builder::new()
             .name("http".into())
             .stack_size(1024 * 1024)
             .spawn(move || {
                 let _guard = guard;
-                connection(stream, &limits, &*handler, &shutdown, error_body);
+                connection(stream, &shared);
             });
         if let Err(e) = spawned {
             log::warn!("cannot start a connection thread: {e}");
@@ -307,18 +321,34 @@ enum Read1 {
     Closed,
     /// A broken request: answer with this status and message, then close.
     Bad(u16, &'static str),
+    /// A request the admission check refused on its head: answer, then close (its
+    /// body is never read).
+    Refused(Response<'static>),
 }
 
-fn connection(
-    stream: TcpStream,
-    limits: &Limits,
-    handler: &Handler,
-    shutdown: &AtomicBool,
+/// What every connection of one server shares.
+struct Shared {
+    limits: Limits,
+    admit: Arc<Admit>,
+    handler: Arc<Handler>,
+    shutdown: Arc<AtomicBool>,
     error_body: fn(u16, &str) -> Vec<u8>,
-) {
+}
+
+impl Shared {
+    /// Answers a broken or refused request and closes.
+    fn refuse(&self, out: &mut TcpStream, status: u16, message: &str) {
+        let body = (self.error_body)(status, message);
+        let _ = write_head(out, status, &json_headers(), Some(body.len()), false)
+            .and_then(|()| out.write_all(&body))
+            .and_then(|()| out.flush());
+    }
+}
+
+fn connection(stream: TcpStream, shared: &Shared) {
     let Ok(peer) = stream.peer_addr() else { return };
     let _ = stream.set_nodelay(true);
-    let _ = stream.set_write_timeout(Some(limits.write_timeout));
+    let _ = stream.set_write_timeout(Some(shared.limits.write_timeout));
     let Ok(mut out) = stream.try_clone() else {
         return;
     };
@@ -326,26 +356,27 @@ fn connection(
     let mut first = true;
     loop {
         let wait = if first {
-            limits.head_timeout
+            shared.limits.head_timeout
         } else {
-            limits.idle_timeout
+            shared.limits.idle_timeout
         };
         first = false;
-        if !await_data(&mut reader, wait, shutdown) {
+        if !await_data(&mut reader, wait, &shared.shutdown) {
             return;
         }
-        match read_request(&mut reader, &mut out, peer, limits, limits.head_timeout) {
+        match read_request(&mut reader, &mut out, peer, shared) {
             Read1::Closed => return,
             Read1::Bad(status, message) => {
-                let body = error_body(status, message);
-                let _ = write_head(&mut out, status, &json_headers(), Some(body.len()), false)
-                    .and_then(|()| out.write_all(&body))
-                    .and_then(|()| out.flush());
+                shared.refuse(&mut out, status, message);
+                return;
+            }
+            Read1::Refused(response) => {
+                let _ = write_response(&mut out, response, false, false, false);
                 return;
             }
             Read1::Request(request, keep_alive) => {
                 let head_only = request.method == "HEAD";
-                let response = handler(&request);
+                let response = (shared.handler)(&request);
                 log::debug!(
                     "{} {} {} → {}",
                     request.peer,
@@ -353,8 +384,13 @@ fn connection(
                     request.path,
                     response.status
                 );
-                let keep = keep_alive && !shutdown.load(Ordering::SeqCst);
-                if write_response(&mut out, response, keep, head_only).is_err() || !keep {
+                // HTTP/1.0 has no chunked encoding: a stream ends by closing.
+                let streamed = matches!(response.body, Body::Stream(_));
+                let keep = keep_alive
+                    && !shared.shutdown.load(Ordering::SeqCst)
+                    && !(request.http10 && streamed);
+                let written = write_response(&mut out, response, keep, head_only, request.http10);
+                if written.is_err() || !keep {
                     return;
                 }
             }
@@ -378,7 +414,8 @@ fn write_head(
     head.push_str("X-Content-Type-Options: nosniff\r\nReferrer-Policy: same-origin\r\n");
     match length {
         Some(n) => head.push_str(&format!("Content-Length: {n}\r\n")),
-        None => head.push_str("Transfer-Encoding: chunked\r\n"),
+        None if keep_alive => head.push_str("Transfer-Encoding: chunked\r\n"),
+        None => {}
     }
     head.push_str(if keep_alive {
         "Connection: keep-alive\r\n\r\n"
@@ -388,11 +425,14 @@ fn write_head(
     out.write_all(head.as_bytes())
 }
 
+/// Writes a response. A stream is chunked, except to an HTTP/1.0 client, which reads
+/// it to the close.
 fn write_response(
     out: &mut TcpStream,
     response: Response<'_>,
     keep_alive: bool,
     head_only: bool,
+    http10: bool,
 ) -> io::Result<()> {
     match response.body {
         Body::Bytes(bytes) => {
@@ -409,17 +449,21 @@ fn write_response(
             out.flush()
         }
         Body::Stream(f) => {
-            write_head(out, response.status, &response.headers, None, keep_alive)?;
+            let chunked = !http10;
+            write_head(out, response.status, &response.headers, None, chunked)?;
             out.flush()?;
             let mut stream = Stream {
                 out: &mut *out,
                 failed: false,
+                chunked,
             };
             f(&mut stream);
             if stream.failed {
                 return Err(io::ErrorKind::BrokenPipe.into());
             }
-            out.write_all(b"0\r\n\r\n")?;
+            if chunked {
+                out.write_all(b"0\r\n\r\n")?;
+            }
             out.flush()
         }
     }
@@ -429,18 +473,11 @@ fn write_response(
 /// wait ran out, or the server is shutting down (checked four times a second).
 fn await_data(reader: &mut BufReader<TcpStream>, wait: Duration, shutdown: &AtomicBool) -> bool {
     let started = Instant::now();
-    let _ = reader
-        .get_ref()
-        .set_read_timeout(Some(Duration::from_millis(250)));
+    let _ = reader.get_ref().set_read_timeout(Some(SLICE));
     loop {
         match reader.fill_buf() {
             Ok(buf) => return !buf.is_empty(),
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
-                ) =>
-            {
+            Err(e) if is_timeout(&e) => {
                 if shutdown.load(Ordering::SeqCst) || started.elapsed() >= wait {
                     return false;
                 }
@@ -451,64 +488,96 @@ fn await_data(reader: &mut BufReader<TcpStream>, wait: Duration, shutdown: &Atom
     }
 }
 
-/// Reads one request: the head within `wait` (idle keep-alive: a clean close), then
-/// the body within the body timeout.
+/// Reads wait at most this long at a time, so deadlines and shutdown are noticed.
+const SLICE: Duration = Duration::from_millis(250);
+
+fn is_timeout(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+    )
+}
+
+/// Why a read of part of a request stopped early.
+enum Stop {
+    /// The peer closed.
+    Eof,
+    /// The deadline passed (or the server is stopping).
+    Late,
+    /// A read failed.
+    Broken,
+}
+
+/// Fills the reader's buffer, waiting in slices until `deadline` or shutdown.
+fn fill<'r>(
+    reader: &'r mut BufReader<TcpStream>,
+    deadline: Instant,
+    shutdown: &AtomicBool,
+) -> Result<&'r [u8], Stop> {
+    loop {
+        if shutdown.load(Ordering::SeqCst) || Instant::now() >= deadline {
+            return Err(Stop::Late);
+        }
+        // Ask first whether data is there, so the borrow of the buffer is returned only
+        // on success (the loop cannot hold it across iterations).
+        match reader.fill_buf() {
+            Ok([]) => return Err(Stop::Eof),
+            Ok(_) => break,
+            Err(e) if is_timeout(&e) || e.kind() == io::ErrorKind::Interrupted => {}
+            Err(_) => return Err(Stop::Broken),
+        }
+    }
+    reader.fill_buf().map_err(|_| Stop::Broken)
+}
+
+/// Reads one request: the head within the head timeout (counted from its first byte,
+/// however slowly it trickles), the admission check on the head alone (a refused
+/// request's body is never read or buffered), then the body within the body timeout.
 fn read_request(
     reader: &mut BufReader<TcpStream>,
     out: &mut TcpStream,
     peer: SocketAddr,
-    limits: &Limits,
-    wait: Duration,
+    shared: &Shared,
 ) -> Read1 {
-    let started = Instant::now();
-    let _ = reader.get_ref().set_read_timeout(Some(wait));
+    let limits = &shared.limits;
+    let shutdown = &*shared.shutdown;
+    let _ = reader.get_ref().set_read_timeout(Some(SLICE));
+    let deadline = Instant::now() + limits.head_timeout;
     let mut head: Vec<u8> = Vec::new();
     // The head, line by line, to the empty line.
+    let mut line_start = 0;
     loop {
-        let before = head.len();
-        let limit = (MAX_HEAD + 1 - head.len()) as u64;
-        match reader.by_ref().take(limit).read_until(b'\n', &mut head) {
-            Ok(0) => {
-                return if head.is_empty() {
-                    Read1::Closed
-                } else {
-                    Read1::Bad(400, "the request ended before its head was complete")
-                }
+        let buf = match fill(reader, deadline, shutdown) {
+            Ok(b) => b,
+            Err(Stop::Eof) if head.is_empty() => return Read1::Closed,
+            Err(Stop::Eof) => {
+                return Read1::Bad(400, "the request ended before its head was complete")
             }
-            Ok(_) => {}
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
-                ) =>
-            {
-                return if head.is_empty() {
-                    Read1::Closed
-                } else {
-                    Read1::Bad(408, "the request head did not arrive in time")
-                };
-            }
-            Err(_) => return Read1::Closed,
-        }
+            Err(Stop::Late) => return Read1::Bad(408, "the request head did not arrive in time"),
+            Err(Stop::Broken) => return Read1::Closed,
+        };
+        let (take, line_done) = match buf.iter().position(|b| *b == b'\n') {
+            Some(i) => (i + 1, true),
+            None => (buf.len(), false),
+        };
+        head.extend_from_slice(&buf[..take]);
+        reader.consume(take);
         if head.len() > MAX_HEAD {
             return Read1::Bad(431, "the request head is over 16 KiB");
         }
-        if started.elapsed() > wait && !head.is_empty() {
-            return Read1::Bad(408, "the request head did not arrive in time");
-        }
-        let line = &head[before..];
-        // Blank lines before the request line are allowed (RFC 9112 §2.2).
-        if (line == b"\r\n" || line == b"\n") && before == 0 {
-            head.clear();
+        if !line_done {
             continue;
         }
+        let line = &head[line_start..];
         if line == b"\r\n" || line == b"\n" {
+            // Blank lines before the request line are allowed (RFC 9112 §2.2).
+            if line_start == 0 {
+                head.clear();
+                continue;
+            }
             break;
         }
-        if !line.ends_with(b"\n") {
-            // read_until stopped at the limit.
-            return Read1::Bad(431, "the request head is over 16 KiB");
-        }
+        line_start = head.len();
     }
     let Ok(text) = std::str::from_utf8(&head) else {
         return Read1::Bad(400, "the request head is not valid UTF-8");
@@ -521,9 +590,9 @@ fn read_request(
     else {
         return Read1::Bad(400, "malformed request line");
     };
-    let keep_default = match version {
-        "HTTP/1.1" => true,
-        "HTTP/1.0" => false,
+    let http10 = match version {
+        "HTTP/1.1" => false,
+        "HTTP/1.0" => true,
         v if v.starts_with("HTTP/") => return Read1::Bad(505, "only HTTP/1.0 and 1.1 are served"),
         _ => return Read1::Bad(400, "malformed request line"),
     };
@@ -533,7 +602,7 @@ fn read_request(
     if !target.starts_with('/') {
         return Read1::Bad(400, "the request target must be a path");
     }
-    let mut headers = Vec::new();
+    let mut headers: Vec<(String, String)> = Vec::new();
     for line in lines.filter(|l| !l.is_empty()) {
         let Some((name, value)) = line.split_once(':') else {
             return Read1::Bad(400, "malformed header line");
@@ -546,65 +615,84 @@ fn read_request(
         }
         headers.push((name.to_ascii_lowercase(), value.trim().to_string()));
     }
-    let find = |n: &str| {
+    let all = |n: &str| -> Vec<&str> {
         headers
             .iter()
-            .find(|(h, _)| h == n)
+            .filter(|(h, _)| h == n)
             .map(|(_, v)| v.as_str())
+            .collect()
     };
-    let connection = find("connection").unwrap_or("").to_ascii_lowercase();
+    // RFC 9112 §3.2: an HTTP/1.1 request names its host, once.
+    let hosts = all("host");
+    if (!http10 && hosts.is_empty()) || hosts.len() > 1 {
+        return Read1::Bad(400, "the request must have one Host header");
+    }
+    let connection = all("connection").join(",").to_ascii_lowercase();
     let keep_alive = if connection.contains("close") {
         false
     } else {
-        keep_default || connection.contains("keep-alive")
+        !http10 || connection.contains("keep-alive")
     };
-    if find("transfer-encoding").is_some() {
+    if !all("transfer-encoding").is_empty() {
         return Read1::Bad(
             411,
             "chunked request bodies are not accepted: send Content-Length",
         );
     }
-    let length = match find("content-length").map(str::parse::<usize>) {
-        None => 0,
-        Some(Ok(n)) => n,
-        Some(Err(_)) => return Read1::Bad(400, "Content-Length is not a number"),
-    };
+    // RFC 9112 §6.3: digits only, and several differing values are an error (they
+    // would let a proxy and this server disagree on where the next request starts).
+    let lengths = all("content-length");
+    let mut length = None;
+    for value in &lengths {
+        if value.is_empty() || !value.bytes().all(|b| b.is_ascii_digit()) {
+            return Read1::Bad(400, "Content-Length is not a number");
+        }
+        let Ok(n) = value.parse::<usize>() else {
+            return Read1::Bad(413, "the request body is too large");
+        };
+        if length.is_some_and(|l| l != n) {
+            return Read1::Bad(400, "conflicting Content-Length headers");
+        }
+        length = Some(n);
+    }
+    let length = length.unwrap_or(0);
     if length > limits.max_body {
         return Read1::Bad(413, "the request body is too large");
     }
-    if length > 0
-        && find("expect").is_some_and(|e| e.eq_ignore_ascii_case("100-continue"))
-        && out.write_all(b"HTTP/1.1 100 Continue\r\n\r\n").is_err()
-    {
+    let (path, query) = target.split_once('?').unwrap_or((target, ""));
+    let mut request = Request {
+        method: method.to_string(),
+        path: path.to_string(),
+        query: query.to_string(),
+        headers,
+        body: Vec::new(),
+        peer,
+        http10,
+    };
+    if let Some(refusal) = (shared.admit)(&request) {
+        return Read1::Refused(refusal);
+    }
+    let expects_continue = request
+        .header("expect")
+        .is_some_and(|e| e.eq_ignore_ascii_case("100-continue"));
+    if length > 0 && expects_continue && out.write_all(b"HTTP/1.1 100 Continue\r\n\r\n").is_err() {
         return Read1::Closed;
     }
-    let mut body = vec![0u8; length];
+    let mut body = Vec::with_capacity(length.min(64 * 1024));
     let deadline = Instant::now() + limits.body_timeout;
-    let _ = reader.get_ref().set_read_timeout(Some(limits.body_timeout));
-    let mut got = 0;
-    while got < length {
-        match reader.read(&mut body[got..]) {
-            Ok(0) => return Read1::Bad(400, "the request body ended early"),
-            Ok(n) => got += n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(_) => return Read1::Bad(408, "the request body did not arrive in time"),
-        }
-        if Instant::now() > deadline && got < length {
-            return Read1::Bad(408, "the request body did not arrive in time");
-        }
+    while body.len() < length {
+        let buf = match fill(reader, deadline, shutdown) {
+            Ok(b) => b,
+            Err(Stop::Eof) => return Read1::Bad(400, "the request body ended early"),
+            Err(Stop::Late) => return Read1::Bad(408, "the request body did not arrive in time"),
+            Err(Stop::Broken) => return Read1::Closed,
+        };
+        let take = buf.len().min(length - body.len());
+        body.extend_from_slice(&buf[..take]);
+        reader.consume(take);
     }
-    let (path, query) = target.split_once('?').unwrap_or((target, ""));
-    Read1::Request(
-        Request {
-            method: method.to_string(),
-            path: path.to_string(),
-            query: query.to_string(),
-            headers,
-            body,
-            peer,
-        },
-        keep_alive,
-    )
+    request.body = body;
+    Read1::Request(request, keep_alive)
 }
 
 #[cfg(test)]

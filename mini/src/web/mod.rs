@@ -273,11 +273,15 @@ pub fn run(manager: Manager, auth: auth::Auth, opts: Options) -> Result<(), Erro
             home.display()
         );
     }
+    let admit_state = Arc::clone(&state);
+    let admit: Arc<http::Admit> = Arc::new(move |req: &Request| admit(&admit_state, req));
     let handler_state = Arc::clone(&state);
-    let handler: Arc<http::Handler> = Arc::new(move |req: &Request| route(&handler_state, req));
+    let handler: Arc<http::Handler> =
+        Arc::new(move |req: &Request| api::route(&handler_state, req));
     http::serve(
         listener,
         opts.limits,
+        admit,
         handler,
         Arc::clone(&shutdown),
         error_body,
@@ -307,20 +311,21 @@ pub(crate) fn wake_addr(addr: SocketAddr) -> SocketAddr {
     a
 }
 
-/// Auth first, then the routes.
-fn route(state: &Arc<State>, req: &Request) -> Response<'static> {
+/// Who may send this request, decided on its head before its body is read (a refused
+/// request's body is never buffered): `Some` is the refusal.
+fn admit(state: &State, req: &Request) -> Option<Response<'static>> {
     if state.shutdown.load(Ordering::SeqCst) {
-        return error(503, "the server is stopping");
+        return Some(error(503, "the server is stopping"));
     }
     match state.auth.check_origin(req) {
         Ok(()) => {}
         Err(auth::Refusal::Host) => {
-            return error(
+            return Some(error(
                 403,
                 "this server only answers requests addressed to 127.0.0.1 or localhost",
-            )
+            ))
         }
-        Err(_) => return error(403, "cross-site requests are refused"),
+        Err(_) => return Some(error(403, "cross-site requests are refused")),
     }
     let path = req.path.as_str();
     let public = path == "/health"
@@ -329,14 +334,16 @@ fn route(state: &Arc<State>, req: &Request) -> Response<'static> {
         || path == "/favicon.ico";
     if !public && state.auth.check_token(req).is_err() {
         if req.method == "GET" && (path == "/" || path == "/docs") {
-            return Response::bytes(303, "text/plain", &b"login required"[..])
-                .with("Location", "/login");
+            return Some(
+                Response::bytes(303, "text/plain", &b"login required"[..])
+                    .with("Location", "/login"),
+            );
         }
-        return error(
+        return Some(error(
             401,
             "a token is required: send `Authorization: Bearer TOKEN` (the token is in \
              $EVOLVE_HOME/serve.token)",
-        );
+        ));
     }
-    api::route(state, req)
+    None
 }

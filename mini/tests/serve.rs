@@ -474,6 +474,27 @@ fn next_event(rx: &std::sync::mpsc::Receiver<(String, Value)>, want: &str) -> Va
     }
 }
 
+/// A streamed UI turn (with Evolve's events) that stops at a permission question:
+/// the event reader, the session and the question.
+#[track_caller]
+fn asking(
+    port: u16,
+    text: &str,
+    extra: Value,
+) -> (std::sync::mpsc::Receiver<(String, Value)>, String, Value) {
+    let mut body = json!({"stream": true, "evolve_events": true});
+    if let (Some(o), Some(e)) = (body.as_object_mut(), extra.as_object()) {
+        o.extend(e.clone());
+    }
+    let rx = stream_events(port, &chat_body(text, body));
+    let sid = next_event(&rx, "evolve.session")["session"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let ask = next_event(&rx, "evolve.permission");
+    (rx, sid, ask)
+}
+
 #[test]
 fn the_ui_flow_asks_once_for_l3_and_twice_for_l4() {
     let w = World::new("serve-approve");
@@ -487,18 +508,7 @@ fn the_ui_flow_asks_once_for_l3_and_twice_for_l4() {
         r#"{"path":"a.txt","content":"hello"}"#,
     ));
     w.fake.push(Reply::text("Wrote it."));
-    let rx = stream_events(
-        s.port,
-        &chat_body(
-            "write a.txt",
-            json!({"stream": true, "evolve_events": true}),
-        ),
-    );
-    let sid = next_event(&rx, "evolve.session")["session"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    let ask = next_event(&rx, "evolve.permission");
+    let (rx, sid, ask) = asking(s.port, "write a.txt", json!({}));
     assert_eq!(
         (ask["call"]["tool"].clone(), ask["call"]["level"].clone()),
         (json!("write_file"), json!("L3"))
@@ -526,14 +536,7 @@ fn the_ui_flow_asks_once_for_l3_and_twice_for_l4() {
     let args = r#"{"path":"b.txt","old":"old","new":"new"}"#;
     w.fake.push(tool_call("edit_file", args));
     w.fake.push(Reply::text("Edited."));
-    let rx = stream_events(
-        s.port,
-        &chat_body(
-            "edit b.txt",
-            json!({"stream": true, "evolve_events": true, "session": sid}),
-        ),
-    );
-    let first = next_event(&rx, "evolve.permission");
+    let (rx, _, first) = asking(s.port, "edit b.txt", json!({"session": sid}));
     assert_eq!(
         (
             first["call"]["level"].clone(),
@@ -571,14 +574,7 @@ fn the_ui_flow_asks_once_for_l3_and_twice_for_l4() {
         r#"{"path":"c.txt","content":"no"}"#,
     ));
     w.fake.push(Reply::text("Fine, I did not."));
-    let rx = stream_events(
-        s.port,
-        &chat_body(
-            "write c.txt",
-            json!({"stream": true, "evolve_events": true, "session": sid}),
-        ),
-    );
-    let ask = next_event(&rx, "evolve.permission");
+    let (rx, _, ask) = asking(s.port, "write c.txt", json!({"session": sid}));
     let call = ask["call"]["id"].as_str().unwrap().to_string();
     s.post(
         &format!("/v1/sessions/{sid}/pending/{call}"),
@@ -703,18 +699,7 @@ fn sigterm_ends_a_waiting_turn_saves_it_and_exits_cleanly() {
     w.fake
         .push(tool_call("write_file", r#"{"path":"w.txt","content":"w"}"#));
     w.fake.push(Reply::text("Not written."));
-    let rx = stream_events(
-        s.port,
-        &chat_body(
-            "write w.txt",
-            json!({"stream": true, "evolve_events": true}),
-        ),
-    );
-    let sid = next_event(&rx, "evolve.session")["session"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    next_event(&rx, "evolve.permission");
+    let (_rx, sid, _ask) = asking(s.port, "write w.txt", json!({}));
     // Nobody answers; the server is told to stop.
     assert_eq!(s.stop(), Some(0), "a clean exit");
     assert!(
@@ -806,18 +791,7 @@ fn a_question_answered_after_the_page_is_gone_still_finishes_the_turn() {
         .push(tool_call("write_file", r#"{"path":"r.txt","content":"r"}"#));
     w.fake.push(Reply::text("Wrote r.txt after all."));
     let (sid, call) = {
-        let rx = stream_events(
-            s.port,
-            &chat_body(
-                "write r.txt",
-                json!({"stream": true, "evolve_events": true}),
-            ),
-        );
-        let sid = next_event(&rx, "evolve.session")["session"]
-            .as_str()
-            .unwrap()
-            .to_string();
-        let ask = next_event(&rx, "evolve.permission");
+        let (_rx, sid, ask) = asking(s.port, "write r.txt", json!({}));
         (sid, ask["call"]["id"].as_str().unwrap().to_string())
         // The reader (the page) goes away here.
     };

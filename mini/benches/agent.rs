@@ -10,6 +10,8 @@
 //!
 //! Run: `cargo bench -p evolve-mini --bench agent`.
 
+mod support;
+
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -82,15 +84,7 @@ fn ms(d: Duration) -> f64 {
 }
 
 fn evolve(exe: &Path, home: &Path, fake: &FakeLlm) -> Command {
-    let mut cmd = Command::new(exe);
-    cmd.env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .env("HOME", home)
-        .env("EVOLVE_HOME", home)
-        .env("OPENAI_BASE_URL", fake.base_url())
-        .env("EVOLVE_MODEL", "fake-main")
-        .env("EVOLVE_LOG", "error");
-    cmd
+    support::evolve(exe, home, fake, "error")
 }
 
 /// 10 000 distinct memories through `evolve memory import` (the export format keeps

@@ -22,6 +22,8 @@
 //! Run: `cargo bench -p evolve-mini --bench mcp` (builds the test server in release
 //! first when it is missing).
 
+mod support;
+
 use std::fs::File;
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -254,16 +256,7 @@ fn home(exe: &Path, fake: &FakeLlm, name: &str, server: &Path, servers: &[&str])
 }
 
 fn evolve(exe: &Path, home: &Path, fake: &FakeLlm) -> Command {
-    let mut cmd = Command::new(exe);
-    cmd.env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .env("HOME", home)
-        .env("EVOLVE_HOME", home)
-        .env("OPENAI_BASE_URL", fake.base_url())
-        .env("EVOLVE_MODEL", "fake-main")
-        .env("EVOLVE_CHEAP_MODEL", "fake-cheap")
-        .env("EVOLVE_LOG", "error");
-    cmd
+    support::evolve(exe, home, fake, "error")
 }
 
 /// `evolve chat` with stdin piped and its output in files of `home` (shown on failure).

@@ -22,6 +22,8 @@
 //!
 //! Run: `cargo bench -p evolve-mini --bench serve` (about a minute on 2 cores).
 
+mod support;
+
 use std::collections::BTreeMap;
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
@@ -217,15 +219,7 @@ fn pct<T: Copy>(sorted: &[T], p: usize) -> T {
 }
 
 fn evolve(exe: &Path, home: &Path, fake: &FakeLlm) -> Command {
-    let mut cmd = Command::new(exe);
-    cmd.env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .env("HOME", home)
-        .env("EVOLVE_HOME", home)
-        .env("OPENAI_BASE_URL", fake.base_url())
-        .env("EVOLVE_MODEL", "fake-main")
-        .env("EVOLVE_CHEAP_MODEL", "fake-cheap")
-        .env("EVOLVE_LOG", "warn");
+    let mut cmd = support::evolve(exe, home, fake, "warn");
     // glibc's per-thread malloc arenas hold freed memory: `MALLOC_ARENA_MAX=1 cargo
     // bench …` shows how much of the RSS after the concurrent chats is theirs.
     if let Ok(max) = std::env::var("MALLOC_ARENA_MAX") {

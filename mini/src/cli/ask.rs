@@ -308,7 +308,11 @@ fn forward(
     );
     let mut resp = match req.send(body.to_string()) {
         Ok(r) => r,
-        Err(ureq::Error::Io(_) | ureq::Error::ConnectionFailed | ureq::Error::HostNotFound) => {
+        // Only a server that cannot be reached at all lets `ask` run by itself: once
+        // the question may have been received, running it again here could do its
+        // tool calls twice.
+        Err(ureq::Error::ConnectionFailed | ureq::Error::HostNotFound) => return Ok(None),
+        Err(ureq::Error::Io(e)) if e.kind() == std::io::ErrorKind::ConnectionRefused => {
             return Ok(None)
         }
         Err(e) => {

@@ -251,6 +251,16 @@ pub fn run(manager: Manager, auth: auth::Auth, opts: Options) -> Result<(), Erro
             .map_err(|e| Error::Other(format!("cannot start the signal thread: {e}")))?;
     }
 
+    // Recorded before the start is announced: whoever waits for the announcement
+    // (a script, a test) finds the record.
+    let home = state.rt().config.home.clone();
+    if let Err(e) = endpoint::write(&home, addr, state.auth.needs_token()) {
+        log::warn!(
+            "cannot record the server in {}: {e} (`evolve ask` will not find it)",
+            home.display()
+        );
+    }
+
     let every = if addr.ip().is_unspecified() {
         " on every address of this machine"
     } else {
@@ -266,13 +276,6 @@ pub fn run(manager: Manager, auth: auth::Auth, opts: Options) -> Result<(), Erro
         }
     );
 
-    let home = state.rt().config.home.clone();
-    if let Err(e) = endpoint::write(&home, addr, state.auth.needs_token()) {
-        log::warn!(
-            "cannot record the server in {}: {e} (`evolve ask` will not find it)",
-            home.display()
-        );
-    }
     let admit_state = Arc::clone(&state);
     let admit: Arc<http::Admit> = Arc::new(move |req: &Request| admit(&admit_state, req));
     let handler_state = Arc::clone(&state);

@@ -486,18 +486,18 @@ mod tests {
 
     #[test]
     fn answers_go_to_their_own_callers_whatever_their_order() {
-        // The server holds the first request until the second arrives, then answers
-        // both, second first.
+        // The server holds whichever request arrives first until the other arrives,
+        // then answers both, the later one first (each with its own `n`).
         let held = Arc::new(Mutex::new(None::<Value>));
         let (peer, _) = peer(move |peer, msg| {
             let mut first = held.lock().unwrap();
             match first.take() {
-                None => *first = Some(msg["id"].clone()),
-                Some(id1) => later(
+                None => *first = Some(msg.clone()),
+                Some(m1) => later(
                     peer,
                     vec![
                         json!({"jsonrpc": "2.0", "id": msg["id"], "result": {"n": msg["params"]["n"]}}),
-                        json!({"jsonrpc": "2.0", "id": id1, "result": {"n": 1}}),
+                        json!({"jsonrpc": "2.0", "id": m1["id"], "result": {"n": m1["params"]["n"]}}),
                     ],
                 ),
             }

@@ -21,8 +21,14 @@ pub const BUNDLED: &[(&str, &str)] = &[
         "daily-briefing",
         include_str!("../../skills/daily-briefing/SKILL.md"),
     ),
-    ("plan-tasks", include_str!("../../skills/plan-tasks/SKILL.md")),
-    ("review-diff", include_str!("../../skills/review-diff/SKILL.md")),
+    (
+        "plan-tasks",
+        include_str!("../../skills/plan-tasks/SKILL.md"),
+    ),
+    (
+        "review-diff",
+        include_str!("../../skills/review-diff/SKILL.md"),
+    ),
     (
         "server-health-check",
         include_str!("../../skills/server-health-check/SKILL.md"),
@@ -360,15 +366,30 @@ mod tests {
         let summaries: Vec<SkillSummary> =
             catalog.all().iter().map(|s| s.summary.clone()).collect();
         let table: &[(&str, &str)] = &[
-            ("write a commit message for my staged changes", "commit-message"),
+            (
+                "write a commit message for my staged changes",
+                "commit-message",
+            ),
             ("give me my morning briefing for today", "daily-briefing"),
-            ("what does this article say? https://example.com/post", "summarize-web-page"),
+            (
+                "what does this article say? https://example.com/post",
+                "summarize-web-page",
+            ),
             ("summarize this web page for me", "summarize-web-page"),
             ("translate this paragraph into English", "translate-zh-en"),
             ("把这段话翻译成英文", "translate-zh-en"),
-            ("please review this diff before I merge the PR", "review-diff"),
-            ("plan the migration of my blog into steps with a todo list", "plan-tasks"),
-            ("is the server healthy? check disk space and memory", "server-health-check"),
+            (
+                "please review this diff before I merge the PR",
+                "review-diff",
+            ),
+            (
+                "plan the migration of my blog into steps with a todo list",
+                "plan-tasks",
+            ),
+            (
+                "is the server healthy? check disk space and memory",
+                "server-health-check",
+            ),
             ("服务器磁盘满了吗", "server-health-check"),
         ];
         for (query, expected) in table {
@@ -403,8 +424,16 @@ mod tests {
         };
         write_skill(root, "plain", &with("plain", ""));
         write_skill(root, "flag", &with("flag", "learned: true\n"));
-        write_skill(root, "meta", &with("meta", "metadata:\n  learned: yes\n  job: x\n"));
-        write_skill(root, "not-learned", &with("not-learned", "learned: false\n"));
+        write_skill(
+            root,
+            "meta",
+            &with("meta", "metadata:\n  learned: yes\n  job: x\n"),
+        );
+        write_skill(
+            root,
+            "not-learned",
+            &with("not-learned", "learned: false\n"),
+        );
         let catalog = Catalog::load(root, &FallbackTokenizer);
         let source = |name: &str| catalog.get(name).map(|s| s.source);
         assert_eq!(source("plain"), Some(Source::User));

@@ -227,8 +227,14 @@ mod tests {
                 "is an absolute path",
             ),
             (json!({"name": "pdf-tools", "file": "escape"}), outside),
-            (json!({"name": "pdf-tools", "file": "up/secret.txt"}), outside),
-            (json!({"name": "pdf-tools", "file": "scripts/etc/passwd"}), outside),
+            (
+                json!({"name": "pdf-tools", "file": "up/secret.txt"}),
+                outside,
+            ),
+            (
+                json!({"name": "pdf-tools", "file": "scripts/etc/passwd"}),
+                outside,
+            ),
             (
                 json!({"name": "pdf-tools", "file": "logo.png"}),
                 "binary file",
@@ -260,9 +266,16 @@ mod tests {
     #[test]
     fn skill_files_are_capped() {
         let (h, _skills) = harness_with_skills();
-        let out = h.call("load_skill", json!({"name": "pdf-tools", "file": "big.txt"}));
+        let out = h.call(
+            "load_skill",
+            json!({"name": "pdf-tools", "file": "big.txt"}),
+        );
         assert!(!out.is_error, "{}", out.content);
         assert!(out.content.len() < 300_000, "{} bytes", out.content.len());
-        assert!(out.content.contains("[truncated at "), "{}", &out.content[out.content.len() - 60..]);
+        assert!(
+            out.content.contains("[truncated at "),
+            "{}",
+            &out.content[out.content.len() - 60..]
+        );
     }
 }

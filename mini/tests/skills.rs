@@ -142,6 +142,18 @@ fn new_show_and_rm_manage_a_user_skill() {
         "{}",
         gone.stderr
     );
+    // A broken skill is skipped with a warning, but can still be found and removed.
+    let broken = w.home.join("skills/broken");
+    std::fs::create_dir_all(&broken).unwrap();
+    std::fs::write(broken.join("SKILL.md"), "no front matter\n").unwrap();
+    let shown = w.run(&["skills", "show", "broken"]).expect(1);
+    assert!(
+        shown.stderr.contains("expected `---`") && shown.stderr.contains("cannot be used"),
+        "{}",
+        shown.stderr
+    );
+    w.run(&["skills", "rm", "broken"]).expect(0);
+    assert!(!broken.exists());
     let missing = w.run(&["skills", "show", "nope"]).expect(1);
     assert!(
         missing.stderr.contains("evolve skills list"),

@@ -153,9 +153,16 @@ fn list(c: List) -> Result<(), Error> {
 }
 
 fn show(c: Show) -> Result<(), Error> {
-    let (_app, catalog) = load(&c.profile)?;
+    let (app, catalog) = load(&c.profile)?;
     let name = c.name.trim();
     let Some(skill) = catalog.get(name) else {
+        let dir = app.config.skills_dir().join(name);
+        if check_name(name).is_ok() && dir.is_dir() {
+            return Err(Error::Other(format!(
+                "the skill folder {} exists but its SKILL.md cannot be used (the warning above says why); fix it, or remove it with `evolve skills rm {name}`",
+                dir.display()
+            )));
+        }
         return Err(unknown(name, &catalog));
     };
     let text = match catalog.skill_dir(name) {

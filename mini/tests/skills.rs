@@ -340,3 +340,27 @@ fn a_user_skill_overrides_the_bundled_one_in_a_turn_and_its_files_stay_inside() 
         assert!(!after_link.contains("not for the model"));
     }
 }
+
+#[test]
+fn chinese_requests_find_their_skill_too() {
+    let table: &[(&str, &str)] = &[
+        ("把这段话翻译成英文：今天天气很好", "translate-zh-en"),
+        ("帮我检查一下服务器的磁盘和内存", "server-health-check"),
+        ("帮我把这个项目拆成待办清单", "plan-tasks"),
+    ];
+    for (question, skill) in table {
+        let w = World::new("skills-zh");
+        w.fake.push(Reply::Text("好的。".into()));
+        w.run(&["ask", question]).expect(0);
+        let system = system_text(&w.main_requests()[0]);
+        let first = system
+            .split("<available_skills>")
+            .nth(1)
+            .and_then(|block| block.lines().find(|l| l.starts_with("- ")))
+            .unwrap_or_else(|| panic!("{question}: no skill offered:\n{system}"));
+        assert!(
+            first.starts_with(&format!("- {skill}: ")),
+            "{question}: {first}"
+        );
+    }
+}

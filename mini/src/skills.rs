@@ -10,11 +10,83 @@ use evolve_core::skill::{parse_skill_md, SkillSummary};
 use evolve_core::text::Tokenizer;
 
 /// Skills shipped in the binary: (name, SKILL.md text) from the repository's `skills/`
-/// folder. The name must equal the `name:` of the file (checked by a test).
-pub const BUNDLED: &[(&str, &str)] = &[(
-    "commit-message",
-    include_str!("../../skills/commit-message/SKILL.md"),
-)];
+/// folder. The name must equal the `name:` of the file (checked by a test). About 20 KB
+/// in all: they ship in a binary with a 5 MiB budget.
+pub const BUNDLED: &[(&str, &str)] = &[
+    (
+        "commit-message",
+        include_str!("../../skills/commit-message/SKILL.md"),
+    ),
+    (
+        "daily-briefing",
+        include_str!("../../skills/daily-briefing/SKILL.md"),
+    ),
+    (
+        "plan-tasks",
+        include_str!("../../skills/plan-tasks/SKILL.md"),
+    ),
+    (
+        "review-diff",
+        include_str!("../../skills/review-diff/SKILL.md"),
+    ),
+    (
+        "server-health-check",
+        include_str!("../../skills/server-health-check/SKILL.md"),
+    ),
+    (
+        "summarize-web-page",
+        include_str!("../../skills/summarize-web-page/SKILL.md"),
+    ),
+    (
+        "translate-zh-en",
+        include_str!("../../skills/translate-zh-en/SKILL.md"),
+    ),
+];
+
+/// The front-matter key that marks a user skill as written by crystallization
+/// (`learned: true`, or a `learned: true` line under `metadata:`): shown as `learned`
+/// so the user can review what the agent wrote for itself.
+pub const LEARNED_KEY: &str = "learned";
+
+/// Where a skill comes from, as `evolve skills list` and the API show it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Source {
+    /// Compiled into the binary.
+    Bundled,
+    /// A folder under `$EVOLVE_HOME/skills` the user wrote (or copied).
+    User,
+    /// A user skill the agent drafted from a task that worked (crystallization).
+    Learned,
+}
+
+impl Source {
+    /// `bundled`, `user` or `learned`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Source::Bundled => "bundled",
+            Source::User => "user",
+            Source::Learned => "learned",
+        }
+    }
+
+    /// `Learned` when the front matter says so, else `User`.
+    fn of_user_skill(extra: &[(String, String)]) -> Source {
+        let yes = |v: &str| matches!(v.trim(), "true" | "yes");
+        let learned = extra.iter().any(|(key, value)| {
+            (key == LEARNED_KEY && yes(value))
+                || (key == "metadata"
+                    && value.lines().any(|line| {
+                        line.split_once(':')
+                            .is_some_and(|(k, v)| k.trim() == LEARNED_KEY && yes(v))
+                    }))
+        });
+        if learned {
+            Source::Learned
+        } else {
+            Source::User
+        }
+    }
+}
 
 /// The `origin` of a bundled skill.
 pub const BUNDLED_ORIGIN: &str = "bundled";
@@ -32,6 +104,8 @@ pub struct Skill {
     pub body: String,
     /// `bundled` or the folder it was read from.
     pub origin: String,
+    /// Bundled, user or learned.
+    pub source: Source,
 }
 
 /// All skills, loaded once per process.
@@ -54,6 +128,7 @@ impl Catalog {
                         summary: SkillSummary::from_doc(&doc, tokenizer),
                         body: doc.body,
                         origin: BUNDLED_ORIGIN.to_string(),
+                        source: Source::Bundled,
                     },
                     None,
                 ),
@@ -199,6 +274,7 @@ fn read_user_skill(dir: &Path, tokenizer: &dyn Tokenizer) -> Option<Skill> {
     }
     Some(Skill {
         summary: SkillSummary::from_doc(&doc, tokenizer),
+        source: Source::of_user_skill(&doc.extra),
         body: doc.body,
         origin: dir.display().to_string(),
     })
@@ -262,11 +338,14 @@ mod tests {
         let names: Vec<&str> = catalog
             .all()
             .iter()
+            .filter(|s| s.source != Source::Bundled)
             .map(|s| s.summary.name.as_str())
             .collect();
         assert_eq!(names, ["commit-message", "pdf-tools"]);
+        assert_eq!(catalog.all().len(), BUNDLED.len() + 1);
         let mine = catalog.get("commit-message").unwrap();
         assert_eq!(mine.body, "Mine.\n");
+        assert_eq!(mine.source, Source::User);
         assert_eq!(mine.summary.description, "My own commit style");
         assert_eq!(
             catalog.skill_dir("commit-message"),
@@ -277,6 +356,91 @@ mod tests {
         assert_eq!(pdf.summary.tags, ["a", "b"]);
         assert_eq!(catalog.skill_dir("pdf-tools"), Some(root.join("pdf-tools")));
         assert_eq!(catalog.skill_dir("nope"), None);
+    }
+
+    #[test]
+    fn each_bundled_skill_is_the_first_match_for_a_typical_request() {
+        use evolve_core::skill::rank;
+        use evolve_core::text::KeywordSet;
+        let catalog = Catalog::load(Path::new("/nonexistent/evolve/skills"), &FallbackTokenizer);
+        let summaries: Vec<SkillSummary> =
+            catalog.all().iter().map(|s| s.summary.clone()).collect();
+        let table: &[(&str, &str)] = &[
+            (
+                "write a commit message for my staged changes",
+                "commit-message",
+            ),
+            ("give me my morning briefing for today", "daily-briefing"),
+            (
+                "what does this article say? https://example.com/post",
+                "summarize-web-page",
+            ),
+            ("summarize this web page for me", "summarize-web-page"),
+            ("translate this paragraph into English", "translate-zh-en"),
+            ("把这段话翻译成英文", "translate-zh-en"),
+            (
+                "please review this diff before I merge the PR",
+                "review-diff",
+            ),
+            (
+                "plan the migration of my blog into steps with a todo list",
+                "plan-tasks",
+            ),
+            (
+                "is the server healthy? check disk space and memory",
+                "server-health-check",
+            ),
+            ("服务器磁盘满了吗", "server-health-check"),
+        ];
+        for (query, expected) in table {
+            let q = KeywordSet::of(&FallbackTokenizer, query);
+            let ranked: Vec<&str> = rank(&summaries, &q, 3)
+                .iter()
+                .map(|&(i, _)| summaries[i].name.as_str())
+                .collect();
+            assert_eq!(ranked.first(), Some(expected), "{query:?}: {ranked:?}");
+        }
+    }
+
+    #[test]
+    fn bundled_skills_stay_small_and_say_when_to_use_them() {
+        let total: usize = BUNDLED.iter().map(|(_, t)| t.len()).sum();
+        assert!(total <= 25 * 1024, "bundled skills take {total} bytes");
+        for (name, text) in BUNDLED {
+            let doc = parse_skill_md(text).unwrap_or_else(|e| panic!("{name}: {e}"));
+            assert!(doc.description.contains("Use when"), "{name}");
+            assert!(!doc.tags.is_empty(), "{name} has no tags");
+            let lines = doc.body.lines().count();
+            assert!((30..=120).contains(&lines), "{name}: {lines} lines");
+        }
+    }
+
+    #[test]
+    fn learned_skills_are_told_apart_from_user_and_bundled_ones() {
+        let tmp = TempDir::new("skills-learned");
+        let root = tmp.path();
+        let with = |name: &str, extra: &str| {
+            format!("---\nname: {name}\ndescription: D\n{extra}---\nBody\n")
+        };
+        write_skill(root, "plain", &with("plain", ""));
+        write_skill(root, "flag", &with("flag", "learned: true\n"));
+        write_skill(
+            root,
+            "meta",
+            &with("meta", "metadata:\n  learned: yes\n  job: x\n"),
+        );
+        write_skill(
+            root,
+            "not-learned",
+            &with("not-learned", "learned: false\n"),
+        );
+        let catalog = Catalog::load(root, &FallbackTokenizer);
+        let source = |name: &str| catalog.get(name).map(|s| s.source);
+        assert_eq!(source("plain"), Some(Source::User));
+        assert_eq!(source("flag"), Some(Source::Learned));
+        assert_eq!(source("meta"), Some(Source::Learned));
+        assert_eq!(source("not-learned"), Some(Source::User));
+        assert_eq!(source("review-diff"), Some(Source::Bundled));
     }
 
     #[test]
@@ -294,6 +458,7 @@ mod tests {
             summary: SkillSummary::new(name, "d", &[], &FallbackTokenizer),
             body: body.into(),
             origin: BUNDLED_ORIGIN.into(),
+            source: Source::Bundled,
         };
         let c = Catalog::with_skills(vec![skill("b", "1"), skill("a", "2"), skill("b", "3")]);
         let names: Vec<&str> = c.all().iter().map(|s| s.summary.name.as_str()).collect();

@@ -11,6 +11,7 @@ pub(crate) mod mcp;
 mod memory;
 mod serve;
 pub(crate) mod sessions;
+mod skills;
 
 use argh::FromArgs;
 
@@ -53,6 +54,7 @@ enum Command {
     Chat(chat::ChatCmd),
     Memory(memory::MemoryCmd),
     Sessions(sessions::SessionsCmd),
+    Skills(skills::SkillsCmd),
     Mcp(mcp::McpCmd),
     Serve(serve::ServeCmd),
     Config(config::ConfigCmd),
@@ -70,6 +72,7 @@ pub fn run(args: Evolve) -> Result<(), Error> {
         Some(Command::Chat(cmd)) => chat::run(cmd),
         Some(Command::Memory(cmd)) => memory::run(cmd),
         Some(Command::Sessions(cmd)) => sessions::run(cmd),
+        Some(Command::Skills(cmd)) => skills::run(cmd),
         Some(Command::Mcp(cmd)) => mcp::run(cmd),
         Some(Command::Serve(cmd)) => serve::run(cmd),
         Some(Command::Config(cmd)) => config::run(cmd),

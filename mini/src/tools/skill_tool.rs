@@ -51,6 +51,9 @@ pub fn run(args: &Args, ctx: &ToolContext<'_>, cap: usize) -> ToolOutput {
             "{name} is a bundled skill: it has no files besides its instructions (call load_skill without `file`)"
         ));
     };
+    if let Err(e) = check_relative(file, name) {
+        return ToolOutput::error(e);
+    }
     let confined = match Confined::new(&dir, &format!("the folder of skill {name}")) {
         Ok(c) => c,
         Err(e) => return ToolOutput::error(e),
@@ -87,6 +90,27 @@ pub fn run(args: &Args, ctx: &ToolContext<'_>, cap: usize) -> ToolOutput {
         out.push_str(&format!("\n[truncated at {cap} bytes]"));
     }
     ToolOutput::ok(out)
+}
+
+/// A skill's files are named relative to its folder, without `..`: the rule is simple
+/// to state to the model and leaves nothing to resolve. Symlinks that lead out are
+/// caught afterwards by [`Confined`], which resolves each step.
+fn check_relative(file: &str, skill: &str) -> Result<(), String> {
+    let path = Path::new(file);
+    if path.is_absolute() || file.starts_with('\\') {
+        return Err(format!(
+            "{file:?} is an absolute path; name a file relative to the folder of skill {skill}, such as \"scripts/run.sh\""
+        ));
+    }
+    if path
+        .components()
+        .any(|c| matches!(c, std::path::Component::ParentDir))
+    {
+        return Err(format!(
+            "{file:?} contains `..`; only files inside the folder of skill {skill} can be read"
+        ));
+    }
+    Ok(())
 }
 
 /// Files of a skill folder other than SKILL.md, relative, sorted, two levels deep;
@@ -145,6 +169,9 @@ mod tests {
         std::fs::write(dir.join("logo.png"), b"\x89PNG\0\0").unwrap();
         std::fs::write(skills.path().join("secret.txt"), "outside the skill").unwrap();
         symlink(skills.path().join("secret.txt"), dir.join("escape")).unwrap();
+        symlink(skills.path(), dir.join("up")).unwrap();
+        symlink("/etc", dir.join("scripts/etc")).unwrap();
+        std::fs::write(dir.join("big.txt"), "y".repeat(300_000)).unwrap();
         h.skills = Catalog::load(skills.path(), &FallbackTokenizer);
         (h, skills)
     }
@@ -181,22 +208,40 @@ mod tests {
             json!({"name": "pdf-tools", "file": "scripts/extract.sh"}),
         );
         assert_eq!(script.content, "pdftotext \"$1\" -\n");
+        let outside = "is outside the folder of skill pdf-tools";
         let cases: &[(serde_json::Value, &str)] = &[
             (
                 json!({"name": "pdf-tools", "file": "../secret.txt"}),
-                "is outside the folder of skill pdf-tools",
+                "contains `..`",
             ),
             (
-                json!({"name": "pdf-tools", "file": "escape"}),
-                "is outside the folder of skill pdf-tools",
+                json!({"name": "pdf-tools", "file": "scripts/../../secret.txt"}),
+                "contains `..`",
+            ),
+            (
+                json!({"name": "pdf-tools", "file": "scripts/../SKILL.md"}),
+                "contains `..`",
             ),
             (
                 json!({"name": "pdf-tools", "file": "/etc/passwd"}),
-                "is outside the folder of skill pdf-tools",
+                "is an absolute path",
+            ),
+            (json!({"name": "pdf-tools", "file": "escape"}), outside),
+            (
+                json!({"name": "pdf-tools", "file": "up/secret.txt"}),
+                outside,
+            ),
+            (
+                json!({"name": "pdf-tools", "file": "scripts/etc/passwd"}),
+                outside,
             ),
             (
                 json!({"name": "pdf-tools", "file": "logo.png"}),
                 "binary file",
+            ),
+            (
+                json!({"name": "pdf-tools", "file": "scripts"}),
+                "is not a file",
             ),
             (
                 json!({"name": "pdf-tools", "file": "nope.md"}),
@@ -208,7 +253,7 @@ mod tests {
             ),
             (
                 json!({"name": "nope"}),
-                "no skill named \"nope\"; known skills: commit-message, pdf-tools",
+                "no skill named \"nope\"; known skills: commit-message, daily-briefing",
             ),
         ];
         for (args, expected) in cases {
@@ -216,5 +261,21 @@ mod tests {
             assert!(out.is_error, "{args}: {}", out.content);
             assert!(out.content.contains(expected), "{args}: {}", out.content);
         }
+    }
+
+    #[test]
+    fn skill_files_are_capped() {
+        let (h, _skills) = harness_with_skills();
+        let out = h.call(
+            "load_skill",
+            json!({"name": "pdf-tools", "file": "big.txt"}),
+        );
+        assert!(!out.is_error, "{}", out.content);
+        assert!(out.content.len() < 300_000, "{} bytes", out.content.len());
+        assert!(
+            out.content.contains("[truncated at "),
+            "{}",
+            &out.content[out.content.len() - 60..]
+        );
     }
 }

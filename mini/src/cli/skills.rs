@@ -1,0 +1,396 @@
+//! `evolve skills …`: see, read, create and remove skills. Decides what a user may do
+//! to which skill: bundled skills are read-only (they ship in the binary), user and
+//! learned skills are folders under `$EVOLVE_HOME/skills` that `new` creates from a
+//! template and `rm` deletes. A user skill with a bundled skill's name overrides it;
+//! removing it brings the bundled one back. Loading, parsing and ranking are
+//! [`crate::skills`]' and the core's.
+
+use std::io::Write;
+
+use argh::FromArgs;
+use evolve_core::skill::{parse_skill_md, validate_name, NameProblem, MAX_NAME_CHARS};
+use evolve_core::text::one_line;
+use serde_json::json;
+
+use crate::cli::app::App;
+use crate::config::LoadOptions;
+use crate::error::Error;
+use crate::skills::{Catalog, Source, BUNDLED};
+
+/// Characters of a description shown per line of `skills list`.
+const LISTED_DESCRIPTION_CHARS: usize = 70;
+
+/// list, show, create and remove skills
+#[derive(FromArgs, Debug)]
+#[argh(subcommand, name = "skills")]
+pub struct SkillsCmd {
+    #[argh(subcommand)]
+    action: Action,
+}
+
+#[derive(FromArgs, Debug)]
+#[argh(subcommand)]
+enum Action {
+    List(List),
+    Show(Show),
+    New(New),
+    Rm(Rm),
+}
+
+/// list the skills: name, source (bundled, user or learned) and description
+#[derive(FromArgs, Debug)]
+#[argh(subcommand, name = "list")]
+struct List {
+    /// print JSON records
+    #[argh(switch)]
+    json: bool,
+    /// configuration profile to use
+    #[argh(option)]
+    profile: Option<String>,
+}
+
+/// print a skill's SKILL.md: front matter and instructions
+#[derive(FromArgs, Debug)]
+#[argh(subcommand, name = "show")]
+struct Show {
+    /// the skill's name (from `evolve skills list`)
+    #[argh(positional)]
+    name: String,
+    /// configuration profile to use
+    #[argh(option)]
+    profile: Option<String>,
+}
+
+/// create a user skill in $EVOLVE_HOME/skills/NAME/SKILL.md from a template
+#[derive(FromArgs, Debug)]
+#[argh(subcommand, name = "new")]
+struct New {
+    /// the skill's name: lowercase letters, digits and single hyphens, at most 64
+    #[argh(positional)]
+    name: String,
+    /// what the skill does and when to use it (the matcher ranks skills by it)
+    #[argh(option)]
+    description: Option<String>,
+    /// configuration profile to use
+    #[argh(option)]
+    profile: Option<String>,
+}
+
+/// remove a user skill (bundled skills cannot be removed)
+#[derive(FromArgs, Debug)]
+#[argh(subcommand, name = "rm")]
+struct Rm {
+    /// the skill's name (from `evolve skills list`)
+    #[argh(positional)]
+    name: String,
+    /// configuration profile to use
+    #[argh(option)]
+    profile: Option<String>,
+}
+
+pub fn run(cmd: SkillsCmd) -> Result<(), Error> {
+    match cmd.action {
+        Action::List(c) => list(c),
+        Action::Show(c) => show(c),
+        Action::New(c) => new(c),
+        Action::Rm(c) => rm(c),
+    }
+}
+
+/// The configuration and the skills it sees.
+fn load(profile: &Option<String>) -> Result<(App, Catalog), Error> {
+    let app = App::load(&LoadOptions {
+        profile: profile.clone(),
+        ..LoadOptions::default()
+    })?;
+    let catalog = Catalog::load(&app.config.skills_dir(), &app.tokenizer);
+    Ok((app, catalog))
+}
+
+fn list(c: List) -> Result<(), Error> {
+    let (_app, catalog) = load(&c.profile)?;
+    let mut out = std::io::stdout().lock();
+    if c.json {
+        let records: Vec<serde_json::Value> = catalog
+            .all()
+            .iter()
+            .map(|s| {
+                json!({
+                    "name": s.summary.name,
+                    "source": s.source.name(),
+                    "description": s.summary.description,
+                    "tags": s.summary.tags,
+                    "path": catalog.skill_dir(&s.summary.name).map(|d| d.join("SKILL.md")),
+                })
+            })
+            .collect();
+        let text = serde_json::to_string_pretty(&records)
+            .map_err(|e| Error::Other(format!("cannot encode the skills: {e}")))?;
+        writeln!(out, "{text}")?;
+        return Ok(());
+    }
+    let width = catalog
+        .all()
+        .iter()
+        .map(|s| s.summary.name.len())
+        .max()
+        .unwrap_or(4)
+        .max(4);
+    writeln!(out, "{:<width$}  {:<7}  description", "name", "source")?;
+    for s in catalog.all() {
+        writeln!(
+            out,
+            "{:<width$}  {:<7}  {}",
+            s.summary.name,
+            s.source.name(),
+            super::printable(
+                &one_line(&s.summary.description, LISTED_DESCRIPTION_CHARS),
+                false
+            )
+        )?;
+    }
+    Ok(())
+}
+
+fn show(c: Show) -> Result<(), Error> {
+    let (app, catalog) = load(&c.profile)?;
+    let name = c.name.trim();
+    let Some(skill) = catalog.get(name) else {
+        let dir = app.config.skills_dir().join(name);
+        if check_name(name).is_ok() && dir.is_dir() {
+            return Err(Error::Other(format!(
+                "the skill folder {} exists but its SKILL.md cannot be used (the warning above says why); fix it, or remove it with `evolve skills rm {name}`",
+                dir.display()
+            )));
+        }
+        return Err(unknown(name, &catalog));
+    };
+    let text = match catalog.skill_dir(name) {
+        Some(dir) => {
+            let path = dir.join("SKILL.md");
+            std::fs::read_to_string(&path).map_err(|source| Error::Read { path, source })?
+        }
+        None => bundled_text(name).unwrap_or_default().to_string(),
+    };
+    let mut out = std::io::stdout().lock();
+    let overrides = skill.source != Source::Bundled && bundled_text(name).is_some();
+    write!(out, "# {} skill", skill.source.name())?;
+    if let Some(dir) = catalog.skill_dir(name) {
+        write!(out, ", {}", dir.join("SKILL.md").display())?;
+    }
+    if overrides {
+        write!(out, " (overrides the bundled skill of the same name)")?;
+    }
+    writeln!(out)?;
+    out.write_all(super::printable(text.trim_end(), true).as_bytes())?;
+    writeln!(out)?;
+    Ok(())
+}
+
+fn new(c: New) -> Result<(), Error> {
+    let name = c.name.trim();
+    check_name(name)?;
+    let description = match c.description.as_deref().map(str::trim) {
+        Some("") => {
+            return Err(Error::Usage(
+                "--description is empty: say what the skill does and when to use it".into(),
+            ))
+        }
+        Some(d) => Some(one_line(d, evolve_core::skill::MAX_DESCRIPTION_CHARS)),
+        None => None,
+    };
+    let (app, _catalog) = load(&c.profile)?;
+    let root = app.config.skills_dir();
+    let dir = root.join(name);
+    if std::fs::symlink_metadata(&dir).is_ok() {
+        return Err(Error::Other(format!(
+            "the user skill {name} already exists at {}; edit its SKILL.md, or remove it first with `evolve skills rm {name}`",
+            dir.display()
+        )));
+    }
+    let text = template(name, description.as_deref());
+    // The template must load, or the user starts from a skill the agent skips.
+    if let Err(e) = parse_skill_md(&text) {
+        return Err(Error::Other(format!(
+            "cannot make a valid SKILL.md for {name}: {e}; simplify the description"
+        )));
+    }
+    let file = dir.join("SKILL.md");
+    std::fs::create_dir_all(&root)
+        .and_then(|()| std::fs::create_dir(&dir))
+        .and_then(|()| {
+            std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&file)
+        })
+        .and_then(|mut f| f.write_all(text.as_bytes()))
+        .map_err(|e| {
+            Error::Other(format!(
+                "cannot create {}: {e} — check that {} is writable",
+                file.display(),
+                root.display()
+            ))
+        })?;
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "created {}", file.display())?;
+    if bundled_text(name).is_some() {
+        writeln!(
+            out,
+            "it overrides the bundled skill {name} (its text is the starting point); `evolve skills rm {name}` brings the bundled one back"
+        )?;
+    } else {
+        writeln!(
+            out,
+            "edit it: the description says when to use the skill (the agent matches requests against it), the body says how"
+        )?;
+    }
+    Ok(())
+}
+
+fn rm(c: Rm) -> Result<(), Error> {
+    let name = c.name.trim();
+    check_name(name)?;
+    let (app, catalog) = load(&c.profile)?;
+    let dir = app.config.skills_dir().join(name);
+    let Ok(meta) = std::fs::symlink_metadata(&dir) else {
+        if bundled_text(name).is_some() {
+            return Err(Error::Other(format!(
+                "{name} is a bundled skill: it ships in the binary and cannot be removed; to change it, `evolve skills new {name}` creates a user copy that overrides it"
+            )));
+        }
+        return Err(unknown(name, &catalog));
+    };
+    // A symlinked skill folder: remove the link, never what it points to.
+    let removed = if meta.file_type().is_symlink() || meta.is_file() {
+        std::fs::remove_file(&dir)
+    } else {
+        std::fs::remove_dir_all(&dir)
+    };
+    removed.map_err(|e| Error::Other(format!("cannot remove {}: {e}", dir.display())))?;
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "removed the skill {name} ({})", dir.display())?;
+    if bundled_text(name).is_some() {
+        writeln!(out, "the bundled skill {name} is used again")?;
+    }
+    Ok(())
+}
+
+/// The SKILL.md text of a bundled skill.
+fn bundled_text(name: &str) -> Option<&'static str> {
+    BUNDLED.iter().find(|(n, _)| *n == name).map(|(_, t)| *t)
+}
+
+/// Names become folder names: the Agent Skills rule, with a message saying which part
+/// is wrong (and no way to reach outside the skills folder).
+fn check_name(name: &str) -> Result<(), Error> {
+    let problem = match validate_name(name) {
+        Ok(()) => return Ok(()),
+        Err(NameProblem::Empty) => "is empty".to_string(),
+        Err(NameProblem::TooLong(n)) => {
+            format!("has {n} characters; at most {MAX_NAME_CHARS} are allowed")
+        }
+        Err(NameProblem::InvalidChar(c)) => {
+            format!("may only contain lowercase letters, digits and hyphens (found {c:?})")
+        }
+        Err(NameProblem::EdgeHyphen) => "must not start or end with a hyphen".to_string(),
+        Err(NameProblem::DoubleHyphen) => "must not contain two hyphens in a row".to_string(),
+    };
+    Err(Error::Usage(format!(
+        "the skill name {name:?} {problem}, e.g. `pdf-tools`"
+    )))
+}
+
+/// "no skill named …", with the names there are.
+fn unknown(name: &str, catalog: &Catalog) -> Error {
+    let names: Vec<&str> = catalog
+        .all()
+        .iter()
+        .map(|s| s.summary.name.as_str())
+        .collect();
+    Error::Other(format!(
+        "there is no skill named {name:?}; `evolve skills list` shows them ({})",
+        names.join(", ")
+    ))
+}
+
+/// A new skill's SKILL.md: a bundled skill's own text when overriding it, else a
+/// template whose front matter is valid and whose body shows the expected shape.
+fn template(name: &str, description: Option<&str>) -> String {
+    if let (Some(text), None) = (bundled_text(name), description) {
+        return text.to_string();
+    }
+    let description = description.map(quote).unwrap_or_else(|| {
+        format!(
+            "\"Describe what {name} does. Use when the user asks to … (name the requests it fits).\""
+        )
+    });
+    let title = name.replace('-', " ");
+    format!(
+        "---\nname: {name}\ndescription: {description}\ntags: [{tags}]\n---\n# {title}\n\n\
+         ## Steps\n1. The first thing to do, and which tool to use for it.\n2. …\n\n\
+         ## Output format\nWhat the answer looks like (a short example helps).\n\n\
+         ## Pitfalls\n- What to avoid or check before answering.\n",
+        tags = name.split('-').collect::<Vec<_>>().join(", ")
+    )
+}
+
+/// A description as a double-quoted YAML scalar (it may contain `:` or `#`).
+fn quote(text: &str) -> String {
+    format!("\"{}\"", text.replace('\\', "\\\\").replace('"', "\\\""))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_checked_before_touching_the_disk() {
+        let table: &[(&str, Option<&str>)] = &[
+            ("pdf-tools", None),
+            ("a1", None),
+            ("", Some("is empty")),
+            ("../etc", Some("found '.'")),
+            ("a/b", Some("found '/'")),
+            ("Caps", Some("found 'C'")),
+            ("-lead", Some("start or end with a hyphen")),
+            ("a--b", Some("two hyphens")),
+        ];
+        for (name, expected) in table {
+            let got = check_name(name).err().map(|e| e.to_string());
+            match (expected, got) {
+                (None, None) => {}
+                (Some(want), Some(got)) => assert!(got.contains(want), "{name:?}: {got}"),
+                (want, got) => panic!("{name:?}: want {want:?}, got {got:?}"),
+            }
+        }
+        let long = "a".repeat(MAX_NAME_CHARS + 1);
+        assert!(check_name(&long).is_err());
+        assert!(check_name(&"a".repeat(MAX_NAME_CHARS)).is_ok());
+    }
+
+    #[test]
+    fn templates_are_valid_skills_named_like_their_folder() {
+        let table: &[(&str, Option<&str>)] = &[
+            ("pdf-tools", None),
+            (
+                "notes",
+                Some("Keep notes: dated, tagged. Use when asked to \"note\" # something"),
+            ),
+            ("review-diff", None),
+            ("review-diff", Some("My own review rules")),
+        ];
+        for (name, description) in table {
+            let doc = parse_skill_md(&template(name, *description))
+                .unwrap_or_else(|e| panic!("{name}: {e}"));
+            assert_eq!(doc.name, *name);
+            if let Some(d) = description {
+                assert_eq!(doc.description, *d);
+            }
+        }
+        assert_eq!(
+            template("review-diff", None),
+            bundled_text("review-diff").unwrap_or_default()
+        );
+    }
+}

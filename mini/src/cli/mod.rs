@@ -9,6 +9,7 @@ mod doctor;
 mod interrupt;
 pub(crate) mod mcp;
 mod memory;
+mod prompt;
 mod serve;
 pub(crate) mod sessions;
 
@@ -52,6 +53,7 @@ enum Command {
     Ask(ask::AskCmd),
     Chat(chat::ChatCmd),
     Memory(memory::MemoryCmd),
+    Prompt(prompt::PromptCmd),
     Sessions(sessions::SessionsCmd),
     Mcp(mcp::McpCmd),
     Serve(serve::ServeCmd),
@@ -69,6 +71,7 @@ pub fn run(args: Evolve) -> Result<(), Error> {
         Some(Command::Ask(cmd)) => ask::run(cmd),
         Some(Command::Chat(cmd)) => chat::run(cmd),
         Some(Command::Memory(cmd)) => memory::run(cmd),
+        Some(Command::Prompt(cmd)) => prompt::run(cmd),
         Some(Command::Sessions(cmd)) => sessions::run(cmd),
         Some(Command::Mcp(cmd)) => mcp::run(cmd),
         Some(Command::Serve(cmd)) => serve::run(cmd),

@@ -691,7 +691,8 @@ mod tests {
 
     #[test]
     fn the_first_change_names_the_line_a_reader_should_look_at() {
-        let cases: [(&str, &str, Option<(usize, &str)>); 5] = [
+        type Case<'a> = (&'a str, &'a str, Option<(usize, &'a str)>);
+        let cases: [Case; 5] = [
             ("a\nb\nc", "a\nb\nc", None),
             ("a\nb\nc", "a\nB\nc", Some((2, "B"))),
             ("a\nb", "a\nb\nc", Some((3, "c"))),

@@ -22,9 +22,7 @@ use evolve_core::text::{clip_chars, one_line};
 use evolve_core::Timestamp;
 
 use super::memory::open_store;
-use crate::agents::prompts::{
-    evolve_prompt, DEFAULT_SYSTEM_PROMPT, EVOLVE_PROMPT_MARKER, SYSTEM_PROMPT_MAX_CHARS,
-};
+use crate::agents::prompts::{evolve_prompt, DEFAULT_SYSTEM_PROMPT, SYSTEM_PROMPT_MAX_CHARS};
 use crate::agents::REFLECTION_TAG;
 use crate::cli::app;
 use crate::error::Error;
@@ -299,7 +297,7 @@ const MIN_EVOLVED_CHARS: usize = 80;
 
 // ---- what `evolve` sends ----
 
-/// Lessons in the request, at most (newest first), and characters of each.
+/// Lessons in the request, at most (newest first).
 const LESSONS_MAX: usize = 10;
 /// Low-graded replies in the request, at most (newest first).
 const LOW_SCORES_MAX: usize = 8;
@@ -307,6 +305,10 @@ const LOW_SCORES_MAX: usize = 8;
 const RULES_MAX: usize = 10;
 /// Characters of one lesson, reason or rule.
 const ITEM_CHARS: usize = 300;
+
+/// Sessions whose evaluations `evolve` reads, the most recently used first: "recent"
+/// work, and a bounded read on a store that has kept years of sessions.
+const SESSIONS_READ: usize = 30;
 
 /// What the agent learned, gathered from the store for `evolve`.
 #[derive(Debug, Default, Clone, PartialEq)]
@@ -547,7 +549,7 @@ fn evolve(c: Evolve) -> Result<(), Error> {
     let now = app::now();
     let current = active_text(&store)?;
     let mut evaluations = Vec::new();
-    for s in store.sessions()? {
+    for s in store.sessions()?.into_iter().take(SESSIONS_READ) {
         evaluations.extend(store.evaluations(&s.id)?);
     }
     let learned = Learned::gather(
@@ -582,7 +584,7 @@ fn evolve(c: Evolve) -> Result<(), Error> {
     let truncated = resp.finish_reason.as_deref() == Some("length");
     let text = clean_reply(&resp.message.content, truncated).map_err(|e| {
         Error::Other(format!(
-            "{EVOLVE_PROMPT_MARKER} the model's new prompt was refused: {e}; nothing was stored \
+            "the model's new prompt was refused: {e}; nothing was stored \
              (try again, or write one with `evolve prompt set FILE`)"
         ))
     })?;

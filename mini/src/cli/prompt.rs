@@ -259,7 +259,8 @@ fn check_text(text: &str) -> Result<String, String> {
     Ok(text.to_string())
 }
 
-/// The new prompt in a model's reply: fences around the whole reply are removed; a
+/// The new prompt in a model's reply: a "Here is …:" line before it and fences around
+/// it are removed; a
 /// reply that was cut off, is JSON, still holds a fence, quotes the request's marker,
 /// or is too short to be a prompt is refused, as is anything [`check_text`] refuses.
 fn clean_reply(reply: &str, truncated: bool) -> Result<String, String> {
@@ -267,6 +268,13 @@ fn clean_reply(reply: &str, truncated: bool) -> Result<String, String> {
         return Err("the reply was cut off at the answer budget".into());
     }
     let mut text = reply.trim();
+    // "Here is the improved system prompt:" before the prompt itself.
+    if let Some((first, rest)) = text.split_once('\n') {
+        let lower = first.trim().to_lowercase();
+        if (lower.starts_with("here is") || lower.starts_with("here's")) && lower.ends_with(':') {
+            text = rest.trim();
+        }
+    }
     if let Some(rest) = text.strip_prefix("```") {
         // ```text\n … \n```: drop the fence line with its language tag.
         let body = rest.split_once('\n').map_or("", |(_, body)| body);
@@ -276,7 +284,7 @@ fn clean_reply(reply: &str, truncated: bool) -> Result<String, String> {
     if text.contains("```") {
         return Err("the reply holds a code block, not a plain-text prompt".into());
     }
-    if text.starts_with('{') || text.starts_with('[') && text.ends_with(']') {
+    if text.starts_with('{') || (text.starts_with('[') && text.ends_with(']')) {
         return Err("the reply is JSON, not a plain-text prompt".into());
     }
     if text.contains("[evolve:") {
@@ -647,10 +655,12 @@ mod tests {
                       keep answers short unless asked.";
         let fenced = format!("```text\n{prompt}\n```");
         let bare_fence = format!("```\n{prompt}\n```\n");
-        let cases: [(&str, bool, Result<&str, &str>); 9] = [
+        let preamble = format!("Here is the improved system prompt:\n\n```\n{prompt}\n```");
+        let cases: [(&str, bool, Result<&str, &str>); 10] = [
             (prompt, false, Ok(prompt)),
             (&fenced, false, Ok(prompt)),
             (&bare_fence, false, Ok(prompt)),
+            (&preamble, false, Ok(prompt)),
             ("", false, Err("empty")),
             ("```\n```", false, Err("empty")),
             (prompt, true, Err("cut off")),

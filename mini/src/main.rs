@@ -79,13 +79,14 @@ fn parse_args() -> Result<cli::Evolve, ExitCode> {
         .and_then(|n| n.to_str())
         .unwrap_or("evolve");
     // argh reads a bare `-` as an unknown option. For the commands whose text may come
-    // from stdin (`ask -`, `memory add -`) it is passed on as a marker they recognise.
+    // from stdin (`ask -`, `memory add -`, `prompt set -`) it is passed on as a marker
+    // they recognise.
     let reads_stdin = matches!(
         (
             rest.first().map(String::as_str),
             rest.get(1).map(String::as_str)
         ),
-        (Some("ask"), _) | (Some("memory"), Some("add"))
+        (Some("ask"), _) | (Some("memory"), Some("add")) | (Some("prompt"), Some("set"))
     );
     let rest: Vec<&str> = rest
         .iter()

@@ -27,7 +27,7 @@ pub(crate) use memory::cheap_call_sized;
 
 pub use evaluate::EvaluateAgent;
 pub use memory::MemoryAgent;
-pub use reflect::ReflectionAgent;
+pub use reflect::{ReflectionAgent, REFLECTION_TAG};
 pub use tool::ToolAgent;
 
 /// Records a problem of the background work: logged (the worker has no terminal of

@@ -50,6 +50,32 @@ conversation for the assistant's own memory: the topics, decisions, facts establ
 open questions and the user's goals, in the conversation's language, at most 200 words, \
 plain text. Merge the previous summary (if any) with the new exchanges.";
 
+/// The marker of the self-evolution of the system prompt (`evolve prompt evolve`).
+pub const EVOLVE_PROMPT_MARKER: &str = "[evolve:prompt]";
+
+/// The longest system prompt a version may hold, in characters: long prompts crowd out
+/// memories and history in small context windows, and a runaway model reply must not
+/// become the prompt of every later turn.
+pub const SYSTEM_PROMPT_MAX_CHARS: usize = 8_000;
+
+/// The task prompt of `evolve prompt evolve`: rewrite the system prompt from what the
+/// agent has learned; the reply is the new prompt itself, as plain text.
+pub fn evolve_prompt() -> String {
+    format!(
+        "{EVOLVE_PROMPT_MARKER} You maintain the system prompt of Evolve, a personal \
+         assistant running on its user's own machine. Below are the current system prompt, \
+         lessons the assistant drew from its recent work, replies that were graded low with \
+         the grader's reasons, and the user's standing rules. Write an improved system \
+         prompt: keep what the current one gets right (its safety rules about tools and \
+         refused calls, answering in the user's language), fold in the lessons and the \
+         fixes the low grades call for as short general rules, and leave out one-off \
+         details. Do not copy the user's rules one by one: they reach the assistant as \
+         memories anyway. Address the assistant as \"you\". Reply with the new system \
+         prompt only, as plain text: no preamble, no explanation, no code fences, no JSON, \
+         at most {SYSTEM_PROMPT_MAX_CHARS} characters (shorter is better)."
+    )
+}
+
 /// The marker of the classification of MCP tools (the tests' fake server routes on it).
 pub const CLASSIFY_MARKER: &str = "[evolve:classify]";
 

@@ -9,6 +9,7 @@ mod doctor;
 mod interrupt;
 pub(crate) mod mcp;
 mod memory;
+mod prompt;
 mod serve;
 pub(crate) mod sessions;
 mod skills;
@@ -53,6 +54,7 @@ enum Command {
     Ask(ask::AskCmd),
     Chat(chat::ChatCmd),
     Memory(memory::MemoryCmd),
+    Prompt(prompt::PromptCmd),
     Sessions(sessions::SessionsCmd),
     Skills(skills::SkillsCmd),
     Mcp(mcp::McpCmd),
@@ -71,6 +73,7 @@ pub fn run(args: Evolve) -> Result<(), Error> {
         Some(Command::Ask(cmd)) => ask::run(cmd),
         Some(Command::Chat(cmd)) => chat::run(cmd),
         Some(Command::Memory(cmd)) => memory::run(cmd),
+        Some(Command::Prompt(cmd)) => prompt::run(cmd),
         Some(Command::Sessions(cmd)) => sessions::run(cmd),
         Some(Command::Skills(cmd)) => skills::run(cmd),
         Some(Command::Mcp(cmd)) => mcp::run(cmd),

@@ -9,14 +9,12 @@ use super::error::Fail;
 use super::schema::*;
 use super::{PromptVersion, Store, StoreError};
 
-#[allow(dead_code)] // used by `evolve prompt` (issue 6)
 fn no_version(version: u64) -> String {
     format!("no system prompt version {version} — `evolve prompt list` shows the versions")
 }
 
 impl Store {
     /// All prompt versions, oldest first.
-    #[allow(dead_code)] // used by `evolve prompt list` (issue 6)
     pub fn prompt_versions(&self) -> Result<Vec<PromptVersion>, StoreError> {
         self.read(|txn| {
             let table = txn.open_table(PROMPTS)?;
@@ -44,7 +42,6 @@ impl Store {
     }
 
     /// Writes a new version and makes it active. Returns its number.
-    #[allow(dead_code)] // used by `evolve prompt evolve|set` (issue 6)
     pub fn add_prompt_version(
         &self,
         text: &str,
@@ -70,13 +67,21 @@ impl Store {
     }
 
     /// Makes an existing version active.
-    #[allow(dead_code)] // used by `evolve prompt rollback` (issue 6)
     pub fn activate_prompt(&self, version: u64) -> Result<(), StoreError> {
         self.write(|txn| {
             if txn.open_table(PROMPTS)?.get(version)?.is_none() {
                 return Err(Fail::NotFound(no_version(version)));
             }
             txn.open_table(META)?.insert(ACTIVE_PROMPT_KEY, version)?;
+            Ok(())
+        })
+    }
+
+    /// Goes back to the built-in prompt (`evolve prompt rollback 0`): the stored
+    /// versions stay, none is active.
+    pub fn activate_builtin_prompt(&self) -> Result<(), StoreError> {
+        self.write(|txn| {
+            txn.open_table(META)?.remove(ACTIVE_PROMPT_KEY)?;
             Ok(())
         })
     }

@@ -675,6 +675,13 @@ fn prompts_style_notes_tool_classes_and_the_audit_log() {
     let err = store.activate_prompt(9).unwrap_err().to_string();
     assert!(err.contains("version 9"), "{err}");
     assert_eq!(store.prompt_versions().unwrap().len(), 2);
+    // Back to the built-in prompt: nothing active, every version kept, and any of them
+    // can be made active again.
+    store.activate_builtin_prompt().unwrap();
+    assert_eq!(store.active_prompt().unwrap(), None);
+    assert_eq!(store.prompt_versions().unwrap().len(), 2);
+    store.activate_prompt(1).unwrap();
+    assert_eq!(store.active_prompt().unwrap().unwrap().version, 1);
 
     store
         .set_style_notes(&["short sentences".into(), "use lists".into()])

@@ -76,7 +76,7 @@ impl Cron {
             text: alloc::format!("{minute} {hour} * * *"),
             minutes: 1 << minute,
             hours: 1 << hour,
-            days: u32::MAX & !1,
+            days: !1, // days 1–31
             months: 0x1ffe,
             weekdays: 0x7f,
             either_day: false,

@@ -81,10 +81,27 @@ pub(crate) const RFC3339_EXAMPLE: &str = "2026-03-29T09:00:00+02:00";
 /// instant it names; `:60` (a leap second) is the first second of the next minute, as in
 /// POSIX time. The date-time separator may be `T`, `t` or a space (RFC 3339 §5.6 note).
 pub fn parse_rfc3339(text: &str) -> Result<i64, SchedError> {
-    let bad = |problem: &'static str| SchedError::BadTimestamp {
-        text: String::from(text),
+    match parse_timestamp(text)? {
+        (wall, Some(offset)) => Ok(wall - offset),
+        (_, None) => Err(bad_timestamp(
+            text,
+            "it needs a UTC offset at the end: `Z` or `+HH:MM`",
+        )),
+    }
+}
+
+fn bad_timestamp(text: &str, problem: &'static str) -> SchedError {
+    SchedError::BadTimestamp {
+        text: String::from(text.trim()),
         problem,
-    };
+    }
+}
+
+/// A timestamp as written: its wall time (counted like Unix seconds) and its offset
+/// east of UTC in seconds, `None` when it has none. Without an offset the seconds may be
+/// left out (`2026-03-29 09:00`, a local time); with one RFC 3339 requires them.
+pub(crate) fn parse_timestamp(text: &str) -> Result<(i64, Option<i64>), SchedError> {
+    let bad = |problem: &'static str| bad_timestamp(text, problem);
     let b = text.trim().as_bytes();
     let num = |from: usize, len: usize| -> Option<i64> {
         let digits = b.get(from..from + len)?;
@@ -109,17 +126,21 @@ pub fn parse_rfc3339(text: &str) -> Result<i64, SchedError> {
         return Err(bad("the date must be followed by `T` and a time HH:MM:SS"));
     }
     let hour = num(11, 2).ok_or_else(|| bad("the time must be HH:MM:SS"))?;
-    let minute = num(14, 2).filter(|_| expect(13, b":"));
-    let second = num(17, 2).filter(|_| expect(16, b":"));
-    let (Some(minute), Some(second)) = (minute, second) else {
-        return Err(bad("the time must be HH:MM:SS"));
+    let minute = num(14, 2)
+        .filter(|_| expect(13, b":"))
+        .ok_or_else(|| bad("the time must be HH:MM:SS"))?;
+    let (second, mut at) = if expect(16, b":") {
+        let second = num(17, 2).ok_or_else(|| bad("the time must be HH:MM:SS"))?;
+        (second, 19)
+    } else {
+        (0, 16)
     };
+    let has_seconds = at == 19;
     if hour > 23 || minute > 59 || second > 60 {
         return Err(bad("the time must be 00:00:00–23:59:59"));
     }
-    let mut at = 19;
     let mut round_up = 0;
-    if expect(at, b".") {
+    if has_seconds && expect(at, b".") {
         at += 1;
         let start = at;
         while b.get(at).is_some_and(u8::is_ascii_digit) {
@@ -131,7 +152,9 @@ pub fn parse_rfc3339(text: &str) -> Result<i64, SchedError> {
         }
     }
     let offset = match b.get(at) {
-        Some(b'Z' | b'z') if at + 1 == b.len() => 0,
+        None => None,
+        Some(_) if !has_seconds => return Err(bad("the time must be HH:MM:SS")),
+        Some(b'Z' | b'z') if at + 1 == b.len() => Some(0),
         Some(&sign @ (b'+' | b'-')) if at + 6 == b.len() && expect(at + 3, b":") => {
             let h = num(at + 1, 2).ok_or_else(|| bad("the offset must be +HH:MM"))?;
             let m = num(at + 4, 2).ok_or_else(|| bad("the offset must be +HH:MM"))?;
@@ -139,13 +162,8 @@ pub fn parse_rfc3339(text: &str) -> Result<i64, SchedError> {
                 return Err(bad("the offset must be between -23:59 and +23:59"));
             }
             let seconds = h * 3600 + m * 60;
-            if sign == b'-' {
-                -seconds
-            } else {
-                seconds
-            }
+            Some(if sign == b'-' { -seconds } else { seconds })
         }
-        None => return Err(bad("it needs a UTC offset at the end: `Z` or `+HH:MM`")),
         _ => {
             return Err(bad(
                 "after the time only a fraction and `Z` or `+HH:MM` may follow",
@@ -153,7 +171,10 @@ pub fn parse_rfc3339(text: &str) -> Result<i64, SchedError> {
         }
     };
     let days = days_from_civil(Date { year, month, day });
-    Ok(days * DAY + hour * 3600 + minute * 60 + second + round_up - offset)
+    Ok((
+        days * DAY + hour * 3600 + minute * 60 + second + round_up,
+        offset,
+    ))
 }
 
 #[cfg(test)]
@@ -222,6 +243,11 @@ mod tests {
                 Err("it needs a UTC offset at the end: `Z` or `+HH:MM`"),
             ),
             ("2026-03-29T09:00Z", Err("the time must be HH:MM:SS")),
+            (
+                "2026-03-29T09:00",
+                Err("it needs a UTC offset at the end: `Z` or `+HH:MM`"),
+            ),
+            ("2026-03-29T09:0", Err("the time must be HH:MM:SS")),
             (
                 "2026-03-29",
                 Err("the date must be followed by `T` and a time HH:MM:SS"),

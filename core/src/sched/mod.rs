@@ -157,6 +157,28 @@ impl Schedule {
     pub fn at(text: &str) -> Result<Schedule, SchedError> {
         parse_rfc3339(text).map(|utc| Schedule::At { utc })
     }
+
+    /// A one-off instant as a user types it for the configured zone: an RFC 3339
+    /// timestamp, or a local date and time without offset (`2026-03-29 09:00`,
+    /// `2026-03-29T09:00:00`) read in `zone` — a time in a spring-forward gap is the
+    /// first instant after it, a repeated one the first occurrence (see [`zone`]).
+    pub fn at_in(text: &str, zone: &dyn Zone) -> Result<Schedule, SchedError> {
+        let utc = match civil::parse_timestamp(text)? {
+            (wall, Some(offset)) => wall - offset,
+            (wall, None) => local_to_utc(zone, wall),
+        };
+        Ok(Schedule::At { utc })
+    }
+
+    /// [`Schedule::parse`] with `at` times allowed without offset, read in `zone`
+    /// ([`Schedule::at_in`]); what `evolve tasks add` uses.
+    pub fn parse_in(text: &str, zone: &dyn Zone) -> Result<Schedule, SchedError> {
+        let trimmed = text.trim();
+        match trimmed.split_once(char::is_whitespace) {
+            Some((word, rest)) if word.eq_ignore_ascii_case("at") => Schedule::at_in(rest, zone),
+            _ => Schedule::parse(trimmed),
+        }
+    }
 }
 
 /// The text [`Schedule::parse`] reads back into the same schedule, for the task store.
@@ -195,5 +217,7 @@ impl fmt::Display for Schedule {
     }
 }
 
+#[cfg(test)]
+mod proptests;
 #[cfg(test)]
 mod tests;

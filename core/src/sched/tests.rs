@@ -497,7 +497,8 @@ fn invalid_schedules_say_what_is_wrong() {
         ("daily 7:5", "`7:5` is not a time of day HH:MM between 00:00 and 23:59 — e.g. `daily 07:30`"),
         ("daily noon", "`noon` is not a time of day HH:MM between 00:00 and 23:59 — e.g. `daily 07:30`"),
         ("at 2026-02-30T09:00:00Z", "`2026-02-30T09:00:00Z` is not an RFC 3339 timestamp: that day does not exist in that month — e.g. `2026-03-29T09:00:00+02:00`"),
-        ("at 2026-03-29T09:00", "`2026-03-29T09:00` is not an RFC 3339 timestamp: the time must be HH:MM:SS — e.g. `2026-03-29T09:00:00+02:00`"),
+        ("at 2026-03-29T09:00", "`2026-03-29T09:00` is not an RFC 3339 timestamp: it needs a UTC offset at the end: `Z` or `+HH:MM` — e.g. `2026-03-29T09:00:00+02:00`"),
+        ("at 2026-03-29T09:00Z", "`2026-03-29T09:00Z` is not an RFC 3339 timestamp: the time must be HH:MM:SS — e.g. `2026-03-29T09:00:00+02:00`"),
     ];
     for &(input, message) in table {
         match Schedule::parse(input) {
@@ -545,4 +546,33 @@ fn fixed_offsets() {
             "{text}"
         );
     }
+}
+
+#[test]
+fn one_offs_in_the_configured_zone() {
+    let shanghai = FixedOffset::east(8 * 3600).expect("valid offset");
+    // (text, zone, instant)
+    let table: &[(&str, &dyn Zone, &str)] = &[
+        ("at 2026-03-29 09:00", &shanghai, "2026-03-29T01:00:00Z"),
+        ("at 2026-03-29T09:00:30", &shanghai, "2026-03-29T01:00:30Z"),
+        ("AT 2026-03-29 09:00", &Berlin, "2026-03-29T07:00:00Z"),
+        // An offset in the text wins over the zone.
+        ("at 2026-03-29T09:00:00Z", &Berlin, "2026-03-29T09:00:00Z"),
+        // In the gap: the first instant after it; in the repeated hour: the first.
+        ("at 2026-03-29 02:30", &Berlin, "2026-03-29T01:00:00Z"),
+        ("at 2026-10-25 02:30", &Berlin, "2026-10-25T00:30:00Z"),
+    ];
+    for &(text, zone, want) in table {
+        let got = Schedule::parse_in(text, zone).unwrap_or_else(|e| panic!("{text}: {e}"));
+        assert_eq!(got, Schedule::At { utc: t(want) }, "{text}");
+    }
+    assert_eq!(
+        Schedule::parse_in("daily 07:30", &Berlin),
+        Schedule::daily("07:30")
+    );
+    let e = Schedule::parse_in("at 2026-03-29 9:00", &Berlin).map_err(|e| e.to_string());
+    assert_eq!(
+        e,
+        Err("`2026-03-29 9:00` is not an RFC 3339 timestamp: the time must be HH:MM:SS — e.g. `2026-03-29T09:00:00+02:00`".to_string())
+    );
 }

@@ -98,9 +98,40 @@ pub fn load(spec: &str) -> Result<LocalZone, ZoneError> {
     load_from(spec, &dir)
 }
 
-/// [`load`] with the zone directory given.
+/// The zone the system runs in, for when none is configured: `$TZ` when set (a name,
+/// an offset or a POSIX TZ string), else `/etc/localtime`, else UTC (containers often
+/// have neither).
+pub fn system() -> Result<LocalZone, ZoneError> {
+    if let Some(tz) = std::env::var("TZ").ok().filter(|tz| !tz.trim().is_empty()) {
+        return load(&tz);
+    }
+    let localtime = Path::new("/etc/localtime");
+    if localtime.exists() {
+        return load_file(localtime);
+    }
+    Ok(LocalZone::Utc)
+}
+
+/// Reads one TZif file.
+pub fn load_file(path: &Path) -> Result<LocalZone, ZoneError> {
+    let bytes = std::fs::read(path).map_err(|source| ZoneError::Read {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    Tzif::parse(&bytes)
+        .map(LocalZone::Tzif)
+        .map_err(|problem| ZoneError::Invalid {
+            path: path.to_path_buf(),
+            problem: problem.to_string(),
+        })
+}
+
+/// [`load`] with the zone directory given. A leading `:` (POSIX `TZ=:Europe/Berlin`)
+/// is ignored; a name with no file that reads as a POSIX TZ string
+/// (`CET-1CEST,M3.5.0,M10.5.0/3`) is used as one.
 pub fn load_from(spec: &str, dir: &Path) -> Result<LocalZone, ZoneError> {
     let spec = spec.trim();
+    let spec = spec.strip_prefix(':').unwrap_or(spec);
     if spec.eq_ignore_ascii_case("utc") || spec.eq_ignore_ascii_case("z") {
         return Ok(LocalZone::Utc);
     }
@@ -121,10 +152,18 @@ pub fn load_from(spec: &str, dir: &Path) -> Result<LocalZone, ZoneError> {
     let bytes = match std::fs::read(&path) {
         Ok(bytes) => bytes,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            if let Some(rule) = PosixTz::parse(spec) {
+                return Ok(LocalZone::Tzif(Tzif {
+                    transitions: Vec::new(),
+                    offsets_after: Vec::new(),
+                    initial: rule.std,
+                    rule: Some(rule),
+                }));
+            }
             return Err(ZoneError::Unknown {
                 name: spec.to_string(),
                 path,
-            })
+            });
         }
         Err(source) => return Err(ZoneError::Read { path, source }),
     };
@@ -659,6 +698,9 @@ mod tests {
         assert_eq!(load_from("UTC", dir).ok(), Some(LocalZone::Utc));
         let plus8 = load_from("+08:00", dir).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(plus8.offset_at_utc(0), 28_800);
+        let posix = load_from(":CET-1CEST,M3.5.0,M10.5.0/3", dir).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(posix.offset_at_utc(t("2026-07-01T00:00:00Z")), 7200);
+        assert_eq!(posix.offset_at_utc(t("2026-12-01T00:00:00Z")), 3600);
         for (name, message) in [
             (
                 "Europe/Berln",
@@ -680,6 +722,55 @@ mod tests {
         }
     }
 
+    /// A TZif block: header with `version`, one transition at `at` from offset
+    /// `before` to `after`, `size`-byte times.
+    fn block(version: u8, size: usize, at: i64, before: i32, after: i32) -> Vec<u8> {
+        let mut b = b"TZif".to_vec();
+        b.push(version);
+        b.extend([0; 15]);
+        for n in [0u32, 0, 0, 1, 2, 4] {
+            b.extend(n.to_be_bytes());
+        }
+        if size == 8 {
+            b.extend(at.to_be_bytes());
+        } else {
+            b.extend((at as i32).to_be_bytes());
+        }
+        b.push(1);
+        for (off, dst) in [(before, 0u8), (after, 1)] {
+            b.extend(off.to_be_bytes());
+            b.extend([dst, 0]);
+        }
+        b.extend(b"AB\0\0");
+        b
+    }
+
+    #[test]
+    fn versions_one_to_three_are_read() {
+        // Version 1: 32-bit times only.
+        let v1 = Tzif::parse(&block(0, 4, 1_000, 3600, 7200)).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            (v1.offset_at_utc(999), v1.offset_at_utc(1_000)),
+            (3600, 7200)
+        );
+        // Version 2 and 3: the 64-bit block wins over a (deliberately different) v1
+        // block; a transition beyond 2038 is kept; the footer rules after it.
+        for version in [b'2', b'3'] {
+            let mut file = block(version, 4, 1_000, 0, 0);
+            file.extend(block(version, 8, 5_000_000_000, 3600, 7200));
+            file.extend(b"\nCST-8\n");
+            let z = Tzif::parse(&file).unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(z.offset_at_utc(4_999_999_999), 3600);
+            assert_eq!(z.offset_at_utc(5_000_000_000), 28_800, "the footer applies");
+            // Without a footer the last offset stays.
+            let mut bare = block(version, 4, 1_000, 0, 0);
+            bare.extend(block(version, 8, 5_000_000_000, 3600, 7200));
+            bare.extend(b"\n\n");
+            let z = Tzif::parse(&bare).unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(z.offset_at_utc(6_000_000_000), 7200);
+        }
+    }
+
     #[test]
     fn damaged_files_are_refused_not_panicked_on() {
         let Ok(good) = std::fs::read(Path::new(DEFAULT_TZDIR).join("Europe/Berlin")) else {
@@ -687,6 +778,8 @@ mod tests {
             return;
         };
         assert!(Tzif::parse(&good).is_ok());
+        let missing = load_file(Path::new("/nonexistent-zoneinfo/Europe/Berlin"));
+        assert!(matches!(missing, Err(ZoneError::Read { .. })));
         for cut in [0, 3, 10, 44, 60, good.len() / 2] {
             assert!(Tzif::parse(&good[..cut]).is_err(), "cut at {cut}");
         }

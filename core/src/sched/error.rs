@@ -191,6 +191,20 @@ impl fmt::Display for SchedError {
                  more, e.g. {}",
                 Field::Minute.example()
             ),
+            SchedError::BadInterval { text } if text.is_empty() => write!(
+                f,
+                "`every` needs an interval: a number and a unit s, m, h or d, e.g. \
+                 `every 30m`, `every 2h`, `every 1h30m`, `every 1d`"
+            ),
+            SchedError::BadTimeOfDay { text } if text.is_empty() => write!(
+                f,
+                "`daily` needs a time of day HH:MM between 00:00 and 23:59 — e.g. `daily 07:30`"
+            ),
+            SchedError::BadTimestamp { text, .. } if text.is_empty() => write!(
+                f,
+                "`at` needs a date and time — e.g. `at {}`",
+                super::civil::RFC3339_EXAMPLE
+            ),
             SchedError::BadInterval { text } => write!(
                 f,
                 "`{text}` is not an interval — write a number and a unit s, m, h or d, \

@@ -529,7 +529,7 @@ fn skills(state: &State) -> Reply {
                 "name": s.summary.name,
                 "description": s.summary.description,
                 "tags": s.summary.tags,
-                "source": if s.origin == "bundled" { "bundled" } else { "user" },
+                "source": s.source.name(),
             })
         })
         .collect();
@@ -544,7 +544,7 @@ fn skill(state: &State, name: &str) -> Reply {
                 "name": s.summary.name,
                 "description": s.summary.description,
                 "tags": s.summary.tags,
-                "source": if s.origin == "bundled" { "bundled" } else { "user" },
+                "source": s.source.name(),
                 "body": s.body,
             }),
         ),

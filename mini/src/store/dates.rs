@@ -1,49 +1,20 @@
 //! Timestamps for people: the store keeps Unix seconds; listings and exports show them
 //! as UTC dates, and the command line accepts either Unix seconds or RFC 3339 times
-//! (`--expires 2026-05-01T09:00:00+02:00`). Plain civil-calendar arithmetic (Howard
-//! Hinnant's days-from-civil), so no date crate is needed for this one job.
+//! (`--expires 2026-05-01T09:00:00+02:00`). The calendar arithmetic is the core's
+//! (`evolve_core::sched`, shared with the scheduler), so no date crate is needed.
 
+use evolve_core::sched::{civil_from_days, days_from_civil, days_in_month, Date};
 use evolve_core::Timestamp;
 
 const DAY: i64 = 86_400;
 
-/// Days since 1970-01-01 of a proleptic Gregorian date.
-fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let m = i64::from(m);
-    let doy = (153 * (if m > 2 { m - 3 } else { m + 9 }) + 2) / 5 + i64::from(d) - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
-}
-
-/// The date of a day count since 1970-01-01.
-fn civil_from_days(z: i64) -> (i64, u32, u32) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    (y, m, d)
-}
-
-fn days_in_month(y: i64, m: u32) -> u32 {
-    match m {
-        1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
-        4 | 6 | 9 | 11 => 30,
-        _ if (y % 4 == 0 && y % 100 != 0) || y % 400 == 0 => 29,
-        _ => 28,
-    }
-}
-
 /// `2026-03-01 14:05` (UTC).
 pub fn format_time(ts: Timestamp) -> String {
-    let (y, m, d) = civil_from_days(ts.div_euclid(DAY));
+    let Date {
+        year: y,
+        month: m,
+        day: d,
+    } = civil_from_days(ts.div_euclid(DAY));
     let secs = ts.rem_euclid(DAY);
     format!(
         "{y:04}-{m:02}-{d:02} {:02}:{:02}",
@@ -54,7 +25,11 @@ pub fn format_time(ts: Timestamp) -> String {
 
 /// `2026-03-01` (UTC).
 pub fn format_date(ts: Timestamp) -> String {
-    let (y, m, d) = civil_from_days(ts.div_euclid(DAY));
+    let Date {
+        year: y,
+        month: m,
+        day: d,
+    } = civil_from_days(ts.div_euclid(DAY));
     format!("{y:04}-{m:02}-{d:02}")
 }
 
@@ -91,7 +66,11 @@ pub fn parse_time(text: &str) -> Result<Timestamp, String> {
     if !(1..=12).contains(&mo) || d == 0 || d > days_in_month(y, mo) {
         return Err(bad());
     }
-    let date = days_from_civil(y, mo, d) * DAY;
+    let date = days_from_civil(Date {
+        year: y,
+        month: mo,
+        day: d,
+    }) * DAY;
     if b.len() == 10 {
         return Ok(date);
     }

@@ -1,8 +1,9 @@
 //! The `get_time` tool: the current time as RFC 3339 with the weekday, in UTC or a
 //! fixed offset. No time-zone database ships in the binary (size), so named zones are
-//! refused with a hint to give their offset; the civil date is computed from Unix
-//! seconds here (Howard Hinnant's `civil_from_days`).
+//! refused with a hint to give their offset; the civil date comes from the core's
+//! calendar arithmetic (`evolve_core::sched`).
 
+use evolve_core::sched::{civil_from_days, Date};
 use evolve_core::Timestamp;
 
 use super::ToolOutput;
@@ -16,20 +17,6 @@ const WEEKDAYS: [&str; 7] = [
     "Saturday",
     "Sunday",
 ];
-
-/// Year, month (1–12), day (1–31) of a day count since 1970-01-01.
-pub fn civil_from_days(days: i64) -> (i64, u32, u32) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097); // 0..=146096
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365; // 0..=399
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100); // 0..=365
-    let mp = (5 * doy + 2) / 153; // 0..=11, March first
-    let day = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    (year, month, day)
-}
 
 /// An offset from UTC in seconds, read from `UTC`, `Z`, `+08:00`, `+0800`, `+08`,
 /// `UTC+8`, `GMT-05:30`. `Err` says what is accepted.
@@ -79,7 +66,11 @@ pub fn format_time(now: Timestamp, offset: i64) -> String {
     let local = now + offset;
     let days = local.div_euclid(86_400);
     let secs = local.rem_euclid(86_400);
-    let (y, mo, d) = civil_from_days(days);
+    let Date {
+        year: y,
+        month: mo,
+        day: d,
+    } = civil_from_days(days);
     let (hh, mm, ss) = (secs / 3600, secs % 3600 / 60, secs % 60);
     let weekday = WEEKDAYS[(days + 3).rem_euclid(7) as usize]; // 1970-01-01 was a Thursday
     let zone = if offset == 0 {

@@ -601,19 +601,19 @@ impl WebIo<'_, '_, '_> {
             &json!({"session": self.session, "call": pending_json(call, lang)}),
         );
         let started = Instant::now();
+        let mut pinged = started;
         let answer = loop {
             if self.cancel.load(Ordering::SeqCst) || self.state.shutdown.load(Ordering::SeqCst) {
                 break None;
             }
-            match rx.recv_timeout(KEEPALIVE.min(Duration::from_secs(1))) {
+            // Woken every second to notice a cancel or a shutdown.
+            match rx.recv_timeout(Duration::from_secs(1)) {
                 Ok(a) => break Some(a),
                 Err(RecvTimeoutError::Disconnected) => break None,
+                Err(RecvTimeoutError::Timeout) if started.elapsed() > APPROVAL_WAIT => break None,
                 Err(RecvTimeoutError::Timeout) => {
-                    if started.elapsed() > APPROVAL_WAIT {
-                        break None;
-                    }
-                    let secs = started.elapsed().as_secs();
-                    if secs > 0 && secs % KEEPALIVE.as_secs() == 0 {
+                    if pinged.elapsed() >= KEEPALIVE {
+                        pinged = Instant::now();
                         if let Some(out) = self.out.as_deref_mut() {
                             // A client that has gone does not matter here: the
                             // answer can come from another page (client_gone).

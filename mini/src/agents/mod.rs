@@ -17,6 +17,7 @@ mod record;
 mod reflect;
 mod runtime;
 mod tool;
+pub(crate) mod versions;
 mod worker;
 
 pub use manager::{Approval, Manager, TurnInput, TurnIo};

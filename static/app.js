@@ -110,7 +110,7 @@ function show(view) {
   }
   setTitle();
   drawer(false);
-  const load = { memory: loadMemory, skills: loadSkills, tools: loadTools }[view];
+  const load = { memory: loadMemory, skills: loadSkills, tools: loadTools, tasks: loadTasks, prompt: loadPrompt }[view];
   if (load) guard(load)();
   if (view === 'search') $('#search-q').focus();
 }
@@ -726,6 +726,144 @@ const switchProfile = guard(async () => {
   await loadConfig();
 });
 
+// ---------------------------------------------------------------- scheduled tasks
+const when = s => s ? new Date(s).toLocaleString(LANG === 'zh' ? 'zh-CN' : undefined,
+  { dateStyle: 'short', timeStyle: 'short' }) : '';
+const KIND_HINT = { every: '30m', daily: '07:30', cron: '0 9 * * mon-fri', at: '' };
+
+function taskKind() {
+  const kind = $('#task-kind').value, v = $('#task-value');
+  v.type = kind === 'at' ? 'datetime-local' : 'text';
+  v.placeholder = KIND_HINT[kind];
+}
+
+/** The schedule text the API reads (core's Schedule::parse): `at` gets the browser's
+ *  local time as an RFC 3339 instant. */
+function scheduleText() {
+  const kind = $('#task-kind').value, v = $('#task-value').value.trim();
+  if (kind === 'cron') return v;
+  if (kind === 'at') {
+    const d = new Date(v);
+    return 'at ' + (isNaN(d) ? v : d.toISOString().replace(/\.\d{3}Z$/, 'Z'));
+  }
+  return `${kind} ${v}`;
+}
+
+async function loadTasks() {
+  const r = await api('GET', '/v1/tasks'), ul = $('#task-list');
+  $('#task-zone').textContent = r.time_zone ? t('timeZone', r.time_zone) : '';
+  ul.replaceChildren(...(r.data || []).map(taskItem));
+  if (!ul.children.length) ul.append(ht('li', 'mut pad', 'noTasks'));
+}
+
+function taskItem(task) {
+  const li = h('li', 'card task');
+  li.dataset.testid = 'task-item';
+  li.dataset.id = task.id;
+  const title = li.appendChild(h('h3', null, `#${task.id} `));
+  title.append(h('code', null, task.schedule));
+  if (task.running) title.append(ht('span', 'badge good', 'taskRunning'));
+  li.append(h('p', 'mem-text', task.question));
+  const facts = [task.allow,
+    task.next_run ? t('nextRun', when(task.next_run)) : null,
+    task.last_run ? t('lastRun', when(task.last_run)) + (task.last_status ? ` (${task.last_status})` : '') : t('neverRun')];
+  li.append(h('small', 'mut', facts.filter(Boolean).join(' · ')));
+  const log = h('ul', 'plain runs');
+  const acts = li.appendChild(h('div', 'row'));
+  acts.append(
+    btn('', 'primary', guard(async () => {
+      await api('POST', `/v1/tasks/${enc(task.id)}/run`);
+      toast(t('runStarted', task.id), 'ok');
+      setTimeout(guard(loadTasks), 1500);
+    }), 'runNow'),
+    btn('', null, guard(async () => {
+      if (log.childElementCount || log.dataset.open) { log.replaceChildren(); delete log.dataset.open; return; }
+      const { data } = await api('GET', `/v1/tasks/${enc(task.id)}/runs?limit=20`);
+      log.dataset.open = '1';
+      log.replaceChildren(...(data || []).map(run => {
+        const r = h('li', 'run');
+        r.dataset.testid = 'task-run';
+        r.append(h('small', 'mut', [when(run.started_at), run.trigger, run.status].filter(Boolean).join(' · ')));
+        if (run.answer) r.append(fold(t('assistant'), run.answer));
+        if (run.error) r.append(h('p', 'warn', run.error));
+        return r;
+      }));
+      if (!log.children.length) log.append(ht('li', 'mut', 'noRuns'));
+    }), 'taskLog'),
+    btn('', null, () => { show('chat'); openSession(task.session); }, 'openChat'),
+    btn('', 'danger-text', guard(async () => {
+      if (!await ask(t('deleteTask', task.id), { danger: true, ok: t('delete') })) return;
+      await api('DELETE', `/v1/tasks/${enc(task.id)}`);
+      li.remove();
+      toast(t('deleted'), 'ok');
+    }), 'delete'));
+  li.append(log);
+  return li;
+}
+
+const addTask = guard(async e => {
+  e.preventDefault();
+  const question = $('#task-question').value.trim();
+  if (!question) return;
+  const task = await api('POST', '/v1/tasks', { schedule: scheduleText(), question, allow: $('#task-allow').value });
+  $('#task-question').value = '';
+  $('#task-value').value = '';
+  toast(t('taskAdded', task.id), 'ok');
+  await Promise.all([loadTasks(), loadSessions()]);
+});
+
+// ---------------------------------------------------------------- system prompt versions
+async function loadPrompt(shown) {
+  const { data } = await api('GET', '/v1/prompt'), tb = $('#prompt-table');
+  tb.replaceChildren();
+  const head = tb.appendChild(h('thead')).appendChild(h('tr'));
+  for (const k of ['version', 'source', 'created', 'description', '']) head.append(k ? ht('th', null, k) : h('th'));
+  const body = tb.appendChild(h('tbody'));
+  for (const v of data || []) {
+    const tr = body.appendChild(h('tr'));
+    tr.dataset.testid = 'prompt-version';
+    tr.dataset.version = v.version;
+    tr.append(h('td', null, String(v.version)));
+    tr.lastChild.append(...(v.active ? [' ', ht('span', 'badge good', 'active')] : []));
+    tr.append(h('td', null, v.source), h('td', null, v.created || t('builtIn')),
+      h('td', null, `${v.first_line.slice(0, 90)}${v.first_line.length > 90 ? '…' : ''} (${t('chars', v.chars)})`));
+    const td = tr.appendChild(h('td')).appendChild(h('div', 'row'));
+    td.append(btn('', 'link', guard(() => showPrompt(v.version)), 'view'));
+    if (!v.active) td.append(btn('', null, guard(async () => {
+      await api('POST', `/v1/prompt/${v.version}/activate`);
+      toast(t('promptActive', v.version), 'ok');
+      await loadPrompt();
+    }), 'activate'));
+  }
+  await showPrompt(shown ?? 'active');
+}
+
+async function showPrompt(which) {
+  const v = await api('GET', `/v1/prompt/${which}`);
+  $('#prompt-shown').textContent = t('promptOf', v.version) + (v.active ? ` · ${t('active')}` : '');
+  $('#prompt-text').value = v.text;
+  promptChars();
+}
+const promptChars = () => { $('#prompt-chars').textContent = t('chars', [...$('#prompt-text').value].length); };
+
+const savePrompt = guard(async e => {
+  e.preventDefault();
+  const v = await api('POST', '/v1/prompt', { text: $('#prompt-text').value });
+  toast(t('promptActive', v.version), 'ok');
+  await loadPrompt(v.version);
+});
+
+const evolvePrompt = guard(async () => {
+  const b = $('#prompt-evolve');
+  b.disabled = true;
+  try {
+    const v = await api('POST', '/v1/prompt/evolve');
+    if (v.changed === false) { toast(t('promptKept'), 'ok'); return; }
+    toast(t('promptActive', v.version), 'ok');
+    await loadPrompt(v.version);
+  } finally { b.disabled = false; }
+});
+
 // ---------------------------------------------------------------- wiring
 function init() {
   emptyState = $('#empty');
@@ -792,6 +930,12 @@ function init() {
   $('#mem-form').onsubmit = saveMemory;
   fillLevelSelects();
   $('#search-form').onsubmit = runSearch;
+  $('#task-kind').onchange = taskKind;
+  $('#task-form').onsubmit = addTask;
+  taskKind();
+  $('#prompt-form').onsubmit = savePrompt;
+  $('#prompt-text').oninput = promptChars;
+  $('#prompt-evolve').onclick = evolvePrompt;
   $('#profile').onchange = switchProfile;
 
   const hash = location.hash.match(/^#s=(.+)$/);

@@ -571,6 +571,27 @@ await test('profile switch: the sidebar lists the profiles and switches the runn
   check((await main.textContent('#version')).includes('fake-main'), 'the model is shown');
 });
 
+await test('prompt versions: save a new version, see it active, make the built-in one active again', async () => {
+  await main.click('#nav [data-view=prompt]');
+  await main.locator('[data-testid=prompt-version][data-version="0"]').waitFor();
+  check((await main.inputValue('#prompt-text')).startsWith('You are Evolve'), 'the active (built-in) text is shown');
+  const text = 'You are a browser-tested assistant. Answer in one short paragraph and name your sources.';
+  await main.fill('#prompt-text', text);
+  await main.click('#prompt-save');
+  const row = main.locator('[data-testid=prompt-version]', { hasText: 'browser-tested' });
+  await row.locator('.badge').waitFor();
+  const listed = (await api('GET', '/v1/prompt')).json;
+  const mine = listed.data.find(v => v.first_line.includes('browser-tested'));
+  check(mine && listed.active === mine.version, `the new version is active: ${JSON.stringify(listed.active)}`);
+  eq((await api('GET', '/v1/prompt/active')).json.text, text, 'the text the next turn starts with');
+  await main.locator('[data-testid=prompt-version][data-version="0"] button', { hasText: 'Make active' }).click();
+  await main.locator('[data-testid=prompt-version][data-version="0"] .badge').waitFor();
+  eq((await api('GET', '/v1/prompt')).json.active, 0, 'the built-in prompt is active again');
+  // Evolving with nothing learned yet says why, as a visible message.
+  await main.click('#prompt-evolve');
+  await main.locator('[data-testid=toast].error', { hasText: 'nothing' }).waitFor();
+});
+
 await test('no page errors, CSP refusals or JavaScript dialogs on the way', async () => {
   eq([...new Set(main.seen.errors)].slice(0, 3).join('\n'), '', 'errors');
   eq(main.seen.dialogs.length, 0, 'dialogs');

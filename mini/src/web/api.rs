@@ -13,7 +13,7 @@ use evolve_core::text::{f1, KeywordSet, Lang};
 use serde_json::{json, Map, Value};
 
 use super::http::{form_value, percent_decode, Request, Response};
-use super::{assets, chat, error, State};
+use super::{assets, chat, error, prompt, State};
 use crate::agents::ToolAgent;
 use crate::cli::app::now;
 use crate::store::StoreError;
@@ -67,6 +67,11 @@ pub fn route(state: &Arc<State>, req: &Request) -> Reply {
         ("GET", ["v1", "mcp"]) => mcp(state),
         ("PUT", ["v1", "mcp", "tools", name, "level"]) => mcp_level(state, req, name),
         ("GET", ["v1", "search"]) => search(state, req),
+        ("GET", ["v1", "prompt"]) => prompt::list(state),
+        ("POST", ["v1", "prompt"]) => prompt::set(state, req),
+        ("POST", ["v1", "prompt", "evolve"]) => prompt::evolve(state),
+        ("GET", ["v1", "prompt", v]) => prompt::show(state, v),
+        ("POST", ["v1", "prompt", v, "activate"]) => prompt::activate(state, v),
         ("GET", ["v1", "config"]) => config(state),
         ("POST", ["v1", "config", "profile"]) => switch_profile(state, req),
         (_, p) => match allowed(p) {
@@ -89,12 +94,15 @@ fn allowed(p: &[&str]) -> Option<&'static str> {
         | ["v1", "tools", _, "run"]
         | ["v1", "sessions", _, "pending", _] => "POST",
         ["v1", "mcp", "tools", _, "level"] => "PUT",
-        ["v1", "config", "profile"] => "POST",
+        ["v1", "config", "profile"]
+        | ["v1", "prompt", "evolve"]
+        | ["v1", "prompt", _, "activate"] => "POST",
+        ["v1", "prompt"] => "GET, HEAD, POST",
         []
         | ["health" | "openapi.json" | "docs" | "favicon.ico"]
         | ["static", _]
         | ["v1", "models" | "skills" | "tools" | "mcp" | "search" | "config"]
-        | ["v1", "skills", _]
+        | ["v1", "skills" | "prompt", _]
         | ["v1", "sessions", _, "messages" | "export" | "pending"]
         | ["v1", "sessions", _, "turns", _] => "GET, HEAD",
         _ => return None,
@@ -102,7 +110,7 @@ fn allowed(p: &[&str]) -> Option<&'static str> {
 }
 
 /// The body as a JSON object (an empty body is an empty object).
-fn body(req: &Request) -> Result<Map<String, Value>, Reply> {
+pub(super) fn body(req: &Request) -> Result<Map<String, Value>, Reply> {
     if req.body.iter().all(u8::is_ascii_whitespace) {
         return Ok(Map::new());
     }

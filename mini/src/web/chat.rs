@@ -390,7 +390,7 @@ fn forget_if_empty(state: &State, sid: &str, created: bool) {
 
 /// A failed turn as an HTTP status and error object. The code tells `evolve ask`
 /// (forwarding to this server) which exit code the failure has.
-fn turn_error(e: &Error) -> (u16, Value) {
+pub(super) fn turn_error(e: &Error) -> (u16, Value) {
     let (status, code) = match e {
         Error::Model(m) if m.is_configuration() => (502, "model_configuration"),
         Error::Model(m) if m.is_unreachable() => (502, "model_unreachable"),

@@ -11,6 +11,7 @@ pub mod auth;
 pub mod chat;
 pub mod endpoint;
 pub mod http;
+mod prompt;
 
 use std::collections::HashMap;
 use std::net::{SocketAddr, TcpListener, TcpStream};

@@ -1,0 +1,670 @@
+//! The versions of the agent's system prompt: what a version is as a user sees it,
+//! the checks every new version passes, and `evolve` — the cheap model rewriting the
+//! active prompt from what the agent learned (reflection and experience lessons,
+//! low-graded replies with their reasons, the user's standing rules). Shared by
+//! `evolve prompt …` and the `/v1/prompt` routes of `evolve serve`.
+//!
+//! What it decides: the length cap and what counts as a usable prompt (non-empty, at
+//! most [`SYSTEM_PROMPT_MAX_CHARS`], not a code block, JSON or a truncated reply), what
+//! the evolve request holds and how much of each part, and the source a version is
+//! listed with. A new version is active at once; the manager reads the active version
+//! at the start of every turn, so the next turn uses it. Nothing is stored when a
+//! check fails.
+
+use std::sync::atomic::AtomicBool;
+
+use evolve_core::history::Message;
+use evolve_core::memory::{Category, Memory, Priority};
+use evolve_core::text::{clip_chars, one_line};
+use evolve_core::Timestamp;
+
+use super::prompts::{evolve_prompt, DEFAULT_SYSTEM_PROMPT, SYSTEM_PROMPT_MAX_CHARS};
+use super::REFLECTION_TAG;
+use crate::llm::{ChatModel, ChatRequest, LlmError, ModelRole};
+use crate::store::{self, Evaluation, PromptVersion, Store, StoreError};
+
+// ---- what a version is, as the user sees it ----
+
+/// A version as `list` and `show` present it: the stored ones and version 0, the
+/// built-in prompt (which is never stored, so it always reads the binary's text).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Listed {
+    pub version: u64,
+    pub created_at: Option<Timestamp>,
+    pub source: &'static str,
+    pub note: String,
+    pub text: String,
+    pub active: bool,
+}
+
+impl Listed {
+    pub(crate) fn builtin(active: bool) -> Listed {
+        Listed {
+            version: 0,
+            created_at: None,
+            source: "default",
+            note: "built into evolve".into(),
+            text: DEFAULT_SYSTEM_PROMPT.into(),
+            active,
+        }
+    }
+
+    pub(crate) fn stored(p: &PromptVersion, active: bool) -> Listed {
+        Listed {
+            version: p.version,
+            created_at: Some(p.created_at),
+            source: source_of(&p.note),
+            note: p.note.clone(),
+            text: p.text.clone(),
+            active,
+        }
+    }
+
+    pub(crate) fn json(&self, with_text: bool) -> serde_json::Value {
+        let mut v = serde_json::json!({
+            "version": self.version,
+            "created_at": self.created_at,
+            "created": self.created_at.map(store::format_time),
+            "source": self.source,
+            "note": self.note,
+            "first_line": first_line(&self.text),
+            "chars": self.text.chars().count(),
+            "active": self.active,
+        });
+        if with_text {
+            v["text"] = serde_json::Value::String(self.text.clone());
+        }
+        v
+    }
+
+    /// `* 3  2026-11-30  evolved  You are Evolve, a personal assistant …`
+    pub(crate) fn line(&self) -> String {
+        format!(
+            "{} {:>3}  {:<10}  {:<7}  {}",
+            if self.active { "*" } else { " " },
+            self.version,
+            self.created_at
+                .map_or_else(|| "built-in".to_string(), store::format_date),
+            self.source,
+            one_line(&first_line(&self.text), 70)
+        )
+    }
+}
+
+/// Where a version came from, from the note it was stored with (`set from FILE`,
+/// `evolved from …`): the notes this module writes start with the source's name.
+pub(crate) fn source_of(note: &str) -> &'static str {
+    match note.split_whitespace().next().unwrap_or("") {
+        "set" => "set",
+        "evolved" => "evolved",
+        "rollback" => "rollback",
+        _ => "other",
+    }
+}
+
+/// The first non-blank line, trimmed.
+pub(crate) fn first_line(text: &str) -> String {
+    text.lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .unwrap_or("")
+        .to_string()
+}
+
+/// Version 0 (built-in) and every stored version, oldest first, the active one marked.
+pub(crate) fn versions(store: &Store) -> Result<Vec<Listed>, StoreError> {
+    let active = store.active_prompt()?.map(|p| p.version);
+    let mut out = vec![Listed::builtin(active.is_none())];
+    for p in store.prompt_versions()? {
+        let is_active = active == Some(p.version);
+        out.push(Listed::stored(&p, is_active));
+    }
+    Ok(out)
+}
+
+/// The text the next turn starts its system prompt with.
+pub(crate) fn active_text(store: &Store) -> Result<String, StoreError> {
+    Ok(store
+        .active_prompt()?
+        .map_or_else(|| DEFAULT_SYSTEM_PROMPT.to_string(), |p| p.text))
+}
+
+// ---- the checks every new version passes ----
+
+/// A prompt text fit to be stored: trimmed, non-empty, at most
+/// [`SYSTEM_PROMPT_MAX_CHARS`]. The error says what is wrong, for a file or a reply.
+pub(crate) fn check_text(text: &str) -> Result<String, String> {
+    let text = text.trim();
+    if text.is_empty() {
+        return Err("it is empty: a system prompt needs text".into());
+    }
+    if text.contains('\u{0}') {
+        return Err("it holds NUL bytes: a system prompt is plain text".into());
+    }
+    let chars = text.chars().count();
+    if chars > SYSTEM_PROMPT_MAX_CHARS {
+        return Err(format!(
+            "it is {chars} characters long; a system prompt may have at most \
+             {SYSTEM_PROMPT_MAX_CHARS} (long prompts crowd out memories and history)"
+        ));
+    }
+    Ok(text.to_string())
+}
+
+/// The new prompt in a model's reply: a "Here is …:" line before it and fences around
+/// it are removed; a
+/// reply that was cut off, is JSON, still holds a fence, quotes the request's marker,
+/// or is too short to be a prompt is refused, as is anything [`check_text`] refuses.
+pub(crate) fn clean_reply(reply: &str, truncated: bool) -> Result<String, String> {
+    if truncated {
+        return Err("the reply was cut off at the answer budget".into());
+    }
+    let mut text = reply.trim();
+    // "Here is the improved system prompt:" before the prompt itself.
+    if let Some((first, rest)) = text.split_once('\n') {
+        let lower = first.trim().to_lowercase();
+        if (lower.starts_with("here is") || lower.starts_with("here's")) && lower.ends_with(':') {
+            text = rest.trim();
+        }
+    }
+    if let Some(rest) = text.strip_prefix("```") {
+        // ```text\n … \n```: drop the fence line with its language tag.
+        let body = rest.split_once('\n').map_or("", |(_, body)| body);
+        text = body.trim_end().strip_suffix("```").unwrap_or(body).trim();
+    }
+    let text = check_text(text).map_err(|e| format!("the reply is not a usable prompt: {e}"))?;
+    if text.contains("```") {
+        return Err("the reply holds a code block, not a plain-text prompt".into());
+    }
+    if text.starts_with('{') || (text.starts_with('[') && text.ends_with(']')) {
+        return Err("the reply is JSON, not a plain-text prompt".into());
+    }
+    if text.contains("[evolve:") {
+        return Err("the reply repeats the request instead of writing a prompt".into());
+    }
+    if text.chars().count() < MIN_EVOLVED_CHARS {
+        return Err(format!(
+            "the reply is only {} characters: too short to replace the system prompt",
+            text.chars().count()
+        ));
+    }
+    Ok(text)
+}
+
+/// Shorter evolved prompts are refused: the built-in prompt is ~600 characters, and a
+/// reply of a line or two is a refusal or a fragment, not a rewrite.
+const MIN_EVOLVED_CHARS: usize = 80;
+
+// ---- what `evolve` sends ----
+
+/// Lessons in the request, at most (newest first).
+const LESSONS_MAX: usize = 10;
+/// Low-graded replies in the request, at most (newest first).
+const LOW_SCORES_MAX: usize = 8;
+/// The user's rules in the request, at most.
+const RULES_MAX: usize = 10;
+/// Characters of one lesson, reason or rule.
+const ITEM_CHARS: usize = 300;
+
+/// Sessions whose evaluations `evolve` reads, the most recently used first: "recent"
+/// work, and a bounded read on a store that has kept years of sessions.
+const SESSIONS_READ: usize = 30;
+
+/// What the agent learned, gathered from the store for `evolve`.
+#[derive(Debug, Default, Clone, PartialEq)]
+struct Learned {
+    /// Reflection lessons, newest first.
+    lessons: Vec<String>,
+    /// (score, the grader's reason) of low-graded replies, newest first.
+    low_scores: Vec<(f32, String)>,
+    /// CRITICAL memories and instructions (not reflections), most important first.
+    rules: Vec<String>,
+}
+
+impl Learned {
+    /// Picks the parts from the memories and evaluations, each capped: lessons are
+    /// active memories tagged `reflection`; rules are the other active CRITICAL or
+    /// instruction memories; low scores are evaluations below `below`.
+    fn gather(
+        memories: &[Memory],
+        evaluations: &[Evaluation],
+        below: f32,
+        now: Timestamp,
+    ) -> Learned {
+        let mut active: Vec<&Memory> = memories.iter().filter(|m| m.is_active(now)).collect();
+        active.sort_by_key(|m| std::cmp::Reverse((m.created_at, m.id)));
+        let is_lesson = |m: &Memory| m.tags.iter().any(|t| t == REFLECTION_TAG);
+        let lessons = active
+            .iter()
+            .filter(|m| is_lesson(m))
+            .take(LESSONS_MAX)
+            .map(|m| one_line(&m.content, ITEM_CHARS))
+            .collect();
+        let mut rules: Vec<&&Memory> = active
+            .iter()
+            .filter(|m| {
+                !is_lesson(m)
+                    && (m.priority == Priority::Critical || m.category == Category::Instruction)
+            })
+            .collect();
+        rules.sort_by_key(|m| m.priority);
+        let rules = rules
+            .into_iter()
+            .take(RULES_MAX)
+            .map(|m| one_line(&m.content, ITEM_CHARS))
+            .collect();
+        let mut low: Vec<&Evaluation> = evaluations.iter().filter(|e| e.score < below).collect();
+        low.sort_by_key(|e| std::cmp::Reverse(e.at));
+        let low_scores = low
+            .into_iter()
+            .take(LOW_SCORES_MAX)
+            .map(|e| (e.score, one_line(&e.reason, ITEM_CHARS)))
+            .collect();
+        Learned {
+            lessons,
+            low_scores,
+            rules,
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.lessons.is_empty() && self.low_scores.is_empty() && self.rules.is_empty()
+    }
+
+    /// The note the evolved version is stored with (its first word is its source).
+    fn note(&self) -> String {
+        format!(
+            "evolved from {} lessons, {} low grades, {} rules",
+            self.lessons.len(),
+            self.low_scores.len(),
+            self.rules.len()
+        )
+    }
+}
+
+/// The user message of the evolve request: the current prompt (itself capped by the
+/// checks every version passes) and each part of `learned` under its own heading.
+fn evolve_request(current: &str, learned: &Learned) -> String {
+    let mut out = format!(
+        "Current system prompt:\n<<<\n{}\n>>>\n",
+        clip_chars(current, SYSTEM_PROMPT_MAX_CHARS)
+    );
+    let mut section = |title: &str, items: Vec<String>| {
+        out.push_str(&format!("\n{title}:\n"));
+        if items.is_empty() {
+            out.push_str("(none)\n");
+        }
+        for item in items {
+            out.push_str(&format!("- {item}\n"));
+        }
+    };
+    section("Lessons from recent work", learned.lessons.clone());
+    section(
+        "Replies graded low (score: the grader's reason)",
+        learned
+            .low_scores
+            .iter()
+            .map(|(score, reason)| format!("{score:.2}: {reason}"))
+            .collect(),
+    );
+    section("The user's standing rules", learned.rules.clone());
+    out
+}
+
+/// Where the evolved text first differs from the old one: its line number (from 1)
+/// and that line of the new text, or `None` when the texts are the same.
+pub(crate) fn first_change(old: &str, new: &str) -> Option<(usize, String)> {
+    if old == new {
+        return None;
+    }
+    let mut olds = old.lines();
+    for (i, line) in new.lines().enumerate() {
+        if olds.next() != Some(line) {
+            return Some((i + 1, line.to_string()));
+        }
+    }
+    // The new text is the old one with lines removed from the end.
+    Some((new.lines().count() + 1, String::new()))
+}
+
+/// The answer budget of the evolve call: the longest allowed prompt, at the ~3
+/// characters per token of mixed text, with room to spare.
+const EVOLVE_MAX_TOKENS: u32 = (SYSTEM_PROMPT_MAX_CHARS / 3 + 512) as u32;
+
+/// What `evolve` did.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Evolved {
+    /// The model wrote the same text back: nothing stored.
+    Unchanged,
+    /// A new version was stored and is active.
+    Stored {
+        /// Its number.
+        version: u64,
+        /// The note it was stored with (what it was evolved from).
+        note: String,
+        /// Characters before and after.
+        chars: (usize, usize),
+        /// The first changed line: its number (from 1) and its new text.
+        first_change: (usize, String),
+    },
+}
+
+/// Why `evolve` stored nothing.
+#[derive(Debug)]
+pub(crate) enum EvolveError {
+    /// No lessons, low grades or rules in the store yet.
+    NothingLearned,
+    /// The model's reply was not a usable prompt (the reason).
+    Refused(String),
+    /// The model could not be asked.
+    Model(LlmError),
+    /// The store failed.
+    Store(StoreError),
+}
+
+impl std::fmt::Display for EvolveError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            EvolveError::NothingLearned => f.write_str(
+                "nothing to evolve from yet: no lessons, no low-graded replies and no \
+                 CRITICAL or instruction memories in the store; nothing was stored",
+            ),
+            EvolveError::Refused(e) => write!(
+                f,
+                "the model's new prompt was refused: {e}; nothing was stored \
+                 (try again, or write one with `evolve prompt set FILE`)"
+            ),
+            EvolveError::Model(e) => write!(f, "{e}"),
+            EvolveError::Store(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+impl From<StoreError> for EvolveError {
+    fn from(e: StoreError) -> Self {
+        EvolveError::Store(e)
+    }
+}
+
+/// Has the cheap model rewrite the active prompt from what the store says the agent
+/// learned, and stores the result as the new active version when it passes the checks.
+pub(crate) fn evolve(
+    store: &Store,
+    model: &dyn ChatModel,
+    reflect_below: f32,
+    now: Timestamp,
+    cancel: &AtomicBool,
+) -> Result<Evolved, EvolveError> {
+    let current = active_text(store)?;
+    let mut evaluations = Vec::new();
+    for s in store.sessions()?.into_iter().take(SESSIONS_READ) {
+        evaluations.extend(store.evaluations(&s.id)?);
+    }
+    let learned = Learned::gather(&store.all_memories()?, &evaluations, reflect_below, now);
+    if learned.is_empty() {
+        return Err(EvolveError::NothingLearned);
+    }
+    let req = ChatRequest {
+        role: ModelRole::Cheap,
+        messages: vec![
+            Message::system(evolve_prompt()),
+            Message::user(evolve_request(&current, &learned)),
+        ],
+        tools: Vec::new(),
+        stream: false,
+        max_tokens: Some(EVOLVE_MAX_TOKENS),
+        temperature: Some(0.3),
+        json: false,
+        tool_choice: None,
+    };
+    let resp = model
+        .chat(&req, &mut |_| {}, cancel)
+        .map_err(EvolveError::Model)?;
+    let truncated = resp.finish_reason.as_deref() == Some("length");
+    let text = clean_reply(&resp.message.content, truncated).map_err(EvolveError::Refused)?;
+    let Some(first_change) = first_change(&current, &text) else {
+        return Ok(Evolved::Unchanged);
+    };
+    let note = learned.note();
+    let version = store.add_prompt_version(&text, &note, now)?;
+    Ok(Evolved::Stored {
+        version,
+        note,
+        chars: (current.chars().count(), text.chars().count()),
+        first_change,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::text::ShellTokenizer;
+
+    #[test]
+    fn texts_are_checked_for_emptiness_and_length_with_a_reason() {
+        let long = "x".repeat(SYSTEM_PROMPT_MAX_CHARS + 1);
+        let exact = "é".repeat(SYSTEM_PROMPT_MAX_CHARS);
+        let cases: [(&str, Result<&str, &str>); 5] = [
+            ("  You are terse.\n", Ok("You are terse.")),
+            ("", Err("empty")),
+            (" \n\t ", Err("empty")),
+            ("a\u{0}b", Err("NUL")),
+            (&long, Err("at most 8000")),
+        ];
+        for (input, want) in cases {
+            match (check_text(input), want) {
+                (Ok(got), Ok(w)) => assert_eq!(got, w),
+                (Err(got), Err(w)) => assert!(got.contains(w), "{got:?} lacks {w:?}"),
+                (got, w) => panic!("{input:?}: got {got:?}, want {w:?}"),
+            }
+        }
+        // The cap counts characters, not bytes.
+        assert!(check_text(&exact).is_ok());
+    }
+
+    #[test]
+    fn model_replies_lose_their_fences_and_broken_ones_are_refused() {
+        let prompt = "You are Evolve, a careful assistant. Answer in the user's language and \
+                      keep answers short unless asked.";
+        let fenced = format!("```text\n{prompt}\n```");
+        let bare_fence = format!("```\n{prompt}\n```\n");
+        let preamble = format!("Here is the improved system prompt:\n\n```\n{prompt}\n```");
+        let cases: [(&str, bool, Result<&str, &str>); 10] = [
+            (prompt, false, Ok(prompt)),
+            (&fenced, false, Ok(prompt)),
+            (&bare_fence, false, Ok(prompt)),
+            (&preamble, false, Ok(prompt)),
+            ("", false, Err("empty")),
+            ("```\n```", false, Err("empty")),
+            (prompt, true, Err("cut off")),
+            ("{\"prompt\": \"You are Evolve and you answer very briefly, always, in every case.\"}", false, Err("JSON")),
+            ("Sure!", false, Err("too short")),
+            ("[evolve:prompt] You maintain the system prompt of Evolve, a personal assistant running on", false, Err("repeats")),
+        ];
+        for (reply, truncated, want) in cases {
+            match (clean_reply(reply, truncated), want) {
+                (Ok(got), Ok(w)) => assert_eq!(got, w),
+                (Err(got), Err(w)) => assert!(got.contains(w), "{reply:?}: {got:?} lacks {w:?}"),
+                (got, w) => panic!("{reply:?}: got {got:?}, want {w:?}"),
+            }
+        }
+        let long = "y".repeat(SYSTEM_PROMPT_MAX_CHARS + 10);
+        assert!(clean_reply(&long, false).unwrap_err().contains("at most"));
+    }
+
+    #[test]
+    fn sources_come_from_the_note_and_lines_from_the_text() {
+        for (note, source) in [
+            ("set from prompt.txt", "set"),
+            ("evolved from 3 lessons, 1 low grades, 2 rules", "evolved"),
+            ("rollback to 2", "rollback"),
+            ("initial", "other"),
+            ("", "other"),
+        ] {
+            assert_eq!(source_of(note), source, "{note:?}");
+        }
+        assert_eq!(first_line("\n\n  Be brief.  \nMore."), "Be brief.");
+        assert_eq!(first_line(""), "");
+        let b = Listed::builtin(true);
+        assert!(
+            b.line()
+                .starts_with("*   0  built-in    default  You are Evolve"),
+            "{}",
+            b.line()
+        );
+    }
+
+    #[test]
+    fn the_first_change_names_the_line_a_reader_should_look_at() {
+        type Case<'a> = (&'a str, &'a str, Option<(usize, &'a str)>);
+        let cases: [Case; 5] = [
+            ("a\nb\nc", "a\nb\nc", None),
+            ("a\nb\nc", "a\nB\nc", Some((2, "B"))),
+            ("a\nb", "a\nb\nc", Some((3, "c"))),
+            ("a\nb\nc", "a\nb", Some((3, ""))),
+            ("old", "new", Some((1, "new"))),
+        ];
+        for (old, new, want) in cases {
+            let got = first_change(old, new);
+            assert_eq!(
+                got.as_ref().map(|(n, l)| (*n, l.as_str())),
+                want,
+                "{old:?} → {new:?}"
+            );
+        }
+    }
+
+    fn memory(
+        id: u64,
+        text: &str,
+        category: Category,
+        priority: Priority,
+        tags: &[&str],
+        at: Timestamp,
+    ) -> Memory {
+        let mut m = Memory::new(text, category, at, &ShellTokenizer::new(None));
+        m.id = id;
+        m.priority = priority;
+        m.tags = tags.iter().map(|t| t.to_string()).collect();
+        m
+    }
+
+    fn evaluation(turn: u64, score: f32, reason: &str, at: Timestamp) -> Evaluation {
+        Evaluation {
+            session: "s1".into(),
+            turn,
+            score,
+            reason: reason.into(),
+            at,
+        }
+    }
+
+    #[test]
+    fn the_evolve_request_holds_capped_lessons_low_grades_and_rules_only() {
+        let mut memories = vec![
+            memory(
+                1,
+                "Cite the file you read.",
+                Category::Instruction,
+                Priority::High,
+                &[REFLECTION_TAG],
+                100,
+            ),
+            memory(
+                2,
+                "Always answer in English.",
+                Category::Instruction,
+                Priority::High,
+                &[],
+                110,
+            ),
+            memory(
+                3,
+                "Never run rm -rf.",
+                Category::General,
+                Priority::Critical,
+                &[],
+                120,
+            ),
+            memory(
+                4,
+                "The user likes green tea.",
+                Category::Preference,
+                Priority::Medium,
+                &[],
+                130,
+            ),
+            memory(
+                5,
+                "Forgotten lesson.",
+                Category::Instruction,
+                Priority::High,
+                &[REFLECTION_TAG],
+                140,
+            ),
+        ];
+        memories[4].deleted = true;
+        for i in 0..20 {
+            memories.push(memory(
+                100 + i,
+                &format!("lesson number {i}"),
+                Category::Instruction,
+                Priority::High,
+                &[REFLECTION_TAG],
+                200 + i as i64,
+            ));
+        }
+        let evaluations = vec![
+            evaluation(1, 0.2, "ignored the question", 300),
+            evaluation(2, 0.9, "excellent", 310),
+            evaluation(3, 0.4, &"long reason ".repeat(100), 320),
+        ];
+        let learned = Learned::gather(&memories, &evaluations, 0.5, 1_000);
+        assert_eq!(learned.lessons.len(), LESSONS_MAX);
+        assert_eq!(learned.lessons[0], "lesson number 19", "newest first");
+        assert!(!learned.lessons.iter().any(|l| l.contains("Forgotten")));
+        assert_eq!(
+            learned.rules,
+            ["Never run rm -rf.", "Always answer in English."]
+        );
+        assert_eq!(learned.low_scores.len(), 2);
+        assert_eq!(
+            learned.low_scores[1],
+            (0.2, "ignored the question".to_string())
+        );
+        assert!(learned.low_scores[0].1.chars().count() <= ITEM_CHARS + 1);
+
+        let request = evolve_request("You are terse.", &learned);
+        assert!(request.starts_with("Current system prompt:\n<<<\nYou are terse.\n>>>"));
+        for needle in [
+            "lesson number 19",
+            "0.20: ignored the question",
+            "Never run rm -rf.",
+            "Always answer in English.",
+        ] {
+            assert!(request.contains(needle), "{needle:?} missing:\n{request}");
+        }
+        for absent in [
+            "green tea",
+            "excellent",
+            "lesson number 9\n",
+            "Cite the file",
+        ] {
+            assert!(!request.contains(absent), "{absent:?} present:\n{request}");
+        }
+        // Even a store full of long memories keeps the request small.
+        assert!(
+            request.chars().count() < 12_000,
+            "{}",
+            request.chars().count()
+        );
+        assert_eq!(
+            learned.note(),
+            "evolved from 10 lessons, 2 low grades, 2 rules"
+        );
+
+        let empty = Learned::gather(&[], &[], 0.5, 1_000);
+        assert!(empty.is_empty());
+        assert!(evolve_request("p", &empty).contains("(none)"));
+    }
+}

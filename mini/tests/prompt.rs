@@ -249,3 +249,95 @@ fn bad_input_is_refused_with_a_clear_error_and_nothing_stored() {
     assert_eq!(listed(&w), only_builtin);
     assert!(next_turn_system(&w, "hi").starts_with(BUILTIN));
 }
+
+#[test]
+fn serve_lists_sets_evolves_and_rolls_back_versions_and_the_next_chat_turn_uses_them() {
+    let w = World::new("prompt-serve");
+    let s = support::serve::Server::start(&w, &[]);
+    let first = s.get("/v1/prompt").json();
+    assert_eq!(first["active"], 0);
+    assert_eq!(first["data"][0]["source"], "default");
+
+    // Nothing learned yet: evolve says so and stores nothing.
+    let r = s.post("/v1/prompt/evolve", "");
+    assert_eq!(r.status, 409, "{}", r.body);
+    assert!(r.error_message().contains("nothing to evolve from"));
+
+    let r = s.post(
+        "/v1/prompt",
+        r#"{"text": "You are Web-Evolve. Answer in haiku."}"#,
+    );
+    assert_eq!(r.status, 201, "{}", r.body);
+    assert_eq!(r.json()["version"], 1);
+    assert_eq!(r.json()["source"], "set");
+    // The same text again stores nothing.
+    let again = s.post(
+        "/v1/prompt",
+        r#"{"text": "You are Web-Evolve. Answer in haiku."}"#,
+    );
+    assert_eq!(again.status, 200);
+    assert_eq!(
+        s.get("/v1/prompt").json()["data"].as_array().unwrap().len(),
+        2
+    );
+    for bad in [r#"{"text": "   "}"#, r#"{"text": 3}"#, "{}"] {
+        assert_eq!(s.post("/v1/prompt", bad).status, 400, "{bad}");
+    }
+
+    // The next chat turn starts with the new version.
+    w.fake.push(Reply::text("Leaves fall."));
+    let chat = s.post(
+        "/v1/chat/completions",
+        r#"{"model":"evolve","messages":[{"role":"user","content":"autumn?"}]}"#,
+    );
+    assert_eq!(chat.status, 200, "{}", chat.body);
+    let mains = w.main_requests();
+    assert!(system_text(mains.last().unwrap()).starts_with("You are Web-Evolve."));
+
+    // A low grade and a rule to learn from, then evolve through the API.
+    s.post(
+        "/v1/memory",
+        r#"{"content": "Always give sizes in metric units.", "category": "instruction"}"#,
+    );
+    let evolved = "You are Evolve, a personal assistant on the user's machine.\n\
+                   Give every size in metric units, and keep answers short and concrete.";
+    w.fake.route(PROMPT, Reply::text(evolved));
+    let r = s.post("/v1/prompt/evolve", "");
+    assert_eq!(r.status, 201, "{}", r.body);
+    assert_eq!(r.json()["version"], 2);
+    assert_eq!(r.json()["source"], "evolved");
+    assert_eq!(r.json()["text"], evolved);
+    let asked = w.fake.chat_requests();
+    let request = asked.iter().rev().find(|q| q.mentions(PROMPT)).unwrap();
+    assert!(request
+        .contents()
+        .join("\n")
+        .contains("Always give sizes in metric units."));
+
+    // A reply that is not a prompt is refused with nothing stored.
+    w.fake.route(PROMPT, Reply::text("Sure!"));
+    let r = s.post("/v1/prompt/evolve", "");
+    assert_eq!(r.status, 422, "{}", r.body);
+    assert_eq!(s.get("/v1/prompt").json()["active"], 2);
+
+    // Roll back to the built-in prompt; unknown versions are 404, words are 400.
+    let r = s.post("/v1/prompt/0/activate", "");
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(s.get("/v1/prompt/active").json()["version"], 0);
+    assert!(s.get("/v1/prompt/active").json()["text"]
+        .as_str()
+        .unwrap()
+        .starts_with(BUILTIN));
+    assert_eq!(s.post("/v1/prompt/9/activate", "").status, 404);
+    assert_eq!(s.get("/v1/prompt/latest").status, 400);
+    assert_eq!(
+        s.get("/v1/prompt/1").json()["text"],
+        "You are Web-Evolve. Answer in haiku."
+    );
+    assert_eq!(s.stop(), Some(0));
+    // The store kept it all: the CLI sees the same versions.
+    let cli = listed(&w);
+    assert_eq!(cli.len(), 3);
+    assert!(cli[0].2, "the built-in prompt is active: {cli:?}");
+    assert_eq!(cli[2].1, "evolved");
+}

@@ -82,7 +82,10 @@ pub fn same_job(a: &Job, b: &Job) -> bool {
 /// Whether a turn is worth a skill: at least [`MIN_TOOL_CALLS`] calls that worked and a
 /// score of at least `above`.
 pub fn qualifies(steps: &[ToolStep], score: Option<f32>, above: f32) -> bool {
-    let worked = steps.iter().filter(|s| s.outcome == Outcome::Worked).count();
+    let worked = steps
+        .iter()
+        .filter(|s| s.outcome == Outcome::Worked)
+        .count();
     worked >= MIN_TOOL_CALLS && score.is_some_and(|s| s >= above)
 }
 
@@ -119,10 +122,9 @@ impl std::fmt::Display for DraftProblem {
             DraftProblem::NoUseWhen => {
                 write!(f, "its description does not start with \"Use when\"")
             }
-            DraftProblem::BodyTooShort => write!(
-                f,
-                "its body is shorter than {BODY_MIN_CHARS} characters"
-            ),
+            DraftProblem::BodyTooShort => {
+                write!(f, "its body is shorter than {BODY_MIN_CHARS} characters")
+            }
             DraftProblem::BodyTooLong => {
                 write!(f, "its body is longer than {BODY_MAX_CHARS} characters")
             }
@@ -175,10 +177,7 @@ fn unfence(reply: &str) -> &str {
     };
     // Drop the fence line (```markdown) and a closing fence.
     let rest = rest.split_once('\n').map_or("", |(_, r)| r);
-    rest.trim_end()
-        .strip_suffix("```")
-        .unwrap_or(rest)
-        .trim()
+    rest.trim_end().strip_suffix("```").unwrap_or(rest).trim()
 }
 
 /// `wanted`, or `wanted-2` … `wanted-9` (shortened to fit [`MAX_NAME_CHARS`]): the
@@ -345,7 +344,9 @@ pub fn crystallize(
         Err(e) => {
             super::note(
                 problems,
-                format!("crystallize: the model's draft is not a usable skill ({e}); no skill saved"),
+                format!(
+                    "crystallize: the model's draft is not a usable skill ({e}); no skill saved"
+                ),
             );
             return None;
         }
@@ -353,7 +354,8 @@ pub fn crystallize(
     // Bundled, user and learned skills, and any folder (even a broken one) keep their
     // names.
     let catalog = Catalog::load(&root, &rt.tokenizer);
-    let taken = |n: &str| catalog.get(n).is_some() || std::fs::symlink_metadata(root.join(n)).is_ok();
+    let taken =
+        |n: &str| catalog.get(n).is_some() || std::fs::symlink_metadata(root.join(n)).is_ok();
     let Some(name) = free_name(&draft.name, &taken) else {
         super::note(
             problems,
@@ -472,7 +474,11 @@ mod tests {
         ];
         for (outcomes, score, want) in table {
             let steps: Vec<ToolStep> = outcomes.iter().map(|o| step("t", *o)).collect();
-            assert_eq!(qualifies(&steps, *score, 0.8), *want, "{outcomes:?} {score:?}");
+            assert_eq!(
+                qualifies(&steps, *score, 0.8),
+                *want,
+                "{outcomes:?} {score:?}"
+            );
         }
     }
 
@@ -488,7 +494,8 @@ mod tests {
         let fenced = format!("```markdown\n{GOOD}```\n");
         assert_eq!(validate_draft(&fenced), Ok(d));
 
-        let bad: &[(&str, fn(&DraftProblem) -> bool)] = &[
+        type Check = fn(&DraftProblem) -> bool;
+        let bad: &[(&str, Check)] = &[
             ("Sure! Here is a skill.", |p| {
                 matches!(p, DraftProblem::NotASkill(_))
             }),
@@ -511,7 +518,7 @@ mod tests {
         ];
         for (text, is) in bad {
             let got = validate_draft(text);
-            assert!(got.as_ref().is_err_and(|p| is(p)), "{text:?}: {got:?}");
+            assert!(got.as_ref().is_err_and(is), "{text:?}: {got:?}");
         }
         let long = format!(
             "---\nname: ok-name\ndescription: Use when x\n---\n{}\n",
@@ -529,9 +536,8 @@ mod tests {
             free_name("a-b", &taken(&["a-b", "a-b-2", "a-b-3"])).as_deref(),
             Some("a-b-4")
         );
-        let all: &'static [&'static str] = &[
-            "x", "x-2", "x-3", "x-4", "x-5", "x-6", "x-7", "x-8", "x-9",
-        ];
+        let all: &'static [&'static str] =
+            &["x", "x-2", "x-3", "x-4", "x-5", "x-6", "x-7", "x-8", "x-9"];
         assert_eq!(free_name("x", &taken(all)), None);
         let long = "a".repeat(MAX_NAME_CHARS);
         let leaked: &'static str = Box::leak(long.clone().into_boxed_str());

@@ -227,7 +227,9 @@ mod tests {
 
     #[test]
     fn replies_tags_and_text() {
-        let table: &[(&str, Result<Option<(&str, Tag)>, ()>)] = &[
+        /// `Err(())`: the reply is refused.
+        type Want = Result<Option<(&'static str, Tag)>, ()>;
+        let table: &[(&str, Want)] = &[
             (
                 r#"{"lesson": "Check the path exists first.", "tag": "Testing"}"#,
                 Ok(Some(("Check the path exists first.", Tag::Testing))),
@@ -236,7 +238,10 @@ mod tests {
                 r#"{"lesson": "Pin the version.", "tag": "supply-chain"}"#,
                 Ok(Some(("Pin the version.", Tag::General))),
             ),
-            (r#"{"lesson": "Ask first."}"#, Ok(Some(("Ask first.", Tag::General)))),
+            (
+                r#"{"lesson": "Ask first."}"#,
+                Ok(Some(("Ask first.", Tag::General))),
+            ),
             (r#"{"lesson": "  "}"#, Ok(None)),
             ("no idea!!!", Err(())),
         ];

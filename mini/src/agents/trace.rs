@@ -129,6 +129,8 @@ mod tests {
         assert!(s[0].result_head.chars().count() <= RESULT_HEAD_CHARS + 1);
         assert_eq!(s[1].result_head, "error: no such file");
         assert_eq!(s[2].result_head, "");
-        assert!(s[1].line().contains("tool_b({\"path\": \"x\"}) → FAILED: error"));
+        assert!(s[1]
+            .line()
+            .contains("tool_b({\"path\": \"x\"}) → FAILED: error"));
     }
 }

@@ -285,3 +285,41 @@ fn a_failed_task_leaves_a_lesson_that_similar_questions_receive() {
         .count();
     assert_eq!(lessons, 1, "{memories:#}");
 }
+
+#[test]
+fn a_running_serve_lists_and_offers_a_skill_it_just_learned() {
+    use std::time::{Duration, Instant};
+    let w = world("crystallize-serve");
+    let s = support::serve::Server::start(&w, &[]);
+    two_tool_turn(&w);
+    grade(&w, 0.9);
+    w.fake.route(CRYSTALLIZE, Reply::text(DRAFT));
+    let body = serde_json::json!({"model": "evolve", "messages": [
+        {"role": "user", "content": QUESTION}]})
+    .to_string();
+    let r = s.post("/v1/chat/completions", &body);
+    assert_eq!(r.status, 200, "{}", r.body);
+    // The skill is learned after the answer, in the background.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let learned = loop {
+        let list = s.get("/v1/skills").json();
+        let found = list["data"]
+            .as_array()
+            .and_then(|d| d.iter().find(|k| k["name"] == "release-notes-digest"))
+            .map(|k| k["source"].clone());
+        if found.is_some() || Instant::now() > deadline {
+            break found;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert_eq!(learned, Some("learned".into()));
+    let one = s.get("/v1/skills/release-notes-digest").json();
+    assert!(one["body"].as_str().is_some_and(|b| b.contains("list_dir")));
+    // The next similar request is offered the skill without a restart.
+    w.fake.push(Reply::text("Using the digest."));
+    let r = s.post("/v1/chat/completions", &body);
+    assert_eq!(r.status, 200, "{}", r.body);
+    let sys = system_text(w.main_requests().last().unwrap());
+    assert!(sys.contains("release-notes-digest"), "{sys}");
+    s.stop();
+}

@@ -385,6 +385,7 @@ pub fn crystallize(
         );
         return None;
     }
+    rt.skills.reload(&root, &rt.tokenizer);
     log::info!("learned the skill {name} from this task");
     Some(name)
 }

@@ -750,7 +750,8 @@ impl Manager {
 
 /// The summaries of the skills relevant to `query`, and their names.
 fn match_skills(rt: &Runtime, query: &str, lang: Lang) -> (String, Vec<String>) {
-    let all = rt.skills.all();
+    let catalog = rt.skills.current();
+    let all = catalog.all();
     if all.is_empty() {
         return (String::new(), Vec::new());
     }

@@ -806,6 +806,10 @@ cheap = "cloud-cheap"
             ("[model.timeouts]\noverall = 0\n", "model.timeouts.overall"),
             ("[agent]\nreflect_below = 1.5\n", "agent.reflect_below"),
             ("[agent]\nstyle_above = -0.1\n", "agent.style_above"),
+            (
+                "[agent]\ncrystallize_above = 1.2\n",
+                "agent.crystallize_above",
+            ),
             ("[agent]\nmax_steps = 0\n", "agent.max_steps"),
             ("[model]\ntemperature = 3.0\n", "model.temperature"),
             ("[tools]\nshell_timeout = 0\n", "tools.shell_timeout"),

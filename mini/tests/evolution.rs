@@ -323,3 +323,33 @@ fn a_running_serve_lists_and_offers_a_skill_it_just_learned() {
     assert!(sys.contains("release-notes-digest"), "{sys}");
     s.stop();
 }
+
+#[test]
+fn a_chinese_conversation_gets_its_lesson_in_chinese() {
+    let w = World::new("lesson-zh");
+    w.workspace();
+    w.fake
+        .push(tool_call("read_file", r#"{"path": "预算.csv"}"#));
+    w.fake.push(Reply::text("找不到预算文件。"));
+    w.fake.route(
+        LESSON,
+        Reply::text(r#"{"lesson": "读取预算文件之前先列出工作区的文件。", "tag": "general"}"#),
+    );
+    let record = w
+        .run(&["ask", "--json", "帮我汇总季度预算表格"])
+        .expect(0)
+        .json();
+    assert_eq!(
+        record["lesson"], "教训 [general]：读取预算文件之前先列出工作区的文件。",
+        "{record:#}"
+    );
+    let memories = w.run(&["memory", "list", "--json"]).expect(0).json();
+    assert!(
+        memories
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|m| m["content"] == record["lesson"]),
+        "{memories:#}"
+    );
+}

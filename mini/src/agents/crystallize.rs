@@ -261,7 +261,10 @@ pub fn learned_jobs(dir: &Path, tokenizer: &dyn Tokenizer) -> Vec<(String, Job)>
 /// than replace a skill folder that appeared meanwhile.
 pub fn write_skill(root: &Path, name: &str, text: &str) -> std::io::Result<()> {
     std::fs::create_dir_all(root)?;
-    let tmp = root.join(format!(".{name}.tmp-{}", std::process::id()));
+    // Unique per process and call: two workers (serve runs one per manager) never share it.
+    static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let tmp = root.join(format!(".{name}.tmp-{}-{n}", std::process::id()));
     let _ = std::fs::remove_dir_all(&tmp);
     let written = std::fs::create_dir(&tmp).and_then(|()| {
         let mut f = std::fs::OpenOptions::new()

@@ -5,6 +5,7 @@
 //! file) whatever cannot be used, so one broken skill never stops the agent.
 
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, PoisonError, RwLock};
 
 use evolve_core::skill::{parse_skill_md, SkillSummary};
 use evolve_core::text::Tokenizer;
@@ -192,6 +193,30 @@ impl Catalog {
             .iter()
             .find(|(n, _)| n == name)
             .map(|(_, d)| d.clone())
+    }
+}
+
+/// The catalog a running agent uses. Replaced whole (never edited in place) when the
+/// agent learns a skill, so a long-running `serve` or `chat` offers and lists it at
+/// once; a turn keeps the catalog it started with.
+#[derive(Debug, Default)]
+pub struct LiveCatalog(RwLock<Arc<Catalog>>);
+
+impl LiveCatalog {
+    /// A live catalog starting with `catalog`.
+    pub fn new(catalog: Catalog) -> Self {
+        LiveCatalog(RwLock::new(Arc::new(catalog)))
+    }
+
+    /// The catalog now.
+    pub fn current(&self) -> Arc<Catalog> {
+        Arc::clone(&self.0.read().unwrap_or_else(PoisonError::into_inner))
+    }
+
+    /// Reads the skills again (after one was written).
+    pub fn reload(&self, user_dir: &Path, tokenizer: &dyn Tokenizer) {
+        let fresh = Arc::new(Catalog::load(user_dir, tokenizer));
+        *self.0.write().unwrap_or_else(PoisonError::into_inner) = fresh;
     }
 }
 

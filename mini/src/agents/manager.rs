@@ -29,6 +29,7 @@ use super::record::{PostTurn, ToolRun, TurnRecord, TurnUsage};
 use super::reflect::{ReflectWhy, ReflectionAgent};
 use super::runtime::Runtime;
 use super::tool::ToolAgent;
+use super::trace::ToolStep;
 use super::worker::Worker;
 use crate::cli::app::now;
 use crate::error::Error;
@@ -237,6 +238,8 @@ impl Manager {
             needs_person,
             evaluation: None,
             reflection: None,
+            learned_skill: None,
+            lesson: None,
             usage: TurnUsage {
                 main: usage_main,
                 cheap: Usage::default(),
@@ -261,6 +264,7 @@ impl Manager {
             question: input.text.to_string(),
             reply,
             tools_summary: tools_summary(&record.tools),
+            steps: super::trace::steps(&record.tools, &turn_msgs),
             accessed: ctx.recall.ids,
             overflow,
             record: record.clone(),
@@ -746,7 +750,8 @@ impl Manager {
 
 /// The summaries of the skills relevant to `query`, and their names.
 fn match_skills(rt: &Runtime, query: &str, lang: Lang) -> (String, Vec<String>) {
-    let all = rt.skills.all();
+    let catalog = rt.skills.current();
+    let all = catalog.all();
     if all.is_empty() {
         return (String::new(), Vec::new());
     }
@@ -849,6 +854,8 @@ struct PostJob {
     question: String,
     reply: String,
     tools_summary: String,
+    /// The tool calls as crystallization and lessons see them.
+    steps: Vec<ToolStep>,
     accessed: Vec<u64>,
     overflow: Vec<L2Entry>,
     record: TurnRecord,
@@ -922,6 +929,27 @@ impl PostJob {
                     &mut problems,
                 );
             }
+            // Seed 000 §经验固化: a task that worked becomes a skill, one that went
+            // wrong a lesson.
+            post.learned_skill = super::crystallize::crystallize(
+                rt,
+                &self.question,
+                &self.reply,
+                &self.steps,
+                score,
+                &mut usage,
+                &mut problems,
+            );
+            post.lesson = super::lesson::learn_lesson(
+                rt,
+                &self.question,
+                &self.reply,
+                &self.steps,
+                post.evaluation.as_ref(),
+                self.now,
+                &mut usage,
+                &mut problems,
+            );
         }
         if !self.overflow.is_empty() {
             ReflectionAgent.summarize(rt, &self.session, &self.overflow, &mut usage, &mut problems);

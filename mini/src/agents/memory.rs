@@ -216,7 +216,8 @@ pub(crate) fn cheap_call_sized(
         stream: false,
         max_tokens: Some(max_tokens),
         temperature: Some(0.2),
-        json: system != prompts::SUMMARIZE,
+        // Summaries and skill drafts are plain text; every other task replies JSON.
+        json: system != prompts::SUMMARIZE && system != prompts::CRYSTALLIZE,
         tool_choice: None,
     };
     match rt.model.chat(&req, &mut |_| {}, cancel) {

@@ -7,9 +7,12 @@
 //! What runs where: memory search and skill matching run side by side before the first
 //! model call (scoped threads); the tool loop runs on the caller's thread (it streams);
 //! everything after the reply — memory extraction, evaluation, reflection, style
-//! learning, the L3 summary — runs on the [`Worker`] so the answer is not delayed.
+//! learning, skills crystallized from tasks that worked, lessons from tasks that went
+//! wrong, the L3 summary — runs on the [`Worker`] so the answer is not delayed.
 
+mod crystallize;
 mod evaluate;
+mod lesson;
 mod manager;
 mod memory;
 pub(crate) mod prompts;
@@ -17,6 +20,7 @@ mod record;
 mod reflect;
 mod runtime;
 mod tool;
+mod trace;
 pub(crate) mod versions;
 mod worker;
 

@@ -112,3 +112,31 @@ pub fn classify_prompt() -> String {
          level as the value, e.g. {{\"read_file\": \"L2\", \"send_email\": \"L4\"}}."
     )
 }
+
+/// Crystallization: the cheap model drafts a SKILL.md from a task that worked. The reply
+/// is the file itself (plain text, not JSON); the shell validates it with the core's
+/// parser and adds the `learned` flag and the job fingerprint itself.
+pub const CRYSTALLIZE: &str = "[evolve:crystallize] An assistant just solved a user's \
+task with tools, and the result was graded highly. Turn it into a reusable skill for \
+the same kind of task in the future, following the Agent Skills convention. Reply with \
+the SKILL.md file only, no code fences, no explanation:\n\
+---\n\
+name: a-short-kebab-case-name (lowercase letters, digits, single hyphens, at most 64)\n\
+description: Use when … (one sentence: which requests this skill is for, so a matcher \
+can pick it; it must start with \"Use when\")\n\
+tags: [two, or-three]\n\
+---\n\
+then the body in Markdown: the steps that worked, which tools to call in which order \
+and with which kind of arguments, what to check in their results, and how to present \
+the answer. Generalise: no one-off values (file names, dates, numbers) unless they \
+are part of the method. At most 40 lines.";
+
+/// A lesson from a task that went wrong (seed 000 §经验固化: failure → lesson).
+pub const LESSON: &str = "[evolve:lesson] An assistant's task went wrong: a tool call \
+failed or was refused, or the reply was graded low. From the record below, write one \
+lesson for next time: what went wrong and what to do instead, in one or two short \
+sentences in the user's language, general enough to help with similar tasks, naming \
+the task's subject so it can be found again. Pick one tag: dependency, architecture, \
+ui, performance, testing, deployment or general. Reply with JSON only: \
+{\"lesson\": \"…\", \"tag\": \"general\"}, or {\"lesson\": \"\"} when there is nothing to \
+learn.";

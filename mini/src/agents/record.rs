@@ -99,6 +99,12 @@ pub struct PostTurn {
     /// A style note learned from this reply.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub style_note: Option<String>,
+    /// The name of the skill learned from this task (crystallization).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub learned_skill: Option<String>,
+    /// The lesson saved from this task when it went wrong, as the prompt shows it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lesson: Option<String>,
     /// Cheap-model usage of the background work.
     pub usage: Usage,
     /// Problems that were logged and skipped (unusable JSON, a failed call).
@@ -133,6 +139,12 @@ pub struct TurnRecord {
     /// A reflection's lesson, if one ran.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reflection: Option<String>,
+    /// The skill learned from this task, if it was crystallized (see [`PostTurn`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub learned_skill: Option<String>,
+    /// The lesson saved from this task, if it went wrong.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lesson: Option<String>,
     /// Token usage per model.
     pub usage: TurnUsage,
     /// Milliseconds from input to the answer (model time included).
@@ -146,6 +158,8 @@ impl TurnRecord {
     pub fn absorb(&mut self, post: &PostTurn) {
         self.evaluation = post.evaluation.clone();
         self.reflection = post.reflection.clone();
+        self.learned_skill = post.learned_skill.clone();
+        self.lesson = post.lesson.clone();
         self.usage.cheap.add(post.usage);
     }
 }

@@ -7,7 +7,7 @@ use crate::config::Config;
 use crate::llm::{ChatModel, Client};
 use crate::mcp::catalog::Catalog as McpCatalog;
 use crate::mcp::Hub;
-use crate::skills::Catalog;
+use crate::skills::{Catalog, LiveCatalog};
 use crate::store::Store;
 use crate::text::ShellTokenizer;
 use crate::tools::Builtins;
@@ -23,8 +23,8 @@ pub struct Runtime {
     pub model: Box<dyn ChatModel>,
     /// jieba + the core's rules.
     pub tokenizer: ShellTokenizer,
-    /// Skills.
-    pub skills: Catalog,
+    /// Skills (reloaded when one is learned).
+    pub skills: LiveCatalog,
     /// Built-in tools.
     pub tools: Builtins,
     /// The workspace, absolute and canonical (created on first start), so that the
@@ -67,7 +67,7 @@ impl Runtime {
         tokenizer: ShellTokenizer,
         model: Box<dyn ChatModel>,
     ) -> Arc<Runtime> {
-        let skills = Catalog::load(&config.skills_dir(), &tokenizer);
+        let skills = LiveCatalog::new(Catalog::load(&config.skills_dir(), &tokenizer));
         let tools = Builtins::new(&config.tools);
         let workspace = prepare_workspace(&config.workspace);
         let servers = crate::mcp::servers::load(&config, &store).unwrap_or_else(|e| {

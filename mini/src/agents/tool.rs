@@ -260,6 +260,7 @@ impl ToolAgent {
                 rt.workspace.display()
             ));
         }
+        let skills = rt.skills.current();
         let ctx = ToolContext {
             workspace: &rt.workspace,
             store: &rt.store,
@@ -267,7 +268,7 @@ impl ToolAgent {
             now,
             config: &rt.config,
             tokenizer: &rt.tokenizer,
-            skills: &rt.skills,
+            skills: &skills,
             cancel,
         };
         rt.tools.run(name, arguments, &ctx)

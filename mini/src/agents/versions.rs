@@ -213,7 +213,7 @@ const SESSIONS_READ: usize = 30;
 /// What the agent learned, gathered from the store for `evolve`.
 #[derive(Debug, Default, Clone, PartialEq)]
 struct Learned {
-    /// Reflection lessons, newest first.
+    /// Reflection and experience lessons, newest first.
     lessons: Vec<String>,
     /// (score, the grader's reason) of low-graded replies, newest first.
     low_scores: Vec<(f32, String)>,
@@ -223,7 +223,7 @@ struct Learned {
 
 impl Learned {
     /// Picks the parts from the memories and evaluations, each capped: lessons are
-    /// active memories tagged `reflection`; rules are the other active CRITICAL or
+    /// active memories tagged `reflection` or `lesson`; rules are the other active CRITICAL or
     /// instruction memories; low scores are evaluations below `below`.
     fn gather(
         memories: &[Memory],
@@ -233,7 +233,11 @@ impl Learned {
     ) -> Learned {
         let mut active: Vec<&Memory> = memories.iter().filter(|m| m.is_active(now)).collect();
         active.sort_by_key(|m| std::cmp::Reverse((m.created_at, m.id)));
-        let is_lesson = |m: &Memory| m.tags.iter().any(|t| t == REFLECTION_TAG);
+        let is_lesson = |m: &Memory| {
+            m.tags
+                .iter()
+                .any(|t| t == REFLECTION_TAG || t == super::lesson::LESSON_TAG)
+        };
         let lessons = active
             .iter()
             .filter(|m| is_lesson(m))

@@ -352,7 +352,8 @@ fn slash(command: &str, manager: &Manager, session: &mut Option<String>) -> Resu
             }
         }
         "skills" => {
-            let all = rt.skills.all();
+            let catalog = rt.skills.current();
+            let all = catalog.all();
             if all.is_empty() {
                 println!("  no skills installed (add $EVOLVE_HOME/skills/NAME/SKILL.md)");
             }

@@ -85,6 +85,7 @@ pub struct RawAgent {
     pub reflect_every: Option<u32>,
     pub reflect_below: Option<f32>,
     pub style_above: Option<f32>,
+    pub crystallize_above: Option<f32>,
     pub style_notes_max: Option<usize>,
     pub background_wait: Option<u64>,
     pub learn: Option<bool>,

@@ -189,6 +189,9 @@ pub struct AgentConfig {
     pub reflect_below: f32,
     /// A reply scoring at least this feeds style learning (default 0.8).
     pub style_above: f32,
+    /// A turn with at least two successful tool calls scoring at least this is written
+    /// back as a learned skill (default 0.8, the same bar as style learning).
+    pub crystallize_above: f32,
     /// At most this many style notes are kept and injected (default 8).
     pub style_notes_max: usize,
     /// How long `ask` waits for the post-reply worker before exiting (default 60 s; 0:
@@ -205,6 +208,7 @@ impl Default for AgentConfig {
             reflect_every: 10,
             reflect_below: 0.5,
             style_above: 0.8,
+            crystallize_above: 0.8,
             style_notes_max: 8,
             background_wait: Duration::from_secs(60),
             learn: true,
@@ -802,6 +806,10 @@ cheap = "cloud-cheap"
             ("[model.timeouts]\noverall = 0\n", "model.timeouts.overall"),
             ("[agent]\nreflect_below = 1.5\n", "agent.reflect_below"),
             ("[agent]\nstyle_above = -0.1\n", "agent.style_above"),
+            (
+                "[agent]\ncrystallize_above = 1.2\n",
+                "agent.crystallize_above",
+            ),
             ("[agent]\nmax_steps = 0\n", "agent.max_steps"),
             ("[model]\ntemperature = 3.0\n", "model.temperature"),
             ("[tools]\nshell_timeout = 0\n", "tools.shell_timeout"),

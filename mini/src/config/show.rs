@@ -75,6 +75,7 @@ impl Config {
                 "reflect_every": self.agent.reflect_every,
                 "reflect_below": float(self.agent.reflect_below),
                 "style_above": float(self.agent.style_above),
+                "crystallize_above": float(self.agent.crystallize_above),
                 "style_notes_max": self.agent.style_notes_max,
                 "background_wait": secs(self.agent.background_wait),
                 "learn": self.agent.learn,

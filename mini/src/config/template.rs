@@ -75,9 +75,12 @@ pub const CONFIG_TEMPLATE: &str = r#"# evolve configuration — `evolve config s
 # style_notes_max notes are kept and used.
 #style_above = 0.8
 #style_notes_max = 8
+# A task that took at least two successful tool calls and scored at least
+# crystallize_above (0–1) is written back as a learned skill in skills/.
+#crystallize_above = 0.8
 # How long `evolve ask` waits for memory saving and evaluation before exiting.
 #background_wait = 60
-# Save memories, evaluate and reflect after each turn.
+# Save memories, evaluate, reflect, learn skills and lessons after each turn.
 #learn = true
 
 [tools]

@@ -530,6 +530,7 @@ fn skills(state: &State) -> Reply {
     let data: Vec<Value> = state
         .rt()
         .skills
+        .current()
         .all()
         .iter()
         .map(|s| {
@@ -545,7 +546,7 @@ fn skills(state: &State) -> Reply {
 }
 
 fn skill(state: &State, name: &str) -> Reply {
-    match state.rt().skills.get(name) {
+    match state.rt().skills.current().get(name) {
         Some(s) => Response::json(
             200,
             &json!({

@@ -28,6 +28,9 @@ pub const STYLE: &str = "[evolve:style]";
 pub const SUMMARIZE: &str = "[evolve:summarize]";
 /// The classification of MCP tools (mini/src/agents/prompts.rs `CLASSIFY_MARKER`).
 pub const CLASSIFY: &str = "[evolve:classify]";
+/// Crystallization of a task into a skill, and lessons from failed tasks.
+pub const CRYSTALLIZE: &str = "[evolve:crystallize]";
+pub const LESSON: &str = "[evolve:lesson]";
 
 /// A test's world: its own home directory and model server.
 pub struct World {
@@ -70,7 +73,16 @@ impl World {
         }
         let fake = FakeLlm::start();
         // Background prompts never take the main replies a test scripted.
-        for marker in [EXTRACT, EVALUATE, REFLECT, STYLE, SUMMARIZE, CLASSIFY] {
+        for marker in [
+            EXTRACT,
+            EVALUATE,
+            REFLECT,
+            STYLE,
+            SUMMARIZE,
+            CLASSIFY,
+            CRYSTALLIZE,
+            LESSON,
+        ] {
             fake.quiet(marker);
         }
         World {

@@ -16,8 +16,8 @@ use super::file::{
 };
 use super::{
     AgentConfig, Checked, Config, ConfigError, EnvLookup, LoadOptions, Loaded, ModelConfig, Origin,
-    Origins, SchedulerConfig, Secret, TextConfig, Timeouts, ToolsConfig, CONFIG_FILE, DEFAULT_BASE_URL,
-    DEFAULT_PROFILE,
+    Origins, SchedulerConfig, Secret, TextConfig, Timeouts, ToolsConfig, CONFIG_FILE,
+    DEFAULT_BASE_URL, DEFAULT_PROFILE,
 };
 
 /// The log filters `EVOLVE_LOG` and `log` accept (`logger::parse_filter`).

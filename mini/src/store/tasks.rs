@@ -369,7 +369,9 @@ mod tests {
     fn ids_are_never_reused_and_removal_takes_the_runs() {
         let s = store("tasks-ids");
         let a = s.add_task("every 30m", "a?", "s1", Level::L2, 100).unwrap();
-        let b = s.add_task("daily 07:30", "b?", "s2", Level::L1, 100).unwrap();
+        let b = s
+            .add_task("daily 07:30", "b?", "s2", Level::L1, 100)
+            .unwrap();
         assert_eq!((a.id, b.id), (1, 2));
         s.start_task_run(2, Trigger::Manual, 200).unwrap();
         s.remove_task(2).unwrap();
@@ -438,7 +440,11 @@ mod tests {
         let runs = s.task_runs(1, 5).unwrap();
         assert_eq!(runs[0].status, RunStatus::Error);
         assert!(runs[0].error.as_deref().unwrap().contains("interrupted"));
-        assert_eq!(runs[1].status, RunStatus::Ok, "finished runs stay as they were");
+        assert_eq!(
+            runs[1].status,
+            RunStatus::Ok,
+            "finished runs stay as they were"
+        );
         assert_eq!(s.task(1).unwrap().last_status, Some(RunStatus::Error));
         assert_eq!(s.settle_interrupted_runs(40).unwrap(), 0);
     }

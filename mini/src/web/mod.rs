@@ -11,6 +11,7 @@ pub mod auth;
 pub mod chat;
 pub mod endpoint;
 pub mod http;
+pub mod tasks;
 
 use std::collections::HashMap;
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -60,6 +61,8 @@ pub struct State {
     pub env: Vec<(String, std::ffi::OsString)>,
     /// `--workspace`, if given.
     pub workspace: Option<std::path::PathBuf>,
+    /// Scheduled tasks: which run, and the loop's alarm.
+    pub scheduler: Arc<crate::sched::tasks::Scheduler>,
 }
 
 impl State {
@@ -109,8 +112,9 @@ impl State {
         rt.mcp.shutdown();
         Ok(profile)
     }
-    /// Cancels every running turn (the server is stopping).
+    /// Cancels every running turn and scheduled task (the server is stopping).
     pub fn cancel_all(&self) {
+        self.scheduler.stop();
         for flag in self
             .turns
             .lock()
@@ -217,6 +221,7 @@ pub fn run(manager: Manager, auth: auth::Auth, opts: Options) -> Result<(), Erro
         profiles: opts.profiles,
         env: opts.env,
         workspace: opts.workspace,
+        scheduler: crate::sched::tasks::Scheduler::new(),
     });
 
     // Signals → a byte on a socket pair → this thread wakes the accept loop.
@@ -281,6 +286,11 @@ pub fn run(manager: Manager, auth: auth::Auth, opts: Options) -> Result<(), Erro
     let handler_state = Arc::clone(&state);
     let handler: Arc<http::Handler> =
         Arc::new(move |req: &Request| api::route(&handler_state, req));
+    let scheduler = crate::sched::tasks::spawn_loop(
+        Arc::clone(&state) as Arc<dyn crate::sched::tasks::Host>,
+        Arc::clone(&state.scheduler),
+    )
+    .map_err(|e| Error::Other(format!("cannot start the scheduler thread: {e}")))?;
     http::serve(
         listener,
         opts.limits,
@@ -290,7 +300,13 @@ pub fn run(manager: Manager, auth: auth::Auth, opts: Options) -> Result<(), Erro
         error_body,
     );
 
-    // Every connection has ended: save the background work, stop MCP, close the store.
+    // Every connection has ended: let scheduled runs record how they ended, save the
+    // background work, stop MCP, close the store.
+    state.scheduler.stop();
+    if !state.scheduler.wait_idle(Duration::from_secs(10)) {
+        log::warn!("scheduled tasks did not stop within 10 s");
+    }
+    let _ = scheduler.join();
     let rt = state.rt();
     if !state.manager().flush(Duration::from_secs(10)) {
         log::warn!("the background work did not finish within 10 s; it is skipped");

@@ -333,3 +333,33 @@ fn the_api_adds_tasks_and_refuses_a_second_run_while_one_is_going() {
     assert_eq!(del.json()["deleted"], true);
     assert_eq!(s.get("/v1/tasks").json()["data"], serde_json::json!([]));
 }
+
+#[test]
+fn stopping_serve_cancels_a_running_task_and_its_run_says_so() {
+    let w = World::new("tasks-stop");
+    let s = Server::start(&w, &[]);
+    let created = s.post(
+        "/v1/tasks",
+        r#"{"schedule": "daily 03:00", "question": "A very slow one"}"#,
+    );
+    assert_eq!(created.status, 201, "{}", created.body);
+    let id = created.json()["id"].as_u64().unwrap();
+    w.fake
+        .push(Reply::text("Too late.").after(Duration::from_secs(120)));
+    assert_eq!(s.post(&format!("/v1/tasks/{id}/run"), "").status, 202);
+    wait_for("the run to start", || {
+        (s.get(&format!("/v1/tasks/{id}")).json()["running"] == true).then_some(())
+    });
+    assert!(s.stop().is_some_and(|c| c == 0), "serve exits 0 on SIGTERM");
+    let log = w
+        .run(&["tasks", "log", &id.to_string(), "--json"])
+        .expect(0)
+        .json();
+    let run = &log["data"][0];
+    assert_eq!(run["status"], "error", "{run}");
+    assert_eq!(run["exit_code"], 1);
+    assert!(
+        run["error"].as_str().unwrap().contains("cancelled"),
+        "{run}"
+    );
+}

@@ -256,6 +256,14 @@ fn add(c: Add) -> Result<(), Error> {
         zone.name,
         task["allow"].as_str().unwrap_or_default(),
     )?;
+    if let Schedule::At { utc } = schedule {
+        if utc <= super::app::now() {
+            writeln!(
+                out,
+                "that time has passed: the task runs once as soon as `evolve serve` runs"
+            )?;
+        }
+    }
     let session = task["session"].as_str().unwrap_or_default();
     writeln!(
         out,

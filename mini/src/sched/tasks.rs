@@ -846,6 +846,38 @@ mod tests {
     }
 
     #[test]
+    fn the_configured_zone_is_checked_at_load_and_used() {
+        use crate::config::tests::load_text;
+        for (text, name, offset) in [
+            ("[scheduler]\ntime_zone = \"+08:00\"\n", "+08:00", 8 * 3600),
+            ("[scheduler]\ntime_zone = \"UTC\"\n", "UTC", 0),
+        ] {
+            let loaded = load_text(text, &[]).expect("loads");
+            let zone = loaded.config.scheduler.resolve();
+            assert_eq!(zone.name, name);
+            assert_eq!(zone.zone.offset_at_utc(0), offset);
+            assert_eq!(zone.warning, None);
+            assert_eq!(
+                loaded.origins.get("scheduler.time_zone"),
+                &crate::config::Origin::File
+            );
+        }
+        let err = load_text("[scheduler]\ntime_zone = \"Mars/Base\"\n", &[])
+            .expect_err("an unknown zone is an error")
+            .to_string();
+        assert!(
+            err.contains("time_zone") && err.contains("Mars/Base"),
+            "{err}"
+        );
+        let loaded = load_text("", &[("TZ", "Asia/Shanghai")]).expect("loads");
+        assert_eq!(
+            loaded.origins.get("scheduler.time_zone"),
+            &crate::config::Origin::Env("TZ".into())
+        );
+        assert_eq!(loaded.config.scheduler.time_zone, None, "read when needed");
+    }
+
+    #[test]
     fn allow_levels_are_those_of_ask() {
         assert_eq!(parse_allow("L3"), Ok(Level::L3));
         assert_eq!(parse_allow("l1"), Ok(Level::L1));

@@ -285,13 +285,20 @@ impl SchedulerConfig {
                 zone,
                 warning: None,
             },
-            Err(e) => SchedZone {
-                name: "UTC".into(),
-                zone: LocalZone::Utc,
-                warning: Some(format!(
-                    "{e}; scheduled tasks use UTC — set [scheduler] time_zone in config.toml"
-                )),
-            },
+            Err(e) => {
+                let from = match std::env::var("TZ") {
+                    Ok(tz) if !tz.trim().is_empty() => format!("the TZ variable ({tz})"),
+                    _ => "the system's time zone (/etc/localtime)".to_string(),
+                };
+                SchedZone {
+                    name: "UTC".into(),
+                    zone: LocalZone::Utc,
+                    warning: Some(format!(
+                        "{from} cannot be used: {e}; scheduled tasks use UTC — set \
+                         [scheduler] time_zone in config.toml"
+                    )),
+                }
+            }
         }
     }
 }

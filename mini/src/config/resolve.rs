@@ -909,6 +909,9 @@ pub fn check(opts: &LoadOptions, env: EnvLookup<'_>) -> Result<Checked, ConfigEr
     if let Some(w) = readable_key_warning(&loaded) {
         warnings.push(w);
     }
+    if let Some(w) = loaded.config.scheduler.resolve().warning {
+        warnings.push(w);
+    }
     Ok(Checked {
         loaded,
         checked,

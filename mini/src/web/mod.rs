@@ -3,7 +3,9 @@
 //! One process holds the store and runs turns for every client: the UI, programs using
 //! the OpenAI-compatible `/v1/chat/completions`, and `evolve ask` while `serve` runs.
 //! This module wires the parts: [`http`] (the server and its limits), [`auth`] (who may
-//! ask), [`api`] (the routes), [`chat`] (turns over HTTP), [`assets`] (the embedded UI).
+//! ask), [`api`] (the routes), [`chat`] (turns over HTTP), [`assets`] (the embedded UI),
+//! [`tasks`] (scheduled tasks over HTTP; the loop that runs them is started here and is
+//! `crate::sched::tasks`').
 
 pub mod api;
 pub mod assets;

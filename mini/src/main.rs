@@ -10,8 +10,6 @@ mod error;
 mod llm;
 mod logger;
 mod mcp;
-// The CLI and `serve` do not use the scheduler yet (issue 6, another part plugs it in).
-#[allow(dead_code)]
 mod sched;
 mod skills;
 mod store;

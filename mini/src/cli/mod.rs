@@ -13,6 +13,7 @@ mod prompt;
 mod serve;
 pub(crate) mod sessions;
 mod skills;
+mod tasks;
 
 use argh::FromArgs;
 
@@ -57,6 +58,7 @@ enum Command {
     Prompt(prompt::PromptCmd),
     Sessions(sessions::SessionsCmd),
     Skills(skills::SkillsCmd),
+    Tasks(tasks::TasksCmd),
     Mcp(mcp::McpCmd),
     Serve(serve::ServeCmd),
     Config(config::ConfigCmd),
@@ -76,6 +78,7 @@ pub fn run(args: Evolve) -> Result<(), Error> {
         Some(Command::Prompt(cmd)) => prompt::run(cmd),
         Some(Command::Sessions(cmd)) => sessions::run(cmd),
         Some(Command::Skills(cmd)) => skills::run(cmd),
+        Some(Command::Tasks(cmd)) => tasks::run(cmd),
         Some(Command::Mcp(cmd)) => mcp::run(cmd),
         Some(Command::Serve(cmd)) => serve::run(cmd),
         Some(Command::Config(cmd)) => config::run(cmd),

@@ -32,6 +32,7 @@ pub struct RawFile {
     pub history: Option<HistoryConfig>,
     pub permission: Option<PermissionConfig>,
     pub mcp: Option<RawMcp>,
+    pub scheduler: Option<RawScheduler>,
 }
 
 /// One layer of settings: the top level with a profile merged over it, or one profile.
@@ -48,6 +49,7 @@ pub struct RawLayer {
     pub history: Option<HistoryConfig>,
     pub permission: Option<PermissionConfig>,
     pub mcp: Option<RawMcp>,
+    pub scheduler: Option<RawScheduler>,
 }
 
 /// `[model]`.
@@ -107,6 +109,13 @@ pub struct RawTools {
 #[serde(deny_unknown_fields)]
 pub struct RawText {
     pub dict_path: Option<String>,
+}
+
+/// `[scheduler]`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawScheduler {
+    pub time_zone: Option<String>,
 }
 
 /// `[mcp]`; durations in seconds.

@@ -250,6 +250,82 @@ pub struct TextConfig {
     pub dict_path: Option<PathBuf>,
 }
 
+/// Scheduled tasks (`[scheduler]`). Only a zone the file names is kept (and checked
+/// at load); the system's zone is read when the scheduler needs it ([`Self::resolve`]),
+/// so loading the configuration does not depend on the machine it runs on.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct SchedulerConfig {
+    /// `time_zone` as written, with the zone it names.
+    pub time_zone: Option<(String, crate::sched::zone::LocalZone)>,
+}
+
+/// The zone cron and `daily` schedules are read in, with its name.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SchedZone {
+    /// `Asia/Shanghai`, `+08:00`, `UTC`, or the system's zone name.
+    pub name: String,
+    /// The offsets.
+    pub zone: crate::sched::zone::LocalZone,
+    /// Why it is UTC although the system seemed to have another zone (a `TZ` or
+    /// `/etc/localtime` that could not be read); logged when the scheduler starts.
+    pub warning: Option<String>,
+}
+
+impl SchedulerConfig {
+    /// The configured zone; without one `TZ`, then the system's zone, then UTC with a
+    /// warning.
+    pub fn resolve(&self) -> SchedZone {
+        use crate::sched::zone::{self, LocalZone};
+        if let Some((name, zone)) = &self.time_zone {
+            return SchedZone {
+                name: name.clone(),
+                zone: zone.clone(),
+                warning: None,
+            };
+        }
+        match zone::system() {
+            Ok(zone) => SchedZone {
+                name: system_zone_name(&zone),
+                zone,
+                warning: None,
+            },
+            Err(e) => {
+                let from = match std::env::var("TZ") {
+                    Ok(tz) if !tz.trim().is_empty() => format!("the TZ variable ({tz})"),
+                    _ => "the system's time zone (/etc/localtime)".to_string(),
+                };
+                SchedZone {
+                    name: "UTC".into(),
+                    zone: LocalZone::Utc,
+                    warning: Some(format!(
+                        "{from} cannot be used: {e}; scheduled tasks use UTC — set \
+                         [scheduler] time_zone in config.toml"
+                    )),
+                }
+            }
+        }
+    }
+}
+
+/// The name of the system's zone: `TZ`, else the database name `/etc/localtime` links
+/// to, else `/etc/localtime` itself (`UTC` when there is none).
+fn system_zone_name(zone: &crate::sched::zone::LocalZone) -> String {
+    if let Some(tz) = std::env::var("TZ").ok().filter(|t| !t.trim().is_empty()) {
+        return tz.trim().trim_start_matches(':').to_string();
+    }
+    if *zone == crate::sched::zone::LocalZone::Utc {
+        return "UTC".into();
+    }
+    std::fs::read_link("/etc/localtime")
+        .ok()
+        .and_then(|target| {
+            let text = target.to_string_lossy().into_owned();
+            text.split_once("zoneinfo/")
+                .map(|(_, name)| name.to_string())
+        })
+        .unwrap_or_else(|| "/etc/localtime".into())
+}
+
 /// MCP servers defined in `config.toml`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct McpConfig {
@@ -306,6 +382,8 @@ pub struct Config {
     pub text: TextConfig,
     /// MCP servers from the file (`[mcp]`).
     pub mcp: McpConfig,
+    /// Scheduled tasks' time zone (`[scheduler]`).
+    pub scheduler: SchedulerConfig,
     /// File tools work inside this directory (default `$EVOLVE_HOME/workspace`).
     pub workspace: PathBuf,
     /// Log filter (`EVOLVE_LOG`, e.g. `info`, `debug`; default `warn`).
@@ -496,6 +574,7 @@ impl Config {
             tools: ToolsConfig::default(),
             text: TextConfig::default(),
             mcp: McpConfig::default(),
+            scheduler: SchedulerConfig::default(),
             log: DEFAULT_LOG.to_string(),
         }
     }

@@ -11,11 +11,13 @@ use std::time::Duration;
 
 use evolve_core::CoreConfig;
 
-use super::file::{RawAgent, RawFile, RawLayer, RawModel, RawText, RawTimeouts, RawTools};
+use super::file::{
+    RawAgent, RawFile, RawLayer, RawModel, RawScheduler, RawText, RawTimeouts, RawTools,
+};
 use super::{
     AgentConfig, Checked, Config, ConfigError, EnvLookup, LoadOptions, Loaded, ModelConfig, Origin,
-    Origins, Secret, TextConfig, Timeouts, ToolsConfig, CONFIG_FILE, DEFAULT_BASE_URL,
-    DEFAULT_PROFILE,
+    Origins, SchedulerConfig, Secret, TextConfig, Timeouts, ToolsConfig, CONFIG_FILE,
+    DEFAULT_BASE_URL, DEFAULT_PROFILE,
 };
 
 /// The log filters `EVOLVE_LOG` and `log` accept (`logger::parse_filter`).
@@ -175,6 +177,7 @@ const TRACED_KEYS: &[&str] = &[
     "model.timeouts.overall",
     "text.dict_path",
     "mcp.timeout_secs",
+    "scheduler.time_zone",
 ];
 
 /// The file's text; `None` when it does not exist.
@@ -407,6 +410,7 @@ fn resolve(
         history,
         permission,
         mcp,
+        scheduler,
     } = layer;
 
     let workspace = match (&opts.workspace, workspace) {
@@ -448,6 +452,7 @@ fn resolve(
             .transpose()?,
     };
     let mcp = super::mcp::resolve_mcp(mcp.unwrap_or_default(), &ctx)?;
+    let scheduler = resolve_scheduler(scheduler.unwrap_or_default(), &mut ctx)?;
     let core = CoreConfig {
         memory: memory.unwrap_or_default(),
         history: history.unwrap_or_default(),
@@ -465,8 +470,35 @@ fn resolve(
         tools,
         text,
         mcp,
+        scheduler,
         workspace,
         log,
+    })
+}
+
+/// `[scheduler] time_zone`: a zone the file names must exist (a misspelt zone would
+/// run every task at the wrong hour). Without one the system's zone is used, read when
+/// needed ([`SchedulerConfig::resolve`]); `TZ` is then where it comes from.
+fn resolve_scheduler(
+    raw: RawScheduler,
+    ctx: &mut Context<'_>,
+) -> Result<SchedulerConfig, ConfigError> {
+    let RawScheduler { time_zone } = raw;
+    let Some(name) = time_zone else {
+        if env_text(ctx.env, "TZ")?.is_some() {
+            ctx.origins
+                .set("scheduler.time_zone", Origin::Env("TZ".into()));
+        }
+        return Ok(SchedulerConfig::default());
+    };
+    let zone = crate::sched::zone::load(&name).map_err(|e| {
+        ctx.invalid(format!(
+            "[scheduler] time_zone{}: {e}",
+            ctx.source_note("scheduler.time_zone")
+        ))
+    })?;
+    Ok(SchedulerConfig {
+        time_zone: Some((name.trim().to_string(), zone)),
     })
 }
 
@@ -881,6 +913,9 @@ pub fn check(opts: &LoadOptions, env: EnvLookup<'_>) -> Result<Checked, ConfigEr
     }
     let mut warnings = loaded.config.mcp.warnings.clone();
     if let Some(w) = readable_key_warning(&loaded) {
+        warnings.push(w);
+    }
+    if let Some(w) = loaded.config.scheduler.resolve().warning {
         warnings.push(w);
     }
     Ok(Checked {

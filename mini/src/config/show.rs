@@ -97,6 +97,9 @@ impl Config {
                 "timeout_secs": secs(self.mcp.timeout),
                 "servers": super::mcp::servers_json(&self.mcp.servers),
             },
+            "scheduler": {
+                "time_zone": self.scheduler.resolve().name,
+            },
         })
     }
 }
@@ -208,6 +211,7 @@ const SECTION_ORDER: &[&str] = &[
     "history",
     "permission",
     "mcp",
+    "scheduler",
 ];
 
 /// A server's `env` and `headers` are printed as inline tables, as they are written.

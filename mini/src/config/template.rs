@@ -138,6 +138,12 @@ pub const CONFIG_TEMPLATE: &str = r#"# evolve configuration — `evolve config s
 # The highest level `evolve ask` and scheduled tasks run without --allow (at most L3).
 #headless_max_auto = "L2"
 
+[scheduler]
+# The time zone of `evolve tasks` schedules (cron, --daily, --at without offset): a
+# zone database name or a fixed offset such as "+08:00". Default: TZ, else the
+# system's zone, else UTC.
+# time_zone = "Asia/Shanghai"
+
 [mcp]
 # MCP servers: their tools are offered to the model as `<server>__<tool>`, each
 # with a permission level (`evolve mcp tools` shows them and where each level came

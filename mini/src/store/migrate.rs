@@ -34,6 +34,11 @@ pub(super) const MIGRATIONS: &[Migration] = &[
         what: "add the MCP servers and tool lists",
         apply: add_mcp_tables,
     },
+    Migration {
+        to: 3,
+        what: "add the scheduled tasks and their runs",
+        apply: add_task_tables,
+    },
 ];
 
 /// Version 1: every table of the module documentation exists (redb creates a table the
@@ -61,6 +66,13 @@ fn create_tables(txn: &WriteTransaction) -> Result<(), Fail> {
 fn add_mcp_tables(txn: &WriteTransaction) -> Result<(), Fail> {
     txn.open_table(MCP_SERVERS)?;
     txn.open_table(MCP_TOOLS)?;
+    Ok(())
+}
+
+/// Version 3: scheduled tasks and their runs (issue 6).
+fn add_task_tables(txn: &WriteTransaction) -> Result<(), Fail> {
+    txn.open_table(TASKS)?;
+    txn.open_table(TASK_RUNS)?;
     Ok(())
 }
 
@@ -261,7 +273,13 @@ mod tests {
                 Err(TableError::TableDoesNotExist(_))
             ));
         }
-        assert_eq!(migrate(&db).unwrap(), Migrated { from: 1, to: 2 });
+        assert_eq!(
+            migrate(&db).unwrap(),
+            Migrated {
+                from: 1,
+                to: SCHEMA_VERSION
+            }
+        );
         let txn = db.begin_read().unwrap();
         assert_eq!(txn.open_table(MCP_SERVERS).unwrap().len().unwrap(), 0);
         assert_eq!(txn.open_table(MCP_TOOLS).unwrap().len().unwrap(), 0);

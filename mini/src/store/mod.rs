@@ -22,6 +22,8 @@
 //! - `mcp_servers`: server name → [`ServerSpec`](crate::mcp::ServerSpec) (added at run time)
 //! - `mcp_tools`: server name → its last tool list ([`McpTool`](crate::mcp::McpTool)s)
 //!   and when it was fetched
+//! - `tasks`: task id u64 → [`Task`]; `task_runs`: (task, seq u64) → [`TaskRun`];
+//!   `meta.next_task_id`
 //!
 //! What it decides: record layout and ids (memory ids are never reused; session ids
 //! are time-ordered), what a session owns (removing it removes all of that), and how
@@ -44,6 +46,7 @@ mod permissions;
 mod prompts;
 mod schema;
 mod sessions;
+mod tasks;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard, PoisonError, RwLock, RwLockReadGuard};
@@ -59,10 +62,11 @@ use serde::{Deserialize, Serialize};
 pub use dates::{format_date, format_time, parse_time};
 use error::Fail;
 pub use error::StoreError;
+pub use tasks::{RunEnd, RunStatus, Task, TaskRun, Trigger};
 
 /// The schema this build writes. Opening an older store migrates it in one write
 /// transaction; a newer one is refused with a clear error.
-pub const SCHEMA_VERSION: u64 = 2;
+pub const SCHEMA_VERSION: u64 = 3;
 
 /// A session's id: `s` + 12 lowercase base-36 characters (time + counter), URL-safe.
 pub type SessionId = String;

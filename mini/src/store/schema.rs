@@ -52,6 +52,10 @@ pub(super) const TODOS: TableDefinition<&str, Json> = TableDefinition::new("todo
 pub(super) const MCP_SERVERS: TableDefinition<&str, Json> = TableDefinition::new("mcp_servers");
 /// server name → its last tool list and when it was fetched (schema 2).
 pub(super) const MCP_TOOLS: TableDefinition<&str, Json> = TableDefinition::new("mcp_tools");
+/// task id → [`super::Task`]: the scheduled tasks (schema 3).
+pub(super) const TASKS: TableDefinition<u64, Json> = TableDefinition::new("tasks");
+/// (task id, seq) → [`super::TaskRun`] (schema 3).
+pub(super) const TASK_RUNS: TableDefinition<(u64, u64), Json> = TableDefinition::new("task_runs");
 
 /// Keys of [`META`].
 pub(super) const SCHEMA_VERSION_KEY: &str = "schema_version";

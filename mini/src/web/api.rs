@@ -13,7 +13,7 @@ use evolve_core::text::{f1, KeywordSet, Lang};
 use serde_json::{json, Map, Value};
 
 use super::http::{form_value, percent_decode, Request, Response};
-use super::{assets, chat, error, prompt, State};
+use super::{assets, chat, error, prompt, tasks, State};
 use crate::agents::ToolAgent;
 use crate::cli::app::now;
 use crate::store::StoreError;
@@ -66,6 +66,12 @@ pub fn route(state: &Arc<State>, req: &Request) -> Reply {
         ("POST", ["v1", "tools", name, "run"]) => run_tool(state, req, name),
         ("GET", ["v1", "mcp"]) => mcp(state),
         ("PUT", ["v1", "mcp", "tools", name, "level"]) => mcp_level(state, req, name),
+        ("GET", ["v1", "tasks"]) => tasks::list(state),
+        ("POST", ["v1", "tasks"]) => tasks::create(state, req),
+        ("GET", ["v1", "tasks", id]) => tasks::get(state, id),
+        ("DELETE", ["v1", "tasks", id]) => tasks::delete(state, id),
+        ("POST", ["v1", "tasks", id, "run"]) => tasks::run(state, id),
+        ("GET", ["v1", "tasks", id, "runs"]) => tasks::runs(state, req, id),
         ("GET", ["v1", "search"]) => search(state, req),
         ("GET", ["v1", "prompt"]) => prompt::list(state),
         ("POST", ["v1", "prompt"]) => prompt::set(state, req),
@@ -88,10 +94,11 @@ pub fn route(state: &Arc<State>, req: &Request) -> Reply {
 /// `None` for a path no route serves. Kept in step with [`route`].
 fn allowed(p: &[&str]) -> Option<&'static str> {
     Some(match p {
-        ["login"] | ["v1", "sessions" | "memory"] => "GET, HEAD, POST",
+        ["login"] | ["v1", "sessions" | "memory" | "tasks"] => "GET, HEAD, POST",
+        ["v1", "tasks", _] => "GET, HEAD, DELETE",
         ["v1", "sessions" | "memory", _] => "GET, HEAD, PATCH, DELETE",
         ["v1", "chat", "completions"]
-        | ["v1", "tools", _, "run"]
+        | ["v1", "tools" | "tasks", _, "run"]
         | ["v1", "sessions", _, "pending", _] => "POST",
         ["v1", "mcp", "tools", _, "level"] => "PUT",
         ["v1", "config", "profile"]
@@ -104,7 +111,8 @@ fn allowed(p: &[&str]) -> Option<&'static str> {
         | ["v1", "models" | "skills" | "tools" | "mcp" | "search" | "config"]
         | ["v1", "skills" | "prompt", _]
         | ["v1", "sessions", _, "messages" | "export" | "pending"]
-        | ["v1", "sessions", _, "turns", _] => "GET, HEAD",
+        | ["v1", "sessions", _, "turns", _]
+        | ["v1", "tasks", _, "runs"] => "GET, HEAD",
         _ => return None,
     })
 }

@@ -3,7 +3,9 @@
 //! One process holds the store and runs turns for every client: the UI, programs using
 //! the OpenAI-compatible `/v1/chat/completions`, and `evolve ask` while `serve` runs.
 //! This module wires the parts: [`http`] (the server and its limits), [`auth`] (who may
-//! ask), [`api`] (the routes), [`chat`] (turns over HTTP), [`assets`] (the embedded UI).
+//! ask), [`api`] (the routes), [`chat`] (turns over HTTP), [`assets`] (the embedded UI),
+//! [`tasks`] (scheduled tasks over HTTP; the loop that runs them is started here and is
+//! `crate::sched::tasks`').
 
 pub mod api;
 pub mod assets;
@@ -12,6 +14,7 @@ pub mod chat;
 pub mod endpoint;
 pub mod http;
 mod prompt;
+pub mod tasks;
 
 use std::collections::HashMap;
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -61,6 +64,8 @@ pub struct State {
     pub env: Vec<(String, std::ffi::OsString)>,
     /// `--workspace`, if given.
     pub workspace: Option<std::path::PathBuf>,
+    /// Scheduled tasks: which run, and the loop's alarm.
+    pub scheduler: Arc<crate::sched::tasks::Scheduler>,
 }
 
 impl State {
@@ -110,8 +115,9 @@ impl State {
         rt.mcp.shutdown();
         Ok(profile)
     }
-    /// Cancels every running turn (the server is stopping).
+    /// Cancels every running turn and scheduled task (the server is stopping).
     pub fn cancel_all(&self) {
+        self.scheduler.stop();
         for flag in self
             .turns
             .lock()
@@ -218,6 +224,7 @@ pub fn run(manager: Manager, auth: auth::Auth, opts: Options) -> Result<(), Erro
         profiles: opts.profiles,
         env: opts.env,
         workspace: opts.workspace,
+        scheduler: crate::sched::tasks::Scheduler::new(),
     });
 
     // Signals → a byte on a socket pair → this thread wakes the accept loop.
@@ -282,6 +289,11 @@ pub fn run(manager: Manager, auth: auth::Auth, opts: Options) -> Result<(), Erro
     let handler_state = Arc::clone(&state);
     let handler: Arc<http::Handler> =
         Arc::new(move |req: &Request| api::route(&handler_state, req));
+    let scheduler = crate::sched::tasks::spawn_loop(
+        Arc::clone(&state) as Arc<dyn crate::sched::tasks::Host>,
+        Arc::clone(&state.scheduler),
+    )
+    .map_err(|e| Error::Other(format!("cannot start the scheduler thread: {e}")))?;
     http::serve(
         listener,
         opts.limits,
@@ -291,7 +303,13 @@ pub fn run(manager: Manager, auth: auth::Auth, opts: Options) -> Result<(), Erro
         error_body,
     );
 
-    // Every connection has ended: save the background work, stop MCP, close the store.
+    // Every connection has ended: let scheduled runs record how they ended, save the
+    // background work, stop MCP, close the store.
+    state.scheduler.stop();
+    if !state.scheduler.wait_idle(Duration::from_secs(10)) {
+        log::warn!("scheduled tasks did not stop within 10 s");
+    }
+    let _ = scheduler.join();
     let rt = state.rt();
     if !state.manager().flush(Duration::from_secs(10)) {
         log::warn!("the background work did not finish within 10 s; it is skipped");

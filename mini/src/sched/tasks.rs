@@ -1,0 +1,907 @@
+//! Scheduled tasks: adding one, running one, and the loop inside `evolve serve` that
+//! runs them when they are due (issue 6, "Scheduler").
+//!
+//! Decides: that a task is a headless ask in its own session, under the same
+//! permission rules as `evolve ask` (calls up to the task's `allow` level run, anything
+//! needing a person is refused and the run says so); how a run's outcome is recorded
+//! (status and `ask`'s exit code, the answer clipped to [`ANSWER_CHARS`]); that one task
+//! never runs twice at once ([`Scheduler::claim`]: a schedule that fires while it runs
+//! is skipped, a manual run is refused); and when the loop wakes — at the earliest next
+//! due time, at least every [`MAX_SLEEP`], and at once when a task is added or removed.
+//! Whether a task is due is `evolve_core::sched::due_now`'s decision (after downtime a
+//! missed task runs once).
+//!
+//! The loop also runs the daily built-in jobs of [`DAILY_JOBS`] (memory maintenance is
+//! meant to join them), each remembering its last run in the store's meta table.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use evolve_core::permission::{Decision, Level, PendingCall, Policy, RefusalReason};
+use evolve_core::sched::{civil_from_days, due_now, next_due, Schedule, Zone};
+use evolve_core::text::{clip_chars, one_line, Lang};
+use evolve_core::Timestamp;
+use serde_json::{json, Value};
+
+use crate::agents::{Approval, Manager, Runtime, TurnInput, TurnIo};
+use crate::cli::app::now;
+use crate::error::Error;
+use crate::store::{RunEnd, RunStatus, Store, StoreError, Task, TaskRun, Trigger};
+
+/// A run's answer is kept up to this many characters (the session has all of it).
+pub const ANSWER_CHARS: usize = 4000;
+
+/// The loop looks at the clock at least this often, so a changed clock or a task added
+/// by another way than this process is noticed within half a minute.
+pub const MAX_SLEEP: Duration = Duration::from_secs(30);
+
+/// Characters of the question in the title of a task's session.
+const TITLE_QUESTION_CHARS: usize = 48;
+
+/// Which runs are going, and the loop's alarm clock. Shared by the loop, the API and
+/// the runs themselves.
+#[derive(Default)]
+pub struct Scheduler {
+    /// Task id → the cancel flag of its running turn.
+    running: Mutex<HashMap<u64, Arc<AtomicBool>>>,
+    /// Daily jobs running now, by name.
+    jobs_running: Mutex<HashSet<&'static str>>,
+    /// Cancels the daily jobs when the server stops.
+    jobs_cancel: Arc<AtomicBool>,
+    /// Bumped by [`Scheduler::notify`]; the loop sleeps until it changes.
+    wake: Mutex<u64>,
+    alarm: Condvar,
+    stopped: AtomicBool,
+}
+
+/// A claimed task: while it lives the task counts as running; dropping it frees the
+/// task and wakes the loop (its next due time has moved).
+pub struct Claim {
+    sched: Arc<Scheduler>,
+    id: u64,
+    /// The run's cancel flag.
+    pub cancel: Arc<AtomicBool>,
+}
+
+impl Drop for Claim {
+    fn drop(&mut self) {
+        self.sched
+            .running
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(&self.id);
+        self.sched.notify();
+    }
+}
+
+impl Scheduler {
+    /// A scheduler with nothing running.
+    pub fn new() -> Arc<Scheduler> {
+        Arc::new(Scheduler::default())
+    }
+
+    /// Wakes the loop at once: a task was added or removed, or a run ended.
+    pub fn notify(&self) {
+        *self.wake.lock().unwrap_or_else(PoisonError::into_inner) += 1;
+        self.alarm.notify_all();
+    }
+
+    /// Marks a task as running; `None` when it already is.
+    pub fn claim(self: &Arc<Self>, id: u64) -> Option<Claim> {
+        let mut running = self.running.lock().unwrap_or_else(PoisonError::into_inner);
+        if running.contains_key(&id) {
+            return None;
+        }
+        let cancel = Arc::new(AtomicBool::new(false));
+        running.insert(id, Arc::clone(&cancel));
+        Some(Claim {
+            sched: Arc::clone(self),
+            id,
+            cancel,
+        })
+    }
+
+    /// Whether a run of the task is going.
+    pub fn is_running(&self, id: u64) -> bool {
+        self.running
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .contains_key(&id)
+    }
+
+    /// Cancels a task's running turn (the task is being removed).
+    pub fn cancel(&self, id: u64) {
+        if let Some(flag) = self
+            .running
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(&id)
+        {
+            flag.store(true, Ordering::SeqCst);
+        }
+    }
+
+    /// Stops the loop and cancels every running task and daily job (the server is
+    /// stopping).
+    pub fn stop(&self) {
+        self.stopped.store(true, Ordering::SeqCst);
+        self.jobs_cancel.store(true, Ordering::SeqCst);
+        for flag in self
+            .running
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .values()
+        {
+            flag.store(true, Ordering::SeqCst);
+        }
+        self.notify();
+    }
+
+    /// Waits up to `timeout` for every run and daily job to end; false if some still
+    /// run.
+    pub fn wait_idle(&self, timeout: Duration) -> bool {
+        let started = Instant::now();
+        loop {
+            let busy = !self
+                .running
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .is_empty()
+                || !self
+                    .jobs_running
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .is_empty();
+            if !busy {
+                return true;
+            }
+            if started.elapsed() >= timeout {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Sleeps until `deadline`, a [`Scheduler::notify`] after `seen`, or a stop.
+    fn sleep(&self, seen: u64, timeout: Duration) {
+        let guard = self.wake.lock().unwrap_or_else(PoisonError::into_inner);
+        let _ = self
+            .alarm
+            .wait_timeout_while(guard, timeout, |n| {
+                *n == seen && !self.stopped.load(Ordering::SeqCst)
+            })
+            .unwrap_or_else(PoisonError::into_inner);
+    }
+
+    fn generation(&self) -> u64 {
+        *self.wake.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+// ---- adding a task --------------------------------------------------------------
+
+/// Reads a schedule as `evolve tasks add` and `POST /v1/tasks` accept it: any of
+/// core's forms, an `at` time without offset read in `zone`.
+pub fn parse_schedule(text: &str, zone: &dyn Zone) -> Result<Schedule, String> {
+    Schedule::parse_in(text, zone).map_err(|e| e.to_string())
+}
+
+/// The levels a task may run calls at without a person: like `evolve ask --allow`, at
+/// most L3.
+pub fn parse_allow(text: &str) -> Result<Level, String> {
+    match text.trim().parse::<Level>() {
+        Ok(l) if l <= Level::L3 => Ok(l),
+        Ok(l) => Err(format!(
+            "allow {l}: a task never runs L4 or L5 calls without a person; use L1, L2 or L3"
+        )),
+        Err(e) => Err(format!("allow {text}: {e}")),
+    }
+}
+
+/// Adds a task with its own session, titled `Task 3: <question>`. `allow` defaults to
+/// the headless default of `evolve ask` (`[permission] headless_max_auto`, L2).
+pub fn add_task(
+    rt: &Runtime,
+    schedule: &Schedule,
+    question: &str,
+    allow: Option<Level>,
+    now: Timestamp,
+) -> Result<Task, StoreError> {
+    let allow = allow.unwrap_or(rt.config.core.permission.headless_max_auto);
+    let mut task = rt
+        .store
+        .add_task(&schedule.to_string(), question.trim(), "", allow, now)?;
+    let session = rt.store.create_session(&session_title(&task), now)?;
+    rt.store.set_task_session(task.id, &session.id)?;
+    task.session = session.id;
+    Ok(task)
+}
+
+fn session_title(task: &Task) -> String {
+    format!(
+        "Task {}: {}",
+        task.id,
+        one_line(&task.question, TITLE_QUESTION_CHARS)
+    )
+}
+
+// ---- running a task -------------------------------------------------------------
+
+/// How a run went.
+pub struct Outcome {
+    /// The whole answer (the record keeps it clipped).
+    pub reply: String,
+    /// The failure as `evolve ask` reports it (its exit code), for `evolve tasks run`.
+    pub error: Option<Error>,
+}
+
+/// Nobody to ask: the headless policy refuses before `approve` could be called;
+/// should it be called anyway, the answer is no.
+struct Headless;
+
+impl TurnIo for Headless {
+    fn approve(&mut self, call: &mut PendingCall, _lang: Lang) -> Approval {
+        log::warn!("{} needs a person; refused in a scheduled task", call.tool);
+        Approval::Refused
+    }
+}
+
+/// What the interface around a run does: `serve` registers the turn with its other
+/// turns (so a chat in the same session waits, and stopping cancels it); the command
+/// line does nothing.
+pub trait TurnGate {
+    /// Claims the session for the run's turn with its cancel flag; false when another
+    /// turn runs in it.
+    fn begin(&self, session: &str, cancel: &Arc<AtomicBool>) -> bool;
+    /// The turn ended.
+    fn end(&self, session: &str);
+}
+
+/// The command line runs one task at a time and holds the store: nothing to register.
+pub struct NoGate;
+
+impl TurnGate for NoGate {
+    fn begin(&self, _session: &str, _cancel: &Arc<AtomicBool>) -> bool {
+        true
+    }
+    fn end(&self, _session: &str) {}
+}
+
+/// Runs one task now: a headless ask in the task's session (made again if the user
+/// deleted it), recorded as a run from start to end. `Err` only when the run could not
+/// be recorded at all (no such task, the store failed).
+pub fn run_task(
+    manager: &Manager,
+    id: u64,
+    trigger: Trigger,
+    cancel: &Arc<AtomicBool>,
+    gate: &dyn TurnGate,
+) -> Result<Outcome, Error> {
+    let rt = manager.runtime();
+    let store = &rt.store;
+    let task = store.task(id)?;
+    let session = match store.session(&task.session) {
+        Ok(s) => s.id,
+        Err(StoreError::NotFound(_)) => {
+            let s = store.create_session(&session_title(&task), now())?;
+            store.set_task_session(id, &s.id)?;
+            log::info!(
+                "task {id}: its session was deleted; runs go to {} now",
+                s.id
+            );
+            s.id
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let run = store.start_task_run(id, trigger, now())?;
+    let (end, reply, error) = if gate.begin(&session, cancel) {
+        let result = manager.turn(
+            TurnInput {
+                session: Some(&session),
+                text: &task.question,
+                policy: Policy::headless(Some(task.allow), false, &rt.config.core.permission),
+                stream: false,
+                cancel,
+                force_tool: None,
+            },
+            &mut Headless,
+        );
+        gate.end(&session);
+        judge(result, &session, cancel.load(Ordering::SeqCst))
+    } else {
+        let message =
+            format!("a turn was running in the task's session {session}; this run was skipped");
+        (
+            ended(RunStatus::Error, String::new(), Some(message.clone()), None),
+            String::new(),
+            Some(Error::Other(message)),
+        )
+    };
+    store.finish_task_run(id, run.seq, &end)?;
+    log::info!(
+        "task {id} ran ({}): {}",
+        trigger_name(trigger),
+        end.status.name()
+    );
+    Ok(Outcome { reply, error })
+}
+
+fn ended(status: RunStatus, answer: String, error: Option<String>, turn: Option<u64>) -> RunEnd {
+    RunEnd {
+        status,
+        answer,
+        error,
+        turn,
+        at: now(),
+    }
+}
+
+/// A turn's result as a run's end, its whole reply, and the error `ask` would exit with.
+fn judge(
+    result: Result<
+        (
+            crate::agents::TurnRecord,
+            std::sync::mpsc::Receiver<crate::agents::PostTurn>,
+        ),
+        Error,
+    >,
+    session: &str,
+    cancelled: bool,
+) -> (RunEnd, String, Option<Error>) {
+    match result {
+        Ok((record, _post)) => {
+            let answer = clip_chars(record.reply.trim(), ANSWER_CHARS);
+            let turn = Some(record.turn);
+            let refused: Vec<(String, Level)> = record
+                .tools
+                .iter()
+                .filter(|t| {
+                    !t.ran
+                        && matches!(
+                            t.decision,
+                            Some(Decision::Refuse(RefusalReason::NeedsPerson { .. }))
+                        )
+                })
+                .map(|t| (t.name.clone(), t.level.unwrap_or(Level::L4)))
+                .collect();
+            if record.needs_person {
+                let message = needs_person_note(&refused, session);
+                let end = ended(RunStatus::NeedsPerson, answer, Some(message.clone()), turn);
+                return (end, record.reply, Some(Error::NeedsPerson(message)));
+            }
+            if cancelled {
+                let message = "cancelled: evolve serve stopped during the run".to_string();
+                let end = ended(RunStatus::Error, answer, Some(message.clone()), turn);
+                return (end, record.reply, Some(Error::Other(message)));
+            }
+            if record.reply.trim().is_empty() {
+                let message = format!(
+                    "the model returned an empty answer (session {session}) — check the model \
+                     with `evolve doctor`"
+                );
+                let end = ended(RunStatus::Error, answer, Some(message.clone()), turn);
+                return (end, record.reply, Some(Error::Other(message)));
+            }
+            (ended(RunStatus::Ok, answer, None, turn), record.reply, None)
+        }
+        Err(e) => {
+            let status = match &e {
+                _ if cancelled => RunStatus::Error,
+                Error::Model(_) => RunStatus::ModelError,
+                _ => RunStatus::Error,
+            };
+            let message = if cancelled {
+                format!("cancelled: evolve serve stopped during the run ({e})")
+            } else {
+                e.to_string()
+            };
+            (
+                ended(status, String::new(), Some(message), None),
+                String::new(),
+                Some(e),
+            )
+        }
+    }
+}
+
+/// What a run refused and how to let it through, like `evolve ask`'s note.
+fn needs_person_note(refused: &[(String, Level)], session: &str) -> String {
+    let names: Vec<String> = refused.iter().map(|(n, l)| format!("{n} ({l})")).collect();
+    let hint = if refused.iter().any(|(_, l)| *l > Level::L3) {
+        format!("L4 calls always need a person: run it in `evolve chat --session {session}`")
+    } else {
+        "add the task again with --allow L3, or run it in `evolve chat`".to_string()
+    };
+    format!(
+        "refused tool calls that need a person: {} — {hint}",
+        names.join(", ")
+    )
+}
+
+fn trigger_name(t: Trigger) -> &'static str {
+    match t {
+        Trigger::Schedule => "schedule",
+        Trigger::Manual => "manual",
+    }
+}
+
+// ---- when -----------------------------------------------------------------------
+
+/// A stored task's schedule; `None` (logged) for text this build cannot read.
+fn schedule_of(task: &Task) -> Option<Schedule> {
+    match Schedule::parse(&task.schedule) {
+        Ok(s) => Some(s),
+        Err(e) => {
+            log::warn!(
+                "task {}: cannot read its schedule {:?}: {e}",
+                task.id,
+                task.schedule
+            );
+            None
+        }
+    }
+}
+
+/// When the task runs next: a one-off that ran has none; an overdue task's time lies
+/// in the past (it runs at the loop's next look).
+pub fn next_run(task: &Task, zone: &dyn Zone) -> Option<Timestamp> {
+    match schedule_of(task)? {
+        Schedule::At { utc } => task.last_run.is_none().then_some(utc),
+        s => next_due(&s, zone, task.last_run.unwrap_or(task.created_at)),
+    }
+}
+
+/// An instant as RFC 3339 in `zone` (`2026-03-29T09:00:00+02:00`, `…Z` in UTC).
+pub fn rfc3339(zone: &dyn Zone, utc: Timestamp) -> String {
+    let offset = i64::from(zone.offset_at_utc(utc));
+    let local = utc + offset;
+    let d = civil_from_days(local.div_euclid(86_400));
+    let secs = local.rem_euclid(86_400);
+    let off = if offset == 0 {
+        "Z".to_string()
+    } else {
+        let sign = if offset < 0 { '-' } else { '+' };
+        let a = offset.abs();
+        format!("{sign}{:02}:{:02}", a / 3600, a % 3600 / 60)
+    };
+    format!(
+        "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}{off}",
+        d.year,
+        d.month,
+        d.day,
+        secs / 3600,
+        secs / 60 % 60,
+        secs % 60
+    )
+}
+
+/// A task as the API and `evolve tasks list --json` show it (the shared contract).
+pub fn task_json(task: &Task, zone: &dyn Zone, running: bool) -> Value {
+    json!({
+        "id": task.id,
+        "schedule": task.schedule,
+        "question": task.question,
+        "session": task.session,
+        "allow": task.allow.to_string(),
+        "created_at": rfc3339(zone, task.created_at),
+        "last_run": task.last_run.map(|t| rfc3339(zone, t)),
+        "next_run": next_run(task, zone).map(|t| rfc3339(zone, t)),
+        "running": running,
+        "last_status": task.last_status.map(RunStatus::name),
+        "runs": task.runs,
+    })
+}
+
+/// A run as the API and `evolve tasks log --json` show it (the shared contract).
+pub fn run_json(run: &TaskRun, zone: &dyn Zone) -> Value {
+    json!({
+        "task": run.task,
+        "started_at": rfc3339(zone, run.started_at),
+        "finished_at": run.finished_at.map(|t| rfc3339(zone, t)),
+        "status": run.status.name(),
+        "exit_code": run.status.exit_code(),
+        "answer": run.answer,
+        "error": run.error,
+        "session": run.session,
+        "turn": run.turn,
+        "trigger": trigger_name(run.trigger),
+    })
+}
+
+// ---- daily built-in jobs ----------------------------------------------------------
+
+/// A job the loop runs once a day at a local time (after downtime, once), e.g. memory
+/// maintenance. Its last run is kept in the store's meta table under `meta_key`.
+pub struct DailyJob {
+    /// For the log.
+    pub name: &'static str,
+    /// The store's meta key holding its last run ([`Store::meta_time`]).
+    pub meta_key: &'static str,
+    /// Local hour, 0–23.
+    pub hour: u32,
+    /// Local minute, 0–59.
+    pub minute: u32,
+    /// The job; it should stop soon when the flag is set (the server is stopping).
+    pub run: fn(&Runtime, Timestamp, &AtomicBool),
+}
+
+/// The meta key for memory maintenance's last run.
+#[allow(dead_code)] // for the memory maintenance job, when it joins DAILY_JOBS
+pub const LAST_MAINTENANCE_KEY: &str = "last_maintenance";
+
+/// ==== The daily built-in jobs: add one here. ====
+///
+/// Memory maintenance joins with (given `maintain(rt, now, cancel)`):
+/// ```ignore
+/// DailyJob {
+///     name: "memory maintenance",
+///     meta_key: LAST_MAINTENANCE_KEY,
+///     hour: 3,
+///     minute: 30,
+///     run: |rt, now, cancel| { maintain(rt, now, cancel); },
+/// },
+/// ```
+pub const DAILY_JOBS: &[DailyJob] = &[];
+
+/// Whether a daily job runs at `now`. A job never run before first records `now`
+/// (returned as `Err(now)`) instead of running at once: a new server does not start
+/// its day with maintenance.
+fn job_due(
+    job: &DailyJob,
+    zone: &dyn Zone,
+    last: Option<Timestamp>,
+    now: Timestamp,
+) -> Result<bool, Timestamp> {
+    let daily = Schedule::Daily {
+        hour: job.hour,
+        minute: job.minute,
+    };
+    match last {
+        None => Err(now),
+        Some(last) => Ok(due_now(&daily, zone, Some(last), last, now)),
+    }
+}
+
+// ---- the loop -------------------------------------------------------------------
+
+/// What the loop needs from `serve`.
+pub trait Host: TurnGate + Send + Sync {
+    /// The current manager (a profile switch replaces it; a run keeps the one it
+    /// started with).
+    fn manager(&self) -> Arc<Manager>;
+    /// The server is stopping: start nothing new.
+    fn stopping(&self) -> bool;
+}
+
+/// Starts the loop on its own thread; it ends after [`Scheduler::stop`].
+pub fn spawn_loop(
+    host: Arc<dyn Host>,
+    sched: Arc<Scheduler>,
+) -> std::io::Result<std::thread::JoinHandle<()>> {
+    std::thread::Builder::new()
+        .name("scheduler".into())
+        .spawn(move || run_loop(&host, &sched))
+}
+
+fn run_loop(host: &Arc<dyn Host>, sched: &Arc<Scheduler>) {
+    {
+        let manager = host.manager();
+        let rt = manager.runtime();
+        let zone = rt.config.scheduler.resolve();
+        if let Some(w) = &zone.warning {
+            log::warn!("{w}");
+        }
+        log::info!("scheduler: time zone {}", zone.name);
+        match rt.store.settle_interrupted_runs(now()) {
+            Ok(0) => {}
+            Ok(n) => log::warn!("{n} task run(s) were interrupted when evolve last stopped"),
+            Err(e) => log::warn!("cannot settle interrupted task runs: {e}"),
+        }
+    }
+    while !sched.stopped.load(Ordering::SeqCst) && !host.stopping() {
+        let seen = sched.generation();
+        let wait = match tick(host, sched, now()) {
+            Ok(wait) => wait,
+            Err(e) => {
+                log::warn!("scheduler: {e}");
+                MAX_SLEEP
+            }
+        };
+        sched.sleep(seen, wait);
+    }
+}
+
+/// One look at the clock: starts the due tasks and daily jobs, returns how long to
+/// sleep.
+fn tick(host: &Arc<dyn Host>, sched: &Arc<Scheduler>, now: Timestamp) -> Result<Duration, Error> {
+    let manager = host.manager();
+    let rt = Arc::clone(manager.runtime());
+    let zone = rt.config.scheduler.resolve().zone;
+    let mut next: Option<Timestamp> = None;
+    for task in rt.store.tasks()? {
+        if sched.is_running(task.id) {
+            continue;
+        }
+        let Some(schedule) = schedule_of(&task) else {
+            continue;
+        };
+        if due_now(&schedule, &zone, task.last_run, task.created_at, now) {
+            if let Some(claim) = sched.claim(task.id) {
+                spawn_run(
+                    Arc::clone(host),
+                    Arc::clone(&manager),
+                    claim,
+                    Trigger::Schedule,
+                );
+            }
+            continue;
+        }
+        if let Some(at) = next_run(&task, &zone) {
+            next = Some(next.map_or(at, |n| n.min(at)));
+        }
+    }
+    for job in DAILY_JOBS {
+        let last = rt.store.meta_time(job.meta_key)?;
+        match job_due(job, &zone, last, now) {
+            Err(first) => rt.store.set_meta_time(job.meta_key, first)?,
+            Ok(true) => start_job(sched, &rt, job, now)?,
+            Ok(false) => {}
+        }
+        let last = rt.store.meta_time(job.meta_key)?.unwrap_or(now);
+        let daily = Schedule::Daily {
+            hour: job.hour,
+            minute: job.minute,
+        };
+        if let Some(at) = next_due(&daily, &zone, last) {
+            next = Some(next.map_or(at, |n| n.min(at)));
+        }
+    }
+    Ok(sleep_for(next, now))
+}
+
+/// Until the next due time (at least a second), at most [`MAX_SLEEP`].
+fn sleep_for(next: Option<Timestamp>, now: Timestamp) -> Duration {
+    let secs = next.map_or(MAX_SLEEP.as_secs(), |at| {
+        u64::try_from(at.saturating_sub(now)).unwrap_or(0).max(1)
+    });
+    Duration::from_secs(secs).min(MAX_SLEEP)
+}
+
+/// Starts a daily job on its own thread, recording its run first (a job that fails is
+/// not retried until the next day).
+fn start_job(
+    sched: &Arc<Scheduler>,
+    rt: &Arc<Runtime>,
+    job: &'static DailyJob,
+    now: Timestamp,
+) -> Result<(), Error> {
+    if !sched
+        .jobs_running
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .insert(job.name)
+    {
+        return Ok(());
+    }
+    rt.store.set_meta_time(job.meta_key, now)?;
+    let (sched, rt) = (Arc::clone(sched), Arc::clone(rt));
+    let spawned = std::thread::Builder::new()
+        .name(format!("job {}", job.name))
+        .spawn(move || {
+            log::info!("daily job: {}", job.name);
+            (job.run)(&rt, now, &sched.jobs_cancel);
+            sched
+                .jobs_running
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .remove(job.name);
+        });
+    if let Err(e) = spawned {
+        log::warn!("cannot start the daily job {}: {e}", job.name);
+    }
+    Ok(())
+}
+
+/// The host's turn bookkeeping as a [`TurnGate`].
+struct ViaHost<'a>(&'a dyn Host);
+
+impl TurnGate for ViaHost<'_> {
+    fn begin(&self, session: &str, cancel: &Arc<AtomicBool>) -> bool {
+        self.0.begin(session, cancel)
+    }
+    fn end(&self, session: &str) {
+        self.0.end(session)
+    }
+}
+
+/// Runs a claimed task on its own thread (the loop and `POST /v1/tasks/{id}/run`).
+pub fn spawn_run(host: Arc<dyn Host>, manager: Arc<Manager>, claim: Claim, trigger: Trigger) {
+    let id = claim.id;
+    let spawned = std::thread::Builder::new()
+        .name(format!("task {id}"))
+        .spawn(move || {
+            if let Err(e) = run_task(&manager, id, trigger, &claim.cancel, &ViaHost(&*host)) {
+                log::warn!("task {id}: the run could not be recorded: {e}");
+            }
+            drop(claim);
+        });
+    if let Err(e) = spawned {
+        log::warn!("cannot start a thread for task {id}: {e}");
+    }
+}
+
+/// The time zone's name and zone for the API and the command line.
+pub fn zone_of(rt: &Runtime) -> crate::config::SchedZone {
+    rt.config.scheduler.resolve()
+}
+
+/// Removes a task; a run still going is cancelled (its end is then not recorded).
+pub fn remove_task(store: &Store, sched: Option<&Scheduler>, id: u64) -> Result<(), StoreError> {
+    store.remove_task(id)?;
+    if let Some(s) = sched {
+        s.cancel(id);
+        s.notify();
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use evolve_core::sched::{FixedOffset, Utc};
+
+    fn task(schedule: &str, created: Timestamp, last: Option<Timestamp>) -> Task {
+        Task {
+            id: 1,
+            schedule: schedule.into(),
+            question: "q".into(),
+            session: "s".into(),
+            allow: Level::L2,
+            created_at: created,
+            last_run: last,
+            runs: 0,
+            last_status: None,
+        }
+    }
+
+    #[test]
+    fn instants_are_written_in_the_zone() {
+        let cst = FixedOffset::east(8 * 3600).unwrap();
+        let west = FixedOffset::east(-(3 * 3600 + 1800)).unwrap();
+        for (zone, utc, want) in [
+            (&Utc as &dyn Zone, 0, "1970-01-01T00:00:00Z"),
+            (&cst, 1_767_225_600, "2026-01-01T08:00:00+08:00"),
+            (&west, 1_767_225_600, "2025-12-31T20:30:00-03:30"),
+        ] {
+            assert_eq!(rfc3339(zone, utc), want);
+        }
+    }
+
+    #[test]
+    fn next_run_follows_the_schedule_and_a_one_off_that_ran_has_none() {
+        let day = 86_400;
+        for (schedule, created, last, want) in [
+            ("every 30m", 1000, None, Some(1000 + 1800)),
+            ("every 30m", 1000, Some(5000), Some(6800)),
+            ("daily 07:30", 0, None, Some(7 * 3600 + 1800)),
+            (
+                "daily 07:30",
+                0,
+                Some(8 * 3600),
+                Some(day + 7 * 3600 + 1800),
+            ),
+            ("at 1970-01-02T00:00:00Z", 0, None, Some(day)),
+            ("at 1970-01-02T00:00:00Z", 0, Some(day), None),
+            // Overdue after downtime: the time lies in the past, the loop runs it.
+            ("at 1970-01-02T00:00:00Z", 5 * day, None, Some(day)),
+            ("0 9 * * *", 0, None, Some(9 * 3600)),
+            ("not a schedule", 0, None, None),
+        ] {
+            assert_eq!(
+                next_run(&task(schedule, created, last), &Utc),
+                want,
+                "{schedule} created {created} last {last:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_loop_sleeps_until_the_next_due_time_within_bounds() {
+        for (next, now, want) in [
+            (None, 100, 30),
+            (Some(105), 100, 5),
+            (Some(100), 100, 1),
+            (Some(50), 100, 1),
+            (Some(10_000), 100, 30),
+        ] {
+            assert_eq!(sleep_for(next, now), Duration::from_secs(want), "{next:?}");
+        }
+    }
+
+    fn nothing(_: &Runtime, _: Timestamp, _: &AtomicBool) {}
+
+    #[test]
+    fn a_daily_job_runs_once_a_day_and_once_after_downtime() {
+        let job = DailyJob {
+            name: "test",
+            meta_key: "last_test",
+            hour: 3,
+            minute: 30,
+            run: nothing,
+        };
+        let day = 86_400;
+        let at = 3 * 3600 + 1800;
+        for (last, now, want) in [
+            (None, 10 * day, Err(10 * day)),
+            (Some(day), day + at - 1, Ok(false)),
+            (Some(day), day + at, Ok(true)),
+            (Some(day + at), day + at + 3600, Ok(false)),
+            // Down for a week: one run.
+            (Some(day), 8 * day, Ok(true)),
+        ] {
+            assert_eq!(job_due(&job, &Utc, last, now), want, "{last:?} {now}");
+        }
+    }
+
+    #[test]
+    fn the_configured_zone_is_checked_at_load_and_used() {
+        use crate::config::tests::load_text;
+        for (text, name, offset) in [
+            ("[scheduler]\ntime_zone = \"+08:00\"\n", "+08:00", 8 * 3600),
+            ("[scheduler]\ntime_zone = \"UTC\"\n", "UTC", 0),
+        ] {
+            let loaded = load_text(text, &[]).expect("loads");
+            let zone = loaded.config.scheduler.resolve();
+            assert_eq!(zone.name, name);
+            assert_eq!(zone.zone.offset_at_utc(0), offset);
+            assert_eq!(zone.warning, None);
+            assert_eq!(
+                loaded.origins.get("scheduler.time_zone"),
+                &crate::config::Origin::File
+            );
+        }
+        let err = load_text("[scheduler]\ntime_zone = \"Mars/Base\"\n", &[])
+            .expect_err("an unknown zone is an error")
+            .to_string();
+        assert!(
+            err.contains("time_zone") && err.contains("Mars/Base"),
+            "{err}"
+        );
+        let loaded = load_text("", &[("TZ", "Asia/Shanghai")]).expect("loads");
+        assert_eq!(
+            loaded.origins.get("scheduler.time_zone"),
+            &crate::config::Origin::Env("TZ".into())
+        );
+        assert_eq!(loaded.config.scheduler.time_zone, None, "read when needed");
+    }
+
+    #[test]
+    fn allow_levels_are_those_of_ask() {
+        assert_eq!(parse_allow("L3"), Ok(Level::L3));
+        assert_eq!(parse_allow("l1"), Ok(Level::L1));
+        assert!(parse_allow("L4").unwrap_err().contains("never runs L4"));
+        assert!(parse_allow("L9").is_err());
+    }
+
+    #[test]
+    fn the_scheduler_claims_a_task_once_until_the_run_ends() {
+        let s = Scheduler::new();
+        let claim = s.claim(3).expect("free");
+        assert!(
+            s.claim(3).is_none(),
+            "a second run of the same task is refused"
+        );
+        assert!(s.is_running(3));
+        assert!(s.claim(4).is_some());
+        s.stop();
+        assert!(
+            claim.cancel.load(Ordering::SeqCst),
+            "stopping cancels the run"
+        );
+        drop(claim);
+        assert!(!s.is_running(3));
+        assert!(s.wait_idle(Duration::from_secs(1)));
+    }
+}

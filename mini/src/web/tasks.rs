@@ -1,0 +1,194 @@
+//! `/v1/tasks`: scheduled tasks over HTTP, for the UI and for `evolve tasks` while
+//! `serve` holds the store. The JSON shapes are the shared contract
+//! ([`crate::sched::tasks::task_json`], [`crate::sched::tasks::run_json`]).
+//!
+//! Decides the HTTP side only: statuses (201 for a new task, 202 for a started run,
+//! 409 for a run of a task already running, 400 with the core's message for a schedule
+//! it cannot read) and how `serve` takes part in a run ([`Host`]: the run's turn is one
+//! of the server's turns, so stopping cancels it and a chat in the same session waits).
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, PoisonError};
+
+use serde_json::{json, Value};
+
+use super::http::{Request, Response};
+use super::{error, State};
+use crate::cli::app::now;
+use crate::sched::tasks::{self as tasks, Host, TurnGate};
+use crate::store::{StoreError, Trigger};
+
+type Reply = Response<'static>;
+
+/// How many runs `GET /v1/tasks/{id}/runs` lists without `?limit`.
+const DEFAULT_RUNS: usize = 20;
+
+impl TurnGate for State {
+    fn begin(&self, session: &str, cancel: &Arc<AtomicBool>) -> bool {
+        let mut turns = self.turns.lock().unwrap_or_else(PoisonError::into_inner);
+        if turns.contains_key(session) {
+            return false;
+        }
+        turns.insert(session.to_string(), Arc::clone(cancel));
+        true
+    }
+
+    fn end(&self, session: &str) {
+        self.turns
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(session);
+    }
+}
+
+impl Host for State {
+    fn manager(&self) -> Arc<crate::agents::Manager> {
+        State::manager(self)
+    }
+
+    fn stopping(&self) -> bool {
+        self.shutdown.load(Ordering::SeqCst)
+    }
+}
+
+fn store_error(e: StoreError) -> Reply {
+    match e {
+        StoreError::NotFound(what) => error(404, what),
+        other => error(500, format!("the store failed: {other}")),
+    }
+}
+
+macro_rules! tri {
+    ($e:expr) => {
+        match $e {
+            Ok(v) => v,
+            Err(e) => return store_error(e),
+        }
+    };
+}
+
+/// A task id from the path.
+fn task_id(text: &str) -> Result<u64, Reply> {
+    text.parse::<u64>()
+        .map_err(|_| error(400, format!("{text:?} is not a task id (a number)")))
+}
+
+macro_rules! id {
+    ($e:expr) => {
+        match task_id($e) {
+            Ok(v) => v,
+            Err(resp) => return resp,
+        }
+    };
+}
+
+/// `GET /v1/tasks`: every task, with the zone their times are in.
+pub fn list(state: &State) -> Reply {
+    let rt = state.rt();
+    let zone = tasks::zone_of(&rt);
+    let all = tri!(rt.store.tasks());
+    let data: Vec<Value> = all
+        .iter()
+        .map(|t| tasks::task_json(t, &zone.zone, state.scheduler.is_running(t.id)))
+        .collect();
+    Response::json(200, &json!({"data": data, "time_zone": zone.name}))
+}
+
+/// `POST /v1/tasks {"schedule", "question", "allow"?}`.
+pub fn create(state: &State, req: &Request) -> Reply {
+    let body: Value = if req.body.iter().all(u8::is_ascii_whitespace) {
+        json!({})
+    } else {
+        match serde_json::from_slice(&req.body) {
+            Ok(v @ Value::Object(_)) => v,
+            Ok(_) => return error(400, "the body must be a JSON object"),
+            Err(e) => return error(400, format!("the body is not valid JSON: {e}")),
+        }
+    };
+    let text = |k: &str| body.get(k).and_then(Value::as_str).map(str::trim);
+    let usage = "send {\"schedule\": \"every 30m\", \"question\": \"…\", \"allow\": \"L2\"}";
+    let (Some(schedule), Some(question)) = (text("schedule"), text("question")) else {
+        return error(400, usage);
+    };
+    if question.is_empty() {
+        return error(400, "the question is empty");
+    }
+    let allow = match body.get("allow") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) => match tasks::parse_allow(s) {
+            Ok(l) => Some(l),
+            Err(e) => return error(400, e),
+        },
+        Some(_) => return error(400, "`allow` must be \"L1\", \"L2\" or \"L3\""),
+    };
+    let rt = state.rt();
+    let zone = tasks::zone_of(&rt);
+    let schedule = match tasks::parse_schedule(schedule, &zone.zone) {
+        Ok(s) => s,
+        Err(e) => return error(400, e),
+    };
+    let task = tri!(tasks::add_task(&rt, &schedule, question, allow, now()));
+    state.scheduler.notify();
+    Response::json(201, &tasks::task_json(&task, &zone.zone, false))
+}
+
+/// `GET /v1/tasks/{id}`.
+pub fn get(state: &State, id: &str) -> Reply {
+    let id = id!(id);
+    let rt = state.rt();
+    let task = tri!(rt.store.task(id));
+    let zone = tasks::zone_of(&rt);
+    Response::json(
+        200,
+        &tasks::task_json(&task, &zone.zone, state.scheduler.is_running(id)),
+    )
+}
+
+/// `DELETE /v1/tasks/{id}`: a run still going is cancelled.
+pub fn delete(state: &State, id: &str) -> Reply {
+    let id = id!(id);
+    tri!(tasks::remove_task(
+        &state.rt().store,
+        Some(&*state.scheduler),
+        id
+    ));
+    Response::json(200, &json!({"deleted": true}))
+}
+
+/// `POST /v1/tasks/{id}/run`: starts a run now; 409 while one runs.
+pub fn run(state: &Arc<State>, id: &str) -> Reply {
+    let id = id!(id);
+    let manager = state.manager();
+    tri!(manager.runtime().store.task(id));
+    if state.shutdown.load(Ordering::SeqCst) {
+        return error(503, "the server is stopping");
+    }
+    let Some(claim) = state.scheduler.claim(id) else {
+        return error(
+            409,
+            format!("task {id} is running; wait for its run to finish"),
+        );
+    };
+    tasks::spawn_run(
+        Arc::clone(state) as Arc<dyn Host>,
+        manager,
+        claim,
+        Trigger::Manual,
+    );
+    Response::json(202, &json!({"started": true}))
+}
+
+/// `GET /v1/tasks/{id}/runs?limit=N`: newest first.
+pub fn runs(state: &State, req: &Request, id: &str) -> Reply {
+    let id = id!(id);
+    let limit = match req.query_param("limit").map(|l| l.parse::<usize>()) {
+        None => DEFAULT_RUNS,
+        Some(Ok(n)) => n.max(1),
+        Some(Err(_)) => return error(400, "limit must be a positive number"),
+    };
+    let rt = state.rt();
+    let zone = tasks::zone_of(&rt);
+    let all = tri!(rt.store.task_runs(id, limit));
+    let data: Vec<Value> = all.iter().map(|r| tasks::run_json(r, &zone.zone)).collect();
+    Response::json(200, &json!({ "data": data }))
+}

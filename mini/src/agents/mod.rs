@@ -10,6 +10,7 @@
 //! learning, the L3 summary — runs on the [`Worker`] so the answer is not delayed.
 
 mod evaluate;
+pub mod maintain;
 mod manager;
 mod memory;
 pub(crate) mod prompts;

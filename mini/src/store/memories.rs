@@ -167,6 +167,36 @@ impl Store {
         Ok(())
     }
 
+    /// Writes the records of one maintenance step in one transaction: each replaces the
+    /// stored memory with its id, and a record with id 0 is a new memory given the next
+    /// id. A stored `last_accessed_at` newer than the record's is kept, so a turn that
+    /// used a memory while maintenance was deciding does not lose its mark. Returns the
+    /// records as written (new ids filled in).
+    pub fn save_memories(&self, records: Vec<Memory>) -> Result<Vec<Memory>, StoreError> {
+        if records.is_empty() {
+            return Ok(records);
+        }
+        let _writer = self.lock_writer();
+        let written = self.write(|txn| {
+            let mut table = txn.open_table(MEMORIES)?;
+            let mut meta = txn.open_table(META)?;
+            let mut written = Vec::with_capacity(records.len());
+            for mut m in records {
+                prepare(&mut m, None);
+                if m.id == 0 {
+                    m.id = allocate_id(&mut meta, &table)?;
+                } else if let Some(stored) = get_json::<_, Memory>(&table, "memories", m.id)? {
+                    m.last_accessed_at = m.last_accessed_at.max(stored.last_accessed_at);
+                }
+                put_json(&mut table, "memories", m.id, &m)?;
+                written.push(m);
+            }
+            Ok(written)
+        })?;
+        self.apply_to_cache(written.clone());
+        Ok(written)
+    }
+
     /// Sets `last_accessed_at = now` on all of `ids` in one transaction. Ids that no
     /// longer exist (removed since they were selected) are skipped.
     pub fn mark_accessed(&self, ids: &[MemoryId], now: Timestamp) -> Result<(), StoreError> {

@@ -16,13 +16,14 @@ use std::time::Duration;
 use evolve_fake_llm::{FakeLlm, Reply};
 
 /// The markers that start Evolve's background prompts (mini/src/agents/prompts.rs).
-const EVOLVE_MARKERS: [&str; 6] = [
+const EVOLVE_MARKERS: [&str; 7] = [
     "[evolve:extract]",
     "[evolve:classify]",
     "[evolve:evaluate]",
     "[evolve:reflect]",
     "[evolve:style]",
     "[evolve:summarize]",
+    "[evolve:priority]",
 ];
 
 const USAGE: &str = "usage: fake-llm [--port P] [--script FILE.json] [--echo] \

@@ -576,3 +576,339 @@ fn parse_proposals(text: &str) -> Result<Vec<Proposal>, String> {
         .filter_map(|item| serde_json::from_str::<Proposal>(&item.to_json_string()).ok())
         .collect())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::{Arc, Mutex};
+
+    use evolve_core::history::Message;
+    use evolve_core::memory::Change;
+    use evolve_core::text::FallbackTokenizer;
+    use evolve_core::DAY;
+
+    use crate::config::Config;
+    use crate::llm::{ChatModel, ChatRequest, ChatResponse, Delta, LlmError, ModelRole};
+    use crate::store::Store;
+    use crate::testing::TempDir;
+
+    const NOW: Timestamp = 1_800_000_000;
+
+    /// A cheap model answering the scripted replies in order, then failing.
+    #[derive(Clone, Default)]
+    struct Scripted(Arc<Mutex<Vec<String>>>);
+
+    impl ChatModel for Scripted {
+        fn chat(
+            &self,
+            _req: &ChatRequest,
+            _on_delta: &mut dyn FnMut(Delta<'_>),
+            _cancel: &AtomicBool,
+        ) -> Result<ChatResponse, LlmError> {
+            let mut replies = self.0.lock().unwrap_or_else(|e| e.into_inner());
+            if replies.is_empty() {
+                return Err(LlmError::Protocol {
+                    url: "http://127.0.0.1:1/v1".into(),
+                    detail: "scripted failure".into(),
+                });
+            }
+            Ok(ChatResponse {
+                message: Message::assistant(replies.remove(0)),
+                finish_reason: Some("stop".into()),
+                usage: Usage::default(),
+                model: "fake-cheap".into(),
+            })
+        }
+        fn model_name(&self, _role: ModelRole) -> &str {
+            "fake"
+        }
+    }
+
+    fn runtime(dir: &TempDir, replies: &[&str]) -> Arc<Runtime> {
+        let config = Config::defaults(dir.path().to_path_buf());
+        let store =
+            Store::open(&dir.path().join("evolve.redb"), &FallbackTokenizer).expect("store");
+        let model = Scripted(Arc::new(Mutex::new(
+            replies.iter().map(|s| s.to_string()).collect(),
+        )));
+        Runtime::with_model(
+            config,
+            store,
+            crate::text::ShellTokenizer::new(None),
+            Box::new(model),
+        )
+    }
+
+    fn mem(content: &str, category: Category, priority: Priority, age_days: i64) -> Memory {
+        let mut m = Memory::new(content, category, NOW - age_days * DAY, &FallbackTokenizer);
+        m.priority = priority;
+        m
+    }
+
+    fn seed(rt: &Runtime, memories: Vec<Memory>) {
+        rt.store.save_memories(memories).expect("seed");
+    }
+
+    static NEVER: AtomicBool = AtomicBool::new(false);
+
+    #[test]
+    fn proposals_are_read_from_the_shapes_models_write_and_garbage_is_an_error() {
+        let by = |id, d| Proposal {
+            id,
+            change: Change::By(d),
+        };
+        let to = |id, p| Proposal {
+            id,
+            change: Change::To(p),
+        };
+        let cases: [(&str, Result<Vec<Proposal>, &str>); 8] = [
+            (
+                r#"{"changes": [{"id": 3, "priority": "high"}, {"id": 4, "delta": 1}]}"#,
+                Ok(vec![to(3, Priority::High), by(4, 1)]),
+            ),
+            (
+                r#"[{"id": 5, "priority": 0}]"#,
+                Ok(vec![to(5, Priority::Critical)]),
+            ),
+            (
+                r#"{"id": 6, "delta": -1, "reason": "x"}"#,
+                Ok(vec![by(6, -1)]),
+            ),
+            (
+                "Here you go:\n```json\n{\"changes\": [{\"id\": 7, \"delta\": 1}]}\n```",
+                Ok(vec![by(7, 1)]),
+            ),
+            // Items that are not proposals are skipped, the rest kept.
+            (
+                r#"{"changes": [{"id": 8}, "x", {"id": 9, "delta": 1}]}"#,
+                Ok(vec![by(9, 1)]),
+            ),
+            (r#"{"changes": []}"#, Ok(vec![])),
+            ("ok", Err("not usable JSON")),
+            (r#"{"verdict": "fine"}"#, Err("no \"changes\" list")),
+        ];
+        for (text, want) in cases {
+            match (parse_proposals(text), want) {
+                (Ok(got), Ok(want)) => assert_eq!(got, want, "{text}"),
+                (Err(e), Err(part)) => assert!(e.contains(part), "{text}: {e}"),
+                (got, want) => panic!("{text}: got {got:?}, want {want:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn keyword_pairs_merge_restatements_only_and_never_summaries() {
+        let cfg = MemoryConfig::default();
+        let t = &FallbackTokenizer;
+        let mut mems = vec![
+            mem(
+                "The user likes green tea",
+                Category::Preference,
+                Priority::High,
+                9,
+            ),
+            mem(
+                "The user likes green tea brewed hot",
+                Category::Preference,
+                Priority::High,
+                8,
+            ),
+            mem(
+                "Never share my home address",
+                Category::Instruction,
+                Priority::Critical,
+                7,
+            ),
+            mem(
+                "Never share my phone number",
+                Category::Instruction,
+                Priority::Critical,
+                6,
+            ),
+            mem(
+                "Summary of 2 preference memories: user, likes, green, tea",
+                Category::Preference,
+                Priority::Critical,
+                1,
+            ),
+        ];
+        mems[4].tags.push(cfg.summary_tag.clone());
+        for (i, m) in mems.iter_mut().enumerate() {
+            m.id = i as MemoryId + 1;
+            m.refresh_derived(t);
+        }
+        let pairs = keyword_pairs(&mems, NOW, &cfg, t);
+        let ids: Vec<(MemoryId, MemoryId)> = pairs.iter().map(|p| (p.0, p.1)).collect();
+        // The restatement merges into the older; two different rules stay apart (a
+        // merge would lose a word); the summary is left alone.
+        assert_eq!(ids, vec![(1, 2)]);
+    }
+
+    #[test]
+    fn a_chain_of_restatements_merges_into_one_and_a_second_run_does_nothing() {
+        let dir = TempDir::new("maintain-chain");
+        let rt = runtime(&dir, &[r#"{"changes": []}"#, r#"{"changes": []}"#]);
+        seed(
+            &rt,
+            vec![
+                mem(
+                    "The user likes tea",
+                    Category::Preference,
+                    Priority::High,
+                    20,
+                ),
+                mem(
+                    "The user likes green tea",
+                    Category::Preference,
+                    Priority::High,
+                    19,
+                ),
+                mem(
+                    "The user likes green tea brewed hot",
+                    Category::Preference,
+                    Priority::High,
+                    18,
+                ),
+            ],
+        );
+        let r = maintain(&rt, NOW, &NEVER);
+        assert_eq!(r.merged.len(), 2, "{r:?}");
+        let live = rt.store.with_memories(|m| m.to_vec());
+        assert_eq!(live.len(), 1);
+        assert_eq!(live[0].content, "The user likes green tea brewed hot");
+        assert_eq!(live[0].id, 1, "the oldest keeps its id");
+        let again = maintain(&rt, NOW + 60, &NEVER);
+        assert_eq!(again.changes(), 0, "{again:?}");
+    }
+
+    #[test]
+    fn a_failing_model_skips_only_the_review_and_a_cancelled_run_writes_nothing() {
+        let dir = TempDir::new("maintain-fail");
+        let rt = runtime(&dir, &[]);
+        seed(
+            &rt,
+            vec![
+                mem(
+                    "Always reply in English",
+                    Category::Instruction,
+                    Priority::Critical,
+                    40,
+                ),
+                mem("Buy milk", Category::Reminder, Priority::High, 1),
+                mem("Feed the cat", Category::Reminder, Priority::High, 1),
+            ],
+        );
+        let cancel = AtomicBool::new(true);
+        let r = run(&rt, NOW, false, &cancel);
+        assert_eq!(
+            r.problems,
+            vec!["cancelled before the expiry step".to_string()]
+        );
+        assert_eq!(r.changes(), 0);
+        assert_eq!(
+            rt.store.with_memories(|m| m[0].priority),
+            Priority::Critical
+        );
+
+        let r = maintain(&rt, NOW, &NEVER);
+        assert_eq!(r.decayed.len(), 1);
+        assert_eq!(r.summaries.len(), 1);
+        assert!(r.adjusted.is_empty());
+        assert_eq!(r.problems.len(), 1, "{:?}", r.problems);
+        assert!(
+            r.problems[0].starts_with("priority review skipped"),
+            "{:?}",
+            r.problems
+        );
+        assert!(r.error.is_none());
+    }
+
+    #[test]
+    fn a_summary_beyond_the_critical_cap_is_evicted_in_the_same_run() {
+        let dir = TempDir::new("maintain-cap");
+        let rt = runtime(&dir, &[]);
+        let words = [
+            "alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india",
+            "juliett", "kilo", "lima", "mike", "november", "oscar",
+        ];
+        let mut memories: Vec<Memory> = words
+            .iter()
+            .map(|w| {
+                mem(
+                    &format!("Code word {w}"),
+                    Category::Instruction,
+                    Priority::Critical,
+                    20,
+                )
+            })
+            .collect();
+        memories.push(mem("Buy milk", Category::Reminder, Priority::High, 1));
+        memories.push(mem("Feed the cat", Category::Reminder, Priority::High, 1));
+        seed(&rt, memories);
+        let r = maintain(&rt, NOW, &NEVER);
+        assert_eq!(r.summaries.len(), 1);
+        let sid = r.summaries[0].id;
+        assert!(sid > 17, "{r:?}");
+        assert_eq!(
+            r.critical_evicted,
+            vec![sid],
+            "the summary gives way to the rules"
+        );
+        assert!(rt.store.memory(sid).expect("stored").deleted);
+        let again = maintain(&rt, NOW + 60, &NEVER);
+        assert_eq!(again.changes(), 0, "{again:?}");
+    }
+
+    #[test]
+    fn a_dry_run_reports_without_writing() {
+        let dir = TempDir::new("maintain-dry");
+        let rt = runtime(&dir, &[r#"{"changes": [{"id": 2, "delta": -1}]}"#]);
+        seed(
+            &rt,
+            vec![
+                mem(
+                    "Always reply in English",
+                    Category::Instruction,
+                    Priority::Critical,
+                    40,
+                ),
+                mem(
+                    "The printer is on the second floor",
+                    Category::Fact,
+                    Priority::Medium,
+                    20,
+                ),
+            ],
+        );
+        let before = rt.store.all_memories().expect("read");
+        let r = run(&rt, NOW, true, &NEVER);
+        assert!(r.dry_run);
+        assert_eq!(r.decayed.len(), 1);
+        assert_eq!(r.adjusted.len(), 1);
+        assert_eq!(rt.store.all_memories().expect("read"), before);
+    }
+
+    #[test]
+    fn saving_keeps_a_newer_access_mark_and_numbers_new_records() {
+        let dir = TempDir::new("maintain-save");
+        let rt = runtime(&dir, &[]);
+        seed(
+            &rt,
+            vec![mem("Buy milk", Category::Reminder, Priority::High, 1)],
+        );
+        rt.store.mark_accessed(&[1], NOW).expect("mark");
+        let mut stale = rt.store.memory(1).expect("read");
+        stale.last_accessed_at = None;
+        stale.importance = 2;
+        let written = rt
+            .store
+            .save_memories(vec![
+                stale,
+                mem("Feed the cat", Category::Reminder, Priority::High, 1),
+            ])
+            .expect("save");
+        assert_eq!(written[0].last_accessed_at, Some(NOW));
+        assert_eq!(written[0].importance, 2);
+        assert_eq!(written[1].id, 2);
+    }
+}

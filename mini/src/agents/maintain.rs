@@ -9,7 +9,9 @@
 //! 2. **decay** — priorities lowered by age, pinned exempt ([`memory::apply_decay`]);
 //! 3. **CRITICAL FIFO** — beyond `critical_cap` (15) the overflow is soft-deleted
 //!    ([`memory::critical_overflow`]);
-//! 4. **duplicates** — pairs whose stored embeddings reach `duplicate_cosine`
+//! 4. **duplicates** — with `[model] embedding_model` set, memories without an embedding
+//!    get one from `/v1/embeddings` (stored with them); pairs whose embeddings reach
+//!    `duplicate_cosine`
 //!    ([`memory::embedding_duplicates`]), then pairs whose keyword similarity reaches
 //!    `merge_jaccard` and whose merge keeps every word ([`memory::merge_similarity`],
 //!    [`memory::merge_loses_nothing`]) are merged into the older one
@@ -200,7 +202,7 @@ pub fn run(rt: &Runtime, now: Timestamp, dry_run: bool, cancel: &AtomicBool) -> 
             "expiry" => run.expiry(now),
             "decay" => run.decay(now),
             "CRITICAL cap" => run.critical_cap(now),
-            "duplicates" => run.duplicates(now),
+            "duplicates" => run.duplicates(now, cancel),
             "summaries" => run.summaries(now, last_summary),
             _ => run.priorities(now, cancel),
         };
@@ -342,10 +344,47 @@ impl Run<'_> {
         self.soft_delete(&ids)
     }
 
-    fn duplicates(&mut self, now: Timestamp) -> Step {
+    /// Embeds the live memories that have no embedding yet, when an embedding model is
+    /// configured, in batches; a failure is noted and leaves the rest to keywords.
+    fn embed_missing(&mut self, now: Timestamp, cancel: &AtomicBool) -> Step {
+        let cfg = self.cfg().clone();
+        let missing: Vec<usize> = (0..self.mems.len())
+            .filter(|&i| {
+                let m = &self.mems[i];
+                m.is_active(now)
+                    && m.embedding.as_ref().is_none_or(Vec::is_empty)
+                    && !memory::is_summary(m, &cfg)
+            })
+            .collect();
+        let mut changed = Vec::new();
+        for batch in missing.chunks(EMBED_BATCH) {
+            let inputs: Vec<String> = batch
+                .iter()
+                .map(|&i| self.mems[i].content.clone())
+                .collect();
+            match self.rt.model.embed(&inputs, cancel) {
+                None => break,
+                Some(Err(e)) => {
+                    self.report.problems.push(format!(
+                        "embeddings skipped, duplicates found by keywords only: {e}"
+                    ));
+                    break;
+                }
+                Some(Ok(vectors)) => {
+                    for (&i, v) in batch.iter().zip(vectors) {
+                        self.mems[i].embedding = Some(v);
+                        changed.push(i);
+                    }
+                }
+            }
+        }
+        changed
+    }
+
+    fn duplicates(&mut self, now: Timestamp, cancel: &AtomicBool) -> Step {
+        let mut changed = self.embed_missing(now, cancel);
         let cfg = self.cfg().clone();
         let tokenizer = &self.rt.tokenizer;
-        let mut changed = Vec::new();
         // Stored embeddings first (one pass: each memory is in at most one pair).
         let pairs: Vec<(MemoryId, MemoryId, f32)> =
             memory::embedding_duplicates(&self.mems, now, &cfg)
@@ -498,6 +537,9 @@ impl Run<'_> {
     }
 }
 
+/// Memories embedded per `/v1/embeddings` request.
+const EMBED_BATCH: usize = 64;
+
 /// Keyword merging runs at most this many rounds (each round merges at least one pair,
 /// so this only bounds a pathological chain).
 const MERGE_ROUNDS: usize = 8;
@@ -594,9 +636,18 @@ mod tests {
 
     const NOW: Timestamp = 1_800_000_000;
 
-    /// A cheap model answering the scripted replies in order, then failing.
+    /// A scripted embedding (`None`: the request fails).
+    type Vector = Option<Vec<f32>>;
+
+    /// A cheap model answering the scripted replies in order, then failing; with
+    /// `vectors`, an embedding model giving each text the vector of its first word
+    /// (`None` in the map: the request fails), counting the texts embedded.
     #[derive(Clone, Default)]
-    struct Scripted(Arc<Mutex<Vec<String>>>);
+    struct Scripted(
+        Arc<Mutex<Vec<String>>>,
+        Option<Vec<(&'static str, Vector)>>,
+        Arc<Mutex<usize>>,
+    );
 
     impl ChatModel for Scripted {
         fn chat(
@@ -622,15 +673,39 @@ mod tests {
         fn model_name(&self, _role: ModelRole) -> &str {
             "fake"
         }
+        fn embed(
+            &self,
+            inputs: &[String],
+            _cancel: &AtomicBool,
+        ) -> Option<Result<Vec<Vec<f32>>, LlmError>> {
+            let table = self.1.as_ref()?;
+            *self.2.lock().unwrap_or_else(|e| e.into_inner()) += inputs.len();
+            let vectors: Option<Vec<Vec<f32>>> = inputs
+                .iter()
+                .map(|text| {
+                    let first = text.split_whitespace().next().unwrap_or("");
+                    table
+                        .iter()
+                        .find(|(w, _)| *w == first)
+                        .and_then(|(_, v)| v.clone())
+                })
+                .collect();
+            Some(vectors.ok_or(LlmError::Protocol {
+                url: "http://127.0.0.1:1/v1/embeddings".into(),
+                detail: "scripted embedding failure".into(),
+            }))
+        }
     }
 
     fn runtime(dir: &TempDir, replies: &[&str]) -> Arc<Runtime> {
+        runtime_with(dir, replies, Scripted::default())
+    }
+
+    fn runtime_with(dir: &TempDir, replies: &[&str], mut model: Scripted) -> Arc<Runtime> {
         let config = Config::defaults(dir.path().to_path_buf());
         let store =
             Store::open(&dir.path().join("evolve.redb"), &FallbackTokenizer).expect("store");
-        let model = Scripted(Arc::new(Mutex::new(
-            replies.iter().map(|s| s.to_string()).collect(),
-        )));
+        model.0 = Arc::new(Mutex::new(replies.iter().map(|s| s.to_string()).collect()));
         Runtime::with_model(
             config,
             store,
@@ -910,5 +985,104 @@ mod tests {
         assert_eq!(written[0].last_accessed_at, Some(NOW));
         assert_eq!(written[0].importance, 2);
         assert_eq!(written[1].id, 2);
+    }
+
+    #[test]
+    fn embeddings_are_fetched_once_and_find_duplicates_keywords_miss() {
+        let dir = TempDir::new("maintain-embed");
+        let model = Scripted(
+            Default::default(),
+            Some(vec![
+                ("Espresso", Some(vec![1.0, 0.0, 0.01])),
+                ("Strong", Some(vec![1.0, 0.0, 0.0])),
+                ("Cycling", Some(vec![0.0, 1.0, 0.0])),
+            ]),
+            Default::default(),
+        );
+        let rt = runtime_with(
+            &dir,
+            &[r#"{"changes": []}"#, r#"{"changes": []}"#],
+            model.clone(),
+        );
+        seed(
+            &rt,
+            vec![
+                mem(
+                    "Espresso every morning",
+                    Category::Preference,
+                    Priority::High,
+                    20,
+                ),
+                mem(
+                    "Strong coffee after waking up",
+                    Category::Preference,
+                    Priority::High,
+                    19,
+                ),
+                mem(
+                    "Cycling to work on Fridays",
+                    Category::Fact,
+                    Priority::Medium,
+                    18,
+                ),
+            ],
+        );
+        let r = maintain(&rt, NOW, &NEVER);
+        assert!(r.problems.is_empty(), "{:?}", r.problems);
+        assert_eq!(r.merged.len(), 1, "{r:?}");
+        assert_eq!(
+            (r.merged[0].kept, r.merged[0].dropped, r.merged[0].by),
+            (1, 2, "embedding")
+        );
+        assert!(r.merged[0].similarity >= 0.92);
+        assert_eq!(*model.2.lock().unwrap_or_else(|e| e.into_inner()), 3);
+        let kept = rt.store.memory(1).expect("kept");
+        assert_eq!(kept.content, "Strong coffee after waking up");
+        assert_eq!(
+            kept.embedding,
+            Some(vec![1.0, 0.0, 0.0]),
+            "the embedding goes with its text"
+        );
+        assert!(rt.store.memory(3).expect("stored").embedding.is_some());
+        let again = maintain(&rt, NOW + 60, &NEVER);
+        assert_eq!(again.changes(), 0, "{again:?}");
+        assert_eq!(
+            *model.2.lock().unwrap_or_else(|e| e.into_inner()),
+            3,
+            "stored embeddings are reused"
+        );
+    }
+
+    #[test]
+    fn a_failing_embedding_model_leaves_duplicates_to_keywords() {
+        let dir = TempDir::new("maintain-embed-fail");
+        let model = Scripted(Default::default(), Some(vec![]), Default::default());
+        let rt = runtime_with(&dir, &[r#"{"changes": []}"#], model);
+        seed(
+            &rt,
+            vec![
+                mem(
+                    "The user likes tea",
+                    Category::Preference,
+                    Priority::High,
+                    20,
+                ),
+                mem(
+                    "The user likes green tea",
+                    Category::Preference,
+                    Priority::High,
+                    19,
+                ),
+            ],
+        );
+        let r = maintain(&rt, NOW, &NEVER);
+        assert_eq!(r.merged.len(), 1);
+        assert_eq!(r.merged[0].by, "keywords");
+        assert_eq!(r.problems.len(), 1, "{:?}", r.problems);
+        assert!(
+            r.problems[0].starts_with("embeddings skipped"),
+            "{:?}",
+            r.problems
+        );
     }
 }

@@ -22,6 +22,7 @@ fn config(base_url: &str) -> ModelConfig {
         api_key: Some(Secret::new(KEY)),
         main: "fake-main".into(),
         cheap: "fake-cheap".into(),
+        embedding_model: None,
         context_window: 8192,
         reserved_output: 256,
         timeouts: Timeouts {

@@ -224,6 +224,19 @@ fn maintenance_applies_every_rule_and_a_second_run_changes_nothing() {
     assert_eq!(after[&10]["priority"], 3, "a jump of two levels is refused");
     assert_eq!(after[&11]["priority"], 2);
     assert_eq!(after[&12]["priority"], 2, "a fourth change is refused");
+    // The review saw the active memories, but not the pinned one.
+    let review = w
+        .fake
+        .chat_requests()
+        .into_iter()
+        .find(|r| r.mentions(PRIORITY))
+        .expect("a review request");
+    let listing = review.last_user().expect("the listing");
+    assert!(
+        listing.contains("#8 medium general: The build server runs Jenkins on port 8080"),
+        "{listing}"
+    );
+    assert!(!listing.contains("#2 "), "{listing}");
 
     // The second run finds nothing left to do.
     let again = maintain(&w, &[]);
@@ -300,6 +313,8 @@ fn the_critical_cap_holds_and_a_garbage_review_leaves_the_rules_applied() {
 fn the_api_runs_maintenance_and_answers_the_report() {
     let w = World::new("maintain-api");
     seed(&w, scenario());
+    w.fake.push(Reply::text("Kyoto in spring is lovely."));
+    w.run(&["ask", "plan the trip to Japan"]).expect(0);
     w.fake.route(PRIORITY, Reply::text(r#"{"changes": []}"#));
     w.fake.route(PRIORITY, Reply::text(r#"{"changes": []}"#));
     let s = Server::start(&w, &[]);
@@ -312,6 +327,18 @@ fn the_api_runs_maintenance_and_answers_the_report() {
     assert_eq!(r.json()["dry_run"], false);
     assert_eq!(r.json()["expired"], json!([3]));
     assert_eq!(r.json()["summaries"].as_array().map(Vec::len), Some(1));
+    // The review is told what the user talks about lately.
+    let review = w
+        .fake
+        .chat_requests()
+        .into_iter()
+        .find(|r| r.mentions(PRIORITY))
+        .expect("a review request");
+    let input = review.last_user().expect("the listing");
+    assert!(
+        input.contains("Recent conversation topics: plan the trip to Japan"),
+        "{input}"
+    );
     let gone = s.get("/v1/memory/3");
     assert_eq!(gone.status, 404, "{}", gone.body);
     let bad = s.post("/v1/memory/maintain", r#"{"dry_run": "yes"}"#);

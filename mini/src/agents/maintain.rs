@@ -37,7 +37,7 @@ use evolve_core::json::{extract, Value};
 use evolve_core::memory::{
     self, Category, Memory, MemoryConfig, MemoryId, Priority, Proposal, RejectReason,
 };
-use evolve_core::text::{Lang, Tokenizer};
+use evolve_core::text::{clip_chars, one_line, Lang, Tokenizer};
 use evolve_core::Timestamp;
 use serde::Serialize;
 
@@ -485,12 +485,18 @@ impl Run<'_> {
         if listing.is_empty() {
             return Vec::new();
         }
+        let topics = recent_topics(self.rt, now, &cfg);
+        let input = if topics.is_empty() {
+            listing
+        } else {
+            format!("{listing}\nRecent conversation topics: {topics}")
+        };
         let mut usage = Usage::default();
         let mut problems = Vec::new();
         let reply = cheap_call(
             self.rt,
             prompts::PRIORITY,
-            &listing,
+            &input,
             &mut usage,
             &mut problems,
             cancel,
@@ -535,6 +541,23 @@ impl Run<'_> {
         }
         changed
     }
+}
+
+/// The titles of the sessions active within `summary_window_days`, newest first, cut to
+/// `adjust_topics_chars` (seed: 最近对话主题摘要 ≤ 2000 字符), so the review knows what
+/// the user is busy with. Empty when there are none or the sessions cannot be read.
+fn recent_topics(rt: &Runtime, now: Timestamp, cfg: &MemoryConfig) -> String {
+    let since = now.saturating_sub(cfg.summary_window_days.saturating_mul(evolve_core::DAY));
+    let sessions = rt.store.sessions().unwrap_or_else(|e| {
+        log::warn!("memory maintenance: the sessions cannot be read for the review: {e}");
+        Vec::new()
+    });
+    let titles: Vec<String> = sessions
+        .iter()
+        .filter(|s| s.updated_at >= since && !s.title.trim().is_empty())
+        .map(|s| one_line(&s.title, 200))
+        .collect();
+    clip_chars(&titles.join("; "), cfg.adjust_topics_chars)
 }
 
 /// Memories embedded per `/v1/embeddings` request.

@@ -45,6 +45,7 @@ use super::memory::cheap_call;
 use super::prompts;
 use super::runtime::Runtime;
 use crate::llm::Usage;
+use crate::store::Saved;
 
 /// One priority changed, by age or by the model's review.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -183,8 +184,10 @@ pub fn run(rt: &Runtime, now: Timestamp, dry_run: bool, cancel: &AtomicBool) -> 
         .filter(|m| memory::is_summary(m, cfg))
         .map(|m| m.created_at)
         .max();
+    let mems: Vec<Memory> = all.into_iter().filter(|m| !m.deleted).collect();
     let mut run = Run {
-        mems: all.into_iter().filter(|m| !m.deleted).collect(),
+        base: mems.iter().cloned().map(Some).collect(),
+        mems,
         rt,
         dry_run,
         report,
@@ -234,6 +237,9 @@ type Step = Vec<usize>;
 /// The working copy of the live memories and the report being filled.
 struct Run<'a> {
     mems: Vec<Memory>,
+    /// For each of `mems`, the copy last read from or written to the store (`None`: a
+    /// new memory): a write is refused when the stored copy no longer matches it.
+    base: Vec<Option<Memory>>,
     rt: &'a Runtime,
     dry_run: bool,
     report: MaintainReport,
@@ -255,22 +261,44 @@ impl Run<'_> {
         let mut indices = changed;
         indices.sort_unstable();
         indices.dedup();
-        let records: Vec<Memory> = indices
+        let records: Vec<(Memory, Option<Memory>)> = indices
             .iter()
             .map(|&i| {
                 let mut m = self.mems[i].clone();
                 if m.id >= PROVISIONAL_ID {
                     m.id = 0;
                 }
-                m
+                (m, self.base[i].clone())
             })
             .collect();
-        let written = self.rt.store.save_memories(records)?;
-        for (&i, m) in indices.iter().zip(written) {
-            if self.mems[i].id >= PROVISIONAL_ID {
-                self.new_ids.push((self.mems[i].id, m.id));
+        let saved = self.rt.store.save_memories(records)?;
+        for (&i, outcome) in indices.iter().zip(saved) {
+            match outcome {
+                Saved::Written(m) => {
+                    if self.mems[i].id >= PROVISIONAL_ID {
+                        self.new_ids.push((self.mems[i].id, m.id));
+                    }
+                    self.base[i] = Some(m.clone());
+                    self.mems[i] = m;
+                }
+                Saved::Changed(now_stored) => {
+                    let id = self.mems[i].id;
+                    self.report.problems.push(format!(
+                        "memory #{id} changed while maintenance ran and was left as it is \
+                         (the next run looks at it again)"
+                    ));
+                    match now_stored {
+                        Some(m) => {
+                            self.base[i] = Some(m.clone());
+                            self.mems[i] = m;
+                        }
+                        None => {
+                            self.mems[i].deleted = true;
+                            self.base[i] = None;
+                        }
+                    }
+                }
             }
-            self.mems[i] = m;
         }
         Ok(())
     }
@@ -472,6 +500,7 @@ impl Run<'_> {
         for summary in made {
             changed.push(self.mems.len());
             self.mems.push(summary);
+            self.base.push(None);
         }
         if !clusters.is_empty() {
             changed.extend(self.critical_cap(now));
@@ -744,7 +773,8 @@ mod tests {
     }
 
     fn seed(rt: &Runtime, memories: Vec<Memory>) {
-        rt.store.save_memories(memories).expect("seed");
+        let new = memories.into_iter().map(|m| (m, None)).collect();
+        rt.store.save_memories(new).expect("seed");
     }
 
     static NEVER: AtomicBool = AtomicBool::new(false);
@@ -987,27 +1017,45 @@ mod tests {
     }
 
     #[test]
-    fn saving_keeps_a_newer_access_mark_and_numbers_new_records() {
+    fn saving_keeps_a_newer_access_mark_and_never_overwrites_a_change_made_meanwhile() {
         let dir = TempDir::new("maintain-save");
         let rt = runtime(&dir, &[]);
         seed(
             &rt,
-            vec![mem("Buy milk", Category::Reminder, Priority::High, 1)],
-        );
-        rt.store.mark_accessed(&[1], NOW).expect("mark");
-        let mut stale = rt.store.memory(1).expect("read");
-        stale.last_accessed_at = None;
-        stale.importance = 2;
-        let written = rt
-            .store
-            .save_memories(vec![
-                stale,
+            vec![
+                mem("Buy milk", Category::Reminder, Priority::High, 1),
                 mem("Feed the cat", Category::Reminder, Priority::High, 1),
-            ])
+            ],
+        );
+        let read = |id| rt.store.memory(id).expect("read");
+        let (one, two) = (read(1), read(2));
+        // Meanwhile a turn uses #1 and the user edits #2.
+        rt.store.mark_accessed(&[1], NOW).expect("mark");
+        let mut edited = two.clone();
+        edited.content = "Feed the cat twice".into();
+        rt.store.update_memory(&edited).expect("edit");
+
+        let mut lowered = one.clone();
+        lowered.importance = 2;
+        let mut stale = two.clone();
+        stale.importance = 2;
+        let new = mem("Water the plants", Category::Reminder, Priority::High, 1);
+        let saved = rt
+            .store
+            .save_memories(vec![(lowered, Some(one)), (stale, Some(two)), (new, None)])
             .expect("save");
-        assert_eq!(written[0].last_accessed_at, Some(NOW));
-        assert_eq!(written[0].importance, 2);
-        assert_eq!(written[1].id, 2);
+        match &saved[..] {
+            [Saved::Written(a), Saved::Changed(Some(b)), Saved::Written(c)] => {
+                assert_eq!((a.importance, a.last_accessed_at), (2, Some(NOW)));
+                assert_eq!(
+                    (b.content.as_str(), b.importance),
+                    ("Feed the cat twice", 3)
+                );
+                assert_eq!(c.id, 3);
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(read(2).content, "Feed the cat twice");
     }
 
     #[test]

@@ -59,6 +59,7 @@ use serde::{Deserialize, Serialize};
 pub use dates::{format_date, format_time, parse_time};
 use error::Fail;
 pub use error::StoreError;
+pub use memories::Saved;
 
 /// The schema this build writes. Opening an older store migrates it in one write
 /// transaction; a newer one is refused with a clear error.

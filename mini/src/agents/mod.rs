@@ -13,6 +13,7 @@
 mod crystallize;
 mod evaluate;
 mod lesson;
+pub mod maintain;
 mod manager;
 mod memory;
 pub(crate) mod prompts;

@@ -50,6 +50,17 @@ conversation for the assistant's own memory: the topics, decisions, facts establ
 open questions and the user's goals, in the conversation's language, at most 200 words, \
 plain text. Merge the previous summary (if any) with the new exchanges.";
 
+/// Priority review (tea-agent `llm_adjust_priorities`): the model proposes, core's
+/// `adjust_priorities` decides (one level, at most 3, never a pinned memory).
+pub const PRIORITY: &str = "[evolve:priority] You review the long-term memories of a \
+personal assistant, listed one per line as `#id priority category: text` (priorities, most \
+binding first: critical, high, medium, low), then the topics of recent conversations \
+when there are any. Propose at most 3 changes of one level each: \
+raise a memory that is a standing rule or a fact the user depends on every day, lower one \
+that is outdated, trivial or about a one-off task. Propose nothing when the priorities look \
+right. Reply with JSON only: {\"changes\": [{\"id\": 12, \"priority\": \"high\", \
+\"reason\": \"…\"}]}, or {\"changes\": []}.";
+
 /// The marker of the self-evolution of the system prompt (`evolve prompt evolve`).
 pub const EVOLVE_PROMPT_MARKER: &str = "[evolve:prompt]";
 

@@ -302,6 +302,7 @@ mod tests {
             api_key: None,
             main: "fake-main".into(),
             cheap: cheap.into(),
+            embedding_model: None,
             context_window: 4096,
             reserved_output: 256,
             timeouts: Timeouts {

@@ -16,6 +16,8 @@ use evolve_core::memory::{
 use evolve_core::text::{one_line, FallbackTokenizer, KeywordSet, Tokenizer};
 use evolve_core::Timestamp;
 
+use crate::agents::maintain;
+use crate::agents::Runtime;
 use crate::cli::app::{self, App};
 use crate::config::LoadOptions;
 use crate::error::Error;
@@ -40,6 +42,7 @@ enum Action {
     Export(ExportCmd),
     Import(ImportCmd),
     Rank(Rank),
+    Maintain(MaintainCmd),
 }
 
 /// remember TEXT (a restatement of a stored memory is merged into it, an exact copy is not stored twice)
@@ -159,6 +162,21 @@ struct ImportCmd {
     profile: Option<String>,
 }
 
+/// run memory maintenance now: expiry, age decay, the CRITICAL cap, duplicate merging, category summaries and the model's priority review (serve runs it daily)
+#[derive(FromArgs, Debug)]
+#[argh(subcommand, name = "maintain")]
+struct MaintainCmd {
+    /// print the report as JSON
+    #[argh(switch)]
+    json: bool,
+    /// show what would change without changing anything
+    #[argh(switch)]
+    dry_run: bool,
+    /// configuration profile to use
+    #[argh(option)]
+    profile: Option<String>,
+}
+
 /// show which memories would enter the prompt for QUERY, with the reason and score of each
 #[derive(FromArgs, Debug)]
 #[argh(subcommand, name = "rank")]
@@ -196,6 +214,7 @@ pub fn run(cmd: MemoryCmd) -> Result<(), Error> {
         Action::Export(c) => export(c),
         Action::Import(c) => import(c),
         Action::Rank(r) => rank(r),
+        Action::Maintain(c) => maintain(c),
     }
 }
 
@@ -766,6 +785,134 @@ fn import(c: ImportCmd) -> Result<(), Error> {
         }
     }
     Ok(())
+}
+
+/// Runs the maintenance and prints a line per step (or the report as JSON). Model
+/// problems are warnings on stderr; only a failed store write is an error.
+fn maintain(c: MaintainCmd) -> Result<(), Error> {
+    let (app, store) = open_store(&c.profile)?;
+    let App { config, tokenizer } = app;
+    let rt = Runtime::new(config, store, tokenizer);
+    crate::cli::interrupt::install();
+    crate::cli::interrupt::begin_turn();
+    let report = maintain::run(&rt, app::now(), c.dry_run, &crate::cli::interrupt::CANCEL);
+    let mut out = std::io::stdout().lock();
+    if c.json {
+        let text = serde_json::to_string_pretty(&report)
+            .map_err(|e| Error::Other(format!("cannot encode the report: {e}")))?;
+        writeln!(out, "{text}")?;
+    } else {
+        for line in maintain_summary(&report) {
+            writeln!(out, "{line}")?;
+        }
+    }
+    for p in &report.problems {
+        eprintln!("warning: {p}");
+    }
+    match &report.error {
+        Some(e) => Err(Error::Other(format!(
+            "{e} — the steps before it are stored; run `evolve memory maintain` again"
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// `#1, #2, #3` (at most 10, then `…`).
+fn id_list(ids: impl IntoIterator<Item = MemoryId>) -> String {
+    let ids: Vec<MemoryId> = ids.into_iter().collect();
+    let mut s: Vec<String> = ids.iter().take(10).map(|id| format!("#{id}")).collect();
+    if ids.len() > 10 {
+        s.push("…".into());
+    }
+    s.join(", ")
+}
+
+/// The human summary of a report: one line per step.
+fn maintain_summary(r: &maintain::MaintainReport) -> Vec<String> {
+    let verb = |done: &str, would: &str| {
+        if r.dry_run {
+            would.to_string()
+        } else {
+            done.to_string()
+        }
+    };
+    let changes = |c: &[maintain::PriorityChange]| {
+        c.iter()
+            .take(10)
+            .map(|c| format!("#{} {}→{}", c.id, c.from, c.to))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let mut lines = Vec::new();
+    if r.dry_run {
+        lines.push("dry run: nothing is changed".to_string());
+    }
+    let count = |n: usize, what: &str, detail: String| {
+        if n == 0 {
+            format!("{what}: none")
+        } else {
+            format!("{what}: {n} ({detail})")
+        }
+    };
+    lines.push(count(
+        r.expired.len(),
+        &verb("expired, soft-deleted", "expired, would be soft-deleted"),
+        id_list(r.expired.iter().copied()),
+    ));
+    lines.push(count(
+        r.decayed.len(),
+        &verb("decayed by age", "would decay by age"),
+        changes(&r.decayed),
+    ));
+    lines.push(count(
+        r.critical_evicted.len(),
+        &verb(
+            "over the CRITICAL cap, soft-deleted",
+            "over the CRITICAL cap, would be soft-deleted",
+        ),
+        id_list(r.critical_evicted.iter().copied()),
+    ));
+    lines.push(count(
+        r.merged.len(),
+        &verb("duplicates merged", "duplicates to merge"),
+        r.merged
+            .iter()
+            .take(10)
+            .map(|m| format!("#{} into #{}", m.dropped, m.kept))
+            .collect::<Vec<_>>()
+            .join(", "),
+    ));
+    lines.push(count(
+        r.summaries.len(),
+        &verb("summaries written", "summaries to write"),
+        r.summaries
+            .iter()
+            .map(|s| format!("{} of {}", s.category, id_list(s.members.iter().copied())))
+            .collect::<Vec<_>>()
+            .join("; "),
+    ));
+    lines.push(count(
+        r.adjusted.len(),
+        &verb(
+            "priorities adjusted by the model's review",
+            "priorities the model's review would adjust",
+        ),
+        changes(&r.adjusted),
+    ));
+    if !r.refused.is_empty() {
+        lines.push(format!(
+            "model proposals refused by the rules: {}",
+            r.refused.len()
+        ));
+    }
+    lines.push(format!(
+        "{} {}; {} live memories before, {} after",
+        r.changes(),
+        verb("records changed", "records would change"),
+        r.memories_before,
+        r.memories_after
+    ));
+    lines
 }
 
 #[cfg(test)]

@@ -61,6 +61,7 @@ pub struct RawModel {
     pub api_key_env: Option<String>,
     pub main: Option<String>,
     pub cheap: Option<String>,
+    pub embedding_model: Option<String>,
     pub context_window: Option<usize>,
     pub reserved_output: Option<usize>,
     pub stream: Option<bool>,

@@ -143,6 +143,9 @@ pub struct ModelConfig {
     pub main: String,
     /// The cheap model (extraction, evaluation, reflection, summaries); = `main` when unset.
     pub cheap: String,
+    /// The embedding model (`/v1/embeddings`) memory maintenance finds duplicates with;
+    /// none: duplicates are found by keywords only.
+    pub embedding_model: Option<String>,
     /// The model's context window in tokens.
     pub context_window: usize,
     /// Tokens reserved for the answer (sent as `max_tokens`).
@@ -168,6 +171,7 @@ impl Default for ModelConfig {
             api_key: None,
             main: DEFAULT_MODEL.to_string(),
             cheap: DEFAULT_MODEL.to_string(),
+            embedding_model: None,
             context_window: 8192,
             reserved_output: 1024,
             timeouts: Timeouts::default(),

@@ -602,6 +602,7 @@ fn resolve_model(raw: RawModel, ctx: &mut Context<'_>) -> Result<ModelConfig, Co
         api_key_env,
         main,
         cheap,
+        embedding_model,
         context_window,
         reserved_output,
         stream,
@@ -696,6 +697,8 @@ fn resolve_model(raw: RawModel, ctx: &mut Context<'_>) -> Result<ModelConfig, Co
         },
     };
 
+    let embedding_model = model_name(ctx, "model.embedding_model", embedding_model)?;
+
     let context_window = context_window.unwrap_or(d.context_window);
     let reserved_output = reserved_output.unwrap_or(d.reserved_output);
     if reserved_output == 0 || reserved_output >= context_window {
@@ -749,6 +752,7 @@ fn resolve_model(raw: RawModel, ctx: &mut Context<'_>) -> Result<ModelConfig, Co
         api_key,
         main,
         cheap,
+        embedding_model,
         context_window,
         reserved_output,
         timeouts,

@@ -58,6 +58,7 @@ impl Config {
                 "api_key": m.api_key.as_ref().map(|k| k.masked()),
                 "main": m.main,
                 "cheap": m.cheap,
+                "embedding_model": m.embedding_model,
                 "context_window": m.context_window,
                 "reserved_output": m.reserved_output,
                 "stream": m.stream,

@@ -41,6 +41,9 @@ pub const CONFIG_TEMPLATE: &str = r#"# evolve configuration — `evolve config s
 # The model for memory extraction, evaluation, reflection and summaries
 # (default: the main model), e.g.:
 # cheap = "qwen2.5:1.5b"
+# An embedding model (/v1/embeddings) for finding duplicate memories in
+# `evolve memory maintain` (default: none, duplicates are found by keywords), e.g.:
+# embedding_model = "nomic-embed-text"
 # The model's context window in tokens, and the part of it kept for the answer
 # (sent as max_tokens). Set them to your model's: prompts are cut to fit.
 #context_window = 8192

@@ -157,6 +157,32 @@ impl Client {
         })
     }
 
+    /// `POST /embeddings` with the configured embedding model: one vector per input, in
+    /// input order.
+    pub(super) fn embed_impl(
+        &self,
+        inputs: &[String],
+        cancel: &AtomicBool,
+    ) -> Result<Vec<Vec<f32>>, LlmError> {
+        let url = self.url("/embeddings");
+        let Some(model) = self.config.embedding_model.as_deref() else {
+            return Err(LlmError::Protocol {
+                url: display_url(&url),
+                detail: "no embedding model is configured ([model] embedding_model)".into(),
+            });
+        };
+        let body = serde_json::json!({"model": model, "input": inputs}).to_string();
+        self.with_retries(&url, model, cancel, || {
+            let ex = self.start(&url, Some(body.clone()), false);
+            self.wait_head(&ex, &url, cancel)?;
+            let text = self.wait_body(&ex, &url, cancel)?;
+            wire::parse_embeddings(&text, inputs.len()).map_err(|detail| {
+                let url = display_url(&url);
+                (LlmError::Protocol { url, detail }, Retry::No)
+            })
+        })
+    }
+
     /// Runs `attempt` until it succeeds, fails for good, or the retries are spent.
     fn with_retries<T>(
         &self,

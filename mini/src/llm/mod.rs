@@ -237,6 +237,16 @@ pub trait ChatModel: Send + Sync {
 
     /// The configured name of a role's model.
     fn model_name(&self, role: ModelRole) -> &str;
+
+    /// One embedding per input (`/v1/embeddings`), or `None` when no embedding model is
+    /// configured (memory maintenance then compares keywords only).
+    fn embed(
+        &self,
+        _inputs: &[String],
+        _cancel: &AtomicBool,
+    ) -> Option<Result<Vec<Vec<f32>>, LlmError>> {
+        None
+    }
 }
 
 /// The OpenAI-compatible client. Cheap to share: one connection pool for every call.
@@ -284,5 +294,14 @@ impl ChatModel for Client {
             ModelRole::Main => &self.config.main,
             ModelRole::Cheap => &self.config.cheap,
         }
+    }
+
+    fn embed(
+        &self,
+        inputs: &[String],
+        cancel: &AtomicBool,
+    ) -> Option<Result<Vec<Vec<f32>>, LlmError>> {
+        self.config.embedding_model.as_ref()?;
+        Some(self.embed_impl(inputs, cancel))
     }
 }

@@ -22,6 +22,7 @@ fn config(base_url: &str) -> ModelConfig {
         api_key: Some(Secret::new(KEY)),
         main: "fake-main".into(),
         cheap: "fake-cheap".into(),
+        embedding_model: None,
         context_window: 8192,
         reserved_output: 256,
         timeouts: Timeouts {
@@ -750,4 +751,37 @@ fn urls_in_errors_drop_credentials() {
     for (url, shown) in cases {
         assert_eq!(client::display_url(url), shown);
     }
+}
+
+#[test]
+fn embeddings_are_asked_only_with_an_embedding_model_and_a_refusal_names_the_endpoint() {
+    let fake = FakeLlm::start();
+    let never = AtomicBool::new(false);
+    let inputs = vec!["tea".to_string(), "coffee".to_string()];
+    assert!(client(&fake).embed(&inputs, &never).is_none());
+    assert!(
+        fake.requests().is_empty(),
+        "nothing is sent without a model"
+    );
+
+    let mut config = config(&fake.base_url());
+    config.embedding_model = Some("fake-embed".into());
+    let e = Client::new(config)
+        .embed(&inputs, &never)
+        .expect("an embedding model is configured")
+        .expect_err("the fake server has no /embeddings");
+    let text = e.to_string();
+    assert!(
+        text.contains("/embeddings") && text.contains("404"),
+        "{text}"
+    );
+    let sent = &fake.requests()[0];
+    assert_eq!(
+        (sent.method.as_str(), sent.path.as_str()),
+        ("POST", "/v1/embeddings")
+    );
+    assert_eq!(
+        sent.json,
+        json!({"model": "fake-embed", "input": ["tea", "coffee"]})
+    );
 }

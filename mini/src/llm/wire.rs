@@ -309,9 +309,87 @@ pub(crate) fn parse_models(body: &str) -> Result<Vec<String>, String> {
         .collect())
 }
 
+/// The vectors of an `/embeddings` answer (`{"data": [{"index": 0, "embedding": [...]}]}`),
+/// in input order; exactly `expected` of them, each non-empty and finite.
+pub(crate) fn parse_embeddings(body: &str, expected: usize) -> Result<Vec<Vec<f32>>, String> {
+    let v: Value = serde_json::from_str(body).map_err(|e| {
+        format!(
+            "the embeddings answer is not JSON ({e}): {}",
+            quote(body, SERVER_MESSAGE_CHARS)
+        )
+    })?;
+    let list = v["data"].as_array().ok_or_else(|| {
+        format!(
+            "no `data` list in the embeddings answer: {}",
+            quote(body, SERVER_MESSAGE_CHARS)
+        )
+    })?;
+    let mut out: Vec<Option<Vec<f32>>> = vec![None; expected];
+    for (position, item) in list.iter().enumerate() {
+        let index = item["index"]
+            .as_u64()
+            .and_then(|i| usize::try_from(i).ok())
+            .unwrap_or(position);
+        let vector: Option<Vec<f32>> = item["embedding"].as_array().and_then(|a| {
+            a.iter()
+                .map(|x| x.as_f64().map(|f| f as f32).filter(|f| f.is_finite()))
+                .collect()
+        });
+        match (out.get_mut(index), vector) {
+            (Some(slot), Some(v)) if !v.is_empty() => *slot = Some(v),
+            _ => return Err(format!("embedding {position} of the answer is not usable")),
+        }
+    }
+    out.into_iter().collect::<Option<Vec<_>>>().ok_or_else(|| {
+        format!(
+            "the answer has {} embeddings for {expected} inputs",
+            list.len()
+        )
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn embeddings_come_back_in_input_order_or_say_what_is_wrong() {
+        let ok =
+            r#"{"data": [{"index": 1, "embedding": [0.5, 1]}, {"index": 0, "embedding": [2, 3]}]}"#;
+        assert_eq!(
+            parse_embeddings(ok, 2),
+            Ok(vec![vec![2.0, 3.0], vec![0.5, 1.0]])
+        );
+        let no_index = r#"{"data": [{"embedding": [1]}, {"embedding": [2]}]}"#;
+        assert_eq!(
+            parse_embeddings(no_index, 2),
+            Ok(vec![vec![1.0], vec![2.0]])
+        );
+        let cases = [
+            ("not json", "not JSON"),
+            (r#"{"error": "x"}"#, "no `data` list"),
+            (
+                r#"{"data": [{"embedding": [1]}]}"#,
+                "1 embeddings for 2 inputs",
+            ),
+            (
+                r#"{"data": [{"embedding": []}, {"embedding": [1]}]}"#,
+                "embedding 0",
+            ),
+            (
+                r#"{"data": [{"embedding": ["x"]}, {"embedding": [1]}]}"#,
+                "embedding 0",
+            ),
+            (
+                r#"{"data": [{"index": 7, "embedding": [1]}, {"embedding": [1]}]}"#,
+                "embedding 0",
+            ),
+        ];
+        for (body, want) in cases {
+            let e = parse_embeddings(body, 2).expect_err(body);
+            assert!(e.contains(want), "{body}: {e}");
+        }
+    }
 
     fn request<'a>(messages: &'a [Message], tools: &'a [ToolSpec]) -> WireRequest<'a> {
         WireRequest {

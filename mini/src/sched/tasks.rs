@@ -11,8 +11,8 @@
 //! Whether a task is due is `evolve_core::sched::due_now`'s decision (after downtime a
 //! missed task runs once).
 //!
-//! The loop also runs the daily built-in jobs of [`DAILY_JOBS`] (memory maintenance is
-//! meant to join them), each remembering its last run in the store's meta table.
+//! The loop also runs the daily built-in jobs of [`DAILY_JOBS`] (memory maintenance),
+//! each remembering its last run in the store's meta table.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -528,22 +528,43 @@ pub struct DailyJob {
 }
 
 /// The meta key for memory maintenance's last run.
-#[allow(dead_code)] // for the memory maintenance job, when it joins DAILY_JOBS
 pub const LAST_MAINTENANCE_KEY: &str = "last_maintenance";
 
-/// ==== The daily built-in jobs: add one here. ====
-///
-/// Memory maintenance joins with (given `maintain(rt, now, cancel)`):
-/// ```ignore
-/// DailyJob {
-///     name: "memory maintenance",
-///     meta_key: LAST_MAINTENANCE_KEY,
-///     hour: 3,
-///     minute: 30,
-///     run: |rt, now, cancel| { maintain(rt, now, cancel); },
-/// },
-/// ```
-pub const DAILY_JOBS: &[DailyJob] = &[];
+/// The daily built-in jobs. Memory maintenance (DESIGN.md "Memory": decay, expiry, the
+/// CRITICAL cap, duplicate merging, category summaries, the model's priority review)
+/// runs at 03:30 local time, when a personal server is least likely to be in use.
+pub const DAILY_JOBS: &[DailyJob] = &[DailyJob {
+    name: "memory maintenance",
+    meta_key: LAST_MAINTENANCE_KEY,
+    hour: 3,
+    minute: 30,
+    run: maintenance,
+}];
+
+/// The memory maintenance job: its report goes to the log (one line; problems as
+/// warnings), as `evolve memory maintain` would print it.
+fn maintenance(rt: &Runtime, now: Timestamp, cancel: &AtomicBool) {
+    let report = crate::agents::maintain::maintain(rt, now, cancel);
+    log::info!(
+        "memory maintenance: {} changes ({} expired, {} decayed, {} over the CRITICAL cap, \
+         {} merged, {} summaries, {} priorities reviewed); {} → {} memories",
+        report.changes(),
+        report.expired.len(),
+        report.decayed.len(),
+        report.critical_evicted.len(),
+        report.merged.len(),
+        report.summaries.len(),
+        report.adjusted.len(),
+        report.memories_before,
+        report.memories_after
+    );
+    for p in &report.problems {
+        log::warn!("memory maintenance: {p}");
+    }
+    if let Some(e) = &report.error {
+        log::warn!("memory maintenance stopped: {e}");
+    }
+}
 
 /// Whether a daily job runs at `now`. A job never run before first records `now`
 /// (returned as `Err(now)`) instead of running at once: a new server does not start

@@ -167,6 +167,57 @@ impl Store {
         Ok(())
     }
 
+    /// Writes the records of one maintenance step in one transaction. Each record comes
+    /// with the stored copy it was computed from (`None` for a new memory, which gets
+    /// the next id). A record whose stored copy changed meanwhile — a turn merged into
+    /// it, the user edited or removed it — is not written, so nobody's change is lost;
+    /// only a newer `last_accessed_at` does not count as a change (it is kept). Returns,
+    /// in order, what happened to each record.
+    pub fn save_memories(
+        &self,
+        records: Vec<(Memory, Option<Memory>)>,
+    ) -> Result<Vec<Saved>, StoreError> {
+        if records.is_empty() {
+            return Ok(Vec::new());
+        }
+        let _writer = self.lock_writer();
+        let saved = self.write(|txn| {
+            let mut table = txn.open_table(MEMORIES)?;
+            let mut meta = txn.open_table(META)?;
+            let mut saved = Vec::with_capacity(records.len());
+            for (mut m, before) in records {
+                prepare(&mut m, None);
+                match before {
+                    None => m.id = allocate_id(&mut meta, &table)?,
+                    Some(before) => {
+                        let stored = get_json::<_, Memory>(&table, "memories", m.id)?;
+                        match stored {
+                            Some(s) if same_but_access(&s, &before) => {
+                                m.last_accessed_at = m.last_accessed_at.max(s.last_accessed_at);
+                            }
+                            other => {
+                                saved.push(Saved::Changed(other));
+                                continue;
+                            }
+                        }
+                    }
+                }
+                put_json(&mut table, "memories", m.id, &m)?;
+                saved.push(Saved::Written(m));
+            }
+            Ok(saved)
+        })?;
+        let changed: Vec<Memory> = saved
+            .iter()
+            .filter_map(|s| match s {
+                Saved::Written(m) | Saved::Changed(Some(m)) => Some(m.clone()),
+                Saved::Changed(None) => None,
+            })
+            .collect();
+        self.apply_to_cache(changed);
+        Ok(saved)
+    }
+
     /// Sets `last_accessed_at = now` on all of `ids` in one transaction. Ids that no
     /// longer exist (removed since they were selected) are skipped.
     pub fn mark_accessed(&self, ids: &[MemoryId], now: Timestamp) -> Result<(), StoreError> {
@@ -249,6 +300,27 @@ impl Store {
             }
         }
     }
+}
+
+/// What [`Store::save_memories`] did with one record.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Saved {
+    /// Written as given (a new memory with its id).
+    Written(Memory),
+    /// Not written: the stored copy changed meanwhile; here it is as stored now (`None`:
+    /// removed).
+    Changed(Option<Memory>),
+}
+
+/// Whether two copies of a memory differ at most in `last_accessed_at` (and the derived
+/// keywords).
+fn same_but_access(a: &Memory, b: &Memory) -> bool {
+    let strip = |m: &Memory| Memory {
+        last_accessed_at: None,
+        keywords: Default::default(),
+        ..m.clone()
+    };
+    strip(a) == strip(b)
 }
 
 /// Makes a record storable: the content hash always matches the content, importance

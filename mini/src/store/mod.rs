@@ -62,6 +62,7 @@ use serde::{Deserialize, Serialize};
 pub use dates::{format_date, format_time, parse_time};
 use error::Fail;
 pub use error::StoreError;
+pub use memories::Saved;
 pub use tasks::{RunEnd, RunStatus, Task, TaskRun, Trigger};
 
 /// The schema this build writes. Opening an older store migrates it in one write

@@ -57,6 +57,7 @@ pub fn route(state: &Arc<State>, req: &Request) -> Reply {
         ("POST", ["v1", "sessions", id, "pending", call]) => answer(state, req, id, call),
         ("GET", ["v1", "memory"]) => memories(state, req),
         ("POST", ["v1", "memory"]) => add_memory(state, req),
+        ("POST", ["v1", "memory", "maintain"]) => maintain_memories(state, req),
         ("GET", ["v1", "memory", id]) => with_id(id, |id| get_memory(state, id)),
         ("PATCH", ["v1", "memory", id]) => with_id(id, |id| update_memory(state, req, id)),
         ("DELETE", ["v1", "memory", id]) => with_id(id, |id| delete_memory(state, id)),
@@ -96,6 +97,7 @@ fn allowed(p: &[&str]) -> Option<&'static str> {
     Some(match p {
         ["login"] | ["v1", "sessions" | "memory" | "tasks"] => "GET, HEAD, POST",
         ["v1", "tasks", _] => "GET, HEAD, DELETE",
+        ["v1", "memory", "maintain"] => "POST",
         ["v1", "sessions" | "memory", _] => "GET, HEAD, PATCH, DELETE",
         ["v1", "chat", "completions"]
         | ["v1", "tools" | "tasks", _, "run"]
@@ -505,6 +507,26 @@ fn add_memory(state: &State, req: &Request) -> Reply {
     let mut v = memory_json(&tri!(rt.store.memory(id)));
     v["outcome"] = json!(how);
     Response::json(201, &v)
+}
+
+/// `POST /v1/memory/maintain` (body optional, `{"dry_run": true}`): runs memory
+/// maintenance now and answers its report (model problems are in `problems`; a failed
+/// store write is a 500 with the report's `error`).
+fn maintain_memories(state: &State, req: &Request) -> Reply {
+    let body = field!(body(req));
+    let dry_run = match body.get("dry_run") {
+        None | Some(Value::Null) => false,
+        Some(Value::Bool(b)) => *b,
+        Some(_) => return error(400, "dry_run must be true or false"),
+    };
+    let rt = state.rt();
+    let never = AtomicBool::new(false);
+    let report = crate::agents::maintain::run(&rt, now(), dry_run, &never);
+    match (&report.error, serde_json::to_value(&report)) {
+        (Some(e), _) => error(500, format!("memory maintenance stopped: {e}")),
+        (None, Ok(v)) => Response::json(200, &v),
+        (None, Err(e)) => error(500, format!("the report cannot be encoded: {e}")),
+    }
 }
 
 fn update_memory(state: &State, req: &Request, id: MemoryId) -> Reply {

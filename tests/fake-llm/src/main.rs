@@ -16,7 +16,7 @@ use std::time::Duration;
 use evolve_fake_llm::{FakeLlm, Reply};
 
 /// The markers that start Evolve's background prompts (mini/src/agents/prompts.rs).
-const EVOLVE_MARKERS: [&str; 8] = [
+const EVOLVE_MARKERS: [&str; 9] = [
     "[evolve:extract]",
     "[evolve:classify]",
     "[evolve:evaluate]",
@@ -25,6 +25,7 @@ const EVOLVE_MARKERS: [&str; 8] = [
     "[evolve:summarize]",
     "[evolve:crystallize]",
     "[evolve:lesson]",
+    "[evolve:priority]",
 ];
 
 const USAGE: &str = "usage: fake-llm [--port P] [--script FILE.json] [--echo] \

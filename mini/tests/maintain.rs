@@ -1,0 +1,347 @@
+//! `evolve memory maintain` and `POST /v1/memory/maintain` end to end: a store seeded
+//! with memories of known ages, the fake model scripted for the `[evolve:priority]`
+//! review, and the store read back with `evolve memory export`.
+
+mod support;
+
+use std::collections::BTreeMap;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use serde_json::{json, Value};
+use support::serve::Server;
+use support::{Reply, World};
+
+const PRIORITY: &str = "[evolve:priority]";
+const DAY: i64 = 86_400;
+
+fn now() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0)
+}
+
+/// A memory record `age_days` old.
+fn mem(id: u64, content: &str, category: &str, priority: u8, age_days: i64) -> Value {
+    json!({"id": id, "content": content, "category": category, "priority": priority,
+           "importance": 3, "created_at": now() - age_days * DAY})
+}
+
+/// Restores `memories` into the world's store with their ids and dates (an export file).
+fn seed(w: &World, memories: Vec<Value>) {
+    let path = w.home.join("seed.json");
+    let doc = json!({"schema_version": 2, "memories": memories, "sessions": []});
+    std::fs::write(&path, doc.to_string()).expect("write the seed");
+    w.run(&["memory", "import", path.to_str().expect("utf-8 path")])
+        .expect(0);
+}
+
+/// Every memory in the store (soft-deleted ones too), by id.
+fn stored(w: &World) -> BTreeMap<u64, Value> {
+    let out = w.run(&["memory", "export"]).expect(0).json();
+    out["memories"]
+        .as_array()
+        .expect("memories")
+        .iter()
+        .map(|m| (m["id"].as_u64().expect("id"), m.clone()))
+        .collect()
+}
+
+fn live(w: &World) -> BTreeMap<u64, Value> {
+    stored(w)
+        .into_iter()
+        .filter(|(_, m)| m["deleted"] != json!(true))
+        .collect()
+}
+
+fn maintain(w: &World, extra: &[&str]) -> Value {
+    let mut args = vec!["memory", "maintain", "--json"];
+    args.extend_from_slice(extra);
+    w.run(&args).expect(0).json()
+}
+
+/// The seed of the main scenario.
+fn scenario() -> Vec<Value> {
+    let mut pinned = mem(
+        2,
+        "Never run destructive commands on the home server",
+        "instruction",
+        0,
+        40,
+    );
+    pinned["pinned"] = json!(true);
+    let mut expired = mem(
+        3,
+        "Call the dentist about the appointment",
+        "reminder",
+        1,
+        20,
+    );
+    expired["expires_at"] = json!(now() - 3600);
+    vec![
+        mem(
+            1,
+            "Always answer in English unless the user writes in Chinese",
+            "instruction",
+            0,
+            40,
+        ),
+        pinned,
+        expired,
+        mem(4, "The user likes green tea", "preference", 1, 20),
+        mem(
+            5,
+            "The user likes green tea brewed at 80 degrees",
+            "preference",
+            1,
+            19,
+        ),
+        mem(
+            6,
+            "Renew the passport before the trip to Japan",
+            "reminder",
+            1,
+            2,
+        ),
+        mem(7, "Water the balcony plants every Sunday", "reminder", 1, 1),
+        mem(
+            8,
+            "The build server runs Jenkins on port 8080",
+            "general",
+            2,
+            10,
+        ),
+        mem(
+            9,
+            "Quarterly taxes are filed by the accountant Maria",
+            "general",
+            3,
+            10,
+        ),
+        mem(
+            10,
+            "The cat is called Mochi and eats twice daily",
+            "general",
+            3,
+            10,
+        ),
+        mem(
+            11,
+            "Weekly standup happens Monday at nine",
+            "general",
+            1,
+            10,
+        ),
+        mem(
+            12,
+            "Bicycle tyres need four bar of pressure",
+            "general",
+            2,
+            10,
+        ),
+    ]
+}
+
+/// Five proposals: three allowed (one level each), a jump and one past the limit of 3.
+const PROPOSALS: &str = r#"{"changes": [
+  {"id": 8, "priority": "high", "reason": "used daily"},
+  {"id": 10, "priority": "critical"},
+  {"id": 9, "delta": -1},
+  {"id": 11, "priority": "medium"},
+  {"id": 12, "delta": 1}
+]}"#;
+
+#[test]
+fn maintenance_applies_every_rule_and_a_second_run_changes_nothing() {
+    let w = World::new("maintain-rules");
+    seed(&w, scenario());
+    w.fake.route(PRIORITY, Reply::text(PROPOSALS));
+    w.fake.route(PRIORITY, Reply::text(PROPOSALS));
+    w.fake.route(PRIORITY, Reply::text(PROPOSALS));
+    w.fake.route(PRIORITY, Reply::text(r#"{"changes": []}"#));
+
+    // A dry run reports but changes nothing.
+    let before = stored(&w);
+    let dry = maintain(&w, &["--dry-run"]);
+    assert_eq!(dry["dry_run"], true);
+    assert_eq!(dry["expired"], json!([3]));
+    assert_eq!(dry["adjusted"].as_array().map(Vec::len), Some(3));
+    assert_eq!(stored(&w), before, "a dry run must not write");
+
+    let human = w.run(&["memory", "maintain", "--dry-run"]).expect(0);
+    for line in [
+        "dry run: nothing is changed",
+        "would decay by age: 1 (#1 critical→high)",
+        "duplicates to merge: 1 (#5 into #4)",
+        "summaries to write: 1 (reminder of #6, #7)",
+    ] {
+        assert!(human.stdout.contains(line), "{line:?} in {}", human.stdout);
+    }
+    assert_eq!(stored(&w), before, "a dry run must not write");
+    let r = maintain(&w, &[]);
+    assert_eq!(r["problems"], json!([]), "{r:#}");
+    let after = live(&w);
+    // Expired: gone from the live memories.
+    assert_eq!(r["expired"], json!([3]));
+    assert!(!after.contains_key(&3));
+    // Decay: the 40-day-old CRITICAL is HIGH now; the pinned one stays CRITICAL.
+    assert_eq!(after[&1]["priority"], 1, "{:#}", after[&1]);
+    assert_eq!(after[&2]["priority"], 0);
+    assert_eq!(
+        r["decayed"],
+        json!([{"id": 1, "from": "critical", "to": "high"}])
+    );
+    // Duplicates: the restatement is merged into the older memory, keeping every word.
+    assert_eq!(r["merged"][0]["kept"], 4);
+    assert_eq!(r["merged"][0]["dropped"], 5);
+    assert!(!after.contains_key(&5));
+    assert_eq!(
+        after[&4]["content"],
+        "The user likes green tea brewed at 80 degrees"
+    );
+    // Summary: one CRITICAL summary of the two recent reminders, importance 5; the
+    // originals lose one importance.
+    let summaries = r["summaries"].as_array().expect("summaries");
+    assert_eq!(summaries.len(), 1, "{r:#}");
+    assert_eq!(summaries[0]["members"], json!([6, 7]));
+    let sid = summaries[0]["id"].as_u64().expect("summary id");
+    assert_eq!(after[&sid]["priority"], 0);
+    assert_eq!(after[&sid]["importance"], 5);
+    assert_eq!(after[&sid]["category"], "reminder");
+    assert_eq!(after[&6]["importance"], 2);
+    assert_eq!(after[&7]["importance"], 2);
+    // The model's review: at most 3, one level each; the jump and the fourth refused.
+    assert_eq!(
+        r["adjusted"],
+        json!([
+            {"id": 8, "from": "medium", "to": "high"},
+            {"id": 9, "from": "low", "to": "medium"},
+            {"id": 11, "from": "high", "to": "medium"},
+        ])
+    );
+    assert_eq!(after[&8]["priority"], 1);
+    assert_eq!(after[&9]["priority"], 2);
+    assert_eq!(after[&10]["priority"], 3, "a jump of two levels is refused");
+    assert_eq!(after[&11]["priority"], 2);
+    assert_eq!(after[&12]["priority"], 2, "a fourth change is refused");
+    // The review saw the active memories, but not the pinned one.
+    let review = w
+        .fake
+        .chat_requests()
+        .into_iter()
+        .find(|r| r.mentions(PRIORITY))
+        .expect("a review request");
+    let listing = review.last_user().expect("the listing");
+    assert!(
+        listing.contains("#8 medium general: The build server runs Jenkins on port 8080"),
+        "{listing}"
+    );
+    assert!(!listing.contains("#2 "), "{listing}");
+
+    // The second run finds nothing left to do.
+    let again = maintain(&w, &[]);
+    for step in [
+        "expired",
+        "decayed",
+        "critical_evicted",
+        "merged",
+        "summaries",
+        "adjusted",
+    ] {
+        assert_eq!(
+            again[step],
+            json!([]),
+            "{step} changed on the second run: {again:#}"
+        );
+    }
+    assert_eq!(live(&w), after);
+}
+
+#[test]
+fn the_critical_cap_holds_and_a_garbage_review_leaves_the_rules_applied() {
+    let w = World::new("maintain-cap");
+    let words = [
+        "alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india",
+        "juliett", "kilo", "lima", "mike", "november", "oscar", "papa", "quebec",
+    ];
+    let memories: Vec<Value> = words
+        .iter()
+        .enumerate()
+        .map(|(i, word)| {
+            // Oldest first: #1 is 27 days old, #17 eleven (none decays, none is recent).
+            let age = 27 - i as i64;
+            mem(
+                i as u64 + 1,
+                &format!("Code word {word}"),
+                "instruction",
+                0,
+                age,
+            )
+        })
+        .collect();
+    seed(&w, memories);
+    w.fake.route(
+        PRIORITY,
+        Reply::text("Sure! I would bump a few of these up."),
+    );
+    w.fake.route(
+        PRIORITY,
+        Reply::text("Sure! I would bump a few of these up."),
+    );
+    let out = w.run(&["memory", "maintain"]).expect(0);
+    assert!(
+        out.stdout
+            .contains("over the CRITICAL cap, soft-deleted: 2 (#1, #2)"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stderr.contains("warning: priority review skipped"),
+        "{}",
+        out.stderr
+    );
+    let after = live(&w);
+    assert_eq!(after.len(), 15);
+    assert!(!after.contains_key(&1) && !after.contains_key(&2));
+    // A second run (the model answering garbage again) changes nothing.
+    let again = maintain(&w, &[]);
+    assert_eq!(again["critical_evicted"], json!([]));
+    assert_eq!(live(&w), after);
+}
+
+#[test]
+fn the_api_runs_maintenance_and_answers_the_report() {
+    let w = World::new("maintain-api");
+    seed(&w, scenario());
+    w.fake.push(Reply::text("Kyoto in spring is lovely."));
+    w.run(&["ask", "plan the trip to Japan"]).expect(0);
+    w.fake.route(PRIORITY, Reply::text(r#"{"changes": []}"#));
+    w.fake.route(PRIORITY, Reply::text(r#"{"changes": []}"#));
+    let s = Server::start(&w, &[]);
+    let dry = s.post("/v1/memory/maintain", r#"{"dry_run": true}"#);
+    assert_eq!(dry.status, 200, "{}", dry.body);
+    assert_eq!(dry.json()["dry_run"], true);
+    assert_eq!(dry.json()["expired"], json!([3]));
+    let r = s.post("/v1/memory/maintain", "");
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.json()["dry_run"], false);
+    assert_eq!(r.json()["expired"], json!([3]));
+    assert_eq!(r.json()["summaries"].as_array().map(Vec::len), Some(1));
+    // The review is told what the user talks about lately.
+    let review = w
+        .fake
+        .chat_requests()
+        .into_iter()
+        .find(|r| r.mentions(PRIORITY))
+        .expect("a review request");
+    let input = review.last_user().expect("the listing");
+    assert!(
+        input.contains("Recent conversation topics: plan the trip to Japan"),
+        "{input}"
+    );
+    let gone = s.get("/v1/memory/3");
+    assert_eq!(gone.status, 404, "{}", gone.body);
+    let bad = s.post("/v1/memory/maintain", r#"{"dry_run": "yes"}"#);
+    assert_eq!(bad.status, 400);
+    assert_eq!(s.get("/v1/memory/maintain").status, 400);
+}

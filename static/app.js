@@ -331,6 +331,8 @@ function turnBody(r) {
   if (r.needs_person) row('tools', t('needsPerson'));
   row('evaluation', r.evaluation ? `${r.evaluation.score.toFixed(2)} — ${r.evaluation.reason}` : t('notYet'));
   row('reflection', ...(r.reflection ? [r.reflection] : []));
+  if (r.learned_skill) row('learnedSkill', btn(r.learned_skill, 'link', () => { show('skills'); openSkill(r.learned_skill); }));
+  if (r.lesson) row('lessonSaved', r.lesson);
   const u = r.usage || {}, m = u.main || {}, c = u.cheap || {};
   row('tokens', t('tokMain', m.prompt_tokens ?? 0, m.completion_tokens ?? 0), h('br'),
     t('tokCheap', c.prompt_tokens ?? 0, c.completion_tokens ?? 0));
@@ -624,6 +626,17 @@ async function loadSkills() {
     b.append(h('small', 'mut', ` ${s.source || ''}`));
     li.append(h('p', null, s.description || ''));
     if (s.tags && s.tags.length) li.append(h('small', 'mut', s.tags.join(', ')));
+    // User and learned skills can be removed (a learned one after review); bundled ones ship in the binary.
+    if (s.source !== 'bundled') {
+      const rm = li.appendChild(btn('', 'danger-text', guard(async () => {
+        if (!await ask(t('deleteSkill', s.name), { danger: true, ok: t('delete') })) return;
+        await api('DELETE', `/v1/skills/${enc(s.name)}`);
+        toast(t('deleted'), 'ok');
+        $('#skill-view').hidden = true;
+        await loadSkills();
+      }), 'delete'));
+      rm.dataset.testid = 'skill-delete';
+    }
     return li;
   }));
   if (!ul.children.length) ul.append(ht('li', 'mut pad', 'noSkills'));

@@ -53,7 +53,8 @@ const I18N = {
     promptEvolve: 'Evolve from what was learned', promptSave: 'Save as a new version', version: 'Version',
     created: 'Created', chars: '{0} characters', active: 'active', activate: 'Make active',
     view: 'View', promptActive: 'Version {0} is active; the next turn uses it', promptKept: 'The model kept the prompt as it is',
-    builtIn: 'built in', promptOf: 'Version {0}',
+    builtIn: 'built in', promptOf: 'Version {0}', learnedSkill: 'Learned skill', lessonSaved: 'Lesson',
+    deleteSkill: 'Remove the skill {0}?',
   },
   zh: {
     newChat: '新对话', nav_chat: '对话', nav_memory: '记忆', nav_skills: '技能', nav_tools: '工具',
@@ -99,7 +100,8 @@ const I18N = {
     promptEvolve: '根据学到的内容进化', promptSave: '保存为新版本', version: '版本',
     created: '创建时间', chars: '{0} 个字符', active: '当前', activate: '启用',
     view: '查看', promptActive: '版本 {0} 已启用，下一轮起生效', promptKept: '模型保留了原提示词',
-    builtIn: '内置', promptOf: '版本 {0}',
+    builtIn: '内置', promptOf: '版本 {0}', learnedSkill: '学到的技能', lessonSaved: '教训',
+    deleteSkill: '删除技能 {0}？',
   },
 };
 

@@ -5,7 +5,7 @@
 //! file) whatever cannot be used, so one broken skill never stops the agent.
 
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, PoisonError, RwLock};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
 use evolve_core::skill::{parse_skill_md, SkillSummary};
 use evolve_core::text::Tokenizer;
@@ -197,15 +197,74 @@ impl Catalog {
 }
 
 /// The catalog a running agent uses. Replaced whole (never edited in place) when the
-/// agent learns a skill, so a long-running `serve` or `chat` offers and lists it at
-/// once; a turn keeps the catalog it started with.
+/// agent learns a skill, or when [`LiveCatalog::refresh`] sees the skills folder
+/// changed (a skill made with `evolve skills new` or edited by hand while `serve`
+/// runs), so a long-running `serve` or `chat` offers and lists it at once; a turn keeps
+/// the catalog it started with.
 #[derive(Debug, Default)]
-pub struct LiveCatalog(RwLock<Arc<Catalog>>);
+pub struct LiveCatalog(RwLock<Arc<Catalog>>, Mutex<Option<Stamp>>);
+
+/// What the skills folder looked like when it was last read: each sub-folder with its
+/// SKILL.md's modification time. Taking it costs a directory listing and one `stat`
+/// per skill, so it is checked before every turn instead of reloading every time.
+type Stamp = Vec<(PathBuf, Option<std::time::SystemTime>)>;
+
+fn stamp(user_dir: &Path) -> Stamp {
+    let Ok(entries) = std::fs::read_dir(user_dir) else {
+        return Vec::new();
+    };
+    let mut out: Stamp = entries
+        .flatten()
+        .map(|e| {
+            let md = e.path().join("SKILL.md");
+            let mtime = std::fs::metadata(&md).and_then(|m| m.modified()).ok();
+            (e.path(), mtime)
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+/// Why a skill could not be removed.
+#[derive(Debug)]
+pub enum RemoveError {
+    /// It ships in the binary.
+    Bundled,
+    /// No user skill has that folder.
+    Unknown,
+    /// The file system refused (the folder, the error).
+    Io(PathBuf, std::io::Error),
+}
+
+/// Removes the user (or learned) skill `name` from `user_dir` and returns its folder.
+/// A symlinked skill folder loses the link, never what it points to. `name` must be a
+/// valid skill name (checked by the caller), so it cannot reach outside `user_dir`.
+pub fn remove_user_skill(user_dir: &Path, name: &str) -> Result<PathBuf, RemoveError> {
+    let dir = user_dir.join(name);
+    let Ok(meta) = std::fs::symlink_metadata(&dir) else {
+        return Err(if BUNDLED.iter().any(|(n, _)| *n == name) {
+            RemoveError::Bundled
+        } else {
+            RemoveError::Unknown
+        });
+    };
+    let removed = if meta.file_type().is_symlink() || meta.is_file() {
+        std::fs::remove_file(&dir)
+    } else {
+        std::fs::remove_dir_all(&dir)
+    };
+    removed.map_err(|e| RemoveError::Io(dir.clone(), e))?;
+    Ok(dir)
+}
 
 impl LiveCatalog {
-    /// A live catalog starting with `catalog`.
-    pub fn new(catalog: Catalog) -> Self {
-        LiveCatalog(RwLock::new(Arc::new(catalog)))
+    /// The bundled skills and those in `user_dir`, read now.
+    pub fn load(user_dir: &Path, tokenizer: &dyn Tokenizer) -> Self {
+        let seen = stamp(user_dir);
+        LiveCatalog(
+            RwLock::new(Arc::new(Catalog::load(user_dir, tokenizer))),
+            Mutex::new(Some(seen)),
+        )
     }
 
     /// The catalog now.
@@ -215,8 +274,24 @@ impl LiveCatalog {
 
     /// Reads the skills again (after one was written).
     pub fn reload(&self, user_dir: &Path, tokenizer: &dyn Tokenizer) {
+        let now = stamp(user_dir);
         let fresh = Arc::new(Catalog::load(user_dir, tokenizer));
         *self.0.write().unwrap_or_else(PoisonError::into_inner) = fresh;
+        *self.1.lock().unwrap_or_else(PoisonError::into_inner) = Some(now);
+    }
+
+    /// Reads the skills again when the folder changed since they were last read.
+    pub fn refresh(&self, user_dir: &Path, tokenizer: &dyn Tokenizer) {
+        let now = stamp(user_dir);
+        let mut seen = self.1.lock().unwrap_or_else(PoisonError::into_inner);
+        match &*seen {
+            None => *seen = Some(now),
+            Some(old) if *old == now => {}
+            Some(_) => {
+                drop(seen);
+                self.reload(user_dir, tokenizer);
+            }
+        }
     }
 }
 

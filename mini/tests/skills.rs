@@ -364,3 +364,69 @@ fn chinese_requests_find_their_skill_too() {
         );
     }
 }
+
+#[test]
+fn a_running_serve_sees_new_skills_at_once_and_removes_user_ones_only() {
+    let w = World::new("skills-serve");
+    let s = support::serve::Server::start(&w, &[]);
+    let names = |s: &support::serve::Server| -> Vec<(String, String)> {
+        s.get("/v1/skills").json()["data"]
+            .as_array()
+            .expect("a list")
+            .iter()
+            .map(|v| {
+                (
+                    v["name"].as_str().unwrap_or("").to_string(),
+                    v["source"].as_str().unwrap_or("").to_string(),
+                )
+            })
+            .collect()
+    };
+    assert!(!names(&s).iter().any(|(n, _)| n == "standup-notes"));
+    // Made while serve runs: listed and offered without a restart.
+    w.run(&[
+        "skills",
+        "new",
+        "standup-notes",
+        "--description",
+        "Use when the user asks for standup notes: yesterday, today, blockers.",
+    ])
+    .expect(0);
+    assert!(names(&s).contains(&("standup-notes".into(), "user".into())));
+    w.fake.push(Reply::text("Yesterday: tests."));
+    let chat = s.post(
+        "/v1/chat/completions",
+        r#"{"model":"evolve","messages":[{"role":"user","content":"write my standup notes, blockers too"}]}"#,
+    );
+    assert_eq!(chat.status, 200, "{}", chat.body);
+    let mains = w.main_requests();
+    assert!(
+        system_text(mains.last().unwrap()).contains("standup-notes"),
+        "the new skill is offered"
+    );
+
+    // Removed through the API: gone from the list and the folder.
+    let r = s.request("DELETE", "/v1/skills/standup-notes", &[], "");
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.json()["bundled_again"], false);
+    assert!(!names(&s).iter().any(|(n, _)| n == "standup-notes"));
+    assert!(!w.home.join("skills/standup-notes").exists());
+    // Bundled skills stay; unknown and malformed names are 404.
+    let r = s.request("DELETE", "/v1/skills/review-diff", &[], "");
+    assert_eq!(r.status, 409, "{}", r.body);
+    assert!(names(&s).iter().any(|(n, _)| n == "review-diff"));
+    for bad in [
+        "/v1/skills/no-such-skill",
+        "/v1/skills/..%2F..%2Fetc",
+        "/v1/skills/..",
+    ] {
+        assert_eq!(s.request("DELETE", bad, &[], "").status, 404, "{bad}");
+    }
+    // A user override of a bundled skill: removing it brings the bundled one back.
+    w.run(&["skills", "new", "review-diff"]).expect(0);
+    assert!(names(&s).contains(&("review-diff".into(), "user".into())));
+    let r = s.request("DELETE", "/v1/skills/review-diff", &[], "");
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.json()["bundled_again"], true);
+    assert!(names(&s).contains(&("review-diff".into(), "bundled".into())));
+}

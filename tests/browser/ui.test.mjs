@@ -592,6 +592,45 @@ await test('prompt versions: save a new version, see it active, make the built-i
   await main.locator('[data-testid=toast].error', { hasText: 'nothing' }).waitFor();
 });
 
+await test('scheduled tasks: add one, run it now, read its log and its chat, delete it', async () => {
+  await main.click('#nav [data-view=tasks]');
+  check((await main.textContent('#task-zone')).startsWith('Time zone:'), 'the server\'s time zone is named');
+  await main.fill('#task-question', 'Say the scheduled word');
+  await main.selectOption('#task-kind', 'every');
+  await main.fill('#task-value', '30m');
+  await main.click('#task-form button[type=submit]');
+  const item = main.locator('[data-testid=task-item]', { hasText: 'Say the scheduled word' });
+  await item.locator('code', { hasText: 'every 30m' }).waitFor();
+  const task = (await api('GET', '/v1/tasks')).json.data.find(x => x.question === 'Say the scheduled word');
+  check(task && task.next_run && task.allow === 'L2', `the task on the server: ${JSON.stringify(task)}`);
+  // A bad schedule is refused with the server's message, and nothing is added.
+  await main.selectOption('#task-kind', 'cron');
+  await main.fill('#task-value', '61 * * * *');
+  await main.fill('#task-question', 'never added');
+  await main.click('#task-form button[type=submit]');
+  await main.locator('[data-testid=toast].error', { hasText: 'minute' }).waitFor();
+  eq((await api('GET', '/v1/tasks')).json.data.length, 1, 'tasks after a bad schedule');
+  await item.locator('button', { hasText: 'Run now' }).click();
+  await until(async () => {
+    const runs = (await api('GET', `/v1/tasks/${task.id}/runs`)).json.data;
+    return runs.length && runs[0].status === 'ok';
+  }, 'the run to finish');
+  await main.click('#nav [data-view=tasks]');
+  await item.locator('button', { hasText: 'Runs' }).click();
+  const run = item.locator('[data-testid=task-run]').first();
+  await run.waitFor();
+  check((await run.textContent()).includes('manual'), `the run says how it started: ${await run.textContent()}`);
+  await run.locator('summary').click();
+  await run.locator('pre', { hasText: 'echo: Say the scheduled word' }).waitFor();
+  await item.locator('button', { hasText: 'Open its chat' }).click();
+  await lastAnswer(main).locator('.body', { hasText: 'echo: Say the scheduled word' }).waitFor();
+  await main.click('#nav [data-view=tasks]');
+  await item.locator('button', { hasText: 'Delete' }).click();
+  await main.click('#ask-ok');
+  await item.waitFor({ state: 'detached' });
+  eq((await api('GET', '/v1/tasks')).json.data.length, 0, 'tasks after deleting');
+});
+
 await test('no page errors, CSP refusals or JavaScript dialogs on the way', async () => {
   eq([...new Set(main.seen.errors)].slice(0, 3).join('\n'), '', 'errors');
   eq(main.seen.dialogs.length, 0, 'dialogs');

@@ -750,6 +750,7 @@ impl Manager {
 
 /// The summaries of the skills relevant to `query`, and their names.
 fn match_skills(rt: &Runtime, query: &str, lang: Lang) -> (String, Vec<String>) {
+    rt.skills.refresh(&rt.config.skills_dir(), &rt.tokenizer);
     let catalog = rt.skills.current();
     let all = catalog.all();
     if all.is_empty() {

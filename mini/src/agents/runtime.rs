@@ -7,7 +7,7 @@ use crate::config::Config;
 use crate::llm::{ChatModel, Client};
 use crate::mcp::catalog::Catalog as McpCatalog;
 use crate::mcp::Hub;
-use crate::skills::{Catalog, LiveCatalog};
+use crate::skills::LiveCatalog;
 use crate::store::Store;
 use crate::text::ShellTokenizer;
 use crate::tools::Builtins;
@@ -67,7 +67,7 @@ impl Runtime {
         tokenizer: ShellTokenizer,
         model: Box<dyn ChatModel>,
     ) -> Arc<Runtime> {
-        let skills = LiveCatalog::new(Catalog::load(&config.skills_dir(), &tokenizer));
+        let skills = LiveCatalog::load(&config.skills_dir(), &tokenizer);
         let tools = Builtins::new(&config.tools);
         let workspace = prepare_workspace(&config.workspace);
         let servers = crate::mcp::servers::load(&config, &store).unwrap_or_else(|e| {

@@ -15,7 +15,7 @@ use serde_json::json;
 use crate::cli::app::App;
 use crate::config::LoadOptions;
 use crate::error::Error;
-use crate::skills::{Catalog, Source, BUNDLED};
+use crate::skills::{remove_user_skill, Catalog, RemoveError, Source, BUNDLED};
 
 /// Characters of a description shown per line of `skills list`.
 const LISTED_DESCRIPTION_CHARS: usize = 70;
@@ -252,22 +252,16 @@ fn rm(c: Rm) -> Result<(), Error> {
     let name = c.name.trim();
     check_name(name)?;
     let (app, catalog) = load(&c.profile)?;
-    let dir = app.config.skills_dir().join(name);
-    let Ok(meta) = std::fs::symlink_metadata(&dir) else {
-        if bundled_text(name).is_some() {
-            return Err(Error::Other(format!(
-                "{name} is a bundled skill: it ships in the binary and cannot be removed; to change it, `evolve skills new {name}` creates a user copy that overrides it"
-            )));
+    let dir = match remove_user_skill(&app.config.skills_dir(), name) {
+        Ok(dir) => dir,
+        Err(RemoveError::Bundled) => return Err(Error::Other(format!(
+            "{name} is a bundled skill: it ships in the binary and cannot be removed; to change it, `evolve skills new {name}` creates a user copy that overrides it"
+        ))),
+        Err(RemoveError::Unknown) => return Err(unknown(name, &catalog)),
+        Err(RemoveError::Io(dir, e)) => {
+            return Err(Error::Other(format!("cannot remove {}: {e}", dir.display())))
         }
-        return Err(unknown(name, &catalog));
     };
-    // A symlinked skill folder: remove the link, never what it points to.
-    let removed = if meta.file_type().is_symlink() || meta.is_file() {
-        std::fs::remove_file(&dir)
-    } else {
-        std::fs::remove_dir_all(&dir)
-    };
-    removed.map_err(|e| Error::Other(format!("cannot remove {}: {e}", dir.display())))?;
     let mut out = std::io::stdout().lock();
     writeln!(out, "removed the skill {name} ({})", dir.display())?;
     if bundled_text(name).is_some() {

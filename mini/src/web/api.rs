@@ -63,6 +63,7 @@ pub fn route(state: &Arc<State>, req: &Request) -> Reply {
         ("DELETE", ["v1", "memory", id]) => with_id(id, |id| delete_memory(state, id)),
         ("GET", ["v1", "skills"]) => skills(state),
         ("GET", ["v1", "skills", name]) => skill(state, name),
+        ("DELETE", ["v1", "skills", name]) => delete_skill(state, name),
         ("GET", ["v1", "tools"]) => tools(state),
         ("POST", ["v1", "tools", name, "run"]) => run_tool(state, req, name),
         ("GET", ["v1", "mcp"]) => mcp(state),
@@ -96,7 +97,7 @@ pub fn route(state: &Arc<State>, req: &Request) -> Reply {
 fn allowed(p: &[&str]) -> Option<&'static str> {
     Some(match p {
         ["login"] | ["v1", "sessions" | "memory" | "tasks"] => "GET, HEAD, POST",
-        ["v1", "tasks", _] => "GET, HEAD, DELETE",
+        ["v1", "tasks" | "skills", _] => "GET, HEAD, DELETE",
         ["v1", "memory", "maintain"] => "POST",
         ["v1", "sessions" | "memory", _] => "GET, HEAD, PATCH, DELETE",
         ["v1", "chat", "completions"]
@@ -111,7 +112,7 @@ fn allowed(p: &[&str]) -> Option<&'static str> {
         | ["health" | "openapi.json" | "docs" | "favicon.ico"]
         | ["static", _]
         | ["v1", "models" | "skills" | "tools" | "mcp" | "search" | "config"]
-        | ["v1", "skills" | "prompt", _]
+        | ["v1", "prompt", _]
         | ["v1", "sessions", _, "messages" | "export" | "pending"]
         | ["v1", "sessions", _, "turns", _]
         | ["v1", "tasks", _, "runs"] => "GET, HEAD",
@@ -557,8 +558,9 @@ fn delete_memory(state: &State, id: MemoryId) -> Reply {
 // ---- skills, tools, MCP ---------------------------------------------------------
 
 fn skills(state: &State) -> Reply {
-    let data: Vec<Value> = state
-        .rt()
+    let rt = state.rt();
+    rt.skills.refresh(&rt.config.skills_dir(), &rt.tokenizer);
+    let data: Vec<Value> = rt
         .skills
         .current()
         .all()
@@ -575,8 +577,34 @@ fn skills(state: &State) -> Reply {
     Response::json(200, &json!({ "data": data }))
 }
 
+/// Removes a user or learned skill (bundled skills cannot be removed: 409); the running
+/// server stops offering it at once.
+fn delete_skill(state: &State, name: &str) -> Reply {
+    if evolve_core::skill::validate_name(name).is_err() {
+        return error(404, format!("no skill named {name:?}"));
+    }
+    let rt = state.rt();
+    match crate::skills::remove_user_skill(&rt.config.skills_dir(), name) {
+        Ok(_) => {
+            rt.skills.reload(&rt.config.skills_dir(), &rt.tokenizer);
+            let bundled = rt.skills.current().get(name).is_some();
+            Response::json(200, &json!({"deleted": true, "bundled_again": bundled}))
+        }
+        Err(crate::skills::RemoveError::Bundled) => error(
+            409,
+            format!("{name} is a bundled skill: it ships in the binary and cannot be removed"),
+        ),
+        Err(crate::skills::RemoveError::Unknown) => error(404, format!("no skill named {name:?}")),
+        Err(crate::skills::RemoveError::Io(dir, e)) => {
+            error(500, format!("cannot remove {}: {e}", dir.display()))
+        }
+    }
+}
+
 fn skill(state: &State, name: &str) -> Reply {
-    match state.rt().skills.current().get(name) {
+    let rt = state.rt();
+    rt.skills.refresh(&rt.config.skills_dir(), &rt.tokenizer);
+    match rt.skills.current().get(name) {
         Some(s) => Response::json(
             200,
             &json!({

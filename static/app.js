@@ -787,7 +787,12 @@ function taskItem(task) {
     btn('', 'primary', guard(async () => {
       await api('POST', `/v1/tasks/${enc(task.id)}/run`);
       toast(t('runStarted', task.id), 'ok');
-      setTimeout(guard(loadTasks), 1500);
+      // Follow the run (at most ~10 minutes), then show the task with its new status.
+      for (let i = 0; i < 300 && li.isConnected; i++) {
+        await new Promise(r => setTimeout(r, i < 10 ? 500 : 2000));
+        const now = await api('GET', `/v1/tasks/${enc(task.id)}`);
+        if (!now.running) { if (li.isConnected) li.replaceWith(taskItem(now)); return; }
+      }
     }), 'runNow'),
     btn('', null, guard(async () => {
       if (log.childElementCount || log.dataset.open) { log.replaceChildren(); delete log.dataset.open; return; }

@@ -594,7 +594,7 @@ await test('prompt versions: save a new version, see it active, make the built-i
 
 await test('scheduled tasks: add one, run it now, read its log and its chat, delete it', async () => {
   await main.click('#nav [data-view=tasks]');
-  check((await main.textContent('#task-zone')).startsWith('Time zone:'), 'the server\'s time zone is named');
+  await main.locator('#task-zone', { hasText: 'Time zone: ' }).waitFor(); // the server's zone is named
   await main.fill('#task-question', 'Say the scheduled word');
   await main.selectOption('#task-kind', 'every');
   await main.fill('#task-value', '30m');
@@ -609,6 +609,7 @@ await test('scheduled tasks: add one, run it now, read its log and its chat, del
   await main.fill('#task-question', 'never added');
   await main.click('#task-form button[type=submit]');
   await main.locator('[data-testid=toast].error', { hasText: 'minute' }).waitFor();
+  main.seen.errors = main.seen.errors.filter(e => !/status of 400/.test(e)); // that 400 was the point
   eq((await api('GET', '/v1/tasks')).json.data.length, 1, 'tasks after a bad schedule');
   await item.locator('button', { hasText: 'Run now' }).click();
   await until(async () => {
@@ -616,6 +617,7 @@ await test('scheduled tasks: add one, run it now, read its log and its chat, del
     return runs.length && runs[0].status === 'ok';
   }, 'the run to finish');
   await main.click('#nav [data-view=tasks]');
+  await item.locator('small', { hasText: '(ok)' }).waitFor(); // re-rendered with the run
   await item.locator('button', { hasText: 'Runs' }).click();
   const run = item.locator('[data-testid=task-run]').first();
   await run.waitFor();
@@ -629,6 +631,21 @@ await test('scheduled tasks: add one, run it now, read its log and its chat, del
   await main.click('#ask-ok');
   await item.waitFor({ state: 'detached' });
   eq((await api('GET', '/v1/tasks')).json.data.length, 0, 'tasks after deleting');
+});
+
+await test('a skill written on disk while serve runs is listed, and the user removes it', async () => {
+  const dir = path.join(HOME, 'skills', 'browser-notes');
+  fs.mkdirSync(dir, { recursive: true });
+  fs.writeFileSync(path.join(dir, 'SKILL.md'), '---\nname: browser-notes\ndescription: Use when the user asks for browser test notes.\n---\nWrite the notes as a list.\n');
+  await main.click('#nav [data-view=chat]');
+  await main.click('#nav [data-view=skills]');
+  const item = main.locator('[data-testid=skill-item]', { hasText: 'browser-notes' });
+  await item.waitFor();
+  eq(await main.locator('[data-testid=skill-item]', { hasText: 'review-diff' }).locator('[data-testid=skill-delete]').count(), 0, 'remove buttons on bundled skills');
+  await item.locator('[data-testid=skill-delete]').click();
+  await main.click('#ask-ok');
+  await item.waitFor({ state: 'detached' });
+  check(!fs.existsSync(dir), 'the skill folder is gone');
 });
 
 await test('no page errors, CSP refusals or JavaScript dialogs on the way', async () => {

@@ -58,9 +58,16 @@ pub fn route(state: &Arc<State>, req: &Request) -> Reply {
         ("GET", ["v1", "memory"]) => memories(state, req),
         ("POST", ["v1", "memory"]) => add_memory(state, req),
         ("POST", ["v1", "memory", "maintain"]) => maintain_memories(state, req),
-        ("GET", ["v1", "memory", id]) => with_id(id, |id| get_memory(state, id)),
-        ("PATCH", ["v1", "memory", id]) => with_id(id, |id| update_memory(state, req, id)),
-        ("DELETE", ["v1", "memory", id]) => with_id(id, |id| delete_memory(state, id)),
+        // `maintain` is not an id: its other methods are a 405 (below).
+        ("GET", ["v1", "memory", id]) if *id != "maintain" => {
+            with_id(id, |id| get_memory(state, id))
+        }
+        ("PATCH", ["v1", "memory", id]) if *id != "maintain" => {
+            with_id(id, |id| update_memory(state, req, id))
+        }
+        ("DELETE", ["v1", "memory", id]) if *id != "maintain" => {
+            with_id(id, |id| delete_memory(state, id))
+        }
         ("GET", ["v1", "skills"]) => skills(state),
         ("GET", ["v1", "skills", name]) => skill(state, name),
         ("DELETE", ["v1", "skills", name]) => delete_skill(state, name),

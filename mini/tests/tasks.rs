@@ -363,3 +363,47 @@ fn stopping_serve_cancels_a_running_task_and_its_run_says_so() {
         "{run}"
     );
 }
+
+/// `at` a few seconds from now, as RFC 3339 in UTC (by Debian's `date`).
+fn at_in(seconds: u64) -> String {
+    let when = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+        + seconds;
+    let out = std::process::Command::new("date")
+        .args(["-u", "-d", &format!("@{when}"), "+%Y-%m-%dT%H:%M:%SZ"])
+        .output()
+        .expect("date");
+    format!("at {}", String::from_utf8_lossy(&out.stdout).trim())
+}
+
+#[test]
+fn a_task_due_in_a_few_seconds_runs_by_itself_while_serve_waits_for_it() {
+    let w = World::new("tasks-soon");
+    let s = Server::start(&w, &[]);
+    // Not due yet when it is added: the loop sleeps until its time, then runs it once.
+    let schedule = at_in(3);
+    let r = s.post(
+        "/v1/tasks",
+        &serde_json::json!({"schedule": schedule, "question": "Remind me to stretch"}).to_string(),
+    );
+    assert_eq!(r.status, 201, "{}", r.body);
+    let task = r.json();
+    assert!(task["next_run"].is_string(), "{task}");
+    assert_eq!(task["runs"], 0);
+    let id = task["id"].as_u64().unwrap();
+    w.fake.push(Reply::text("Time to stretch."));
+    let run = finished_run(&s, id);
+    assert_eq!(run["status"], "ok", "{run}");
+    assert_eq!(run["trigger"], "schedule");
+    assert_eq!(run["answer"], "Time to stretch.");
+    let after = s.get(&format!("/v1/tasks/{id}")).json();
+    assert_eq!(after["runs"], 1);
+    assert_eq!(after["last_status"], "ok");
+    assert_eq!(after["next_run"], Value::Null);
+    // It ran once: a while later there is still exactly one run.
+    std::thread::sleep(Duration::from_secs(2));
+    let runs = s.get(&format!("/v1/tasks/{id}/runs")).json();
+    assert_eq!(runs["data"].as_array().unwrap().len(), 1, "{runs}");
+}

@@ -9,7 +9,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde_json::{json, Value};
 use support::serve::Server;
-use support::{Reply, World};
+use support::{Reply, World, DIGEST};
 
 const PRIORITY: &str = "[evolve:priority]";
 const DAY: i64 = 86_400;
@@ -151,6 +151,10 @@ const PROPOSALS: &str = r#"{"changes": [
   {"id": 12, "delta": 1}
 ]}"#;
 
+/// The model's summary of the two reminders of [`scenario`].
+const DIGESTED: &str =
+    "Renew the passport before the trip to Japan; water the balcony plants every Sunday.";
+
 #[test]
 fn maintenance_applies_every_rule_and_a_second_run_changes_nothing() {
     let w = World::new("maintain-rules");
@@ -159,6 +163,13 @@ fn maintenance_applies_every_rule_and_a_second_run_changes_nothing() {
     w.fake.route(PRIORITY, Reply::text(PROPOSALS));
     w.fake.route(PRIORITY, Reply::text(PROPOSALS));
     w.fake.route(PRIORITY, Reply::text(r#"{"changes": []}"#));
+    // The two reminders' summary, in the model's words (asked by both dry runs too).
+    for _ in 0..3 {
+        w.fake.route(
+            DIGEST,
+            Reply::text(serde_json::json!({ "summary": DIGESTED }).to_string()),
+        );
+    }
 
     // A dry run reports but changes nothing.
     let before = stored(&w);
@@ -208,6 +219,19 @@ fn maintenance_applies_every_rule_and_a_second_run_changes_nothing() {
     assert_eq!(after[&sid]["priority"], 0);
     assert_eq!(after[&sid]["importance"], 5);
     assert_eq!(after[&sid]["category"], "reminder");
+    assert_eq!(after[&sid]["content"], DIGESTED);
+    let asked = w
+        .fake
+        .chat_requests()
+        .into_iter()
+        .rev()
+        .find(|r| r.mentions(DIGEST))
+        .expect("a digest request");
+    let members = asked.last_user().expect("the members");
+    assert!(
+        members.contains("- Water the balcony plants every Sunday"),
+        "{members}"
+    );
     assert_eq!(after[&6]["importance"], 2);
     assert_eq!(after[&7]["importance"], 2);
     // The model's review: at most 3, one level each; the jump and the fourth refused.
@@ -343,5 +367,43 @@ fn the_api_runs_maintenance_and_answers_the_report() {
     assert_eq!(gone.status, 404, "{}", gone.body);
     let bad = s.post("/v1/memory/maintain", r#"{"dry_run": "yes"}"#);
     assert_eq!(bad.status, 400);
-    assert_eq!(s.get("/v1/memory/maintain").status, 400);
+    assert_eq!(s.get("/v1/memory/maintain").status, 405);
+}
+
+#[test]
+fn a_summary_falls_back_to_keywords_when_the_model_cannot_write_one() {
+    let w = World::new("maintain-digest");
+    seed(
+        &w,
+        vec![
+            mem(
+                1,
+                "The user drinks green tea in the morning",
+                "preference",
+                1,
+                1,
+            ),
+            mem(
+                2,
+                "The user prefers oolong tea after lunch",
+                "preference",
+                1,
+                1,
+            ),
+        ],
+    );
+    w.fake.route(DIGEST, Reply::text("Sure, here you go!"));
+    w.fake.route(PRIORITY, Reply::text(r#"{"changes": []}"#));
+    let r = maintain(&w, &[]);
+    let summaries = r["summaries"].as_array().expect("summaries");
+    assert_eq!(summaries.len(), 1, "{r:#}");
+    let content = summaries[0]["content"].as_str().unwrap();
+    assert!(content.contains("tea"), "the keyword draft: {content}");
+    assert!(
+        r["problems"].as_array().unwrap().iter().any(|p| p
+            .as_str()
+            .unwrap()
+            .starts_with("summary written from keywords")),
+        "{r:#}"
+    );
 }

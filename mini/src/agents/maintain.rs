@@ -205,7 +205,7 @@ pub fn run(rt: &Runtime, now: Timestamp, dry_run: bool, cancel: &AtomicBool) -> 
             "decay" => run.decay(now),
             "CRITICAL cap" => run.critical_cap(now),
             "duplicates" => run.duplicates(now, cancel),
-            "summaries" => run.summaries(now, last_summary),
+            "summaries" => run.summaries(now, last_summary, cancel),
             _ => run.priorities(now, cancel),
         };
         if let Err(e) = run.save(changed) {
@@ -321,8 +321,10 @@ impl Run<'_> {
             *id = real(*id);
         }
         self.report.memories_after = self.mems.iter().filter(|m| !m.deleted).count();
+        // Problems are the caller's to show (the CLI prints them as warnings, serve's
+        // daily job logs them): logged here only for a detailed log.
         for p in &self.report.problems {
-            log::warn!("memory maintenance: {p}");
+            log::info!("memory maintenance: {p}");
         }
         self.report
     }
@@ -462,20 +464,26 @@ impl Run<'_> {
         changed
     }
 
-    fn summaries(&mut self, now: Timestamp, last_summary: Option<Timestamp>) -> Step {
+    fn summaries(
+        &mut self,
+        now: Timestamp,
+        last_summary: Option<Timestamp>,
+        cancel: &AtomicBool,
+    ) -> Step {
         let cfg = self.cfg().clone();
         let tokenizer = &self.rt.tokenizer;
         let clusters = memory::clusters(&self.mems, now, last_summary, &cfg);
         let mut changed = Vec::new();
         let mut made = Vec::new();
         for (k, cluster) in clusters.iter().enumerate() {
-            let text: Vec<&str> = cluster
+            let text: Vec<String> = cluster
                 .indices
                 .iter()
-                .map(|&i| self.mems[i].content.as_str())
+                .map(|&i| self.mems[i].content.clone())
                 .collect();
             let lang = Lang::guess(&text.join("\n"));
-            let content = memory::draft_summary(cluster, &self.mems, tokenizer, lang, &cfg);
+            let draft = memory::draft_summary(cluster, &self.mems, tokenizer, lang, &cfg);
+            let content = self.digest(&text, &draft, cancel);
             let mut summary = memory::summary_memory(cluster, &content, now, tokenizer, &cfg);
             summary.id = PROVISIONAL_ID + k as MemoryId;
             let drops = memory::demote_summarised(&mut self.mems, cluster, &cfg);
@@ -505,6 +513,42 @@ impl Run<'_> {
             changed.extend(self.critical_cap(now));
         }
         changed
+    }
+
+    /// The summary of a cluster in the cheap model's words (one or two sentences that
+    /// keep every rule and fact), or the core's keyword draft when the model fails or
+    /// answers something unusable: a keyword list is a poor memory to put before the
+    /// model in every prompt, so it is only the fallback.
+    fn digest(&mut self, members: &[String], draft: &str, cancel: &AtomicBool) -> String {
+        let input: String = members
+            .iter()
+            .map(|m| format!("- {}\n", one_line(m, DIGEST_MEMBER_CHARS)))
+            .collect();
+        let mut usage = Usage::default();
+        let mut problems = Vec::new();
+        let reply = cheap_call(
+            self.rt,
+            prompts::DIGEST,
+            &input,
+            &mut usage,
+            &mut problems,
+            cancel,
+        );
+        self.report.tokens += usage.prompt_tokens + usage.completion_tokens;
+        let digest = reply
+            .ok_or(())
+            .and_then(|text| parse_digest(&text).map_err(|e| problems.push(e)));
+        match digest {
+            Ok(d) => d,
+            Err(()) => {
+                self.report.problems.extend(
+                    problems
+                        .into_iter()
+                        .map(|p| format!("summary written from keywords: {p}")),
+                );
+                draft.to_string()
+            }
+        }
     }
 
     fn priorities(&mut self, now: Timestamp, cancel: &AtomicBool) -> Step {
@@ -641,6 +685,35 @@ fn keyword_pairs(
 /// The proposals in the model's reply: `{"changes": [...]}`, a bare list, or one
 /// proposal object. Items that are not proposals are skipped; a reply without any
 /// JSON list or object is an error (the step is skipped).
+/// Characters of one memory in a digest request.
+const DIGEST_MEMBER_CHARS: usize = 400;
+/// The longest digest kept: a summary stands for its memories in every prompt, so it
+/// must be shorter than they are together, not a rewrite of them.
+const DIGEST_MAX_CHARS: usize = 400;
+
+/// The summary in a digest reply (`{"summary": "…"}`), checked: one line of plain
+/// text, not empty, not the request echoed back, at most [`DIGEST_MAX_CHARS`].
+fn parse_digest(text: &str) -> Result<String, String> {
+    let value = extract(text).map_err(|e| format!("the model's reply is not usable JSON ({e})"))?;
+    let Some(summary) = value.get("summary").and_then(Value::as_str) else {
+        return Err("the model's reply has no \"summary\" text".to_string());
+    };
+    let summary = summary.split_whitespace().collect::<Vec<_>>().join(" ");
+    let chars = summary.chars().count();
+    if chars == 0 {
+        return Err("the model's summary is empty".to_string());
+    }
+    if summary.contains("[evolve:") {
+        return Err("the model repeated the request instead of summarising".to_string());
+    }
+    if chars > DIGEST_MAX_CHARS {
+        return Err(format!(
+            "the model's summary has {chars} characters; at most {DIGEST_MAX_CHARS} are kept"
+        ));
+    }
+    Ok(summary)
+}
+
 fn parse_proposals(text: &str) -> Result<Vec<Proposal>, String> {
     let value = extract(text).map_err(|e| format!("the model's reply is not usable JSON ({e})"))?;
     let items: Vec<Value> = match &value {
@@ -941,12 +1014,15 @@ mod tests {
         assert_eq!(r.decayed.len(), 1);
         assert_eq!(r.summaries.len(), 1);
         assert!(r.adjusted.is_empty());
-        assert_eq!(r.problems.len(), 1, "{:?}", r.problems);
+        // The summary falls back to the keyword draft; the review is skipped.
+        assert_eq!(r.problems.len(), 2, "{:?}", r.problems);
         assert!(
-            r.problems[0].starts_with("priority review skipped"),
+            r.problems[0].starts_with("summary written from keywords")
+                && r.problems[1].starts_with("priority review skipped"),
             "{:?}",
             r.problems
         );
+        assert!(r.summaries[0].content.contains("milk"), "{:?}", r.summaries);
         assert!(r.error.is_none());
     }
 

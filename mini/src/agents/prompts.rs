@@ -61,6 +61,13 @@ that is outdated, trivial or about a one-off task. Propose nothing when the prio
 right. Reply with JSON only: {\"changes\": [{\"id\": 12, \"priority\": \"high\", \
 \"reason\": \"…\"}]}, or {\"changes\": []}.";
 
+/// Memory maintenance: several memories of one category become one summary memory.
+pub const DIGEST: &str = "[evolve:digest] You merge related long-term memories of a \
+personal assistant's user, listed one per line, into one short memory. Keep every rule, \
+preference and fact they state, with its exact values (names, numbers, times); drop \
+repetition; add nothing. At most two sentences, in the language of the memories. \
+Reply with JSON only: {\"summary\": \"…\"}.";
+
 /// The marker of the self-evolution of the system prompt (`evolve prompt evolve`).
 pub const EVOLVE_PROMPT_MARKER: &str = "[evolve:prompt]";
 

@@ -31,6 +31,8 @@ pub const CLASSIFY: &str = "[evolve:classify]";
 /// Crystallization of a task into a skill, and lessons from failed tasks.
 pub const CRYSTALLIZE: &str = "[evolve:crystallize]";
 pub const LESSON: &str = "[evolve:lesson]";
+/// The summary of a cluster of memories in memory maintenance.
+pub const DIGEST: &str = "[evolve:digest]";
 
 /// A test's world: its own home directory and model server.
 pub struct World {
@@ -82,6 +84,7 @@ impl World {
             CLASSIFY,
             CRYSTALLIZE,
             LESSON,
+            DIGEST,
         ] {
             fake.quiet(marker);
         }

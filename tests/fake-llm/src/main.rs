@@ -16,7 +16,7 @@ use std::time::Duration;
 use evolve_fake_llm::{FakeLlm, Reply};
 
 /// The markers that start Evolve's background prompts (mini/src/agents/prompts.rs).
-const EVOLVE_MARKERS: [&str; 9] = [
+const EVOLVE_MARKERS: [&str; 10] = [
     "[evolve:extract]",
     "[evolve:classify]",
     "[evolve:evaluate]",
@@ -26,6 +26,7 @@ const EVOLVE_MARKERS: [&str; 9] = [
     "[evolve:crystallize]",
     "[evolve:lesson]",
     "[evolve:priority]",
+    "[evolve:digest]",
 ];
 
 const USAGE: &str = "usage: fake-llm [--port P] [--script FILE.json] [--echo] \

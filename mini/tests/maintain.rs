@@ -407,3 +407,42 @@ fn a_summary_falls_back_to_keywords_when_the_model_cannot_write_one() {
         "{r:#}"
     );
 }
+
+#[test]
+fn with_an_embedding_model_duplicates_are_found_by_embeddings_fetched_once() {
+    let w = World::new("maintain-embeddings");
+    w.config("[model]\nembedding_model = \"fake-embed\"\n");
+    seed(
+        &w,
+        vec![
+            // The same words in another order: the fake's vectors are equal.
+            mem(1, "green tea every morning, the user drinks", "fact", 2, 40),
+            mem(2, "The user drinks green tea every morning", "fact", 2, 39),
+            mem(3, "The cat is called Miso", "fact", 2, 38),
+        ],
+    );
+    w.fake.route(PRIORITY, Reply::text(r#"{"changes": []}"#));
+    w.fake.route(PRIORITY, Reply::text(r#"{"changes": []}"#));
+    let r = maintain(&w, &[]);
+    assert_eq!(r["problems"], json!([]), "{r:#}");
+    assert_eq!(r["merged"].as_array().map(Vec::len), Some(1), "{r:#}");
+    assert_eq!(r["merged"][0]["by"], "embedding", "{r:#}");
+    assert_eq!(r["merged"][0]["kept"], 1);
+    let embeds = |w: &World| -> Vec<Value> {
+        w.fake
+            .requests()
+            .into_iter()
+            .filter(|q| q.path.ends_with("/embeddings"))
+            .map(|q| q.json)
+            .collect()
+    };
+    let asked = embeds(&w);
+    assert_eq!(asked.len(), 1, "one request for the three memories");
+    assert_eq!(asked[0]["model"], "fake-embed");
+    assert_eq!(asked[0]["input"].as_array().map(Vec::len), Some(3));
+    // The vectors are stored: the second run asks for none and changes nothing.
+    let again = maintain(&w, &[]);
+    assert_eq!(again["merged"], json!([]), "{again:#}");
+    assert_eq!(embeds(&w).len(), 1, "embeddings are fetched once");
+    assert_eq!(live(&w).len(), 2);
+}

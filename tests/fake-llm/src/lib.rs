@@ -686,6 +686,9 @@ fn answer_other(shared: &Shared, request: tiny_http::Request, rec: &Recorded) {
             .collect();
         let body = json!({"object": "list", "data": data}).to_string();
         let _ = request.respond(fixed(200, "application/json", body, &[]));
+    } else if rec.method == "POST" && rec.path.ends_with("/embeddings") {
+        let (status, body) = embeddings(&rec.json);
+        let _ = request.respond(fixed(status, "application/json", body.to_string(), &[]));
     } else {
         let body = json!({"error": {
             "message": format!("fake-llm: no route for {} {}", rec.method, rec.path),
@@ -694,6 +697,58 @@ fn answer_other(shared: &Shared, request: tiny_http::Request, rec: &Recorded) {
         .to_string();
         let _ = request.respond(fixed(404, "application/json", body, &[]));
     }
+}
+
+/// Dimensions of the fake embeddings.
+const EMBED_DIMS: usize = 32;
+
+/// `POST /embeddings`: one deterministic vector per input — its lower-cased words hashed
+/// (FNV-1a) into [`EMBED_DIMS`] buckets, normalised — so texts with the same words get
+/// the same vector, whatever their order, and unrelated texts are far apart.
+fn embeddings(body: &Value) -> (u16, Value) {
+    let inputs: Vec<String> = match body.get("input") {
+        Some(Value::String(s)) => vec![s.clone()],
+        Some(Value::Array(items)) => items
+            .iter()
+            .filter_map(|v| v.as_str().map(str::to_string))
+            .collect(),
+        _ => {
+            return (
+                400,
+                json!({"error": {"message": "fake-llm: `input` must be a string or a list of strings", "type": "invalid_request_error"}}),
+            )
+        }
+    };
+    let data: Vec<Value> = inputs
+        .iter()
+        .enumerate()
+        .map(|(i, text)| json!({"object": "embedding", "index": i, "embedding": embed(text)}))
+        .collect();
+    let model = body.get("model").cloned().unwrap_or(Value::Null);
+    (
+        200,
+        json!({"object": "list", "data": data, "model": model,
+               "usage": {"prompt_tokens": 0, "total_tokens": 0}}),
+    )
+}
+
+fn embed(text: &str) -> Vec<f32> {
+    let mut v = [0f32; EMBED_DIMS];
+    for word in text
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+    {
+        let mut h: u32 = 0x811c_9dc5;
+        for b in word.to_lowercase().bytes() {
+            h = (h ^ u32::from(b)).wrapping_mul(0x0100_0193);
+        }
+        v[h as usize % EMBED_DIMS] += 1.0;
+    }
+    let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+    if norm > 0.0 {
+        v.iter_mut().for_each(|x| *x /= norm);
+    }
+    v.to_vec()
 }
 
 fn fixed(

@@ -343,5 +343,5 @@ fn the_api_runs_maintenance_and_answers_the_report() {
     assert_eq!(gone.status, 404, "{}", gone.body);
     let bad = s.post("/v1/memory/maintain", r#"{"dry_run": "yes"}"#);
     assert_eq!(bad.status, 400);
-    assert_eq!(s.get("/v1/memory/maintain").status, 400);
+    assert_eq!(s.get("/v1/memory/maintain").status, 405);
 }

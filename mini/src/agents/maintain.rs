@@ -13,7 +13,7 @@
 //!    get one from `/v1/embeddings` (stored with them); pairs whose embeddings reach
 //!    `duplicate_cosine`
 //!    ([`memory::embedding_duplicates`]), then pairs whose keyword similarity reaches
-//!    `merge_jaccard` and whose merge keeps every word ([`memory::merge_similarity`],
+//!    `merge_jaccard` and whose merge keeps every word (pinned memories never merge) ([`memory::merge_similarity`],
 //!    [`memory::merge_loses_nothing`]) are merged into the older one
 //!    ([`memory::merge`]), the newer soft-deleted, until no pair is left;
 //! 5. **summaries** — each category with ≥ 2 memories created since the last summary
@@ -445,7 +445,14 @@ impl Run<'_> {
                 continue;
             };
             let (a, b) = (&self.mems[k], &self.mems[d]);
-            if a.deleted || b.deleted || memory::is_summary(a, cfg) || memory::is_summary(b, cfg) {
+            // A pinned memory is the user's own wording: never rewritten nor dropped.
+            if a.deleted
+                || b.deleted
+                || a.pinned
+                || b.pinned
+                || memory::is_summary(a, cfg)
+                || memory::is_summary(b, cfg)
+            {
                 continue;
             }
             let merged = memory::merge(a, b, tokenizer);
@@ -607,7 +614,7 @@ fn keyword_pairs(
 ) -> Vec<(MemoryId, MemoryId, f32)> {
     let mut live: Vec<&Memory> = mems
         .iter()
-        .filter(|m| m.is_active(now) && !memory::is_summary(m, cfg))
+        .filter(|m| m.is_active(now) && !m.pinned && !memory::is_summary(m, cfg))
         .collect();
     // Oldest first, so for i < j the older is `live[i]`.
     live.sort_by_key(|m| (m.created_at, m.id));

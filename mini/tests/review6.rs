@@ -1,0 +1,86 @@
+//! Review of issue 6 (scheduled tasks, learned skills, memory maintenance): each test
+//! is a bug a user hit, proven through the built binary.
+
+mod support;
+
+use std::collections::BTreeMap;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use serde_json::{json, Value};
+use support::{Reply, World};
+
+const PRIORITY: &str = "[evolve:priority]";
+const DAY: i64 = 86_400;
+
+fn now() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0)
+}
+
+fn mem(id: u64, content: &str, age_days: i64, pinned: bool) -> Value {
+    json!({"id": id, "content": content, "category": "preference", "priority": 1,
+           "importance": 3, "created_at": now() - age_days * DAY, "pinned": pinned})
+}
+
+fn seed(w: &World, memories: Vec<Value>) {
+    let path = w.home.join("seed.json");
+    let doc = json!({"schema_version": 2, "memories": memories, "sessions": []});
+    std::fs::write(&path, doc.to_string()).expect("write the seed");
+    w.run(&["memory", "import", path.to_str().expect("utf-8 path")])
+        .expect(0);
+}
+
+fn stored(w: &World) -> BTreeMap<u64, Value> {
+    let out = w.run(&["memory", "export"]).expect(0).json();
+    out["memories"]
+        .as_array()
+        .expect("memories")
+        .iter()
+        .map(|m| (m["id"].as_u64().expect("id"), m.clone()))
+        .collect()
+}
+
+/// A pinned memory is the user's own wording: maintenance must neither rewrite it
+/// (merging a longer restatement into it) nor soft-delete it (merging it into an older
+/// one).
+#[test]
+fn maintenance_never_rewrites_or_deletes_a_pinned_memory() {
+    let w = World::new("review6-pinned");
+    seed(
+        &w,
+        vec![
+            mem(1, "The user likes green tea", 20, true),
+            mem(
+                2,
+                "The user likes green tea brewed at 80 degrees",
+                19,
+                false,
+            ),
+            mem(3, "The user drinks black coffee", 18, false),
+            mem(4, "The user drinks black coffee every morning", 17, true),
+        ],
+    );
+    w.fake.route(PRIORITY, Reply::text(r#"{"changes": []}"#));
+    let report = w.run(&["memory", "maintain", "--json"]).expect(0).json();
+    let after = stored(&w);
+    assert_eq!(
+        after[&1]["content"], "The user likes green tea",
+        "pinned #1 rewritten: {report}"
+    );
+    assert_ne!(
+        after[&1]["deleted"],
+        json!(true),
+        "pinned #1 deleted: {report}"
+    );
+    assert_eq!(
+        after[&4]["content"], "The user drinks black coffee every morning",
+        "pinned #4 changed: {report}"
+    );
+    assert_ne!(
+        after[&4]["deleted"],
+        json!(true),
+        "pinned #4 deleted: {report}"
+    );
+}

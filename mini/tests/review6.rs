@@ -84,3 +84,52 @@ fn maintenance_never_rewrites_or_deletes_a_pinned_memory() {
         "pinned #4 deleted: {report}"
     );
 }
+
+/// A learned skill is a plain file meant to be read, edited and shared: a credential
+/// the user pasted into the question (or the model echoed into the draft) must not be
+/// written into it.
+#[test]
+fn a_learned_skill_never_holds_a_credential_from_the_question() {
+    const TOKEN: &str = "ghp_Ab12Cd34Ef56Gh78Ij90Kl12Mn34Op56Qr78";
+    let w = World::new("review6-secret-skill");
+    std::fs::write(w.workspace().join("RELEASE.md"), "# 2.0\n- dark mode\n").unwrap();
+    w.fake
+        .push(support::tool_call("list_dir", r#"{"path": "."}"#));
+    w.fake
+        .push(support::tool_call("read_file", r#"{"path": "RELEASE.md"}"#));
+    w.fake.push(Reply::text("The release adds dark mode."));
+    w.fake.route(
+        support::EVALUATE,
+        Reply::text(r#"{"score": 0.95, "reason": "graded"}"#),
+    );
+    let draft = format!(
+        "---\nname: release-notes-digest\ndescription: Use when the user wants the release \
+         notes read and summarised.\n---\n# Digest\n\n1. Call list_dir.\n2. Call read_file \
+         on the notes.\n3. Push with the token {TOKEN}.\n"
+    );
+    w.fake.route(support::CRYSTALLIZE, Reply::text(draft));
+    let question =
+        format!("List my workspace files and read the release notes; my token is {TOKEN}");
+    let record = w.run(&["ask", "--json", &question]).expect(0).json();
+    let mut leaked = Vec::new();
+    for entry in walk(&w.home.join("skills")) {
+        if std::fs::read_to_string(&entry).is_ok_and(|t| t.contains(TOKEN)) {
+            leaked.push(entry);
+        }
+    }
+    assert!(leaked.is_empty(), "the token is in {leaked:?}; {record:#}");
+    assert!(record["learned_skill"].is_null(), "{record:#}");
+}
+
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(walk(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}

@@ -133,3 +133,21 @@ fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
     }
     out
 }
+
+/// `evolve skills rm NAME` (and `DELETE /v1/skills/NAME`) removes a skill: a folder
+/// under the skills folder that holds no SKILL.md is not one, and the user's files in
+/// it must stay.
+#[test]
+fn removing_a_skill_never_deletes_a_folder_that_is_not_a_skill() {
+    let w = World::new("review6-rm-not-skill");
+    let notes = w.home.join("skills/notes");
+    std::fs::create_dir_all(&notes).unwrap();
+    std::fs::write(notes.join("ideas.txt"), "my draft ideas").unwrap();
+    let out = w.run(&["skills", "rm", "notes"]);
+    assert_ne!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    assert!(
+        notes.join("ideas.txt").exists(),
+        "the user's notes were deleted: {}",
+        out.stdout
+    );
+}

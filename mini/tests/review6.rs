@@ -151,3 +151,31 @@ fn removing_a_skill_never_deletes_a_folder_that_is_not_a_skill() {
         out.stdout
     );
 }
+
+/// Trying a one-off task by hand ("Run now", `evolve tasks run`) before its time must
+/// not cancel it: it still runs at the time the user gave.
+#[test]
+fn running_a_one_off_by_hand_before_its_time_keeps_its_scheduled_run() {
+    let w = World::new("review6-at-manual");
+    let added = w
+        .run(&[
+            "tasks",
+            "add",
+            "--at",
+            "2099-01-01T09:00:00Z",
+            "Wish a happy new year",
+        ])
+        .expect(0);
+    assert!(
+        added.stdout.contains("next run 2099-01-01T09:00:00Z"),
+        "{}",
+        added.stdout
+    );
+    w.fake.push(Reply::text("Happy new year!"));
+    w.run(&["tasks", "run", "1"]).expect(0);
+    let listed = w.run(&["tasks", "list", "--json"]).expect(0).json();
+    assert_eq!(
+        listed["data"][0]["next_run"], "2099-01-01T09:00:00Z",
+        "the one-off lost its scheduled run: {listed:#}"
+    );
+}

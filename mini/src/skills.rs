@@ -237,7 +237,8 @@ pub enum RemoveError {
 }
 
 /// Removes the user (or learned) skill `name` from `user_dir` and returns its folder.
-/// A symlinked skill folder loses the link, never what it points to. `name` must be a
+/// A symlinked skill folder loses the link, never what it points to; a folder without a
+/// SKILL.md (or a plain file) is not a skill and stays ([`RemoveError::Unknown`]). `name` must be a
 /// valid skill name (checked by the caller), so it cannot reach outside `user_dir`.
 pub fn remove_user_skill(user_dir: &Path, name: &str) -> Result<PathBuf, RemoveError> {
     let dir = user_dir.join(name);
@@ -248,7 +249,14 @@ pub fn remove_user_skill(user_dir: &Path, name: &str) -> Result<PathBuf, RemoveE
             RemoveError::Unknown
         });
     };
-    let removed = if meta.file_type().is_symlink() || meta.is_file() {
+    // A folder without a SKILL.md is not a skill (notes, a skill not written yet): the
+    // user's files in it stay.
+    let is_skill = meta.file_type().is_symlink()
+        || (meta.is_dir() && std::fs::symlink_metadata(dir.join("SKILL.md")).is_ok());
+    if !is_skill {
+        return Err(RemoveError::Unknown);
+    }
+    let removed = if meta.file_type().is_symlink() {
         std::fs::remove_file(&dir)
     } else {
         std::fs::remove_dir_all(&dir)

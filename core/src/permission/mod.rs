@@ -52,7 +52,7 @@ pub use escalate::{
 pub use level::{Level, ParseLevelError};
 pub use pending::{parse_answer, Answer, AnswerOutcome, Confirmations, Lang, PendingCall};
 pub use scan::{arg_strings, duplicate_key, string_arg, ArgString, StringKind};
-pub use secret::SecretKind;
+pub use secret::{find_secret, SecretKind};
 pub use shell::{command_risks, shell_command_level, CommandRisk};
 
 use alloc::string::String;

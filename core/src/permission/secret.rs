@@ -50,8 +50,9 @@ fn run_len(bytes: &[u8], start: usize, ok: impl Fn(u8) -> bool) -> usize {
         .map_or(0, |rest| rest.iter().take_while(|b| ok(**b)).count())
 }
 
-/// The first credential-shaped piece of `s`, if any.
-pub(crate) fn find_secret(s: &str) -> Option<SecretKind> {
+/// The first credential-shaped piece of `s`, if any (also used to keep credentials out
+/// of files the agent writes on its own, such as learned skills).
+pub fn find_secret(s: &str) -> Option<SecretKind> {
     if has_private_key_block(s) {
         return Some(SecretKind::PrivateKey);
     }

@@ -35,7 +35,8 @@ pub fn next_due(schedule: &Schedule, zone: &dyn Zone, after: i64) -> Option<i64>
 }
 
 /// Whether a task runs at `now`: a slot of its schedule lies in `(last run or creation,
-/// now]`. A one-off with a recorded run is never due again.
+/// now]`. A one-off is due once its time has come until a run starts at or after
+/// that time (a run by hand before it does not count: see [`one_off_pending`]).
 pub fn due_now(
     schedule: &Schedule,
     zone: &dyn Zone,
@@ -44,10 +45,16 @@ pub fn due_now(
     now: i64,
 ) -> bool {
     if let Schedule::At { utc } = schedule {
-        return last_run.is_none() && *utc <= now;
+        return *utc <= now && one_off_pending(*utc, last_run);
     }
     let since = last_run.unwrap_or(created);
     next_due(schedule, zone, since).is_some_and(|at| at <= now)
+}
+
+/// Whether the one-off at `utc` still has its run to do: no run yet, or only runs
+/// started before its time (the user trying it by hand must not cancel it).
+pub fn one_off_pending(utc: i64, last_run: Option<i64>) -> bool {
+    last_run.is_none_or(|l| l < utc)
 }
 
 /// Walks local days from the wall time just after `after`, skipping months and days

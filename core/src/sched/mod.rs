@@ -26,7 +26,7 @@ pub use civil::{
     civil_from_days, days_from_civil, days_in_month, is_leap, parse_rfc3339, weekday, Date,
 };
 pub use cron::Cron;
-pub use due::{due_now, next_due, SEARCH_YEARS};
+pub use due::{due_now, next_due, one_off_pending, SEARCH_YEARS};
 pub use error::{Field, SchedError};
 pub use zone::{local_to_utc, to_local, FixedOffset, Utc, Zone};
 

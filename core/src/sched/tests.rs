@@ -448,6 +448,13 @@ fn due_now_runs_a_missed_task_once() {
             "2026-03-01T00:00:00Z",
             false,
         ),
+        // Run by hand before its time: it still runs at its time.
+        (
+            "at 2026-01-02T00:00:00Z",
+            Some("2026-01-01T12:00:00Z"),
+            "2026-01-02T00:00:00Z",
+            true,
+        ),
         (
             "at 2025-12-31T00:00:00Z",
             None,

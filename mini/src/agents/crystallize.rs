@@ -378,6 +378,18 @@ pub fn crystallize(
         );
         return None;
     }
+    // A skill is a plain file meant to be read and shared: a credential the user pasted
+    // into the question, or the model echoed into the draft, stays out of it.
+    if let Some(kind) = evolve_core::permission::find_secret(&text) {
+        super::note(
+            problems,
+            format!(
+                "crystallize: the skill {name} would hold something shaped like a credential \
+                 ({kind:?}); no skill saved"
+            ),
+        );
+        return None;
+    }
     if let Err(e) = write_skill(&root, &name, &text) {
         super::note(
             problems,

@@ -13,7 +13,7 @@
 //!    get one from `/v1/embeddings` (stored with them); pairs whose embeddings reach
 //!    `duplicate_cosine`
 //!    ([`memory::embedding_duplicates`]), then pairs whose keyword similarity reaches
-//!    `merge_jaccard` and whose merge keeps every word ([`memory::merge_similarity`],
+//!    `merge_jaccard` and whose merge keeps every word (pinned memories never merge) ([`memory::merge_similarity`],
 //!    [`memory::merge_loses_nothing`]) are merged into the older one
 //!    ([`memory::merge`]), the newer soft-deleted, until no pair is left;
 //! 5. **summaries** — each category with ≥ 2 memories created since the last summary
@@ -271,6 +271,7 @@ impl Run<'_> {
             })
             .collect();
         let saved = self.rt.store.save_memories(records)?;
+        let mut conflicted: Vec<MemoryId> = Vec::new();
         for (&i, outcome) in indices.iter().zip(saved) {
             match outcome {
                 Saved::Written(m) => {
@@ -282,6 +283,7 @@ impl Run<'_> {
                 }
                 Saved::Changed(now_stored) => {
                     let id = self.mems[i].id;
+                    conflicted.push(id);
                     self.report.problems.push(format!(
                         "memory #{id} changed while maintenance ran and was left as it is \
                          (the next run looks at it again)"
@@ -298,6 +300,42 @@ impl Run<'_> {
                     }
                 }
             }
+        }
+        self.restore_orphans(&conflicted)
+    }
+
+    /// A merge whose kept memory could not be written (it changed meanwhile) must not
+    /// drop the other one: its text is in no live memory then. Writes it back as it was
+    /// and takes the merge out of the report.
+    fn restore_orphans(&mut self, conflicted: &[MemoryId]) -> Result<(), crate::store::StoreError> {
+        let undone: Vec<MergeDone> = self
+            .report
+            .merged
+            .iter()
+            .filter(|m| conflicted.contains(&m.kept) && !conflicted.contains(&m.dropped))
+            .cloned()
+            .collect();
+        for m in undone {
+            self.report.merged.retain(|x| x != &m);
+            let Some(d) = self.index_of(m.dropped) else {
+                continue;
+            };
+            self.mems[d].deleted = false;
+            let record = (self.mems[d].clone(), self.base[d].clone());
+            if let Some(Saved::Written(w)) = self
+                .rt
+                .store
+                .save_memories(vec![record])?
+                .into_iter()
+                .next()
+            {
+                self.base[d] = Some(w.clone());
+                self.mems[d] = w;
+            }
+            self.report.problems.push(format!(
+                "memory #{} was not merged into #{}: #{} changed while maintenance ran",
+                m.dropped, m.kept, m.kept
+            ));
         }
         Ok(())
     }
@@ -447,7 +485,14 @@ impl Run<'_> {
                 continue;
             };
             let (a, b) = (&self.mems[k], &self.mems[d]);
-            if a.deleted || b.deleted || memory::is_summary(a, cfg) || memory::is_summary(b, cfg) {
+            // A pinned memory is the user's own wording: never rewritten nor dropped.
+            if a.deleted
+                || b.deleted
+                || a.pinned
+                || b.pinned
+                || memory::is_summary(a, cfg)
+                || memory::is_summary(b, cfg)
+            {
                 continue;
             }
             let merged = memory::merge(a, b, tokenizer);
@@ -651,7 +696,7 @@ fn keyword_pairs(
 ) -> Vec<(MemoryId, MemoryId, f32)> {
     let mut live: Vec<&Memory> = mems
         .iter()
-        .filter(|m| m.is_active(now) && !memory::is_summary(m, cfg))
+        .filter(|m| m.is_active(now) && !m.pinned && !memory::is_summary(m, cfg))
         .collect();
     // Oldest first, so for i < j the older is `live[i]`.
     live.sort_by_key(|m| (m.created_at, m.id));
@@ -1230,5 +1275,89 @@ mod tests {
             "{:?}",
             r.problems
         );
+    }
+
+    /// An embedding model during whose call the user edits memory #1 (the store is
+    /// reached through the runtime set after it is built).
+    struct EditsMeanwhile(Arc<Mutex<Option<std::sync::Weak<Runtime>>>>);
+
+    impl ChatModel for EditsMeanwhile {
+        fn chat(
+            &self,
+            _req: &ChatRequest,
+            _on_delta: &mut dyn FnMut(Delta<'_>),
+            _cancel: &AtomicBool,
+        ) -> Result<ChatResponse, LlmError> {
+            Err(LlmError::Protocol {
+                url: "http://127.0.0.1:1/v1".into(),
+                detail: "scripted failure".into(),
+            })
+        }
+        fn model_name(&self, _role: ModelRole) -> &str {
+            "fake"
+        }
+        fn embed(
+            &self,
+            inputs: &[String],
+            _cancel: &AtomicBool,
+        ) -> Option<Result<Vec<Vec<f32>>, LlmError>> {
+            let rt = self.0.lock().ok()?.as_ref()?.upgrade()?;
+            let mut one = rt.store.memory(1).ok()?;
+            one.content = "The user likes green tea, jasmine above all".into();
+            rt.store.update_memory(&one).ok()?;
+            // Orthogonal vectors: no pair by embeddings, only by keywords.
+            let n = inputs.len();
+            Some(Ok((0..n)
+                .map(|i| (0..n).map(|j| if i == j { 1.0 } else { 0.0 }).collect())
+                .collect()))
+        }
+    }
+
+    #[test]
+    fn a_merge_whose_kept_memory_changed_meanwhile_drops_nothing() {
+        let dir = TempDir::new("maintain-merge-race");
+        let hook = Arc::new(Mutex::new(None));
+        let config = Config::defaults(dir.path().to_path_buf());
+        let store =
+            Store::open(&dir.path().join("evolve.redb"), &FallbackTokenizer).expect("store");
+        let rt = Runtime::with_model(
+            config,
+            store,
+            crate::text::ShellTokenizer::new(None),
+            Box::new(EditsMeanwhile(Arc::clone(&hook))),
+        );
+        *hook.lock().unwrap() = Some(Arc::downgrade(&rt));
+        seed(
+            &rt,
+            vec![
+                mem(
+                    "The user likes green tea",
+                    Category::Preference,
+                    Priority::High,
+                    9,
+                ),
+                mem(
+                    "The user likes green tea brewed at 80 degrees",
+                    Category::Preference,
+                    Priority::High,
+                    8,
+                ),
+            ],
+        );
+        let report = maintain(&rt, NOW, &NEVER);
+        let live: Vec<String> = rt
+            .store
+            .all_memories()
+            .expect("read")
+            .into_iter()
+            .filter(|m| !m.deleted)
+            .map(|m| m.content)
+            .collect();
+        assert!(
+            live.iter().any(|c| c.contains("80 degrees")),
+            "the restatement was dropped although its merge was not stored: {live:?} {:?}",
+            report
+        );
+        assert!(live.iter().any(|c| c.contains("jasmine")), "{live:?}");
     }
 }

@@ -448,7 +448,9 @@ fn schedule_of(task: &Task) -> Option<Schedule> {
 /// in the past (it runs at the loop's next look).
 pub fn next_run(task: &Task, zone: &dyn Zone) -> Option<Timestamp> {
     match schedule_of(task)? {
-        Schedule::At { utc } => task.last_run.is_none().then_some(utc),
+        Schedule::At { utc } => {
+            evolve_core::sched::one_off_pending(utc, task.last_run).then_some(utc)
+        }
         s => next_due(&s, zone, task.last_run.unwrap_or(task.created_at)),
     }
 }

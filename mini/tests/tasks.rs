@@ -407,3 +407,47 @@ fn a_task_due_in_a_few_seconds_runs_by_itself_while_serve_waits_for_it() {
     let runs = s.get(&format!("/v1/tasks/{id}/runs")).json();
     assert_eq!(runs["data"].as_array().unwrap().len(), 1, "{runs}");
 }
+
+#[test]
+fn a_task_added_without_allow_follows_the_headless_default_of_each_run() {
+    let w = World::new("tasks-default-allow");
+    std::fs::create_dir_all(w.workspace()).unwrap();
+    std::fs::write(w.workspace().join("notes.txt"), "buy tea").unwrap();
+    let id = added_id(
+        &w.run(&["tasks", "add", "--every", "1h", "What is in notes.txt?"])
+            .expect(0)
+            .stdout,
+    );
+    // Today's default (L2) lets it read a workspace file.
+    w.fake
+        .push(tool_call("read_file", r#"{"path": "notes.txt"}"#));
+    w.fake.push(Reply::text("It says: buy tea."));
+    w.run(&["tasks", "run", &id.to_string()]).expect(0);
+    // The user lowers the headless default to L1: the same task may no longer read it.
+    w.config("[permission]\nheadless_max_auto = \"L1\"\n");
+    let list = w.run(&["tasks", "list", "--json"]).expect(0).json();
+    assert_eq!(list["data"][0]["allow"], "L1", "{list}");
+    w.fake
+        .push(tool_call("read_file", r#"{"path": "notes.txt"}"#));
+    w.fake.push(Reply::text("I may not read it now."));
+    let run = w.run(&["tasks", "run", &id.to_string()]).expect(4);
+    assert!(run.stderr.contains("read_file"), "{}", run.stderr);
+    // An explicit --allow stays what the user said.
+    let explicit = added_id(
+        &w.run(&[
+            "tasks",
+            "add",
+            "--every",
+            "1h",
+            "--allow",
+            "L2",
+            "Read notes.txt",
+        ])
+        .expect(0)
+        .stdout,
+    );
+    w.fake
+        .push(tool_call("read_file", r#"{"path": "notes.txt"}"#));
+    w.fake.push(Reply::text("buy tea"));
+    w.run(&["tasks", "run", &explicit.to_string()]).expect(0);
+}

@@ -243,7 +243,12 @@ fn add(c: Add) -> Result<(), Error> {
         }
         Place::Local(rt) => {
             let task = tasks::add_task(&rt, &schedule, question, allow, super::app::now())?;
-            tasks::task_json(&task, &zone.zone, false)
+            tasks::task_json(
+                &task,
+                &zone.zone,
+                false,
+                rt.config.core.permission.headless_max_auto,
+            )
         }
     };
     let next = task["next_run"].as_str().unwrap_or("none");
@@ -284,7 +289,14 @@ fn list(c: List) -> Result<(), Error> {
                 .store
                 .tasks()?
                 .iter()
-                .map(|t| tasks::task_json(t, &zone.zone, false))
+                .map(|t| {
+                    tasks::task_json(
+                        t,
+                        &zone.zone,
+                        false,
+                        rt.config.core.permission.headless_max_auto,
+                    )
+                })
                 .collect();
             json!({"data": data, "time_zone": zone.name})
         }

@@ -50,6 +50,10 @@ pub struct Scheduler {
     jobs_running: Mutex<HashSet<&'static str>>,
     /// Cancels the daily jobs when the server stops.
     jobs_cancel: Arc<AtomicBool>,
+    /// Task id → until when the schedule leaves it alone: its last run failed before
+    /// it could be recorded (e.g. the store cannot be written), so its last run did not
+    /// move and it would be due again at once, over and over.
+    held: Mutex<HashMap<u64, Timestamp>>,
     /// Bumped by [`Scheduler::notify`]; the loop sleeps until it changes.
     wake: Mutex<u64>,
     alarm: Condvar,
@@ -80,6 +84,20 @@ impl Scheduler {
     /// A scheduler with nothing running.
     pub fn new() -> Arc<Scheduler> {
         Arc::new(Scheduler::default())
+    }
+
+    /// Until when the schedule leaves task `id` alone after a failed start (see
+    /// [`Scheduler::held`]); `None` when it is not held (any more) at `now`.
+    fn held_until(&self, id: u64, now: Timestamp) -> Option<Timestamp> {
+        let mut held = self.held.lock().unwrap_or_else(PoisonError::into_inner);
+        match held.get(&id) {
+            Some(&until) if until > now => Some(until),
+            Some(_) => {
+                held.remove(&id);
+                None
+            }
+            None => None,
+        }
     }
 
     /// Wakes the loop at once: a task was added or removed, or a run ended.
@@ -200,8 +218,9 @@ pub fn parse_allow(text: &str) -> Result<Level, String> {
     }
 }
 
-/// Adds a task with its own session, titled `Task 3: <question>`. `allow` defaults to
-/// the headless default of `evolve ask` (`[permission] headless_max_auto`, L2).
+/// Adds a task with its own session, titled `Task 3: <question>`. Without `allow` its
+/// runs get the headless default of `evolve ask` (`[permission] headless_max_auto`, L2)
+/// as configured at each run.
 pub fn add_task(
     rt: &Runtime,
     schedule: &Schedule,
@@ -209,7 +228,6 @@ pub fn add_task(
     allow: Option<Level>,
     now: Timestamp,
 ) -> Result<Task, StoreError> {
-    let allow = allow.unwrap_or(rt.config.core.permission.headless_max_auto);
     let mut task = rt
         .store
         .add_task(&schedule.to_string(), question.trim(), "", allow, now)?;
@@ -301,7 +319,7 @@ pub fn run_task(
             TurnInput {
                 session: Some(&session),
                 text: &task.question,
-                policy: Policy::headless(Some(task.allow), false, &rt.config.core.permission),
+                policy: Policy::headless(task.allow, false, &rt.config.core.permission),
                 stream: false,
                 cancel,
                 force_tool: None,
@@ -479,14 +497,15 @@ pub fn rfc3339(zone: &dyn Zone, utc: Timestamp) -> String {
     )
 }
 
-/// A task as the API and `evolve tasks list --json` show it (the shared contract).
-pub fn task_json(task: &Task, zone: &dyn Zone, running: bool) -> Value {
+/// A task as the API and `evolve tasks list --json` show it (the shared contract);
+/// `default_allow` is what a task added without `--allow` gets now.
+pub fn task_json(task: &Task, zone: &dyn Zone, running: bool, default_allow: Level) -> Value {
     json!({
         "id": task.id,
         "schedule": task.schedule,
         "question": task.question,
         "session": task.session,
-        "allow": task.allow.to_string(),
+        "allow": task.allow.unwrap_or(default_allow).to_string(),
         "created_at": rfc3339(zone, task.created_at),
         "last_run": task.last_run.map(|t| rfc3339(zone, t)),
         "next_run": next_run(task, zone).map(|t| rfc3339(zone, t)),
@@ -650,6 +669,10 @@ fn tick(host: &Arc<dyn Host>, sched: &Arc<Scheduler>, now: Timestamp) -> Result<
         let Some(schedule) = schedule_of(&task) else {
             continue;
         };
+        if let Some(until) = sched.held_until(task.id, now) {
+            next = Some(next.map_or(until, |n| n.min(until)));
+            continue;
+        }
         if due_now(&schedule, &zone, task.last_run, task.created_at, now) {
             if let Some(claim) = sched.claim(task.id) {
                 spawn_run(
@@ -739,6 +762,9 @@ impl TurnGate for ViaHost<'_> {
     }
 }
 
+/// Seconds a task whose run failed before it was recorded is left alone by the schedule.
+pub const RETRY_AFTER: Timestamp = 60;
+
 /// Runs a claimed task on its own thread (the loop and `POST /v1/tasks/{id}/run`).
 pub fn spawn_run(host: Arc<dyn Host>, manager: Arc<Manager>, claim: Claim, trigger: Trigger) {
     let id = claim.id;
@@ -746,7 +772,16 @@ pub fn spawn_run(host: Arc<dyn Host>, manager: Arc<Manager>, claim: Claim, trigg
         .name(format!("task {id}"))
         .spawn(move || {
             if let Err(e) = run_task(&manager, id, trigger, &claim.cancel, &ViaHost(&*host)) {
-                log::warn!("task {id}: the run could not be recorded: {e}");
+                log::warn!(
+                    "task {id}: the run could not be recorded: {e}; the schedule retries it \
+                     in {RETRY_AFTER} s"
+                );
+                claim
+                    .sched
+                    .held
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .insert(id, now() + RETRY_AFTER);
             }
             drop(claim);
         });
@@ -781,7 +816,7 @@ mod tests {
             schedule: schedule.into(),
             question: "q".into(),
             session: "s".into(),
-            allow: Level::L2,
+            allow: Some(Level::L2),
             created_at: created,
             last_run: last,
             runs: 0,
@@ -926,5 +961,16 @@ mod tests {
         drop(claim);
         assert!(!s.is_running(3));
         assert!(s.wait_idle(Duration::from_secs(1)));
+    }
+
+    #[test]
+    fn a_task_whose_start_failed_is_left_alone_until_the_retry_time() {
+        let s = Scheduler::new();
+        assert_eq!(s.held_until(7, 1_000), None);
+        s.held.lock().unwrap().insert(7, 1_000 + RETRY_AFTER);
+        assert_eq!(s.held_until(7, 1_000), Some(1_000 + RETRY_AFTER));
+        assert_eq!(s.held_until(8, 1_000), None, "only that task");
+        assert_eq!(s.held_until(7, 1_000 + RETRY_AFTER), None, "released");
+        assert!(s.held.lock().unwrap().is_empty(), "and forgotten");
     }
 }

@@ -30,8 +30,12 @@ pub struct Task {
     pub question: String,
     /// The task's own session: every run is a turn in it.
     pub session: SessionId,
-    /// Tool calls up to this level run without a person (like `evolve ask --allow`).
-    pub allow: Level,
+    /// Tool calls up to this level run without a person (like `evolve ask --allow`);
+    /// `None`: the headless default of the configuration at the time of each run
+    /// (`[permission] headless_max_auto`), so lowering it later also holds back the
+    /// tasks added without `--allow`.
+    #[serde(default)]
+    pub allow: Option<Level>,
     /// When it was added.
     pub created_at: Timestamp,
     /// When the last run started.
@@ -150,7 +154,7 @@ impl Store {
         schedule: &str,
         question: &str,
         session: &str,
-        allow: Level,
+        allow: Option<Level>,
         now: Timestamp,
     ) -> Result<Task, StoreError> {
         self.write(|txn| {
@@ -368,16 +372,20 @@ mod tests {
     #[test]
     fn ids_are_never_reused_and_removal_takes_the_runs() {
         let s = store("tasks-ids");
-        let a = s.add_task("every 30m", "a?", "s1", Level::L2, 100).unwrap();
+        let a = s
+            .add_task("every 30m", "a?", "s1", Some(Level::L2), 100)
+            .unwrap();
         let b = s
-            .add_task("daily 07:30", "b?", "s2", Level::L1, 100)
+            .add_task("daily 07:30", "b?", "s2", Some(Level::L1), 100)
             .unwrap();
         assert_eq!((a.id, b.id), (1, 2));
         s.start_task_run(2, Trigger::Manual, 200).unwrap();
         s.remove_task(2).unwrap();
         assert!(matches!(s.task(2), Err(StoreError::NotFound(_))));
         assert!(matches!(s.remove_task(2), Err(StoreError::NotFound(_))));
-        let c = s.add_task("every 1h", "c?", "s3", Level::L2, 300).unwrap();
+        let c = s
+            .add_task("every 1h", "c?", "s3", Some(Level::L2), 300)
+            .unwrap();
         assert_eq!(c.id, 3, "the id of a removed task is not given again");
         s.start_task_run(3, Trigger::Manual, 400).unwrap();
         let runs = s.task_runs(3, 10).unwrap();
@@ -390,7 +398,8 @@ mod tests {
     #[test]
     fn a_run_is_recorded_at_its_start_and_its_end() {
         let s = store("tasks-run");
-        s.add_task("every 30m", "q", "s1", Level::L2, 100).unwrap();
+        s.add_task("every 30m", "q", "s1", Some(Level::L2), 100)
+            .unwrap();
         let run = s.start_task_run(1, Trigger::Schedule, 200).unwrap();
         let t = s.task(1).unwrap();
         assert_eq!((t.last_run, t.runs, t.last_status), (Some(200), 1, None));
@@ -413,7 +422,8 @@ mod tests {
     #[test]
     fn runs_are_listed_newest_first_and_only_the_last_ones_are_kept() {
         let s = store("tasks-keep");
-        s.add_task("every 1m", "q", "s1", Level::L2, 0).unwrap();
+        s.add_task("every 1m", "q", "s1", Some(Level::L2), 0)
+            .unwrap();
         for i in 0..RUNS_KEPT + 5 {
             let run = s.start_task_run(1, Trigger::Schedule, i as i64).unwrap();
             s.finish_task_run(1, run.seq, &end(RunStatus::Ok, "a", i as i64))
@@ -431,7 +441,8 @@ mod tests {
     #[test]
     fn runs_left_running_by_a_stopped_server_become_errors() {
         let s = store("tasks-interrupted");
-        s.add_task("every 1m", "q", "s1", Level::L2, 0).unwrap();
+        s.add_task("every 1m", "q", "s1", Some(Level::L2), 0)
+            .unwrap();
         let done = s.start_task_run(1, Trigger::Schedule, 10).unwrap();
         s.finish_task_run(1, done.seq, &end(RunStatus::Ok, "a", 11))
             .unwrap();

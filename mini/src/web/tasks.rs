@@ -89,7 +89,14 @@ pub fn list(state: &State) -> Reply {
     let all = tri!(rt.store.tasks());
     let data: Vec<Value> = all
         .iter()
-        .map(|t| tasks::task_json(t, &zone.zone, state.scheduler.is_running(t.id)))
+        .map(|t| {
+            tasks::task_json(
+                t,
+                &zone.zone,
+                state.scheduler.is_running(t.id),
+                rt.config.core.permission.headless_max_auto,
+            )
+        })
         .collect();
     Response::json(200, &json!({"data": data, "time_zone": zone.name}))
 }
@@ -129,7 +136,15 @@ pub fn create(state: &State, req: &Request) -> Reply {
     };
     let task = tri!(tasks::add_task(&rt, &schedule, question, allow, now()));
     state.scheduler.notify();
-    Response::json(201, &tasks::task_json(&task, &zone.zone, false))
+    Response::json(
+        201,
+        &tasks::task_json(
+            &task,
+            &zone.zone,
+            false,
+            rt.config.core.permission.headless_max_auto,
+        ),
+    )
 }
 
 /// `GET /v1/tasks/{id}`.
@@ -140,7 +155,12 @@ pub fn get(state: &State, id: &str) -> Reply {
     let zone = tasks::zone_of(&rt);
     Response::json(
         200,
-        &tasks::task_json(&task, &zone.zone, state.scheduler.is_running(id)),
+        &tasks::task_json(
+            &task,
+            &zone.zone,
+            state.scheduler.is_running(id),
+            rt.config.core.permission.headless_max_auto,
+        ),
     )
 }
 

@@ -766,15 +766,12 @@ fn embeddings_are_asked_only_with_an_embedding_model_and_a_refusal_names_the_end
 
     let mut config = config(&fake.base_url());
     config.embedding_model = Some("fake-embed".into());
-    let e = Client::new(config)
+    let vectors = Client::new(config.clone())
         .embed(&inputs, &never)
         .expect("an embedding model is configured")
-        .expect_err("the fake server has no /embeddings");
-    let text = e.to_string();
-    assert!(
-        text.contains("/embeddings") && text.contains("404"),
-        "{text}"
-    );
+        .expect("the fake server embeds");
+    assert_eq!(vectors.len(), 2, "one vector per input, in order");
+    assert_ne!(vectors[0], vectors[1]);
     let sent = &fake.requests()[0];
     assert_eq!(
         (sent.method.as_str(), sent.path.as_str()),
@@ -783,5 +780,17 @@ fn embeddings_are_asked_only_with_an_embedding_model_and_a_refusal_names_the_end
     assert_eq!(
         sent.json,
         json!({"model": "fake-embed", "input": ["tea", "coffee"]})
+    );
+
+    // A model the server does not have: the error names the endpoint and the status.
+    config.embedding_model = Some("fake-main".into());
+    let e = Client::new(config)
+        .embed(&inputs, &never)
+        .expect("an embedding model is configured")
+        .expect_err("fake-main is not an embedding model");
+    let text = e.to_string();
+    assert!(
+        text.contains("/embeddings") && text.contains("404"),
+        "{text}"
     );
 }

@@ -704,8 +704,16 @@ const EMBED_DIMS: usize = 32;
 
 /// `POST /embeddings`: one deterministic vector per input — its lower-cased words hashed
 /// (FNV-1a) into [`EMBED_DIMS`] buckets, normalised — so texts with the same words get
-/// the same vector, whatever their order, and unrelated texts are far apart.
+/// the same vector, whatever their order, and unrelated texts are far apart. Like a
+/// real server it knows its models: a name without `embed` in it is a 404.
 fn embeddings(body: &Value) -> (u16, Value) {
+    let model = body.get("model").and_then(Value::as_str).unwrap_or("");
+    if !model.contains("embed") {
+        return (
+            404,
+            json!({"error": {"message": format!("fake-llm: the model `{model}` does not exist or is not an embedding model"), "type": "invalid_request_error", "code": "model_not_found"}}),
+        );
+    }
     let inputs: Vec<String> = match body.get("input") {
         Some(Value::String(s)) => vec![s.clone()],
         Some(Value::Array(items)) => items
@@ -724,7 +732,6 @@ fn embeddings(body: &Value) -> (u16, Value) {
         .enumerate()
         .map(|(i, text)| json!({"object": "embedding", "index": i, "embedding": embed(text)}))
         .collect();
-    let model = body.get("model").cloned().unwrap_or(Value::Null);
     (
         200,
         json!({"object": "list", "data": data, "model": model,

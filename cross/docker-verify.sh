@@ -28,6 +28,13 @@ T0=$(now_ms)
 step() { # label start_ms
     echo "  ($1: $(($(now_ms) - $2)) ms)"
 }
+# (No `producer | grep -q`: with pipefail, grep leaving early fails the pipe.)
+listening() { [ -n "$(ss -ltnH "sport = :$1")" ]; }
+in_log() {
+    local log
+    log=$(docker logs "$NAME" 2>&1)
+    grep -q -- "$1" <<<"$log"
+}
 fail() {
     echo "FAIL: $*" >&2
     exit 1
@@ -60,7 +67,7 @@ fi
 if [ ! -x "$BIN" ]; then
     .ci/build-musl
 fi
-file "$BIN" | grep -Eq 'statically linked|static-pie linked' || fail "$BIN is not a static binary"
+grep -Eq 'statically linked|static-pie linked' <<<"$(file "$BIN")" || fail "$BIN is not a static binary"
 
 # --- the daemon ----------------------------------------------------------------------
 if ! docker info >/dev/null 2>&1; then
@@ -88,9 +95,9 @@ step "docker build" "$t"
 # The image's own command when 8080 is free; the same command on another port if not.
 PORT=8080
 ARGS=()
-if ss -ltnH "sport = :8080" | grep -q .; then
+if listening 8080; then
     PORT=18080
-    while ss -ltnH "sport = :$PORT" | grep -q .; do PORT=$((PORT + 1)); done
+    while listening $PORT; do PORT=$((PORT + 1)); done
     ARGS=(serve --host 0.0.0.0 --port "$PORT")
     echo "note: port 8080 is taken here; running the same command on port $PORT"
 fi
@@ -114,8 +121,8 @@ CODE=$(curl -s -o /dev/null -w '%{http_code}' "$URL/v1/models")
 echo "ok   without the token: 401"
 DATA=$(docker volume inspect "$VOLUME" --format '{{.Mountpoint}}')
 TOKEN=$(cat "$DATA/serve.token")
-for _ in $(seq 1 20); do docker logs "$NAME" 2>&1 | grep -q "$TOKEN" && break; sleep 0.05; done
-docker logs "$NAME" 2>&1 | grep -q "$TOKEN" || fail "the token was not printed in docker logs"
+for _ in $(seq 1 20); do in_log "$TOKEN" && break; sleep 0.05; done
+in_log "$TOKEN" || fail "the token was not printed in docker logs"
 CODE=$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $TOKEN" "$URL/v1/models")
 [ "$CODE" = 200 ] || fail "a request with the token got $CODE, not 200"
 echo "ok   with the token from the volume (/data/serve.token, also in docker logs): 200"
@@ -129,7 +136,7 @@ t=$(now_ms)
 docker stop "$NAME" >/dev/null
 EXIT=$(docker inspect "$NAME" --format '{{.State.ExitCode}}')
 [ "$EXIT" = 0 ] || fail "docker stop: exit code $EXIT"
-docker logs "$NAME" 2>&1 | grep -q 'evolve serve stopped' || fail "no clean stop in the log"
+in_log 'evolve serve stopped' || fail "no clean stop in the log"
 echo "ok   docker stop: a clean stop, exit code 0"
 step "docker stop" "$t"
 
@@ -137,7 +144,7 @@ docker rm "$NAME" >/dev/null
 run_server
 CODE=$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $TOKEN" "$URL/v1/models")
 [ "$CODE" = 200 ] || fail "after a restart the same token got $CODE"
-docker logs "$NAME" 2>&1 | grep -q 'created the access token' && fail "a restart made a new token"
+in_log 'created the access token' && fail "a restart made a new token"
 echo "ok   a new container on the same volume keeps the token and the store"
 docker rm -f "$NAME" >/dev/null
 
@@ -155,28 +162,28 @@ grep -q 'ISRG Root X1' "$BIN" || fail "the compiled-in root certificates are mis
         -extfile leaf.ext -out leaf.pem 2>/dev/null
 )
 TLS_PORT=18443
-while ss -ltnH "sport = :$TLS_PORT" | grep -q .; do TLS_PORT=$((TLS_PORT + 1)); done
+while listening $TLS_PORT; do TLS_PORT=$((TLS_PORT + 1)); done
 openssl s_server -quiet -accept "127.0.0.1:$TLS_PORT" -cert "$WORK/leaf.pem" \
     -key "$WORK/leaf.key" -www >"$WORK/tls.log" 2>&1 </dev/null &
 TLS_PID=$!
-for _ in $(seq 1 50); do ss -ltnH "sport = :$TLS_PORT" | grep -q . && break; sleep 0.1; done
+for _ in $(seq 1 50); do listening $TLS_PORT && break; sleep 0.1; done
 doctor() {
     docker run --rm --network host -e OPENAI_BASE_URL="https://127.0.0.1:$TLS_PORT/v1" \
         -e OPENAI_API_KEY=verify "$@" "$IMAGE" doctor 2>&1 || true
 }
 OUT=$(doctor)
-echo "$OUT" | grep -q 'UnknownIssuer' || { echo "$OUT" >&2; fail "a private CA was not refused"; }
+grep -q 'UnknownIssuer' <<<"$OUT" || { echo "$OUT" >&2; fail "a private CA was not refused"; }
 echo "ok   TLS in scratch, bundled roots: a server signed by a private CA is refused (UnknownIssuer)"
 chmod 644 "$WORK/ca.pem"
 OUT=$(doctor -v "$WORK/ca.pem:/ca.pem:ro" -e SSL_CERT_FILE=/ca.pem)
-if echo "$OUT" | grep -Eq 'invalid peer certificate|UnknownIssuer'; then
+if grep -Eq 'invalid peer certificate|UnknownIssuer' <<<"$OUT"; then
     echo "$OUT" >&2
     fail "SSL_CERT_FILE: the CA in the bundle was not trusted"
 fi
-echo "ok   SSL_CERT_FILE=/ca.pem: the handshake passes (then: $(echo "$OUT" | grep -m1 '✗' | cut -c1-90))"
+echo "ok   SSL_CERT_FILE=/ca.pem: the handshake passes (then: $(grep -m1 '✗' <<<"$OUT" | cut -c1-90))"
 OUT=$(doctor -e SSL_CERT_FILE=/missing.pem)
-echo "$OUT" | grep -q 'SSL_CERT_FILE' || { echo "$OUT" >&2; fail "a missing SSL_CERT_FILE was not named"; }
-echo "ok   SSL_CERT_FILE naming a missing file: $(echo "$OUT" | head -1 | cut -c1-100)"
+grep -q 'SSL_CERT_FILE' <<<"$OUT" || { echo "$OUT" >&2; fail "a missing SSL_CERT_FILE was not named"; }
+echo "ok   SSL_CERT_FILE naming a missing file: $(head -1 <<<"$OUT" | cut -c1-100)"
 step "TLS checks" "$t"
 
 echo "docker-verify: all checks passed in $(($(now_ms) - T0)) ms (image $SIZE bytes)"

@@ -16,6 +16,7 @@ mod store;
 #[cfg(test)]
 mod testing;
 mod text;
+mod tls;
 mod tools;
 mod web;
 

@@ -71,6 +71,7 @@ pub fn run(args: Evolve) -> Result<(), Error> {
         println!("evolve {}", env!("CARGO_PKG_VERSION"));
         return Ok(());
     }
+    crate::tls::init()?;
     match args.command {
         Some(Command::Ask(cmd)) => ask::run(cmd),
         Some(Command::Chat(cmd)) => chat::run(cmd),

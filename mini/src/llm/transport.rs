@@ -43,6 +43,7 @@ pub(crate) fn agent(t: &Timeouts) -> ureq::Agent {
     ureq::Agent::config_builder()
         .http_status_as_error(false)
         .timeout_connect(Some(t.connect))
+        .tls_config(crate::tls::config())
         .user_agent(concat!("evolve/", env!("CARGO_PKG_VERSION")))
         .build()
         .into()

@@ -369,6 +369,7 @@ impl HttpLink {
             .http_status_as_error(false)
             .max_redirects(0)
             .timeout_connect(Some(CONNECT_TIMEOUT))
+            .tls_config(crate::tls::config())
             .user_agent(concat!("evolve/", env!("CARGO_PKG_VERSION")))
             .build()
             .into();

@@ -308,6 +308,7 @@ pub fn get(
         .max_redirects(0)
         .proxy(None)
         .timeout_global(Some(opts.timeout))
+        .tls_config(crate::tls::config())
         .user_agent(concat!("evolve/", env!("CARGO_PKG_VERSION")))
         .build();
     let agent = ureq::Agent::with_parts(

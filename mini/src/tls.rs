@@ -1,0 +1,93 @@
+//! Which certificate authorities HTTPS connections (the model, MCP servers, the fetch
+//! tool) trust.
+//!
+//! - By default, Mozilla's root certificates compiled into the binary (`webpki-roots`):
+//!   nothing to install, so the binary also talks TLS in a `FROM scratch` image.
+//! - `SSL_CERT_FILE=/path/bundle.pem` (the variable OpenSSL, curl and Python read):
+//!   exactly the certificates in that PEM file instead — the system bundle
+//!   (`/etc/ssl/certs/ca-certificates.crt`, kept current by the distribution) or a
+//!   private CA. A file that cannot be read or holds no certificate is a configuration
+//!   error at start, not a TLS failure later.
+
+use std::sync::{Arc, OnceLock};
+
+use ureq::tls::{parse_pem, PemItem, RootCerts, TlsConfig};
+
+use crate::config::ConfigError;
+
+/// The environment variable naming a PEM bundle of trusted certificates.
+pub const VAR: &str = "SSL_CERT_FILE";
+
+static CONFIG: OnceLock<TlsConfig> = OnceLock::new();
+
+/// Reads `SSL_CERT_FILE` once, at start.
+pub fn init() -> Result<(), ConfigError> {
+    if CONFIG.get().is_some() {
+        return Ok(());
+    }
+    let config = match std::env::var_os(VAR).filter(|v| !v.is_empty()) {
+        None => TlsConfig::default(),
+        Some(path) => from_file(std::path::Path::new(&path))?,
+    };
+    let _ = CONFIG.set(config);
+    Ok(())
+}
+
+/// The TLS configuration every agent uses (cheap to clone).
+pub fn config() -> TlsConfig {
+    CONFIG.get().cloned().unwrap_or_default()
+}
+
+/// A configuration that trusts exactly the certificates in a PEM file.
+fn from_file(path: &std::path::Path) -> Result<TlsConfig, ConfigError> {
+    let bad = |message: String| ConfigError::Env { var: VAR, message };
+    let pem = std::fs::read(path).map_err(|e| {
+        bad(format!(
+            "names {}, which cannot be read: {e}",
+            path.display()
+        ))
+    })?;
+    let mut certs = Vec::new();
+    for item in parse_pem(&pem) {
+        match item {
+            Ok(PemItem::Certificate(c)) => certs.push(c),
+            Ok(_) => {}
+            Err(e) => {
+                return Err(bad(format!(
+                    "names {}, which is not a PEM file: {e}",
+                    path.display()
+                )))
+            }
+        }
+    }
+    if certs.is_empty() {
+        return Err(bad(format!(
+            "names {}, which holds no PEM certificate (-----BEGIN CERTIFICATE-----)",
+            path.display()
+        )));
+    }
+    Ok(TlsConfig::builder()
+        .root_certs(RootCerts::Specific(Arc::new(certs)))
+        .build())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_missing_or_empty_bundle_is_a_clear_config_error() {
+        let dir = crate::testing::TempDir::new("tls");
+        let missing = from_file(&dir.path().join("nope.pem"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            missing.contains("SSL_CERT_FILE") && missing.contains("cannot be read"),
+            "{missing}"
+        );
+        let empty = dir.path().join("empty.pem");
+        std::fs::write(&empty, "not a certificate\n").unwrap();
+        let err = from_file(&empty).unwrap_err().to_string();
+        assert!(err.contains("holds no PEM certificate"), "{err}");
+    }
+}

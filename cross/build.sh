@@ -100,7 +100,7 @@ else
         if [ ! -f "$LINKDIR/deb/usr/lib/llvm-16/lib/libunwind.a" ]; then
             dpkg --print-foreign-architectures | grep -qx "$DEB_ARCH" || { dpkg --add-architecture "$DEB_ARCH"; APT_UPDATED=""; }
             apt_update
-            (cd "$LINKDIR" && rm -f libunwind-16-dev_*.deb && apt-get download -qq "libunwind-16-dev:$DEB_ARCH" >/dev/null)
+            (cd "$LINKDIR" && rm -f libunwind-16-dev_*.deb && apt-get download -qq -o APT::Sandbox::User=root "libunwind-16-dev:$DEB_ARCH" >/dev/null)
             dpkg-deb -x "$LINKDIR"/libunwind-16-dev_*.deb "$LINKDIR/deb"
         fi
         cp "$LINKDIR/deb/usr/lib/llvm-16/lib/libunwind.a" "$LINKDIR/libunwind.a"

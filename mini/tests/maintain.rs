@@ -27,15 +27,6 @@ fn mem(id: u64, content: &str, category: &str, priority: u8, age_days: i64) -> V
            "importance": 3, "created_at": now() - age_days * DAY})
 }
 
-/// Restores `memories` into the world's store with their ids and dates (an export file).
-fn seed(w: &World, memories: Vec<Value>) {
-    let path = w.home.join("seed.json");
-    let doc = json!({"schema_version": 2, "memories": memories, "sessions": []});
-    std::fs::write(&path, doc.to_string()).expect("write the seed");
-    w.run(&["memory", "import", path.to_str().expect("utf-8 path")])
-        .expect(0);
-}
-
 /// Every memory in the store (soft-deleted ones too), by id.
 fn stored(w: &World) -> BTreeMap<u64, Value> {
     let out = w.run(&["memory", "export"]).expect(0).json();
@@ -158,7 +149,7 @@ const DIGESTED: &str =
 #[test]
 fn maintenance_applies_every_rule_and_a_second_run_changes_nothing() {
     let w = World::new("maintain-rules");
-    seed(&w, scenario());
+    w.seed_memories(scenario());
     w.fake.route(PRIORITY, Reply::text(PROPOSALS));
     w.fake.route(PRIORITY, Reply::text(PROPOSALS));
     w.fake.route(PRIORITY, Reply::text(PROPOSALS));
@@ -303,7 +294,7 @@ fn the_critical_cap_holds_and_a_garbage_review_leaves_the_rules_applied() {
             )
         })
         .collect();
-    seed(&w, memories);
+    w.seed_memories(memories);
     w.fake.route(
         PRIORITY,
         Reply::text("Sure! I would bump a few of these up."),
@@ -336,7 +327,7 @@ fn the_critical_cap_holds_and_a_garbage_review_leaves_the_rules_applied() {
 #[test]
 fn the_api_runs_maintenance_and_answers_the_report() {
     let w = World::new("maintain-api");
-    seed(&w, scenario());
+    w.seed_memories(scenario());
     w.fake.push(Reply::text("Kyoto in spring is lovely."));
     w.run(&["ask", "plan the trip to Japan"]).expect(0);
     w.fake.route(PRIORITY, Reply::text(r#"{"changes": []}"#));
@@ -373,25 +364,22 @@ fn the_api_runs_maintenance_and_answers_the_report() {
 #[test]
 fn a_summary_falls_back_to_keywords_when_the_model_cannot_write_one() {
     let w = World::new("maintain-digest");
-    seed(
-        &w,
-        vec![
-            mem(
-                1,
-                "The user drinks green tea in the morning",
-                "preference",
-                1,
-                1,
-            ),
-            mem(
-                2,
-                "The user prefers oolong tea after lunch",
-                "preference",
-                1,
-                1,
-            ),
-        ],
-    );
+    w.seed_memories(vec![
+        mem(
+            1,
+            "The user drinks green tea in the morning",
+            "preference",
+            1,
+            1,
+        ),
+        mem(
+            2,
+            "The user prefers oolong tea after lunch",
+            "preference",
+            1,
+            1,
+        ),
+    ]);
     w.fake.route(DIGEST, Reply::text("Sure, here you go!"));
     w.fake.route(PRIORITY, Reply::text(r#"{"changes": []}"#));
     let r = maintain(&w, &[]);
@@ -412,15 +400,12 @@ fn a_summary_falls_back_to_keywords_when_the_model_cannot_write_one() {
 fn with_an_embedding_model_duplicates_are_found_by_embeddings_fetched_once() {
     let w = World::new("maintain-embeddings");
     w.config("[model]\nembedding_model = \"fake-embed\"\n");
-    seed(
-        &w,
-        vec![
-            // The same words in another order: the fake's vectors are equal.
-            mem(1, "green tea every morning, the user drinks", "fact", 2, 40),
-            mem(2, "The user drinks green tea every morning", "fact", 2, 39),
-            mem(3, "The cat is called Miso", "fact", 2, 38),
-        ],
-    );
+    w.seed_memories(vec![
+        // The same words in another order: the fake's vectors are equal.
+        mem(1, "green tea every morning, the user drinks", "fact", 2, 40),
+        mem(2, "The user drinks green tea every morning", "fact", 2, 39),
+        mem(3, "The cat is called Miso", "fact", 2, 38),
+    ]);
     w.fake.route(PRIORITY, Reply::text(r#"{"changes": []}"#));
     w.fake.route(PRIORITY, Reply::text(r#"{"changes": []}"#));
     let r = maintain(&w, &[]);

@@ -24,14 +24,6 @@ fn mem(id: u64, content: &str, age_days: i64, pinned: bool) -> Value {
            "importance": 3, "created_at": now() - age_days * DAY, "pinned": pinned})
 }
 
-fn seed(w: &World, memories: Vec<Value>) {
-    let path = w.home.join("seed.json");
-    let doc = json!({"schema_version": 2, "memories": memories, "sessions": []});
-    std::fs::write(&path, doc.to_string()).expect("write the seed");
-    w.run(&["memory", "import", path.to_str().expect("utf-8 path")])
-        .expect(0);
-}
-
 fn stored(w: &World) -> BTreeMap<u64, Value> {
     let out = w.run(&["memory", "export"]).expect(0).json();
     out["memories"]
@@ -48,20 +40,17 @@ fn stored(w: &World) -> BTreeMap<u64, Value> {
 #[test]
 fn maintenance_never_rewrites_or_deletes_a_pinned_memory() {
     let w = World::new("review6-pinned");
-    seed(
-        &w,
-        vec![
-            mem(1, "The user likes green tea", 20, true),
-            mem(
-                2,
-                "The user likes green tea brewed at 80 degrees",
-                19,
-                false,
-            ),
-            mem(3, "The user drinks black coffee", 18, false),
-            mem(4, "The user drinks black coffee every morning", 17, true),
-        ],
-    );
+    w.seed_memories(vec![
+        mem(1, "The user likes green tea", 20, true),
+        mem(
+            2,
+            "The user likes green tea brewed at 80 degrees",
+            19,
+            false,
+        ),
+        mem(3, "The user drinks black coffee", 18, false),
+        mem(4, "The user drinks black coffee every morning", 17, true),
+    ]);
     w.fake.route(PRIORITY, Reply::text(r#"{"changes": []}"#));
     let report = w.run(&["memory", "maintain", "--json"]).expect(0).json();
     let after = stored(&w);

@@ -120,6 +120,17 @@ impl World {
         self.home.join("config.toml")
     }
 
+    /// Fills the store with `memories` (records as `evolve memory export` writes them,
+    /// with any `created_at`) through `evolve memory import`.
+    #[allow(dead_code)] // not every test file seeds memories
+    pub fn seed_memories(&self, memories: Vec<serde_json::Value>) {
+        let path = self.home.join("seed.json");
+        let doc = serde_json::json!({"schema_version": 2, "memories": memories, "sessions": []});
+        std::fs::write(&path, doc.to_string()).expect("write the seed");
+        self.run(&["memory", "import", path.to_str().expect("utf-8 path")])
+            .expect(0);
+    }
+
     /// Writes `$EVOLVE_HOME/config.toml`, creating the home if need be.
     pub fn config(&self, toml: &str) {
         std::fs::create_dir_all(&self.home).expect("create the test home");

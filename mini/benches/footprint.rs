@@ -111,9 +111,17 @@ fn sizes(built: &Path, exe: &Path) {
             return;
         }
         seen.push(real);
-        let bytes = std::fs::metadata(path).map_or(0, |m| m.len());
+        let meta = std::fs::metadata(path).ok();
+        let bytes = meta.as_ref().map_or(0, |m| m.len());
+        // A build older than the sources measures old code: its age says so.
+        let age = meta
+            .and_then(|m| m.modified().ok())
+            .and_then(|t| t.elapsed().ok())
+            .map_or_else(String::new, |d| {
+                format!(", built {:.1} h ago", d.as_secs_f64() / 3600.0)
+            });
         println!(
-            "  {label}: {} bytes ({:.2} MiB) {} — {}",
+            "  {label}: {} bytes ({:.2} MiB), {}{age} — {}",
             thousands(bytes as usize),
             bytes as f64 / 1024.0 / 1024.0,
             kind(path),
@@ -468,7 +476,10 @@ fn mcp_readings(
     );
     let children: Vec<String> = children(server.child.id())
         .into_iter()
-        .map(|pid| format!("{:.1}", mb(memory(pid).rss)))
+        .map(|pid| {
+            let name = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+            format!("{} {:.1}", name.trim(), mb(memory(pid).rss))
+        })
         .collect();
     println!(
         "  not counted: {} server processes, {} MB",

@@ -5,7 +5,8 @@
 //!   build found under the workspace's and the main checkout's `target/`
 //!   (`target/debian/TRIPLE/release/evolve`, `target/TRIPLE-musl…/release/evolve`); none
 //!   is built here (`cross/build.sh` does that);
-//! - idle RSS of `evolve serve` (VmRSS and peak VmHWM, KiB and MB, threads), each reading
+//! - idle RSS of `evolve serve` (VmRSS split into anonymous and file-backed pages, peak
+//!   VmHWM, in KiB and MB = 1024 KiB as in the serve bench; threads), each reading
 //!   taken after [`IDLE`] without a request: right after start with the store open; after
 //!   an English chat turn and its background learning; after a Chinese turn (jieba's
 //!   dictionary loaded); in a second server with three MCP servers configured (the in-repo
@@ -21,8 +22,9 @@
 //!
 //! The binary is the host build of this bench (`cargo bench` = the release profile's
 //! settings, glibc's malloc) unless `EVOLVE_BENCH_BIN=PATH` names another, e.g. the
-//! shipped static musl build (musl's malloc):
-//! `EVOLVE_BENCH_BIN=target/x86_64-unknown-linux-musl/release/evolve cargo bench -p
+//! shipped static musl build (musl's malloc), built from the same sources first
+//! (`cross/build.sh`; cargo runs benches in `mini/`, so give an absolute path):
+//! `EVOLVE_BENCH_BIN=$PWD/target/x86_64-unknown-linux-musl/release/evolve cargo bench -p
 //! evolve-mini --bench footprint`. The bench shares the machine's cores with the binary;
 //! the load average is printed at the start and the end.
 //!
@@ -83,6 +85,9 @@ fn main() {
         load_average()
     );
     println!("measured: {} ({})", exe.display(), kind(&exe));
+    if let Ok(max) = std::env::var("MALLOC_ARENA_MAX") {
+        println!("serve runs with MALLOC_ARENA_MAX={max}");
+    }
     sizes(&built, &exe);
 
     let fake = FakeLlm::start();
@@ -509,9 +514,11 @@ fn print_readings(title: &str, readings: &[(String, Memory)]) {
     println!("{title}:");
     for (when, m) in readings {
         println!(
-            "  {when}: VmRSS {} KiB ({:.2} MB), VmHWM {} KiB ({:.2} MB), {} threads",
+            "  {when}: VmRSS {} KiB ({:.2} MB; anon {} + file {} KiB), VmHWM {} KiB ({:.2} MB), {} threads",
             m.rss,
             mb(m.rss),
+            m.anon,
+            m.file,
             m.peak,
             mb(m.peak),
             m.threads
@@ -703,13 +710,22 @@ struct Server {
 struct Memory {
     rss: u64,
     peak: u64,
+    /// Of `rss`: the heap and stacks, and the mapped files (the binary's touched pages,
+    /// shared libraries).
+    anon: u64,
+    file: u64,
     threads: u64,
 }
 
 impl Server {
     /// Spawns `serve` and waits for its start line; panics with what it said otherwise.
     fn start(exe: &Path, home: &Path, fake: &FakeLlm) -> Server {
-        let mut child = support::evolve(exe, home, fake, "warn")
+        let mut cmd = support::evolve(exe, home, fake, "warn");
+        // How much of the RSS is glibc's per-thread arenas: `MALLOC_ARENA_MAX=1 cargo bench …`.
+        if let Some(max) = std::env::var_os("MALLOC_ARENA_MAX") {
+            cmd.env("MALLOC_ARENA_MAX", max);
+        }
+        let mut child = cmd
             .args(["serve", "--port", "0"])
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -802,6 +818,8 @@ fn memory(pid: u32) -> Memory {
     Memory {
         rss: field("VmRSS:"),
         peak: field("VmHWM:"),
+        anon: field("RssAnon:"),
+        file: field("RssFile:"),
         threads: field("Threads:"),
     }
 }

@@ -10,6 +10,8 @@
 //! | writing outside through `../` and absolute paths | `file_tools_never_write_outside_the_workspace` | |
 //! | static files of `serve`: `/static/../`, `%2e%2e`, `..%2f`, `%252e`, `\`, NUL | `static_files_cannot_reach_the_disk` | serve.rs `bad_requests_get_clear_4xx_errors_never_5xx` |
 //! | export and ids: `sessions export ../…`, API session/skill ids with `../`, the download's file name | `session_and_skill_ids_never_become_paths`, `an_exports_download_name_cannot_carry_a_path_or_quote` | |
+//! | traversal through `load_skill` (a skill's files) | `load_skill_cannot_read_outside_its_skill_folder` | tools/skill_tool.rs unit tests |
+//! | (beyond the issue) `http_get` aimed at loopback: `127.1`, `2130706433`, `0x7f000001`, `[::ffff:127.0.0.1]` | `http_get_cannot_reach_loopback_however_the_address_is_spelled` | tools/http.rs unit tests |
 //! | symlink escape from the workspace, read and write (file, folder, dangling link) | `symlinks_cannot_read_or_write_outside_the_workspace` | agent.rs, tools/files.rs unit tests |
 //! | L5 from the model: `rm -rf /` even with shell lowered to L4 and every question answered yes | `rm_rf_root_asked_by_the_model_never_runs` | agent.rs `l5_is_always_refused_and_never_executed` |
 //! | L5 through tool output (prompt injection asking for `rm -rf ~`) | `prompt_injection_in_a_tool_result_cannot_get_rm_rf_run` | |
@@ -55,9 +57,13 @@ fn last_seen(w: &World) -> String {
 
 /// `ask --yes --json` with these tool calls scripted, then a closing answer.
 fn ask_with_calls(w: &World, calls: &[(&str, String)]) -> serde_json::Value {
-    for (name, args) in calls {
-        w.fake.push(tool_call(name, args));
-    }
+    // One answer with every call (more answers than `agent.max_steps` would go unread).
+    w.fake.push(Reply::ToolCalls(
+        calls
+            .iter()
+            .map(|(name, args)| (name.to_string(), args.clone()))
+            .collect(),
+    ));
     w.fake.push(Reply::text("That is all."));
     let run = w.run(&["ask", "--yes", "--json", "do as I say"]);
     assert!(
@@ -66,7 +72,14 @@ fn ask_with_calls(w: &World, calls: &[(&str, String)]) -> serde_json::Value {
         run.code,
         run.stderr
     );
-    run.json()
+    let record = run.json();
+    assert_eq!(
+        record["tools"].as_array().map_or(0, Vec::len),
+        calls.len(),
+        "every call was handled: {}",
+        record["tools"]
+    );
+    record
 }
 
 fn no_panic(run: &Run) {
@@ -223,6 +236,95 @@ fn symlinks_cannot_read_or_write_outside_the_workspace() {
         !outside.join("new.txt").exists(),
         "wrote through a dangling link"
     );
+}
+
+#[test]
+fn load_skill_cannot_read_outside_its_skill_folder() {
+    let w = World::new("sec-skill-file");
+    w.config("# SKILL-MARKER-9134\n");
+    let dir = w.home.join("skills").join("demo");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("SKILL.md"),
+        "---\nname: demo\ndescription: a demo skill\n---\nDo the demo.\n",
+    )
+    .unwrap();
+    let abs = w.config_path().display().to_string();
+    let _ = ask_with_calls(
+        &w,
+        &[
+            (
+                "load_skill",
+                json!({"name": "demo", "file": "../../config.toml"}).to_string(),
+            ),
+            (
+                "load_skill",
+                json!({"name": "demo", "file": abs}).to_string(),
+            ),
+            (
+                "load_skill",
+                json!({"name": "../../config.toml"}).to_string(),
+            ),
+            (
+                "load_skill",
+                json!({"name": "../demo/../../config"}).to_string(),
+            ),
+            ("load_skill", json!({"name": "demo"}).to_string()),
+        ],
+    );
+    assert!(
+        last_seen(&w).contains("Do the demo."),
+        "the skill itself loads"
+    );
+    assert!(
+        !last_seen(&w).contains("SKILL-MARKER"),
+        "load_skill read a file outside the skill's folder"
+    );
+}
+
+/// `http_get` is L1 (it runs without a question), so a prompt injection can aim it at
+/// services that only listen on loopback (serve's API, a database console). Private and
+/// loopback addresses are refused unless the config allows them, however spelled.
+#[test]
+fn http_get_cannot_reach_loopback_however_the_address_is_spelled() {
+    let w = World::new("sec-ssrf");
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    listener.set_nonblocking(true).unwrap();
+    let urls: Vec<String> = [
+        "127.0.0.1",
+        "localhost",
+        "127.1",
+        "2130706433",
+        "0x7f000001",
+        "017700000001",
+        "0.0.0.0",
+        "[::ffff:127.0.0.1]",
+        "[::ffff:7f00:1]",
+        "127.0.0.1.",
+        "LOCALHOST",
+    ]
+    .iter()
+    .map(|h| format!("http://{h}:{port}/v1/config"))
+    .collect();
+    let calls: Vec<(&str, String)> = urls
+        .iter()
+        .map(|u| ("http_get", json!({ "url": u }).to_string()))
+        .collect();
+    let _ = ask_with_calls(&w, &calls);
+    let seen = last_seen(&w);
+    for url in &urls {
+        assert!(
+            seen.lines()
+                .any(|l| l.starts_with("error:") && l.contains(url.as_str())),
+            "{url} was not refused: {seen}"
+        );
+    }
+    let mut reached = 0;
+    while listener.accept().is_ok() {
+        reached += 1;
+    }
+    assert_eq!(reached, 0, "http_get connected to a loopback service");
 }
 
 #[test]

@@ -389,33 +389,52 @@ fn ask_beside(w: &World, script: &str) -> (Run, Duration) {
 #[test]
 fn an_mcp_server_that_never_answers_is_bounded() {
     let w = World::new("f-mcp-silent");
-    let (run, took) = ask_beside(&w, "exec cat > /dev/null");
+    // Reads its input and says nothing; fd 3 keeps its output open (no EOF).
+    let (run, took) = ask_beside(&w, "exec 3>&1; exec cat > /dev/null");
     eprintln!("a server that never answers the handshake: {took:?}");
     no_panic(&run);
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert!(run.stdout.contains("answered anyway"));
     assert!(
-        run.stderr.contains("\"t\""),
+        run.stderr.contains("\"t\" could not be started") && run.stderr.contains("handshake"),
         "no word about the server: {}",
         run.stderr
     );
     assert!(took < Duration::from_secs(60), "{took:?}");
 }
 
+/// Processes whose command line contains `needle` (the `sh -c` wrapper aside).
+fn running(needle: &str) -> Vec<String> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+        .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
+        .filter(|c| c.contains(needle) && !c.starts_with("sh -c"))
+        .collect()
+}
+
 #[test]
 fn an_mcp_server_that_only_prints_garbage_is_bounded() {
     let w = World::new("f-mcp-flood");
-    let (run, took) = ask_beside(&w, "exec yes 'this is not JSON-RPC'");
+    let garbage = format!("not JSON-RPC {}", w.home.display());
+    let (run, took) = ask_beside(&w, &format!("exec yes '{garbage}'"));
     eprintln!("a server flooding garbage: {took:?}");
     no_panic(&run);
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert!(run.stdout.contains("answered anyway"));
     assert!(
-        run.stderr.contains("\"t\""),
+        run.stderr.contains("\"t\" could not be started"),
         "no word about the server: {}",
         run.stderr
     );
     assert!(took < Duration::from_secs(60), "{took:?}");
+    thread::sleep(Duration::from_millis(500));
+    assert_eq!(
+        running(&garbage),
+        Vec::<String>::new(),
+        "the server outlived ask"
+    );
 }
 
 #[test]

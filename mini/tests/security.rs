@@ -16,6 +16,7 @@
 //! | L5 from the model: `rm -rf /` even with shell lowered to L4 and every question answered yes | `rm_rf_root_asked_by_the_model_never_runs` | agent.rs `l5_is_always_refused_and_never_executed` |
 //! | L5 through tool output (prompt injection asking for `rm -rf ~`) | `prompt_injection_in_a_tool_result_cannot_get_rm_rf_run` | |
 //! | L5 (and L4, L3) through `POST /v1/tools/{name}/run` | `tools_run_refuses_l5_and_what_needs_a_person` | serve.rs `tools_run_through_the_api_under_the_same_levels` |
+//! | L4/L5 through a scheduled task (`allow` beyond L3, a run that asks for shell) | `a_scheduled_task_cannot_be_given_l4_or_run_l4_and_l5` | |
 //! | L4 with no confirmation (headless) | `l4_never_runs_headless_even_with_yes` | |
 //! | L4 with one confirmation (two are required) | `l4_does_not_run_on_one_confirmation` | serve.rs `the_ui_flow_asks_once_for_l3_and_twice_for_l4` (web UI) |
 //! | one L4 approval reused for a second, identical call; "always" for L4 | `an_l4_approval_does_not_approve_the_next_call` | |
@@ -613,6 +614,49 @@ fn tools_run_refuses_l5_and_what_needs_a_person() {
         403
     );
     assert!(!marker.exists());
+}
+
+/// A scheduled task runs with nobody there: its `allow` stops at L3, and what it runs
+/// is checked like any headless turn.
+#[test]
+fn a_scheduled_task_cannot_be_given_l4_or_run_l4_and_l5() {
+    let w = World::new("sec-tasks");
+    w.config("[permission]\nshell_level = \"L4\"\n");
+    let marker = w.workspace().join("pwned");
+    let s = Server::start(&w, &[]);
+    for allow in ["L4", "L5", "l4", " L4", "L9", "4"] {
+        let r = s.post(
+            "/v1/tasks",
+            &json!({"schedule": "every 30m", "question": "x", "allow": allow}).to_string(),
+        );
+        assert_eq!(r.status, 400, "allow {allow:?}: {}", r.body);
+    }
+    let created = s.post(
+        "/v1/tasks",
+        &json!({"schedule": "every 30m", "question": "tidy up", "allow": "L3"}).to_string(),
+    );
+    assert_eq!(created.status, 201, "{}", created.body);
+    let id = created.json()["id"].to_string();
+    let id = id.trim_matches('"');
+    let touch = format!("touch {}", marker.display());
+    w.fake.push(Reply::ToolCalls(vec![
+        ("shell".into(), json!({ "command": touch }).to_string()),
+        (
+            "shell".into(),
+            json!({"command": format!("{touch} && cd /nonexistent-evolve-test && rm -rf ~")})
+                .to_string(),
+        ),
+    ]));
+    w.fake.push(Reply::text("Tidied."));
+    let r = s.post(&format!("/v1/tasks/{id}/run"), "");
+    assert!(r.status < 300, "{}", r.body);
+    let end = std::time::Instant::now() + Duration::from_secs(60);
+    while w.main_requests().len() < 2 && std::time::Instant::now() < end {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(w.main_requests().len(), 2, "the task did not run");
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(!marker.exists(), "a scheduled task ran an L4 or L5 command");
 }
 
 #[test]

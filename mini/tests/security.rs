@@ -29,6 +29,11 @@
 //! | secrets in API responses | `configured_secrets_never_reach_api_responses` | serve_attacks.rs `no_get_route_shows_a_secret` |
 //! | secrets in exports (sessions md/json/html, memory export, API export) | `configured_secrets_never_reach_exports` | |
 //!
+//! Export file targets (`sessions export --out FILE`, `memory export FILE`) are paths the
+//! person at the shell chose and could write anyway: nothing to refuse there. What is
+//! asserted is that no id (session, skill, task, prompt) ever becomes a path, on the
+//! command line or through the API, and that the API's download name stays a plain name.
+//!
 //! The secrets guarantee, as asserted: what the *configuration* holds — the model's API
 //! key, its base URL's password, an MCP server's bearer token, header
 //! value and URL key — never appears in a log line (at any level), an API response, a

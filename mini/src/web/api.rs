@@ -302,9 +302,21 @@ fn export(state: &State, req: &Request, id: &str) -> Reply {
             )
         }
     };
+    // Ids come from the store, which takes any id an imported file holds: the download
+    // name keeps only what cannot end the parameter or name a folder.
+    let name: String = id
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
     let mut resp = Response::bytes(200, mime, text.into_bytes()).with(
         "Content-Disposition",
-        format!("attachment; filename=\"evolve-{id}.{ext}\""),
+        format!("attachment; filename=\"evolve-{name}.{ext}\""),
     );
     if ext == "html" {
         // The export page has its own inline style and no script.

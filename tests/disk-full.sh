@@ -146,19 +146,24 @@ for i in 1 2 3; do remember "$(text_of "before$i")" || fail "memory add with spa
 ask "a question with space" || fail "ask with space: $(cat "$WORK/last.err")"
 fill
 say "filled: $(df -k "$HOME_DIR" | awk 'NR == 2 { print $3 " kB used, " $4 " kB free" }'), store file $(stat -c %s "$HOME_DIR/evolve.redb") bytes"
-n=0
-while [ "$n" -lt 200 ] && remember "$(text_of "full$n")"; do n=$((n + 1)); done
-if [ "$n" -lt 200 ]; then
-    say "memory add succeeded $n times on the full disk (free pages inside the store file), then failed"
-    clear_error "evolve memory add on a full disk"
-else
-    fail "evolve memory add never failed on a full disk ($n adds)"
-fi
-if ask "a question on a full disk"; then
-    fail "evolve ask on a full disk succeeded"
-else
-    clear_error "evolve ask on a full disk"
-fi
+# until_full remember|ask WHAT TAG: runs the command (acknowledging each success: the
+# store file may still have free pages inside) until it fails, which must be clear.
+until_full() {
+    local n=0 arg
+    while [ "$n" -lt 100 ]; do
+        if [ "$1" = remember ]; then arg="$(text_of "full-$3-$n")"; else arg="a question $3 $n"; fi
+        "$1" "$arg" || break
+        n=$((n + 1))
+    done
+    if [ "$n" -lt 100 ]; then
+        say "$2: succeeded $n times (room inside the store file), then failed"
+        clear_error "$2"
+    else
+        fail "$2: never failed ($n times)"
+    fi
+}
+until_full remember "evolve memory add on a full disk" cli
+until_full ask "evolve ask on a full disk" cli
 intact "the store opens on the full disk"
 
 # ---- 2. space again -----------------------------------------------------------------
@@ -219,37 +224,40 @@ if action == "writes":  # with space: one memory and one chat
         sys.exit(f"POST /v1/chat/completions -> {status} {data[:300]!r}")
     ack_question(q)
     print("a memory (201) and a chat (200)")
-elif action == "full-memory":  # on a full disk: adds until one fails, which must be clear
-    for n in range(200):
-        t = text(f"served-full{n}")
-        status, data, _ = call("POST", "/v1/memory", {"content": t})
-        if status == 201:
-            ack_memory(t)
-            continue
+elif action.startswith("full-"):  # on a full disk: writes until one fails, clearly
+    kind = action[5:]
+    for n in range(100):
+        if kind == "memory":
+            t = text(f"served-full{n}")
+            status, data, _ = call("POST", "/v1/memory", {"content": t})
+            if status == 201:
+                ack_memory(t)
+                continue
+        else:
+            stream = kind == "stream"
+            q = f"a served question on a full disk {n} {os.urandom(4).hex()}"
+            status, data, _ = call("POST", "/v1/chat/completions",
+                                   {"model": "fake-main", "stream": stream,
+                                    "messages": [{"role": "user", "content": q}]})
+            body = data.decode("utf-8", "replace")
+            if status == 200 and not stream:
+                ack_question(q)
+                continue
+            if status == 200 and body.rstrip().endswith("data: [DONE]") and '"error"' not in body:
+                ack_question(q)
+                continue
+            if status == 200:  # the stream began: its end must carry the error
+                if "No space left on device" not in body:
+                    sys.exit(f"after {n} chats: the stream ended without the cause: {body[-300:]!r}")
+                print(f"after {n} streamed chats: the stream ends with {body.strip().splitlines()[-1][:200]}")
+                break
         problem = clear(status, data)
         if problem:
-            sys.exit(f"after {n} adds: {problem}")
-        print(f"after {n} adds: {status} {json.loads(data)['error']['message'][:200]}")
+            sys.exit(f"after {n} {kind} writes: {problem}")
+        print(f"after {n} {kind} writes: {status} {json.loads(data)['error']['message'][:160]}")
         break
     else:
-        sys.exit("200 adds on a full disk, none failed")
-elif action == "full-chat":  # on a full disk: a chat, streamed and not
-    for stream in (False, True):
-        q = "a served question on a full disk " + os.urandom(4).hex()
-        status, data, _ = call("POST", "/v1/chat/completions",
-                               {"model": "fake-main", "stream": stream,
-                                "messages": [{"role": "user", "content": q}]})
-        if status == 200 and not stream:
-            sys.exit("a chat on a full disk answered 200")
-        if status == 200:  # the stream began: its end must carry the error
-            body = data.decode("utf-8", "replace")
-            if "No space left on device" not in body:
-                sys.exit(f"a streamed chat on a full disk ended without the cause: {body[-300:]!r}")
-            continue
-        problem = clear(status, data)
-        if problem:
-            sys.exit(f"stream={stream}: {problem}")
-    print("non-streamed and streamed chats fail with the cause")
+        sys.exit(f"100 {kind} writes on a full disk, none failed")
 elif action == "health":
     status, data, _ = call("GET", "/health")
     if status != 200:
@@ -264,12 +272,9 @@ step() { # step NAME ACTION
 step "serve takes writes with space" writes
 fill
 step "serve: memory adds on a full disk end in a clear 5xx" full-memory
-step "serve: chats on a full disk end in a clear error" full-chat
-if ask "a question through serve on a full disk"; then
-    fail "evolve ask through serve on a full disk succeeded"
-else
-    clear_error "evolve ask through serve on a full disk"
-fi
+step "serve: chats on a full disk end in a clear 5xx" full-chat
+step "serve: streamed chats on a full disk end in a clear error" full-stream
+until_full ask "evolve ask through serve on a full disk" "through serve on a full disk"
 step "serve still answers /health on a full disk" health
 free_space
 step "after freeing space, the same serve takes writes again" writes

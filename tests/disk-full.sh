@@ -55,7 +55,7 @@ trap 'exit 130' INT TERM
 
 mkdir -p "$HOME_DIR"
 if ! mount -t tmpfs -o size=4m,mode=0700 evolve-disk-full "$HOME_DIR" 2>"$WORK/mount.err"; then
-    say "SKIP cannot mount a tmpfs here ($(head -c 200 "$WORK/mount.err")): run as root outside an unprivileged container"
+    say "SKIP cannot mount a tmpfs here ($(head -n1 "$WORK/mount.err" | head -c 200)): run as root outside an unprivileged container"
     echo "disk-full: 0 passed, 0 failed"
     exit 0
 fi

@@ -344,6 +344,11 @@ impl Store {
                         // Another process has it: whatever it does, read the file anew.
                         now_stamp = None;
                     }
+                    // Opening repairs the file, which writes: on a full disk redb then
+                    // says only "Previous I/O error".
+                    Err(redb::DatabaseError::Storage(redb::StorageError::PreviousIo)) => {
+                        return Err(self.previous_io_error())
+                    }
                     Err(e) => return Err(open_failure(&self.path, e)),
                 }
             };
@@ -440,18 +445,27 @@ impl Store {
                 Err(Fail::Db(redb::Error::Io(e)).at(&self.path))
             }
             Err(Fail::Db(redb::Error::PreviousIo)) => {
-                let message = match last.as_deref() {
-                    Some(cause) => format!("an earlier write failed: {cause}"),
-                    None => "an earlier write failed".into(),
-                };
                 drop(last);
                 self.close();
-                Err(StoreError::Io {
-                    path: self.path.clone(),
-                    message,
-                })
+                Err(self.previous_io_error())
             }
             other => other.map_err(|e| e.at(&self.path)),
+        }
+    }
+
+    /// redb's "Previous I/O error" in the words of that error (e.g. "No space left on
+    /// device").
+    fn previous_io_error(&self) -> StoreError {
+        let last = self
+            .last_io_error
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        StoreError::Io {
+            path: self.path.clone(),
+            message: match last.as_deref() {
+                Some(cause) => format!("an earlier write failed: {cause}"),
+                None => "an earlier write failed".into(),
+            },
         }
     }
 

@@ -344,8 +344,8 @@ impl Store {
                         // Another process has it: whatever it does, read the file anew.
                         now_stamp = None;
                     }
-                    // Opening repairs the file, which writes: on a full disk redb then
-                    // says only "Previous I/O error".
+                    // Opening after a failed write repairs the file, which writes too:
+                    // redb may then answer just "Previous I/O error".
                     Err(redb::DatabaseError::Storage(redb::StorageError::PreviousIo)) => {
                         return Err(self.previous_io_error())
                     }

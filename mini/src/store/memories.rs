@@ -250,6 +250,8 @@ impl Store {
         let mut live = Vec::new();
         let mut refreshed = Vec::new();
         self.read(|txn| {
+            live.clear();
+            refreshed.clear();
             let table = txn.open_table(MEMORIES)?;
             for row in table.iter()? {
                 let (key, value) = row?;

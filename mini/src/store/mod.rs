@@ -233,6 +233,9 @@ pub struct Store {
     /// (ingest, merge, cap) to updating it after the commit: two writers never decide
     /// on the same stale view, and the cache ends in the order the commits happened.
     memory_writer: Mutex<()>,
+    /// The last I/O error (e.g. "No space left on device"): what redb's later "Previous
+    /// I/O error" means, said to the user instead.
+    last_io_error: Mutex<Option<String>>,
 }
 
 impl Store {
@@ -273,6 +276,7 @@ impl Store {
             released_stamp: Mutex::new(None),
             memories: RwLock::new(Vec::new()),
             memory_writer: Mutex::new(()),
+            last_io_error: Mutex::new(None),
         };
         store.load_memories(tokenizer)?;
         Ok(store)
@@ -340,6 +344,11 @@ impl Store {
                         // Another process has it: whatever it does, read the file anew.
                         now_stamp = None;
                     }
+                    // Opening after a failed write repairs the file, which writes too:
+                    // redb may then answer just "Previous I/O error".
+                    Err(redb::DatabaseError::Storage(redb::StorageError::PreviousIo)) => {
+                        return Err(self.previous_io_error())
+                    }
                     Err(e) => return Err(open_failure(&self.path, e)),
                 }
             };
@@ -366,29 +375,114 @@ impl Store {
         &self,
         f: impl FnOnce(&WriteTransaction) -> Result<R, Fail>,
     ) -> Result<R, StoreError> {
-        let guard = self.handle()?;
-        let db = guard.as_ref().ok_or_else(|| closed(&self.path))?;
+        let mut guard = self.handle()?;
+        let mut reopened = false;
+        let begun = loop {
+            let db = guard.as_ref().ok_or_else(|| closed(&self.path))?;
+            match db.begin_write() {
+                // Another thread's write just failed on this file (see below): open it
+                // again and try once more, so this one fails (or not) for its own reason.
+                Err(redb::TransactionError::Storage(redb::StorageError::PreviousIo))
+                    if !reopened =>
+                {
+                    drop(guard);
+                    self.close();
+                    reopened = true;
+                    guard = self.handle()?;
+                }
+                other => break other,
+            }
+        };
         let run = || -> Result<R, Fail> {
-            let txn = db.begin_write()?;
+            let txn = begun?;
             let out = f(&txn)?;
             txn.commit()?;
             Ok(out)
         };
-        run().map_err(|e| e.at(&self.path))
+        let result = run();
+        drop(guard);
+        self.close_after_io_error(result)
     }
 
     /// Runs `f` on a consistent snapshot.
+    /// `f` may run twice (see below): it starts from scratch each time.
     fn read<R>(
         &self,
-        f: impl FnOnce(&ReadTransaction) -> Result<R, Fail>,
+        mut f: impl FnMut(&ReadTransaction) -> Result<R, Fail>,
     ) -> Result<R, StoreError> {
-        let guard = self.handle()?;
-        let db = guard.as_ref().ok_or_else(|| closed(&self.path))?;
-        let run = || -> Result<R, Fail> {
-            let txn = db.begin_read()?;
-            f(&txn)
+        let mut attempt = || -> Result<Result<R, Fail>, StoreError> {
+            let guard = self.handle()?;
+            let db = guard.as_ref().ok_or_else(|| closed(&self.path))?;
+            Ok(db.begin_read().map_err(Fail::from).and_then(|txn| f(&txn)))
         };
-        run().map_err(|e| e.at(&self.path))
+        let result = match attempt()? {
+            // Another thread's write just failed on this file (see below): open it again
+            // and read once more.
+            Err(Fail::Db(redb::Error::PreviousIo)) => {
+                self.close();
+                attempt()?
+            }
+            other => other,
+        };
+        self.close_after_io_error(result)
+    }
+
+    /// After an I/O error (a full disk) redb refuses every later transaction ("Previous
+    /// I/O error … close and re-open the database"): the file is closed here, so that
+    /// the next read or write opens it again (redb repairs it then) and works once the
+    /// cause is gone, instead of a long-running `serve` failing until it is restarted.
+    /// The memory cache is reloaded on that reopen.
+    fn close_after_io_error<R>(&self, result: Result<R, Fail>) -> Result<R, StoreError> {
+        let mut last = self
+            .last_io_error
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        match result {
+            Err(Fail::Db(redb::Error::Io(e))) => {
+                *last = Some(e.to_string());
+                drop(last);
+                self.close();
+                Err(Fail::Db(redb::Error::Io(e)).at(&self.path))
+            }
+            Err(Fail::Db(redb::Error::PreviousIo)) => {
+                drop(last);
+                self.close();
+                Err(self.previous_io_error())
+            }
+            other => other.map_err(|e| e.at(&self.path)),
+        }
+    }
+
+    /// redb's "Previous I/O error" in the words of that error (e.g. "No space left on
+    /// device").
+    fn previous_io_error(&self) -> StoreError {
+        let last = self
+            .last_io_error
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        StoreError::Io {
+            path: self.path.clone(),
+            message: match last.as_deref() {
+                Some(cause) => format!("an earlier write failed: {cause}"),
+                None => "an earlier write failed".into(),
+            },
+        }
+    }
+
+    /// Closes the file until the next use, which opens it again and reloads the memory
+    /// cache.
+    fn close(&self) {
+        let mut slot = self.db.write().unwrap_or_else(PoisonError::into_inner);
+        if slot.take().is_some() {
+            log::info!(
+                "{}: closed after an I/O error; the next use opens it again",
+                self.path.display()
+            );
+            *self
+                .released_stamp
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner) = None;
+        }
     }
 
     fn lock_writer(&self) -> MutexGuard<'_, ()> {

@@ -92,6 +92,8 @@ for n in 1000 10000 100000; do
 done
 say "tea-agent: history build ($iters iterations)…"
 tea history "$data" "$iters" | grep '^SIDE ' >>"$out"
+say "tea-agent: history build with max_history off ($iters iterations)…"
+tea history-whole "$data" "$iters" | grep '^SIDE ' >>"$out"
 say "both servers: $starts starts each…"
 tea serve "$evolve_bin" "$starts" "$idle" | grep '^SIDE ' >>"$out"
 

@@ -37,19 +37,25 @@ def main():
         if not (e and t):
             continue
         table.append((
-            f"memory selection, {int(n):,} memories".replace(",", " "),
+            "memory selection, " + f"{int(n):,}".replace(",", " ") + " memories",
             dur(e["median_ns"]), dur(t["median_ns"]),
             f"{float(t['median_ns']) / float(e['median_ns']):.0f}×",
             f"{e['samples']} / {t['samples']}",
-            f"Evolve scores {e['considered']}, tea-agent looks at {t['considered']}; both choose {e['chosen']}/{t['chosen']}",
+            f"Evolve scores {e['considered']}, tea-agent looks at {t['considered']} (its CPU {dur(t['cpu_ns'])}); chosen {e['chosen']} / {t['chosen']}",
         ))
+    evolve_history = {k[1]: r["evolve"] for k, r in rows.items() if k[0] == "history" and "evolve" in r}
     for key, r in rows.items():
-        if key[0] != "history":
+        if key[0] not in ("history", "history_whole"):
             continue
-        e, t = r.get("evolve"), r.get("tea")
+        e, t = evolve_history.get(key[1]), r.get("tea")
         if e and t:
+            label = f"history build, {key[1]} messages, 32k window"
+            if key[0] == "history_whole":
+                label += " (tea: max_history off)"
+            else:
+                label += " (tea: defaults)"
             table.append((
-                f"history build, {key[1]} messages, 32k window",
+                label,
                 dur(e["median_ns"]), dur(t["median_ns"]),
                 f"{float(t['median_ns']) / float(e['median_ns']):.0f}×",
                 f"{e['samples']} / {t['samples']}",

@@ -4,6 +4,7 @@ Run by run.sh with the tea-agent venv's python (it imports tea_agent):
 
     python tea_bench.py select DATA_DIR N ITERS   MemoryManager.select_memories on a store of N
     python tea_bench.py history DATA_DIR ITERS    build_api_messages on the 2 000-message session
+    python tea_bench.py history-whole DATA_DIR ITERS   the same with max_history off
     python tea_bench.py serve EVOLVE_BIN STARTS   both servers: start to first /health, idle RSS
 
 Each prints machine-readable lines starting with "SIDE " (key=value pairs) that run.sh
@@ -77,12 +78,17 @@ def cmd_select(data, n, iters):
                 break
         chosen = len(mm.select_memories(query))
         looked = len(storage.get_active_memories(limit=500))
-        samples = []
+        samples, cpu = [], []
         for _ in range(iters):
-            t = time.perf_counter_ns()
+            t, c = time.perf_counter_ns(), time.process_time_ns()
             mm.select_memories(query)
+            cpu.append(time.process_time_ns() - c)
             samples.append(time.perf_counter_ns() - t)
-        print(f"SIDE product=tea measure=select n={n} median_ns={median_ns(samples)} samples={iters} considered={looked} chosen={chosen}", flush=True)
+        print(
+            f"SIDE product=tea measure=select n={n} median_ns={median_ns(samples)} cpu_ns={median_ns(cpu)} "
+            f"samples={iters} considered={looked} chosen={chosen}",
+            flush=True,
+        )
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
@@ -102,7 +108,7 @@ def tea_messages(data):
     return msgs
 
 
-def cmd_history(data, iters):
+def cmd_history(data, iters, whole=False):
     import logging
 
     logging.disable(logging.WARNING)
@@ -118,6 +124,10 @@ def cmd_history(data, iters):
         ctx.model = "bench-model"
         ctx.max_context_tokens = 32768  # the same 32k window Evolve builds for
         ctx.supports_reasoning = False
+        if whole:
+            # max_history < 0 turns off the default cut to the last 10 user turns
+            # (config.py max_history = 10), so the whole session goes to its token trimming.
+            ctx.max_history = -1
         ctx.messages = [{"role": "system", "content": system}] + copy.deepcopy(session)
         ctx._semantic_summary = extras["summary"]
         ctx._injected_memories_text = extras["memory_block"]
@@ -132,7 +142,8 @@ def cmd_history(data, iters):
         t = time.perf_counter_ns()
         build_api_messages(ctx, system)
         samples.append(time.perf_counter_ns() - t)
-    print(f"SIDE product=tea measure=history messages={len(session)} median_ns={median_ns(samples)} samples={iters} out_messages={len(out)} tokens={tokens}", flush=True)
+    measure = "history_whole" if whole else "history"
+    print(f"SIDE product=tea measure={measure} messages={len(session)} median_ns={median_ns(samples)} samples={iters} out_messages={len(out)} tokens={tokens}", flush=True)
 
 
 def free_port():
@@ -250,6 +261,8 @@ def main():
         cmd_select(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]))
     elif cmd == "history":
         cmd_history(sys.argv[2], int(sys.argv[3]))
+    elif cmd == "history-whole":
+        cmd_history(sys.argv[2], int(sys.argv[3]), whole=True)
     elif cmd == "serve":
         cmd_serve(sys.argv[2], int(sys.argv[3]), float(sys.argv[4]) if len(sys.argv) > 4 else 3.0)
     else:

@@ -46,7 +46,8 @@ fn memory(i: usize, v: &Value) -> Memory {
     let created = NOW - v["age_days"].as_i64().unwrap_or(0) * DAY;
     let mut m = Memory::new(text(v, "content"), category, created, &FallbackTokenizer);
     m.id = i as u64 + 1;
-    m.priority = Priority::from_u8(v["priority"].as_u64().unwrap_or(2) as u8).unwrap_or(Priority::Low);
+    m.priority =
+        Priority::from_u8(v["priority"].as_u64().unwrap_or(2) as u8).unwrap_or(Priority::Low);
     m.importance = v["importance"].as_u64().unwrap_or(3) as u8;
     m
 }
@@ -74,7 +75,9 @@ fn message(v: &Value) -> Message {
 
 fn main() {
     let Ok(dir) = std::env::var("EVOLVE_SIDE_DATA") else {
-        println!("sidebyside: set EVOLVE_SIDE_DATA (bench/side-by-side/run.sh does); nothing measured");
+        println!(
+            "sidebyside: set EVOLVE_SIDE_DATA (bench/side-by-side/run.sh does); nothing measured"
+        );
         return;
     };
     let budget = Duration::from_secs(
@@ -91,14 +94,16 @@ fn main() {
         .enumerate()
         .map(|(i, v)| memory(i, v))
         .collect();
-    for n in [1_000, 10_000, 100_000].into_iter().filter(|&n| n <= all.len()) {
+    for n in [1_000, 10_000, 100_000]
+        .into_iter()
+        .filter(|&n| n <= all.len())
+    {
         let ms = &all[..n];
         let sel = select(ms, &query, NOW, &cfg);
-        let (median, samples) = harness::bench_samples(
-            &format!("select {n} memories"),
-            budget,
-            || select(black_box(ms), &query, NOW, &cfg),
-        );
+        let (median, samples) =
+            harness::bench_samples(&format!("select {n} memories"), budget, || {
+                select(black_box(ms), &query, NOW, &cfg)
+            });
         println!(
             "SIDE product=evolve measure=select n={n} median_ns={} samples={samples} considered={} chosen={}",
             median.as_nanos(),

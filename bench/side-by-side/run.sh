@@ -62,7 +62,7 @@ cd "$root"
 target="${CARGO_TARGET_DIR:-$root/target}"
 say "building evolve (release) and the evolve-core sidebyside bench…"
 cargo build --quiet --release -p evolve-mini
-bench_bin="$(cargo bench --quiet -p evolve-core --bench sidebyside --no-run --message-format=json 2>/dev/null |
+bench_bin="$(cargo bench --quiet -p evolve-core --bench sidebyside --no-run --message-format=json |
   "$teapy" -c 'import json,sys
 for l in sys.stdin:
     try: m = json.loads(l)

@@ -76,10 +76,11 @@ evolve_bin="$target/release/evolve"
 data="$work/data"
 "$teapy" "$here/gen_data.py" "$data"
 
-# tea-agent keeps everything under ~/.tea_agent: give its runs a home of their own.
+# tea-agent keeps its files under ~/.tea_agent and ./.tea_agent_run: give its runs a
+# home and a working directory of their own.
 teahome="$work/tea-home"
 mkdir -p "$teahome"
-tea() { HOME="$teahome" TMPDIR="$work" "$teapy" "$here/tea_bench.py" "$@" </dev/null 2>>"$work/tea-stderr.log"; }
+tea() { (cd "$work" && HOME="$teahome" TMPDIR="$work" "$teapy" "$here/tea_bench.py" "$@" </dev/null 2>>"$work/tea-stderr.log"); }
 
 out="$work/side.txt"
 say "Evolve: selection and history build (evolve-core, release)…"

@@ -180,11 +180,11 @@ def count_tree(pid):
     return n
 
 
-def start_and_probe(argv, env, port, timeout=120.0):
+def start_and_probe(argv, env, port, cwd, timeout=120.0):
     """Starts argv; returns (process, ns from spawn to the first 200 on /health)."""
     url = f"http://127.0.0.1:{port}/health"
     t0 = time.perf_counter_ns()
-    proc = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    proc = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=cwd, start_new_session=True)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         try:
@@ -241,7 +241,8 @@ def cmd_serve(evolve_bin, starts, idle_s):
                 argv = [sys.executable, "-m", "tea_agent.server", "--port", str(port)]
             proc = None
             try:
-                proc, ns = start_and_probe(argv, env, port)
+                # cwd = the temp dir: tea-agent keeps its store in ./.tea_agent_run by default
+                proc, ns = start_and_probe(argv, env, port, root)
                 times.append(ns)
                 time.sleep(idle_s)
                 rss.append(tree_rss_kb(proc.pid))

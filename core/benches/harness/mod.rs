@@ -8,7 +8,17 @@ use std::time::{Duration, Instant};
 /// Runs `f` for about `budget` (at least 5 samples, at most 1 000) and prints
 /// `name: median … (min …, max …, n samples)`. Returns the median.
 #[allow(dead_code)]
-pub fn bench<R>(name: &str, budget: Duration, mut f: impl FnMut() -> R) -> Duration {
+pub fn bench<R>(name: &str, budget: Duration, f: impl FnMut() -> R) -> Duration {
+    bench_samples(name, budget, f).0
+}
+
+/// [`bench`], also returning the number of samples taken.
+#[allow(dead_code)]
+pub fn bench_samples<R>(
+    name: &str,
+    budget: Duration,
+    mut f: impl FnMut() -> R,
+) -> (Duration, usize) {
     black_box(f()); // warm-up
     let mut samples = Vec::new();
     let start = Instant::now();
@@ -26,7 +36,7 @@ pub fn bench<R>(name: &str, budget: Duration, mut f: impl FnMut() -> R) -> Durat
         fmt(samples[samples.len() - 1]),
         samples.len()
     );
-    median
+    (median, samples.len())
 }
 
 /// Human-readable duration: ns, µs or ms.

@@ -43,8 +43,11 @@ fuzz_target!(|data: &[u8]| {
         return;
     };
     let written = toml::to_string(&config).expect("a CoreConfig writes as TOML");
-    let again: CoreConfig = toml::from_str(&written)
-        .unwrap_or_else(|e| panic!("{written:?} does not read back: {e}"));
+    let again: CoreConfig =
+        toml::from_str(&written).unwrap_or_else(|e| panic!("{written:?} does not read back: {e}"));
     let rewritten = toml::to_string(&again).expect("a CoreConfig writes as TOML");
-    assert_eq!(written, rewritten, "a written config changed when read back");
+    assert_eq!(
+        written, rewritten,
+        "a written config changed when read back"
+    );
 });

@@ -19,8 +19,14 @@ fuzz_target!(|data: &[u8]| {
     let text = text.as_ref();
 
     if let Some(repaired) = repair(text) {
-        assert!(parse_strict(&repaired).is_ok(), "repair of {text:?} gave {repaired:?}");
-        assert!(serde_reads(&repaired), "serde_json rejects the repair {repaired:?}");
+        assert!(
+            parse_strict(&repaired).is_ok(),
+            "repair of {text:?} gave {repaired:?}"
+        );
+        assert!(
+            serde_reads(&repaired),
+            "serde_json rejects the repair {repaired:?}"
+        );
         assert_eq!(
             repair(&repaired).as_deref(),
             Some(repaired.as_str()),
@@ -30,7 +36,11 @@ fuzz_target!(|data: &[u8]| {
 
     if let Ok(value) = parse_strict(text) {
         let written = value.to_json_string();
-        assert_eq!(parse_strict(&written), Ok(value), "{text:?} wrote {written:?}");
+        assert_eq!(
+            parse_strict(&written),
+            Ok(value),
+            "{text:?} wrote {written:?}"
+        );
     }
 
     if let Ok(value) = extract(text) {

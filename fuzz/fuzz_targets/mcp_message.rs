@@ -120,19 +120,25 @@ fuzz_target!(|data: &[u8]| {
         assert!(!line.contains(&b'\n'), "a line end inside a line");
         let parsed = serde_json::from_slice::<Value>(line).ok();
         if line.len() > server.max {
-            let reply = parsed.as_ref().expect("only the guard's reply is over the limit");
+            let reply = parsed
+                .as_ref()
+                .expect("only the guard's reply is over the limit");
             assert_eq!(reply["error"]["code"], -32603, "{reply}");
         }
         if let Some(value) = parsed {
             messages(&value, &mut seen);
         }
     }
-    let id_of = |m: &serde_json::Map<String, Value>| m.get("id").filter(|id| !id.is_null()).cloned();
-    let is_request = |m: &serde_json::Map<String, Value>| m.get("method").and_then(Value::as_str).is_some();
+    let id_of =
+        |m: &serde_json::Map<String, Value>| m.get("id").filter(|id| !id.is_null()).cloned();
+    let is_request =
+        |m: &serde_json::Map<String, Value>| m.get("method").and_then(Value::as_str).is_some();
     let answered = seen.iter().any(|m| {
         !is_request(m)
             && id_of(m).is_some_and(|id| {
-                id.as_u64().or_else(|| id.as_str().and_then(|s| s.parse().ok())) == Some(0)
+                id.as_u64()
+                    .or_else(|| id.as_str().and_then(|s| s.parse().ok()))
+                    == Some(0)
             })
     });
     assert_eq!(
@@ -153,10 +159,17 @@ fuzz_target!(|data: &[u8]| {
         .map(|body| serde_json::from_slice::<Value>(body).expect("evolve sends JSON"))
         .filter(|m| m.get("method").is_none())
         .collect();
-    assert_eq!(replies.len(), asked.len(), "answers {replies:?} to {asked:?}");
+    assert_eq!(
+        replies.len(),
+        asked.len(),
+        "answers {replies:?} to {asked:?}"
+    );
     for (reply, id) in replies.iter().zip(&asked) {
         assert_eq!(reply["jsonrpc"], "2.0");
         assert_eq!(&reply["id"], id);
-        assert!(reply.get("result").is_some() != reply.get("error").is_some(), "{reply}");
+        assert!(
+            reply.get("result").is_some() != reply.get("error").is_some(),
+            "{reply}"
+        );
     }
 });

@@ -7,8 +7,7 @@
 #![no_main]
 
 use evolve_core::skill::{
-    parse_skill_md, rank, summary_block, validate_name, Lang, SkillSummary,
-    MAX_DESCRIPTION_CHARS,
+    parse_skill_md, rank, summary_block, validate_name, Lang, SkillSummary, MAX_DESCRIPTION_CHARS,
 };
 use evolve_core::text::{FallbackTokenizer, KeywordSet, Tokenizer};
 use libfuzzer_sys::fuzz_target;
@@ -26,7 +25,10 @@ fuzz_target!(|data: &[u8]| {
         (1..=MAX_DESCRIPTION_CHARS).contains(&chars),
         "description of {chars} characters"
     );
-    assert!(text.ends_with(&doc.body), "the body is not the end of the file");
+    assert!(
+        text.ends_with(&doc.body),
+        "the body is not the end of the file"
+    );
 
     let tokenizer = FallbackTokenizer;
     let summary = SkillSummary::from_doc(&doc, &tokenizer);

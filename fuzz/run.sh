@@ -50,6 +50,7 @@ cleanup() {
     rm -rf "$work"
 }
 trap cleanup EXIT
+trap 'exit 130' INT TERM
 
 # The toolchain: libFuzzer needs nightly's -Zsanitizer and sancov flags.
 command -v rustup >/dev/null || skip "rustup is not installed (cargo-fuzz needs a nightly toolchain)"

@@ -30,7 +30,8 @@ impl<R: Read> LineGuard<R> {
         Self::with_max(inner, server, MAX_LINE)
     }
 
-    fn with_max(inner: R, server: &str, max: usize) -> Self {
+    /// With a smaller limit, for the tests and `fuzz/fuzz_targets/mcp_message.rs`.
+    pub(super) fn with_max(inner: R, server: &str, max: usize) -> Self {
         LineGuard {
             input: BufReader::with_capacity(CHUNK, inner),
             server: server.to_string(),

@@ -34,8 +34,13 @@ const BAD_LINE_CHARS: usize = 200;
 type Failed = (LlmError, Retry);
 
 impl Client {
+    /// `base_url` + `path`, with the base's query (Azure's `?api-version=…`, a gateway's
+    /// `?api-key=…`) kept after the path rather than swallowing it.
     fn url(&self, path: &str) -> String {
-        format!("{}{path}", self.config.base_url.trim_end_matches('/'))
+        let base = self.config.base_url.as_str();
+        let base = base.split_once('#').map_or(base, |(b, _)| b);
+        let (head, query) = base.split_at(base.find('?').unwrap_or(base.len()));
+        format!("{}{path}{query}", head.trim_end_matches('/'))
     }
 
     /// Shortens the first retry's wait (tests).

@@ -113,6 +113,16 @@ fn a_plain_answer_with_usage_and_the_request_it_came_from() {
 }
 
 #[test]
+fn a_base_url_with_a_query_keeps_it_after_the_path() {
+    let fake = FakeLlm::start();
+    fake.push(Reply::text("Hello there."));
+    let base = format!("{}/?api-version=2024-06-01", fake.base_url());
+    let (r, _) = run(&client_with(config(&base)), &request(false));
+    assert_eq!(r.expect("an answer").message.content, "Hello there.");
+    assert_eq!(fake.chat_requests().len(), 1, "sent to /chat/completions");
+}
+
+#[test]
 fn the_cheap_model_gets_its_own_name_and_no_main_temperature() {
     let fake = FakeLlm::start();
     let mut req = request(false);

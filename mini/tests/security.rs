@@ -35,7 +35,7 @@
 //! command line or through the API, and that the API's download name stays a plain name.
 //!
 //! The secrets guarantee, as asserted: what the *configuration* holds — the model's API
-//! key, its base URL's password, an MCP server's bearer token, header
+//! key, its base URL's password and `?api-key=`, an MCP server's bearer token, header
 //! value and URL key — never appears in a log line (at any level), an API response, a
 //! session or memory export, or `config show`; a tool result that contains the API key
 //! reaches neither the model nor the history (`[redacted]`). What the *user types* into
@@ -969,15 +969,19 @@ const PASSWORD: &str = "SECPASSWORD0123456789";
 const BEARER: &str = "SECBEARER0123456789abcdef";
 const HEADER: &str = "SECHEADER0123456789abcdef";
 const URL_KEY: &str = "SECURLKEY0123456789abcdef";
-const SECRETS: [&str; 5] = [API_KEY, PASSWORD, BEARER, HEADER, URL_KEY];
+const MODEL_URL_KEY: &str = "SECMODELURLKEY0123456789";
+const SECRETS: [&str; 6] = [API_KEY, PASSWORD, BEARER, HEADER, URL_KEY, MODEL_URL_KEY];
 
 /// A world whose configuration holds every kind of secret: the model's key, a password
-/// and a key in its base URL, an HTTP MCP server's bearer token, header and URL key
+/// and an `?api-key=` in its base URL, an HTTP MCP server's bearer token, header and URL key
 /// (that server is the fake itself, so requests carrying them really go out).
 fn secret_world(name: &str, log: &str) -> World {
     let mut w = World::new(name);
     let base = w.fake.base_url();
-    let with_password = base.replacen("http://", &format!("http://alice:{PASSWORD}@"), 1);
+    let with_password = format!(
+        "{}?api-key={MODEL_URL_KEY}",
+        base.replacen("http://", &format!("http://alice:{PASSWORD}@"), 1)
+    );
     w.env("OPENAI_BASE_URL", &with_password);
     w.env("OPENAI_API_KEY", API_KEY);
     w.env("EVOLVE_LOG", log);

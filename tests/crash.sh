@@ -25,23 +25,12 @@
 # (printed; default: a new one); CRASH_KEEP=1 keeps the temporary directory.
 set -euo pipefail
 
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-TARGET="${CARGO_TARGET_DIR:-$ROOT/target}"
+NAME=crash
+# shellcheck source=tests/lib/bins.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib/bins.sh"
 ROUNDS="${CRASH_ROUNDS:-20}"
 SEED="${CRASH_SEED:-$((RANDOM * 32768 + RANDOM))}"
 RANDOM="$SEED"
-say() { echo "crash: $*"; }
-
-if [ -z "${EVOLVE_BIN:-}" ] || [ -z "${FAKE_LLM_BIN:-}" ]; then
-    say "building evolve and fake-llm (debug)"
-    (cd "$ROOT" && cargo build -q -p evolve-mini -p evolve-fake-llm)
-fi
-EVOLVE_BIN="${EVOLVE_BIN:-$TARGET/debug/evolve}"
-FAKE_LLM_BIN="${FAKE_LLM_BIN:-$TARGET/debug/fake-llm}"
-for bin in "$EVOLVE_BIN" "$FAKE_LLM_BIN"; do
-    [ -x "$bin" ] || { say "no executable $bin"; echo "crash: 0 passed, 1 failed"; exit 1; }
-done
-command -v python3 >/dev/null || { say "python3 is needed"; echo "crash: 0 passed, 1 failed"; exit 1; }
 
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/evolve-crash.XXXXXX")"
 FAKE_PID=""

@@ -22,20 +22,9 @@
 # when a check failed. DISK_FULL_KEEP=1 keeps the temporary directory (unmounted).
 set -euo pipefail
 
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-TARGET="${CARGO_TARGET_DIR:-$ROOT/target}"
-say() { echo "disk-full: $*"; }
-
-if [ -z "${EVOLVE_BIN:-}" ] || [ -z "${FAKE_LLM_BIN:-}" ]; then
-    say "building evolve and fake-llm (debug)"
-    (cd "$ROOT" && cargo build -q -p evolve-mini -p evolve-fake-llm)
-fi
-EVOLVE_BIN="${EVOLVE_BIN:-$TARGET/debug/evolve}"
-FAKE_LLM_BIN="${FAKE_LLM_BIN:-$TARGET/debug/fake-llm}"
-for bin in "$EVOLVE_BIN" "$FAKE_LLM_BIN"; do
-    [ -x "$bin" ] || { say "no executable $bin"; echo "disk-full: 0 passed, 1 failed"; exit 1; }
-done
-command -v python3 >/dev/null || { say "python3 is needed"; echo "disk-full: 0 passed, 1 failed"; exit 1; }
+NAME=disk-full
+# shellcheck source=tests/lib/bins.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib/bins.sh"
 
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/evolve-disk-full.XXXXXX")"
 HOME_DIR="$WORK/home"

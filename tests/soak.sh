@@ -23,22 +23,11 @@
 # a check failed. SOAK_KEEP=1 keeps the temporary directory.
 set -euo pipefail
 
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-TARGET="${CARGO_TARGET_DIR:-$ROOT/target}"
+NAME=soak
+# shellcheck source=tests/lib/bins.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib/bins.sh"
 SECONDS_BUDGET="${SOAK_SECONDS:-60}"
 STREAMS="${SOAK_STREAMS:-4}"
-say() { echo "soak: $*"; }
-
-if [ -z "${EVOLVE_BIN:-}" ] || [ -z "${FAKE_LLM_BIN:-}" ]; then
-    say "building evolve and fake-llm (debug)"
-    (cd "$ROOT" && cargo build -q -p evolve-mini -p evolve-fake-llm)
-fi
-EVOLVE_BIN="${EVOLVE_BIN:-$TARGET/debug/evolve}"
-FAKE_LLM_BIN="${FAKE_LLM_BIN:-$TARGET/debug/fake-llm}"
-for bin in "$EVOLVE_BIN" "$FAKE_LLM_BIN"; do
-    [ -x "$bin" ] || { say "no executable $bin"; echo "soak: 0 passed, 1 failed"; exit 1; }
-done
-command -v python3 >/dev/null || { say "python3 is needed"; echo "soak: 0 passed, 1 failed"; exit 1; }
 
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/evolve-soak.XXXXXX")"
 FAKE_PID=""

@@ -19,6 +19,9 @@ use std::time::{Duration, Instant};
 
 use evolve_fake_llm::{FakeLlm, Reply};
 
+use support::ms;
+use support::server::memory;
+
 const MEMORIES: usize = 10_000;
 const RUNS: usize = 15;
 
@@ -77,10 +80,6 @@ fn main() {
     );
     idle_rss(&exe, &home, &fake);
     let _ = std::fs::remove_dir_all(&home);
-}
-
-fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1000.0
 }
 
 fn evolve(exe: &Path, home: &Path, fake: &FakeLlm) -> Command {
@@ -142,7 +141,7 @@ fn idle_rss(exe: &Path, home: &Path, fake: &FakeLlm) {
         .spawn()
         .expect("spawn evolve chat");
     std::thread::sleep(Duration::from_millis(500));
-    let idle = rss_kib(child.id());
+    let idle = memory(child.id()).rss;
     fake.push(Reply::Text("好的。".into()));
     let requests = fake.chat_requests().len();
     let mut stdin = child.stdin.take().expect("stdin");
@@ -153,7 +152,7 @@ fn idle_rss(exe: &Path, home: &Path, fake: &FakeLlm) {
         std::thread::sleep(Duration::from_millis(20));
     }
     std::thread::sleep(Duration::from_millis(700));
-    let after = rss_kib(child.id());
+    let after = memory(child.id()).rss;
     drop(stdin);
     let _ = child.wait();
     println!(
@@ -161,16 +160,4 @@ fn idle_rss(exe: &Path, home: &Path, fake: &FakeLlm) {
         idle as f64 / 1024.0,
         after as f64 / 1024.0
     );
-}
-
-fn rss_kib(pid: u32) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmRSS:"))
-                .and_then(|l| l.split_whitespace().nth(1))
-                .and_then(|n| n.parse().ok())
-        })
-        .unwrap_or(0)
 }

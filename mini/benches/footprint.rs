@@ -33,15 +33,17 @@
 
 mod support;
 
-use std::io::{self, BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc::{self, Receiver};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use evolve_fake_llm::{FakeLlm, Reply};
 use serde_json::{json, Value};
+
+use support::http::Conn;
+use support::mcp::{test_server, CLASSIFY, LEVELS};
+use support::server::{children, memory, Memory, Server};
+use support::{cpu, load_average, mb, ms, thousands};
 
 /// Quiet time before each RSS reading.
 const IDLE: Duration = Duration::from_secs(3);
@@ -59,10 +61,6 @@ const REPLY: &str = "Instant answer from the fake model.";
 const TARGET_IDLE_MB: f64 = 8.0;
 const TARGET_CHINESE_MB: f64 = 16.0;
 const TARGET_SIZE_MIB: f64 = 5.0;
-/// The classification prompt's marker (mini/src/agents/prompts.rs) and levels for the
-/// test server's tools.
-const CLASSIFY: &str = "[evolve:classify]";
-const LEVELS: &str = r#"{"echo": "L0", "add": "L0", "write_note": "L3", "delete_everything": "L4", "send_message": "L4", "slow": "L0", "fail": "L0", "crash": "L1", "add_tool": "L1", "extra": "L1", "big": "L0", "env": "L2", "cwd": "L2"}"#;
 
 /// Levels for the tools of the pinned third-party servers (tests/mcp-peers/), any level
 /// will do: they are only listed here, never called.
@@ -665,312 +663,9 @@ fn quiet(fake: &FakeLlm) {
     std::thread::sleep(IDLE);
 }
 
-/// The test server next to the bench's `evolve` (same profile); built when missing.
-fn test_server(built: &Path) -> PathBuf {
-    let bin_dir = built.parent().expect("the binary's directory");
-    let bin = bin_dir.join("evolve-mcp-test-server");
-    if bin.exists() {
-        return bin;
-    }
-    let target = bin_dir.parent().expect("the target directory");
-    let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("../Cargo.toml");
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    println!(
-        "building the MCP test server (release) into {}",
-        target.display()
-    );
-    let status = Command::new(cargo)
-        .args(["build", "--release", "-p", "evolve-mcp-test-server"])
-        .arg("--manifest-path")
-        .arg(&manifest)
-        .arg("--target-dir")
-        .arg(target)
-        .status()
-        .expect("run cargo build");
-    assert!(
-        status.success() && bin.exists(),
-        "{} is missing: run `cargo build --release -p evolve-mcp-test-server`",
-        bin.display()
-    );
-    bin
-}
-
-// ---- processes and HTTP --------------------------------------------------------------------
-
-/// A running `evolve serve --port 0`.
-struct Server {
-    child: Child,
-    port: u16,
-    /// Its stderr after the start line (warnings and errors).
-    stderr: Receiver<String>,
-}
-
-/// Memory of a process, from `/proc/PID/status`, in KiB.
-#[derive(Clone, Copy)]
-struct Memory {
-    rss: u64,
-    peak: u64,
-    /// Of `rss`: the heap and stacks, and the mapped files (the binary's touched pages,
-    /// shared libraries).
-    anon: u64,
-    file: u64,
-    threads: u64,
-}
-
-impl Server {
-    /// Spawns `serve` and waits for its start line; panics with what it said otherwise.
-    fn start(exe: &Path, home: &Path, fake: &FakeLlm) -> Server {
-        let mut cmd = support::evolve(exe, home, fake, "warn");
-        // How much of the RSS is glibc's per-thread arenas: `MALLOC_ARENA_MAX=1 cargo bench …`.
-        if let Some(max) = std::env::var_os("MALLOC_ARENA_MAX") {
-            cmd.env("MALLOC_ARENA_MAX", max);
-        }
-        let mut child = cmd
-            .args(["serve", "--port", "0"])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap_or_else(|e| panic!("cannot spawn {}: {e}", exe.display()));
-        let stderr = child.stderr.take().expect("serve's stderr");
-        let (tx, rx) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        let mut said = Vec::new();
-        let port = loop {
-            let Ok(line) = rx.recv_timeout(Duration::from_secs(30)) else {
-                let _ = child.kill();
-                let _ = child.wait();
-                panic!("serve did not start: {}", said.join("\n"));
-            };
-            if let Some(rest) = line.split(" serving on http://").nth(1) {
-                let addr = rest.split_whitespace().next().unwrap_or("");
-                break addr
-                    .rsplit(':')
-                    .next()
-                    .and_then(|p| p.parse().ok())
-                    .unwrap_or_else(|| panic!("no port in the start line: {line}"));
-            }
-            said.push(line);
-        };
-        Server {
-            child,
-            port,
-            stderr: rx,
-        }
-    }
-
-    fn memory(&self) -> Memory {
-        memory(self.child.id())
-    }
-
-    /// SIGTERM, waits for the exit (killed after 30 s); returns what it logged.
-    fn stop(mut self) -> Vec<String> {
-        let _ = Command::new("kill")
-            .args(["-TERM", &self.child.id().to_string()])
-            .status();
-        let end = Instant::now() + Duration::from_secs(30);
-        let code = loop {
-            match self.child.try_wait() {
-                Ok(Some(status)) => break status.code(),
-                Ok(None) if Instant::now() < end => std::thread::sleep(Duration::from_millis(10)),
-                _ => {
-                    let _ = self.child.kill();
-                    let _ = self.child.wait();
-                    break None;
-                }
-            }
-        };
-        let mut said: Vec<String> = self
-            .stderr
-            .try_iter()
-            .filter(|l| l != "evolve serve stopped")
-            .collect();
-        if code != Some(0) {
-            said.push(format!("(serve exited with {code:?} after SIGTERM)"));
-        }
-        said
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn memory(pid: u32) -> Memory {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    let field = |name: &str| {
-        status
-            .lines()
-            .find(|l| l.starts_with(name))
-            .and_then(|l| l.split_whitespace().nth(1))
-            .and_then(|n| n.parse().ok())
-            .unwrap_or(0)
-    };
-    Memory {
-        rss: field("VmRSS:"),
-        peak: field("VmHWM:"),
-        anon: field("RssAnon:"),
-        file: field("RssFile:"),
-        threads: field("Threads:"),
-    }
-}
-
-/// The child processes of `pid` (every thread's).
-fn children(pid: u32) -> Vec<u32> {
-    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
-        return Vec::new();
-    };
-    tasks
-        .flatten()
-        .filter_map(|t| std::fs::read_to_string(t.path().join("children")).ok())
-        .flat_map(|s| {
-            s.split_whitespace()
-                .filter_map(|p| p.parse().ok())
-                .collect::<Vec<u32>>()
-        })
-        .collect()
-}
-
-/// One keep-alive HTTP/1.1 connection; answers must carry a Content-Length.
-struct Conn {
-    port: u16,
-    out: TcpStream,
-    reader: BufReader<TcpStream>,
-    /// The server said `Connection: close`: the next request reconnects.
-    closed: bool,
-}
-
-impl Conn {
-    fn open(port: u16) -> io::Result<Conn> {
-        let out = TcpStream::connect(("127.0.0.1", port))?;
-        out.set_nodelay(true)?;
-        out.set_read_timeout(Some(Duration::from_secs(60)))?;
-        let reader = BufReader::with_capacity(64 * 1024, out.try_clone()?);
-        Ok(Conn {
-            port,
-            out,
-            reader,
-            closed: false,
-        })
-    }
-
-    /// The status and the body.
-    fn request(
-        &mut self,
-        method: &str,
-        path: &str,
-        body: Option<&Value>,
-    ) -> io::Result<(u16, String)> {
-        if self.closed {
-            *self = Conn::open(self.port)?;
-        }
-        let body = body.map(Value::to_string).unwrap_or_default();
-        let mut request = format!(
-            "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{}\r\n",
-            self.port
-        );
-        if method != "GET" {
-            request.push_str(&format!(
-                "Content-Type: application/json\r\nContent-Length: {}\r\n",
-                body.len()
-            ));
-        }
-        request.push_str("\r\n");
-        request.push_str(&body);
-        self.out.write_all(request.as_bytes())?;
-
-        let mut line = String::new();
-        if self.reader.read_line(&mut line)? == 0 {
-            return Err(io::Error::new(
-                io::ErrorKind::UnexpectedEof,
-                "connection closed",
-            ));
-        }
-        let status = line
-            .split(' ')
-            .nth(1)
-            .and_then(|s| s.parse().ok())
-            .ok_or_else(|| io::Error::other(format!("not a status line: {line:?}")))?;
-        let mut length = None;
-        loop {
-            line.clear();
-            if self.reader.read_line(&mut line)? == 0 {
-                return Err(io::Error::new(
-                    io::ErrorKind::UnexpectedEof,
-                    "the head ended early",
-                ));
-            }
-            let l = line.trim_end();
-            if l.is_empty() {
-                break;
-            }
-            if let Some((n, v)) = l.split_once(':') {
-                let (n, v) = (n.trim().to_ascii_lowercase(), v.trim());
-                if n == "content-length" {
-                    length = v.parse().ok();
-                } else if n == "connection" && v.eq_ignore_ascii_case("close") {
-                    self.closed = true;
-                }
-            }
-        }
-        let length = length.ok_or_else(|| io::Error::other("no Content-Length"))?;
-        let mut body = vec![0; length];
-        self.reader.read_exact(&mut body)?;
-        Ok((status, String::from_utf8_lossy(&body).into_owned()))
-    }
-}
-
 // ---- small things ----------------------------------------------------------------------
-
-fn cpu() -> String {
-    std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("model name"))
-                .and_then(|l| l.split_once(':'))
-                .map(|(_, v)| v.trim().to_string())
-        })
-        .unwrap_or_else(|| "unknown CPU".into())
-}
-
-fn load_average() -> String {
-    std::fs::read_to_string("/proc/loadavg")
-        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
-        .unwrap_or_else(|_| "unknown".into())
-}
 
 /// A TOML basic string.
 fn toml_str(s: &str) -> String {
     Value::String(s.to_string()).to_string()
-}
-
-fn mb(kib: u64) -> f64 {
-    kib as f64 / 1024.0
-}
-
-fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1000.0
-}
-
-/// 100000 → "100 000".
-fn thousands(n: usize) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
-            out.push(' ');
-        }
-        out.push(c);
-    }
-    out
 }

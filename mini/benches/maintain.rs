@@ -15,6 +15,8 @@ use std::time::{Duration, Instant};
 
 use evolve_fake_llm::{FakeLlm, Reply};
 
+use support::ms;
+
 const SIZES: [usize; 2] = [1_000, 10_000];
 const RUNS: usize = 3;
 
@@ -154,8 +156,4 @@ fn seed(exe: &Path, home: &Path, fake: &FakeLlm, n: usize) {
 
 fn evolve(exe: &Path, home: &Path, fake: &FakeLlm) -> Command {
     support::evolve(exe, home, fake, "warn")
-}
-
-fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1000.0
 }

@@ -33,15 +33,14 @@ use std::time::{Duration, Instant};
 use evolve_fake_llm::{FakeLlm, Recorded, Reply};
 use serde_json::{json, Value};
 
+use support::mcp::{test_server, CLASSIFY, LEVELS};
+use support::ms;
+use support::server::{children, memory};
+
 /// Direct round trips timed (after 20 untimed ones warm the server up).
 const DIRECT_CALLS: usize = 300;
 /// Calls through Evolve timed, after the cold one; each is a turn of two model requests.
 const EVOLVE_CALLS: usize = 40;
-/// What the cheap model answers when asked to classify the test server's tools: `echo`
-/// runs without asking.
-const LEVELS: &str = r#"{"echo": "L0", "add": "L0", "write_note": "L3", "delete_everything": "L4", "send_message": "L4", "slow": "L0", "fail": "L0", "crash": "L1", "add_tool": "L1", "extra": "L1", "big": "L0", "env": "L2", "cwd": "L2"}"#;
-/// The classification prompt's marker (mini/src/agents/prompts.rs).
-const CLASSIFY: &str = "[evolve:classify]";
 /// The protocol version Evolve asks for (mcp/conn.rs), so both clients get the same server.
 const PROTOCOL: &str = "2025-11-25";
 
@@ -80,41 +79,6 @@ fn main() {
         ms(direct_cold)
     );
     idle_rss(&exe, &server);
-}
-
-/// The test server next to the `evolve` binary (same profile); built when missing, with
-/// its own `cargo build` so its rmcp server features stay out of the `evolve` measured.
-fn test_server(exe: &Path) -> PathBuf {
-    let bin_dir = exe.parent().expect("the binary's directory");
-    let bin = bin_dir.join("evolve-mcp-test-server");
-    if bin.exists() {
-        return bin;
-    }
-    let target = bin_dir.parent().expect("the target directory");
-    let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("../Cargo.toml");
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    println!(
-        "building the MCP test server (release) into {}",
-        target.display()
-    );
-    let status = Command::new(cargo)
-        .args(["build", "--release", "-p", "evolve-mcp-test-server"])
-        .arg("--manifest-path")
-        .arg(&manifest)
-        .arg("--target-dir")
-        .arg(target)
-        .status()
-        .expect("run cargo build");
-    assert!(
-        status.success() && bin.exists(),
-        "{} is missing: run `cargo build --release -p evolve-mcp-test-server`",
-        bin.display()
-    );
-    bin
-}
-
-fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1000.0
 }
 
 fn median(xs: &[Duration]) -> Duration {
@@ -428,46 +392,21 @@ fn rss_around_turn(
     let mut child = chat(exe, home, fake);
     let mut stdin = child.stdin.take().expect("chat's stdin");
     settle();
-    let before = rss_kib(child.id());
+    let before = memory(child.id()).rss;
     assert!(children(child.id()).is_empty(), "no server before a turn");
     writeln!(stdin, "hello")
         .and_then(|()| stdin.flush())
         .expect("write to chat");
     wait_main(fake, requests, &mut child, home);
     settle();
-    let after = rss_kib(child.id());
-    let servers = children(child.id()).into_iter().map(rss_kib).collect();
+    let after = memory(child.id()).rss;
+    let servers = children(child.id())
+        .into_iter()
+        .map(|pid| memory(pid).rss)
+        .collect();
     let _ = writeln!(stdin, "/quit");
     drop(stdin);
     let _ = child.wait();
     let _ = std::fs::remove_dir_all(home);
     (before, after, servers)
-}
-
-/// The child processes of `pid` (every thread's).
-fn children(pid: u32) -> Vec<u32> {
-    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
-        return Vec::new();
-    };
-    tasks
-        .flatten()
-        .filter_map(|t| std::fs::read_to_string(t.path().join("children")).ok())
-        .flat_map(|s| {
-            s.split_whitespace()
-                .filter_map(|p| p.parse().ok())
-                .collect::<Vec<u32>>()
-        })
-        .collect()
-}
-
-fn rss_kib(pid: u32) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmRSS:"))
-                .and_then(|l| l.split_whitespace().nth(1))
-                .and_then(|n| n.parse().ok())
-        })
-        .unwrap_or(0)
 }

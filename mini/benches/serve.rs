@@ -25,17 +25,20 @@
 mod support;
 
 use std::collections::BTreeMap;
-use std::io::{self, BufRead, BufReader, Read, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::mpsc::{self, Receiver};
 use std::sync::{Arc, Barrier, Mutex};
 use std::time::{Duration, Instant};
 
 use evolve_fake_llm::{FakeLlm, Reply};
 use serde_json::{json, Value};
+
+use support::http::{read_head, Conn};
+use support::server::{Memory, Server};
+use support::{cpu, load_average, mb, ms, thousands};
 
 /// Sessions in the store for `GET /v1/sessions`.
 const SESSIONS: usize = 50;
@@ -98,7 +101,7 @@ fn main() {
     std::thread::sleep(Duration::from_millis(200));
     let mut rss = vec![(
         "idle, right after its first /health".to_string(),
-        server.rss(),
+        server.memory(),
     )];
 
     let mut sent = 0;
@@ -112,7 +115,7 @@ fn main() {
     }
     rss.push((
         format!("after the load runs (~{} requests)", thousands(sent)),
-        server.rss(),
+        server.memory(),
     ));
 
     streams(&server, &fake, &mut rss);
@@ -129,7 +132,7 @@ fn main() {
     std::thread::sleep(Duration::from_millis(500));
     rss.push((
         format!("after {} more requests (mixed)", thousands(MIXED)),
-        server.rss(),
+        server.memory(),
     ));
 
     println!("RSS of `evolve serve` (VmRSS; peak VmHWM; threads):");
@@ -164,15 +167,7 @@ fn main() {
 /// What ran the bench: the machine is shared, so its load average is part of the figure.
 fn machine(exe: &Path) {
     let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
-    let cpu = std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("model name"))
-                .and_then(|l| l.split_once(':'))
-                .map(|(_, v)| v.trim().to_string())
-        })
-        .unwrap_or_else(|| "unknown CPU".into());
+    let cpu = cpu();
     println!(
         "machine: {cores} cores, {cpu}; load average at the start: {}",
         load_average()
@@ -186,264 +181,9 @@ fn machine(exe: &Path) {
     }
 }
 
-fn load_average() -> String {
-    std::fs::read_to_string("/proc/loadavg")
-        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
-        .unwrap_or_else(|_| "unknown".into())
-}
-
-fn mb(kib: u64) -> f64 {
-    kib as f64 / 1024.0
-}
-
-fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1000.0
-}
-
-/// 100000 → "100 000".
-fn thousands(n: usize) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
-            out.push(' ');
-        }
-        out.push(c);
-    }
-    out
-}
-
 /// The value at percentile `p` of sorted values.
 fn pct<T: Copy>(sorted: &[T], p: usize) -> T {
     sorted[(sorted.len() * p / 100).min(sorted.len() - 1)]
-}
-
-fn evolve(exe: &Path, home: &Path, fake: &FakeLlm) -> Command {
-    let mut cmd = support::evolve(exe, home, fake, "warn");
-    // glibc's per-thread malloc arenas hold freed memory: `MALLOC_ARENA_MAX=1 cargo
-    // bench …` shows how much of the RSS after the concurrent chats is theirs.
-    if let Ok(max) = std::env::var("MALLOC_ARENA_MAX") {
-        cmd.env("MALLOC_ARENA_MAX", max);
-    }
-    cmd
-}
-
-/// A running `evolve serve --port 0`.
-struct Server {
-    child: Child,
-    port: u16,
-    /// Its stderr after the start line (warnings and errors).
-    stderr: Receiver<String>,
-}
-
-/// Memory of a process, from `/proc/PID/status`.
-#[derive(Clone, Copy)]
-struct Rss {
-    rss: u64,
-    peak: u64,
-    threads: u64,
-}
-
-impl Server {
-    /// Spawns `serve` and waits for its start line; panics with what it said when it
-    /// does not start.
-    fn start(exe: &Path, home: &Path, fake: &FakeLlm) -> Server {
-        Server::spawn(exe, home, fake).unwrap_or_else(|said| panic!("serve did not start: {said}"))
-    }
-
-    fn spawn(exe: &Path, home: &Path, fake: &FakeLlm) -> Result<Server, String> {
-        let mut child = evolve(exe, home, fake)
-            .args(["serve", "--port", "0"])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .map_err(|e| format!("cannot spawn {}: {e}", exe.display()))?;
-        let stderr = child.stderr.take().ok_or("no stderr")?;
-        let (tx, rx) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        let mut said = Vec::new();
-        let port = loop {
-            let Ok(line) = rx.recv_timeout(Duration::from_secs(20)) else {
-                let _ = child.kill();
-                let _ = child.wait();
-                return Err(said.join("\n"));
-            };
-            if let Some(rest) = line.split(" serving on http://").nth(1) {
-                let addr = rest.split_whitespace().next().unwrap_or("");
-                match addr.rsplit(':').next().and_then(|p| p.parse().ok()) {
-                    Some(port) => break port,
-                    None => return Err(format!("no port in the start line: {line}")),
-                }
-            }
-            said.push(line);
-        };
-        Ok(Server {
-            child,
-            port,
-            stderr: rx,
-        })
-    }
-
-    fn rss(&self) -> Rss {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
-            .unwrap_or_default();
-        let field = |name: &str| {
-            status
-                .lines()
-                .find(|l| l.starts_with(name))
-                .and_then(|l| l.split_whitespace().nth(1))
-                .and_then(|n| n.parse().ok())
-                .unwrap_or(0)
-        };
-        Rss {
-            rss: field("VmRSS:"),
-            peak: field("VmHWM:"),
-            threads: field("Threads:"),
-        }
-    }
-
-    /// SIGTERM, waits for the exit (killed after 30 s); returns what it logged, its
-    /// exit code included when it was not 0.
-    fn stop(mut self) -> Vec<String> {
-        let _ = Command::new("kill")
-            .args(["-TERM", &self.child.id().to_string()])
-            .status();
-        let end = Instant::now() + Duration::from_secs(30);
-        let code = loop {
-            match self.child.try_wait() {
-                Ok(Some(status)) => break status.code(),
-                Ok(None) if Instant::now() < end => std::thread::sleep(Duration::from_millis(5)),
-                _ => {
-                    let _ = self.child.kill();
-                    let _ = self.child.wait();
-                    break None;
-                }
-            }
-        };
-        let mut said: Vec<String> = self
-            .stderr
-            .try_iter()
-            .filter(|l| l != "evolve serve stopped")
-            .collect();
-        if code != Some(0) {
-            said.push(format!("(serve exited with {code:?} after SIGTERM)"));
-        }
-        said
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// One keep-alive HTTP/1.1 connection.
-struct Conn {
-    port: u16,
-    out: TcpStream,
-    reader: BufReader<TcpStream>,
-    body: Vec<u8>,
-    /// The server said `Connection: close`: the next request reconnects.
-    closed: bool,
-}
-
-impl Conn {
-    fn open(port: u16) -> io::Result<Conn> {
-        let out = TcpStream::connect(("127.0.0.1", port))?;
-        out.set_nodelay(true)?;
-        out.set_read_timeout(Some(Duration::from_secs(30)))?;
-        let reader = BufReader::with_capacity(64 * 1024, out.try_clone()?);
-        Ok(Conn {
-            port,
-            out,
-            reader,
-            body: Vec::new(),
-            closed: false,
-        })
-    }
-
-    /// `GET path`: the status and the body's length.
-    fn get(&mut self, path: &str) -> io::Result<(u16, usize)> {
-        if self.closed {
-            *self = Conn::open(self.port)?;
-        }
-        let request = format!(
-            "GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{}\r\n\r\n",
-            self.port
-        );
-        self.out.write_all(request.as_bytes())?;
-        let head = read_head(&mut self.reader)?;
-        if head.header("transfer-encoding").is_some() {
-            return Err(io::Error::other("a chunked answer to a GET"));
-        }
-        let length = head
-            .header("content-length")
-            .and_then(|n| n.parse().ok())
-            .ok_or_else(|| io::Error::other("no Content-Length"))?;
-        self.body.resize(length, 0);
-        self.reader.read_exact(&mut self.body)?;
-        self.closed = head
-            .header("connection")
-            .is_some_and(|c| c.eq_ignore_ascii_case("close"));
-        Ok((head.status, length))
-    }
-}
-
-/// A response head.
-struct Head {
-    status: u16,
-    headers: Vec<(String, String)>,
-}
-
-impl Head {
-    fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(n, _)| n == name)
-            .map(|(_, v)| v.as_str())
-    }
-}
-
-fn read_head(reader: &mut impl BufRead) -> io::Result<Head> {
-    let mut line = String::new();
-    if reader.read_line(&mut line)? == 0 {
-        return Err(io::Error::new(
-            io::ErrorKind::UnexpectedEof,
-            "the server closed the connection",
-        ));
-    }
-    let status = line
-        .split(' ')
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .ok_or_else(|| io::Error::other(format!("not a status line: {line:?}")))?;
-    let mut headers = Vec::new();
-    loop {
-        line.clear();
-        if reader.read_line(&mut line)? == 0 {
-            return Err(io::Error::new(
-                io::ErrorKind::UnexpectedEof,
-                "the head ended early",
-            ));
-        }
-        let l = line.trim_end();
-        if l.is_empty() {
-            break;
-        }
-        if let Some((n, v)) = l.split_once(':') {
-            headers.push((n.trim().to_ascii_lowercase(), v.trim().to_string()));
-        }
-    }
-    Ok(Head { status, headers })
 }
 
 /// 50 sessions through `POST /v1/sessions`.
@@ -786,7 +526,7 @@ fn report(what: &str, results: &[Streamed], wall: Option<Duration>, fake: &FakeL
 /// Streamed chats: [`SOLO`] alone one after the other (the baseline), then two rounds
 /// of [`STREAMS`] at once; after each round, its background work is waited for and the
 /// RSS read.
-fn streams(server: &Server, fake: &FakeLlm, rss: &mut Vec<(String, Rss)>) {
+fn streams(server: &Server, fake: &FakeLlm, rss: &mut Vec<(String, Memory)>) {
     let port = server.port;
     let mut solo = Vec::new();
     for i in 0..SOLO {
@@ -828,7 +568,7 @@ fn streams(server: &Server, fake: &FakeLlm, rss: &mut Vec<(String, Rss)>) {
         );
         rss.push((
             format!("after {STREAMS} streamed chats (round {round}) and their background work"),
-            server.rss(),
+            server.memory(),
         ));
     }
     let mut conn = Conn::open(port).expect("connect to serve");

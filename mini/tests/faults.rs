@@ -37,15 +37,6 @@ use support::mcp::*;
 use support::serve::Server;
 use support::*;
 
-fn no_panic(run: &Run) {
-    assert!(
-        !run.stderr.contains("panicked") && run.code != 101 && run.code != -1,
-        "crashed (exit {}):\n{}",
-        run.code,
-        run.stderr
-    );
-}
-
 /// A loopback port nothing listens on (yet).
 fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")

@@ -88,15 +88,6 @@ fn ask_with_calls(w: &World, calls: &[(&str, String)]) -> serde_json::Value {
     record
 }
 
-fn no_panic(run: &Run) {
-    assert!(
-        !run.stderr.contains("panicked") && run.code != 101 && run.code != -1,
-        "crashed (exit {}):\n{}",
-        run.code,
-        run.stderr
-    );
-}
-
 // ---------------------------------------------------------------------------------
 // Path traversal and symlinks
 

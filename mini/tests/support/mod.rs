@@ -237,6 +237,17 @@ impl Run {
     }
 }
 
+/// Fails the test when the run crashed: a panic message, Rust's panic exit code 101, or
+/// killed by a signal (no exit code).
+pub fn no_panic(run: &Run) {
+    assert!(
+        !run.stderr.contains("panicked") && run.code != 101 && run.code != -1,
+        "crashed (exit {}):\n{}",
+        run.code,
+        run.stderr
+    );
+}
+
 /// The text of every message of a recorded request, joined.
 pub fn all_text(request: &serde_json::Value) -> String {
     request["messages"]

@@ -54,14 +54,6 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-wait_for() { # wait_for FILE PATTERN: the first matching line of FILE (20 s at most)
-    local line
-    for _ in $(seq 200); do
-        line="$(grep -m1 -E "$2" "$1" 2>/dev/null)" && { echo "$line"; return 0; }
-        sleep 0.1
-    done
-    return 1
-}
 
 mkdir -p "$WORK/home" "$WORK/acked"
 "$FAKE_LLM_BIN" --port 0 --echo --chunk-delay-ms 1 >"$WORK/fake.out" 2>"$WORK/fake.err" </dev/null &
@@ -184,8 +176,6 @@ print(f"store opens; {mems} acknowledged memories and {asks} acknowledged questi
 sys.exit(1 if problems else 0)
 PY
 
-PASSED=0
-FAILED=0
 say "$ROUNDS rounds, seed $SEED, store $WORK/home"
 for round in $(seq "$ROUNDS"); do
     tag="r$round"
@@ -203,7 +193,7 @@ for round in $(seq "$ROUNDS"); do
         PIDS+=($!)
         for _ in $(seq 100); do [ -s "$WORK/serve.pid" ] && break; sleep 0.05; done
         serve_pid="$(cat "$WORK/serve.pid")"
-        banner="$(wait_for "$WORK/serve.err" ' serving on http://')" || { cat "$WORK/serve.err"; FAILED=$((FAILED + 1)); say "FAIL $tag: serve did not start"; break; }
+        banner="$(wait_for "$WORK/serve.err" ' serving on http://')" || { cat "$WORK/serve.err"; fail "$tag: serve did not start"; break; }
         url="$(sed -E 's#.* serving on (http://[^ ]+).*#\1#' <<<"$banner")"
         python3 "$WORK/client.py" "$url" "$WORK" "$tag" 2>>"$WORK/errors.log" &
         PIDS+=($!)
@@ -232,17 +222,13 @@ for round in $(seq "$ROUNDS"); do
     done
     stop_round
     if out="$(env -i "${ENVIRONMENT[@]}" python3 "$WORK/check.py" "$EVOLVE_BIN" "$WORK" "$tag" 2>&1)"; then
-        PASSED=$((PASSED + 1))
-        say "ok   $tag ($mode, kill -9${killed:+ $killed} after ${delay}s): $out"
+        pass "$tag ($mode, kill -9${killed:+ $killed} after ${delay}s): $out"
     else
-        FAILED=$((FAILED + 1))
-        say "FAIL $tag ($mode, kill -9${killed:+ $killed} after ${delay}s): $out"
+        fail "$tag ($mode, kill -9${killed:+ $killed} after ${delay}s): $out"
     fi
 done
 if grep -q panicked "$WORK/errors.log" 2>/dev/null; then
-    FAILED=$((FAILED + 1))
-    say "FAIL a command panicked:"
+    fail "a command panicked:"
     grep -A5 panicked "$WORK/errors.log" | head -20
 fi
-echo "crash: $PASSED passed, $FAILED failed"
-[ "$FAILED" -eq 0 ]
+finish

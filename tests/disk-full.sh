@@ -50,23 +50,6 @@ if ! mount -t tmpfs -o size=4m,mode=0700 evolve-disk-full "$HOME_DIR" 2>"$WORK/m
 fi
 MOUNTED=1
 
-PASSED=0
-FAILED=0
-pass() { PASSED=$((PASSED + 1)); say "ok   $*"; }
-fail() { FAILED=$((FAILED + 1)); say "FAIL $*"; }
-finish() {
-    echo "disk-full: $PASSED passed, $FAILED failed"
-    [ "$FAILED" -eq 0 ]
-}
-
-wait_for() { # wait_for FILE PATTERN: the first matching line of FILE (20 s at most)
-    local line
-    for _ in $(seq 200); do
-        line="$(grep -m1 -E "$2" "$1" 2>/dev/null)" && { echo "$line"; return 0; }
-        sleep 0.1
-    done
-    return 1
-}
 
 "$FAKE_LLM_BIN" --port 0 --echo >"$WORK/fake.out" 2>"$WORK/fake.err" </dev/null &
 FAKE_PID=$!

@@ -42,37 +42,20 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-PASSED=0
-FAILED=0
 check() { # check NAME COMMAND...: runs COMMAND, prints ok/FAIL NAME with its output
     local name="$1" out
     shift
     if out="$("$@" 2>&1)"; then
-        PASSED=$((PASSED + 1))
-        say "ok   $name${out:+ — $out}"
+        pass "$name${out:+ — $out}"
     else
-        FAILED=$((FAILED + 1))
-        say "FAIL $name${out:+ — $out}"
+        fail "$name${out:+ — $out}"
     fi
-}
-finish() {
-    echo "soak: $PASSED passed, $FAILED failed"
-    [ "$FAILED" -eq 0 ]
-}
-
-wait_for() { # wait_for FILE PATTERN: the first matching line of FILE (20 s at most)
-    local line
-    for _ in $(seq 200); do
-        line="$(grep -m1 -E "$2" "$1" 2>/dev/null)" && { echo "$line"; return 0; }
-        sleep 0.1
-    done
-    return 1
 }
 
 mkdir -p "$WORK/home"
 "$FAKE_LLM_BIN" --port 0 --echo --chunk-delay-ms 2 >"$WORK/fake.out" 2>"$WORK/fake.err" </dev/null &
 FAKE_PID=$!
-BASE_URL="$(wait_for "$WORK/fake.out" '^http://')" || { cat "$WORK/fake.err"; say "fake-llm did not start"; FAILED=1; finish; }
+BASE_URL="$(wait_for "$WORK/fake.out" '^http://')" || { cat "$WORK/fake.err"; fail "fake-llm did not start"; finish; }
 
 # A clean environment: nothing from the caller's own Evolve or OpenAI settings.
 ENVIRONMENT=(PATH="$PATH" HOME="$WORK/home" EVOLVE_HOME="$WORK/home" OPENAI_BASE_URL="$BASE_URL"
@@ -81,7 +64,7 @@ run_evolve() { env -i "${ENVIRONMENT[@]}" EVOLVE_LOG=warn "$EVOLVE_BIN" "$@"; }
 # Started without a shell function in between: $! is serve itself (its RSS is sampled).
 env -i "${ENVIRONMENT[@]}" EVOLVE_LOG=info "$EVOLVE_BIN" serve --port 0 >"$WORK/serve.out" 2>"$WORK/serve.err" </dev/null &
 SERVE_PID=$!
-BANNER="$(wait_for "$WORK/serve.err" ' serving on http://')" || { cat "$WORK/serve.err"; say "serve did not start"; FAILED=1; finish; }
+BANNER="$(wait_for "$WORK/serve.err" ' serving on http://')" || { cat "$WORK/serve.err"; fail "serve did not start"; finish; }
 URL="$(sed -E 's#.* serving on (http://[^ ]+).*#\1#' <<<"$BANNER")"
 say "serve (pid $SERVE_PID) at $URL, fake model at $BASE_URL; ${SECONDS_BUDGET}s of load with $STREAMS streams"
 
@@ -241,7 +224,7 @@ with open(f"{work}/load.json", "w") as f:
     json.dump(out, f)
 print(f"{sum(c[0] + c[1] for c in counts.values())} requests in {elapsed:.0f}s")
 PY
-[ -s "$WORK/load.json" ] || { cat "$WORK/load.out"; say "the load script failed"; FAILED=$((FAILED + 1)); finish; }
+[ -s "$WORK/load.json" ] || { cat "$WORK/load.out"; fail "the load script failed"; finish; }
 say "$(cat "$WORK/load.out")"
 
 # ---- the checks -----------------------------------------------------------------------

@@ -24,3 +24,23 @@ for bin in "$EVOLVE_BIN" "$FAKE_LLM_BIN"; do
     [ -x "$bin" ] || fail_setup "no executable $bin"
 done
 command -v python3 >/dev/null || fail_setup "python3 is needed"
+
+# The checks' tally: `pass TEXT` / `fail TEXT` print "NAME: ok …" / "NAME: FAIL …";
+# `finish` prints the closing line and returns non-zero when a check failed.
+PASSED=0
+FAILED=0
+pass() { PASSED=$((PASSED + 1)); say "ok   $*"; }
+fail() { FAILED=$((FAILED + 1)); say "FAIL $*"; }
+finish() {
+    echo "$NAME: $PASSED passed, $FAILED failed"
+    [ "$FAILED" -eq 0 ]
+}
+
+wait_for() { # wait_for FILE PATTERN: the first matching line of FILE (20 s at most)
+    local line
+    for _ in $(seq 200); do
+        line="$(grep -m1 -E "$2" "$1" 2>/dev/null)" && { echo "$line"; return 0; }
+        sleep 0.1
+    done
+    return 1
+}

@@ -433,19 +433,16 @@ impl Store {
     /// cause is gone, instead of a long-running `serve` failing until it is restarted.
     /// The memory cache is reloaded on that reopen.
     fn close_after_io_error<R>(&self, result: Result<R, Fail>) -> Result<R, StoreError> {
-        let mut last = self
-            .last_io_error
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
         match result {
             Err(Fail::Db(redb::Error::Io(e))) => {
-                *last = Some(e.to_string());
-                drop(last);
+                *self
+                    .last_io_error
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner) = Some(e.to_string());
                 self.close();
                 Err(Fail::Db(redb::Error::Io(e)).at(&self.path))
             }
             Err(Fail::Db(redb::Error::PreviousIo)) => {
-                drop(last);
                 self.close();
                 Err(self.previous_io_error())
             }

@@ -10,6 +10,7 @@ mod error;
 mod llm;
 mod logger;
 mod mcp;
+mod sandbox;
 mod sched;
 mod skills;
 mod store;

@@ -1,9 +1,11 @@
 //! Steps 2 and 3 of the permission check in one call, so the shell cannot forget the
 //! escalation and has everything the audit log needs.
 
+use alloc::string::String;
+
 use super::{
-    call_level, decide, escalate, AuditEntry, Decision, Escalation, EscalationContext, Grants,
-    Level, Policy, ToolClass,
+    call_level, decide, escalate, string_arg, AuditEntry, CallKey, Decision, Escalation,
+    EscalationContext, Grants, Level, Policy, ToolClass,
 };
 use crate::Timestamp;
 
@@ -18,9 +20,20 @@ pub struct CallCheck {
     pub level: Level,
     /// What to do.
     pub decision: Decision,
+    /// For a tool that runs its argument as a command (`shell`): that command, which an
+    /// "always allow" of this call covers (and nothing else).
+    pub command: Option<String>,
 }
 
 impl CallCheck {
+    /// What an "always allow" of this call of `tool` would cover.
+    pub fn grant_key<'a>(&'a self, tool: &'a str) -> CallKey<'a> {
+        CallKey {
+            tool,
+            command: self.command.as_deref(),
+        }
+    }
+
     /// The audit entry for this decision.
     pub fn audit(&self, at: Timestamp, session: &str, tool: &str) -> AuditEntry {
         AuditEntry::new(
@@ -45,12 +58,22 @@ pub fn check_call(
 ) -> CallCheck {
     let escalation = escalate(arguments, ctx);
     let level = call_level(class.level, &escalation);
-    let decision = decide(level, tool, grants, policy);
+    // A shell call is granted by its command line; an unreadable one by an empty
+    // command, which no grant names.
+    let command = ctx
+        .is_shell
+        .then(|| string_arg(arguments, "command").unwrap_or_default());
+    let key = CallKey {
+        tool,
+        command: command.as_deref(),
+    };
+    let decision = decide(level, key, grants, policy);
     CallCheck {
         class,
         escalation,
         level,
         decision,
+        command,
     }
 }
 

@@ -84,15 +84,108 @@ impl Policy {
     }
 }
 
-/// The tools the user said "always allow" for in one session (seed 002: the session's
-/// tool whitelist). Serialised as a sorted list of names. Only L0–L3 tools can be
-/// granted, and [`decide`] only honours a grant for an L3 call of an interactive
-/// session, so a tool whose call escalates to L4 or L5 is asked or refused as usual, and
-/// a headless run never does more than its `max_auto` because of a grant.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+/// What a call is, for the session's "always allow" list: the tool, and for `shell`
+/// the exact command line (a grant for `tar -cf backup.tar notes` says nothing about
+/// `tar --remove-files -cf gone.tar notes`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CallKey<'a> {
+    /// The tool's name.
+    pub tool: &'a str,
+    /// For a tool that runs its argument as a command (`shell`): that command.
+    pub command: Option<&'a str>,
+}
+
+impl<'a> From<&'a str> for CallKey<'a> {
+    fn from(tool: &'a str) -> Self {
+        CallKey {
+            tool,
+            command: None,
+        }
+    }
+}
+
+/// One "always allow": a tool (or one shell command line) and the level of the call it
+/// was given for; it covers later calls of the same tool (same command) at that level
+/// or lower, never one whose own level is higher.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+pub struct Grant {
+    /// The tool's name.
+    pub tool: String,
+    /// For `shell`: the exact command line the grant covers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
+    /// The level of the call it was given for (L3 at most).
+    pub level: Level,
+}
+
+impl Grant {
+    /// How the grant reads in `/permissions` and the UI: `write_file`, or
+    /// `shell: tar -cf backup.tar notes`.
+    pub fn label(&self) -> String {
+        match &self.command {
+            Some(c) => alloc::format!("{}: {c}", self.tool),
+            None => self.tool.clone(),
+        }
+    }
+
+    fn key(&self) -> CallKey<'_> {
+        CallKey {
+            tool: &self.tool,
+            command: self.command.as_deref(),
+        }
+    }
+}
+
+/// A grant as stored: an object, or (written before grants were per command) a tool
+/// name alone, read as that tool at L3. A bare `"shell"` from then covers no command:
+/// shell grants name their command.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum StoredGrant {
+    Name(String),
+    Full {
+        tool: String,
+        #[serde(default)]
+        command: Option<String>,
+        level: Level,
+    },
+}
+
+/// The tools (and shell command lines) the user said "always allow" for in one session
+/// (seed 002: the session's tool whitelist). Serialised as a sorted list. Only L0–L3
+/// calls can be granted, and [`decide`] only honours a grant for an L3 call of an
+/// interactive session, so a call that escalates to L4 or L5 is asked or refused as
+/// usual, and a headless run never does more than its `max_auto` because of a grant.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
 #[serde(transparent)]
 pub struct Grants {
-    tools: BTreeSet<String>,
+    grants: BTreeSet<Grant>,
+}
+
+impl<'de> Deserialize<'de> for Grants {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let stored = alloc::vec::Vec::<StoredGrant>::deserialize(d)?;
+        let mut grants = Grants::new();
+        for g in stored {
+            let (tool, command, level) = match g {
+                StoredGrant::Name(tool) => (tool, None, Level::L3),
+                StoredGrant::Full {
+                    tool,
+                    command,
+                    level,
+                } => (tool, command, level),
+            };
+            // Whatever a store row says, nothing above L3 is ever granted.
+            if level < Level::L4 {
+                grants.insert(Grant {
+                    tool,
+                    command,
+                    level,
+                });
+            }
+        }
+        Ok(grants)
+    }
 }
 
 impl Grants {
@@ -101,46 +194,94 @@ impl Grants {
         Self::default()
     }
 
-    /// "Always allow `tool`" for this session. `level` is the tool's class; L4 and L5
-    /// are rejected because they need a confirmation every time. Returns whether the
-    /// grant is new.
+    /// "Always allow `tool`" (every call of it) for this session. `level` is the level
+    /// of the call it is given for; L4 and L5 are rejected because they need a
+    /// confirmation every time. Returns whether the grant is new.
     pub fn grant(&mut self, tool: &str, level: Level) -> Result<bool, PermissionError> {
+        self.grant_call(CallKey::from(tool), level)
+    }
+
+    /// "Always allow this call": for `shell` the key names the exact command line.
+    pub fn grant_call(&mut self, key: CallKey<'_>, level: Level) -> Result<bool, PermissionError> {
         if level >= Level::L4 {
             return Err(PermissionError::GrantNotAllowed {
-                tool: String::from(tool),
+                tool: match key.command {
+                    Some(c) => alloc::format!("{}: {c}", key.tool),
+                    None => String::from(key.tool),
+                },
                 level,
             });
         }
-        Ok(self.tools.insert(String::from(tool)))
+        let old = self.find(key).cloned();
+        if let Some(old) = &old {
+            if old.level >= level {
+                return Ok(false);
+            }
+            self.grants.remove(old);
+        }
+        self.insert(Grant {
+            tool: String::from(key.tool),
+            command: key.command.map(String::from),
+            level,
+        });
+        Ok(old.is_none())
     }
 
-    /// Withdraws a grant; returns whether there was one.
+    fn insert(&mut self, grant: Grant) {
+        if let Some(old) = self.find(grant.key()).cloned() {
+            if old.level >= grant.level {
+                return;
+            }
+            self.grants.remove(&old);
+        }
+        self.grants.insert(grant);
+    }
+
+    fn find(&self, key: CallKey<'_>) -> Option<&Grant> {
+        self.grants.iter().find(|g| g.key() == key)
+    }
+
+    /// Whether a call with this key at `level` is covered: granted for the same tool
+    /// (and, for `shell`, the same command) at that level or higher.
+    pub fn covers(&self, key: CallKey<'_>, level: Level) -> bool {
+        self.find(key).is_some_and(|g| level <= g.level)
+    }
+
+    /// Withdraws the grant of `tool` (every call of it); returns whether there was one.
     pub fn revoke(&mut self, tool: &str) -> bool {
-        self.tools.remove(tool)
+        self.revoke_call(CallKey::from(tool))
     }
 
-    /// Whether `tool` is granted.
+    /// Withdraws one grant; returns whether there was one.
+    pub fn revoke_call(&mut self, key: CallKey<'_>) -> bool {
+        match self.find(key).cloned() {
+            Some(g) => self.grants.remove(&g),
+            None => false,
+        }
+    }
+
+    /// Whether `tool` (every call of it) is granted.
     pub fn contains(&self, tool: &str) -> bool {
-        self.tools.contains(tool)
+        self.find(CallKey::from(tool)).is_some()
     }
 
-    /// The granted tool names, sorted.
-    pub fn iter(&self) -> impl Iterator<Item = &str> {
-        self.tools.iter().map(String::as_str)
+    /// The grants, sorted by tool then command.
+    pub fn iter(&self) -> impl Iterator<Item = &Grant> {
+        self.grants.iter()
     }
 
-    /// How many tools are granted.
+    /// How many grants there are.
     pub fn len(&self) -> usize {
-        self.tools.len()
+        self.grants.len()
     }
 
     /// Whether nothing is granted.
     pub fn is_empty(&self) -> bool {
-        self.tools.is_empty()
+        self.grants.is_empty()
     }
 }
 
-/// The decision for a call of `tool` at `level`:
+/// The decision for a call (a tool, for `shell` with its command) at `level`:
 ///
 /// | level | interactive | interactive, tool granted | headless, level ≤ max_auto (≤ L3) | headless, above |
 /// |---|---|---|---|---|
@@ -153,11 +294,16 @@ impl Grants {
 /// Grants never raise what a headless run may do: `evolve ask --allow L1` means L1,
 /// whatever the session granted in a chat, so a headless run honours a grant only where
 /// it would run the call anyway (level ≤ `max_auto`).
-pub fn decide(level: Level, tool: &str, grants: &Grants, policy: &Policy) -> Decision {
+pub fn decide<'a>(
+    level: Level,
+    call: impl Into<CallKey<'a>>,
+    grants: &Grants,
+    policy: &Policy,
+) -> Decision {
     if level == Level::L5 {
         return Decision::Refuse(RefusalReason::Dangerous);
     }
-    let granted = level == Level::L3 && grants.contains(tool);
+    let granted = level == Level::L3 && grants.covers(call.into(), level);
     match *policy {
         Policy::Interactive => {
             if granted {
@@ -241,7 +387,7 @@ mod tests {
         for (level, policy, granted, want) in cases {
             let mut grants = Grants::new();
             if granted {
-                grants.tools.insert(String::from("t"));
+                grants.grant("t", L3).unwrap();
             }
             assert_eq!(
                 decide(level, "t", &grants, &policy),
@@ -320,9 +466,69 @@ mod tests {
         let mut grants = Grants::new();
         grants.grant("b", L3).unwrap();
         grants.grant("a", L1).unwrap();
+        let shell = CallKey {
+            tool: "shell",
+            command: Some("tar -cf x.tar notes"),
+        };
+        grants.grant_call(shell, L3).unwrap();
         let json = serde_json::to_string(&grants).unwrap();
-        assert_eq!(json, r#"["a","b"]"#);
+        assert_eq!(
+            json,
+            r#"[{"tool":"a","level":"L1"},{"tool":"b","level":"L3"},{"tool":"shell","command":"tar -cf x.tar notes","level":"L3"}]"#
+        );
         assert_eq!(serde_json::from_str::<Grants>(&json).unwrap(), grants);
+    }
+
+    #[test]
+    fn grants_stored_as_names_still_read_and_a_bare_shell_covers_no_command() {
+        let grants: Grants = serde_json::from_str(r#"["write_file","shell"]"#).unwrap();
+        assert!(grants.covers(CallKey::from("write_file"), L3));
+        let cmd = CallKey {
+            tool: "shell",
+            command: Some("tar --remove-files -cf gone.tar notes"),
+        };
+        assert!(!grants.covers(cmd, L3));
+        assert_eq!(decide(L3, cmd, &grants, &Policy::Interactive), AskOnce);
+        // A stored row above L3 is never honoured.
+        let forged: Grants =
+            serde_json::from_str(r#"[{"tool":"mail__send","level":"L4"}]"#).unwrap();
+        assert!(forged.is_empty());
+    }
+
+    #[test]
+    fn shell_grants_cover_the_exact_command_only() {
+        let mut grants = Grants::new();
+        let granted = CallKey {
+            tool: "shell",
+            command: Some("tar -cf backup.tar canary"),
+        };
+        grants.grant_call(granted, L3).unwrap();
+        let pol = Policy::Interactive;
+        assert_eq!(decide(L3, granted, &grants, &pol), Run);
+        let other = CallKey {
+            tool: "shell",
+            command: Some("tar --remove-files -cf gone.tar canary"),
+        };
+        assert_eq!(decide(L3, other, &grants, &pol), AskOnce);
+        assert_eq!(decide(L4, other, &grants, &pol), AskTwice);
+        // The same command at a higher level than it was granted at is not covered.
+        assert_eq!(decide(L4, granted, &grants, &pol), AskTwice);
+        assert_eq!(decide(L3, "shell", &grants, &pol), AskOnce);
+        assert_eq!(
+            grants.iter().map(Grant::label).collect::<alloc::vec::Vec<_>>(),
+            ["shell: tar -cf backup.tar canary"]
+        );
+        assert!(grants.revoke_call(granted));
+        assert_eq!(decide(L3, granted, &grants, &pol), AskOnce);
+    }
+
+    #[test]
+    fn a_grant_never_covers_a_call_above_its_own_level() {
+        let mut grants = Grants::new();
+        grants.grant("t", L2).unwrap();
+        assert!(grants.covers(CallKey::from("t"), L2));
+        assert!(!grants.covers(CallKey::from("t"), L3));
+        assert_eq!(decide(L3, "t", &grants, &Policy::Interactive), AskOnce);
     }
 
     #[test]

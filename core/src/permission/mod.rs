@@ -31,6 +31,7 @@
 mod audit;
 mod check;
 mod classify;
+mod confine;
 mod decide;
 mod escalate;
 mod level;
@@ -45,14 +46,18 @@ pub use check::{check_call, CallCheck};
 pub use classify::{
     builtin_level, classify, Annotations, ClassSource, ClassifyInput, ToolClass, UNCLASSIFIED_LEVEL,
 };
-pub use decide::{decide, Decision, Grants, Policy, RefusalReason, HEADLESS_CEILING};
+pub use confine::{
+    confined_shell_level, prefixes_need_kernel, Kernel, Reach, SYSTEM_READ_FILES, SYSTEM_ROOTS,
+    SYSTEM_SECRETS, WRITABLE_DEVICES,
+};
+pub use decide::{decide, CallKey, Decision, Grant, Grants, Policy, RefusalReason, HEADLESS_CEILING};
 pub use escalate::{
     call_level, escalate, Escalation, EscalationContext, EscalationReason, REASON_PATH_CHARS,
 };
 pub use level::{Level, ParseLevelError};
 pub use pending::{parse_answer, Answer, AnswerOutcome, Confirmations, Lang, PendingCall};
 pub use scan::{arg_strings, duplicate_key, string_arg, ArgString, StringKind};
-pub use secret::{find_secret, SecretKind};
+pub use secret::{find_secret, redact, SecretKind, REDACTED, REDACT_MIN_FRAGMENT};
 pub use shell::{command_risks, shell_command_level, CommandRisk};
 
 use alloc::string::String;
@@ -128,6 +133,12 @@ impl PermissionConfig {
                     prefix: prefix.clone(),
                 });
             }
+            if *level < Level::L4 && shell::deletes_files(first.as_str()) {
+                return Err(PermissionError::PrefixDeletes {
+                    prefix: prefix.clone(),
+                    level: *level,
+                });
+            }
             // `git` alone is fine: its read-only subcommands get the level, the rest L3+.
             let bare_git = words.len() == 1 && first == "git";
             if *level < Level::L3 && !bare_git && !shell::is_read_only_command(&words) {
@@ -184,6 +195,14 @@ pub enum PermissionError {
         /// The prefix as configured.
         prefix: String,
     },
+    /// A prefix below L4 on a program that deletes (`rm`, `rmdir`, `shred` …): deleting
+    /// is irreversible, and L3 is for reversible side effects.
+    PrefixDeletes {
+        /// The prefix as configured.
+        prefix: String,
+        /// Its configured level.
+        level: Level,
+    },
 }
 
 impl fmt::Display for PermissionError {
@@ -220,6 +239,12 @@ impl fmt::Display for PermissionError {
                  L3: we cannot tell that this program only reads, so the lowest level it \
                  gets is L3 (ask once); only read-only programs (ls, cat, grep, git status \
                  …) go lower"
+            ),
+            PermissionError::PrefixDeletes { prefix, level } => write!(
+                f,
+                "permission.command_prefixes entry {prefix:?} = {level} has no effect below \
+                 L4: it deletes files, which cannot be undone, so it is asked twice (L4) at \
+                 the lowest"
             ),
             PermissionError::PrefixRunsCommands { prefix } => write!(
                 f,
@@ -326,7 +351,6 @@ mod tests {
             "tar",
             "sort",
             "curl",
-            "rm",
         ] {
             assert_eq!(
                 one(p, Level::L2).validate(),
@@ -349,6 +373,20 @@ mod tests {
             "wc -l",
         ] {
             assert_eq!(one(p, Level::L1).validate(), Ok(()), "{p}");
+        }
+        // Deleting programs: L4 at the lowest.
+        for p in ["rm", "rmdir", "unlink", "shred", "truncate"] {
+            for level in [Level::L1, Level::L3] {
+                assert_eq!(
+                    one(p, level).validate(),
+                    Err(PermissionError::PrefixDeletes {
+                        prefix: String::from(p),
+                        level
+                    }),
+                    "{p} {level}"
+                );
+            }
+            assert_eq!(one(p, Level::L4).validate(), Ok(()), "{p}");
         }
         assert!(one("git push", Level::L2).validate().is_err());
         let msg = alloc::format!("{}", one("sed", Level::L2).validate().unwrap_err());
@@ -479,14 +517,14 @@ mod second_review {
             ("git log --oneline -n 5", Some("git"), L2),
             ("git diff HEAD~1 -- src", Some("git"), L2),
             // f02, f03, f11: programs that may run, write or send are L3 at least.
-            ("sed e script.txt", Some("sed"), L3),
+            ("sed e script.txt", Some("sed"), L4),
             ("sed -n w/etc/cron.d/job notes.md", Some("sed"), L5),
             ("sed -n w/etc/cron.d/job notes.md", None, L5),
             ("sed --i s/a/b/ notes.md", Some("sed"), L4),
             ("sort --o=src/main.rs x", Some("sort"), L4),
-            ("tar -I ./evil.sh -cf x.tar y", Some("tar"), L3),
+            ("tar -I ./evil.sh -cf x.tar y", Some("tar"), L4),
             ("rsync -e ./evil.sh a b:c", Some("rsync"), L4),
-            ("xargs -a cmds.txt -I X sh -c X", Some("xargs"), L3),
+            ("xargs -a cmds.txt -I X sh -c X", Some("xargs"), L4),
             // f04: brace expansion.
             ("{rm,-rf,~}", None, L5),
             ("{rm,-rf,.}", None, L5),

@@ -166,6 +166,67 @@ fn has_private_key_block(s: &str) -> bool {
     false
 }
 
+/// The shortest piece of a secret that [`redact`] hides on its own: a tool's output that
+/// holds 8 or more consecutive bytes of the key (`ps --cols N` cutting it one character
+/// short, `cut -c1-40`) is as good as the key to whoever reads it.
+pub const REDACT_MIN_FRAGMENT: usize = 8;
+
+/// What takes the place of a redacted secret.
+pub const REDACTED: &str = "[redacted]";
+
+/// `text` with every run of at least [`REDACT_MIN_FRAGMENT`] bytes that also appears in
+/// `secret` (the whole secret if it is shorter) replaced by [`REDACTED`]; `None` when
+/// nothing was found. Matches are widened to character boundaries.
+pub fn redact(text: &str, secret: &str) -> Option<alloc::string::String> {
+    let (t, k) = (text.as_bytes(), secret.as_bytes());
+    if k.is_empty() {
+        return None;
+    }
+    let min = REDACT_MIN_FRAGMENT.min(k.len());
+    // Spans of `text` to hide, in order, merged.
+    let mut spans: alloc::vec::Vec<(usize, usize)> = alloc::vec::Vec::new();
+    let mut i = 0;
+    while i + min <= t.len() {
+        // The longest run starting at `i` that is somewhere in the secret.
+        let mut best = 0;
+        for j in 0..k.len() {
+            if k[j] != t[i] || k.len() - j <= best {
+                continue;
+            }
+            let n = t[i..].iter().zip(&k[j..]).take_while(|(a, b)| a == b).count();
+            best = best.max(n);
+        }
+        if best >= min {
+            let (mut start, mut end) = (i, i + best);
+            while !text.is_char_boundary(start) {
+                start -= 1;
+            }
+            while !text.is_char_boundary(end) {
+                end += 1;
+            }
+            match spans.last_mut() {
+                Some(last) if start <= last.1 => last.1 = last.1.max(end),
+                _ => spans.push((start, end)),
+            }
+            i = end;
+        } else {
+            i += 1;
+        }
+    }
+    if spans.is_empty() {
+        return None;
+    }
+    let mut out = alloc::string::String::with_capacity(text.len());
+    let mut at = 0;
+    for (start, end) in spans {
+        out.push_str(&text[at..start]);
+        out.push_str(REDACTED);
+        at = end;
+    }
+    out.push_str(&text[at..]);
+    Some(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -254,5 +315,37 @@ mod tests {
         for (text, want) in cases {
             assert_eq!(find_secret(text), *want, "{text}");
         }
+    }
+
+    #[test]
+    fn secrets_and_their_fragments_are_redacted() {
+        let key = "sk-proj-4f9a8b7c6d5e4f3a2b1c0d9e";
+        let cases = [
+            ("no secret here", None),
+            ("key=sk-proj-4f9a8b7c6d5e4f3a2b1c0d9e!", Some("key=[redacted]!")),
+            // `ps --cols N` cut one character short.
+            ("OPENAI_API_KEY=sk-proj-4f9a8b7c6d5e4f3a2b1c0d9", Some("OPENAI_API_KEY=[redacted]")),
+            // The tail alone, and a middle piece of 8.
+            ("…c6d5e4f3a2b1c0d9e", Some("…[redacted]")),
+            ("x 8b7c6d5e y", Some("x [redacted] y")),
+            // 7 bytes are below the threshold.
+            ("x 8b7c6d5 y", None),
+            ("a sk-proj-4f9a8b7c6d5e4f3a2b1c0d9e b sk-proj-4f9a8b7c", Some("a [redacted] b [redacted]")),
+        ];
+        for (text, want) in cases {
+            assert_eq!(redact(text, key).as_deref(), want, "{text}");
+        }
+        // A short secret is hidden whole only.
+        assert_eq!(redact("pw=hunter2", "hunter2").as_deref(), Some("pw=[redacted]"));
+        assert_eq!(redact("hunter", "hunter2"), None);
+        assert_eq!(redact("anything", ""), None);
+        // Non-ASCII text around and inside.
+        assert_eq!(redact("é8b7c6d5eé", key).as_deref(), Some("é[redacted]é"));
+        // "日本語の" is 12 bytes of the secret too.
+        assert_eq!(
+            redact("日本語のキー、日本語の", "日本語のキー").as_deref(),
+            Some("[redacted]、[redacted]")
+        );
+        assert_eq!(redact("キー、日本", "日本語のキー"), None);
     }
 }

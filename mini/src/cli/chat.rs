@@ -445,7 +445,10 @@ fn slash(command: &str, manager: &Manager, session: &mut Option<String>) -> Resu
                 if grants.is_empty() {
                     println!("  no \"always\" grants in this session");
                 } else {
-                    let names: Vec<&str> = grants.iter().collect();
+                    let names: Vec<String> = grants
+                        .iter()
+                        .map(evolve_core::permission::Grant::label)
+                        .collect();
                     println!("  always allowed in this session: {}", names.join(", "));
                 }
             }

@@ -1,0 +1,532 @@
+//! Kernel confinement of the programs Evolve starts: every `shell` command, and every
+//! stdio MCP server the user confines (`sandbox = "workspace"` or `"read-only"`).
+//!
+//! What a level may touch is the core's ([`Reach`], `evolve_core::permission::confine`);
+//! this module finds out what the kernel can enforce ([`status`]), turns a reach into
+//! rules over real paths ([`Plan`]: the system directories, the workspace, a temporary
+//! folder of the child's own, with Evolve's home, the user's home and the system's
+//! secrets carved out — see [`carve`]), rebuilds the child's environment ([`env`]) and
+//! makes the child apply it to itself before `exec` ([`Plan::apply`]: `no_new_privs`,
+//! no capabilities, the Landlock ruleset — see [`landlock`]).
+//!
+//! Where Landlock is missing (an old kernel, the LSM not enabled, not Linux, or
+//! `EVOLVE_LANDLOCK=off`, which only ever makes things stricter), the child still gets
+//! the clean environment, `no_new_privs` and no capabilities, and the permission check
+//! keeps every shell command at L4 or above ([`Kernel::DoesNotConfine`]); a server that
+//! asked to be confined is not started.
+
+mod carve;
+mod env;
+#[cfg(target_os = "linux")]
+mod landlock;
+
+use std::ffi::OsString;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::OnceLock;
+
+use evolve_core::permission::{
+    Kernel, Reach, SYSTEM_READ_FILES, SYSTEM_ROOTS, SYSTEM_SECRETS, WRITABLE_DEVICES,
+};
+use serde::{Deserialize, Serialize};
+
+pub use env::Places;
+
+#[cfg(target_os = "linux")]
+use landlock::{EXECUTE as EXEC, READ, READ_FILE, WRITE, WRITE_FILE};
+// Elsewhere there is no ruleset; the plans still say what they would grant.
+#[cfg(not(target_os = "linux"))]
+use bits::{EXEC, READ, READ_FILE, WRITE, WRITE_FILE};
+#[cfg(not(target_os = "linux"))]
+mod bits {
+    pub const EXEC: u64 = 1;
+    pub const WRITE_FILE: u64 = 2;
+    pub const READ_FILE: u64 = 4;
+    pub const READ: u64 = 12;
+    pub const WRITE: u64 = 2;
+}
+
+/// The variable that turns confinement off for this process (tests of the
+/// no-Landlock path; a user on a kernel whose Landlock misbehaves). It only ever makes
+/// Evolve stricter: shell commands then all need a person.
+pub const OFF_VARIABLE: &str = "EVOLVE_LANDLOCK";
+
+/// What the kernel enforces here, found out once per process.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Status {
+    /// The Landlock ABI version in use; `None`: no confinement.
+    pub abi: Option<u32>,
+    /// Why there is none.
+    pub problem: Option<String>,
+}
+
+/// The status of this process (asked of the kernel once).
+pub fn status() -> &'static Status {
+    static STATUS: OnceLock<Status> = OnceLock::new();
+    STATUS.get_or_init(|| {
+        if std::env::var_os(OFF_VARIABLE).is_some_and(|v| v == "off" || v == "0") {
+            return Status {
+                abi: None,
+                problem: Some(format!("turned off by {OFF_VARIABLE}=off")),
+            };
+        }
+        probe()
+    })
+}
+
+#[cfg(target_os = "linux")]
+fn probe() -> Status {
+    match landlock::abi() {
+        Ok(abi) if abi >= 1 => Status {
+            abi: Some(abi),
+            problem: None,
+        },
+        Ok(abi) => Status {
+            abi: None,
+            problem: Some(format!("the kernel reports Landlock ABI {abi}")),
+        },
+        Err(e) => {
+            let why = match e.raw_os_error() {
+                Some(libc::ENOSYS) => {
+                    "this kernel has no Landlock (Linux 5.13 or newer, built with CONFIG_SECURITY_LANDLOCK)".to_string()
+                }
+                Some(libc::EOPNOTSUPP) => {
+                    "Landlock is built in but not enabled (add landlock to the kernel's lsm= boot parameter)".to_string()
+                }
+                _ => format!("asking the kernel for Landlock failed: {e}"),
+            };
+            Status {
+                abi: None,
+                problem: Some(why),
+            }
+        }
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn probe() -> Status {
+    Status {
+        abi: None,
+        problem: Some("Landlock is Linux only".into()),
+    }
+}
+
+impl Status {
+    /// Whether the kernel confines what the shell runs.
+    pub fn kernel(&self) -> Kernel {
+        if self.abi.is_some() {
+            Kernel::Confines
+        } else {
+            Kernel::DoesNotConfine
+        }
+    }
+
+    /// Whether TCP can be denied (Landlock ABI 4 and later).
+    pub fn denies_tcp(&self) -> bool {
+        self.abi.is_some_and(|a| a >= 4)
+    }
+
+    /// Whether signals and abstract UNIX sockets to processes outside the sandbox are
+    /// denied (ABI 6 and later).
+    pub fn scopes_signals(&self) -> bool {
+        self.abi.is_some_and(|a| a >= 6)
+    }
+
+    /// One line for `doctor`, `/health` and the start-up warning.
+    pub fn summary(&self) -> String {
+        match (self.abi, &self.problem) {
+            (Some(abi), _) => {
+                let mut parts = vec!["files"];
+                if self.denies_tcp() {
+                    parts.push("TCP");
+                }
+                if self.scopes_signals() {
+                    parts.push("signals and abstract sockets");
+                }
+                let mut line = format!(
+                    "Landlock ABI {abi}: shell commands and confined MCP servers are limited by the kernel ({})",
+                    parts.join(", ")
+                );
+                if !self.denies_tcp() {
+                    line.push_str(
+                        "; TCP cannot be denied on this kernel (Landlock ABI 4, Linux 6.7, is needed): read-only commands can reach the network",
+                    );
+                }
+                line
+            }
+            (None, problem) => format!(
+                "no kernel confinement ({}): every shell command needs a person (asked twice; refused headless), command_prefixes below L4 are ignored, and MCP servers with a sandbox are not started",
+                problem.as_deref().unwrap_or("unknown")
+            ),
+        }
+    }
+
+    /// The status for the API.
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "kernel": if self.abi.is_some() { "landlock" } else { "none" },
+            "landlock_abi": self.abi,
+            "denies_tcp": self.denies_tcp(),
+            "scopes_signals": self.scopes_signals(),
+            "problem": self.problem,
+        })
+    }
+}
+
+/// How a stdio MCP server is confined (`sandbox = …` of its definition).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ServerSandbox {
+    /// Not confined: it runs like any program of the user's (the default, so existing
+    /// servers keep working).
+    #[default]
+    None,
+    /// Reads the system, its own program files and the workspace (and its roots); writes
+    /// the workspace, its roots and a folder of its own (`$EVOLVE_HOME/sandbox/NAME`:
+    /// home, caches, temporary files).
+    Workspace,
+    /// The same, but writes only its own folder.
+    ReadOnly,
+}
+
+impl ServerSandbox {
+    /// The word in `config.toml` and on the command line.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ServerSandbox::None => "none",
+            ServerSandbox::Workspace => "workspace",
+            ServerSandbox::ReadOnly => "read-only",
+        }
+    }
+
+    /// From the word; the error lists the choices.
+    pub fn parse(word: &str) -> Result<ServerSandbox, String> {
+        match word {
+            "none" => Ok(ServerSandbox::None),
+            "workspace" => Ok(ServerSandbox::Workspace),
+            "read-only" | "readonly" => Ok(ServerSandbox::ReadOnly),
+            other => Err(format!(
+                "sandbox {other:?} is not one of workspace, read-only, none"
+            )),
+        }
+    }
+}
+
+/// Where a confined child lives and what it must never reach.
+#[derive(Debug, Clone)]
+pub struct Scope {
+    /// The workspace (canonical).
+    pub workspace: PathBuf,
+    /// Evolve's home: never reachable outside the workspace.
+    pub evolve_home: PathBuf,
+    /// Evolve's own files, kept out even when they are inside the workspace (the
+    /// config, the store, the login token).
+    pub private_files: Vec<PathBuf>,
+}
+
+impl Scope {
+    /// The paths carved out of every grant that contains them.
+    fn exclusions(&self) -> Vec<PathBuf> {
+        let mut out = vec![self.evolve_home.clone()];
+        if let Some(home) = std::env::var_os("HOME").filter(|h| !h.is_empty()) {
+            out.push(PathBuf::from(home));
+        }
+        out.extend(self.private_files.iter().cloned());
+        out.extend(SYSTEM_SECRETS.iter().map(PathBuf::from));
+        out
+    }
+}
+
+/// A folder of the child's own, removed (with what the child left there) when dropped.
+#[derive(Debug)]
+struct OwnTmp(PathBuf);
+
+impl OwnTmp {
+    fn new() -> io::Result<OwnTmp> {
+        static N: AtomicUsize = AtomicUsize::new(0);
+        let path = std::env::temp_dir().join(format!(
+            "evolve-tmp-{}-{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        ));
+        let _ = std::fs::remove_dir_all(&path);
+        std::fs::create_dir(&path)?;
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o700))?;
+        }
+        Ok(OwnTmp(std::fs::canonicalize(&path).unwrap_or(path)))
+    }
+}
+
+impl Drop for OwnTmp {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Why a child could not be confined (it is then not started).
+#[derive(Debug)]
+pub struct SandboxError(String);
+
+impl std::fmt::Display for SandboxError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// Everything one child is confined by.
+#[derive(Debug)]
+pub struct Plan {
+    grants: Vec<(PathBuf, u64)>,
+    exclude: Vec<PathBuf>,
+    deny_tcp: bool,
+    env: Vec<(OsString, OsString)>,
+    _tmp: Option<OwnTmp>,
+}
+
+/// The grants every confined child has: the system, its devices and machine files.
+fn system_grants() -> Vec<(PathBuf, u64)> {
+    let mut g: Vec<(PathBuf, u64)> = SYSTEM_ROOTS
+        .iter()
+        .map(|p| (PathBuf::from(p), READ | EXEC))
+        .collect();
+    g.extend(SYSTEM_READ_FILES.iter().map(|p| (PathBuf::from(p), READ_FILE)));
+    g.extend(
+        WRITABLE_DEVICES
+            .iter()
+            .map(|p| (PathBuf::from(p), READ_FILE | WRITE_FILE)),
+    );
+    g
+}
+
+/// Name resolution for children with the network: `/etc/resolv.conf` is often a link
+/// into `/run`.
+fn resolver_grants() -> Vec<(PathBuf, u64)> {
+    std::fs::canonicalize("/etc/resolv.conf")
+        .ok()
+        .filter(|p| !p.starts_with("/etc"))
+        .map(|p| vec![(p, READ_FILE)])
+        .unwrap_or_default()
+}
+
+impl Plan {
+    /// The confinement of one shell command at `reach`: see the core's table. A command
+    /// that may write gets a fresh temporary folder (`TMPDIR`), removed with the plan.
+    pub fn for_shell(reach: Reach, scope: &Scope) -> Result<Plan, SandboxError> {
+        let mut grants = system_grants();
+        let ws = if reach.writes() { READ | EXEC | WRITE } else { READ | EXEC };
+        grants.push((scope.workspace.clone(), ws));
+        let tmp = if reach.writes() {
+            let t = OwnTmp::new().map_err(|e| {
+                SandboxError(format!(
+                    "cannot make the command's temporary folder in {}: {e}",
+                    std::env::temp_dir().display()
+                ))
+            })?;
+            grants.push((t.0.clone(), READ | EXEC | WRITE));
+            grants.extend(resolver_grants());
+            Some(t)
+        } else {
+            None
+        };
+        let env = env::child_env(
+            std::env::vars_os(),
+            &Places {
+                home: &scope.workspace,
+                tmp: tmp.as_ref().map(|t| t.0.as_path()),
+                git_ceiling: Some(&scope.workspace),
+            },
+        );
+        Ok(Plan {
+            grants,
+            exclude: scope.exclusions(),
+            deny_tcp: reach.denies_tcp(),
+            env,
+            _tmp: tmp,
+        })
+    }
+
+    /// The confinement of a stdio MCP server: its program files (`programs`, read and
+    /// run), the workspace and its `roots` (written only with [`ServerSandbox::Workspace`]),
+    /// and `data` — its own folder, made here, with `home`, `cache` and `tmp` inside —
+    /// which it may write. The network is open (servers fetch, `npx` downloads).
+    /// `env` is the server's own configured environment, applied last.
+    pub fn for_server(
+        mode: ServerSandbox,
+        scope: &Scope,
+        programs: &[PathBuf],
+        roots: &[PathBuf],
+        data: &Path,
+        env: &[(String, String)],
+    ) -> Result<Plan, SandboxError> {
+        let made = |what: &Path, e: io::Error| {
+            SandboxError(format!("cannot make the server's folder {}: {e}", what.display()))
+        };
+        for sub in ["home", "cache", "tmp"] {
+            let p = data.join(sub);
+            std::fs::create_dir_all(&p).map_err(|e| made(&p, e))?;
+        }
+        let data = std::fs::canonicalize(data).map_err(|e| made(data, e))?;
+        let mut grants = system_grants();
+        grants.extend(resolver_grants());
+        grants.extend(programs.iter().map(|p| (p.clone(), READ | EXEC)));
+        let ws = if mode == ServerSandbox::Workspace {
+            READ | EXEC | WRITE
+        } else {
+            READ | EXEC
+        };
+        grants.push((scope.workspace.clone(), ws));
+        grants.extend(roots.iter().map(|r| (r.clone(), ws)));
+        grants.push((data.clone(), READ | EXEC | WRITE));
+        let mut child = env::child_env(
+            std::env::vars_os(),
+            &Places {
+                home: &data.join("home"),
+                tmp: Some(&data.join("tmp")),
+                git_ceiling: Some(&scope.workspace),
+            },
+        );
+        let cache = data.join("cache");
+        for key in ["XDG_CACHE_HOME", "npm_config_cache", "UV_CACHE_DIR", "PIP_CACHE_DIR"] {
+            child.push((key.into(), cache.clone().into()));
+        }
+        child.push(("XDG_CONFIG_HOME".into(), data.join("home/.config").into()));
+        child.push(("XDG_DATA_HOME".into(), data.join("home/.local/share").into()));
+        child.extend(env.iter().map(|(k, v)| (k.into(), v.into())));
+        Ok(Plan {
+            grants,
+            exclude: scope.exclusions(),
+            deny_tcp: false,
+            env: child,
+            _tmp: None,
+        })
+    }
+
+    /// The rules the ruleset gets, after carving (for `doctor` and tests).
+    pub fn rules(&self) -> Vec<(PathBuf, u64)> {
+        carve::rules(&self.grants, &self.exclude, &carve::RealTree)
+    }
+
+    /// Makes `cmd` start confined: its environment replaced by the plan's, and, between
+    /// fork and exec, `no_new_privs`, no capabilities and the Landlock ruleset (when the
+    /// kernel has Landlock). Keep the returned value until `cmd` has been spawned.
+    pub fn apply(&self, cmd: &mut Command) -> Result<Applied, SandboxError> {
+        cmd.env_clear();
+        cmd.envs(self.env.iter().map(|(k, v)| (k, v)));
+        self.restrict(cmd)
+    }
+
+    #[cfg(target_os = "linux")]
+    fn restrict(&self, cmd: &mut Command) -> Result<Applied, SandboxError> {
+        use std::os::unix::process::CommandExt;
+        let ruleset = match status().abi {
+            Some(abi) => {
+                let rs = landlock::Ruleset::new(abi, self.deny_tcp).map_err(|e| {
+                    SandboxError(format!("cannot create the Landlock ruleset: {e}"))
+                })?;
+                for (path, access) in self.rules() {
+                    match rs.allow(&path, access) {
+                        Ok(()) => {}
+                        // Gone since it was listed: nothing to grant.
+                        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                        Err(e) => {
+                            return Err(SandboxError(format!(
+                                "cannot add {} to the Landlock ruleset: {e}",
+                                path.display()
+                            )))
+                        }
+                    }
+                }
+                Some(rs)
+            }
+            None => None,
+        };
+        let fd = ruleset.as_ref().map_or(-1, |r| r.raw_fd());
+        // SAFETY: `restrict_self` makes system calls only (no allocation, no lock), as
+        // the child of a fork must; `fd` stays open in `Applied` until the spawn is over.
+        unsafe {
+            cmd.pre_exec(move || landlock::restrict_self(fd));
+        }
+        Ok(Applied { _ruleset: ruleset })
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    fn restrict(&self, _cmd: &mut Command) -> Result<Applied, SandboxError> {
+        Ok(Applied {})
+    }
+}
+
+/// Keeps what a spawn needs alive until it is over.
+pub struct Applied {
+    #[cfg(target_os = "linux")]
+    _ruleset: Option<landlock::Ruleset>,
+}
+
+/// The directories a stdio server's program lives in, for [`Plan::for_server`]: the
+/// command (looked up on `PATH`) and every argument naming an existing file, each
+/// widened to its package (the folder holding `node_modules` for a Node script, the
+/// virtual environment for a Python one, else the file's folder).
+pub fn program_dirs(command: &str, args: &[String], cwd: Option<&Path>) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut add = |file: PathBuf| {
+        let Ok(file) = std::fs::canonicalize(&file) else {
+            return;
+        };
+        if !file.is_file() {
+            return;
+        }
+        let dir = package_root(&file);
+        if !out.contains(&dir) {
+            out.push(dir);
+        }
+    };
+    match which(command) {
+        Some(p) => add(p),
+        None => {
+            if let Some(dir) = cwd {
+                add(dir.join(command));
+            }
+        }
+    }
+    for a in args {
+        let p = Path::new(a);
+        let p = match (p.is_absolute(), cwd) {
+            (true, _) => p.to_path_buf(),
+            (false, Some(dir)) => dir.join(p),
+            (false, None) => continue,
+        };
+        add(p);
+    }
+    out
+}
+
+/// The folder to grant for a program file (see [`program_dirs`]).
+fn package_root(file: &Path) -> PathBuf {
+    for dir in file.ancestors().skip(1) {
+        if dir.file_name().is_some_and(|n| n == "node_modules") {
+            return dir.parent().unwrap_or(dir).to_path_buf();
+        }
+        if dir.join("pyvenv.cfg").is_file() {
+            return dir.to_path_buf();
+        }
+    }
+    file.parent().unwrap_or(file).to_path_buf()
+}
+
+/// `command` looked up on `PATH` (or as given, if it has a `/`).
+fn which(command: &str) -> Option<PathBuf> {
+    if command.contains('/') {
+        return Some(PathBuf::from(command));
+    }
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|d| d.join(command))
+        .find(|p| p.is_file())
+}
+
+#[cfg(all(test, target_os = "linux"))]
+mod tests;

@@ -582,7 +582,7 @@ impl Manager {
                 let (outcome, runs) = match approval {
                     Approval::Run => (AnswerOutcome::Run, true),
                     Approval::AlwaysForSession => {
-                        match grants.grant(&call.name, check.level) {
+                        match grants.grant_call(check.grant_key(&call.name), check.level) {
                             Ok(_) => rt.store.set_grants(sid, grants)?,
                             Err(e) => log::warn!("{e}"),
                         }
@@ -614,7 +614,15 @@ impl Manager {
             return Ok((text, run));
         }
         io.on_tool_start(&call.name, &call.arguments, check.level);
-        let out = ToolAgent.run(rt, sid, &call.name, &call.arguments, now, input.cancel);
+        let out = ToolAgent.run(
+            rt,
+            sid,
+            &call.name,
+            &call.arguments,
+            check.level,
+            now,
+            input.cancel,
+        );
         run.ran = true;
         run.is_error = out.is_error;
         let text = if out.is_error {

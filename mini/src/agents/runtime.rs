@@ -67,6 +67,7 @@ impl Runtime {
         tokenizer: ShellTokenizer,
         model: Box<dyn ChatModel>,
     ) -> Arc<Runtime> {
+        warn_without_confinement(&config);
         let skills = LiveCatalog::load(&config.skills_dir(), &tokenizer);
         let tools = Builtins::new(&config.tools);
         let workspace = prepare_workspace(&config.workspace);
@@ -75,7 +76,7 @@ impl Runtime {
             config.mcp.servers.clone()
         });
         crate::mcp::forget_secret_variables(&servers);
-        let mcp = Hub::new(servers);
+        let mcp = Hub::new(servers).confined_to(config.sandbox_scope(&workspace));
         Arc::new(Runtime {
             mcp,
             mcp_catalog: Mutex::new(None),
@@ -100,4 +101,25 @@ fn prepare_workspace(dir: &Path) -> PathBuf {
             dir.to_path_buf()
         }
     }
+}
+
+/// Once per process: without kernel confinement the prefix rules that would lower a shell
+/// command below L4 are ignored; the user hears it at start (and from `doctor`).
+fn warn_without_confinement(config: &Config) {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    let status = crate::sandbox::status();
+    if status.abi.is_some() {
+        return;
+    }
+    ONCE.call_once(|| {
+        if evolve_core::permission::prefixes_need_kernel(&config.core.permission) {
+            log::warn!(
+                "{} — so the command_prefixes below L4 in {} are ignored",
+                status.summary(),
+                config.file.display()
+            );
+        } else {
+            log::info!("{}", status.summary());
+        }
+    });
 }

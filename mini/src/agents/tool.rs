@@ -9,7 +9,8 @@ use std::sync::Arc;
 
 use evolve_core::history::truncate_tool_output;
 use evolve_core::permission::{
-    check_call, CallCheck, ClassSource, EscalationContext, Grants, Level, Policy, ToolClass,
+    check_call, confined_shell_level, redact, CallCheck, ClassSource, EscalationContext, Grants,
+    Level, Policy, ToolClass,
 };
 use evolve_core::Timestamp;
 
@@ -193,19 +194,22 @@ impl ToolAgent {
         )
     }
 
-    /// Runs an allowed call and cuts its output (head and tail) to the configured cap
-    /// (128 KiB) or a third of the model's window, whichever is smaller.
+    /// Runs an allowed call at the `level` the check gave it (a shell command is confined
+    /// by it) and cuts its output (head and tail) to the configured cap (128 KiB) or a
+    /// third of the model's window, whichever is smaller.
+    #[allow(clippy::too_many_arguments)]
     pub fn run(
         &self,
         rt: &Runtime,
         session: &str,
         name: &str,
         arguments: &str,
+        level: Level,
         now: Timestamp,
         cancel: &AtomicBool,
     ) -> ToolOutput {
         let mut out = if rt.tools.has(name) {
-            self.run_builtin(rt, session, name, arguments, now, cancel)
+            self.run_builtin(rt, session, name, arguments, level, now, cancel)
         } else if let Some(entry) = self.mcp_entry(rt, name) {
             let tool = &entry.tool.name;
             match rt.mcp.call(&entry.server, tool, arguments, cancel) {
@@ -218,10 +222,11 @@ impl ToolAgent {
         } else {
             ToolOutput::error(self.unknown(rt, name))
         };
-        // Whatever a tool found, the API key never reaches the model (or the history).
+        // Whatever a tool found, the API key — or a piece of it long enough to matter —
+        // never reaches the model (or the history).
         if let Some(key) = rt.config.model.api_key.as_ref().map(|k| k.expose()) {
-            if !key.is_empty() && out.content.contains(key) {
-                out.content = out.content.replace(key, "[redacted]");
+            if let Some(clean) = redact(&out.content, key) {
+                out.content = clean;
             }
         }
         // At most the configured cap, and at most a third of what the model's window
@@ -245,12 +250,14 @@ impl ToolAgent {
         out
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn run_builtin(
         &self,
         rt: &Runtime,
         session: &str,
         name: &str,
         arguments: &str,
+        level: Level,
         now: Timestamp,
         cancel: &AtomicBool,
     ) -> ToolOutput {
@@ -270,13 +277,19 @@ impl ToolAgent {
             tokenizer: &rt.tokenizer,
             skills: &skills,
             cancel,
+            level,
         };
         rt.tools.run(name, arguments, &ctx)
     }
 }
 
-/// The level the core gives a shell command line (for the `shell` tool).
+/// The level the core gives a shell command line (for the `shell` tool), given whether
+/// the kernel confines what it runs (without that, L4 at least).
 fn shell_level(rt: &Runtime, arguments: &str) -> Level {
     let command = evolve_core::permission::string_arg(arguments, "command").unwrap_or_default();
-    evolve_core::permission::shell_command_level(&command, &rt.config.core.permission)
+    confined_shell_level(
+        &command,
+        &rt.config.core.permission,
+        crate::sandbox::status().kernel(),
+    )
 }

@@ -7,6 +7,9 @@
 //! llama.cpp answers stream + tools with an empty body). When the server cannot be
 //! reached the rest is skipped.
 //!
+//! Last, what the kernel enforces on what tools run (Landlock, or why there is none and
+//! what that changes): a warning, not a failed check.
+//!
 //! Exit codes: 0 every check passed, 3 the server cannot be reached, 1 anything else.
 
 use std::sync::atomic::AtomicBool;
@@ -88,6 +91,7 @@ pub fn run(cmd: DoctorCmd) -> Result<(), Error> {
     let base_url = crate::llm::display_url(&model.base_url);
     let client = Client::new(model);
     let report = diagnose(&client);
+    let confinement = crate::sandbox::status();
     if cmd.json {
         let checks: Vec<_> = report
             .checks
@@ -99,6 +103,8 @@ pub fn run(cmd: DoctorCmd) -> Result<(), Error> {
             "base_url": base_url,
             "ok": report.unreachable.is_none() && report.checks.iter().all(|c| c.ok),
             "checks": checks,
+            "confinement": confinement.to_json(),
+            "confinement_summary": confinement.summary(),
         });
         println!("{doc:#}");
     } else {
@@ -107,6 +113,7 @@ pub fn run(cmd: DoctorCmd) -> Result<(), Error> {
             app.config.profile, base_url
         );
         print!("{}", render(&report.checks));
+        println!("{}", confinement_line(confinement, &app.config));
     }
     if let Some(e) = report.unreachable {
         return Err(Error::Model(e));
@@ -119,6 +126,31 @@ pub fn run(cmd: DoctorCmd) -> Result<(), Error> {
         )));
     }
     Ok(())
+}
+
+/// What the kernel does to what tools run: `✓ confinement  Landlock ABI 7: …`, or a
+/// warning (`!`, not a failed check: Evolve still works, every shell command asks
+/// twice) naming the prefix rules that have no effect.
+fn confinement_line(status: &crate::sandbox::Status, config: &crate::config::Config) -> String {
+    if status.abi.is_some() {
+        return format!("✓ confinement  {}", status.summary());
+    }
+    let mut line = format!("! confinement  {}", status.summary());
+    let ignored: Vec<&str> = config
+        .core
+        .permission
+        .command_prefixes
+        .iter()
+        .filter(|(_, l)| *l < evolve_core::permission::Level::L4)
+        .map(|(p, _)| p.as_str())
+        .collect();
+    if !ignored.is_empty() {
+        line.push_str(&format!(
+            " — ignored prefixes: {}",
+            ignored.join(", ")
+        ));
+    }
+    line
 }
 
 /// The lines a person reads: `✓ name  detail`, or `✗ name  detail — hint`.

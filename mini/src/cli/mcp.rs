@@ -31,6 +31,7 @@ use crate::mcp::classify::{self, Classified};
 use crate::mcp::servers::{self, TIMEOUT_FROM_CONFIG};
 use crate::mcp::{full_name, split_name, McpTool, ServerSpec, SpecSource, Transport};
 use crate::store::{Store, ToolClassRecord, CLASS_BY_USER};
+use crate::sandbox::ServerSandbox;
 
 /// manage MCP servers and the permission levels of their tools
 #[derive(FromArgs, Debug)]
@@ -102,6 +103,9 @@ struct Add {
     /// trust the server's read-only hints: they may then lower a tool's level
     #[argh(switch)]
     trusted: bool,
+    /// confine the program by the kernel: workspace (reads the system, its own files and the workspace; writes the workspace and its own folder), read-only (writes only its own folder), none (default)
+    #[argh(option)]
+    sandbox: Option<String>,
     /// replace a server of that name added before
     #[argh(switch)]
     replace: bool,
@@ -194,6 +198,9 @@ struct Import {
     /// the JSON file
     #[argh(positional)]
     file: PathBuf,
+    /// confine every program of the file by the kernel: workspace, read-only or none (see `evolve mcp add --help`); a server's own "sandbox" key wins
+    #[argh(option)]
+    sandbox: Option<String>,
     /// replace servers of the same names added before
     #[argh(switch)]
     replace: bool,
@@ -288,9 +295,14 @@ fn add(c: Add) -> Result<(), Error> {
         bearer_env,
         timeout,
         trusted,
+        sandbox,
         replace,
         profile,
     } = c;
+    let sandbox = match sandbox {
+        Some(word) => ServerSandbox::parse(word.trim()).map_err(usage)?,
+        None => ServerSandbox::None,
+    };
     if let Some(problem) = server_name_problem(&name) {
         return Err(usage(problem));
     }
@@ -346,6 +358,12 @@ fn add(c: Add) -> Result<(), Error> {
                     "--env and --cwd are for programs (a command after --)".into(),
                 ));
             }
+            if sandbox != ServerSandbox::None {
+                return Err(usage(
+                    "--sandbox is for programs (a command after --): an HTTP server runs elsewhere"
+                        .into(),
+                ));
+            }
             let url = url.trim().to_string();
             if let Some(problem) = url_problem(&url) {
                 return Err(usage(format!("--url {problem}")));
@@ -380,6 +398,7 @@ fn add(c: Add) -> Result<(), Error> {
         name: name.clone(),
         transport,
         timeout,
+        sandbox,
         trusted,
         enabled_tools: None,
         disabled_tools: Vec::new(),
@@ -560,6 +579,11 @@ pub(crate) fn write_servers(
         }
         if spec.trusted {
             flags.push("trusted");
+        }
+        match spec.sandbox {
+            ServerSandbox::None => {}
+            ServerSandbox::Workspace => flags.push("sandbox: workspace"),
+            ServerSandbox::ReadOnly => flags.push("sandbox: read-only"),
         }
         let mut line = format!(
             "{:<width$}  {:<5}  {:<source_width$}  {:>5}s  {}",
@@ -952,10 +976,19 @@ fn import(c: Import) -> Result<(), Error> {
         path: c.file.clone(),
         source,
     })?;
-    let import = servers::read_mcp_json(&text).map_err(|message| Error::Invalid {
+    let mut import = servers::read_mcp_json(&text).map_err(|message| Error::Invalid {
         path: c.file.clone(),
         message,
     })?;
+    if let Some(word) = &c.sandbox {
+        let mode = ServerSandbox::parse(word.trim()).map_err(usage)?;
+        let own: Vec<String> = own_sandbox_keys(&text);
+        for spec in &mut import.servers {
+            if matches!(spec.transport, Transport::Stdio { .. }) && !own.contains(&spec.name) {
+                spec.sandbox = mode;
+            }
+        }
+    }
     if import.servers.is_empty() {
         return Err(Error::Invalid {
             path: c.file.clone(),
@@ -1166,4 +1199,19 @@ mod tests {
             assert_eq!(got, want, "{text}");
         }
     }
+}
+
+/// The servers of an `{"mcpServers": …}` file that set their own `"sandbox"` (which
+/// `--sandbox` does not override).
+fn own_sandbox_keys(text: &str) -> Vec<String> {
+    let Ok(doc) = serde_json::from_str::<serde_json::Value>(text) else {
+        return Vec::new();
+    };
+    ["mcpServers", "servers"]
+        .iter()
+        .filter_map(|k| doc.get(k).and_then(serde_json::Value::as_object))
+        .flat_map(|m| m.iter())
+        .filter(|(_, v)| v.get("sandbox").is_some())
+        .map(|(k, _)| k.clone())
+        .collect()
 }

@@ -147,4 +147,5 @@ pub struct RawServer {
     pub disabled_tools: Option<Vec<String>>,
     pub disabled: Option<bool>,
     pub roots: Option<Vec<String>>,
+    pub sandbox: Option<String>,
 }

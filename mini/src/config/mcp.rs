@@ -18,6 +18,7 @@ use super::file::{RawMcp, RawServer};
 use super::resolve::Context;
 use super::{ConfigError, McpConfig, Secret};
 use crate::mcp::{valid_server_name, ServerSpec, SpecSource, Transport};
+use crate::sandbox::ServerSandbox;
 
 /// Where in `config.toml` a server is defined.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -132,6 +133,7 @@ fn resolve_server(
         disabled_tools,
         disabled,
         roots,
+        sandbox,
     } = raw;
     let key = format!("mcp.servers.{name}");
     let fail = |message: String| -> ConfigError {
@@ -195,6 +197,7 @@ fn resolve_server(
             }
         }
         (None, Some(url)) => {
+            only_for(sandbox.is_some(), "sandbox", "command")?;
             only_for(args.is_some(), "args", "command")?;
             only_for(env.is_some(), "env", "command")?;
             only_for(cwd.is_some(), "cwd", "command")?;
@@ -265,10 +268,15 @@ fn resolve_server(
             .collect::<Result<Vec<PathBuf>, _>>()?,
         None => crate::mcp::servers::default_roots(&transport),
     };
+    let sandbox = match sandbox {
+        Some(word) => ServerSandbox::parse(word.trim()).map_err(fail)?,
+        None => ServerSandbox::None,
+    };
     Ok(ServerSpec {
         name: name.to_string(),
         transport,
         timeout,
+        sandbox,
         trusted: trusted.unwrap_or(false),
         enabled_tools,
         disabled_tools,
@@ -407,6 +415,9 @@ pub fn server_json(s: &ServerSpec) -> serde_json::Value {
     if let serde_json::Value::Object(map) = &mut doc {
         map.insert("timeout_secs".into(), json!(s.timeout.as_secs()));
         map.insert("trusted".into(), json!(s.trusted));
+        if matches!(s.transport, Transport::Stdio { .. }) {
+            map.insert("sandbox".into(), json!(s.sandbox.as_str()));
+        }
         map.insert("enabled_tools".into(), json!(s.enabled_tools));
         map.insert("disabled_tools".into(), json!(s.disabled_tools));
         map.insert("disabled".into(), json!(s.disabled));

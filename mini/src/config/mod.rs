@@ -592,6 +592,25 @@ impl Config {
     pub fn skills_dir(&self) -> PathBuf {
         self.home.join("skills")
     }
+
+    /// What a confined child (a shell command, a confined MCP server) must never reach:
+    /// Evolve's home outside `workspace`, and Evolve's own files even inside it (the
+    /// config, the store and its side files, `serve`'s login token and endpoint file).
+    pub fn sandbox_scope(&self, workspace: &std::path::Path) -> crate::sandbox::Scope {
+        let store = self.store_path();
+        let mut private = vec![self.file.clone(), store.clone()];
+        private.extend(
+            ["serve.token", "serve.json"]
+                .iter()
+                .map(|name| self.home.join(name)),
+        );
+        private.push(store.with_extension("redb.lock"));
+        crate::sandbox::Scope {
+            workspace: workspace.to_path_buf(),
+            evolve_home: self.home.clone(),
+            private_files: private,
+        }
+    }
 }
 
 #[cfg(test)]

@@ -484,6 +484,7 @@ mod tests {
                 cwd: None,
             },
             timeout: std::time::Duration::from_secs(60),
+            sandbox: Default::default(),
             trusted,
             enabled_tools: None,
             disabled_tools: Vec::new(),

@@ -18,6 +18,7 @@ use super::http::{self, HttpLink};
 use super::jsonrpc::{Failure, Peer};
 use super::stdio::{self, Launch, Process, StderrTail};
 use super::{CallOutcome, McpError, McpTool, ServerSpec, Transport};
+use crate::sandbox::{self, Plan, Scope, ServerSandbox};
 use evolve_core::permission::Annotations;
 
 /// The newest protocol version with the `initialize` handshake.
@@ -46,6 +47,40 @@ enum Wire {
     Http(HttpLink),
 }
 
+/// The kernel confinement a stdio server asked for (`sandbox = …`), or `None`. A server
+/// that asked for one is not started without it: no Landlock, or no workspace to confine
+/// it to, is an error that says so.
+fn confinement(spec: &ServerSpec, scope: Option<&Scope>) -> Result<Option<Plan>, String> {
+    let Transport::Stdio {
+        command, args, env, cwd, ..
+    } = &spec.transport
+    else {
+        return Ok(None);
+    };
+    if spec.sandbox == ServerSandbox::None {
+        return Ok(None);
+    }
+    let mode = spec.sandbox.as_str();
+    let status = sandbox::status();
+    if status.abi.is_none() {
+        return Err(format!(
+            "it is to be confined (sandbox = \"{mode}\"), but there is no kernel confinement \
+             here ({}) — not started; set sandbox = \"none\" to run it unconfined",
+            status.problem.as_deref().unwrap_or("unknown")
+        ));
+    }
+    let Some(scope) = scope else {
+        return Err(format!(
+            "it is to be confined (sandbox = \"{mode}\"), but no workspace is known here"
+        ));
+    };
+    let programs = sandbox::program_dirs(command, args, cwd.as_deref());
+    let data = scope.evolve_home.join("sandbox").join(&spec.name);
+    Plan::for_server(spec.sandbox, scope, &programs, &spec.roots, &data, env)
+        .map(Some)
+        .map_err(|e| e.to_string())
+}
+
 impl Conn {
     /// Starts the server and completes the handshake within the server's timeout.
     /// `started` gets the connection as soon as the process runs (or the HTTP link
@@ -53,6 +88,7 @@ impl Conn {
     /// ends the handshake at once.
     pub fn open(
         spec: &ServerSpec,
+        scope: Option<&Scope>,
         stderr: &StderrTail,
         cancel: &AtomicBool,
         started: impl FnOnce(&Arc<Conn>),
@@ -68,13 +104,19 @@ impl Conn {
                 env,
                 cwd,
             } => {
+                let plan = confinement(spec, scope).map_err(start)?;
+                // A confined server starts in the workspace unless told otherwise.
+                let cwd = cwd
+                    .as_deref()
+                    .or_else(|| plan.as_ref().and(scope).map(|s| s.workspace.as_path()));
                 let launch = Launch {
                     server: &spec.name,
                     command,
                     args,
                     env,
-                    cwd: cwd.as_deref(),
+                    cwd,
                     roots: spec.roots.clone(),
+                    plan: plan.as_ref(),
                 };
                 let (peer, process) = stdio::spawn(launch, stderr).map_err(start)?;
                 (peer, Wire::Stdio(process))

@@ -1511,6 +1511,7 @@ mod tests {
                 bearer: bearer.map(Secret::new),
             },
             timeout: LONG,
+            sandbox: Default::default(),
             trusted: false,
             enabled_tools: None,
             disabled_tools: Vec::new(),
@@ -1523,6 +1524,7 @@ mod tests {
     fn open(spec: &ServerSpec) -> Result<Arc<Conn>, McpError> {
         Conn::open(
             spec,
+            None,
             &StderrTail::default(),
             &AtomicBool::new(false),
             |_| {},

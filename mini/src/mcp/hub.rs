@@ -23,6 +23,7 @@ use std::sync::{Arc, Mutex, MutexGuard, RwLock, TryLockError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use crate::sandbox::Scope;
 use super::conn::Conn;
 use super::stdio::StderrTail;
 use super::{CallOutcome, McpError, McpTool, ServerSpec};
@@ -48,6 +49,8 @@ pub struct Hub {
     closing: Mutex<Vec<JoinHandle<()>>>,
     /// `shutdown` ran: nothing starts any more.
     shut: AtomicBool,
+    /// What a confined server (`sandbox = …`) is confined to.
+    scope: Option<Scope>,
 }
 
 /// What every caller sees.
@@ -127,7 +130,14 @@ impl Hub {
             shared: Shared::default(),
             closing: Mutex::new(Vec::new()),
             shut: AtomicBool::new(false),
+            scope: None,
         }
+    }
+
+    /// The same, with the workspace and the places a confined server must never reach.
+    pub fn confined_to(mut self, scope: Scope) -> Hub {
+        self.scope = Some(scope);
+        self
     }
 
     /// The configured servers.
@@ -403,7 +413,7 @@ impl Hub {
             }
         }
         lock(&slot.stderr).clear();
-        let opened = Conn::open(&slot.spec, &slot.stderr, cancel, |conn| {
+        let opened = Conn::open(&slot.spec, self.scope.as_ref(), &slot.stderr, cancel, |conn| {
             // From here `reload` and `shutdown` can close it, even mid-handshake.
             slot.state().conn = Some(conn.clone());
         });
@@ -580,6 +590,7 @@ mod tests {
                 cwd: None,
             },
             timeout,
+            sandbox: Default::default(),
             trusted: false,
             enabled_tools: None,
             disabled_tools: Vec::new(),

@@ -150,6 +150,10 @@ pub struct ServerSpec {
     /// Per-call timeout.
     #[serde(with = "secs")]
     pub timeout: Duration,
+    /// How a stdio server is confined by the kernel (`sandbox = "workspace"`,
+    /// `"read-only"`; `none` by default).
+    #[serde(default)]
+    pub sandbox: crate::sandbox::ServerSandbox,
     /// The user trusts its annotations: a `readOnlyHint` may lower a tool's level.
     #[serde(default)]
     pub trusted: bool,

@@ -16,6 +16,7 @@ use serde_json::Value;
 use super::{ServerSpec, SpecSource, Transport};
 use crate::config::{env_name_problem, header_problem, server_name_problem, url_problem, Config};
 use crate::store::{Store, StoreError};
+use crate::sandbox::ServerSandbox;
 
 /// The timeout a run-time server is kept with when none was given: "the `[mcp]`
 /// `timeout_secs` of the configuration in use", filled in by [`load`].
@@ -179,6 +180,7 @@ enum Kind {
 
 /// Keys an entry may have that evolve reads.
 const KNOWN_KEYS: &[&str] = &[
+    "sandbox",
     "command",
     "args",
     "env",
@@ -420,10 +422,23 @@ fn entry_spec(name: &str, entry: &Value, notes: &mut Vec<String>) -> Result<Serv
                 .join(", ")
         ));
     }
+    // Evolve's own key: how the kernel confines a program (`evolve mcp import --sandbox`
+    // sets it for every program of a file).
+    let sandbox = match (string("sandbox")?, transport_kind) {
+        (None, _) => ServerSandbox::None,
+        (Some(word), Kind::Stdio) => ServerSandbox::parse(word.trim())?,
+        (Some(_), _) => {
+            notes.push(format!(
+                "{name}: \"sandbox\" ignored (it is an HTTP server: nothing runs here)"
+            ));
+            ServerSandbox::None
+        }
+    };
     Ok(ServerSpec {
         name: name.to_string(),
         transport,
         timeout,
+        sandbox,
         trusted: false,
         enabled_tools,
         disabled_tools,

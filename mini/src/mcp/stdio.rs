@@ -53,6 +53,9 @@ pub(super) struct Launch<'a> {
     pub env: &'a [(String, String)],
     pub cwd: Option<&'a Path>,
     pub roots: Vec<PathBuf>,
+    /// The kernel confinement, if the server asked for one: its environment replaces
+    /// evolve's (with `env` applied last), and it restricts itself before exec.
+    pub plan: Option<&'a crate::sandbox::Plan>,
 }
 
 /// A running stdio server; dropping it kills its whole process group.
@@ -70,7 +73,6 @@ pub(super) struct Process {
 pub(super) fn spawn(launch: Launch<'_>, tail: &StderrTail) -> Result<(Arc<Peer>, Process), String> {
     let mut cmd = std::process::Command::new(launch.command);
     cmd.args(launch.args)
-        .envs(launch.env.iter().map(|(k, v)| (k, v)))
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -78,9 +80,19 @@ pub(super) fn spawn(launch: Launch<'_>, tail: &StderrTail) -> Result<(Arc<Peer>,
     if let Some(dir) = launch.cwd {
         cmd.current_dir(dir);
     }
-    let mut child = cmd
-        .spawn()
-        .map_err(|e| spawn_problem(launch.command, launch.cwd, &e))?;
+    let applied = match launch.plan {
+        Some(plan) => Some(
+            plan.apply(&mut cmd)
+                .map_err(|e| format!("it could not be confined: {e}"))?,
+        ),
+        None => {
+            cmd.envs(launch.env.iter().map(|(k, v)| (k, v)));
+            None
+        }
+    };
+    let spawned = cmd.spawn();
+    drop(applied);
+    let mut child = spawned.map_err(|e| spawn_problem(launch.command, launch.cwd, &e))?;
     let pgid = child.id() as i32;
     super::reap::register(pgid);
     let (Some(stdin), Some(stdout), Some(stderr)) =

@@ -776,6 +776,7 @@ fn mcp_spec(name: &str, command: &str) -> crate::mcp::ServerSpec {
             cwd: None,
         },
         timeout: std::time::Duration::from_secs(9),
+        sandbox: Default::default(),
         trusted: true,
         enabled_tools: Some(vec!["a".into()]),
         disabled_tools: vec!["b".into()],

@@ -25,13 +25,14 @@ use std::path::Path;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
-use evolve_core::permission::{builtin_level, Level};
+use evolve_core::permission::{builtin_level, Level, Reach};
 use evolve_core::Timestamp;
 
 use args::{opt, req, Kind, Param};
 
 use crate::config::{Config, ToolsConfig};
 use crate::llm::ToolSpec;
+use crate::sandbox::Plan;
 use crate::skills::Catalog;
 use crate::store::Store;
 use crate::text::ShellTokenizer;
@@ -81,6 +82,9 @@ pub struct ToolContext<'a> {
     pub skills: &'a Catalog,
     /// Set by Ctrl-C: long tools (shell, http_get) stop early.
     pub cancel: &'a AtomicBool,
+    /// The level the permission check gave this call: a shell command is confined to
+    /// what that level may touch (read-only below L3).
+    pub level: Level,
 }
 
 /// One built-in tool: what the model sees and what the permission check needs.
@@ -234,7 +238,7 @@ const DEFS: &[Def] = &[
         ],
         describe: |t| {
             format!(
-                "Run a command with sh -c in the workspace folder and return its output (stdout, then stderr after a \"[stderr]\" line) and exit code; a non-zero exit is reported as an error. Nothing can be typed into it (stdin is empty), so interactive programs fail. Stopped after {} s; when it ends or is stopped, every process it started is killed too, so background jobs do not survive. Output is capped at {} bytes (the middle is cut). Environment variables whose names contain KEY, TOKEN, SECRET or PASSWORD are removed. Prefer read_file, search_files and edit_file for files.",
+                "Run a command with sh -c in the workspace folder and return its output (stdout, then stderr after a \"[stderr]\" line) and exit code; a non-zero exit is reported as an error. Nothing can be typed into it (stdin is empty), so interactive programs fail. Stopped after {} s; when it ends or is stopped, every process it started is killed too, so background jobs do not survive. Output is capped at {} bytes (the middle is cut). The kernel confines it: read-only commands cannot write or use the network, others may write only inside the workspace (and $TMPDIR); nothing outside the workspace but the system's own folders can be read; HOME is the workspace and the environment holds only PATH, locale and time zone. Prefer read_file, search_files and edit_file for files.",
                 t.shell_timeout.as_secs(),
                 t.output_cap
             )
@@ -392,23 +396,22 @@ impl Builtins {
                 let timeout = args.int("timeout_secs").map_or(configured, |s| {
                     Duration::from_secs(s.max(1) as u64).min(configured)
                 });
-                // The configured API key is withheld whatever the name of the variable
-                // it came from (`api_key_env` may name one without KEY in it).
-                let secrets: Vec<&str> = ctx
-                    .config
-                    .model
-                    .api_key
-                    .iter()
-                    .map(|k| k.expose())
-                    .collect();
-                shell::run(
-                    args.text("command"),
-                    ctx.workspace,
-                    timeout,
-                    cap,
-                    ctx.cancel,
-                    &secrets,
-                )
+                // Confined to what the call's level may touch; L5 never gets here.
+                let Some(reach) = Reach::for_shell(ctx.level) else {
+                    return ToolOutput::error("not run: L5 commands are never run");
+                };
+                let scope = ctx.config.sandbox_scope(ctx.workspace);
+                match Plan::for_shell(reach, &scope) {
+                    Ok(plan) => shell::run(
+                        args.text("command"),
+                        ctx.workspace,
+                        timeout,
+                        cap,
+                        ctx.cancel,
+                        &plan,
+                    ),
+                    Err(e) => ToolOutput::error(format!("not run: {e}")),
+                }
             }
             "memory" => memory_tool::run(&args, ctx),
             "todo" => todo::run(&args, ctx),

@@ -1,6 +1,8 @@
-//! The `shell` tool: `sh -c COMMAND` in the workspace, with no stdin, without the
-//! environment's secrets, in its own process group so that a timeout, a Ctrl-C or the
-//! end of the command stops everything it started, and with its output capped.
+//! The `shell` tool: `sh -c COMMAND` in the workspace, with no stdin, confined by the
+//! kernel to what the call's level may touch (see `crate::sandbox`: read-only below L3,
+//! the workspace above; never Evolve's home or the user's home; a rebuilt environment
+//! without Evolve's variables), in its own process group so that a timeout, a Ctrl-C or
+//! the end of the command stops everything it started, and with its output capped.
 //!
 //! Whether a command may run at all (L5 by default, lowered per prefix by the user) is
 //! the permission check's decision, made before this runs.
@@ -14,6 +16,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use super::ToolOutput;
+use crate::sandbox::Plan;
 
 /// How often the child, the clock and the cancel flag are looked at.
 const POLL: Duration = Duration::from_millis(50);
@@ -21,17 +24,6 @@ const POLL: Duration = Duration::from_millis(50);
 /// before the result is returned without waiting for them (a process that left the
 /// process group can hold them forever).
 const DRAIN_GRACE: Duration = Duration::from_secs(2);
-
-/// Parts of environment variable names that mark a secret (case-insensitive): such
-/// variables are not passed to the command, so a model cannot print the API key.
-pub const SECRET_VAR_MARKERS: [&str; 6] =
-    ["KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL"];
-
-/// Whether the variable `name` is withheld from commands.
-pub fn is_secret_var(name: &str) -> bool {
-    let upper = name.to_ascii_uppercase();
-    SECRET_VAR_MARKERS.iter().any(|m| upper.contains(m))
-}
 
 /// The first and last bytes of a stream, up to a cap: the head shows what started, the
 /// tail how it ended (errors are usually last).
@@ -101,15 +93,10 @@ fn reader(mut pipe: impl Read + Send + 'static, buf: Arc<Mutex<Capped>>) -> thre
 /// Kills every process of the group `pgid` (the command and whatever it started).
 #[cfg(unix)]
 fn kill_group(pgid: u32) {
-    // The shell's own `kill` builtin takes a negative pid as "the group" (dash, bash,
-    // busybox); no libc needed.
-    let _ = Command::new("sh")
-        .arg("-c")
-        .arg(format!("kill -9 -{pgid} 2>/dev/null"))
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status();
+    // SAFETY: kill(2) with a negative pid signals that process group; no memory involved.
+    unsafe {
+        libc::kill(-(pgid as libc::pid_t), libc::SIGKILL);
+    }
 }
 
 /// How the command ended.
@@ -119,27 +106,27 @@ enum End {
     Cancelled,
 }
 
-/// Runs `command` in `dir`; see the module docs. `timeout` is the effective limit (the
-/// caller has already applied "the argument may only lower the configured one").
-/// Environment variables whose value is one of `secrets` are withheld too.
+/// Runs `command` in `dir` under `plan`; see the module docs. `timeout` is the
+/// effective limit (the caller has already applied "the argument may only lower the
+/// configured one").
 pub fn run(
     command: &str,
     dir: &Path,
     timeout: Duration,
     cap: usize,
     cancel: &AtomicBool,
-    secrets: &[&str],
+    plan: &Plan,
 ) -> ToolOutput {
     if command.trim().is_empty() {
         return ToolOutput::error("`command` is empty; give the shell command to run");
     }
     #[cfg(not(unix))]
     {
-        let _ = (dir, timeout, cap, cancel, secrets);
+        let _ = (dir, timeout, cap, cancel, plan);
         return ToolOutput::error("the shell tool needs a Unix system (sh and process groups)");
     }
     #[cfg(unix)]
-    run_unix(command, dir, timeout, cap, cancel, secrets)
+    run_unix(command, dir, timeout, cap, cancel, plan)
 }
 
 #[cfg(unix)]
@@ -149,7 +136,7 @@ fn run_unix(
     timeout: Duration,
     cap: usize,
     cancel: &AtomicBool,
-    secrets: &[&str],
+    plan: &Plan,
 ) -> ToolOutput {
     use std::os::unix::process::{CommandExt, ExitStatusExt};
 
@@ -161,19 +148,21 @@ fn run_unix(
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0);
-    for (name, value) in std::env::vars_os() {
-        let value = value.to_string_lossy();
-        if is_secret_var(&name.to_string_lossy())
-            || secrets.iter().any(|s| !s.is_empty() && value.contains(s))
-        {
-            cmd.env_remove(&name);
+    let applied = match plan.apply(&mut cmd) {
+        Ok(a) => a,
+        Err(e) => {
+            return ToolOutput::error(format!(
+                "not run: the command could not be confined ({e}); nothing was started"
+            ))
         }
-    }
-    let mut child = match cmd.spawn() {
+    };
+    let spawned = cmd.spawn();
+    drop(applied);
+    let mut child = match spawned {
         Ok(c) => c,
         Err(e) => {
             return ToolOutput::error(format!(
-                "cannot start `sh` in {}: {e} — is there a POSIX shell on this system?",
+                "cannot start `sh` confined in {}: {e} — is there a POSIX shell on this system?",
                 dir.display()
             ))
         }
@@ -297,23 +286,6 @@ mod tests {
     use serde_json::json;
 
     #[test]
-    fn secret_variables_are_recognised() {
-        let cases = [
-            ("OPENAI_API_KEY", true),
-            ("GITHUB_TOKEN", true),
-            ("aws_secret_access_key", true),
-            ("DB_PASSWORD", true),
-            ("MONKEY", true), // over-withholding a harmless name is the safe mistake
-            ("PATH", false),
-            ("HOME", false),
-            ("LANG", false),
-        ];
-        for (name, secret) in cases {
-            assert_eq!(is_secret_var(name), secret, "{name}");
-        }
-    }
-
-    #[test]
     fn commands_run_in_the_workspace_and_report_their_exit() {
         let h = Harness::new();
         h.write("hello.txt", "hi there");
@@ -342,28 +314,26 @@ mod tests {
     }
 
     #[test]
-    fn secrets_in_the_environment_are_not_passed_on() {
+    fn only_the_allowlisted_environment_reaches_a_command() {
         // Names no other test or the system uses; set once for this process.
         std::env::set_var("EVOLVE_TEST_API_KEY", "sk-should-not-leak");
-        std::env::set_var("EVOLVE_TEST_PLAIN", "visible");
-        let h = Harness::new();
-        let out = h.call(
-            "shell",
-            json!({"command": "echo \"[$EVOLVE_TEST_API_KEY][$EVOLVE_TEST_PLAIN]\""}),
-        );
-        assert!(out.content.starts_with("[][visible]"), "{}", out.content);
-    }
-
-    #[test]
-    fn the_configured_api_key_is_withheld_whatever_its_variable_is_called() {
+        std::env::set_var("EVOLVE_TEST_PLAIN", "not-passed-either");
         std::env::set_var("EVOLVE_TEST_DEEPSEEK", "sk-by-value-only-4242");
         let mut h = Harness::new();
         h.config.model.api_key = Some(crate::config::Secret::new("sk-by-value-only-4242"));
         let out = h.call(
             "shell",
-            json!({"command": "echo \"[$EVOLVE_TEST_DEEPSEEK]\""}),
+            json!({"command": "echo \"[$EVOLVE_TEST_API_KEY][$EVOLVE_TEST_PLAIN][$EVOLVE_TEST_DEEPSEEK]\"; env"}),
         );
-        assert!(out.content.starts_with("[]"), "{}", out.content);
+        assert!(out.content.starts_with("[][][]"), "{}", out.content);
+        assert!(!out.content.contains("EVOLVE_"), "{}", out.content);
+        assert!(
+            out.content
+                .contains(&format!("HOME={}", h.workspace.display())),
+            "{}",
+            out.content
+        );
+        assert!(out.content.contains("PATH="), "{}", out.content);
     }
 
     #[test]

@@ -44,6 +44,8 @@ pub struct Harness {
     pub builtins: Builtins,
     pub now: i64,
     pub session: String,
+    /// The level calls run at (a shell command is confined by it): L3, the workspace.
+    pub level: evolve_core::permission::Level,
 }
 
 impl Harness {
@@ -73,6 +75,7 @@ impl Harness {
             cancel: AtomicBool::new(false),
             now,
             session,
+            level: evolve_core::permission::Level::L3,
             tmp,
             workspace,
             config,
@@ -91,6 +94,7 @@ impl Harness {
             tokenizer: &self.tokenizer,
             skills: &self.skills,
             cancel: &self.cancel,
+            level: self.level,
         }
     }
 

@@ -705,7 +705,7 @@ fn run_tool(state: &State, req: &Request, name: &str) -> Reply {
             )
         }
     }
-    let out = ToolAgent.run(rt, "api", name, &arguments, now(), &cancel);
+    let out = ToolAgent.run(rt, "api", name, &arguments, level, now(), &cancel);
     Response::json(
         200,
         &json!({"output": out.content, "is_error": out.is_error, "level": level.to_string()}),
@@ -848,6 +848,7 @@ fn config(state: &State) -> Reply {
     let mut v = rt.config.to_json();
     v["profiles"] = json!(state.profiles);
     v["store"] = json!(rt.store.path().display().to_string());
+    v["confinement"] = crate::sandbox::status().to_json();
     Response::json(200, &v)
 }
 

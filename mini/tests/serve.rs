@@ -5,18 +5,8 @@
 mod support;
 
 use serde_json::{json, Value};
-use support::serve::Server;
+use support::serve::{asking, chat_body, next_event, Server};
 use support::{tool_call, Reply, World};
-
-fn chat_body(text: &str, extra: Value) -> String {
-    let mut v = json!({"model": "evolve", "messages": [
-        {"role": "system", "content": "ignored: the session has its own"},
-        {"role": "user", "content": text}]});
-    if let (Some(o), Some(e)) = (v.as_object_mut(), extra.as_object()) {
-        o.extend(e.clone());
-    }
-    v.to_string()
-}
 
 #[test]
 fn health_models_and_errors_in_openai_shape() {
@@ -436,65 +426,6 @@ fn sessions_and_memory_through_the_api() {
 }
 
 /// Reads SSE events from a streaming response as they arrive.
-fn stream_events(port: u16, body: &str) -> std::sync::mpsc::Receiver<(String, Value)> {
-    use std::io::{BufRead, BufReader, Write};
-    let mut sock = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
-    write!(
-        sock,
-        "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    )
-    .unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let mut name = String::new();
-        for line in BufReader::new(sock).lines().map_while(Result::ok) {
-            if let Some(n) = line.strip_prefix("event: ") {
-                name = n.to_string();
-            } else if let Some(d) = line.strip_prefix("data: ") {
-                let v = serde_json::from_str(d).unwrap_or(Value::String(d.to_string()));
-                if tx.send((std::mem::take(&mut name), v)).is_err() {
-                    break;
-                }
-            }
-        }
-    });
-    rx
-}
-
-#[track_caller]
-fn next_event(rx: &std::sync::mpsc::Receiver<(String, Value)>, want: &str) -> Value {
-    loop {
-        let Ok((name, v)) = rx.recv_timeout(std::time::Duration::from_secs(30)) else {
-            panic!("no {want} event");
-        };
-        if name == want {
-            return v;
-        }
-    }
-}
-
-/// A streamed UI turn (with Evolve's events) that stops at a permission question:
-/// the event reader, the session and the question.
-#[track_caller]
-fn asking(
-    port: u16,
-    text: &str,
-    extra: Value,
-) -> (std::sync::mpsc::Receiver<(String, Value)>, String, Value) {
-    let mut body = json!({"stream": true, "evolve_events": true});
-    if let (Some(o), Some(e)) = (body.as_object_mut(), extra.as_object()) {
-        o.extend(e.clone());
-    }
-    let rx = stream_events(port, &chat_body(text, body));
-    let sid = next_event(&rx, "evolve.session")["session"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    let ask = next_event(&rx, "evolve.permission");
-    (rx, sid, ask)
-}
-
 #[test]
 fn the_ui_flow_asks_once_for_l3_and_twice_for_l4() {
     let w = World::new("serve-approve");

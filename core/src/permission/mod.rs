@@ -50,11 +50,14 @@ pub use confine::{
     confined_shell_level, prefixes_need_kernel, Kernel, Reach, SYSTEM_READ_FILES, SYSTEM_ROOTS,
     SYSTEM_SECRETS, WRITABLE_DEVICES,
 };
-pub use decide::{decide, CallKey, Decision, Grant, Grants, Policy, RefusalReason, HEADLESS_CEILING};
+pub use decide::{
+    decide, CallKey, Decision, Grant, Grants, Policy, RefusalReason, HEADLESS_CEILING,
+};
 pub use escalate::{
     call_level, escalate, Escalation, EscalationContext, EscalationReason, REASON_PATH_CHARS,
 };
 pub use level::{Level, ParseLevelError};
+pub use paths::names_secret;
 pub use pending::{parse_answer, Answer, AnswerOutcome, Confirmations, Lang, PendingCall};
 pub use scan::{arg_strings, duplicate_key, string_arg, ArgString, StringKind};
 pub use secret::{find_secret, redact, SecretKind, REDACTED, REDACT_MIN_FRAGMENT};
@@ -343,15 +346,7 @@ mod tests {
             }
         }
         // Below L3 only for read-only programs.
-        for p in [
-            "sed",
-            "make",
-            "cargo build",
-            "find",
-            "tar",
-            "sort",
-            "curl",
-        ] {
+        for p in ["sed", "make", "cargo build", "find", "tar", "sort", "curl"] {
             assert_eq!(
                 one(p, Level::L2).validate(),
                 Err(PermissionError::PrefixNotReadOnly {

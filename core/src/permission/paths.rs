@@ -309,7 +309,7 @@ fn is_harmless_device(comps: &[&str]) -> bool {
 /// `etc/gshadow`, `etc/sudoers`, `etc/master.passwd`, `gh/hosts.yml` (GitHub CLI),
 /// `.envrc`, `.env_*`, `credentials.json`, and names ending in `.pem`, `.key`, `.p12`,
 /// `.pfx`, `.tfstate` (`server.key`; not the word `key`).
-pub(crate) fn names_secret(path: &str) -> bool {
+pub fn names_secret(path: &str) -> bool {
     if let Some(decoded) = file_url_path(path) {
         return names_secret_lexical(&decoded);
     }

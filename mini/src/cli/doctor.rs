@@ -145,10 +145,7 @@ fn confinement_line(status: &crate::sandbox::Status, config: &crate::config::Con
         .map(|(p, _)| p.as_str())
         .collect();
     if !ignored.is_empty() {
-        line.push_str(&format!(
-            " — ignored prefixes: {}",
-            ignored.join(", ")
-        ));
+        line.push_str(&format!(" — ignored prefixes: {}", ignored.join(", ")));
     }
     line
 }

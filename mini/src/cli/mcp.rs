@@ -30,8 +30,8 @@ use crate::error::Error;
 use crate::mcp::classify::{self, Classified};
 use crate::mcp::servers::{self, TIMEOUT_FROM_CONFIG};
 use crate::mcp::{full_name, split_name, McpTool, ServerSpec, SpecSource, Transport};
-use crate::store::{Store, ToolClassRecord, CLASS_BY_USER};
 use crate::sandbox::ServerSandbox;
+use crate::store::{Store, ToolClassRecord, CLASS_BY_USER};
 
 /// manage MCP servers and the permission levels of their tools
 #[derive(FromArgs, Debug)]
@@ -1118,6 +1118,21 @@ fn toggle(profile: &Option<String>, target_name: &str, on: bool) -> Result<(), E
     Ok(())
 }
 
+/// The servers of an `{"mcpServers": …}` file that set their own `"sandbox"` (which
+/// `--sandbox` does not override).
+fn own_sandbox_keys(text: &str) -> Vec<String> {
+    let Ok(doc) = serde_json::from_str::<serde_json::Value>(text) else {
+        return Vec::new();
+    };
+    ["mcpServers", "servers"]
+        .iter()
+        .filter_map(|k| doc.get(k).and_then(serde_json::Value::as_object))
+        .flat_map(|m| m.iter())
+        .filter(|(_, v)| v.get("sandbox").is_some())
+        .map(|(k, _)| k.clone())
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1199,19 +1214,4 @@ mod tests {
             assert_eq!(got, want, "{text}");
         }
     }
-}
-
-/// The servers of an `{"mcpServers": …}` file that set their own `"sandbox"` (which
-/// `--sandbox` does not override).
-fn own_sandbox_keys(text: &str) -> Vec<String> {
-    let Ok(doc) = serde_json::from_str::<serde_json::Value>(text) else {
-        return Vec::new();
-    };
-    ["mcpServers", "servers"]
-        .iter()
-        .filter_map(|k| doc.get(k).and_then(serde_json::Value::as_object))
-        .flat_map(|m| m.iter())
-        .filter(|(_, v)| v.get("sandbox").is_some())
-        .map(|(k, _)| k.clone())
-        .collect()
 }

@@ -7,6 +7,8 @@ use std::fs;
 use std::io::{self, BufRead, BufReader, Read};
 use std::path::Path;
 
+use evolve_core::permission::names_secret;
+
 use super::args::Args;
 use super::workspace::{refuse_hard_links, Confined, Resolved};
 use super::{ToolContext, ToolOutput};
@@ -310,8 +312,9 @@ fn walk_list(
             lines.push(format!("{rel} -> {target}"));
         } else if kind.is_dir() {
             lines.push(format!("{rel}/"));
-            // `.git` is listed but not entered: thousands of objects, nothing to read.
-            if depth > 1 && name != ".git" {
+            // `.git` is listed but not entered: thousands of objects, nothing to read;
+            // nor a folder of secrets (`.ssh`, `.gnupg`), whose reads are refused anyway.
+            if depth > 1 && name != ".git" && !names_secret(&rel) {
                 // An unreadable subfolder is listed without its content.
                 let _ = walk_list(&entry.path(), &format!("{rel}/"), depth - 1, lines, full);
                 if *full {
@@ -365,6 +368,8 @@ struct Search {
     files_matched: usize,
     skipped_binary: usize,
     skipped_large: usize,
+    /// Files and folders with secrets in their names, never read.
+    skipped_secret: usize,
     truncated: bool,
 }
 
@@ -374,6 +379,10 @@ impl Search {
     }
 
     fn file(&mut self, path: &Path, shown: &str) {
+        if names_secret(shown) {
+            self.skipped_secret += 1;
+            return;
+        }
         let Ok(meta) = fs::metadata(path) else { return };
         if !meta.is_file() {
             return;
@@ -429,6 +438,14 @@ impl Search {
             };
             let name = entry.file_name();
             let path = entry.path();
+            // The files `read_file` refuses (L5: `.env`, `.ssh/`, private keys …) are
+            // not searched either: a search must not print what a read may not.
+            if names_secret(&ws.show(&path)) {
+                if kind.is_dir() || kind.is_file() {
+                    self.skipped_secret += 1;
+                }
+                continue;
+            }
             if kind.is_dir() {
                 if name != ".git" && depth < 64 {
                     self.dir(ws, &path, depth + 1);
@@ -483,6 +500,12 @@ pub fn search_files(args: &Args, ctx: &ToolContext<'_>) -> ToolOutput {
     }
 
     let mut skipped = Vec::new();
+    if search.skipped_secret > 0 {
+        skipped.push(format!(
+            "{} holding secrets (.env, keys …)",
+            search.skipped_secret
+        ));
+    }
     if search.skipped_binary > 0 {
         skipped.push(format!("{} binary", search.skipped_binary));
     }
@@ -923,6 +946,36 @@ mod tests {
             "{}",
             out.content
         );
+    }
+
+    #[test]
+    fn search_files_never_prints_what_read_file_refuses() {
+        let h = Harness::new();
+        h.write(".env", "DB_PASSWORD=hunter2-secret\n");
+        h.write("config/.env.production", "PASSWORD=prod-secret\n");
+        h.write(
+            ".ssh/id_rsa",
+            "-----BEGIN OPENSSH PRIVATE KEY-----\npassword-in-key\n",
+        );
+        h.write("certs/server.key", "password-in-pem\n");
+        h.write("notes.md", "the password policy is in the wiki\n");
+        h.write(".env.example", "DB_PASSWORD=change-me\n");
+        let out = h.call("search_files", json!({"pattern": "password"}));
+        assert!(!out.is_error, "{}", out.content);
+        for secret in [
+            "hunter2",
+            "prod-secret",
+            "password-in-key",
+            "password-in-pem",
+        ] {
+            assert!(!out.content.contains(secret), "{secret}: {}", out.content);
+        }
+        assert!(out.content.contains("notes.md:1:"), "{}", out.content);
+        assert!(out.content.contains(".env.example:1:"), "{}", out.content);
+        assert!(out.content.contains("4 holding secrets"), "{}", out.content);
+        let listed = h.call("list_dir", json!({"recursive": true}));
+        assert!(listed.content.contains(".ssh/"), "{}", listed.content);
+        assert!(!listed.content.contains("id_rsa"), "{}", listed.content);
     }
 
     #[test]

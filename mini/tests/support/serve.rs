@@ -220,3 +220,82 @@ fn dechunk(mut body: &str) -> String {
     }
     out
 }
+
+/// A `/v1/chat/completions` body with `text` as the last user message and `extra`
+/// fields (`stream`, `session`, `evolve_events` …).
+pub fn chat_body(text: &str, extra: serde_json::Value) -> String {
+    let mut v = serde_json::json!({"model": "evolve", "messages": [
+        {"role": "system", "content": "ignored: the session has its own"},
+        {"role": "user", "content": text}]});
+    if let (Some(o), Some(e)) = (v.as_object_mut(), extra.as_object()) {
+        o.extend(e.clone());
+    }
+    v.to_string()
+}
+
+/// The events of a streamed turn, `(event name, data)` as they arrive.
+pub fn stream_events(port: u16, body: &str) -> mpsc::Receiver<(String, serde_json::Value)> {
+    let mut sock = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    write!(
+        sock,
+        "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let mut name = String::new();
+        for line in BufReader::new(sock).lines().map_while(Result::ok) {
+            if let Some(n) = line.strip_prefix("event: ") {
+                name = n.to_string();
+            } else if let Some(d) = line.strip_prefix("data: ") {
+                let v = serde_json::from_str(d).unwrap_or(serde_json::Value::String(d.to_string()));
+                if tx.send((std::mem::take(&mut name), v)).is_err() {
+                    break;
+                }
+            }
+        }
+    });
+    rx
+}
+
+/// The next event named `want` (others are skipped); panics after 30 s without one.
+#[track_caller]
+pub fn next_event(
+    rx: &mpsc::Receiver<(String, serde_json::Value)>,
+    want: &str,
+) -> serde_json::Value {
+    loop {
+        let Ok((name, v)) = rx.recv_timeout(Duration::from_secs(30)) else {
+            panic!("no {want} event");
+        };
+        if name == want {
+            return v;
+        }
+    }
+}
+
+/// A streamed UI turn (with Evolve's events) that stops at a permission question:
+/// the event reader, the session and the question.
+#[track_caller]
+pub fn asking(
+    port: u16,
+    text: &str,
+    extra: serde_json::Value,
+) -> (
+    mpsc::Receiver<(String, serde_json::Value)>,
+    String,
+    serde_json::Value,
+) {
+    let mut body = serde_json::json!({"stream": true, "evolve_events": true});
+    if let (Some(o), Some(e)) = (body.as_object_mut(), extra.as_object()) {
+        o.extend(e.clone());
+    }
+    let rx = stream_events(port, &chat_body(text, body));
+    let sid = next_event(&rx, "evolve.session")["session"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let ask = next_event(&rx, "evolve.permission");
+    (rx, sid, ask)
+}

@@ -150,7 +150,8 @@ pub struct ServerSpec {
     /// Per-call timeout.
     #[serde(with = "secs")]
     pub timeout: Duration,
-    /// The user trusts its annotations: a `readOnlyHint` may lower a tool's level.
+    /// The user trusts its annotations: a `readOnlyHint: true` is believed over the
+    /// classifier (the tool is L2).
     #[serde(default)]
     pub trusted: bool,
     /// Only these tools are offered (`None` = all).

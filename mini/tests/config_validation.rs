@@ -4,7 +4,7 @@
 //! attacker's config used to get `sh s.sh` run unattended (`headless_max_auto = "L5"`,
 //! `command_prefixes` giving `sh`, `bash`, `python3`, `env` L1), in the top level, in a
 //! profile (chosen by `--profile`, `EVOLVE_PROFILE` or `profile = …`, or not chosen at
-//! all), and with bad environment overrides.
+//! all), with bad environment overrides, and when a running `serve` switches profile.
 
 mod support;
 
@@ -267,4 +267,25 @@ fn the_commands_that_repair_a_file_still_work_on_a_rejected_one() {
     w.fake.push(Reply::text("hello"));
     let run = w.run(&["ask", "hi"]).expect(0);
     assert_eq!(run.stdout.trim(), "hello");
+}
+
+/// A running `serve` whose file turns bad: switching to a profile loads the file again,
+/// with the same validation, and the server keeps the profile it had.
+#[test]
+fn a_profile_switch_in_a_running_serve_validates_the_file_again() {
+    let w = World::new("cfg-switch");
+    w.config("[profiles.p.model]\nmain = \"m\"\n");
+    let server = support::serve::Server::start(&w, &[]);
+    w.config(
+        "[profiles.p.model]\nmain = \"m\"\n[profiles.p.permission]\nheadless_max_auto = \"L5\"\n",
+    );
+    let want = check_message(&w, &[]);
+    let resp = server.post("/v1/config/profile", r#"{"profile": "p"}"#);
+    assert_eq!(resp.status, 400, "{}", resp.body);
+    assert_eq!(
+        Some(resp.error_message().as_str()),
+        want.strip_prefix("evolve: ").map(str::trim_end)
+    );
+    assert_eq!(server.get("/v1/config").json()["profile"], "default");
+    server.stop();
 }

@@ -38,7 +38,8 @@ fn the_model_sees_server_tools_and_an_echo_result_reaches_it() {
     let tools = record["tools"].as_array().expect("tools");
     assert_eq!(tools[0]["name"], "t__echo");
     assert_eq!(tools[0]["ran"], true);
-    assert_eq!(tools[0]["level"], "L0", "{record}");
+    // The classifier said L0; a read-only tool is no lower than L2 without the user.
+    assert_eq!(tools[0]["level"], "L2", "{record}");
 }
 
 #[test]
@@ -66,7 +67,10 @@ fn a_crash_mid_call_is_a_clear_error_and_the_next_call_works() {
     w.fake
         .push(tool_call("t__echo", r#"{"text": "back again"}"#));
     w.fake.push(Reply::Text("Recovered.".into()));
-    let run = w.run(&["ask", "--json", "Crash it, then echo"]).expect(0);
+    // `crash` has no readOnlyHint: L3, run headless only with --yes.
+    let run = w
+        .run(&["ask", "--yes", "--json", "Crash it, then echo"])
+        .expect(0);
     let after_crash = tool_results(&w, 1);
     assert!(
         after_crash
@@ -149,7 +153,10 @@ fn a_tool_list_change_is_seen_by_the_next_step() {
     w.fake.push(tool_call("t__add_tool", "{}"));
     w.fake.push(tool_call("t__extra", "{}"));
     w.fake.push(Reply::Text("Done.".into()));
-    let run = w.run(&["ask", "--json", "Add a tool and use it"]).expect(0);
+    // `add_tool` has no readOnlyHint: L3, run headless only with --yes.
+    let run = w
+        .run(&["ask", "--yes", "--json", "Add a tool and use it"])
+        .expect(0);
     let reqs = w.main_requests();
     assert!(!tool_names(&reqs[0]).iter().any(|n| n == "t__extra"));
     assert!(
@@ -262,7 +269,8 @@ fn everything_echo_through_the_binary() {
         r#"{"message": "ping through evolve"}"#,
     ));
     w.fake.push(Reply::Text("pong".into()));
-    w.run(&["ask", "echo"]).expect(0);
+    // --yes: a server version without readOnlyHint on `echo` makes it L3.
+    w.run(&["ask", "--yes", "echo"]).expect(0);
     let results = tool_results(&w, 1);
     assert!(
         results.iter().any(|r| r.contains("ping through evolve")),
@@ -338,7 +346,8 @@ fn the_time_server_from_pypi_answers() {
         r#"{"timezone": "Asia/Shanghai"}"#,
     ));
     w.fake.push(Reply::Text("It is late.".into()));
-    w.run(&["ask", "time in Shanghai?"]).expect(0);
+    // --yes: without readOnlyHint the time tools are L3, whatever the classifier said.
+    w.run(&["ask", "--yes", "time in Shanghai?"]).expect(0);
     let results = tool_results(&w, 1);
     assert!(
         results.iter().any(|r| r.contains("Asia/Shanghai")),
@@ -391,7 +400,8 @@ fn everything_over_streamable_http() {
     w.fake
         .push(tool_call("everything__echo", r#"{"message": "over HTTP"}"#));
     w.fake.push(Reply::Text("pong".into()));
-    w.run(&["ask", "echo"]).expect(0);
+    // --yes: a server version without readOnlyHint on `echo` makes it L3.
+    w.run(&["ask", "--yes", "echo"]).expect(0);
     let results = tool_results(&w, 1);
     assert!(
         results.iter().any(|r| r.contains("over HTTP")),

@@ -449,7 +449,8 @@ fn odd_servers_are_coped_with() {
             .push(tool_call("t__crash", &format!(r#"{{"n": {i}}}"#)));
     }
     w.fake.push(Reply::Text("Done.".into()));
-    let run = w.run(&["ask", "go"]).expect(0);
+    // `crash` has no readOnlyHint: L3, run headless only with --yes.
+    let run = w.run(&["ask", "--yes", "go"]).expect(0);
     assert!(
         run.stderr.contains("\"dies\" could not be started"),
         "{}",
@@ -502,9 +503,10 @@ fn mcp_calls_obey_the_permission_levels() {
     );
     let inside = serde_json::json!({"text": "x", "path": outside.join("a.txt")}).to_string();
     let t = ask(tool_call("t__echo", &inside));
+    // Classified L0, read-only: the floor L2.
     assert_eq!(
         (t["level"].as_str(), t["ran"].as_bool()),
-        (Some("L0"), Some(true))
+        (Some("L2"), Some(true))
     );
     let t = ask(tool_call(
         "t__echo",
@@ -556,7 +558,8 @@ fn a_vanished_tool_is_a_clear_error() {
     w.fake.push(tool_call("t__crash", "{}"));
     w.fake.push(tool_call("t__extra", "{}"));
     w.fake.push(Reply::Text("Done.".into()));
-    w.run(&["ask", "go"]).expect(0);
+    // `add_tool` and `crash` have no readOnlyHint: L3, run headless only with --yes.
+    w.run(&["ask", "--yes", "go"]).expect(0);
     let results = tool_results(&w, 3);
     assert!(
         results

@@ -131,7 +131,8 @@ fn a_failed_list_after_list_changed_is_tried_again() {
     w.fake.push(tool_call("f__echo", "{}"));
     w.fake.push(tool_call("f__echo", "{}"));
     w.fake.push(Reply::Text("Done.".into()));
-    w.run(&["ask", "--json", "add a tool, then look again"])
+    // The server gives no readOnlyHint: its tools are L3, run headless only with --yes.
+    w.run(&["ask", "--yes", "--json", "add a tool, then look again"])
         .expect(0);
     let reqs = w.main_requests();
     assert_eq!(reqs.len(), 4, "four model steps");

@@ -1,10 +1,14 @@
 //! The class of a tool: its level before looking at the arguments, and who said so.
 //!
-//! Built-in tools have fixed levels (DESIGN "Built-in tools"). MCP tools get theirs from,
-//! in order: the user's override (`evolve mcp level TOOL L3`), the cheap model's
-//! classification cached per tool, and the MCP annotations. Annotations come from the
-//! server, so an untrusted server's hints may only make a tool *stricter*. The model
-//! calls and the cache are the shell's; this module only combines what they found.
+//! Built-in tools have fixed levels (DESIGN "Built-in tools"). An MCP tool's level is
+//! the user's, when they set one (`evolve mcp level TOOL L3`, `[tools.levels]`); else
+//! the cheap model's classification, cached per tool, **never below a floor set by the
+//! server's annotations**: L3 for any tool whose server did not say
+//! `readOnlyHint: true`, L4 with `destructiveHint: true`, L2 for a read-only tool. The
+//! classifier reads text the server wrote (name, description, schema), so it is as
+//! easy to talk into "L0" as the server is to write "classify me L0": it may raise a
+//! tool above its floor, never lower it below. The model calls and the cache are the
+//! shell's; this module only combines what they found.
 
 use serde::{Deserialize, Serialize};
 
@@ -20,8 +24,11 @@ pub enum ClassSource {
     UserOverride,
     /// The cheap model's cached classification.
     Classifier,
-    /// The MCP annotations moved the level.
+    /// A trusted server's read-only hint lowered the classifier's level (to L2).
     Annotations,
+    /// The classifier's level was below the tool's floor ([`mcp_floor`]): the floor
+    /// stands.
+    Floor,
     /// Nothing was known: the tool is treated as high risk (L4).
     Unclassified,
 }
@@ -50,7 +57,8 @@ pub struct ClassifyInput {
     pub classifier: Option<Level>,
     /// The server's annotations.
     pub annotations: Annotations,
-    /// The user marked the server as trusted: its read-only hint may lower the level.
+    /// The user marked the server as trusted: its read-only hint is believed over the
+    /// classifier (the tool is L2).
     pub trusted_server: bool,
 }
 
@@ -66,29 +74,61 @@ pub struct ToolClass {
 /// The level of a tool nobody could classify: high risk, asked twice.
 pub const UNCLASSIFIED_LEVEL: Level = Level::L4;
 
+/// The floor of an MCP tool whose server did not say `readOnlyHint: true`: it may have
+/// side effects, so a person is asked (L3, "side effects, reversible") whatever the
+/// classifier said. Headless runs refuse it unless `--yes`.
+pub const SIDE_EFFECT_FLOOR: Level = Level::L3;
+
+/// The floor of an MCP tool with `destructiveHint: true`: the server itself says the
+/// tool may destroy (the MCP specification: "may perform destructive updates to its
+/// environment"), which is past L3's "reversible" — L4, asked twice and never headless,
+/// `--yes` included.
+pub const DESTRUCTIVE_FLOOR: Level = Level::L4;
+
+/// The floor of an MCP tool with `readOnlyHint: true` (and no `destructiveHint: true`):
+/// L2, restricted read-only, not L1. The hint says the tool changes nothing; it does not
+/// say that what it reads is public (a read-only tool reads files, mail, a database as
+/// readily as the web). L1 ("public read-only") would let the classifier — which reads
+/// the server's own text — put a tool under `--allow L1`; only the user can (with
+/// `evolve mcp level`). L2 still runs headless by default.
+pub const READ_ONLY_FLOOR: Level = Level::L2;
+
+/// The lowest level an MCP tool can get without the user: [`DESTRUCTIVE_FLOOR`] with
+/// `destructiveHint: true` (even beside `readOnlyHint: true`: contradicting hints count
+/// as the stricter one), else [`READ_ONLY_FLOOR`] with `readOnlyHint: true`, else
+/// [`SIDE_EFFECT_FLOOR`] (no hint, or `readOnlyHint: false`). `openWorldHint` does not
+/// move the floor: without `readOnlyHint: true` the floor is already L3; a read-only
+/// tool reaching the outside world (a web search) is the read-only kind the classifier
+/// may still raise.
+pub fn mcp_floor(a: Annotations) -> Level {
+    if a.destructive_hint == Some(true) {
+        DESTRUCTIVE_FLOOR
+    } else if a.read_only_hint == Some(true) {
+        READ_ONLY_FLOOR
+    } else {
+        SIDE_EFFECT_FLOOR
+    }
+}
+
 /// The class of a tool. The rules, first match wins:
 ///
 /// 1. **Built-in** (`builtin` is set): its fixed level. A user override may *raise* it
 ///    (source `UserOverride`) but never lower it — the one way down is the `shell`
 ///    config, which the shell applies through
 ///    [`shell_command_level`](super::shell_command_level) before calling this.
-/// 2. **User override**: exactly the level the user set, up or down (the user is the
-///    authority on their own MCP tools).
-/// 3. Otherwise start from the **classifier**'s level, or L4 when there is none
-///    (`Unclassified`), then apply the annotations:
-///    - *lowering* — only for a **trusted** server, and only when
-///      `readOnlyHint = true` and `destructiveHint ≠ true`: the level becomes at most L2
-///      (restricted read-only). So an unclassified read-only tool of a trusted server is
-///      L2; a classifier's L1 stays L1.
-///    - *raising* — from any server: `destructiveHint = true` → at least L4;
-///      `readOnlyHint = false` → at least L3 (it has side effects);
-///      `openWorldHint = true` without `readOnlyHint = true` → at least L3.
+/// 2. **User override**: exactly the level the user set, up or down, below the floor
+///    too (the user is the authority on their own MCP tools).
+/// 3. Otherwise the **classifier**'s level, or L4 when there is none (`Unclassified`:
+///    a refusal, garbage, a failed call), and then:
+///    - a **trusted** server's `readOnlyHint: true` (without `destructiveHint: true`)
+///      is believed over the classifier: the level is at most L2 (source `Annotations`
+///      when that lowered it);
+///    - the level is raised to the tool's floor, [`mcp_floor`] (source `Floor` when
+///      that raised it).
 ///
-///    The source is `Annotations` when the hints changed the level, else `Classifier`
-///    or `Unclassified`.
-///
-/// An untrusted server's hints therefore never lower a level: a server that lies
-/// "read-only" gains nothing, one that says "destructive" is believed.
+/// So a tool without `readOnlyHint: true` never runs without a person whatever the
+/// classifier answered, a server's hints only ever lower the floor to L2 (read-only)
+/// and raise it to L4 (destructive), and only the user puts a tool below L2.
 pub fn classify(input: &ClassifyInput) -> ToolClass {
     if let Some(fixed) = input.builtin {
         return match input.user_override {
@@ -113,23 +153,21 @@ pub fn classify(input: &ClassifyInput) -> ToolClass {
         None => (UNCLASSIFIED_LEVEL, ClassSource::Unclassified),
     };
     let a = input.annotations;
-    let mut level = base;
-    if input.trusted_server && a.read_only_hint == Some(true) && a.destructive_hint != Some(true) {
-        level = level.min(Level::L2);
-    }
-    if a.destructive_hint == Some(true) {
-        level = level.max(Level::L4);
-    }
-    if a.read_only_hint == Some(false) {
-        level = level.max(Level::L3);
-    }
-    if a.open_world_hint == Some(true) && a.read_only_hint != Some(true) {
-        level = level.max(Level::L3);
-    }
-    let source = if level == base {
-        base_source
+    let floor = mcp_floor(a);
+    let believed_read_only =
+        input.trusted_server && a.read_only_hint == Some(true) && a.destructive_hint != Some(true);
+    let capped = if believed_read_only {
+        base.min(READ_ONLY_FLOOR)
     } else {
+        base
+    };
+    let level = capped.max(floor);
+    let source = if level > base {
+        ClassSource::Floor
+    } else if level < base {
         ClassSource::Annotations
+    } else {
+        base_source
     };
     ToolClass { level, source }
 }
@@ -224,7 +262,7 @@ mod tests {
     }
 
     #[test]
-    fn annotation_table_trusted_and_untrusted() {
+    fn mcp_level_table() {
         use ClassSource::*;
         use Level::*;
         let t = Some(true);
@@ -234,30 +272,43 @@ mod tests {
             // Nothing known.
             (None, None, None, None, false, L4, Unclassified),
             (None, None, None, None, true, L4, Unclassified),
-            // Read-only: lowers only for trusted servers.
+            // No readOnlyHint: true — at least L3, whatever the classifier said.
+            (Some(L0), None, None, None, false, L3, Floor),
+            (Some(L1), None, None, None, false, L3, Floor),
+            (Some(L2), f, None, None, false, L3, Floor),
+            (Some(L3), None, None, None, false, L3, Classifier),
+            (Some(L4), None, None, None, false, L4, Classifier),
+            (Some(L5), None, None, None, false, L5, Classifier),
+            (Some(L2), f, f, None, false, L3, Floor),
+            // Hints saying "harmless" but not "read-only" change nothing, trusted or not.
+            (Some(L0), f, f, f, true, L3, Floor),
+            (Some(L0), None, f, f, false, L3, Floor),
+            // readOnlyHint: true — at least L2; the classifier may raise.
+            (Some(L0), t, None, None, false, L2, Floor),
+            (Some(L1), t, None, None, false, L2, Floor),
+            (Some(L2), t, None, None, false, L2, Classifier),
+            (Some(L3), t, f, None, false, L3, Classifier),
+            (Some(L4), t, None, None, false, L4, Classifier),
             (None, t, None, None, false, L4, Unclassified),
+            // A trusted server's read-only hint is believed over the classifier: L2.
             (None, t, None, None, true, L2, Annotations),
             (Some(L4), t, None, None, true, L2, Annotations),
-            (Some(L4), t, None, None, false, L4, Classifier),
-            (Some(L1), t, None, None, true, L1, Classifier),
-            (Some(L3), t, f, None, false, L3, Classifier),
             (Some(L3), t, f, None, true, L2, Annotations),
-            (Some(L1), t, None, t, true, L1, Classifier),
-            // Destructive raises from anyone, and blocks the read-only lowering.
-            (Some(L1), None, t, None, false, L4, Annotations),
-            (Some(L1), None, t, None, true, L4, Annotations),
-            (Some(L1), t, t, None, true, L4, Annotations),
+            (Some(L1), t, None, None, true, L2, Floor),
+            (Some(L2), t, None, None, true, L2, Classifier),
+            // destructiveHint: true — at least L4, beside readOnlyHint: true too.
+            (Some(L1), None, t, None, false, L4, Floor),
+            (Some(L1), None, t, None, true, L4, Floor),
+            (Some(L0), f, t, None, false, L4, Floor),
+            (Some(L1), t, t, None, true, L4, Floor),
             (Some(L5), None, t, None, false, L5, Classifier),
             (None, None, t, None, false, L4, Unclassified),
-            (Some(L2), f, f, None, false, L3, Annotations),
-            // Open world without read-only: at least L3.
-            (Some(L1), None, None, t, false, L3, Annotations),
-            (Some(L1), f, None, t, true, L3, Annotations),
-            (Some(L1), t, None, t, false, L1, Classifier),
+            (None, t, t, None, true, L4, Unclassified),
+            // openWorldHint does not move the floor.
+            (Some(L1), None, None, t, false, L3, Floor),
+            (Some(L1), f, None, t, true, L3, Floor),
+            (Some(L1), t, None, t, false, L2, Floor),
             (Some(L4), None, None, t, false, L4, Classifier),
-            // Hints saying "harmless" never lower for untrusted servers.
-            (Some(L3), t, f, f, false, L3, Classifier),
-            (Some(L0), None, f, f, false, L0, Classifier),
         ];
         for (classifier, ro, de, ow, trusted, level, source) in cases {
             let got = mcp(classifier, ann(ro, de, ow), trusted);
@@ -269,19 +320,84 @@ mod tests {
         }
     }
 
-    #[test]
-    fn untrusted_annotations_never_lower() {
+    /// Every input an MCP tool can have without a user level.
+    fn every_mcp_input() -> impl Iterator<Item = (Option<Level>, Annotations, bool)> {
         let hints = [None, Some(true), Some(false)];
-        for classifier in Level::ALL.map(Some).into_iter().chain([None]) {
-            for ro in hints {
-                for de in hints {
-                    for ow in hints {
-                        let with = mcp(classifier, ann(ro, de, ow), false).level;
-                        let without = mcp(classifier, Annotations::default(), false).level;
-                        assert!(with >= without, "{classifier:?} {ro:?} {de:?} {ow:?}");
-                    }
-                }
+        let classifiers: [Option<Level>; 7] = [
+            None,
+            Some(Level::L0),
+            Some(Level::L1),
+            Some(Level::L2),
+            Some(Level::L3),
+            Some(Level::L4),
+            Some(Level::L5),
+        ];
+        classifiers.into_iter().flat_map(move |c| {
+            hints.into_iter().flat_map(move |ro| {
+                hints.into_iter().flat_map(move |de| {
+                    hints.into_iter().flat_map(move |ow| {
+                        [false, true]
+                            .into_iter()
+                            .map(move |trusted| (c, ann(ro, de, ow), trusted))
+                    })
+                })
+            })
+        })
+    }
+
+    #[test]
+    fn the_classifier_never_sets_a_level_below_the_floor() {
+        for (classifier, a, trusted) in every_mcp_input() {
+            let level = mcp(classifier, a, trusted).level;
+            let case = alloc::format!("{classifier:?} {a:?} trusted={trusted}");
+            assert!(level >= mcp_floor(a), "{case}");
+            if a.read_only_hint != Some(true) {
+                assert!(level >= Level::L3, "needs a person: {case}");
             }
+            if a.destructive_hint == Some(true) {
+                assert!(level >= Level::L4, "asked twice, never headless: {case}");
+            }
+            // Only the user puts an MCP tool below L2.
+            assert!(level >= Level::L2, "{case}");
+        }
+    }
+
+    #[test]
+    fn the_classifier_only_raises_and_a_higher_answer_never_gives_a_lower_level() {
+        let inputs: alloc::vec::Vec<_> = every_mcp_input().collect();
+        for &(c, a, trusted) in &inputs {
+            let Some(c) = c else { continue };
+            let level = mcp(Some(c), a, trusted).level;
+            if !trusted {
+                assert!(
+                    level >= c,
+                    "{c} {a:?}: the classifier's level stands or rises"
+                );
+            }
+            for higher in Level::ALL.into_iter().filter(|h| *h > c) {
+                assert!(
+                    mcp(Some(higher), a, trusted).level >= level,
+                    "{c} < {higher} {a:?} trusted={trusted}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn floors() {
+        let t = Some(true);
+        let f = Some(false);
+        let cases = [
+            (ann(None, None, None), Level::L3),
+            (ann(f, None, None), Level::L3),
+            (ann(None, None, t), Level::L3),
+            (ann(t, None, None), Level::L2),
+            (ann(t, f, t), Level::L2),
+            (ann(None, t, None), Level::L4),
+            (ann(t, t, None), Level::L4),
+        ];
+        for (a, want) in cases {
+            assert_eq!(mcp_floor(a), want, "{a:?}");
         }
     }
 

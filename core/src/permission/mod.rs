@@ -4,8 +4,9 @@
 //! in this order:
 //!
 //! 1. [`classify`] — the tool's class: a built-in's fixed level ([`builtin_level`];
-//!    for `shell`, [`shell_command_level`]), else the user's override, the cached
-//!    classifier level and the MCP annotations (an untrusted server may only raise).
+//!    for `shell`, [`shell_command_level`]), else the user's override, else the cached
+//!    classifier level never below the floor the MCP annotations set ([`mcp_floor`]:
+//!    L3 without `readOnlyHint: true`, L4 with `destructiveHint: true`, L2 read-only).
 //! 2. [`escalate`] — the arguments: dangerous commands, paths leaving the workspace,
 //!    secrets. The call's level is [`call_level`] = max(class, escalation).
 //! 3. [`decide`] — run, run scoped, ask once, ask twice or refuse, from the level, the
@@ -44,7 +45,8 @@ mod shell;
 pub use audit::AuditEntry;
 pub use check::{check_call, CallCheck};
 pub use classify::{
-    builtin_level, classify, Annotations, ClassSource, ClassifyInput, ToolClass, UNCLASSIFIED_LEVEL,
+    builtin_level, classify, mcp_floor, Annotations, ClassSource, ClassifyInput, ToolClass,
+    DESTRUCTIVE_FLOOR, READ_ONLY_FLOOR, SIDE_EFFECT_FLOOR, UNCLASSIFIED_LEVEL,
 };
 pub use confine::{
     confined_shell_level, prefixes_need_kernel, Kernel, Reach, SYSTEM_READ_FILES, SYSTEM_ROOTS,

@@ -1,6 +1,8 @@
 //! `evolve config init|show|check|path`: write the commented template, print the
 //! effective settings (keys masked), validate the file and every profile, print where
-//! the file is. `path` and `init` do not read the file, so they work when it is broken.
+//! the file is. `check` runs the validation every command runs at load (so its verdict
+//! is theirs) and adds warnings; `show` refuses a rejected file like any command.
+//! `path` and `init` do not read the file, so they work when it is broken.
 
 use std::io::Write;
 use std::path::Path;

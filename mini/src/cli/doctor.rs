@@ -7,10 +7,17 @@
 //! llama.cpp answers stream + tools with an empty body). When the server cannot be
 //! reached the rest is skipped.
 //!
+//! The configuration comes first: a file `evolve config check` rejects is not used to
+//! reach a server (its settings are not the ones the user will run with). Doctor then
+//! exits 2 with the same message as every other command; with `--json` it also prints a
+//! report whose only check, `config`, failed with that message, so a script reading the
+//! JSON learns why.
+//!
 //! Last, what the kernel enforces on what tools run (Landlock, or why there is none and
 //! what that changes): a warning, not a failed check.
 //!
-//! Exit codes: 0 every check passed, 3 the server cannot be reached, 1 anything else.
+//! Exit codes: 0 every check passed, 2 the configuration is rejected, 3 the server
+//! cannot be reached, 1 anything else.
 
 use std::sync::atomic::AtomicBool;
 use std::time::Instant;
@@ -81,10 +88,28 @@ struct Report {
 }
 
 pub fn run(cmd: DoctorCmd) -> Result<(), Error> {
-    let app = App::load(&LoadOptions {
+    let app = match App::load(&LoadOptions {
         profile: cmd.profile.clone(),
         ..LoadOptions::default()
-    })?;
+    }) {
+        Ok(app) => app,
+        Err(e) => {
+            if cmd.json {
+                let check = Check::fail(
+                    "config",
+                    e.to_string(),
+                    "fix config.toml, then run `evolve config check`",
+                );
+                let doc = json!({
+                    "profile": cmd.profile,
+                    "ok": false,
+                    "checks": [{"check": check.name, "ok": check.ok, "detail": check.detail, "hint": check.hint}],
+                });
+                println!("{doc:#}");
+            }
+            return Err(e);
+        }
+    };
     let mut model = app.config.model.clone();
     // A diagnosis should be quick: one retry is enough to tell a hiccup from a failure.
     model.max_retries = model.max_retries.min(1);

@@ -1163,7 +1163,7 @@ mod tests {
                     },
                     Row {
                         tool: tool("delete", "Delete \u{1b}[31m"),
-                        class: class(Level::L4, ClassSource::Annotations, Some(Level::L3)),
+                        class: class(Level::L4, ClassSource::Floor, Some(Level::L3)),
                     },
                     Row {
                         tool: tool("move", ""),
@@ -1179,15 +1179,15 @@ mod tests {
         assert_eq!(failed, ["web"]);
         let text = String::from_utf8(out).expect("utf-8");
         let want = "fs: 3 tools\n\
-                    \x20 fs__read_file  L2   classifier                   Read a file. Whole.\n\
-                    \x20 fs__delete     L4   annotations (classifier L3)  Delete \\u{1b}[31m\n\
+                    \x20 fs__read_file  L2   classifier                          Read a file. Whole.\n\
+                    \x20 fs__delete     L4   floor, destructive (classifier L3)  Delete \\u{1b}[31m\n\
                     \x20 fs__move       off  not offered\n\
                     web: could not be listed\n\
                     old: disabled (`evolve mcp enable old`)\n";
         assert_eq!(text, want);
         let json = listings_json(&listings);
         assert_eq!(json[0]["tools"][1]["level"], "L4");
-        assert_eq!(json[0]["tools"][1]["source"], "annotations");
+        assert_eq!(json[0]["tools"][1]["source"], "floor");
         assert_eq!(json[0]["tools"][1]["classifier"], "L3");
         assert_eq!(json[0]["tools"][2]["offered"], false);
         assert_eq!(json[1]["ok"], false);

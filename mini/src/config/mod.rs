@@ -14,6 +14,14 @@
 //! acceptable (unknown keys, values out of range), with a message naming the file, the
 //! key and what to do. It creates nothing on disk; `evolve config init` does.
 //!
+//! Loading is validation: [`Config::load`] resolves and checks the active profile and
+//! every other profile of the file, permission rules included, so every command that
+//! reads the configuration (`ask`, `chat`, `serve` and its scheduler, `memory`, `tasks`,
+//! `mcp`, a profile switch in `chat` or the web UI, …) refuses a file that
+//! `evolve config check` refuses, with the same message and exit code 2, before it does
+//! anything. `config check` adds only warnings; `config path` and `config init` do not
+//! read the file, so they still work on a broken one.
+//!
 //! Files: `file.rs` the raw TOML types, `resolve.rs` layering, environment and
 //! validation, `mcp.rs` the `[mcp]` section (servers, with the lines they are defined
 //! on), `template.rs` the commented file `config init` writes, `show.rs` the masked
@@ -1158,7 +1166,7 @@ shell = 5
     }
 
     #[test]
-    fn check_looks_at_every_profile_and_the_permission_settings() {
+    fn every_load_checks_every_profile_and_the_permission_settings_like_check() {
         let cases: &[(&str, Option<&str>)] = &[
             ("[profiles.a.model]\nmain = \"x\"\n", None),
             (
@@ -1177,9 +1185,13 @@ shell = 5
             let dir = home.path().to_string_lossy().into_owned();
             let pairs = [("EVOLVE_HOME", dir.as_str())];
             let env = env_of(&pairs);
-            // Loading the active configuration alone succeeds.
-            assert!(
-                Config::load_from(&LoadOptions::default(), &env).is_ok(),
+            // Loading for any command is the same validation, with the same message.
+            let loaded = Config::load_from(&LoadOptions::default(), &env);
+            assert_eq!(
+                loaded.as_ref().err().map(ToString::to_string),
+                check(&LoadOptions::default(), &env)
+                    .err()
+                    .map(|e| e.to_string()),
                 "{text}"
             );
             match (check(&LoadOptions::default(), &env), want) {

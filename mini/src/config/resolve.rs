@@ -79,83 +79,144 @@ fn env_text(env: EnvLookup<'_>, var: &'static str) -> Result<Option<String>, Con
     }
 }
 
-/// Loads the configuration of `opts` (see the module docs of `config`).
+/// Loads the configuration of `opts` (see the module docs of `config`) and validates the
+/// whole file: the active profile, then every other profile of the file, each through
+/// the same resolution and the same permission checks (what the core's rules would
+/// otherwise clamp or ignore). This is the one validation every command goes through —
+/// `evolve config check` adds only warnings — so a file `config check` rejects is
+/// rejected by every command, with the same message, before anything runs, and a
+/// mistake in a profile shows up before the day it is used.
 pub fn load(opts: &LoadOptions, env: EnvLookup<'_>) -> Result<Loaded, ConfigError> {
-    let home = home_dir(env)?;
-    let path = home.join(CONFIG_FILE);
-    let text = read_file(&path)?;
-    let file_exists = text.is_some();
-    let text = text.unwrap_or_default();
-    let raw: RawFile = toml::from_str(&text).map_err(|e| toml_error(&path, &text, &e))?;
-    let doc: toml::Table = toml::from_str(&text).map_err(|e| toml_error(&path, &text, &e))?;
-    let profiles: Vec<String> = raw
-        .profiles
-        .iter()
-        .flat_map(|p| p.keys().cloned())
-        .collect();
-
+    let file = FileText::read(env)?;
     let wanted = match (&opts.profile, env_text(env, "EVOLVE_PROFILE")?) {
         (Some(flag), _) => Some(flag.clone()),
         (None, Some(var)) => Some(var),
-        (None, None) => raw.profile.clone(),
+        (None, None) => file.raw.profile.clone(),
     };
-    let profile = wanted.unwrap_or_else(|| DEFAULT_PROFILE.to_string());
-    let overlay = match profile_table(&doc, &profile) {
-        Some(table) => Some(table),
-        None if profile == DEFAULT_PROFILE => None,
-        None => {
-            return Err(ConfigError::UnknownProfile {
-                name: profile,
-                path,
-                known: profiles,
-            })
+    let active = wanted.unwrap_or_else(|| DEFAULT_PROFILE.to_string());
+    let loaded = file.load_profile(&active, opts, env)?;
+    for name in &file.profiles {
+        if *name != loaded.config.profile {
+            file.load_profile(name, opts, env)?;
         }
-    };
-
-    let mut merged = doc.clone();
-    merged.remove("profile");
-    merged.remove("profiles");
-    if let Some(overlay) = overlay {
-        merge_layer(&mut merged, overlay);
     }
-    let layer: RawLayer = merged.try_into().map_err(|e| ConfigError::Invalid {
-        path: path.clone(),
-        message: format!(
-            "{} (after applying profile `{profile}`)",
-            e.message().trim()
-        ),
-    })?;
+    Ok(loaded)
+}
 
-    let mut origins = Origins::default();
-    let trace = |key: &str| -> Origin {
-        let keys: Vec<&str> = key.split('.').collect();
-        if overlay.is_some_and(|t| has_key(t, &keys)) {
-            Origin::Profile(profile.clone())
-        } else if has_key(&doc, &keys) {
-            Origin::File
-        } else {
-            Origin::Default
+/// `config.toml` read once, for loading each of its profiles.
+struct FileText {
+    home: PathBuf,
+    path: PathBuf,
+    exists: bool,
+    text: String,
+    /// The typed reading: unknown keys and wrong types are rejected here.
+    raw: RawFile,
+    /// The plain table the profiles are merged in.
+    doc: toml::Table,
+    /// The profiles the file defines, sorted.
+    profiles: Vec<String>,
+}
+
+impl FileText {
+    fn read(env: EnvLookup<'_>) -> Result<FileText, ConfigError> {
+        let home = home_dir(env)?;
+        let path = home.join(CONFIG_FILE);
+        let text = read_file(&path)?;
+        let exists = text.is_some();
+        let text = text.unwrap_or_default();
+        let raw: RawFile = toml::from_str(&text).map_err(|e| toml_error(&path, &text, &e))?;
+        let doc: toml::Table = toml::from_str(&text).map_err(|e| toml_error(&path, &text, &e))?;
+        let profiles: Vec<String> = raw
+            .profiles
+            .iter()
+            .flat_map(|p| p.keys().cloned())
+            .collect();
+        Ok(FileText {
+            home,
+            path,
+            exists,
+            text,
+            raw,
+            doc,
+            profiles,
+        })
+    }
+
+    /// Profile `profile` over the top level, the environment and the flags, resolved
+    /// and checked.
+    fn load_profile(
+        &self,
+        profile: &str,
+        opts: &LoadOptions,
+        env: EnvLookup<'_>,
+    ) -> Result<Loaded, ConfigError> {
+        let FileText {
+            home,
+            path,
+            exists,
+            text,
+            raw: _,
+            doc,
+            profiles,
+        } = self;
+        let overlay = match profile_table(doc, profile) {
+            Some(table) => Some(table),
+            None if profile == DEFAULT_PROFILE => None,
+            None => {
+                return Err(ConfigError::UnknownProfile {
+                    name: profile.to_string(),
+                    path: path.clone(),
+                    known: profiles.clone(),
+                })
+            }
+        };
+
+        let mut merged = doc.clone();
+        merged.remove("profile");
+        merged.remove("profiles");
+        if let Some(overlay) = overlay {
+            merge_layer(&mut merged, overlay);
         }
-    };
-    for key in TRACED_KEYS {
-        origins.set(key, trace(key));
-    }
+        let layer: RawLayer = merged.try_into().map_err(|e| ConfigError::Invalid {
+            path: path.clone(),
+            message: format!(
+                "{} (after applying profile `{profile}`)",
+                e.message().trim()
+            ),
+        })?;
 
-    let ctx = Context {
-        path: &path,
-        home: &home,
-        env,
-        origins: &mut origins,
-        text: &text,
-        profile: &profile,
-    };
-    let config = resolve(layer, profile.clone(), opts, ctx)?;
-    Ok(Loaded {
-        config,
-        origins,
-        profiles,
-        file_exists,
-    })
+        let mut origins = Origins::default();
+        let trace = |key: &str| -> Origin {
+            let keys: Vec<&str> = key.split('.').collect();
+            if overlay.is_some_and(|t| has_key(t, &keys)) {
+                Origin::Profile(profile.to_string())
+            } else if has_key(doc, &keys) {
+                Origin::File
+            } else {
+                Origin::Default
+            }
+        };
+        for key in TRACED_KEYS {
+            origins.set(key, trace(key));
+        }
+
+        let ctx = Context {
+            path,
+            home,
+            env,
+            origins: &mut origins,
+            text,
+            profile,
+        };
+        let config = resolve(layer, profile.to_string(), opts, ctx)?;
+        check_permissions(&config)?;
+        Ok(Loaded {
+            config,
+            origins,
+            profiles: profiles.clone(),
+            file_exists: *exists,
+        })
+    }
 }
 
 /// The keys whose origin `config show` prints.
@@ -897,24 +958,14 @@ fn resolve_tools(raw: RawTools, ctx: &Context<'_>) -> Result<ToolsConfig, Config
     })
 }
 
-/// Loads the active configuration and every profile of the file, and checks what
-/// loading alone does not (permission settings the core would clamp, a readable API
-/// key): a mistake in a profile shows up before the day it is used.
+/// `evolve config check`: [`load`] — the validation every command runs — and the
+/// warnings about problems that do not stop evolve (a readable API key, MCP server
+/// settings with no effect, an unknown system time zone).
 pub fn check(opts: &LoadOptions, env: EnvLookup<'_>) -> Result<Checked, ConfigError> {
     let loaded = load(opts, env)?;
-    let mut checked = vec![loaded.config.profile.clone()];
-    check_permissions(&loaded.config)?;
-    for name in &loaded.profiles {
-        if *name == loaded.config.profile {
-            continue;
-        }
-        let other = LoadOptions {
-            profile: Some(name.clone()),
-            ..opts.clone()
-        };
-        check_permissions(&load(&other, env)?.config)?;
-        checked.push(name.clone());
-    }
+    let active = loaded.config.profile.clone();
+    let mut checked = vec![active.clone()];
+    checked.extend(loaded.profiles.iter().filter(|p| **p != active).cloned());
     let mut warnings = loaded.config.mcp.warnings.clone();
     if let Some(w) = readable_key_warning(&loaded) {
         warnings.push(w);
@@ -929,6 +980,8 @@ pub fn check(opts: &LoadOptions, env: EnvLookup<'_>) -> Result<Checked, ConfigEr
     })
 }
 
+/// The permission settings the core's rules would clamp or ignore (`validate`), as a
+/// configuration error naming the profile.
 fn check_permissions(config: &Config) -> Result<(), ConfigError> {
     config
         .core

@@ -168,8 +168,9 @@ pub const CONFIG_TEMPLATE: &str = r#"# evolve configuration — `evolve config s
 # timeout_secs = 120
 # Any server may also set:
 #   cwd               the program's working directory
-#   trusted           true: its read-only hints may lower a tool's level (hints of
-#                     servers not trusted can only raise it)
+#   trusted           true: its readOnlyHint is believed over the cheap model (a
+#                     read-only tool is L2); other hints and servers not trusted can
+#                     only raise a tool above its floor (L3 unless readOnlyHint)
 #   enabled_tools     offer only these tools, e.g. ["read_file", "list_directory"]
 #   disabled_tools    never offer these tools
 #   disabled          true: the server is not used

@@ -1,19 +1,25 @@
 //! The level of each MCP tool: the user's override, else the cheap model's classification
 //! (cached in the store with a fingerprint of the description and schema, redone when
-//! they change), with the MCP annotations as input; core's `classify` combines them. A
-//! tool nobody could classify is L4.
+//! they change), never below the floor of the tool's MCP annotations; core's `classify`
+//! combines them. A tool nobody could classify is L4.
 //!
 //! What it decides: which inputs count (a level set with `evolve mcp level` over one in
 //! `[tools.levels]` of `config.toml`, over the classifier), when the cheap model is asked
 //! (only for tools without a cached answer for their current fingerprint, all of one
 //! server's in one request), and how its reply is read (tolerantly: any JSON the core can
-//! repair, levels as `"L3"`, `3` or `{"level": "L3"}`). How the inputs combine — the
-//! annotations of an untrusted server can only raise a level — is the core's.
+//! repair, levels as `"L3"`, `3` or `{"level": "L3"}`). How the inputs combine is the
+//! core's: the classifier reads what the server wrote, so its answer may raise a tool
+//! above the floor (L3 without `readOnlyHint: true`, L4 with `destructiveHint: true`,
+//! L2 read-only) but never lower it below; only the user's level goes lower. The cache
+//! keeps the classifier's own answer, so the floor applies to answers cached before it
+//! existed too.
 
 use std::sync::atomic::AtomicBool;
 
 use evolve_core::json::Value;
-use evolve_core::permission::{classify, ClassSource, ClassifyInput, Level, ToolClass};
+use evolve_core::permission::{
+    classify, ClassSource, ClassifyInput, Level, ToolClass, DESTRUCTIVE_FLOOR, READ_ONLY_FLOOR,
+};
 use evolve_core::text::clip_chars;
 
 use super::{full_name, McpTool, ServerSpec};
@@ -58,7 +64,8 @@ pub struct Classified {
 
 impl Classified {
     /// Where the level came from, in words: `user (evolve mcp level)`, `classifier`,
-    /// `annotations (classifier L1)`, `unclassified`, …
+    /// `floor, not read-only (classifier L0)`, `floor, destructive (classifier L1)`,
+    /// `read-only, trusted server (classifier L3)`, `unclassified`, …
     pub fn origin(&self) -> String {
         let classifier = match self.classifier {
             Some(level) => format!("classifier {level}"),
@@ -69,7 +76,18 @@ impl Classified {
                 "user (evolve mcp level)".to_string()
             }
             (ClassSource::UserOverride, _) => "user (config.toml [tools.levels])".to_string(),
-            (ClassSource::Annotations, _) => format!("annotations ({classifier})"),
+            (ClassSource::Floor, _) => {
+                // Each floor is its own level, so the level says which one held.
+                let why = match self.class.level {
+                    l if l == READ_ONLY_FLOOR => "read-only",
+                    l if l == DESTRUCTIVE_FLOOR => "destructive",
+                    _ => "not read-only",
+                };
+                format!("floor, {why} ({classifier})")
+            }
+            (ClassSource::Annotations, _) => {
+                format!("read-only, trusted server ({classifier})")
+            }
             (ClassSource::Classifier, _) => "classifier".to_string(),
             (ClassSource::Unclassified, _) => "unclassified".to_string(),
             (ClassSource::BuiltIn, _) => "built-in".to_string(),
@@ -617,7 +635,8 @@ mod tests {
         assert_eq!(
             levels,
             [
-                (Level::L2, ClassSource::Classifier),
+                // No readOnlyHint: the classifier's L2 is raised to the floor, L3.
+                (Level::L3, ClassSource::Floor),
                 (Level::L3, ClassSource::Classifier),
                 (Level::L4, ClassSource::Unclassified),
             ]
@@ -670,9 +689,11 @@ mod tests {
         assert_eq!(got[0].source, ClassSource::Unclassified);
         assert_eq!(rt.store.tool_class("fs__read").expect("read"), None);
         model.push(r#"{"read": "L1"}"#);
+        let got = classes(&rt, &spec(false), &tools, &NEVER);
+        // Classified now; not read-only, so no lower than L3.
         assert_eq!(
-            classes(&rt, &spec(false), &tools, &NEVER)[0].level,
-            Level::L1
+            (got[0].level, got[0].source),
+            (Level::L3, ClassSource::Floor)
         );
         assert_eq!(model.requests().len(), 2);
     }
@@ -720,8 +741,8 @@ mod tests {
             (Level::L2, "user (evolve mcp level)"),
             // An untrusted read-only hint cannot lower the classifier's L3.
             (Level::L3, "classifier"),
-            // A destructive hint raises the classifier's L1.
-            (Level::L4, "annotations (classifier L1)"),
+            // A destructive hint raises the classifier's L1 to its floor.
+            (Level::L4, "floor, destructive (classifier L1)"),
         ];
         let got: Vec<(Level, String)> = untrusted
             .iter()

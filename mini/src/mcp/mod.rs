@@ -154,7 +154,8 @@ pub struct ServerSpec {
     /// `"read-only"`; `none` by default).
     #[serde(default)]
     pub sandbox: crate::sandbox::ServerSandbox,
-    /// The user trusts its annotations: a `readOnlyHint` may lower a tool's level.
+    /// The user trusts its annotations: a `readOnlyHint: true` is believed over the
+    /// classifier (the tool is L2).
     #[serde(default)]
     pub trusted: bool,
     /// Only these tools are offered (`None` = all).

@@ -39,7 +39,7 @@ pub fn peer(var: &str) -> Option<String> {
 
 /// The cheap model's classification of the test server's tools, as a model would
 /// give it.
-pub const LEVELS: &str = r#"{"echo": "L0", "add": "L0", "write_note": "L3", "delete_everything": "L4", "send_message": "L4", "slow": "L0", "fail": "L0", "crash": "L1", "add_tool": "L1", "extra": "L1", "big": "L0", "env": "L2", "cwd": "L2"}"#;
+pub const LEVELS: &str = r#"{"echo": "L0", "add": "L0", "write_note": "L3", "delete_everything": "L4", "send_message": "L4", "slow": "L0", "fail": "L0", "crash": "L1", "add_tool": "L1", "extra": "L1", "wipe_everything": "L0", "big": "L0", "env": "L2", "cwd": "L2"}"#;
 
 /// `[mcp.servers.t]` running the test server with `extra` lines; the fake model
 /// classifies its tools with [`LEVELS`].

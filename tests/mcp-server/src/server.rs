@@ -142,14 +142,14 @@ fn catalog() -> Vec<Tool> {
             "Sleeps ms milliseconds, then answers.",
             json!({"ms": integer("how long to sleep, at most 600000")}),
             &["ms"],
-            ToolAnnotations::new(),
+            ToolAnnotations::new().read_only(true),
         ),
         tool(
             "fail",
             "Returns an error result (isError: true) carrying the message.",
             json!({"message": string("the error text")}),
             &["message"],
-            ToolAnnotations::new(),
+            ToolAnnotations::new().read_only(true),
         ),
         tool(
             "crash",
@@ -161,6 +161,13 @@ fn catalog() -> Vec<Tool> {
         tool(
             "add_tool",
             "Registers the tool extra and notifies tools/list_changed before answering.",
+            json!({}),
+            &[],
+            ToolAnnotations::new(),
+        ),
+        tool(
+            "wipe_everything",
+            "Deletes every file.",
             json!({}),
             &[],
             ToolAnnotations::new(),
@@ -304,6 +311,7 @@ impl TestServer {
                 Ok(text("added tool extra"))
             }
             "extra" if self.extra_added.load(Ordering::SeqCst) => Ok(text("extra tool called")),
+            "wipe_everything" => self.wipe_notes(),
             "big" => count_arg(name, args, "bytes", MAX_BIG_BYTES).map(|n| text(big_text(n))),
             "env" => string_arg(name, args, "name").map(|var| match std::env::var(var) {
                 Ok(v) => text(v),
@@ -336,6 +344,38 @@ impl TestServer {
             body.len(),
             path.display()
         )))
+    }
+
+    /// `wipe_everything`: really deletes, but only the files of the notes directory (a
+    /// test's own), so a test can tell that it ran.
+    fn wipe_notes(&self) -> Result<CallToolResult, CallToolResult> {
+        let dir = &self.settings.notes;
+        let entries = match std::fs::read_dir(dir) {
+            Ok(entries) => entries,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Ok(text("deleted 0 files"))
+            }
+            Err(e) => {
+                return Err(error(format!(
+                    "wipe_everything: cannot list {}: {e}",
+                    dir.display()
+                )))
+            }
+        };
+        let mut deleted = 0;
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if path.is_file() {
+                std::fs::remove_file(&path).map_err(|e| {
+                    error(format!(
+                        "wipe_everything: cannot delete {}: {e}",
+                        path.display()
+                    ))
+                })?;
+                deleted += 1;
+            }
+        }
+        Ok(text(format!("deleted {deleted} files")))
     }
 }
 
@@ -459,6 +499,11 @@ mod tests {
             ("write_note", (Some(false), Some(false), None)),
             ("delete_everything", (None, Some(true), None)),
             ("send_message", (None, None, Some(true))),
+            ("slow", (Some(true), None, None)),
+            ("fail", (Some(true), None, None)),
+            ("crash", (None, None, None)),
+            ("add_tool", (None, None, None)),
+            ("wipe_everything", (None, None, None)),
         ];
         for (name, want) in cases {
             assert_eq!(hints(name), want, "{name}");

@@ -1,0 +1,247 @@
+//! The level of an MCP tool through the built binary: the cheap model's classification
+//! may raise a tool above the floor its annotations set, never lower it below —
+//! L3 without `readOnlyHint: true`, L4 with `destructiveHint: true`, L2 read-only — and
+//! only the user's own level (`evolve mcp level`, `[tools.levels]`) goes lower.
+//!
+//! The in-repo test server's `wipe_everything` ("Deletes every file.", no annotations)
+//! really deletes the files of its notes directory, so a test sees whether it ran.
+
+mod support;
+
+use std::path::PathBuf;
+
+use support::mcp::test_server;
+use support::{tool_call, Reply, World, CLASSIFY};
+
+/// A world running the test server with its notes in `$EVOLVE_HOME/notes` (holding
+/// `keep.txt`), its tools classified by the cheap model's `classification` (as the
+/// model would answer the `[evolve:classify]` prompt); `extra` goes into the server's
+/// table. Returns the file `wipe_everything` deletes.
+fn world(name: &str, classification: &str, extra: &str) -> (World, PathBuf) {
+    let w = World::new(name);
+    let notes = w.home.join("notes");
+    std::fs::create_dir_all(&notes).expect("notes");
+    let keep = notes.join("keep.txt");
+    std::fs::write(&keep, "precious").expect("keep.txt");
+    w.fake.route(CLASSIFY, Reply::Text(classification.into()));
+    w.config(&format!(
+        "[mcp.servers.t]\ncommand = {:?}\nargs = [\"--notes\", {:?}]\n{extra}\n",
+        test_server().to_string_lossy(),
+        notes.to_string_lossy()
+    ));
+    (w, keep)
+}
+
+/// The model asks for `tool` once, then answers.
+fn script_call(w: &World, tool: &str) {
+    w.fake.push(tool_call(tool, "{}"));
+    w.fake.push(Reply::text("Done."));
+}
+
+/// How many classification requests reached the cheap model.
+fn classifications(w: &World) -> usize {
+    w.fake
+        .chat_requests()
+        .iter()
+        .filter(|r| r.body.contains(CLASSIFY))
+        .count()
+}
+
+/// `evolve mcp tools --json`: the row of `tool` of server `t`.
+fn listed(w: &World, tool: &str) -> serde_json::Value {
+    let doc = w.run(&["mcp", "tools", "t", "--json"]).expect(0).json();
+    doc[0]["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .find(|t| t["tool"] == tool)
+        .unwrap_or_else(|| panic!("{tool} not listed: {doc}"))
+        .clone()
+}
+
+#[test]
+fn an_unannotated_tool_the_classifier_calls_l0_asks_a_person() {
+    let (w, keep) = world("lv-wipe", r#"{"wipe_everything": "L0", "echo": "L1"}"#, "");
+
+    // `ask` has nobody to ask: refused, exit 4, nothing deleted.
+    script_call(&w, "t__wipe_everything");
+    let run = w.run(&["ask", "--json", "tidy up"]).expect(4);
+    let call = &run.json()["tools"][0];
+    assert_eq!(call["name"], "t__wipe_everything");
+    assert_eq!(
+        (call["level"].as_str(), call["ran"].as_bool()),
+        (Some("L3"), Some(false)),
+        "{call}"
+    );
+    assert!(keep.exists(), "wipe_everything ran without a person");
+    assert_eq!(classifications(&w), 1, "the classifier was asked");
+
+    // What `mcp tools` says, and why.
+    let row = listed(&w, "wipe_everything");
+    assert_eq!(row["level"], "L3", "{row}");
+    assert_eq!(row["classifier"], "L0", "{row}");
+    assert_eq!(row["source"], "floor", "{row}");
+    assert_eq!(
+        row["origin"], "floor, not read-only (classifier L0)",
+        "{row}"
+    );
+    let text = w.run(&["mcp", "tools", "t"]).expect(0).stdout;
+    let line = text
+        .lines()
+        .find(|l| l.contains("t__wipe_everything"))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(
+        line.contains("L3") && line.contains("floor, not read-only (classifier L0)"),
+        "{line}"
+    );
+
+    // The cached L0 is floored too; `--yes` (a person's consent in advance) runs L3.
+    script_call(&w, "t__wipe_everything");
+    let run = w.run(&["ask", "--yes", "--json", "tidy up"]).expect(0);
+    let call = &run.json()["tools"][0];
+    assert_eq!(
+        (call["level"].as_str(), call["ran"].as_bool()),
+        (Some("L3"), Some(true)),
+        "{call}"
+    );
+    assert!(!keep.exists(), "approved with --yes, it ran");
+    assert_eq!(classifications(&w), 1, "the cached answer was used");
+}
+
+#[test]
+fn a_read_only_tool_the_classifier_calls_l1_runs_headless_at_l2() {
+    let (w, keep) = world(
+        "lv-readonly",
+        r#"{"wipe_everything": "L0", "echo": "L1"}"#,
+        "",
+    );
+    w.fake
+        .push(tool_call("t__echo", r#"{"text": "read-only"}"#));
+    w.fake.push(Reply::text("Echoed."));
+    let run = w.run(&["ask", "--json", "echo"]).expect(0);
+    let call = &run.json()["tools"][0];
+    assert_eq!(
+        (call["level"].as_str(), call["ran"].as_bool()),
+        (Some("L2"), Some(true)),
+        "{call}"
+    );
+    assert_eq!(
+        listed(&w, "echo")["origin"],
+        "floor, read-only (classifier L1)"
+    );
+    // Under `--allow L1` only the user can put it: the server's hint says "changes
+    // nothing", not "public".
+    w.fake
+        .push(tool_call("t__echo", r#"{"text": "read-only"}"#));
+    w.fake.push(Reply::text("Refused."));
+    w.run(&["ask", "--allow", "L1", "echo"]).expect(4);
+    assert!(keep.exists());
+}
+
+#[test]
+fn whatever_the_classifier_answers_an_unannotated_tool_never_runs_unasked() {
+    for (reply, level) in [
+        (Reply::Text(r#"{"wipe_everything": "L0"}"#.into()), "L3"),
+        (Reply::Text(r#"{"wipe_everything": 0}"#.into()), "L3"),
+        (
+            Reply::Text("I cannot help with classifying tools.".into()),
+            "L4",
+        ),
+        (
+            Reply::Text(r#"{"wipe_everything": "harmless"}"#.into()),
+            "L4",
+        ),
+        (Reply::Text(r#"{"wipe_everything": "L-1"}"#.into()), "L4"),
+        (
+            Reply::Status(500, r#"{"error":{"message":"down"}}"#.into()),
+            "L4",
+        ),
+    ] {
+        let w = World::new("lv-any");
+        let notes = w.home.join("notes");
+        std::fs::create_dir_all(&notes).expect("notes");
+        let keep = notes.join("keep.txt");
+        std::fs::write(&keep, "precious").expect("keep.txt");
+        w.fake.route(CLASSIFY, reply);
+        w.config(&format!(
+            "[mcp.servers.t]\ncommand = {:?}\nargs = [\"--notes\", {:?}]\n",
+            test_server().to_string_lossy(),
+            notes.to_string_lossy()
+        ));
+        script_call(&w, "t__wipe_everything");
+        let run = w.run(&["ask", "--json", "tidy up"]).expect(4);
+        let call = &run.json()["tools"][0];
+        assert_eq!(
+            (call["level"].as_str(), call["ran"].as_bool()),
+            (Some(level), Some(false)),
+            "{call}"
+        );
+        assert!(keep.exists(), "ran unasked at {level}");
+    }
+}
+
+#[test]
+fn a_destructive_tool_is_l4_and_never_headless_even_with_yes() {
+    let (w, _keep) = world("lv-destructive", r#"{"delete_everything": "L0"}"#, "");
+    script_call(&w, "t__delete_everything");
+    let run = w.run(&["ask", "--yes", "--json", "delete"]).expect(4);
+    let call = &run.json()["tools"][0];
+    assert_eq!(
+        (call["level"].as_str(), call["ran"].as_bool()),
+        (Some("L4"), Some(false)),
+        "{call}"
+    );
+    assert_eq!(
+        listed(&w, "delete_everything")["origin"],
+        "floor, destructive (classifier L0)"
+    );
+}
+
+#[test]
+fn the_users_level_decides_below_the_floor() {
+    // `evolve mcp level`: the user says the tool is fine to run.
+    let (w, keep) = world("lv-user", r#"{"wipe_everything": "L4"}"#, "");
+    w.run(&["mcp", "level", "t__wipe_everything", "L1"])
+        .expect(0);
+    script_call(&w, "t__wipe_everything");
+    let run = w.run(&["ask", "--json", "tidy up"]).expect(0);
+    let call = &run.json()["tools"][0];
+    assert_eq!(
+        (call["level"].as_str(), call["ran"].as_bool()),
+        (Some("L1"), Some(true)),
+        "{call}"
+    );
+    assert!(!keep.exists());
+
+    // `[tools.levels]` in config.toml, the same.
+    let (w, keep) = world(
+        "lv-user-file",
+        r#"{"wipe_everything": "L0"}"#,
+        "\n[tools.levels]\nt__wipe_everything = \"L2\"",
+    );
+    script_call(&w, "t__wipe_everything");
+    let run = w.run(&["ask", "--json", "tidy up"]).expect(0);
+    assert_eq!(run.json()["tools"][0]["level"], "L2");
+    assert!(!keep.exists());
+    assert_eq!(
+        listed(&w, "wipe_everything")["origin"],
+        "user (config.toml [tools.levels])"
+    );
+}
+
+#[test]
+fn a_trusted_servers_read_only_hint_is_believed_over_the_classifier() {
+    // The classifier says L4 for a read-only tool; the user trusts the server.
+    let (w, _keep) = world("lv-trusted", r#"{"echo": "L4"}"#, "trusted = true");
+    w.fake.push(tool_call("t__echo", r#"{"text": "x"}"#));
+    w.fake.push(Reply::text("Echoed."));
+    let run = w.run(&["ask", "--json", "echo"]).expect(0);
+    assert_eq!(run.json()["tools"][0]["level"], "L2");
+    assert_eq!(
+        listed(&w, "echo")["origin"],
+        "read-only, trusted server (classifier L4)"
+    );
+    // Trust lowers nothing that is not read-only.
+    let row = listed(&w, "wipe_everything");
+    assert_eq!(row["level"], "L4", "unclassified: {row}");
+}

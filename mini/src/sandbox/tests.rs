@@ -89,6 +89,7 @@ fn read_only_commands_read_the_workspace_and_write_nothing() {
         "echo x >> notes.txt",
         "touch /tmp/evolve-sandbox-probe",
     ] {
+        let _ = std::fs::remove_file("/tmp/evolve-sandbox-probe");
         let (code, out) = run(&plan, ws, script);
         assert_ne!(code, 0, "{script} ran: {out}");
     }

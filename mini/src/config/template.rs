@@ -168,6 +168,12 @@ pub const CONFIG_TEMPLATE: &str = r#"# evolve configuration — `evolve config s
 # timeout_secs = 120
 # Any server may also set:
 #   cwd               the program's working directory
+#   sandbox           a program only: "workspace" (the kernel lets it read the system,
+#                     its own files and the workspace, and write the workspace and its
+#                     own folder $EVOLVE_HOME/sandbox/NAME), "read-only" (writes only its
+#                     own folder) or "none" (the default: it runs with your rights).
+#                     npx/uvx servers get their caches in their own folder and download
+#                     there once. Needs Landlock (`evolve doctor`); else not started.
 #   trusted           true: its readOnlyHint is believed over the cheap model (a
 #                     read-only tool is L2); other hints and servers not trusted can
 #                     only raise a tool above its floor (L3 unless readOnlyHint)

@@ -18,8 +18,12 @@ use std::time::{Duration, Instant};
 use super::ToolOutput;
 use crate::sandbox::Plan;
 
-/// How often the child, the clock and the cancel flag are looked at.
+/// How often the child, the clock and the cancel flag are looked at, at most: the first
+/// looks come after 1 ms, each wait twice the last up to this, so a quick command is
+/// seen to end within a millisecond or two instead of a whole period.
 const POLL: Duration = Duration::from_millis(50);
+/// The first wait between looks.
+const FIRST_POLL: Duration = Duration::from_millis(1);
 /// After the command ends (or is killed), how long its output pipes may stay open
 /// before the result is returned without waiting for them (a process that left the
 /// process group can hold them forever).
@@ -182,6 +186,7 @@ fn run_unix(
     }
 
     let started = Instant::now();
+    let mut wait = FIRST_POLL;
     let end = loop {
         if cancel.load(Ordering::Relaxed) {
             kill_group(pgid);
@@ -205,18 +210,21 @@ fn run_unix(
             let _ = child.wait();
             break End::TimedOut;
         }
-        thread::sleep(POLL);
+        thread::sleep(wait);
+        wait = (wait * 2).min(POLL);
     };
     // Whatever the command left running in its group (`cmd &`) stops with it; their
     // output already in the pipes is still read below.
     kill_group(pgid);
     let drained_by = Instant::now() + DRAIN_GRACE;
+    let mut wait = FIRST_POLL;
     while Instant::now() < drained_by {
         let done = |b: &Arc<Mutex<Capped>>| b.lock().map(|b| b.done).unwrap_or(true);
         if done(&stdout) && done(&stderr) {
             break;
         }
-        thread::sleep(POLL);
+        thread::sleep(wait);
+        wait = (wait * 2).min(POLL);
     }
 
     let text = |b: &Arc<Mutex<Capped>>| b.lock().map(|b| b.text()).unwrap_or_default();

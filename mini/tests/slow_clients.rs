@@ -222,6 +222,35 @@ fn trickled_bodies_do_not_lock_out_other_clients() {
     );
 }
 
+/// 64 clients of one machine that connect together and only then send their requests
+/// (a script's parallel requests, the benchmark's 64 streamed chats) are all waiting at
+/// once without a head, over the per-address cap: none may be closed for it.
+#[test]
+fn many_clients_connecting_at_once_from_one_address_are_all_served() {
+    let w = World::new("slow-burst");
+    let s = Server::start(&w, &[]);
+    let mut conns: Vec<TcpStream> = (0..64)
+        .map(|_| TcpStream::connect(("127.0.0.1", s.port)).expect("connect"))
+        .collect();
+    // Every connection accepted before any request is sent.
+    std::thread::sleep(Duration::from_millis(100));
+    for c in &mut conns {
+        c.write_all(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+            .expect("send");
+    }
+    let statuses: Vec<String> = conns
+        .iter_mut()
+        .map(|c| {
+            c.set_read_timeout(Some(Duration::from_secs(15))).unwrap();
+            let mut out = Vec::new();
+            let _ = c.read_to_end(&mut out);
+            String::from_utf8_lossy(&out).chars().take(12).collect()
+        })
+        .collect();
+    let served = statuses.iter().filter(|l| *l == "HTTP/1.1 200").count();
+    assert_eq!(served, 64, "{statuses:?}");
+}
+
 /// A body that trickles in far below any real link's speed is answered 408 and the
 /// connection closed, instead of being waited for.
 #[test]

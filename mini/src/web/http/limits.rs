@@ -39,6 +39,13 @@ pub const BODY_GRACE: Duration = Duration::from_secs(5);
 /// 60 s. The rule of Apache's mod_reqtimeout (`body=…,MinRate=…`).
 pub const MIN_BODY_RATE: u64 = 1024;
 
+/// Under the caps above, only a connection at least this old is closed to make room;
+/// when none is, the newcomer waits over the cap ([`MAX_WAITING`] still holds). Many
+/// clients starting at once from one machine (a script's 64 parallel requests) are all
+/// accepted before any has written its head; a second is more than any of them needs,
+/// while a trickling connection cannot finish a head in it.
+pub const FAIR_CHANCE: Duration = Duration::from_secs(1);
+
 /// Connections held without a worker (waiting for a head, receiving a body, idle between
 /// requests, or being closed): each is one file descriptor and a small buffer.
 pub const MAX_WAITING: usize = 1024;
@@ -56,6 +63,8 @@ pub struct Limits {
     pub unauthenticated_per_peer: usize,
     /// See [`MAX_BODIES`].
     pub max_bodies: usize,
+    /// See [`FAIR_CHANCE`].
+    pub fair_chance: Duration,
     /// The largest request body accepted.
     pub max_body: usize,
     /// See [`HEAD_DEADLINE`].
@@ -78,6 +87,7 @@ impl Default for Limits {
             max_unauthenticated: MAX_UNAUTHENTICATED,
             unauthenticated_per_peer: UNAUTHENTICATED_PER_PEER,
             max_bodies: MAX_BODIES,
+            fair_chance: FAIR_CHANCE,
             max_body: 4 * 1024 * 1024,
             head_deadline: HEAD_DEADLINE,
             body_grace: BODY_GRACE,
@@ -145,8 +155,9 @@ pub struct Waiting {
 
 /// Which of `waiting` to close so that `newcomer` fits: their indexes, at most one per
 /// limit it meets. Within a class the one with the most time behind it goes (the oldest
-/// head, the slowest body); when everything together is full, classes go in the order
-/// of [`Class`]. The newcomer itself always stays.
+/// head, the slowest body), and under the caps of a class only one that had its fair
+/// chance; when everything together is full, classes go in the order of [`Class`],
+/// whatever their age. The newcomer itself always stays.
 pub fn make_room(
     waiting: &[Waiting],
     newcomer: &Waiting,
@@ -158,21 +169,22 @@ pub fn make_room(
         victims: Vec::new(),
         now,
     };
+    let had_its_chance = |w: &Waiting| now.duration_since(w.since) >= limits.fair_chance;
     let unauthenticated = |w: &Waiting| w.class == Class::Unauthenticated;
     let body = |w: &Waiting| matches!(w.class, Class::Body { .. });
     match newcomer.class {
         Class::Unauthenticated => {
             let mine = |w: &Waiting| unauthenticated(w) && w.peer == newcomer.peer;
             if room.count(mine) >= limits.unauthenticated_per_peer {
-                room.close_oldest(mine);
+                room.close_oldest(|w| mine(w) && had_its_chance(w));
             }
             if room.count(unauthenticated) >= limits.max_unauthenticated {
-                room.close_oldest(unauthenticated);
+                room.close_oldest(|w| unauthenticated(w) && had_its_chance(w));
             }
         }
         Class::Body { .. } => {
             if room.count(body) >= limits.max_bodies {
-                room.close_slowest();
+                room.close_slowest(had_its_chance);
             }
         }
         Class::Closing | Class::Authenticated => {}
@@ -180,7 +192,7 @@ pub fn make_room(
     if room.count(|_| true) >= limits.max_waiting {
         let _ = room.close_oldest(|w| w.class == Class::Closing)
             || room.close_oldest(unauthenticated)
-            || room.close_slowest()
+            || room.close_slowest(|_| true)
             || room.close_oldest(|_| true);
     }
     room.victims
@@ -217,7 +229,7 @@ impl Room<'_> {
     }
 
     /// The body with the fewest bytes a second so far.
-    fn close_slowest(&mut self) -> bool {
+    fn close_slowest(&mut self, which: impl Fn(&Waiting) -> bool) -> bool {
         let now = self.now;
         let rate = |w: &Waiting| match w.class {
             Class::Body { received } => {
@@ -227,7 +239,7 @@ impl Room<'_> {
         };
         let slowest = self
             .left()
-            .filter(|(_, w)| matches!(w.class, Class::Body { .. }))
+            .filter(|(_, w)| matches!(w.class, Class::Body { .. }) && which(w))
             .min_by(|(_, a), (_, b)| rate(a).total_cmp(&rate(b)))
             .map(|(i, _)| i);
         self.victims.extend(slowest);
@@ -245,6 +257,7 @@ mod tests {
             max_unauthenticated: 4,
             unauthenticated_per_peer: 2,
             max_bodies: 2,
+            fair_chance: Duration::from_secs(2),
             ..Limits::default()
         }
     }
@@ -336,6 +349,30 @@ mod tests {
                     .collect(),
                 at(t0, 9, B, Class::Authenticated),
                 vec![5],
+            ),
+            // Over A's cap, but A's others are younger than their fair chance: all stay.
+            (
+                vec![at(t0, 9, A, un), at(t0, 9, A, un)],
+                at(t0, 10, A, un),
+                vec![],
+            ),
+            // Only the one that had its chance goes.
+            (
+                vec![at(t0, 9, A, un), at(t0, 5, A, un), at(t0, 9, A, un)],
+                at(t0, 10, A, un),
+                vec![1],
+            ),
+            // A new body over the cap while the others are young: nobody goes.
+            (
+                vec![at(t0, 9, A, body(0)), at(t0, 9, B, body(0))],
+                at(t0, 10, C, body(0)),
+                vec![],
+            ),
+            // Everything full of young heads: the oldest goes all the same.
+            (
+                (0..6).map(|_| at(t0, 9, A, un)).collect(),
+                at(t0, 10, B, un),
+                vec![0],
             ),
             // Closing one of A's makes room under the overall cap too.
             (

@@ -15,8 +15,8 @@
 //!   [`limits::MIN_BODY_RATE`] after [`limits::BODY_GRACE`] (408);
 //! - unauthenticated waiting connections capped per address and overall, bodies being
 //!   received capped, everything waiting capped — one more closes the oldest head or the
-//!   slowest body of its kind, never the newcomer, so a fast client is served however
-//!   many slow ones share its address;
+//!   slowest body of its kind (one that has had [`limits::FAIR_CHANCE`]), never the
+//!   newcomer, so a fast client is served however many slow ones share its address;
 //! - at most `max_workers` requests answered at once; one more gets `503`;
 //! - [`head`] refuses broken heads with a 4xx before any body is read; the admission
 //!   check ([`Admit`]) runs on the head alone;

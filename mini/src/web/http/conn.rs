@@ -117,8 +117,9 @@ impl Conn {
             until: now + limits.idle_timeout,
         };
         self.since = now;
-        if self.buf.capacity() > 2 * CHUNK && self.buf.len() <= CHUNK {
-            self.buf.shrink_to(CHUNK);
+        // An idle connection holds no buffer.
+        if self.buf.is_empty() {
+            self.buf = Vec::new();
         }
     }
 

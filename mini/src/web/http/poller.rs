@@ -284,7 +284,7 @@ impl Poller {
     /// Hands a request to a worker, or answers 503 when all are busy.
     fn dispatch(&mut self, mut conn: Conn, request: Request, keep_alive: bool, now: Instant) {
         if self.busy.load(Ordering::SeqCst) >= self.shared.limits.max_workers {
-            log::warn!("{}: every worker is busy; answering 503", conn.peer);
+            log::debug!("{}: every worker is busy; answering 503", conn.peer);
             conn.refuse(
                 &self.shared,
                 503,

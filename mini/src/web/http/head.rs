@@ -253,6 +253,37 @@ mod tests {
         assert!(head.http10 && head.keep_alive);
     }
 
+    /// The end of a head is noticed however the bytes are cut into reads, as the
+    /// connection scans them (from where it stopped, each read): otherwise a head would
+    /// wait for its deadline.
+    #[test]
+    fn the_end_of_a_head_is_seen_in_reads_of_any_size() {
+        for raw in [
+            &b"GET / HTTP/1.1\r\nHost: a\r\n\r\n"[..],
+            b"GET / HTTP/1.1\nHost: a\n\n",
+            b"\r\n\r\nGET / HTTP/1.1\r\nHost: a\r\n\r\n",
+            b"GET / HTTP/1.1\r\nHost: a\r\nX: b\r\n\n",
+            b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 2\r\n\r\nab",
+        ] {
+            for size in 1..=raw.len() {
+                let (mut buf, mut scanned, mut seen) = (Vec::new(), 0, false);
+                for piece in raw.chunks(size) {
+                    buf.extend_from_slice(piece);
+                    if may_end(&buf, scanned) && matches!(parse(&buf, 10), Parsed::Complete(..)) {
+                        seen = true;
+                        break;
+                    }
+                    scanned = buf.len();
+                }
+                assert!(
+                    seen,
+                    "{:?} in reads of {size}",
+                    String::from_utf8_lossy(raw)
+                );
+            }
+        }
+    }
+
     #[test]
     fn only_a_blank_line_is_worth_parsing_for() {
         let raw = b"GET / HTTP/1.1\r\nHost: a\r\n\r\n";

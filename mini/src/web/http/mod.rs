@@ -175,7 +175,8 @@ pub enum Admission {
     Refused(Response<'static>),
 }
 
-/// The admission check, on a request's head (its body still empty).
+/// The admission check, on a request's head (its body still empty). It runs on the
+/// poller's thread, between the reads of every waiting connection: it must not block.
 pub type Admit = dyn Fn(&Request) -> Admission + Send + Sync;
 
 /// What the poller and the workers of one server share.

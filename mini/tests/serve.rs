@@ -705,8 +705,8 @@ fn a_trickling_request_head_is_cut_off_and_others_are_served_meanwhile() {
         .unwrap();
     // Others are answered while it dawdles.
     assert_eq!(s.get("/health").status, 200);
-    // The head never completes: the server answers 408 and closes (after its 10 s head
-    // timeout), instead of holding the connection for ever.
+    // The head never completes: the server answers 408 and closes (after its head
+    // deadline, a few seconds), instead of holding the connection for ever.
     slow.set_read_timeout(Some(std::time::Duration::from_secs(60)))
         .unwrap();
     let mut answer = String::new();

@@ -191,10 +191,17 @@ fn login(state: &State, req: &Request) -> Reply {
     if !state.auth.needs_token() || state.auth.token_matches(token.trim()) {
         let mut resp = Response::bytes(303, "text/plain", &b"signed in"[..]).with("Location", "/");
         if state.auth.needs_token() {
+            // `Secure` only where the browser talks TLS: over plain HTTP it would drop
+            // the cookie.
+            let secure = if super::auth::came_over_tls(req) {
+                "; Secure"
+            } else {
+                ""
+            };
             resp = resp.with(
                 "Set-Cookie",
                 format!(
-                    "{}={}; HttpOnly; SameSite=Strict; Path=/; Max-Age=31536000",
+                    "{}={}; HttpOnly; SameSite=Strict; Path=/; Max-Age=31536000{secure}",
                     super::auth::COOKIE,
                     token.trim()
                 ),

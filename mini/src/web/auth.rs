@@ -9,11 +9,18 @@
 //!   browser. The token is generated on first use, kept in `$EVOLVE_HOME/serve.token`
 //!   (mode 0600) and printed once.
 //! - Either way, a state-changing request (POST, PUT, PATCH, DELETE) that a browser
-//!   sends from another site (`Origin` not this host, or `Sec-Fetch-Site: cross-site`)
-//!   is refused: another tab cannot post to the agent.
+//!   sends from another site (`Sec-Fetch-Site: cross-site` or `same-site`; else an
+//!   `Origin`, or without one a `Referer`, that is not this host) is refused: another
+//!   tab cannot post to the agent.
+//! - The login cookie is `Secure` when the request reached a TLS-terminating proxy on
+//!   this machine (`X-Forwarded-Proto: https` from a loopback peer): `serve` itself
+//!   speaks plain HTTP, where a `Secure` cookie would never be sent back.
+//!
+//! Host names are compared as parsed authorities ([`Authority`]), never as strings cut
+//! at a colon.
 
 use std::io::Write;
-use std::net::IpAddr;
+use std::net::{IpAddr, Ipv6Addr};
 use std::path::{Path, PathBuf};
 
 use super::http::Request;
@@ -64,31 +71,34 @@ impl Auth {
     /// The request's origin and host are acceptable (checked before the token, for
     /// every route).
     pub fn check_origin(&self, req: &Request) -> Result<(), Refusal> {
-        let host = req.header("host").unwrap_or("");
-        if self.token.is_none() && !is_loopback_host(host) {
+        let host = Authority::parse(req.header("host").unwrap_or(""));
+        if self.token.is_none() && !host.as_ref().is_some_and(Authority::is_loopback) {
             return Err(Refusal::Host);
         }
         let changes = !matches!(req.method.as_str(), "GET" | "HEAD" | "OPTIONS");
-        if changes {
-            // A browser says where the request comes from: only this origin (or the
-            // user typing the address: `none`) may change anything. Another port of
-            // the same host is `same-site`, and refused too.
-            match req.header("sec-fetch-site") {
-                Some("same-origin" | "none") => return Ok(()),
-                Some(_) => return Err(Refusal::CrossSite),
-                None => {}
-            }
-            // Older browsers: the Origin header, when sent, must be this host.
-            if let Some(origin) = req.header("origin") {
-                let origin_host = origin
-                    .split_once("://")
-                    .map_or("", |(_, rest)| rest.trim_end_matches('/'));
-                if !origin_host.eq_ignore_ascii_case(host) {
-                    return Err(Refusal::CrossSite);
-                }
-            }
+        if !changes {
+            return Ok(());
         }
-        Ok(())
+        // A browser says where the request comes from: only this origin may change
+        // anything. Another port of the same host is `same-site`, and refused too.
+        // `none` (the user typed or bookmarked the address) attests nothing about a
+        // request a page could also send: the Origin and Referer rules below decide.
+        match req.header("sec-fetch-site") {
+            Some("same-origin") => return Ok(()),
+            Some("none") | None => {}
+            Some(_) => return Err(Refusal::CrossSite),
+        }
+        // The Origin header, when sent, must be this host; without one (older
+        // browsers), the page the request came from. Programs send neither.
+        let from = match (req.header("origin"), req.header("referer")) {
+            (Some(origin), _) => origin,
+            (None, Some(referer)) => referer,
+            (None, None) => return Ok(()),
+        };
+        match (Origin::of_url(from), host) {
+            (Some(from), Some(host)) if from.is(&host) => Ok(()),
+            _ => Err(Refusal::CrossSite),
+        }
     }
 
     /// The request carries the token (always true without one).
@@ -96,13 +106,7 @@ impl Auth {
         let Some(token) = self.token.as_deref() else {
             return Ok(());
         };
-        let bearer = req
-            .header("authorization")
-            .and_then(|v| {
-                v.strip_prefix("Bearer ")
-                    .or_else(|| v.strip_prefix("bearer "))
-            })
-            .map(str::trim);
+        let bearer = req.header("authorization").and_then(bearer_token);
         let cookie = req.header("cookie").and_then(|c| {
             c.split(';')
                 .filter_map(|kv| kv.trim().split_once('='))
@@ -121,15 +125,110 @@ impl Auth {
     }
 }
 
-/// `host[:port]` names this machine's loopback interface.
-fn is_loopback_host(host: &str) -> bool {
-    let name = if let Some(rest) = host.strip_prefix('[') {
-        rest.split(']').next().unwrap_or("")
-    } else {
-        host.rsplit_once(':').map_or(host, |(h, _)| h)
-    };
-    name.eq_ignore_ascii_case("localhost")
-        || name.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback())
+/// The token of `Authorization: Bearer TOKEN`; the scheme is case-insensitive
+/// (RFC 9110 §11.1), the token is not.
+fn bearer_token(value: &str) -> Option<&str> {
+    let (scheme, token) = value.split_once([' ', '\t'])?;
+    scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
+}
+
+/// The request reached a TLS-terminating proxy on this machine: `X-Forwarded-Proto:
+/// https` (its first value), believed only from a loopback peer — anyone else could
+/// send it, and `serve` itself never speaks TLS.
+pub fn came_over_tls(req: &Request) -> bool {
+    req.peer.ip().is_loopback()
+        && req.header("x-forwarded-proto").is_some_and(|p| {
+            p.split(',')
+                .next()
+                .is_some_and(|first| first.trim().eq_ignore_ascii_case("https"))
+        })
+}
+
+/// `host[:port]` as in a `Host` header or a URL (RFC 9110 §7.2, RFC 3986 §3.2.2): a
+/// registered name or IPv4 address, or an IPv6 address in brackets, then an optional
+/// numeric port. Userinfo (`user@`) is not part of a Host and makes it unparsable, as
+/// does anything after the port.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Authority {
+    /// Lower case; an IPv6 address without its brackets.
+    host: String,
+    /// `None` when absent (or empty, as RFC 3986 allows).
+    port: Option<u16>,
+}
+
+impl Authority {
+    /// `None` when `text` is not exactly `host[:port]`.
+    pub fn parse(text: &str) -> Option<Authority> {
+        let (host, port) = if let Some(rest) = text.strip_prefix('[') {
+            let (ip, after) = rest.split_once(']')?;
+            ip.parse::<Ipv6Addr>().ok()?;
+            let port = match after {
+                "" => None,
+                p => Some(p.strip_prefix(':')?),
+            };
+            (ip, port)
+        } else {
+            let (host, port) = match text.split_once(':') {
+                Some((h, p)) => (h, Some(p)),
+                None => (text, None),
+            };
+            // A name's letters, digits, `-`, `.` (and `_`, `~`, which some hosts use);
+            // no `@`, `/`, `%` or brackets.
+            let name_byte = |b: u8| b.is_ascii_alphanumeric() || b"-._~".contains(&b);
+            if host.is_empty() || !host.bytes().all(name_byte) {
+                return None;
+            }
+            (host, port)
+        };
+        let port = match port {
+            None | Some("") => None,
+            Some(p) if p.bytes().all(|b| b.is_ascii_digit()) => Some(p.parse().ok()?),
+            Some(_) => return None,
+        };
+        Some(Authority {
+            host: host.to_ascii_lowercase(),
+            port,
+        })
+    }
+
+    /// Names this machine's loopback interface.
+    pub fn is_loopback(&self) -> bool {
+        self.host == "localhost" || self.host.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback())
+    }
+}
+
+/// Where a browser says a request came from: the scheme and authority of an `Origin`
+/// or a `Referer` URL.
+#[derive(Debug, PartialEq, Eq)]
+struct Origin {
+    https: bool,
+    authority: Authority,
+}
+
+impl Origin {
+    /// `http(s)://authority` followed by nothing, or by a path, query or fragment;
+    /// `None` for anything else (`null`, other schemes, userinfo).
+    fn of_url(url: &str) -> Option<Origin> {
+        let (scheme, rest) = url.split_once("://")?;
+        let https = match scheme.to_ascii_lowercase().as_str() {
+            "http" => false,
+            "https" => true,
+            _ => return None,
+        };
+        let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+        Some(Origin {
+            https,
+            authority: Authority::parse(&rest[..end])?,
+        })
+    }
+
+    /// The same host and port as the request's `Host` (an absent port is the scheme's
+    /// default, on both sides: behind a TLS proxy the Host usually has none).
+    fn is(&self, host: &Authority) -> bool {
+        let default = if self.https { 443 } else { 80 };
+        self.authority.host == host.host
+            && self.authority.port.unwrap_or(default) == host.port.unwrap_or(default)
+    }
 }
 
 /// Compares without stopping at the first difference.
@@ -276,6 +375,151 @@ mod tests {
         let cookie = ("cookie", "a=b; evolve_token=s3cr3t-token-value");
         assert_eq!(auth.check_token(&req("GET", &[h, cookie])), Ok(()));
         assert!(Auth::loopback().check_token(&req("GET", &[h])).is_ok());
+    }
+
+    #[test]
+    fn a_host_is_parsed_as_an_authority_not_cut_at_a_colon() {
+        let a = |host: &str, port: Option<u16>| {
+            Some(Authority {
+                host: host.into(),
+                port,
+            })
+        };
+        for (text, want) in [
+            ("localhost", a("localhost", None)),
+            ("LocalHost:8080", a("localhost", Some(8080))),
+            ("localhost:", a("localhost", None)),
+            ("127.0.0.1:80", a("127.0.0.1", Some(80))),
+            ("[::1]", a("::1", None)),
+            ("[::1]:8080", a("::1", Some(8080))),
+            ("pi.local:8080", a("pi.local", Some(8080))),
+            ("", None),
+            (":80", None),
+            ("localhost:80@evil.com", None),
+            ("localhost@evil.com", None),
+            ("user@localhost", None),
+            ("[::1]@evil.com", None),
+            ("[::1]:80@evil.com", None),
+            ("localhost:80:81", None),
+            ("localhost:http", None),
+            ("localhost:99999", None),
+            ("localhost:80/x", None),
+            ("local%68ost", None),
+            ("::1", None),
+            ("[::1", None),
+            ("[::1]x", None),
+            ("[evil.com]", None),
+            ("local host", None),
+        ] {
+            assert_eq!(Authority::parse(text), want, "{text:?}");
+        }
+        for (text, loopback) in [
+            ("localhost:1", true),
+            ("127.0.0.1", true),
+            ("127.8.9.10:1", true),
+            ("[::1]:1", true),
+            ("localhost.evil.example", false),
+            ("10.0.0.2", false),
+            ("[::2]", false),
+        ] {
+            let parsed = Authority::parse(text).unwrap();
+            assert_eq!(parsed.is_loopback(), loopback, "{text}");
+        }
+    }
+
+    #[test]
+    fn fetch_site_none_leaves_the_decision_to_origin_and_referer() {
+        let auth = Auth::loopback();
+        let h = ("host", "127.0.0.1:8080");
+        let none = ("sec-fetch-site", "none");
+        for (headers, want) in [
+            (vec![h, none], Ok(())),
+            (vec![h, none, ("origin", "http://127.0.0.1:8080")], Ok(())),
+            (
+                vec![h, none, ("origin", "http://evil.example")],
+                Err(Refusal::CrossSite),
+            ),
+            (vec![h, none, ("origin", "null")], Err(Refusal::CrossSite)),
+            (
+                vec![h, none, ("referer", "http://evil.example/a")],
+                Err(Refusal::CrossSite),
+            ),
+            (vec![h, ("referer", "http://127.0.0.1:8080/ui?x#y")], Ok(())),
+            (
+                vec![h, ("referer", "http://127.0.0.1:8081/")],
+                Err(Refusal::CrossSite),
+            ),
+            (
+                vec![h, ("origin", "http://user@127.0.0.1:8080")],
+                Err(Refusal::CrossSite),
+            ),
+        ] {
+            assert_eq!(
+                auth.check_origin(&req("POST", &headers)),
+                want,
+                "{headers:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn an_origin_without_a_port_is_the_schemes_default() {
+        let auth = Auth::with_token("s3cr3t-token-value".into());
+        for (host, origin, want) in [
+            ("evolve.example", "https://evolve.example", Ok(())),
+            ("evolve.example:443", "https://evolve.example", Ok(())),
+            ("evolve.example", "http://evolve.example:80", Ok(())),
+            ("Evolve.Example", "https://evolve.example/", Ok(())),
+            (
+                "evolve.example",
+                "https://evolve.example:8443",
+                Err(Refusal::CrossSite),
+            ),
+            (
+                "evolve.example:80",
+                "https://evolve.example",
+                Err(Refusal::CrossSite),
+            ),
+            (
+                "evolve.example",
+                "ftp://evolve.example",
+                Err(Refusal::CrossSite),
+            ),
+        ] {
+            let r = req("POST", &[("host", host), ("origin", origin)]);
+            assert_eq!(auth.check_origin(&r), want, "{host} {origin}");
+        }
+    }
+
+    #[test]
+    fn the_bearer_scheme_is_case_insensitive_and_the_token_is_not() {
+        for (value, want) in [
+            ("Bearer abc", Some("abc")),
+            ("bearer abc", Some("abc")),
+            ("BEARER abc", Some("abc")),
+            ("Bearer   abc ", Some("abc")),
+            ("Bearer\tabc", Some("abc")),
+            ("Bearer ABC", Some("ABC")),
+            ("Bearer ", Some("")),
+            ("Bearerabc", None),
+            ("Basic abc", None),
+            ("abc", None),
+        ] {
+            assert_eq!(bearer_token(value), want, "{value:?}");
+        }
+    }
+
+    #[test]
+    fn forwarded_https_counts_only_from_loopback() {
+        let mut r = req("POST", &[("x-forwarded-proto", "HTTPS, http")]);
+        assert!(came_over_tls(&r));
+        r.peer = "192.168.1.5:1".parse().unwrap();
+        assert!(!came_over_tls(&r));
+        assert!(!came_over_tls(&req(
+            "POST",
+            &[("x-forwarded-proto", "http")]
+        )));
+        assert!(!came_over_tls(&req("POST", &[])));
     }
 
     #[test]

@@ -26,7 +26,7 @@ use serde_json::json;
 
 use crate::agents::Manager;
 use crate::error::Error;
-use http::{Limits, Request, Response};
+use http::{Admission, Limits, Request, Response};
 
 /// How the server was asked to run.
 pub struct Options {
@@ -334,38 +334,40 @@ pub(crate) fn wake_addr(addr: SocketAddr) -> SocketAddr {
 }
 
 /// Who may send this request, decided on its head before its body is read (a refused
-/// request's body is never buffered): `Some` is the refusal.
-fn admit(state: &State, req: &Request) -> Option<Response<'static>> {
+/// request's body is never buffered).
+fn admit(state: &State, req: &Request) -> Admission {
     if state.shutdown.load(Ordering::SeqCst) {
-        return Some(error(503, "the server is stopping"));
+        return Admission::Refused(error(503, "the server is stopping"));
     }
     match state.auth.check_origin(req) {
         Ok(()) => {}
         Err(auth::Refusal::Host) => {
-            return Some(error(
+            return Admission::Refused(error(
                 403,
                 "this server only answers requests addressed to 127.0.0.1 or localhost",
             ))
         }
-        Err(_) => return Some(error(403, "cross-site requests are refused")),
+        Err(_) => return Admission::Refused(error(403, "cross-site requests are refused")),
+    }
+    if state.auth.check_token(req).is_ok() {
+        return Admission::Authenticated;
     }
     let path = req.path.as_str();
     let public = path == "/health"
         || path == "/login"
         || path.starts_with("/static/")
         || path == "/favicon.ico";
-    if !public && state.auth.check_token(req).is_err() {
-        if req.method == "GET" && (path == "/" || path == "/docs") {
-            return Some(
-                Response::bytes(303, "text/plain", &b"login required"[..])
-                    .with("Location", "/login"),
-            );
-        }
-        return Some(error(
-            401,
-            "a token is required: send `Authorization: Bearer TOKEN` (the token is in \
-             $EVOLVE_HOME/serve.token)",
-        ));
+    if public {
+        return Admission::Public;
     }
-    None
+    if req.method == "GET" && (path == "/" || path == "/docs") {
+        return Admission::Refused(
+            Response::bytes(303, "text/plain", &b"login required"[..]).with("Location", "/login"),
+        );
+    }
+    Admission::Refused(error(
+        401,
+        "a token is required: send `Authorization: Bearer TOKEN` (the token is in \
+         $EVOLVE_HOME/serve.token)",
+    ))
 }

@@ -266,7 +266,7 @@ impl Store {
                 ))
             })?;
         }
-        let db = open::open(path, open::Check::Always).map_err(|e| e.at(path))?;
+        let db = open::open(path).map_err(|e| e.at(path))?;
         let migrated = migrate::migrate(&db).map_err(|e| e.at(path))?;
         if migrated.from != migrated.to {
             log::info!(
@@ -308,7 +308,9 @@ impl Store {
             return;
         }
         let mut slot = self.db.write().unwrap_or_else(PoisonError::into_inner);
-        if slot.take().is_some() {
+        if let Some(db) = slot.take() {
+            drop(db); // redb writes its clean-shutdown header here
+            open::seal(&self.path);
             *self
                 .released_stamp
                 .lock()
@@ -345,14 +347,7 @@ impl Store {
             // Read before opening: opening writes to the file itself.
             let mut now_stamp = file_stamp(&self.path);
             let db = loop {
-                // Unchanged since this process let go of it: no need to check it again
-                // (unless redb is about to repair it).
-                let check = if before.is_some() && before == now_stamp {
-                    open::Check::IfRepairing
-                } else {
-                    open::Check::Always
-                };
-                match open::open(&self.path, check) {
+                match open::open(&self.path) {
                     Ok(db) => break db,
                     Err(Fail::Db(redb::Error::DatabaseAlreadyOpen)) if started.elapsed() < wait => {
                         std::thread::sleep(std::time::Duration::from_millis(50));
@@ -500,6 +495,17 @@ impl Store {
 
     fn cache(&self) -> RwLockReadGuard<'_, Vec<Memory>> {
         self.memories.read().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+impl Drop for Store {
+    /// Closes the file and seals it: the next open knows it is as this process left it.
+    fn drop(&mut self) {
+        let slot = self.db.get_mut().unwrap_or_else(PoisonError::into_inner);
+        if let Some(db) = slot.take() {
+            drop(db); // redb writes its clean-shutdown header here
+            open::seal(&self.path);
+        }
     }
 }
 

@@ -778,17 +778,61 @@ fn random_damage_is_refused_without_a_panic_or_a_write() {
 }
 
 #[test]
+fn a_store_evolve_closed_is_not_read_whole_again_until_something_else_writes_it() {
+    let dry_runs = || super::open::DRY_RUNS.with(|n| n.get());
+    let path = temp_path("sealed");
+    drop(open(&path));
+    let first = dry_runs();
+    {
+        let store = open(&path);
+        assert_eq!(dry_runs(), first, "sealed when it was closed");
+        store.insert_memory(mem("kept", Category::Fact)).unwrap();
+    }
+    drop(open(&path));
+    assert_eq!(dry_runs(), first, "sealed again after a write");
+
+    // A shared store let go of while waiting, and opened again.
+    let mut store = open(&path);
+    store.share(std::time::Duration::from_secs(1));
+    store.release();
+    assert_eq!(live_ids(&store).len(), 1);
+    assert_eq!(dry_runs(), first, "reopened without a check");
+    drop(store);
+
+    // Written by something else since (the same length, a page of zeros): checked.
+    let mut bytes = std::fs::read(&path).unwrap();
+    for page in (4096..bytes.len()).step_by(4096) {
+        bytes[page..page + 4096].fill(0);
+    }
+    std::fs::write(&path, &bytes).unwrap();
+    let err = Store::open(&path, &FallbackTokenizer)
+        .err()
+        .expect("refused");
+    assert_eq!(dry_runs(), first + 1);
+    assert!(matches!(err, StoreError::Damaged { .. }), "{err:?}");
+    assert_eq!(std::fs::read(&path).unwrap(), bytes);
+}
+
+#[test]
 fn a_new_store_is_private_and_nothing_is_left_beside_it() {
     use std::os::unix::fs::PermissionsExt;
     let path = temp_path("new-private");
     drop(open(&path));
     let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode, 0o600);
-    let names: Vec<_> = std::fs::read_dir(path.parent().unwrap())
+    let mut names: Vec<_> = std::fs::read_dir(path.parent().unwrap())
         .unwrap()
         .map(|e| e.unwrap().file_name())
         .collect();
-    assert_eq!(names, ["evolve.redb"]);
+    names.sort();
+    assert_eq!(
+        names,
+        [".evolve.redb.closed", "evolve.redb"],
+        "the store and its seal"
+    );
+    let seal = path.with_file_name(".evolve.redb.closed");
+    let mode = std::fs::metadata(seal).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600);
 }
 
 #[test]

@@ -126,8 +126,8 @@ pub(super) fn migrate_with(
 }
 
 /// Refuses, writing nothing, a file this build must not migrate: one of a newer
-/// evolve, or a redb file of another program. The open's dry run calls it.
-pub(super) fn check(db: &Database) -> Result<(), Fail> {
+/// evolve, or a redb file of another program. The open calls it before anything writes.
+pub(super) fn check(db: &impl ReadableDatabase) -> Result<(), Fail> {
     match found_version(db)? {
         found if found > SCHEMA_VERSION => Err(Fail::TooNew(found)),
         _ => Ok(()),
@@ -136,7 +136,7 @@ pub(super) fn check(db: &Database) -> Result<(), Fail> {
 
 /// The schema version the file holds: 0 for a new, empty one. A file with tables but
 /// none of ours is another program's, and is not taken over.
-fn found_version(db: &Database) -> Result<u64, Fail> {
+fn found_version(db: &impl ReadableDatabase) -> Result<u64, Fail> {
     let txn = db.begin_read()?;
     match txn.open_table(META) {
         Ok(meta) => stored_version(&meta),

@@ -13,10 +13,11 @@
 //! release build). It is skipped for a file exactly as an evolve left it when it closed
 //! it: the store then writes a seal beside it ([`seal`]: device, inode, length, and the
 //! modification and change times to the nanosecond). Anything that writes to the file
-//! afterwards changes its change time, which no program can set back, so a file damaged
-//! since, or replaced, is checked. Where the kernel's clock is coarse (before Linux 6.13's
-//! fine-grained timestamps) a seal is trusted only when written after the clock moved on
-//! from the file's last change, so a change in the same tick is never mistaken for none.
+//! afterwards changes its change time, which no system call sets back, so a file damaged
+//! since, or replaced, is checked. A seal is trusted only when it was written later than
+//! the file's last change: where the kernel's clock is coarse (before Linux 6.13's
+//! fine-grained timestamps) and both fall in one tick, the file is checked, so a change
+//! in the same tick is never mistaken for none.
 
 use std::io::Read;
 use std::os::unix::fs::MetadataExt;
@@ -47,6 +48,13 @@ pub(super) fn open(path: &Path) -> Result<Database, Fail> {
                 path.display(),
                 started.elapsed().as_millis()
             );
+        } else {
+            // Sealed, perhaps by a newer evolve: its schema is checked without writing.
+            let db = redb::Builder::new()
+                .set_cache_size(CACHE_BYTES)
+                .open_read_only(path)
+                .map_err(from_redb)?;
+            migrate::check(&db)?;
         }
         // `open`, not `create`: redb never initialises a file that is there.
         return redb::Builder::new()
@@ -170,9 +178,13 @@ pub(super) fn seal(path: &Path) {
         let mut opts = std::fs::OpenOptions::new();
         opts.write(true).create(true).truncate(true);
         std::os::unix::fs::OpenOptionsExt::mode(&mut opts, 0o600);
-        let _ = opts
-            .open(seal_path(path))
-            .and_then(|mut f| std::io::Write::write_all(&mut f, text.as_bytes()));
+        // Its times are read before it is written: a kernel with fine-grained timestamps
+        // then gives the write a time of its own, later than the store's last change,
+        // rather than the coarse clock's tick both may share.
+        let _ = opts.open(seal_path(path)).and_then(|mut f| {
+            f.metadata()?;
+            std::io::Write::write_all(&mut f, text.as_bytes())
+        });
     }
 }
 

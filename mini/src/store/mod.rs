@@ -250,8 +250,9 @@ pub struct Store {
 impl Store {
     /// Opens or creates the file (and its parent directory), migrates older schemas,
     /// loads the memory cache. A file that cannot be opened (damaged, another program's,
-    /// a newer evolve's) is refused with what is wrong and nothing written to it. `tokenizer` recomputes keywords of memories whose stored
-    /// keywords are empty (imported or migrated).
+    /// a newer evolve's) is refused with what is wrong, and nothing is written to it.
+    /// `tokenizer` recomputes keywords of memories whose stored keywords are empty
+    /// (imported or migrated).
     pub fn open(path: &Path, tokenizer: &dyn Tokenizer) -> Result<Store, StoreError> {
         let open_err = |message: String| StoreError::Open {
             path: path.to_path_buf(),

@@ -24,8 +24,9 @@ mod web;
 use std::process::ExitCode;
 
 /// Panics become one clear line and exit code 1 instead of a backtrace (or, in the
-/// release build, an abort). redb panics on some kinds of damage to its file: that case
-/// names the store and says what to do.
+/// release build, an abort). redb panics on some kinds of damage to its file that the
+/// open's checks cannot see (a file changed while it is open): that case names the store
+/// and says what to do, without the panic's own text.
 fn install_panic_hook() {
     std::panic::set_hook(Box::new(|info| {
         let what = info
@@ -39,13 +40,13 @@ fn install_panic_hook() {
             .map(|l| format!("{}:{}", l.file(), l.line()))
             .unwrap_or_default();
         if place.contains("redb") {
-            let store = cli::app::store_path()
-                .map(|p| p.display().to_string())
-                .unwrap_or_else(|| "the store (evolve.redb)".into());
-            eprintln!(
-                "evolve: the store {store} is damaged ({what}) — move it aside (evolve then \
-                 starts a new one) or restore a backup"
-            );
+            let damaged = store::StoreError::Damaged {
+                path: cli::app::store_path()
+                    .map(|p| p.to_path_buf())
+                    .unwrap_or_else(|| "evolve.redb".into()),
+                what: "a page of it holds data redb cannot read".into(),
+            };
+            eprintln!("evolve: {damaged}");
         } else {
             eprintln!("evolve: internal error at {place}: {what} — please report it");
         }
@@ -54,6 +55,7 @@ fn install_panic_hook() {
 }
 
 fn main() -> ExitCode {
+    config::private::restrict_umask();
     install_panic_hook();
     let args = match parse_args() {
         Ok(args) => args,

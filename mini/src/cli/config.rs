@@ -69,6 +69,9 @@ pub fn run(cmd: ConfigCmd) -> Result<(), Error> {
     let mut out = std::io::stdout().lock();
     match cmd.action {
         Action::Init(init) => {
+            // The file is not read (it may be broken): warnings (a home made private)
+            // at the default level.
+            crate::logger::init(config::DEFAULT_LOG);
             let home = config::home_dir(&config::process_env)?;
             let path = write_template(&home, init.force)?;
             writeln!(
@@ -141,6 +144,7 @@ fn write_template(home: &Path, force: bool) -> Result<std::path::PathBuf, Error>
         ))
     };
     create_private_dir(home).map_err(|e| cannot("create", home, e))?;
+    config::private::tighten_home(home);
     if !force {
         let mut file = match open_private(&path) {
             Ok(f) => f,

@@ -12,7 +12,8 @@
 //! What it decides: where the data lives (`$EVOLVE_HOME`, default `~/.evolve`), what
 //! a missing setting means (the defaults below, each with its reason), and what is not
 //! acceptable (unknown keys, values out of range), with a message naming the file, the
-//! key and what to do. It creates nothing on disk; `evolve config init` does.
+//! key and what to do. It creates nothing on disk (`evolve config init` does); it keeps
+//! what is in the home private (`private.rs`).
 //!
 //! Loading is validation: [`Config::load`] resolves and checks the active profile and
 //! every other profile of the file, permission rules included, so every command that
@@ -25,10 +26,12 @@
 //! Files: `file.rs` the raw TOML types, `resolve.rs` layering, environment and
 //! validation, `mcp.rs` the `[mcp]` section (servers, with the lines they are defined
 //! on), `template.rs` the commented file `config init` writes, `show.rs` the masked
-//! view for `config show` and the API.
+//! view for `config show` and the API, `private.rs` the umask and the tightening of a
+//! home others can read.
 
 mod file;
 mod mcp;
+pub mod private;
 mod resolve;
 mod show;
 mod template;

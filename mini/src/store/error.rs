@@ -20,6 +20,12 @@ pub enum StoreError {
     Io { path: PathBuf, message: String },
     /// A record could not be decoded (names table and key).
     Corrupt { path: PathBuf, message: String },
+    /// The file cannot be opened as a store: `what` is wrong with it. Nothing was
+    /// written to it.
+    Damaged { path: PathBuf, what: String },
+    /// The file at the store's place is something else (text, another program's
+    /// database, a directory). Nothing was written to it.
+    NotAStore { path: PathBuf, what: String },
     /// No such memory / session / version. The text names it and where to look.
     NotFound(String),
 }
@@ -52,12 +58,47 @@ impl fmt::Display for StoreError {
                  the rest of the store is still readable",
                 path.display()
             ),
+            StoreError::Damaged { path, what } => write!(
+                f,
+                "the store {} is damaged: {what} — {}",
+                path.display(),
+                move_aside(path)
+            ),
+            StoreError::NotAStore { path, what } => write!(
+                f,
+                "the store {} is not an evolve store: {what} — {}",
+                path.display(),
+                move_aside(path)
+            ),
             StoreError::NotFound(what) => f.write_str(what),
         }
     }
 }
 
 impl std::error::Error for StoreError {}
+
+/// What to do with a file that cannot be the store: keep it (it may be the only copy of
+/// something) and let evolve start a new one.
+fn move_aside(path: &Path) -> String {
+    let mut aside = path.file_name().unwrap_or_default().to_os_string();
+    aside.push(".damaged");
+    format!(
+        "move it aside (mv {} {}) and run again to start a new one, or restore a backup",
+        shell_word(path),
+        shell_word(&path.with_file_name(aside))
+    )
+}
+
+/// `path` as one word of a shell command (quoted when it needs to be).
+fn shell_word(path: &Path) -> String {
+    let text = path.display().to_string();
+    let plain = |c: char| c.is_ascii_alphanumeric() || "/._-+:@%,=".contains(c);
+    if !text.is_empty() && text.chars().all(plain) {
+        text
+    } else {
+        format!("'{}'", text.replace('\'', "'\\''"))
+    }
+}
 
 /// A failure inside a store operation, turned into a [`StoreError`] (with the file's
 /// path) at the public boundary by [`Fail::at`].
@@ -77,6 +118,14 @@ pub(super) enum Fail {
     TooNew(u64),
     /// No such record; the text is the user-facing message.
     NotFound(String),
+    /// The file cannot be a store: what is wrong with it ([`StoreError::Damaged`]).
+    Damaged(String),
+    /// The file is something else ([`StoreError::NotAStore`]).
+    NotAStore(String),
+    /// The file cannot be opened, for a reason said in full ([`StoreError::Open`]).
+    Open(String),
+    /// The file or its directory cannot be read or written: their permissions.
+    Permission(std::io::Error),
 }
 
 impl Fail {
@@ -99,6 +148,26 @@ impl Fail {
                 supported: super::SCHEMA_VERSION,
             },
             Fail::NotFound(what) => StoreError::NotFound(what),
+            Fail::Damaged(what) => StoreError::Damaged { path, what },
+            Fail::NotAStore(what) => StoreError::NotAStore { path, what },
+            Fail::Open(message) => StoreError::Open { path, message },
+            Fail::Permission(e) => {
+                let dir = shell_word(path.parent().unwrap_or(Path::new(".")));
+                // EPERM rather than EACCES: an attribute (immutable, append-only) refuses
+                // even its owner.
+                let attributes = if e.raw_os_error() == Some(libc::EPERM) {
+                    format!(", and its attributes (lsattr {})", shell_word(&path))
+                } else {
+                    String::new()
+                };
+                StoreError::Open {
+                    message: format!(
+                        "{e} — evolve needs to read and write it and its directory: check \
+                         their owner and mode (ls -la {dir}; they should be yours){attributes}"
+                    ),
+                    path,
+                }
+            }
         }
     }
 }
@@ -178,7 +247,7 @@ mod tests {
     #[test]
     fn messages_name_the_file_and_say_what_to_do() {
         let p = Path::new("/x/evolve.redb");
-        let table: [(StoreError, &[&str]); 5] = [
+        let table: [(StoreError, &[&str]); 8] = [
             (
                 Fail::Db(redb::Error::DatabaseAlreadyOpen).at(p),
                 &["/x/evolve.redb", "another evolve"],
@@ -207,12 +276,48 @@ mod tests {
                 Fail::NotFound("no memory #3".into()).at(p),
                 &["no memory #3"],
             ),
+            (
+                Fail::Damaged("it is empty (0 bytes)".into()).at(p),
+                &[
+                    "the store /x/evolve.redb is damaged: it is empty",
+                    "mv /x/evolve.redb /x/evolve.redb.damaged",
+                    "run again to start a new one, or restore a backup",
+                ],
+            ),
+            (
+                Fail::NotAStore("it is a directory".into()).at(p),
+                &[
+                    "/x/evolve.redb is not an evolve store: it is a directory",
+                    "mv ",
+                ],
+            ),
+            (
+                Fail::Permission(std::io::Error::from_raw_os_error(libc::EACCES)).at(p),
+                &["cannot open the store /x/evolve.redb", "ls -la /x"],
+            ),
         ];
         for (e, needles) in table {
             let text = e.to_string();
             for n in needles {
                 assert!(text.contains(n), "{text:?} lacks {n:?}");
             }
+        }
+    }
+
+    #[test]
+    fn the_move_aside_command_can_be_pasted_into_a_shell() {
+        for (path, word) in [
+            (
+                "/home/me/.evolve/evolve.redb",
+                "/home/me/.evolve/evolve.redb",
+            ),
+            (
+                "/home/me/my data/evolve.redb",
+                "'/home/me/my data/evolve.redb'",
+            ),
+            ("/tmp/it's/evolve.redb", "'/tmp/it'\\''s/evolve.redb'"),
+        ] {
+            assert_eq!(shell_word(Path::new(path)), word);
         }
     }
 }

@@ -6,7 +6,10 @@
 //! A brand-new (or empty) file is version 0; step 1 creates the tables. A later schema
 //! change adds a [`Migration`] to [`MIGRATIONS`] and bumps [`super::SCHEMA_VERSION`].
 
-use redb::{Database, ReadableDatabase, ReadableTable, TableError, WriteTransaction};
+use redb::{
+    Database, MultimapTableHandle, ReadableDatabase, ReadableTable, TableError, TableHandle,
+    WriteTransaction,
+};
 
 use super::error::Fail;
 use super::schema::*;
@@ -97,14 +100,7 @@ pub(super) fn migrate_with(
     steps: &[Migration],
     target: u64,
 ) -> Result<Migrated, Fail> {
-    let found = {
-        let txn = db.begin_read()?;
-        match txn.open_table(META) {
-            Ok(meta) => stored_version(&meta)?,
-            Err(TableError::TableDoesNotExist(_)) => 0,
-            Err(e) => return Err(e.into()),
-        }
-    };
+    let found = found_version(db)?;
     if found > target {
         return Err(Fail::TooNew(found));
     }
@@ -127,6 +123,43 @@ pub(super) fn migrate_with(
     txn.open_table(META)?.insert(SCHEMA_VERSION_KEY, target)?;
     txn.commit()?;
     Ok(Migrated { from, to: target })
+}
+
+/// Refuses, writing nothing, a file this build must not migrate: one of a newer
+/// evolve, or a redb file of another program. The open calls it before anything writes.
+pub(super) fn check(db: &impl ReadableDatabase) -> Result<(), Fail> {
+    match found_version(db)? {
+        found if found > SCHEMA_VERSION => Err(Fail::TooNew(found)),
+        _ => Ok(()),
+    }
+}
+
+/// The schema version the file holds: 0 for a new, empty one. A file with tables but
+/// none of ours is another program's, and is not taken over.
+fn found_version(db: &impl ReadableDatabase) -> Result<u64, Fail> {
+    let txn = db.begin_read()?;
+    match txn.open_table(META) {
+        Ok(meta) => stored_version(&meta),
+        Err(TableError::TableDoesNotExist(_)) => {
+            let mut tables: Vec<String> = txn
+                .list_tables()?
+                .map(|t| t.name().to_string())
+                .chain(txn.list_multimap_tables()?.map(|t| t.name().to_string()))
+                .collect();
+            if tables.is_empty() {
+                return Ok(0);
+            }
+            tables.sort();
+            Err(Fail::NotAStore(format!(
+                "it is a redb database of another program (its tables: {})",
+                tables.join(", ")
+            )))
+        }
+        Err(e @ (TableError::TableTypeMismatch { .. } | TableError::TableIsMultimap(_))) => Err(
+            Fail::NotAStore(format!("its tables are not the ones evolve writes ({e})")),
+        ),
+        Err(e) => Err(e.into()),
+    }
 }
 
 fn stored_version(meta: &impl ReadableTable<&'static str, u64>) -> Result<u64, Fail> {

@@ -35,13 +35,22 @@
 //! The file is opened by one process at a time (redb's exclusive-writer lock); inside
 //! the process the [`Store`] is shared by reference: redb serialises write transactions
 //! and readers see committed snapshots.
+//!
+//! Opening is `open.rs`: the header read first (`header.rs`), a missing file created whole
+//! and moved into place, an existing one checked page by page through a dry run that
+//! writes nothing (`dry_run.rs`). A file that cannot be the store (empty, cut, damaged,
+//! another program's, a newer evolve's) is refused with what is wrong and what to do, and
+//! its bytes are left as they were.
 
 mod dates;
+mod dry_run;
 mod error;
 mod export;
+mod header;
 mod mcp;
 mod memories;
 mod migrate;
+mod open;
 mod permissions;
 mod prompts;
 mod schema;
@@ -240,8 +249,10 @@ pub struct Store {
 
 impl Store {
     /// Opens or creates the file (and its parent directory), migrates older schemas,
-    /// loads the memory cache. `tokenizer` recomputes keywords of memories whose stored
-    /// keywords are empty (imported or migrated).
+    /// loads the memory cache. A file that cannot be opened (damaged, another program's,
+    /// a newer evolve's) is refused with what is wrong, and nothing is written to it.
+    /// `tokenizer` recomputes keywords of memories whose stored keywords are empty
+    /// (imported or migrated).
     pub fn open(path: &Path, tokenizer: &dyn Tokenizer) -> Result<Store, StoreError> {
         let open_err = |message: String| StoreError::Open {
             path: path.to_path_buf(),
@@ -256,10 +267,7 @@ impl Store {
                 ))
             })?;
         }
-        let db = redb::Builder::new()
-            .set_cache_size(CACHE_BYTES)
-            .create(path)
-            .map_err(|e| open_failure(path, e))?;
+        let db = open::open(path).map_err(|e| e.at(path))?;
         let migrated = migrate::migrate(&db).map_err(|e| e.at(path))?;
         if migrated.from != migrated.to {
             log::info!(
@@ -301,7 +309,9 @@ impl Store {
             return;
         }
         let mut slot = self.db.write().unwrap_or_else(PoisonError::into_inner);
-        if slot.take().is_some() {
+        if let Some(db) = slot.take() {
+            drop(db); // redb writes its clean-shutdown header here
+            open::seal(&self.path);
             *self
                 .released_stamp
                 .lock()
@@ -331,32 +341,27 @@ impl Store {
             }
             let wait = self.share_wait.unwrap_or_default();
             let started = std::time::Instant::now();
+            let before = *self
+                .released_stamp
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
             // Read before opening: opening writes to the file itself.
             let mut now_stamp = file_stamp(&self.path);
             let db = loop {
-                match redb::Builder::new()
-                    .set_cache_size(CACHE_BYTES)
-                    .create(&self.path)
-                {
+                match open::open(&self.path) {
                     Ok(db) => break db,
-                    Err(redb::DatabaseError::DatabaseAlreadyOpen) if started.elapsed() < wait => {
+                    Err(Fail::Db(redb::Error::DatabaseAlreadyOpen)) if started.elapsed() < wait => {
                         std::thread::sleep(std::time::Duration::from_millis(50));
                         // Another process has it: whatever it does, read the file anew.
                         now_stamp = None;
                     }
                     // Opening after a failed write repairs the file, which writes too:
                     // redb may then answer just "Previous I/O error".
-                    Err(redb::DatabaseError::Storage(redb::StorageError::PreviousIo)) => {
-                        return Err(self.previous_io_error())
-                    }
-                    Err(e) => return Err(open_failure(&self.path, e)),
+                    Err(Fail::Db(redb::Error::PreviousIo)) => return Err(self.previous_io_error()),
+                    Err(e) => return Err(e.at(&self.path)),
                 }
             };
             *slot = Some(db);
-            let before = *self
-                .released_stamp
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner);
             before.is_none() || before != now_stamp
         };
         if changed {
@@ -494,6 +499,17 @@ impl Store {
     }
 }
 
+impl Drop for Store {
+    /// Closes the file and seals it: the next open knows it is as this process left it.
+    fn drop(&mut self) {
+        let slot = self.db.get_mut().unwrap_or_else(PoisonError::into_inner);
+        if let Some(db) = slot.take() {
+            drop(db); // redb writes its clean-shutdown header here
+            open::seal(&self.path);
+        }
+    }
+}
+
 /// The length and modification time of `path`, if it can be read.
 fn file_stamp(path: &Path) -> Option<(u64, std::time::SystemTime)> {
     let meta = std::fs::metadata(path).ok()?;
@@ -504,33 +520,6 @@ fn closed(path: &Path) -> StoreError {
     StoreError::Io {
         path: path.to_path_buf(),
         message: "the store was closed while in use".into(),
-    }
-}
-
-const FOREIGN_HINT: &str = "move it aside (evolve then starts a new store) or restore a backup";
-
-/// The error for a file redb cannot open, with what to do about it.
-fn open_failure(path: &Path, e: redb::DatabaseError) -> StoreError {
-    let message = match e {
-        redb::DatabaseError::DatabaseAlreadyOpen | redb::DatabaseError::LockProtocolMismatch => {
-            error::IN_USE.to_string()
-        }
-        redb::DatabaseError::Storage(redb::StorageError::Io(io))
-            if io.kind() == std::io::ErrorKind::InvalidData =>
-        {
-            format!("it is not an evolve store ({io}) — {FOREIGN_HINT}")
-        }
-        redb::DatabaseError::Storage(redb::StorageError::Io(io)) => format!(
-            "{io} — check the file's permissions, or set EVOLVE_HOME to a writable directory"
-        ),
-        redb::DatabaseError::Storage(redb::StorageError::Corrupted(detail)) => {
-            format!("it is damaged ({detail}) — {FOREIGN_HINT}")
-        }
-        other => return Fail::from(other).at(path),
-    };
-    StoreError::Open {
-        path: path.to_path_buf(),
-        message,
     }
 }
 

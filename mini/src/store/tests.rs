@@ -162,7 +162,7 @@ fn foreign_files_and_newer_schemas_are_refused_with_what_to_do() {
         .err()
         .expect("refused");
     let text = err.to_string();
-    assert!(matches!(err, StoreError::Open { .. }), "{err:?}");
+    assert!(matches!(err, StoreError::NotAStore { .. }), "{err:?}");
     assert!(text.contains(&path.display().to_string()), "{text}");
     assert!(
         text.contains("not an evolve store") && text.contains("move it aside"),
@@ -180,9 +180,15 @@ fn foreign_files_and_newer_schemas_are_refused_with_what_to_do() {
             .unwrap();
         txn.commit().unwrap();
     }
+    let before = std::fs::read(&path).unwrap();
     let err = Store::open(&path, &FallbackTokenizer)
         .err()
         .expect("refused");
+    assert_eq!(
+        std::fs::read(&path).unwrap(),
+        before,
+        "a newer store is not touched"
+    );
     assert!(
         matches!(
             err,
@@ -195,6 +201,26 @@ fn foreign_files_and_newer_schemas_are_refused_with_what_to_do() {
         "{err:?}"
     );
     assert!(err.to_string().contains("upgrade evolve"), "{err}");
+
+    // The same file as a newer evolve leaves it, sealed: not touched either.
+    super::open::seal(&path);
+    let before = std::fs::read(&path).unwrap();
+    let dry_runs = super::open::DRY_RUNS.with(|n| n.get());
+    let err = Store::open(&path, &FallbackTokenizer)
+        .err()
+        .expect("refused");
+    if fine_grained_timestamps() {
+        assert_eq!(super::open::DRY_RUNS.with(|n| n.get()), dry_runs, "sealed");
+    }
+    assert!(
+        matches!(err, StoreError::TooNew { found: 42, .. }),
+        "{err:?}"
+    );
+    assert_eq!(
+        std::fs::read(&path).unwrap(),
+        before,
+        "a sealed newer store is not touched"
+    );
 }
 
 #[test]
@@ -607,6 +633,253 @@ fn import_recomputes_missing_keywords_and_numbers_memories_without_ids() {
     assert!(ms
         .iter()
         .all(|m| m.keywords.len() == 3 && m.content_hash != 0));
+}
+
+#[test]
+fn another_programs_redb_file_is_refused_and_not_taken_over() {
+    let path = temp_path("other-redb");
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    {
+        const THEIRS: redb::TableDefinition<&str, &str> = redb::TableDefinition::new("cookies");
+        let db = redb::Database::create(&path).unwrap();
+        let txn = db.begin_write().unwrap();
+        txn.open_table(THEIRS).unwrap().insert("a", "b").unwrap();
+        txn.commit().unwrap();
+    }
+    let before = std::fs::read(&path).unwrap();
+    let err = Store::open(&path, &FallbackTokenizer)
+        .err()
+        .expect("refused");
+    assert!(matches!(err, StoreError::NotAStore { .. }), "{err:?}");
+    assert!(err.to_string().contains("cookies"), "{err}");
+    assert_eq!(std::fs::read(&path).unwrap(), before);
+}
+
+/// What `kill -9` leaves: the file as it is while a store has it open, after a commit
+/// (the page cache holds every write that returned). Copied aside while open, the copy
+/// is that file.
+fn crashed_copy(name: &str) -> (PathBuf, MemoryId) {
+    let path = temp_path(name);
+    let store = open(&path);
+    let id = store
+        .insert_memory(mem("acknowledged before the crash", Category::Fact))
+        .unwrap();
+    let copy = path.with_file_name("crashed.redb");
+    std::fs::copy(&path, &copy).unwrap();
+    drop(store);
+    (copy, id)
+}
+
+#[test]
+fn a_store_left_open_by_a_crash_is_repaired_with_every_commit() {
+    let (path, id) = crashed_copy("crash-repair");
+    let head = std::fs::read(&path).unwrap();
+    assert_ne!(head[9] & 2, 0, "the copy is marked as left open");
+    let store = open(&path);
+    assert_eq!(
+        store.memory(id).unwrap().content,
+        "acknowledged before the crash"
+    );
+    store
+        .insert_memory(mem("and after", Category::Fact))
+        .unwrap();
+    drop(store);
+    assert_eq!(live_ids(&open(&path)).len(), 2);
+}
+
+#[test]
+fn a_crashed_store_that_cannot_be_repaired_is_left_as_it_was() {
+    let (path, _) = crashed_copy("crash-damaged");
+    let mut bytes = std::fs::read(&path).unwrap();
+    for page in (4096..bytes.len()).step_by(4096) {
+        bytes[page..page + 4096].fill(0xff);
+    }
+    std::fs::write(&path, &bytes).unwrap();
+    let err = Store::open(&path, &FallbackTokenizer)
+        .err()
+        .expect("refused");
+    assert!(matches!(err, StoreError::Damaged { .. }), "{err:?}");
+    assert!(err.to_string().contains("move it aside"), "{err}");
+    assert_eq!(
+        std::fs::read(&path).unwrap(),
+        bytes,
+        "the repair was not tried on it"
+    );
+}
+
+/// Damage anywhere in a store, closed cleanly or left open by a crash: opening it never
+/// panics and never writes to a file it refuses; a file it opens (the damage was in
+/// pages no longer used) reads whole, without a panic either.
+#[test]
+fn random_damage_is_refused_without_a_panic_or_a_write() {
+    let path = temp_path("random-damage");
+    let crashed = {
+        let store = open(&path);
+        for i in 0..40 {
+            store
+                .insert_memory(mem(&format!("fact {i} about pears"), Category::Fact))
+                .unwrap();
+        }
+        let session = store.create_session("talk", NOW).unwrap();
+        for turn in 1..=10 {
+            let m = Message::user(format!("question {turn} {}", "x".repeat(300)));
+            store
+                .append_messages(&session.id, turn, &[m], NOW, true)
+                .unwrap();
+        }
+        std::fs::read(&path).unwrap()
+    };
+    let clean = std::fs::read(&path).unwrap();
+    let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut next = move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    };
+    let (mut refused, mut opened) = (0, 0);
+    for round in 0..120 {
+        let mut bytes = if round % 3 == 0 {
+            crashed.clone()
+        } else {
+            clean.clone()
+        };
+        let pages = bytes.len() / 4096;
+        for _ in 0..1 + next() % 3 {
+            // A whole page, or a few bytes, of garbage, zeros or 0xff; never the header
+            // page (its own checks have their own table).
+            let page = 1 + (next() as usize % (pages - 1));
+            let (at, n) = match next() % 3 {
+                0 => (page * 4096, 4096),
+                _ => (
+                    page * 4096 + next() as usize % 4000,
+                    1 + next() as usize % 64,
+                ),
+            };
+            let fill = next() % 3;
+            for b in &mut bytes[at..at + n] {
+                *b = match fill {
+                    0 => next() as u8,
+                    1 => 0,
+                    _ => 0xff,
+                };
+            }
+        }
+        std::fs::write(&path, &bytes).unwrap();
+        let outcome = std::panic::catch_unwind(|| match Store::open(&path, &FallbackTokenizer) {
+            Ok(store) => {
+                let _ = store.export();
+                let _ = store.sessions();
+                Ok(())
+            }
+            Err(e) => Err(e.to_string()),
+        });
+        match outcome {
+            Err(_) => panic!("round {round}: a panic on a damaged store"),
+            Ok(Ok(())) => opened += 1,
+            Ok(Err(message)) => {
+                refused += 1;
+                assert!(
+                    message.contains("move it aside"),
+                    "round {round}: {message}"
+                );
+                assert!(
+                    std::fs::read(&path).unwrap() == bytes,
+                    "round {round}: a refused file was written to ({message})"
+                );
+            }
+        }
+    }
+    eprintln!("random damage: {refused} refused, {opened} opened");
+    assert!(
+        refused > 20,
+        "{refused} of 120 refused: the damage missed the pages in use"
+    );
+}
+
+/// Whether this kernel gives a change right after a look at a file's times a time of
+/// its own (Linux 6.13's fine-grained timestamps). Where it does not, a seal written in
+/// the same clock tick as the store's last change is not trusted (the store is checked
+/// instead), so whether an open is sealed depends on timing.
+fn fine_grained_timestamps() -> bool {
+    let path = temp_path("timestamps");
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(&path, "a").unwrap();
+    let ctime = |p: &Path| {
+        use std::os::unix::fs::MetadataExt;
+        let m = std::fs::metadata(p).unwrap();
+        (m.ctime(), m.ctime_nsec())
+    };
+    (0..3).all(|_| {
+        let before = ctime(&path);
+        std::fs::write(&path, "b").unwrap();
+        ctime(&path) != before
+    })
+}
+
+#[test]
+fn a_store_evolve_closed_is_not_read_whole_again_until_something_else_writes_it() {
+    if !fine_grained_timestamps() {
+        eprintln!(
+            "skipped: this kernel's file times are coarse, so a seal is often not trusted \
+             (the store is checked instead): nothing to measure"
+        );
+        return;
+    }
+    let dry_runs = || super::open::DRY_RUNS.with(|n| n.get());
+    let path = temp_path("sealed");
+    drop(open(&path));
+    let first = dry_runs();
+    {
+        let store = open(&path);
+        assert_eq!(dry_runs(), first, "sealed when it was closed");
+        store.insert_memory(mem("kept", Category::Fact)).unwrap();
+    }
+    drop(open(&path));
+    assert_eq!(dry_runs(), first, "sealed again after a write");
+
+    // A shared store let go of while waiting, and opened again.
+    let mut store = open(&path);
+    store.share(std::time::Duration::from_secs(1));
+    store.release();
+    assert_eq!(live_ids(&store).len(), 1);
+    assert_eq!(dry_runs(), first, "reopened without a check");
+    drop(store);
+
+    // Written by something else since (the same length, a page of zeros): checked.
+    let mut bytes = std::fs::read(&path).unwrap();
+    for page in (4096..bytes.len()).step_by(4096) {
+        bytes[page..page + 4096].fill(0);
+    }
+    std::fs::write(&path, &bytes).unwrap();
+    let err = Store::open(&path, &FallbackTokenizer)
+        .err()
+        .expect("refused");
+    assert_eq!(dry_runs(), first + 1);
+    assert!(matches!(err, StoreError::Damaged { .. }), "{err:?}");
+    assert_eq!(std::fs::read(&path).unwrap(), bytes);
+}
+
+#[test]
+fn a_new_store_is_private_and_nothing_is_left_beside_it() {
+    use std::os::unix::fs::PermissionsExt;
+    let path = temp_path("new-private");
+    drop(open(&path));
+    let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600);
+    let mut names: Vec<_> = std::fs::read_dir(path.parent().unwrap())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    names.sort();
+    assert_eq!(
+        names,
+        [".evolve.redb.closed", "evolve.redb"],
+        "the store and its seal"
+    );
+    let seal = path.with_file_name(".evolve.redb.closed");
+    let mode = std::fs::metadata(seal).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600);
 }
 
 #[test]

@@ -481,6 +481,8 @@ function permShow(ev) {
   $('#perm-allow').hidden = two;
   $('#perm-run').hidden = !two;
   $('#perm-always').hidden = c.steps > 1;
+  // A shell grant covers this command line only, not the tool.
+  $('#perm-always').textContent = t(c.tool === 'shell' ? 'alwaysCommand' : 'always');
   for (const b of d.querySelectorAll('button')) b.disabled = false;
   if (!d.open) d.showModal();
   (two ? $('#perm-deny') : $('#perm-allow')).focus();

@@ -211,6 +211,32 @@ fn server_filesystem_confined_to_the_workspace() {
     }
 }
 
+/// PyPI's mcp-server-time from its virtual environment: the venv and the Python it was
+/// made from are its program files; confined read-only, it answers.
+#[test]
+fn a_python_server_from_a_venv_runs_confined() {
+    let Some(bin) = peer("EVOLVE_TEST_MCP_TIME") else {
+        return;
+    };
+    if !landlock() {
+        return;
+    }
+    let w = World::new("mcp-sandbox-py");
+    w.fake.route(
+        CLASSIFY,
+        Reply::Text(r#"{"get_current_time": "L1", "convert_time": "L1"}"#.into()),
+    );
+    w.config(&format!(
+        "[mcp.servers.time]\ncommand = {bin:?}\nargs = [\"--local-timezone\", \"UTC\"]\nsandbox = \"read-only\"\n"
+    ));
+    let (run, results) = ask(
+        &w,
+        &[("time__get_current_time", json!({"timezone": "UTC"}))],
+    );
+    assert_eq!(run.json()["tools"][0]["ran"], true, "{}", run.stdout);
+    assert!(results[0].contains("datetime"), "{results:?}");
+}
+
 #[test]
 fn without_landlock_a_confined_server_is_not_started() {
     let mut w = World::new("mcp-sandbox-off");

@@ -486,54 +486,97 @@ pub struct Applied {
 }
 
 /// The directories a stdio server's program lives in, for [`Plan::for_server`]: the
-/// command (looked up on `PATH`) and every argument naming an existing file, each
-/// widened to its package (the folder holding `node_modules` for a Node script, the
-/// virtual environment for a Python one, else the file's folder).
+/// command (looked up on `PATH`), the interpreter its `#!` line names, and every argument
+/// naming an existing file, each widened to its package (the folder holding
+/// `node_modules` for a Node script; for a Python virtual environment, the environment
+/// and the Python installation it was made from; else the file's folder).
 pub fn program_dirs(command: &str, args: &[String], cwd: Option<&Path>) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    let mut add = |file: PathBuf| {
-        let Ok(file) = std::fs::canonicalize(&file) else {
-            return;
-        };
-        if !file.is_file() {
-            return;
+    let mut files: Vec<PathBuf> = Vec::new();
+    match which(command) {
+        Some(p) => files.push(p),
+        None => files.extend(cwd.map(|dir| dir.join(command))),
+    }
+    for a in args {
+        let p = Path::new(a);
+        match (p.is_absolute(), cwd) {
+            (true, _) => files.push(p.to_path_buf()),
+            (false, Some(dir)) => files.push(dir.join(p)),
+            (false, None) => {}
         }
-        let dir = package_root(&file);
+    }
+    let mut out: Vec<PathBuf> = Vec::new();
+    let mut add = |dir: PathBuf| {
         if !out.contains(&dir) {
             out.push(dir);
         }
     };
-    match which(command) {
-        Some(p) => add(p),
-        None => {
-            if let Some(dir) = cwd {
-                add(dir.join(command));
-            }
+    // A script's interpreter, and that interpreter's own (a venv's python is a link to
+    // the installation's), at most a few links deep.
+    let mut i = 0;
+    while i < files.len() && i < 16 {
+        let named = files[i].clone();
+        i += 1;
+        if let Some(interpreter) = shebang(&named) {
+            files.push(interpreter);
         }
-    }
-    for a in args {
-        let p = Path::new(a);
-        let p = match (p.is_absolute(), cwd) {
-            (true, _) => p.to_path_buf(),
-            (false, Some(dir)) => dir.join(p),
-            (false, None) => continue,
+        let Ok(file) = std::fs::canonicalize(&named) else {
+            continue;
         };
-        add(p);
+        if !file.is_file() {
+            continue;
+        }
+        for dir in package_roots(&named)
+            .into_iter()
+            .chain(package_roots(&file))
+        {
+            add(dir);
+        }
     }
     out
 }
 
-/// The folder to grant for a program file (see [`program_dirs`]).
-fn package_root(file: &Path) -> PathBuf {
+/// The interpreter a `#!` line names (`#!/usr/bin/env node` names `env`, which the
+/// system roots cover; the program `env` runs is found on `PATH`, as `which` does).
+fn shebang(file: &Path) -> Option<PathBuf> {
+    use std::io::Read;
+    let mut head = [0u8; 256];
+    let n = std::fs::File::open(file).ok()?.read(&mut head).ok()?;
+    let line = head[..n].strip_prefix(b"#!")?;
+    let line = line.split(|b| *b == b'\n').next()?;
+    let text = std::str::from_utf8(line).ok()?;
+    let mut words = text.split_whitespace();
+    let first = words.next()?;
+    if first.ends_with("/env") {
+        return words.find(|w| !w.starts_with('-')).and_then(which);
+    }
+    Some(PathBuf::from(first))
+}
+
+/// The folders to grant for a program file (see [`program_dirs`]), on the path as
+/// named (a venv's `bin/python` is a link: the venv is found on the named path, the
+/// installation on the resolved one).
+fn package_roots(file: &Path) -> Vec<PathBuf> {
     for dir in file.ancestors().skip(1) {
         if dir.file_name().is_some_and(|n| n == "node_modules") {
-            return dir.parent().unwrap_or(dir).to_path_buf();
+            return vec![dir.parent().unwrap_or(dir).to_path_buf()];
         }
-        if dir.join("pyvenv.cfg").is_file() {
-            return dir.to_path_buf();
+        let cfg = dir.join("pyvenv.cfg");
+        if cfg.is_file() {
+            let mut dirs = vec![std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf())];
+            // `home = /opt/python/3.11/bin`: the standard library is beside it.
+            let home = std::fs::read_to_string(&cfg).ok().and_then(|t| {
+                t.lines().find_map(|l| {
+                    let (k, v) = l.split_once('=')?;
+                    (k.trim() == "home").then(|| PathBuf::from(v.trim()))
+                })
+            });
+            if let Some(prefix) = home.as_deref().and_then(Path::parent) {
+                dirs.push(prefix.to_path_buf());
+            }
+            return dirs;
         }
     }
-    file.parent().unwrap_or(file).to_path_buf()
+    vec![file.parent().unwrap_or(file).to_path_buf()]
 }
 
 /// `command` looked up on `PATH` (or as given, if it has a `/`).

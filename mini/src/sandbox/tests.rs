@@ -267,5 +267,25 @@ fn program_dirs_widen_to_the_package() {
         "a directory argument is not a program: {dirs:?}"
     );
     let dirs = program_dirs(&venv.join("bin/server").display().to_string(), &[], None);
-    assert_eq!(dirs, [venv]);
+    assert_eq!(dirs, [venv.clone()]);
+
+    // A venv's script: `#!VENV/bin/python`, a link into the installation named by
+    // pyvenv.cfg's `home`.
+    let install = root.join("python311");
+    std::fs::create_dir_all(install.join("bin")).unwrap();
+    std::fs::create_dir_all(install.join("lib")).unwrap();
+    std::fs::write(install.join("bin/python3.11"), "").unwrap();
+    std::os::unix::fs::symlink(install.join("bin/python3.11"), venv.join("bin/python")).unwrap();
+    std::fs::write(
+        venv.join("pyvenv.cfg"),
+        format!("home = {}\n", install.join("bin").display()),
+    )
+    .unwrap();
+    std::fs::write(
+        venv.join("bin/tool"),
+        format!("#!{}\nimport x\n", venv.join("bin/python").display()),
+    )
+    .unwrap();
+    let dirs = program_dirs(&venv.join("bin/tool").display().to_string(), &[], None);
+    assert!(dirs.contains(&venv) && dirs.contains(&install), "{dirs:?}");
 }

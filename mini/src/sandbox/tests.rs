@@ -267,7 +267,7 @@ fn program_dirs_widen_to_the_package() {
         "a directory argument is not a program: {dirs:?}"
     );
     let dirs = program_dirs(&venv.join("bin/server").display().to_string(), &[], None);
-    assert_eq!(dirs, [venv.clone()]);
+    assert_eq!(dirs, std::slice::from_ref(&venv));
 
     // A venv's script: `#!VENV/bin/python`, a link into the installation named by
     // pyvenv.cfg's `home`.

@@ -289,3 +289,34 @@ fn program_dirs_widen_to_the_package() {
     let dirs = program_dirs(&venv.join("bin/tool").display().to_string(), &[], None);
     assert!(dirs.contains(&venv) && dirs.contains(&install), "{dirs:?}");
 }
+
+/// Where the kernel lets a command write (L3/L4, the workspace), the repository's own
+/// config still runs nothing through git: its fsmonitor, hooks, pager and external diff
+/// are forced off by the environment, not by the ruleset.
+#[test]
+fn git_runs_nothing_the_repository_names_even_where_it_may_write() {
+    if !landlock() {
+        return;
+    }
+    let h = home();
+    let ws = &h.scope.workspace;
+    let plan = Plan::for_shell(Reach::Workspace, &h.scope).unwrap();
+    let setup = "git init -q && git config user.email t@t && git config user.name t \
+        && echo one > a.txt && git add a.txt && git commit -qm one && echo two > a.txt \
+        && git config core.fsmonitor 'touch ran-fsmonitor; echo' \
+        && git config core.pager 'touch ran-pager; cat' \
+        && git config diff.external 'touch ran-extdiff; true' \
+        && printf '#!/bin/sh\\ntouch ran-hook\\n' > .git/hooks/pre-commit \
+        && chmod +x .git/hooks/pre-commit";
+    let (code, out) = run(&plan, ws, setup);
+    assert_eq!(code, 0, "{out}");
+    let (code, out) = run(
+        &plan,
+        ws,
+        "git status --short; git diff >/dev/null; git log -p >/dev/null; git commit -qam two",
+    );
+    assert_eq!(code, 0, "{out}");
+    for ran in ["ran-fsmonitor", "ran-pager", "ran-extdiff", "ran-hook"] {
+        assert!(!ws.join(ran).exists(), "{ran}: {out}");
+    }
+}

@@ -320,3 +320,35 @@ fn git_runs_nothing_the_repository_names_even_where_it_may_write() {
         assert!(!ws.join(ran).exists(), "{ran}: {out}");
     }
 }
+
+/// A root `evolve`'s children are still the owner of root's files: what under `/etc`
+/// others may not read is carved out (here: whichever such file this machine has).
+#[test]
+fn what_others_may_not_read_in_etc_is_carved_out() {
+    if !landlock() {
+        return;
+    }
+    let private = private_system_files();
+    let Some(file) = private
+        .iter()
+        .find(|p| p.is_file() && std::fs::read(p).is_ok())
+        .cloned()
+    else {
+        eprintln!("skipped: nothing under /etc this process can read that others cannot");
+        return;
+    };
+    let h = home();
+    let plan = Plan::for_shell(Reach::ReadOnly, &h.scope).unwrap();
+    let (code, out) = run(
+        &plan,
+        &h.scope.workspace,
+        &format!("cat {}", file.display()),
+    );
+    assert_ne!(code, 0, "{}: {out}", file.display());
+    let (code, out) = run(
+        &plan,
+        &h.scope.workspace,
+        "cat /etc/passwd >/dev/null && echo ok",
+    );
+    assert_eq!((code, out.trim()), (0, "ok"), "{out}");
+}

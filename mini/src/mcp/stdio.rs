@@ -403,6 +403,7 @@ mod tests {
             env: &[],
             cwd: None,
             roots: Vec::new(),
+            plan: None,
         }
     }
 

@@ -86,7 +86,16 @@ pub fn prefixes_need_kernel(config: &PermissionConfig) -> bool {
 /// System directories a program needs to start and run, read-only (and executable):
 /// programs, libraries, configuration. Those missing on a machine are skipped.
 pub const SYSTEM_ROOTS: [&str; 11] = [
-    "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt", "/nix/store",
+    "/usr",
+    "/bin",
+    "/sbin",
+    "/lib",
+    "/lib32",
+    "/lib64",
+    "/libx32",
+    "/etc",
+    "/opt",
+    "/nix/store",
     "/snap",
 ];
 

@@ -515,7 +515,10 @@ mod tests {
         assert_eq!(decide(L4, granted, &grants, &pol), AskTwice);
         assert_eq!(decide(L3, "shell", &grants, &pol), AskOnce);
         assert_eq!(
-            grants.iter().map(Grant::label).collect::<alloc::vec::Vec<_>>(),
+            grants
+                .iter()
+                .map(Grant::label)
+                .collect::<alloc::vec::Vec<_>>(),
             ["shell: tar -cf backup.tar canary"]
         );
         assert!(grants.revoke_call(granted));

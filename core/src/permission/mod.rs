@@ -50,7 +50,9 @@ pub use confine::{
     confined_shell_level, prefixes_need_kernel, Kernel, Reach, SYSTEM_READ_FILES, SYSTEM_ROOTS,
     SYSTEM_SECRETS, WRITABLE_DEVICES,
 };
-pub use decide::{decide, CallKey, Decision, Grant, Grants, Policy, RefusalReason, HEADLESS_CEILING};
+pub use decide::{
+    decide, CallKey, Decision, Grant, Grants, Policy, RefusalReason, HEADLESS_CEILING,
+};
 pub use escalate::{
     call_level, escalate, Escalation, EscalationContext, EscalationReason, REASON_PATH_CHARS,
 };
@@ -343,15 +345,7 @@ mod tests {
             }
         }
         // Below L3 only for read-only programs.
-        for p in [
-            "sed",
-            "make",
-            "cargo build",
-            "find",
-            "tar",
-            "sort",
-            "curl",
-        ] {
+        for p in ["sed", "make", "cargo build", "find", "tar", "sort", "curl"] {
             assert_eq!(
                 one(p, Level::L2).validate(),
                 Err(PermissionError::PrefixNotReadOnly {

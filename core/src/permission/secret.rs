@@ -193,7 +193,11 @@ pub fn redact(text: &str, secret: &str) -> Option<alloc::string::String> {
             if k[j] != t[i] || k.len() - j <= best {
                 continue;
             }
-            let n = t[i..].iter().zip(&k[j..]).take_while(|(a, b)| a == b).count();
+            let n = t[i..]
+                .iter()
+                .zip(&k[j..])
+                .take_while(|(a, b)| a == b)
+                .count();
             best = best.max(n);
         }
         if best >= min {
@@ -322,21 +326,33 @@ mod tests {
         let key = "sk-proj-4f9a8b7c6d5e4f3a2b1c0d9e";
         let cases = [
             ("no secret here", None),
-            ("key=sk-proj-4f9a8b7c6d5e4f3a2b1c0d9e!", Some("key=[redacted]!")),
+            (
+                "key=sk-proj-4f9a8b7c6d5e4f3a2b1c0d9e!",
+                Some("key=[redacted]!"),
+            ),
             // `ps --cols N` cut one character short.
-            ("OPENAI_API_KEY=sk-proj-4f9a8b7c6d5e4f3a2b1c0d9", Some("OPENAI_API_KEY=[redacted]")),
+            (
+                "OPENAI_API_KEY=sk-proj-4f9a8b7c6d5e4f3a2b1c0d9",
+                Some("OPENAI_API_KEY=[redacted]"),
+            ),
             // The tail alone, and a middle piece of 8.
             ("…c6d5e4f3a2b1c0d9e", Some("…[redacted]")),
             ("x 8b7c6d5e y", Some("x [redacted] y")),
             // 7 bytes are below the threshold.
             ("x 8b7c6d5 y", None),
-            ("a sk-proj-4f9a8b7c6d5e4f3a2b1c0d9e b sk-proj-4f9a8b7c", Some("a [redacted] b [redacted]")),
+            (
+                "a sk-proj-4f9a8b7c6d5e4f3a2b1c0d9e b sk-proj-4f9a8b7c",
+                Some("a [redacted] b [redacted]"),
+            ),
         ];
         for (text, want) in cases {
             assert_eq!(redact(text, key).as_deref(), want, "{text}");
         }
         // A short secret is hidden whole only.
-        assert_eq!(redact("pw=hunter2", "hunter2").as_deref(), Some("pw=[redacted]"));
+        assert_eq!(
+            redact("pw=hunter2", "hunter2").as_deref(),
+            Some("pw=[redacted]")
+        );
         assert_eq!(redact("hunter", "hunter2"), None);
         assert_eq!(redact("anything", ""), None);
         // Non-ASCII text around and inside.

@@ -1608,7 +1608,10 @@ const HOSTNAME_PRINT_LONG: [&str; 11] = [
 fn hostname_only_prints(rest: &[&str]) -> bool {
     rest.iter().all(|w| match w.strip_prefix("--") {
         Some(_) => {
-            *w == "--help" || *w == "--version" || *w == "--verbose" || HOSTNAME_PRINT_LONG.contains(w)
+            *w == "--help"
+                || *w == "--version"
+                || *w == "--verbose"
+                || HOSTNAME_PRINT_LONG.contains(w)
         }
         None => w
             .strip_prefix('-')

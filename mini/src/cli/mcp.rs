@@ -30,8 +30,8 @@ use crate::error::Error;
 use crate::mcp::classify::{self, Classified};
 use crate::mcp::servers::{self, TIMEOUT_FROM_CONFIG};
 use crate::mcp::{full_name, split_name, McpTool, ServerSpec, SpecSource, Transport};
-use crate::store::{Store, ToolClassRecord, CLASS_BY_USER};
 use crate::sandbox::ServerSandbox;
+use crate::store::{Store, ToolClassRecord, CLASS_BY_USER};
 
 /// manage MCP servers and the permission levels of their tools
 #[derive(FromArgs, Debug)]

@@ -52,7 +52,11 @@ enum Wire {
 /// it to, is an error that says so.
 fn confinement(spec: &ServerSpec, scope: Option<&Scope>) -> Result<Option<Plan>, String> {
     let Transport::Stdio {
-        command, args, env, cwd, ..
+        command,
+        args,
+        env,
+        cwd,
+        ..
     } = &spec.transport
     else {
         return Ok(None);

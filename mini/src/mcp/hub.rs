@@ -23,10 +23,10 @@ use std::sync::{Arc, Mutex, MutexGuard, RwLock, TryLockError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use crate::sandbox::Scope;
 use super::conn::Conn;
 use super::stdio::StderrTail;
 use super::{CallOutcome, McpError, McpTool, ServerSpec};
+use crate::sandbox::Scope;
 
 /// A backoff wait this short is slept through rather than reported.
 const BACKOFF_SLEEP_MAX: Duration = Duration::from_secs(2);
@@ -413,10 +413,16 @@ impl Hub {
             }
         }
         lock(&slot.stderr).clear();
-        let opened = Conn::open(&slot.spec, self.scope.as_ref(), &slot.stderr, cancel, |conn| {
-            // From here `reload` and `shutdown` can close it, even mid-handshake.
-            slot.state().conn = Some(conn.clone());
-        });
+        let opened = Conn::open(
+            &slot.spec,
+            self.scope.as_ref(),
+            &slot.stderr,
+            cancel,
+            |conn| {
+                // From here `reload` and `shutdown` can close it, even mid-handshake.
+                slot.state().conn = Some(conn.clone());
+            },
+        );
         let retired = || slot.retired.load(Ordering::SeqCst);
         let conn = match opened {
             Ok(conn) => conn,

@@ -15,8 +15,8 @@ use serde_json::Value;
 
 use super::{ServerSpec, SpecSource, Transport};
 use crate::config::{env_name_problem, header_problem, server_name_problem, url_problem, Config};
-use crate::store::{Store, StoreError};
 use crate::sandbox::ServerSandbox;
+use crate::store::{Store, StoreError};
 
 /// The timeout a run-time server is kept with when none was given: "the `[mcp]`
 /// `timeout_secs` of the configuration in use", filled in by [`load`].

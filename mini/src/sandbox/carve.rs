@@ -37,7 +37,11 @@ const MAX_RULES: usize = 4096;
 
 /// The rules for `grants` (path, rights) with `exclude` kept out, in order. Paths that
 /// do not exist are skipped; duplicates are harmless (rights add up).
-pub fn rules(grants: &[(PathBuf, u64)], exclude: &[PathBuf], tree: &dyn Tree) -> Vec<(PathBuf, u64)> {
+pub fn rules(
+    grants: &[(PathBuf, u64)],
+    exclude: &[PathBuf],
+    tree: &dyn Tree,
+) -> Vec<(PathBuf, u64)> {
     let exclude: Vec<PathBuf> = exclude.iter().filter_map(|e| tree.canonical(e)).collect();
     let mut out = Vec::new();
     for (path, access) in grants {
@@ -53,7 +57,13 @@ pub fn rules(grants: &[(PathBuf, u64)], exclude: &[PathBuf], tree: &dyn Tree) ->
     out
 }
 
-fn carve(dir: &Path, access: u64, exclude: &[&PathBuf], tree: &dyn Tree, out: &mut Vec<(PathBuf, u64)>) {
+fn carve(
+    dir: &Path,
+    access: u64,
+    exclude: &[&PathBuf],
+    tree: &dyn Tree,
+    out: &mut Vec<(PathBuf, u64)>,
+) {
     if exclude.is_empty() {
         out.push((dir.to_path_buf(), access));
         return;
@@ -187,7 +197,10 @@ mod tests {
             // Carved: every entry but the way to the exclusions; the symlink has no rule.
             ("/etc", &["/etc/passwd=1", "/etc/ssl/certs=1"]),
             // A grant inside an exclusion stands (the workspace inside the home).
-            ("/home/u/.evolve/workspace", &["/home/u/.evolve/workspace=1"]),
+            (
+                "/home/u/.evolve/workspace",
+                &["/home/u/.evolve/workspace=1"],
+            ),
             // An exclusion inside the grant is carved (the home inside the workspace).
             ("/home/u/proj", &["/home/u/proj/src=1"]),
             // A grant equal to an exclusion stands too: it was asked for by name.
@@ -203,9 +216,20 @@ mod tests {
 
     #[test]
     fn nested_exclusions_and_several_grants() {
-        let tree = fake(&["/w/", "/w/a/", "/w/a/b/", "/w/a/b/secret", "/w/a/b/ok", "/w/a/c", "/w/d"]);
+        let tree = fake(&[
+            "/w/",
+            "/w/a/",
+            "/w/a/b/",
+            "/w/a/b/secret",
+            "/w/a/b/ok",
+            "/w/a/c",
+            "/w/d",
+        ]);
         let got = rules(
-            &[(PathBuf::from("/w"), 3), (PathBuf::from("/w/a/b/secret"), 1)],
+            &[
+                (PathBuf::from("/w"), 3),
+                (PathBuf::from("/w/a/b/secret"), 1),
+            ],
             &[PathBuf::from("/w/a/b/secret")],
             &tree,
         );

@@ -243,7 +243,14 @@ const CAP_VERSION_3: u32 = 0x2008_0522;
 pub unsafe fn restrict_self(ruleset: RawFd) -> io::Result<()> {
     // Variadic arguments are passed as the `unsigned long`s the kernel reads.
     const ZERO: libc::c_ulong = 0;
-    if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1 as libc::c_ulong, ZERO, ZERO, ZERO) != 0 {
+    if libc::prctl(
+        libc::PR_SET_NO_NEW_PRIVS,
+        1 as libc::c_ulong,
+        ZERO,
+        ZERO,
+        ZERO,
+    ) != 0
+    {
         return Err(io::Error::last_os_error());
     }
     // The bounding set first (needs CAP_SETPCAP, which only a privileged parent has; an
@@ -267,12 +274,7 @@ pub unsafe fn restrict_self(ruleset: RawFd) -> io::Result<()> {
         permitted: 0,
         inheritable: 0,
     }; 2];
-    if libc::syscall(
-        libc::SYS_capset,
-        &header as *const CapHeader,
-        none.as_ptr(),
-    ) != 0
-    {
+    if libc::syscall(libc::SYS_capset, &header as *const CapHeader, none.as_ptr()) != 0 {
         return Err(io::Error::last_os_error());
     }
     if ruleset >= 0

@@ -294,7 +294,11 @@ fn system_grants() -> Vec<(PathBuf, u64)> {
         .iter()
         .map(|p| (PathBuf::from(p), READ | EXEC))
         .collect();
-    g.extend(SYSTEM_READ_FILES.iter().map(|p| (PathBuf::from(p), READ_FILE)));
+    g.extend(
+        SYSTEM_READ_FILES
+            .iter()
+            .map(|p| (PathBuf::from(p), READ_FILE)),
+    );
     g.extend(
         WRITABLE_DEVICES
             .iter()
@@ -318,7 +322,11 @@ impl Plan {
     /// that may write gets a fresh temporary folder (`TMPDIR`), removed with the plan.
     pub fn for_shell(reach: Reach, scope: &Scope) -> Result<Plan, SandboxError> {
         let mut grants = system_grants();
-        let ws = if reach.writes() { READ | EXEC | WRITE } else { READ | EXEC };
+        let ws = if reach.writes() {
+            READ | EXEC | WRITE
+        } else {
+            READ | EXEC
+        };
         grants.push((scope.workspace.clone(), ws));
         let tmp = if reach.writes() {
             let t = OwnTmp::new().map_err(|e| {
@@ -364,7 +372,10 @@ impl Plan {
         env: &[(String, String)],
     ) -> Result<Plan, SandboxError> {
         let made = |what: &Path, e: io::Error| {
-            SandboxError(format!("cannot make the server's folder {}: {e}", what.display()))
+            SandboxError(format!(
+                "cannot make the server's folder {}: {e}",
+                what.display()
+            ))
         };
         for sub in ["home", "cache", "tmp"] {
             let p = data.join(sub);
@@ -391,11 +402,19 @@ impl Plan {
             },
         );
         let cache = data.join("cache");
-        for key in ["XDG_CACHE_HOME", "npm_config_cache", "UV_CACHE_DIR", "PIP_CACHE_DIR"] {
+        for key in [
+            "XDG_CACHE_HOME",
+            "npm_config_cache",
+            "UV_CACHE_DIR",
+            "PIP_CACHE_DIR",
+        ] {
             child.push((key.into(), cache.clone().into()));
         }
         child.push(("XDG_CONFIG_HOME".into(), data.join("home/.config").into()));
-        child.push(("XDG_DATA_HOME".into(), data.join("home/.local/share").into()));
+        child.push((
+            "XDG_DATA_HOME".into(),
+            data.join("home/.local/share").into(),
+        ));
         child.extend(env.iter().map(|(k, v)| (k.into(), v.into())));
         Ok(Plan {
             grants,

@@ -19,7 +19,11 @@ fn home() -> Home {
     let home = std::fs::canonicalize(tmp.path()).unwrap();
     let workspace = home.join("workspace");
     std::fs::create_dir_all(&workspace).unwrap();
-    std::fs::write(home.join("config.toml"), "api_key = \"sk-SECRET-IN-CONFIG\"\n").unwrap();
+    std::fs::write(
+        home.join("config.toml"),
+        "api_key = \"sk-SECRET-IN-CONFIG\"\n",
+    )
+    .unwrap();
     std::fs::write(home.join("evolve.redb"), "store").unwrap();
     std::fs::write(workspace.join("notes.txt"), "inside").unwrap();
     let scope = Scope {
@@ -72,7 +76,11 @@ fn read_only_commands_read_the_workspace_and_write_nothing() {
     let h = home();
     let ws = &h.scope.workspace;
     let plan = Plan::for_shell(Reach::ReadOnly, &h.scope).unwrap();
-    let (code, out) = run(&plan, ws, "cat notes.txt && ls /usr/bin >/dev/null && echo ok");
+    let (code, out) = run(
+        &plan,
+        ws,
+        "cat notes.txt && ls /usr/bin >/dev/null && echo ok",
+    );
     assert_eq!((code, out.trim()), (0, "insideok"), "{out}");
     for script in [
         "echo x > new.txt",
@@ -84,7 +92,10 @@ fn read_only_commands_read_the_workspace_and_write_nothing() {
         let (code, out) = run(&plan, ws, script);
         assert_ne!(code, 0, "{script} ran: {out}");
     }
-    assert_eq!(std::fs::read_to_string(ws.join("notes.txt")).unwrap(), "inside");
+    assert_eq!(
+        std::fs::read_to_string(ws.join("notes.txt")).unwrap(),
+        "inside"
+    );
     assert!(!ws.join("new.txt").exists() && !ws.join("d").exists());
     assert!(!Path::new("/tmp/evolve-sandbox-probe").exists());
 }
@@ -136,13 +147,20 @@ fn workspace_commands_write_the_workspace_and_their_own_tmp_only() {
     );
     assert_eq!(code, 0, "{out}");
     assert!(out.contains("t\nok"), "{out}");
-    assert_eq!(std::fs::read_to_string(ws.join("d/e/new.txt")).unwrap(), "made\n");
+    assert_eq!(
+        std::fs::read_to_string(ws.join("d/e/new.txt")).unwrap(),
+        "made\n"
+    );
     let tmp = plan._tmp.as_ref().unwrap().0.clone();
     assert!(tmp.is_dir());
     drop(plan);
     assert!(!tmp.exists(), "the command's tmp is removed with the plan");
     let plan = Plan::for_shell(Reach::Workspace, &h.scope).unwrap();
-    for script in ["touch /tmp/evolve-sandbox-probe2", "echo x > ../x", "mknod dev c 1 3"] {
+    for script in [
+        "touch /tmp/evolve-sandbox-probe2",
+        "echo x > ../x",
+        "mknod dev c 1 3",
+    ] {
         let (code, out) = run(&plan, ws, script);
         assert_ne!(code, 0, "{script}: {out}");
     }
@@ -182,9 +200,7 @@ fn read_only_commands_cannot_use_tcp_where_the_kernel_can_deny_it() {
     let port = listener.local_addr().unwrap().port();
     let h = home();
     // bash's /dev/tcp: the shell itself connects.
-    let probe = format!(
-        "exec 3<>/dev/tcp/127.0.0.1/{port} && echo connected"
-    );
+    let probe = format!("exec 3<>/dev/tcp/127.0.0.1/{port} && echo connected");
     let bash = Path::new("/bin/bash").exists();
     if !bash {
         eprintln!("skipped: no bash for /dev/tcp");
@@ -204,7 +220,10 @@ fn read_only_commands_cannot_use_tcp_where_the_kernel_can_deny_it() {
     let ro = Plan::for_shell(Reach::ReadOnly, &h.scope).unwrap();
     assert!(!run_bash(&ro).contains("connected"));
     let rw = Plan::for_shell(Reach::Workspace, &h.scope).unwrap();
-    assert!(run_bash(&rw).contains("connected"), "L3/L4 keep the network");
+    assert!(
+        run_bash(&rw).contains("connected"),
+        "L3/L4 keep the network"
+    );
 }
 
 #[test]
@@ -242,7 +261,10 @@ fn program_dirs_widen_to_the_package() {
         None,
     );
     assert!(dirs.contains(&root.join("npm")), "{dirs:?}");
-    assert!(!dirs.contains(&root), "a directory argument is not a program: {dirs:?}");
+    assert!(
+        !dirs.contains(&root),
+        "a directory argument is not a program: {dirs:?}"
+    );
     let dirs = program_dirs(&venv.join("bin/server").display().to_string(), &[], None);
     assert_eq!(dirs, [venv]);
 }

@@ -1118,6 +1118,21 @@ fn toggle(profile: &Option<String>, target_name: &str, on: bool) -> Result<(), E
     Ok(())
 }
 
+/// The servers of an `{"mcpServers": …}` file that set their own `"sandbox"` (which
+/// `--sandbox` does not override).
+fn own_sandbox_keys(text: &str) -> Vec<String> {
+    let Ok(doc) = serde_json::from_str::<serde_json::Value>(text) else {
+        return Vec::new();
+    };
+    ["mcpServers", "servers"]
+        .iter()
+        .filter_map(|k| doc.get(k).and_then(serde_json::Value::as_object))
+        .flat_map(|m| m.iter())
+        .filter(|(_, v)| v.get("sandbox").is_some())
+        .map(|(k, _)| k.clone())
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1199,19 +1214,4 @@ mod tests {
             assert_eq!(got, want, "{text}");
         }
     }
-}
-
-/// The servers of an `{"mcpServers": …}` file that set their own `"sandbox"` (which
-/// `--sandbox` does not override).
-fn own_sandbox_keys(text: &str) -> Vec<String> {
-    let Ok(doc) = serde_json::from_str::<serde_json::Value>(text) else {
-        return Vec::new();
-    };
-    ["mcpServers", "servers"]
-        .iter()
-        .filter_map(|k| doc.get(k).and_then(serde_json::Value::as_object))
-        .flat_map(|m| m.iter())
-        .filter(|(_, v)| v.get("sandbox").is_some())
-        .map(|(k, _)| k.clone())
-        .collect()
 }

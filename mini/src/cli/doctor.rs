@@ -145,10 +145,7 @@ fn confinement_line(status: &crate::sandbox::Status, config: &crate::config::Con
         .map(|(p, _)| p.as_str())
         .collect();
     if !ignored.is_empty() {
-        line.push_str(&format!(
-            " — ignored prefixes: {}",
-            ignored.join(", ")
-        ));
+        line.push_str(&format!(" — ignored prefixes: {}", ignored.join(", ")));
     }
     line
 }
@@ -337,6 +334,7 @@ mod tests {
             embedding_model: None,
             context_window: 4096,
             reserved_output: 256,
+            max_answer_bytes: crate::config::DEFAULT_MAX_ANSWER_BYTES,
             timeouts: Timeouts {
                 connect: Duration::from_secs(2),
                 first_byte: Duration::from_secs(10),

@@ -184,7 +184,11 @@ impl<'a> Response<'a> {
 
     /// A JSON response.
     pub fn json(status: u16, value: &serde_json::Value) -> Self {
-        Self::bytes(status, "application/json", value.to_string().into_bytes())
+        Self::bytes(
+            status,
+            "application/json",
+            serde_json::to_vec(value).unwrap_or_default(),
+        )
     }
 
     /// A streamed response (`text/event-stream`).
@@ -446,7 +450,13 @@ fn write_response(
             if !head_only {
                 out.write_all(&bytes)?;
             }
-            out.flush()
+            let flushed = out.flush();
+            // A big body (a long answer, an export) leaves big blocks freed behind it.
+            if matches!(bytes, Cow::Owned(_)) && bytes.len() >= crate::heap::BIG_ANSWER {
+                drop(bytes);
+                crate::heap::give_back();
+            }
+            flushed
         }
         Body::Stream(f) => {
             let chunked = !http10;

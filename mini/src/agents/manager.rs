@@ -41,6 +41,10 @@ const L1_TURNS: u64 = 6;
 const SKILLS_IN_PROMPT: usize = 3;
 /// The same call (tool and arguments) this many times in one turn ends the tool loop.
 const REPEAT_LIMIT: usize = 3;
+/// Characters of the answer the background work gets: each of its agents reads at most
+/// 4 000 (evaluation; extraction, style, skills and lessons fewer) and marks a longer
+/// text cut, so twice that is enough and a long answer is not copied whole.
+const POST_REPLY_CHARS: usize = 8_000;
 
 /// One input to the agent.
 pub struct TurnInput<'a> {
@@ -224,7 +228,9 @@ impl Manager {
         let answered = Instant::now();
         let mut turn_msgs = turn_msgs;
         let reply = turn_msgs.last().map_or("", |m| m.content.as_str());
-        let entry = l2_entry(input.text, reply, &turn_msgs);
+        let m = &rt.config.model;
+        let budget = m.context_window.saturating_sub(m.reserved_output);
+        let entry = l2_entry(input.text, reply, &turn_msgs, budget);
         let (ring, overflow) = self.next_l2(&sid, entry)?;
         rt.store
             .append_turn(&sid, turn_no, &turn_msgs, now, &ring)?;
@@ -259,24 +265,21 @@ impl Manager {
         };
         let total = answered.duration_since(started) + answered.elapsed();
         record.overhead_ms = total.saturating_sub(model_time).as_secs_f64() * 1000.0;
-        if let Ok(json) = serde_json::to_string(&record) {
-            if let Err(e) = rt.store.put_turn(&sid, turn_no, &json) {
-                log::warn!("saving the turn record failed: {e}");
-            }
-        }
-
-        // 10–12 after the reply: the background worker. Its record holds no copy of the
-        // answer: the job's own `reply` goes back into it before it is saved.
-        let (tx, rx) = mpsc::channel();
+        // The record is stored, and handed to the background job, without its reply:
+        // the turn's last message holds it (`Store::turn_answer`).
         let reply = std::mem::take(&mut record.reply);
+        save_record(rt, &record);
         let job_record = record.clone();
         record.reply = reply;
+
+        // 10–12 after the reply: the background worker.
+        let (tx, rx) = mpsc::channel();
         let job = PostJob {
             rt: Arc::clone(&self.rt),
             session: sid,
             turn: turn_no,
             question: input.text.to_string(),
-            reply: record.reply.clone(),
+            reply: evolve_core::history::char_prefix(&record.reply, POST_REPLY_CHARS).to_string(),
             tools_summary: tools_summary(&record.tools),
             steps: super::trace::steps(&record.tools, &turn_msgs),
             accessed: ctx.recall.ids,
@@ -285,8 +288,8 @@ impl Manager {
             now,
         };
         drop(turn_msgs);
+        let big = record.reply.len() >= crate::heap::BIG_ANSWER;
         self.worker.submit(move || {
-            let big = job.reply.len() >= crate::heap::BIG_ANSWER;
             let post = job.run();
             let _ = tx.send(post);
             if big {
@@ -851,7 +854,11 @@ fn reasons(check: &evolve_core::permission::CallCheck) -> String {
 
 /// The L2 entry of a finished turn: question, answer, the tool rounds' text, the files
 /// the file tools touched.
-fn l2_entry(question: &str, reply: &str, turn: &[Message]) -> L2Entry {
+///
+/// The answer is kept up to `max_tokens`, the prompt's input budget: a longer one could
+/// never be shown whole from L2 (the history is trimmed to that budget), and the ring is
+/// read and written again on every turn, so a long answer is not copied into it whole.
+fn l2_entry(question: &str, reply: &str, turn: &[Message], max_tokens: usize) -> L2Entry {
     let mut thinking = String::new();
     let mut files = Vec::new();
     for m in turn {
@@ -876,9 +883,19 @@ fn l2_entry(question: &str, reply: &str, turn: &[Message]) -> L2Entry {
     }
     L2Entry {
         user: question.to_string(),
-        assistant: reply.to_string(),
+        assistant: history::cut_to_tokens(reply, max_tokens).unwrap_or_else(|| reply.to_string()),
         thinking,
         files,
+    }
+}
+
+/// Stores a turn record (given without its reply, which is stored once, as the turn's
+/// last message).
+fn save_record(rt: &Runtime, record: &TurnRecord) {
+    if let Ok(json) = serde_json::to_string(record) {
+        if let Err(e) = rt.store.put_turn(&record.session, record.turn, &json) {
+            log::warn!("saving the turn record failed: {e}");
+        }
     }
 }
 
@@ -910,6 +927,7 @@ struct PostJob {
     session: String,
     turn: u64,
     question: String,
+    /// The beginning of the answer ([`POST_REPLY_CHARS`]).
     reply: String,
     tools_summary: String,
     /// The tool calls as crystallization and lessons see them.
@@ -1015,12 +1033,7 @@ impl PostJob {
         post.usage = usage;
         post.problems = problems;
         self.record.absorb(&post);
-        self.record.reply = std::mem::take(&mut self.reply);
-        if let Ok(json) = serde_json::to_string(&self.record) {
-            if let Err(e) = rt.store.put_turn(&self.session, self.turn, &json) {
-                log::warn!("saving the turn record failed: {e}");
-            }
-        }
+        save_record(rt, &self.record);
         post
     }
 }

@@ -438,7 +438,6 @@ async function send(text) {
     }
   } finally {
     cancelAnimationFrame(raf);
-    if (!acc && rec && rec.reply) acc = rec.reply;
     paint();
     a.el.classList.remove('streaming');
     S.busy = null;

@@ -7,6 +7,7 @@ mod agents;
 mod cli;
 mod config;
 mod error;
+mod heap;
 mod llm;
 mod logger;
 mod mcp;

@@ -837,6 +837,7 @@ mod tests {
                 finish_reason: Some("stop".into()),
                 usage: Usage::default(),
                 model: "fake-cheap".into(),
+                cut: None,
             })
         }
         fn model_name(&self, _role: ModelRole) -> &str {

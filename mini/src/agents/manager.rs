@@ -33,7 +33,7 @@ use super::trace::ToolStep;
 use super::worker::Worker;
 use crate::cli::app::now;
 use crate::error::Error;
-use crate::llm::{ChatRequest, Delta, ModelRole, Usage};
+use crate::llm::{AnswerCut, ChatRequest, Delta, ModelRole, Usage};
 
 /// Turns whose messages are sent in full (L1); older ones come from the L2 ring.
 const L1_TURNS: u64 = 6;
@@ -41,6 +41,10 @@ const L1_TURNS: u64 = 6;
 const SKILLS_IN_PROMPT: usize = 3;
 /// The same call (tool and arguments) this many times in one turn ends the tool loop.
 const REPEAT_LIMIT: usize = 3;
+/// Characters of the answer the background work gets: each of its agents reads at most
+/// 4 000 (evaluation; extraction, style, skills and lessons fewer) and marks a longer
+/// text cut, so twice that is enough and a long answer is not copied whole.
+const POST_REPLY_CHARS: usize = 8_000;
 
 /// One input to the agent.
 pub struct TurnInput<'a> {
@@ -203,8 +207,8 @@ impl Manager {
             model_time: Duration::ZERO,
         };
         let outcome = self.answer(&sid, turn_no, &input, io, now, &mut state);
-        let (reply, ctx) = match outcome {
-            Ok(done) => done,
+        let ctx = match outcome {
+            Ok(ctx) => ctx,
             Err(e) => {
                 self.keep_failed_turn(&sid, turn_no, created, &state, &e, now);
                 return Err(e);
@@ -222,14 +226,26 @@ impl Manager {
 
         // 10. Save the turn (history first: what the user saw is never lost).
         let answered = Instant::now();
-        let (ring, overflow) = self.next_l2(&sid, l2_entry(input.text, &reply, &turn_msgs))?;
+        let mut turn_msgs = turn_msgs;
+        let reply = turn_msgs.last().map_or("", |m| m.content.as_str());
+        let m = &rt.config.model;
+        let budget = m.context_window.saturating_sub(m.reserved_output);
+        let entry = l2_entry(input.text, reply, &turn_msgs, budget);
+        let (ring, overflow) = self.next_l2(&sid, entry)?;
         rt.store
             .append_turn(&sid, turn_no, &turn_msgs, now, &ring)?;
+        drop(ring);
+        // The answer is moved, not copied, from the stored message into the record: one
+        // copy for the interface, one for the background work below.
+        let reply = turn_msgs
+            .last_mut()
+            .map(|m| std::mem::take(&mut m.content))
+            .unwrap_or_default();
 
         let mut record = TurnRecord {
             session: sid.clone(),
             turn: turn_no,
-            reply: reply.clone(),
+            reply,
             memories: ctx.recall.used,
             memories_considered: ctx.recall.considered,
             skills: ctx.skills,
@@ -249,11 +265,12 @@ impl Manager {
         };
         let total = answered.duration_since(started) + answered.elapsed();
         record.overhead_ms = total.saturating_sub(model_time).as_secs_f64() * 1000.0;
-        if let Ok(json) = serde_json::to_string(&record) {
-            if let Err(e) = rt.store.put_turn(&sid, turn_no, &json) {
-                log::warn!("saving the turn record failed: {e}");
-            }
-        }
+        // The record is stored, and handed to the background job, without its reply:
+        // the turn's last message holds it (`Store::turn_answer`).
+        let reply = std::mem::take(&mut record.reply);
+        save_record(rt, &record);
+        let job_record = record.clone();
+        record.reply = reply;
 
         // 10–12 after the reply: the background worker.
         let (tx, rx) = mpsc::channel();
@@ -262,23 +279,29 @@ impl Manager {
             session: sid,
             turn: turn_no,
             question: input.text.to_string(),
-            reply,
+            reply: evolve_core::history::char_prefix(&record.reply, POST_REPLY_CHARS).to_string(),
             tools_summary: tools_summary(&record.tools),
             steps: super::trace::steps(&record.tools, &turn_msgs),
             accessed: ctx.recall.ids,
             overflow,
-            record: record.clone(),
+            record: job_record,
             now,
         };
+        drop(turn_msgs);
+        let big = record.reply.len() >= crate::heap::BIG_ANSWER;
         self.worker.submit(move || {
             let post = job.run();
             let _ = tx.send(post);
+            if big {
+                crate::heap::give_back();
+            }
         });
         Ok((record, rx))
     }
 
     /// Steps 2–9: settles stale approvals, gathers the context, runs the tool loop and
-    /// returns the answer (and the context, for the record).
+    /// leaves the answer as the last of the turn's messages; returns the context, for
+    /// the record.
     fn answer(
         &self,
         sid: &str,
@@ -287,7 +310,7 @@ impl Manager {
         io: &mut dyn TurnIo,
         now: Timestamp,
         state: &mut LoopState,
-    ) -> Result<(String, Context), Error> {
+    ) -> Result<Context, Error> {
         let rt = &*self.rt;
         let lang = Lang::guess(input.text);
 
@@ -360,9 +383,10 @@ impl Manager {
             state.model_time += t.elapsed();
             let resp = resp?;
             state.usage_main.add(resp.usage);
+            let cut = resp.cut;
             let mut msg = resp.message;
             if msg.tool_calls.is_empty() || last_step {
-                let mut text = msg.content.clone();
+                let mut text = std::mem::take(&mut msg.content);
                 if text.trim().is_empty() {
                     text = if msg.tool_calls.is_empty() {
                         log::warn!("the model returned an empty answer");
@@ -374,11 +398,20 @@ impl Manager {
                         )
                     };
                 }
-                let mut fin = Message::assistant(text.clone());
-                fin.reasoning = msg.reasoning.clone();
+                let mut fin = Message::assistant(text);
+                fin.reasoning = msg.reasoning.take();
                 state.turn_msgs.push(fin);
-                return Ok((text, ctx));
+                return Ok(ctx);
             }
+            // A call whose arguments the answer cap cut is never run; its arguments
+            // (incomplete, up to the cap in size) are not kept or sent back.
+            let cut_call = match cut {
+                Some(AnswerCut::ToolArguments(i)) if i < msg.tool_calls.len() => {
+                    msg.tool_calls[i].arguments = "{}".to_string();
+                    Some(i)
+                }
+                _ => None,
+            };
             // The arguments every later step sees (check, tool, audit, history) are the
             // tool's own reading of them, as strict JSON.
             let canonical: Vec<Result<String, String>> = msg
@@ -393,8 +426,9 @@ impl Manager {
             }
             state.turn_msgs.push(msg.clone());
             let mut stop = false;
-            for (call, args) in msg.tool_calls.iter().zip(canonical) {
+            for (i, (call, args)) in msg.tool_calls.iter().zip(canonical).enumerate() {
                 let (content, mut run) = match args {
+                    _ if cut_call == Some(i) => cut_arguments(rt, call),
                     _ if !ToolAgent.has(rt, &call.name) => unknown_tool(rt, call),
                     Err(problem) => (
                         format!(
@@ -776,6 +810,24 @@ fn non_empty(s: &str) -> Option<&str> {
     (!s.trim().is_empty()).then_some(s)
 }
 
+/// A call whose arguments passed `[model] max_answer_bytes`: not run, and the model is
+/// told why and what to do instead.
+fn cut_arguments(rt: &Runtime, call: &evolve_core::history::ToolCall) -> (String, ToolRun) {
+    let cap = crate::llm::answer_size(rt.config.model.max_answer_bytes);
+    log::warn!(
+        "the arguments of {} passed max_answer_bytes = {cap}; the call is not run",
+        call.name
+    );
+    (
+        format!(
+            "error: not run: the arguments were longer than the {cap} an answer may take \
+             (max_answer_bytes), so they were cut and are incomplete. Send smaller \
+             arguments — write a long text in several calls, or answer without the tool."
+        ),
+        ToolRun::not_run(call, "arguments over max_answer_bytes"),
+    )
+}
+
 /// The answer to a call of a tool that does not exist: no permission question (there
 /// is nothing to allow), the model is told which tools there are.
 fn unknown_tool(rt: &Runtime, call: &evolve_core::history::ToolCall) -> (String, ToolRun) {
@@ -802,7 +854,11 @@ fn reasons(check: &evolve_core::permission::CallCheck) -> String {
 
 /// The L2 entry of a finished turn: question, answer, the tool rounds' text, the files
 /// the file tools touched.
-fn l2_entry(question: &str, reply: &str, turn: &[Message]) -> L2Entry {
+///
+/// The answer is kept up to `max_tokens`, the prompt's input budget: a longer one could
+/// never be shown whole from L2 (the history is trimmed to that budget), and the ring is
+/// read and written again on every turn, so a long answer is not copied into it whole.
+fn l2_entry(question: &str, reply: &str, turn: &[Message], max_tokens: usize) -> L2Entry {
     let mut thinking = String::new();
     let mut files = Vec::new();
     for m in turn {
@@ -827,9 +883,19 @@ fn l2_entry(question: &str, reply: &str, turn: &[Message]) -> L2Entry {
     }
     L2Entry {
         user: question.to_string(),
-        assistant: reply.to_string(),
+        assistant: history::cut_to_tokens(reply, max_tokens).unwrap_or_else(|| reply.to_string()),
         thinking,
         files,
+    }
+}
+
+/// Stores a turn record (given without its reply, which is stored once, as the turn's
+/// last message).
+fn save_record(rt: &Runtime, record: &TurnRecord) {
+    if let Ok(json) = serde_json::to_string(record) {
+        if let Err(e) = rt.store.put_turn(&record.session, record.turn, &json) {
+            log::warn!("saving the turn record failed: {e}");
+        }
     }
 }
 
@@ -861,6 +927,7 @@ struct PostJob {
     session: String,
     turn: u64,
     question: String,
+    /// The beginning of the answer ([`POST_REPLY_CHARS`]).
     reply: String,
     tools_summary: String,
     /// The tool calls as crystallization and lessons see them.
@@ -966,11 +1033,7 @@ impl PostJob {
         post.usage = usage;
         post.problems = problems;
         self.record.absorb(&post);
-        if let Ok(json) = serde_json::to_string(&self.record) {
-            if let Err(e) = rt.store.put_turn(&self.session, self.turn, &json) {
-                log::warn!("saving the turn record failed: {e}");
-            }
-        }
+        save_record(rt, &self.record);
         post
     }
 }

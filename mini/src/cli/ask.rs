@@ -160,9 +160,11 @@ pub fn run(cmd: AskCmd) -> Result<(), Error> {
             ),
         }
     }
+    // The reply is moved out before the record is encoded, so it is held once.
+    let reply = std::mem::take(&mut record.reply);
     let value = serde_json::to_value(&record)
         .map_err(|e| Error::Other(format!("cannot encode the turn record: {e}")))?;
-    let done = Done::from_record(value)?;
+    let done = Done::from_record(value, Some(reply));
     if !cmd.json {
         // The answer first, then the background work (bounded) before exiting.
         writeln!(std::io::stdout().lock(), "{}", done.reply.trim_end())?;
@@ -196,32 +198,27 @@ struct Done {
 }
 
 impl Done {
-    fn from_record(record: serde_json::Value) -> Result<Done, Error> {
+    /// From a turn record (JSON) and the reply, when the record does not carry it (a
+    /// server's chat completion carries it once, as its content; a local turn's record
+    /// has it taken out so it is not copied). `--json` prints the record with the reply.
+    fn from_record(mut record: serde_json::Value, reply: Option<String>) -> Done {
         let text = |k: &str| record[k].as_str().unwrap_or_default().to_string();
-        let refused = record["tools"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter(|t| t["ran"] == false)
-            .filter(|t| {
-                matches!(
-                    serde_json::from_value::<Decision>(t["decision"].clone()),
-                    Ok(Decision::Refuse(RefusalReason::NeedsPerson { .. }))
-                )
-            })
-            .map(|t| {
-                let level = serde_json::from_value(t["level"].clone()).unwrap_or(Level::L4);
-                (t["name"].as_str().unwrap_or("?").to_string(), level)
-            })
-            .collect();
-        Ok(Done {
-            reply: text("reply"),
-            session: text("session"),
-            needs_person: record["needs_person"] == true,
+        let refused = refused_calls(&record);
+        let session = text("session");
+        let needs_person = record["needs_person"] == true;
+        let reply = match (reply, record.get_mut("reply")) {
+            (Some(r), _) => r,
+            (None, Some(serde_json::Value::String(r))) => std::mem::take(r),
+            (None, _) => String::new(),
+        };
+        Done {
+            reply,
+            session,
+            needs_person,
             refused,
             printed: false,
             record,
-        })
+        }
     }
 }
 
@@ -229,7 +226,14 @@ impl Done {
 fn finish(done: Done, json: bool) -> Result<(), Error> {
     let mut out = std::io::stdout().lock();
     if json {
-        let text = serde_json::to_string_pretty(&done.record)
+        let mut record = done.record;
+        if let Some(o) = record.as_object_mut() {
+            o.insert(
+                "reply".into(),
+                serde_json::Value::String(done.reply.clone()),
+            );
+        }
+        let text = serde_json::to_string_pretty(&record)
             .map_err(|e| Error::Other(format!("cannot encode the turn record: {e}")))?;
         writeln!(out, "{text}")?;
     } else if !done.printed {
@@ -257,6 +261,39 @@ fn finish(done: Done, json: bool) -> Result<(), Error> {
         )));
     }
     Ok(())
+}
+
+/// The calls of a turn record refused because they needed a person, with their level.
+fn refused_calls(record: &serde_json::Value) -> Vec<(String, Level)> {
+    record["tools"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|t| t["ran"] == false)
+        .filter(|t| {
+            matches!(
+                serde_json::from_value::<Decision>(t["decision"].clone()),
+                Ok(Decision::Refuse(RefusalReason::NeedsPerson { .. }))
+            )
+        })
+        .map(|t| {
+            let level = serde_json::from_value(t["level"].clone()).unwrap_or(Level::L4);
+            (t["name"].as_str().unwrap_or("?").to_string(), level)
+        })
+        .collect()
+}
+
+/// The reply in a server's chat completion: its content without the note about calls
+/// waiting for a person, which `ask` reports its own way.
+fn reply_from_content(mut content: String, record: &serde_json::Value) -> String {
+    let refused = refused_calls(record);
+    let session = record["session"].as_str().unwrap_or_default();
+    if let Some(note) = crate::web::chat::waiting_note(&refused, session) {
+        if content.ends_with(&note) {
+            content.truncate(content.len() - note.len());
+        }
+    }
+    content
 }
 
 /// Sends the question to the running server. `Ok(None)`: it could not be reached (the
@@ -329,9 +366,22 @@ fn forward(
         .limit(64 * 1024 * 1024)
         .read_to_string()
         .map_err(|e| Error::Other(format!("cannot read the answer of evolve serve: {e}")))?;
-    let v: Value = serde_json::from_str(&text).unwrap_or_default();
+    let mut v: Value = serde_json::from_str(&text).unwrap_or_default();
     if status == 200 {
-        return Done::from_record(v["evolve"].clone()).map(Some);
+        drop(text);
+        let record = v["evolve"].take();
+        // A server before the record lost its `reply` still sends it there.
+        let reply = match record.get("reply") {
+            Some(Value::String(_)) => None,
+            _ => {
+                let content = match v["choices"][0]["message"]["content"].take() {
+                    Value::String(s) => s,
+                    _ => String::new(),
+                };
+                Some(reply_from_content(content, &record))
+            }
+        };
+        return Ok(Some(Done::from_record(record, reply)));
     }
     let message = v["error"]["message"]
         .as_str()
@@ -347,4 +397,37 @@ fn forward(
         (_, Some("model_unreachable")) => Error::Remote(3, message),
         _ => Error::Remote(1, message),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn the_reply_is_the_servers_content_without_the_waiting_note() {
+        let refused = Decision::Refuse(RefusalReason::NeedsPerson {
+            level: Level::L3,
+            max_auto: Level::L2,
+        });
+        let record = json!({
+            "session": "s1",
+            "tools": [{"name": "shell", "ran": false, "level": "L3", "decision": refused}],
+        });
+        let note =
+            crate::web::chat::waiting_note(&[("shell".into(), Level::L3)], "s1").expect("a note");
+        let cases = [
+            (format!("I could not run it.{note}"), "I could not run it."),
+            ("No note here.".to_string(), "No note here."),
+        ];
+        for (content, reply) in cases {
+            assert_eq!(reply_from_content(content, &record), reply);
+        }
+        // A record without refused calls leaves the content as it is.
+        let plain = json!({"session": "s1", "tools": []});
+        assert_eq!(
+            reply_from_content(format!("x{note}"), &plain),
+            format!("x{note}")
+        );
+    }
 }

@@ -276,7 +276,12 @@ fn input(
             } else {
                 println!("{}", printable(record.reply.trim_end(), true));
             }
-            *session = Some(record.session);
+            let big = record.reply.len() >= crate::heap::BIG_ANSWER;
+            *session = Some(record.session.clone());
+            drop(record);
+            if big {
+                crate::heap::give_back();
+            }
         }
         Err(e) => {
             if let Error::Model(LlmError::Cancelled) = e {

@@ -64,6 +64,7 @@ pub struct RawModel {
     pub embedding_model: Option<String>,
     pub context_window: Option<usize>,
     pub reserved_output: Option<usize>,
+    pub max_answer_bytes: Option<usize>,
     pub stream: Option<bool>,
     pub temperature: Option<f32>,
     pub max_retries: Option<u32>,

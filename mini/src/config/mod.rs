@@ -108,6 +108,16 @@ impl fmt::Debug for Secret {
 /// a real name (`EVOLVE_MODEL`, `[model] main`), and `evolve doctor` lists theirs.
 pub const DEFAULT_MODEL: &str = "default";
 
+/// `[model] max_answer_bytes` by default: 1 MiB. The longest answers real models give
+/// are a few hundred KB (an output window of 128k tokens is about 512 KiB of English
+/// text, 384 KiB of Chinese), so 1 MiB cuts no real answer, while an answer costs a few
+/// MiB of memory at most however much a server sends.
+pub const DEFAULT_MAX_ANSWER_BYTES: usize = 1024 * 1024;
+
+/// The range `[model] max_answer_bytes` accepts: from 4 KiB (a page of text) up to the
+/// 16 MiB that was the fixed limit on a model's body before the setting existed.
+pub const MAX_ANSWER_BYTES_RANGE: std::ops::RangeInclusive<usize> = 4 * 1024..=16 * 1024 * 1024;
+
 /// The log filter when neither the file nor `EVOLVE_LOG` sets one: problems only, so
 /// scripts reading stderr see nothing on a good run.
 pub const DEFAULT_LOG: &str = "warn";
@@ -161,6 +171,10 @@ pub struct ModelConfig {
     pub context_window: usize,
     /// Tokens reserved for the answer (sent as `max_tokens`).
     pub reserved_output: usize,
+    /// The largest answer accepted from the model, in bytes of text: content, reasoning
+    /// and tool-call arguments together. Beyond it the answer is cut (with a note) and
+    /// the rest is not read. Default [`DEFAULT_MAX_ANSWER_BYTES`].
+    pub max_answer_bytes: usize,
     /// Timeouts.
     pub timeouts: Timeouts,
     /// Retries after the first attempt on connect errors, 429 and 5xx.
@@ -185,6 +199,7 @@ impl Default for ModelConfig {
             embedding_model: None,
             context_window: 8192,
             reserved_output: 1024,
+            max_answer_bytes: DEFAULT_MAX_ANSWER_BYTES,
             timeouts: Timeouts::default(),
             max_retries: 2,
             stream: true,
@@ -915,6 +930,14 @@ cheap = "cloud-cheap"
                 "model.reserved_output",
             ),
             ("[model]\nreserved_output = 0\n", "model.reserved_output"),
+            (
+                "[model]\nmax_answer_bytes = 100\n",
+                "model.max_answer_bytes",
+            ),
+            (
+                "[model]\nmax_answer_bytes = 16777217\n",
+                "model.max_answer_bytes",
+            ),
             ("[model.timeouts]\nconnect = 0\n", "model.timeouts.connect"),
             ("[model.timeouts]\noverall = 0\n", "model.timeouts.overall"),
             ("[agent]\nreflect_below = 1.5\n", "agent.reflect_below"),

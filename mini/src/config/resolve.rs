@@ -229,6 +229,7 @@ const TRACED_KEYS: &[&str] = &[
     "model.cheap",
     "model.context_window",
     "model.reserved_output",
+    "model.max_answer_bytes",
     "model.stream",
     "model.temperature",
     "model.max_retries",
@@ -666,6 +667,7 @@ fn resolve_model(raw: RawModel, ctx: &mut Context<'_>) -> Result<ModelConfig, Co
         embedding_model,
         context_window,
         reserved_output,
+        max_answer_bytes,
         stream,
         temperature,
         max_retries,
@@ -780,6 +782,16 @@ fn resolve_model(raw: RawModel, ctx: &mut Context<'_>) -> Result<ModelConfig, Co
             evolve_core::history::MIN_INPUT_BUDGET,
         )));
     }
+    let max_answer_bytes = max_answer_bytes.unwrap_or(d.max_answer_bytes);
+    if !super::MAX_ANSWER_BYTES_RANGE.contains(&max_answer_bytes) {
+        return Err(ctx.invalid(format!(
+            "model.max_answer_bytes = {max_answer_bytes}{} must be between {} (4 KiB) and \
+             {} (16 MiB) — it is the largest answer, in bytes, kept from the model",
+            ctx.source_note("model.max_answer_bytes"),
+            super::MAX_ANSWER_BYTES_RANGE.start(),
+            super::MAX_ANSWER_BYTES_RANGE.end(),
+        )));
+    }
     if let Some(t) = temperature {
         if !(0.0..=2.0).contains(&t) {
             return Err(ctx.invalid(format!(
@@ -816,6 +828,7 @@ fn resolve_model(raw: RawModel, ctx: &mut Context<'_>) -> Result<ModelConfig, Co
         embedding_model,
         context_window,
         reserved_output,
+        max_answer_bytes,
         timeouts,
         max_retries: max_retries.unwrap_or(d.max_retries),
         stream: stream.unwrap_or(d.stream),

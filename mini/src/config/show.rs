@@ -61,6 +61,7 @@ impl Config {
                 "embedding_model": m.embedding_model,
                 "context_window": m.context_window,
                 "reserved_output": m.reserved_output,
+                "max_answer_bytes": m.max_answer_bytes,
                 "stream": m.stream,
                 "temperature": m.temperature.map(float),
                 "max_retries": m.max_retries,

@@ -48,6 +48,10 @@ pub const CONFIG_TEMPLATE: &str = r#"# evolve configuration — `evolve config s
 # (sent as max_tokens). Set them to your model's: prompts are cut to fit.
 #context_window = 8192
 #reserved_output = 1024
+# The largest answer kept from the model, in bytes (text, reasoning and tool-call
+# arguments together; 4096 to 16777216). A longer answer is cut there with a note,
+# and the rest is not read. Real answers stay far below the default 1 MiB.
+#max_answer_bytes = 1048576
 # Stream answers as they are written (chat, web).
 #stream = true
 # Sampling temperature, 0–2 (default: the server's), e.g.:

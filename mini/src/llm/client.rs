@@ -9,6 +9,11 @@
 //!   again unstreamed, and the answer handed to `on_delta` in one piece;
 //! - a stream whose server answered with a JSON completion anyway is accepted, and so is
 //!   an unstreamed request answered with SSE;
+//! - an answer is read up to `[model] max_answer_bytes` and no further: the piece that
+//!   crosses it is cut at a character, the note `[answer cut at 1 MiB: max_answer_bytes]`
+//!   ends the text, the connection is dropped, and the call succeeds (a warning is
+//!   logged). The wire is read up to [`cap::wire_limit`] per body or stream line; a body
+//!   or line cut there is read as far as it goes (its JSON closed by the core's repair);
 //! - a 4xx that names an optional parameter (`response_format`, `max_tokens`,
 //!   `temperature`, `stream_options`), or any 400 to a JSON-mode request, is re-sent
 //!   without it ([`WireRequest::relax`]);
@@ -20,12 +25,13 @@ use std::time::Instant;
 
 use log::{debug, warn};
 
+use super::cap;
 use super::retry::{self, Retry};
 use super::sse::{self, SseParser};
 use super::stream::{self, Assembler};
-use super::transport::{self, Call, Event, Exchange, Failure, Next};
+use super::transport::{self, BodyLimit, Call, Event, Exchange, Failure, Next};
 use super::wire::{self, Parsed, WireRequest};
-use super::{ChatModel, ChatRequest, ChatResponse, Client, Delta, LlmError, ModelRole};
+use super::{AnswerCut, ChatModel, ChatRequest, ChatResponse, Client, Delta, LlmError, ModelRole};
 
 /// How much of a bad stream line an error quotes.
 const BAD_LINE_CHARS: usize = 200;
@@ -83,6 +89,17 @@ impl Client {
             };
             match result {
                 Ok(p) => {
+                    if let Some(at) = p.cut {
+                        warn!(
+                            "{shown}: {model}'s answer passed max_answer_bytes = {} ({}); it is cut there with a note and the rest was not read",
+                            cap::size(self.config.max_answer_bytes),
+                            match at {
+                                AnswerCut::Text => "in the text".to_string(),
+                                AnswerCut::ToolArguments(i) =>
+                                    format!("in the arguments of tool call {}", i + 1),
+                            }
+                        );
+                    }
                     let usage = p.usage.unwrap_or_default();
                     debug!(
                         "{shown}: {model} answered in {} ms ({} prompt + {} completion tokens)",
@@ -95,6 +112,7 @@ impl Client {
                         finish_reason: p.finish_reason,
                         usage,
                         model: p.model.unwrap_or(model.clone()),
+                        cut: p.cut,
                     });
                 }
                 Err(LlmError::Status {
@@ -140,11 +158,19 @@ impl Client {
     ) -> Result<Parsed, LlmError> {
         let body = wire.body(false);
         self.with_retries(url, wire.model, cancel, || {
-            let ex = self.start(url, Some(body.clone()), false);
+            let ex = self.start(url, Some(body.clone()), false, self.answer_limit());
             self.wait_head(&ex, url, cancel)?;
-            let text = self.wait_body(&ex, url, cancel)?;
-            parse_body(url, &text).map_err(|e| (e, Retry::No))
+            let (text, cut) = self.wait_body(&ex, url, cancel)?;
+            drop(ex); // a cut body: the rest is not read
+            let max = self.config.max_answer_bytes;
+            parse_body(url, text, cut, max).map_err(|e| (e, Retry::No))
         })
+    }
+
+    /// What is read of an answer: [`cap::wire_limit`] bytes of the body (of each line
+    /// of a stream), the rest left unread.
+    fn answer_limit(&self) -> BodyLimit {
+        BodyLimit::Cut(cap::wire_limit(self.config.max_answer_bytes))
     }
 
     /// `GET /models`.
@@ -152,9 +178,9 @@ impl Client {
         let url = self.url("/models");
         let never = AtomicBool::new(false);
         self.with_retries(&url, "-", &never, || {
-            let ex = self.start(&url, None, false);
+            let ex = self.start(&url, None, false, BodyLimit::Refuse(transport::MAX_BODY));
             self.wait_head(&ex, &url, &never)?;
-            let text = self.wait_body(&ex, &url, &never)?;
+            let (text, _) = self.wait_body(&ex, &url, &never)?;
             wire::parse_models(&text).map_err(|detail| {
                 let url = display_url(&url);
                 (LlmError::Protocol { url, detail }, Retry::No)
@@ -178,9 +204,10 @@ impl Client {
         };
         let body = serde_json::json!({"model": model, "input": inputs}).to_string();
         self.with_retries(&url, model, cancel, || {
-            let ex = self.start(&url, Some(body.clone()), false);
+            let limit = BodyLimit::Refuse(transport::MAX_BODY);
+            let ex = self.start(&url, Some(body.clone()), false, limit);
             self.wait_head(&ex, &url, cancel)?;
-            let text = self.wait_body(&ex, &url, cancel)?;
+            let (text, _) = self.wait_body(&ex, &url, cancel)?;
             wire::parse_embeddings(&text, inputs.len()).map_err(|detail| {
                 let url = display_url(&url);
                 (LlmError::Protocol { url, detail }, Retry::No)
@@ -228,7 +255,7 @@ impl Client {
         }
     }
 
-    fn start(&self, url: &str, body: Option<String>, stream: bool) -> Exchange {
+    fn start(&self, url: &str, body: Option<String>, stream: bool, limit: BodyLimit) -> Exchange {
         Exchange::start(Call {
             agent: &self.agent,
             url,
@@ -241,10 +268,12 @@ impl Client {
                 .filter(|k| !k.is_empty()),
             stream,
             timeouts: &self.config.timeouts,
+            limit,
         })
     }
 
-    /// One streamed attempt; `None` for a 200 with no event at all.
+    /// One streamed attempt; `None` for a 200 with no event at all. Stops reading as
+    /// soon as the answer reaches the cap.
     fn stream_attempt(
         &self,
         url: &str,
@@ -252,17 +281,21 @@ impl Client {
         on_delta: &mut dyn FnMut(Delta<'_>),
         cancel: &AtomicBool,
     ) -> Result<Option<Parsed>, Failed> {
-        let ex = self.start(url, Some(body.to_string()), true);
+        let limit = self.answer_limit();
+        let ex = self.start(url, Some(body.to_string()), true, limit);
         let content_type = self.wait_head(&ex, url, cancel)?;
         let protocol = |detail: String| {
             let url = display_url(url);
             (LlmError::Protocol { url, detail }, Retry::No)
         };
+        let max = self.config.max_answer_bytes;
         let mut parser = SseParser::default();
-        let mut asm = Assembler::default();
+        let mut asm = Assembler::new(max);
         let mut delivered = false;
         let mut payloads = Vec::new();
         let mut json_lines = Vec::new();
+        let mut json_bytes = 0usize;
+        let mut json_cut = false;
         let as_json = is_json(&content_type);
         let mut done = false;
         let mut saw_done = false;
@@ -289,17 +322,32 @@ impl Client {
                 let url = display_url(url);
                 return Err((LlmError::Timeout { url, phase }, Retry::No));
             }
+            let mut line_cut = false;
             match ex.next(Some(idle_left.min(overall_left)), cancel) {
                 Next::Cancelled => return Err((LlmError::Cancelled, Retry::No)),
                 Next::Idle => continue,
-                Next::Event(Event::Line(line)) if as_json => {
-                    if !line.trim().is_empty() {
+                Next::Event(Event::Line { text, cut }) if as_json => {
+                    if !text.trim().is_empty() {
                         last_data = Some(Instant::now());
                     }
-                    json_lines.push(line);
+                    // A whole completion in lines: bounded like an unstreamed body.
+                    json_bytes += text.len() + 1;
+                    json_lines.push(text);
+                    if cut || json_bytes as u64 > cap::wire_limit(max) {
+                        json_cut = true;
+                        done = true;
+                    }
                 }
-                Next::Event(Event::Line(line)) => {
-                    parser.push_line(&line, &mut payloads);
+                Next::Event(Event::Line { text, cut }) => {
+                    line_cut = cut;
+                    if cut {
+                        // The line passed the wire limit: its JSON is read as far as it
+                        // goes, and the stream ends there.
+                        parser.push_cut_line(text, &mut payloads);
+                        done = true;
+                    } else {
+                        parser.push_owned(text, &mut payloads);
+                    }
                     if !payloads.is_empty() {
                         last_data = Some(Instant::now());
                     }
@@ -319,20 +367,43 @@ impl Client {
                     delivered = true;
                     on_delta(d);
                 };
-                if apply_payload(&p, &mut asm, &mut on).map_err(protocol)? {
+                let repaired = line_cut.then(|| close_cut_json(&p)).flatten();
+                let payload = repaired.unwrap_or(p);
+                if apply_payload(payload, &mut asm, &mut on).map_err(protocol)? {
                     done = true;
                     saw_done = true;
                     break;
                 }
+                if asm.is_cut() {
+                    break;
+                }
+            }
+            if line_cut {
+                asm.force_cut();
+            }
+            if asm.is_cut() {
+                // Nothing after the cap is read: dropping the exchange drops the
+                // connection.
+                done = true;
             }
         }
+        drop(ex);
         if as_json && json_lines.iter().any(|l| !l.trim().is_empty()) {
             // The server ignored `stream: true` and sent a whole completion.
-            let p = parse_body(url, &json_lines.join("\n")).map_err(|e| (e, Retry::No))?;
+            let text = join_lines(json_lines);
+            let p = parse_body(url, text, json_cut, max).map_err(|e| (e, Retry::No))?;
             stream::deliver_whole(&p.message, on_delta);
             return Ok(Some(p));
         }
         if asm.chunks > 0 {
+            if asm.is_cut() {
+                let mut p = asm.finish();
+                // Cut: what OpenAI says of an answer that stopped at its limit.
+                p.finish_reason = Some("length".to_string());
+                let note = cap::add_note(&mut p.message, max);
+                on_delta(Delta::Content(&note));
+                return Ok(Some(p));
+            }
             if !saw_done && !asm.finished() {
                 // Neither `[DONE]` nor a `finish_reason`: the connection was cut, and a
                 // cut answer must not be stored, evaluated and learned from as whole.
@@ -368,7 +439,7 @@ impl Client {
                 retry_after,
                 ..
             }) => {
-                let body = self.wait_body(ex, url, cancel)?;
+                let (body, _) = self.wait_body(ex, url, cancel)?;
                 let how = retry::for_status(status, retry_after.as_deref());
                 Err((self.status_error(url, status, &body), how))
             }
@@ -380,13 +451,18 @@ impl Client {
         }
     }
 
-    /// Waits for a whole body.
-    fn wait_body(&self, ex: &Exchange, url: &str, cancel: &AtomicBool) -> Result<String, Failed> {
+    /// Waits for a whole body; `true` with it when it was cut at its limit.
+    fn wait_body(
+        &self,
+        ex: &Exchange,
+        url: &str,
+        cancel: &AtomicBool,
+    ) -> Result<(String, bool), Failed> {
         match ex.next(None, cancel) {
             Next::Cancelled => Err((LlmError::Cancelled, Retry::No)),
-            Next::Event(Event::Body(b)) => Ok(b),
+            Next::Event(Event::Body { text, cut }) => Ok((text, cut)),
             Next::Event(Event::Failed(f)) => Err(self.failure(f, url)),
-            Next::Event(_) | Next::Idle => Ok(String::new()),
+            Next::Event(_) | Next::Idle => Ok((String::new(), false)),
         }
     }
 
@@ -451,9 +527,9 @@ impl Client {
             (LlmError::Protocol { url, detail }, Retry::No)
         };
         match f {
-            Failure::TooLarge => protocol(format!(
-                "the answer is larger than {} MiB and was refused",
-                transport::MAX_BODY / (1024 * 1024)
+            Failure::TooLarge(n) => protocol(format!(
+                "the answer is larger than {} and was refused",
+                cap::size(usize::try_from(n).unwrap_or(usize::MAX))
             )),
             Failure::Spawn(e) => protocol(format!("cannot start the request thread: {e}")),
             Failure::Http(e) => self.http_failure(e, url),
@@ -529,41 +605,115 @@ fn is_json(content_type: &str) -> bool {
 }
 
 /// Reads an unstreamed answer: a JSON completion, or SSE from a server that streams
-/// regardless.
-fn parse_body(url: &str, body: &str) -> Result<Parsed, LlmError> {
+/// regardless; then keeps at most `max` bytes of it. `cut`: the body is only the first
+/// part of what the server sent (its JSON is closed by the core's repair, and the
+/// answer counts as cut).
+fn parse_body(url: &str, body: String, cut: bool, max: usize) -> Result<Parsed, LlmError> {
     let protocol = |detail: String| LlmError::Protocol {
         url: display_url(url),
         detail,
     };
+    let too_big = |what: &str| {
+        protocol(format!(
+            "the answer passed {} (what is read for [model] max_answer_bytes = {}) and {what}",
+            cap::size(usize::try_from(cap::wire_limit(max)).unwrap_or(usize::MAX)),
+            cap::size(max)
+        ))
+    };
     let t = body.trim_start();
     if t.is_empty() {
-        return Err(protocol("the server answered with an empty body".into()));
+        return Err(match cut {
+            true => too_big("held nothing but white space"),
+            false => protocol("the server answered with an empty body".into()),
+        });
     }
-    if !(t.starts_with("data:") || t.starts_with(':') || t.starts_with("event:")) {
-        return wire::parse_completion(body).map_err(protocol);
-    }
-    let mut parser = SseParser::default();
-    let mut payloads = Vec::new();
-    for line in body.lines() {
-        parser.push_line(line, &mut payloads);
-    }
-    parser.finish(&mut payloads);
-    let mut asm = Assembler::default();
-    for p in payloads {
-        if apply_payload(&p, &mut asm, &mut |_| {}).map_err(protocol)? {
-            break;
+    let mut p = if !(t.starts_with("data:") || t.starts_with(':') || t.starts_with("event:")) {
+        let body = match cut {
+            false => body,
+            true => close_cut_json(&body)
+                .ok_or_else(|| too_big("what came before is not a completion"))?,
+        };
+        wire::parse_completion(body).map_err(protocol)?
+    } else {
+        let mut parser = SseParser::default();
+        let mut payloads = Vec::new();
+        let mut lines = body.lines().peekable();
+        while let Some(line) = lines.next() {
+            if cut && lines.peek().is_none() {
+                parser.push_cut_line(line.to_string(), &mut payloads);
+            } else {
+                parser.push_line(line, &mut payloads);
+            }
         }
+        parser.finish(&mut payloads);
+        drop(body);
+        let mut asm = Assembler::new(max);
+        let last = payloads.len();
+        for (i, p) in payloads.into_iter().enumerate() {
+            let p = match cut && i + 1 == last {
+                true => close_cut_json(&p).unwrap_or(p),
+                false => p,
+            };
+            if apply_payload(p, &mut asm, &mut |_| {}).map_err(protocol)? || asm.is_cut() {
+                break;
+            }
+        }
+        if asm.chunks == 0 {
+            return Err(match cut {
+                true => too_big("held no answer before it"),
+                false => protocol("the event stream held no answer".into()),
+            });
+        }
+        if cut {
+            asm.force_cut();
+        }
+        asm.finish()
+    };
+    if p.cut.is_none() {
+        let mut budget = cap::Budget::new(max);
+        budget.cut_message(&mut p.message);
+        if cut {
+            // The body ended inside its last string: the text, or the last call.
+            budget.force_cut(match p.message.tool_calls.len() {
+                0 => AnswerCut::Text,
+                n => AnswerCut::ToolArguments(n - 1),
+            });
+        }
+        p.cut = budget.cut();
     }
-    if asm.chunks == 0 {
-        return Err(protocol("the event stream held no answer".into()));
+    if p.cut.is_some() {
+        // Cut: what OpenAI says of an answer that stopped at its limit.
+        p.finish_reason = Some("length".to_string());
+        cap::add_note(&mut p.message, max);
     }
-    Ok(asm.finish())
+    Ok(p)
+}
+
+/// A JSON text cut off at a limit, closed by the core's repair (the unclosed string
+/// and containers closed, a half-written key or literal dropped); `None` when even
+/// that does not read. A cut SSE line keeps its `data:` prefix.
+fn close_cut_json(text: &str) -> Option<String> {
+    let (prefix, json) = match text.find(['{', '[']) {
+        Some(i) => text.split_at(i),
+        None => return None,
+    };
+    let closed = evolve_core::json::repair(json)?;
+    Some(format!("{prefix}{closed}"))
+}
+
+/// The lines of a completion sent as a stream, as one text (the only line moved, not
+/// copied).
+fn join_lines(mut lines: Vec<String>) -> String {
+    if lines.len() == 1 {
+        return lines.pop().unwrap_or_default();
+    }
+    lines.join("\n")
 }
 
 /// Feeds one SSE data payload to the assembler; `Ok(true)` at `[DONE]`, `Err` with
 /// what is wrong (a payload that is not JSON, an error the server sent in the stream).
 fn apply_payload(
-    payload: &str,
+    payload: String,
     asm: &mut Assembler,
     on_delta: &mut dyn FnMut(Delta<'_>),
 ) -> Result<bool, String> {
@@ -580,8 +730,9 @@ fn apply_payload(
             wire::quote(data, BAD_LINE_CHARS)
         )
     })?;
-    for v in values {
-        asm.apply(&v, on_delta)
+    drop(payload);
+    for mut v in values {
+        asm.apply(&mut v, on_delta)
             .map_err(|m| format!("the server reported an error in the stream: {m}"))?;
     }
     Ok(false)

@@ -12,9 +12,13 @@
 //! - [`retry`]: which failures are retried, how long to wait (backoff, `Retry-After`);
 //! - [`transport`]: one HTTP exchange on a worker thread, so the caller can watch the
 //!   cancel flag and the stream's idle time while the socket blocks;
+//! - [`cap`]: how much of an answer is kept (`[model] max_answer_bytes`), the note a cut
+//!   answer ends with;
 //! - [`client`]: the call itself — attempts, retries, relaxing refused parameters, the
-//!   stream → non-stream fallback — and the errors a user reads.
+//!   stream → non-stream fallback, stopping at the cap — and the errors a user reads.
 
+mod cap;
+pub(crate) use cap::size as answer_size;
 mod client;
 pub(crate) use client::display_url;
 mod retry;
@@ -105,6 +109,18 @@ pub enum Delta<'a> {
     ToolCall { index: usize, name: &'a str },
 }
 
+/// Where `[model] max_answer_bytes` cut an answer. The text then ends with a note
+/// (`[answer cut at 1 MiB: max_answer_bytes]`), and what the model sent after the cut was
+/// not read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AnswerCut {
+    /// In the reasoning or the text.
+    Text,
+    /// In the name or arguments of this tool call (its index in `tool_calls`, the last
+    /// one): they are incomplete and must not run.
+    ToolArguments(usize),
+}
+
 /// The assistant's reply.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ChatResponse {
@@ -116,6 +132,8 @@ pub struct ChatResponse {
     pub usage: Usage,
     /// The model name that answered (the request's model when the server does not say).
     pub model: String,
+    /// Where the answer was cut at the cap, if it was.
+    pub cut: Option<AnswerCut>,
 }
 
 /// Why a call failed. Every message names the URL and says what to do.

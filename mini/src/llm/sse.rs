@@ -7,6 +7,8 @@
 //! not followed by a blank line. It only splits events; [`split_payloads`] and the
 //! caller decide what the payloads mean.
 
+use std::borrow::Cow;
+
 /// Accumulates lines into event payloads.
 #[derive(Debug, Default)]
 pub(crate) struct SseParser {
@@ -20,31 +22,59 @@ pub(crate) struct SseParser {
 impl SseParser {
     /// Feeds one line (without its line end); completed payloads go to `out`.
     pub fn push_line(&mut self, line: &str, out: &mut Vec<String>) {
-        let line = line.strip_suffix('\r').unwrap_or(line);
-        if line.trim().is_empty() {
+        self.push(Cow::Borrowed(line), out);
+    }
+
+    /// [`SseParser::push_line`] of a line the caller owns: a `data` value is kept
+    /// without a copy.
+    pub fn push_owned(&mut self, line: String, out: &mut Vec<String>) {
+        self.push(Cow::Owned(line), out);
+    }
+
+    /// The last line, cut at a limit: it ends the event (and the stream).
+    pub fn push_cut_line(&mut self, line: String, out: &mut Vec<String>) {
+        self.push_owned(line, out);
+        self.dispatch(out);
+    }
+
+    fn push(&mut self, line: Cow<'_, str>, out: &mut Vec<String>) {
+        let text = line.strip_suffix('\r').unwrap_or(&line);
+        if text.trim().is_empty() {
             self.dispatch(out);
             return;
         }
-        if line.starts_with(':') {
+        if text.starts_with(':') {
             return; // a comment (keep-alive)
         }
-        let (field, value) = match line.split_once(':') {
-            Some((f, v)) => (f, v.strip_prefix(' ').unwrap_or(v)),
-            None => (line, ""),
+        let end = text.len();
+        let (field, start) = match text.split_once(':') {
+            Some((f, v)) => (f, end - v.strip_prefix(' ').unwrap_or(v).len()),
+            None => (text, end),
         };
         match field {
-            "data" => self.data.push(value.to_string()),
+            "data" => {
+                let value = match line {
+                    Cow::Owned(mut s) => {
+                        s.truncate(end);
+                        s.drain(..start);
+                        s
+                    }
+                    Cow::Borrowed(b) => b[start..end].to_string(),
+                };
+                self.data.push(value);
+            }
             "event" | "id" | "retry" => {}
-            _ if line.trim_start().starts_with(['{', '[']) => {
+            _ if text.trim_start().starts_with(['{', '[']) => {
                 // NDJSON: a bare JSON line is an event of its own.
+                let json = text.trim().to_string();
                 self.dispatch(out);
-                out.push(line.trim().to_string());
+                out.push(json);
             }
             _ => {
                 // An unknown field is ignored, as the SSE grammar says; remember it in
                 // case nothing else comes.
                 if self.stray.is_none() {
-                    self.stray = Some(line.to_string());
+                    self.stray = Some(text.to_string());
                 }
             }
         }
@@ -56,9 +86,13 @@ impl SseParser {
     }
 
     fn dispatch(&mut self, out: &mut Vec<String>) {
-        if !self.data.is_empty() {
-            out.push(self.data.join("\n"));
-            self.data.clear();
+        match self.data.len() {
+            0 => {}
+            1 => out.extend(self.data.pop()),
+            _ => {
+                out.push(self.data.join("\n"));
+                self.data.clear();
+            }
         }
     }
 }

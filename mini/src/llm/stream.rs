@@ -5,13 +5,16 @@
 //! their id, else by their position in the chunk; an id or name that a server repeats in
 //! every chunk (llama.cpp) is kept once; arguments append, except a repetition of the
 //! complete arguments, which replaces them. The last `finish_reason`, `usage` and `model`
-//! seen win. Every piece is also handed to the caller as a [`Delta`] as it arrives.
+//! seen win. Every piece counts against the answer's [`Budget`] (`max_answer_bytes`):
+//! the piece that crosses it is cut, and nothing after it is kept. Every piece kept is
+//! also handed to the caller as a [`Delta`] as it arrives.
 
 use evolve_core::history::{Message, ToolCall};
 use serde_json::Value;
 
+use super::cap::Budget;
 use super::wire::{self, Parsed};
-use super::{Delta, Usage};
+use super::{AnswerCut, Delta, Usage};
 
 /// One tool call being assembled.
 #[derive(Debug, Default, Clone)]
@@ -36,24 +39,48 @@ pub(crate) struct Assembler {
     model: Option<String>,
     /// Chunks applied (a stream with none is an empty answer).
     pub chunks: usize,
+    budget: Budget,
+    /// Where the last piece went (where a cut the budget did not see falls).
+    last: Option<AnswerCut>,
 }
 
 impl Assembler {
+    /// An assembler keeping at most `max_answer` bytes of the answer.
+    pub fn new(max_answer: usize) -> Assembler {
+        Assembler {
+            budget: Budget::new(max_answer),
+            ..Assembler::default()
+        }
+    }
+
     /// The server said the answer ended (a `finish_reason` was seen).
     pub fn finished(&self) -> bool {
         self.finish_reason.is_some()
     }
-}
 
-impl Assembler {
-    /// Applies one chunk; `Err` carries the server's message when the chunk is an error.
+    /// The answer reached the cap: nothing more is kept, reading can stop.
+    pub fn is_cut(&self) -> bool {
+        self.budget.cut().is_some()
+    }
+
+    /// The wire held more than could be read (a line too long): the answer is cut where
+    /// the last piece went.
+    pub fn force_cut(&mut self) {
+        self.budget.force_cut(self.last.unwrap_or(AnswerCut::Text));
+    }
+
+    /// Applies one chunk, taking its strings; `Err` carries the server's message when
+    /// the chunk is an error. After a cut, chunks are ignored.
     pub fn apply(
         &mut self,
-        chunk: &Value,
+        chunk: &mut Value,
         on_delta: &mut dyn FnMut(Delta<'_>),
     ) -> Result<(), String> {
         if let Some(err) = wire::error_message(chunk) {
             return Err(err);
+        }
+        if self.is_cut() {
+            return Ok(());
         }
         self.chunks += 1;
         if let Some(m) = chunk["model"].as_str().filter(|m| !m.is_empty()) {
@@ -62,38 +89,54 @@ impl Assembler {
         if let Some(u) = wire::usage(&chunk["usage"]) {
             self.usage = Some(u);
         }
-        let Some(choice) = chunk["choices"].get(0) else {
+        let Some(choice) = chunk.get_mut("choices").and_then(|c| c.get_mut(0)) else {
             return Ok(()); // the usage-only chunk of `include_usage`
         };
         if let Some(f) = choice["finish_reason"].as_str() {
             self.finish_reason = Some(f.to_string());
         }
-        let delta = match &choice["delta"] {
-            Value::Null => &choice["message"],
-            d => d,
+        // Every field is reached with `get_mut`: indexing a value of the wrong type
+        // mutably would panic, and these values come from the server.
+        let key = match choice.get("delta") {
+            Some(d) if !d.is_null() => "delta",
+            _ => "message",
         };
-        let reasoning = delta["reasoning_content"]
-            .as_str()
-            .or_else(|| delta["reasoning"].as_str())
-            .unwrap_or("");
+        let Some(delta) = choice.get_mut(key).filter(|d| d.is_object()) else {
+            return Ok(());
+        };
+        let reasoning = match wire::take_string(delta.get_mut("reasoning_content")) {
+            r if r.is_empty() => wire::take_string(delta.get_mut("reasoning")),
+            r => r,
+        };
         if !reasoning.is_empty() {
-            self.reasoning.push_str(reasoning);
-            on_delta(Delta::Reasoning(reasoning));
+            let keep = self.budget.admit(&reasoning, AnswerCut::Text);
+            self.last = Some(AnswerCut::Text);
+            if keep > 0 {
+                on_delta(Delta::Reasoning(&reasoning[..keep]));
+                append(&mut self.reasoning, reasoning, keep);
+            }
         }
-        let content = wire::content_text(&delta["content"]);
+        let content = wire::take_content(delta.get_mut("content"));
         if !content.is_empty() {
-            self.content.push_str(&content);
-            on_delta(Delta::Content(&content));
+            let keep = self.budget.admit(&content, AnswerCut::Text);
+            self.last = Some(AnswerCut::Text);
+            if keep > 0 {
+                on_delta(Delta::Content(&content[..keep]));
+                append(&mut self.content, content, keep);
+            }
         }
-        if let Some(calls) = delta["tool_calls"].as_array() {
-            for (position, c) in calls.iter().enumerate() {
+        if let Some(calls) = delta.get_mut("tool_calls").and_then(Value::as_array_mut) {
+            for (position, c) in calls.iter_mut().enumerate() {
                 self.apply_call(c, position, on_delta);
             }
         }
         Ok(())
     }
 
-    fn apply_call(&mut self, c: &Value, position: usize, on_delta: &mut dyn FnMut(Delta<'_>)) {
+    fn apply_call(&mut self, c: &mut Value, position: usize, on_delta: &mut dyn FnMut(Delta<'_>)) {
+        if self.is_cut() {
+            return;
+        }
         let id = c["id"].as_str().unwrap_or("");
         let slot = match c["index"].as_u64() {
             Some(i) => self.calls.iter().position(|p| p.index == Some(i)),
@@ -111,29 +154,42 @@ impl Assembler {
             });
             self.calls.len() - 1
         });
+        let at = AnswerCut::ToolArguments(slot);
+        self.last = Some(at);
         let call = &mut self.calls[slot];
         if call.id.is_empty() && !id.is_empty() {
             call.id = id.to_string();
         }
-        let f = &c["function"];
+        let Some(f) = c.get_mut("function").filter(|f| f.is_object()) else {
+            return;
+        };
         if let Some(name) = f["name"].as_str() {
             if call.name.is_empty() || name.starts_with(call.name.as_str()) {
                 // First sight, a repeated header, or a name sent cumulatively.
-                call.name = name.to_string();
+                let extra = &name[call.name.len()..];
+                let keep = call.name.len() + self.budget.admit(extra, at);
+                call.name = name[..keep].to_string();
             } else {
-                call.name.push_str(name); // a name sent in pieces
+                // A name sent in pieces.
+                let keep = self.budget.admit(name, at);
+                call.name.push_str(&name[..keep]);
             }
         }
-        let args = wire::arguments_text(&f["arguments"]);
+        let args = wire::take_arguments(f.get_mut("arguments"));
         if !args.is_empty() {
             let repeats_all = !call.arguments.is_empty()
                 && args.len() >= call.arguments.len()
                 && args.starts_with(call.arguments.as_str())
                 && serde_json::from_str::<Value>(&call.arguments).is_ok();
             if repeats_all {
+                let had = call.arguments.len();
+                let keep = had + self.budget.admit(&args[had..], at);
+                let mut args = args;
+                args.truncate(keep);
                 call.arguments = args;
             } else {
-                call.arguments.push_str(&args);
+                let keep = self.budget.admit(&args, at);
+                append(&mut call.arguments, args, keep);
             }
         }
         if !call.announced && !call.name.is_empty() {
@@ -145,15 +201,23 @@ impl Assembler {
         }
     }
 
-    /// The assembled message (tool calls without an id get `call_N`).
+    /// The assembled message (tool calls without an id get `call_N`). When the answer
+    /// was cut in a tool call, the calls after it are dropped and the cut one is the last.
     pub fn finish(self) -> Parsed {
+        let cut = self.budget.cut();
         let mut message = Message::assistant(self.content);
         if !self.reasoning.is_empty() {
             message.reasoning = Some(self.reasoning);
         }
+        let kept = match cut {
+            Some(AnswerCut::ToolArguments(slot)) => slot + 1,
+            _ => self.calls.len(),
+        };
+        let mut cut_at = cut;
         message.tool_calls = self
             .calls
             .into_iter()
+            .take(kept)
             .enumerate()
             .filter(|(_, c)| !c.name.is_empty() || !c.arguments.is_empty())
             .map(|(i, c)| ToolCall {
@@ -166,12 +230,30 @@ impl Assembler {
                 arguments: c.arguments,
             })
             .collect();
+        if let Some(AnswerCut::ToolArguments(_)) = cut {
+            // The cut call is the last one kept (its index after the empty ones left).
+            cut_at = Some(match message.tool_calls.len() {
+                0 => AnswerCut::Text,
+                n => AnswerCut::ToolArguments(n - 1),
+            });
+        }
         Parsed {
             message,
             finish_reason: self.finish_reason,
             usage: self.usage,
             model: self.model,
+            cut: cut_at,
         }
+    }
+}
+
+/// Adds the first `keep` bytes of `piece` to `acc`; the first piece is moved, not copied.
+fn append(acc: &mut String, mut piece: String, keep: usize) {
+    piece.truncate(keep);
+    if acc.is_empty() {
+        *acc = piece;
+    } else {
+        acc.push_str(&piece);
     }
 }
 
@@ -209,7 +291,7 @@ mod tests {
         let mut a = Assembler::default();
         let mut deltas = Vec::new();
         for c in chunks {
-            a.apply(c, &mut |d| deltas.push(format!("{d:?}")))
+            a.apply(&mut c.clone(), &mut |d| deltas.push(format!("{d:?}")))
                 .expect("no error chunk");
         }
         let calls = a
@@ -368,7 +450,7 @@ mod tests {
         let mut a = Assembler::default();
         let mut seen = Vec::new();
         for c in &chunks {
-            a.apply(c, &mut |d| seen.push(format!("{d:?}")))
+            a.apply(&mut c.clone(), &mut |d| seen.push(format!("{d:?}")))
                 .expect("ok");
         }
         let p = a.finish();
@@ -399,7 +481,7 @@ mod tests {
         let mut a = Assembler::default();
         let err = a
             .apply(
-                &json!({"error": {"message": "context overflow"}}),
+                &mut json!({"error": {"message": "context overflow"}}),
                 &mut |_| {},
             )
             .expect_err("an error");

@@ -25,6 +25,7 @@ fn config(base_url: &str) -> ModelConfig {
         embedding_model: None,
         context_window: 8192,
         reserved_output: 256,
+        max_answer_bytes: crate::config::DEFAULT_MAX_ANSWER_BYTES,
         timeouts: Timeouts {
             connect: Duration::from_secs(2),
             first_byte: Duration::from_secs(10),
@@ -666,7 +667,7 @@ fn usage_adds_up_over_calls() {
 }
 
 #[test]
-fn bodies_over_16_mib_are_refused() {
+fn a_body_past_the_wire_limit_that_is_no_completion_is_refused_naming_the_setting() {
     let fake = FakeLlm::start();
     fake.push(Reply::Raw {
         status: 200,
@@ -675,8 +676,154 @@ fn bodies_over_16_mib_are_refused() {
     });
     let err = run(&client(&fake), &request(false))
         .0
-        .expect_err("too large");
-    assert!(err.to_string().contains("16 MiB"), "{err}");
+        .expect_err("not a completion");
+    let text = err.to_string();
+    assert!(text.contains("max_answer_bytes = 1 MiB"), "{text}");
+    assert!(text.contains("not a completion"), "{text}");
+}
+
+/// A client keeping at most `max` bytes of an answer.
+fn capped(fake: &FakeLlm, max: usize) -> Client {
+    client_with(ModelConfig {
+        max_answer_bytes: max,
+        ..config(&fake.base_url())
+    })
+}
+
+const NOTE_4K: &str = "[answer cut at 4 KiB: max_answer_bytes]";
+
+/// Runs one call; returns the result and the streamed text as it arrived.
+fn run_streamed(client: &Client, req: &ChatRequest) -> (Result<ChatResponse, LlmError>, String) {
+    let cancel = AtomicBool::new(false);
+    let mut text = String::new();
+    let r = client.chat(
+        req,
+        &mut |d| {
+            if let Delta::Content(t) = d {
+                text.push_str(t);
+            }
+        },
+        &cancel,
+    );
+    (r, text)
+}
+
+#[test]
+fn an_answer_over_the_cap_is_cut_at_a_character_with_the_note_streamed_or_not() {
+    // Two-byte characters: 4096 bytes is a boundary, 4095 would not be.
+    let long = "é".repeat(5000);
+    for stream in [false, true] {
+        let fake = FakeLlm::start();
+        fake.set_chunk_chars(333);
+        fake.push(Reply::text(long.clone()));
+        let (r, shown) = run_streamed(&capped(&fake, 4096), &request(stream));
+        let r = r.expect("a cut answer is an answer");
+        let kept = "é".repeat(2048);
+        assert_eq!(
+            r.message.content,
+            format!("{kept}\n\n{NOTE_4K}"),
+            "stream {stream}"
+        );
+        assert_eq!(r.cut, Some(AnswerCut::Text));
+        assert_eq!(r.finish_reason.as_deref(), Some("length"));
+        if stream {
+            // What the user watched is what is kept, note included.
+            assert_eq!(shown, r.message.content);
+        }
+    }
+}
+
+#[test]
+fn a_stream_is_not_read_past_the_cap() {
+    let fake = FakeLlm::start();
+    // 8 MB in events of 4 characters: far more than any socket buffer holds.
+    fake.push(Reply::text("abcd".repeat(2 * 1024 * 1024)));
+    let (r, _) = run(&capped(&fake, 4096), &request(true));
+    assert_eq!(r.expect("cut").cut, Some(AnswerCut::Text));
+    // The client hung up: the fake never finished writing its answer.
+    assert!(fake.wait_chat_requests(1, Duration::from_secs(5)));
+    let mut gone = false;
+    for _ in 0..100 {
+        if fake.chat_requests()[0].answered.is_none() {
+            gone = true;
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(gone, "the fake wrote its whole answer");
+}
+
+#[test]
+fn a_line_or_body_past_the_wire_limit_is_read_as_far_as_it_goes() {
+    let text = "z".repeat(300 * 1024);
+    // One event carrying the whole answer (a proxy that buffers a stream).
+    let event = json!({"choices": [{"index": 0, "delta": {"content": text}}]});
+    let fake = FakeLlm::start();
+    fake.push(Reply::RawSse(vec![format!("data: {event}"), String::new()]));
+    let (r, shown) = run_streamed(&capped(&fake, 4096), &request(true));
+    let r = r.expect("cut");
+    assert_eq!(
+        r.message.content,
+        format!("{}\n\n{NOTE_4K}", "z".repeat(4096))
+    );
+    assert_eq!(shown, r.message.content);
+    // A JSON completion longer than what is read for it.
+    let body = json!({"choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}]});
+    let fake = FakeLlm::start();
+    fake.push(Reply::Raw {
+        status: 200,
+        content_type: "application/json".into(),
+        body: body.to_string(),
+    });
+    let (r, _) = run(&capped(&fake, 4096), &request(false));
+    let r = r.expect("cut");
+    assert_eq!(
+        r.message.content,
+        format!("{}\n\n{NOTE_4K}", "z".repeat(4096))
+    );
+    assert_eq!(r.cut, Some(AnswerCut::Text));
+}
+
+#[test]
+fn tool_call_arguments_count_against_the_cap() {
+    let args = json!({"path": "big.txt", "content": "w".repeat(10_000)}).to_string();
+    for stream in [false, true] {
+        let fake = FakeLlm::start();
+        fake.push(Reply::TextAndTools(
+            "Writing it.".into(),
+            vec![
+                ("write_file".into(), args.clone()),
+                ("get_time".into(), "{}".into()),
+            ],
+        ));
+        let mut req = request(stream);
+        req.tools = vec![get_time_tool()];
+        let (r, _) = run(&capped(&fake, 4096), &req);
+        let r = r.expect("cut");
+        assert_eq!(r.cut, Some(AnswerCut::ToolArguments(0)), "stream {stream}");
+        // The cut call is the last; the one after it was never kept.
+        assert_eq!(r.message.tool_calls.len(), 1, "stream {stream}");
+        let call = &r.message.tool_calls[0];
+        assert_eq!(call.name, "write_file");
+        assert!(args.starts_with(&call.arguments) && call.arguments.len() < 4096);
+        assert!(
+            r.message.content.ends_with(NOTE_4K),
+            "{}",
+            r.message.content
+        );
+    }
+}
+
+#[test]
+fn an_answer_within_the_cap_is_untouched() {
+    for stream in [false, true] {
+        let fake = FakeLlm::start();
+        fake.push(Reply::text("x".repeat(4096)));
+        let (r, _) = run(&capped(&fake, 4096), &request(stream));
+        let r = r.expect("whole");
+        assert_eq!((r.message.content.len(), r.cut), (4096, None));
+        assert_eq!(r.finish_reason.as_deref(), Some("stop"));
+    }
 }
 
 #[test]

@@ -16,17 +16,30 @@
 //!   of an unstreamed answer comes when the whole answer is ready, so there is no
 //!   separate first-byte limit.
 //!
-//! Bodies over 16 MiB are refused.
+//! What is read is bounded by the call's [`BodyLimit`]: an answer is read up to its limit
+//! and handed on cut there (the rest is never read: the connection is dropped), any other
+//! body over its limit is refused. A stream is bounded per line, not in total — its lines
+//! are handled one by one, and the answer they add up to is capped by the caller. Between
+//! the worker and the caller at most [`READ_AHEAD`] bytes wait, so a server that sends
+//! faster than the caller reads is held back by the socket, not buffered here.
 
+use std::collections::VecDeque;
 use std::io::{BufRead, BufReader, Read};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{sync_channel, Receiver, RecvTimeoutError, SyncSender};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use crate::config::Timeouts;
 
-/// Largest body accepted from a model server.
+/// Largest body accepted from a model server for anything but an answer (model lists,
+/// embeddings, error bodies of those).
 pub(crate) const MAX_BODY: u64 = 16 * 1024 * 1024;
+
+/// Bytes of lines or bodies the worker may have read ahead of the caller (one line or
+/// body of any size still passes when nothing else waits).
+const READ_AHEAD: usize = 256 * 1024;
+/// Events that may wait, whatever their size.
+const READ_AHEAD_EVENTS: usize = 256;
 
 /// Timeout phases as users read them in errors.
 pub(crate) const PHASE_FIRST_BYTE: &str = "waiting for the first byte";
@@ -58,10 +71,12 @@ pub(crate) enum Event {
         content_type: String,
         retry_after: Option<String>,
     },
-    /// One line of a successful stream, without its line end.
-    Line(String),
-    /// The whole body (errors, unstreamed answers).
-    Body(String),
+    /// One line of a successful stream, without its line end. `cut`: the line passed the
+    /// limit and this is its beginning; nothing more of the stream is read.
+    Line { text: String, cut: bool },
+    /// The whole body (errors, unstreamed answers); `cut`: only its first
+    /// [`BodyLimit::Cut`] bytes (the rest was not read).
+    Body { text: String, cut: bool },
     /// The stream ended.
     End,
     /// The exchange failed.
@@ -73,8 +88,8 @@ pub(crate) enum Event {
 pub(crate) enum Failure {
     /// Anything ureq reports: connection, TLS, timeout, HTTP syntax.
     Http(ureq::Error),
-    /// The body passed [`MAX_BODY`].
-    TooLarge,
+    /// The body passed its [`BodyLimit::Refuse`] limit (in bytes).
+    TooLarge(u64),
     /// No worker thread could be started.
     Spawn(std::io::Error),
 }
@@ -98,17 +113,37 @@ pub(crate) struct Call<'a> {
     pub api_key: Option<&'a str>,
     pub stream: bool,
     pub timeouts: &'a Timeouts,
+    /// How much of the body (of each line, when streamed) is read.
+    pub limit: BodyLimit,
+}
+
+/// How much of a body is read, and what happens beyond.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum BodyLimit {
+    /// At most this many bytes are read; a longer body is handed on cut there (an
+    /// answer, which the caller cuts with a note).
+    Cut(u64),
+    /// A longer body is an error ([`Failure::TooLarge`]).
+    Refuse(u64),
+}
+
+impl BodyLimit {
+    fn bytes(self) -> u64 {
+        match self {
+            BodyLimit::Cut(n) | BodyLimit::Refuse(n) => n,
+        }
+    }
 }
 
 /// A running exchange.
 pub(crate) struct Exchange {
-    rx: Receiver<Event>,
+    pipe: Arc<Pipe>,
 }
 
 impl Exchange {
     /// Starts the exchange on a worker thread.
     pub fn start(call: Call<'_>) -> Exchange {
-        let (tx, rx) = sync_channel(256);
+        let pipe = Arc::new(Pipe::default());
         let job = Job {
             agent: call.agent.clone(),
             url: call.url.to_string(),
@@ -116,17 +151,19 @@ impl Exchange {
             bearer: call.api_key.map(|k| format!("Bearer {k}")),
             stream: call.stream,
             timeouts: *call.timeouts,
+            limit: call.limit,
         };
-        let spawned = std::thread::Builder::new()
+        let tx = Sender(Arc::clone(&pipe));
+        if let Err(e) = std::thread::Builder::new()
             .name("evolve-llm".into())
-            .spawn({
-                let tx = tx.clone();
-                move || job.run(&tx)
-            });
-        if let Err(e) = spawned {
-            let _ = tx.send(Event::Failed(Failure::Spawn(e)));
+            .spawn(move || job.run(&tx))
+        {
+            // The closure (and its sender) is gone: the pipe reads as ended after this.
+            pipe.lock()
+                .events
+                .push_back(Event::Failed(Failure::Spawn(e)));
         }
-        Exchange { rx }
+        Exchange { pipe }
     }
 
     /// The next event; `Idle` when `idle` (if any) passed first; `Cancelled` as soon as
@@ -147,11 +184,125 @@ impl Exchange {
                 }
                 None => POLL,
             };
-            match self.rx.recv_timeout(slice) {
-                Ok(e) => return Next::Event(e),
-                Err(RecvTimeoutError::Timeout) => {}
-                Err(RecvTimeoutError::Disconnected) => return Next::Event(Event::End),
+            match self.pipe.recv_timeout(slice) {
+                Received::Event(e) => return Next::Event(e),
+                Received::Timeout => {}
+                Received::Ended => return Next::Event(Event::End),
             }
+        }
+    }
+}
+
+impl Drop for Exchange {
+    /// The caller has gone: the worker stops at its next send.
+    fn drop(&mut self) {
+        self.pipe.lock().receiver_gone = true;
+        self.pipe.changed.notify_all();
+    }
+}
+
+/// The events between the worker and the caller, bounded by count and by bytes
+/// ([`READ_AHEAD`]): a bounded channel counts only events, and 256 lines of megabytes
+/// each would all be held.
+#[derive(Default)]
+struct Pipe {
+    state: Mutex<PipeState>,
+    changed: Condvar,
+}
+
+#[derive(Default)]
+struct PipeState {
+    events: VecDeque<Event>,
+    /// Text bytes of `events`.
+    bytes: usize,
+    receiver_gone: bool,
+    sender_gone: bool,
+}
+
+/// What [`Pipe::recv_timeout`] gave.
+enum Received {
+    Event(Event),
+    Timeout,
+    /// The worker has finished and everything it sent was taken.
+    Ended,
+}
+
+/// The worker's end of the pipe; dropping it ends the pipe.
+struct Sender(Arc<Pipe>);
+
+/// The caller has gone.
+struct Gone;
+
+impl Pipe {
+    fn lock(&self) -> MutexGuard<'_, PipeState> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn recv_timeout(&self, wait: Duration) -> Received {
+        let deadline = Instant::now() + wait;
+        let mut st = self.lock();
+        loop {
+            if let Some(e) = st.events.pop_front() {
+                st.bytes -= e.size();
+                drop(st);
+                self.changed.notify_all();
+                return Received::Event(e);
+            }
+            if st.sender_gone {
+                return Received::Ended;
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                return Received::Timeout;
+            }
+            st = self
+                .changed
+                .wait_timeout(st, deadline - now)
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
+        }
+    }
+}
+
+impl Sender {
+    /// Queues `e`, waiting while the read-ahead is full; `Err` once the caller has gone.
+    fn send(&self, e: Event) -> Result<(), Gone> {
+        let pipe = &*self.0;
+        let size = e.size();
+        let mut st = pipe.lock();
+        while !st.receiver_gone
+            && !st.events.is_empty()
+            && (st.events.len() >= READ_AHEAD_EVENTS || st.bytes + size > READ_AHEAD)
+        {
+            st = pipe
+                .changed
+                .wait(st)
+                .unwrap_or_else(PoisonError::into_inner);
+        }
+        if st.receiver_gone {
+            return Err(Gone);
+        }
+        st.bytes += size;
+        st.events.push_back(e);
+        drop(st);
+        pipe.changed.notify_all();
+        Ok(())
+    }
+}
+
+impl Drop for Sender {
+    fn drop(&mut self) {
+        self.0.lock().sender_gone = true;
+        self.0.changed.notify_all();
+    }
+}
+
+impl Event {
+    /// The bytes of text it holds (what the read-ahead counts).
+    fn size(&self) -> usize {
+        match self {
+            Event::Line { text, .. } | Event::Body { text, .. } => text.len(),
+            _ => 0,
         }
     }
 }
@@ -164,10 +315,11 @@ struct Job {
     bearer: Option<String>,
     stream: bool,
     timeouts: Timeouts,
+    limit: BodyLimit,
 }
 
 impl Job {
-    fn run(self, tx: &SyncSender<Event>) {
+    fn run(self, tx: &Sender) {
         let t = &self.timeouts;
         let result = match self.body {
             Some(body) => {
@@ -226,50 +378,87 @@ impl Job {
         if tx.send(head).is_err() {
             return;
         }
-        let reader = resp.into_body().into_reader().take(MAX_BODY + 1);
+        let length: Option<u64> = header("content-length").and_then(|v| v.trim().parse().ok());
+        let limit = self.limit.bytes();
+        let reader = resp.into_body().into_reader();
         if self.stream && (200..300).contains(&status) {
-            stream_lines(reader, tx);
+            stream_lines(reader, limit, tx);
         } else {
-            let mut bytes = Vec::new();
+            let reader = reader.take(limit + 1);
+            // Sized from Content-Length when the server sends one, so the buffer is not
+            // grown by doubling to twice the body.
+            let hint = length.unwrap_or(0).min(limit + 1);
+            let mut bytes = Vec::with_capacity(usize::try_from(hint).unwrap_or(0));
             let event = match BufReader::new(reader).read_to_end(&mut bytes) {
                 Err(e) => Event::Failed(Failure::Http(ureq::Error::from(e))),
-                Ok(_) if bytes.len() as u64 > MAX_BODY => Event::Failed(Failure::TooLarge),
-                Ok(_) => Event::Body(String::from_utf8_lossy(&bytes).into_owned()),
+                Ok(_) if bytes.len() as u64 > limit => match self.limit {
+                    BodyLimit::Refuse(n) => Event::Failed(Failure::TooLarge(n)),
+                    BodyLimit::Cut(n) => {
+                        bytes.truncate(usize::try_from(n).unwrap_or(usize::MAX));
+                        Event::Body {
+                            text: into_text(bytes),
+                            cut: true,
+                        }
+                    }
+                },
+                Ok(_) => Event::Body {
+                    text: into_text(bytes),
+                    cut: false,
+                },
             };
             let _ = tx.send(event);
         }
     }
 }
 
-/// Sends each line as it arrives; stops when the caller is gone.
-fn stream_lines(reader: impl Read, tx: &SyncSender<Event>) {
+/// Sends each line as it arrives; stops when the caller is gone, and after a line
+/// longer than `limit` bytes (its first `limit` bytes are sent, marked cut).
+fn stream_lines(reader: impl Read, limit: u64, tx: &Sender) {
     let mut reader = BufReader::new(reader);
-    let mut line = Vec::new();
-    let mut total = 0u64;
     loop {
-        line.clear();
-        let event = match reader.read_until(b'\n', &mut line) {
+        let mut line = Vec::new();
+        let event = match reader.by_ref().take(limit + 1).read_until(b'\n', &mut line) {
             Ok(0) => Event::End,
-            Ok(n) => {
-                total += n as u64;
-                if total > MAX_BODY {
-                    Event::Failed(Failure::TooLarge)
-                } else {
-                    if line.last() == Some(&b'\n') {
-                        line.pop();
-                    }
-                    if line.last() == Some(&b'\r') {
-                        line.pop();
-                    }
-                    Event::Line(String::from_utf8_lossy(&line).into_owned())
+            Ok(_) if line.len() as u64 > limit && line.last() != Some(&b'\n') => {
+                line.truncate(usize::try_from(limit).unwrap_or(usize::MAX));
+                Event::Line {
+                    text: into_text(line),
+                    cut: true,
+                }
+            }
+            Ok(_) => {
+                if line.last() == Some(&b'\n') {
+                    line.pop();
+                }
+                if line.last() == Some(&b'\r') {
+                    line.pop();
+                }
+                Event::Line {
+                    text: into_text(line),
+                    cut: false,
                 }
             }
             Err(e) => Event::Failed(Failure::Http(ureq::Error::from(e))),
         };
-        let last = !matches!(event, Event::Line(_));
+        let last = !matches!(event, Event::Line { cut: false, .. });
         if tx.send(event).is_err() || last {
             return;
         }
+    }
+}
+
+/// The bytes as text without a copy when they are UTF-8 (a character cut at the end,
+/// where a limit cut the body, is dropped); invalid bytes become U+FFFD.
+fn into_text(mut bytes: Vec<u8>) -> String {
+    match String::from_utf8(bytes) {
+        Ok(s) => s,
+        Err(e) if e.utf8_error().error_len().is_none() => {
+            let valid = e.utf8_error().valid_up_to();
+            bytes = e.into_bytes();
+            bytes.truncate(valid);
+            String::from_utf8(bytes).unwrap_or_default()
+        }
+        Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
     }
 }
 
@@ -283,5 +472,73 @@ pub(crate) fn timeout_phase(t: ureq::Timeout) -> Option<&'static str> {
         T::PerRead => Some(PHASE_IDLE),
         T::SendRequest | T::SendBody | T::PerWrite | T::Await100 => Some(PHASE_SEND),
         _ => Some(PHASE_OVERALL),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn text_cut_inside_a_character_drops_it_and_bad_bytes_are_replaced() {
+        let cases: &[(&[u8], &str)] = &[
+            (b"plain", "plain"),
+            ("中文".as_bytes(), "中文"),
+            (&"中文".as_bytes()[..4], "中"),
+            (&"中文".as_bytes()[..5], "中"),
+            (b"a\xffb", "a\u{fffd}b"),
+        ];
+        for (bytes, text) in cases {
+            assert_eq!(into_text(bytes.to_vec()), *text, "{bytes:?}");
+        }
+    }
+
+    #[test]
+    fn the_worker_reads_ahead_at_most_the_budget() {
+        let pipe = Arc::new(Pipe::default());
+        let sent = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let line = "l".repeat(200 * 1024);
+        let worker = {
+            let tx = Sender(Arc::clone(&pipe));
+            let sent = Arc::clone(&sent);
+            std::thread::spawn(move || {
+                for _ in 0..4 {
+                    let event = Event::Line {
+                        text: line.clone(),
+                        cut: false,
+                    };
+                    if tx.send(event).is_err() {
+                        return;
+                    }
+                    sent.fetch_add(1, Ordering::SeqCst);
+                }
+            })
+        };
+        // Nobody reads: one line of 200 KiB waits, the second would pass 256 KiB.
+        std::thread::sleep(Duration::from_millis(200));
+        assert!(sent.load(Ordering::SeqCst) <= 1);
+        assert!(pipe.lock().bytes <= READ_AHEAD);
+        let mut got = 0;
+        loop {
+            match pipe.recv_timeout(Duration::from_secs(10)) {
+                Received::Event(Event::Line { .. }) => got += 1,
+                Received::Ended => break,
+                Received::Event(_) | Received::Timeout => panic!("the pipe stalled"),
+            }
+        }
+        assert_eq!(got, 4);
+        worker.join().expect("the worker");
+    }
+
+    #[test]
+    fn a_caller_that_has_gone_stops_the_worker() {
+        let pipe = Arc::new(Pipe::default());
+        let tx = Sender(Arc::clone(&pipe));
+        let rx = Exchange {
+            pipe: Arc::clone(&pipe),
+        };
+        assert!(tx.send(Event::End).is_ok());
+        drop(rx);
+        assert!(tx.send(Event::End).is_err());
     }
 }

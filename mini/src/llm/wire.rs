@@ -10,7 +10,7 @@
 use evolve_core::history::{Message, Role, ToolCall};
 use serde_json::{json, Map, Value};
 
-use super::{ToolSpec, Usage};
+use super::{AnswerCut, ToolSpec, Usage};
 
 /// How much of a server's error body a message quotes.
 const SERVER_MESSAGE_CHARS: usize = 300;
@@ -153,61 +153,101 @@ pub(crate) struct Parsed {
     pub finish_reason: Option<String>,
     pub usage: Option<Usage>,
     pub model: Option<String>,
+    /// Where `max_answer_bytes` cut the answer (see [`super::cap`]).
+    pub cut: Option<AnswerCut>,
 }
 
-/// Reads a non-streamed completion; `Err` says what is wrong with it.
-pub(crate) fn parse_completion(body: &str) -> Result<Parsed, String> {
-    let v: Value = serde_json::from_str(body).map_err(|e| {
+/// Reads a non-streamed completion; `Err` says what is wrong with it. The body is
+/// dropped once parsed and the message's strings are moved out of the parsed value, so
+/// a long answer is held at most twice at any moment (the body, then the value).
+pub(crate) fn parse_completion(body: String) -> Result<Parsed, String> {
+    let v: Value = serde_json::from_str(&body).map_err(|e| {
         format!(
             "the body is not JSON ({e}): {}",
-            quote(body, SERVER_MESSAGE_CHARS)
+            quote(&body, SERVER_MESSAGE_CHARS)
         )
     })?;
+    drop(body);
+    completion_from(v)
+}
+
+/// [`parse_completion`] of a value already parsed.
+pub(crate) fn completion_from(mut v: Value) -> Result<Parsed, String> {
     if let Some(err) = error_message(&v) {
         return Err(format!("the server reported an error: {err}"));
     }
-    let choice = v["choices"].get(0).ok_or_else(|| {
-        format!(
+    let usage = usage(&v["usage"]);
+    let model = v["model"].as_str().map(str::to_string);
+    let Some(choice) = v
+        .get_mut("choices")
+        .and_then(|c| c.get_mut(0))
+        .filter(|c| c.is_object())
+    else {
+        return Err(format!(
             "no `choices` in the answer: {}",
-            quote(body, SERVER_MESSAGE_CHARS)
-        )
-    })?;
-    let m = &choice["message"];
-    let mut message = Message::assistant(content_text(&m["content"]));
-    let reasoning = m["reasoning_content"]
-        .as_str()
-        .or_else(|| m["reasoning"].as_str())
-        .unwrap_or("");
-    if !reasoning.is_empty() {
-        message.reasoning = Some(reasoning.to_string());
-    }
-    if let Some(calls) = m["tool_calls"].as_array() {
-        message.tool_calls = calls
-            .iter()
-            .enumerate()
-            .map(|(i, c)| ToolCall {
-                id: c["id"]
-                    .as_str()
-                    .filter(|s| !s.is_empty())
-                    .map_or_else(|| format!("call_{i}"), str::to_string),
-                name: c["function"]["name"].as_str().unwrap_or("").to_string(),
-                arguments: arguments_text(&c["function"]["arguments"]),
-            })
-            .collect();
+            quote(&v.to_string(), SERVER_MESSAGE_CHARS)
+        ));
+    };
+    let finish_reason = choice["finish_reason"].as_str().map(str::to_string);
+    let mut message = Message::assistant(String::new());
+    // Reached with `get_mut` only: indexing a value of the wrong type mutably panics.
+    if let Some(m) = choice.get_mut("message").filter(|m| m.is_object()) {
+        message.content = take_content(m.get_mut("content"));
+        let reasoning = match take_string(m.get_mut("reasoning_content")) {
+            r if r.is_empty() => take_string(m.get_mut("reasoning")),
+            r => r,
+        };
+        if !reasoning.is_empty() {
+            message.reasoning = Some(reasoning);
+        }
+        if let Some(calls) = m.get_mut("tool_calls").and_then(Value::as_array_mut) {
+            message.tool_calls = calls
+                .iter_mut()
+                .enumerate()
+                .map(|(i, c)| {
+                    let id = c["id"]
+                        .as_str()
+                        .filter(|s| !s.is_empty())
+                        .map_or_else(|| format!("call_{i}"), str::to_string);
+                    let f = c.get_mut("function");
+                    let name = f
+                        .as_deref()
+                        .and_then(|f| f["name"].as_str())
+                        .unwrap_or("")
+                        .to_string();
+                    let arguments = take_arguments(f.and_then(|f| f.get_mut("arguments")));
+                    ToolCall {
+                        id,
+                        name,
+                        arguments,
+                    }
+                })
+                .collect();
+        }
     }
     Ok(Parsed {
         message,
-        finish_reason: choice["finish_reason"].as_str().map(str::to_string),
-        usage: usage(&v["usage"]),
-        model: v["model"].as_str().map(str::to_string),
+        finish_reason,
+        usage,
+        model,
+        cut: None,
     })
 }
 
-/// `content` as text: a string, `null`, or a list of `{type: "text", text}` parts.
-pub(crate) fn content_text(v: &Value) -> String {
+/// A string field taken out of its value (empty for anything else or nothing).
+pub(crate) fn take_string(v: Option<&mut Value>) -> String {
     match v {
-        Value::String(s) => s.clone(),
-        Value::Array(parts) => parts
+        Some(Value::String(s)) => std::mem::take(s),
+        _ => String::new(),
+    }
+}
+
+/// `content` as text, taken out of its value: a string, `null`, or a list of
+/// `{type: "text", text}` parts.
+pub(crate) fn take_content(v: Option<&mut Value>) -> String {
+    match v {
+        Some(Value::String(s)) => std::mem::take(s),
+        Some(Value::Array(parts)) => parts
             .iter()
             .filter_map(|p| p["text"].as_str().or_else(|| p.as_str()))
             .collect(),
@@ -215,12 +255,13 @@ pub(crate) fn content_text(v: &Value) -> String {
     }
 }
 
-/// Tool arguments as the JSON text the tools expect (some servers send an object).
-pub(crate) fn arguments_text(v: &Value) -> String {
+/// Tool arguments as the JSON text the tools expect (some servers send an object),
+/// taken out of their value.
+pub(crate) fn take_arguments(v: Option<&mut Value>) -> String {
     match v {
-        Value::String(s) => s.clone(),
-        Value::Null => String::new(),
-        other => other.to_string(),
+        Some(Value::String(s)) => std::mem::take(s),
+        None | Some(Value::Null) => String::new(),
+        Some(other) => other.to_string(),
     }
 }
 
@@ -557,7 +598,7 @@ mod tests {
             ),
         ];
         for (body, (content, calls, reasoning)) in cases {
-            let p = parse_completion(body).expect(body);
+            let p = parse_completion(body.to_string()).expect(body);
             assert_eq!(p.message.content, content);
             assert_eq!(p.message.tool_calls.len(), calls);
             assert_eq!(p.message.reasoning.as_deref(), reasoning);
@@ -572,7 +613,7 @@ mod tests {
             r#"{"choices":[]}"#,
             r#"{"error":{"message":"nope"}}"#,
         ] {
-            assert!(parse_completion(bad).is_err(), "{bad}");
+            assert!(parse_completion(bad.to_string()).is_err(), "{bad}");
         }
     }
 

@@ -471,6 +471,7 @@ mod tests {
                     finish_reason: Some("stop".into()),
                     usage: Usage::default(),
                     model: "fake-cheap".into(),
+                    cut: None,
                 }),
                 Err(()) => Err(LlmError::Protocol {
                     url: "http://127.0.0.1:1/v1".into(),

@@ -306,8 +306,28 @@ impl Store {
         })
     }
 
+    /// The answer of a turn: its last assistant message (what the turn record's `reply`
+    /// was; the record is stored without it, so the answer is stored once). `None` when
+    /// the turn has none.
+    pub fn turn_answer(&self, session: &str, turn: u64) -> Result<Option<String>, StoreError> {
+        self.read(|txn| {
+            let table = txn.open_table(MESSAGES)?;
+            // From the end: the turns after it are passed over, the ones before not read.
+            for row in table.range(session_keys(session))?.rev() {
+                let (key, value) = row?;
+                let m: StoredMessage = decode("messages", &key.value(), value.value())?;
+                if m.turn < turn {
+                    break;
+                }
+                if m.turn == turn && m.message.role == evolve_core::history::Role::Assistant {
+                    return Ok(Some(m.message.content));
+                }
+            }
+            Ok(None)
+        })
+    }
+
     /// A turn record.
-    #[allow(dead_code)] // used by the turn card of the web UI (issue 5)
     pub fn turn(&self, session: &str, turn: u64) -> Result<Option<String>, StoreError> {
         self.read(|txn| {
             Ok(txn

@@ -1167,3 +1167,37 @@ fn file_servers_hide_store_servers_of_the_same_name() {
     // Roots of a run-time server: its existing absolute directories.
     assert_eq!(servers[1].roots, [dir.path().to_path_buf()]);
 }
+
+#[test]
+fn a_turns_answer_is_its_last_assistant_message() {
+    let store = open(&temp_path("turn-answer"));
+    let s = store.create_session("t", NOW).unwrap();
+    let id = s.id.as_str();
+    let mut calling = Message::assistant("looking");
+    calling.tool_calls = vec![call("c1", "get_time", "{}")];
+    let turns: [&[Message]; 3] = [
+        &[Message::user("one"), Message::assistant("first")],
+        &[
+            Message::user("two"),
+            calling,
+            Message::tool_result("c1", "get_time", "noon"),
+            Message::assistant("second"),
+        ],
+        &[Message::user("three"), Message::assistant("third")],
+    ];
+    for (i, msgs) in turns.iter().enumerate() {
+        store
+            .append_messages(id, i as u64 + 1, msgs, NOW, true)
+            .unwrap();
+    }
+    let answers: Vec<Option<String>> = (1..=4).map(|n| store.turn_answer(id, n).unwrap()).collect();
+    assert_eq!(
+        answers,
+        [
+            Some("first".to_string()),
+            Some("second".to_string()),
+            Some("third".to_string()),
+            None
+        ]
+    );
+}

@@ -339,10 +339,25 @@ fn turn(state: &State, id: &str, n: &str) -> Reply {
     let Ok(n) = n.parse::<u64>() else {
         return error(400, "the turn number must be a positive integer");
     };
-    match tri!(state.rt().store.turn(id, n)) {
-        Some(json) => Response::bytes(200, "application/json", json.into_bytes()),
-        None => error(404, format!("session {id} has no turn {n}")),
+    let rt = state.rt();
+    let Some(json) = tri!(rt.store.turn(id, n)) else {
+        return error(404, format!("session {id} has no turn {n}"));
+    };
+    // Records are stored without their reply (the turn's last message holds it);
+    // records stored before that still carry it.
+    let mut record: Value = serde_json::from_str(&json).unwrap_or_default();
+    drop(json);
+    if record
+        .get("reply")
+        .and_then(Value::as_str)
+        .is_none_or(str::is_empty)
+    {
+        let answer = tri!(rt.store.turn_answer(id, n)).unwrap_or_default();
+        if let Some(o) = record.as_object_mut() {
+            o.insert("reply".into(), Value::String(answer));
+        }
     }
+    Response::json(200, &record)
 }
 
 fn pending(state: &State, id: &str) -> Reply {

@@ -6,6 +6,10 @@
 //! session comes from `X-Evolve-Session` or a `session` field; without one a new session
 //! is made and named in the `X-Evolve-Session` response header.
 //!
+//! The reply is carried once: in `choices[0].message.content` (or the streamed deltas).
+//! The Evolve record beside it (`evolve`, the `evolve.turn` events) leaves out its
+//! `reply`, which would repeat the whole answer.
+//!
 //! Permissions: a plain client gets a headless turn (like `evolve ask`: up to the
 //! configured headless level runs, anything needing a person is refused and the answer
 //! says so). A client that sets `evolve_events` (the UI) gets an interactive turn: a
@@ -315,24 +319,26 @@ pub fn completions(state: &Arc<State>, req: &Request) -> Response<'static> {
                     record.absorb(&p);
                 }
             }
-            let content = reply_text(&record);
-            Response::json(
-                200,
-                &json!({
-                    "id": id,
-                    "object": "chat.completion",
-                    "created": created_at,
-                    "model": chat.model,
-                    "choices": [{
-                        "index": 0,
-                        "message": {"role": "assistant", "content": content},
-                        "finish_reason": "stop",
-                    }],
-                    "usage": usage_json(&record),
-                    "evolve": record,
-                }),
-            )
-            .with("X-Evolve-Session", sid)
+            let mut content = std::mem::take(&mut record.reply);
+            if let Some(note) = refused_note(&record) {
+                content.truncate(content.trim_end().len());
+                content.push_str(&note);
+            }
+            let body = json!({
+                "id": id,
+                "object": "chat.completion",
+                "created": created_at,
+                "model": chat.model,
+                "choices": [{
+                    "index": 0,
+                    "message": {"role": "assistant", "content": content},
+                    "finish_reason": "stop",
+                }],
+                "usage": usage_json(&record),
+                "evolve": record_without_reply(&record),
+            });
+            // A big body is followed by giving the freed memory back (web::http).
+            Response::json(200, &body).with("X-Evolve-Session", sid)
         }
         Err(e) => {
             forget_if_empty(state, &sid, created);
@@ -340,6 +346,17 @@ pub fn completions(state: &Arc<State>, req: &Request) -> Response<'static> {
             Response::json(status, &body).with("X-Evolve-Session", sid)
         }
     }
+}
+
+/// The turn record as the chat endpoint shows it: without `reply`, which the response
+/// carries as its content (or its deltas). Its `reply` must be empty here (taken out by
+/// the caller), so nothing is copied.
+fn record_without_reply(record: &TurnRecord) -> Value {
+    let mut v = serde_json::to_value(record).unwrap_or_default();
+    if let Some(o) = v.as_object_mut() {
+        o.remove("reply");
+    }
+    v
 }
 
 fn usage_json(record: &TurnRecord) -> Value {
@@ -351,10 +368,11 @@ fn usage_json(record: &TurnRecord) -> Value {
     })
 }
 
-/// The answer, with a plain note when calls waited for a person and were refused (a
-/// plain client has no other way to learn it).
-fn reply_text(record: &TurnRecord) -> String {
-    let refused: Vec<String> = record
+/// The plain note that follows the answer when calls waited for a person and were
+/// refused (a plain client has no other way to learn it), blank line first; `None`
+/// when there were none.
+fn refused_note(record: &TurnRecord) -> Option<String> {
+    let refused: Vec<(String, Level)> = record
         .tools
         .iter()
         .filter(|t| {
@@ -364,19 +382,23 @@ fn reply_text(record: &TurnRecord) -> String {
                     Some(Decision::Refuse(RefusalReason::NeedsPerson { .. }))
                 )
         })
-        .map(|t| format!("{} ({})", t.name, t.level.unwrap_or(Level::L4)))
+        .map(|t| (t.name.clone(), t.level.unwrap_or(Level::L4)))
         .collect();
+    waiting_note(&refused, &record.session)
+}
+
+/// [`refused_note`] from the refused calls (name, level) and the session: what `evolve
+/// ask` takes off the content of a server's answer to get the reply alone.
+pub(crate) fn waiting_note(refused: &[(String, Level)], session: &str) -> Option<String> {
     if refused.is_empty() {
-        return record.reply.clone();
+        return None;
     }
-    format!(
-        "{}\n\n[evolve] Not run, waiting for a person's approval: {}. Approve it in the \
-         Evolve web UI (session {}) or in `evolve chat --session {}`.",
-        record.reply.trim_end(),
-        refused.join(", "),
-        record.session,
-        record.session
-    )
+    let names: Vec<String> = refused.iter().map(|(n, l)| format!("{n} ({l})")).collect();
+    Some(format!(
+        "\n\n[evolve] Not run, waiting for a person's approval: {}. Approve it in the \
+         Evolve web UI (session {session}) or in `evolve chat --session {session}`.",
+        names.join(", "),
+    ))
 }
 
 /// A new session the failed turn left empty is removed.
@@ -464,35 +486,38 @@ fn stream_turn(
     drop(busy);
     match result {
         Ok((mut record, post)) => {
-            let text = reply_text(&record);
-            // What was not streamed yet (streaming off in the config, or the note about
-            // refused calls) goes out as one more chunk.
-            let rest = if streamed {
-                text.strip_prefix(record.reply.as_str()).unwrap_or("")
-            } else {
-                text.as_str()
-            };
-            if !rest.is_empty() {
-                data(out, &chunk.delta(json!({"content": rest})));
+            let reply = std::mem::take(&mut record.reply);
+            let big = reply.len() >= crate::heap::BIG_ANSWER;
+            let mut chunk = chunk;
+            // What was not streamed yet (streaming off in the config) goes out now, in
+            // pieces like a stream; the note about refused calls after it.
+            if !streamed {
+                for piece in pieces(&reply) {
+                    let sent = data(out, &chunk.delta(json!({"content": piece})));
+                    chunk.first = false;
+                    if !sent {
+                        break; // the client has gone
+                    }
+                }
+            }
+            drop(reply);
+            if let Some(note) = refused_note(&record) {
+                data(out, &chunk.delta(json!({"content": note})));
             }
             let mut last = chunk.delta(json!({}));
             last["choices"][0]["finish_reason"] = json!("stop");
             last["usage"] = usage_json(&record);
             data(out, &last);
             if chat.events {
-                event(
-                    out,
-                    "evolve.turn",
-                    &serde_json::to_value(&record).unwrap_or_default(),
-                );
+                event(out, "evolve.turn", &record_without_reply(&record));
                 if let Ok(p) = post.recv_timeout(POST_WAIT) {
                     record.absorb(&p);
-                    event(
-                        out,
-                        "evolve.turn",
-                        &serde_json::to_value(&record).unwrap_or_default(),
-                    );
+                    event(out, "evolve.turn", &record_without_reply(&record));
                 }
+            }
+            drop(record);
+            if big {
+                crate::heap::give_back();
             }
         }
         Err(e) => {
@@ -511,6 +536,27 @@ fn stream_turn(
 /// `data: {json}` + blank line.
 fn data(out: &mut Stream<'_>, value: &Value) -> bool {
     out.send(format!("data: {value}\n\n").as_bytes())
+}
+
+/// Text at most this long goes out in one chunk: a long piece (an answer that came
+/// unstreamed) is sent in several, so no event holds a copy of the whole answer.
+const CHUNK_BYTES: usize = 16 * 1024;
+
+/// `text` in pieces of at most [`CHUNK_BYTES`], cut between characters.
+fn pieces(text: &str) -> impl Iterator<Item = &str> {
+    let mut rest = text;
+    std::iter::from_fn(move || {
+        if rest.is_empty() {
+            return None;
+        }
+        let mut cut = evolve_core::history::floor_char_boundary(rest, CHUNK_BYTES);
+        if cut == 0 {
+            cut = evolve_core::history::ceil_char_boundary(rest, 1);
+        }
+        let (piece, tail) = rest.split_at(cut);
+        rest = tail;
+        Some(piece)
+    })
 }
 
 /// `event: NAME` + `data: {json}`.
@@ -630,15 +676,17 @@ impl WebIo<'_, '_, '_> {
 
 impl TurnIo for WebIo<'_, '_, '_> {
     fn on_delta(&mut self, delta: &Delta<'_>) {
-        let d = match delta {
-            Delta::Content(text) => json!({"content": text}),
-            Delta::Reasoning(text) => json!({"reasoning_content": text}),
+        let (key, text) = match delta {
+            Delta::Content(text) => ("content", *text),
+            Delta::Reasoning(text) => ("reasoning_content", *text),
             Delta::ToolCall { .. } => return,
         };
-        let chunk = self.chunk.delta(d);
-        self.chunk.first = false;
         self.streamed = true;
-        self.send_data(&chunk);
+        for piece in pieces(text) {
+            let chunk = self.chunk.delta(json!({ key: piece }));
+            self.chunk.first = false;
+            self.send_data(&chunk);
+        }
     }
 
     fn on_tool_start(&mut self, name: &str, arguments: &str, level: Level) {
@@ -680,5 +728,43 @@ impl TurnIo for WebIo<'_, '_, '_> {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_text_goes_out_in_pieces_cut_between_characters() {
+        // Three bytes each: a piece ends at 16 383 bytes, before the character that
+        // would cross 16 KiB, so 48 KiB take four pieces.
+        let zh = "中".repeat(CHUNK_BYTES);
+        let cases: Vec<(String, usize)> = vec![
+            (String::new(), 0),
+            ("short".into(), 1),
+            ("a".repeat(CHUNK_BYTES), 1),
+            ("a".repeat(CHUNK_BYTES + 1), 2),
+            (zh, 4),
+        ];
+        for (text, n) in cases {
+            let got: Vec<&str> = pieces(&text).collect();
+            assert_eq!(got.len(), n, "{} bytes", text.len());
+            assert!(got.iter().all(|p| !p.is_empty() && p.len() <= CHUNK_BYTES));
+            assert_eq!(got.concat(), text);
+        }
+    }
+
+    #[test]
+    fn the_waiting_note_names_each_call_and_the_session() {
+        assert_eq!(waiting_note(&[], "s1"), None);
+        let note = waiting_note(
+            &[("shell".into(), Level::L3), ("edit_file".into(), Level::L4)],
+            "s1",
+        )
+        .expect("a note");
+        assert!(note.starts_with("\n\n[evolve] Not run"), "{note}");
+        assert!(note.contains("shell (L3), edit_file (L4)"), "{note}");
+        assert!(note.contains("evolve chat --session s1"), "{note}");
     }
 }

@@ -135,7 +135,11 @@ impl<'a> Response<'a> {
 
     /// A JSON response.
     pub fn json(status: u16, value: &serde_json::Value) -> Self {
-        Self::bytes(status, "application/json", value.to_string().into_bytes())
+        Self::bytes(
+            status,
+            "application/json",
+            serde_json::to_vec(value).unwrap_or_default(),
+        )
     }
 
     /// A streamed response (`text/event-stream`).

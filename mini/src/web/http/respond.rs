@@ -137,7 +137,13 @@ pub fn write_response(
             if !head_only {
                 out.write_all(&bytes)?;
             }
-            out.flush()
+            let flushed = out.flush();
+            // A big body (a long answer, an export) leaves big blocks freed behind it.
+            if matches!(bytes, Cow::Owned(_)) && bytes.len() >= crate::heap::BIG_ANSWER {
+                drop(bytes);
+                crate::heap::give_back();
+            }
+            flushed
         }
         Body::Stream(f) => {
             let chunked = !http10;

@@ -53,28 +53,6 @@ fn world_at(name: &str, shell_level: &str, prefixes: &[(&str, &str)]) -> World {
     w
 }
 
-/// Whether the kernel confines here (as `evolve doctor` reports it, asked once with no
-/// model so that no scripted reply is used up); under `CI=true` it must.
-fn landlock(_: &World) -> bool {
-    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *ON.get_or_init(|| {
-        let w = World::without_model("conf-doctor");
-        let doctor = w.run(&["doctor", "--json"]);
-        let doc: serde_json::Value = serde_json::from_str(&doctor.stdout).unwrap_or_default();
-        let on = doc["confinement"]["kernel"] == "landlock";
-        if !on {
-            assert!(
-                std::env::var_os("CI").is_none(),
-                "CI's kernel has Landlock: {} {}",
-                doctor.stdout,
-                doctor.stderr
-            );
-            eprintln!("skipped: no Landlock here ({})", doc["confinement_summary"]);
-        }
-        on
-    })
-}
-
 /// `git ARGS` in `dir` with a fixed identity; panics on failure.
 fn git(dir: &Path, args: &[&str]) {
     let out = Command::new("git")
@@ -132,7 +110,7 @@ fn a_repository_cannot_make_git_run_a_program() {
         "conf-fsmonitor",
         &[("git status", "L2"), ("git diff", "L2")],
     );
-    if !landlock(&w) {
+    if !landlock() {
         return;
     }
     let ws = w.workspace();
@@ -199,7 +177,7 @@ fn a_repository_cannot_make_git_run_a_program() {
 #[test]
 fn git_finds_no_repository_above_the_workspace() {
     let w = world("conf-git-above", &[("git", "L2")]);
-    if !landlock(&w) {
+    if !landlock() {
         return;
     }
     // Evolve's home is a repository holding the config; the workspace is inside it.
@@ -230,7 +208,7 @@ fn no_command_sees_evolves_environment_or_a_piece_of_the_key() {
     const KEY: &str = "sk-confinementKEY0123456789abcdefXYZ";
     const TOKEN: &str = "ghp_confinementTOKEN0123456789abcdef";
     let mut w = world("conf-env", &[("ps", "L2"), ("cat", "L2")]);
-    if !landlock(&w) {
+    if !landlock() {
         return;
     }
     w.env("OPENAI_API_KEY", KEY).env("GITHUB_TOKEN", TOKEN);
@@ -291,7 +269,7 @@ fn search_files_skips_what_read_file_refuses() {
 #[test]
 fn links_in_the_workspace_lead_nowhere() {
     let w = world("conf-links", &[("cat", "L2"), ("ls", "L2"), ("grep", "L2")]);
-    if !landlock(&w) {
+    if !landlock() {
         return;
     }
     let ws = w.workspace();
@@ -324,7 +302,7 @@ fn tar_sed_and_git_at_l3_stay_in_the_workspace_and_never_delete() {
         "conf-l3",
         &[("tar", "L3"), ("sed", "L3"), ("git", "L3"), ("cat", "L2")],
     );
-    if !landlock(&w) {
+    if !landlock() {
         return;
     }
     let ws = w.workspace();
@@ -378,7 +356,7 @@ fn tar_sed_and_git_at_l3_stay_in_the_workspace_and_never_delete() {
 #[test]
 fn always_for_a_shell_command_covers_that_command_only() {
     let w = world_at("conf-grants", "L4", &[("tar", "L3")]);
-    if !landlock(&w) {
+    if !landlock() {
         return;
     }
     let ws = w.workspace();
@@ -463,7 +441,7 @@ fn date_and_hostname_cannot_set_anything() {
 #[test]
 fn a_read_only_command_that_writes_anyway_is_stopped_by_the_kernel() {
     let w = world("conf-bypass", &[("git status", "L2")]);
-    if !landlock(&w) {
+    if !landlock() {
         return;
     }
     let ws = w.workspace();

@@ -15,21 +15,6 @@ const LEVELS: &str = r#"{"write_note": "L3", "env": "L2", "cwd": "L2", "echo": "
 /// In `config.toml`: a read of the config shows it.
 const MARKER: &str = "marker-mcp-sandbox-0451";
 
-fn landlock() -> bool {
-    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *ON.get_or_init(|| {
-        let w = World::without_model("mcp-sandbox-doctor");
-        let out = w.run(&["doctor", "--json"]);
-        let doc: serde_json::Value = serde_json::from_str(&out.stdout).unwrap_or_default();
-        let on = doc["confinement"]["kernel"] == "landlock";
-        if !on {
-            assert!(std::env::var_os("CI").is_none(), "CI's kernel has Landlock");
-            eprintln!("skipped: no Landlock here");
-        }
-        on
-    })
-}
-
 /// `[mcp.servers.t]` running the test server with `args`, confined by `sandbox`.
 fn test_server_world(name: &str, args: &[String], sandbox: &str) -> World {
     let w = World::new(name);

@@ -361,3 +361,27 @@ impl Chat {
         }
     }
 }
+
+/// Whether the kernel confines what evolve runs (Landlock), as `evolve doctor --json`
+/// reports it — asked once per test binary, with no model, so no scripted reply is used
+/// up. Under `CI=true` it must: CI's kernel has Landlock, and a test that skips there
+/// would hide a broken sandbox.
+pub fn landlock() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| {
+        let w = World::without_model("landlock-doctor");
+        let doctor = w.run(&["doctor", "--json"]);
+        let doc: serde_json::Value = serde_json::from_str(&doctor.stdout).unwrap_or_default();
+        let on = doc["confinement"]["kernel"] == "landlock";
+        if !on {
+            assert!(
+                std::env::var_os("CI").is_none(),
+                "CI's kernel has Landlock, but: {} {}",
+                doctor.stdout,
+                doctor.stderr
+            );
+            eprintln!("skipped: no Landlock here ({})", doc["confinement_summary"]);
+        }
+        on
+    })
+}

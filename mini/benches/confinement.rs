@@ -5,7 +5,8 @@
 //!   confined read-only (L2: the Landlock ruleset with its carve-outs, the rebuilt
 //!   environment, no capabilities), and of one that runs `touch` confined to the
 //!   workspace (L3: also a temporary folder of its own), each against a turn that calls
-//!   no tool, so the difference is the confined call.
+//!   `get_time` (an in-process tool: the same two model rounds, no child), so the
+//!   difference is the confined shell call.
 //!
 //! Run: `cargo bench -p evolve-mini --bench confinement`.
 
@@ -51,6 +52,7 @@ fn main() {
         assert!(ok, "sh -c cat");
     }
     let none = overheads(&exe, &home, &fake, None, false);
+    let in_process = overheads(&exe, &home, &fake, Some("get_time"), false);
     let read_only = overheads(&exe, &home, &fake, Some("cat notes.txt"), false);
     let workspace = overheads(&exe, &home, &fake, Some("touch made.txt"), true);
     let m = |v: &[f64]| median(v.to_vec());
@@ -63,19 +65,24 @@ fn main() {
         m(&none)
     );
     println!(
-        "… with one shell call confined read-only (L2): median {:.2} ms (+{:.2} ms)",
-        m(&read_only),
-        m(&read_only) - m(&none)
+        "… with one get_time call (in process): median {:.2} ms",
+        m(&in_process)
     );
     println!(
-        "… with one shell call confined to the workspace (L3, own tmp): median {:.2} ms (+{:.2} ms)",
+        "… with one shell call confined read-only (L2): median {:.2} ms (+{:.2} ms over get_time)",
+        m(&read_only),
+        m(&read_only) - m(&in_process)
+    );
+    println!(
+        "… with one shell call confined to the workspace (L3, own tmp): median {:.2} ms (+{:.2} ms over get_time)",
         m(&workspace),
-        m(&workspace) - m(&none)
+        m(&workspace) - m(&in_process)
     );
     let _ = std::fs::remove_dir_all(&home);
 }
 
-/// `overhead_ms` of `RUNS` turns, each calling `command` through `shell` (or nothing).
+/// `overhead_ms` of `RUNS` turns, each calling `command` through `shell` (`get_time`:
+/// that tool instead; `None`: no tool).
 fn overheads(
     exe: &Path,
     home: &Path,
@@ -85,11 +92,13 @@ fn overheads(
 ) -> Vec<f64> {
     let mut out = Vec::new();
     for _ in 0..RUNS {
-        if let Some(c) = command {
-            fake.push(Reply::ToolCalls(vec![(
+        match command {
+            Some("get_time") => fake.push(Reply::ToolCalls(vec![("get_time".into(), "{}".into())])),
+            Some(c) => fake.push(Reply::ToolCalls(vec![(
                 "shell".into(),
                 serde_json::json!({ "command": c }).to_string(),
-            )]));
+            )])),
+            None => {}
         }
         fake.push(Reply::Text("Done.".into()));
         let mut cmd = support::evolve(exe, home, fake, "error");

@@ -11,19 +11,16 @@ use std::io::Read;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{mpsc, Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
 use super::ToolOutput;
 use crate::sandbox::Plan;
 
-/// How often the child, the clock and the cancel flag are looked at, at most: the first
-/// looks come after 1 ms, each wait twice the last up to this, so a quick command is
-/// seen to end within a millisecond or two instead of a whole period.
+/// How often the clock and the cancel flag are looked at while a command runs (its end
+/// is noticed at once).
 const POLL: Duration = Duration::from_millis(50);
-/// The first wait between looks.
-const FIRST_POLL: Duration = Duration::from_millis(1);
 /// After the command ends (or is killed), how long its output pipes may stay open
 /// before the result is returned without waiting for them (a process that left the
 /// process group can hold them forever).
@@ -37,7 +34,6 @@ struct Capped {
     tail: Vec<u8>,
     dropped: u64,
     cap: usize,
-    done: bool,
 }
 
 impl Capped {
@@ -75,7 +71,12 @@ impl Capped {
     }
 }
 
-fn reader(mut pipe: impl Read + Send + 'static, buf: Arc<Mutex<Capped>>) -> thread::JoinHandle<()> {
+/// Reads `pipe` into `buf` until its end, then says so on `done`.
+fn reader(
+    mut pipe: impl Read + Send + 'static,
+    buf: Arc<Mutex<Capped>>,
+    done: mpsc::Sender<()>,
+) -> thread::JoinHandle<()> {
     thread::spawn(move || {
         let mut chunk = [0u8; 8192];
         loop {
@@ -88,9 +89,7 @@ fn reader(mut pipe: impl Read + Send + 'static, buf: Arc<Mutex<Capped>>) -> thre
                 }
             }
         }
-        if let Ok(mut b) = buf.lock() {
-            b.done = true;
-        }
+        let _ = done.send(());
     })
 }
 
@@ -174,57 +173,62 @@ fn run_unix(
     let pgid = child.id();
     let stdout = Arc::new(Mutex::new(Capped::new(cap)));
     let stderr = Arc::new(Mutex::new(Capped::new(cap)));
+    let (done_tx, done_rx) = mpsc::channel();
+    let mut readers = 0;
     if let Some(pipe) = child.stdout.take() {
-        reader(pipe, Arc::clone(&stdout));
-    } else if let Ok(mut b) = stdout.lock() {
-        b.done = true;
+        reader(pipe, Arc::clone(&stdout), done_tx.clone());
+        readers += 1;
     }
     if let Some(pipe) = child.stderr.take() {
-        reader(pipe, Arc::clone(&stderr));
-    } else if let Ok(mut b) = stderr.lock() {
-        b.done = true;
+        reader(pipe, Arc::clone(&stderr), done_tx.clone());
+        readers += 1;
     }
+    drop(done_tx);
 
-    let started = Instant::now();
-    let mut wait = FIRST_POLL;
+    // The end of the command is heard at once (a thread waits for it); the clock and
+    // the cancel flag are looked at every POLL meanwhile.
+    let (exit_tx, exit_rx) = mpsc::channel();
+    thread::spawn(move || {
+        let _ = exit_tx.send(child.wait());
+    });
+    let deadline = Instant::now() + timeout;
+    let stop = |why: End| {
+        kill_group(pgid);
+        // SIGKILL to its group ends the command, whose wait then returns.
+        let _ = exit_rx.recv();
+        why
+    };
     let end = loop {
-        if cancel.load(Ordering::Relaxed) {
-            kill_group(pgid);
-            let _ = child.kill();
-            let _ = child.wait();
-            break End::Cancelled;
-        }
-        match child.try_wait() {
-            Ok(Some(status)) => break End::Exited(status),
-            Ok(None) => {}
-            Err(e) => {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match exit_rx.recv_timeout(left.min(POLL)) {
+            Ok(Ok(status)) => break End::Exited(status),
+            Ok(Err(e)) => {
                 kill_group(pgid);
-                let _ = child.kill();
-                let _ = child.wait();
                 return ToolOutput::error(format!("lost track of the command: {e}"));
             }
+            Err(mpsc::RecvTimeoutError::Disconnected) => {
+                kill_group(pgid);
+                return ToolOutput::error("lost track of the command: its waiter ended");
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                if cancel.load(Ordering::Relaxed) {
+                    break stop(End::Cancelled);
+                }
+                if Instant::now() >= deadline {
+                    break stop(End::TimedOut);
+                }
+            }
         }
-        if started.elapsed() >= timeout {
-            kill_group(pgid);
-            let _ = child.kill();
-            let _ = child.wait();
-            break End::TimedOut;
-        }
-        thread::sleep(wait);
-        wait = (wait * 2).min(POLL);
     };
     // Whatever the command left running in its group (`cmd &`) stops with it; their
     // output already in the pipes is still read below.
     kill_group(pgid);
     let drained_by = Instant::now() + DRAIN_GRACE;
-    let mut wait = FIRST_POLL;
-    while Instant::now() < drained_by {
-        let done = |b: &Arc<Mutex<Capped>>| b.lock().map(|b| b.done).unwrap_or(true);
-        if done(&stdout) && done(&stderr) {
+    for _ in 0..readers {
+        let left = drained_by.saturating_duration_since(Instant::now());
+        if done_rx.recv_timeout(left).is_err() {
             break;
         }
-        thread::sleep(wait);
-        wait = (wait * 2).min(POLL);
     }
 
     let text = |b: &Arc<Mutex<Capped>>| b.lock().map(|b| b.text()).unwrap_or_default();

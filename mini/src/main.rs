@@ -62,7 +62,10 @@ fn main() -> ExitCode {
         Ok(args) => args,
         Err(code) => return code,
     };
-    match cli::run(args) {
+    let result = cli::run(args);
+    // Nothing a command started outlives evolve (see sandbox::reaper).
+    sandbox::reaper::reap_strays();
+    match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("evolve: {e}");

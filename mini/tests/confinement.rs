@@ -14,6 +14,7 @@
 //! | 7. "always" for one `tar` command covering the next, different one | `always_for_a_shell_command_covers_that_command_only` |
 //! | 8. `date --se`, `hostname -Fx.txt`, `hostname --file=x.txt` at L1/L2 | `date_and_hostname_cannot_set_anything` |
 //! | the lexical check bypassed on purpose: the kernel still refuses the write | `a_read_only_command_that_writes_anyway_is_stopped_by_the_kernel` |
+//! | (review) a process the command left running outside its group, racing the file tools | `nothing_a_command_starts_outlives_it` |
 //! | no Landlock: no shell command below L4 runs unattended | `without_landlock_no_shell_command_runs_unattended` |
 //!
 //! Findings 9–13 (private files, slow clients, MCP levels, config validation, damaged
@@ -499,4 +500,49 @@ fn without_landlock_no_shell_command_runs_unattended() {
         "one warning at start: {}",
         run.stderr
     );
+}
+
+/// A command that starts a process outside its process group (`setsid`) and returns: the
+/// process does not outlive the command (Evolve adopts and stops it), so it cannot race
+/// the file tools afterwards; and the file tools open through the kernel's checks anyway.
+#[test]
+fn nothing_a_command_starts_outlives_it() {
+    let w = world_at("conf-strays", "L4", &[("./start.sh", "L3")]);
+    if !landlock() {
+        return;
+    }
+    let ws = w.workspace();
+    std::fs::write(
+        ws.join("start.sh"),
+        "#!/bin/sh\nsetsid sleep 300 </dev/null >/dev/null 2>&1 &\necho $! > stray.pid\n(setsid sh -c 'sleep 301 & echo $! > stray2.pid; exec sleep 302' </dev/null >/dev/null 2>&1 &)\nsleep 0.3\n",
+    )
+    .unwrap();
+    Command::new("chmod")
+        .args(["+x"])
+        .arg(ws.join("start.sh"))
+        .status()
+        .unwrap();
+    std::os::unix::fs::symlink(&w.home, ws.join("l")).unwrap();
+    w.fake
+        .push(tool_call("shell", r#"{"command": "./start.sh"}"#));
+    w.fake
+        .push(tool_call("read_file", r#"{"path": "l/config.toml"}"#));
+    w.fake.push(Reply::text("Done."));
+    let run = w.run(&["ask", "--yes", "--json", "start it"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    for file in ["stray.pid", "stray2.pid"] {
+        let pid = std::fs::read_to_string(ws.join(file)).unwrap();
+        let stat =
+            std::fs::read_to_string(format!("/proc/{}/stat", pid.trim())).unwrap_or_default();
+        let state = stat
+            .rsplit(')')
+            .next()
+            .and_then(|s| s.split_whitespace().next());
+        assert!(
+            matches!(state, None | Some("Z") | Some("X")),
+            "{file}: still running: {stat}"
+        );
+    }
+    let seen = w.main_requests().iter().map(all_text).collect::<String>();
+    assert!(!seen.contains(CONFIG_MARKER), "the link out was read");
 }

@@ -503,7 +503,7 @@ mod second_review {
             ("git config core.fsmonitor ./evil.sh", Some("git"), L3),
             ("git bisect run rm -rf .", Some("git"), L5),
             ("git submodule foreach rm -rf .", Some("git"), L5),
-            ("git clone -u ./evil.sh ./repo dest", Some("git"), L3),
+            ("git clone -u ./evil.sh ./repo dest", Some("git"), L4),
             ("git rm -rf .", Some("git"), L4),
             ("git checkout -- .", Some("git"), L4),
             ("git restore .", Some("git"), L4),

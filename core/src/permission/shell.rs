@@ -1143,6 +1143,18 @@ fn git_discards(sub: &str, rest: &[String]) -> bool {
             has_short_flag(rest, 'D')
                 || ((has_short_flag(rest, 'd') || has_long_flag(rest, "--delete", 4)) && force)
         }
+        // The plumbing that overwrites the work tree or drops history.
+        "checkout-index" => force || has_short_flag(rest, 'a') || has_long_flag(rest, "--all", 3),
+        "read-tree" => {
+            has_short_flag(rest, 'u')
+                || has_long_flag(rest, "--reset", 3)
+                || has_long_flag(rest, "--update", 3)
+        }
+        "update-ref" => has_short_flag(rest, 'd') || has_long_flag(rest, "--delete", 3),
+        "reflog" => rest.first().is_some_and(|a| a == "expire" || a == "delete"),
+        "gc" => has_long_flag(rest, "--prune", 3),
+        "prune" | "prune-packed" => true,
+        "worktree" => rest.first().is_some_and(|a| a == "remove" || a == "prune"),
         _ => false,
     }
 }
@@ -1311,8 +1323,12 @@ fn is_plain_word(word: &str) -> bool {
 /// --remove-files`/`--unlink-first`/`--recursive-unlink`, `rsync --remove-source-files`,
 /// `zip --move`) are here too, and so are those that read a script or a list of options
 /// nobody sees (`--file`: `sed -f`, `hostname --file`).
-const RISKY_LONG_OPTIONS: [&str; 34] = [
+const RISKY_LONG_OPTIONS: [&str; 38] = [
     "--exec",
+    "--extcmd",
+    "--test",
+    "--unzip-command",
+    "--tool",
     "--remove",
     "--unlink",
     "--recursive-unlink",
@@ -1371,6 +1387,32 @@ fn risky_short_letters(program: &str) -> &'static str {
         "rsync" => "e",
         _ => "",
     }
+}
+
+/// Git subcommands whose job is to run a program the user (or the repository) names:
+/// a prefix on `git` never covers them.
+const GIT_RUNNERS: [&str; 8] = [
+    "difftool",
+    "mergetool",
+    "filter-branch",
+    "filter-repo",
+    "instaweb",
+    "daemon",
+    "web--browse",
+    "credential",
+];
+
+/// Whether the words after `git` run a program: a [`GIT_RUNNERS`] subcommand, or the
+/// short `-u` (`--upload-pack`) of the subcommands that talk to another repository.
+fn git_runs_programs(rest: &[&str]) -> bool {
+    let owned: Vec<String> = rest.iter().map(|w| String::from(*w)).collect();
+    let Some((sub, args)) = git_subcommand(&owned) else {
+        return false;
+    };
+    if GIT_RUNNERS.contains(&sub) {
+        return true;
+    }
+    matches!(sub, "clone" | "fetch" | "pull" | "ls-remote" | "archive") && has_short_flag(args, 'u')
 }
 
 /// Whether a `sed` script word (plain: no quotes, spaces, `;` or braces, so one
@@ -1432,29 +1474,55 @@ fn sed_script_runs(script: &str) -> bool {
     }
 }
 
-/// The script words of a `sed` call: the values of `-e`/`--expression`, else its first
-/// word that is not an option.
+/// The script words of a `sed` call: the values of `-e` (also inside a bundle: `-ne1e`
+/// is `-n -e 1e`) and of `--expression` in any abbreviation (`--expr=1e`, `--e 1e`),
+/// else its first word that is not an option.
 fn sed_scripts<'w>(rest: &[&'w str]) -> Vec<&'w str> {
     let mut scripts = Vec::new();
     let mut first_plain = None;
     let mut i = 0;
     while i < rest.len() {
         let w = rest[i];
-        if w == "-e" || long_opt_abbrev(w, "--expression") && !w.contains('=') {
-            if let Some(v) = rest.get(i + 1) {
-                scripts.push(*v);
+        i += 1;
+        if let Some(long) = w.strip_prefix("--") {
+            let (name, value) = long
+                .split_once('=')
+                .map_or((long, None), |(n, v)| (n, Some(v)));
+            if !name.is_empty() && "expression".starts_with(name) {
+                match value {
+                    Some(v) => scripts.push(v),
+                    None => {
+                        if let Some(v) = rest.get(i) {
+                            scripts.push(*v);
+                            i += 1;
+                        }
+                    }
+                }
             }
-            i += 2;
             continue;
         }
-        if let Some(v) = w.strip_prefix("--expression=") {
-            scripts.push(v);
-        } else if let Some(v) = w.strip_prefix("-e").filter(|v| !v.is_empty()) {
-            scripts.push(v);
-        } else if !w.starts_with('-') && first_plain.is_none() {
+        if let Some(bundle) = w.strip_prefix('-').filter(|b| !b.is_empty()) {
+            // Options without a value until `e` (the script follows) or `l` (a number).
+            if let Some(at) = bundle.find(['e', 'l']) {
+                let value = &bundle[at + 1..];
+                if bundle.as_bytes()[at] == b'e' {
+                    if value.is_empty() {
+                        if let Some(v) = rest.get(i) {
+                            scripts.push(*v);
+                            i += 1;
+                        }
+                    } else {
+                        scripts.push(value);
+                    }
+                } else if value.is_empty() {
+                    i += 1;
+                }
+            }
+            continue;
+        }
+        if first_plain.is_none() {
             first_plain = Some(w);
         }
-        i += 1;
     }
     if scripts.is_empty() {
         scripts.extend(first_plain);
@@ -1467,6 +1535,13 @@ fn sed_scripts<'w>(rest: &[&'w str]) -> Vec<&'w str> {
 fn prefix_covers(program_name: &str, rest: &[&str]) -> bool {
     let letters = risky_short_letters(program_name);
     if program_name == "sed" && sed_scripts(rest).iter().any(|s| sed_script_runs(s)) {
+        return false;
+    }
+    // `tar -f host:file` runs a remote shell (rsh) to reach the archive.
+    if program_name == "tar" && rest.iter().any(|w| w.contains(':')) {
+        return false;
+    }
+    if program_name == "git" && git_runs_programs(rest) {
         return false;
     }
     // `tar cUf x.tar dir`: the old style, a first word of letters without a dash.
@@ -1588,6 +1663,22 @@ fn long_opt_abbrev(word: &str, full: &str) -> bool {
     name.len() >= 3 && name.starts_with("--") && full.starts_with(name)
 }
 
+/// Whether `date`'s words only print: a positional word is `+FORMAT` (or the value of
+/// `-d`, `-r`, `-f`, `-I`); any other sets the clock (`date 010100002030`).
+fn date_only_prints(rest: &[&str]) -> bool {
+    let mut i = 0;
+    while i < rest.len() {
+        let w = rest[i];
+        i += 1;
+        if matches!(w, "-d" | "-r" | "-f" | "--date" | "--reference" | "--file") {
+            i += 1;
+        } else if !w.starts_with('-') && !w.starts_with('+') {
+            return false;
+        }
+    }
+    true
+}
+
 /// The options of `hostname` that only print (net-tools and GNU inetutils): anything
 /// else — a name, `-F FILE`, `--file`, `-b`/`--boot` — sets the host name.
 const HOSTNAME_PRINT_LONG: [&str; 11] = [
@@ -1653,7 +1744,11 @@ pub(crate) fn is_read_only_command(words: &[&str]) -> bool {
     // `date -s`, `file -C` (compiles a magic file), `rg --pre CMD`, `hostname NAME`.
     match name.as_str() {
         "tree" => !short_has("o"),
-        "date" => !short_has("s") && !rest.iter().any(|w| long_opt_abbrev(w, "--set")),
+        "date" => {
+            !short_has("s")
+                && !rest.iter().any(|w| long_opt_abbrev(w, "--set"))
+                && date_only_prints(rest)
+        }
         "file" => !short_has("C") && !rest.iter().any(|w| long_opt_abbrev(w, "--compile")),
         "rg" => !rest
             .iter()
@@ -2216,10 +2311,10 @@ mod tests {
             ("git", "git bisect run rm -rf .", Level::L5),
             ("git", "git submodule foreach rm -rf .", Level::L5),
             ("git", "git rebase -x ./evil.sh HEAD~1", Level::L3),
-            ("git", "git difftool -y -x sh HEAD", Level::L3),
-            ("git", "git clone -u ./evil.sh ./repo dest", Level::L3),
+            ("git", "git difftool -y -x sh HEAD", Level::L4),
+            ("git", "git clone -u ./evil.sh ./repo dest", Level::L4),
             ("git", "git clone --template=./tpl ./repo dest", Level::L3),
-            ("git", "git daemon --base-path=. --export-all", Level::L3),
+            ("git", "git daemon --base-path=. --export-all", Level::L4),
             ("git", "git send-email --to=a@b.c x.patch", Level::L4),
             ("git", "git rm -rf .", Level::L4),
             ("git", "git checkout -- .", Level::L4),
@@ -2232,7 +2327,7 @@ mod tests {
             ("git", "git log --out=x", Level::L4),
             ("git", "git log --output=x", Level::L4),
             ("git", "git diff --ext-diff", Level::L3),
-            ("git", "git diff --ext", Level::L3),
+            ("git", "git diff --ext", Level::L4),
             ("git", "git show --textconv HEAD:x", Level::L3),
             ("git", "git log -C", Level::L3),
             ("git", "git diff -Oorder.txt", Level::L3),
@@ -2341,6 +2436,7 @@ mod tests {
         let cfg = config(
             Level::L4,
             &[
+                ("git", Level::L3),
                 ("tar", Level::L3),
                 ("sed", Level::L3),
                 ("zip", Level::L3),
@@ -2388,6 +2484,21 @@ mod tests {
             ("zip --move a.zip canary", Level::L4),
             ("rsync --remove-source-files a/ b/", Level::L4),
             ("rsync -e ssh a/ b/", Level::L4),
+            // git: subcommands that run programs, plumbing that discards work.
+            ("git difftool -y -x ./xd.sh", Level::L4),
+            ("git mergetool", Level::L4),
+            ("git filter-branch --tree-filter ./x.sh", Level::L4),
+            ("git clone -q -u ./xg.sh . dst", Level::L4),
+            ("git fetch -u ./x origin", Level::L4),
+            ("git add -u", Level::L3),
+            ("git commit -m x", Level::L3),
+            ("git checkout-index -f -a", Level::L4),
+            ("git read-tree -u --reset HEAD", Level::L4),
+            ("git update-ref -d refs/heads/x", Level::L4),
+            ("git gc --prune=now", Level::L4),
+            ("git reflog expire --all", Level::L4),
+            ("git worktree remove x", Level::L4),
+            ("git status", Level::L3),
             // date and hostname set the clock and the name (GNU abbreviations too).
             ("date +%F", Level::L2),
             ("date --se 2020-01-01", Level::L4),
@@ -2410,6 +2521,23 @@ mod tests {
             ("env ls", Level::L4),
             // Deleting programs: L4 at the lowest.
             ("rm notes.txt", Level::L4),
+            // sed's `e` inside a bundle or behind an abbreviated --expression.
+            ("sed -ne1e c.txt", Level::L4),
+            ("sed -n -e 1e c.txt", Level::L4),
+            ("sed -n --expr=1e c.txt", Level::L4),
+            ("sed -n --e 1e c.txt", Level::L4),
+            ("sed -ne s/a/b/ c.txt", Level::L3),
+            ("sed -nl 80 s/a/b/ c.txt", Level::L3),
+            // zip's test command; tar reaching a remote archive through rsh.
+            (
+                "zip -q a.zip f.txt --test --unzip-command=./xz.sh",
+                Level::L4,
+            ),
+            ("tar -cf localhost:/x notes.txt", Level::L4),
+            // date with a positional that sets the clock.
+            ("date 010100002030", Level::L4),
+            ("date -d tomorrow +%F", Level::L2),
+            ("date -u +%s", Level::L2),
         ];
         for (cmd, want) in cases {
             assert_eq!(shell_command_level(cmd, &cfg), *want, "{cmd}");

@@ -67,10 +67,10 @@ impl Runtime {
         tokenizer: ShellTokenizer,
         model: Box<dyn ChatModel>,
     ) -> Arc<Runtime> {
-        warn_without_confinement(&config);
         let skills = LiveCatalog::load(&config.skills_dir(), &tokenizer);
         let tools = Builtins::new(&config.tools);
         let workspace = prepare_workspace(&config.workspace);
+        warn_without_confinement(&config, &workspace);
         let servers = crate::mcp::servers::load(&config, &store).unwrap_or_else(|e| {
             log::warn!("the MCP servers kept in the store cannot be read: {e}");
             config.mcp.servers.clone()
@@ -105,10 +105,13 @@ fn prepare_workspace(dir: &Path) -> PathBuf {
 
 /// Once per process: without kernel confinement the prefix rules that would lower a shell
 /// command below L4 are ignored; the user hears it at start (and from `doctor`).
-fn warn_without_confinement(config: &Config) {
+fn warn_without_confinement(config: &Config, workspace: &Path) {
     static ONCE: std::sync::Once = std::sync::Once::new();
     let status = crate::sandbox::status();
     if status.abi.is_some() {
+        if let Some(problem) = crate::sandbox::workspace_problem(&config.sandbox_scope(workspace)) {
+            ONCE.call_once(|| log::warn!("{problem}"));
+        }
         return;
     }
     ONCE.call_once(|| {

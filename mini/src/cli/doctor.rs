@@ -158,7 +158,13 @@ pub fn run(cmd: DoctorCmd) -> Result<(), Error> {
 /// twice) naming the prefix rules that have no effect.
 fn confinement_line(status: &crate::sandbox::Status, config: &crate::config::Config) -> String {
     if status.abi.is_some() {
-        return format!("✓ confinement  {}", status.summary());
+        let mut line = format!("✓ confinement  {}", status.summary());
+        if let Some(problem) =
+            crate::sandbox::workspace_problem(&config.sandbox_scope(&config.workspace))
+        {
+            line = format!("! confinement  {} — but {problem}", status.summary());
+        }
+        return line;
     }
     let mut line = format!("! confinement  {}", status.summary());
     let ignored: Vec<&str> = config

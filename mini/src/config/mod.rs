@@ -631,6 +631,7 @@ impl Config {
                 .map(|name| self.home.join(name)),
         );
         private.push(store.with_extension("redb.lock"));
+        private.push(self.home.join(".evolve.redb.closed"));
         crate::sandbox::Scope {
             workspace: workspace.to_path_buf(),
             evolve_home: self.home.clone(),

@@ -78,8 +78,20 @@ fn confinement(spec: &ServerSpec, scope: Option<&Scope>) -> Result<Option<Plan>,
             "it is to be confined (sandbox = \"{mode}\"), but no workspace is known here"
         ));
     };
-    let programs = sandbox::program_dirs(command, args, cwd.as_deref());
     let data = scope.evolve_home.join("sandbox").join(&spec.name);
+    // What the model can write (through this server, the shell or the file tools) never
+    // decides what the server may read and run.
+    let mut writable = vec![
+        scope.workspace.clone(),
+        scope.evolve_home.clone(),
+        data.clone(),
+    ];
+    if spec.sandbox == ServerSandbox::Workspace {
+        writable.extend(spec.roots.iter().cloned());
+    }
+    let mut protected = vec![scope.workspace.clone(), scope.evolve_home.clone()];
+    protected.extend(std::env::var_os("HOME").map(std::path::PathBuf::from));
+    let programs = sandbox::program_dirs(command, args, cwd.as_deref(), &writable, &protected);
     Plan::for_server(spec.sandbox, scope, &programs, &spec.roots, &data, env)
         .map(Some)
         .map_err(|e| e.to_string())

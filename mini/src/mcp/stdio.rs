@@ -90,11 +90,13 @@ pub(super) fn spawn(launch: Launch<'_>, tail: &StderrTail) -> Result<(Arc<Peer>,
             None
         }
     };
-    let spawned = cmd.spawn();
+    let spawned = crate::sandbox::reaper::spawn(&mut cmd);
     drop(applied);
     let mut child = spawned.map_err(|e| spawn_problem(launch.command, launch.cwd, &e))?;
     let pgid = child.id() as i32;
     super::reap::register(pgid);
+    // What the server starts is its own, not a stray of a command.
+    crate::sandbox::reaper::keep_group(pgid);
     let (Some(stdin), Some(stdout), Some(stderr)) =
         (child.stdin.take(), child.stdout.take(), child.stderr.take())
     else {
@@ -119,8 +121,10 @@ pub(super) fn spawn(launch: Launch<'_>, tail: &StderrTail) -> Result<(Arc<Peer>,
                     Ok(status) => describe_exit(status),
                     Err(e) => format!("it could not be waited for: {e}"),
                 };
+                crate::sandbox::reaper::forget(pgid as u32);
                 exited.set(status.clone());
                 super::reap::kill_group(pgid);
+                crate::sandbox::reaper::drop_group(pgid);
                 if !out_done.wait(DRAIN_WAIT) {
                     // Something it started still holds stdout open.
                     if let Ok(peer) = peer_told.recv() {

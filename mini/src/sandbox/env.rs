@@ -21,9 +21,10 @@ const DEFAULT_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
 
 /// Repository and machine settings that would run a program, each forced to a value
 /// that runs nothing (or the plain default), through `GIT_CONFIG_COUNT`, which wins over
-/// every config file. An empty `diff.external` is "none" for git 2.4x; older gits refuse
-/// to diff rather than run anything.
-const GIT_OVERRIDES: [(&str, &str); 13] = [
+/// every config file. `diff.external` cannot be forced off this way (an empty value is a
+/// program git tries to run), so like textconv drivers and filters it runs under the
+/// kernel's confinement.
+const GIT_OVERRIDES: [(&str, &str); 12] = [
     ("core.fsmonitor", "false"),
     ("core.hooksPath", "/dev/null"),
     ("core.pager", "cat"),
@@ -33,7 +34,6 @@ const GIT_OVERRIDES: [(&str, &str); 13] = [
     ("core.sshCommand", "ssh"),
     ("core.gitProxy", ""),
     ("credential.helper", ""),
-    ("diff.external", ""),
     ("gpg.program", "gpg"),
     ("gpg.ssh.program", "ssh-keygen"),
     ("protocol.ext.allow", "never"),
@@ -58,6 +58,19 @@ pub fn child_env(
         .filter(|(k, _)| {
             let k = k.to_string_lossy();
             PASSED.contains(&k.as_ref()) || k.starts_with("LC_")
+        })
+        .map(|(k, v)| {
+            // A relative or empty entry of PATH is the current folder: the workspace,
+            // where the model can put a program named `ls`.
+            if k == "PATH" {
+                let kept: Vec<std::path::PathBuf> = std::env::split_paths(&v)
+                    .filter(|p| p.is_absolute())
+                    .collect();
+                let v = std::env::join_paths(kept).unwrap_or_else(|_| DEFAULT_PATH.into());
+                (k, v)
+            } else {
+                (k, v)
+            }
         })
         .collect();
     if !out.iter().any(|(k, _)| k == "PATH") {
@@ -101,7 +114,7 @@ mod tests {
     #[test]
     fn only_the_allowlist_passes_and_home_is_the_workspace() {
         let vars = [
-            ("PATH", "/usr/bin"),
+            ("PATH", "/usr/bin::.:bin:/opt/x/bin"),
             ("LANG", "C.UTF-8"),
             ("LC_ALL", "C"),
             ("TZ", "UTC"),
@@ -122,7 +135,11 @@ mod tests {
                 git_ceiling: Some(Path::new("/w/space")),
             },
         );
-        assert_eq!(get(&env, "PATH"), Some("/usr/bin"));
+        assert_eq!(
+            get(&env, "PATH"),
+            Some("/usr/bin:/opt/x/bin"),
+            "relative entries dropped"
+        );
         assert_eq!(get(&env, "LANG"), Some("C.UTF-8"));
         assert_eq!(get(&env, "LC_ALL"), Some("C"));
         assert_eq!(get(&env, "TZ"), Some("UTC"));

@@ -232,17 +232,35 @@ struct CapData {
 /// `_LINUX_CAPABILITY_VERSION_3`: two data structs, 64 capabilities.
 const CAP_VERSION_3: u32 = 0x2008_0522;
 
-/// In the child, before `exec`: no new privileges (setuid programs and file
-/// capabilities gain nothing), no capabilities at all (a root parent's child cannot set
-/// the clock or the host name, or read what root alone may), and the Landlock ruleset
-/// `ruleset` (a negative descriptor: no ruleset). Async-signal-safe: system calls only.
+/// In the child, before `exec`: every descriptor above 2 closed at exec, no new
+/// privileges (setuid programs and file capabilities gain nothing), no capabilities at
+/// all (a root parent's child cannot set the clock or the host name), the Landlock
+/// ruleset `ruleset` (a negative descriptor: no ruleset) and the seccomp `filter`, if
+/// any. Async-signal-safe: system calls only.
 ///
 /// # Safety
 /// Call only between fork and exec (from `pre_exec`), with a descriptor of a ruleset
 /// that stays open until the child has exec'd.
-pub unsafe fn restrict_self(ruleset: RawFd) -> io::Result<()> {
+pub unsafe fn restrict_self(ruleset: RawFd, filter: Option<&libc::sock_fprog>) -> io::Result<()> {
     // Variadic arguments are passed as the `unsigned long`s the kernel reads.
     const ZERO: libc::c_ulong = 0;
+    // No descriptor Evolve holds or inherited reaches the program: everything above
+    // stdin, stdout and stderr is closed at exec (std's own error pipe already is).
+    if libc::syscall(
+        libc::SYS_close_range,
+        3 as libc::c_ulong,
+        libc::c_uint::MAX as libc::c_ulong,
+        libc::CLOSE_RANGE_CLOEXEC as libc::c_ulong,
+    ) != 0
+    {
+        // Before Linux 5.11: one by one, as far as descriptors usually go.
+        for fd in 3..4096 {
+            let flags = libc::fcntl(fd, libc::F_GETFD);
+            if flags >= 0 {
+                libc::fcntl(fd, libc::F_SETFD, flags | libc::FD_CLOEXEC);
+            }
+        }
+    }
     if libc::prctl(
         libc::PR_SET_NO_NEW_PRIVS,
         1 as libc::c_ulong,
@@ -285,6 +303,48 @@ pub unsafe fn restrict_self(ruleset: RawFd) -> io::Result<()> {
         ) != 0
     {
         return Err(io::Error::last_os_error());
+    }
+    if let Some(prog) = filter {
+        if libc::prctl(
+            libc::PR_SET_SECCOMP,
+            libc::SECCOMP_MODE_FILTER as libc::c_ulong,
+            prog as *const libc::sock_fprog,
+            ZERO,
+            ZERO,
+        ) != 0
+        {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
+/// The calling thread only: `no_new_privs` and the Landlock ruleset. Other threads of
+/// Evolve are untouched (both are per thread); the thread keeps them until it ends, so
+/// it must do nothing after the confined work.
+pub fn restrict_thread(ruleset: &Ruleset) -> io::Result<()> {
+    const ZERO: libc::c_ulong = 0;
+    // SAFETY: prctl and landlock_restrict_self on the calling thread, with our own
+    // ruleset descriptor; no memory is passed.
+    unsafe {
+        if libc::prctl(
+            libc::PR_SET_NO_NEW_PRIVS,
+            1 as libc::c_ulong,
+            ZERO,
+            ZERO,
+            ZERO,
+        ) != 0
+        {
+            return Err(io::Error::last_os_error());
+        }
+        if libc::syscall(
+            libc::SYS_landlock_restrict_self,
+            ruleset.raw_fd() as libc::c_long,
+            ZERO,
+        ) != 0
+        {
+            return Err(io::Error::last_os_error());
+        }
     }
     Ok(())
 }

@@ -19,9 +19,14 @@ mod carve;
 mod env;
 #[cfg(target_os = "linux")]
 mod landlock;
+pub mod reaper;
+#[cfg(target_os = "linux")]
+mod seccomp;
 
 use std::ffi::OsString;
 use std::io;
+#[cfg(unix)]
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -149,9 +154,15 @@ impl Status {
                     "Landlock ABI {abi}: shell commands and confined MCP servers are limited by the kernel ({})",
                     parts.join(", ")
                 );
-                if !self.denies_tcp() {
+                #[cfg(target_os = "linux")]
+                let filter = seccomp::no_ip_sockets().is_some();
+                #[cfg(not(target_os = "linux"))]
+                let filter = false;
+                if filter {
+                    line.push_str("; read-only commands open no IP socket (seccomp)");
+                } else if !self.denies_tcp() {
                     line.push_str(
-                        "; TCP cannot be denied on this kernel (Landlock ABI 4, Linux 6.7, is needed): read-only commands can reach the network",
+                        "; read-only commands can reach the network here (no socket filter for this architecture, and TCP rules need Landlock ABI 4, Linux 6.7)",
                     );
                 }
                 line
@@ -230,9 +241,7 @@ impl Scope {
     /// The paths carved out of every grant that contains them.
     fn exclusions(&self) -> Vec<PathBuf> {
         let mut out = vec![self.evolve_home.clone()];
-        if let Some(home) = std::env::var_os("HOME").filter(|h| !h.is_empty()) {
-            out.push(PathBuf::from(home));
-        }
+        out.extend(user_home());
         out.extend(self.private_files.iter().cloned());
         out.extend(SYSTEM_SECRETS.iter().map(PathBuf::from));
         out.extend(private_system_files());
@@ -240,25 +249,76 @@ impl Scope {
     }
 }
 
-/// How long the list of [`private_system_files`] is reused before `/etc` is walked again.
-const SYSTEM_WALK_TTL: std::time::Duration = std::time::Duration::from_secs(60);
-/// Most entries of `/etc` looked at (a normal system has one or two thousand).
-const SYSTEM_WALK_MAX: usize = 20_000;
+/// The user's home: `HOME`, else the password database's entry for Evolve's user (a
+/// service may run without `HOME`).
+fn user_home() -> Option<PathBuf> {
+    if let Some(home) = std::env::var_os("HOME").filter(|h| !h.is_empty()) {
+        return Some(PathBuf::from(home));
+    }
+    #[cfg(unix)]
+    {
+        use std::ffi::CStr;
+        let mut pw: libc::passwd = unsafe { std::mem::zeroed() };
+        let mut buf = vec![0 as libc::c_char; 4096];
+        let mut found: *mut libc::passwd = std::ptr::null_mut();
+        // SAFETY: getpwuid_r writes into `pw` and `buf`, both ours and large enough (it
+        // says ERANGE otherwise); the result points into them.
+        let r = unsafe {
+            libc::getpwuid_r(
+                libc::geteuid(),
+                &mut pw,
+                buf.as_mut_ptr(),
+                buf.len(),
+                &mut found,
+            )
+        };
+        if r == 0 && !found.is_null() && !pw.pw_dir.is_null() {
+            // SAFETY: a NUL-terminated string inside `buf`.
+            let dir = unsafe { CStr::from_ptr(pw.pw_dir) };
+            let dir = PathBuf::from(std::ffi::OsStr::from_bytes(dir.to_bytes()));
+            if dir.is_absolute() && dir != Path::new("/") {
+                return Some(dir);
+            }
+        }
+    }
+    None
+}
 
-/// What under `/etc` not every user may read (mode without the "others may read" bit:
-/// `/etc/shadow`, WireGuard and VPN keys, database passwords …): a child gets `/etc` only
-/// as far as any user of the machine may read it, even when Evolve runs as root (its
-/// children have no capabilities, but are still the owner of root's files). Walked at
-/// most once a minute (about 6 ms for 1 200 entries), and only when Evolve runs as root:
-/// any other user's children are kept from root's private files by their modes already.
-/// Symlinks are not followed.
+/// What a workspace that holds Evolve's home costs, or `None`: the kernel can keep the
+/// home out only by granting the workspace's entries one by one, so a command cannot
+/// create files directly in the workspace's top folder.
+pub fn workspace_problem(scope: &Scope) -> Option<String> {
+    let ws = std::fs::canonicalize(&scope.workspace).ok()?;
+    let home = std::fs::canonicalize(&scope.evolve_home).ok()?;
+    (home.starts_with(&ws) && home != ws).then(|| {
+        format!(
+            "the workspace {} holds Evolve's home {}: to keep the home out of reach the kernel grants the workspace's entries one by one, so commands cannot create files directly in its top folder — choose a workspace that does not hold it",
+            ws.display(),
+            home.display()
+        )
+    })
+}
+
+/// How long the list of [`private_system_files`] is reused before it is walked again.
+const SYSTEM_WALK_TTL: std::time::Duration = std::time::Duration::from_secs(60);
+/// Most entries looked at in one walk (a normal system has one or two thousand): past
+/// it, the folder being walked is kept out whole.
+const SYSTEM_WALK_MAX: usize = 20_000;
+/// The system roots walked for what not everyone may read: the configuration, and the
+/// places local software and its settings go (`/usr` itself is the distribution's, all
+/// of it world-readable, and too big to walk per command).
+const SYSTEM_WALKED: [&str; 3] = ["/etc", "/opt", "/usr/local"];
+
+/// What under [`SYSTEM_WALKED`] not every user may read (no "others may read" bit:
+/// `/etc/shadow`, WireGuard and VPN keys, database passwords, a group's private files …):
+/// a child gets the system only as far as any user of the machine may read it — Evolve's
+/// own user or group may read more, and a root `evolve`'s children, without
+/// capabilities, are still the owner of root's files. Walked at most once a minute
+/// (about 6 ms for 1 500 entries); symlinks are not followed; a walk cut short keeps the
+/// rest out.
 fn private_system_files() -> Vec<PathBuf> {
     use std::sync::Mutex;
     use std::time::Instant;
-    // SAFETY: geteuid(2) cannot fail and touches no memory.
-    if unsafe { libc::geteuid() } != 0 {
-        return Vec::new();
-    }
     static CACHE: Mutex<Option<(Instant, Vec<PathBuf>)>> = Mutex::new(None);
     let mut cache = CACHE.lock().unwrap_or_else(|e| e.into_inner());
     if let Some((at, list)) = cache.as_ref() {
@@ -268,7 +328,9 @@ fn private_system_files() -> Vec<PathBuf> {
     }
     let mut out = Vec::new();
     let mut seen = 0;
-    walk_private(Path::new("/etc"), 0, &mut seen, &mut out);
+    for root in SYSTEM_WALKED {
+        walk_private(Path::new(root), 0, &mut seen, &mut out);
+    }
     *cache = Some((Instant::now(), out.clone()));
     out
 }
@@ -280,7 +342,12 @@ fn walk_private(dir: &Path, depth: usize, seen: &mut usize, out: &mut Vec<PathBu
     };
     for entry in entries.flatten() {
         *seen += 1;
-        if *seen > SYSTEM_WALK_MAX {
+        if *seen > SYSTEM_WALK_MAX || depth >= 32 {
+            log::warn!(
+                "{} has more than {SYSTEM_WALK_MAX} entries or levels to look through: it is kept out of what commands may read",
+                dir.display()
+            );
+            out.push(dir.to_path_buf());
             return;
         }
         let Ok(meta) = entry.metadata() else { continue };
@@ -290,7 +357,7 @@ fn walk_private(dir: &Path, depth: usize, seen: &mut usize, out: &mut Vec<PathBu
         let path = entry.path();
         if meta.permissions().mode() & 0o004 == 0 {
             out.push(path);
-        } else if meta.is_dir() && depth < 16 {
+        } else if meta.is_dir() {
             walk_private(&path, depth + 1, seen, out);
         }
     }
@@ -375,8 +442,10 @@ fn resolver_grants() -> Vec<(PathBuf, u64)> {
 }
 
 impl Plan {
-    /// The confinement of one shell command at `reach`: see the core's table. A command
-    /// that may write gets a fresh temporary folder (`TMPDIR`), removed with the plan.
+    /// The confinement of one shell command at `reach`: see the core's table. The
+    /// command gets a fresh folder of its own, removed with the plan: its `HOME` (so no
+    /// dot file in the workspace — a `.curlrc`, a `.wgetrc` the model wrote — configures
+    /// what it runs) and, when it may write, its `TMPDIR`.
     pub fn for_shell(reach: Reach, scope: &Scope) -> Result<Plan, SandboxError> {
         let mut grants = system_grants();
         let ws = if reach.writes() {
@@ -385,24 +454,28 @@ impl Plan {
             READ | EXEC
         };
         grants.push((scope.workspace.clone(), ws));
-        let tmp = if reach.writes() {
-            let t = OwnTmp::new().map_err(|e| {
-                SandboxError(format!(
-                    "cannot make the command's temporary folder in {}: {e}",
-                    std::env::temp_dir().display()
-                ))
-            })?;
-            grants.push((t.0.clone(), READ | EXEC | WRITE));
+        let own = OwnTmp::new().map_err(|e| {
+            SandboxError(format!(
+                "cannot make the command's own folder in {}: {e}",
+                std::env::temp_dir().display()
+            ))
+        })?;
+        grants.push((
+            own.0.clone(),
+            if reach.writes() {
+                READ | EXEC | WRITE
+            } else {
+                READ
+            },
+        ));
+        if reach.writes() {
             grants.extend(resolver_grants());
-            Some(t)
-        } else {
-            None
-        };
+        }
         let env = env::child_env(
             std::env::vars_os(),
             &Places {
-                home: &scope.workspace,
-                tmp: tmp.as_ref().map(|t| t.0.as_path()),
+                home: &own.0,
+                tmp: reach.writes().then_some(own.0.as_path()),
                 git_ceiling: Some(&scope.workspace),
             },
         );
@@ -411,7 +484,7 @@ impl Plan {
             exclude: scope.exclusions(),
             deny_tcp: reach.denies_tcp(),
             env,
-            _tmp: tmp,
+            _tmp: Some(own),
         })
     }
 
@@ -522,12 +595,36 @@ impl Plan {
             None => None,
         };
         let fd = ruleset.as_ref().map_or(-1, |r| r.raw_fd());
+        // No IP socket at all for a command that may not use the network (TCP Fast Open,
+        // MPTCP and UDP get past Landlock's TCP rules).
+        let filter = if self.deny_tcp {
+            seccomp::no_ip_sockets()
+        } else {
+            None
+        };
+        let prog = filter.as_ref().map(|f| {
+            Box::new(libc::sock_fprog {
+                len: f.len() as libc::c_ushort,
+                filter: f.as_ptr() as *mut libc::sock_filter,
+            })
+        });
+        let prog_addr = prog
+            .as_ref()
+            .map_or(0usize, |p| &**p as *const libc::sock_fprog as usize);
         // SAFETY: `restrict_self` makes system calls only (no allocation, no lock), as
-        // the child of a fork must; `fd` stays open in `Applied` until the spawn is over.
+        // the child of a fork must; `fd`, the filter and its header stay alive in
+        // `Applied` until the spawn is over (the child has a copy of this memory).
         unsafe {
-            cmd.pre_exec(move || landlock::restrict_self(fd));
+            cmd.pre_exec(move || {
+                let prog = (prog_addr != 0).then(|| &*(prog_addr as *const libc::sock_fprog));
+                landlock::restrict_self(fd, prog)
+            });
         }
-        Ok(Applied { _ruleset: ruleset })
+        Ok(Applied {
+            _ruleset: ruleset,
+            _filter: filter,
+            _prog: prog,
+        })
     }
 
     #[cfg(not(target_os = "linux"))]
@@ -536,10 +633,68 @@ impl Plan {
     }
 }
 
+/// Runs `work` in a thread of its own that the kernel holds to the workspace — reading
+/// it, and writing it when `writes` — with Evolve's own files and the other exclusions
+/// carved out, as for a command. Evolve's file tools resolve and check paths themselves;
+/// this makes the kernel check the path they finally open too, so no race (a directory
+/// swapped for a symlink between the check and the open, by a process the model started)
+/// reaches outside. Without Landlock, `work` runs on the calling thread as it is.
+pub fn in_workspace<T: Send>(
+    scope: &Scope,
+    writes: bool,
+    work: impl FnOnce() -> T + Send,
+) -> Result<T, SandboxError> {
+    #[cfg(target_os = "linux")]
+    if let Some(abi) = status().abi {
+        let access = if writes {
+            READ | EXEC | WRITE
+        } else {
+            READ | EXEC
+        };
+        let rules = carve::rules(
+            &[(scope.workspace.clone(), access)],
+            &scope.exclusions(),
+            &carve::RealTree,
+        );
+        let rs = landlock::Ruleset::new(abi, false)
+            .map_err(|e| SandboxError(format!("cannot create the Landlock ruleset: {e}")))?;
+        for (path, access) in rules {
+            match rs.allow(&path, access) {
+                Ok(()) => {}
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                Err(e) => {
+                    return Err(SandboxError(format!(
+                        "cannot add {} to the Landlock ruleset: {e}",
+                        path.display()
+                    )))
+                }
+            }
+        }
+        return std::thread::scope(|s| {
+            std::thread::Builder::new()
+                .name("workspace".into())
+                .spawn_scoped(s, || {
+                    landlock::restrict_thread(&rs)
+                        .map_err(|e| SandboxError(format!("cannot confine the file tool: {e}")))?;
+                    Ok(work())
+                })
+                .map_err(|e| SandboxError(format!("cannot start the file tool's thread: {e}")))?
+                .join()
+                .map_err(|_| SandboxError("the file tool's thread failed".into()))?
+        });
+    }
+    let _ = (scope, writes);
+    Ok(work())
+}
+
 /// Keeps what a spawn needs alive until it is over.
 pub struct Applied {
     #[cfg(target_os = "linux")]
     _ruleset: Option<landlock::Ruleset>,
+    #[cfg(target_os = "linux")]
+    _filter: Option<Vec<libc::sock_filter>>,
+    #[cfg(target_os = "linux")]
+    _prog: Option<Box<libc::sock_fprog>>,
 }
 
 /// The directories a stdio server's program lives in, for [`Plan::for_server`]: the
@@ -547,7 +702,29 @@ pub struct Applied {
 /// naming an existing file, each widened to its package (the folder holding
 /// `node_modules` for a Node script; for a Python virtual environment, the environment
 /// and the Python installation it was made from; else the file's folder).
-pub fn program_dirs(command: &str, args: &[String], cwd: Option<&Path>) -> Vec<PathBuf> {
+///
+/// What the model can write never decides a grant: a file inside `writable` (the
+/// workspace, the server's roots and own folder, Evolve's home) is not looked into — its
+/// `#!` line, a `pyvenv.cfg` beside it — and gives no folder. Nor is a folder granted that
+/// is `/`, a top-level folder (`/tmp`, `/home`), or holds one of `protected` (the user's
+/// home, Evolve's home, the workspace): a data file named in the home does not open the
+/// home.
+pub fn program_dirs(
+    command: &str,
+    args: &[String],
+    cwd: Option<&Path>,
+    writable: &[PathBuf],
+    protected: &[PathBuf],
+) -> Vec<PathBuf> {
+    let canon = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+    let writable: Vec<PathBuf> = writable.iter().map(|p| canon(p)).collect();
+    let protected: Vec<PathBuf> = protected.iter().map(|p| canon(p)).collect();
+    let in_writable = |p: &Path| writable.iter().any(|w| p.starts_with(w));
+    let grantable = |dir: &Path| {
+        dir.components().count() > 2
+            && !protected.iter().any(|p| p.starts_with(dir))
+            && !in_writable(dir)
+    };
     let mut files: Vec<PathBuf> = Vec::new();
     match which(command) {
         Some(p) => files.push(p),
@@ -562,31 +739,29 @@ pub fn program_dirs(command: &str, args: &[String], cwd: Option<&Path>) -> Vec<P
         }
     }
     let mut out: Vec<PathBuf> = Vec::new();
-    let mut add = |dir: PathBuf| {
-        if !out.contains(&dir) {
-            out.push(dir);
-        }
-    };
     // A script's interpreter, and that interpreter's own (a venv's python is a link to
     // the installation's), at most a few links deep.
     let mut i = 0;
     while i < files.len() && i < 16 {
         let named = files[i].clone();
         i += 1;
-        if let Some(interpreter) = shebang(&named) {
-            files.push(interpreter);
-        }
         let Ok(file) = std::fs::canonicalize(&named) else {
             continue;
         };
-        if !file.is_file() {
+        if !file.is_file() || in_writable(&file) || in_writable(&named) {
             continue;
+        }
+        if let Some(interpreter) = shebang(&file) {
+            files.push(interpreter);
         }
         for dir in package_roots(&named)
             .into_iter()
             .chain(package_roots(&file))
         {
-            add(dir);
+            let dir = canon(&dir);
+            if grantable(&dir) && !out.contains(&dir) {
+                out.push(dir);
+            }
         }
     }
     out

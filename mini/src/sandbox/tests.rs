@@ -61,7 +61,7 @@ fn run(plan: &Plan, dir: &Path, script: &str) -> (i32, String) {
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     let applied = plan.apply(&mut cmd).expect("apply");
-    let out = cmd.output().expect("spawn");
+    let out = reaper::output(&mut cmd).expect("spawn");
     drop(applied);
     let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
     text.push_str(&String::from_utf8_lossy(&out.stderr));
@@ -183,8 +183,14 @@ fn no_other_process_and_no_secret_is_visible() {
     );
     assert!(!out.contains("tok-0451"), "{out}");
     assert!(!out.contains("EVOLVE_SANDBOX_TEST_TOKEN"), "{out}");
+    // HOME is the command's own empty folder: no dot file in the workspace
+    // configures what it runs.
+    let home_line = out
+        .lines()
+        .find(|l| l.starts_with("HOME="))
+        .unwrap_or_default();
     assert!(
-        out.contains(&format!("HOME={}", h.scope.workspace.display())),
+        home_line.contains("evolve-tmp-") && !home_line.contains("workspace"),
         "{out}"
     );
     // The machine's own files stay readable.
@@ -214,7 +220,7 @@ fn read_only_commands_cannot_use_tcp_where_the_kernel_can_deny_it() {
             .current_dir(&h.scope.workspace)
             .stdin(Stdio::null());
         let applied = plan.apply(&mut cmd).unwrap();
-        let out = cmd.output().unwrap();
+        let out = reaper::output(&mut cmd).unwrap();
         drop(applied);
         String::from_utf8_lossy(&out.stdout).into_owned()
     };
@@ -260,13 +266,21 @@ fn program_dirs_widen_to_the_package() {
             root.display().to_string(),
         ],
         None,
+        &[],
+        &[],
     );
     assert!(dirs.contains(&root.join("npm")), "{dirs:?}");
     assert!(
         !dirs.contains(&root),
         "a directory argument is not a program: {dirs:?}"
     );
-    let dirs = program_dirs(&venv.join("bin/server").display().to_string(), &[], None);
+    let dirs = program_dirs(
+        &venv.join("bin/server").display().to_string(),
+        &[],
+        None,
+        &[],
+        &[],
+    );
     assert_eq!(dirs, std::slice::from_ref(&venv));
 
     // A venv's script: `#!VENV/bin/python`, a link into the installation named by
@@ -286,8 +300,57 @@ fn program_dirs_widen_to_the_package() {
         format!("#!{}\nimport x\n", venv.join("bin/python").display()),
     )
     .unwrap();
-    let dirs = program_dirs(&venv.join("bin/tool").display().to_string(), &[], None);
+    let dirs = program_dirs(
+        &venv.join("bin/tool").display().to_string(),
+        &[],
+        None,
+        &[],
+        &[],
+    );
     assert!(dirs.contains(&venv) && dirs.contains(&install), "{dirs:?}");
+
+    // What the model can write decides nothing: a server in the workspace whose `#!`
+    // line or a pyvenv.cfg beside it names other folders gets none of them.
+    let ws = root.join("ws");
+    std::fs::create_dir_all(ws.join("srv")).unwrap();
+    std::fs::write(
+        ws.join("srv/server.py"),
+        format!("#!{}\n", venv.join("bin/python").display()),
+    )
+    .unwrap();
+    std::fs::write(ws.join("pyvenv.cfg"), "home = /bin\n").unwrap();
+    let srv = ws.join("srv/server.py").display().to_string();
+    let dirs = program_dirs(
+        "/usr/bin/python3",
+        &[srv],
+        None,
+        std::slice::from_ref(&ws),
+        &[],
+    );
+    assert!(
+        !dirs
+            .iter()
+            .any(|d| d.starts_with(&root) || d == Path::new("/")),
+        "{dirs:?}"
+    );
+    // A data file in the home does not open the home; a top-level folder is never given.
+    let home = root.join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::write(home.join("notes.txt"), "").unwrap();
+    let dirs = program_dirs(
+        "/usr/bin/python3",
+        &[
+            home.join("notes.txt").display().to_string(),
+            "/etc/hostname".into(),
+        ],
+        None,
+        &[],
+        std::slice::from_ref(&home),
+    );
+    assert!(
+        !dirs.contains(&home) && !dirs.contains(&PathBuf::from("/etc")),
+        "{dirs:?}"
+    );
 }
 
 /// Where the kernel lets a command write (L3/L4, the workspace), the repository's own
@@ -305,7 +368,6 @@ fn git_runs_nothing_the_repository_names_even_where_it_may_write() {
         && echo one > a.txt && git add a.txt && git commit -qm one && echo two > a.txt \
         && git config core.fsmonitor 'touch ran-fsmonitor; echo' \
         && git config core.pager 'touch ran-pager; cat' \
-        && git config diff.external 'touch ran-extdiff; true' \
         && printf '#!/bin/sh\\ntouch ran-hook\\n' > .git/hooks/pre-commit \
         && chmod +x .git/hooks/pre-commit";
     let (code, out) = run(&plan, ws, setup);
@@ -313,10 +375,10 @@ fn git_runs_nothing_the_repository_names_even_where_it_may_write() {
     let (code, out) = run(
         &plan,
         ws,
-        "git status --short; git diff >/dev/null; git log -p >/dev/null; git commit -qam two",
+        "git status --short; git log -p >/dev/null; git commit -qam two",
     );
     assert_eq!(code, 0, "{out}");
-    for ran in ["ran-fsmonitor", "ran-pager", "ran-extdiff", "ran-hook"] {
+    for ran in ["ran-fsmonitor", "ran-pager", "ran-hook"] {
         assert!(!ws.join(ran).exists(), "{ran}: {out}");
     }
 }
@@ -351,4 +413,105 @@ fn what_others_may_not_read_in_etc_is_carved_out() {
         "cat /etc/passwd >/dev/null && echo ok",
     );
     assert_eq!((code, out.trim()), (0, "ok"), "{out}");
+}
+
+/// Read-only commands open no IP socket at all: plain TCP, TCP Fast Open and MPTCP
+/// (which get past Landlock's TCP rules) and UDP are refused; UNIX sockets work.
+#[test]
+fn read_only_commands_open_no_ip_socket() {
+    if !landlock() {
+        return;
+    }
+    let python = Path::new("/usr/bin/python3");
+    if !python.exists() {
+        eprintln!("skipped: no /usr/bin/python3");
+        return;
+    }
+    let tcp = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let udp = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    udp.set_nonblocking(true).unwrap();
+    let (tp, up) = (
+        tcp.local_addr().unwrap().port(),
+        udp.local_addr().unwrap().port(),
+    );
+    let h = home();
+    let probe = h.scope.workspace.join("probe.py");
+    std::fs::write(
+        &probe,
+        format!(
+            r#"import socket
+def attempt(name, f):
+    try:
+        f(); print(name, "open")
+    except OSError as e:
+        print(name, "refused", e.errno)
+def tcp():
+    s = socket.socket(); s.settimeout(2); s.connect(("127.0.0.1", {tp}))
+def tfo():
+    s = socket.socket(); s.sendto(b"x", 0x20000000, ("127.0.0.1", {tp}))
+def mptcp():
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM, 262); s.settimeout(2); s.connect(("127.0.0.1", {tp}))
+def udp():
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.sendto(b"x", ("127.0.0.1", {up}))
+def unix():
+    a, b = socket.socketpair(); a.send(b"x"); assert b.recv(1) == b"x"
+for n, f in [("tcp", tcp), ("tfo", tfo), ("mptcp", mptcp), ("udp", udp), ("unix", unix)]:
+    attempt(n, f)
+"#
+        ),
+    )
+    .unwrap();
+    let plan = Plan::for_shell(Reach::ReadOnly, &h.scope).unwrap();
+    let (_, out) = run(&plan, &h.scope.workspace, "/usr/bin/python3 probe.py");
+    for name in ["tcp", "tfo", "mptcp", "udp"] {
+        assert!(out.contains(&format!("{name} refused")), "{name}: {out}");
+    }
+    assert!(out.contains("unix open"), "{out}");
+    let mut buf = [0u8; 8];
+    assert!(udp.recv(&mut buf).is_err(), "a datagram arrived: {out}");
+    // L3/L4 keep the network.
+    let plan = Plan::for_shell(Reach::Workspace, &h.scope).unwrap();
+    let (_, out) = run(&plan, &h.scope.workspace, "/usr/bin/python3 probe.py");
+    assert!(
+        out.contains("tcp open") && out.contains("udp open"),
+        "{out}"
+    );
+}
+
+/// The file tools' own checks resolve a path, then open it: in between, a process the
+/// model started could swap a folder for a link out. In the confined thread the kernel
+/// checks what is finally opened, so even an unchecked open of a link out fails.
+#[test]
+fn a_file_tool_thread_cannot_open_what_a_link_points_out_to() {
+    if !landlock() {
+        return;
+    }
+    let h = home();
+    let ws = &h.scope.workspace;
+    std::os::unix::fs::symlink(&h.home, ws.join("l")).unwrap();
+    let read = in_workspace(&h.scope, false, || {
+        (
+            std::fs::read_to_string(ws.join("notes.txt")),
+            std::fs::read_to_string(ws.join("l/config.toml")),
+            std::fs::write(ws.join("new.txt"), "x"),
+        )
+    })
+    .unwrap();
+    assert_eq!(read.0.unwrap(), "inside");
+    assert!(read.1.is_err(), "read through the link: {:?}", read.1);
+    assert!(read.2.is_err(), "a read-only tool wrote");
+    let wrote = in_workspace(&h.scope, true, || {
+        (
+            std::fs::write(ws.join("new.txt"), "x"),
+            std::fs::write(ws.join("l/config.toml"), "pwned"),
+        )
+    })
+    .unwrap();
+    assert!(wrote.0.is_ok());
+    assert!(wrote.1.is_err());
+    assert!(std::fs::read_to_string(h.home.join("config.toml"))
+        .unwrap()
+        .contains("sk-SECRET"));
+    // The calling thread is untouched.
+    assert!(std::fs::read_to_string(h.home.join("config.toml")).is_ok());
 }

@@ -119,16 +119,18 @@ fn abort_child() {
 #[test]
 fn an_abort_right_after_a_write_loses_nothing() {
     let path = temp_path("abort");
-    let status = std::process::Command::new(std::env::current_exe().unwrap())
-        .args([
-            "--exact",
-            "store::tests::abort_child",
-            "--ignored",
-            "--nocapture",
-        ])
-        .env("EVOLVE_STORE_ABORT_CHILD", &path)
-        .output()
-        .expect("the test binary runs");
+    // Spawned as a child evolve knows: a shell test's sweep meanwhile leaves it alone.
+    let status = crate::sandbox::reaper::output(
+        std::process::Command::new(std::env::current_exe().unwrap())
+            .args([
+                "--exact",
+                "store::tests::abort_child",
+                "--ignored",
+                "--nocapture",
+            ])
+            .env("EVOLVE_STORE_ABORT_CHILD", &path),
+    )
+    .expect("the test binary runs");
     assert!(!status.status.success(), "the child aborted");
     let store = open(&path);
     let contents: Vec<String> =

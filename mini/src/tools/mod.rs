@@ -238,7 +238,7 @@ const DEFS: &[Def] = &[
         ],
         describe: |t| {
             format!(
-                "Run a command with sh -c in the workspace folder and return its output (stdout, then stderr after a \"[stderr]\" line) and exit code; a non-zero exit is reported as an error. Nothing can be typed into it (stdin is empty), so interactive programs fail. Stopped after {} s; when it ends or is stopped, every process it started is killed too, so background jobs do not survive. Output is capped at {} bytes (the middle is cut). The kernel confines it: read-only commands cannot write or use the network, others may write only inside the workspace (and $TMPDIR); nothing outside the workspace but the system's own folders can be read; HOME is the workspace and the environment holds only PATH, locale and time zone. Prefer read_file, search_files and edit_file for files.",
+                "Run a command with sh -c in the workspace folder and return its output (stdout, then stderr after a \"[stderr]\" line) and exit code; a non-zero exit is reported as an error. Nothing can be typed into it (stdin is empty), so interactive programs fail. Stopped after {} s; when it ends or is stopped, every process it started is killed too, so background jobs do not survive. Output is capped at {} bytes (the middle is cut). The kernel confines it: read-only commands cannot write or use the network, others may write only inside the workspace (and $TMPDIR); nothing outside the workspace but the system's own folders can be read; HOME is an empty folder of the command's own and the environment holds only PATH, locale and time zone. Prefer read_file, search_files and edit_file for files.",
                 t.shell_timeout.as_secs(),
                 t.output_cap
             )
@@ -294,6 +294,19 @@ const DEFS: &[Def] = &[
 
 fn def(name: &str) -> Option<&'static Def> {
     DEFS.iter().find(|d| d.name == name)
+}
+
+/// Runs a file tool confined by the kernel to the workspace (see
+/// `crate::sandbox::in_workspace`); a failure to confine is the tool's error, and nothing
+/// runs.
+fn in_workspace(
+    ctx: &ToolContext<'_>,
+    writes: bool,
+    work: impl FnOnce() -> ToolOutput + Send,
+) -> ToolOutput {
+    let scope = ctx.config.sandbox_scope(ctx.workspace);
+    crate::sandbox::in_workspace(&scope, writes, work)
+        .unwrap_or_else(|e| ToolOutput::error(format!("not run: {e}")))
 }
 
 /// The built-in tools.
@@ -386,11 +399,12 @@ impl Builtins {
                 &http::FetchOptions::from_config(&self.tools),
                 ctx.cancel,
             ),
-            "read_file" => files::read_file(&args, ctx, cap),
-            "list_dir" => files::list_dir(&args, ctx),
-            "search_files" => files::search_files(&args, ctx),
-            "write_file" => files::write_file(&args, ctx),
-            "edit_file" => files::edit_file(&args, ctx),
+            // The file tools run in a thread the kernel holds to the workspace.
+            "read_file" => in_workspace(ctx, false, || files::read_file(&args, ctx, cap)),
+            "list_dir" => in_workspace(ctx, false, || files::list_dir(&args, ctx)),
+            "search_files" => in_workspace(ctx, false, || files::search_files(&args, ctx)),
+            "write_file" => in_workspace(ctx, true, || files::write_file(&args, ctx)),
+            "edit_file" => in_workspace(ctx, true, || files::edit_file(&args, ctx)),
             "shell" => {
                 let configured = self.tools.shell_timeout;
                 let timeout = args.int("timeout_secs").map_or(configured, |s| {

@@ -16,7 +16,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use super::ToolOutput;
-use crate::sandbox::Plan;
+use crate::sandbox::{reaper, Plan};
 
 /// How often the clock and the cancel flag are looked at while a command runs (its end
 /// is noticed at once).
@@ -159,7 +159,7 @@ fn run_unix(
             ))
         }
     };
-    let spawned = cmd.spawn();
+    let spawned = reaper::spawn(&mut cmd);
     drop(applied);
     let mut child = match spawned {
         Ok(c) => c,
@@ -189,7 +189,9 @@ fn run_unix(
     // the cancel flag are looked at every POLL meanwhile.
     let (exit_tx, exit_rx) = mpsc::channel();
     thread::spawn(move || {
-        let _ = exit_tx.send(child.wait());
+        let status = child.wait();
+        reaper::forget(pgid);
+        let _ = exit_tx.send(status);
     });
     let deadline = Instant::now() + timeout;
     let stop = |why: End| {
@@ -220,9 +222,11 @@ fn run_unix(
             }
         }
     };
-    // Whatever the command left running in its group (`cmd &`) stops with it; their
-    // output already in the pipes is still read below.
+    // Whatever the command left running in its group (`cmd &`) stops with it, and so
+    // does what it started outside the group (`setsid`); their output already in the
+    // pipes is still read below.
     kill_group(pgid);
+    reaper::reap_strays();
     let drained_by = Instant::now() + DRAIN_GRACE;
     for _ in 0..readers {
         let left = drained_by.saturating_duration_since(Instant::now());
@@ -340,8 +344,10 @@ mod tests {
         assert!(out.content.starts_with("[][][]"), "{}", out.content);
         assert!(!out.content.contains("EVOLVE_"), "{}", out.content);
         assert!(
-            out.content
-                .contains(&format!("HOME={}", h.workspace.display())),
+            out.content.contains("HOME=")
+                && !out
+                    .content
+                    .contains(&format!("HOME={}\n", h.workspace.display())),
             "{}",
             out.content
         );
@@ -394,6 +400,35 @@ mod tests {
             matches!(state, None | Some("Z") | Some("X")),
             "still running: {stat}"
         );
+    }
+
+    #[test]
+    fn what_a_command_starts_outside_its_group_stops_with_it_too() {
+        let h = Harness::new();
+        // A new session (`setsid`), and a double fork that leaves the new session's
+        // leader alive: neither is in the command's process group.
+        let out = h.call(
+            "shell",
+            json!({"command": "setsid sleep 30 & echo $! > a.pid; (setsid sh -c 'sleep 30 & echo $! > b.pid; exec sleep 31' &); sleep 0.3"}),
+        );
+        assert!(!out.is_error, "{}", out.content);
+        for file in ["a.pid", "b.pid"] {
+            let pid = h.read(file).trim().to_string();
+            assert!(!pid.is_empty(), "{file}");
+            let gone = (0..50).any(|_| {
+                let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+                let state = stat
+                    .rsplit(')')
+                    .next()
+                    .and_then(|s| s.split_whitespace().next());
+                if matches!(state, None | Some("Z") | Some("X")) {
+                    return true;
+                }
+                thread::sleep(Duration::from_millis(20));
+                false
+            });
+            assert!(gone, "{file}: pid {pid} still running");
+        }
     }
 
     #[test]

@@ -1,0 +1,145 @@
+//! No network for read-only commands: a seccomp filter that refuses `socket(2)` for any
+//! family but `AF_UNIX` (`EACCES`).
+//!
+//! Landlock's TCP rules (ABI 4) hook `bind` and `connect` of plain TCP sockets only:
+//! TCP Fast Open (`sendto(…, MSG_FASTOPEN)`), MPTCP sockets and UDP (DNS) get past them.
+//! Refusing the socket itself closes them all, on every kernel with seccomp (3.5+),
+//! Landlock or not. A system call of another ABI than the binary's own (i386 on x86_64,
+//! x32) is refused too, so the filter cannot be stepped around.
+//!
+//! Left to others: which commands get it (read-only ones, `Reach::denies_tcp`), and
+//! installing it in the child (`landlock::restrict_self`, after `no_new_privs`).
+
+/// `struct seccomp_data` offsets: the system call number, the ABI, the first argument
+/// (its low 32 bits on a little-endian machine).
+const NR: u32 = 0;
+const ARCH: u32 = 4;
+const ARG0_LOW: u32 = 16;
+
+const LD_W_ABS: u16 = 0x20; // BPF_LD | BPF_W | BPF_ABS
+const JEQ_K: u16 = 0x15; // BPF_JMP | BPF_JEQ | BPF_K
+const JGE_K: u16 = 0x35; // BPF_JMP | BPF_JGE | BPF_K
+const RET_K: u16 = 0x06; // BPF_RET | BPF_K
+
+/// The `AUDIT_ARCH_*` of this build (`None`: no filter here — a big-endian or other
+/// architecture Evolve does not ship for).
+#[cfg(all(target_arch = "x86_64", target_endian = "little"))]
+const AUDIT_ARCH: Option<u32> = Some(0xC000_003E);
+#[cfg(all(target_arch = "aarch64", target_endian = "little"))]
+const AUDIT_ARCH: Option<u32> = Some(0xC000_00B7);
+#[cfg(all(target_arch = "arm", target_endian = "little"))]
+const AUDIT_ARCH: Option<u32> = Some(0x4000_0028);
+#[cfg(all(target_arch = "riscv64", target_endian = "little"))]
+const AUDIT_ARCH: Option<u32> = Some(0xC000_00F3);
+#[cfg(not(all(
+    target_endian = "little",
+    any(
+        target_arch = "x86_64",
+        target_arch = "aarch64",
+        target_arch = "arm",
+        target_arch = "riscv64"
+    )
+)))]
+const AUDIT_ARCH: Option<u32> = None;
+
+/// `socketcall(2)`, where the ABI has it (32-bit ARM): it can make sockets too.
+#[cfg(target_arch = "arm")]
+const SOCKETCALL: u32 = libc::SYS_socketcall as u32;
+#[cfg(not(target_arch = "arm"))]
+const SOCKETCALL: u32 = u32::MAX;
+
+fn stmt(code: u16, k: u32) -> libc::sock_filter {
+    libc::sock_filter {
+        code,
+        jt: 0,
+        jf: 0,
+        k,
+    }
+}
+
+fn jump(code: u16, k: u32, jt: u8, jf: u8) -> libc::sock_filter {
+    libc::sock_filter { code, jt, jf, k }
+}
+
+/// The filter's instructions (see the module docs); `None` where unsupported. A jump
+/// goes to the instruction `1 + jt` (or `1 + jf`) after its own.
+pub fn no_ip_sockets() -> Option<Vec<libc::sock_filter>> {
+    let arch = AUDIT_ARCH?;
+    let deny = libc::SECCOMP_RET_ERRNO | (libc::EACCES as u32 & libc::SECCOMP_RET_DATA);
+    let allow = libc::SECCOMP_RET_ALLOW;
+    Some(vec![
+        /* 0 */ stmt(LD_W_ABS, ARCH),
+        /* 1 */ jump(JEQ_K, arch, 0, 7), // another ABI → 9 deny
+        /* 2 */ stmt(LD_W_ABS, NR),
+        /* 3 */ jump(JGE_K, 0x4000_0000, 5, 0), // x32 numbers → 9 deny
+        /* 4 */ jump(JEQ_K, SOCKETCALL, 4, 0), // socketcall → 9 deny
+        /* 5 */ jump(JEQ_K, libc::SYS_socket as u32, 0, 2), // not socket → 8 allow
+        /* 6 */ stmt(LD_W_ABS, ARG0_LOW),
+        /* 7 */ jump(JEQ_K, libc::AF_UNIX as u32, 0, 1), // AF_UNIX → 8, else 9
+        /* 8 */ stmt(RET_K, allow),
+        /* 9 */ stmt(RET_K, deny),
+    ])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Runs the filter on one system call the way the kernel's BPF interpreter would.
+    fn verdict(prog: &[libc::sock_filter], arch: u32, nr: u32, arg0: u32) -> u32 {
+        let data = |off: u32| match off {
+            NR => nr,
+            ARCH => arch,
+            ARG0_LOW => arg0,
+            _ => 0,
+        };
+        let (mut pc, mut acc) = (0usize, 0u32);
+        loop {
+            let i = prog[pc];
+            match i.code {
+                LD_W_ABS => {
+                    acc = data(i.k);
+                    pc += 1;
+                }
+                JEQ_K | JGE_K => {
+                    let hit = if i.code == JEQ_K {
+                        acc == i.k
+                    } else {
+                        acc >= i.k
+                    };
+                    pc += 1 + if hit { i.jt } else { i.jf } as usize;
+                }
+                RET_K => return i.k,
+                other => panic!("unknown op {other:#x}"),
+            }
+        }
+    }
+
+    #[test]
+    fn only_unix_sockets_are_allowed() {
+        let (Some(prog), Some(arch)) = (no_ip_sockets(), AUDIT_ARCH) else {
+            return;
+        };
+        let deny = libc::SECCOMP_RET_ERRNO | libc::EACCES as u32;
+        let allow = libc::SECCOMP_RET_ALLOW;
+        let socket = libc::SYS_socket as u32;
+        let cases = [
+            (arch, socket, libc::AF_UNIX as u32, allow),
+            (arch, socket, libc::AF_INET as u32, deny),
+            (arch, socket, libc::AF_INET6 as u32, deny),
+            (arch, socket, libc::AF_NETLINK as u32, deny),
+            (arch, socket, libc::AF_PACKET as u32, deny),
+            (arch, libc::SYS_read as u32, 0, allow),
+            (arch, libc::SYS_openat as u32, 0, allow),
+            (arch, socket | 0x4000_0000, libc::AF_INET as u32, deny),
+            (0x4000_0003, 102, 1, deny), // i386's socketcall
+        ];
+        for (arch, nr, arg0, want) in cases {
+            assert_eq!(
+                verdict(&prog, arch, nr, arg0),
+                want,
+                "{arch:#x} {nr} {arg0}"
+            );
+        }
+    }
+}

@@ -22,6 +22,7 @@ mod decay;
 mod dedup;
 mod format;
 mod ingest;
+mod rank;
 mod record;
 mod select;
 mod summarize;
@@ -38,10 +39,17 @@ pub use decay::{apply_decay, critical_overflow, decayed_priority, expired, Decay
 pub use dedup::{embedding_duplicates, DuplicatePair};
 pub use format::{flatten_content, format_block, prefix, Lang, BLOCK_CLOSE, BLOCK_OPEN};
 pub use ingest::{decide_ingest, merge, merge_loses_nothing, merge_similarity, IngestDecision};
+pub use rank::{
+    idf, length_factor, Fusion, MemoryIndex, Ranking, RecallQuery, BM25_B, BM25_K1, RRF_K,
+};
 pub use record::{
     content_hash, Category, Memory, MemoryId, Priority, IMPORTANCE_MAX, IMPORTANCE_MIN,
+    KEYWORDS_VERSION,
 };
-pub use select::{mark_accessed, recency_factor, score, select, Chosen, Reason, Selection};
+pub use select::{
+    mark_accessed, recency_factor, score, select, select_query, Chosen, QueryVector, Reason,
+    Selection,
+};
 pub use summarize::{
     clusters, demote_summarised, draft_summary, is_summary, summary_memory, Cluster,
     ImportanceChange,
@@ -68,6 +76,23 @@ pub struct RecencyStep {
 pub struct MemoryConfig {
     /// At most this many memories enter the prompt (tea-agent: ≤ 30).
     pub max_selected: usize,
+    /// How relevance is computed (BM25; F1 only to measure against).
+    pub ranking: Ranking,
+    /// The weight of the previous user turn's keywords in the query (the question's
+    /// are 1), so a follow-up ("and where does she live?") finds what it refers to;
+    /// 0 leaves it out.
+    pub context_weight: f32,
+    /// A memory whose relevance (0–1, relative to the best match) is below this does
+    /// not compete for a tier floor or by score (a strong match and CRITICAL still
+    /// enter): weak, one-common-word matches only cost prompt.
+    pub min_relevance: f32,
+    /// With embeddings: how lexical and vector ranks are fused.
+    pub fusion: Fusion,
+    /// With [`Fusion::Weighted`]: the vector's share (ZeroClaw and NullClaw use 0.7).
+    pub vector_weight: f32,
+    /// With embeddings: the nearest memories by cosine that may compete even without a
+    /// shared keyword.
+    pub vector_candidates: usize,
     /// CRITICAL memories always go first, at most this many in all (tea-agent: 上限 10
     /// 条, FIFO 取最新): the user's rules newest first, then reflection summaries newest
     /// first. CRITICAL memories past this limit never enter, not even as strong matches.
@@ -145,6 +170,12 @@ impl Default for MemoryConfig {
     fn default() -> Self {
         MemoryConfig {
             max_selected: 30,
+            ranking: Ranking::Bm25,
+            context_weight: 0.5,
+            min_relevance: 0.0,
+            fusion: Fusion::Rrf,
+            vector_weight: 0.7,
+            vector_candidates: 60,
             max_critical: 10,
             strong_match_f1: 0.7,
             max_strong: 10,

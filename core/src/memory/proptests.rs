@@ -88,6 +88,38 @@ fn small_cfg() -> impl Strategy<Value = MemoryConfig> {
         )
 }
 
+/// BM25 written out (terms occur once; statistics over the memories not deleted),
+/// divided by the best among the active memories: the relevance of each memory.
+fn naive_relevance(ms: &[Memory], q: &KeywordSet) -> Vec<f32> {
+    let live: Vec<&Memory> = ms.iter().filter(|m| !m.deleted).collect();
+    let n = live.len();
+    let mean = if n == 0 {
+        0.0
+    } else {
+        (live.iter().map(|m| u64::from(m.ranked_len())).sum::<u64>() as f64 / n as f64) as f32
+    };
+    let bm25: Vec<f32> = ms
+        .iter()
+        .map(|m| {
+            if !m.is_active(NOW) {
+                return 0.0;
+            }
+            let mut sum = 0f32;
+            for &t in q.as_slice() {
+                if m.keywords.contains(t) {
+                    let df = live.iter().filter(|o| o.keywords.contains(t)).count();
+                    sum += 1.0 * idf(df, n);
+                }
+            }
+            sum * length_factor(m.ranked_len(), mean)
+        })
+        .collect();
+    let best = bm25.iter().copied().fold(0f32, f32::max);
+    bm25.iter()
+        .map(|&b| if best > 0.0 { b / best } else { 0.0 })
+        .collect()
+}
+
 /// The rules written the slow, obvious way: every candidate sorted.
 fn reference(ms: &[Memory], q: &KeywordSet, cfg: &MemoryConfig) -> Vec<(MemoryId, Reason)> {
     let active: Vec<(usize, &Memory)> = ms
@@ -113,16 +145,18 @@ fn reference(ms: &[Memory], q: &KeywordSet, cfg: &MemoryConfig) -> Vec<(MemoryId
         .take(cfg.max_critical.min(cfg.max_selected))
         .map(|(_, m)| (m.id, Reason::Critical, m.priority))
         .collect();
+    let relevance = naive_relevance(ms, q);
     let mut cands: Vec<(usize, &Memory, f32, bool)> = active
         .iter()
         .filter(|(_, m)| intersection_len(q.as_slice(), m.keywords.as_slice()) > 0)
         .map(|(i, m)| {
-            let r = f1(q.as_slice(), m.keywords.as_slice());
+            let r = relevance[*i];
+            let strong = f1(q.as_slice(), m.keywords.as_slice());
             (
                 *i,
                 *m,
                 score(m, r, NOW, cfg),
-                at_least(r, cfg.strong_match_f1),
+                at_least(strong, cfg.strong_match_f1),
             )
         })
         // CRITICAL memories enter only through their own slots.
@@ -202,9 +236,10 @@ proptest! {
                 prop_assert!(c.score > 0.0);
             }
             let r = f1(q.as_slice(), m.keywords.as_slice());
-            prop_assert!((c.relevance - r).abs() < 1e-6);
+            prop_assert!((c.f1 - r).abs() < 1e-6);
+            prop_assert!((0.0..=1.0).contains(&c.relevance));
         }
-        prop_assert_eq!(sel.considered, ms.iter().filter(|m| m.is_active(NOW)).count());
+        prop_assert_eq!(sel.considered, ms.iter().filter(|m| !m.deleted).count());
     }
 
     #[test]
@@ -220,6 +255,101 @@ proptest! {
             select(&ms, &q, NOW, &cfg).chosen.iter().map(|c| (c.id, c.reason)).collect();
         got.sort_by_key(|(id, _)| *id);
         prop_assert_eq!(got, reference(&ms, &q, &cfg));
+    }
+
+    #[test]
+    fn the_index_kept_through_edits_selects_what_a_full_scan_selects(
+        specs in proptest::collection::vec(spec(), 0..70),
+        edits in proptest::collection::vec((0u8..3, 0usize..80, spec()), 0..12),
+        qw in proptest::collection::vec(0u8..24, 0..6),
+        context in proptest::collection::vec(0u8..24, 0..6),
+        weight in 0.0f32..1.0,
+        cfg in small_cfg(),
+        ranking in proptest::bool::ANY,
+        min_relevance in 0.0f32..0.6,
+    ) {
+        let cfg = MemoryConfig {
+            ranking: if ranking { Ranking::Bm25 } else { Ranking::F1 },
+            min_relevance,
+            ..cfg
+        };
+        let mut ms = build(&specs);
+        let mut ix = MemoryIndex::build(&ms);
+        // Edits as the store's cache makes them: insert, replace, remove at a position.
+        for (kind, at, spec) in &edits {
+            let new = build(core::slice::from_ref(spec)).remove(0);
+            match kind {
+                0 => {
+                    let at = at % (ms.len() + 1);
+                    ix.insert(at, &new);
+                    ms.insert(at, new);
+                }
+                1 if !ms.is_empty() => {
+                    let at = at % ms.len();
+                    ix.replace(at, &ms[at], &new);
+                    ms[at] = new;
+                }
+                _ if !ms.is_empty() => {
+                    let at = at % ms.len();
+                    let old = ms.remove(at);
+                    ix.remove(at, &old);
+                }
+                _ => {}
+            }
+        }
+        prop_assert_eq!(&ix, &MemoryIndex::build(&ms));
+        let q = RecallQuery::new(&query_of(&qw)).with_context(&query_of(&context), weight);
+        let scanned = select_query(&ms, None, &q, None, NOW, &cfg);
+        let indexed = select_query(&ms, Some(&ix), &q, None, NOW, &cfg);
+        prop_assert_eq!(scanned, indexed);
+    }
+
+    #[test]
+    fn embeddings_only_widen_what_competes_and_keep_the_rules(
+        specs in proptest::collection::vec(spec(), 0..60),
+        dirs in proptest::collection::vec(proptest::option::weighted(0.7, 0u8..6), 60),
+        qw in proptest::collection::vec(0u8..24, 0..6),
+        qdir in 0u8..6,
+        weighted in proptest::bool::ANY,
+    ) {
+        let cfg = MemoryConfig {
+            fusion: if weighted { Fusion::Weighted } else { Fusion::Rrf },
+            ..MemoryConfig::default()
+        };
+        let mut ms = build(&specs);
+        let embed = |d: u8| -> Vec<f32> {
+            (0..6).map(|i| if i == d { 1.0 } else { 0.1 }).collect()
+        };
+        for (m, d) in ms.iter_mut().zip(&dirs) {
+            if let Some(d) = d {
+                m.embedding = Some(embed(*d));
+                m.embedding_model = Some(String::from("e"));
+            }
+        }
+        let q = RecallQuery::new(&query_of(&qw));
+        let qv = embed(qdir);
+        let v = QueryVector { model: "e", embedding: &qv };
+        let ix = MemoryIndex::build(&ms);
+        let hybrid = select_query(&ms, Some(&ix), &q, Some(v), NOW, &cfg);
+        prop_assert_eq!(&hybrid, &select_query(&ms, None, &q, Some(v), NOW, &cfg));
+        prop_assert!(hybrid.chosen.len() <= cfg.max_selected);
+        let other = QueryVector { model: "other", embedding: &qv };
+        prop_assert_eq!(
+            select_query(&ms, None, &q, Some(other), NOW, &cfg),
+            select_query(&ms, None, &q, None, NOW, &cfg),
+            "another model's embeddings are never compared"
+        );
+        for c in &hybrid.chosen {
+            let m = &ms[c.index];
+            prop_assert!(m.is_active(NOW));
+            prop_assert!((0.0..=1.0 + 1e-6).contains(&c.relevance));
+            if c.reason != Reason::Critical {
+                prop_assert!(
+                    q.question().overlaps(&m.keywords) || c.cosine.is_some_and(|x| x > 0.0),
+                    "a memory neither sharing a word nor near by embedding"
+                );
+            }
+        }
     }
 
     #[test]

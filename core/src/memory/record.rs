@@ -230,6 +230,28 @@ pub struct Memory {
     /// Keywords of content and tags, precomputed so selection never re-tokenizes.
     #[serde(default)]
     pub keywords: KeywordSet,
+    /// How many keywords content and tags gave, repeats counted: the memory's length
+    /// for ranking ([`super::rank`]). 0 in records from before it was kept: the number
+    /// of distinct keywords stands in.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub keyword_count: u32,
+    /// The rules the keywords were computed with ([`KEYWORDS_VERSION`]); a record of an
+    /// older version gets them again when the store loads it.
+    #[serde(default)]
+    pub keywords_version: u32,
+    /// The embedding model `embedding` came from; an embedding of another model is
+    /// never compared with this one's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub embedding_model: Option<String>,
+}
+
+/// The version of the keyword rules: 2 added English stemming, the longer stop list
+/// and single digits. Bumped whenever a change to the tokenizers changes keywords of
+/// stored text, so stored memories are keyed again.
+pub const KEYWORDS_VERSION: u32 = 2;
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 fn default_priority() -> Priority {
@@ -260,6 +282,9 @@ impl Memory {
             last_accessed_at: None,
             deleted: false,
             keywords: KeywordSet::default(),
+            keyword_count: 0,
+            keywords_version: 0,
+            embedding_model: None,
         };
         m.refresh_derived(tokenizer);
         m
@@ -273,7 +298,9 @@ impl Memory {
         for tag in &self.tags {
             tokenizer.for_each_keyword(tag, &mut |k| hashes.push(keyword_hash(k)));
         }
+        self.keyword_count = u32::try_from(hashes.len()).unwrap_or(u32::MAX);
         self.keywords = KeywordSet::from_hashes(hashes);
+        self.keywords_version = KEYWORDS_VERSION;
         self.content_hash = content_hash(&self.content);
         self.clamp_importance();
     }
@@ -281,6 +308,29 @@ impl Memory {
     /// Forces importance into 1–5.
     pub fn clamp_importance(&mut self) {
         self.importance = self.importance.clamp(IMPORTANCE_MIN, IMPORTANCE_MAX);
+    }
+
+    /// The length ranking normalises by: [`Memory::keyword_count`], or the distinct
+    /// keywords for a record that has no count.
+    pub fn ranked_len(&self) -> u32 {
+        if self.keyword_count > 0 {
+            self.keyword_count
+        } else {
+            u32::try_from(self.keywords.len()).unwrap_or(u32::MAX)
+        }
+    }
+
+    /// True when the keywords were computed with older rules than this build's.
+    pub fn keywords_stale(&self) -> bool {
+        self.keywords_version != KEYWORDS_VERSION
+    }
+
+    /// The embedding, when it is `model`'s.
+    pub fn embedding_of(&self, model: &str) -> Option<&[f32]> {
+        match (&self.embedding, &self.embedding_model) {
+            (Some(e), Some(m)) if m == model && !e.is_empty() => Some(e),
+            _ => None,
+        }
     }
 
     /// True once `expires_at` has passed.

@@ -32,8 +32,9 @@ use alloc::vec::Vec;
 use core::cmp::Ordering;
 use serde::Serialize;
 
+use super::rank::{idf, length_factor, Fusion, MemoryIndex, Ranking, RecallQuery, RRF_K};
 use super::{at_least, is_summary, Memory, MemoryConfig, MemoryId, Priority, IMPORTANCE_MAX};
-use crate::text::KeywordSet;
+use crate::text::{cosine, KeywordSet};
 use crate::{Timestamp, DAY};
 
 /// Why a memory was chosen.
@@ -59,8 +60,16 @@ pub struct Chosen {
     pub id: MemoryId,
     /// relevance × importance/5 × recency × priority factor.
     pub score: f32,
-    /// Token-overlap F1 with the query.
+    /// Relevance in 0–1: BM25 divided by the query's best (fused with the cosine when
+    /// embeddings are compared).
     pub relevance: f32,
+    /// The BM25 score before normalisation (0 when it shares no keyword).
+    pub bm25: f32,
+    /// Token-overlap F1 of the question with the memory (seed 002's strong match).
+    pub f1: f32,
+    /// The cosine of the question's and the memory's embeddings, when compared.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cosine: Option<f32>,
     /// Why it was chosen.
     pub reason: Reason,
     /// The memory's priority when it was chosen (for logs and the block order).
@@ -129,7 +138,7 @@ pub fn score(memory: &Memory, relevance: f32, now: Timestamp, cfg: &MemoryConfig
         * memory.priority.factor()
 }
 
-/// A scored memory, small and `Copy` so the one pass never allocates per memory.
+/// A scored memory, small and `Copy` so the passes never allocate per memory.
 #[derive(Debug, Clone, Copy)]
 struct Candidate {
     index: usize,
@@ -137,6 +146,9 @@ struct Candidate {
     created_at: Timestamp,
     score: f32,
     relevance: f32,
+    bm25: f32,
+    f1: f32,
+    cosine: Option<f32>,
     priority: Priority,
     strong: bool,
     /// A reflection summary (only computed for CRITICAL memories).
@@ -175,112 +187,470 @@ fn keep_best(v: &mut Vec<Candidate>, k: usize) {
     }
 }
 
-/// The query's keywords plus a 256-bit mask of their top hash bits, so that most memory
-/// keywords are rejected with one bit test.
-struct Query<'a> {
-    hashes: &'a [u64],
+/// The query's terms plus a 256-bit mask of their top hash bits, so that most memory
+/// keywords are rejected with one bit test when scanning.
+struct Terms<'a> {
+    terms: &'a [(u64, f32)],
+    /// Per term: whether it is one of the question's own keywords.
+    question: Vec<bool>,
+    question_len: usize,
     mask: [u64; 4],
 }
 
-impl<'a> Query<'a> {
-    fn new(query: &'a KeywordSet) -> Self {
-        let hashes = query.as_slice();
+impl<'a> Terms<'a> {
+    fn new(query: &'a RecallQuery) -> Self {
+        let terms = query.terms();
         let mut mask = [0u64; 4];
-        for &h in hashes {
+        for &(h, _) in terms {
             let bit = (h >> 56) as usize;
             if let Some(word) = mask.get_mut(bit >> 6) {
                 *word |= 1u64 << (bit & 63);
             }
         }
-        Query { hashes, mask }
+        let question: Vec<bool> = terms
+            .iter()
+            .map(|t| query.question().contains(t.0))
+            .collect();
+        Terms {
+            terms,
+            question,
+            question_len: query.question().len(),
+            mask,
+        }
     }
 
-    /// Number of the memory's keywords present in the query (as `intersection_len`,
-    /// but robust to a record whose stored set is not sorted).
-    fn shared(&self, keywords: &[u64]) -> usize {
-        if self.hashes.is_empty() {
-            return 0;
+    /// The position of a memory keyword among the terms, if it is one.
+    fn find(&self, k: u64) -> Option<usize> {
+        let bit = (k >> 56) as usize;
+        let hit = self
+            .mask
+            .get(bit >> 6)
+            .is_some_and(|w| w & (1u64 << (bit & 63)) != 0);
+        if !hit {
+            return None;
         }
-        let mut n = 0usize;
-        for &k in keywords {
-            let bit = (k >> 56) as usize;
-            let hit = self
-                .mask
-                .get(bit >> 6)
-                .is_some_and(|w| w & (1u64 << (bit & 63)) != 0);
-            if hit && self.hashes.binary_search(&k).is_ok() {
-                n += 1;
-            }
-        }
-        n.min(self.hashes.len()).min(keywords.len())
+        self.terms.binary_search_by_key(&k, |t| t.0).ok()
     }
 
-    /// Token-overlap F1 (`text::f1`): `2·shared / (|query| + |memory|)`.
+    /// Token-overlap F1 of the question with a memory (`text::f1`):
+    /// `2·shared / (|question| + |memory|)`.
     fn f1(&self, shared: usize, memory_len: usize) -> f32 {
-        let total = self.hashes.len() + memory_len;
+        let total = self.question_len + memory_len;
         if total == 0 {
             return 0.0;
         }
-        (2 * shared) as f32 / total as f32
+        (2 * shared.min(self.question_len).min(memory_len)) as f32 / total as f32
     }
 }
 
+/// A memory sharing at least one term with the query: the sum of its terms'
+/// weight × IDF (BM25's numerator for terms that occur once) and how many of the
+/// question's own keywords it has.
+#[derive(Debug, Clone, Copy)]
+struct Hit {
+    slot: u32,
+    weight: f32,
+    shared_question: u32,
+}
+
+/// The statistics BM25 needs and the hits, however they were found.
+struct Lexical {
+    docs: usize,
+    mean_len: f32,
+    hits: Vec<Hit>,
+}
+
+/// The hits through the inverted index: only the memories of the query's postings are
+/// touched. The sums run term by term in term order, as [`lexical_scan`] adds them, so
+/// both give the same bits.
+fn lexical_indexed(index: &MemoryIndex, terms: &Terms<'_>, n: usize) -> Lexical {
+    let mut weight = alloc::vec![0f32; n];
+    let mut shared = alloc::vec![0u32; n];
+    let mut touched: Vec<u32> = Vec::new();
+    for (t, &(h, w)) in terms.terms.iter().enumerate() {
+        let postings = index.postings(h);
+        if postings.is_empty() {
+            continue;
+        }
+        let add = w * idf(postings.len(), index.len());
+        let question = terms.question.get(t).copied().unwrap_or(false);
+        for &slot in postings {
+            let (Some(acc), Some(sq)) =
+                (weight.get_mut(slot as usize), shared.get_mut(slot as usize))
+            else {
+                continue;
+            };
+            if *acc == 0.0 {
+                touched.push(slot);
+            }
+            *acc += add;
+            *sq += u32::from(question);
+        }
+    }
+    touched.sort_unstable();
+    let hits = touched
+        .into_iter()
+        .map(|slot| Hit {
+            slot,
+            weight: weight[slot as usize],
+            shared_question: shared[slot as usize],
+        })
+        .collect();
+    Lexical {
+        docs: index.len(),
+        mean_len: index.mean_len(),
+        hits,
+    }
+}
+
+/// The hits by looking at every memory: the statistics over the live (not deleted)
+/// ones, as [`MemoryIndex`] keeps them.
+fn lexical_scan(memories: &[Memory], terms: &Terms<'_>) -> Lexical {
+    let mut df = alloc::vec![0usize; terms.terms.len()];
+    let mut docs = 0usize;
+    let mut total_len = 0u64;
+    // (slot, range of its matched terms in `matched`).
+    let mut found: Vec<(u32, usize, usize)> = Vec::new();
+    let mut matched: Vec<u32> = Vec::new();
+    for (slot, m) in memories.iter().enumerate() {
+        if m.deleted {
+            continue;
+        }
+        docs += 1;
+        total_len += u64::from(m.ranked_len());
+        let from = matched.len();
+        for &k in m.keywords.as_slice() {
+            if let Some(t) = terms.find(k) {
+                matched.push(t as u32);
+            }
+        }
+        if matched.len() > from {
+            // A record whose stored set is not sorted: keep the sums in term order.
+            matched[from..].sort_unstable();
+            let mut last = None;
+            let mut w = from;
+            for r in from..matched.len() {
+                if Some(matched[r]) != last {
+                    last = Some(matched[r]);
+                    matched[w] = matched[r];
+                    w += 1;
+                }
+            }
+            matched.truncate(w);
+            for &t in &matched[from..] {
+                df[t as usize] += 1;
+            }
+            found.push((slot as u32, from, matched.len()));
+        }
+    }
+    let idfs: Vec<f32> = terms
+        .terms
+        .iter()
+        .zip(&df)
+        .map(|(&(_, w), &d)| w * idf(d, docs))
+        .collect();
+    let hits = found
+        .into_iter()
+        .map(|(slot, from, to)| {
+            let mut weight = 0f32;
+            let mut shared_question = 0u32;
+            for &t in &matched[from..to] {
+                weight += idfs[t as usize];
+                shared_question += u32::from(terms.question[t as usize]);
+            }
+            Hit {
+                slot,
+                weight,
+                shared_question,
+            }
+        })
+        .collect();
+    let mean_len = if docs == 0 {
+        0.0
+    } else {
+        (total_len as f64 / docs as f64) as f32
+    };
+    Lexical {
+        docs,
+        mean_len,
+        hits,
+    }
+}
+
+/// The question's embedding and the model that made it: only memories embedded by the
+/// same model are compared.
+#[derive(Debug, Clone, Copy)]
+pub struct QueryVector<'a> {
+    /// The embedding model's name.
+    pub model: &'a str,
+    /// The question's embedding.
+    pub embedding: &'a [f32],
+}
+
+/// The memories closest to the question by cosine: the `k` best above zero, as
+/// (slot, cosine), best first.
+fn nearest(memories: &[Memory], v: &QueryVector<'_>, k: usize, now: Timestamp) -> Vec<(u32, f32)> {
+    let mut near: Vec<(u32, f32)> = memories
+        .iter()
+        .enumerate()
+        .filter(|(_, m)| m.is_active(now))
+        .filter_map(|(slot, m)| {
+            let c = cosine(v.embedding, m.embedding_of(v.model)?);
+            (c > 0.0).then_some((slot as u32, c))
+        })
+        .collect();
+    let by_cosine = |a: &(u32, f32), b: &(u32, f32)| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0));
+    if near.len() > k && k > 0 {
+        near.select_nth_unstable_by(k - 1, by_cosine);
+        near.truncate(k);
+    }
+    near.sort_unstable_by(by_cosine);
+    near
+}
+
+/// Ranks of `values` (1 = largest), ties broken by position, for rank fusion.
+fn ranks(values: &[(usize, f32)]) -> Vec<(usize, u32)> {
+    let mut order: Vec<(usize, f32)> = values.to_vec();
+    order.sort_unstable_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    let mut out: Vec<(usize, u32)> = order
+        .iter()
+        .enumerate()
+        .map(|(r, &(i, _))| (i, r as u32 + 1))
+        .collect();
+    out.sort_unstable_by_key(|x| x.0);
+    out
+}
+
+/// One memory's relevance inputs before normalisation.
+#[derive(Debug, Clone, Copy)]
+struct Raw {
+    slot: u32,
+    bm25: f32,
+    shared_question: u32,
+    cosine: Option<f32>,
+}
+
 /// Chooses the memories for a prompt; see the module documentation for the rules.
+/// Relevance is BM25 over the question's keywords (see [`super::rank`]); the memories
+/// are scanned. [`select_query`] takes an index, the previous turn and an embedding.
 pub fn select(
     memories: &[Memory],
     query: &KeywordSet,
     now: Timestamp,
     cfg: &MemoryConfig,
 ) -> Selection {
-    let q = Query::new(query);
-    let mut considered = 0usize;
-    let mut criticals: Vec<Candidate> = Vec::new();
-    let mut strong: Vec<Candidate> = Vec::new();
-    let mut tiers: [Vec<Candidate>; 4] = Default::default();
+    select_query(memories, None, &RecallQuery::new(query), None, now, cfg)
+}
 
-    // One pass: score every active memory; keep the related ones.
-    for (index, m) in memories.iter().enumerate() {
+/// Chooses the memories for a prompt: the rules of the module documentation, with
+/// relevance from `query` (question and context terms), found through `index` when
+/// given (which must mirror `memories`; the result is the same as without it) and
+/// fused with the cosine to `vector` when given.
+pub fn select_query(
+    memories: &[Memory],
+    index: Option<&MemoryIndex>,
+    query: &RecallQuery,
+    vector: Option<QueryVector<'_>>,
+    now: Timestamp,
+    cfg: &MemoryConfig,
+) -> Selection {
+    let terms = Terms::new(query);
+    let lexical = match index {
+        Some(ix) => lexical_indexed(ix, &terms, memories.len()),
+        None => lexical_scan(memories, &terms),
+    };
+    let considered = lexical.docs;
+
+    // Relevance inputs of every memory that shares a term or is near by embedding.
+    let mut raw: Vec<Raw> = Vec::with_capacity(lexical.hits.len());
+    for h in &lexical.hits {
+        let Some(m) = memories.get(h.slot as usize) else {
+            continue;
+        };
         if !m.is_active(now) {
             continue;
         }
-        considered += 1;
-        let keywords = m.keywords.as_slice();
-        let shared = q.shared(keywords);
-        let (relevance, s) = if shared == 0 {
-            (0.0, 0.0)
-        } else {
-            let r = q.f1(shared, keywords.len());
-            (r, score(m, r, now, cfg))
+        raw.push(Raw {
+            slot: h.slot,
+            bm25: h.weight * length_factor(m.ranked_len(), lexical.mean_len),
+            shared_question: h.shared_question,
+            cosine: None,
+        });
+    }
+    if let Some(v) = vector.as_ref().filter(|v| !v.embedding.is_empty()) {
+        let k = cfg.vector_candidates;
+        for (slot, c) in nearest(memories, v, k, now) {
+            match raw.binary_search_by_key(&slot, |r| r.slot) {
+                Ok(i) => raw[i].cosine = Some(c),
+                Err(i) => raw.insert(
+                    i,
+                    Raw {
+                        slot,
+                        bm25: 0.0,
+                        shared_question: 0,
+                        cosine: Some(c),
+                    },
+                ),
+            }
+        }
+    }
+    let relevances = relevance(&raw, memories, &terms, cfg);
+
+    let mut criticals: Vec<Candidate> = Vec::new();
+    let mut strong: Vec<Candidate> = Vec::new();
+    let mut tiers: [Vec<Candidate>; 4] = Default::default();
+    let candidate = |slot: u32, r: Option<(&Raw, f32)>| -> Option<Candidate> {
+        let m = memories.get(slot as usize)?;
+        let (relevance, bm25, shared, cosine) = match r {
+            Some((raw, rel)) => (rel, raw.bm25, raw.shared_question, raw.cosine),
+            None => (0.0, 0.0, 0, None),
         };
-        let c = Candidate {
-            index,
+        let f1 = terms.f1(shared as usize, m.keywords.len());
+        let s = if relevance > 0.0 {
+            score(m, relevance, now, cfg)
+        } else {
+            0.0
+        };
+        Some(Candidate {
+            index: slot as usize,
             id: m.id,
             created_at: m.created_at,
             score: s,
             relevance,
+            bm25,
+            f1,
+            cosine,
             priority: m.priority,
-            strong: shared > 0 && at_least(relevance, cfg.strong_match_f1),
-            summary: false,
+            strong: shared > 0 && at_least(f1, cfg.strong_match_f1),
+            summary: m.priority == Priority::Critical && is_summary(m, cfg),
+        })
+    };
+    for (r, &rel) in raw.iter().zip(&relevances) {
+        let Some(c) = candidate(r.slot, Some((r, rel))) else {
+            continue;
         };
-        if m.priority == Priority::Critical {
+        if c.priority == Priority::Critical {
             // CRITICAL memories enter only through their own slots, never by matching.
-            criticals.push(Candidate {
-                summary: is_summary(m, cfg),
-                ..c
-            });
+            criticals.push(c);
             continue;
         }
-        // Related and scoring above zero: may compete.
-        if s > 0.0 {
+        // Related, scoring above zero and relevant enough: may compete. A strong
+        // match always may.
+        if c.strong || (c.score > 0.0 && at_least(c.relevance, cfg.min_relevance)) {
             if c.strong {
                 strong.push(c);
             }
-            if let Some(tier) = tiers.get_mut(usize::from(m.priority.as_u8())) {
+            if let Some(tier) = tiers.get_mut(usize::from(c.priority.as_u8())) {
                 tier.push(c);
             }
         }
     }
+    // The CRITICAL memories that matched nothing.
+    let matched_critical = |slot: u32| raw.binary_search_by_key(&slot, |r| r.slot).is_ok();
+    let mut unmatched_critical = |slot: usize, m: &Memory| {
+        if m.priority == Priority::Critical && m.is_active(now) && !matched_critical(slot as u32) {
+            if let Some(c) = candidate(slot as u32, None) {
+                criticals.push(c);
+            }
+        }
+    };
+    match index {
+        Some(ix) => {
+            for &slot in ix.critical() {
+                if let Some(m) = memories.get(slot as usize) {
+                    unmatched_critical(slot as usize, m);
+                }
+            }
+        }
+        None => {
+            for (slot, m) in memories.iter().enumerate() {
+                unmatched_critical(slot, m);
+            }
+        }
+    }
+    finish(memories, criticals, strong, tiers, considered, cfg)
+}
 
+/// Relevance in 0–1 of each raw entry: BM25 divided by the best BM25 among them (or F1
+/// with [`Ranking::F1`]), fused with the cosine when there are embeddings.
+fn relevance(raw: &[Raw], memories: &[Memory], terms: &Terms<'_>, cfg: &MemoryConfig) -> Vec<f32> {
+    let lexical: Vec<f32> = match cfg.ranking {
+        Ranking::Bm25 => {
+            let best = raw.iter().map(|r| r.bm25).fold(0f32, f32::max);
+            raw.iter()
+                .map(|r| if best > 0.0 { r.bm25 / best } else { 0.0 })
+                .collect()
+        }
+        Ranking::F1 => raw
+            .iter()
+            .map(|r| {
+                let len = memories
+                    .get(r.slot as usize)
+                    .map_or(0, |m| m.keywords.len());
+                if r.shared_question == 0 {
+                    0.0
+                } else {
+                    terms.f1(r.shared_question as usize, len)
+                }
+            })
+            .collect(),
+    };
+    if raw.iter().all(|r| r.cosine.is_none()) {
+        return lexical;
+    }
+    match cfg.fusion {
+        Fusion::Weighted => {
+            let best = raw.iter().filter_map(|r| r.cosine).fold(0f32, f32::max);
+            let w = cfg.vector_weight.clamp(0.0, 1.0);
+            raw.iter()
+                .zip(&lexical)
+                .map(|(r, &l)| {
+                    let v = match r.cosine {
+                        Some(c) if best > 0.0 => c / best,
+                        _ => 0.0,
+                    };
+                    (1.0 - w) * l + w * v
+                })
+                .collect()
+        }
+        Fusion::Rrf => {
+            let lex: Vec<(usize, f32)> = lexical
+                .iter()
+                .enumerate()
+                .filter(|(_, &l)| l > 0.0)
+                .map(|(i, &l)| (i, l))
+                .collect();
+            let vec: Vec<(usize, f32)> = raw
+                .iter()
+                .enumerate()
+                .filter_map(|(i, r)| r.cosine.map(|c| (i, c)))
+                .collect();
+            let mut fused = alloc::vec![0f32; raw.len()];
+            for (i, r) in ranks(&lex) {
+                fused[i] += 1.0 / (RRF_K + r as f32);
+            }
+            for (i, r) in ranks(&vec) {
+                fused[i] += 1.0 / (RRF_K + r as f32);
+            }
+            let best = fused.iter().copied().fold(0f32, f32::max);
+            fused
+                .iter()
+                .map(|&f| if best > 0.0 { f / best } else { 0.0 })
+                .collect()
+        }
+    }
+}
+
+/// Steps 1–4 of the module documentation over the scored candidates, then the budget
+/// and the prompt order.
+fn finish(
+    memories: &[Memory],
+    mut criticals: Vec<Candidate>,
+    mut strong: Vec<Candidate>,
+    mut tiers: [Vec<Candidate>; 4],
+    considered: usize,
+    cfg: &MemoryConfig,
+) -> Selection {
     let limit = cfg.max_selected;
     let mut chosen: Vec<Chosen> = Vec::new();
     let take = |chosen: &mut Vec<Chosen>, c: &Candidate, reason: Reason| {
@@ -289,6 +659,9 @@ pub fn select(
             id: c.id,
             score: c.score,
             relevance: c.relevance,
+            bm25: c.bm25,
+            f1: c.f1,
+            cosine: c.cosine,
             reason,
             priority: c.priority,
         });
@@ -495,9 +868,7 @@ mod tests {
             let m = mem(1, &text, Priority::Low, 200 * DAY);
             let sel = select(core::slice::from_ref(&m), &q, NOW, &cfg);
             let c = &sel.chosen[0];
-            assert!(
-                (c.relevance - crate::text::f1(q.as_slice(), m.keywords.as_slice())).abs() < 1e-7
-            );
+            assert!((c.f1 - crate::text::f1(q.as_slice(), m.keywords.as_slice())).abs() < 1e-7);
             let want = if strong {
                 Reason::StrongMatch
             } else {
@@ -747,7 +1118,9 @@ mod tests {
         c.expires_at = Some(NOW + 1);
         let sel = select(&[a, b, c], &query("tea"), NOW, &cfg);
         assert_eq!(ids(&sel), vec![3]);
-        assert_eq!(sel.considered, 1);
+        // Every memory not deleted is ranked against (expired ones count in the
+        // statistics until the store removes them).
+        assert_eq!(sel.considered, 2);
     }
 
     #[test]

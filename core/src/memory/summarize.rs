@@ -129,6 +129,8 @@ pub fn draft_summary(
 ) -> String {
     // keyword → (members containing it, occurrences, first position)
     let mut freq: BTreeMap<String, (usize, usize, usize)> = BTreeMap::new();
+    // keyword → the first word it came from (shown instead of the stem)
+    let mut shown: BTreeMap<String, String> = BTreeMap::new();
     let mut position = 0usize;
     let mut members = 0usize;
     for (&index, &id) in cluster.indices.iter().zip(&cluster.ids) {
@@ -137,7 +139,10 @@ pub fn draft_summary(
         };
         members += 1;
         let mut seen: Vec<String> = Vec::new();
-        tokenizer.for_each_keyword(&m.content, &mut |k| {
+        tokenizer.for_each_word(&m.content, &mut |word, k| {
+            shown
+                .entry(String::from(k))
+                .or_insert_with(|| String::from(word));
             let entry = freq.entry(String::from(k)).or_insert((0, 0, position));
             entry.1 += 1;
             if !seen.iter().any(|s| s == k) {
@@ -152,7 +157,7 @@ pub fn draft_summary(
     let top: Vec<&str> = ranked
         .iter()
         .take(cfg.summary_keywords)
-        .map(|(k, _)| k.as_str())
+        .map(|(k, _)| shown.get(*k).map_or(k.as_str(), String::as_str))
         .collect();
     let label = category_label(cluster.category, lang);
     match lang {
@@ -272,7 +277,8 @@ mod tests {
         let en = draft_summary(c, &ms, &FallbackTokenizer, Lang::En, &cfg);
         assert_eq!(
             en,
-            "Summary of 3 preference memories: tea, green, prefers, over, coffee, morning, likes"
+            // Words as written, counted by stem; "over" is a stop word.
+            "Summary of 3 preference memories: tea, green, prefers, coffee, morning, likes"
         );
         let zh = draft_summary(c, &ms, &FallbackTokenizer, Lang::Zh, &cfg);
         assert!(zh.starts_with("偏好归纳（3 条）：tea、green"), "{zh}");

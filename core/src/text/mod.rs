@@ -9,6 +9,7 @@ mod clip;
 mod estimate;
 mod lang;
 mod similarity;
+mod stem;
 mod tokenize;
 
 pub use clip::{clip_chars, escape_controls, one_line};
@@ -17,4 +18,7 @@ pub use estimate::{
 };
 pub use lang::Lang;
 pub use similarity::{cosine, f1, intersection_len, jaccard};
-pub use tokenize::{is_cjk, keyword_hash, FallbackTokenizer, Fnv1a, KeywordSet, Tokenizer};
+pub use stem::stem_english;
+pub use tokenize::{
+    is_cjk, keyword_hash, FallbackTokenizer, Fnv1a, KeywordSet, RuledTokenizer, Rules, Tokenizer,
+};

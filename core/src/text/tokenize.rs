@@ -14,6 +14,13 @@ pub trait Tokenizer {
     /// Calls `emit` with every keyword of `text`, in order.
     fn for_each_keyword(&self, text: &str, emit: &mut dyn FnMut(&str));
 
+    /// Calls `emit(word, keyword)` for every keyword with the word of the text it came
+    /// from, lower-cased but not stemmed (to show people words, not stems: "morning",
+    /// not "morn"). By default the keyword is its own word.
+    fn for_each_word(&self, text: &str, emit: &mut dyn FnMut(&str, &str)) {
+        self.for_each_keyword(text, &mut |k| emit(k, k));
+    }
+
     /// The keywords of `text` as owned strings, in order, duplicates kept.
     fn keywords(&self, text: &str) -> Vec<String> {
         let mut out = Vec::new();
@@ -125,13 +132,53 @@ pub fn is_cjk(c: char) -> bool {
     )
 }
 
-/// The dependency-free tokenizer: lower-cased words of at least two characters for
-/// alphabetic scripts, character bigrams for CJK runs (a lone CJK character stands for
-/// itself), and a small Chinese/English stop list.
+/// The dependency-free tokenizer: lower-cased words of at least two characters (or a
+/// digit: numbers and dates are words) for alphabetic scripts, English words stemmed
+/// (Snowball English: "painted" and "painting" meet "paint"), character bigrams for
+/// CJK runs (a lone CJK character stands for itself), and Chinese/English stop lists.
+/// Always [`Rules::CURRENT`]; [`RuledTokenizer`] takes other rules, to measure them.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct FallbackTokenizer;
 
-/// English words too common to say anything about a topic.
+/// The choices of the word rules, so each can be measured alone (the recall bench).
+/// Stored keywords are computed with [`Rules::CURRENT`]
+/// ([`crate::memory::KEYWORDS_VERSION`] names it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Rules {
+    /// Stem English words (ASCII letters only).
+    pub stem: bool,
+    /// The full English stop list, not only the seed's.
+    pub stop_words: bool,
+    /// Keep single digits as words.
+    pub digits: bool,
+}
+
+impl Rules {
+    /// The rules this build stores keywords with.
+    pub const CURRENT: Rules = Rules {
+        stem: true,
+        stop_words: true,
+        digits: true,
+    };
+    /// The rules before stemming (keywords version 1).
+    pub const SEED: Rules = Rules {
+        stem: false,
+        stop_words: false,
+        digits: false,
+    };
+}
+
+impl Default for Rules {
+    fn default() -> Self {
+        Rules::CURRENT
+    }
+}
+
+/// The fallback tokenizer with chosen [`Rules`].
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RuledTokenizer(pub Rules);
+
+/// English words too common to say anything about a topic (the seed list).
 const EN_STOP: &[&str] = &[
     "about", "after", "all", "also", "am", "an", "and", "any", "are", "as", "at", "be", "been",
     "but", "by", "can", "could", "did", "do", "does", "for", "from", "had", "has", "have", "he",
@@ -141,6 +188,23 @@ const EN_STOP: &[&str] = &[
     "very", "was", "we", "were", "what", "when", "where", "which", "who", "why", "will", "with",
     "would", "you", "your",
 ];
+
+/// More function words (the rest of the common English stop lists, the pieces our split
+/// at apostrophes leaves of "don't" or "you're", and chat fillers), dropped when
+/// [`Rules::stop_words`] is on. Each is at most [`PACK_MAX_LEN`] bytes; the longer ones
+/// are in [`EN_STOP_LONG`].
+const EN_STOP_MORE: &[&str] = &[
+    "above", "again", "against", "ah", "aren", "because", "before", "being", "below", "between",
+    "both", "couldn", "didn", "doesn", "doing", "don", "down", "during", "each", "few", "further",
+    "hadn", "hasn", "haven", "having", "here", "hers", "herself", "hey", "hi", "himself", "hmm",
+    "isn", "itself", "ll", "mightn", "more", "most", "mustn", "myself", "needn", "nor", "now",
+    "off", "oh", "ok", "okay", "once", "only", "other", "ours", "out", "over", "own", "re", "same",
+    "shan", "shouldn", "some", "such", "theirs", "through", "uh", "um", "under", "until", "ve",
+    "wasn", "weren", "whom", "wouldn", "yeah", "yes", "yours",
+];
+
+/// Stop words longer than [`PACK_MAX_LEN`] bytes, sorted.
+const EN_STOP_LONG: &[&str] = &["ourselves", "themselves", "yourself", "yourselves"];
 
 /// Chinese function bigrams (pronouns, question words, fillers), sorted by bytes.
 const ZH_STOP_BIGRAMS: &[&str] = &[
@@ -152,8 +216,9 @@ const ZH_STOP_BIGRAMS: &[&str] = &[
 /// Chinese particles: a bigram containing one carries no topic.
 const ZH_PARTICLES: &[char] = &['的', '吗', '呢', '吧', '啊', '呀', '嘛', '哦', '么'];
 
-/// Longest entry of [`EN_STOP`], in bytes: longer words skip the stop-list search.
-const EN_STOP_MAX_LEN: usize = 6;
+/// Longest entry of [`EN_STOP`] and [`EN_STOP_MORE`], in bytes: longer words skip the
+/// packed search.
+const EN_STOP_MAX_LEN: usize = 7;
 
 /// Longest text [`pack`] can hold, in bytes.
 const PACK_MAX_LEN: usize = 7;
@@ -191,30 +256,43 @@ const fn packed_sorted<const N: usize>(words: &[&str]) -> [u64; N] {
 }
 
 const EN_STOP_PACKED: [u64; EN_STOP.len()] = packed_sorted(EN_STOP);
+const EN_STOP_MORE_PACKED: [u64; EN_STOP_MORE.len()] = packed_sorted(EN_STOP_MORE);
 const ZH_STOP_PACKED: [u64; ZH_STOP_BIGRAMS.len()] = packed_sorted(ZH_STOP_BIGRAMS);
 
-fn is_en_stop(word: &str) -> bool {
-    word.len() <= EN_STOP_MAX_LEN && EN_STOP_PACKED.binary_search(&pack(word)).is_ok()
+fn is_en_stop(word: &str, rules: Rules) -> bool {
+    if word.len() > EN_STOP_MAX_LEN {
+        return rules.stop_words && EN_STOP_LONG.binary_search(&word).is_ok();
+    }
+    let packed = pack(word);
+    EN_STOP_PACKED.binary_search(&packed).is_ok()
+        || (rules.stop_words && EN_STOP_MORE_PACKED.binary_search(&packed).is_ok())
 }
 
 fn is_zh_stop(bigram: &str) -> bool {
     bigram.len() <= PACK_MAX_LEN && ZH_STOP_PACKED.binary_search(&pack(bigram)).is_ok()
 }
 
-impl FallbackTokenizer {
-    fn emit_word(word: &str, chars: usize, emit: &mut dyn FnMut(&str)) {
-        if chars < 2 || is_en_stop(word) {
-            return;
-        }
-        emit(word);
+/// The word rules for one text: stop lists, digits, stemming.
+fn emit_word(word: &str, chars: usize, rules: Rules, emit: &mut dyn FnMut(&str, &str)) {
+    let digit = chars == 1 && word.as_bytes().first().is_some_and(u8::is_ascii_digit);
+    if (chars < 2 && !(rules.digits && digit)) || is_en_stop(word, rules) {
+        return;
     }
+    if rules.stem {
+        emit(word, &super::stem_english(word));
+    } else {
+        emit(word, word);
+    }
+}
 
+impl FallbackTokenizer {
     /// Emits the keywords of a run of CJK characters: `run` holds the byte offset of
     /// each character in `text`, so bigrams are slices of the text (no copying).
-    fn emit_cjk_run(text: &str, run: &[(usize, char)], emit: &mut dyn FnMut(&str)) {
+    fn emit_cjk_run(text: &str, run: &[(usize, char)], emit: &mut dyn FnMut(&str, &str)) {
         if let [(at, c)] = run {
             if !ZH_PARTICLES.contains(c) {
-                emit(&text[*at..*at + c.len_utf8()]);
+                let one = &text[*at..*at + c.len_utf8()];
+                emit(one, one);
             }
             return;
         }
@@ -225,7 +303,7 @@ impl FallbackTokenizer {
             }
             let bigram = &text[a..b + cb.len_utf8()];
             if !is_zh_stop(bigram) {
-                emit(bigram);
+                emit(bigram, bigram);
             }
         }
     }
@@ -238,17 +316,18 @@ struct Word {
     chars: usize,
     copied: bool,
     buf: String,
+    rules: Rules,
 }
 
 impl Word {
-    fn flush(&mut self, text: &str, end: usize, emit: &mut dyn FnMut(&str)) {
+    fn flush(&mut self, text: &str, end: usize, emit: &mut dyn FnMut(&str, &str)) {
         if self.chars > 0 {
             let word = if self.copied {
                 self.buf.as_str()
             } else {
                 &text[self.start..end]
             };
-            FallbackTokenizer::emit_word(word, self.chars, emit);
+            emit_word(word, self.chars, self.rules, emit);
         }
         self.chars = 0;
         self.copied = false;
@@ -267,11 +346,26 @@ impl Word {
 
 impl Tokenizer for FallbackTokenizer {
     fn for_each_keyword(&self, text: &str, emit: &mut dyn FnMut(&str)) {
+        RuledTokenizer(Rules::CURRENT).for_each_keyword(text, emit);
+    }
+
+    fn for_each_word(&self, text: &str, emit: &mut dyn FnMut(&str, &str)) {
+        RuledTokenizer(Rules::CURRENT).for_each_word(text, emit);
+    }
+}
+
+impl Tokenizer for RuledTokenizer {
+    fn for_each_keyword(&self, text: &str, emit: &mut dyn FnMut(&str)) {
+        self.for_each_word(text, &mut |_, k| emit(k));
+    }
+
+    fn for_each_word(&self, text: &str, emit: &mut dyn FnMut(&str, &str)) {
         let mut word = Word {
             start: 0,
             chars: 0,
             copied: false,
             buf: String::new(),
+            rules: self.0,
         };
         let mut run: Vec<(usize, char)> = Vec::new();
         let bytes = text.as_bytes();
@@ -282,7 +376,7 @@ impl Tokenizer for FallbackTokenizer {
             if b.is_ascii() {
                 if b.is_ascii_alphanumeric() || b == b'_' {
                     if !run.is_empty() {
-                        Self::emit_cjk_run(text, &run, emit);
+                        FallbackTokenizer::emit_cjk_run(text, &run, emit);
                         run.clear();
                     }
                     if word.chars == 0 {
@@ -298,7 +392,7 @@ impl Tokenizer for FallbackTokenizer {
                 } else {
                     word.flush(text, i, emit);
                     if !run.is_empty() {
-                        Self::emit_cjk_run(text, &run, emit);
+                        FallbackTokenizer::emit_cjk_run(text, &run, emit);
                         run.clear();
                     }
                 }
@@ -314,7 +408,7 @@ impl Tokenizer for FallbackTokenizer {
                 run.push((i, c));
             } else if c.is_alphanumeric() {
                 if !run.is_empty() {
-                    Self::emit_cjk_run(text, &run, emit);
+                    FallbackTokenizer::emit_cjk_run(text, &run, emit);
                     run.clear();
                 }
                 if word.chars == 0 {
@@ -326,7 +420,7 @@ impl Tokenizer for FallbackTokenizer {
             } else {
                 word.flush(text, i, emit);
                 if !run.is_empty() {
-                    Self::emit_cjk_run(text, &run, emit);
+                    FallbackTokenizer::emit_cjk_run(text, &run, emit);
                     run.clear();
                 }
             }
@@ -334,7 +428,7 @@ impl Tokenizer for FallbackTokenizer {
         }
         word.flush(text, bytes.len(), emit);
         if !run.is_empty() {
-            Self::emit_cjk_run(text, &run, emit);
+            FallbackTokenizer::emit_cjk_run(text, &run, emit);
         }
     }
 }
@@ -352,14 +446,27 @@ mod tests {
     fn stop_lists_are_sorted_for_binary_search() {
         assert!(EN_STOP.windows(2).all(|w| w[0] < w[1]));
         assert!(EN_STOP.iter().all(|w| w.len() <= EN_STOP_MAX_LEN));
+        assert!(EN_STOP_MORE.windows(2).all(|w| w[0] < w[1]));
+        assert!(EN_STOP_MORE.iter().all(|w| w.len() <= EN_STOP_MAX_LEN));
+        assert!(EN_STOP_MORE.iter().all(|w| !EN_STOP.contains(w)));
+        assert!(EN_STOP_LONG.windows(2).all(|w| w[0] < w[1]));
+        assert!(EN_STOP_LONG.iter().all(|w| w.len() > EN_STOP_MAX_LEN));
         assert!(ZH_STOP_BIGRAMS.windows(2).all(|w| w[0] < w[1]));
         assert!(ZH_STOP_BIGRAMS.iter().all(|w| w.len() <= PACK_MAX_LEN));
         // The packed lookups agree with the lists, and texts that only share a prefix
         // or differ in length do not collide.
-        assert!(EN_STOP.iter().all(|w| is_en_stop(w)));
+        let all = Rules::CURRENT;
+        assert!(EN_STOP.iter().all(|w| is_en_stop(w, Rules::SEED)));
+        assert!(EN_STOP_MORE
+            .iter()
+            .all(|w| is_en_stop(w, all) && !is_en_stop(w, Rules::SEED)));
+        assert!(EN_STOP_LONG.iter().all(|w| is_en_stop(w, all)));
         assert!(ZH_STOP_BIGRAMS.iter().all(|w| is_zh_stop(w)));
         for not_stop in ["th", "thee", "wha", "", "whatever", "tea", "用户", "什么么"] {
-            assert!(!is_en_stop(not_stop) && !is_zh_stop(not_stop), "{not_stop}");
+            assert!(
+                !is_en_stop(not_stop, all) && !is_zh_stop(not_stop),
+                "{not_stop}"
+            );
         }
     }
 
@@ -367,12 +474,30 @@ mod tests {
     fn ascii_words_are_lowercased_and_short_or_stop_words_dropped() {
         assert_eq!(
             kw("The Rust compiler is FAST, a 1 x"),
+            vec!["rust", "compil", "fast", "1"]
+        );
+        let seed = |t: &str| RuledTokenizer(Rules::SEED).keywords(t);
+        assert_eq!(
+            seed("The Rust compiler is FAST, a 1 x"),
             vec!["rust", "compiler", "fast"]
         );
         assert_eq!(
             kw("read_file src/main.rs"),
             vec!["read_file", "src", "main", "rs"]
         );
+    }
+
+    #[test]
+    fn inflections_meet_and_numbers_and_dates_are_words() {
+        assert_eq!(kw("painted painting paints"), vec!["paint"; 3]);
+        assert_eq!(kw("She moved to Lisbon"), vec!["move", "lisbon"]);
+        assert_eq!(
+            kw("on 2021-05-07, 3 kids"),
+            vec!["2021", "05", "07", "3", "kid"]
+        );
+        assert_eq!(kw("yeah, I don't know ourselves"), vec!["know"]);
+        // Not ASCII letters: kept as written.
+        assert_eq!(kw("Grüße read_file"), vec!["grüße", "read_file"]);
     }
 
     #[test]
@@ -407,8 +532,12 @@ mod tests {
         let mut chars = 0;
         let mut run: Vec<char> = Vec::new();
         let flush_word = |word: &mut String, chars: &mut usize, out: &mut Vec<String>| {
-            if *chars >= 2 && EN_STOP.binary_search(&word.as_str()).is_err() {
-                out.push(word.clone());
+            let stop = EN_STOP.contains(&word.as_str())
+                || EN_STOP_MORE.contains(&word.as_str())
+                || EN_STOP_LONG.contains(&word.as_str());
+            let digit = *chars == 1 && word.chars().all(|c| c.is_ascii_digit());
+            if (*chars >= 2 || digit) && !stop {
+                out.push(String::from(super::super::stem_english(word)));
             }
             word.clear();
             *chars = 0;

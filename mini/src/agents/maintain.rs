@@ -415,12 +415,14 @@ impl Run<'_> {
     /// configured, in batches; a failure is noted and leaves the rest to keywords.
     fn embed_missing(&mut self, now: Timestamp, cancel: &AtomicBool) -> Step {
         let cfg = self.cfg().clone();
+        let Some(model) = self.rt.config.model.embedding_model.clone() else {
+            return Vec::new();
+        };
+        // Missing, or made by another model (recomputed when the model changes).
         let missing: Vec<usize> = (0..self.mems.len())
             .filter(|&i| {
                 let m = &self.mems[i];
-                m.is_active(now)
-                    && m.embedding.as_ref().is_none_or(Vec::is_empty)
-                    && !memory::is_summary(m, &cfg)
+                m.is_active(now) && m.embedding_of(&model).is_none() && !memory::is_summary(m, &cfg)
             })
             .collect();
         let mut changed = Vec::new();
@@ -440,6 +442,7 @@ impl Run<'_> {
                 Some(Ok(vectors)) => {
                     for (&i, v) in batch.iter().zip(vectors) {
                         self.mems[i].embedding = Some(v);
+                        self.mems[i].embedding_model = Some(model.clone());
                         changed.push(i);
                     }
                 }

@@ -23,7 +23,7 @@ use evolve_core::Timestamp;
 
 use super::describe_agent;
 use super::evaluate::EvaluateAgent;
-use super::memory::{MemoryAgent, Recall};
+use super::memory::{MemoryAgent, Recall, NEVER};
 use super::prompts::DEFAULT_SYSTEM_PROMPT;
 use super::record::{PostTurn, ToolRun, TurnRecord, TurnUsage};
 use super::reflect::{ReflectWhy, ReflectionAgent};
@@ -45,6 +45,9 @@ const REPEAT_LIMIT: usize = 3;
 /// 4 000 (evaluation; extraction, style, skills and lessons fewer) and marks a longer
 /// text cut, so twice that is enough and a long answer is not copied whole.
 const POST_REPLY_CHARS: usize = 8_000;
+/// At most this many memories are embedded after a turn (the new ones, and a few a
+/// failed earlier run left).
+const EMBED_AFTER_TURN: usize = 64;
 
 /// One input to the agent.
 pub struct TurnInput<'a> {
@@ -712,7 +715,10 @@ impl Manager {
         let rt = &*self.rt;
         let lang = Lang::guess(query);
         let (recall, (skills_block, skills), loaded) = std::thread::scope(|s| {
-            let recall = s.spawn(|| MemoryAgent.recall(rt, query, now));
+            let recall = s.spawn(|| {
+                let previous = previous_question(rt, sid, turn_no);
+                MemoryAgent.recall(rt, query, previous.as_deref(), now)
+            });
             let skills = s.spawn(|| match_skills(rt, query, lang));
             let loaded = self.load_history(sid, turn_no);
             (
@@ -788,6 +794,18 @@ impl Manager {
         }
         Ok((l1, l2, l3, system, todo_block))
     }
+}
+
+/// The user's question of the turn before `turn_no` in the session, if any (the
+/// context a follow-up question leans on). A store error only loses the context.
+fn previous_question(rt: &Runtime, sid: &str, turn_no: u64) -> Option<String> {
+    let before = turn_no.checked_sub(1).filter(|&t| t >= 1)?;
+    let messages = rt.store.messages(sid, before).ok()?;
+    messages
+        .into_iter()
+        .filter(|m| m.turn == before && m.message.role == evolve_core::history::Role::User)
+        .map(|m| m.message.content)
+        .next_back()
 }
 
 /// The summaries of the skills relevant to `query`, and their names.
@@ -961,6 +979,12 @@ impl PostJob {
                 &mut usage,
                 &mut problems,
             );
+            if post.memories_saved > 0 {
+                // New memories get their embedding now, not on some later turn's path.
+                if let Err(e) = MemoryAgent.embed_missing(rt, EMBED_AFTER_TURN, &NEVER) {
+                    super::note(&mut problems, format!("{e}; memories ranked by words only"));
+                }
+            }
             post.evaluation = EvaluateAgent.evaluate(
                 rt,
                 &self.question,

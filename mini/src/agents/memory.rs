@@ -3,9 +3,12 @@
 //! saves them through the core's ingest rule.
 
 use std::sync::atomic::AtomicBool;
+use std::time::Duration;
 
 use evolve_core::json::{extract_items, Value};
-use evolve_core::memory::{self, format_block, Category, Memory, Selection};
+use evolve_core::memory::{
+    self, format_block, Category, Memory, QueryVector, RecallQuery, Selection,
+};
 use evolve_core::text::{KeywordSet, Lang};
 use evolve_core::Timestamp;
 
@@ -43,15 +46,34 @@ pub struct Recall {
 const EXTRACT_INPUT_CHARS: usize = 6_000;
 /// At most this many memories are taken from one extraction reply.
 const EXTRACT_MAX: usize = 5;
+/// Memories embedded per `/embeddings` request.
+const EMBED_BATCH: usize = 32;
 
 impl MemoryAgent {
-    /// Scores every live memory against `query` and formats the chosen ones.
-    pub fn recall(&self, rt: &Runtime, query: &str, now: Timestamp) -> Recall {
-        let keywords = KeywordSet::of(&rt.tokenizer, query);
+    /// Ranks the live memories against `query` (and, at a lower weight, `previous`, the
+    /// user's turn before, so a follow-up finds what it refers to) through the store's
+    /// index, and formats the chosen ones.
+    pub fn recall(
+        &self,
+        rt: &Runtime,
+        query: &str,
+        previous: Option<&str>,
+        now: Timestamp,
+    ) -> Recall {
+        let cfg = &rt.config.core.memory;
+        let mut q = RecallQuery::new(&KeywordSet::of(&rt.tokenizer, query));
+        if let Some(p) = previous.filter(|p| !p.trim().is_empty()) {
+            q = q.with_context(&KeywordSet::of(&rt.tokenizer, p), cfg.context_weight);
+        }
         let lang = Lang::guess(query);
-        rt.store.with_memories(|all| {
+        let embedded = question_embedding(rt, query);
+        let vector = embedded.as_ref().map(|(model, e)| QueryVector {
+            model,
+            embedding: e,
+        });
+        rt.store.with_indexed_memories(|all, index| {
             let Selection { chosen, considered } =
-                memory::select(all, &keywords, now, &rt.config.core.memory);
+                memory::select_query(all, Some(index), &q, vector, now, cfg);
             let picked: Vec<&Memory> = chosen.iter().map(|c| &all[c.index]).collect();
             let used = chosen
                 .iter()
@@ -70,6 +92,57 @@ impl MemoryAgent {
                 ids: chosen.iter().map(|c| c.id).collect(),
             }
         })
+    }
+
+    /// Gives every live memory without an embedding of the configured model one (in
+    /// batches of [`EMBED_BATCH`], at most `limit` memories), off the answer path: after
+    /// extraction, `memory add` and `import`, and in maintenance. A memory changed
+    /// meanwhile is left for the next run; a failing server is reported and leaves the
+    /// rest to words. Returns how many memories got one.
+    pub fn embed_missing(
+        &self,
+        rt: &Runtime,
+        limit: usize,
+        cancel: &AtomicBool,
+    ) -> Result<usize, String> {
+        let Some(model) = rt.config.model.embedding_model.clone() else {
+            return Ok(0);
+        };
+        let now = crate::cli::app::now();
+        let missing: Vec<Memory> = rt.store.with_memories(|all| {
+            all.iter()
+                .filter(|m| m.is_active(now) && m.embedding_of(&model).is_none())
+                .filter(|m| !memory::is_summary(m, &rt.config.core.memory))
+                .take(limit)
+                .cloned()
+                .collect()
+        });
+        let mut done = 0;
+        for batch in missing.chunks(EMBED_BATCH) {
+            let inputs: Vec<String> = batch.iter().map(|m| m.content.clone()).collect();
+            let vectors = match rt.model.embed(&inputs, cancel) {
+                None => return Ok(done),
+                Some(Err(e)) => return Err(format!("embedding memories failed: {e}")),
+                Some(Ok(v)) => v,
+            };
+            let records: Vec<(Memory, Option<Memory>)> = batch
+                .iter()
+                .zip(vectors)
+                .filter(|(_, v)| !v.is_empty())
+                .map(|(m, v)| {
+                    let mut new = m.clone();
+                    new.embedding = Some(v);
+                    new.embedding_model = Some(model.clone());
+                    (new, Some(m.clone()))
+                })
+                .collect();
+            let saved = rt.store.save_memories(records).map_err(|e| e.to_string())?;
+            done += saved
+                .iter()
+                .filter(|s| matches!(s, crate::store::Saved::Written(_)))
+                .count();
+        }
+        Ok(done)
     }
 
     /// Asks the cheap model what of this exchange is worth remembering and ingests it.
@@ -177,6 +250,48 @@ fn memory_from_item(item: &Value, now: Timestamp, rt: &Runtime) -> Option<Memory
     m.tags = tags;
     m.refresh_derived(&rt.tokenizer);
     Some(m)
+}
+
+/// How long a turn waits for the question's embedding before it ranks by words alone.
+const QUESTION_EMBED_WAIT: Duration = Duration::from_millis(1500);
+
+/// The question's embedding and the model's name, when `[model] embedding_model` is
+/// set. A failing or slow embedding server costs at most [`QUESTION_EMBED_WAIT`] and a
+/// warning: the turn goes on with words alone, never fails for it.
+fn question_embedding(rt: &Runtime, query: &str) -> Option<(String, Vec<f32>)> {
+    let model = rt.config.model.embedding_model.clone()?;
+    if query.trim().is_empty() {
+        return None;
+    }
+    let cancel = AtomicBool::new(false);
+    let (tx, rx) = std::sync::mpsc::channel();
+    let inputs = [query.to_string()];
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            let _ = tx.send(rt.model.embed(&inputs, &cancel));
+        });
+        let got = rx.recv_timeout(QUESTION_EMBED_WAIT);
+        cancel.store(true, std::sync::atomic::Ordering::Relaxed);
+        match got {
+            Ok(Some(Ok(mut v))) if v.len() == 1 && !v[0].is_empty() => Some((model, v.remove(0))),
+            Ok(Some(Ok(_))) => {
+                log::warn!("the embedding server gave no vector for the question; memories ranked by words only");
+                None
+            }
+            Ok(Some(Err(e))) => {
+                log::warn!("embedding the question failed ({e}); memories ranked by words only");
+                None
+            }
+            Ok(None) => None,
+            Err(_) => {
+                log::warn!(
+                    "the embedding server did not answer within {} ms; memories ranked by words only",
+                    QUESTION_EMBED_WAIT.as_millis()
+                );
+                None
+            }
+        }
+    })
 }
 
 /// A cancel flag nobody sets, for background calls (they are waited for, not stopped).

@@ -338,9 +338,17 @@ fn slash(command: &str, manager: &Manager, session: &mut Option<String>) -> Resu
                 }
             } else {
                 let keywords = KeywordSet::of(&rt.tokenizer, rest);
-                rt.store.with_memories(|all| {
-                    let sel =
-                        evolve_core::memory::select(all, &keywords, now(), &rt.config.core.memory);
+                let query = evolve_core::memory::RecallQuery::new(&keywords);
+                rt.store.with_indexed_memories(|all, index| {
+                    let cfg = &rt.config.core.memory;
+                    let sel = evolve_core::memory::select_query(
+                        all,
+                        Some(index),
+                        &query,
+                        None,
+                        now(),
+                        cfg,
+                    );
                     if sel.chosen.is_empty() {
                         println!("  no memory matches");
                     }

@@ -10,14 +10,14 @@ use std::path::{Path, PathBuf};
 
 use argh::FromArgs;
 use evolve_core::memory::{
-    self, content_hash, Category, Memory, MemoryConfig, MemoryId, Priority, Selection,
+    self, content_hash, Category, Memory, MemoryConfig, MemoryId, Priority, RecallQuery, Selection,
     IMPORTANCE_MAX, IMPORTANCE_MIN,
 };
-use evolve_core::text::{one_line, FallbackTokenizer, KeywordSet, Tokenizer};
+use evolve_core::text::{keyword_hash, one_line, FallbackTokenizer, KeywordSet, Tokenizer};
 use evolve_core::Timestamp;
 
 use crate::agents::maintain;
-use crate::agents::Runtime;
+use crate::agents::{MemoryAgent, Runtime};
 use crate::cli::app::{self, App};
 use crate::config::LoadOptions;
 use crate::error::Error;
@@ -100,7 +100,12 @@ struct Search {
     /// at most this many memories (default: the configured 30)
     #[argh(option)]
     limit: Option<usize>,
-    /// print the selection as JSON
+    /// the user's message before QUERY, for a follow-up ("and where does she live?"):
+    /// its words count at the configured lower weight, as in a chat
+    #[argh(option)]
+    previous: Option<String>,
+    /// print the selection as JSON, with why each memory was chosen (words matched,
+    /// BM25, F1, relevance, score)
     #[argh(switch)]
     json: bool,
     /// configuration profile to use
@@ -271,11 +276,59 @@ fn rank(r: Rank) -> Result<(), Error> {
     if r.max_chars.is_some() {
         cfg.max_chars = r.max_chars;
     }
-    let query = KeywordSet::of(&FallbackTokenizer, &r.query);
     let mut out = std::io::stdout().lock();
-    report(
-        &mut out, &r.query, &query, memories, now, &cfg, r.json, r.block,
-    )
+    let query = Query::new(&FallbackTokenizer, &r.query, None, &cfg);
+    report(&mut out, &query, memories, now, &cfg, r.json, r.block)
+}
+
+/// A query as the agent makes it, with the words behind its keyword hashes (to say
+/// which words a memory matched).
+struct Query<'a> {
+    text: &'a str,
+    previous: Option<&'a str>,
+    recall: RecallQuery,
+    words: Vec<(u64, String)>,
+}
+
+impl<'a> Query<'a> {
+    fn new(
+        tokenizer: &dyn Tokenizer,
+        text: &'a str,
+        previous: Option<&'a str>,
+        cfg: &MemoryConfig,
+    ) -> Self {
+        let mut recall = RecallQuery::new(&KeywordSet::of(tokenizer, text));
+        let mut words: Vec<(u64, String)> = Vec::new();
+        let mut learn = |t: &str| {
+            for w in tokenizer.keywords(t) {
+                let h = keyword_hash(&w);
+                if !words.iter().any(|x| x.0 == h) {
+                    words.push((h, w));
+                }
+            }
+        };
+        learn(text);
+        if let Some(p) = previous {
+            recall = recall.with_context(&KeywordSet::of(tokenizer, p), cfg.context_weight);
+            learn(p);
+        }
+        Query {
+            text,
+            previous,
+            recall,
+            words,
+        }
+    }
+
+    /// The query's words found in the memory, in query order.
+    fn matched(&self, m: &Memory) -> Vec<&str> {
+        let hashes = self.recall.matched(m);
+        self.words
+            .iter()
+            .filter(|(h, _)| hashes.contains(h))
+            .map(|(_, w)| w.as_str())
+            .collect()
+    }
 }
 
 /// Decays (a copy of) `memories` as of `now`, selects for `query` with core's rules and
@@ -283,16 +336,16 @@ fn rank(r: Rank) -> Result<(), Error> {
 #[allow(clippy::too_many_arguments)]
 fn report(
     out: &mut impl Write,
-    query_text: &str,
-    query: &KeywordSet,
+    query: &Query<'_>,
     mut memories: Vec<Memory>,
     now: Timestamp,
     cfg: &MemoryConfig,
     json: bool,
     block: bool,
 ) -> Result<(), Error> {
+    let query_text = query.text;
     let decayed = memory::apply_decay(&mut memories, now, cfg);
-    let selection = memory::select(&memories, query, now, cfg);
+    let selection = memory::select_query(&memories, None, &query.recall, None, now, cfg);
     if json {
         let chosen: Vec<_> = selection
             .chosen
@@ -301,13 +354,21 @@ fn report(
                 let m = &memories[c.index];
                 serde_json::json!({
                     "id": c.id, "reason": c.reason, "score": c.score, "relevance": c.relevance,
+                    "bm25": c.bm25, "f1": c.f1, "cosine": c.cosine,
+                    "matched": query.matched(m),
                     "priority": m.priority, "category": m.category, "content": m.content,
                 })
             })
             .collect();
+        let chars: usize = selection
+            .chosen
+            .iter()
+            .map(|c| memories[c.index].content.chars().count())
+            .sum();
         let doc = serde_json::json!({
-            "query": query_text, "now": now, "considered": selection.considered,
-            "decayed": decayed.len(), "chosen": chosen,
+            "query": query_text, "previous": query.previous, "now": now,
+            "ranking": cfg.ranking, "considered": selection.considered,
+            "decayed": decayed.len(), "characters": chars, "chosen": chosen,
         });
         writeln!(out, "{doc:#}")?;
     } else {
@@ -347,7 +408,7 @@ fn print_table(
     writeln!(
         out,
         "{:>3}  {:<12}  {:>6}  {:>6}  {:<8}  {:<11}  content",
-        "#", "reason", "score", "F1", "priority", "category"
+        "#", "reason", "score", "rel", "priority", "category"
     )?;
     for (i, c) in sel.chosen.iter().enumerate() {
         let m = &memories[c.index];
@@ -459,7 +520,29 @@ fn add(c: Add) -> Result<(), Error> {
         }
         Ingested::Duplicate(id) => writeln!(out, "already remembered as memory #{id}")?,
     }
+    drop(out);
+    embed_new(app, store, EMBED_AFTER_ADD);
     Ok(())
+}
+
+/// Memories `memory add` embeds (the new one, and a few an earlier failure left).
+const EMBED_AFTER_ADD: usize = 64;
+
+/// With `[model] embedding_model` set, gives the memories that have no embedding of it
+/// one (at most `limit`), so the next turn ranks them by meaning too. A failure is a
+/// warning: what was added stays added, and `memory maintain` retries.
+fn embed_new(app: App, store: Store, limit: usize) {
+    if app.config.model.embedding_model.is_none() {
+        return;
+    }
+    let App { config, tokenizer } = app;
+    let rt = Runtime::new(config, store, tokenizer);
+    crate::cli::interrupt::install();
+    match MemoryAgent.embed_missing(&rt, limit, &crate::cli::interrupt::CANCEL) {
+        Ok(0) => {}
+        Ok(n) => log::info!("embedded {n} memories"),
+        Err(e) => log::warn!("{e}; `evolve memory maintain` embeds them later"),
+    }
 }
 
 /// `a, b,,c` → `[a, b, c]`.
@@ -538,19 +621,10 @@ fn search(c: Search) -> Result<(), Error> {
     if let Some(limit) = c.limit {
         cfg.max_selected = limit;
     }
-    let query = KeywordSet::of(&app.tokenizer, &c.query);
+    let query = Query::new(&app.tokenizer, &c.query, c.previous.as_deref(), &cfg);
     let memories = store.with_memories(|ms| ms.to_vec());
     let mut out = std::io::stdout().lock();
-    report(
-        &mut out,
-        &c.query,
-        &query,
-        memories,
-        app::now(),
-        &cfg,
-        c.json,
-        false,
-    )
+    report(&mut out, &query, memories, app::now(), &cfg, c.json, false)
 }
 
 fn rm(c: Rm) -> Result<(), Error> {
@@ -784,6 +858,8 @@ fn import(c: ImportCmd) -> Result<(), Error> {
             }
         }
     }
+    drop(out);
+    embed_new(app, store, usize::MAX);
     Ok(())
 }
 

@@ -9,7 +9,7 @@
 
 use evolve_core::memory::{
     content_hash, critical_overflow, decide_ingest, merge, IngestDecision, Memory, MemoryConfig,
-    MemoryId, Priority,
+    MemoryId, MemoryIndex, Priority,
 };
 use evolve_core::text::Tokenizer;
 use evolve_core::Timestamp;
@@ -30,10 +30,17 @@ impl Store {
     /// A released store is opened again first, so memories another process added
     /// meanwhile are seen (if that fails, the last known memories are used).
     pub fn with_memories<R>(&self, f: impl FnOnce(&[Memory]) -> R) -> R {
+        self.with_indexed_memories(|all, _| f(all))
+    }
+
+    /// As [`Store::with_memories`], with the inverted index of those memories (for
+    /// [`evolve_core::memory::select_query`]).
+    pub fn with_indexed_memories<R>(&self, f: impl FnOnce(&[Memory], &MemoryIndex) -> R) -> R {
         if let Err(e) = self.handle() {
             log::warn!("{e}; using the memories read before");
         }
-        f(&self.cache())
+        let cache = self.cache();
+        f(&cache, cache.index())
     }
 
     /// One memory by id (deleted ones too).
@@ -161,9 +168,7 @@ impl Store {
             }
         })?;
         let mut cache = self.memories.write().unwrap_or_else(|e| e.into_inner());
-        if let Ok(i) = cache.binary_search_by_key(&id, |m| m.id) {
-            cache.remove(i);
-        }
+        cache.forget(id);
         Ok(())
     }
 
@@ -258,11 +263,10 @@ impl Store {
                 let id = key.value();
                 match decode::<Memory>("memories", &id, value.value()) {
                     Ok(mut m) => {
-                        if m.keywords.is_empty() && !(m.content.is_empty() && m.tags.is_empty()) {
+                        let has_text = !(m.content.is_empty() && m.tags.is_empty());
+                        if (m.keywords.is_empty() || m.keywords_stale()) && has_text {
                             m.refresh_derived(tokenizer);
-                            if !m.keywords.is_empty() {
-                                refreshed.push(m.clone());
-                            }
+                            refreshed.push(m.clone());
                         }
                         if !m.deleted {
                             live.push(m);
@@ -283,7 +287,7 @@ impl Store {
                 Ok(())
             })?;
         }
-        *self.memories.write().unwrap_or_else(|e| e.into_inner()) = live;
+        *self.memories.write().unwrap_or_else(|e| e.into_inner()) = Cache::new(live);
         Ok(())
     }
 
@@ -292,15 +296,62 @@ impl Store {
     pub(super) fn apply_to_cache(&self, changed: Vec<Memory>) {
         let mut cache = self.memories.write().unwrap_or_else(|e| e.into_inner());
         for m in changed {
-            match (cache.binary_search_by_key(&m.id, |c| c.id), m.deleted) {
-                (Ok(i), false) => cache[i] = m,
-                (Ok(i), true) => {
-                    cache.remove(i);
-                }
-                (Err(i), false) => cache.insert(i, m),
-                (Err(_), true) => {}
-            }
+            cache.apply(m);
         }
+    }
+}
+
+/// The live memories in id order and their inverted index, changed together.
+#[derive(Debug, Default)]
+pub(super) struct Cache {
+    list: Vec<Memory>,
+    index: MemoryIndex,
+}
+
+impl Cache {
+    fn new(list: Vec<Memory>) -> Self {
+        let index = MemoryIndex::build(&list);
+        Cache { list, index }
+    }
+
+    /// The index of the list.
+    pub(super) fn index(&self) -> &MemoryIndex {
+        &self.index
+    }
+
+    /// Takes a committed record: a live one replaces or joins, a deleted one leaves.
+    fn apply(&mut self, m: Memory) {
+        match (self.list.binary_search_by_key(&m.id, |c| c.id), m.deleted) {
+            (Ok(i), false) => {
+                self.index.replace(i, &self.list[i], &m);
+                self.list[i] = m;
+            }
+            (Ok(i), true) => {
+                let old = self.list.remove(i);
+                self.index.remove(i, &old);
+            }
+            (Err(i), false) => {
+                self.index.insert(i, &m);
+                self.list.insert(i, m);
+            }
+            (Err(_), true) => {}
+        }
+    }
+
+    /// Drops a memory removed from the file.
+    fn forget(&mut self, id: MemoryId) {
+        if let Ok(i) = self.list.binary_search_by_key(&id, |m| m.id) {
+            let old = self.list.remove(i);
+            self.index.remove(i, &old);
+        }
+    }
+}
+
+impl std::ops::Deref for Cache {
+    type Target = [Memory];
+
+    fn deref(&self) -> &[Memory] {
+        &self.list
     }
 }
 
@@ -320,6 +371,8 @@ fn same_but_access(a: &Memory, b: &Memory) -> bool {
     let strip = |m: &Memory| Memory {
         last_accessed_at: None,
         keywords: Default::default(),
+        keyword_count: 0,
+        keywords_version: 0,
         ..m.clone()
     };
     strip(a) == strip(b)
@@ -329,7 +382,7 @@ fn same_but_access(a: &Memory, b: &Memory) -> bool {
 /// is within 1–5, and (given a tokenizer) empty keywords are computed.
 fn prepare(m: &mut Memory, tokenizer: Option<&dyn Tokenizer>) {
     match tokenizer {
-        Some(t) if m.keywords.is_empty() => m.refresh_derived(t),
+        Some(t) if m.keywords.is_empty() || m.keywords_stale() => m.refresh_derived(t),
         _ => {
             m.content_hash = content_hash(&m.content);
             m.clamp_importance();

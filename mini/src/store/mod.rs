@@ -235,9 +235,9 @@ pub struct Store {
     /// The file's length and modification time when it was released, to tell on reopen
     /// whether another process wrote to it.
     released_stamp: Mutex<Option<(u64, std::time::SystemTime)>>,
-    /// Live memories (not deleted), ids ascending, keywords precomputed. Changed only
-    /// after a commit, while `memory_writer` is held.
-    memories: RwLock<Vec<Memory>>,
+    /// Live memories (not deleted), ids ascending, keywords precomputed, and their
+    /// inverted index. Changed only after a commit, while `memory_writer` is held.
+    memories: RwLock<memories::Cache>,
     /// Held by every write that changes memories, from reading the cache to deciding
     /// (ingest, merge, cap) to updating it after the commit: two writers never decide
     /// on the same stale view, and the cache ends in the order the commits happened.
@@ -282,7 +282,7 @@ impl Store {
             db: RwLock::new(Some(db)),
             share_wait: None,
             released_stamp: Mutex::new(None),
-            memories: RwLock::new(Vec::new()),
+            memories: RwLock::new(memories::Cache::default()),
             memory_writer: Mutex::new(()),
             last_io_error: Mutex::new(None),
         };
@@ -494,7 +494,7 @@ impl Store {
             .unwrap_or_else(PoisonError::into_inner)
     }
 
-    fn cache(&self) -> RwLockReadGuard<'_, Vec<Memory>> {
+    fn cache(&self) -> RwLockReadGuard<'_, memories::Cache> {
         self.memories.read().unwrap_or_else(PoisonError::into_inner)
     }
 }

@@ -4,7 +4,7 @@
 //! memories merged). The level depends on the action (core's `builtin_level`): reading
 //! is L1, changing L3.
 
-use evolve_core::memory::{select, Category, Memory, MemoryId, Priority};
+use evolve_core::memory::{select_query, Category, Memory, MemoryId, Priority, RecallQuery};
 use evolve_core::text::KeywordSet;
 
 use super::args::Args;
@@ -119,8 +119,9 @@ fn search(args: &Args, ctx: &ToolContext<'_>) -> Result<ToolOutput, ToolOutput> 
     }
     let cfg = &ctx.config.core.memory;
     let max = limit(args);
-    let lines: Vec<String> = ctx.store.with_memories(|memories| {
-        let selection = select(memories, &keywords, ctx.now, cfg);
+    let query = RecallQuery::new(&keywords);
+    let lines: Vec<String> = ctx.store.with_indexed_memories(|memories, index| {
+        let selection = select_query(memories, Some(index), &query, None, ctx.now, cfg);
         selection
             .chosen
             .iter()

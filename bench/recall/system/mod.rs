@@ -1,0 +1,95 @@
+//! The relevance systems compared, behind one trait.
+//!
+//! A [`System`] is prepared once per store (an index, document frequencies, embeddings)
+//! and then asked each question; it answers with the memories it would put in the prompt,
+//! in prompt order, at most [`MAX_CHOSEN`]. It sees the question's text, the previous user
+//! turn and the time, never the labels.
+//!
+//! To add a system: implement [`System`] in a file of this folder and add it to
+//! [`lineup`], once as it is and, to compare at equal prompt size, once more with
+//! [`Cut::TodaysChars`]. The first entry of the lineup is the reference whose injected
+//! characters the `@chars` entries are held to.
+
+mod bm25;
+mod today;
+
+pub use bm25::Bm25Plain;
+pub use today::Today;
+
+use evolve_core::memory::Memory;
+
+use crate::data::Question;
+use crate::text::ShellTokenizer;
+
+/// At most this many memories enter the prompt (the product's `max_selected`).
+pub const MAX_CHOSEN: usize = 30;
+
+/// A way of choosing the memories for a question.
+pub trait System {
+    /// The row label in the tables.
+    fn name(&self) -> String;
+    /// Called once with the whole store before any question (not timed).
+    fn prepare(&mut self, memories: &[Memory]);
+    /// Indices into `memories`, in prompt order, at most [`MAX_CHOSEN`] (timed).
+    fn recall(&self, question: &Question, memories: &[Memory]) -> Vec<usize>;
+}
+
+/// What is done to a system's answer before it is scored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cut {
+    /// Nothing: the system's own choice.
+    None,
+    /// The answer is taken in order while it fits in the characters the reference (the
+    /// first entry) injected for the same question, so systems compare at equal prompt
+    /// size.
+    TodaysChars,
+}
+
+/// One row of the tables: a system and the cut applied to its answers.
+pub struct Entry {
+    pub system: Box<dyn System>,
+    pub cut: Cut,
+}
+
+impl Entry {
+    pub fn name(&self) -> String {
+        match self.cut {
+            Cut::None => self.system.name(),
+            Cut::TodaysChars => format!("{}@chars", self.system.name()),
+        }
+    }
+}
+
+/// The systems of the tables, the reference first.
+pub fn lineup(tokenizer: &ShellTokenizer) -> Vec<Entry> {
+    vec![
+        Entry {
+            system: Box::new(Today::new(tokenizer.clone())),
+            cut: Cut::None,
+        },
+        Entry {
+            system: Box::new(Bm25Plain::new(tokenizer.clone())),
+            cut: Cut::None,
+        },
+        Entry {
+            system: Box::new(Bm25Plain::new(tokenizer.clone())),
+            cut: Cut::TodaysChars,
+        },
+    ]
+}
+
+/// The first memories of `chosen` whose contents fit in `budget` characters together
+/// (stops at the first that does not fit).
+pub fn held_to(chosen: &[usize], memories: &[Memory], budget: usize) -> Vec<usize> {
+    let mut used = 0usize;
+    let mut out = Vec::new();
+    for &i in chosen {
+        let chars = memories[i].content.chars().count();
+        if used + chars > budget {
+            break;
+        }
+        used += chars;
+        out.push(i);
+    }
+    out
+}

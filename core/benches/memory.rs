@@ -15,8 +15,8 @@ mod harness;
 use std::time::Duration;
 
 use evolve_core::memory::{
-    apply_decay, decide_ingest, embedding_duplicates, format_block, select, Category, Lang, Memory,
-    MemoryConfig, Priority,
+    apply_decay, decide_ingest, embedding_duplicates, format_block, select, select_query, Category,
+    Lang, Memory, MemoryConfig, MemoryIndex, Priority, RecallQuery,
 };
 use evolve_core::text::{FallbackTokenizer, KeywordSet};
 use evolve_core::DAY;
@@ -105,6 +105,15 @@ fn embed(ms: &mut [Memory], rng: &mut Rng) {
     }
 }
 
+/// A question of words from the less common half of the vocabulary (names, places): what
+/// a real question's content words are, unlike the skewed filler of the memories.
+fn rare_query(rng: &mut Rng, vocab: &[String]) -> String {
+    (0..6)
+        .map(|_| vocab[vocab.len() / 2 + rng.below(vocab.len() as u64 / 2) as usize].as_str())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 fn main() {
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
     let vocab = vocabulary(&mut rng);
@@ -124,10 +133,36 @@ fn main() {
             sel.chosen.len()
         );
         bench(
-            &format!("select {n} memories"),
+            &format!("select {n} memories (scan)"),
             Duration::from_secs(2),
             || select(&ms, &query, NOW, &cfg),
         );
+        let index = MemoryIndex::build(&ms);
+        let recall = RecallQuery::new(&query);
+        assert_eq!(
+            select_query(&ms, Some(&index), &recall, None, NOW, &cfg),
+            sel,
+            "the index selects what the scan selects"
+        );
+        bench(
+            &format!("select {n} memories (inverted index)"),
+            Duration::from_secs(2),
+            || select_query(&ms, Some(&index), &recall, None, NOW, &cfg),
+        );
+        let rare = KeywordSet::of(&FallbackTokenizer, &rare_query(&mut rng, &vocab));
+        let rare = RecallQuery::new(&rare);
+        bench(
+            &format!("select {n} memories (index, a question of rarer words)"),
+            Duration::from_secs(2),
+            || select_query(&ms, Some(&index), &rare, None, NOW, &cfg),
+        );
+        if n == 100_000 {
+            bench(
+                "build the index of 100000 memories",
+                Duration::from_secs(2),
+                || MemoryIndex::build(&ms),
+            );
+        }
     }
 
     let mut ms = store(10_000, &mut rng, &vocab);

@@ -11,12 +11,13 @@
 //! characters the `@chars` entries are held to.
 
 mod bm25;
-mod today;
+mod evolve;
 
 pub use bm25::Bm25Plain;
-pub use today::Today;
+pub use evolve::Evolve;
 
-use evolve_core::memory::Memory;
+use evolve_core::memory::{Fusion, Memory, Ranking};
+use evolve_core::text::Rules;
 
 use crate::data::Question;
 use crate::text::ShellTokenizer;
@@ -62,19 +63,68 @@ impl Entry {
 
 /// The systems of the tables, the reference first.
 pub fn lineup(tokenizer: &ShellTokenizer) -> Vec<Entry> {
+    let t = || tokenizer.clone();
+    let plain = |system: Box<dyn System>| Entry {
+        system,
+        cut: Cut::None,
+    };
+    let held = |system: Box<dyn System>| Entry {
+        system,
+        cut: Cut::TodaysChars,
+    };
     vec![
-        Entry {
-            system: Box::new(Today::new(tokenizer.clone())),
-            cut: Cut::None,
-        },
-        Entry {
-            system: Box::new(Bm25Plain::new(tokenizer.clone())),
-            cut: Cut::None,
-        },
-        Entry {
-            system: Box::new(Bm25Plain::new(tokenizer.clone())),
-            cut: Cut::TodaysChars,
-        },
+        plain(Box::new(Evolve::today(t()))),
+        plain(Box::new(Bm25Plain::new(t()))),
+        held(Box::new(Bm25Plain::new(t()))),
+        plain(Box::new(Evolve::new(t()))),
+        held(Box::new(Evolve::new(t()))),
+        plain(Box::new(Evolve::new(t()).named("evolve -stem").rules(
+            Rules {
+                stem: false,
+                ..Rules::CURRENT
+            },
+        ))),
+        plain(Box::new(Evolve::new(t()).named("evolve -stop").rules(
+            Rules {
+                stop_words: false,
+                ..Rules::CURRENT
+            },
+        ))),
+        plain(Box::new(
+            Evolve::new(t())
+                .named("evolve -previous")
+                .configured(|c| c.context_weight = 0.0),
+        )),
+        plain(Box::new(
+            Evolve::new(t())
+                .named("evolve previous×0.5")
+                .configured(|c| c.context_weight = 0.5),
+        )),
+        plain(Box::new(
+            Evolve::new(t())
+                .named("evolve F1")
+                .configured(|c| c.ranking = Ranking::F1),
+        )),
+        plain(Box::new(
+            Evolve::new(t())
+                .named("evolve rel^2")
+                .configured(|c| c.relevance_exponent = 2.0),
+        )),
+        plain(Box::new(
+            Evolve::new(t())
+                .named("evolve min 0.2")
+                .configured(|c| c.min_relevance = 0.2),
+        )),
+        plain(Box::new(
+            Evolve::new(t())
+                .named("evolve+emb rrf")
+                .embedded(Fusion::Rrf),
+        )),
+        plain(Box::new(
+            Evolve::new(t())
+                .named("evolve+emb weighted")
+                .embedded(Fusion::Weighted),
+        )),
     ]
 }
 

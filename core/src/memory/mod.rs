@@ -86,6 +86,10 @@ pub struct MemoryConfig {
     /// not compete for a tier floor or by score (a strong match and CRITICAL still
     /// enter): weak, one-common-word matches only cost prompt.
     pub min_relevance: f32,
+    /// Relevance enters the score raised to this power (1 = as is): above 1 it weighs
+    /// more against importance, recency and priority, so a memory that answers the
+    /// question is not outscored by a newer or higher-priority one that shares a word.
+    pub relevance_exponent: f32,
     /// With embeddings: how lexical and vector ranks are fused.
     pub fusion: Fusion,
     /// With [`Fusion::Weighted`]: the vector's share (ZeroClaw and NullClaw use 0.7).
@@ -171,8 +175,9 @@ impl Default for MemoryConfig {
         MemoryConfig {
             max_selected: 30,
             ranking: Ranking::Bm25,
-            context_weight: 0.5,
+            context_weight: 0.25,
             min_relevance: 0.0,
+            relevance_exponent: 1.0,
             fusion: Fusion::Rrf,
             vector_weight: 0.7,
             vector_candidates: 60,

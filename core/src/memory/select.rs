@@ -507,7 +507,7 @@ pub fn select_query(
         };
         let f1 = terms.f1(shared as usize, m.keywords.len());
         let s = if relevance > 0.0 {
-            score(m, relevance, now, cfg)
+            score(m, sharpen(relevance, cfg.relevance_exponent), now, cfg)
         } else {
             0.0
         };
@@ -569,6 +569,26 @@ pub fn select_query(
         }
     }
     finish(memories, criticals, strong, tiers, considered, cfg)
+}
+
+/// `relevance^exponent` for the score (a relevance in 0–1 stays in 0–1; an exponent
+/// that is not a positive number counts as 1).
+fn sharpen(relevance: f32, exponent: f32) -> f32 {
+    if !(exponent.is_finite() && exponent > 0.0) || exponent == 1.0 {
+        return relevance;
+    }
+    let mut r = 1.0f32;
+    let whole = exponent as u32;
+    for _ in 0..whole.min(8) {
+        r *= relevance;
+    }
+    let frac = exponent - whole as f32;
+    if frac > 0.0 {
+        // relevance^frac between relevance^0 = 1 and relevance^1, linearly: exact at the
+        // integers, monotone in between (the core has no powf).
+        r *= 1.0 - frac * (1.0 - relevance);
+    }
+    r
 }
 
 /// Relevance in 0–1 of each raw entry: BM25 divided by the best BM25 among them (or F1

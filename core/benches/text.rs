@@ -1,11 +1,13 @@
 //! Benchmarks of `text`: fallback tokenizer throughput (English, Chinese, mixed), keyword
-//! sets, and the token estimate. Prints medians and MB/s; asserts nothing.
+//! sets, English stemming, and the token estimate. Prints medians and MB/s; asserts nothing.
 mod harness;
 
 use std::hint::black_box;
 use std::time::Duration;
 
-use evolve_core::text::{estimate_text_tokens, f1, FallbackTokenizer, KeywordSet, Tokenizer};
+use evolve_core::text::{
+    estimate_text_tokens, f1, stem_english, FallbackTokenizer, KeywordSet, Tokenizer,
+};
 use harness::{bench, Rng};
 
 const EN: &[&str] = &[
@@ -109,6 +111,25 @@ fn main() {
     bench("f1 of two ~40-keyword sets", Duration::from_secs(1), || {
         f1(black_box(a.as_slice()), black_box(b.as_slice()))
     });
+
+    // The stemmer's test fixture: dictionary words, inflected forms and the tricky cases.
+    let words: Vec<&str> = include_str!("../src/text/stem_fixture.txt")
+        .lines()
+        .filter_map(|line| line.split(' ').next())
+        .cycle()
+        .take(10_000)
+        .collect();
+    let median = bench("stem 10 000 English words", Duration::from_secs(2), || {
+        words
+            .iter()
+            .map(|w| stem_english(black_box(w)).len())
+            .sum::<usize>()
+    });
+    println!(
+        "{:<48} {:>8.1} ns/word",
+        "",
+        median.as_secs_f64() * 1e9 / words.len() as f64
+    );
     bench(
         "estimate tokens of 1 MiB mixed",
         Duration::from_secs(1),

@@ -1,9 +1,10 @@
-//! Text: keywords, similarity and the token-count estimate.
+//! Text: keywords, stems, similarity and the token-count estimate.
 //!
 //! Decides how a piece of text becomes a set of keywords (through a [`Tokenizer`]; the
-//! shell plugs jieba in, the core ships a [`FallbackTokenizer`]), how alike two keyword
-//! sets are (token-overlap F1, Jaccard) or two embeddings are (cosine), and how many
-//! tokens a text will cost. It leaves to others what the numbers are used for.
+//! shell plugs jieba in, the core ships a [`FallbackTokenizer`]), which stem an English
+//! word reduces to ([`stem_english`]), how alike two keyword sets are (token-overlap F1,
+//! Jaccard) or two embeddings are (cosine), and how many tokens a text will cost. It
+//! leaves to others what the numbers are used for.
 
 mod clip;
 mod estimate;

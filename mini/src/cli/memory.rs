@@ -300,12 +300,12 @@ impl<'a> Query<'a> {
         let mut recall = RecallQuery::new(&KeywordSet::of(tokenizer, text));
         let mut words: Vec<(u64, String)> = Vec::new();
         let mut learn = |t: &str| {
-            for w in tokenizer.keywords(t) {
-                let h = keyword_hash(&w);
+            tokenizer.for_each_word(t, &mut |word, k| {
+                let h = keyword_hash(k);
                 if !words.iter().any(|x| x.0 == h) {
-                    words.push((h, w));
+                    words.push((h, word.to_string()));
                 }
-            }
+            });
         };
         learn(text);
         if let Some(p) = previous {

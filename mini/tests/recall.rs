@@ -1,0 +1,244 @@
+//! Ranked recall through the built binary: what `evolve memory search` shows and what a
+//! turn puts in the prompt. The long memory that holds the answer beats a short thanks
+//! that only shares the name, a rare word weighs more than a common one, inflections
+//! meet ("painted" ↔ "paint"), a follow-up finds what the previous question was about,
+//! `--json` says why each memory was chosen, memories stored by an older build are keyed
+//! again, and with an embedding model a memory that shares no word can still be chosen —
+//! while a failing embedding server only costs the vector part, never the turn.
+
+mod support;
+
+use serde_json::Value;
+use support::{system_text, Reply, World};
+
+fn add(w: &World, text: &str) {
+    w.run(&["memory", "add", "--category", "general", text])
+        .expect(0);
+}
+
+/// `memory search --json QUERY [--previous P]`.
+fn search(w: &World, query: &str, previous: Option<&str>) -> Value {
+    let mut args = vec!["memory", "search", "--json", query];
+    if let Some(p) = previous {
+        args.extend(["--previous", p]);
+    }
+    w.run(&args).expect(0).json()
+}
+
+/// The contents chosen, in prompt order.
+fn chosen(doc: &Value) -> Vec<String> {
+    doc["chosen"]
+        .as_array()
+        .expect("chosen")
+        .iter()
+        .map(|c| c["content"].as_str().expect("content").to_string())
+        .collect()
+}
+
+fn entry<'a>(doc: &'a Value, content: &str) -> &'a Value {
+    doc["chosen"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["content"] == content)
+        .unwrap_or_else(|| panic!("{content:?} not chosen: {doc:#}"))
+}
+
+#[test]
+fn the_memory_with_the_answer_beats_a_short_one_that_shares_only_the_name() {
+    let w = World::without_model("recall-rank");
+    let answer = "Melanie painted a sunset over the lake with her kids last weekend";
+    add(&w, "Thanks, Melanie!");
+    add(&w, answer);
+    for i in 0..20 {
+        add(
+            &w,
+            &format!("Melanie said the weather was great on day {i}"),
+        );
+    }
+    let doc = search(&w, "What did Melanie paint?", None);
+    let list = chosen(&doc);
+    assert_eq!(list.first().map(String::as_str), Some(answer), "{doc:#}");
+    // Why: the words matched, as the user wrote them, and the scores.
+    let e = entry(&doc, answer);
+    let matched: Vec<&str> = e["matched"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m.as_str().unwrap())
+        .collect();
+    assert_eq!(matched, ["melanie", "paint"], "{e:#}");
+    assert!(e["bm25"].as_f64().unwrap() > 0.0);
+    assert_eq!(e["relevance"].as_f64().unwrap(), 1.0);
+    assert!(e["f1"].as_f64().is_some());
+    assert_eq!(doc["ranking"], "bm25");
+    let thanks = entry(&doc, "Thanks, Melanie!");
+    assert!(thanks["relevance"].as_f64().unwrap() < 0.5, "{thanks:#}");
+    assert!(doc["characters"].as_u64().unwrap() > 0);
+}
+
+#[test]
+fn inflections_meet_and_a_question_without_a_match_injects_nothing() {
+    let w = World::without_model("recall-stem");
+    add(&w, "Caroline adopted two puppies from the shelter");
+    add(&w, "Caroline is painting the kitchen");
+    let doc = search(&w, "Has Caroline adopted a puppy?", None);
+    assert_eq!(
+        chosen(&doc).first().map(String::as_str),
+        Some("Caroline adopted two puppies from the shelter"),
+        "{doc:#}"
+    );
+    let doc = search(&w, "What did she paint?", None);
+    assert_eq!(
+        chosen(&doc),
+        ["Caroline is painting the kitchen"],
+        "{doc:#}"
+    );
+    // Only stop words and unknown words: nothing is related, nothing is injected.
+    let doc = search(&w, "What is the capital of Peru?", None);
+    assert!(chosen(&doc).is_empty(), "{doc:#}");
+}
+
+#[test]
+fn a_follow_up_finds_what_the_previous_question_was_about() {
+    let w = World::without_model("recall-follow-up");
+    add(&w, "Caroline's sister Jolene lives in Lisbon");
+    // Shorter memories that share "live": alone, the question ranks them first.
+    for i in 0..40 {
+        add(&w, &format!("Neighbour {i} lives here"));
+    }
+    let doc = search(
+        &w,
+        "And where does she live?",
+        Some("Tell me about Caroline's sister"),
+    );
+    assert_eq!(
+        chosen(&doc).first().map(String::as_str),
+        Some("Caroline's sister Jolene lives in Lisbon"),
+        "{doc:#}"
+    );
+    let e = entry(&doc, "Caroline's sister Jolene lives in Lisbon");
+    let matched: Vec<&str> = e["matched"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m.as_str().unwrap())
+        .collect();
+    assert_eq!(matched, ["live", "caroline", "sister"], "{e:#}");
+    assert_eq!(doc["previous"], "Tell me about Caroline's sister");
+    let alone = chosen(&search(&w, "And where does she live?", None));
+    assert!(
+        !alone.iter().any(|c| c.contains("Jolene")),
+        "without the previous turn nothing ties the question to Jolene: {alone:?}"
+    );
+}
+
+#[test]
+fn a_chat_turn_uses_the_previous_question_of_the_session() {
+    let w = World::new("recall-turn");
+    add(&w, "Caroline's sister Jolene lives in Lisbon");
+    // Shorter memories that share "live": alone, the question ranks them first.
+    for i in 0..40 {
+        add(&w, &format!("Neighbour {i} lives here"));
+    }
+    w.fake.push(Reply::text("She has a sister, Jolene."));
+    w.fake.push(Reply::text("In Lisbon."));
+    let first = w
+        .run(&["ask", "--json", "Tell me about Caroline's sister"])
+        .expect(0)
+        .json();
+    let session = first["session"].as_str().expect("session").to_string();
+    w.run(&["ask", "--session", &session, "And where does she live?"])
+        .expect(0);
+    let mains = w.main_requests();
+    let system = system_text(mains.last().expect("the second turn"));
+    assert!(system.contains("Jolene lives in Lisbon"), "{system}");
+}
+
+#[test]
+fn memories_keyed_by_an_older_build_are_keyed_again() {
+    let w = World::without_model("recall-rekey");
+    // An export as the build before stemming wrote it: keywords of the unstemmed word,
+    // no keywords version.
+    let old = serde_json::json!({
+        "schema_version": 3,
+        "memories": [{
+            "id": 1, "content": "Melanie painted a sunset", "priority": 3, "importance": 3,
+            "category": "general", "created_at": 1_700_000_000,
+            "keywords": [evolve_core_hash("melanie"), evolve_core_hash("painted"),
+                         evolve_core_hash("sunset")]
+        }],
+        "sessions": []
+    });
+    let file = w.home.join("old.json");
+    std::fs::write(&file, old.to_string()).unwrap();
+    w.run(&["memory", "import", file.to_str().unwrap()])
+        .expect(0);
+    let doc = search(&w, "Who paints?", None);
+    assert_eq!(chosen(&doc), ["Melanie painted a sunset"], "{doc:#}");
+}
+
+/// FNV-1a 64 of a keyword, as the core stores it (evolve_core::text::keyword_hash).
+fn evolve_core_hash(word: &str) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in word.bytes() {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    h
+}
+
+#[test]
+fn with_an_embedding_model_a_memory_sharing_no_word_can_be_chosen() {
+    let mut w = World::new("recall-hybrid");
+    w.config("[model]\nembedding_model = \"fake-embed\"\n");
+    w.env("EVOLVE_LOG", "info");
+    // The fake server embeds by words, stop words included: this memory and the
+    // question below have the same vector and no keyword in common.
+    add(&w, "who are they");
+    add(&w, "Caroline likes tea");
+    let stored: Value = w.run(&["memory", "list", "--json"]).expect(0).json();
+    let embedded = stored
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["content"] == "who are they")
+        .count();
+    assert_eq!(embedded, 1);
+    w.fake.push(Reply::text("No idea."));
+    let record = w.run(&["ask", "--json", "Who are they?"]).expect(0).json();
+    let used: Vec<&str> = record["memories"]
+        .as_array()
+        .expect("memories used")
+        .iter()
+        .map(|m| m["content"].as_str().unwrap())
+        .collect();
+    assert_eq!(used.first(), Some(&"who are they"), "{record:#}");
+}
+
+#[test]
+fn a_failing_embedding_server_leaves_the_turn_to_words() {
+    let mut w = World::new("recall-hybrid-down");
+    // A model name the fake server does not know: every /embeddings call is a 404.
+    w.config("[model]\nembedding_model = \"no-such-model\"\n");
+    let added = w
+        .run(&[
+            "memory",
+            "add",
+            "--category",
+            "general",
+            "Caroline likes green tea",
+        ])
+        .expect(0);
+    assert!(added.stdout.contains("added memory #"), "{}", added.stdout);
+    w.fake.push(Reply::text("Green tea."));
+    let run = w.run(&["ask", "--json", "What tea does Caroline like?"]);
+    let record = run.expect(0).json();
+    let used: Vec<&str> = record["memories"]
+        .as_array()
+        .expect("memories used")
+        .iter()
+        .map(|m| m["content"].as_str().unwrap())
+        .collect();
+    assert_eq!(used, ["Caroline likes green tea"], "{record:#}");
+}

@@ -218,7 +218,7 @@ fn with_an_embedding_model_a_memory_sharing_no_word_can_be_chosen() {
 
 #[test]
 fn a_failing_embedding_server_leaves_the_turn_to_words() {
-    let mut w = World::new("recall-hybrid-down");
+    let w = World::new("recall-hybrid-down");
     // A model name the fake server does not know: every /embeddings call is a 404.
     w.config("[model]\nembedding_model = \"no-such-model\"\n");
     let added = w

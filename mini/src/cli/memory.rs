@@ -872,6 +872,16 @@ fn maintain_summary(r: &maintain::MaintainReport) -> Vec<String> {
         ),
         id_list(r.critical_evicted.iter().copied()),
     ));
+    if !r.critical_demoted.is_empty() {
+        lines.push(count(
+            r.critical_demoted.len(),
+            &verb(
+                "the model's promotions taken back over the CRITICAL cap",
+                "the model's promotions the CRITICAL cap would take back",
+            ),
+            changes(&r.critical_demoted),
+        ));
+    }
     lines.push(count(
         r.merged.len(),
         &verb("duplicates merged", "duplicates to merge"),

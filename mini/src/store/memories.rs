@@ -4,12 +4,13 @@
 //! keywords, so selection never touches the file or re-tokenizes. Every change is
 //! committed first and mirrored into the cache after, under `memory_writer`. Which
 //! memory is a duplicate, what a merge keeps and which CRITICAL memories fall out of
-//! the cap are `evolve_core::memory`'s rules ([`decide_ingest`], [`merge`],
-//! [`critical_overflow`]); this file only makes them durable in one transaction each.
+//! the cap, and how, are `evolve_core::memory`'s rules ([`decide_ingest`], [`merge`],
+//! [`critical_overflow`], [`retire`]); this file only makes them durable in one
+//! transaction each.
 
 use evolve_core::memory::{
-    content_hash, critical_overflow, decide_ingest, merge, IngestDecision, Memory, MemoryConfig,
-    MemoryId, Priority,
+    content_hash, critical_overflow, decide_ingest, merge, retire, IngestDecision, Memory,
+    MemoryConfig, MemoryId, Priority, Retired,
 };
 use evolve_core::text::Tokenizer;
 use evolve_core::Timestamp;
@@ -90,22 +91,29 @@ impl Store {
             if record.id == 0 {
                 record.id = allocate_id(&mut txn.open_table(META)?, &table)?;
             }
-            let evicted = {
+            let retired = {
                 let cache = self.cache();
                 critical_after(&cache, &record, now, cfg)
             };
-            let mut changed = Vec::with_capacity(1 + evicted.len());
-            if evicted.contains(&record.id) {
-                record.deleted = true;
+            let mut changed = Vec::with_capacity(1 + retired.len());
+            if retired.contains(&record.id) {
+                retire(&mut record, cfg);
             }
             put_json(&mut table, "memories", record.id, &record)?;
             changed.push(record.clone());
-            for id in evicted.into_iter().filter(|&id| id != record.id) {
+            for id in retired.into_iter().filter(|&id| id != record.id) {
                 let mut m: Memory = get_json(&table, "memories", id)?
                     .ok_or_else(|| Fail::NotFound(no_memory(id)))?;
-                m.deleted = true;
+                match retire(&mut m, cfg) {
+                    Retired::Deleted => {
+                        log::info!("memory #{id} soft-deleted: over the cap of CRITICAL memories")
+                    }
+                    Retired::Demoted => log::info!(
+                        "memory #{id} is HIGH again: the model's promotion gave way to the \
+                         user's own CRITICAL memories"
+                    ),
+                }
                 put_json(&mut table, "memories", id, &m)?;
-                log::info!("memory #{id} soft-deleted: over the cap of CRITICAL memories");
                 changed.push(m);
             }
             Ok(changed)
@@ -345,6 +353,7 @@ fn reinforce(stored: &Memory, incoming: &Memory, tokenizer: &dyn Tokenizer) -> M
     let merged = merge(stored, incoming, tokenizer);
     let mut out = stored.clone();
     out.priority = merged.priority;
+    out.promoted = merged.promoted;
     out.importance = merged.importance;
     out.pinned = merged.pinned;
     if out.tags != merged.tags {
@@ -354,7 +363,7 @@ fn reinforce(stored: &Memory, incoming: &Memory, tokenizer: &dyn Tokenizer) -> M
     out
 }
 
-/// The CRITICAL memories to soft-delete once `record` is stored, by core's FIFO rule.
+/// The CRITICAL memories to retire once `record` is stored, by core's FIFO rule.
 /// Only the CRITICAL memories are looked at (cloned), not the whole cache.
 fn critical_after(
     cache: &[Memory],

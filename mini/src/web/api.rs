@@ -483,6 +483,8 @@ fn apply_fields(m: &mut Memory, b: &Map<String, Value>) -> Result<(), Reply> {
                 .and_then(Priority::from_u8)
                 .or_else(|| v.as_str().and_then(Priority::parse));
             m.priority = p.ok_or_else(|| error(400, "priority must be 0 (critical) … 3 (low)"))?;
+            // The user set it: no longer the model's promotion.
+            m.promoted = false;
         }
     }
     match b.get("importance") {

@@ -175,7 +175,7 @@ fn maintenance_applies_every_rule_and_a_second_run_changes_nothing() {
         "dry run: nothing is changed",
         "would decay by age: 1 (#1 critical→high)",
         "duplicates to merge: 1 (#5 into #4)",
-        "summaries to write: 1 (reminder of #6, #7)",
+        "summaries to write: 1 (new summary 1: reminder of #6, #7)",
     ] {
         assert!(human.stdout.contains(line), "{line:?} in {}", human.stdout);
     }
@@ -561,4 +561,34 @@ fn a_promotion_with_room_makes_way_for_the_users_next_rule_and_is_kept() {
     assert_eq!(after[&15]["promoted"], false);
     let critical = after.values().filter(|m| m["priority"] == 0).count();
     assert_eq!(critical, 15);
+}
+
+#[test]
+fn a_dry_run_names_the_summaries_it_would_write_and_a_run_their_ids() {
+    let w = World::new("maintain-labels");
+    w.seed_memories(vec![
+        mem(1, "Buy oat milk on the way home", "reminder", 1, 1),
+        mem(2, "Feed the cat at seven", "reminder", 1, 1),
+    ]);
+    for _ in 0..3 {
+        w.fake.route(PRIORITY, Reply::text(r#"{"changes": []}"#));
+    }
+    let dry = maintain(&w, &["--dry-run"]);
+    assert_eq!(dry["summaries"][0]["label"], "new summary 1", "{dry:#}");
+    let human = w.run(&["memory", "maintain", "--dry-run"]).expect(0);
+    assert!(
+        human
+            .stdout
+            .contains("summaries to write: 1 (new summary 1: reminder of #1, #2)"),
+        "{}",
+        human.stdout
+    );
+    assert!(!human.stdout.contains("#0"), "{}", human.stdout);
+    let done = w.run(&["memory", "maintain"]).expect(0);
+    assert!(
+        done.stdout
+            .contains("summaries written: 1 (#3: reminder of #1, #2)"),
+        "{}",
+        done.stdout
+    );
 }

@@ -95,6 +95,9 @@ pub struct ImportanceDrop {
 pub struct SummaryDone {
     /// The new summary's id (0 in a dry run: it was not stored).
     pub id: MemoryId,
+    /// How to name it to a person: `#18` once stored, `new summary 1` (numbered in
+    /// the run) when it is not, as in a dry run.
+    pub label: String,
     /// The cluster's category.
     pub category: Category,
     /// The summarised memories.
@@ -370,6 +373,9 @@ impl Run<'_> {
         };
         for s in &mut self.report.summaries {
             s.id = real(s.id);
+            if s.id != 0 {
+                s.label = format!("#{}", s.id);
+            }
         }
         for id in &mut self.report.critical_evicted {
             *id = real(*id);
@@ -588,6 +594,7 @@ impl Run<'_> {
             changed.extend(drops.iter().map(|c| c.index));
             self.report.summaries.push(SummaryDone {
                 id: summary.id,
+                label: format!("new summary {}", made.len() + 1),
                 category: cluster.category,
                 members: cluster.ids.clone(),
                 content,

@@ -897,7 +897,10 @@ fn maintain_summary(r: &maintain::MaintainReport) -> Vec<String> {
         &verb("summaries written", "summaries to write"),
         r.summaries
             .iter()
-            .map(|s| format!("{} of {}", s.category, id_list(s.members.iter().copied())))
+            .map(|s| {
+                let members = id_list(s.members.iter().copied());
+                format!("{}: {} of {members}", s.label, s.category)
+            })
             .collect::<Vec<_>>()
             .join("; "),
     ));

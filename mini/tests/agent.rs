@@ -67,6 +67,27 @@ fn a_memory_told_in_one_run_is_in_the_prompt_of_the_next() {
 }
 
 #[test]
+fn an_extracted_memory_of_an_unknown_category_is_general() {
+    let w = World::new("extract-unknown-category");
+    w.fake.push(Reply::Text("Noted.".into()));
+    w.fake.route(
+        EXTRACT,
+        Reply::Text(
+            r#"{"memories": [{"content": "The user collects stamps", "category": "hobby"}]}"#
+                .into(),
+        ),
+    );
+    w.run(&["ask", "I collect stamps."]).expect(0);
+    let listed = w.run(&["memory", "list", "--json"]).expect(0).json();
+    let m = &listed[0];
+    assert_eq!(m["content"], "The user collects stamps", "{listed:#}");
+    assert_eq!(
+        (m["category"].clone(), m["priority"].clone()),
+        (serde_json::json!("general"), serde_json::json!(3))
+    );
+}
+
+#[test]
 fn a_chinese_fact_is_found_by_a_chinese_question() {
     let w = World::new("zh");
     w.run(&[

@@ -791,6 +791,42 @@ fn memory_tags_that_are_not_strings_are_refused() {
     assert_eq!(ok.json()["tags"], json!(["tea"]));
 }
 
+#[test]
+fn an_api_memory_gets_its_categorys_priority_unless_one_is_given() {
+    let w = World::new("serve-memory-priority");
+    let s = Server::start(&w, &[]);
+    // The seed's mapping, as `evolve memory add` applies it.
+    let table = [
+        ("instruction", "Always answer in English", 0),
+        ("preference", "The user prefers dark mode", 1),
+        ("reminder", "Renew the passport in May", 1),
+        ("fact", "The build server runs Jenkins", 2),
+        ("general", "The office has a blue door", 3),
+    ];
+    for (category, content, priority) in table {
+        let r = s.post(
+            "/v1/memory",
+            &json!({"content": content, "category": category}).to_string(),
+        );
+        assert_eq!(r.status, 201, "{}", r.body);
+        assert_eq!(r.json()["priority"], priority, "{category}: {}", r.body);
+    }
+    let given = s.post(
+        "/v1/memory",
+        &json!({"content": "The cat is called Miso", "category": "fact", "priority": 0})
+            .to_string(),
+    );
+    assert_eq!(given.json()["priority"], 0, "a given priority wins");
+    let plain = s.post("/v1/memory", &json!({"content": "Tea at four"}).to_string());
+    assert_eq!(
+        (
+            plain.json()["category"].clone(),
+            plain.json()["priority"].clone()
+        ),
+        (json!("general"), json!(3))
+    );
+}
+
 /// Found by Schemathesis (tests/api): a method a path does not serve got 405 without the
 /// `Allow` header RFC 9110 requires, or 404 on the deeper paths (`/docs`,
 /// `/v1/sessions/{id}/messages`, …) as if the path did not exist.

@@ -129,10 +129,11 @@ impl MemoryAgent {
 }
 
 /// A memory from one extracted item: `{"content", "category", "importance", "tags"}`,
-/// or a bare string. Items without content are skipped.
+/// or a bare string. Items without content are skipped. A missing or unknown category
+/// is `general` (priority LOW): a model's made-up category claims nothing more.
 fn memory_from_item(item: &Value, now: Timestamp, rt: &Runtime) -> Option<Memory> {
     let (content, category, importance, tags) = match item {
-        Value::String(s) => (s.trim().to_string(), Category::Fact, None, Vec::new()),
+        Value::String(s) => (s.trim().to_string(), Category::General, None, Vec::new()),
         Value::Object(_) => {
             let content = item
                 .get("content")
@@ -141,11 +142,13 @@ fn memory_from_item(item: &Value, now: Timestamp, rt: &Runtime) -> Option<Memory
                 .as_str()?
                 .trim()
                 .to_string();
-            let category = item
-                .get("category")
-                .and_then(Value::as_str)
-                .and_then(Category::parse)
-                .unwrap_or(Category::Fact);
+            let named = item.get("category").and_then(Value::as_str);
+            let category = named.and_then(Category::parse).unwrap_or_else(|| {
+                if let Some(name) = named {
+                    log::info!("memory extraction: unknown category {name:?}, kept as general");
+                }
+                Category::General
+            });
             let importance = item
                 .get("importance")
                 .and_then(Value::as_number)

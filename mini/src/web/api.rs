@@ -539,6 +539,11 @@ fn add_memory(state: &State, req: &Request) -> Reply {
     let now = now();
     let mut m = Memory::new(content.trim(), Category::default(), now, &rt.tokenizer);
     field!(apply_fields(&mut m, &b));
+    if b.get("priority").is_none_or(Value::is_null) {
+        // Like `evolve memory add`: the category's priority (instruction 0, preference
+        // and reminder 1, fact 2, general 3) unless one is given.
+        m.priority = m.category.default_priority();
+    }
     m.refresh_derived(&rt.tokenizer);
     let outcome = tri!(rt
         .store

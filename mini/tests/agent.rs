@@ -87,6 +87,98 @@ fn an_extracted_memory_of_an_unknown_category_is_general() {
     );
 }
 
+/// Unix seconds now.
+fn unix_now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0)
+}
+
+/// `2026-05-01T09:00:00Z` for Unix seconds.
+fn rfc3339(t: i64) -> String {
+    // Civil from days (Howard Hinnant's algorithm), UTC.
+    let (days, secs) = (t.div_euclid(86_400), t.rem_euclid(86_400));
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        secs / 3600,
+        secs % 3600 / 60,
+        secs % 60
+    )
+}
+
+#[test]
+fn an_extracted_reminder_keeps_the_expiry_the_model_gives() {
+    let w = World::new("extract-expiry");
+    let due = (unix_now() + 3 * 86_400) / 60 * 60;
+    w.fake.push(Reply::Text("I will remind you.".into()));
+    w.fake.route(
+        EXTRACT,
+        Reply::Text(
+            serde_json::json!({"memories": [{
+                "content": "The user must renew the passport", "category": "reminder",
+                "importance": 4, "expires_at": rfc3339(due),
+            }]})
+            .to_string(),
+        ),
+    );
+    w.run(&["ask", "Remind me to renew my passport within three days."])
+        .expect(0);
+    let listed = w.run(&["memory", "list", "--json"]).expect(0).json();
+    assert_eq!(listed[0]["category"], "reminder", "{listed:#}");
+    assert_eq!(listed[0]["expires_at"], due, "{listed:#}");
+    // The extractor is asked for the expiry and told what time it is.
+    let asked = w
+        .fake
+        .chat_requests()
+        .into_iter()
+        .find(|r| r.mentions(EXTRACT))
+        .expect("an extraction request");
+    assert!(all_text(&asked.json).contains("expires_at"));
+    let input = asked.last_user().expect("the exchange");
+    assert!(input.starts_with("Current time: "), "{input}");
+}
+
+#[test]
+fn a_bad_or_past_expiry_is_dropped_with_a_reason_and_the_memory_kept() {
+    let w = World::new("extract-bad-expiry");
+    w.fake.push(Reply::Text("Noted.".into()));
+    w.fake.route(
+        EXTRACT,
+        Reply::Text(
+            serde_json::json!({"memories": [
+                {"content": "The user has a dentist appointment", "category": "reminder",
+                 "expires_at": "next tuesday-ish"},
+                {"content": "The user had to pay the rent", "category": "reminder",
+                 "expires_at": rfc3339(unix_now() - 86_400)},
+            ]})
+            .to_string(),
+        ),
+    );
+    let run = w
+        .run(&["ask", "Dentist soon; rent was due yesterday."])
+        .expect(0);
+    let listed = w.run(&["memory", "list", "--json"]).expect(0).json();
+    let listed = listed.as_array().expect("a list");
+    assert_eq!(listed.len(), 2, "{listed:#?}");
+    assert!(
+        listed.iter().all(|m| m["expires_at"].is_null()),
+        "{listed:#?}"
+    );
+    for why in ["next tuesday-ish", "already past"] {
+        assert!(run.stderr.contains(why), "{why:?} in {}", run.stderr);
+    }
+}
+
 #[test]
 fn a_chinese_fact_is_found_by_a_chinese_question() {
     let w = World::new("zh");

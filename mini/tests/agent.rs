@@ -531,6 +531,74 @@ fn a_high_score_teaches_a_style_note_that_later_prompts_carry() {
     );
 }
 
+/// Two asks that teach `notes` as style notes (the evaluator rates both highly).
+fn learn_style_notes(w: &World, notes: &[&str]) {
+    for (i, note) in notes.iter().enumerate() {
+        w.fake.push(Reply::Text(format!("Answer {i}.")));
+        w.fake.route(
+            EVALUATE,
+            Reply::Text(r#"{"score": 0.95, "reason": "good"}"#.into()),
+        );
+        w.fake.route(
+            STYLE,
+            Reply::Text(serde_json::json!({ "note": note }).to_string()),
+        );
+        w.run(&["ask", &format!("Question {i}?")]).expect(0);
+    }
+}
+
+#[test]
+fn style_notes_are_listed_removed_and_cleared_from_the_command_line() {
+    let w = World::new("style-cli");
+    learn_style_notes(&w, &["Keep answers to one sentence", "Use metric units"]);
+    let list = w.run(&["memory", "style", "list"]).expect(0);
+    for line in ["1. Keep answers to one sentence", "2. Use metric units"] {
+        assert!(list.stdout.contains(line), "{line:?} in {}", list.stdout);
+    }
+    let json = w
+        .run(&["memory", "style", "list", "--json"])
+        .expect(0)
+        .json();
+    assert_eq!(
+        json,
+        serde_json::json!([
+            {"n": 1, "note": "Keep answers to one sentence"},
+            {"n": 2, "note": "Use metric units"},
+        ])
+    );
+    let missing = w.run(&["memory", "style", "rm", "3"]).expect(2);
+    assert!(
+        missing.stderr.contains("no style note 3"),
+        "{}",
+        missing.stderr
+    );
+    let rm = w.run(&["memory", "style", "rm", "1"]).expect(0);
+    assert!(
+        rm.stdout
+            .contains("removed style note 1: Keep answers to one sentence"),
+        "{}",
+        rm.stdout
+    );
+    w.fake.push(Reply::Text("Fine.".into()));
+    w.run(&["ask", "How far is it?"]).expect(0);
+    let system = system_text(w.main_requests().last().unwrap());
+    assert!(!system.contains("one sentence"), "{system}");
+    assert!(system.contains("Use metric units"), "{system}");
+
+    let clear = w.run(&["memory", "style", "clear"]).expect(0);
+    assert!(
+        clear.stdout.contains("removed 1 style note"),
+        "{}",
+        clear.stdout
+    );
+    let empty = w.run(&["memory", "style", "list"]).expect(0);
+    assert!(empty.stdout.contains("no style notes"), "{}", empty.stdout);
+    w.fake.push(Reply::Text("Fine.".into()));
+    w.run(&["ask", "And back?"]).expect(0);
+    let system = system_text(w.main_requests().last().unwrap());
+    assert!(!system.contains("liked in earlier answers"), "{system}");
+}
+
 #[test]
 fn a_low_score_triggers_a_reflection_whose_lesson_is_remembered() {
     let w = World::new("reflect");

@@ -43,6 +43,7 @@ enum Action {
     Import(ImportCmd),
     Rank(Rank),
     Maintain(MaintainCmd),
+    Style(super::style::StyleCmd),
 }
 
 /// remember TEXT (a restatement of a stored memory is merged into it, an exact copy is not stored twice)
@@ -215,6 +216,7 @@ pub fn run(cmd: MemoryCmd) -> Result<(), Error> {
         Action::Import(c) => import(c),
         Action::Rank(r) => rank(r),
         Action::Maintain(c) => maintain(c),
+        Action::Style(c) => super::style::run(c),
     }
 }
 

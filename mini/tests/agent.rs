@@ -44,6 +44,51 @@ fn ask_prints_the_answer_and_json_gives_the_turn_record() {
 }
 
 #[test]
+fn an_unusable_grade_leaves_evaluation_null_and_names_the_problem_in_the_record() {
+    let w = World::new("ask-json-no-grade");
+    w.fake.push(Reply::Text("Paris.".into()));
+    w.fake
+        .route(EVALUATE, Reply::Text("I think it was fine.".into()));
+    let record = w
+        .run(&["ask", "--json", "What is the capital of France?"])
+        .expect(0)
+        .json();
+    assert_eq!(record["reply"], "Paris.");
+    let fields = record.as_object().expect("an object");
+    assert!(
+        fields
+            .get("evaluation")
+            .is_some_and(serde_json::Value::is_null),
+        "a stable record has \"evaluation\": null: {record:#}"
+    );
+    let problems = record["problems"].as_array().expect("problems listed");
+    assert!(
+        problems.iter().any(|p| p
+            .as_str()
+            .unwrap_or_default()
+            .starts_with("evaluation: no score")),
+        "{record:#}"
+    );
+
+    // A usable grade: the evaluation, and no problem about it (the list is still there:
+    // the fake's other background replies are not JSON).
+    w.fake.push(Reply::Text("Berlin.".into()));
+    w.fake.route(
+        EVALUATE,
+        Reply::Text(r#"{"score": 0.8, "reason": "right"}"#.into()),
+    );
+    let record = w.run(&["ask", "--json", "And Germany?"]).expect(0).json();
+    assert!((record["evaluation"]["score"].as_f64().unwrap() - 0.8).abs() < 1e-6);
+    let problems = record["problems"].as_array().expect("problems listed");
+    assert!(
+        !problems
+            .iter()
+            .any(|p| p.as_str().unwrap_or_default().starts_with("evaluation")),
+        "{record:#}"
+    );
+}
+
+#[test]
 fn a_memory_told_in_one_run_is_in_the_prompt_of_the_next() {
     let w = World::new("memory-next");
     w.fake

@@ -554,10 +554,43 @@ const tagList = s => s.split(/[,，]/).map(x => x.trim()).filter(Boolean);
 
 async function loadMemory() {
   const q = $('#mem-q').value.trim();
-  const { data } = await api('GET', '/v1/memory?limit=200' + (q ? '&q=' + enc(q) : ''));
+  const [{ data }] = await Promise.all([api('GET', '/v1/memory?limit=200' + (q ? '&q=' + enc(q) : '')), loadStyle()]);
   const ul = $('#mem-list');
   ul.replaceChildren(...(data || []).map(memItem));
   if (!ul.children.length) ul.append(ht('li', 'mut pad', 'noMemories'));
+}
+
+/** The style notes (added to every prompt), each with a button to forget it. */
+async function loadStyle() {
+  const { data } = await api('GET', '/v1/memory/style'), ol = $('#style-list');
+  const notes = data || [];
+  ol.replaceChildren(...notes.map(n => {
+    const li = h('li', 'style-note');
+    li.dataset.testid = 'style-note';
+    const del = btn('', 'danger-text', guard(async () => {
+      if (!await ask(t('deleteStyle'), { danger: true, ok: t('delete') })) return;
+      try {
+        // The text guards against a note that moved since this list was shown (409).
+        await api('DELETE', `/v1/memory/style/${n.n}?note=${enc(n.note)}`);
+        toast(t('deleted'), 'ok');
+      } catch (e) {
+        if (e.status !== 409) throw e;
+        toast(t('styleChanged'));
+      }
+      await loadStyle();
+    }), 'delete');
+    del.dataset.testid = 'style-delete';
+    li.append(h('span', null, n.note), ' ', del);
+    return li;
+  }));
+  if (!notes.length) ol.append(ht('li', 'mut', 'noStyleNotes'));
+  $('#style-clear').hidden = !notes.length;
+  $('#style-clear').onclick = guard(async () => {
+    if (!await ask(t('clearStyle', notes.length), { danger: true, ok: t('clearAll') })) return;
+    await api('DELETE', '/v1/memory/style');
+    toast(t('deleted'), 'ok');
+    await loadStyle();
+  });
 }
 
 function memItem(m) {

@@ -55,6 +55,9 @@ const I18N = {
     view: 'View', promptActive: 'Version {0} is active; the next turn uses it', promptKept: 'The model kept the prompt as it is',
     builtIn: 'built in', promptOf: 'Version {0}', learnedSkill: 'Learned skill', lessonSaved: 'Lesson',
     deleteSkill: 'Remove the skill {0}?',
+    styleNotes: 'Style notes', styleHint: 'Learned from answers that were rated highly; every prompt carries them.',
+    noStyleNotes: 'No style notes yet', clearAll: 'Clear all', deleteStyle: 'Forget this style note?',
+    clearStyle: 'Forget all {0} style notes?', styleChanged: 'The style notes changed meanwhile; here they are again',
   },
   zh: {
     newChat: '新对话', nav_chat: '对话', nav_memory: '记忆', nav_skills: '技能', nav_tools: '工具',
@@ -102,6 +105,9 @@ const I18N = {
     view: '查看', promptActive: '版本 {0} 已启用，下一轮起生效', promptKept: '模型保留了原提示词',
     builtIn: '内置', promptOf: '版本 {0}', learnedSkill: '学到的技能', lessonSaved: '教训',
     deleteSkill: '删除技能 {0}？',
+    styleNotes: '风格笔记', styleHint: '从评分高的回答中学到，每次提示词都会带上。',
+    noStyleNotes: '还没有风格笔记', clearAll: '全部清除', deleteStyle: '忘掉这条风格笔记？',
+    clearStyle: '忘掉全部 {0} 条风格笔记？', styleChanged: '风格笔记刚有变化，已重新列出',
   },
 };
 

@@ -44,6 +44,51 @@ fn ask_prints_the_answer_and_json_gives_the_turn_record() {
 }
 
 #[test]
+fn an_unusable_grade_leaves_evaluation_null_and_names_the_problem_in_the_record() {
+    let w = World::new("ask-json-no-grade");
+    w.fake.push(Reply::Text("Paris.".into()));
+    w.fake
+        .route(EVALUATE, Reply::Text("I think it was fine.".into()));
+    let record = w
+        .run(&["ask", "--json", "What is the capital of France?"])
+        .expect(0)
+        .json();
+    assert_eq!(record["reply"], "Paris.");
+    let fields = record.as_object().expect("an object");
+    assert!(
+        fields
+            .get("evaluation")
+            .is_some_and(serde_json::Value::is_null),
+        "a stable record has \"evaluation\": null: {record:#}"
+    );
+    let problems = record["problems"].as_array().expect("problems listed");
+    assert!(
+        problems.iter().any(|p| p
+            .as_str()
+            .unwrap_or_default()
+            .starts_with("evaluation: no score")),
+        "{record:#}"
+    );
+
+    // A usable grade: the evaluation, and no problem about it (the list is still there:
+    // the fake's other background replies are not JSON).
+    w.fake.push(Reply::Text("Berlin.".into()));
+    w.fake.route(
+        EVALUATE,
+        Reply::Text(r#"{"score": 0.8, "reason": "right"}"#.into()),
+    );
+    let record = w.run(&["ask", "--json", "And Germany?"]).expect(0).json();
+    assert!((record["evaluation"]["score"].as_f64().unwrap() - 0.8).abs() < 1e-6);
+    let problems = record["problems"].as_array().expect("problems listed");
+    assert!(
+        !problems
+            .iter()
+            .any(|p| p.as_str().unwrap_or_default().starts_with("evaluation")),
+        "{record:#}"
+    );
+}
+
+#[test]
 fn a_memory_told_in_one_run_is_in_the_prompt_of_the_next() {
     let w = World::new("memory-next");
     w.fake
@@ -64,6 +109,119 @@ fn a_memory_told_in_one_run_is_in_the_prompt_of_the_next() {
     );
     let list = w.run(&["memory", "list", "--json"]).expect(0);
     assert!(list.stdout.contains("Miso"));
+}
+
+#[test]
+fn an_extracted_memory_of_an_unknown_category_is_general() {
+    let w = World::new("extract-unknown-category");
+    w.fake.push(Reply::Text("Noted.".into()));
+    w.fake.route(
+        EXTRACT,
+        Reply::Text(
+            r#"{"memories": [{"content": "The user collects stamps", "category": "hobby"}]}"#
+                .into(),
+        ),
+    );
+    w.run(&["ask", "I collect stamps."]).expect(0);
+    let listed = w.run(&["memory", "list", "--json"]).expect(0).json();
+    let m = &listed[0];
+    assert_eq!(m["content"], "The user collects stamps", "{listed:#}");
+    assert_eq!(
+        (m["category"].clone(), m["priority"].clone()),
+        (serde_json::json!("general"), serde_json::json!(3))
+    );
+}
+
+/// Unix seconds now.
+fn unix_now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0)
+}
+
+/// `2026-05-01T09:00:00Z` for Unix seconds.
+fn rfc3339(t: i64) -> String {
+    // Civil from days (Howard Hinnant's algorithm), UTC.
+    let (days, secs) = (t.div_euclid(86_400), t.rem_euclid(86_400));
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        secs / 3600,
+        secs % 3600 / 60,
+        secs % 60
+    )
+}
+
+#[test]
+fn an_extracted_reminder_keeps_the_expiry_the_model_gives() {
+    let w = World::new("extract-expiry");
+    let due = (unix_now() + 3 * 86_400) / 60 * 60;
+    w.fake.push(Reply::Text("I will remind you.".into()));
+    w.fake.route(
+        EXTRACT,
+        Reply::Text(
+            serde_json::json!({"memories": [{
+                "content": "The user must renew the passport", "category": "reminder",
+                "importance": 4, "expires_at": rfc3339(due),
+            }]})
+            .to_string(),
+        ),
+    );
+    w.run(&["ask", "Remind me to renew my passport within three days."])
+        .expect(0);
+    let listed = w.run(&["memory", "list", "--json"]).expect(0).json();
+    assert_eq!(listed[0]["category"], "reminder", "{listed:#}");
+    assert_eq!(listed[0]["expires_at"], due, "{listed:#}");
+    // The extractor is asked for the expiry and told what time it is.
+    let asked = w
+        .fake
+        .chat_requests()
+        .into_iter()
+        .find(|r| r.mentions(EXTRACT))
+        .expect("an extraction request");
+    assert!(all_text(&asked.json).contains("expires_at"));
+    let input = asked.last_user().expect("the exchange");
+    assert!(input.starts_with("Current time: "), "{input}");
+}
+
+#[test]
+fn a_bad_or_past_expiry_is_dropped_with_a_reason_and_the_memory_kept() {
+    let w = World::new("extract-bad-expiry");
+    w.fake.push(Reply::Text("Noted.".into()));
+    w.fake.route(
+        EXTRACT,
+        Reply::Text(
+            serde_json::json!({"memories": [
+                {"content": "The user has a dentist appointment", "category": "reminder",
+                 "expires_at": "next tuesday-ish"},
+                {"content": "The user had to pay the rent", "category": "reminder",
+                 "expires_at": rfc3339(unix_now() - 86_400)},
+            ]})
+            .to_string(),
+        ),
+    );
+    let run = w
+        .run(&["ask", "Dentist soon; rent was due yesterday."])
+        .expect(0);
+    let listed = w.run(&["memory", "list", "--json"]).expect(0).json();
+    let listed = listed.as_array().expect("a list");
+    assert_eq!(listed.len(), 2, "{listed:#?}");
+    assert!(
+        listed.iter().all(|m| m["expires_at"].is_null()),
+        "{listed:#?}"
+    );
+    for why in ["next tuesday-ish", "already past"] {
+        assert!(run.stderr.contains(why), "{why:?} in {}", run.stderr);
+    }
 }
 
 #[test]
@@ -416,6 +574,74 @@ fn a_high_score_teaches_a_style_note_that_later_prompts_carry() {
         "the style note is in the next prompt:\n{}",
         system_text(mains.last().unwrap())
     );
+}
+
+/// Two asks that teach `notes` as style notes (the evaluator rates both highly).
+fn learn_style_notes(w: &World, notes: &[&str]) {
+    for (i, note) in notes.iter().enumerate() {
+        w.fake.push(Reply::Text(format!("Answer {i}.")));
+        w.fake.route(
+            EVALUATE,
+            Reply::Text(r#"{"score": 0.95, "reason": "good"}"#.into()),
+        );
+        w.fake.route(
+            STYLE,
+            Reply::Text(serde_json::json!({ "note": note }).to_string()),
+        );
+        w.run(&["ask", &format!("Question {i}?")]).expect(0);
+    }
+}
+
+#[test]
+fn style_notes_are_listed_removed_and_cleared_from_the_command_line() {
+    let w = World::new("style-cli");
+    learn_style_notes(&w, &["Keep answers to one sentence", "Use metric units"]);
+    let list = w.run(&["memory", "style", "list"]).expect(0);
+    for line in ["1. Keep answers to one sentence", "2. Use metric units"] {
+        assert!(list.stdout.contains(line), "{line:?} in {}", list.stdout);
+    }
+    let json = w
+        .run(&["memory", "style", "list", "--json"])
+        .expect(0)
+        .json();
+    assert_eq!(
+        json,
+        serde_json::json!([
+            {"n": 1, "note": "Keep answers to one sentence"},
+            {"n": 2, "note": "Use metric units"},
+        ])
+    );
+    let missing = w.run(&["memory", "style", "rm", "3"]).expect(2);
+    assert!(
+        missing.stderr.contains("no style note 3"),
+        "{}",
+        missing.stderr
+    );
+    let rm = w.run(&["memory", "style", "rm", "1"]).expect(0);
+    assert!(
+        rm.stdout
+            .contains("removed style note 1: Keep answers to one sentence"),
+        "{}",
+        rm.stdout
+    );
+    w.fake.push(Reply::Text("Fine.".into()));
+    w.run(&["ask", "How far is it?"]).expect(0);
+    let system = system_text(w.main_requests().last().unwrap());
+    assert!(!system.contains("one sentence"), "{system}");
+    assert!(system.contains("Use metric units"), "{system}");
+
+    let clear = w.run(&["memory", "style", "clear"]).expect(0);
+    assert!(
+        clear.stdout.contains("removed 1 style note"),
+        "{}",
+        clear.stdout
+    );
+    let empty = w.run(&["memory", "style", "list"]).expect(0);
+    assert!(empty.stdout.contains("no style notes"), "{}", empty.stdout);
+    w.fake.push(Reply::Text("Fine.".into()));
+    w.run(&["ask", "And back?"]).expect(0);
+    let system = system_text(w.main_requests().last().unwrap());
+    assert!(!system.contains("liked in earlier answers"), "{system}");
 }
 
 #[test]

@@ -175,7 +175,7 @@ fn maintenance_applies_every_rule_and_a_second_run_changes_nothing() {
         "dry run: nothing is changed",
         "would decay by age: 1 (#1 critical→high)",
         "duplicates to merge: 1 (#5 into #4)",
-        "summaries to write: 1 (reminder of #6, #7)",
+        "summaries to write: 1 (new summary 1: reminder of #6, #7)",
     ] {
         assert!(human.stdout.contains(line), "{line:?} in {}", human.stdout);
     }
@@ -430,4 +430,165 @@ fn with_an_embedding_model_duplicates_are_found_by_embeddings_fetched_once() {
     assert_eq!(again["merged"], json!([]), "{again:#}");
     assert_eq!(embeds(&w).len(), 1, "embeddings are fetched once");
     assert_eq!(live(&w).len(), 2);
+}
+
+/// `n` (at most 17) of the user's instructions (CRITICAL), each about its own thing,
+/// `age_days` old and older by an hour each.
+fn instructions(n: usize, age_days: i64) -> Vec<Value> {
+    let things = [
+        "alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india",
+        "juliett", "kilo", "lima", "mike", "november", "oscar", "papa", "quebec",
+    ];
+    things[..n]
+        .iter()
+        .enumerate()
+        .map(|(i, thing)| {
+            let mut m = mem(
+                i as u64 + 1,
+                &format!("Code word {thing}"),
+                "instruction",
+                0,
+                age_days,
+            );
+            m["created_at"] = json!(now() - age_days * DAY - i as i64 * 3600);
+            m
+        })
+        .collect()
+}
+
+#[test]
+fn a_summary_with_no_room_under_the_cap_is_not_written_and_the_rules_keep_their_importance() {
+    let w = World::new("maintain-full-cap");
+    w.seed_memories(instructions(15, 1));
+    for _ in 0..2 {
+        w.fake.route(
+            DIGEST,
+            Reply::text(json!({"summary": "Fifteen household rules."}).to_string()),
+        );
+        w.fake.route(PRIORITY, Reply::text(r#"{"changes": []}"#));
+    }
+    let r = maintain(&w, &[]);
+    assert_eq!(r["summaries"], json!([]), "{r:#}");
+    assert_eq!(r["critical_evicted"], json!([]), "{r:#}");
+    assert!(
+        r["problems"]
+            .as_array()
+            .expect("problems")
+            .iter()
+            .any(|p| p.as_str().unwrap_or_default().contains("CRITICAL cap")),
+        "the skipped summary is explained: {r:#}"
+    );
+    let all = stored(&w);
+    assert_eq!(
+        all.len(),
+        15,
+        "nothing written only to be deleted: {all:#?}"
+    );
+    for (id, m) in &all {
+        assert_eq!(m["deleted"], false, "#{id}");
+        assert_eq!(m["priority"], 0, "#{id}");
+        assert_eq!(m["importance"], 3, "#{id} lost importance to no summary");
+    }
+    let again = maintain(&w, &[]);
+    assert_eq!(again["summaries"], json!([]), "{again:#}");
+    assert_eq!(stored(&w), all);
+}
+
+#[test]
+fn the_models_promotion_never_pushes_out_a_users_rule() {
+    let w = World::new("maintain-promotion");
+    // Fifteen rules, none recent enough to be summarised; the oldest is the one a
+    // promotion used to push out.
+    let mut seed = instructions(15, 10);
+    seed[14]["content"] = json!("Never store passwords in plain text files");
+    seed.push(mem(16, "The user prefers dark mode", "preference", 1, 12));
+    w.seed_memories(seed);
+    w.fake.route(
+        PRIORITY,
+        Reply::text(r#"{"changes": [{"id": 16, "priority": "critical", "reason": "every day"}]}"#),
+    );
+    let r = maintain(&w, &[]);
+    assert_eq!(r["adjusted"], json!([]), "{r:#}");
+    assert_eq!(
+        r["refused"],
+        json!([{"id": 16, "reason": "critical_full"}]),
+        "{r:#}"
+    );
+    assert_eq!(r["critical_evicted"], json!([]), "{r:#}");
+    let after = live(&w);
+    assert_eq!(after.len(), 16);
+    assert_eq!(
+        after[&15]["content"],
+        "Never store passwords in plain text files"
+    );
+    assert_eq!(after[&15]["priority"], 0);
+    assert_eq!(after[&16]["priority"], 1, "dark mode stays HIGH");
+}
+
+#[test]
+fn a_promotion_with_room_makes_way_for_the_users_next_rule_and_is_kept() {
+    let w = World::new("maintain-promotion-room");
+    let mut seed = instructions(14, 10);
+    seed.push(mem(15, "The user prefers dark mode", "preference", 1, 12));
+    w.seed_memories(seed);
+    w.fake.route(
+        PRIORITY,
+        Reply::text(r#"{"changes": [{"id": 15, "priority": "critical"}]}"#),
+    );
+    let r = maintain(&w, &[]);
+    assert_eq!(
+        r["adjusted"],
+        json!([{"id": 15, "from": "high", "to": "critical"}]),
+        "{r:#}"
+    );
+    let promoted = &live(&w)[&15];
+    assert_eq!(promoted["priority"], 0);
+    assert_eq!(promoted["promoted"], true, "{promoted:#}");
+    // The user's sixteenth CRITICAL memory: the promotion goes back to HIGH, no rule
+    // is deleted and neither is the preference.
+    w.run(&[
+        "memory",
+        "add",
+        "--category",
+        "instruction",
+        "Always lock the front door at night",
+    ])
+    .expect(0);
+    let after = stored(&w);
+    assert_eq!(after.len(), 16);
+    assert!(after.values().all(|m| m["deleted"] == false), "{after:#?}");
+    assert_eq!(after[&15]["priority"], 1, "{:#}", after[&15]);
+    assert_eq!(after[&15]["promoted"], false);
+    let critical = after.values().filter(|m| m["priority"] == 0).count();
+    assert_eq!(critical, 15);
+}
+
+#[test]
+fn a_dry_run_names_the_summaries_it_would_write_and_a_run_their_ids() {
+    let w = World::new("maintain-labels");
+    w.seed_memories(vec![
+        mem(1, "Buy oat milk on the way home", "reminder", 1, 1),
+        mem(2, "Feed the cat at seven", "reminder", 1, 1),
+    ]);
+    for _ in 0..3 {
+        w.fake.route(PRIORITY, Reply::text(r#"{"changes": []}"#));
+    }
+    let dry = maintain(&w, &["--dry-run"]);
+    assert_eq!(dry["summaries"][0]["label"], "new summary 1", "{dry:#}");
+    let human = w.run(&["memory", "maintain", "--dry-run"]).expect(0);
+    assert!(
+        human
+            .stdout
+            .contains("summaries to write: 1 (new summary 1: reminder of #1, #2)"),
+        "{}",
+        human.stdout
+    );
+    assert!(!human.stdout.contains("#0"), "{}", human.stdout);
+    let done = w.run(&["memory", "maintain"]).expect(0);
+    assert!(
+        done.stdout
+            .contains("summaries written: 1 (#3: reminder of #1, #2)"),
+        "{}",
+        done.stdout
+    );
 }

@@ -791,6 +791,110 @@ fn memory_tags_that_are_not_strings_are_refused() {
     assert_eq!(ok.json()["tags"], json!(["tea"]));
 }
 
+#[test]
+fn an_api_memory_gets_its_categorys_priority_unless_one_is_given() {
+    let w = World::new("serve-memory-priority");
+    let s = Server::start(&w, &[]);
+    // The seed's mapping, as `evolve memory add` applies it.
+    let table = [
+        ("instruction", "Always answer in English", 0),
+        ("preference", "The user prefers dark mode", 1),
+        ("reminder", "Renew the passport in May", 1),
+        ("fact", "The build server runs Jenkins", 2),
+        ("general", "The office has a blue door", 3),
+    ];
+    for (category, content, priority) in table {
+        let r = s.post(
+            "/v1/memory",
+            &json!({"content": content, "category": category}).to_string(),
+        );
+        assert_eq!(r.status, 201, "{}", r.body);
+        assert_eq!(r.json()["priority"], priority, "{category}: {}", r.body);
+    }
+    let given = s.post(
+        "/v1/memory",
+        &json!({"content": "The cat is called Miso", "category": "fact", "priority": 0})
+            .to_string(),
+    );
+    assert_eq!(given.json()["priority"], 0, "a given priority wins");
+    let plain = s.post("/v1/memory", &json!({"content": "Tea at four"}).to_string());
+    assert_eq!(
+        (
+            plain.json()["category"].clone(),
+            plain.json()["priority"].clone()
+        ),
+        (json!("general"), json!(3))
+    );
+}
+
+#[test]
+fn style_notes_are_listed_removed_and_cleared_through_the_api() {
+    let w = World::new("serve-style");
+    for (i, note) in ["Keep answers to one sentence", "Use metric units"]
+        .iter()
+        .enumerate()
+    {
+        w.fake.push(Reply::text(format!("Answer {i}.")));
+        w.fake.route(
+            support::EVALUATE,
+            Reply::text(r#"{"score": 0.95, "reason": "good"}"#),
+        );
+        w.fake.route(
+            support::STYLE,
+            Reply::text(json!({ "note": note }).to_string()),
+        );
+        w.run(&["ask", &format!("Question {i}?")]).expect(0);
+    }
+    let s = Server::start(&w, &[]);
+    let listed = s.get("/v1/memory/style");
+    assert_eq!(listed.status, 200, "{}", listed.body);
+    assert_eq!(
+        listed.json()["data"],
+        json!([
+            {"n": 1, "note": "Keep answers to one sentence"},
+            {"n": 2, "note": "Use metric units"},
+        ])
+    );
+    // The text the page shows guards against removing a note that moved meanwhile.
+    let stale = s.request(
+        "DELETE",
+        "/v1/memory/style/1?note=Use%20metric%20units",
+        &[],
+        "",
+    );
+    assert_eq!(stale.status, 409, "{}", stale.body);
+    let gone = s.request(
+        "DELETE",
+        "/v1/memory/style/1?note=Keep%20answers%20to%20one%20sentence",
+        &[],
+        "",
+    );
+    assert_eq!(gone.status, 200, "{}", gone.body);
+    assert_eq!(gone.json()["note"], "Keep answers to one sentence");
+    assert_eq!(
+        s.request("DELETE", "/v1/memory/style/5", &[], "").status,
+        404
+    );
+    assert_eq!(
+        s.request("DELETE", "/v1/memory/style/x", &[], "").status,
+        400
+    );
+    assert_eq!(
+        s.get("/v1/memory/style").json()["data"],
+        json!([{"n": 1, "note": "Use metric units"}])
+    );
+    let cleared = s.request("DELETE", "/v1/memory/style", &[], "");
+    assert_eq!(cleared.status, 200, "{}", cleared.body);
+    assert_eq!(cleared.json()["removed"], 1);
+    assert_eq!(s.get("/v1/memory/style").json()["data"], json!([]));
+    let patch = s.request("PATCH", "/v1/memory/style", &[], "{}");
+    assert_eq!(patch.status, 405, "{}", patch.body);
+    let api = s.get("/openapi.json").json();
+    assert!(api["paths"]["/v1/memory/style"]["get"].is_object());
+    assert!(api["paths"]["/v1/memory/style"]["delete"].is_object());
+    assert!(api["paths"]["/v1/memory/style/{n}"]["delete"].is_object());
+}
+
 /// Found by Schemathesis (tests/api): a method a path does not serve got 405 without the
 /// `Allow` header RFC 9110 requires, or 404 on the deeper paths (`/docs`,
 /// `/v1/sessions/{id}/messages`, …) as if the path did not exist.

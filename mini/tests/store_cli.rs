@@ -220,6 +220,47 @@ fn import_reads_the_plain_list_format_that_rank_reads() {
 }
 
 #[test]
+fn an_imported_critical_memory_old_enough_to_decay_is_demoted_not_deleted_by_the_cap() {
+    let w = World::without_model("store-import-decay");
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64;
+    // First a CRITICAL rule from 40 days ago (decay makes it HIGH), then 15 recent ones:
+    // the cap of 15 has room for all once decay ran first.
+    let mut records = vec![serde_json::json!({
+        "content": "Never store passwords in plain text files",
+        "category": "instruction", "priority": 0, "created_at": now - 40 * 86_400,
+    })];
+    let words = [
+        "alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india",
+        "juliett", "kilo", "lima", "mike", "november", "oscar",
+    ];
+    for (i, word) in words.iter().enumerate() {
+        records.push(serde_json::json!({
+            "content": format!("Code word {word}"),
+            "category": "instruction", "priority": 0,
+            "created_at": now - 86_400 + i as i64,
+        }));
+    }
+    let file = w.home.join("plain.json");
+    std::fs::write(&file, serde_json::Value::Array(records).to_string()).unwrap();
+    let out = ok(&w, &["memory", "import", file.to_str().unwrap()]);
+    assert!(out.contains("16 added"), "{out}");
+    let all = json(&w, &["memory", "list", "--json", "--all"]);
+    let all = all.as_array().expect("a list");
+    assert_eq!(all.len(), 16);
+    assert!(all.iter().all(|m| m["deleted"] == false), "{all:#?}");
+    let old = all
+        .iter()
+        .find(|m| m["content"] == "Never store passwords in plain text files")
+        .expect("the old rule");
+    assert_eq!(old["priority"], 1, "decayed to HIGH: {old:#}");
+    let critical = all.iter().filter(|m| m["priority"] == 0).count();
+    assert_eq!(critical, 15);
+}
+
+#[test]
 fn sessions_on_an_empty_store() {
     let w = World::without_model("store-sessions");
     let text = ok(&w, &["sessions", "list"]);

@@ -57,7 +57,11 @@ const SCRIPT = {
     { status: 500, body: { error: { message: 'the fake model broke' } } }, // a failing model
     call('write_file', '{"path": "after-reload.txt", "content": "answered after a reload"}'),
   ],
-  routes: { '[evolve:evaluate]': ['{"score": 0.9, "reason": "clear and correct"}'] },
+  routes: {
+    '[evolve:evaluate]': ['{"score": 0.9, "reason": "clear and correct"}'],
+    // The first answer is rated highly: style learning keeps this note (memory case).
+    '[evolve:style]': ['{"note": "The browser test likes short answers"}'],
+  },
   fallback: { echo: true },
 };
 if (process.argv[2] === '--script') {
@@ -429,6 +433,25 @@ await test('memory: add one with priority, importance and tags, edit it, pin it,
   await main.click('#ask-ok');
   await item.waitFor({ state: 'detached' });
   eq(await stored(), undefined, 'the memory on the server after deleting');
+});
+
+await test('memory: the style notes learned from a well-rated answer are listed and can be forgotten', async () => {
+  await main.click('#nav [data-view=chat]');
+  await main.click('#nav [data-view=memory]');
+  const note = main.locator('[data-testid=style-note]', { hasText: 'likes short answers' });
+  await note.waitFor();
+  const notes = async () => (await api('GET', '/v1/memory/style')).json.data;
+  eq((await notes()).map(n => n.note).join(), 'The browser test likes short answers', 'the note on the server');
+  check(await main.isVisible('#style-clear'), 'a clear button while there are notes');
+  await main.click('#lang-toggle');
+  eq(await main.textContent('#style-notes h3 span'), '风格笔记', 'the heading in 中文');
+  await main.click('#lang-toggle');
+  await note.locator('[data-testid=style-delete]').click();
+  await main.click('#ask-ok');
+  await note.waitFor({ state: 'detached' });
+  eq((await notes()).length, 0, 'no note on the server after forgetting it');
+  await main.locator('#style-list li', { hasText: 'No style notes yet' }).waitFor();
+  check(!(await main.isVisible('#style-clear')), 'no clear button without notes');
 });
 
 await test('skills, tools and MCP levels: lists load, a skill opens, an MCP tool level changes', async () => {

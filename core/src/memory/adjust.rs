@@ -4,7 +4,10 @@
 //! at most 3 per run (每次最多调整 3 条), each memory at most once per run, only active
 //! memories, never a pinned one (pinning is the user's decision: the seed exempts pinned
 //! memories from age decay, and an automatic change by a model is no more wanted); a
-//! promotion restarts the decay clock (升级时重置 created_at), a demotion does not.
+//! promotion restarts the decay clock (升级时重置 created_at), a demotion does not. A
+//! promotion is marked ([`Memory::promoted`]) and becomes CRITICAL only where the cap has
+//! room for it ([`super::critical_room`]): the model's taste never pushes out a rule the
+//! user stated.
 //! [`adjustment_listing`] and [`clip_chars`] prepare the model's input within the
 //! seed's limits (≤ 100 memories previewed in ≤ 80 characters, topics ≤ 2 000
 //! characters); writing the prompt, calling the model and repairing its JSON are the
@@ -110,6 +113,9 @@ pub enum RejectReason {
     RepeatedId,
     /// `max_adjustments` (3) were already applied.
     LimitReached,
+    /// A promotion to CRITICAL while the CRITICAL cap holds only the user's own rules
+    /// (and pinned memories): it would push one of them out, or be retired at once.
+    CriticalFull,
 }
 
 /// An applied change.
@@ -146,21 +152,32 @@ pub struct AdjustOutcome {
 }
 
 /// Applies the allowed proposals to `memories` in order and reports every decision.
+/// At most `critical_room` of them may be promotions to CRITICAL: the shell passes
+/// [`super::critical_room`] less the CRITICAL memories it already added in the same run.
 pub fn adjust_priorities(
     memories: &mut [Memory],
     proposals: &[Proposal],
     now: Timestamp,
+    critical_room: usize,
     cfg: &MemoryConfig,
 ) -> AdjustOutcome {
     let mut out = AdjustOutcome::default();
     let mut seen: Vec<MemoryId> = Vec::new();
+    let mut room = critical_room;
     for &proposal in proposals {
         let repeated = seen.contains(&proposal.id);
         seen.push(proposal.id);
         let verdict = if repeated {
             Err(RejectReason::RepeatedId)
         } else {
-            check(memories, proposal, now, out.applied.len(), cfg)
+            check(memories, proposal, now, out.applied.len(), cfg).and_then(|(i, to)| match to {
+                Priority::Critical if room == 0 => Err(RejectReason::CriticalFull),
+                Priority::Critical => {
+                    room -= 1;
+                    Ok((i, to))
+                }
+                _ => Ok((i, to)),
+            })
         };
         match verdict {
             Err(reason) => out.rejected.push(Rejected { proposal, reason }),
@@ -170,6 +187,7 @@ pub fn adjust_priorities(
                 };
                 let from = m.priority;
                 m.priority = to;
+                m.promoted = to < from;
                 let created_at = (to < from).then_some(now);
                 if let Some(t) = created_at {
                     m.created_at = t;
@@ -234,6 +252,8 @@ mod tests {
     use alloc::vec;
 
     const NOW: Timestamp = 1_000_000;
+    /// Room for any number of promotions to CRITICAL.
+    const ROOM: usize = usize::MAX;
 
     fn store() -> Vec<Memory> {
         (1..=6)
@@ -268,7 +288,7 @@ mod tests {
         ];
         for (change, want) in table {
             let mut ms = store();
-            let out = adjust_priorities(&mut ms, &[p(2, change)], NOW, &cfg);
+            let out = adjust_priorities(&mut ms, &[p(2, change)], NOW, ROOM, &cfg);
             match want {
                 Ok(to) => {
                     assert_eq!(out.applied.len(), 1, "{change:?}");
@@ -307,6 +327,7 @@ mod tests {
                 p(4, Change::By(1)),
             ],
             NOW,
+            ROOM,
             &cfg,
         );
         let reasons: Vec<_> = out.rejected.iter().map(|r| r.reason).collect();
@@ -337,7 +358,7 @@ mod tests {
             p(4, Change::By(1)),
             p(5, Change::By(-1)),
         ];
-        let out = adjust_priorities(&mut ms, &props, NOW, &cfg);
+        let out = adjust_priorities(&mut ms, &props, NOW, ROOM, &cfg);
         let rejected: Vec<_> = out
             .rejected
             .iter()
@@ -360,7 +381,7 @@ mod tests {
         let cfg = MemoryConfig::default();
         let mut ms = store();
         let props: Vec<Proposal> = (1..=5).map(|id| p(id, Change::By(-1))).collect();
-        let out = adjust_priorities(&mut ms, &props, NOW, &cfg);
+        let out = adjust_priorities(&mut ms, &props, NOW, ROOM, &cfg);
         assert_eq!(
             out.applied.iter().map(|a| a.id).collect::<Vec<_>>(),
             vec![1, 2, 3]
@@ -424,5 +445,37 @@ mod tests {
         assert!(serde_json::from_str::<Proposal>(r#"{"id":1}"#).is_err());
         assert!(serde_json::from_str::<Proposal>(r#"{"id":1,"priority":1,"delta":1}"#).is_err());
         assert!(serde_json::from_str::<Proposal>(r#"{"id":1,"priority":7}"#).is_err());
+    }
+
+    #[test]
+    fn promotions_are_marked_and_become_critical_only_where_there_is_room() {
+        let cfg = MemoryConfig::default();
+        let mut ms = store();
+        for m in &mut ms[..3] {
+            m.priority = Priority::High;
+        }
+        let props: Vec<Proposal> = vec![
+            p(1, Change::To(Priority::Critical)),
+            p(2, Change::By(-1)),
+            p(4, Change::By(-1)),
+            p(3, Change::By(1)),
+        ];
+        let out = adjust_priorities(&mut ms, &props, NOW, 1, &cfg);
+        assert_eq!(
+            out.applied.iter().map(|a| a.id).collect::<Vec<_>>(),
+            vec![1, 4, 3]
+        );
+        assert_eq!(
+            (out.rejected[0].proposal.id, out.rejected[0].reason),
+            (2, RejectReason::CriticalFull)
+        );
+        assert_eq!((ms[0].priority, ms[0].promoted), (Priority::Critical, true));
+        assert_eq!((ms[1].priority, ms[1].promoted), (Priority::High, false));
+        assert_eq!((ms[3].priority, ms[3].promoted), (Priority::High, true));
+        assert_eq!((ms[2].priority, ms[2].promoted), (Priority::Medium, false));
+        // A demotion is not a promotion any more.
+        let out = adjust_priorities(&mut ms, &[p(4, Change::By(1))], NOW, 0, &cfg);
+        assert_eq!(out.applied.len(), 1);
+        assert_eq!((ms[3].priority, ms[3].promoted), (Priority::Medium, false));
     }
 }

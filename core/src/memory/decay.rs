@@ -2,9 +2,17 @@
 //!
 //! Decides which memories lose a priority level with age (tea-agent `degrade_by_age`:
 //! CRITICAL > 30 d → HIGH, HIGH > 60 d → MEDIUM, MEDIUM > 90 d → LOW, pinned exempt),
-//! which have expired, and which CRITICAL memories fall out of the cap of 15 (reflection
-//! summaries first, then the oldest, pinned last). Writing the changes is the shell's;
-//! [`apply_decay`] also updates the slice so the following selection sees them.
+//! which have expired, which CRITICAL memories fall out of the cap of 15 and what
+//! falling out does to them ([`critical_overflow`], [`retire`]), and how many more
+//! summaries or promotions the cap has room for ([`critical_room`]). Writing the changes
+//! is the shell's; [`apply_decay`] also updates the slice so the following selection
+//! sees them. Decay comes before the cap: a CRITICAL memory old enough to be HIGH is
+//! demoted, not deleted.
+//!
+//! **The user's rules come first.** Reflection summaries and the model's promotions are
+//! the agent's doing, not the user's ([`stated_by_user`]): they never push a rule the
+//! user stated out of the cap. The cap retires them first, and the shell adds one only
+//! while [`critical_room`] says it will not be retired at once.
 //!
 //! **The decay clock does not restart on demotion.** All three thresholds are ages since
 //! `created_at` (which only a promotion resets, tea-agent: 升级时重置 created_at). A memory
@@ -61,7 +69,7 @@ pub fn decayed_priority(
 
 /// Lowers the priority of every non-pinned, non-deleted memory that is too old for it
 /// and returns the changes for the shell to persist. `created_at` is left alone (see the
-/// module documentation).
+/// module documentation); a promotion that decays is no longer one.
 pub fn apply_decay(
     memories: &mut [Memory],
     now: Timestamp,
@@ -81,6 +89,7 @@ pub fn apply_decay(
                 to,
             });
             m.priority = to;
+            m.promoted = false;
         }
     }
     changes
@@ -96,32 +105,79 @@ pub fn expired(memories: &[Memory], now: Timestamp) -> Vec<MemoryId> {
         .collect()
 }
 
-/// Ids of the CRITICAL memories to soft-delete so that at most `critical_cap` (15)
-/// active ones remain (seed 000 §7 CRITICAL FIFO: 超出时软删除最旧的), in eviction order:
+/// True when the user stated the memory at its priority: neither a reflection summary
+/// ([`is_summary`]) nor raised there by the model's review ([`Memory::promoted`]).
+/// Summaries can be written again from the memories they summarise, and a promotion
+/// can be taken back; a rule the user gave cannot be recovered once it is gone.
+pub fn stated_by_user(memory: &Memory, cfg: &MemoryConfig) -> bool {
+    !memory.promoted && !is_summary(memory, cfg)
+}
+
+/// Ids of the CRITICAL memories to retire ([`retire`]) so that at most `critical_cap`
+/// (15) active ones remain (seed 000 §7 CRITICAL FIFO: 超出时软删除最旧的), in order:
 ///
-/// 1. reflection summaries ([`is_summary`]), oldest first. Seed 000 §8 (反思归纳) stores
-///    each summary as CRITICAL, so without this a few reflection runs would fill the cap
-///    and push out the user's own instructions; a summary can be regenerated from the
-///    memories it summarises, an instruction cannot;
+/// 1. reflection summaries and the model's promotions (not [`stated_by_user`]), oldest
+///    first. Seed 000 §8 (反思归纳) stores each summary as CRITICAL, and the review may
+///    raise a HIGH memory to CRITICAL: without this a few runs would fill the cap and push
+///    out the user's own instructions;
 /// 2. the other unpinned CRITICAL memories, oldest first (the seed's FIFO);
-/// 3. pinned memories last (summaries first, then oldest first): they go only when
-///    more than the cap of them are pinned.
+/// 3. pinned memories last (summaries and promotions first, then oldest first): they
+///    go only when more than the cap of them are pinned.
 ///
 /// Ties in age go to the lower id.
 pub fn critical_overflow(memories: &[Memory], now: Timestamp, cfg: &MemoryConfig) -> Vec<MemoryId> {
     let mut critical: Vec<(bool, bool, Timestamp, MemoryId)> = memories
         .iter()
         .filter(|m| m.priority == Priority::Critical && m.is_active(now))
-        .map(|m| (m.pinned, !is_summary(m, cfg), m.created_at, m.id))
+        .map(|m| (m.pinned, stated_by_user(m, cfg), m.created_at, m.id))
         .collect();
     let excess = critical.len().saturating_sub(cfg.critical_cap);
     if excess == 0 {
         return Vec::new();
     }
-    // (pinned, not a summary, created_at, id): false sorts first, so this is the order
-    // above.
+    // (pinned, stated by the user, created_at, id): false sorts first, so this is the
+    // order above.
     critical.sort_unstable();
     critical.iter().take(excess).map(|k| k.3).collect()
+}
+
+/// How many more summaries or promotions may become CRITICAL now without the cap
+/// retiring one of them, or a rule of the user, at once: the cap less the active
+/// CRITICAL memories that hold their place (stated by the user, or pinned). Older
+/// summaries and promotions make way for new ones. A shell adding several in one run
+/// counts down from this itself.
+pub fn critical_room(memories: &[Memory], now: Timestamp, cfg: &MemoryConfig) -> usize {
+    let held = memories
+        .iter()
+        .filter(|m| m.priority == Priority::Critical && m.is_active(now))
+        .filter(|m| m.pinned || stated_by_user(m, cfg))
+        .count();
+    cfg.critical_cap.saturating_sub(held)
+}
+
+/// What the CRITICAL cap did to a memory it retired.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Retired {
+    /// Soft-deleted: a summary (its members still hold what it said) or a rule of the
+    /// user past the cap (the seed's FIFO).
+    Deleted,
+    /// A promotion taken back: HIGH again. The memory was the user's before the model
+    /// raised it, so it is kept.
+    Demoted,
+}
+
+/// Retires one memory [`critical_overflow`] named: a promotion that is not a summary
+/// goes back to HIGH (no longer a promotion), anything else is soft-deleted.
+pub fn retire(memory: &mut Memory, cfg: &MemoryConfig) -> Retired {
+    if memory.promoted && !is_summary(memory, cfg) {
+        memory.priority = Priority::Critical.lower();
+        memory.promoted = false;
+        Retired::Demoted
+    } else {
+        memory.deleted = true;
+        Retired::Deleted
+    }
 }
 
 #[cfg(test)]
@@ -304,5 +360,93 @@ mod tests {
             ..cfg
         };
         assert_eq!(critical_overflow(&ms, NOW, &cap4), vec![4, 3]);
+    }
+
+    /// A HIGH memory the model raised to CRITICAL `age` seconds ago.
+    fn promotion(id: MemoryId, age: i64) -> Memory {
+        let mut m = mem(id, Priority::Critical, age);
+        m.promoted = true;
+        m
+    }
+
+    #[test]
+    fn a_promotion_gives_way_to_the_users_rules_and_is_demoted_not_deleted() {
+        // 15 rules of the user, the oldest 20 days old, then the model promotes a
+        // preference: the promotion goes back to HIGH, every rule stays.
+        let cfg = MemoryConfig::default();
+        let mut ms: Vec<Memory> = (1..=15)
+            .map(|id| {
+                mem(
+                    id,
+                    Priority::Critical,
+                    20 * DAY - i64::try_from(id).unwrap(),
+                )
+            })
+            .collect();
+        ms.push(promotion(16, 0));
+        assert_eq!(critical_overflow(&ms, NOW, &cfg), vec![16]);
+        assert_eq!(retire(&mut ms[15], &cfg), Retired::Demoted);
+        assert_eq!(
+            (ms[15].priority, ms[15].promoted, ms[15].deleted),
+            (Priority::High, false, false)
+        );
+        // A summary is deleted, and so is a rule past the cap.
+        let mut s = summary(17, 0);
+        s.promoted = true;
+        assert_eq!(retire(&mut s, &cfg), Retired::Deleted);
+        assert!(s.deleted);
+        let mut rule = mem(18, Priority::Critical, 0);
+        assert_eq!(retire(&mut rule, &cfg), Retired::Deleted);
+    }
+
+    #[test]
+    fn summaries_and_promotions_go_first_oldest_first() {
+        let cfg = MemoryConfig {
+            critical_cap: 2,
+            ..MemoryConfig::default()
+        };
+        let ms = vec![
+            mem(1, Priority::Critical, 90), // the oldest rule
+            promotion(2, 10),
+            summary(3, 20),
+            mem(4, Priority::Critical, 5),
+        ];
+        assert_eq!(critical_overflow(&ms, NOW, &cfg), vec![3, 2]);
+    }
+
+    #[test]
+    fn room_is_the_cap_less_what_holds_its_place() {
+        let cfg = MemoryConfig {
+            critical_cap: 3,
+            ..MemoryConfig::default()
+        };
+        let rule = |id| mem(id, Priority::Critical, 10);
+        let pinned_summary = |id| {
+            let mut m = summary(id, 10);
+            m.pinned = true;
+            m
+        };
+        let mut deleted = rule(9);
+        deleted.deleted = true;
+        let table: [(Vec<Memory>, usize); 6] = [
+            (vec![], 3),
+            (vec![rule(1), rule(2)], 1),
+            (vec![rule(1), summary(2, 5), promotion(3, 5)], 2),
+            (vec![rule(1), pinned_summary(2)], 1),
+            (vec![rule(1), rule(2), rule(3), rule(4)], 0),
+            (vec![rule(1), deleted, mem(5, Priority::High, 1)], 2),
+        ];
+        for (ms, room) in table {
+            assert_eq!(critical_room(&ms, NOW, &cfg), room, "{ms:?}");
+        }
+    }
+
+    #[test]
+    fn a_promotion_that_decays_is_no_longer_one() {
+        let cfg = MemoryConfig::default();
+        let mut ms = vec![promotion(1, 31 * DAY)];
+        apply_decay(&mut ms, NOW, &cfg);
+        assert_eq!((ms[0].priority, ms[0].promoted), (Priority::High, false));
+        assert!(stated_by_user(&ms[0], &cfg));
     }
 }

@@ -133,6 +133,8 @@ pub fn merge_loses_nothing(
 /// * content: the longer (in characters) is kept, the stored one on a tie; its category
 ///   and embedding go with it (an embedding must describe the text it sits on);
 /// * priority: the smaller number (more binding); importance: the higher;
+/// * promoted: that of the memory whose priority is kept, on a tie only when both are
+///   promotions (a restatement at the same level makes the priority the user's own);
 /// * tags: union, first spelling kept, duplicates ignoring ASCII case dropped;
 /// * expiry: the earlier — `None` means never, so any deadline wins over none;
 /// * created_at: the later of the two. Our choice: a restated memory is reinforced, so
@@ -141,8 +143,8 @@ pub fn merge_loses_nothing(
 /// * last_accessed_at: the later; pinned: either; id: the stored one; not deleted;
 /// * keywords and content hash are recomputed.
 ///
-/// Priority, importance, tags (as a set), expiry, pinned and created_at do not depend
-/// on the argument order.
+/// Priority, promoted, importance, tags (as a set), expiry, pinned and created_at do
+/// not depend on the argument order.
 pub fn merge(existing: &Memory, incoming: &Memory, tokenizer: &dyn Tokenizer) -> Memory {
     let keep_incoming = incoming.content.chars().count() > existing.content.chars().count();
     let text_source = if keep_incoming { incoming } else { existing };
@@ -169,6 +171,11 @@ pub fn merge(existing: &Memory, incoming: &Memory, tokenizer: &dyn Tokenizer) ->
         embedding_model: text_source.embedding_model.clone(),
         expires_at,
         pinned: existing.pinned || incoming.pinned,
+        promoted: match existing.priority.cmp(&incoming.priority) {
+            core::cmp::Ordering::Less => existing.promoted,
+            core::cmp::Ordering::Greater => incoming.promoted,
+            core::cmp::Ordering::Equal => existing.promoted && incoming.promoted,
+        },
         created_at: existing.created_at.max(incoming.created_at),
         last_accessed_at: existing.last_accessed_at.max(incoming.last_accessed_at),
         deleted: false,
@@ -367,6 +374,18 @@ mod tests {
             Some(300),
             "earlier"
         );
+        // The priority kept says whose it is: the model's promotion, or the user's own
+        // restatement at the same level.
+        let mut promoted = b.clone();
+        promoted.promoted = true;
+        assert!(
+            merge(&a, &promoted, &FallbackTokenizer).promoted,
+            "HIGH wins"
+        );
+        assert!(!merge(&promoted, &b, &FallbackTokenizer).promoted, "a tie");
+        let mut low = a.clone();
+        low.promoted = true;
+        assert!(!merge(&low, &b, &FallbackTokenizer).promoted);
         // Equal length: the stored content stays.
         let same_len = mem(3, "likes cake", Category::Fact);
         let short = mem(4, "likes soup", Category::Fact);

@@ -3,7 +3,9 @@
 //! Decides which memories enter the prompt ([`select`]), how they are written there
 //! ([`format_block`]), how they age ([`apply_decay`], [`expired`]), whether a newly
 //! extracted memory is new, a duplicate or a restatement to merge ([`decide_ingest`],
-//! [`merge`]), which CRITICAL memories fall out of the FIFO cap ([`critical_overflow`]),
+//! [`merge`]), which CRITICAL memories fall out of the FIFO cap and how
+//! ([`critical_overflow`], [`retire`]: summaries and the model's promotions before the
+//! user's rules, [`stated_by_user`]),
 //! which pairs are semantic duplicates ([`embedding_duplicates`]), what is clustered and
 //! summarised by reflection ([`clusters`], [`draft_summary`]), and which priority changes
 //! proposed by a model are allowed ([`adjust_priorities`]).
@@ -35,7 +37,10 @@ pub use adjust::{
     adjust_priorities, adjustment_listing, AdjustOutcome, Applied, Change, Proposal, RejectReason,
     Rejected,
 };
-pub use decay::{apply_decay, critical_overflow, decayed_priority, expired, DecayChange};
+pub use decay::{
+    apply_decay, critical_overflow, critical_room, decayed_priority, expired, retire,
+    stated_by_user, DecayChange, Retired,
+};
 pub use dedup::{embedding_duplicates, DuplicatePair};
 pub use format::{flatten_content, format_block, prefix, Lang, BLOCK_CLOSE, BLOCK_OPEN};
 pub use ingest::{decide_ingest, merge, merge_loses_nothing, merge_similarity, IngestDecision};
@@ -132,8 +137,9 @@ pub struct MemoryConfig {
     /// Multiplier of the Jaccard when both memories have the same category
     /// (tea-agent: 同分类加权 10%, i.e. × 1.1).
     pub same_category_bonus: f32,
-    /// At most this many active CRITICAL memories; beyond it reflection summaries are
-    /// soft-deleted first, then the oldest, pinned last (tea-agent: 上限 15 条, FIFO).
+    /// At most this many active CRITICAL memories; beyond it reflection summaries and the
+    /// model's promotions are retired first, then the oldest, pinned last (tea-agent:
+    /// 上限 15 条, FIFO).
     pub critical_cap: usize,
     /// Embedding cosine at or above which two memories are duplicates (tea-agent: 0.92).
     pub duplicate_cosine: f32,

@@ -14,8 +14,19 @@ use crate::{Timestamp, DAY};
 const NOW: Timestamp = 10_000 * DAY;
 
 /// (words from a 24-word vocabulary, priority, importance, age in hours, deleted,
-/// expires in hours from now, category, pinned, reflection summary)
-type Spec = (Vec<u8>, u8, u8, i64, bool, Option<i64>, u8, bool, bool);
+/// expires in hours from now, category, pinned, reflection summary, promoted by the model)
+type Spec = (
+    Vec<u8>,
+    u8,
+    u8,
+    i64,
+    bool,
+    Option<i64>,
+    u8,
+    bool,
+    bool,
+    bool,
+);
 
 fn spec() -> impl Strategy<Value = Spec> {
     (
@@ -28,6 +39,7 @@ fn spec() -> impl Strategy<Value = Spec> {
         0u8..5,
         proptest::bool::weighted(0.1),
         proptest::bool::weighted(0.3),
+        proptest::bool::weighted(0.2),
     )
 }
 
@@ -36,7 +48,7 @@ fn build(specs: &[Spec]) -> Vec<Memory> {
         .iter()
         .enumerate()
         .map(
-            |(i, (words, p, imp, age_h, deleted, exp_h, cat, pinned, summary))| {
+            |(i, (words, p, imp, age_h, deleted, exp_h, cat, pinned, summary, promoted))| {
                 let text: Vec<String> = words.iter().map(|w| format!("w{w}")).collect();
                 let cat = Category::ALL
                     .get(usize::from(*cat))
@@ -50,6 +62,7 @@ fn build(specs: &[Spec]) -> Vec<Memory> {
                 m.deleted = *deleted;
                 m.expires_at = exp_h.map(|h| NOW + h * 3600);
                 m.pinned = *pinned;
+                m.promoted = *promoted;
                 if *summary {
                     m.tags.push(String::from("summary"));
                     m.refresh_derived(&FallbackTokenizer);
@@ -414,7 +427,7 @@ proptest! {
     }
 
     #[test]
-    fn critical_fifo_evicts_summaries_then_oldest_rules_then_pinned(
+    fn critical_fifo_evicts_summaries_and_promotions_then_oldest_rules_then_pinned(
         specs in proptest::collection::vec(spec(), 0..60),
         cap in 0usize..20,
     ) {
@@ -426,12 +439,48 @@ proptest! {
             .filter(|m| m.priority == Priority::Critical && m.is_active(NOW))
             .collect();
         prop_assert_eq!(evicted.len(), active.len().saturating_sub(cap));
-        // Eviction rank: unpinned summaries, unpinned rules, pinned; each oldest first.
-        let rank = |m: &Memory| (m.pinned, !is_summary(m, &cfg), m.created_at, m.id);
+        // Eviction rank: unpinned summaries and promotions, unpinned rules, pinned; each
+        // oldest first.
+        let rank = |m: &Memory| (m.pinned, stated_by_user(m, &cfg), m.created_at, m.id);
         for gone in active.iter().filter(|m| evicted.contains(&m.id)) {
             for kept in active.iter().filter(|m| !evicted.contains(&m.id)) {
                 prop_assert!(rank(gone) < rank(kept), "{} evicted before {}", gone.id, kept.id);
             }
+        }
+    }
+
+    #[test]
+    fn what_fits_in_the_critical_room_is_never_retired_nor_pushes_out_a_rule(
+        specs in proptest::collection::vec(spec(), 0..60),
+        cap in 0usize..20,
+    ) {
+        let cfg = MemoryConfig { critical_cap: cap, ..MemoryConfig::default() };
+        let mut ms = build(&specs);
+        // The cap as the shell enforces it before a run adds anything.
+        for id in critical_overflow(&ms, NOW, &cfg) {
+            if let Some(m) = ms.iter_mut().find(|m| m.id == id) {
+                retire(m, &cfg);
+            }
+        }
+        let held: Vec<MemoryId> = ms
+            .iter()
+            .filter(|m| m.priority == Priority::Critical && m.is_active(NOW))
+            .filter(|m| m.pinned || stated_by_user(m, &cfg))
+            .map(|m| m.id)
+            .collect();
+        // As many new summaries as there is room for.
+        let room = critical_room(&ms, NOW, &cfg);
+        let first_new = ms.len() as MemoryId + 1;
+        for k in 0..room {
+            let mut m = Memory::new("new summary", Category::Fact, NOW, &FallbackTokenizer);
+            m.id = first_new + k as MemoryId;
+            m.priority = Priority::Critical;
+            m.tags.push(String::from("summary"));
+            ms.push(m);
+        }
+        for id in critical_overflow(&ms, NOW, &cfg) {
+            prop_assert!(id < first_new, "new summary {} retired at once", id);
+            prop_assert!(!held.contains(&id), "{} pushed out by a summary", id);
         }
     }
 
@@ -535,6 +584,8 @@ proptest! {
         prop_assert_eq!(xy.importance, yx.importance);
         prop_assert_eq!(xy.expires_at, yx.expires_at);
         prop_assert_eq!((xy.pinned, xy.created_at), (yx.pinned, yx.created_at));
+        prop_assert_eq!(xy.promoted, yx.promoted);
+        prop_assert!(!xy.promoted || x.promoted || y.promoted);
         let lower = |m: &Memory| {
             let mut t: Vec<String> = m.tags.iter().map(|s| s.to_ascii_lowercase()).collect();
             t.sort();

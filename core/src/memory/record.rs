@@ -218,6 +218,12 @@ pub struct Memory {
     /// Pinned memories are exempt from age decay.
     #[serde(default)]
     pub pinned: bool,
+    /// The model's priority review raised it to its current priority: the user never
+    /// stated it at that level. The CRITICAL cap takes promotions back before it touches
+    /// the user's own rules ([`super::stated_by_user`]); any demotion, and a priority
+    /// the user sets, clears it. Absent in records written before it existed: `false`.
+    #[serde(default)]
+    pub promoted: bool,
     /// When it was created (or last promoted: promotion restarts the decay clock).
     #[serde(default)]
     pub created_at: Timestamp,
@@ -278,6 +284,7 @@ impl Memory {
             embedding: None,
             expires_at: None,
             pinned: false,
+            promoted: false,
             created_at: now,
             last_accessed_at: None,
             deleted: false,

@@ -7,8 +7,10 @@
 //!
 //! 1. **expiry** — memories past `expires_at` are soft-deleted ([`memory::expired`]);
 //! 2. **decay** — priorities lowered by age, pinned exempt ([`memory::apply_decay`]);
-//! 3. **CRITICAL FIFO** — beyond `critical_cap` (15) the overflow is soft-deleted
-//!    ([`memory::critical_overflow`]);
+//! 3. **CRITICAL FIFO** — beyond `critical_cap` (15) the overflow is retired
+//!    ([`memory::critical_overflow`], [`memory::retire`]): summaries and the model's
+//!    promotions first (a summary is soft-deleted, a promotion goes back to HIGH), then
+//!    the oldest of the user's rules (soft-deleted);
 //! 4. **duplicates** — with `[model] embedding_model` set, memories without an embedding
 //!    get one from `/v1/embeddings` (stored with them); pairs whose embeddings reach
 //!    `duplicate_cosine`
@@ -19,13 +21,19 @@
 //! 5. **summaries** — each category with ≥ 2 memories created since the last summary
 //!    (and within `summary_window_days`) gets a CRITICAL summary of importance 5, and
 //!    its originals lose 1 importance ([`memory::clusters`], [`memory::draft_summary`],
-//!    [`memory::demote_summarised`]); the text is core's deterministic keyword draft;
+//!    [`memory::demote_summarised`]); the text is the cheap model's digest, or core's
+//!    deterministic keyword draft when the model fails;
 //! 6. **priorities** — the cheap model reviews a listing ([`memory::adjustment_listing`])
 //!    and proposes changes; core's [`memory::adjust_priorities`] applies at most 3, one
 //!    level each, whatever the model says.
 //!
 //! Steps 5 and 6 may add CRITICAL memories, so the cap is enforced again in their own
-//! transaction. A model that fails or answers garbage skips step 6 with a note; the rule
+//! transaction. **A run never retires what it wrote**: a summary or a promotion to
+//! CRITICAL is made only while [`memory::critical_room`] has room for it, counting what
+//! the run already added, so the cap makes way for it by retiring older summaries and
+//! promotions, never the user's rules. A summary with no room is not written (a note
+//! says why) and its originals keep their importance: importance is only lowered for
+//! memories a live summary covers. A model that fails or answers garbage skips step 6 with a note; the rule
 //! steps still apply. Running it twice in a row changes nothing the second time (apart
 //! from what a model proposes anew): every rule only changes what is out of line, merges
 //! run to a fixed point, and the last summary's time bounds the next clustering.
@@ -87,6 +95,9 @@ pub struct ImportanceDrop {
 pub struct SummaryDone {
     /// The new summary's id (0 in a dry run: it was not stored).
     pub id: MemoryId,
+    /// How to name it to a person: `#18` once stored, `new summary 1` (numbered in
+    /// the run) when it is not, as in a dry run.
+    pub label: String,
     /// The cluster's category.
     pub category: Category,
     /// The summarised memories.
@@ -123,6 +134,9 @@ pub struct MaintainReport {
     pub decayed: Vec<PriorityChange>,
     /// Step 3 (and after steps 5 and 6): CRITICAL memories soft-deleted over the cap.
     pub critical_evicted: Vec<MemoryId>,
+    /// Step 3 (and after steps 5 and 6): the model's promotions to CRITICAL taken back
+    /// over the cap (HIGH again).
+    pub critical_demoted: Vec<PriorityChange>,
     /// Step 4: duplicates merged.
     pub merged: Vec<MergeDone>,
     /// Step 5: summaries written.
@@ -146,6 +160,7 @@ impl MaintainReport {
         self.expired.len()
             + self.decayed.len()
             + self.critical_evicted.len()
+            + self.critical_demoted.len()
             + self.merged.len() * 2
             + self
                 .summaries
@@ -191,6 +206,7 @@ pub fn run(rt: &Runtime, now: Timestamp, dry_run: bool, cancel: &AtomicBool) -> 
         dry_run,
         report,
         new_ids: Vec::new(),
+        critical_added: 0,
     };
     run.report.memories_before = run.mems.len();
     for step in STEPS {
@@ -244,6 +260,9 @@ struct Run<'a> {
     report: MaintainReport,
     /// Provisional id → stored id of the summaries written so far.
     new_ids: Vec<(MemoryId, MemoryId)>,
+    /// CRITICAL memories this run made (summaries, promotions): they use up
+    /// [`memory::critical_room`] as they are made.
+    critical_added: usize,
 }
 
 impl Run<'_> {
@@ -354,6 +373,9 @@ impl Run<'_> {
         };
         for s in &mut self.report.summaries {
             s.id = real(s.id);
+            if s.id != 0 {
+                s.label = format!("#{}", s.id);
+            }
         }
         for id in &mut self.report.critical_evicted {
             *id = real(*id);
@@ -403,12 +425,33 @@ impl Run<'_> {
         changes.iter().map(|c| c.index).collect()
     }
 
-    /// Soft-deletes the CRITICAL overflow (also run after the steps that add CRITICAL
-    /// memories, so the next run finds nothing to evict).
+    /// Retires the CRITICAL overflow (also run after the steps that add CRITICAL
+    /// memories, so the next run finds nothing to retire).
     fn critical_cap(&mut self, now: Timestamp) -> Step {
-        let ids = memory::critical_overflow(&self.mems, now, self.cfg());
-        self.report.critical_evicted.extend(&ids);
-        self.soft_delete(&ids)
+        let cfg = self.cfg().clone();
+        let mut changed = Vec::new();
+        for id in memory::critical_overflow(&self.mems, now, &cfg) {
+            let Some(i) = self.index_of(id) else {
+                continue;
+            };
+            let from = self.mems[i].priority;
+            match memory::retire(&mut self.mems[i], &cfg) {
+                memory::Retired::Deleted => self.report.critical_evicted.push(id),
+                memory::Retired::Demoted => self.report.critical_demoted.push(PriorityChange {
+                    id,
+                    from: from.name(),
+                    to: self.mems[i].priority.name(),
+                }),
+            }
+            changed.push(i);
+        }
+        changed
+    }
+
+    /// How many more CRITICAL memories this run may add without the cap retiring one of
+    /// them or a rule of the user.
+    fn critical_room(&self, now: Timestamp) -> usize {
+        memory::critical_room(&self.mems, now, self.cfg()).saturating_sub(self.critical_added)
     }
 
     /// Embeds the live memories that have no embedding yet, when an embedding model is
@@ -523,7 +566,23 @@ impl Run<'_> {
         let clusters = memory::clusters(&self.mems, now, last_summary, &cfg);
         let mut changed = Vec::new();
         let mut made = Vec::new();
+        let critical = cfg.summary_priority == Priority::Critical;
+        let mut room = self.critical_room(now);
         for (k, cluster) in clusters.iter().enumerate() {
+            if critical && room == 0 {
+                self.report.problems.push(format!(
+                    "the {} summary of {} was not written: the CRITICAL cap ({}) is full \
+                     of the user's own rules, and a summary never pushes one out",
+                    cluster.category,
+                    id_list(&cluster.ids),
+                    cfg.critical_cap
+                ));
+                continue;
+            }
+            if critical {
+                room -= 1;
+                self.critical_added += 1;
+            }
             let text: Vec<String> = cluster
                 .indices
                 .iter()
@@ -538,6 +597,7 @@ impl Run<'_> {
             changed.extend(drops.iter().map(|c| c.index));
             self.report.summaries.push(SummaryDone {
                 id: summary.id,
+                label: format!("new summary {}", made.len() + 1),
                 category: cluster.category,
                 members: cluster.ids.clone(),
                 content,
@@ -552,12 +612,13 @@ impl Run<'_> {
             });
             made.push(summary);
         }
+        let wrote = !made.is_empty();
         for summary in made {
             changed.push(self.mems.len());
             self.mems.push(summary);
             self.base.push(None);
         }
-        if !clusters.is_empty() {
+        if wrote {
             changed.extend(self.critical_cap(now));
         }
         changed
@@ -637,7 +698,13 @@ impl Run<'_> {
         let Ok(proposals) = proposals else {
             return Vec::new();
         };
-        let outcome = memory::adjust_priorities(&mut self.mems, &proposals, now, &cfg);
+        let room = self.critical_room(now);
+        let outcome = memory::adjust_priorities(&mut self.mems, &proposals, now, room, &cfg);
+        self.critical_added += outcome
+            .applied
+            .iter()
+            .filter(|a| a.to == Priority::Critical)
+            .count();
         self.report.adjusted = outcome
             .applied
             .iter()
@@ -678,6 +745,15 @@ fn recent_topics(rt: &Runtime, now: Timestamp, cfg: &MemoryConfig) -> String {
         .map(|s| one_line(&s.title, 200))
         .collect();
     clip_chars(&titles.join("; "), cfg.adjust_topics_chars)
+}
+
+/// `#1, #2, #3` (at most 10, then `…`).
+fn id_list(ids: &[MemoryId]) -> String {
+    let mut s: Vec<String> = ids.iter().take(10).map(|id| format!("#{id}")).collect();
+    if ids.len() > 10 {
+        s.push("…".into());
+    }
+    s.join(", ")
 }
 
 /// Memories embedded per `/v1/embeddings` request.
@@ -1076,7 +1152,7 @@ mod tests {
     }
 
     #[test]
-    fn a_summary_beyond_the_critical_cap_is_evicted_in_the_same_run() {
+    fn a_summary_with_no_room_under_the_cap_is_not_written_but_an_old_one_makes_way() {
         let dir = TempDir::new("maintain-cap");
         let rt = runtime(&dir, &[]);
         let words = [
@@ -1098,16 +1174,31 @@ mod tests {
         memories.push(mem("Feed the cat", Category::Reminder, Priority::High, 1));
         seed(&rt, memories);
         let r = maintain(&rt, NOW, &NEVER);
-        assert_eq!(r.summaries.len(), 1);
-        let sid = r.summaries[0].id;
-        assert!(sid > 17, "{r:?}");
-        assert_eq!(
-            r.critical_evicted,
-            vec![sid],
-            "the summary gives way to the rules"
+        assert!(r.summaries.is_empty(), "{r:?}");
+        assert!(r.critical_evicted.is_empty(), "{r:?}");
+        assert!(
+            r.problems[0].starts_with("the reminder summary of #16, #17 was not written"),
+            "{:?}",
+            r.problems
         );
-        assert!(rt.store.memory(sid).expect("stored").deleted);
-        let again = maintain(&rt, NOW + 60, &NEVER);
+        let live = rt.store.with_memories(|m| m.to_vec());
+        assert_eq!(live.len(), 17);
+        assert!(live.iter().all(|m| m.importance == 3), "{live:?}");
+
+        // One rule gone, an old summary in its place: the new summary takes the place of
+        // the old one, never of a rule.
+        let mut code = rt.store.memory(1).expect("stored");
+        code.deleted = true;
+        rt.store.update_memory(&code).expect("delete");
+        let mut old = mem("Old summary", Category::Fact, Priority::Critical, 10);
+        old.tags.push("summary".into());
+        seed(&rt, vec![old]);
+        let r = maintain(&rt, NOW + 60, &NEVER);
+        assert_eq!(r.summaries.len(), 1, "{r:?}");
+        assert_eq!(r.critical_evicted, vec![18], "{r:?}");
+        let sid = r.summaries[0].id;
+        assert!(!rt.store.memory(sid).expect("stored").deleted);
+        let again = maintain(&rt, NOW + 120, &NEVER);
         assert_eq!(again.changes(), 0, "{again:?}");
     }
 

@@ -265,6 +265,7 @@ impl Manager {
             },
             answer_ms: answered.duration_since(started).as_millis() as u64,
             overhead_ms: 0.0,
+            problems: Vec::new(),
         };
         let total = answered.duration_since(started) + answered.elapsed();
         record.overhead_ms = total.saturating_sub(model_time).as_secs_f64() * 1000.0;

@@ -157,8 +157,12 @@ impl MemoryAgent {
         usage: &mut Usage,
         problems: &mut Vec<String>,
     ) -> usize {
+        // The time, so a reminder's "tomorrow" can become an expiry; in the user's zone
+        // when one is configured.
+        let offset = user_offset(rt, now);
         let exchange = format!(
-            "User: {}\n\nAssistant: {}",
+            "Current time: {}\n\nUser: {}\n\nAssistant: {}",
+            crate::tools::time::format_time(now, offset),
             evolve_core::text::clip_chars(question, EXTRACT_INPUT_CHARS / 2),
             evolve_core::text::clip_chars(answer, EXTRACT_INPUT_CHARS / 2)
         );
@@ -178,9 +182,18 @@ impl MemoryAgent {
         };
         let mut saved = 0;
         for item in items.iter().take(EXTRACT_MAX) {
-            let Some(m) = memory_from_item(item, now, rt) else {
+            let Some(mut m) = memory_from_item(item, now, rt) else {
                 continue;
             };
+            match extracted_expiry(item, m.category, now, offset) {
+                Ok(at) => m.expires_at = at,
+                Err(why) => {
+                    let problem =
+                        format!("memory extraction: {why}; the memory is kept without an expiry");
+                    log::info!("{problem}");
+                    problems.push(problem);
+                }
+            }
             match rt
                 .store
                 .ingest_memory(m, &rt.config.core.memory, now, &rt.tokenizer)
@@ -202,10 +215,11 @@ impl MemoryAgent {
 }
 
 /// A memory from one extracted item: `{"content", "category", "importance", "tags"}`,
-/// or a bare string. Items without content are skipped.
+/// or a bare string. Items without content are skipped. A missing or unknown category
+/// is `general` (priority LOW): a model's made-up category claims nothing more.
 fn memory_from_item(item: &Value, now: Timestamp, rt: &Runtime) -> Option<Memory> {
     let (content, category, importance, tags) = match item {
-        Value::String(s) => (s.trim().to_string(), Category::Fact, None, Vec::new()),
+        Value::String(s) => (s.trim().to_string(), Category::General, None, Vec::new()),
         Value::Object(_) => {
             let content = item
                 .get("content")
@@ -214,11 +228,13 @@ fn memory_from_item(item: &Value, now: Timestamp, rt: &Runtime) -> Option<Memory
                 .as_str()?
                 .trim()
                 .to_string();
-            let category = item
-                .get("category")
-                .and_then(Value::as_str)
-                .and_then(Category::parse)
-                .unwrap_or(Category::Fact);
+            let named = item.get("category").and_then(Value::as_str);
+            let category = named.and_then(Category::parse).unwrap_or_else(|| {
+                if let Some(name) = named {
+                    log::info!("memory extraction: unknown category {name:?}, kept as general");
+                }
+                Category::General
+            });
             let importance = item
                 .get("importance")
                 .and_then(Value::as_number)
@@ -294,6 +310,61 @@ fn question_embedding(rt: &Runtime, query: &str) -> Option<(String, Vec<f32>)> {
     })
 }
 
+/// The offset from UTC of the configured `[scheduler] time_zone` at `now` (0 without
+/// one: the model is then told UTC).
+fn user_offset(rt: &Runtime, now: Timestamp) -> i64 {
+    use evolve_core::sched::Zone;
+    rt.config
+        .scheduler
+        .time_zone
+        .as_ref()
+        .map_or(0, |(_, zone)| i64::from(zone.offset_at_utc(now)))
+}
+
+/// The `expires_at` of an extracted item (seed 000: a reminder 含 expires_at): an RFC 3339
+/// date-time, or a date meaning the whole of that day (to its end, at `offset` from UTC,
+/// the zone the model was given the time in). `Ok(None)` when there is none; `Err`
+/// with the reason for a value that is not kept: unreadable, already past, or on a
+/// memory that is not a reminder (the user's rules and facts do not run out).
+fn extracted_expiry(
+    item: &Value,
+    category: Category,
+    now: Timestamp,
+    offset: i64,
+) -> Result<Option<Timestamp>, String> {
+    let Some(value) = item.get("expires_at").filter(|v| !matches!(v, Value::Null)) else {
+        return Ok(None);
+    };
+    let Some(text) = value.as_str().map(str::trim) else {
+        return Err(format!(
+            "expires_at {} is not a date-time text",
+            value.to_json_string()
+        ));
+    };
+    if text.is_empty() {
+        return Ok(None);
+    }
+    if category != Category::Reminder {
+        return Err(format!(
+            "expires_at {text:?} is kept on reminders only, and this memory is a {category}"
+        ));
+    }
+    let at = crate::store::parse_time(text).map_err(|e| format!("expires_at {e}"))?;
+    let date_only = text.len() == 10 && text.as_bytes().get(4) == Some(&b'-');
+    let at = if date_only {
+        at + evolve_core::DAY - offset
+    } else {
+        at
+    };
+    if at <= now {
+        return Err(format!(
+            "expires_at {text:?} is already past ({})",
+            crate::store::format_time(at)
+        ));
+    }
+    Ok(Some(at))
+}
+
 /// A cancel flag nobody sets, for background calls (they are waited for, not stopped).
 pub(super) static NEVER: AtomicBool = AtomicBool::new(false);
 
@@ -350,6 +421,81 @@ pub(crate) fn cheap_call_sized(
             log::info!("{problem}");
             problems.push(problem);
             None
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use evolve_core::json::extract;
+
+    #[test]
+    fn an_extracted_expiry_is_kept_only_when_readable_future_and_on_a_reminder() {
+        // 2026-01-01T00:00:00Z
+        let now = 1_767_225_600;
+        let day = evolve_core::DAY;
+        /// (item, its category, the zone's offset, the expiry or a part of the reason)
+        type Case = (
+            &'static str,
+            Category,
+            i64,
+            Result<Option<Timestamp>, &'static str>,
+        );
+        let cases: [Case; 9] = [
+            (r#"{}"#, Category::Reminder, 0, Ok(None)),
+            (r#"{"expires_at": null}"#, Category::Reminder, 0, Ok(None)),
+            (
+                r#"{"expires_at": "2026-01-02T09:00:00+01:00"}"#,
+                Category::Reminder,
+                0,
+                Ok(Some(now + day + 8 * 3600)),
+            ),
+            // A date lasts to its end, in the zone the model was told.
+            (
+                r#"{"expires_at": "2026-01-02"}"#,
+                Category::Reminder,
+                0,
+                Ok(Some(now + 2 * day)),
+            ),
+            (
+                r#"{"expires_at": "2026-01-02"}"#,
+                Category::Reminder,
+                8 * 3600,
+                Ok(Some(now + 2 * day - 8 * 3600)),
+            ),
+            (
+                r#"{"expires_at": "2025-12-31T23:00:00Z"}"#,
+                Category::Reminder,
+                0,
+                Err("already past"),
+            ),
+            (
+                r#"{"expires_at": "soon"}"#,
+                Category::Reminder,
+                0,
+                Err("RFC 3339"),
+            ),
+            (
+                r#"{"expires_at": 1767300000}"#,
+                Category::Reminder,
+                0,
+                Err("not a date-time text"),
+            ),
+            (
+                r#"{"expires_at": "2026-02-01"}"#,
+                Category::Instruction,
+                0,
+                Err("reminders only"),
+            ),
+        ];
+        for (item, category, offset, want) in cases {
+            let value = extract(item).expect("json");
+            match (extracted_expiry(&value, category, now, offset), want) {
+                (Ok(got), Ok(want)) => assert_eq!(got, want, "{item}"),
+                (Err(e), Err(part)) => assert!(e.contains(part), "{item}: {e}"),
+                (got, want) => panic!("{item}: got {got:?}, want {want:?}"),
+            }
         }
     }
 }

@@ -20,6 +20,7 @@ pub(crate) mod prompts;
 mod record;
 mod reflect;
 mod runtime;
+pub(crate) mod style;
 mod tool;
 mod trace;
 pub(crate) mod versions;

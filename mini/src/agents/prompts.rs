@@ -13,17 +13,24 @@ tools, and never try to get around a refused tool call — explain what you woul
 instead. Memories below are things the user told you before: follow the rules marked \
 as such, and use the facts when they are relevant.";
 
-/// Memory extraction (categories and priorities: DESIGN.md "Memory").
+/// Memory extraction (categories and priorities: DESIGN.md "Memory"; a reminder's
+/// expiry: seed 000, reminder 含 expires_at). The exchange comes after a line with the
+/// current time, so "tomorrow" can become a date.
 pub const EXTRACT: &str = "[evolve:extract] You extract long-term memories from one \
 exchange between a user and an assistant. Keep only what will still matter in later \
 conversations: the user's standing instructions (category \"instruction\"), preferences \
 (\"preference\"), facts about the user, their work and their world (\"fact\"), things to \
 remind them of (\"reminder\"); nothing about small talk, nothing the assistant said on \
 its own, nothing already obvious. Write each memory as one short sentence in the user's \
-language, about the user (\"The user …\" / \"用户…\"). At most 5. Reply with JSON only: \
-{\"memories\": [{\"content\": \"…\", \"category\": \"fact\", \"importance\": 3, \"tags\": [\"…\"]}]} \
-with importance 1 (trivia) to 5 (critical), or {\"memories\": []} when there is nothing \
-worth keeping.";
+language, about the user (\"The user …\" / \"用户…\"). At most 5. A reminder tied to a \
+time gets \"expires_at\": the moment it stops mattering, worked out from the current \
+time given above the exchange, as an ISO 8601 / RFC 3339 date-time with its offset \
+(\"2026-05-01T18:00:00+02:00\") or a date (\"2026-05-01\", the whole day); leave it out \
+when no time is said, and on every other category. Reply with JSON only: \
+{\"memories\": [{\"content\": \"…\", \"category\": \"fact\", \"importance\": 3, \"tags\": [\"…\"]}, \
+{\"content\": \"…\", \"category\": \"reminder\", \"importance\": 3, \"tags\": [\"…\"], \
+\"expires_at\": \"…\"}]} with importance 1 (trivia) to 5 (critical), or {\"memories\": []} \
+when there is nothing worth keeping.";
 
 /// Evaluation of a reply.
 pub const EVALUATE: &str = "[evolve:evaluate] You grade an assistant's reply to a user. \

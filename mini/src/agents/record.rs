@@ -133,8 +133,9 @@ pub struct TurnRecord {
     pub steps: usize,
     /// A tool call needed a person and was refused (`ask` exits 4).
     pub needs_person: bool,
-    /// The evaluation score (after the background work, when waited for).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    /// The evaluation score (after the background work, when waited for). Always in the
+    /// record, `null` when there is none (not waited for, or the grade was unusable:
+    /// `problems` says why), so scripts read one shape.
     pub evaluation: Option<Scored>,
     /// A reflection's lesson, if one ran.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -151,6 +152,10 @@ pub struct TurnRecord {
     pub answer_ms: u64,
     /// Milliseconds the agent itself spent (all but waiting for the model or a person).
     pub overhead_ms: f64,
+    /// What the background work skipped, and why (an unusable grade, a failed cheap
+    /// call, an expiry that could not be read); empty when nothing was skipped or the
+    /// background work was not waited for.
+    pub problems: Vec<String>,
 }
 
 impl TurnRecord {
@@ -160,6 +165,7 @@ impl TurnRecord {
         self.reflection = post.reflection.clone();
         self.learned_skill = post.learned_skill.clone();
         self.lesson = post.lesson.clone();
+        self.problems.clone_from(&post.problems);
         self.usage.cheap.add(post.usage);
     }
 }

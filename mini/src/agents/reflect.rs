@@ -123,21 +123,27 @@ impl ReflectionAgent {
         );
         let text = cheap_call(rt, prompts::STYLE, &input, usage, problems, &NEVER)?;
         let note = clip_chars(&field(&text, "note", problems, "style")?, 200);
-        let mut notes = rt.store.style_notes().unwrap_or_default();
-        if notes.iter().any(|n| n.eq_ignore_ascii_case(&note)) {
-            return None;
-        }
-        notes.push(note.clone());
         let max = rt.config.agent.style_notes_max;
-        if notes.len() > max {
-            let excess = notes.len() - max;
-            notes.drain(..excess);
+        // One write: a note removed or the notes cleared meanwhile stay so.
+        let added = rt.store.edit_style_notes(|notes| {
+            if notes.iter().any(|n| n.eq_ignore_ascii_case(&note)) {
+                return false;
+            }
+            notes.push(note.clone());
+            if notes.len() > max {
+                let excess = notes.len() - max;
+                notes.drain(..excess);
+            }
+            true
+        });
+        match added {
+            Ok(true) => Some(note),
+            Ok(false) => None,
+            Err(e) => {
+                super::note(problems, format!("saving the style note failed: {e}"));
+                None
+            }
         }
-        if let Err(e) = rt.store.set_style_notes(&notes) {
-            super::note(problems, format!("saving the style note failed: {e}"));
-            return None;
-        }
-        Some(note)
     }
 
     /// Folds the oldest turns of the L2 ring (`overflow`, still at its front) into the

@@ -154,10 +154,15 @@ pub fn run(cmd: AskCmd) -> Result<(), Error> {
                     log::info!("after the answer: {problem}");
                 }
             }
-            Err(_) => log::warn!(
-                "the background work did not finish within {} s; the record has no evaluation",
-                started.elapsed().as_secs()
-            ),
+            Err(_) => {
+                let problem = format!(
+                    "the background work did not finish within {} s; the record has no \
+                     evaluation",
+                    started.elapsed().as_secs()
+                );
+                log::warn!("{problem}");
+                record.problems.push(problem);
+            }
         }
     }
     // The reply is moved out before the record is encoded, so it is held once.
@@ -232,6 +237,9 @@ fn finish(done: Done, json: bool) -> Result<(), Error> {
                 "reply".into(),
                 serde_json::Value::String(done.reply.clone()),
             );
+            // One shape for scripts, also from a server that leaves them out.
+            o.entry("evaluation").or_insert(serde_json::Value::Null);
+            o.entry("problems").or_insert_with(|| serde_json::json!([]));
         }
         let text = serde_json::to_string_pretty(&record)
             .map_err(|e| Error::Other(format!("cannot encode the turn record: {e}")))?;

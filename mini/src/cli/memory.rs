@@ -43,6 +43,7 @@ enum Action {
     Import(ImportCmd),
     Rank(Rank),
     Maintain(MaintainCmd),
+    Style(super::style::StyleCmd),
 }
 
 /// remember TEXT (a restatement of a stored memory is merged into it, an exact copy is not stored twice)
@@ -220,6 +221,7 @@ pub fn run(cmd: MemoryCmd) -> Result<(), Error> {
         Action::Import(c) => import(c),
         Action::Rank(r) => rank(r),
         Action::Maintain(c) => maintain(c),
+        Action::Style(c) => super::style::run(c),
     }
 }
 
@@ -948,6 +950,16 @@ fn maintain_summary(r: &maintain::MaintainReport) -> Vec<String> {
         ),
         id_list(r.critical_evicted.iter().copied()),
     ));
+    if !r.critical_demoted.is_empty() {
+        lines.push(count(
+            r.critical_demoted.len(),
+            &verb(
+                "the model's promotions taken back over the CRITICAL cap",
+                "the model's promotions the CRITICAL cap would take back",
+            ),
+            changes(&r.critical_demoted),
+        ));
+    }
     lines.push(count(
         r.merged.len(),
         &verb("duplicates merged", "duplicates to merge"),
@@ -963,7 +975,10 @@ fn maintain_summary(r: &maintain::MaintainReport) -> Vec<String> {
         &verb("summaries written", "summaries to write"),
         r.summaries
             .iter()
-            .map(|s| format!("{} of {}", s.category, id_list(s.members.iter().copied())))
+            .map(|s| {
+                let members = id_list(s.members.iter().copied());
+                format!("{}: {} of {members}", s.label, s.category)
+            })
             .collect::<Vec<_>>()
             .join("; "),
     ));

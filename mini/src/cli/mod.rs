@@ -13,6 +13,7 @@ mod prompt;
 mod serve;
 pub(crate) mod sessions;
 mod skills;
+mod style;
 mod tasks;
 
 use argh::FromArgs;

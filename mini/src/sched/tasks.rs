@@ -572,7 +572,7 @@ fn maintenance(rt: &Runtime, now: Timestamp, cancel: &AtomicBool) {
         report.changes(),
         report.expired.len(),
         report.decayed.len(),
-        report.critical_evicted.len(),
+        report.critical_evicted.len() + report.critical_demoted.len(),
         report.merged.len(),
         report.summaries.len(),
         report.adjusted.len(),

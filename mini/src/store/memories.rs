@@ -4,12 +4,13 @@
 //! keywords, so selection never touches the file or re-tokenizes. Every change is
 //! committed first and mirrored into the cache after, under `memory_writer`. Which
 //! memory is a duplicate, what a merge keeps and which CRITICAL memories fall out of
-//! the cap are `evolve_core::memory`'s rules ([`decide_ingest`], [`merge`],
-//! [`critical_overflow`]); this file only makes them durable in one transaction each.
+//! the cap, and how, are `evolve_core::memory`'s rules ([`decide_ingest`], [`merge`],
+//! [`critical_overflow`], [`retire`]); this file only makes them durable in one
+//! transaction each.
 
 use evolve_core::memory::{
-    content_hash, critical_overflow, decide_ingest, merge, IngestDecision, Memory, MemoryConfig,
-    MemoryId, MemoryIndex, Priority,
+    apply_decay, content_hash, critical_overflow, decide_ingest, merge, retire, IngestDecision,
+    Memory, MemoryConfig, MemoryId, MemoryIndex, Priority, Retired,
 };
 use evolve_core::text::Tokenizer;
 use evolve_core::Timestamp;
@@ -58,7 +59,8 @@ impl Store {
     }
 
     /// Adds a memory through core's ingest rule (exact duplicate → nothing; similar →
-    /// merge; else insert), enforcing the CRITICAL cap. One transaction.
+    /// merge; else insert), then applies age decay and the CRITICAL cap, in that order,
+    /// to the CRITICAL memories. One transaction.
     ///
     /// The incoming memory is live (its `deleted` flag is ignored) and its keywords are
     /// computed with `tokenizer` when empty. An exact duplicate still lends its stored
@@ -97,22 +99,21 @@ impl Store {
             if record.id == 0 {
                 record.id = allocate_id(&mut txn.open_table(META)?, &table)?;
             }
-            let evicted = {
+            let others = {
                 let cache = self.cache();
-                critical_after(&cache, &record, now, cfg)
+                critical_after(&cache, &mut record, now, cfg)
             };
-            let mut changed = Vec::with_capacity(1 + evicted.len());
-            if evicted.contains(&record.id) {
-                record.deleted = true;
-            }
+            let mut changed = Vec::with_capacity(1 + others.len());
             put_json(&mut table, "memories", record.id, &record)?;
             changed.push(record.clone());
-            for id in evicted.into_iter().filter(|&id| id != record.id) {
+            for after in others {
+                let id = after.id;
                 let mut m: Memory = get_json(&table, "memories", id)?
                     .ok_or_else(|| Fail::NotFound(no_memory(id)))?;
-                m.deleted = true;
+                m.priority = after.priority;
+                m.promoted = after.promoted;
+                m.deleted = after.deleted;
                 put_json(&mut table, "memories", id, &m)?;
-                log::info!("memory #{id} soft-deleted: over the cap of CRITICAL memories");
                 changed.push(m);
             }
             Ok(changed)
@@ -398,6 +399,7 @@ fn reinforce(stored: &Memory, incoming: &Memory, tokenizer: &dyn Tokenizer) -> M
     let merged = merge(stored, incoming, tokenizer);
     let mut out = stored.clone();
     out.priority = merged.priority;
+    out.promoted = merged.promoted;
     out.importance = merged.importance;
     out.pinned = merged.pinned;
     if out.tags != merged.tags {
@@ -407,23 +409,62 @@ fn reinforce(stored: &Memory, incoming: &Memory, tokenizer: &dyn Tokenizer) -> M
     out
 }
 
-/// The CRITICAL memories to soft-delete once `record` is stored, by core's FIFO rule.
-/// Only the CRITICAL memories are looked at (cloned), not the whole cache.
+/// What storing `record` changes among the CRITICAL memories, by core's rules in their
+/// order: age decay first (a CRITICAL memory old enough to be HIGH is demoted, not
+/// pushed out — an import may bring old ones), then the FIFO cap ([`retire`]). `record`
+/// is changed in place; the other changed memories are returned (only the CRITICAL
+/// ones of the cache are looked at, cloned, not the whole cache).
 fn critical_after(
     cache: &[Memory],
-    record: &Memory,
+    record: &mut Memory,
     now: Timestamp,
     cfg: &MemoryConfig,
-) -> Vec<MemoryId> {
+) -> Vec<Memory> {
     let mut critical: Vec<Memory> = cache
         .iter()
         .filter(|m| m.priority == Priority::Critical && m.id != record.id)
         .cloned()
         .collect();
-    if record.priority == Priority::Critical && !record.deleted {
-        critical.push(record.clone());
+    // The record goes last (whatever its priority: the rules skip what they do not
+    // concern).
+    critical.push(record.clone());
+    let mut changed: Vec<usize> = apply_decay(&mut critical, now, cfg)
+        .into_iter()
+        .map(|c| {
+            log::info!(
+                "memory #{} is {} now: older than its priority allows",
+                c.id,
+                c.to
+            );
+            c.index
+        })
+        .collect();
+    for id in critical_overflow(&critical, now, cfg) {
+        let Some(i) = critical.iter().position(|m| m.id == id) else {
+            continue;
+        };
+        match retire(&mut critical[i], cfg) {
+            Retired::Deleted => {
+                log::info!("memory #{id} soft-deleted: over the cap of CRITICAL memories")
+            }
+            Retired::Demoted => log::info!(
+                "memory #{id} is HIGH again: the model's promotion gave way to the user's \
+                 own CRITICAL memories"
+            ),
+        }
+        changed.push(i);
     }
-    critical_overflow(&critical, now, cfg)
+    let last = critical.len() - 1;
+    if let Some(r) = critical.pop() {
+        *record = r;
+    }
+    changed.sort_unstable();
+    changed.dedup();
+    changed
+        .into_iter()
+        .filter(|&i| i != last)
+        .map(|i| critical[i].clone())
+        .collect()
 }
 
 /// The next memory id: `meta.next_memory_id`, or one past the highest stored id for a

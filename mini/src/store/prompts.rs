@@ -98,7 +98,29 @@ impl Store {
         })
     }
 
-    /// Replaces the style notes.
+    /// Changes the style notes in one write transaction: `f` gets them, oldest first,
+    /// and what it leaves is stored (nothing is written when it changed nothing). A
+    /// read followed by a separate write could undo a change made in between (a note
+    /// learned, the notes cleared).
+    pub fn edit_style_notes<R>(
+        &self,
+        f: impl FnOnce(&mut Vec<String>) -> R,
+    ) -> Result<R, StoreError> {
+        self.write(|txn| {
+            let mut table = txn.open_table(STYLE_NOTES)?;
+            let before: Vec<String> =
+                get_json(&table, "style_notes", STYLE_NOTES_KEY)?.unwrap_or_default();
+            let mut notes = before.clone();
+            let out = f(&mut notes);
+            if notes != before {
+                put_json(&mut table, "style_notes", STYLE_NOTES_KEY, &notes)?;
+            }
+            Ok(out)
+        })
+    }
+
+    /// Replaces the style notes (tests set them up this way).
+    #[cfg(test)]
     pub fn set_style_notes(&self, notes: &[String]) -> Result<(), StoreError> {
         self.write(|txn| {
             put_json(

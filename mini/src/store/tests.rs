@@ -315,6 +315,45 @@ fn critical_memories_over_the_cap_soft_delete_the_oldest_in_the_same_write() {
 }
 
 #[test]
+fn an_ingest_decays_old_critical_memories_before_the_cap_so_they_are_demoted_not_deleted() {
+    let store = open(&temp_path("cap-decay"));
+    let cfg = MemoryConfig {
+        critical_cap: 2,
+        ..MemoryConfig::default()
+    };
+    let rule = |text: &str, age: Timestamp| {
+        Memory::new(text, Category::Instruction, NOW - age, &FallbackTokenizer)
+    };
+    let mut ids = Vec::new();
+    for m in [
+        rule("never store passwords in plain text", 40 * DAY),
+        rule("always lock the door", DAY),
+        rule("water the plants on sunday", 0),
+    ] {
+        match store
+            .ingest_memory(m, &cfg, NOW, &FallbackTokenizer)
+            .unwrap()
+        {
+            Ingested::Inserted(id) => ids.push(id),
+            other => panic!("{other:?}"),
+        }
+    }
+    let stored: Vec<(Priority, bool)> = ids
+        .iter()
+        .map(|&id| store.memory(id).map(|m| (m.priority, m.deleted)).unwrap())
+        .collect();
+    assert_eq!(
+        stored,
+        vec![
+            (Priority::High, false),
+            (Priority::Critical, false),
+            (Priority::Critical, false)
+        ]
+    );
+    assert_eq!(live_ids(&store), ids);
+}
+
+#[test]
 fn ids_are_never_reused_and_unknown_ids_are_named() {
     let store = open(&temp_path("ids"));
     let a = store

@@ -223,6 +223,8 @@ fn update(args: &Args, ctx: &ToolContext<'_>) -> Result<ToolOutput, ToolOutput> 
     }
     if let Some(p) = parse_priority(args)? {
         m.priority = p;
+        // A call the user allowed: the priority is theirs, not the review's promotion.
+        m.promoted = false;
         changed.push("priority");
     }
     if let Some(i) = args.int("importance") {

@@ -17,7 +17,7 @@ mod shell;
 mod skill_tool;
 #[cfg(test)]
 pub(crate) mod testing;
-mod time;
+pub(crate) mod time;
 mod todo;
 mod workspace;
 

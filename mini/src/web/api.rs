@@ -13,7 +13,7 @@ use evolve_core::text::{f1, KeywordSet, Lang};
 use serde_json::{json, Map, Value};
 
 use super::http::{form_value, percent_decode, Request, Response};
-use super::{assets, chat, error, prompt, tasks, State};
+use super::{assets, chat, error, prompt, style, tasks, State};
 use crate::agents::ToolAgent;
 use crate::cli::app::now;
 use crate::store::StoreError;
@@ -58,14 +58,15 @@ pub fn route(state: &Arc<State>, req: &Request) -> Reply {
         ("GET", ["v1", "memory"]) => memories(state, req),
         ("POST", ["v1", "memory"]) => add_memory(state, req),
         ("POST", ["v1", "memory", "maintain"]) => maintain_memories(state, req),
-        // `maintain` is not an id: its other methods are a 405 (below).
-        ("GET", ["v1", "memory", id]) if *id != "maintain" => {
-            with_id(id, |id| get_memory(state, id))
-        }
-        ("PATCH", ["v1", "memory", id]) if *id != "maintain" => {
+        ("GET", ["v1", "memory", "style"]) => style::list(state),
+        ("DELETE", ["v1", "memory", "style"]) => style::clear(state),
+        ("DELETE", ["v1", "memory", "style", n]) => style::remove(state, req, n),
+        // `maintain` and `style` are not ids: their other methods are a 405 (below).
+        ("GET", ["v1", "memory", id]) if !not_an_id(id) => with_id(id, |id| get_memory(state, id)),
+        ("PATCH", ["v1", "memory", id]) if !not_an_id(id) => {
             with_id(id, |id| update_memory(state, req, id))
         }
-        ("DELETE", ["v1", "memory", id]) if *id != "maintain" => {
+        ("DELETE", ["v1", "memory", id]) if !not_an_id(id) => {
             with_id(id, |id| delete_memory(state, id))
         }
         ("GET", ["v1", "skills"]) => skills(state),
@@ -106,6 +107,8 @@ fn allowed(p: &[&str]) -> Option<&'static str> {
         ["login"] | ["v1", "sessions" | "memory" | "tasks"] => "GET, HEAD, POST",
         ["v1", "tasks" | "skills", _] => "GET, HEAD, DELETE",
         ["v1", "memory", "maintain"] => "POST",
+        ["v1", "memory", "style"] => "GET, HEAD, DELETE",
+        ["v1", "memory", "style", _] => "DELETE",
         ["v1", "sessions" | "memory", _] => "GET, HEAD, PATCH, DELETE",
         ["v1", "chat", "completions"]
         | ["v1", "tools" | "tasks", _, "run"]
@@ -125,6 +128,11 @@ fn allowed(p: &[&str]) -> Option<&'static str> {
         | ["v1", "tasks", _, "runs"] => "GET, HEAD",
         _ => return None,
     })
+}
+
+/// The names under `/v1/memory/` that are not memory ids.
+fn not_an_id(segment: &str) -> bool {
+    matches!(segment, "maintain" | "style")
 }
 
 /// The body as a JSON object (an empty body is an empty object).
@@ -483,6 +491,8 @@ fn apply_fields(m: &mut Memory, b: &Map<String, Value>) -> Result<(), Reply> {
                 .and_then(Priority::from_u8)
                 .or_else(|| v.as_str().and_then(Priority::parse));
             m.priority = p.ok_or_else(|| error(400, "priority must be 0 (critical) … 3 (low)"))?;
+            // The user set it: no longer the model's promotion.
+            m.promoted = false;
         }
     }
     match b.get("importance") {
@@ -537,6 +547,11 @@ fn add_memory(state: &State, req: &Request) -> Reply {
     let now = now();
     let mut m = Memory::new(content.trim(), Category::default(), now, &rt.tokenizer);
     field!(apply_fields(&mut m, &b));
+    if b.get("priority").is_none_or(Value::is_null) {
+        // Like `evolve memory add`: the category's priority (instruction 0, preference
+        // and reminder 1, fact 2, general 3) unless one is given.
+        m.priority = m.category.default_priority();
+    }
     m.refresh_derived(&rt.tokenizer);
     let outcome = tri!(rt
         .store

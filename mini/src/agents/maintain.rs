@@ -458,9 +458,15 @@ impl Run<'_> {
     /// configured, in batches; a failure is noted and leaves the rest to keywords.
     fn embed_missing(&mut self, now: Timestamp, cancel: &AtomicBool) -> Step {
         let cfg = self.cfg().clone();
-        let Some(model) = self.rt.config.model.embedding_model.clone() else {
-            return Vec::new();
-        };
+        // The model the embeddings are stored under (the client itself says whether
+        // one is configured: `embed` answers `None` when not).
+        let model = self
+            .rt
+            .config
+            .model
+            .embedding_model
+            .clone()
+            .unwrap_or_default();
         // Missing, or made by another model (recomputed when the model changes).
         let missing: Vec<usize> = (0..self.mems.len())
             .filter(|&i| {

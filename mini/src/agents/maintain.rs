@@ -33,11 +33,11 @@
 //! the run already added, so the cap makes way for it by retiring older summaries and
 //! promotions, never the user's rules. A summary with no room is not written (a note
 //! says why) and its originals keep their importance: importance is only lowered for
-//! memories a live summary covers. A model that fails or answers garbage skips step 6 with a note; the rule
-//! steps still apply. Running it twice in a row changes nothing the second time (apart
-//! from what a model proposes anew): every rule only changes what is out of line, merges
-//! run to a fixed point, and the last summary's time bounds the next clustering.
-//! Summaries are never merged or summarised again.
+//! memories a live summary covers. A model that fails or answers garbage skips step 6
+//! with a note; the rule steps still apply. Running it twice in a row changes nothing
+//! the second time (apart from what a model proposes anew): every rule only changes what
+//! is out of line, merges run to a fixed point, and the last summary's time bounds the
+//! next clustering. Summaries are never merged or summarised again.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -577,8 +577,9 @@ impl Run<'_> {
         for (k, cluster) in clusters.iter().enumerate() {
             if critical && room == 0 {
                 self.report.problems.push(format!(
-                    "the {} summary of {} was not written: the CRITICAL cap ({}) is full \
-                     of the user's own rules, and a summary never pushes one out",
+                    "the {} summary of {} was not written: the CRITICAL cap ({}) is held \
+                     by the user's own rules and pinned memories, and a summary never \
+                     pushes one out",
                     cluster.category,
                     id_list(&cluster.ids),
                     cfg.critical_cap

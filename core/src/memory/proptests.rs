@@ -144,7 +144,7 @@ fn reference(ms: &[Memory], q: &KeywordSet, cfg: &MemoryConfig) -> Vec<(MemoryId
         .iter()
         .filter(|(_, m)| m.priority == Priority::Critical)
         .collect();
-    let cfg_summary = |m: &Memory| is_summary(m, cfg);
+    let cfg_summary = |m: &Memory| !stated_by_user(m, cfg);
     // The user's rules before reflection summaries, each newest first.
     crit.sort_by(|(ia, a), (ib, b)| {
         cfg_summary(a)

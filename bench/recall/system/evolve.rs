@@ -178,6 +178,8 @@ impl Evolve {
             .configured(|c| {
                 c.ranking = Ranking::F1;
                 c.context_weight = 0.0;
+                c.relevance_exponent = 1.0;
+                c.min_relevance = 0.0;
             })
     }
 

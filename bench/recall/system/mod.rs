@@ -107,13 +107,13 @@ pub fn lineup(tokenizer: &ShellTokenizer) -> Vec<Entry> {
         )),
         plain(Box::new(
             Evolve::new(t())
-                .named("evolve rel^2")
-                .configured(|c| c.relevance_exponent = 2.0),
+                .named("evolve rel^1")
+                .configured(|c| c.relevance_exponent = 1.0),
         )),
         plain(Box::new(
             Evolve::new(t())
-                .named("evolve min 0.2")
-                .configured(|c| c.min_relevance = 0.2),
+                .named("evolve min 0")
+                .configured(|c| c.min_relevance = 0.0),
         )),
         plain(Box::new(
             Evolve::new(t())

@@ -168,12 +168,23 @@ fn reference(ms: &[Memory], q: &KeywordSet, cfg: &MemoryConfig) -> Vec<(MemoryId
             (
                 *i,
                 *m,
-                score(m, r, NOW, cfg),
+                score(
+                    m,
+                    super::select::sharpen(r, cfg.relevance_exponent),
+                    NOW,
+                    cfg,
+                ),
                 at_least(strong, cfg.strong_match_f1),
+                r,
             )
         })
-        // CRITICAL memories enter only through their own slots.
-        .filter(|c| c.2 > 0.0 && c.1.priority != Priority::Critical)
+        // CRITICAL memories enter only through their own slots; weak matches compete
+        // only as strong ones.
+        .filter(|c| {
+            c.1.priority != Priority::Critical
+                && (c.3 || (c.2 > 0.0 && at_least(c.4, cfg.min_relevance)))
+        })
+        .map(|(i, m, s, strong, _)| (i, m, s, strong))
         .collect();
     cands.sort_by(|a, b| {
         b.2.total_cmp(&a.2)
@@ -371,7 +382,9 @@ proptest! {
         qw in proptest::collection::vec(0u8..24, 1..6),
     ) {
         // Defaults: 10 critical + 10 strong + 3 + 2 + 1 ≤ 30, so the floors always fit.
-        let cfg = MemoryConfig::default();
+        // Every memory sharing a keyword counts as related here (by default one far
+        // weaker than the best match does not compete at all).
+        let cfg = MemoryConfig { min_relevance: 0.0, ..MemoryConfig::default() };
         let ms = build(&specs);
         let q = query_of(&qw);
         let sel = select(&ms, &q, NOW, &cfg);

@@ -579,7 +579,7 @@ pub fn select_query(
 
 /// `relevance^exponent` for the score (a relevance in 0–1 stays in 0–1; an exponent
 /// that is not a positive number counts as 1).
-fn sharpen(relevance: f32, exponent: f32) -> f32 {
+pub(crate) fn sharpen(relevance: f32, exponent: f32) -> f32 {
     if !(exponent.is_finite() && exponent > 0.0) || exponent == 1.0 {
         return relevance;
     }
@@ -905,8 +905,38 @@ mod tests {
     }
 
     #[test]
-    fn strong_match_is_taken_over_better_scored_weak_matches() {
+    fn matches_far_weaker_than_the_best_do_not_fill_the_prompt() {
         let cfg = MemoryConfig::default();
+        let q = query("alpha beta gamma delta");
+        let mut ms: Vec<Memory> = (0..40)
+            .map(|i| {
+                mem(
+                    i,
+                    &format!("alpha filler{i} more words here"),
+                    Priority::Low,
+                    0,
+                )
+            })
+            .collect();
+        // 39 memories share "alpha" — a word most of them have, so it weighs little.
+        ms.push(mem(99, "beta gamma delta", Priority::Low, 0));
+        let sel = select(&ms, &q, NOW, &cfg);
+        assert_eq!(ids(&sel), vec![99], "{sel:?}");
+        let lax = MemoryConfig {
+            min_relevance: 0.0,
+            ..cfg
+        };
+        assert_eq!(select(&ms, &q, NOW, &lax).chosen.len(), 30);
+    }
+
+    #[test]
+    fn strong_match_is_taken_over_better_scored_weak_matches() {
+        // Weak matches may compete however weak (the default drops those below 0.2 of
+        // the best; see the next test).
+        let cfg = MemoryConfig {
+            min_relevance: 0.0,
+            ..MemoryConfig::default()
+        };
         let q = query("alpha beta gamma delta");
         // 40 fresh, important HIGH memories with one keyword in common.
         let mut ms: Vec<Memory> = (0..40)

@@ -72,8 +72,9 @@ fn the_memory_with_the_answer_beats_a_short_one_that_shares_only_the_name() {
     assert_eq!(e["relevance"].as_f64().unwrap(), 1.0);
     assert!(e["f1"].as_f64().is_some());
     assert_eq!(doc["ranking"], "bm25");
-    let thanks = entry(&doc, "Thanks, Melanie!");
-    assert!(thanks["relevance"].as_f64().unwrap() < 0.5, "{thanks:#}");
+    // The thanks shares only the name, which twenty other memories have too: far
+    // weaker than the answer, it does not take prompt room at all.
+    assert!(!list.iter().any(|c| c == "Thanks, Melanie!"), "{doc:#}");
     assert!(doc["characters"].as_u64().unwrap() > 0);
 }
 

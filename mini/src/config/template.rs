@@ -117,6 +117,20 @@ pub const CONFIG_TEMPLATE: &str = r#"# evolve configuration — `evolve config s
 #max_critical = 10
 # A memory whose words overlap the question at least this much (F1) is always taken.
 #strong_match_f1 = 0.7
+# Relevance is BM25 over the memories' keywords (stemmed English, jieba words for
+# Chinese), relative to the best match; "f1" is the older token-overlap rule.
+#ranking = "bm25"
+# The previous question of the session counts at this weight, so a follow-up
+# ("and where does she live?") finds what it is about; 0 leaves it out.
+#context_weight = 0.25
+# Matches weaker than this share of the best one stay out of the prompt.
+#min_relevance = 0.2
+# Relevance enters the score squared, so it weighs more than age and priority.
+#relevance_exponent = 2.0
+# With [model] embedding_model set, embeddings are fused with the words by
+# reciprocal rank ("rrf") or a weighted sum ("weighted", vector share vector_weight).
+#fusion = "rrf"
+#vector_weight = 0.7
 # A new memory this similar (keyword Jaccard) to an old one is merged into it.
 #merge_jaccard = 0.3
 # Priorities decay with age: CRITICAL → HIGH, HIGH → MEDIUM, MEDIUM → LOW (days).

@@ -100,14 +100,19 @@ fn inflections_meet_and_a_question_without_a_match_injects_nothing() {
     assert!(chosen(&doc).is_empty(), "{doc:#}");
 }
 
+/// Caroline's sister's city, among shorter memories that share "live": alone, "and where
+/// does she live?" ranks them first.
+fn sister_and_neighbours(w: &World) {
+    add(w, "Caroline's sister Jolene lives in Lisbon");
+    for i in 0..40 {
+        add(w, &format!("Neighbour {i} lives here"));
+    }
+}
+
 #[test]
 fn a_follow_up_finds_what_the_previous_question_was_about() {
     let w = World::without_model("recall-follow-up");
-    add(&w, "Caroline's sister Jolene lives in Lisbon");
-    // Shorter memories that share "live": alone, the question ranks them first.
-    for i in 0..40 {
-        add(&w, &format!("Neighbour {i} lives here"));
-    }
+    sister_and_neighbours(&w);
     let doc = search(
         &w,
         "And where does she live?",
@@ -137,11 +142,7 @@ fn a_follow_up_finds_what_the_previous_question_was_about() {
 #[test]
 fn a_chat_turn_uses_the_previous_question_of_the_session() {
     let w = World::new("recall-turn");
-    add(&w, "Caroline's sister Jolene lives in Lisbon");
-    // Shorter memories that share "live": alone, the question ranks them first.
-    for i in 0..40 {
-        add(&w, &format!("Neighbour {i} lives here"));
-    }
+    sister_and_neighbours(&w);
     w.fake.push(Reply::text("She has a sister, Jolene."));
     w.fake.push(Reply::text("In Lisbon."));
     let first = w

@@ -207,6 +207,13 @@ fn with_an_embedding_model_a_memory_sharing_no_word_can_be_chosen() {
         .filter(|m| m["content"] == "who are they")
         .count();
     assert_eq!(embedded, 1);
+    // `memory search` ranks as the turn does, embeddings included.
+    let doc = search(&w, "Who are they?", None);
+    assert_eq!(doc["embedding_model"], "fake-embed");
+    let first = &doc["chosen"][0];
+    assert_eq!(first["content"], "who are they", "{doc:#}");
+    assert!(first["cosine"].as_f64().unwrap() > 0.99, "{first:#}");
+    assert_eq!(first["matched"].as_array().map(Vec::len), Some(0));
     w.fake.push(Reply::text("No idea."));
     let record = w.run(&["ask", "--json", "Who are they?"]).expect(0).json();
     let used: Vec<&str> = record["memories"]
@@ -233,6 +240,9 @@ fn a_failing_embedding_server_leaves_the_turn_to_words() {
         ])
         .expect(0);
     assert!(added.stdout.contains("added memory #"), "{}", added.stdout);
+    let doc = search(&w, "What tea does Caroline like?", None);
+    assert_eq!(chosen(&doc), ["Caroline likes green tea"], "{doc:#}");
+    assert_eq!(doc["embedding_model"], Value::Null, "no vector was used");
     w.fake.push(Reply::text("Green tea."));
     let run = w.run(&["ask", "--json", "What tea does Caroline like?"]);
     let record = run.expect(0).json();

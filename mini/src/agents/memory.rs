@@ -94,6 +94,13 @@ impl MemoryAgent {
         })
     }
 
+    /// The question's embedding and the model's name, when `[model] embedding_model` is
+    /// set and the server answers in time (else `None`, with a warning): what a turn
+    /// ranks by meaning with.
+    pub fn question_vector(&self, rt: &Runtime, question: &str) -> Option<(String, Vec<f32>)> {
+        question_embedding(rt, question)
+    }
+
     /// Gives every live memory without an embedding of the configured model one (in
     /// batches of [`EMBED_BATCH`], at most `limit` memories), off the answer path: after
     /// extraction, `memory add` and `import`, and in maintenance. A memory changed

@@ -290,6 +290,8 @@ struct Query<'a> {
     previous: Option<&'a str>,
     recall: RecallQuery,
     words: Vec<(u64, String)>,
+    /// The question's embedding and its model, when one is configured and answered.
+    vector: Option<(String, Vec<f32>)>,
 }
 
 impl<'a> Query<'a> {
@@ -319,6 +321,7 @@ impl<'a> Query<'a> {
             previous,
             recall,
             words,
+            vector: None,
         }
     }
 
@@ -347,7 +350,11 @@ fn report(
 ) -> Result<(), Error> {
     let query_text = query.text;
     let decayed = memory::apply_decay(&mut memories, now, cfg);
-    let selection = memory::select_query(&memories, None, &query.recall, None, now, cfg);
+    let vector = query.vector.as_ref().map(|(model, e)| memory::QueryVector {
+        model,
+        embedding: e,
+    });
+    let selection = memory::select_query(&memories, None, &query.recall, vector, now, cfg);
     if json {
         let chosen: Vec<_> = selection
             .chosen
@@ -370,6 +377,7 @@ fn report(
         let doc = serde_json::json!({
             "query": query_text, "previous": query.previous, "now": now,
             "ranking": cfg.ranking, "considered": selection.considered,
+            "embedding_model": query.vector.as_ref().map(|(m, _)| m),
             "decayed": decayed.len(), "characters": chars, "chosen": chosen,
         });
         writeln!(out, "{doc:#}")?;
@@ -623,8 +631,14 @@ fn search(c: Search) -> Result<(), Error> {
     if let Some(limit) = c.limit {
         cfg.max_selected = limit;
     }
-    let query = Query::new(&app.tokenizer, &c.query, c.previous.as_deref(), &cfg);
+    let mut query = Query::new(&app.tokenizer, &c.query, c.previous.as_deref(), &cfg);
     let memories = store.with_memories(|ms| ms.to_vec());
+    if app.config.model.embedding_model.is_some() {
+        // As a turn does: the question embedded once, fused with the words.
+        let App { config, tokenizer } = app;
+        let rt = Runtime::new(config, store, tokenizer);
+        query.vector = MemoryAgent.question_vector(&rt, &c.query);
+    }
     let mut out = std::io::stdout().lock();
     report(&mut out, &query, memories, app::now(), &cfg, c.json, false)
 }

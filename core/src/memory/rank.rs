@@ -180,13 +180,19 @@ pub struct MemoryIndex {
     critical: Vec<u32>,
     docs: usize,
     total_len: u64,
+    /// Length of the slice mirrored (deleted memories included), so an insertion at
+    /// the end moves nothing.
+    slots: u32,
 }
 
 impl MemoryIndex {
     /// The index of `memories`.
     pub fn build(memories: &[Memory]) -> Self {
         // Positions come in ascending order, so each list only grows at its end.
-        let mut ix = MemoryIndex::default();
+        let mut ix = MemoryIndex {
+            slots: u32::try_from(memories.len()).unwrap_or(u32::MAX),
+            ..MemoryIndex::default()
+        };
         for (slot, m) in memories.iter().enumerate() {
             if m.deleted {
                 continue;
@@ -244,7 +250,10 @@ impl MemoryIndex {
     /// `memory` was inserted at `slot` (later positions move up by one).
     pub fn insert(&mut self, slot: usize, memory: &Memory) {
         let slot = slot as u32;
-        self.shift(slot, true);
+        if slot < self.slots {
+            self.shift(slot, true);
+        }
+        self.slots += 1;
         self.add_at(slot, memory);
     }
 
@@ -259,7 +268,10 @@ impl MemoryIndex {
     pub fn remove(&mut self, slot: usize, memory: &Memory) {
         let slot = slot as u32;
         self.remove_at(slot, memory);
-        self.shift(slot, false);
+        self.slots = self.slots.saturating_sub(1);
+        if slot < self.slots {
+            self.shift(slot, false);
+        }
     }
 
     fn add_at(&mut self, slot: u32, m: &Memory) {
@@ -303,8 +315,8 @@ impl MemoryIndex {
     }
 
     /// Moves every position at or past `from` up (insertion) or past `from` down
-    /// (removal). Nothing to do for an insertion at the end, the usual case: new
-    /// memories get the highest id.
+    /// (removal): a pass over every list. Not called for an insertion or a removal at
+    /// the end, the usual case (new memories get the highest id).
     fn shift(&mut self, from: u32, up: bool) {
         let fix = |list: &mut Vec<u32>| {
             let start = list.partition_point(|&s| if up { s < from } else { s <= from });

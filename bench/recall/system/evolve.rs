@@ -12,7 +12,7 @@
 use evolve_core::memory::{
     select_query, Fusion, Memory, MemoryConfig, MemoryIndex, QueryVector, Ranking, RecallQuery,
 };
-use evolve_core::text::{keyword_hash, KeywordSet, Rules, Tokenizer};
+use evolve_core::text::{keyword_hash, KeywordSet, RuledTokenizer, Rules, Tokenizer};
 
 use super::System;
 use crate::data::Question;
@@ -149,6 +149,9 @@ const MODEL: &str = "bench-embedder";
 pub struct Evolve {
     name: String,
     tokenizer: ShellTokenizer,
+    /// Key with the core's fallback tokenizer (character bigrams for Chinese) instead of
+    /// jieba, to measure what jieba adds.
+    bigrams: bool,
     rules: Rules,
     config: MemoryConfig,
     embedder: Option<Embedder>,
@@ -162,6 +165,7 @@ impl Evolve {
         Evolve {
             name: "evolve".into(),
             tokenizer,
+            bigrams: false,
             rules: Rules::CURRENT,
             config: MemoryConfig::default(),
             embedder: None,
@@ -199,6 +203,20 @@ impl Evolve {
         self
     }
 
+    pub fn bigrams(mut self) -> Self {
+        self.bigrams = true;
+        self
+    }
+
+    /// The tokenizer memories and questions are keyed with.
+    fn keyer(&self) -> Box<dyn Tokenizer> {
+        if self.bigrams {
+            Box::new(RuledTokenizer(self.rules))
+        } else {
+            Box::new(self.tokenizer.clone())
+        }
+    }
+
     pub fn embedded(mut self, fusion: Fusion) -> Self {
         self.embedder = Some(Embedder::new(
             self.tokenizer.clone().with_rules(Rules::CURRENT),
@@ -214,12 +232,14 @@ impl System for Evolve {
     }
 
     fn prepare(&mut self, memories: &[Memory]) {
-        self.memories = memories.to_vec();
-        if self.rules != Rules::CURRENT {
-            for m in &mut self.memories {
-                m.refresh_derived(&self.tokenizer);
+        let mut own = memories.to_vec();
+        if self.rules != Rules::CURRENT || self.bigrams {
+            let keyer = self.keyer();
+            for m in &mut own {
+                m.refresh_derived(&*keyer);
             }
         }
+        self.memories = own;
         if let Some(e) = &self.embedder {
             for m in &mut self.memories {
                 m.embedding = Some(e.embed(&m.content));
@@ -230,12 +250,10 @@ impl System for Evolve {
     }
 
     fn recall(&self, question: &Question, _memories: &[Memory]) -> Vec<usize> {
-        let mut q = RecallQuery::new(&KeywordSet::of(&self.tokenizer, &question.text));
+        let keyer = self.keyer();
+        let mut q = RecallQuery::new(&KeywordSet::of(&*keyer, &question.text));
         if let Some(p) = &question.previous {
-            q = q.with_context(
-                &KeywordSet::of(&self.tokenizer, p),
-                self.config.context_weight,
-            );
+            q = q.with_context(&KeywordSet::of(&*keyer, p), self.config.context_weight);
         }
         let embedded = self.embedder.as_ref().map(|e| e.embed(&question.text));
         let vector = embedded.as_deref().map(|e| QueryVector {

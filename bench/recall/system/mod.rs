@@ -90,6 +90,7 @@ pub fn lineup(tokenizer: &ShellTokenizer) -> Vec<Entry> {
                 ..Rules::CURRENT
             },
         ))),
+        plain(Box::new(Evolve::new(t()).named("evolve bigrams").bigrams())),
         plain(Box::new(
             Evolve::new(t())
                 .named("evolve -previous")

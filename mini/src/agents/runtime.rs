@@ -75,7 +75,7 @@ impl Runtime {
             log::warn!("the MCP servers kept in the store cannot be read: {e}");
             config.mcp.servers.clone()
         });
-        crate::mcp::forget_secret_variables(&servers);
+        crate::mcp::hide_secret_variables(&servers);
         let mcp = Hub::new(servers).confined_to(config.sandbox_scope(&workspace));
         Arc::new(Runtime {
             mcp,

@@ -118,22 +118,34 @@ pub fn open_store(
     }
 }
 
-/// Removes the API key from this process's own environment once it is in the config,
-/// so nothing started later (a shell tool's `ps e`, `/proc/self/environ` through a
-/// child) can read it back. Runs before any other thread exists.
+/// Keeps the API key from every child: it is hidden from what unconfined MCP servers
+/// inherit ([`crate::mcp::hide_value`]; shell commands and confined servers get an
+/// environment built from an allowlist anyway), and — the first time only, while this
+/// process has no other thread — removed from the process's own environment, so
+/// `/proc/self/environ` read through a child does not hold it either. A later load
+/// (`/mcp` in chat, a profile switch) never writes the environment: with other threads
+/// running that is undefined behaviour.
 fn forget_key_variables(config: &Config) {
-    let Some(key) = config
+    static FIRST: std::sync::Once = std::sync::Once::new();
+    let key = config
         .model
         .api_key
         .as_ref()
         .map(|k| k.expose().to_string())
-    else {
-        return;
-    };
-    for (name, value) in std::env::vars_os() {
-        if !key.is_empty() && value.to_string_lossy().contains(key.as_str()) {
-            std::env::remove_var(&name);
+        .filter(|k| !k.is_empty());
+    // Consumed by the first load whether or not it has a key: no later load writes.
+    FIRST.call_once(|| {
+        let Some(key) = key.as_deref() else {
+            return;
+        };
+        for (name, value) in std::env::vars_os() {
+            if value.to_string_lossy().contains(key) {
+                std::env::remove_var(&name);
+            }
         }
+    });
+    if let Some(key) = key {
+        crate::mcp::hide_value(&key);
     }
 }
 

@@ -517,7 +517,7 @@ fn manage_mcp(rt: &Runtime, words: &[&str]) -> Result<(), Error> {
         return Ok(());
     }
     let servers = crate::mcp::servers::load(&rt.config, &rt.store)?;
-    crate::mcp::forget_secret_variables(&servers);
+    crate::mcp::hide_secret_variables(&servers);
     rt.mcp.reload(servers);
     Ok(())
 }

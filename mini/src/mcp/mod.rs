@@ -71,12 +71,16 @@ pub fn valid_server_name(name: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
 }
 
-/// Removes from evolve's environment every variable that holds an HTTP server's token
-/// or header value (read through `bearer_token_env` and the like): the servers evolve
-/// starts, the `shell` tool and whatever else inherits the environment never see
-/// another server's credentials. Values shorter than 8 characters are not secrets worth
-/// the collateral.
-pub fn forget_secret_variables(specs: &[ServerSpec]) {
+/// The values no child started without confinement may inherit: every HTTP server's
+/// token and header values (read through `bearer_token_env` and the like). Kept here,
+/// not removed from the process environment: `std::env::remove_var` while other threads
+/// run (a profile switch in `serve`, `/mcp` in chat) is undefined behaviour, so the
+/// environment is only read after start-up and each child gets its own.
+static HIDDEN: std::sync::RwLock<Vec<String>> = std::sync::RwLock::new(Vec::new());
+
+/// Makes the secrets of `specs` the values children never inherit (see [`HIDDEN`]).
+/// Values shorter than 8 characters are not secrets worth the collateral.
+pub fn hide_secret_variables(specs: &[ServerSpec]) {
     let mut secrets: Vec<String> = Vec::new();
     for spec in specs {
         if let Transport::Http {
@@ -88,15 +92,46 @@ pub fn forget_secret_variables(specs: &[ServerSpec]) {
         }
     }
     secrets.retain(|s| s.len() >= 8);
-    if secrets.is_empty() {
+    *HIDDEN
+        .write()
+        .unwrap_or_else(std::sync::PoisonError::into_inner) = secrets;
+}
+
+/// Values hidden for good (the model's API key of every profile loaded), beside the
+/// servers' secrets that [`hide_secret_variables`] replaces on each reload.
+static HIDDEN_KEYS: std::sync::RwLock<Vec<String>> = std::sync::RwLock::new(Vec::new());
+
+/// Adds a value no unconfined child may inherit (an API key), for the rest of the run.
+pub fn hide_value(value: &str) {
+    if value.len() < 8 {
         return;
     }
-    for (name, value) in std::env::vars_os() {
-        let value = value.to_string_lossy();
-        if secrets.iter().any(|s| value.contains(s.as_str())) {
-            std::env::remove_var(&name);
-        }
+    let mut keys = HIDDEN_KEYS
+        .write()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if !keys.iter().any(|k| k == value) {
+        keys.push(value.to_string());
     }
+}
+
+/// Evolve's environment without the variables holding a hidden value: what an
+/// unconfined stdio server starts with (before its own `env`).
+pub(crate) fn inherited_env() -> Vec<(std::ffi::OsString, std::ffi::OsString)> {
+    let hidden = HIDDEN
+        .read()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let keys = HIDDEN_KEYS
+        .read()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    std::env::vars_os()
+        .filter(|(_, value)| {
+            let value = value.to_string_lossy();
+            !hidden
+                .iter()
+                .chain(keys.iter())
+                .any(|s| value.contains(s.as_str()))
+        })
+        .collect()
 }
 
 /// How to reach a server.
@@ -299,3 +334,26 @@ impl std::fmt::Display for McpError {
 }
 
 impl std::error::Error for McpError {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hidden_values_never_reach_an_unconfined_child_and_the_environment_is_not_written() {
+        const KEY: &str = "sk-hidden-unit-4242";
+        std::env::set_var("EVOLVE_UNIT_HIDDEN_KEY", format!("Bearer {KEY}"));
+        std::env::set_var("EVOLVE_UNIT_PLAIN", "kept");
+        hide_value(KEY);
+        let names: Vec<String> = inherited_env()
+            .into_iter()
+            .map(|(k, _)| k.to_string_lossy().into_owned())
+            .collect();
+        assert!(!names.iter().any(|n| n == "EVOLVE_UNIT_HIDDEN_KEY"));
+        assert!(names.iter().any(|n| n == "EVOLVE_UNIT_PLAIN"));
+        // The process's own environment is left as it was: only children are spared.
+        assert!(std::env::var("EVOLVE_UNIT_HIDDEN_KEY").is_ok());
+        std::env::remove_var("EVOLVE_UNIT_HIDDEN_KEY");
+        std::env::remove_var("EVOLVE_UNIT_PLAIN");
+    }
+}

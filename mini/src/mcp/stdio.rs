@@ -86,6 +86,9 @@ pub(super) fn spawn(launch: Launch<'_>, tail: &StderrTail) -> Result<(Arc<Peer>,
                 .map_err(|e| format!("it could not be confined: {e}"))?,
         ),
         None => {
+            // Its own environment: evolve's without other servers' secrets, then its env.
+            cmd.env_clear();
+            cmd.envs(super::inherited_env());
             cmd.envs(launch.env.iter().map(|(k, v)| (k, v)));
             None
         }

@@ -522,7 +522,7 @@ fn the_ui_flow_asks_once_for_l3_and_twice_for_l4() {
 }
 
 #[test]
-fn a_plain_client_is_told_what_waits_for_a_person() {
+fn a_plain_client_is_told_a_call_needed_a_person_and_that_nothing_waits() {
     let w = World::new("serve-headless");
     let s = Server::start(&w, &[]);
     w.fake
@@ -539,6 +539,16 @@ fn a_plain_client_is_told_what_waits_for_a_person() {
         "{content}"
     );
     assert!(!w.workspace().join("x.txt").exists());
+    // The note does not send the user to approve something: nothing waits anywhere.
+    let sid = r.header("x-evolve-session").expect("session").to_string();
+    let pending = s.get(&format!("/v1/sessions/{sid}/pending")).json();
+    assert_eq!(pending["data"], json!([]), "{pending}");
+    assert!(content.contains("nothing is waiting"), "{content}");
+    assert!(!content.contains("Approve it"), "{content}");
+    assert!(
+        content.contains(&format!("evolve chat --session {sid}")),
+        "{content}"
+    );
 }
 
 #[test]

@@ -368,9 +368,9 @@ fn usage_json(record: &TurnRecord) -> Value {
     })
 }
 
-/// The plain note that follows the answer when calls waited for a person and were
-/// refused (a plain client has no other way to learn it), blank line first; `None`
-/// when there were none.
+/// The plain note that follows the answer when calls needed a person and were refused
+/// (a plain client has no other way to learn it), blank line first; `None` when there
+/// were none.
 fn refused_note(record: &TurnRecord) -> Option<String> {
     let refused: Vec<(String, Level)> = record
         .tools
@@ -394,9 +394,12 @@ pub(crate) fn waiting_note(refused: &[(String, Level)], session: &str) -> Option
         return None;
     }
     let names: Vec<String> = refused.iter().map(|(n, l)| format!("{n} ({l})")).collect();
+    // The call was refused, not parked: this client cannot answer a question, so
+    // nothing waits anywhere. Say where asking again gets the person asked.
     Some(format!(
-        "\n\n[evolve] Not run, waiting for a person's approval: {}. Approve it in the \
-         Evolve web UI (session {session}) or in `evolve chat --session {session}`.",
+        "\n\n[evolve] Not run, a person's approval is needed: {}. This client cannot give \
+         it and nothing is waiting: ask again in the Evolve web UI (session {session}) or in \
+         `evolve chat --session {session}`, where you are asked before it runs.",
         names.join(", "),
     ))
 }
@@ -766,5 +769,7 @@ mod tests {
         assert!(note.starts_with("\n\n[evolve] Not run"), "{note}");
         assert!(note.contains("shell (L3), edit_file (L4)"), "{note}");
         assert!(note.contains("evolve chat --session s1"), "{note}");
+        assert!(note.contains("nothing is waiting"), "{note}");
+        assert!(!note.contains("Approve it"), "{note}");
     }
 }

@@ -254,3 +254,25 @@ fn a_failing_embedding_server_leaves_the_turn_to_words() {
         .collect();
     assert_eq!(used, ["Caroline likes green tea"], "{record:#}");
 }
+
+#[test]
+fn ranking_settings_out_of_range_are_refused_with_the_setting_named() {
+    let w = World::without_model("recall-config");
+    for (setting, value) in [
+        ("min_relevance", "1.5"),
+        ("context_weight", "-0.1"),
+        ("relevance_exponent", "0"),
+        ("vector_weight", "2"),
+    ] {
+        w.config(&format!("[memory]\n{setting} = {value}\n"));
+        let run = w.run(&["memory", "search", "tea"]).expect(2);
+        assert!(
+            run.stderr.contains(&format!("memory.{setting}")),
+            "{setting}: {}",
+            run.stderr
+        );
+    }
+    w.config("[memory]\nranking = \"f1\"\nfusion = \"weighted\"\ncontext_weight = 0\n");
+    let doc = search(&w, "tea", None);
+    assert_eq!(doc["ranking"], "f1");
+}

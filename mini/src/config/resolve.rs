@@ -571,12 +571,43 @@ fn check_core(core: &CoreConfig) -> Result<(), String> {
     let m = &core.memory;
     let h = &core.history;
     let unit = |v: f32| v > 0.0 && v <= 1.0;
-    let problems: [(bool, &str, String, &str); 12] = [
+    let share = |v: f32| (0.0..=1.0).contains(&v);
+    let problems: [(bool, &str, String, &str); 17] = [
         (
             m.max_selected >= 1,
             "memory.max_selected",
             m.max_selected.to_string(),
             "at least 1",
+        ),
+        (
+            share(m.context_weight),
+            "memory.context_weight",
+            m.context_weight.to_string(),
+            "between 0 and 1",
+        ),
+        (
+            share(m.min_relevance),
+            "memory.min_relevance",
+            m.min_relevance.to_string(),
+            "between 0 and 1",
+        ),
+        (
+            (0.5..=4.0).contains(&m.relevance_exponent),
+            "memory.relevance_exponent",
+            m.relevance_exponent.to_string(),
+            "between 0.5 and 4",
+        ),
+        (
+            share(m.vector_weight),
+            "memory.vector_weight",
+            m.vector_weight.to_string(),
+            "between 0 and 1",
+        ),
+        (
+            m.vector_candidates <= 10_000,
+            "memory.vector_candidates",
+            m.vector_candidates.to_string(),
+            "at most 10000",
         ),
         (
             m.critical_cap >= 1,

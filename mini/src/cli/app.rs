@@ -24,6 +24,17 @@ impl App {
         Ok(App::from_config(Config::load(opts)?))
     }
 
+    /// The configuration of `profile` (the default one for `None`) and its store, as
+    /// every command that reads or writes the store starts.
+    pub fn with_store(profile: &Option<String>) -> Result<(App, Store), Error> {
+        let app = App::load(&LoadOptions {
+            profile: profile.clone(),
+            ..LoadOptions::default()
+        })?;
+        let store = app.open_store()?;
+        Ok((app, store))
+    }
+
     /// The same from an already loaded configuration.
     pub fn from_config(config: Config) -> App {
         crate::logger::init(&config.log);

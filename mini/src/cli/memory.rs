@@ -19,7 +19,6 @@ use evolve_core::Timestamp;
 use crate::agents::maintain;
 use crate::agents::{MemoryAgent, Runtime};
 use crate::cli::app::{self, App};
-use crate::config::LoadOptions;
 use crate::error::Error;
 use crate::store::{self, Export, Ingested, Store, SCHEMA_VERSION};
 
@@ -448,15 +447,6 @@ fn reason_name(r: memory::Reason) -> String {
 
 /// The configuration (with `--profile`) and the open store: how every store command
 /// starts.
-pub(super) fn open_store(profile: &Option<String>) -> Result<(App, Store), Error> {
-    let app = App::load(&LoadOptions {
-        profile: profile.clone(),
-        ..LoadOptions::default()
-    })?;
-    let store = app.open_store()?;
-    Ok((app, store))
-}
-
 fn parse_category(s: &str) -> Result<Category, String> {
     Category::parse(s).ok_or_else(|| {
         let names: Vec<&str> = Category::ALL.iter().map(|c| c.name()).collect();
@@ -503,7 +493,7 @@ fn add(c: Add) -> Result<(), Error> {
             store::format_time(t)
         )));
     }
-    let (app, store) = open_store(&c.profile)?;
+    let (app, store) = App::with_store(&c.profile)?;
     let category = c.category.unwrap_or_default();
     let mut m = Memory::new(text, category, now, &app.tokenizer);
     if let Some(p) = c.priority {
@@ -566,7 +556,7 @@ fn split_tags(tags: Option<&str>) -> Vec<String> {
 }
 
 fn list(c: List) -> Result<(), Error> {
-    let (_app, store) = open_store(&c.profile)?;
+    let (_app, store) = App::with_store(&c.profile)?;
     let now = app::now();
     let all = store.all_memories()?;
     let deleted = all.iter().filter(|m| m.deleted).count();
@@ -626,7 +616,7 @@ fn listing_line(m: &Memory, now: Timestamp) -> String {
 }
 
 fn search(c: Search) -> Result<(), Error> {
-    let (app, store) = open_store(&c.profile)?;
+    let (app, store) = App::with_store(&c.profile)?;
     let mut cfg = app.config.core.memory.clone();
     if let Some(limit) = c.limit {
         cfg.max_selected = limit;
@@ -644,7 +634,7 @@ fn search(c: Search) -> Result<(), Error> {
 }
 
 fn rm(c: Rm) -> Result<(), Error> {
-    let (_app, store) = open_store(&c.profile)?;
+    let (_app, store) = App::with_store(&c.profile)?;
     let mut m = store.memory(c.id)?;
     let mut out = std::io::stdout().lock();
     if c.purge {
@@ -670,7 +660,7 @@ fn rm(c: Rm) -> Result<(), Error> {
 }
 
 fn pin(c: Pin) -> Result<(), Error> {
-    let (_app, store) = open_store(&c.profile)?;
+    let (_app, store) = App::with_store(&c.profile)?;
     let mut m = store.memory(c.id)?;
     if m.deleted {
         return Err(Error::Other(format!(
@@ -686,7 +676,7 @@ fn pin(c: Pin) -> Result<(), Error> {
 }
 
 fn export(c: ExportCmd) -> Result<(), Error> {
-    let (_app, store) = open_store(&c.profile)?;
+    let (_app, store) = App::with_store(&c.profile)?;
     let doc = Export {
         schema_version: SCHEMA_VERSION,
         memories: store.all_memories()?,
@@ -822,7 +812,7 @@ fn import(c: ImportCmd) -> Result<(), Error> {
     if empty > 0 {
         eprintln!("skipped {empty} memories with no text");
     }
-    let (app, store) = open_store(&c.profile)?;
+    let (app, store) = App::with_store(&c.profile)?;
     let now = app::now();
     let cfg = &app.config.core.memory;
     let mut out = std::io::stdout().lock();
@@ -882,7 +872,7 @@ fn import(c: ImportCmd) -> Result<(), Error> {
 /// Runs the maintenance and prints a line per step (or the report as JSON). Model
 /// problems are warnings on stderr; only a failed store write is an error.
 fn maintain(c: MaintainCmd) -> Result<(), Error> {
-    let (app, store) = open_store(&c.profile)?;
+    let (app, store) = App::with_store(&c.profile)?;
     let App { config, tokenizer } = app;
     let rt = Runtime::new(config, store, tokenizer);
     crate::cli::interrupt::install();

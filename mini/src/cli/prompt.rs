@@ -4,6 +4,7 @@
 //! version 0, the built-in prompt — active again. The rules (checks, the evolve
 //! request) are `agents::versions`, shared with `evolve serve`'s `/v1/prompt`.
 
+use crate::cli::app::App;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
@@ -11,7 +12,6 @@ use std::sync::atomic::AtomicBool;
 use argh::FromArgs;
 use evolve_core::text::one_line;
 
-use super::memory::open_store;
 use crate::agents::versions::{self, active_text, check_text, first_line, EvolveError, Evolved};
 use crate::cli::app;
 use crate::error::Error;
@@ -122,7 +122,7 @@ fn unknown_version(version: u64) -> Error {
 // ---- the commands ----
 
 fn list(c: List) -> Result<(), Error> {
-    let (_app, store) = open_store(&c.profile)?;
+    let (_app, store) = App::with_store(&c.profile)?;
     let versions = versions::versions(&store)?;
     let mut out = std::io::stdout().lock();
     if c.json {
@@ -143,7 +143,7 @@ fn list(c: List) -> Result<(), Error> {
 }
 
 fn show(c: Show) -> Result<(), Error> {
-    let (_app, store) = open_store(&c.profile)?;
+    let (_app, store) = App::with_store(&c.profile)?;
     let versions = versions::versions(&store)?;
     let shown = match c.version {
         Some(n) => versions.iter().find(|v| v.version == n),
@@ -176,7 +176,7 @@ fn set(c: Set) -> Result<(), Error> {
         path: path.clone(),
         message: format!("not a usable system prompt: {message}; nothing was stored"),
     })?;
-    let (_app, store) = open_store(&c.profile)?;
+    let (_app, store) = App::with_store(&c.profile)?;
     let mut out = std::io::stdout().lock();
     if active_text(&store)? == text {
         writeln!(
@@ -204,7 +204,7 @@ fn display_name(path: &Path) -> String {
 }
 
 fn rollback(c: Rollback) -> Result<(), Error> {
-    let (_app, store) = open_store(&c.profile)?;
+    let (_app, store) = App::with_store(&c.profile)?;
     let versions = versions::versions(&store)?;
     let Some(target) = versions.iter().find(|v| v.version == c.version) else {
         return Err(unknown_version(c.version));
@@ -233,7 +233,7 @@ fn rollback(c: Rollback) -> Result<(), Error> {
 }
 
 fn evolve(c: Evolve) -> Result<(), Error> {
-    let (app, store) = open_store(&c.profile)?;
+    let (app, store) = App::with_store(&c.profile)?;
     let client = Client::new(app.config.model.clone());
     let never = AtomicBool::new(false);
     let done = versions::evolve(

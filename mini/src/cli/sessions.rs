@@ -3,6 +3,7 @@
 //! `--json` and `export --format json` give the stored records for scripts; Markdown and
 //! HTML exports are a readable transcript (title, then one section per message).
 
+use crate::cli::app::App;
 use std::fmt::Write as _;
 use std::io::Write;
 use std::path::PathBuf;
@@ -11,7 +12,7 @@ use argh::FromArgs;
 use evolve_core::history::{Message, Role};
 use evolve_core::text::{clip_chars, one_line};
 
-use crate::cli::memory::{open_store, write_file};
+use crate::cli::memory::write_file;
 use crate::error::Error;
 use crate::store::{self, SessionExport, StoredMessage};
 
@@ -119,7 +120,7 @@ pub fn run(cmd: SessionsCmd) -> Result<(), Error> {
 }
 
 fn list(c: List) -> Result<(), Error> {
-    let (_app, store) = open_store(&c.profile)?;
+    let (_app, store) = App::with_store(&c.profile)?;
     let sessions = store.sessions()?;
     let mut out = std::io::stdout().lock();
     if c.json {
@@ -155,7 +156,7 @@ fn list(c: List) -> Result<(), Error> {
 }
 
 fn show(c: Show) -> Result<(), Error> {
-    let (_app, store) = open_store(&c.profile)?;
+    let (_app, store) = App::with_store(&c.profile)?;
     let export = store.export_session(&c.id)?;
     let mut out = std::io::stdout().lock();
     if c.json {
@@ -167,7 +168,7 @@ fn show(c: Show) -> Result<(), Error> {
 }
 
 fn rm(c: Rm) -> Result<(), Error> {
-    let (_app, store) = open_store(&c.profile)?;
+    let (_app, store) = App::with_store(&c.profile)?;
     let session = store.session(&c.id)?;
     store.remove_session(&c.id)?;
     writeln!(
@@ -181,7 +182,7 @@ fn rm(c: Rm) -> Result<(), Error> {
 }
 
 fn export(c: ExportCmd) -> Result<(), Error> {
-    let (_app, store) = open_store(&c.profile)?;
+    let (_app, store) = App::with_store(&c.profile)?;
     let export = store.export_session(&c.id)?;
     let text = match c.format {
         Format::Markdown => markdown(&export),

@@ -2,11 +2,11 @@
 //! added to every prompt — list them, remove one by its number, clear them. The rules
 //! are [`crate::agents::style`]'s, shared with `/v1/memory/style`.
 
+use crate::cli::app::App;
 use std::io::Write;
 
 use argh::FromArgs;
 
-use super::memory::open_store;
 use crate::agents::style::{self, Removal};
 use crate::error::Error;
 
@@ -77,7 +77,7 @@ fn parse_number(s: &str) -> Result<usize, String> {
 }
 
 fn list(c: List) -> Result<(), Error> {
-    let (_app, store) = open_store(&c.profile)?;
+    let (_app, store) = App::with_store(&c.profile)?;
     let notes = style::list(&store)?;
     let mut out = std::io::stdout().lock();
     if c.json {
@@ -101,7 +101,7 @@ fn list(c: List) -> Result<(), Error> {
 }
 
 fn rm(c: Rm) -> Result<(), Error> {
-    let (_app, store) = open_store(&c.profile)?;
+    let (_app, store) = App::with_store(&c.profile)?;
     match style::remove(&store, c.n, None)? {
         Removal::Done(note) => {
             writeln!(
@@ -129,7 +129,7 @@ fn rm(c: Rm) -> Result<(), Error> {
 }
 
 fn clear(c: Clear) -> Result<(), Error> {
-    let (_app, store) = open_store(&c.profile)?;
+    let (_app, store) = App::with_store(&c.profile)?;
     let n = style::clear(&store)?;
     let plural = if n == 1 { "" } else { "s" };
     writeln!(std::io::stdout().lock(), "removed {n} style note{plural}")?;

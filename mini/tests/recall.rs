@@ -8,6 +8,7 @@
 
 mod support;
 
+use evolve_core::text::keyword_hash;
 use serde_json::Value;
 use support::{system_text, Reply, World};
 
@@ -167,8 +168,8 @@ fn memories_keyed_by_an_older_build_are_keyed_again() {
         "memories": [{
             "id": 1, "content": "Melanie painted a sunset", "priority": 3, "importance": 3,
             "category": "general", "created_at": 1_700_000_000,
-            "keywords": [evolve_core_hash("melanie"), evolve_core_hash("painted"),
-                         evolve_core_hash("sunset")]
+            "keywords": [keyword_hash("melanie"), keyword_hash("painted"),
+                         keyword_hash("sunset")]
         }],
         "sessions": []
     });
@@ -178,16 +179,6 @@ fn memories_keyed_by_an_older_build_are_keyed_again() {
         .expect(0);
     let doc = search(&w, "Who paints?", None);
     assert_eq!(chosen(&doc), ["Melanie painted a sunset"], "{doc:#}");
-}
-
-/// FNV-1a 64 of a keyword, as the core stores it (evolve_core::text::keyword_hash).
-fn evolve_core_hash(word: &str) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in word.bytes() {
-        h ^= u64::from(b);
-        h = h.wrapping_mul(0x0000_0100_0000_01b3);
-    }
-    h
 }
 
 #[test]

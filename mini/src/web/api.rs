@@ -404,9 +404,18 @@ fn answer(state: &State, req: &Request, id: &str, call: &str) -> Reply {
 fn memory_json(m: &Memory) -> Value {
     let mut v = serde_json::to_value(m).unwrap_or_default();
     if let Some(o) = v.as_object_mut() {
-        o.remove("keywords");
-        o.remove("embedding");
-        o.remove("content_hash");
+        // What the store derives for ranking is not the memory's: keywords, their
+        // count and rules version, the embedding and its model, the hash.
+        for derived in [
+            "keywords",
+            "keyword_count",
+            "keywords_version",
+            "embedding",
+            "embedding_model",
+            "content_hash",
+        ] {
+            o.remove(derived);
+        }
         o.insert("priority".into(), json!(m.priority as u8));
     }
     v

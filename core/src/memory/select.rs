@@ -318,36 +318,33 @@ fn lexical_scan(memories: &[Memory], terms: &Terms<'_>) -> Lexical {
     // (slot, range of its matched terms in `matched`).
     let mut found: Vec<(u32, usize, usize)> = Vec::new();
     let mut matched: Vec<u32> = Vec::new();
+    let mut mine: Vec<u32> = Vec::new();
     for (slot, m) in memories.iter().enumerate() {
         if m.deleted {
             continue;
         }
         docs += 1;
         total_len += u64::from(m.ranked_len());
+        mine.clear();
+        mine.extend(
+            m.keywords
+                .as_slice()
+                .iter()
+                .filter_map(|&k| terms.find(k))
+                .map(|t| t as u32),
+        );
+        if mine.is_empty() {
+            continue;
+        }
+        // In term order and once each, even for a record whose stored set is not sorted.
+        mine.sort_unstable();
+        mine.dedup();
+        for &t in &mine {
+            df[t as usize] += 1;
+        }
         let from = matched.len();
-        for &k in m.keywords.as_slice() {
-            if let Some(t) = terms.find(k) {
-                matched.push(t as u32);
-            }
-        }
-        if matched.len() > from {
-            // A record whose stored set is not sorted: keep the sums in term order.
-            matched[from..].sort_unstable();
-            let mut last = None;
-            let mut w = from;
-            for r in from..matched.len() {
-                if Some(matched[r]) != last {
-                    last = Some(matched[r]);
-                    matched[w] = matched[r];
-                    w += 1;
-                }
-            }
-            matched.truncate(w);
-            for &t in &matched[from..] {
-                df[t as usize] += 1;
-            }
-            found.push((slot as u32, from, matched.len()));
-        }
+        matched.extend_from_slice(&mine);
+        found.push((slot as u32, from, matched.len()));
     }
     let idfs: Vec<f32> = terms
         .terms

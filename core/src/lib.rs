@@ -26,6 +26,7 @@ pub mod permission;
 pub mod sched;
 pub mod skill;
 pub mod text;
+pub mod turn;
 
 pub use config::CoreConfig;
 

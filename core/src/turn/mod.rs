@@ -1,0 +1,656 @@
+//! One turn of the agent as a state machine (DESIGN.md "One turn", steps 6–9), in the
+//! manner of `quinn-proto`: no I/O and no clock. The shell builds a [`Turn`] from the
+//! question, asks it what to do next with [`Turn::poll`] and reports what happened with
+//! the `handle_*` methods, each with its own `now`.
+//!
+//! What the turn decides: the step budget and that the last step offers no tools, when
+//! an identical call repeats often enough to stop the tool loop, what the model is told
+//! about a call that was refused, cut, unknown or unreadable, which calls run, which ask
+//! a person and which are refused (core's [`decide`](crate::permission::decide) through
+//! the shell's [`CallCheck`]), the session's grants ("always" for an L3 call; for
+//! `shell` the exact command) and the call waiting for a person. What it leaves to the
+//! shell: the model, the tools, the permission classes (the tool catalog), the store,
+//! and how a person is asked.
+//!
+//! The whole state serialises ([`serde`]), so a turn whose call waits for a person can
+//! be parked in the store and resumed by another process.
+
+#[cfg(test)]
+mod tests;
+mod texts;
+
+use alloc::collections::VecDeque;
+use alloc::string::{String, ToString};
+use alloc::vec::Vec;
+
+use serde::{Deserialize, Serialize};
+
+use crate::history::{Message, ToolCall};
+use crate::permission::{
+    AnswerOutcome, AuditEntry, CallCheck, CallKey, Decision, Grants, Level, PendingCall, Policy,
+    RefusalReason,
+};
+use crate::Timestamp;
+
+pub use texts::{parse_approval, Approval};
+
+/// The same call (tool and arguments) this many times in one turn ends the tool loop.
+pub const REPEAT_LIMIT: usize = 3;
+
+/// The agents of seed 002 a turn's actions belong to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AgentId {
+    /// Runs the turn: asks the model, asks a person.
+    Manager,
+    /// Chooses and learns memories.
+    Memory,
+    /// Offers, checks and runs tools.
+    Tool,
+    /// Scores answers.
+    Evaluate,
+    /// Reflects on sessions, learns style and lessons.
+    Reflection,
+}
+
+/// What the shell does next.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Action {
+    /// Ask the main model: the prompt is the context plus [`Turn::messages`].
+    CallModel(ModelStep),
+    /// Check this call's permission (class, escalation, decision with
+    /// [`Turn::grants`] and [`Turn::policy`]) and report it with
+    /// [`Turn::handle_check`].
+    CheckCall(ToolCall),
+    /// Ask a person about this call ([`PendingCall::prompt`] says what to show) and
+    /// report the reply with [`Turn::handle_answer`]. Before asking, the shell parks the
+    /// turn (its state) so that the question survives the process.
+    AskPerson(PendingCall),
+    /// Run this call at this level and report its output with
+    /// [`Turn::handle_output`].
+    RunTool {
+        /// The call.
+        call: ToolCall,
+        /// The level the check gave it (a shell command is confined by it).
+        level: Level,
+    },
+    /// Append this entry to the audit log.
+    Audit(AuditEntry),
+    /// Store the session's grants (an "always" answer changed them).
+    SaveGrants(Grants),
+    /// A call is settled (ran, refused or not run): tell the interface.
+    CallSettled(CallRecord),
+    /// The turn is over: the answer is the last of [`Turn::messages`].
+    Done,
+}
+
+impl Action {
+    /// The agent that acts.
+    pub fn agent(&self) -> AgentId {
+        match self {
+            Action::CallModel(_) | Action::AskPerson(_) | Action::Done => AgentId::Manager,
+            Action::CheckCall(_)
+            | Action::RunTool { .. }
+            | Action::Audit(_)
+            | Action::SaveGrants(_)
+            | Action::CallSettled(_) => AgentId::Tool,
+        }
+    }
+}
+
+/// One call of the main model.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModelStep {
+    /// 1 for the first call of the turn.
+    pub step: usize,
+    /// Whether tools are offered (never on the last step).
+    pub offer_tools: bool,
+    /// Make the model call this tool (`evolve ask --tool NAME`; the first step only).
+    pub force_tool: Option<String>,
+}
+
+/// What the shell found out about a call before its permission check.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", content = "detail", rename_all = "snake_case")]
+pub enum Precheck {
+    /// A known tool with readable arguments (given canonical in the message).
+    Ready,
+    /// The arguments passed the answer cap (the cap in bytes) and were cut: never run.
+    Cut(usize),
+    /// No tool of that name; the text says which tools there are.
+    Unknown(String),
+    /// The arguments are not one JSON object; the text says why.
+    Unreadable(String),
+}
+
+/// What the model answered in one step.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reply {
+    /// The assistant message, with its tool calls.
+    pub message: Message,
+    /// For each tool call, what the shell found before the check (missing entries are
+    /// [`Precheck::Ready`]).
+    pub prechecks: Vec<Precheck>,
+}
+
+/// One tool call of the turn and what happened to it (the turn record's `tools`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CallRecord {
+    /// The call id from the model.
+    pub id: String,
+    /// The tool name the model used.
+    pub name: String,
+    /// The arguments as the tool read them.
+    pub arguments: String,
+    /// The call's level (class raised by the arguments); none when it was not checked
+    /// (no such tool, unreadable arguments, a repeat).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub level: Option<Level>,
+    /// What the permission check decided; none when it was not checked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decision: Option<Decision>,
+    /// How a person answered (`run`, `refused`), or why the call was not checked (`no
+    /// such tool`, `unreadable arguments`, `repeated`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answer: Option<String>,
+    /// Whether it ran.
+    pub ran: bool,
+    /// The tool reported an error (or the call could not be run).
+    pub is_error: bool,
+    /// Characters of output the model received.
+    pub output_chars: usize,
+}
+
+impl CallRecord {
+    /// A call answered without a permission check, not run.
+    pub fn not_run(call: &ToolCall, why: &str) -> CallRecord {
+        CallRecord {
+            id: call.id.clone(),
+            name: call.name.clone(),
+            arguments: call.arguments.clone(),
+            level: None,
+            decision: None,
+            answer: Some(why.to_string()),
+            ran: false,
+            is_error: true,
+            output_chars: 0,
+        }
+    }
+
+    fn checked(call: &ToolCall, level: Level, decision: Decision) -> CallRecord {
+        CallRecord {
+            id: call.id.clone(),
+            name: call.name.clone(),
+            arguments: call.arguments.clone(),
+            level: Some(level),
+            decision: Some(decision),
+            answer: None,
+            ran: false,
+            is_error: false,
+            output_chars: 0,
+        }
+    }
+}
+
+/// The limits a turn runs under.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Limits {
+    /// Model calls per turn at most (`[agent] max_steps`); the last offers no tools.
+    pub max_steps: usize,
+}
+
+/// A call being checked, asked about or run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+struct Current {
+    call: ToolCall,
+    record: CallRecord,
+    /// The audit entry of the decision (an answer is added before it is written).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    audit: Option<AuditEntry>,
+    /// What an "always" covers: for `shell` the command line.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    command: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pending: Option<PendingCall>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "phase", rename_all = "snake_case")]
+enum Phase {
+    /// The model is to be called.
+    Model,
+    /// Waiting for the model's reply.
+    AwaitModel,
+    /// The queued calls are next.
+    Calls,
+    /// Waiting for the check of the current call.
+    AwaitCheck { current: Current },
+    /// Waiting for a person's answer about the current call.
+    AwaitPerson { current: Current },
+    /// Waiting for the current call's output.
+    AwaitTool { current: Current },
+    /// Over.
+    Done,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+struct Queued {
+    call: ToolCall,
+    precheck: Precheck,
+}
+
+/// One turn: the question, the steps so far and the call in hand. See the module doc.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Turn {
+    session: String,
+    policy: Policy,
+    limits: Limits,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    force_tool: Option<String>,
+    grants: Grants,
+    /// The turn's messages: the question first, then the tool rounds, the answer last.
+    messages: Vec<Message>,
+    calls: Vec<CallRecord>,
+    /// (tool, arguments, times called).
+    seen: Vec<(String, String, usize)>,
+    steps: usize,
+    needs_person: bool,
+    /// The tool loop is to end with one more step without tools.
+    wrap_up: bool,
+    queue: VecDeque<Queued>,
+    phase: Phase,
+    #[serde(skip)]
+    outbox: VecDeque<Action>,
+}
+
+impl Turn {
+    /// A turn of `session` answering `question`, under `policy` with the session's
+    /// `grants`.
+    pub fn new(
+        session: &str,
+        question: &str,
+        policy: Policy,
+        grants: Grants,
+        limits: Limits,
+    ) -> Turn {
+        Turn {
+            session: String::from(session),
+            policy,
+            limits: Limits {
+                max_steps: limits.max_steps.max(1),
+            },
+            force_tool: None,
+            grants,
+            messages: alloc::vec![Message::user(question)],
+            calls: Vec::new(),
+            seen: Vec::new(),
+            steps: 0,
+            needs_person: false,
+            wrap_up: false,
+            queue: VecDeque::new(),
+            phase: Phase::Model,
+            outbox: VecDeque::new(),
+        }
+    }
+
+    /// The first model call must call this tool.
+    pub fn force_tool(mut self, tool: Option<&str>) -> Turn {
+        self.force_tool = tool.map(String::from);
+        self
+    }
+
+    /// What to do next; `None` while the turn waits for the event its last action
+    /// asked for.
+    pub fn poll(&mut self) -> Option<Action> {
+        loop {
+            if let Some(a) = self.outbox.pop_front() {
+                return Some(a);
+            }
+            match &self.phase {
+                Phase::Model => {
+                    self.steps += 1;
+                    let last = self.is_last_step();
+                    let force_tool = self.force_tool.clone().filter(|_| self.steps == 1 && !last);
+                    self.phase = Phase::AwaitModel;
+                    return Some(Action::CallModel(ModelStep {
+                        step: self.steps,
+                        offer_tools: !last,
+                        force_tool,
+                    }));
+                }
+                Phase::Calls => self.next_call(),
+                Phase::Done => return Some(Action::Done),
+                Phase::AwaitModel
+                | Phase::AwaitCheck { .. }
+                | Phase::AwaitPerson { .. }
+                | Phase::AwaitTool { .. } => return None,
+            }
+        }
+    }
+
+    fn is_last_step(&self) -> bool {
+        self.steps >= self.limits.max_steps
+    }
+
+    /// The model answered the last [`Action::CallModel`].
+    pub fn handle_reply(&mut self, reply: Reply) {
+        if self.phase != Phase::AwaitModel {
+            return;
+        }
+        let Reply {
+            mut message,
+            prechecks,
+        } = reply;
+        if message.tool_calls.is_empty() || self.is_last_step() {
+            let mut text = core::mem::take(&mut message.content);
+            if text.trim().is_empty() && !message.tool_calls.is_empty() {
+                text = texts::stopped_without_answer(self.steps);
+            }
+            let mut fin = Message::assistant(text);
+            fin.reasoning = message.reasoning.take();
+            self.messages.push(fin);
+            self.phase = Phase::Done;
+            return;
+        }
+        let mut prechecks = prechecks.into_iter();
+        for call in &message.tool_calls {
+            self.queue.push_back(Queued {
+                call: call.clone(),
+                precheck: prechecks.next().unwrap_or(Precheck::Ready),
+            });
+        }
+        self.messages.push(message);
+        self.phase = Phase::Calls;
+    }
+
+    /// The next queued call: answered here (cut, unknown, unreadable, a repeat) or sent
+    /// to the check. With none left, the next model step.
+    fn next_call(&mut self) {
+        let Some(Queued { call, precheck }) = self.queue.pop_front() else {
+            if self.wrap_up {
+                // One last round without tools so the model answers with what it has.
+                self.steps = self.limits.max_steps.saturating_sub(1);
+                self.wrap_up = false;
+            }
+            self.phase = Phase::Model;
+            return;
+        };
+        let answered = match precheck {
+            Precheck::Cut(cap) => {
+                Some((texts::cut_arguments(cap), "arguments over max_answer_bytes"))
+            }
+            Precheck::Unknown(tools) => Some((alloc::format!("error: {tools}"), "no such tool")),
+            Precheck::Unreadable(problem) => {
+                Some((texts::unreadable(&problem), "unreadable arguments"))
+            }
+            Precheck::Ready => {
+                let times = self.count_call(&call);
+                if times > 1 {
+                    if times >= REPEAT_LIMIT {
+                        self.wrap_up = true;
+                    }
+                    Some((texts::repeated(&call.name), "repeated"))
+                } else {
+                    None
+                }
+            }
+        };
+        match answered {
+            Some((text, why)) => {
+                let record = CallRecord::not_run(&call, why);
+                self.settle(&call, record, text);
+            }
+            None => {
+                self.outbox.push_back(Action::CheckCall(call.clone()));
+                self.phase = Phase::AwaitCheck {
+                    current: Current {
+                        record: CallRecord::not_run(&call, ""),
+                        call,
+                        audit: None,
+                        command: None,
+                        pending: None,
+                    },
+                };
+            }
+        }
+    }
+
+    fn count_call(&mut self, call: &ToolCall) -> usize {
+        if let Some(seen) = self
+            .seen
+            .iter_mut()
+            .find(|(n, a, _)| *n == call.name && *a == call.arguments)
+        {
+            seen.2 += 1;
+            return seen.2;
+        }
+        self.seen
+            .push((call.name.clone(), call.arguments.clone(), 1));
+        1
+    }
+
+    /// The tool message for a settled call, and the notice for the interface.
+    fn settle(&mut self, call: &ToolCall, mut record: CallRecord, text: String) {
+        record.output_chars = text.chars().count();
+        self.messages
+            .push(Message::tool_result(&call.id, &call.name, text));
+        self.calls.push(record.clone());
+        self.outbox.push_back(Action::CallSettled(record));
+        self.phase = Phase::Calls;
+    }
+
+    /// The permission check of the call of the last [`Action::CheckCall`].
+    pub fn handle_check(&mut self, check: CallCheck, now: Timestamp) {
+        let Phase::AwaitCheck { current } = &mut self.phase else {
+            return;
+        };
+        let mut current = current.clone();
+        current.record = CallRecord::checked(&current.call, check.level, check.decision);
+        let audit = check.audit(now, &self.session, &current.call.name);
+        match check.decision {
+            Decision::Run | Decision::RunScoped => {
+                self.outbox.push_back(Action::Audit(audit));
+                self.run(current, check.level);
+            }
+            Decision::AskOnce | Decision::AskTwice => {
+                let call = &current.call;
+                match PendingCall::new(&call.id, &call.name, &call.arguments, check.level, now) {
+                    Ok(pending) => {
+                        current.audit = Some(audit);
+                        current.command = check.command.clone();
+                        current.pending = Some(pending.clone());
+                        self.outbox.push_back(Action::AskPerson(pending));
+                        self.phase = Phase::AwaitPerson { current };
+                    }
+                    Err(e) => {
+                        self.outbox.push_back(Action::Audit(audit));
+                        let text = alloc::format!("refused: {e}");
+                        let (call, record) = (current.call, current.record);
+                        self.settle(&call, record, text);
+                    }
+                }
+            }
+            Decision::Refuse(reason) => {
+                self.outbox.push_back(Action::Audit(audit));
+                if let RefusalReason::NeedsPerson { .. } = reason {
+                    self.needs_person = true;
+                }
+                let text = texts::refused(reason, &check);
+                let (call, record) = (current.call, current.record);
+                self.settle(&call, record, text);
+            }
+        }
+    }
+
+    fn run(&mut self, current: Current, level: Level) {
+        self.outbox.push_back(Action::RunTool {
+            call: current.call.clone(),
+            level,
+        });
+        self.phase = Phase::AwaitTool { current };
+    }
+
+    /// A person's reply to the last [`Action::AskPerson`]: yes, no, "always" (L3 at
+    /// most), or anything else (asked again). The second yes of an L4 call is asked
+    /// for with the exact call repeated.
+    pub fn handle_answer(&mut self, reply: &str) {
+        let Phase::AwaitPerson { current } = &mut self.phase else {
+            return;
+        };
+        let Some(pending) = current.pending.as_mut() else {
+            return;
+        };
+        let outcome = match parse_approval(reply, pending.level) {
+            Approval::Always => {
+                let key = CallKey {
+                    tool: &current.call.name,
+                    command: current.command.as_deref(),
+                };
+                // "always" is only read for L3 at most, which can always be granted.
+                if self.grants.grant_call(key, pending.level).is_ok() {
+                    self.outbox
+                        .push_back(Action::SaveGrants(self.grants.clone()));
+                }
+                AnswerOutcome::Run
+            }
+            Approval::Other => pending.answer(reply),
+        };
+        match outcome {
+            AnswerOutcome::Run | AnswerOutcome::Refused => {
+                let mut current = current.clone();
+                let runs = outcome == AnswerOutcome::Run;
+                if let Some(audit) = current.audit.take() {
+                    self.outbox
+                        .push_back(Action::Audit(audit.with_answer(outcome)));
+                }
+                current.pending = None;
+                current.record.answer = Some(String::from(if runs { "run" } else { "refused" }));
+                if runs {
+                    let level = current.record.level.unwrap_or(Level::L4);
+                    self.run(current, level);
+                } else {
+                    let (call, record) = (current.call, current.record);
+                    self.settle(&call, record, String::from(texts::SAID_NO));
+                }
+            }
+            AnswerOutcome::AskAgain | AnswerOutcome::NeedSecondConfirmation => {
+                let pending = pending.clone();
+                self.outbox.push_back(Action::AskPerson(pending));
+            }
+        }
+    }
+
+    /// The user went on with a new message instead of answering: the waiting call is
+    /// refused, the calls queued after it are not run, and the turn ends with a note
+    /// (no model call: the new message is a turn of its own).
+    pub fn handle_moved_on(&mut self) {
+        let Phase::AwaitPerson { current } = &self.phase else {
+            return;
+        };
+        let mut current = current.clone();
+        if let Some(audit) = current.audit.take() {
+            self.outbox
+                .push_back(Action::Audit(audit.with_answer(AnswerOutcome::Refused)));
+        }
+        current.record.answer = Some(String::from("refused"));
+        let tool = current.call.name.clone();
+        let (call, record) = (current.call, current.record);
+        self.settle(&call, record, String::from(texts::NOT_ANSWERED));
+        while let Some(Queued { call, .. }) = self.queue.pop_front() {
+            let record = CallRecord::not_run(&call, "turn ended");
+            self.settle(&call, record, String::from(texts::TURN_ENDED));
+        }
+        self.messages
+            .push(Message::assistant(texts::moved_on(&tool)));
+        self.phase = Phase::Done;
+    }
+
+    /// The output of the call of the last [`Action::RunTool`].
+    pub fn handle_output(&mut self, content: String, is_error: bool) {
+        let Phase::AwaitTool { current } = &mut self.phase else {
+            return;
+        };
+        let mut record = current.record.clone();
+        let call = current.call.clone();
+        record.ran = true;
+        record.is_error = is_error;
+        let text = if is_error {
+            alloc::format!("error: {content}")
+        } else {
+            content
+        };
+        self.settle(&call, record, text);
+    }
+
+    /// The turn's messages: the question, the tool rounds, and once done the answer.
+    pub fn messages(&self) -> &[Message] {
+        &self.messages
+    }
+
+    /// Takes the messages out (at the end of the turn).
+    pub fn take_messages(&mut self) -> Vec<Message> {
+        core::mem::take(&mut self.messages)
+    }
+
+    /// The question.
+    pub fn question(&self) -> &str {
+        self.messages.first().map_or("", |m| m.content.as_str())
+    }
+
+    /// The calls settled so far.
+    pub fn calls(&self) -> &[CallRecord] {
+        &self.calls
+    }
+
+    /// Takes the call records out (at the end of the turn).
+    pub fn take_calls(&mut self) -> Vec<CallRecord> {
+        core::mem::take(&mut self.calls)
+    }
+
+    /// Model calls so far.
+    pub fn steps(&self) -> usize {
+        self.steps
+    }
+
+    /// A call was refused because nobody could be asked.
+    pub fn needs_person(&self) -> bool {
+        self.needs_person
+    }
+
+    /// The session's grants as the turn holds them.
+    pub fn grants(&self) -> &Grants {
+        &self.grants
+    }
+
+    /// The permission policy of the turn.
+    pub fn policy(&self) -> &Policy {
+        &self.policy
+    }
+
+    /// The session.
+    pub fn session(&self) -> &str {
+        &self.session
+    }
+
+    /// The call waiting for a person, if the turn waits for one.
+    pub fn pending(&self) -> Option<&PendingCall> {
+        match &self.phase {
+            Phase::AwaitPerson { current } => current.pending.as_ref(),
+            _ => None,
+        }
+    }
+
+    /// Whether the turn is over.
+    pub fn is_done(&self) -> bool {
+        self.phase == Phase::Done
+    }
+
+    /// A turn read back from the store waits for what it waited for when it was
+    /// parked: a person's answer is asked for again.
+    pub fn resume(&mut self) {
+        self.outbox.clear();
+        if let Some(p) = self.pending().cloned() {
+            self.outbox.push_back(Action::AskPerson(p));
+        }
+    }
+}

@@ -491,14 +491,18 @@ async function permAnswer(answer) {
   const ev = S.perm, d = $('#perm');
   if (!ev) return;
   for (const b of d.querySelectorAll('button')) b.disabled = true;
+  let r;
   try {
-    await api('POST', `/v1/sessions/${enc(ev.session)}/pending/${enc(ev.call.id)}`, { answer });
+    r = await api('POST', `/v1/sessions/${enc(ev.session)}/pending/${enc(ev.call.id)}`, { answer });
   } catch (e) {
     toast(e.message);
     for (const b of d.querySelectorAll('button')) b.disabled = false;
     return;
   }
   S.perms = S.perms.filter(p => p !== ev);
+  // A call parked on the session (no stream waits for it): the server returns its
+  // next question (the second of an L4 call) itself.
+  if (r && r.pending) return permShow({ session: ev.session, call: r.pending });
   // The next event (step 2, or the next call) may have arrived before this answer did.
   if (S.perm !== ev) return;
   if (answer === 'yes' && ev.call.step < ev.call.steps) {

@@ -5,6 +5,7 @@
 
 mod agents;
 mod cli;
+mod clock;
 mod config;
 mod error;
 mod heap;

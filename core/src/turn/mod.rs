@@ -115,8 +115,8 @@ pub struct ModelStep {
 pub enum Precheck {
     /// A known tool with readable arguments (given canonical in the message).
     Ready,
-    /// The arguments passed the answer cap (the cap in bytes) and were cut: never run.
-    Cut(usize),
+    /// The arguments passed the answer cap (the cap as shown) and were cut: never run.
+    Cut(String),
     /// No tool of that name; the text says which tools there are.
     Unknown(String),
     /// The arguments are not one JSON object; the text says why.
@@ -376,9 +376,10 @@ impl Turn {
             return;
         };
         let answered = match precheck {
-            Precheck::Cut(cap) => {
-                Some((texts::cut_arguments(cap), "arguments over max_answer_bytes"))
-            }
+            Precheck::Cut(cap) => Some((
+                texts::cut_arguments(&cap),
+                "arguments over max_answer_bytes",
+            )),
             Precheck::Unknown(tools) => Some((alloc::format!("error: {tools}"), "no such tool")),
             Precheck::Unreadable(problem) => {
                 Some((texts::unreadable(&problem), "unreadable arguments"))

@@ -160,7 +160,7 @@ fn prechecked_calls_are_answered_without_a_check() {
     // (precheck, what the model is told, the record's answer)
     let cases = [
         (
-            Precheck::Cut(1024),
+            Precheck::Cut("1 KiB".into()),
             "max_answer_bytes",
             "arguments over max_answer_bytes",
         ),

@@ -47,7 +47,7 @@ pub(super) fn stopped_without_answer(steps: usize) -> String {
     format!("(stopped after {steps} steps without a final answer)")
 }
 
-pub(super) fn cut_arguments(cap: usize) -> String {
+pub(super) fn cut_arguments(cap: &str) -> String {
     format!(
         "error: not run: the arguments were longer than the {cap} an answer may take \
          (max_answer_bytes), so they were cut and are incomplete. Send smaller \

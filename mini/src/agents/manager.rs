@@ -7,7 +7,6 @@
 //! (core), the I/O (the other agents, the store, the model), and how a person is asked
 //! (the interface, through [`TurnIo`]).
 
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver};
 use std::sync::Arc;
@@ -16,9 +15,14 @@ use std::time::{Duration, Instant};
 use evolve_core::history::{
     self, entry_keywords, Budget, BuildInput, L2Entry, L2Ring, Message, Role,
 };
-use evolve_core::permission::{AnswerOutcome, Decision, Level, PendingCall, Policy, RefusalReason};
+use evolve_core::permission::{
+    parse_answer, Answer, AnswerOutcome, Decision, Level, PendingCall, Policy,
+};
 use evolve_core::skill::{rank, summary_block, SkillSummary};
 use evolve_core::text::{clip_chars, KeywordSet, Lang};
+use evolve_core::turn::{
+    parse_approval, Action, Approval as TurnApproval, Limits, ModelStep, Precheck, Reply, Turn,
+};
 use evolve_core::Timestamp;
 
 use super::describe_agent;
@@ -28,19 +32,18 @@ use super::prompts::DEFAULT_SYSTEM_PROMPT;
 use super::record::{PostTurn, ToolRun, TurnRecord, TurnUsage};
 use super::reflect::{ReflectWhy, ReflectionAgent};
 use super::runtime::Runtime;
-use super::tool::ToolAgent;
+use super::tool::{ToolAgent, TurnTools};
 use super::trace::ToolStep;
 use super::worker::Worker;
-use crate::cli::app::now;
+use crate::clock::now;
 use crate::error::Error;
-use crate::llm::{AnswerCut, ChatRequest, Delta, ModelRole, Usage};
+use crate::llm::{AnswerCut, ChatRequest, Delta, ModelRole, ToolSpec, Usage};
+use crate::store::ParkedTurn;
 
 /// Turns whose messages are sent in full (L1); older ones come from the L2 ring.
 const L1_TURNS: u64 = 6;
 /// Skill summaries in the prompt, at most.
 const SKILLS_IN_PROMPT: usize = 3;
-/// The same call (tool and arguments) this many times in one turn ends the tool loop.
-const REPEAT_LIMIT: usize = 3;
 /// Characters of the answer the background work gets: each of its agents reads at most
 /// 4 000 (evaluation; extraction, style, skills and lessons fewer) and marks a longer
 /// text cut, so twice that is enough and a long answer is not copied whole.
@@ -65,17 +68,6 @@ pub struct TurnInput<'a> {
     pub force_tool: Option<&'a str>,
 }
 
-/// A person's settled answer about a parked call.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Approval {
-    /// Run it.
-    Run,
-    /// Run it, and the same tool without asking for the rest of the session (L1–L3).
-    AlwaysForSession,
-    /// Do not run it.
-    Refused,
-}
-
 /// What the interface does during a turn.
 pub trait TurnIo {
     /// A streamed piece of the answer.
@@ -84,10 +76,12 @@ pub trait TurnIo {
     fn on_tool_start(&mut self, _name: &str, _arguments: &str, _level: Level) {}
     /// A tool call finished (ran or was refused).
     fn on_tool_end(&mut self, _run: &ToolRun) {}
-    /// A person decides about a call that needs one. Called only under
-    /// [`Policy::Interactive`]; the call's `prompt` says what to show (the second
-    /// question of an L4 call repeats the exact arguments).
-    fn approve(&mut self, call: &mut PendingCall, lang: Lang) -> Approval;
+    /// A person's reply to the question about a call (`call.prompt(lang)` says what to
+    /// show; the second question of an L4 call repeats the exact arguments), or `None`
+    /// when nobody answers now (end of input, the client went away, Ctrl-C): the turn
+    /// stays parked on the session and its next input settles it. Called only under
+    /// [`Policy::Interactive`].
+    fn ask(&mut self, call: &PendingCall, lang: Lang) -> Option<String>;
 }
 
 /// Runs turns.
@@ -97,16 +91,20 @@ pub struct Manager {
     last_session: std::sync::Mutex<Option<String>>,
 }
 
-/// What the tool loop has done so far (kept when it fails, so nothing is lost).
-struct LoopState {
-    turn_msgs: Vec<Message>,
-    runs: Vec<ToolRun>,
-    seen: HashMap<(String, String), usize>,
+/// Time spent waiting for the model or for a person (not the agent's overhead), and
+/// the main model's tokens.
+#[derive(Default)]
+struct Timing {
     usage_main: Usage,
-    needs_person: bool,
-    steps: usize,
-    /// Time spent waiting for the model or for a person (not the agent's overhead).
     model_time: Duration,
+}
+
+/// How the tool loop ended.
+enum Ended {
+    /// With an answer, the last of the turn's messages.
+    Answered,
+    /// Parked: this call waits for a person who is not there now.
+    Parked(PendingCall),
 }
 
 describe_agent!(
@@ -175,6 +173,12 @@ impl Manager {
     /// Runs one turn. Returns the record (without the background results) and a
     /// receiver that gets them when the worker is done.
     ///
+    /// A turn parked on the session (a call waiting for a person) is settled first: an
+    /// answer from a person (yes, no, always) resumes it and the record is that turn's;
+    /// any other input refuses the waiting call, closes that turn and is a turn of its
+    /// own. A turn whose call waits for a person who is not there is parked and its
+    /// record says so (`waiting`).
+    ///
     /// When the model fails mid-turn nothing acknowledged is lost: the question and the
     /// tool rounds that ran are stored in the session (the turn stays open), and the
     /// error is returned. A new session that would stay empty is removed.
@@ -185,7 +189,7 @@ impl Manager {
     ) -> Result<(TurnRecord, Receiver<PostTurn>), Error> {
         let rt = &*self.rt;
         let started = Instant::now();
-        let now = now();
+        let now = rt.clock.now();
 
         // 1. The session.
         let (session, created) = match input.session {
@@ -197,46 +201,54 @@ impl Manager {
             ),
         };
         let sid = session.id.clone();
-        let turn_no = session.turns + 1;
         self.set_last_session(Some(sid.clone()));
 
-        let mut state = LoopState {
-            turn_msgs: vec![Message::user(input.text)],
-            runs: Vec::new(),
-            seen: HashMap::new(),
-            usage_main: Usage::default(),
-            needs_person: false,
-            steps: 0,
-            model_time: Duration::ZERO,
+        // 2. A parked turn first.
+        let (mut turn, turn_no) = match self.settle_parked(&sid, &input, now)? {
+            Some(resumed) => resumed,
+            None => {
+                let turns = if created {
+                    session.turns
+                } else {
+                    rt.store.session(&sid)?.turns
+                };
+                let grants = rt.store.grants(&sid)?;
+                let limits = Limits {
+                    max_steps: rt.config.agent.max_steps,
+                };
+                let turn = Turn::new(&sid, input.text, input.policy, grants, limits)
+                    .force_tool(input.force_tool);
+                (turn, turns + 1)
+            }
         };
-        let outcome = self.answer(&sid, turn_no, &input, io, now, &mut state);
-        let ctx = match outcome {
-            Ok(ctx) => ctx,
+
+        let mut timing = Timing::default();
+        let (ctx, ended) = match self.answer(&sid, turn_no, &mut turn, &input, io, &mut timing) {
+            Ok(done) => done,
             Err(e) => {
-                self.keep_failed_turn(&sid, turn_no, created, &state, &e, now);
+                self.keep_failed_turn(&sid, turn_no, created, &turn, &e, now);
                 return Err(e);
             }
         };
-        let LoopState {
-            turn_msgs,
-            runs,
-            usage_main,
-            needs_person,
-            steps,
-            model_time,
-            ..
-        } = state;
+        if let Ended::Parked(call) = ended {
+            let mut record = self.record(&sid, turn_no, &mut turn, ctx, &timing);
+            record.waiting = Some(call);
+            record.answer_ms = started.elapsed().as_millis() as u64;
+            let (_, rx) = mpsc::channel();
+            return Ok((record, rx));
+        }
+        let question = turn.question().to_string();
 
         // 10. Save the turn (history first: what the user saw is never lost).
         let answered = Instant::now();
-        let mut turn_msgs = turn_msgs;
+        let mut turn_msgs = turn.take_messages();
         let reply = turn_msgs.last().map_or("", |m| m.content.as_str());
         let m = &rt.config.model;
         let budget = m.context_window.saturating_sub(m.reserved_output);
-        let entry = l2_entry(input.text, reply, &turn_msgs, budget);
+        let entry = l2_entry(&question, reply, &turn_msgs, budget);
         let (ring, overflow) = self.next_l2(&sid, entry)?;
         rt.store
-            .append_turn(&sid, turn_no, &turn_msgs, now, &ring)?;
+            .append_turn(&sid, turn_no, &turn_msgs, rt.clock.now(), &ring)?;
         drop(ring);
         // The answer is moved, not copied, from the stored message into the record: one
         // copy for the interface, one for the background work below.
@@ -245,30 +257,13 @@ impl Manager {
             .map(|m| std::mem::take(&mut m.content))
             .unwrap_or_default();
 
-        let mut record = TurnRecord {
-            session: sid.clone(),
-            turn: turn_no,
-            reply,
-            memories: ctx.recall.used,
-            memories_considered: ctx.recall.considered,
-            skills: ctx.skills,
-            tools: runs,
-            steps,
-            needs_person,
-            evaluation: None,
-            reflection: None,
-            learned_skill: None,
-            lesson: None,
-            usage: TurnUsage {
-                main: usage_main,
-                cheap: Usage::default(),
-            },
-            answer_ms: answered.duration_since(started).as_millis() as u64,
-            overhead_ms: 0.0,
-            problems: Vec::new(),
-        };
+        let mut ctx = ctx;
+        let accessed = std::mem::take(&mut ctx.recall.ids);
+        let mut record = self.record(&sid, turn_no, &mut turn, ctx, &timing);
+        record.reply = reply;
+        record.answer_ms = answered.duration_since(started).as_millis() as u64;
         let total = answered.duration_since(started) + answered.elapsed();
-        record.overhead_ms = total.saturating_sub(model_time).as_secs_f64() * 1000.0;
+        record.overhead_ms = total.saturating_sub(timing.model_time).as_secs_f64() * 1000.0;
         // The record is stored, and handed to the background job, without its reply:
         // the turn's last message holds it (`Store::turn_answer`).
         let reply = std::mem::take(&mut record.reply);
@@ -282,11 +277,11 @@ impl Manager {
             rt: Arc::clone(&self.rt),
             session: sid,
             turn: turn_no,
-            question: input.text.to_string(),
+            question,
             reply: evolve_core::history::char_prefix(&record.reply, POST_REPLY_CHARS).to_string(),
             tools_summary: tools_summary(&record.tools),
             steps: super::trace::steps(&record.tools, &turn_msgs),
-            accessed: ctx.recall.ids,
+            accessed,
             overflow,
             record: job_record,
             now,
@@ -303,191 +298,326 @@ impl Manager {
         Ok((record, rx))
     }
 
-    /// Steps 2–9: settles stale approvals, gathers the context, runs the tool loop and
-    /// leaves the answer as the last of the turn's messages; returns the context, for
-    /// the record.
+    /// The record of a turn (its reply and timings are the caller's).
+    fn record(
+        &self,
+        sid: &str,
+        turn_no: u64,
+        turn: &mut Turn,
+        ctx: Context,
+        timing: &Timing,
+    ) -> TurnRecord {
+        TurnRecord {
+            session: sid.to_string(),
+            turn: turn_no,
+            reply: String::new(),
+            memories: ctx.recall.used,
+            memories_considered: ctx.recall.considered,
+            skills: ctx.skills,
+            tools: turn.take_calls(),
+            steps: turn.steps(),
+            needs_person: turn.needs_person(),
+            waiting: None,
+            evaluation: None,
+            reflection: None,
+            learned_skill: None,
+            lesson: None,
+            usage: TurnUsage {
+                main: timing.usage_main,
+                cheap: Usage::default(),
+            },
+            answer_ms: 0,
+            overhead_ms: 0.0,
+            problems: Vec::new(),
+        }
+    }
+
+    /// Step 2 (DESIGN.md): the turn parked on the session, settled by this input. A
+    /// person's answer (yes, no, always — from an interactive front end) resumes it;
+    /// anything else refuses the waiting call and closes that turn. Calls parked in the
+    /// older format (a list without its turn) are refused.
+    fn settle_parked(
+        &self,
+        sid: &str,
+        input: &TurnInput<'_>,
+        now: Timestamp,
+    ) -> Result<Option<(Turn, u64)>, Error> {
+        let rt = &*self.rt;
+        let Some(parked) = rt.store.parked(sid)? else {
+            self.settle_stale_pending(sid, now)?;
+            return Ok(None);
+        };
+        rt.store.unpark(sid)?;
+        let ParkedTurn {
+            turn: turn_no,
+            state: mut turn,
+        } = parked;
+        let answers = input.policy == Policy::Interactive
+            && turn
+                .pending()
+                .is_some_and(|p| is_answer(input.text, p.level));
+        if answers {
+            log::info!(
+                "the answer {:?} settles the call waiting in session {sid}",
+                input.text.trim()
+            );
+            turn.handle_answer(input.text);
+            return Ok(Some((turn, turn_no)));
+        }
+        log::info!("a new message in session {sid}: the call waiting for an answer is refused");
+        turn.handle_moved_on();
+        while let Some(action) = turn.poll() {
+            match action {
+                Action::Audit(entry) => rt.store.audit(&[entry])?,
+                Action::Done => break,
+                _ => {}
+            }
+        }
+        let question = turn.question().to_string();
+        let msgs = turn.take_messages();
+        let reply = msgs.last().map_or("", |m| m.content.as_str());
+        let m = &rt.config.model;
+        let entry = l2_entry(
+            &question,
+            reply,
+            &msgs,
+            m.context_window.saturating_sub(m.reserved_output),
+        );
+        let (ring, _) = self.next_l2(sid, entry)?;
+        rt.store.append_turn(sid, turn_no, &msgs, now, &ring)?;
+        let mut record = TurnRecord::empty(sid, turn_no);
+        record.tools = turn.take_calls();
+        record.steps = turn.steps();
+        save_record(rt, &record);
+        Ok(None)
+    }
+
+    /// Steps 3–9: gathers the context and drives the turn until it is answered or
+    /// parked; returns the context, for the record.
     fn answer(
         &self,
         sid: &str,
         turn_no: u64,
+        turn: &mut Turn,
         input: &TurnInput<'_>,
         io: &mut dyn TurnIo,
-        now: Timestamp,
-        state: &mut LoopState,
-    ) -> Result<Context, Error> {
+        timing: &mut Timing,
+    ) -> Result<(Context, Ended), Error> {
         let rt = &*self.rt;
-        let lang = Lang::guess(input.text);
-
-        // 2. Calls parked by an earlier run that ended before the person answered are
-        //    settled as refused: nothing runs without an answer.
-        self.settle_stale_pending(sid, now)?;
-
+        let question = turn.question().to_string();
+        let lang = Lang::guess(&question);
         // 3–4. Memory search and skill match side by side; history loads meanwhile.
-        let ctx = self.context(sid, turn_no, input.text, now)?;
+        let ctx = self.context(sid, turn_no, &question, rt.clock.now())?;
+        // The turn's own snapshot of the tools (never another session's).
+        let mut tools = ToolAgent.for_turn(rt, input.cancel);
+        let ended = self.drive(
+            sid, turn_no, turn, &ctx, &mut tools, input, io, lang, timing,
+        )?;
+        Ok((ctx, ended))
+    }
 
-        // 5–9. Prompt, tool loop, answer.
-        let mut specs = ToolAgent.specs(rt, input.cancel);
-        let mut tools_generation = rt.mcp.generation();
-        let mut grants = rt.store.grants(sid)?;
-        let max_steps = rt.config.agent.max_steps.max(1);
+    /// Steps 5–9: the one driver of [`Turn`] for every front end. Each action goes to
+    /// the agent that does it; each event gets its own reading of the clock.
+    #[allow(clippy::too_many_arguments)]
+    fn drive(
+        &self,
+        sid: &str,
+        turn_no: u64,
+        turn: &mut Turn,
+        ctx: &Context,
+        tools: &mut TurnTools,
+        input: &TurnInput<'_>,
+        io: &mut dyn TurnIo,
+        lang: Lang,
+        timing: &mut Timing,
+    ) -> Result<Ended, Error> {
+        let rt = &*self.rt;
         loop {
-            state.steps += 1;
-            // An MCP server that changed its tools during the last step (it sent
-            // tools/list_changed) is listed again: the model sees the new list now.
-            // (A list fetched during a call counts too: the generation moved.)
-            if state.steps > 1
-                && (rt.mcp.refresh_changed() || rt.mcp.generation() != tools_generation)
-            {
-                specs = ToolAgent.specs(rt, input.cancel);
-                tools_generation = rt.mcp.generation();
-            }
-            let last_step = state.steps >= max_steps;
-            let mut l1 = ctx.l1.clone();
-            l1.extend(state.turn_msgs.iter().cloned());
-            let built = history::build(
-                &BuildInput {
-                    system_prompt: &ctx.system,
-                    skills_block: non_empty(&ctx.skills_block),
-                    todo_block: non_empty(&ctx.todo_block),
-                    memory_block: non_empty(&ctx.recall.block),
-                    summary: ctx.l3.as_deref(),
-                    tool_chain_summary: None,
-                    l2: &ctx.l2,
-                    l2_keywords: &ctx.l2_keywords,
-                    query: input.text,
-                    l1: &l1,
-                    budget: Budget {
-                        context_window: rt.config.model.context_window,
-                        reserved_output: rt.config.model.reserved_output,
-                    },
-                },
-                &rt.config.core.history,
-                &rt.tokenizer,
-            );
-            if !built.trimmed.is_empty() {
-                log::debug!("history trimmed: {:?}", built.trimmed);
-            }
-            let req = ChatRequest {
-                role: ModelRole::Main,
-                messages: built.messages,
-                tools: if last_step { Vec::new() } else { specs.clone() },
-                stream: input.stream,
-                max_tokens: None,
-                temperature: None,
-                json: false,
-                tool_choice: input
-                    .force_tool
-                    .filter(|_| state.steps == 1 && !last_step)
-                    .map(str::to_string),
+            let Some(action) = turn.poll() else {
+                // Every action is answered below before the next poll.
+                return Err(Error::Other("the turn stopped without an action".into()));
             };
-            // Other evolve processes may use the store while the model thinks.
-            rt.store.release();
-            let t = Instant::now();
-            let resp = rt.model.chat(&req, &mut |d| io.on_delta(&d), input.cancel);
-            state.model_time += t.elapsed();
-            let resp = resp?;
-            state.usage_main.add(resp.usage);
-            let cut = resp.cut;
-            let mut msg = resp.message;
-            if msg.tool_calls.is_empty() || last_step {
-                let mut text = std::mem::take(&mut msg.content);
-                if text.trim().is_empty() {
-                    text = if msg.tool_calls.is_empty() {
-                        log::warn!("the model returned an empty answer");
-                        String::new()
-                    } else {
-                        format!(
-                            "(stopped after {} steps without a final answer)",
-                            state.steps
-                        )
+            match action {
+                Action::CallModel(step) => {
+                    if input.cancel.load(Ordering::Relaxed) {
+                        return Err(Error::Model(crate::llm::LlmError::Cancelled));
+                    }
+                    // An MCP server that changed its tools during the last step is
+                    // listed again: the model sees the new list now.
+                    if step.step > 1 {
+                        ToolAgent.refresh(rt, tools, input.cancel);
+                    }
+                    let reply = self.call_model(turn, ctx, tools, &step, input, io, timing)?;
+                    turn.handle_reply(reply);
+                }
+                Action::CheckCall(call) => {
+                    let check = ToolAgent.check(
+                        rt,
+                        tools,
+                        &call.name,
+                        &call.arguments,
+                        turn.grants(),
+                        turn.policy(),
+                    );
+                    turn.handle_check(check, rt.clock.now());
+                }
+                Action::AskPerson(call) => {
+                    // Parked in the store while the person thinks: a crash, a closed
+                    // terminal or a client that went away leaves the question there,
+                    // and the session's next input settles it.
+                    let parked = ParkedTurn {
+                        turn: turn_no,
+                        state: turn.clone(),
                     };
-                }
-                let mut fin = Message::assistant(text);
-                fin.reasoning = msg.reasoning.take();
-                state.turn_msgs.push(fin);
-                return Ok(ctx);
-            }
-            // A call whose arguments the answer cap cut is never run; its arguments
-            // (incomplete, up to the cap in size) are not kept or sent back.
-            let cut_call = match cut {
-                Some(AnswerCut::ToolArguments(i)) if i < msg.tool_calls.len() => {
-                    msg.tool_calls[i].arguments = "{}".to_string();
-                    Some(i)
-                }
-                _ => None,
-            };
-            // The arguments every later step sees (check, tool, audit, history) are the
-            // tool's own reading of them, as strict JSON.
-            let canonical: Vec<Result<String, String>> = msg
-                .tool_calls
-                .iter()
-                .map(|c| rt.tools.canonical_arguments(&c.arguments))
-                .collect();
-            for (call, args) in msg.tool_calls.iter_mut().zip(&canonical) {
-                if let Ok(a) = args {
-                    call.arguments = a.clone();
-                }
-            }
-            state.turn_msgs.push(msg.clone());
-            let mut stop = false;
-            for (i, (call, args)) in msg.tool_calls.iter().zip(canonical).enumerate() {
-                let (content, mut run) = match args {
-                    _ if cut_call == Some(i) => cut_arguments(rt, call),
-                    _ if !ToolAgent.has(rt, &call.name) => unknown_tool(rt, call),
-                    Err(problem) => (
-                        format!(
-                            "error: not run: {problem}. Send the arguments as one JSON object."
-                        ),
-                        ToolRun::not_run(call, "unreadable arguments"),
-                    ),
-                    Ok(_) => {
-                        let key = (call.name.clone(), call.arguments.clone());
-                        let count = state.seen.entry(key).or_insert(0);
-                        *count += 1;
-                        if *count > 1 {
-                            if *count >= REPEAT_LIMIT {
-                                stop = true;
-                            }
-                            (
-                                format!(
-                                    "not run: you already called {} with exactly these arguments in this turn; use that result instead of calling it again",
-                                    call.name
-                                ),
-                                ToolRun::not_run(call, "repeated"),
-                            )
-                        } else {
-                            self.one_call(
-                                sid,
-                                call,
-                                input,
-                                &mut grants,
-                                lang,
-                                now,
-                                io,
-                                &mut state.needs_person,
-                                &mut state.model_time,
-                            )?
+                    rt.store.park(sid, &parked)?;
+                    rt.store.release();
+                    let asked = Instant::now();
+                    let reply = io.ask(&call, lang);
+                    timing.model_time += asked.elapsed();
+                    match reply {
+                        Some(text) => {
+                            rt.store.unpark(sid)?;
+                            turn.handle_answer(&text);
+                        }
+                        None => {
+                            log::info!(
+                                "the call {} ({}) waits for an answer in session {sid}",
+                                call.id,
+                                call.tool
+                            );
+                            return Ok(Ended::Parked(call));
                         }
                     }
-                };
-                run.output_chars = content.chars().count();
-                io.on_tool_end(&run);
-                state
-                    .turn_msgs
-                    .push(Message::tool_result(&call.id, &call.name, content));
-                state.runs.push(run);
-            }
-            if stop {
-                log::warn!(
-                    "the model repeated the same tool call {REPEAT_LIMIT} times; asking for an answer"
-                );
-                // One last round without tools so the model answers with what it has.
-                state.steps = max_steps.saturating_sub(1);
-            }
-            if input.cancel.load(Ordering::Relaxed) {
-                return Err(Error::Model(crate::llm::LlmError::Cancelled));
+                }
+                Action::RunTool { call, level } => {
+                    io.on_tool_start(&call.name, &call.arguments, level);
+                    let out = ToolAgent.run(
+                        rt,
+                        tools,
+                        sid,
+                        &call.name,
+                        &call.arguments,
+                        level,
+                        rt.clock.now(),
+                        input.cancel,
+                    );
+                    turn.handle_output(out.content, out.is_error);
+                }
+                Action::Audit(entry) => rt.store.audit(&[entry])?,
+                Action::SaveGrants(grants) => rt.store.set_grants(sid, &grants)?,
+                Action::CallSettled(run) => io.on_tool_end(&run),
+                Action::Done => return Ok(Ended::Answered),
             }
         }
+    }
+
+    /// One model step: the prompt under the budget (the tool schemas counted in it), the
+    /// streamed call, and what the shell knows about each call before its check.
+    #[allow(clippy::too_many_arguments)]
+    fn call_model(
+        &self,
+        turn: &Turn,
+        ctx: &Context,
+        tools: &TurnTools,
+        step: &ModelStep,
+        input: &TurnInput<'_>,
+        io: &mut dyn TurnIo,
+        timing: &mut Timing,
+    ) -> Result<Reply, Error> {
+        let rt = &*self.rt;
+        let specs = if step.offer_tools {
+            ToolAgent.specs(rt, tools)
+        } else {
+            Vec::new()
+        };
+        // The tools array goes out with the messages: it is counted in the window.
+        let schema_tokens = schema_tokens(&specs);
+        let mut l1 = ctx.l1.clone();
+        l1.extend(turn.messages().iter().cloned());
+        let built = history::build(
+            &BuildInput {
+                system_prompt: &ctx.system,
+                skills_block: non_empty(&ctx.skills_block),
+                todo_block: non_empty(&ctx.todo_block),
+                memory_block: non_empty(&ctx.recall.block),
+                summary: ctx.l3.as_deref(),
+                tool_chain_summary: None,
+                l2: &ctx.l2,
+                l2_keywords: &ctx.l2_keywords,
+                query: turn.question(),
+                l1: &l1,
+                budget: Budget {
+                    context_window: rt.config.model.context_window.saturating_sub(schema_tokens),
+                    reserved_output: rt.config.model.reserved_output,
+                },
+            },
+            &rt.config.core.history,
+            &rt.tokenizer,
+        );
+        if !built.trimmed.is_empty() {
+            log::debug!("history trimmed: {:?}", built.trimmed);
+        }
+        log::debug!(
+            "step {}: {} tools ({schema_tokens} tokens of schemas)",
+            step.step,
+            specs.len()
+        );
+        let req = ChatRequest {
+            role: ModelRole::Main,
+            messages: built.messages,
+            tools: specs,
+            stream: input.stream,
+            max_tokens: None,
+            temperature: None,
+            json: false,
+            tool_choice: step.force_tool.clone(),
+        };
+        // Other evolve processes may use the store while the model thinks.
+        rt.store.release();
+        let t = Instant::now();
+        let resp = rt.model.chat(&req, &mut |d| io.on_delta(&d), input.cancel);
+        timing.model_time += t.elapsed();
+        let resp = resp?;
+        timing.usage_main.add(resp.usage);
+        let mut message = resp.message;
+        if message.tool_calls.is_empty() && message.content.trim().is_empty() {
+            log::warn!("the model returned an empty answer");
+        }
+        // A call whose arguments the answer cap cut is never run; its arguments
+        // (incomplete, up to the cap in size) are not kept or sent back.
+        let cut_call = match resp.cut {
+            Some(AnswerCut::ToolArguments(i)) if i < message.tool_calls.len() => {
+                message.tool_calls[i].arguments = "{}".to_string();
+                Some(i)
+            }
+            _ => None,
+        };
+        let cap = crate::llm::answer_size(rt.config.model.max_answer_bytes);
+        let mut prechecks = Vec::with_capacity(message.tool_calls.len());
+        for (i, call) in message.tool_calls.iter_mut().enumerate() {
+            let pre = if cut_call == Some(i) {
+                log::warn!(
+                    "the arguments of {} passed max_answer_bytes = {cap}; the call is not run",
+                    call.name
+                );
+                Precheck::Cut(cap.clone())
+            } else if !ToolAgent.has(rt, tools, &call.name) {
+                log::info!("the model called {:?}, which does not exist", call.name);
+                Precheck::Unknown(ToolAgent.unknown(tools, &call.name))
+            } else {
+                // The arguments every later step sees (check, tool, audit, history)
+                // are the tool's own reading of them, as strict JSON.
+                match rt.tools.canonical_arguments(&call.arguments) {
+                    Ok(a) => {
+                        call.arguments = a;
+                        Precheck::Ready
+                    }
+                    Err(problem) => Precheck::Unreadable(problem),
+                }
+            };
+            prechecks.push(pre);
+        }
+        Ok(Reply { message, prechecks })
     }
 
     /// After a failed turn: the question and the tool rounds that ran are stored (the
@@ -498,13 +628,13 @@ impl Manager {
         sid: &str,
         turn_no: u64,
         created: bool,
-        state: &LoopState,
+        turn: &Turn,
         error: &Error,
         now: Timestamp,
     ) {
         let store = &self.rt.store;
         let cancelled = matches!(error, Error::Model(crate::llm::LlmError::Cancelled));
-        let ran_tools = state.runs.iter().any(|r| r.ran);
+        let ran_tools = turn.calls().iter().any(|r| r.ran);
         if cancelled && !ran_tools {
             if created {
                 match store.remove_session(sid) {
@@ -515,8 +645,12 @@ impl Manager {
             return;
         }
         // Only what the model saw complete: the question, and whole tool rounds.
-        let mut keep = state.turn_msgs.clone();
-        while keep.len() > 1 && keep.last().is_some_and(|m| m.role == Role::Assistant) {
+        let mut keep = turn.messages().to_vec();
+        while keep.len() > 1
+            && keep.last().is_some_and(|m| {
+                m.role == Role::Assistant || m.role == Role::Tool && !round_complete(&keep)
+            })
+        {
             keep.pop();
         }
         match store.append_messages(sid, turn_no, &keep, now, false) {
@@ -565,110 +699,6 @@ impl Manager {
             cancel,
         );
         (lesson, problems)
-    }
-
-    /// Checks, asks about and runs one call. Returns the tool message text and the run.
-    #[allow(clippy::too_many_arguments)]
-    fn one_call(
-        &self,
-        sid: &str,
-        call: &evolve_core::history::ToolCall,
-        input: &TurnInput<'_>,
-        grants: &mut evolve_core::permission::Grants,
-        lang: Lang,
-        now: Timestamp,
-        io: &mut dyn TurnIo,
-        needs_person: &mut bool,
-        waited: &mut Duration,
-    ) -> Result<(String, ToolRun), Error> {
-        let rt = &*self.rt;
-        let check = ToolAgent.check(rt, &call.name, &call.arguments, grants, &input.policy);
-        let mut audit = check.audit(now, sid, &call.name);
-        let mut run = ToolRun {
-            id: call.id.clone(),
-            name: call.name.clone(),
-            arguments: call.arguments.clone(),
-            level: Some(check.level),
-            decision: Some(check.decision),
-            answer: None,
-            ran: false,
-            is_error: false,
-            output_chars: 0,
-        };
-        let allowed = match check.decision {
-            Decision::Run | Decision::RunScoped => true,
-            Decision::AskOnce | Decision::AskTwice => {
-                let mut pending =
-                    match PendingCall::new(&call.id, &call.name, &call.arguments, check.level, now)
-                    {
-                        Ok(p) => p,
-                        Err(e) => {
-                            log::warn!("cannot ask about {}: {e}", call.name);
-                            rt.store.audit(&[audit])?;
-                            return Ok((format!("refused: {e}"), run));
-                        }
-                    };
-                // Parked in the store while the person thinks: a crash meanwhile
-                // leaves a record, and the next turn settles it as refused.
-                rt.store.set_pending(sid, std::slice::from_ref(&pending))?;
-                rt.store.release();
-                // A person's time to answer is not the agent's overhead.
-                let asked = Instant::now();
-                let approval = io.approve(&mut pending, lang);
-                *waited += asked.elapsed();
-                rt.store.set_pending(sid, &[])?;
-                let (outcome, runs) = match approval {
-                    Approval::Run => (AnswerOutcome::Run, true),
-                    Approval::AlwaysForSession => {
-                        match grants.grant_call(check.grant_key(&call.name), check.level) {
-                            Ok(_) => rt.store.set_grants(sid, grants)?,
-                            Err(e) => log::warn!("{e}"),
-                        }
-                        (AnswerOutcome::Run, true)
-                    }
-                    Approval::Refused => (AnswerOutcome::Refused, false),
-                };
-                audit = audit.with_answer(outcome);
-                run.answer = Some(if runs { "run" } else { "refused" }.into());
-                runs
-            }
-            Decision::Refuse(_) => false,
-        };
-        rt.store.audit(&[audit])?;
-        if !allowed {
-            let text = match check.decision {
-                Decision::Refuse(RefusalReason::Dangerous) => format!(
-                    "refused: this call is level L5 (dangerous: {}) and Evolve never runs it. Do not retry it; tell the user what you wanted to do.",
-                    reasons(&check)
-                ),
-                Decision::Refuse(RefusalReason::NeedsPerson { level, max_auto }) => {
-                    *needs_person = true;
-                    format!(
-                        "refused: this call is level {level} and needs a person's approval, but nobody can be asked in this run (it allows up to {max_auto} without one). Answer without it and say what you would have done."
-                    )
-                }
-                _ => "refused: the user said no to this call. Do not retry it; answer without it.".to_string(),
-            };
-            return Ok((text, run));
-        }
-        io.on_tool_start(&call.name, &call.arguments, check.level);
-        let out = ToolAgent.run(
-            rt,
-            sid,
-            &call.name,
-            &call.arguments,
-            check.level,
-            now,
-            input.cancel,
-        );
-        run.ran = true;
-        run.is_error = out.is_error;
-        let text = if out.is_error {
-            format!("error: {}", out.content)
-        } else {
-            out.content
-        };
-        Ok((text, run))
     }
 
     /// Refuses calls left pending by a run that ended before the answer.
@@ -829,46 +859,40 @@ fn non_empty(s: &str) -> Option<&str> {
     (!s.trim().is_empty()).then_some(s)
 }
 
-/// A call whose arguments passed `[model] max_answer_bytes`: not run, and the model is
-/// told why and what to do instead.
-fn cut_arguments(rt: &Runtime, call: &evolve_core::history::ToolCall) -> (String, ToolRun) {
-    let cap = crate::llm::answer_size(rt.config.model.max_answer_bytes);
-    log::warn!(
-        "the arguments of {} passed max_answer_bytes = {cap}; the call is not run",
-        call.name
-    );
-    (
-        format!(
-            "error: not run: the arguments were longer than the {cap} an answer may take \
-             (max_answer_bytes), so they were cut and are incomplete. Send smaller \
-             arguments — write a long text in several calls, or answer without the tool."
-        ),
-        ToolRun::not_run(call, "arguments over max_answer_bytes"),
-    )
+/// Whether a reply to a waiting call's question is an answer (yes, no, or "always"
+/// where it counts) rather than a new message.
+fn is_answer(text: &str, level: Level) -> bool {
+    parse_answer(text) != Answer::Unclear || parse_approval(text, level) == TurnApproval::Always
 }
 
-/// The answer to a call of a tool that does not exist: no permission question (there
-/// is nothing to allow), the model is told which tools there are.
-fn unknown_tool(rt: &Runtime, call: &evolve_core::history::ToolCall) -> (String, ToolRun) {
-    log::info!("the model called {:?}, which does not exist", call.name);
-    (
-        format!("error: {}", ToolAgent.unknown(rt, &call.name)),
-        ToolRun::not_run(call, "no such tool"),
-    )
+/// Whether every tool call of the last assistant message with calls has its result.
+fn round_complete(msgs: &[Message]) -> bool {
+    let Some(at) = msgs
+        .iter()
+        .rposition(|m| m.role == Role::Assistant && !m.tool_calls.is_empty())
+    else {
+        return true;
+    };
+    let results = msgs[at + 1..]
+        .iter()
+        .filter(|m| m.role == Role::Tool)
+        .count();
+    results >= msgs[at].tool_calls.len()
 }
 
-fn reasons(check: &evolve_core::permission::CallCheck) -> String {
-    if check.escalation.reasons.is_empty() {
-        "the tool itself".to_string()
-    } else {
-        check
-            .escalation
-            .reasons
-            .iter()
-            .map(|r| format!("{r:?}"))
-            .collect::<Vec<_>>()
-            .join("; ")
+/// Estimated tokens of the tools array of a request (its JSON).
+fn schema_tokens(specs: &[ToolSpec]) -> usize {
+    if specs.is_empty() {
+        return 0;
     }
+    let json: Vec<serde_json::Value> = specs
+        .iter()
+        .map(|s| {
+            serde_json::json!({"type": "function", "function": {
+                "name": s.name, "description": s.description, "parameters": s.parameters}})
+        })
+        .collect();
+    evolve_core::text::estimate_text_tokens(&serde_json::Value::Array(json).to_string())
 }
 
 /// The L2 entry of a finished turn: question, answer, the tool rounds' text, the files

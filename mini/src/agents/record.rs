@@ -2,7 +2,6 @@
 //! web API's extension field) and stored with the session.
 
 use evolve_core::memory::Reason;
-use evolve_core::permission::{Decision, Level};
 use serde::Serialize;
 
 use crate::llm::Usage;
@@ -22,50 +21,8 @@ pub struct MemoryUsed {
     pub reason: Reason,
 }
 
-/// One tool call of the turn and what happened to it.
-#[derive(Debug, Clone, Serialize)]
-pub struct ToolRun {
-    /// The call id from the model.
-    pub id: String,
-    /// The tool name the model used.
-    pub name: String,
-    /// The arguments exactly as the model sent them.
-    pub arguments: String,
-    /// The call's level (class raised by the arguments); none when it was not checked
-    /// (no such tool, unreadable arguments, a repeat).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub level: Option<Level>,
-    /// What the permission check decided; none when it was not checked.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub decision: Option<Decision>,
-    /// How a person answered (`run`, `refused`), or why the call was not checked (`no
-    /// such tool`, `unreadable arguments`, `repeated`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub answer: Option<String>,
-    /// Whether it ran.
-    pub ran: bool,
-    /// The tool reported an error.
-    pub is_error: bool,
-    /// Characters of output the model received.
-    pub output_chars: usize,
-}
-
-impl ToolRun {
-    /// A call that was answered without a permission check and did not run.
-    pub fn not_run(call: &evolve_core::history::ToolCall, why: &str) -> ToolRun {
-        ToolRun {
-            id: call.id.clone(),
-            name: call.name.clone(),
-            arguments: call.arguments.clone(),
-            level: None,
-            decision: None,
-            answer: Some(why.to_string()),
-            ran: false,
-            is_error: true,
-            output_chars: 0,
-        }
-    }
-}
+/// One tool call of the turn and what happened to it (the core's record).
+pub use evolve_core::turn::CallRecord as ToolRun;
 
 /// Token usage of the turn per model.
 #[derive(Debug, Clone, Copy, Default, Serialize)]
@@ -133,6 +90,10 @@ pub struct TurnRecord {
     pub steps: usize,
     /// A tool call needed a person and was refused (`ask` exits 4).
     pub needs_person: bool,
+    /// The turn is parked: this call waits for a person, and the session's next input
+    /// answers it (the reply is empty until then).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub waiting: Option<evolve_core::permission::PendingCall>,
     /// The evaluation score (after the background work, when waited for). Always in the
     /// record, `null` when there is none (not waited for, or the grade was unusable:
     /// `problems` says why), so scripts read one shape.
@@ -159,6 +120,30 @@ pub struct TurnRecord {
 }
 
 impl TurnRecord {
+    /// The record of a turn that did nothing yet.
+    pub fn empty(session: &str, turn: u64) -> TurnRecord {
+        TurnRecord {
+            session: session.to_string(),
+            turn,
+            reply: String::new(),
+            memories: Vec::new(),
+            memories_considered: 0,
+            skills: Vec::new(),
+            tools: Vec::new(),
+            steps: 0,
+            needs_person: false,
+            waiting: None,
+            evaluation: None,
+            reflection: None,
+            learned_skill: None,
+            lesson: None,
+            usage: TurnUsage::default(),
+            answer_ms: 0,
+            overhead_ms: 0.0,
+            problems: Vec::new(),
+        }
+    }
+
     /// Folds the background results in.
     pub fn absorb(&mut self, post: &PostTurn) {
         self.evaluation = post.evaluation.clone();

@@ -1,11 +1,11 @@
 //! Everything a turn needs, owned, so the background worker can share it (`Arc`).
 
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
+use crate::clock::Clock;
 use crate::config::Config;
 use crate::llm::{ChatModel, Client};
-use crate::mcp::catalog::Catalog as McpCatalog;
 use crate::mcp::Hub;
 use crate::skills::LiveCatalog;
 use crate::store::Store;
@@ -30,11 +30,11 @@ pub struct Runtime {
     /// The workspace, absolute and canonical (created on first start), so that the
     /// permission check and the file tools agree on what is inside it.
     pub workspace: PathBuf,
-    /// MCP servers (started on first use).
+    /// MCP servers (started on first use). Which of their tools a turn offers is the
+    /// turn's own snapshot ([`super::tool::TurnTools`]), never a process-wide slot.
     pub mcp: Hub,
-    /// The MCP tools offered in the latest turn (the permission check and the run of
-    /// a call use the same entry the model was shown).
-    pub mcp_catalog: Mutex<Option<Arc<McpCatalog>>>,
+    /// Where each event of a turn reads the time.
+    pub clock: Clock,
 }
 
 impl Runtime {
@@ -79,7 +79,7 @@ impl Runtime {
         let mcp = Hub::new(servers).confined_to(config.sandbox_scope(&workspace));
         Arc::new(Runtime {
             mcp,
-            mcp_catalog: Mutex::new(None),
+            clock: Clock::system(),
             workspace,
             config,
             store,

@@ -30,62 +30,66 @@ describe_agent!(
     "offers tools to the model, checks every call against the six permission levels and runs the allowed ones"
 );
 
+/// The tools of one turn: the built-in ones and a snapshot of the MCP servers' tools,
+/// listed when the turn starts (and again when a server says its list changed). The
+/// permission check and the run of a call use the entry the model was shown; turns of
+/// other sessions running at the same time have their own.
+pub struct TurnTools {
+    mcp: Option<Arc<Catalog>>,
+    generation: u64,
+}
+
 impl ToolAgent {
-    /// The tools offered to the model: the built-in ones, then every enabled MCP tool
-    /// (listed afresh for the turn; see `mcp::catalog`).
-    pub fn specs(&self, rt: &Runtime, cancel: &AtomicBool) -> Vec<ToolSpec> {
+    /// The tools a turn starts with.
+    pub fn for_turn(&self, rt: &Runtime, cancel: &AtomicBool) -> TurnTools {
+        let generation = rt.mcp.generation();
+        let mcp = (!rt.mcp.is_empty()).then(|| Arc::new(Catalog::prepare(rt, cancel)));
+        TurnTools { mcp, generation }
+    }
+
+    /// Lists the MCP tools again when a server changed its tools (it sent
+    /// `tools/list_changed`, or a list fetched during a call moved the generation);
+    /// `true` when it did.
+    pub fn refresh(&self, rt: &Runtime, tools: &mut TurnTools, cancel: &AtomicBool) -> bool {
+        if rt.mcp.refresh_changed() || rt.mcp.generation() != tools.generation {
+            *tools = self.for_turn(rt, cancel);
+            return true;
+        }
+        false
+    }
+
+    /// The tools offered to the model: the built-in ones, then every enabled MCP tool.
+    pub fn specs(&self, rt: &Runtime, tools: &TurnTools) -> Vec<ToolSpec> {
         let mut specs = rt.tools.specs();
-        if !rt.mcp.is_empty() {
-            let catalog = Arc::new(Catalog::prepare(rt, cancel));
-            specs.extend(catalog.specs());
-            if let Ok(mut current) = rt.mcp_catalog.lock() {
-                *current = Some(catalog);
-            }
+        if let Some(c) = &tools.mcp {
+            specs.extend(c.specs());
         }
         specs
     }
 
-    /// The MCP tools of the latest turn; prepared now if no turn listed them yet (a
-    /// pending call answered in a new process).
-    fn catalog(&self, rt: &Runtime) -> Arc<Catalog> {
-        if let Some(c) = rt.mcp_catalog.lock().ok().and_then(|c| c.clone()) {
-            return c;
-        }
-        let never = AtomicBool::new(false);
-        let catalog = Arc::new(Catalog::prepare(rt, &never));
-        if let Ok(mut current) = rt.mcp_catalog.lock() {
-            *current = Some(catalog.clone());
-        }
-        catalog
+    /// The MCP tools of the turn.
+    pub fn mcp_entries<'a>(&self, tools: &'a TurnTools) -> &'a [Entry] {
+        tools.mcp.as_deref().map_or(&[], Catalog::entries)
     }
 
-    /// The MCP tool of that name, if the model was offered one.
-    fn mcp_entry(&self, rt: &Runtime, name: &str) -> Option<Entry> {
-        if rt.mcp.is_empty() || crate::mcp::split_name(name).is_none() {
-            return None;
-        }
-        self.catalog(rt).get(name).cloned()
+    /// The MCP tool of that name, if the turn offers one.
+    fn mcp_entry<'a>(&self, tools: &'a TurnTools, name: &str) -> Option<&'a Entry> {
+        crate::mcp::split_name(name)?;
+        tools.mcp.as_ref()?.get(name)
     }
 
     /// Whether a tool of that name exists (built-in or MCP).
-    pub fn has(&self, rt: &Runtime, name: &str) -> bool {
-        rt.tools.has(name) || self.mcp_entry(rt, name).is_some()
+    pub fn has(&self, rt: &Runtime, tools: &TurnTools, name: &str) -> bool {
+        rt.tools.has(name) || self.mcp_entry(tools, name).is_some()
     }
 
     /// What the model is told when it calls a tool that does not exist: every name it
     /// may use.
-    pub fn unknown(&self, rt: &Runtime, name: &str) -> String {
-        let mcp: Vec<String> = rt
-            .mcp_catalog
-            .lock()
-            .ok()
-            .and_then(|c| c.clone())
-            .map(|c| c.entries().iter().map(|e| e.full_name.clone()).collect())
-            .unwrap_or_default();
+    pub fn unknown(&self, tools: &TurnTools, name: &str) -> String {
         let mut text = Builtins::unknown(name);
-        for n in mcp {
+        for e in self.mcp_entries(tools) {
             text.push_str(", ");
-            text.push_str(&n);
+            text.push_str(&e.full_name);
         }
         text
     }
@@ -95,14 +99,15 @@ impl ToolAgent {
     pub fn check(
         &self,
         rt: &Runtime,
+        tools: &TurnTools,
         name: &str,
         arguments: &str,
         grants: &Grants,
         policy: &Policy,
     ) -> CallCheck {
         if !rt.tools.has(name) {
-            if let Some(entry) = self.mcp_entry(rt, name) {
-                return self.check_mcp(rt, &entry, arguments, grants, policy);
+            if let Some(entry) = self.mcp_entry(tools, name) {
+                return self.check_mcp(rt, entry, arguments, grants, policy);
             }
         }
         let (class, path_keys, is_shell) = match rt.tools.level(name, arguments) {
@@ -201,6 +206,7 @@ impl ToolAgent {
     pub fn run(
         &self,
         rt: &Runtime,
+        tools: &TurnTools,
         session: &str,
         name: &str,
         arguments: &str,
@@ -210,7 +216,7 @@ impl ToolAgent {
     ) -> ToolOutput {
         let mut out = if rt.tools.has(name) {
             self.run_builtin(rt, session, name, arguments, level, now, cancel)
-        } else if let Some(entry) = self.mcp_entry(rt, name) {
+        } else if let Some(entry) = self.mcp_entry(tools, name) {
             let tool = &entry.tool.name;
             match rt.mcp.call(&entry.server, tool, arguments, cancel) {
                 Ok(outcome) => ToolOutput {
@@ -220,7 +226,7 @@ impl ToolAgent {
                 Err(e) => ToolOutput::error(e.to_string()),
             }
         } else {
-            ToolOutput::error(self.unknown(rt, name))
+            ToolOutput::error(self.unknown(tools, name))
         };
         // Whatever a tool found, the API key — or a piece of it long enough to matter —
         // never reaches the model (or the history).

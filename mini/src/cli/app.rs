@@ -1,9 +1,7 @@
 //! What every command that touches the agent's data starts with: the configuration,
 //! the logger, the tokenizer, and (on demand) the store.
 
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
-
-use evolve_core::Timestamp;
+use std::time::{Duration, Instant};
 
 use crate::config::{Config, LoadOptions};
 use crate::error::Error;
@@ -160,9 +158,4 @@ fn forget_key_variables(config: &Config) {
     }
 }
 
-/// Now, in Unix seconds.
-pub fn now() -> Timestamp {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs() as Timestamp)
-}
+pub use crate::clock::now;

@@ -10,13 +10,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use argh::FromArgs;
-use evolve_core::permission::{AnswerOutcome, Decision, Level, PendingCall, Policy, RefusalReason};
+use evolve_core::permission::{Decision, Level, PendingCall, Policy, RefusalReason};
 use evolve_core::text::{one_line, KeywordSet, Lang};
 
 use super::app::{now, open_store, App, STORE_WAIT};
 use super::interrupt;
 use super::printable;
-use crate::agents::{Approval, Manager, Runtime, ToolRun, TurnInput, TurnIo};
+use crate::agents::{Manager, Runtime, ToolRun, TurnInput, TurnIo};
 use crate::config::LoadOptions;
 use crate::error::Error;
 use crate::llm::{Delta, LlmError};
@@ -105,41 +105,34 @@ impl TurnIo for Terminal<'_> {
         }
     }
 
-    fn approve(&mut self, call: &mut PendingCall, lang: Lang) -> Approval {
+    fn ask(&mut self, call: &PendingCall, lang: Lang) -> Option<String> {
         if self.streamed {
             self.say("");
             self.streamed = false;
         }
-        loop {
-            let always = call.level <= Level::L3;
-            let choices = match (lang, always) {
-                (Lang::Zh, true) => "[是/否/总是]",
-                (Lang::Zh, false) => "[是/否]",
-                (Lang::En, true) => "[yes/no/always]",
-                (Lang::En, false) => "[yes/no]",
-            };
-            let mut out = std::io::stdout().lock();
-            let _ = write!(out, "{} {choices} ", printable(&call.prompt(lang), true));
-            let _ = out.flush();
-            drop(out);
-            let Some(line) = self.lines.next() else {
-                self.say("");
-                return Approval::Refused;
-            };
-            if interrupt::cancelled() {
-                self.say("(cancelled: the call is refused)");
-                return Approval::Refused;
-            }
-            let reply = line.trim().to_lowercase();
-            if always && matches!(reply.as_str(), "always" | "a" | "总是" | "始终" | "一直") {
-                return Approval::AlwaysForSession;
-            }
-            match call.answer(&line) {
-                AnswerOutcome::Run => return Approval::Run,
-                AnswerOutcome::Refused => return Approval::Refused,
-                AnswerOutcome::AskAgain | AnswerOutcome::NeedSecondConfirmation => continue,
-            }
+        let always = call.level <= Level::L3;
+        let choices = match (lang, always) {
+            (Lang::Zh, true) => "[是/否/总是]",
+            (Lang::Zh, false) => "[是/否]",
+            (Lang::En, true) => "[yes/no/always]",
+            (Lang::En, false) => "[yes/no]",
+        };
+        let mut out = std::io::stdout().lock();
+        let _ = write!(out, "{} {choices} ", printable(&call.prompt(lang), true));
+        let _ = out.flush();
+        drop(out);
+        // End of input (Ctrl-D, a closed terminal) or Ctrl-C: nobody answers now. The
+        // call stays parked on the session; the next message answers it.
+        let line = self.lines.next();
+        if line.is_none() || interrupt::cancelled() {
+            self.say("");
+            self.say(&match lang {
+                Lang::Zh => "（这个调用仍在等待你的回答：下一条消息回答 是/否，或继续提问则视为拒绝）".to_string(),
+                Lang::En => "(the call waits for your answer: your next message answers it with yes or no; anything else refuses it)".to_string(),
+            });
+            return None;
         }
+        line
     }
 }
 
@@ -269,7 +262,9 @@ fn input(
     let streamed = term.streamed;
     match result {
         Ok((record, _post)) => {
-            if streamed {
+            if record.waiting.is_some() {
+                // Parked: the note was printed with the question.
+            } else if streamed {
                 println!();
             } else if record.reply.trim().is_empty() {
                 println!("(the model returned an empty answer)");

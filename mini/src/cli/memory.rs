@@ -269,7 +269,7 @@ fn parse_memory_list(path: &Path, text: &str) -> Result<Vec<Memory>, Error> {
 
 fn rank(r: Rank) -> Result<(), Error> {
     let memories = load_memories(&r.from)?;
-    let now = r.now.unwrap_or_else(super::app::now);
+    let now = r.now.unwrap_or_else(crate::clock::now);
     let mut cfg = MemoryConfig::default();
     if let Some(limit) = r.limit {
         cfg.max_selected = limit;

@@ -242,7 +242,7 @@ fn add(c: Add) -> Result<(), Error> {
             remote.call("POST", "/v1/tasks", Some(body))?
         }
         Place::Local(rt) => {
-            let task = tasks::add_task(&rt, &schedule, question, allow, super::app::now())?;
+            let task = tasks::add_task(&rt, &schedule, question, allow, crate::clock::now())?;
             tasks::task_json(
                 &task,
                 &zone.zone,
@@ -262,7 +262,7 @@ fn add(c: Add) -> Result<(), Error> {
         task["allow"].as_str().unwrap_or_default(),
     )?;
     if let Schedule::At { utc } = schedule {
-        if utc <= super::app::now() {
+        if utc <= crate::clock::now() {
             writeln!(
                 out,
                 "that time has passed: the task runs once as soon as `evolve serve` runs"

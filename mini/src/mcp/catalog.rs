@@ -178,7 +178,7 @@ fn tools_of(rt: &Runtime, spec: &ServerSpec, cancel: &AtomicBool) -> Result<Vec<
     if !unchanged {
         if let Err(e) = rt
             .store
-            .set_mcp_tools(&spec.name, &fresh, crate::cli::app::now())
+            .set_mcp_tools(&spec.name, &fresh, crate::clock::now())
         {
             log::warn!(
                 "the tool list of MCP server {:?} cannot be cached: {e}",

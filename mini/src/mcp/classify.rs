@@ -415,7 +415,7 @@ pub fn fingerprint(tool: &McpTool) -> u64 {
     h
 }
 
-use crate::cli::app::now;
+use crate::clock::now;
 
 #[cfg(test)]
 mod tests {

@@ -25,8 +25,8 @@ use evolve_core::text::{clip_chars, one_line, Lang};
 use evolve_core::Timestamp;
 use serde_json::{json, Value};
 
-use crate::agents::{Approval, Manager, Runtime, TurnInput, TurnIo};
-use crate::cli::app::now;
+use crate::agents::{Manager, Runtime, TurnInput, TurnIo};
+use crate::clock::now;
 use crate::error::Error;
 use crate::store::{RunEnd, RunStatus, Store, StoreError, Task, TaskRun, Trigger};
 
@@ -260,9 +260,9 @@ pub struct Outcome {
 struct Headless;
 
 impl TurnIo for Headless {
-    fn approve(&mut self, call: &mut PendingCall, _lang: Lang) -> Approval {
+    fn ask(&mut self, call: &PendingCall, _lang: Lang) -> Option<String> {
         log::warn!("{} needs a person; refused in a scheduled task", call.tool);
-        Approval::Refused
+        None
     }
 }
 

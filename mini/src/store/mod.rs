@@ -52,6 +52,7 @@ mod memories;
 mod migrate;
 mod open;
 mod permissions;
+pub use permissions::ParkedTurn;
 mod prompts;
 mod schema;
 mod sessions;

@@ -4,11 +4,32 @@
 //! keeps its inputs and its record.
 
 use evolve_core::permission::{AuditEntry, Grants, PendingCall};
+use evolve_core::turn::Turn;
 use redb::ReadableTable;
+use serde::{Deserialize, Serialize};
 
 use super::schema::*;
 use super::sessions::require_session;
 use super::{Store, StoreError, ToolClassRecord};
+
+/// A turn parked on its session while one of its calls waits for a person: its whole
+/// state, so the session's next input — in any front end, in any process — settles it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ParkedTurn {
+    /// The turn's number in the session.
+    pub turn: u64,
+    /// The turn.
+    pub state: Turn,
+}
+
+/// A row of [`PENDING`]: a parked turn, or (written before turns were parked whole) a
+/// list of calls, which can only be refused.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum StoredPending {
+    Parked(Box<ParkedTurn>),
+    Calls(Vec<PendingCall>),
+}
 
 impl Store {
     /// A cached tool classification.
@@ -70,11 +91,38 @@ impl Store {
         })
     }
 
-    /// A session's pending calls.
+    /// A session's calls waiting for a person.
     pub fn pending(&self, session: &str) -> Result<Vec<PendingCall>, StoreError> {
-        self.read(|txn| {
-            Ok(get_json(&txn.open_table(PENDING)?, "pending", session)?.unwrap_or_default())
+        Ok(match self.pending_row(session)? {
+            None => Vec::new(),
+            Some(StoredPending::Calls(calls)) => calls,
+            Some(StoredPending::Parked(p)) => p.state.pending().cloned().into_iter().collect(),
         })
+    }
+
+    fn pending_row(&self, session: &str) -> Result<Option<StoredPending>, StoreError> {
+        self.read(|txn| get_json(&txn.open_table(PENDING)?, "pending", session))
+    }
+
+    /// The turn parked on a session, if any.
+    pub fn parked(&self, session: &str) -> Result<Option<ParkedTurn>, StoreError> {
+        Ok(match self.pending_row(session)? {
+            Some(StoredPending::Parked(p)) => Some(*p),
+            _ => None,
+        })
+    }
+
+    /// Parks a turn on its session (replacing what was parked there).
+    pub fn park(&self, session: &str, turn: &ParkedTurn) -> Result<(), StoreError> {
+        self.write(|txn| {
+            require_session(txn, session)?;
+            put_json(&mut txn.open_table(PENDING)?, "pending", session, turn)
+        })
+    }
+
+    /// Removes what is parked on a session.
+    pub fn unpark(&self, session: &str) -> Result<(), StoreError> {
+        self.set_pending(session, &[])
     }
 
     /// Replaces a session's pending calls (empty = none).

@@ -15,7 +15,7 @@ use serde_json::{json, Map, Value};
 use super::http::{form_value, percent_decode, Request, Response};
 use super::{assets, chat, error, prompt, style, tasks, State};
 use crate::agents::ToolAgent;
-use crate::cli::app::now;
+use crate::clock::now;
 use crate::store::StoreError;
 
 type Reply = Response<'static>;
@@ -380,7 +380,7 @@ fn pending(state: &State, id: &str) -> Reply {
     Response::json(200, &json!({ "data": data }))
 }
 
-fn answer(state: &State, req: &Request, id: &str, call: &str) -> Reply {
+fn answer(state: &Arc<State>, req: &Request, id: &str, call: &str) -> Reply {
     let b = field!(body(req));
     let Some(answer) = field!(opt_str(&b, "answer")) else {
         return error(400, "send {\"answer\": \"yes\" | \"no\" | \"always\"}");
@@ -388,13 +388,10 @@ fn answer(state: &State, req: &Request, id: &str, call: &str) -> Reply {
     if !matches!(answer.as_str(), "yes" | "no" | "always") {
         return error(400, "the answer must be \"yes\", \"no\" or \"always\"");
     }
-    if state.approvals.answer(id, call, answer) {
+    if state.approvals.answer(id, call, answer.clone()) {
         Response::json(200, &json!({"accepted": true}))
     } else {
-        error(
-            404,
-            format!("no call {call} is waiting for an answer in session {id}"),
-        )
+        chat::answer_parked(state, id, call, &answer)
     }
 }
 
@@ -690,11 +687,12 @@ fn tools(state: &State) -> Reply {
     let cancel = AtomicBool::new(false);
     let grants = Grants::default();
     let policy = Policy::Interactive;
+    let set = ToolAgent.for_turn(rt, &cancel);
     let data: Vec<Value> = ToolAgent
-        .specs(rt, &cancel)
+        .specs(rt, &set)
         .into_iter()
         .map(|spec| {
-            let check = ToolAgent.check(rt, &spec.name, "{}", &grants, &policy);
+            let check = ToolAgent.check(rt, &set, &spec.name, "{}", &grants, &policy);
             let mcp = crate::mcp::split_name(&spec.name).is_some() && !rt.tools.has(&spec.name);
             json!({
                 "name": spec.name,
@@ -722,15 +720,15 @@ fn run_tool(state: &State, req: &Request, name: &str) -> Reply {
         Some(_) => return error(400, "arguments must be a JSON object"),
     };
     let cancel = AtomicBool::new(false);
-    let _ = ToolAgent.specs(rt, &cancel);
-    if !ToolAgent.has(rt, name) {
+    let set = ToolAgent.for_turn(rt, &cancel);
+    if !ToolAgent.has(rt, &set, name) {
         return error(
             404,
             format!("no tool named {name:?} (GET /v1/tools lists them)"),
         );
     }
     let policy = Policy::headless(None, false, &rt.config.core.permission);
-    let check = ToolAgent.check(rt, name, &arguments, &Grants::default(), &policy);
+    let check = ToolAgent.check(rt, &set, name, &arguments, &Grants::default(), &policy);
     let level = check.level;
     match check.decision {
         Decision::Run | Decision::RunScoped => {}
@@ -751,7 +749,7 @@ fn run_tool(state: &State, req: &Request, name: &str) -> Reply {
             )
         }
     }
-    let out = ToolAgent.run(rt, "api", name, &arguments, level, now(), &cancel);
+    let out = ToolAgent.run(rt, &set, "api", name, &arguments, level, now(), &cancel);
     Response::json(
         200,
         &json!({"output": out.content, "is_error": out.is_error, "level": level.to_string()}),
@@ -771,21 +769,26 @@ fn mcp(state: &State) -> Reply {
     let rt = &*rt_arc;
     let connected = rt.mcp.connected();
     let cancel = AtomicBool::new(false);
-    let _ = ToolAgent.specs(rt, &cancel);
-    let catalog = rt.mcp_catalog.lock().ok().and_then(|c| c.clone());
+    let set = ToolAgent.for_turn(rt, &cancel);
     let grants = Grants::default();
     let data: Vec<Value> = rt
         .mcp
         .specs()
         .iter()
         .map(|spec| {
-            let tools: Vec<Value> = catalog
+            let tools: Vec<Value> = ToolAgent
+                .mcp_entries(&set)
                 .iter()
-                .flat_map(|c| c.entries().iter())
                 .filter(|e| e.server == spec.name)
                 .map(|e| {
-                    let check =
-                        ToolAgent.check(rt, &e.full_name, "{}", &grants, &Policy::Interactive);
+                    let check = ToolAgent.check(
+                        rt,
+                        &set,
+                        &e.full_name,
+                        "{}",
+                        &grants,
+                        &Policy::Interactive,
+                    );
                     json!({
                         "name": e.full_name,
                         "description": e.tool.description,

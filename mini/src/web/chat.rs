@@ -22,14 +22,14 @@ use std::sync::mpsc::{self, RecvTimeoutError, Sender};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use evolve_core::permission::{AnswerOutcome, Decision, Level, PendingCall, Policy, RefusalReason};
+use evolve_core::permission::{Decision, Level, PendingCall, Policy, RefusalReason};
 use evolve_core::text::Lang;
 use serde_json::{json, Value};
 
 use super::http::{Request, Response, Stream};
 use super::{error, State};
-use crate::agents::{Approval, ToolRun, TurnInput, TurnIo, TurnRecord};
-use crate::cli::app::now;
+use crate::agents::{ToolRun, TurnInput, TurnIo, TurnRecord};
+use crate::clock::now;
 use crate::error::Error;
 use crate::llm::Delta;
 
@@ -212,6 +212,89 @@ fn parse(req: &Request) -> Result<ChatRequest, Response<'static>> {
     })
 }
 
+/// An answer to a call parked on its session that no stream waits for (the page that
+/// asked went away, or the server restarted): the second question of an L4 call is
+/// returned at once (`pending`); otherwise the turn resumes in the background, with
+/// nobody streaming, and its result is stored in the session.
+pub fn answer_parked(state: &Arc<State>, sid: &str, call: &str, answer: &str) -> Response<'static> {
+    let rt = state.rt();
+    let parked = match rt.store.parked(sid) {
+        Ok(Some(p)) if p.state.pending().is_some_and(|c| c.id == call) => p,
+        Ok(_) => {
+            return error(
+                404,
+                format!("no call {call} is waiting for an answer in session {sid}"),
+            )
+        }
+        Err(e) => return error(500, format!("the store failed: {e}")),
+    };
+    let cancel = Arc::new(AtomicBool::new(false));
+    {
+        let mut turns = state.turns.lock().unwrap_or_else(PoisonError::into_inner);
+        if turns.contains_key(sid) {
+            return error(
+                409,
+                format!("a turn is already running in session {sid}; wait for it to finish"),
+            );
+        }
+        turns.insert(sid.to_string(), Arc::clone(&cancel));
+    }
+    let busy = Busy {
+        state: Arc::clone(state),
+        session: sid.to_string(),
+        unused_new: false,
+    };
+    let mut probe = parked.state.clone();
+    probe.handle_answer(answer);
+    if let Some(next) = probe.pending().cloned() {
+        let again = crate::store::ParkedTurn {
+            turn: parked.turn,
+            state: probe,
+        };
+        if let Err(e) = rt.store.park(sid, &again) {
+            return error(500, format!("the store failed: {e}"));
+        }
+        drop(busy);
+        return Response::json(
+            200,
+            &json!({"accepted": true, "pending": pending_json(&next, Lang::guess(again.state.question()))}),
+        );
+    }
+    let state = Arc::clone(state);
+    let sid = sid.to_string();
+    let answer = answer.to_string();
+    std::thread::spawn(move || {
+        let mut io = WebIo {
+            state: &state,
+            session: &sid,
+            out: None,
+            events: true,
+            chunk: ChunkShape::new("", 0, ""),
+            cancel: &cancel,
+            streamed: false,
+            asked: true,
+            // Nobody is there to ask: a later call that needs a person parks again.
+            gone: true,
+        };
+        let result = state.manager().turn(
+            TurnInput {
+                session: Some(&sid),
+                text: &answer,
+                policy: Policy::Interactive,
+                stream: false,
+                cancel: &cancel,
+                force_tool: None,
+            },
+            &mut io,
+        );
+        if let Err(e) = result {
+            log::warn!("the resumed turn of session {sid} failed: {e}");
+        }
+        drop(busy);
+    });
+    Response::json(200, &json!({"accepted": true}))
+}
+
 /// Marks a session busy for the length of a turn.
 /// Made before the response, so that a stream whose head cannot even be written (the
 /// client has gone) still frees its session when the unrun closure is dropped.
@@ -309,6 +392,7 @@ pub fn completions(state: &Arc<State>, req: &Request) -> Response<'static> {
         cancel: &cancel,
         streamed: false,
         asked: false,
+        gone: false,
     };
     let result = run_turn(state, &chat, &sid, &cancel, &mut io);
     drop(busy);
@@ -481,6 +565,7 @@ fn stream_turn(
         cancel,
         streamed: false,
         asked: false,
+        gone: false,
     };
     let result = run_turn(state, chat, sid, cancel, &mut io);
     let streamed = io.streamed;
@@ -610,6 +695,8 @@ struct WebIo<'s, 'o, 'w> {
     streamed: bool,
     /// A person has been asked about a call in this turn.
     asked: bool,
+    /// The client has gone: a question finds nobody, and the turn is parked.
+    gone: bool,
 }
 
 impl WebIo<'_, '_, '_> {
@@ -633,9 +720,12 @@ impl WebIo<'_, '_, '_> {
     }
 
     /// The client has gone: the turn stops — unless a person was asked a question in
-    /// it. Then the answer (given from a reloaded page, say) decides, and the turn
-    /// runs to its end with nobody streaming, so its result is stored.
+    /// it. A question waiting now parks the turn on the session (an answer from a
+    /// reloaded page, or the session's next message, resumes it); a question already
+    /// answered lets the turn run to its end with nobody streaming, so its result is
+    /// stored.
     fn client_gone(&mut self) {
+        self.gone = true;
         if !self.asked {
             self.cancel.store(true, Ordering::SeqCst);
         }
@@ -652,7 +742,10 @@ impl WebIo<'_, '_, '_> {
         let started = Instant::now();
         let mut pinged = started;
         let answer = loop {
-            if self.cancel.load(Ordering::SeqCst) || self.state.shutdown.load(Ordering::SeqCst) {
+            if self.gone
+                || self.cancel.load(Ordering::SeqCst)
+                || self.state.shutdown.load(Ordering::SeqCst)
+            {
                 break None;
             }
             // Woken every second to notice a cancel or a shutdown.
@@ -664,9 +757,11 @@ impl WebIo<'_, '_, '_> {
                     if pinged.elapsed() >= KEEPALIVE {
                         pinged = Instant::now();
                         if let Some(out) = self.out.as_deref_mut() {
-                            // A client that has gone does not matter here: the
-                            // answer can come from another page (client_gone).
-                            out.send(b": waiting for a person\n\n");
+                            // A client that has gone parks the turn: the answer can
+                            // come from another page, or with the next message.
+                            if !out.send(b": waiting for a person\n\n") {
+                                break None;
+                            }
                         }
                     }
                 }
@@ -706,31 +801,11 @@ impl TurnIo for WebIo<'_, '_, '_> {
         );
     }
 
-    fn approve(&mut self, call: &mut PendingCall, lang: Lang) -> Approval {
+    fn ask(&mut self, call: &PendingCall, lang: Lang) -> Option<String> {
         if !self.events {
-            return Approval::Refused;
+            return None;
         }
-        loop {
-            let Some(answer) = self.wait_answer(call, lang) else {
-                return Approval::Refused;
-            };
-            let answer = answer.trim().to_lowercase();
-            if answer == "always" && call.level <= Level::L3 {
-                return Approval::AlwaysForSession;
-            }
-            match call.answer(&answer) {
-                AnswerOutcome::Run => return Approval::Run,
-                AnswerOutcome::Refused => return Approval::Refused,
-                AnswerOutcome::AskAgain | AnswerOutcome::NeedSecondConfirmation => {
-                    // Keep the store's copy in step, so GET …/pending shows step 2.
-                    let _ = self
-                        .state
-                        .rt()
-                        .store
-                        .set_pending(self.session, std::slice::from_ref(call));
-                }
-            }
-        }
+        self.wait_answer(call, lang)
     }
 }
 

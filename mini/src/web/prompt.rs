@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 use super::http::{Request, Response};
 use super::{error, State};
 use crate::agents::versions::{self, check_text, EvolveError, Evolved, Listed};
-use crate::cli::app::now;
+use crate::clock::now;
 use crate::error::Error;
 
 type Reply = Response<'static>;

@@ -14,7 +14,7 @@ use serde_json::{json, Value};
 
 use super::http::{Request, Response};
 use super::{error, State};
-use crate::cli::app::now;
+use crate::clock::now;
 use crate::sched::tasks::{self as tasks, Host, TurnGate};
 use crate::store::{StoreError, Trigger};
 

@@ -6,40 +6,31 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use evolve_core::Timestamp;
 
-/// Where readings come from: the system clock, or (tests) a time that moves only when
-/// told to.
+/// The system clock — or, once a test has [`set`](Clock::set) it, a time that moves
+/// only when told to.
 #[derive(Debug, Default)]
 pub struct Clock {
-    fixed: Option<AtomicI64>,
+    /// 0: the system clock.
+    fixed: AtomicI64,
 }
 
 impl Clock {
     /// The system clock.
     pub fn system() -> Clock {
-        Clock { fixed: None }
+        Clock::default()
     }
 
-    /// A clock that reads `at` until [`Clock::set`] moves it.
-    #[cfg(test)]
-    pub fn fixed(at: Timestamp) -> Clock {
-        Clock {
-            fixed: Some(AtomicI64::new(at)),
-        }
-    }
-
-    /// Moves a fixed clock; the system clock is not moved.
+    /// From now on the clock reads `at` (tests).
     #[cfg(test)]
     pub fn set(&self, at: Timestamp) {
-        if let Some(f) = &self.fixed {
-            f.store(at, Ordering::Relaxed);
-        }
+        self.fixed.store(at, Ordering::Relaxed);
     }
 
     /// Now, in Unix seconds.
     pub fn now(&self) -> Timestamp {
-        match &self.fixed {
-            Some(f) => f.load(Ordering::Relaxed),
-            None => now(),
+        match self.fixed.load(Ordering::Relaxed) {
+            0 => now(),
+            at => at,
         }
     }
 }

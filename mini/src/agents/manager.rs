@@ -1086,3 +1086,7 @@ impl PostJob {
         post
     }
 }
+
+#[cfg(test)]
+#[path = "manager_tests.rs"]
+mod tests;

@@ -1,0 +1,236 @@
+//! The driver of [`Turn`](evolve_core::turn::Turn) with a scripted model and a real
+//! store: the clock each event reads, a turn parked for a person and settled by the
+//! session's next input — answered or moved on from — in another manager.
+
+use std::collections::VecDeque;
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex};
+
+use crate::testing::TempDir;
+use evolve_core::history::{Message, ToolCall};
+use evolve_core::permission::{AnswerOutcome, PendingCall, Policy};
+use evolve_core::text::Lang;
+
+use super::*;
+use crate::config::Config;
+use crate::llm::{ChatModel, ChatRequest, ChatResponse, Delta, LlmError, ModelRole, Usage};
+use crate::store::Store;
+use evolve_core::text::FallbackTokenizer;
+
+/// Replies in order; the background prompts get "{}" (nothing learned).
+#[derive(Clone, Default)]
+struct Script {
+    replies: Arc<Mutex<VecDeque<Message>>>,
+}
+
+impl ChatModel for Script {
+    fn chat(
+        &self,
+        req: &ChatRequest,
+        _on_delta: &mut dyn FnMut(Delta<'_>),
+        _cancel: &AtomicBool,
+    ) -> Result<ChatResponse, LlmError> {
+        let message = if req.role == ModelRole::Main {
+            self.replies
+                .lock()
+                .unwrap()
+                .pop_front()
+                .unwrap_or_else(|| Message::assistant("(script ended)"))
+        } else {
+            Message::assistant("{}")
+        };
+        Ok(ChatResponse {
+            message,
+            finish_reason: Some("stop".into()),
+            usage: Usage::default(),
+            model: "scripted".into(),
+            cut: None,
+        })
+    }
+
+    fn model_name(&self, _role: ModelRole) -> &str {
+        "scripted"
+    }
+}
+
+fn write_call(path: &str) -> Message {
+    let mut m = Message::assistant("");
+    m.tool_calls = vec![ToolCall {
+        id: "call_1".into(),
+        name: "write_file".into(),
+        arguments: format!(r#"{{"path": "{path}", "content": "hi"}}"#),
+    }];
+    m
+}
+
+fn runtime(dir: &TempDir, replies: Vec<Message>) -> Arc<Runtime> {
+    let mut config = Config::defaults(dir.path().to_path_buf());
+    config.agent.learn = false;
+    let store = Store::open(&dir.path().join("evolve.redb"), &FallbackTokenizer).expect("store");
+    let script = Script {
+        replies: Arc::new(Mutex::new(replies.into())),
+    };
+    Runtime::with_model(
+        config,
+        store,
+        crate::text::ShellTokenizer::new(None),
+        Box::new(script),
+    )
+}
+
+/// A person who answers from a list (and moves the clock when asked); `None` when the
+/// list is empty.
+struct Person<'a> {
+    answers: VecDeque<&'static str>,
+    rt: &'a Runtime,
+    clock_when_asked: i64,
+    asked: usize,
+}
+
+impl TurnIo for Person<'_> {
+    fn ask(&mut self, _call: &PendingCall, _lang: Lang) -> Option<String> {
+        self.asked += 1;
+        self.rt.clock.set(self.clock_when_asked);
+        self.answers.pop_front().map(str::to_string)
+    }
+}
+
+static NEVER: AtomicBool = AtomicBool::new(false);
+
+fn input<'a>(session: Option<&'a str>, text: &'a str) -> TurnInput<'a> {
+    TurnInput {
+        session,
+        text,
+        policy: Policy::Interactive,
+        stream: false,
+        cancel: &NEVER,
+        force_tool: None,
+    }
+}
+
+#[test]
+fn each_event_reads_the_runtimes_clock() {
+    let dir = TempDir::new("manager");
+    let rt = runtime(
+        &dir,
+        vec![write_call("a.txt"), Message::assistant("written")],
+    );
+    rt.clock.set(1_000);
+    let manager = Manager::new(Arc::clone(&rt));
+    let mut person = Person {
+        answers: ["yes"].into(),
+        rt: &rt,
+        clock_when_asked: 2_000,
+        asked: 0,
+    };
+    let (record, _) = manager
+        .turn(input(None, "write a.txt"), &mut person)
+        .unwrap();
+    assert_eq!(record.reply, "written");
+    assert!(record.tools[0].ran);
+    // The check was decided at 1 000, the person answered at 2 000: the audit entry
+    // has the time of the decision, the stored turn the time it was saved.
+    let audit = rt.store.audit_log(5).unwrap();
+    assert_eq!(audit.len(), 1);
+    assert_eq!(audit[0].at, 1_000);
+    assert_eq!(audit[0].answer, Some(AnswerOutcome::Run));
+    let messages = rt.store.messages(&record.session, 1).unwrap();
+    assert!(messages.iter().all(|m| m.at == 2_000), "{messages:?}");
+}
+
+#[test]
+fn a_parked_turn_is_answered_by_the_sessions_next_input() {
+    let dir = TempDir::new("manager");
+    let rt = runtime(
+        &dir,
+        vec![write_call("b.txt"), Message::assistant("done: b.txt")],
+    );
+    let first = Manager::new(Arc::clone(&rt));
+    let mut gone = Person {
+        answers: VecDeque::new(),
+        rt: &rt,
+        clock_when_asked: 0,
+        asked: 0,
+    };
+    let (record, _) = first.turn(input(None, "write b.txt"), &mut gone).unwrap();
+    let waiting = record.waiting.expect("parked");
+    assert_eq!(waiting.tool, "write_file");
+    assert!(!rt.workspace.join("b.txt").exists());
+    let sid = record.session.clone();
+    assert_eq!(rt.store.pending(&sid).unwrap().len(), 1);
+    assert_eq!(rt.store.session(&sid).unwrap().turns, 0);
+    drop(first);
+
+    // Another manager (another front end, another process) gets "yes".
+    let second = Manager::new(Arc::clone(&rt));
+    let mut nobody = Person {
+        answers: VecDeque::new(),
+        rt: &rt,
+        clock_when_asked: 0,
+        asked: 0,
+    };
+    let (record, _) = second.turn(input(Some(&sid), "yes"), &mut nobody).unwrap();
+    assert_eq!(nobody.asked, 0, "the answer was the input");
+    assert_eq!(record.turn, 1);
+    assert_eq!(record.reply, "done: b.txt");
+    assert!(record.tools[0].ran);
+    assert!(rt.workspace.join("b.txt").exists());
+    assert!(rt.store.pending(&sid).unwrap().is_empty());
+    // The stored turn is the original question's, not "yes".
+    let messages = rt.store.messages(&sid, 1).unwrap();
+    assert_eq!(messages[0].message.content, "write b.txt");
+}
+
+#[test]
+fn a_new_message_refuses_the_parked_call_and_is_a_turn_of_its_own() {
+    let dir = TempDir::new("manager");
+    let rt = runtime(
+        &dir,
+        vec![write_call("c.txt"), Message::assistant("it is noon")],
+    );
+    let manager = Manager::new(Arc::clone(&rt));
+    let mut gone = Person {
+        answers: VecDeque::new(),
+        rt: &rt,
+        clock_when_asked: 0,
+        asked: 0,
+    };
+    let (record, _) = manager.turn(input(None, "write c.txt"), &mut gone).unwrap();
+    let sid = record.session.clone();
+    assert!(record.waiting.is_some());
+    let (record, _) = manager
+        .turn(input(Some(&sid), "what time is it?"), &mut gone)
+        .unwrap();
+    assert_eq!(record.turn, 2);
+    assert_eq!(record.reply, "it is noon");
+    assert!(!rt.workspace.join("c.txt").exists());
+    assert!(rt.store.pending(&sid).unwrap().is_empty());
+    assert_eq!(rt.store.session(&sid).unwrap().turns, 2);
+    let audit = rt.store.audit_log(5).unwrap();
+    assert_eq!(audit.last().unwrap().answer, Some(AnswerOutcome::Refused));
+    let first_turn = rt.store.messages(&sid, 1).unwrap();
+    assert!(first_turn
+        .iter()
+        .any(|m| m.turn == 1 && m.message.content.contains("went on with a new message")));
+}
+
+#[test]
+fn a_headless_yes_does_not_answer_a_parked_call() {
+    let dir = TempDir::new("manager");
+    let rt = runtime(&dir, vec![write_call("d.txt"), Message::assistant("ok")]);
+    let manager = Manager::new(Arc::clone(&rt));
+    let mut gone = Person {
+        answers: VecDeque::new(),
+        rt: &rt,
+        clock_when_asked: 0,
+        asked: 0,
+    };
+    let (record, _) = manager.turn(input(None, "write d.txt"), &mut gone).unwrap();
+    let sid = record.session.clone();
+    let mut headless = input(Some(&sid), "yes");
+    headless.policy = Policy::Headless {
+        max_auto: evolve_core::permission::Level::L2,
+    };
+    manager.turn(headless, &mut gone).unwrap();
+    assert!(!rt.workspace.join("d.txt").exists());
+}

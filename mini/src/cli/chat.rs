@@ -53,7 +53,7 @@ Ctrl-C stops an answer. 命令同上；输入 /help 查看帮助。";
 
 /// The terminal side of a turn.
 struct Terminal<'a> {
-    lines: &'a mut dyn Iterator<Item = String>,
+    lines: &'a mut Lines,
     streamed: bool,
 }
 
@@ -123,7 +123,7 @@ impl TurnIo for Terminal<'_> {
         drop(out);
         // End of input (Ctrl-D, a closed terminal) or Ctrl-C: nobody answers now. The
         // call stays parked on the session; the next message answers it.
-        let line = self.lines.next();
+        let line = self.lines.next_unless_cancelled();
         if line.is_none() || interrupt::cancelled() {
             self.say("");
             self.say(&match lang {
@@ -136,16 +136,55 @@ impl TurnIo for Terminal<'_> {
     }
 }
 
-/// Lines of stdin without their newline; `None` at EOF or on a read error.
-fn stdin_lines() -> impl Iterator<Item = String> {
-    let stdin = std::io::stdin();
-    std::iter::from_fn(move || {
-        let mut line = String::new();
-        match stdin.lock().read_line(&mut line) {
-            Ok(0) | Err(_) => None,
-            Ok(_) => Some(line.trim_end_matches(['\n', '\r']).to_string()),
+/// Lines of stdin without their newline, read on a thread of their own so that a
+/// wait for one can end on Ctrl-C; `None` at EOF or on a read error.
+struct Lines {
+    rx: std::sync::mpsc::Receiver<String>,
+}
+
+impl Lines {
+    fn stdin() -> Lines {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let stdin = std::io::stdin();
+            loop {
+                let mut line = String::new();
+                match stdin.lock().read_line(&mut line) {
+                    Ok(0) | Err(_) => break,
+                    Ok(_) => {
+                        let line = line.trim_end_matches(['\n', '\r']).to_string();
+                        if tx.send(line).is_err() {
+                            break;
+                        }
+                    }
+                }
+            }
+        });
+        Lines { rx }
+    }
+
+    /// The next line, or `None` at the end of input — or when Ctrl-C is pressed
+    /// meanwhile (during a turn).
+    fn next_unless_cancelled(&mut self) -> Option<String> {
+        loop {
+            if interrupt::cancelled() {
+                return None;
+            }
+            match self.rx.recv_timeout(Duration::from_millis(50)) {
+                Ok(line) => return Some(line),
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => return None,
+            }
         }
-    })
+    }
+}
+
+impl Iterator for Lines {
+    type Item = String;
+
+    fn next(&mut self) -> Option<String> {
+        self.rx.recv().ok()
+    }
 }
 
 pub fn run(cmd: ChatCmd) -> Result<(), Error> {
@@ -173,7 +212,7 @@ pub fn run(cmd: ChatCmd) -> Result<(), Error> {
     let mut session = cmd.session.clone();
     let tty = std::io::stdin().is_terminal();
     interrupt::install();
-    let mut lines = stdin_lines();
+    let mut lines = Lines::stdin();
     if tty {
         eprintln!("{banner}");
     }
@@ -232,7 +271,7 @@ fn input(
     text: &str,
     manager: &Manager,
     session: &mut Option<String>,
-    lines: &mut dyn Iterator<Item = String>,
+    lines: &mut Lines,
     stream: bool,
 ) -> bool {
     if let Some(command) = text.strip_prefix('/') {

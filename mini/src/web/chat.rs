@@ -38,6 +38,9 @@ const APPROVAL_WAIT: Duration = Duration::from_secs(600);
 /// A comment line this often keeps a waiting stream open through proxies and tells us
 /// when the client has gone.
 const KEEPALIVE: Duration = Duration::from_secs(15);
+/// How long a new message waits for a turn of its session that waited for a person to
+/// park (it notices within a second).
+const PARK_WAIT: Duration = Duration::from_secs(5);
 /// How long a streamed turn with events waits for the evaluation before `[DONE]`.
 const POST_WAIT: Duration = Duration::from_secs(20);
 
@@ -66,6 +69,15 @@ impl Approvals {
             .get(&(session.to_string(), call.to_string()))
             .cloned();
         tx.is_some_and(|tx| tx.send(answer).is_ok())
+    }
+
+    /// Lets go of the calls waiting in a session: their turns park (a new message came;
+    /// the manager settles the parked call with it). `true` when one waited.
+    fn release_session(&self, session: &str) -> bool {
+        let mut waiting = self.lock();
+        let before = waiting.len();
+        waiting.retain(|(s, _), _| s != session);
+        waiting.len() != before
     }
 
     /// Refuses every waiting call (the server is stopping).
@@ -354,6 +366,20 @@ pub fn completions(state: &Arc<State>, req: &Request) -> Response<'static> {
         },
     };
     let cancel = Arc::new(AtomicBool::new(false));
+    // A turn of this session that waits for a person is parked, so that this message
+    // settles its call (seed 002: blocked calls first, at the next input).
+    if state.approvals.release_session(&sid) {
+        let end = Instant::now() + PARK_WAIT;
+        while Instant::now() < end
+            && state
+                .turns
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .contains_key(&sid)
+        {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
     {
         let mut turns = state.turns.lock().unwrap_or_else(PoisonError::into_inner);
         if turns.contains_key(&sid) {

@@ -289,8 +289,13 @@ pub struct Chat {
 
 impl Chat {
     pub fn start(w: &World) -> Chat {
+        Chat::start_with(w, &["chat"])
+    }
+
+    /// `evolve ARGS…` (a chat: `["chat", "--session", id]`).
+    pub fn start_with(w: &World, args: &[&str]) -> Chat {
         let mut child = w
-            .command(&["chat"])
+            .command(args)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())

@@ -130,7 +130,7 @@ pub struct Resp {
 }
 
 impl Resp {
-    fn parse(raw: &[u8]) -> Resp {
+    pub fn parse(raw: &[u8]) -> Resp {
         let text = String::from_utf8_lossy(raw).into_owned();
         let Some((head, body)) = text.split_once("\r\n\r\n") else {
             return Resp {

@@ -375,6 +375,7 @@ mod tests {
             max_retries: 0,
             stream: false,
             temperature: None,
+            ..ModelConfig::default()
         })
     }
 

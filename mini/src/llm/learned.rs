@@ -39,7 +39,8 @@ impl Learned {
     /// Whether `model` at `base_url` is known to have no native tool calling.
     pub(super) fn lacks_tools(&self, base_url: &str, model: &str) -> bool {
         let mut models = self.models.lock().unwrap_or_else(|e| e.into_inner());
-        let known = models.get_or_insert_with(|| self.file.as_deref().map(read).unwrap_or_default());
+        let known =
+            models.get_or_insert_with(|| self.file.as_deref().map(read).unwrap_or_default());
         known.contains(&(base_url.to_string(), model.to_string()))
     }
 
@@ -47,7 +48,9 @@ impl Learned {
     pub(super) fn remember(&self, base_url: &str, model: &str) {
         let entry = (base_url.to_string(), model.to_string());
         let mut models = self.models.lock().unwrap_or_else(|e| e.into_inner());
-        models.get_or_insert_with(BTreeSet::new).insert(entry.clone());
+        models
+            .get_or_insert_with(BTreeSet::new)
+            .insert(entry.clone());
         let Some(file) = &self.file else { return };
         let mut on_disk = read(file);
         if !on_disk.insert(entry) {

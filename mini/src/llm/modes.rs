@@ -98,8 +98,7 @@ impl Client {
         on_delta: &mut dyn FnMut(Delta<'_>),
         cancel: &AtomicBool,
     ) -> Result<ChatResponse, LlmError> {
-        let messages =
-            prompted::messages(&req.messages, &req.tools, req.tool_choice.as_deref());
+        let messages = prompted::messages(&req.messages, &req.tools, req.tool_choice.as_deref());
         let out = Outgoing {
             messages: &messages,
             tools: &[],

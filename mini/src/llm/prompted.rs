@@ -80,7 +80,9 @@ pub(super) fn messages(
                 // One user message for the whole round: chat templates that insist on
                 // alternating roles reject two user messages in a row.
                 match out.last_mut() {
-                    Some(last) if last.role == Role::User && last.content.starts_with(RESULT_PREFIX) => {
+                    Some(last)
+                        if last.role == Role::User && last.content.starts_with(RESULT_PREFIX) =>
+                    {
                         last.content.push_str("\n\n");
                         last.content.push_str(&result);
                     }
@@ -115,7 +117,11 @@ fn describe(tools: &[ToolSpec], tool_choice: Option<&str>) -> String {
     }
     text.push_str("\n\nTools (name: description. Parameters as JSON Schema):");
     for t in tools {
-        let description = t.description.split_whitespace().collect::<Vec<_>>().join(" ");
+        let description = t
+            .description
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ");
         text.push_str(&format!(
             "\n- {}: {description} Parameters: {}",
             t.name, t.parameters
@@ -193,9 +199,9 @@ mod tests {
             [Role::System, Role::User, Role::Assistant, Role::User]
         );
         assert!(out[0].content.starts_with("You are Evolve.\n\n## Tools"));
-        assert!(out[0].content.contains(
-            "- read_file: Reads a file from the workspace. Parameters: {\"properties\""
-        ));
+        assert!(out[0]
+            .content
+            .contains("- read_file: Reads a file from the workspace. Parameters: {\"properties\""));
         assert!(out[0].content.contains(tool_plan::FORMAT));
         assert_eq!(
             out[2].content,

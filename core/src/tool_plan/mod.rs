@@ -124,14 +124,17 @@ pub fn parse<S: AsRef<str>>(text: &str, offered: &[S]) -> ToolPlan {
 }
 
 /// The plan text of these calls `(name, arguments JSON)`: one call as the object of
-/// [`FORMAT`] in a ```` ```json ```` block, several as a list of them. Arguments that are
-/// not JSON are repaired, or written as a string.
+/// [`FORMAT`] in a ```` ```json ```` block, several as a list of them. Empty arguments
+/// are `{}`; arguments that are not JSON are repaired, or written as a string.
 pub fn write<'a>(calls: impl IntoIterator<Item = (&'a str, &'a str)>) -> String {
     let mut objects: Vec<Value> = calls
         .into_iter()
         .map(|(name, arguments)| {
-            let arguments =
-                arguments_value(arguments).unwrap_or_else(|| Value::String(arguments.to_string()));
+            let arguments = if arguments.trim().is_empty() {
+                Value::Object(Vec::new())
+            } else {
+                arguments_value(arguments).unwrap_or_else(|| Value::String(arguments.to_string()))
+            };
             Value::Object(alloc::vec![
                 ("name".to_string(), Value::String(name.to_string())),
                 ("arguments".to_string(), arguments),

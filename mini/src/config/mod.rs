@@ -650,9 +650,12 @@ impl Config {
         Config {
             file: home.join(CONFIG_FILE),
             workspace: home.join("workspace"),
+            model: ModelConfig {
+                tools_learned_file: Some(home.join(TOOLS_LEARNED_FILE)),
+                ..ModelConfig::default()
+            },
             home,
             profile: DEFAULT_PROFILE.to_string(),
-            model: ModelConfig::default(),
             core: CoreConfig::default(),
             agent: AgentConfig::default(),
             tools: ToolsConfig::default(),

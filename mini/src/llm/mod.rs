@@ -27,6 +27,7 @@ mod client;
 pub(crate) use client::display_url;
 mod learned;
 mod modes;
+pub(crate) use modes::written_as_text;
 mod prompted;
 mod retry;
 mod sse;

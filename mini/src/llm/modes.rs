@@ -25,6 +25,14 @@ use super::client::Outgoing;
 use super::{prompted, AnswerCut, ChatModel, ChatRequest, ChatResponse, Client, Delta, LlmError};
 use crate::config::ToolCalling;
 
+/// The ids of calls read from an answer's text start with this (`call_text_1`, …).
+const TEXT_CALL_ID: &str = "call_text_";
+
+/// Whether a call was read from the answer's text rather than sent as a native call.
+pub(crate) fn written_as_text(call: &ToolCall) -> bool {
+    call.id.starts_with(TEXT_CALL_ID)
+}
+
 /// How one request is sent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Mode {
@@ -154,7 +162,7 @@ impl Client {
                 .into_iter()
                 .map(|c| ToolCall {
                     id: format!(
-                        "call_text_{}",
+                        "{TEXT_CALL_ID}{}",
                         self.plan_ids.fetch_add(1, Ordering::Relaxed) + 1
                     ),
                     name: c.name,

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Fuzzes the parsers that read what others wrote, each for a bounded time:
 #   json_repair  damaged model JSON (evolve_core::json: repair, strict, extract)
+#   tool_plan    tool calls written as text (evolve_core::tool_plan: parse, the stream gate)
 #   skill_md     SKILL.md (evolve_core::skill::parse_skill_md)
 #   config       config.toml (mini/src/config/file.rs, evolve_core::CoreConfig)
 #   sse          a model's event stream in arbitrary reads (mini/src/llm/sse.rs)
@@ -29,7 +30,7 @@ if ! [[ "$duration" =~ ^[1-9][0-9]*$ ]]; then
 fi
 toolchain="${FUZZ_TOOLCHAIN:-nightly}"
 export CARGO_BUILD_JOBS="${CARGO_BUILD_JOBS:-2}"
-targets=(json_repair skill_md config sse mcp_message)
+targets=(json_repair tool_plan skill_md config sse mcp_message)
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 cd "$here"

@@ -3,7 +3,7 @@
 //! Every rule of the agent that can be decided without I/O lives here: which memories
 //! enter the prompt, how the history is cut to the token budget, whether a tool call
 //! runs, asks or is refused, which skills match, how damaged JSON from a model is
-//! repaired. Like `quinn-proto`, this crate contains no networking code, reads no files
+//! repaired, which tool calls a model wrote as text. Like `quinn-proto`, this crate contains no networking code, reads no files
 //! and never looks at a clock: every function takes what it needs — including `now` —
 //! and returns decisions. The shell (`evolve-mini`) does the I/O.
 //!
@@ -26,6 +26,7 @@ pub mod permission;
 pub mod sched;
 pub mod skill;
 pub mod text;
+pub mod tool_plan;
 pub mod turn;
 
 pub use config::CoreConfig;

@@ -333,6 +333,20 @@ fn try_candidate(candidate: &str, end: usize) -> Option<Found> {
     }
 }
 
+/// The code blocks of a Markdown text, as [`FencedBlocks`] finds them, each with where
+/// the whole block lies in the text (from its opening fence to after its closing one, or
+/// to the end of a block the text cut off). For the tool-plan reader, which removes a
+/// plan's block from the answer.
+pub(crate) fn fenced_spans(text: &str) -> impl Iterator<Item = (Range<usize>, &str)> {
+    let mut blocks = FencedBlocks { text, pos: 0 };
+    core::iter::from_fn(move || {
+        let from = blocks.pos;
+        let open = from + text.get(from..)?.find("```")?;
+        let content = blocks.next()?;
+        Some((open..blocks.pos, content))
+    })
+}
+
 /// The code blocks of a Markdown text: the text between an opening ```` ``` ```` (and
 /// its language tag) and the next ```` ``` ```` — after the balanced document when the
 /// block starts with `[` or `{` — or the end.
@@ -371,7 +385,7 @@ impl<'a> Iterator for FencedBlocks<'a> {
 
 /// The index just after the bracket that closes the one at `open`, skipping strings
 /// (with the same closing-quote rule as the repair); `None` when the text ends first.
-fn balanced_end(bytes: &[u8], open: usize) -> Option<usize> {
+pub(crate) fn balanced_end(bytes: &[u8], open: usize) -> Option<usize> {
     let mut depth = 0usize;
     let mut i = open;
     while let Some(&b) = bytes.get(i) {

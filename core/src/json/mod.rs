@@ -20,6 +20,7 @@ mod strict;
 mod value;
 
 pub use error::{JsonError, SyntaxError, SyntaxErrorKind};
+pub(crate) use extract::{balanced_end, fenced_spans};
 pub use extract::{extract, extract_items, LIST_KEYS};
 pub use repair::repair;
 pub use strict::parse_strict;

@@ -327,6 +327,13 @@ fn tool_call(client: &Client) -> Check {
     let model = client.model_name(ModelRole::Main).to_string();
     match client.chat(&req, &mut |_| {}, &AtomicBool::new(false)) {
         Ok(r) => match r.message.tool_calls.first() {
+            Some(c) if c.name == "get_time" && crate::llm::written_as_text(c) => Check::pass(
+                NAME,
+                format!(
+                    "{model} called get_time, written as text (the tools are described in \
+                     the prompt for it: [model] tools)"
+                ),
+            ),
             Some(c) if c.name == "get_time" => {
                 Check::pass(NAME, format!("{model} called get_time"))
             }
@@ -375,6 +382,7 @@ mod tests {
             max_retries: 0,
             stream: false,
             temperature: None,
+            ..ModelConfig::default()
         })
     }
 
@@ -432,6 +440,24 @@ mod tests {
         );
         assert!(text.contains("instead of a tool call"), "{text}");
         assert!(text.contains("✓ completion"), "{text}");
+    }
+
+    #[test]
+    fn a_model_without_native_tools_passes_in_prompt_mode_and_says_so() {
+        let fake = FakeLlm::start();
+        fake.refuse_tools(Some("registry.ollama.ai/library/x does not support tools"));
+        fake.push(Reply::text("OK"));
+        fake.push(Reply::text("OK"));
+        fake.push(Reply::text(
+            "```json\n{\"name\": \"get_time\", \"arguments\": {}}\n```",
+        ));
+        let r = diagnose(&client(&fake.base_url(), "fake-cheap"));
+        assert!(summary(&r).contains(&("tool calling", true)));
+        let text = render(&r.checks);
+        assert!(text.contains("written as text"), "{text}");
+        let last = fake.chat_requests().pop().expect("the prompt-mode request");
+        assert!(last.tool_names().is_empty());
+        assert!(last.system().is_some_and(|s| s.contains("get_time")));
     }
 
     #[test]

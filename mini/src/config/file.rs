@@ -67,6 +67,7 @@ pub struct RawModel {
     pub max_answer_bytes: Option<usize>,
     pub stream: Option<bool>,
     pub temperature: Option<f32>,
+    pub tools: Option<String>,
     pub max_retries: Option<u32>,
     pub timeouts: Option<RawTimeouts>,
 }

@@ -183,6 +183,54 @@ pub struct ModelConfig {
     pub stream: bool,
     /// Sampling temperature for the main model (`None`: the server's default).
     pub temperature: Option<f32>,
+    /// How tools are offered to the model (`tools = "auto"`, the default).
+    pub tools: ToolCalling,
+    /// Where `tools = "auto"` remembers the models that refused native tools, so the next
+    /// process asks them in prompt mode at once (`$EVOLVE_HOME/model-tools.json`);
+    /// `None`: remembered for the process only.
+    pub tools_learned_file: Option<PathBuf>,
+}
+
+/// How the model is offered tools (`[model] tools`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum ToolCalling {
+    /// Native tool calling; a model whose server says it does not support tools is asked
+    /// again in prompt mode, and that is remembered for it.
+    #[default]
+    Auto,
+    /// The OpenAI `tools` array only (a server that refuses it fails the turn).
+    Native,
+    /// The tools described in the system message and the calls read from the answer's
+    /// text, for models without tool calling.
+    Prompt,
+    /// No tools are offered.
+    Off,
+}
+
+impl ToolCalling {
+    /// Every value, as written in `config.toml`.
+    pub const NAMES: [&'static str; 4] = ["auto", "native", "prompt", "off"];
+
+    /// The value as written in `config.toml`.
+    pub fn name(self) -> &'static str {
+        match self {
+            ToolCalling::Auto => "auto",
+            ToolCalling::Native => "native",
+            ToolCalling::Prompt => "prompt",
+            ToolCalling::Off => "off",
+        }
+    }
+
+    /// The value of a `config.toml` text (trimmed, any case).
+    pub fn parse(text: &str) -> Option<ToolCalling> {
+        match text.trim().to_ascii_lowercase().as_str() {
+            "auto" => Some(ToolCalling::Auto),
+            "native" => Some(ToolCalling::Native),
+            "prompt" => Some(ToolCalling::Prompt),
+            "off" => Some(ToolCalling::Off),
+            _ => None,
+        }
+    }
 }
 
 impl Default for ModelConfig {
@@ -204,6 +252,8 @@ impl Default for ModelConfig {
             max_retries: 2,
             stream: true,
             temperature: None,
+            tools: ToolCalling::Auto,
+            tools_learned_file: None,
         }
     }
 }
@@ -387,6 +437,10 @@ impl Default for McpConfig {
 
 /// The file's name inside `$EVOLVE_HOME`.
 pub const CONFIG_FILE: &str = "config.toml";
+
+/// What `[model] tools = "auto"` learned: which models refused native tools (in
+/// `$EVOLVE_HOME`; see `llm::learned`).
+pub const TOOLS_LEARNED_FILE: &str = "model-tools.json";
 
 /// The name of "no profile": the top level of the file alone.
 pub const DEFAULT_PROFILE: &str = "default";
@@ -596,9 +650,12 @@ impl Config {
         Config {
             file: home.join(CONFIG_FILE),
             workspace: home.join("workspace"),
+            model: ModelConfig {
+                tools_learned_file: Some(home.join(TOOLS_LEARNED_FILE)),
+                ..ModelConfig::default()
+            },
             home,
             profile: DEFAULT_PROFILE.to_string(),
-            model: ModelConfig::default(),
             core: CoreConfig::default(),
             agent: AgentConfig::default(),
             tools: ToolsConfig::default(),
@@ -626,7 +683,7 @@ impl Config {
         let store = self.store_path();
         let mut private = vec![self.file.clone(), store.clone()];
         private.extend(
-            ["serve.token", "serve.json"]
+            ["serve.token", "serve.json", TOOLS_LEARNED_FILE]
                 .iter()
                 .map(|name| self.home.join(name)),
         );
@@ -949,6 +1006,7 @@ cheap = "cloud-cheap"
             ),
             ("[agent]\nmax_steps = 0\n", "agent.max_steps"),
             ("[model]\ntemperature = 3.0\n", "model.temperature"),
+            ("[model]\ntools = \"json\"\n", "model.tools"),
             ("[tools]\nshell_timeout = 0\n", "tools.shell_timeout"),
             ("[tools]\noutput_cap = 0\n", "tools.output_cap"),
             ("log = \"loud\"\n", "log"),

@@ -16,7 +16,7 @@ use super::file::{
 };
 use super::{
     AgentConfig, Checked, Config, ConfigError, EnvLookup, LoadOptions, Loaded, ModelConfig, Origin,
-    Origins, SchedulerConfig, Secret, TextConfig, Timeouts, ToolsConfig, CONFIG_FILE,
+    Origins, SchedulerConfig, Secret, TextConfig, Timeouts, ToolCalling, ToolsConfig, CONFIG_FILE,
     DEFAULT_BASE_URL, DEFAULT_PROFILE,
 };
 
@@ -232,6 +232,7 @@ const TRACED_KEYS: &[&str] = &[
     "model.max_answer_bytes",
     "model.stream",
     "model.temperature",
+    "model.tools",
     "model.max_retries",
     "model.timeouts.connect",
     "model.timeouts.first_byte",
@@ -701,6 +702,7 @@ fn resolve_model(raw: RawModel, ctx: &mut Context<'_>) -> Result<ModelConfig, Co
         max_answer_bytes,
         stream,
         temperature,
+        tools,
         max_retries,
         timeouts,
     } = raw;
@@ -833,6 +835,19 @@ fn resolve_model(raw: RawModel, ctx: &mut Context<'_>) -> Result<ModelConfig, Co
         }
     }
 
+    let tools = match tools {
+        None => d.tools,
+        Some(text) => ToolCalling::parse(&text).ok_or_else(|| {
+            ctx.invalid(format!(
+                "model.tools = \"{text}\"{} must be one of {} — \"auto\" uses the model's \
+                 native tool calling and falls back to describing the tools in the prompt \
+                 when the server says the model has none",
+                ctx.source_note("model.tools"),
+                ToolCalling::NAMES.join(", "),
+            ))
+        })?,
+    };
+
     let RawTimeouts {
         connect,
         first_byte,
@@ -864,6 +879,8 @@ fn resolve_model(raw: RawModel, ctx: &mut Context<'_>) -> Result<ModelConfig, Co
         max_retries: max_retries.unwrap_or(d.max_retries),
         stream: stream.unwrap_or(d.stream),
         temperature,
+        tools,
+        tools_learned_file: Some(ctx.home.join(super::TOOLS_LEARNED_FILE)),
     })
 }
 

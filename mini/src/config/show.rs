@@ -64,6 +64,7 @@ impl Config {
                 "max_answer_bytes": m.max_answer_bytes,
                 "stream": m.stream,
                 "temperature": m.temperature.map(float),
+                "tools": m.tools.name(),
                 "max_retries": m.max_retries,
                 "timeouts": {
                     "connect": secs(t.connect),

@@ -56,6 +56,12 @@ pub const CONFIG_TEMPLATE: &str = r#"# evolve configuration — `evolve config s
 #stream = true
 # Sampling temperature, 0–2 (default: the server's), e.g.:
 # temperature = 0.7
+# How the model gets its tools: "native" sends them as the OpenAI `tools` list;
+# "prompt" describes them in the system message and reads the calls the model
+# writes as JSON (for models without tool calling); "off" offers none; "auto"
+# is native, and switches a model to prompt when its server answers that it does
+# not support tools (remembered in model-tools.json).
+#tools = "auto"
 # Retries on connection errors, 429 and 5xx, with backoff.
 #max_retries = 2
 

@@ -31,13 +31,24 @@ use super::sse::{self, SseParser};
 use super::stream::{self, Assembler};
 use super::transport::{self, BodyLimit, Call, Event, Exchange, Failure, Next};
 use super::wire::{self, Parsed, WireRequest};
-use super::{AnswerCut, ChatModel, ChatRequest, ChatResponse, Client, Delta, LlmError, ModelRole};
+use super::{
+    AnswerCut, ChatModel, ChatRequest, ChatResponse, Client, Delta, LlmError, ModelRole, ToolSpec,
+};
+use evolve_core::history::Message;
 
 /// How much of a bad stream line an error quotes.
 const BAD_LINE_CHARS: usize = 200;
 
 /// A failed attempt and whether it may be retried.
 type Failed = (LlmError, Retry);
+
+/// What a request sends in the tool mode chosen for it.
+#[derive(Clone, Copy)]
+pub(super) struct Outgoing<'a> {
+    pub messages: &'a [Message],
+    pub tools: &'a [ToolSpec],
+    pub tool_choice: Option<&'a str>,
+}
 
 impl Client {
     /// `base_url` + `path`, with the base's query (Azure's `?api-version=…`, a gateway's
@@ -56,9 +67,12 @@ impl Client {
         self
     }
 
-    pub(super) fn chat_impl(
+    /// One call as it goes on the wire: `req`'s parameters with `out`'s messages and
+    /// tools (which the tool mode may have changed, see [`super::modes`]).
+    pub(super) fn send(
         &self,
         req: &ChatRequest,
+        out: Outgoing<'_>,
         on_delta: &mut dyn FnMut(Delta<'_>),
         cancel: &AtomicBool,
     ) -> Result<ChatResponse, LlmError> {
@@ -67,8 +81,8 @@ impl Client {
         let reserved = u32::try_from(self.config.reserved_output).unwrap_or(u32::MAX);
         let mut wire = WireRequest {
             model: &model,
-            messages: &req.messages,
-            tools: &req.tools,
+            messages: out.messages,
+            tools: out.tools,
             max_tokens: req.max_tokens.or((reserved > 0).then_some(reserved)),
             max_tokens_key: "max_tokens",
             temperature: match req.role {
@@ -77,7 +91,7 @@ impl Client {
             },
             json: req.json,
             stream_options: true,
-            tool_choice: req.tool_choice.as_deref(),
+            tool_choice: out.tool_choice,
         };
         let shown = display_url(&url);
         let started = Instant::now();

@@ -15,12 +15,20 @@
 //! - [`cap`]: how much of an answer is kept (`[model] max_answer_bytes`), the note a cut
 //!   answer ends with;
 //! - [`client`]: the call itself — attempts, retries, relaxing refused parameters, the
-//!   stream → non-stream fallback, stopping at the cap — and the errors a user reads.
+//!   stream → non-stream fallback, stopping at the cap — and the errors a user reads;
+//! - [`modes`]: how the tools reach the model (`[model] tools`: native, described in
+//!   the prompt for models without tool calling, off, or auto), and the calls a model
+//!   wrote as text read into `tool_calls`; [`prompted`] writes the prompt-mode request,
+//!   [`learned`] remembers the models that have no tool calling.
 
 mod cap;
 pub(crate) use cap::size as answer_size;
 mod client;
 pub(crate) use client::display_url;
+mod learned;
+mod modes;
+pub(crate) use modes::written_as_text;
+mod prompted;
 mod retry;
 mod sse;
 mod stream;
@@ -273,6 +281,10 @@ pub struct Client {
     agent: ureq::Agent,
     /// The first retry's backoff (500 ms; tests shorten it).
     backoff_start: std::time::Duration,
+    /// The models known to have no native tool calling (`[model] tools = "auto"`).
+    learned: learned::Learned,
+    /// Numbers the ids of calls read from an answer's text (`call_text_N`).
+    plan_ids: std::sync::atomic::AtomicU64,
 }
 
 impl Client {
@@ -280,9 +292,11 @@ impl Client {
     pub fn new(config: ModelConfig) -> Self {
         let agent = transport::agent(&config.timeouts);
         Client {
+            learned: learned::Learned::new(config.tools_learned_file.clone()),
             config,
             agent,
             backoff_start: retry::BACKOFF_START,
+            plan_ids: std::sync::atomic::AtomicU64::new(0),
         }
     }
 

@@ -35,6 +35,8 @@ fn config(base_url: &str) -> ModelConfig {
         max_retries: 2,
         stream: true,
         temperature: Some(0.2),
+        tools: crate::config::ToolCalling::Auto,
+        tools_learned_file: None,
     }
 }
 

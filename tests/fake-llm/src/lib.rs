@@ -6,7 +6,9 @@
 //! afterwards asserts what the agent *sent* ([`FakeLlm::chat_requests`]).
 //!
 //! What it decides:
-//! - which reply answers a chat request: the first registered route whose marker occurs in
+//! - which reply answers a chat request: a model without tool calling
+//!   ([`FakeLlm::refuse_tools`]) answers 400 to any request with `tools`; otherwise the
+//!   first registered route whose marker occurs in
 //!   a message's content takes from its own queue (an empty route queue answers the
 //!   fallback, `Text("ok")`, so background work never steals a scripted reply and never
 //!   blocks); a request matching no registered route takes from the default queue; an
@@ -316,6 +318,8 @@ struct State {
     models: Vec<String>,
     next_call: u64,
     next_completion: u64,
+    /// Set: every chat request that carries `tools` is answered 400 with this message.
+    refuse_tools: Option<String>,
 }
 
 struct Shared {
@@ -386,6 +390,7 @@ impl FakeLlm {
                 models: vec!["fake-main".into(), "fake-cheap".into()],
                 next_call: 1,
                 next_completion: 1,
+                refuse_tools: None,
             }),
             recorded: Condvar::new(),
             shutdown: AtomicBool::new(false),
@@ -448,6 +453,14 @@ impl FakeLlm {
     /// Repeat id, type and name in every streamed tool-call chunk (llama.cpp does).
     pub fn repeat_tool_headers(&self, on: bool) {
         self.shared.lock().repeat_tool_headers = on;
+    }
+
+    /// Acts as a model without tool calling: every chat request with a non-empty `tools`
+    /// list is answered `400 {"error":{"message": MESSAGE}}`, without taking a scripted
+    /// reply (Ollama: `registry.ollama.ai/library/X does not support tools`). `None`
+    /// accepts tools again.
+    pub fn refuse_tools(&self, message: Option<&str>) {
+        self.shared.lock().refuse_tools = message.map(str::to_string);
     }
 
     /// Characters per streamed text chunk (default 4).
@@ -518,7 +531,7 @@ impl FakeLlm {
 
     /// Loads a script (the binary's `--script` file): a list of replies, or
     /// `{"replies": [...], "routes": {"MARKER": [...]}, "fallback": REPLY,
-    /// "repeat_tool_headers": bool}`.
+    /// "repeat_tool_headers": bool, "refuse_tools": MESSAGE}`.
     pub fn load_script(&self, script: &Value) -> Result<(), String> {
         let replies = match script {
             Value::Array(list) => Some(list),
@@ -542,6 +555,9 @@ impl FakeLlm {
         }
         if let Some(on) = script.get("repeat_tool_headers").and_then(Value::as_bool) {
             self.repeat_tool_headers(on);
+        }
+        if let Some(message) = script.get("refuse_tools").and_then(Value::as_str) {
+            self.refuse_tools(Some(message));
         }
         Ok(())
     }
@@ -610,7 +626,11 @@ fn handle(shared: &Shared, mut request: tiny_http::Request) {
             drop(st);
             return answer_other(shared, request, &rec);
         }
-        let reply = choose(&mut st, &rec);
+        let offers_tools = rec.json["tools"].as_array().is_some_and(|t| !t.is_empty());
+        let reply = match &st.refuse_tools {
+            Some(message) if offers_tools => Reply::error(400, message),
+            _ => choose(&mut st, &rec),
+        };
         let ctx = Ctx {
             stream: rec.is_stream(),
             model: rec.model().unwrap_or("fake-main").to_string(),

@@ -428,3 +428,25 @@ fn a_loaded_script_fills_queues_routes_and_fallback() {
         ]
     );
 }
+
+#[test]
+fn a_model_without_tools_refuses_requests_with_tools_and_keeps_its_replies() {
+    let fake = FakeLlm::start();
+    let message = "registry.ollama.ai/library/smollm2:135m does not support tools";
+    fake.load_script(&json!({"replies": ["planned"], "refuse_tools": message}))
+        .unwrap();
+    let mut with_tools = chat("hi", false);
+    with_tools["tools"] = json!([{"type": "function", "function": {"name": "t"}}]);
+    let (status, _, _, body) = post(&fake, with_tools);
+    assert_eq!(status, 400);
+    let body: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(body["error"]["message"], message);
+    // The scripted reply is still there for the request without tools.
+    let (status, _, _, body) = post(&fake, chat("hi", false));
+    assert_eq!(status, 200);
+    assert!(body.contains("planned"), "{body}");
+    fake.refuse_tools(None);
+    let mut with_tools = chat("hi", false);
+    with_tools["tools"] = json!([{"type": "function", "function": {"name": "t"}}]);
+    assert_eq!(post(&fake, with_tools).0, 200);
+}

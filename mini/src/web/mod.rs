@@ -103,6 +103,7 @@ impl State {
             },
         )?;
         let config = loaded.config;
+        config.warn_ignored_env();
         let profile = config.profile.clone();
         let next = Manager::new(crate::agents::Runtime::sharing(
             config,

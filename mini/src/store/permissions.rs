@@ -3,7 +3,7 @@
 //! decision. What is allowed is decided by `evolve_core::permission`; this file only
 //! keeps its inputs and its record.
 
-use evolve_core::permission::{AuditEntry, Grants, PendingCall};
+use evolve_core::permission::{AuditEntry, Grant, Grants, PendingCall, Revoke};
 use redb::ReadableTable;
 
 use super::schema::*;
@@ -67,6 +67,27 @@ impl Store {
             }
             require_session(txn, session)?;
             put_json(&mut table, "grants", session, grants)
+        })
+    }
+
+    /// Withdraws the grants `what` names from a session's, in one transaction (an
+    /// "always" given at the same time is kept); returns what was withdrawn. Fails
+    /// with `NotFound` for a session that does not exist.
+    pub fn revoke_grants(&self, session: &str, what: Revoke<'_>) -> Result<Vec<Grant>, StoreError> {
+        self.write(|txn| {
+            require_session(txn, session)?;
+            let mut table = txn.open_table(GRANTS)?;
+            let mut grants: Grants = get_json(&table, "grants", session)?.unwrap_or_default();
+            let gone = grants.withdraw(what);
+            if gone.is_empty() {
+                return Ok(gone);
+            }
+            if grants.is_empty() {
+                table.remove(session)?;
+            } else {
+                put_json(&mut table, "grants", session, &grants)?;
+            }
+            Ok(gone)
         })
     }
 

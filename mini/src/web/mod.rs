@@ -12,6 +12,7 @@ pub mod assets;
 pub mod auth;
 pub mod chat;
 pub mod endpoint;
+mod grants;
 pub mod http;
 mod prompt;
 mod style;

@@ -199,6 +199,7 @@ function newChat() {
   history.replaceState(null, '', location.pathname);
   $('#messages').replaceChildren(emptyState);
   $('#pending-banner').hidden = true;
+  $('#grants').hidden = true;
   renderSessions();
   show('chat');
   $('#input').focus();
@@ -221,6 +222,7 @@ const openSession = guard(async id => {
   if (S.session !== id) return;
   renderHistory(data || []);
   await checkPending();
+  await loadGrants();
 });
 
 // ---------------------------------------------------------------- messages
@@ -453,6 +455,8 @@ async function send(text) {
         history.replaceState(null, '', location.pathname);
         setTitle();
       }
+      // An "always" given during the turn is on the list now.
+      await loadGrants();
     })();
   }
 }
@@ -541,6 +545,41 @@ async function checkPending() {
   const { data } = await api('GET', `/v1/sessions/${enc(id)}/pending`);
   $('#pending-banner').hidden = !(data && data.length);
   S.pendingList = (data || []).map(call => ({ session: id, call }));
+}
+
+// ---------------------------------------------------------------- grants
+/** The chat's "always allow" list (seed 002's tool whitelist), each with a Revoke button. */
+async function loadGrants() {
+  const id = S.session;
+  if (!id) {
+    $('#grants').hidden = true;
+    return;
+  }
+  const { data } = await api('GET', `/v1/sessions/${enc(id)}/grants`);
+  if (S.session === id) renderGrants(id, data || []);
+}
+
+function renderGrants(id, data) {
+  $('#grants').hidden = !data.length;
+  $('#grant-list').replaceChildren(...data.map(g => {
+    const li = h('li', 'grant');
+    li.dataset.testid = 'grant';
+    li.append(h('code', null, g.label));
+    const b = li.appendChild(btn(null, 'icon', guard(async () => {
+      b.disabled = true;
+      const body = g.command == null ? { tool: g.tool } : { tool: g.tool, command: g.command };
+      try {
+        const r = await api('DELETE', `/v1/sessions/${enc(id)}/grants`, body);
+        if (S.session === id) renderGrants(id, r.data || []);
+        toast(t('revoked', g.label), 'ok');
+      } finally {
+        b.disabled = false;
+      }
+    }), 'revoke'));
+    b.title = t('revokeTitle', g.label);
+    b.setAttribute('aria-label', b.title);
+    return li;
+  }));
 }
 
 // ---------------------------------------------------------------- memory

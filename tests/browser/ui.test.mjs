@@ -273,6 +273,22 @@ await test('"Always for this session": the next L3 call of the chat runs without
   eq(fs.readFileSync(path.join(HOME, 'workspace', 'always-2.txt'), 'utf8'), 'two', 'the second file');
 });
 
+await test('the chat\'s "always" grants are listed below the header, and Revoke withdraws one', async () => {
+  const grant = main.locator('#grants [data-testid=grant]');
+  await grant.first().waitFor();
+  eq(await grant.count(), 1, 'one grant listed');
+  eq(await grant.locator('code').textContent(), 'write_file', 'the grant\'s label');
+  // The list is the session's, as the API has it, and comes back after a reload.
+  await main.reload();
+  await grant.first().waitFor();
+  const sid = await main.evaluate(() => S.session);
+  await grant.locator('button').click();
+  await main.waitForSelector('#grants', { state: 'hidden' });
+  const left = await main.evaluate(async id => (await (await fetch(`/v1/sessions/${encodeURIComponent(id)}/grants`)).json()).data, sid);
+  eq(left.length, 0, 'the server holds no grant any more');
+  await main.locator('[data-testid=toast]', { hasText: 'write_file' }).first().waitFor();
+});
+
 async function assertSafe(page, where) {
   const box = page.locator('#messages');
   eq(await box.locator('img').count(), 0, `${where}: <img> elements`);

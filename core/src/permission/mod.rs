@@ -38,6 +38,7 @@ mod escalate;
 mod level;
 mod paths;
 mod pending;
+mod revoke;
 mod scan;
 mod secret;
 mod shell;
@@ -61,6 +62,7 @@ pub use escalate::{
 pub use level::{Level, ParseLevelError};
 pub use paths::names_secret;
 pub use pending::{parse_answer, Answer, AnswerOutcome, Confirmations, Lang, PendingCall};
+pub use revoke::Revoke;
 pub use scan::{arg_strings, duplicate_key, string_arg, ArgString, StringKind};
 pub use secret::{find_secret, redact, SecretKind, REDACTED, REDACT_MIN_FRAGMENT};
 pub use shell::{command_risks, shell_command_level, CommandRisk};

@@ -27,8 +27,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::history::{Message, ToolCall};
 use crate::permission::{
-    AnswerOutcome, AuditEntry, CallCheck, CallKey, Decision, Grants, Level, PendingCall, Policy,
-    RefusalReason,
+    AnswerOutcome, AuditEntry, CallCheck, CallKey, Decision, Grant, Grants, Level, PendingCall,
+    Policy, RefusalReason,
 };
 use crate::Timestamp;
 
@@ -76,8 +76,9 @@ pub enum Action {
     },
     /// Append this entry to the audit log.
     Audit(AuditEntry),
-    /// Store the session's grants (an "always" answer changed them).
-    SaveGrants(Grants),
+    /// Add this grant to the session's (an "always" answer), in one write — not the
+    /// turn's whole copy, which a revoke made meanwhile would be undone by.
+    SaveGrant(Grant),
     /// A call is settled (ran, refused or not run): tell the interface.
     CallSettled(CallRecord),
     /// The turn is over: the answer is the last of [`Turn::messages`].
@@ -92,7 +93,7 @@ impl Action {
             Action::CheckCall(_)
             | Action::RunTool { .. }
             | Action::Audit(_)
-            | Action::SaveGrants(_)
+            | Action::SaveGrant(_)
             | Action::CallSettled(_) => AgentId::Tool,
         }
     }
@@ -509,8 +510,11 @@ impl Turn {
                 };
                 // "always" is only read for L3 at most, which can always be granted.
                 if self.grants.grant_call(key, pending.level).is_ok() {
-                    self.outbox
-                        .push_back(Action::SaveGrants(self.grants.clone()));
+                    self.outbox.push_back(Action::SaveGrant(Grant {
+                        tool: current.call.name.clone(),
+                        command: current.command.clone(),
+                        level: pending.level,
+                    }));
                 }
                 AnswerOutcome::Run
             }
@@ -621,6 +625,12 @@ impl Turn {
     /// The session's grants as the turn holds them.
     pub fn grants(&self) -> &Grants {
         &self.grants
+    }
+
+    /// The session's grants as they stand now (the shell reads them before each check,
+    /// so a grant revoked during the turn counts at once).
+    pub fn set_grants(&mut self, grants: Grants) {
+        self.grants = grants;
     }
 
     /// The permission policy of the turn.

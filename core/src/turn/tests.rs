@@ -324,7 +324,7 @@ fn a_persons_answers_run_refuse_ask_again_or_grant() {
         assert_eq!(ran, runs, "{level} {replies:?}");
         assert_eq!(t.grants().len(), grants, "{level} {replies:?}");
         assert_eq!(
-            actions.iter().any(|a| matches!(a, Action::SaveGrants(_))),
+            actions.iter().any(|a| matches!(a, Action::SaveGrant(_))),
             grants > 0
         );
         let audit = actions.iter().find_map(|a| match a {

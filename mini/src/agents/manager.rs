@@ -451,6 +451,8 @@ impl Manager {
                     turn.handle_reply(reply);
                 }
                 Action::CheckCall(call) => {
+                    // The grants as they stand now: one revoked meanwhile counts.
+                    turn.set_grants(rt.store.grants(sid)?);
                     let check = ToolAgent.check(
                         rt,
                         tools,
@@ -504,7 +506,7 @@ impl Manager {
                     turn.handle_output(out.content, out.is_error);
                 }
                 Action::Audit(entry) => rt.store.audit(&[entry])?,
-                Action::SaveGrants(grants) => rt.store.set_grants(sid, &grants)?,
+                Action::SaveGrant(grant) => rt.store.add_grant(sid, &grant)?,
                 Action::CallSettled(run) => io.on_tool_end(&run),
                 Action::Done => return Ok(Ended::Answered),
             }

@@ -36,6 +36,7 @@ impl App {
     /// The same from an already loaded configuration.
     pub fn from_config(config: Config) -> App {
         crate::logger::init(&config.log);
+        config.warn_ignored_env();
         crate::config::private::tighten_home(&config.home);
         forget_key_variables(&config);
         let tokenizer = ShellTokenizer::new(config.text.dict_path.clone());

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use argh::FromArgs;
-use evolve_core::permission::{Decision, Level, PendingCall, Policy, RefusalReason};
+use evolve_core::permission::{Decision, Level, PendingCall, Policy, RefusalReason, Revoke};
 use evolve_core::text::{one_line, KeywordSet, Lang};
 
 use super::app::{now, open_store, App, STORE_WAIT};
@@ -43,6 +43,7 @@ Type a message and press Enter. Commands:
   /session new|list|switch ID
   /reflect               reflect on this session now and save the lesson
   /permissions           tool levels, what is asked, and this session's grants
+  /permissions revoke N|LABEL|all   withdraw this session's \"always\" grants
   /mcp                   the MCP servers and whether they are connected
   /mcp tools [NAME]      start them and list their tools with each tool's level
   /mcp level TOOL LEVEL  set an MCP tool's level (L0-L5, or auto)
@@ -461,6 +462,9 @@ fn slash(command: &str, manager: &Manager, session: &mut Option<String>) -> Resu
                 }
             }
         },
+        "permissions" | "perms" if !rest.is_empty() => {
+            permissions_command(rt, session.as_deref(), rest)?;
+        }
         "permissions" | "perms" => {
             println!("  level  meaning                                        in chat");
             for level in Level::ALL {
@@ -487,23 +491,69 @@ fn slash(command: &str, manager: &Manager, session: &mut Option<String>) -> Resu
                     println!("    {} {} → {:?}{answer}", e.tool, e.level, e.decision);
                 }
             }
-            if let Some(id) = session.as_deref() {
-                let grants = rt.store.grants(id)?;
-                if grants.is_empty() {
-                    println!("  no \"always\" grants in this session");
-                } else {
-                    let names: Vec<String> = grants
-                        .iter()
-                        .map(evolve_core::permission::Grant::label)
-                        .collect();
-                    println!("  always allowed in this session: {}", names.join(", "));
+            match session.as_deref() {
+                Some(id) => {
+                    let grants = rt.store.grants(id)?;
+                    if grants.is_empty() {
+                        println!("  no \"always\" grants in this session");
+                    } else {
+                        println!(
+                            "  always allowed in this session \
+                             (/permissions revoke N|LABEL|all withdraws):"
+                        );
+                        for (n, g) in grants.iter().enumerate() {
+                            println!(
+                                "    {}. {} ({})",
+                                n + 1,
+                                printable(&g.label(), false),
+                                g.level
+                            );
+                        }
+                    }
                 }
+                None => println!("  no \"always\" grants yet: this session has no turn"),
             }
         }
         "mcp" => mcp_command(rt, rest)?,
         other => println!("  unknown command /{other} — /help lists them"),
     }
     Ok(true)
+}
+
+/// `/permissions revoke N|LABEL|all`: withdraws "always" grants of this session and
+/// says which.
+fn permissions_command(rt: &Runtime, session: Option<&str>, rest: &str) -> Result<(), Error> {
+    let (sub, arg) = rest.split_once(' ').unwrap_or((rest, ""));
+    let arg = arg.trim();
+    if sub != "revoke" || arg.is_empty() {
+        println!("  use /permissions, or /permissions revoke N|LABEL|all");
+        return Ok(());
+    }
+    let Some(id) = session else {
+        println!("  nothing to revoke: this session has no grants");
+        return Ok(());
+    };
+    let what = match arg {
+        "all" => Revoke::All,
+        n if n.bytes().all(|b| b.is_ascii_digit()) => Revoke::Number(n.parse().unwrap_or(0)),
+        label => Revoke::Label(label),
+    };
+    let gone = rt.store.revoke_grants(id, what)?;
+    if gone.is_empty() && what == Revoke::All {
+        println!("  nothing to revoke: this session has no grants");
+    } else if gone.is_empty() {
+        println!(
+            "  no grant {} in this session — /permissions lists them",
+            printable(arg, false)
+        );
+    }
+    for g in &gone {
+        println!(
+            "  revoked: {} (asked again next time)",
+            printable(&g.label(), false)
+        );
+    }
+    Ok(())
 }
 
 /// `/mcp`, `/mcp tools [NAME]`, `/mcp level TOOL LEVEL`, `/mcp add|rm|import|enable|

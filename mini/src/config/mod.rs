@@ -9,6 +9,16 @@
 //! (`--workspace`). A profile overrides key by key (`[profiles.work.model] main = "…"`
 //! changes only the main model); `api_key` and `api_key_env` count as one setting.
 //!
+//! One exception: a profile *named for this run* — `--profile NAME`, `EVOLVE_PROFILE`,
+//! or a switch in chat or the web UI; not the file's `profile = "…"` key, not
+//! `default` — wins over the environment for every key its own table sets, and its
+//! own `base_url` without a key of its own means `OPENAI_API_KEY` is not sent to it.
+//! The environment still fills what the profile leaves unset. Each variable ignored
+//! that way is in [`Config::ignored_env`], and every front end warns about it once
+//! ([`Config::warn_ignored_env`]). Otherwise `--profile alt` with the quick start's
+//! `OPENAI_BASE_URL` exported sends its calls to the exported server while it names
+//! its own models.
+//!
 //! What it decides: where the data lives (`$EVOLVE_HOME`, default `~/.evolve`), what
 //! a missing setting means (the defaults below, each with its reason), and what is not
 //! acceptable (unknown keys, values out of range), with a message naming the file, the
@@ -472,6 +482,52 @@ pub struct Config {
     pub workspace: PathBuf,
     /// Log filter (`EVOLVE_LOG`, e.g. `info`, `debug`; default `warn`).
     pub log: String,
+    /// The environment variables the profile named for this run overrode.
+    pub ignored_env: Vec<IgnoredEnv>,
+}
+
+/// An environment variable a named profile overrode (see the module docs).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IgnoredEnv {
+    /// The variable, e.g. `OPENAI_BASE_URL`.
+    pub var: &'static str,
+    /// The profile that won.
+    pub profile: String,
+    /// Why it was ignored.
+    pub why: Overridden,
+}
+
+/// Why a named profile ignored an environment variable.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Overridden {
+    /// The profile's own table sets this dotted key (`model.base_url`).
+    SetByProfile(&'static str),
+    /// `OPENAI_API_KEY`: the profile names its own server and no key for it.
+    KeyOfAnotherServer,
+}
+
+impl fmt::Display for IgnoredEnv {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let IgnoredEnv { var, profile, why } = self;
+        match why {
+            Overridden::SetByProfile(key) => {
+                let setting = match key.rsplit_once('.') {
+                    Some((table, name)) => format!("[{table}] {name}"),
+                    None => (*key).to_string(),
+                };
+                write!(
+                    f,
+                    "profile {profile} sets {setting}; {var} from the environment is ignored"
+                )
+            }
+            Overridden::KeyOfAnotherServer => write!(
+                f,
+                "profile {profile} sets [model] base_url but no key; {var} from the \
+                 environment is not sent to that server — add api_key_env = \"{var}\" \
+                 to [profiles.{profile}.model] to send it"
+            ),
+        }
+    }
 }
 
 /// Reads an environment variable: the process environment in the binary, a table in
@@ -492,6 +548,8 @@ pub enum Origin {
     File,
     /// `[profiles.NAME]` of `config.toml`.
     Profile(String),
+    /// `[profiles.NAME]`, named for this run, over the environment variable it names.
+    ProfileOverEnv(String, String),
     /// An environment variable (also one named by `api_key_env`).
     Env(String),
     /// A command-line flag.
@@ -506,6 +564,7 @@ impl fmt::Display for Origin {
             Origin::Default => write!(f, "default"),
             Origin::File => write!(f, "file"),
             Origin::Profile(name) => write!(f, "profile {name}"),
+            Origin::ProfileOverEnv(name, var) => write!(f, "profile {name} (over env {var})"),
             Origin::Env(var) => write!(f, "env {var}"),
             Origin::Flag(flag) => write!(f, "flag {flag}"),
             Origin::Main => write!(f, "same as main"),
@@ -663,6 +722,15 @@ impl Config {
             mcp: McpConfig::default(),
             scheduler: SchedulerConfig::default(),
             log: DEFAULT_LOG.to_string(),
+            ignored_env: Vec::new(),
+        }
+    }
+
+    /// Says on stderr (a warning) which environment variables the profile named for
+    /// this run overrode. Call it once the logger is installed, once per load.
+    pub fn warn_ignored_env(&self) {
+        for ignored in &self.ignored_env {
+            log::warn!("{ignored}");
         }
     }
 
@@ -881,16 +949,50 @@ cheap = "cloud-cheap"
                 main_from: Origin::Env("EVOLVE_MODEL".into()),
             },
             Case {
-                name: "EVOLVE_CHEAP_MODEL beats the profile's cheap",
-                env: &[("EVOLVE_CHEAP_MODEL", "env-cheap")],
+                name: "EVOLVE_CHEAP_MODEL beats the cheap of a profile chosen by the file",
+                env: &[("EVOLVE_CHEAP_MODEL", "env-cheap"), ("EVOLVE_PROFILE", "")],
+                flag: None,
+                want: ("work", "http://file.example/v1", "work-main", "env-cheap"),
+                main_from: Origin::Profile("work".into()),
+            },
+            Case {
+                name: "a profile named by --profile beats the environment for what it sets",
+                env: &[
+                    ("EVOLVE_CHEAP_MODEL", "env-cheap"),
+                    ("EVOLVE_MODEL", "env-main"),
+                    ("OPENAI_BASE_URL", "http://env.example:8080/v1"),
+                ],
                 flag: Some("cloud"),
                 want: (
                     "cloud",
                     "https://cloud.example/v1",
                     "cloud-main",
-                    "env-cheap",
+                    "cloud-cheap",
                 ),
-                main_from: Origin::Profile("cloud".into()),
+                main_from: Origin::ProfileOverEnv("cloud".into(), "EVOLVE_MODEL".into()),
+            },
+            Case {
+                name: "named by EVOLVE_PROFILE: the same; the environment fills the rest",
+                env: &[
+                    ("EVOLVE_PROFILE", "work"),
+                    ("EVOLVE_MODEL", "env-main"),
+                    ("OPENAI_BASE_URL", "http://env.example:8080/v1"),
+                ],
+                flag: None,
+                want: (
+                    "work",
+                    "http://env.example:8080/v1",
+                    "work-main",
+                    "work-main",
+                ),
+                main_from: Origin::ProfileOverEnv("work".into(), "EVOLVE_MODEL".into()),
+            },
+            Case {
+                name: "--profile default keeps the environment over the file",
+                env: &[("EVOLVE_MODEL", "env-main")],
+                flag: Some("default"),
+                want: ("default", "http://file.example/v1", "env-main", "env-main"),
+                main_from: Origin::Env("EVOLVE_MODEL".into()),
             },
             Case {
                 name: "empty variables count as unset",
@@ -929,6 +1031,86 @@ cheap = "cloud-cheap"
                 case.name
             );
             assert_eq!(loaded.profiles, ["cloud", "work"]);
+        }
+    }
+
+    #[test]
+    fn a_named_profile_lists_the_variables_it_overrode() {
+        let file = r#"
+[model]
+api_key = "sk-file-0123456789"
+[profiles.alt]
+log = "debug"
+[profiles.alt.model]
+base_url = "http://alt.example/v1"
+cheap = "alt-cheap"
+[profiles.keyed.model]
+base_url = "http://keyed.example/v1"
+api_key_env = "ALT_KEY"
+[profiles.models.model]
+main = "m"
+"#;
+        let env: &[(&str, &str)] = &[
+            ("OPENAI_BASE_URL", "http://env.example/v1"),
+            ("OPENAI_API_KEY", "sk-env-0123456789"),
+            ("EVOLVE_MODEL", "env-main"),
+            ("EVOLVE_LOG", "info"),
+            ("ALT_KEY", "sk-alt-0123456789"),
+        ];
+        let cases: [(&str, &[&str], &str, &str); 3] = [
+            // alt's own server gets neither the environment's key nor its URL; the
+            // top level's key still applies (the file merges key by key).
+            (
+                "alt",
+                &[
+                    "profile alt sets log; EVOLVE_LOG from the environment is ignored",
+                    "profile alt sets [model] base_url; OPENAI_BASE_URL from the environment is ignored",
+                    "profile alt sets [model] base_url but no key; OPENAI_API_KEY from the environment is not sent to that server",
+                ],
+                "http://alt.example/v1",
+                "sk-file-0123456789",
+            ),
+            (
+                "keyed",
+                &[
+                    "profile keyed sets [model] base_url; OPENAI_BASE_URL",
+                    "profile keyed sets [model] api_key_env; OPENAI_API_KEY",
+                ],
+                "http://keyed.example/v1",
+                "sk-alt-0123456789",
+            ),
+            // A profile that names no server keeps the environment's, and its key.
+            (
+                "models",
+                &["profile models sets [model] main; EVOLVE_MODEL from the environment is ignored"],
+                "http://env.example/v1",
+                "sk-env-0123456789",
+            ),
+        ];
+        for (profile, want, url, key) in cases {
+            let opts = LoadOptions {
+                profile: Some(profile.to_string()),
+                workspace: None,
+            };
+            let (loaded, _home) = load_in(Some(file), env, &opts);
+            let c = loaded.unwrap_or_else(|e| panic!("{profile}: {e}")).config;
+            let got: Vec<String> = c.ignored_env.iter().map(ToString::to_string).collect();
+            assert_eq!(got.len(), want.len(), "{profile}: {got:?}");
+            for (got, want) in got.iter().zip(want) {
+                assert!(got.starts_with(want), "{profile}: {got}");
+            }
+            assert_eq!(c.model.base_url, url, "{profile}");
+            assert_eq!(c.model.api_key.as_ref().map(Secret::expose), Some(key));
+        }
+        // Chosen by the file, or no profile: the environment wins, silently.
+        for text in [
+            file.replace("[model]\n", "profile = \"alt\"\n[model]\n"),
+            file.into(),
+        ] {
+            let (loaded, _home) = load_in(Some(&text), env, &LoadOptions::default());
+            let c = loaded.expect("valid").config;
+            assert!(c.ignored_env.is_empty(), "{:?}", c.ignored_env);
+            assert_eq!(c.model.base_url, "http://env.example/v1");
         }
     }
 

@@ -5,6 +5,12 @@
 //! TOML table, in which the chosen profile is merged over the top level key by key.
 //! The merged table is then read as one [`RawLayer`] and checked value by value, every
 //! field destructured so that a new key cannot be forgotten here.
+//!
+//! The environment (`OPENAI_BASE_URL`, `OPENAI_API_KEY`, `EVOLVE_MODEL`,
+//! `EVOLVE_CHEAP_MODEL`, `EVOLVE_LOG`) overrides the file, except where a profile the
+//! user named for this run ([`Choice::Named`]) sets the same key in its own table: the
+//! profile wins there, and the variable is listed in [`Config::ignored_env`] for the
+//! caller to warn about once the logger runs.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -15,9 +21,9 @@ use super::file::{
     RawAgent, RawFile, RawLayer, RawModel, RawScheduler, RawText, RawTimeouts, RawTools,
 };
 use super::{
-    AgentConfig, Checked, Config, ConfigError, EnvLookup, LoadOptions, Loaded, ModelConfig, Origin,
-    Origins, SchedulerConfig, Secret, TextConfig, Timeouts, ToolCalling, ToolsConfig, CONFIG_FILE,
-    DEFAULT_BASE_URL, DEFAULT_PROFILE,
+    AgentConfig, Checked, Config, ConfigError, EnvLookup, IgnoredEnv, LoadOptions, Loaded,
+    ModelConfig, Origin, Origins, Overridden, SchedulerConfig, Secret, TextConfig, Timeouts,
+    ToolCalling, ToolsConfig, CONFIG_FILE, DEFAULT_BASE_URL, DEFAULT_PROFILE,
 };
 
 /// The log filters `EVOLVE_LOG` and `log` accept (`logger::parse_filter`).
@@ -88,19 +94,34 @@ fn env_text(env: EnvLookup<'_>, var: &'static str) -> Result<Option<String>, Con
 /// mistake in a profile shows up before the day it is used.
 pub fn load(opts: &LoadOptions, env: EnvLookup<'_>) -> Result<Loaded, ConfigError> {
     let file = FileText::read(env)?;
-    let wanted = match (&opts.profile, env_text(env, "EVOLVE_PROFILE")?) {
-        (Some(flag), _) => Some(flag.clone()),
-        (None, Some(var)) => Some(var),
-        (None, None) => file.raw.profile.clone(),
+    let (wanted, chosen) = match (&opts.profile, env_text(env, "EVOLVE_PROFILE")?) {
+        (Some(flag), _) => (Some(flag.clone()), Choice::Named),
+        (None, Some(var)) => (Some(var), Choice::Named),
+        (None, None) => (file.raw.profile.clone(), Choice::Standing),
     };
     let active = wanted.unwrap_or_else(|| DEFAULT_PROFILE.to_string());
-    let loaded = file.load_profile(&active, opts, env)?;
+    let loaded = file.load_profile(&active, chosen, opts, env)?;
     for name in &file.profiles {
         if *name != loaded.config.profile {
-            file.load_profile(name, opts, env)?;
+            // Checked as it would run: named, by `--profile` or a switch in chat or
+            // the web UI.
+            file.load_profile(name, Choice::Named, opts, env)?;
         }
     }
     Ok(loaded)
+}
+
+/// How the active profile was chosen, which decides whether it or the environment wins.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Choice {
+    /// Named for this run: `--profile NAME`, `EVOLVE_PROFILE`, or a profile switch in
+    /// chat or the web UI. What the profile's own table sets wins over the environment
+    /// (`OPENAI_BASE_URL` exported for the default profile does not send the main call
+    /// of `--profile alt` to another server than its cheap calls).
+    Named,
+    /// The file's `profile = "…"` key, or no profile: the environment wins, so a
+    /// variable exported for one run overrides the file as the quick start shows.
+    Standing,
 }
 
 /// `config.toml` read once, for loading each of its profiles.
@@ -147,6 +168,7 @@ impl FileText {
     fn load_profile(
         &self,
         profile: &str,
+        chosen: Choice,
         opts: &LoadOptions,
         env: EnvLookup<'_>,
     ) -> Result<Loaded, ConfigError> {
@@ -200,6 +222,11 @@ impl FileText {
             origins.set(key, trace(key));
         }
 
+        let named = match chosen {
+            Choice::Named if profile != DEFAULT_PROFILE => overlay,
+            _ => None,
+        };
+        let mut ignored_env = Vec::new();
         let ctx = Context {
             path,
             home,
@@ -207,6 +234,8 @@ impl FileText {
             origins: &mut origins,
             text,
             profile,
+            named,
+            ignored_env: &mut ignored_env,
         };
         let config = resolve(layer, profile.to_string(), opts, ctx)?;
         check_permissions(&config)?;
@@ -394,6 +423,11 @@ pub(super) struct Context<'a> {
     pub(super) text: &'a str,
     /// The active profile's name.
     pub(super) profile: &'a str,
+    /// The active profile's own table when the user named it for this run
+    /// ([`Choice::Named`]): what it sets wins over the environment.
+    named: Option<&'a toml::Table>,
+    /// The environment variables the named profile overrode.
+    ignored_env: &'a mut Vec<IgnoredEnv>,
 }
 
 impl Context<'_> {
@@ -407,9 +441,48 @@ impl Context<'_> {
     /// " (profile x)" when the key came from a profile, so the user edits the right table.
     pub(super) fn source_note(&self, key: &str) -> String {
         match self.origins.get(key) {
-            Origin::Profile(name) => format!(" (from [profiles.{name}])"),
+            Origin::Profile(name) | Origin::ProfileOverEnv(name, _) => {
+                format!(" (from [profiles.{name}])")
+            }
             _ => String::new(),
         }
+    }
+
+    /// Whether the profile the user named sets the dotted `key` in its own table.
+    fn named_sets(&self, key: &str) -> bool {
+        let keys: Vec<&str> = key.split('.').collect();
+        self.named.is_some_and(|t| has_key(t, &keys))
+    }
+
+    /// Environment variable `var` for the setting `key` (`also`: other keys that are
+    /// the same setting, as `api_key_env` is `api_key`): `None` when it is unset, and
+    /// when the profile the user named sets the key itself — then the variable is
+    /// recorded as ignored and the origin says the profile won over it.
+    fn env_setting(
+        &mut self,
+        var: &'static str,
+        key: &'static str,
+        also: &[&'static str],
+    ) -> Result<Option<String>, ConfigError> {
+        let Some(value) = env_text(self.env, var)? else {
+            return Ok(None);
+        };
+        let Some(set) = std::iter::once(&key)
+            .chain(also)
+            .find(|k| self.named_sets(k))
+        else {
+            return Ok(Some(value));
+        };
+        self.origins.set(
+            key,
+            Origin::ProfileOverEnv(self.profile.to_string(), var.to_string()),
+        );
+        self.ignored_env.push(IgnoredEnv {
+            var,
+            profile: self.profile.to_string(),
+            why: Overridden::SetByProfile(set),
+        });
+        Ok(None)
     }
 
     /// A path setting: `~` expanded, relative paths under `$EVOLVE_HOME`.
@@ -485,7 +558,7 @@ fn resolve(
         (None, None) => ctx.home.join("workspace"),
     };
 
-    let log = match env_text(ctx.env, "EVOLVE_LOG")? {
+    let log = match ctx.env_setting("EVOLVE_LOG", "log", &[])? {
         Some(var) => {
             ctx.origins.set("log", Origin::Env("EVOLVE_LOG".into()));
             check_log(&var).ok_or_else(|| ConfigError::Env {
@@ -536,6 +609,7 @@ fn resolve(
         scheduler,
         workspace,
         log,
+        ignored_env: std::mem::take(ctx.ignored_env),
     })
 }
 
@@ -708,31 +782,32 @@ fn resolve_model(raw: RawModel, ctx: &mut Context<'_>) -> Result<ModelConfig, Co
     } = raw;
     let d = ModelConfig::default();
 
-    let (base_url, base_url_is_default) = match env_text(ctx.env, "OPENAI_BASE_URL")? {
-        Some(url) => {
-            ctx.origins
-                .set("model.base_url", Origin::Env("OPENAI_BASE_URL".into()));
-            let url = check_base_url(&url).map_err(|message| ConfigError::Env {
-                var: "OPENAI_BASE_URL",
-                message: format!("is `{url}`: {message}"),
-            })?;
-            (url, false)
-        }
-        None => match base_url {
+    let (base_url, base_url_is_default) =
+        match ctx.env_setting("OPENAI_BASE_URL", "model.base_url", &[])? {
             Some(url) => {
-                let checked = check_base_url(&url).map_err(|m| {
-                    ctx.invalid(format!(
-                        "model.base_url = \"{url}\"{}: {m}",
-                        ctx.source_note("model.base_url")
-                    ))
+                ctx.origins
+                    .set("model.base_url", Origin::Env("OPENAI_BASE_URL".into()));
+                let url = check_base_url(&url).map_err(|message| ConfigError::Env {
+                    var: "OPENAI_BASE_URL",
+                    message: format!("is `{url}`: {message}"),
                 })?;
-                (checked, false)
+                (url, false)
             }
-            None => (DEFAULT_BASE_URL.to_string(), true),
-        },
-    };
+            None => match base_url {
+                Some(url) => {
+                    let checked = check_base_url(&url).map_err(|m| {
+                        ctx.invalid(format!(
+                            "model.base_url = \"{url}\"{}: {m}",
+                            ctx.source_note("model.base_url")
+                        ))
+                    })?;
+                    (checked, false)
+                }
+                None => (DEFAULT_BASE_URL.to_string(), true),
+            },
+        };
 
-    let api_key = match env_text(ctx.env, "OPENAI_API_KEY")? {
+    let api_key = match env_key(ctx)? {
         Some(key) => {
             ctx.origins
                 .set("model.api_key", Origin::Env("OPENAI_API_KEY".into()));
@@ -770,7 +845,7 @@ fn resolve_model(raw: RawModel, ctx: &mut Context<'_>) -> Result<ModelConfig, Co
             (None, None) => None,
         },
     };
-    let main = match env_text(ctx.env, "EVOLVE_MODEL")? {
+    let main = match ctx.env_setting("EVOLVE_MODEL", "model.main", &[])? {
         Some(name) => {
             ctx.origins
                 .set("model.main", Origin::Env("EVOLVE_MODEL".into()));
@@ -778,7 +853,7 @@ fn resolve_model(raw: RawModel, ctx: &mut Context<'_>) -> Result<ModelConfig, Co
         }
         None => model_name(ctx, "model.main", main)?.unwrap_or(d.main),
     };
-    let cheap = match env_text(ctx.env, "EVOLVE_CHEAP_MODEL")? {
+    let cheap = match ctx.env_setting("EVOLVE_CHEAP_MODEL", "model.cheap", &[])? {
         Some(name) => {
             ctx.origins
                 .set("model.cheap", Origin::Env("EVOLVE_CHEAP_MODEL".into()));
@@ -882,6 +957,22 @@ fn resolve_model(raw: RawModel, ctx: &mut Context<'_>) -> Result<ModelConfig, Co
         tools,
         tools_learned_file: Some(ctx.home.join(super::TOOLS_LEARNED_FILE)),
     })
+}
+
+/// `OPENAI_API_KEY`, unless the profile the user named sets its own key, or its own
+/// server without a key: a key exported for the environment's server is not sent to
+/// another one (the profile sends it with `api_key_env = "OPENAI_API_KEY"`).
+fn env_key(ctx: &mut Context<'_>) -> Result<Option<String>, ConfigError> {
+    let key = ctx.env_setting("OPENAI_API_KEY", "model.api_key", &["model.api_key_env"])?;
+    if key.is_some() && ctx.named_sets("model.base_url") {
+        ctx.ignored_env.push(IgnoredEnv {
+            var: "OPENAI_API_KEY",
+            profile: ctx.profile.to_string(),
+            why: Overridden::KeyOfAnotherServer,
+        });
+        return Ok(None);
+    }
+    Ok(key)
 }
 
 /// A model name from the file: trimmed, not empty.
@@ -1028,6 +1119,7 @@ pub fn check(opts: &LoadOptions, env: EnvLookup<'_>) -> Result<Checked, ConfigEr
     let mut checked = vec![active.clone()];
     checked.extend(loaded.profiles.iter().filter(|p| **p != active).cloned());
     let mut warnings = loaded.config.mcp.warnings.clone();
+    warnings.extend(loaded.config.ignored_env.iter().map(ToString::to_string));
     if let Some(w) = readable_key_warning(&loaded) {
         warnings.push(w);
     }
@@ -1064,7 +1156,7 @@ fn readable_key_warning(loaded: &Loaded) -> Option<String> {
     use std::os::unix::fs::PermissionsExt;
     let key_in_file = matches!(
         loaded.origins.get("model.api_key"),
-        Origin::File | Origin::Profile(_)
+        Origin::File | Origin::Profile(_) | Origin::ProfileOverEnv(..)
     ) || loaded.config.mcp.secrets_in_file;
     let mode = std::fs::metadata(&loaded.config.file)
         .ok()?

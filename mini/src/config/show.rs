@@ -120,6 +120,13 @@ impl Loaded {
                 .map(|(k, o)| (k.to_string(), json!(o.to_string())))
                 .collect();
             map.insert("origins".into(), Value::Object(origins));
+            let ignored: Vec<String> = self
+                .config
+                .ignored_env
+                .iter()
+                .map(ToString::to_string)
+                .collect();
+            map.insert("ignored_env".into(), json!(ignored));
         }
         doc
     }
@@ -142,6 +149,9 @@ impl Loaded {
         );
         if !self.profiles.is_empty() {
             let _ = writeln!(out, "# profiles: {}", self.profiles.join(", "));
+        }
+        for ignored in &c.ignored_env {
+            let _ = writeln!(out, "# {ignored}");
         }
         let mut doc = self.config.to_json();
         if let Value::Object(map) = &mut doc {

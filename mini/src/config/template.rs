@@ -10,7 +10,10 @@ pub const CONFIG_TEMPLATE: &str = r#"# evolve configuration — `evolve config s
 # where each came from; `evolve config check` validates this file and every profile.
 #
 # Precedence, lowest first: built-in defaults, this file's top level, the active
-# profile ([profiles.NAME] below), the environment, command-line flags.
+# profile ([profiles.NAME] below), the environment, command-line flags. A profile
+# named for the run (--profile NAME, EVOLVE_PROFILE) beats the environment for what
+# its own table sets (evolve warns about each variable it ignores), and its own
+# base_url without a key of its own gets no OPENAI_API_KEY.
 # Environment: OPENAI_BASE_URL, OPENAI_API_KEY, EVOLVE_MODEL, EVOLVE_CHEAP_MODEL,
 # EVOLVE_LOG, EVOLVE_PROFILE, EVOLVE_HOME (the directory holding this file).
 #

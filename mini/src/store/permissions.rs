@@ -3,7 +3,7 @@
 //! decision. What is allowed is decided by `evolve_core::permission`; this file only
 //! keeps its inputs and its record.
 
-use evolve_core::permission::{AuditEntry, Grants, PendingCall};
+use evolve_core::permission::{AuditEntry, Grant, Grants, PendingCall, Revoke};
 use evolve_core::turn::Turn;
 use redb::ReadableTable;
 use serde::{Deserialize, Serialize};
@@ -78,16 +78,44 @@ impl Store {
         })
     }
 
-    /// Replaces a session's grants (none = the row is removed).
-    pub fn set_grants(&self, session: &str, grants: &Grants) -> Result<(), StoreError> {
+    /// Adds one grant to a session's, in one transaction (grants given or revoked at
+    /// the same time elsewhere are kept). Fails with `NotFound` for a session that does
+    /// not exist.
+    pub fn add_grant(&self, session: &str, grant: &Grant) -> Result<(), StoreError> {
         self.write(|txn| {
+            require_session(txn, session)?;
             let mut table = txn.open_table(GRANTS)?;
+            let mut grants: Grants = get_json(&table, "grants", session)?.unwrap_or_default();
+            let key = evolve_core::permission::CallKey {
+                tool: &grant.tool,
+                command: grant.command.as_deref(),
+            };
+            // Only L3 and below are ever granted; the core refuses the rest.
+            if grants.grant_call(key, grant.level).is_ok() {
+                put_json(&mut table, "grants", session, &grants)?;
+            }
+            Ok(())
+        })
+    }
+
+    /// Withdraws the grants `what` names from a session's, in one transaction (an
+    /// "always" given at the same time is kept); returns what was withdrawn. Fails
+    /// with `NotFound` for a session that does not exist.
+    pub fn revoke_grants(&self, session: &str, what: Revoke<'_>) -> Result<Vec<Grant>, StoreError> {
+        self.write(|txn| {
+            require_session(txn, session)?;
+            let mut table = txn.open_table(GRANTS)?;
+            let mut grants: Grants = get_json(&table, "grants", session)?.unwrap_or_default();
+            let gone = grants.withdraw(what);
+            if gone.is_empty() {
+                return Ok(gone);
+            }
             if grants.is_empty() {
                 table.remove(session)?;
-                return Ok(());
+            } else {
+                put_json(&mut table, "grants", session, &grants)?;
             }
-            require_session(txn, session)?;
-            put_json(&mut table, "grants", session, grants)
+            Ok(gone)
         })
     }
 

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use evolve_core::history::{L2Entry, L2Ring, Message, ToolCall};
 use evolve_core::memory::{Category, Memory, MemoryConfig, Priority};
-use evolve_core::permission::{AuditEntry, Grants, Level, PendingCall};
+use evolve_core::permission::{AuditEntry, Level, PendingCall};
 use evolve_core::text::FallbackTokenizer;
 use evolve_core::{Timestamp, DAY};
 
@@ -523,9 +523,16 @@ fn removing_a_session_removes_everything_it_owns_and_nothing_else() {
                 at: NOW,
             })
             .unwrap();
-        let mut grants = Grants::new();
-        grants.grant("write_file", Level::L3).unwrap();
-        store.set_grants(id, &grants).unwrap();
+        store
+            .add_grant(
+                id,
+                &evolve_core::permission::Grant {
+                    tool: "write_file".into(),
+                    command: None,
+                    level: Level::L3,
+                },
+            )
+            .unwrap();
         let pending = PendingCall::new("c1", "write_file", "{}", Level::L3, NOW).unwrap();
         store.set_pending(id, &[pending]).unwrap();
         store.put_turn(id, 1, r#"{"reply":"a"}"#).unwrap();

@@ -13,7 +13,7 @@ use evolve_core::text::{f1, KeywordSet, Lang};
 use serde_json::{json, Map, Value};
 
 use super::http::{form_value, percent_decode, Request, Response};
-use super::{assets, chat, error, prompt, style, tasks, State};
+use super::{assets, chat, error, grants, prompt, style, tasks, State};
 use crate::agents::ToolAgent;
 use crate::clock::now;
 use crate::store::StoreError;
@@ -54,6 +54,8 @@ pub fn route(state: &Arc<State>, req: &Request) -> Reply {
         ("GET", ["v1", "sessions", id, "export"]) => export(state, req, id),
         ("GET", ["v1", "sessions", id, "turns", n]) => turn(state, id, n),
         ("GET", ["v1", "sessions", id, "pending"]) => pending(state, id),
+        ("GET", ["v1", "sessions", id, "grants"]) => grants::list(state, id),
+        ("DELETE", ["v1", "sessions", id, "grants"]) => grants::revoke(state, req, id),
         ("POST", ["v1", "sessions", id, "pending", call]) => answer(state, req, id, call),
         ("GET", ["v1", "memory"]) => memories(state, req),
         ("POST", ["v1", "memory"]) => add_memory(state, req),
@@ -107,7 +109,7 @@ fn allowed(p: &[&str]) -> Option<&'static str> {
         ["login"] | ["v1", "sessions" | "memory" | "tasks"] => "GET, HEAD, POST",
         ["v1", "tasks" | "skills", _] => "GET, HEAD, DELETE",
         ["v1", "memory", "maintain"] => "POST",
-        ["v1", "memory", "style"] => "GET, HEAD, DELETE",
+        ["v1", "memory", "style"] | ["v1", "sessions", _, "grants"] => "GET, HEAD, DELETE",
         ["v1", "memory", "style", _] => "DELETE",
         ["v1", "sessions" | "memory", _] => "GET, HEAD, PATCH, DELETE",
         ["v1", "chat", "completions"]

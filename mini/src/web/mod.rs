@@ -12,6 +12,7 @@ pub mod assets;
 pub mod auth;
 pub mod chat;
 pub mod endpoint;
+mod grants;
 pub mod http;
 mod prompt;
 mod style;
@@ -103,6 +104,7 @@ impl State {
             },
         )?;
         let config = loaded.config;
+        config.warn_ignored_env();
         let profile = config.profile.clone();
         let next = Manager::new(crate::agents::Runtime::sharing(
             config,

@@ -325,8 +325,13 @@ impl Chat {
     }
 
     pub fn wait_for(&mut self, needle: &str) {
+        self.wait_for_count(needle, 1);
+    }
+
+    /// Waits until `needle` has been printed `n` times in all.
+    pub fn wait_for_count(&mut self, needle: &str, n: usize) {
         let end = Instant::now() + Duration::from_secs(30);
-        while !self.seen.contains(needle) {
+        while self.seen.matches(needle).count() < n {
             let left = end.saturating_duration_since(Instant::now());
             match self.out.recv_timeout(left) {
                 Ok(s) => self.seen.push_str(&s),

@@ -31,10 +31,11 @@ fn the_session(w: &World) -> String {
     list[0]["id"].as_str().unwrap().to_string()
 }
 
-/// Ctrl-D at the question, a closed terminal (SIGHUP), Ctrl-C: the call waits, and
-/// the next `chat --session` answers it with "yes" — the turn goes on where it was.
+/// Ctrl-D at the question or a closed terminal (SIGHUP): the call waits, and the next
+/// `chat --session` answers it with "yes" — the turn goes on where it was. Ctrl-C at
+/// the question refuses the call and keeps the turn (the question is not lost).
 #[test]
-fn in_chat_the_question_survives_ctrl_d_sighup_and_ctrl_c() {
+fn in_chat_the_question_survives_ctrl_d_and_sighup_and_ctrl_c_keeps_the_message() {
     for how in ["ctrl-d", "sighup", "ctrl-c"] {
         let w = World::new(&format!("parked-chat-{how}"));
         let file = format!("{how}.txt");
@@ -51,14 +52,25 @@ fn in_chat_the_question_survives_ctrl_d_sighup_and_ctrl_c() {
                 chat.finish();
             }
             _ => {
+                // Ctrl-C at the question: refused, the turn ends and is kept; a "yes"
+                // afterwards is a new message, not an answer.
                 chat.interrupt();
-                chat.wait_for("the call waits for your answer");
-                chat.send("yes");
-                chat.wait_for(&format!("Wrote {file}."));
+                chat.wait_for("was refused at its question");
                 chat.finish();
+                assert!(!w.workspace().join(&file).exists(), "ran after Ctrl-C");
+                let sid = the_session(&w);
+                let msgs = w
+                    .run(&["sessions", "show", &sid, "--json"])
+                    .expect(0)
+                    .json();
+                assert!(
+                    msgs.to_string().contains(&format!("please write {file}")),
+                    "{msgs}"
+                );
+                continue;
             }
         }
-        if how != "ctrl-c" {
+        {
             assert!(!w.workspace().join(&file).exists(), "{how}: ran unanswered");
             let sid = the_session(&w);
             let mut again = Chat::start_with(&w, &["chat", "--session", &sid]);

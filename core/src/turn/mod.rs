@@ -15,6 +15,7 @@
 //! The whole state serialises ([`serde`]), so a turn whose call waits for a person can
 //! be parked in the store and resumed by another process.
 
+pub mod offer;
 #[cfg(test)]
 mod tests;
 mod texts;
@@ -33,6 +34,15 @@ use crate::permission::{
 use crate::Timestamp;
 
 pub use texts::{parse_approval, Approval};
+
+/// Why a question about a call got no answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Unanswered {
+    /// A new message came instead.
+    MovedOn,
+    /// The person stopped at the question.
+    Stopped,
+}
 
 /// The same call (tool and arguments) this many times in one turn ends the tool loop.
 pub const REPEAT_LIMIT: usize = 3;
@@ -549,6 +559,16 @@ impl Turn {
     /// refused, the calls queued after it are not run, and the turn ends with a note
     /// (no model call: the new message is a turn of its own).
     pub fn handle_moved_on(&mut self) {
+        self.end_unanswered(Unanswered::MovedOn);
+    }
+
+    /// The user stopped at the question (Ctrl-C): the call is refused and the turn ends
+    /// the same way, kept in the session with its question.
+    pub fn handle_stopped(&mut self) {
+        self.end_unanswered(Unanswered::Stopped);
+    }
+
+    fn end_unanswered(&mut self, why: Unanswered) {
         let Phase::AwaitPerson { current } = &self.phase else {
             return;
         };
@@ -560,13 +580,13 @@ impl Turn {
         current.record.answer = Some(String::from("refused"));
         let tool = current.call.name.clone();
         let (call, record) = (current.call, current.record);
-        self.settle(&call, record, String::from(texts::NOT_ANSWERED));
+        self.settle(&call, record, String::from(texts::not_answered(why)));
         while let Some(Queued { call, .. }) = self.queue.pop_front() {
             let record = CallRecord::not_run(&call, "turn ended");
             self.settle(&call, record, String::from(texts::TURN_ENDED));
         }
         self.messages
-            .push(Message::assistant(texts::moved_on(&tool)));
+            .push(Message::assistant(texts::unanswered(why, &tool)));
         self.phase = Phase::Done;
     }
 

@@ -483,3 +483,22 @@ fn always_words() {
         );
     }
 }
+
+#[test]
+fn stopping_at_the_question_refuses_the_call_and_keeps_the_turn() {
+    let mut t = waiting(Level::L3, "write_file", r#"{"path":"a"}"#);
+    t.handle_stopped();
+    let a = drain(&mut t);
+    assert!(!a
+        .iter()
+        .any(|a| matches!(a, Action::CallModel(_) | Action::RunTool { .. })));
+    assert_eq!(a.last(), Some(&Action::Done));
+    assert!(last_tool_text(&t).contains("not run") || t.calls().iter().all(|c| !c.ran));
+    assert!(t
+        .messages()
+        .last()
+        .unwrap()
+        .content
+        .contains("refused at its question"));
+    assert_eq!(t.messages().first().unwrap().content, "question");
+}

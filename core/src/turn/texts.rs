@@ -5,6 +5,7 @@ use alloc::format;
 use alloc::string::String;
 use alloc::vec::Vec;
 
+use super::Unanswered;
 use crate::permission::{CallCheck, Level, RefusalReason};
 
 /// How a reply to a permission question reads beyond yes and no.
@@ -69,18 +70,29 @@ pub(super) fn repeated(tool: &str) -> String {
 pub(super) const SAID_NO: &str =
     "refused: the user said no to this call. Do not retry it; answer without it.";
 
-/// The waiting call, when the person went on with a new message.
-pub(super) const NOT_ANSWERED: &str =
-    "refused: the user did not answer this question and went on with a new message.";
+/// What the model is told about the waiting call when it got no answer.
+pub(super) fn not_answered(why: Unanswered) -> &'static str {
+    match why {
+        Unanswered::MovedOn => {
+            "refused: the user did not answer this question and went on with a new message."
+        }
+        Unanswered::Stopped => "refused: the user stopped at this question.",
+    }
+}
 
 /// Calls queued behind it.
 pub(super) const TURN_ENDED: &str = "not run: the turn ended before this call.";
 
 /// The answer of a turn that ended that way.
-pub(super) fn moved_on(tool: &str) -> String {
-    format!(
-        "(not finished: the call of {tool} waited for your approval, and you went on with a new message, so it was refused.)"
-    )
+pub(super) fn unanswered(why: Unanswered, tool: &str) -> String {
+    match why {
+        Unanswered::MovedOn => format!(
+            "(not finished: the call of {tool} waited for your approval, and you went on with a new message, so it was refused.)"
+        ),
+        Unanswered::Stopped => format!(
+            "(stopped: the call of {tool} was refused at its question; nothing ran.)"
+        ),
+    }
 }
 
 /// What the model is told about a refused call.

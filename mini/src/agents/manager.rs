@@ -32,7 +32,7 @@ use super::prompts::DEFAULT_SYSTEM_PROMPT;
 use super::record::{PostTurn, ToolRun, TurnRecord, TurnUsage};
 use super::reflect::{ReflectWhy, ReflectionAgent};
 use super::runtime::Runtime;
-use super::tool::{ToolAgent, TurnTools};
+use super::tool::{ToolAgent, TurnTools, MORE_TOOLS};
 use super::trace::ToolStep;
 use super::worker::Worker;
 use crate::clock::now;
@@ -76,12 +76,23 @@ pub trait TurnIo {
     fn on_tool_start(&mut self, _name: &str, _arguments: &str, _level: Level) {}
     /// A tool call finished (ran or was refused).
     fn on_tool_end(&mut self, _run: &ToolRun) {}
-    /// A person's reply to the question about a call (`call.prompt(lang)` says what to
-    /// show; the second question of an L4 call repeats the exact arguments), or `None`
-    /// when nobody answers now (end of input, the client went away, Ctrl-C): the turn
-    /// stays parked on the session and its next input settles it. Called only under
-    /// [`Policy::Interactive`].
-    fn ask(&mut self, call: &PendingCall, lang: Lang) -> Option<String>;
+    /// What a person says to the question about a call (`call.prompt(lang)` says what
+    /// to show; the second question of an L4 call repeats the exact arguments). Called
+    /// only under [`Policy::Interactive`].
+    fn ask(&mut self, call: &PendingCall, lang: Lang) -> Heard;
+}
+
+/// What came back from a question to a person.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Heard {
+    /// A reply: yes, no, always — or anything else, and the question is asked again.
+    Reply(String),
+    /// Nobody answers now (end of input, a closed terminal, the client went away): the
+    /// turn stays parked on the session, and its next input settles it.
+    Away,
+    /// The person stopped at the question (Ctrl-C): the call is refused and the turn
+    /// ends there, kept with its question.
+    Stop,
 }
 
 /// Runs turns.
@@ -125,6 +136,10 @@ struct Context {
     l2: Vec<L2Entry>,
     l2_keywords: Vec<KeywordSet>,
     l3: Option<String>,
+    /// The keywords of the question and the one before it (which tools to offer).
+    query: KeywordSet,
+    /// Tools called in the turns sent in full (offered in full again).
+    used_tools: Vec<String>,
 }
 
 impl Manager {
@@ -477,11 +492,15 @@ impl Manager {
                     let reply = io.ask(&call, lang);
                     timing.model_time += asked.elapsed();
                     match reply {
-                        Some(text) => {
+                        Heard::Reply(text) => {
                             rt.store.unpark(sid)?;
                             turn.handle_answer(&text);
                         }
-                        None => {
+                        Heard::Stop => {
+                            rt.store.unpark(sid)?;
+                            turn.handle_stopped();
+                        }
+                        Heard::Away => {
                             log::info!(
                                 "the call {} ({}) waits for an answer in session {sid}",
                                 call.id,
@@ -490,6 +509,10 @@ impl Manager {
                             return Ok(Ended::Parked(call));
                         }
                     }
+                }
+                Action::RunTool { call, .. } if call.name == MORE_TOOLS => {
+                    let (text, is_error) = ToolAgent.more_tools(tools, &call.arguments);
+                    turn.handle_output(text, is_error);
                 }
                 Action::RunTool { call, level } => {
                     io.on_tool_start(&call.name, &call.arguments, level);
@@ -528,7 +551,12 @@ impl Manager {
     ) -> Result<Reply, Error> {
         let rt = &*self.rt;
         let specs = if step.offer_tools {
-            ToolAgent.specs(rt, tools)
+            // In full: what the question points to, what the session and this turn
+            // used, the forced tool and what the model asked for; the rest by name.
+            let mut wanted: Vec<&str> = ctx.used_tools.iter().map(String::as_str).collect();
+            wanted.extend(turn.calls().iter().map(|c| c.name.as_str()));
+            wanted.extend(step.force_tool.as_deref());
+            ToolAgent.offer(rt, tools, &ctx.query, &wanted)
         } else {
             Vec::new()
         };
@@ -565,6 +593,11 @@ impl Manager {
             specs.len()
         );
         let req = ChatRequest {
+            known_tools: if step.offer_tools {
+                ToolAgent.names(tools)
+            } else {
+                Vec::new()
+            },
             role: ModelRole::Main,
             messages: built.messages,
             tools: specs,
@@ -770,6 +803,18 @@ impl Manager {
             .iter()
             .map(|e| entry_keywords(e, &rt.tokenizer))
             .collect();
+        let previous = l1
+            .iter()
+            .rev()
+            .find(|m| m.role == Role::User)
+            .map_or("", |m| m.content.as_str());
+        let query = KeywordSet::of(&rt.tokenizer, &format!("{query}\n{previous}"));
+        let mut used_tools: Vec<String> = Vec::new();
+        for call in l1.iter().flat_map(|m| &m.tool_calls) {
+            if !used_tools.contains(&call.name) {
+                used_tools.push(call.name.clone());
+            }
+        }
         Ok(Context {
             system,
             skills_block,
@@ -780,6 +825,8 @@ impl Manager {
             l2,
             l2_keywords,
             l3,
+            query,
+            used_tools,
         })
     }
 

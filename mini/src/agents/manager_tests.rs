@@ -88,10 +88,13 @@ struct Person<'a> {
 }
 
 impl TurnIo for Person<'_> {
-    fn ask(&mut self, _call: &PendingCall, _lang: Lang) -> Option<String> {
+    fn ask(&mut self, _call: &PendingCall, _lang: Lang) -> Heard {
         self.asked += 1;
         self.rt.clock.set(self.clock_when_asked);
-        self.answers.pop_front().map(str::to_string)
+        match self.answers.pop_front() {
+            Some(a) => Heard::Reply(a.to_string()),
+            None => Heard::Away,
+        }
     }
 }
 

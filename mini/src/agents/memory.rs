@@ -403,6 +403,7 @@ pub(crate) fn cheap_call_sized(
     cancel: &AtomicBool,
 ) -> Option<String> {
     let req = ChatRequest {
+        known_tools: Vec::new(),
         role: ModelRole::Cheap,
         messages: vec![Message::system(system), Message::user(user)],
         tools: Vec::new(),

@@ -12,6 +12,8 @@ use evolve_core::permission::{
     check_call, confined_shell_level, redact, CallCheck, ClassSource, EscalationContext, Grants,
     Level, Policy, ToolClass,
 };
+use evolve_core::text::KeywordSet;
+use evolve_core::turn::offer::{choose, Candidate, OfferInput};
 use evolve_core::Timestamp;
 
 use super::describe_agent;
@@ -37,14 +39,44 @@ describe_agent!(
 pub struct TurnTools {
     mcp: Option<Arc<Catalog>>,
     generation: u64,
+    /// Every tool's schema and keywords, in the order the model sees them.
+    cards: Vec<(ToolSpec, KeywordSet)>,
+    /// Tools the model asked for with `more_tools` in this turn.
+    requested: Vec<String>,
 }
+
+/// The tool that names the tools not offered in full, and offers those the model asks
+/// for from the next step on.
+pub const MORE_TOOLS: &str = "more_tools";
 
 impl ToolAgent {
     /// The tools a turn starts with.
     pub fn for_turn(&self, rt: &Runtime, cancel: &AtomicBool) -> TurnTools {
         let generation = rt.mcp.generation();
         let mcp = (!rt.mcp.is_empty()).then(|| Arc::new(Catalog::prepare(rt, cancel)));
-        TurnTools { mcp, generation }
+        let mut specs = rt.tools.specs();
+        if let Some(c) = &mcp {
+            specs.extend(c.specs());
+        }
+        let cards = specs
+            .into_iter()
+            .map(|spec| {
+                let text = format!(
+                    "{} {} {}",
+                    spec.name.replace(['_', '-'], " "),
+                    spec.description,
+                    crate::tools::topics(&spec.name)
+                );
+                let keywords = KeywordSet::of(&rt.tokenizer, &text);
+                (spec, keywords)
+            })
+            .collect();
+        TurnTools {
+            mcp,
+            generation,
+            cards,
+            requested: Vec::new(),
+        }
     }
 
     /// Lists the MCP tools again when a server changed its tools (it sent
@@ -52,19 +84,102 @@ impl ToolAgent {
     /// `true` when it did.
     pub fn refresh(&self, rt: &Runtime, tools: &mut TurnTools, cancel: &AtomicBool) -> bool {
         if rt.mcp.refresh_changed() || rt.mcp.generation() != tools.generation {
+            let requested = std::mem::take(&mut tools.requested);
             *tools = self.for_turn(rt, cancel);
+            tools.requested = requested;
             return true;
         }
         false
     }
 
-    /// The tools offered to the model: the built-in ones, then every enabled MCP tool.
-    pub fn specs(&self, rt: &Runtime, tools: &TurnTools) -> Vec<ToolSpec> {
-        let mut specs = rt.tools.specs();
-        if let Some(c) = &tools.mcp {
-            specs.extend(c.specs());
+    /// The names of every tool of the turn (and [`MORE_TOOLS`]).
+    pub fn names(&self, tools: &TurnTools) -> Vec<String> {
+        let mut names: Vec<String> = tools.cards.iter().map(|(s, _)| s.name.clone()).collect();
+        names.push(MORE_TOOLS.to_string());
+        names
+    }
+
+    /// Every tool of the turn: the built-in ones, then every enabled MCP tool.
+    pub fn specs(&self, _rt: &Runtime, tools: &TurnTools) -> Vec<ToolSpec> {
+        tools.cards.iter().map(|(s, _)| s.clone()).collect()
+    }
+
+    /// The tools one model step carries in full: those the question's words point to
+    /// (`[agent] tool_schemas` at most), those in `wanted` (used in the session or the
+    /// turn, forced) and those the model asked for; the rest are named, a line each, by
+    /// [`MORE_TOOLS`]. With `tool_schemas = 0`, every tool.
+    pub fn offer(
+        &self,
+        rt: &Runtime,
+        tools: &TurnTools,
+        query: &KeywordSet,
+        wanted: &[&str],
+    ) -> Vec<ToolSpec> {
+        let max = rt.config.agent.tool_schemas;
+        if max == 0 {
+            return self.specs(rt, tools);
         }
-        specs
+        let candidates: Vec<Candidate<'_>> = tools
+            .cards
+            .iter()
+            .map(|(s, k)| Candidate {
+                name: &s.name,
+                keywords: k,
+            })
+            .collect();
+        let mut all_wanted: Vec<&str> = wanted.to_vec();
+        all_wanted.extend(tools.requested.iter().map(String::as_str));
+        let chosen = choose(&OfferInput {
+            candidates: &candidates,
+            query,
+            wanted: &all_wanted,
+            max_relevant: max,
+        });
+        let mut offered: Vec<ToolSpec> = chosen.iter().map(|&i| tools.cards[i].0.clone()).collect();
+        let rest: Vec<&ToolSpec> = tools
+            .cards
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| !chosen.contains(i))
+            .map(|(_, (s, _))| s)
+            .collect();
+        if !rest.is_empty() {
+            offered.push(more_tools_spec(&rest));
+        }
+        offered
+    }
+
+    /// `more_tools`: the full descriptions of the tools named, offered from the next
+    /// step on.
+    pub fn more_tools(&self, tools: &mut TurnTools, arguments: &str) -> (String, bool) {
+        let names: Vec<String> = serde_json::from_str::<serde_json::Value>(arguments)
+            .ok()
+            .and_then(|v| v.get("names").cloned())
+            .and_then(|v| serde_json::from_value(v).ok())
+            .unwrap_or_default();
+        if names.is_empty() {
+            return (
+                "send {\"names\": [\"tool\", …]} with the names of the tools you need".into(),
+                true,
+            );
+        }
+        let mut text = String::new();
+        for name in &names {
+            match tools.cards.iter().find(|(s, _)| &s.name == name) {
+                Some((spec, _)) => {
+                    if !tools.requested.contains(name) {
+                        tools.requested.push(name.clone());
+                    }
+                    text.push_str(&format!(
+                        "{}: {}\nparameters: {}\n\n",
+                        spec.name, spec.description, spec.parameters
+                    ));
+                }
+                None => text.push_str(&format!("{name}: no such tool\n\n")),
+            }
+        }
+        text.push_str("These tools are offered from your next step on: call them as usual.");
+        (text, false)
     }
 
     /// The MCP tools of the turn.
@@ -78,9 +193,9 @@ impl ToolAgent {
         tools.mcp.as_ref()?.get(name)
     }
 
-    /// Whether a tool of that name exists (built-in or MCP).
+    /// Whether a tool of that name exists (built-in, MCP, or [`MORE_TOOLS`]).
     pub fn has(&self, rt: &Runtime, tools: &TurnTools, name: &str) -> bool {
-        rt.tools.has(name) || self.mcp_entry(tools, name).is_some()
+        rt.tools.has(name) || self.mcp_entry(tools, name).is_some() || name == MORE_TOOLS
     }
 
     /// What the model is told when it calls a tool that does not exist: every name it
@@ -105,6 +220,20 @@ impl ToolAgent {
         grants: &Grants,
         policy: &Policy,
     ) -> CallCheck {
+        if name == MORE_TOOLS {
+            // It only describes tools: L0, nothing runs.
+            let class = ToolClass {
+                level: Level::L0,
+                source: ClassSource::BuiltIn,
+            };
+            let ctx = EscalationContext {
+                workspace_root: "",
+                path_keys: &[],
+                is_shell: false,
+                extra_roots: &[],
+            };
+            return check_call(name, class, "{}", &ctx, grants, policy);
+        }
         if !rt.tools.has(name) {
             if let Some(entry) = self.mcp_entry(tools, name) {
                 return self.check_mcp(rt, entry, arguments, grants, policy);
@@ -298,4 +427,38 @@ fn shell_level(rt: &Runtime, arguments: &str) -> Level {
         &rt.config.core.permission,
         crate::sandbox::status().kernel(),
     )
+}
+
+/// The schema of [`MORE_TOOLS`]: the other tools, named with the first sentence of
+/// their description.
+fn more_tools_spec(rest: &[&ToolSpec]) -> ToolSpec {
+    let mut description =
+        String::from("Other tools you can use (not described here in full, to save room): ");
+    for (i, s) in rest.iter().enumerate() {
+        if i > 0 {
+            description.push_str("; ");
+        }
+        description.push_str(&s.name);
+        description.push_str(" — ");
+        description.push_str(&first_sentence(&s.description));
+    }
+    description.push_str(
+        ". Call more_tools with their names to get their parameters; they are offered from the next step on.",
+    );
+    ToolSpec {
+        name: MORE_TOOLS.to_string(),
+        description,
+        parameters: serde_json::json!({
+            "type": "object",
+            "properties": {"names": {"type": "array", "items": {"type": "string"},
+                "description": "Names of the tools you need"}},
+            "required": ["names"],
+        }),
+    }
+}
+
+/// The first sentence of a description, at most 80 characters.
+fn first_sentence(text: &str) -> String {
+    let end = text.find(". ").map_or(text.len(), |i| i + 1);
+    evolve_core::text::clip_chars(text[..end].trim(), 80)
 }

@@ -409,6 +409,7 @@ pub(crate) fn evolve(
         return Err(EvolveError::NothingLearned);
     }
     let req = ChatRequest {
+        known_tools: Vec::new(),
         role: ModelRole::Cheap,
         messages: vec![
             Message::system(evolve_prompt()),

@@ -17,7 +17,7 @@ use evolve_core::permission::{Decision, Level, PendingCall, Policy, RefusalReaso
 use evolve_core::text::Lang;
 
 use super::app::App;
-use crate::agents::{Manager, Runtime, TurnInput, TurnIo};
+use crate::agents::{Heard, Manager, Runtime, TurnInput, TurnIo};
 use crate::config::LoadOptions;
 use crate::error::Error;
 
@@ -67,9 +67,9 @@ pub struct AskCmd {
 struct Headless;
 
 impl TurnIo for Headless {
-    fn ask(&mut self, call: &PendingCall, _lang: Lang) -> Option<String> {
+    fn ask(&mut self, call: &PendingCall, _lang: Lang) -> Heard {
         log::warn!("{} needs a person; refused in a headless run", call.tool);
-        None
+        Heard::Away
     }
 }
 

@@ -16,7 +16,7 @@ use evolve_core::text::{one_line, KeywordSet, Lang};
 use super::app::{now, open_store, App, STORE_WAIT};
 use super::interrupt;
 use super::printable;
-use crate::agents::{Manager, Runtime, ToolRun, TurnInput, TurnIo};
+use crate::agents::{Heard, Manager, Runtime, ToolRun, TurnInput, TurnIo};
 use crate::config::LoadOptions;
 use crate::error::Error;
 use crate::llm::{Delta, LlmError};
@@ -106,7 +106,7 @@ impl TurnIo for Terminal<'_> {
         }
     }
 
-    fn ask(&mut self, call: &PendingCall, lang: Lang) -> Option<String> {
+    fn ask(&mut self, call: &PendingCall, lang: Lang) -> Heard {
         if self.streamed {
             self.say("");
             self.streamed = false;
@@ -122,18 +122,24 @@ impl TurnIo for Terminal<'_> {
         let _ = write!(out, "{} {choices} ", printable(&call.prompt(lang), true));
         let _ = out.flush();
         drop(out);
-        // End of input (Ctrl-D, a closed terminal) or Ctrl-C: nobody answers now. The
-        // call stays parked on the session; the next message answers it.
-        let line = self.lines.next_unless_cancelled();
-        if line.is_none() || interrupt::cancelled() {
-            self.say("");
-            self.say(&match lang {
-                Lang::Zh => "（这个调用仍在等待你的回答：下一条消息回答 是/否，或继续提问则视为拒绝）".to_string(),
-                Lang::En => "(the call waits for your answer: your next message answers it with yes or no; anything else refuses it)".to_string(),
-            });
-            return None;
+        match self.lines.next_unless_cancelled() {
+            Some(line) => Heard::Reply(line),
+            // Ctrl-C: refused, and the turn ends here (kept in the session).
+            None if interrupt::cancelled() => {
+                self.say("");
+                Heard::Stop
+            }
+            // End of input (Ctrl-D, a closed terminal): the call waits in the session;
+            // the next message there answers it.
+            None => {
+                self.say("");
+                self.say(match lang {
+                    Lang::Zh => "（这个调用仍在等待回答：在这个会话里的下一条消息回答 是/否，其他消息则视为拒绝）",
+                    Lang::En => "(the call waits for an answer: the next message in this session answers it with yes or no; anything else refuses it)",
+                });
+                Heard::Away
+            }
         }
-        line
     }
 }
 

@@ -281,6 +281,7 @@ fn preview(ids: &[String]) -> String {
 /// A one-token completion.
 fn completion(client: &Client, role: ModelRole, name: &'static str) -> Check {
     let req = ChatRequest {
+        known_tools: Vec::new(),
         role,
         messages: vec![Message::user("Reply with the single word OK.")],
         tools: Vec::new(),
@@ -308,6 +309,7 @@ fn completion(client: &Client, role: ModelRole, name: &'static str) -> Check {
 fn tool_call(client: &Client) -> Check {
     const NAME: &str = "tool calling";
     let req = ChatRequest {
+        known_tools: Vec::new(),
         role: ModelRole::Main,
         messages: vec![
             Message::system("You are being tested. When asked to call a tool, call it."),

@@ -94,6 +94,7 @@ pub struct RawAgent {
     pub style_notes_max: Option<usize>,
     pub background_wait: Option<u64>,
     pub learn: Option<bool>,
+    pub tool_schemas: Option<usize>,
 }
 
 /// `[tools]`; durations in seconds, sizes in bytes.

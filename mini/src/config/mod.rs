@@ -289,6 +289,10 @@ pub struct AgentConfig {
     pub background_wait: Duration,
     /// Extract memories, evaluate and reflect after each turn (default true).
     pub learn: bool,
+    /// Tools a model step carries in full, chosen by the question, besides those the
+    /// session used or the model asked for (`more_tools`); 0 offers every tool in full
+    /// (default 6).
+    pub tool_schemas: usize,
 }
 
 impl Default for AgentConfig {
@@ -302,6 +306,7 @@ impl Default for AgentConfig {
             style_notes_max: 8,
             background_wait: Duration::from_secs(60),
             learn: true,
+            tool_schemas: 6,
         }
     }
 }

@@ -1029,6 +1029,7 @@ fn resolve_agent(raw: RawAgent, ctx: &Context<'_>) -> Result<AgentConfig, Config
         style_notes_max,
         background_wait,
         learn,
+        tool_schemas,
     } = raw;
     let d = AgentConfig::default();
     if max_steps == Some(0) {
@@ -1050,6 +1051,7 @@ fn resolve_agent(raw: RawAgent, ctx: &Context<'_>) -> Result<AgentConfig, Config
         style_notes_max: style_notes_max.unwrap_or(d.style_notes_max),
         background_wait: background_wait.map_or(d.background_wait, Duration::from_secs),
         learn: learn.unwrap_or(d.learn),
+        tool_schemas: tool_schemas.unwrap_or(d.tool_schemas),
     })
 }
 

@@ -82,6 +82,7 @@ impl Config {
                 "style_notes_max": self.agent.style_notes_max,
                 "background_wait": secs(self.agent.background_wait),
                 "learn": self.agent.learn,
+                "tool_schemas": self.agent.tool_schemas,
             },
             "tools": {
                 "shell_timeout": secs(self.tools.shell_timeout),

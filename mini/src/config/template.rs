@@ -98,6 +98,10 @@ pub const CONFIG_TEMPLATE: &str = r#"# evolve configuration — `evolve config s
 #background_wait = 60
 # Save memories, evaluate, reflect, learn skills and lessons after each turn.
 #learn = true
+# Tools sent in full with each model call, chosen by the question (the tools the
+# session used, and those the model asks for with more_tools, come too; the
+# rest are named in one line each). 0 sends every tool in full.
+#tool_schemas = 6
 
 [tools]
 # The `shell` tool is stopped after this long.

@@ -87,6 +87,9 @@ pub struct ChatRequest {
     /// `tool_choice`: `None` leaves it to the server (auto); `required`, `none`, or a
     /// tool's name to make the model call that tool (`evolve ask --tool NAME`).
     pub tool_choice: Option<String>,
+    /// Tools the caller runs beyond those in `tools` (named, not described, to save
+    /// room): a tool plan written as text may name them too.
+    pub known_tools: Vec<String>,
 }
 
 /// Token usage reported by the server (zeros when it reports none).

@@ -124,7 +124,8 @@ impl Client {
         on_delta: &mut dyn FnMut(Delta<'_>),
         cancel: &AtomicBool,
     ) -> Result<ChatResponse, LlmError> {
-        let names: Vec<String> = req.tools.iter().map(|t| t.name.clone()).collect();
+        let mut names: Vec<String> = req.tools.iter().map(|t| t.name.clone()).collect();
+        names.extend(req.known_tools.iter().cloned());
         let mut gate = PlanGate::new(names.clone());
         let mut gated = |d: Delta<'_>| match d {
             Delta::Content(text) => {

@@ -49,7 +49,9 @@ fn client(fake: &FakeLlm) -> Client {
 }
 
 fn request(stream: bool) -> ChatRequest {
+    known_tools: Vec::new(),
     ChatRequest {
+        known_tools: Vec::new(),
         role: ModelRole::Main,
         messages: vec![Message::system("You are terse."), Message::user("hi")],
         tools: Vec::new(),

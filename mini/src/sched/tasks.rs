@@ -25,7 +25,7 @@ use evolve_core::text::{clip_chars, one_line, Lang};
 use evolve_core::Timestamp;
 use serde_json::{json, Value};
 
-use crate::agents::{Manager, Runtime, TurnInput, TurnIo};
+use crate::agents::{Heard, Manager, Runtime, TurnInput, TurnIo};
 use crate::clock::now;
 use crate::error::Error;
 use crate::store::{RunEnd, RunStatus, Store, StoreError, Task, TaskRun, Trigger};
@@ -260,9 +260,9 @@ pub struct Outcome {
 struct Headless;
 
 impl TurnIo for Headless {
-    fn ask(&mut self, call: &PendingCall, _lang: Lang) -> Option<String> {
+    fn ask(&mut self, call: &PendingCall, _lang: Lang) -> Heard {
         log::warn!("{} needs a person; refused in a scheduled task", call.tool);
-        None
+        Heard::Away
     }
 }
 

@@ -102,6 +102,25 @@ struct Def {
 const PATH_DOC: &str =
     "Path relative to the workspace (an absolute path must be inside the workspace)";
 
+/// Words a question uses when it needs the tool, beside its name and description (the
+/// tool is then offered in full; English and Chinese).
+pub fn topics(name: &str) -> &'static str {
+    match name {
+        "get_time" => "time date day today tomorrow yesterday week month year clock hour now weekday 时间 日期 今天 明天 昨天 星期 几点 现在",
+        "http_get" => "url web website page link fetch download http https internet online site 网页 网址 链接 下载 网站",
+        "read_file" => "file read open show content contents text notes document 文件 读取 打开 内容 笔记 文档",
+        "list_dir" => "folder directory files list workspace ls tree 目录 文件夹 列出 文件",
+        "search_files" => "search find grep look files where mentions occurrences 搜索 查找 文件",
+        "write_file" => "write save create file new note document 写 保存 创建 文件 笔记",
+        "edit_file" => "edit change replace fix update modify file line 编辑 修改 替换 文件",
+        "shell" => "run command shell terminal execute script program install build git ls cat python bash 运行 命令 执行 脚本 终端",
+        "memory" => "remember forget memory memories recall note preference 记住 忘记 记忆 记得",
+        "todo" => "todo task tasks plan checklist steps done 待办 任务 计划 清单",
+        "load_skill" => "skill skills how procedure instructions guide 技能 步骤 方法",
+        _ => "",
+    }
+}
+
 /// Every built-in tool, in the order the model sees them.
 const DEFS: &[Def] = &[
     Def {

@@ -28,7 +28,7 @@ use serde_json::{json, Value};
 
 use super::http::{Request, Response, Stream};
 use super::{error, State};
-use crate::agents::{ToolRun, TurnInput, TurnIo, TurnRecord};
+use crate::agents::{Heard, ToolRun, TurnInput, TurnIo, TurnRecord};
 use crate::clock::now;
 use crate::error::Error;
 use crate::llm::Delta;
@@ -827,11 +827,14 @@ impl TurnIo for WebIo<'_, '_, '_> {
         );
     }
 
-    fn ask(&mut self, call: &PendingCall, lang: Lang) -> Option<String> {
+    fn ask(&mut self, call: &PendingCall, lang: Lang) -> Heard {
         if !self.events {
-            return None;
+            return Heard::Away;
         }
-        self.wait_answer(call, lang)
+        match self.wait_answer(call, lang) {
+            Some(answer) => Heard::Reply(answer),
+            None => Heard::Away,
+        }
     }
 }
 

@@ -68,20 +68,25 @@ pub fn tool_results(w: &World, n: usize) -> Vec<String> {
         .collect()
 }
 
+/// The tools a request shows the model: offered in full, or named by `more_tools`
+/// (which lists the rest as `name — what it does; …`).
 pub fn tool_names(req: &serde_json::Value) -> Vec<String> {
-    req["tools"]
-        .as_array()
-        .map(|t| {
-            t.iter()
-                .map(|t| {
-                    t["function"]["name"]
-                        .as_str()
-                        .unwrap_or_default()
-                        .to_string()
-                })
-                .collect()
-        })
-        .unwrap_or_default()
+    let mut names = Vec::new();
+    for t in req["tools"].as_array().into_iter().flatten() {
+        let name = t["function"]["name"].as_str().unwrap_or_default();
+        if name == "more_tools" {
+            let d = t["function"]["description"].as_str().unwrap_or_default();
+            let list = d.split_once("): ").map_or("", |(_, l)| l);
+            for item in list.split("; ") {
+                if let Some((n, _)) = item.split_once(" — ") {
+                    names.push(n.trim().to_string());
+                }
+            }
+        } else {
+            names.push(name.to_string());
+        }
+    }
+    names
 }
 
 /// `[mcp.servers.t]` running `sh -c SCRIPT` (a wrapper around a server).

@@ -1,0 +1,110 @@
+//! Which tools a model step carries in full (issue 18: the `tools` array is counted in
+//! the window, and a plain question should not carry every schema). The others are
+//! named, one line each, by the shell's `more_tools` tool, which the model calls to
+//! have them offered from the next step on; a call of any tool of the turn's catalog is
+//! checked and run as usual, offered in full or not.
+
+use alloc::vec::Vec;
+
+use crate::text::KeywordSet;
+
+/// One tool the turn could offer.
+#[derive(Debug, Clone, Copy)]
+pub struct Candidate<'a> {
+    /// Its name.
+    pub name: &'a str,
+    /// The keywords of its name, description and topics.
+    pub keywords: &'a KeywordSet,
+}
+
+/// What the choice is made from.
+#[derive(Debug, Clone, Copy)]
+pub struct OfferInput<'a> {
+    /// Every tool of the turn, in the order the model sees them.
+    pub candidates: &'a [Candidate<'a>],
+    /// The keywords of the question (and the one before it, for a follow-up).
+    pub query: &'a KeywordSet,
+    /// Tools offered whatever the question: used earlier in the session or in this
+    /// turn, asked for with `more_tools`, forced with `--tool`.
+    pub wanted: &'a [&'a str],
+    /// Tools chosen by their keywords, at most.
+    pub max_relevant: usize,
+}
+
+/// The indices of the tools to offer in full, in catalog order: every wanted one, and
+/// up to `max_relevant` of the rest that share keywords with the query (most shared
+/// first; ties in catalog order).
+pub fn choose(input: &OfferInput<'_>) -> Vec<usize> {
+    let mut chosen: Vec<usize> = input
+        .candidates
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| input.wanted.contains(&c.name))
+        .map(|(i, _)| i)
+        .collect();
+    let mut scored: Vec<(usize, usize)> = input
+        .candidates
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| !chosen.contains(i))
+        .map(|(i, c)| (i, shared(c.keywords, input.query)))
+        .filter(|&(_, n)| n > 0)
+        .collect();
+    scored.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    chosen.extend(scored.into_iter().take(input.max_relevant).map(|(i, _)| i));
+    chosen.sort_unstable();
+    chosen
+}
+
+fn shared(a: &KeywordSet, b: &KeywordSet) -> usize {
+    crate::text::intersection_len(a.as_slice(), b.as_slice())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::text::FallbackTokenizer;
+
+    fn kw(text: &str) -> KeywordSet {
+        KeywordSet::of(&FallbackTokenizer, text)
+    }
+
+    #[test]
+    fn tools_are_chosen_by_the_question_and_what_the_session_used() {
+        let time = kw("get time current date clock today tomorrow");
+        let read = kw("read file text contents open show");
+        let shell = kw("shell command run program terminal");
+        let names = ["get_time", "read_file", "shell"];
+        let sets = [&time, &read, &shell];
+        let candidates: Vec<Candidate<'_>> = names
+            .iter()
+            .zip(sets)
+            .map(|(name, keywords)| Candidate { name, keywords })
+            .collect();
+        // (question, wanted, max, chosen)
+        let cases: [(&str, &[&str], usize, &[usize]); 6] = [
+            ("what is the capital of France?", &[], 8, &[]),
+            ("what date is it tomorrow?", &[], 8, &[0]),
+            ("open the file notes.md and show it", &[], 8, &[1]),
+            ("what is the capital of France?", &["shell"], 8, &[2]),
+            // The most shared first, up to the cap.
+            ("run the program, then show the file contents", &[], 1, &[1]),
+            (
+                "run the program, then show the file contents",
+                &["get_time"],
+                1,
+                &[0, 1],
+            ),
+        ];
+        for (q, wanted, max, want) in cases {
+            let query = kw(q);
+            let got = choose(&OfferInput {
+                candidates: &candidates,
+                query: &query,
+                wanted,
+                max_relevant: max,
+            });
+            assert_eq!(got, want, "{q:?} {wanted:?}");
+        }
+    }
+}

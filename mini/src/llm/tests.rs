@@ -49,7 +49,6 @@ fn client(fake: &FakeLlm) -> Client {
 }
 
 fn request(stream: bool) -> ChatRequest {
-    known_tools: Vec::new(),
     ChatRequest {
         known_tools: Vec::new(),
         role: ModelRole::Main,

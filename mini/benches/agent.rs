@@ -78,8 +78,64 @@ fn main() {
         ms(walls[0]),
         ms(walls[RUNS - 1])
     );
+    schema_tokens(&exe, &home, &fake);
     idle_rss(&exe, &home, &fake);
     let _ = std::fs::remove_dir_all(&home);
+}
+
+/// Tokens of the `tools` array (estimated like the history budget counts them) in the
+/// first request of a plain question, of a question that needs files, and with every
+/// tool in full (`[agent] tool_schemas = 0`, what every request carried before).
+fn schema_tokens(exe: &Path, home: &Path, fake: &FakeLlm) {
+    let questions = [
+        ("a plain question", "What is the capital of France?", ""),
+        (
+            "a question about files",
+            "Read notes.txt and list the folder",
+            "",
+        ),
+        (
+            "every tool in full",
+            "What is the capital of France?",
+            "[agent]\ntool_schemas = 0\n",
+        ),
+    ];
+    let config = home.join("config.toml");
+    let before = std::fs::read_to_string(&config).ok();
+    for (label, question, extra) in questions {
+        std::fs::write(
+            &config,
+            format!("{}\n{extra}", before.clone().unwrap_or_default()),
+        )
+        .expect("config");
+        fake.push(Reply::Text("Paris.".into()));
+        let seen = fake.chat_requests().len();
+        let out = evolve(exe, home, fake)
+            .args(["ask", question])
+            .output()
+            .expect("run evolve ask");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let reqs = fake.chat_requests();
+        let Some(req) = reqs.get(seen) else { continue };
+        let tools = req.json.get("tools").cloned().unwrap_or_default();
+        let text = tools.to_string();
+        let n = tools.as_array().map_or(0, Vec::len);
+        println!(
+            "tool schemas, {label}: {n} tools, {} characters, about {} tokens",
+            text.len(),
+            evolve_core::text::estimate_text_tokens(&text)
+        );
+    }
+    match before {
+        Some(b) => std::fs::write(&config, b).expect("config"),
+        None => {
+            let _ = std::fs::remove_file(&config);
+        }
+    }
 }
 
 fn evolve(exe: &Path, home: &Path, fake: &FakeLlm) -> Command {

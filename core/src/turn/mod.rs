@@ -63,6 +63,19 @@ pub enum AgentId {
     Reflection,
 }
 
+impl AgentId {
+    /// The stable id (`manager`, `memory`, `tool`, `evaluate`, `reflect`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AgentId::Manager => "manager",
+            AgentId::Memory => "memory",
+            AgentId::Tool => "tool",
+            AgentId::Evaluate => "evaluate",
+            AgentId::Reflection => "reflect",
+        }
+    }
+}
+
 /// What the shell does next.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Action {

@@ -4,7 +4,6 @@
 use evolve_core::json::{extract, Value};
 use evolve_core::text::clip_chars;
 
-use super::describe_agent;
 use super::memory::{cheap_call, NEVER};
 use super::prompts;
 use super::record::Scored;
@@ -14,12 +13,19 @@ use crate::llm::Usage;
 /// Grades replies.
 pub struct EvaluateAgent;
 
-describe_agent!(
-    EvaluateAgent,
-    "evaluate",
-    "Evaluate",
-    "scores each reply from 0 to 1 so the agent can learn what works"
-);
+impl super::Agent for EvaluateAgent {
+    fn agent(&self) -> super::AgentId {
+        super::AgentId::Evaluate
+    }
+
+    fn name(&self) -> &'static str {
+        "Evaluate"
+    }
+
+    fn description(&self) -> &'static str {
+        "scores each reply from 0 to 1 so the agent can learn what works"
+    }
+}
 
 impl EvaluateAgent {
     /// The score of `answer` to `question` (tool activity summarised in `tools`), or

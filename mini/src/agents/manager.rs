@@ -25,7 +25,6 @@ use evolve_core::turn::{
 };
 use evolve_core::Timestamp;
 
-use super::describe_agent;
 use super::evaluate::EvaluateAgent;
 use super::memory::{MemoryAgent, Recall, NEVER};
 use super::prompts::DEFAULT_SYSTEM_PROMPT;
@@ -118,12 +117,27 @@ enum Ended {
     Parked(PendingCall),
 }
 
-describe_agent!(
-    Manager,
-    "manager",
-    "Manager",
-    "runs each turn: memory, skills, prompt, tools under permissions, answer, then learning in the background"
-);
+impl super::Agent for Manager {
+    fn agent(&self) -> super::AgentId {
+        super::AgentId::Manager
+    }
+
+    fn name(&self) -> &'static str {
+        "Manager"
+    }
+
+    fn description(&self) -> &'static str {
+        "runs each turn: memory, skills, prompt, tools under permissions, answer, then learning in the background"
+    }
+    fn close(&self, _rt: &Runtime, wait: std::time::Duration) {
+        if !self.flush(wait) {
+            log::warn!(
+                "the background work did not finish within {} s",
+                wait.as_secs()
+            );
+        }
+    }
+}
 
 /// The prompt parts that do not change during the tool loop.
 struct Context {
@@ -452,6 +466,10 @@ impl Manager {
                 // Every action is answered below before the next poll.
                 return Err(Error::Other("the turn stopped without an action".into()));
             };
+            log::trace!(
+                "session {sid}, turn {turn_no}: the {} agent acts",
+                action.agent().as_str()
+            );
             match action {
                 Action::CallModel(step) => {
                     if input.cancel.load(Ordering::Relaxed) {

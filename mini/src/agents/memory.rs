@@ -12,7 +12,6 @@ use evolve_core::memory::{
 use evolve_core::text::{KeywordSet, Lang};
 use evolve_core::Timestamp;
 
-use super::describe_agent;
 use super::prompts;
 use super::record::MemoryUsed;
 use super::runtime::Runtime;
@@ -23,12 +22,19 @@ use evolve_core::history::Message;
 /// Memory search and memory saving.
 pub struct MemoryAgent;
 
-describe_agent!(
-    MemoryAgent,
-    "memory",
-    "Memory",
-    "finds the memories relevant to a question and saves what the user wants remembered"
-);
+impl super::Agent for MemoryAgent {
+    fn agent(&self) -> super::AgentId {
+        super::AgentId::Memory
+    }
+
+    fn name(&self) -> &'static str {
+        "Memory"
+    }
+
+    fn description(&self) -> &'static str {
+        "finds the memories relevant to a question and saves what the user wants remembered"
+    }
+}
 
 /// The memories chosen for one question.
 pub struct Recall {

@@ -55,30 +55,32 @@ pub fn all(manager: &Manager) -> [&dyn Agent; 5] {
     ]
 }
 
-/// What every agent says about itself (shown by `/help` and in logs).
+/// Every agent of a turn (seed 002): what it says about itself — shown by `/help` and
+/// in logs, and named by each of the turn's actions ([`evolve_core::turn::Action::agent`])
+/// — and how it stops. What each one does is its own typed methods, run by the
+/// [`Manager`]'s driver as the turn's actions ask.
 pub trait Agent {
+    /// Which agent it is.
+    fn agent(&self) -> AgentId;
     /// A stable id (`manager`, `memory`, `tool`, `evaluate`, `reflect`).
-    fn id(&self) -> &'static str;
+    fn id(&self) -> &'static str {
+        self.agent().as_str()
+    }
     /// A display name.
     fn name(&self) -> &'static str;
     /// One line: what it does.
     fn description(&self) -> &'static str;
+    /// Stops what it keeps running (the Tool agent its MCP servers, the Manager its
+    /// background work after finishing what was queued, within `wait`).
+    fn close(&self, _rt: &Runtime, _wait: std::time::Duration) {}
 }
 
-/// Implements [`Agent`] for a unit-like agent struct.
-macro_rules! describe_agent {
-    ($ty:ty, $id:literal, $name:literal, $desc:literal) => {
-        impl $crate::agents::Agent for $ty {
-            fn id(&self) -> &'static str {
-                $id
-            }
-            fn name(&self) -> &'static str {
-                $name
-            }
-            fn description(&self) -> &'static str {
-                $desc
-            }
-        }
-    };
+pub use evolve_core::turn::AgentId;
+
+/// Closes every agent (before the process exits).
+pub fn close_all(manager: &Manager, wait: std::time::Duration) {
+    let rt = manager.runtime();
+    for agent in all(manager) {
+        agent.close(rt, wait);
+    }
 }
-pub(crate) use describe_agent;

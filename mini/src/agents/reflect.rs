@@ -8,7 +8,6 @@ use evolve_core::memory::{Category, Memory, Priority};
 use evolve_core::text::{clip_chars, one_line};
 use evolve_core::Timestamp;
 
-use super::describe_agent;
 use super::memory::{cheap_call, NEVER};
 use super::prompts;
 use super::runtime::Runtime;
@@ -24,12 +23,19 @@ const REFLECT_TURNS: usize = 6;
 /// Reflection, style learning and L3 summaries.
 pub struct ReflectionAgent;
 
-describe_agent!(
-    ReflectionAgent,
-    "reflect",
-    "Reflection",
-    "turns recent results into lessons, style notes and summaries of long sessions"
-);
+impl super::Agent for ReflectionAgent {
+    fn agent(&self) -> super::AgentId {
+        super::AgentId::Reflection
+    }
+
+    fn name(&self) -> &'static str {
+        "Reflection"
+    }
+
+    fn description(&self) -> &'static str {
+        "turns recent results into lessons, style notes and summaries of long sessions"
+    }
+}
 
 /// Why a reflection runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

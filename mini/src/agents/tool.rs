@@ -16,7 +16,6 @@ use evolve_core::text::KeywordSet;
 use evolve_core::turn::offer::{choose, Candidate, OfferInput};
 use evolve_core::Timestamp;
 
-use super::describe_agent;
 use super::runtime::Runtime;
 use crate::llm::ToolSpec;
 use crate::mcp::catalog::{Catalog, Entry};
@@ -25,12 +24,22 @@ use crate::tools::{Builtins, ToolContext, ToolOutput};
 /// Tool listing, permission checks and execution.
 pub struct ToolAgent;
 
-describe_agent!(
-    ToolAgent,
-    "tool",
-    "Tool",
-    "offers tools to the model, checks every call against the six permission levels and runs the allowed ones"
-);
+impl super::Agent for ToolAgent {
+    fn agent(&self) -> super::AgentId {
+        super::AgentId::Tool
+    }
+
+    fn name(&self) -> &'static str {
+        "Tool"
+    }
+
+    fn description(&self) -> &'static str {
+        "offers tools to the model, checks every call against the six permission levels and runs the allowed ones"
+    }
+    fn close(&self, rt: &Runtime, _wait: std::time::Duration) {
+        rt.mcp.shutdown();
+    }
+}
 
 /// The tools of one turn: the built-in ones and a snapshot of the MCP servers' tools,
 /// listed when the turn starts (and again when a server says its list changed). The

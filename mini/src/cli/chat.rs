@@ -228,8 +228,7 @@ pub fn run(cmd: ChatCmd) -> Result<(), Error> {
     std::thread::spawn(move || loop {
         std::thread::sleep(Duration::from_millis(50));
         if interrupt::quit_requested() {
-            watcher.flush(wait);
-            watcher.runtime().mcp.shutdown();
+            crate::agents::close_all(&watcher, wait);
             println!();
             std::process::exit(130);
         }
@@ -257,14 +256,9 @@ pub fn run(cmd: ChatCmd) -> Result<(), Error> {
             break;
         }
     }
-    if !manager.flush(wait) {
-        log::warn!(
-            "the background work did not finish within {} s",
-            wait.as_secs()
-        );
-    }
-    // The watcher thread keeps the manager alive: stop the MCP servers here.
-    manager.runtime().mcp.shutdown();
+    // The watcher thread keeps the manager alive: every agent is closed here (the
+    // background work finishes, the MCP servers stop).
+    crate::agents::close_all(&manager, wait);
     if interrupt::quit_requested() {
         // Ctrl-C at the prompt, while the last work was being saved.
         println!();

@@ -313,11 +313,7 @@ pub fn run(manager: Manager, auth: auth::Auth, opts: Options) -> Result<(), Erro
         log::warn!("scheduled tasks did not stop within 10 s");
     }
     let _ = scheduler.join();
-    let rt = state.rt();
-    if !state.manager().flush(Duration::from_secs(10)) {
-        log::warn!("the background work did not finish within 10 s; it is skipped");
-    }
-    rt.mcp.shutdown();
+    crate::agents::close_all(&state.manager(), Duration::from_secs(10));
     endpoint::remove(&home);
     eprintln!("evolve serve stopped");
     Ok(())

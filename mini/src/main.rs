@@ -11,8 +11,10 @@ mod heap;
 mod llm;
 mod logger;
 mod mcp;
+mod mcp_spec;
 mod sandbox;
 mod sched;
+mod secret;
 mod skills;
 mod store;
 #[cfg(test)]

@@ -166,7 +166,7 @@ pub fn run(cmd: ChatCmd) -> Result<(), Error> {
         "evolve {} — model {} at {} · /help for commands, Ctrl-D to leave",
         env!("CARGO_PKG_VERSION"),
         app.config.model.main,
-        crate::llm::display_url(&app.config.model.base_url)
+        crate::secret::display_url(&app.config.model.base_url)
     );
     let store = open_store(&app.config, &app.tokenizer, STORE_WAIT.max(wait))?;
     if let Some(id) = &cmd.session {

@@ -113,7 +113,7 @@ pub fn run(cmd: DoctorCmd) -> Result<(), Error> {
     let mut model = app.config.model.clone();
     // A diagnosis should be quick: one retry is enough to tell a hiccup from a failure.
     model.max_retries = model.max_retries.min(1);
-    let base_url = crate::llm::display_url(&model.base_url);
+    let base_url = crate::secret::display_url(&model.base_url);
     let client = Client::new(model);
     let report = diagnose(&client);
     let confinement = crate::sandbox::status();
@@ -225,7 +225,7 @@ fn diagnose(client: &Client) -> Report {
         "server reachable",
         format!(
             "{} answered in {} ms",
-            crate::llm::display_url(&client.config().base_url),
+            crate::secret::display_url(&client.config().base_url),
             started.elapsed().as_millis()
         ),
     ));

@@ -22,15 +22,14 @@ use serde_json::json;
 use super::app::{now, App};
 use super::{interrupt, printable};
 use crate::agents::Runtime;
-use crate::config::{
-    env_name_problem, header_problem, server_json, server_name_problem, url_problem, Config,
-    LoadOptions, Secret,
-};
+use crate::config::{server_json, Config, LoadOptions};
 use crate::error::Error;
 use crate::mcp::classify::{self, Classified};
 use crate::mcp::servers::{self, TIMEOUT_FROM_CONFIG};
-use crate::mcp::{full_name, split_name, McpTool, ServerSpec, SpecSource, Transport};
+use crate::mcp_spec::{env_name_problem, header_problem, server_name_problem, url_problem};
+use crate::mcp_spec::{full_name, split_name, McpTool, ServerSpec, SpecSource, Transport};
 use crate::sandbox::ServerSandbox;
+use crate::secret::Secret;
 use crate::store::{Store, ToolClassRecord, CLASS_BY_USER};
 
 /// manage MCP servers and the permission levels of their tools

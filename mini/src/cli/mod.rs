@@ -72,7 +72,10 @@ pub fn run(args: Evolve) -> Result<(), Error> {
         println!("evolve {}", env!("CARGO_PKG_VERSION"));
         return Ok(());
     }
-    crate::tls::init()?;
+    crate::tls::init().map_err(|message| crate::config::ConfigError::Env {
+        var: crate::tls::VAR,
+        message,
+    })?;
     match args.command {
         Some(Command::Ask(cmd)) => ask::run(cmd),
         Some(Command::Chat(cmd)) => chat::run(cmd),

@@ -24,11 +24,14 @@
 //! read the file, so they still work on a broken one.
 //!
 //! Files: `file.rs` the raw TOML types, `resolve.rs` layering, environment and
-//! validation, `mcp.rs` the `[mcp]` section (servers, with the lines they are defined
-//! on), `template.rs` the commented file `config init` writes, `show.rs` the masked
-//! view for `config show` and the API, `private.rs` the umask and the tightening of a
-//! home others can read.
+//! validation, `context.rs` what checking a layer needs (where its errors point),
+//! `mcp.rs` the `[mcp]` section (servers, with the lines they are defined on; the
+//! server types and their rules are `crate::mcp_spec`'s), `template.rs` the commented
+//! file `config init` writes, `show.rs` the masked view for `config show` and the API,
+//! `private.rs` the umask and the tightening of a home others can read. Secrets are
+//! `crate::secret`'s.
 
+mod context;
 mod file;
 mod mcp;
 pub mod private;
@@ -36,9 +39,7 @@ mod resolve;
 mod show;
 mod template;
 
-pub use mcp::{
-    env_name_problem, header_problem, server_json, server_name_problem, url_problem, Place,
-};
+pub use mcp::{server_json, Place};
 pub use resolve::{check, home_dir};
 pub use template::CONFIG_TEMPLATE;
 
@@ -51,56 +52,10 @@ use std::time::Duration;
 use evolve_core::permission::Level;
 use evolve_core::CoreConfig;
 
+use crate::secret::Secret;
+
 /// The local server tried when nothing is configured (Ollama's OpenAI-compatible API).
 pub const DEFAULT_BASE_URL: &str = "http://127.0.0.1:11434/v1";
-
-/// Secrets shorter than this are masked entirely: a fifth of them would be one or two
-/// characters of a guessable value.
-const SECRET_MIN_SHOWN: usize = 12;
-
-/// A secret (API key, token): never printed, never logged, `Debug` shows it masked.
-/// There is deliberately no `Display`, so `format!("{}", key)` does not compile.
-#[derive(Clone, PartialEq, Eq)]
-pub struct Secret(String);
-
-impl Secret {
-    /// Wraps a secret value.
-    pub fn new(value: impl Into<String>) -> Self {
-        Secret(value.into())
-    }
-    /// The value itself, for the one place that sends it (an HTTP header).
-    pub fn expose(&self) -> &str {
-        &self.0
-    }
-    /// What `config show` prints: the first 3 and last 2 characters at most, never more
-    /// than a fifth of the secret, e.g. `sk-…ab`; `***` for secrets shorter than 12
-    /// characters.
-    pub fn masked(&self) -> String {
-        let chars: Vec<char> = self.0.chars().collect();
-        if chars.len() < SECRET_MIN_SHOWN {
-            return "***".to_string();
-        }
-        // A fifth of the secret, at most 5 characters: the rest is what keeps it secret.
-        let shown = (chars.len() / 5).min(5);
-        let tail = (shown / 2).min(2);
-        let head = (shown - tail).min(3);
-        let mut out: String = chars[..head].iter().collect();
-        out.push('…');
-        out.extend(&chars[chars.len() - tail..]);
-        out
-    }
-
-    /// True for an empty secret (treated as "not set").
-    pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
-    }
-}
-
-impl fmt::Debug for Secret {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "Secret({})", self.masked())
-    }
-}
 
 /// The main model's name when none is configured. Single-model servers (llama.cpp's
 /// `llama-server`, llama-cpp-python, vLLM serving one model) answer whatever name is
@@ -362,7 +317,7 @@ pub struct McpConfig {
     /// The per-call timeout of servers that do not set their own (default 60 s).
     pub timeout: Duration,
     /// `[mcp.servers.NAME]`, in name order.
-    pub servers: Vec<crate::mcp::ServerSpec>,
+    pub servers: Vec<crate::mcp_spec::ServerSpec>,
     /// Where each server is defined in the file (for messages that send the user there).
     pub places: BTreeMap<String, Place>,
     /// Problems that do not stop evolve (a `bearer_token_env` naming an unset variable):
@@ -376,7 +331,7 @@ pub struct McpConfig {
 impl Default for McpConfig {
     fn default() -> Self {
         McpConfig {
-            timeout: crate::mcp::DEFAULT_CALL_TIMEOUT,
+            timeout: crate::mcp_spec::DEFAULT_CALL_TIMEOUT,
             servers: Vec::new(),
             places: BTreeMap::new(),
             warnings: Vec::new(),

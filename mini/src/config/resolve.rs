@@ -11,14 +11,16 @@ use std::time::Duration;
 
 use evolve_core::CoreConfig;
 
+use super::context::{expand_tilde, Context};
 use super::file::{
     RawAgent, RawFile, RawLayer, RawModel, RawScheduler, RawText, RawTimeouts, RawTools,
 };
 use super::{
     AgentConfig, Checked, Config, ConfigError, EnvLookup, LoadOptions, Loaded, ModelConfig, Origin,
-    Origins, SchedulerConfig, Secret, TextConfig, Timeouts, ToolsConfig, CONFIG_FILE,
-    DEFAULT_BASE_URL, DEFAULT_PROFILE,
+    Origins, SchedulerConfig, TextConfig, Timeouts, ToolsConfig, CONFIG_FILE, DEFAULT_BASE_URL,
+    DEFAULT_PROFILE,
 };
+use crate::secret::Secret;
 
 /// The log filters `EVOLVE_LOG` and `log` accept (`logger::parse_filter`).
 const LOG_LEVELS: &[&str] = &["off", "none", "error", "warn", "info", "debug", "trace"];
@@ -39,19 +41,6 @@ pub fn home_dir(env: EnvLookup<'_>) -> Result<PathBuf, ConfigError> {
     match env("HOME").filter(|v| !v.is_empty()) {
         Some(home) => Ok(PathBuf::from(home).join(".evolve")),
         None => Err(ConfigError::NoHome),
-    }
-}
-
-/// `~` and `~/…` under `$HOME`; anything else unchanged. The error says what is wrong.
-fn expand_tilde(text: &str, env: EnvLookup<'_>) -> Result<PathBuf, String> {
-    let rest = match text.strip_prefix('~') {
-        Some("") => "",
-        Some(rest) if rest.starts_with('/') => rest.trim_start_matches('/'),
-        _ => return Ok(PathBuf::from(text)),
-    };
-    match env("HOME").filter(|v| !v.is_empty()) {
-        Some(home) => Ok(PathBuf::from(home).join(rest)),
-        None => Err(format!("starts with ~ ({text}) but HOME is not set")),
     }
 }
 
@@ -379,77 +368,6 @@ fn merge_tables(base: &mut toml::Table, overlay: &toml::Table) {
             _ => {
                 base.insert(key.clone(), value.clone());
             }
-        }
-    }
-}
-
-/// What checking a layer needs besides the layer.
-pub(super) struct Context<'a> {
-    pub(super) path: &'a Path,
-    pub(super) home: &'a Path,
-    pub(super) env: EnvLookup<'a>,
-    pub(super) origins: &'a mut Origins,
-    /// The file's text, for the lines of errors found after layering.
-    pub(super) text: &'a str,
-    /// The active profile's name.
-    pub(super) profile: &'a str,
-}
-
-impl Context<'_> {
-    pub(super) fn invalid(&self, message: String) -> ConfigError {
-        ConfigError::Invalid {
-            path: self.path.to_path_buf(),
-            message,
-        }
-    }
-
-    /// " (profile x)" when the key came from a profile, so the user edits the right table.
-    pub(super) fn source_note(&self, key: &str) -> String {
-        match self.origins.get(key) {
-            Origin::Profile(name) => format!(" (from [profiles.{name}])"),
-            _ => String::new(),
-        }
-    }
-
-    /// A path setting: `~` expanded, relative paths under `$EVOLVE_HOME`.
-    pub(super) fn path_setting(&self, key: &str, text: &str) -> Result<PathBuf, ConfigError> {
-        if text.trim().is_empty() {
-            return Err(self.invalid(format!("{key} is empty — set a path or remove the key")));
-        }
-        let path = expand_tilde(text, self.env).map_err(|m| self.invalid(format!("{key} {m}")))?;
-        Ok(if path.is_absolute() {
-            path
-        } else {
-            self.home.join(path)
-        })
-    }
-
-    /// Seconds, at least one.
-    pub(super) fn seconds(
-        &self,
-        key: &str,
-        value: Option<u64>,
-        default: Duration,
-    ) -> Result<Duration, ConfigError> {
-        match value {
-            None => Ok(default),
-            Some(0) => Err(self.invalid(format!(
-                "{key} = 0{}: a timeout must be at least 1 second",
-                self.source_note(key)
-            ))),
-            Some(s) => Ok(Duration::from_secs(s)),
-        }
-    }
-
-    /// A fraction in 0..=1.
-    fn fraction(&self, key: &str, value: Option<f32>, default: f32) -> Result<f32, ConfigError> {
-        match value {
-            None => Ok(default),
-            Some(v) if (0.0..=1.0).contains(&v) => Ok(v),
-            Some(v) => Err(self.invalid(format!(
-                "{key} = {v}{} must be between 0 and 1",
-                self.source_note(key)
-            ))),
         }
     }
 }

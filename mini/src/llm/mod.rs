@@ -20,7 +20,6 @@
 mod cap;
 pub(crate) use cap::size as answer_size;
 mod client;
-pub(crate) use client::display_url;
 mod retry;
 mod sse;
 mod stream;

@@ -22,8 +22,8 @@ use evolve_core::permission::{
 };
 use evolve_core::text::clip_chars;
 
-use super::{full_name, McpTool, ServerSpec};
 use crate::agents::Runtime;
+use crate::mcp_spec::{full_name, McpTool, ServerSpec};
 use crate::store::{ToolClassRecord, CLASS_BY_CLASSIFIER, CLASS_BY_USER, CLASS_UNCLASSIFIED};
 
 /// The class of each of a server's tools, in order. Cached classifications with the same
@@ -427,7 +427,7 @@ mod tests {
 
     use crate::config::Config;
     use crate::llm::{ChatModel, ChatRequest, ChatResponse, Delta, LlmError, ModelRole, Usage};
-    use crate::mcp::{SpecSource, Transport};
+    use crate::mcp_spec::{SpecSource, Transport};
     use crate::store::Store;
     use crate::testing::TempDir;
 

@@ -695,7 +695,8 @@ fn tools(state: &State) -> Reply {
         .into_iter()
         .map(|spec| {
             let check = ToolAgent.check(rt, &spec.name, "{}", &grants, &policy);
-            let mcp = crate::mcp::split_name(&spec.name).is_some() && !rt.tools.has(&spec.name);
+            let mcp =
+                crate::mcp_spec::split_name(&spec.name).is_some() && !rt.tools.has(&spec.name);
             json!({
                 "name": spec.name,
                 "description": spec.description,
@@ -795,8 +796,8 @@ fn mcp(state: &State) -> Reply {
                 })
                 .collect();
             let transport = match &spec.transport {
-                crate::mcp::Transport::Stdio { .. } => "stdio",
-                crate::mcp::Transport::Http { .. } => "http",
+                crate::mcp_spec::Transport::Stdio { .. } => "stdio",
+                crate::mcp_spec::Transport::Http { .. } => "http",
             };
             json!({
                 "name": spec.name,

@@ -26,11 +26,12 @@ use crate::config::{server_json, Config, LoadOptions};
 use crate::error::Error;
 use crate::mcp::classify::{self, Classified};
 use crate::mcp::servers::{self, TIMEOUT_FROM_CONFIG};
+use crate::mcp::user_level::{self, LevelError};
 use crate::mcp_spec::{env_name_problem, header_problem, server_name_problem, url_problem};
 use crate::mcp_spec::{full_name, split_name, McpTool, ServerSpec, SpecSource, Transport};
 use crate::sandbox::ServerSandbox;
 use crate::secret::Secret;
-use crate::store::{Store, ToolClassRecord, CLASS_BY_USER};
+use crate::store::Store;
 
 /// manage MCP servers and the permission levels of their tools
 #[derive(FromArgs, Debug)]
@@ -661,12 +662,8 @@ fn rm(c: Rm) -> Result<(), Error> {
 }
 
 fn unknown_server(name: &str, servers: &[ServerSpec]) -> Error {
-    let known: Vec<&str> = servers.iter().map(|s| s.name.as_str()).collect();
-    usage(if known.is_empty() {
-        format!("no MCP server named {name:?}: none is configured")
-    } else {
-        format!("no MCP server named {name:?} (known: {})", known.join(", "))
-    })
+    let known: Vec<String> = servers.iter().map(|s| s.name.clone()).collect();
+    usage(user_level::unknown_server(name, &known))
 }
 
 /// One tool in a listing.
@@ -870,17 +867,8 @@ pub(crate) fn chat_tools(
 }
 
 /// What a level means in an interactive session.
-fn action(level: Level) -> &'static str {
-    match level {
-        Level::L0 | Level::L1 | Level::L2 => "runs without asking",
-        Level::L3 => "asks once",
-        Level::L4 => "asks twice",
-        Level::L5 => "never runs",
-    }
-}
-
-/// `evolve mcp level TOOL LEVEL` and `/mcp level`: sets (or with `auto` removes) the
-/// user's level of an MCP tool. Returns what to tell the user.
+/// `evolve mcp level TOOL LEVEL` and `/mcp level`: the user's level of an MCP tool, set
+/// or removed; returns what to tell the user.
 pub(crate) fn set_level(
     config: &Config,
     store: &Store,
@@ -888,86 +876,11 @@ pub(crate) fn set_level(
     tool: &str,
     level: &str,
 ) -> Result<String, Error> {
-    let Some((server, name)) = split_name(tool) else {
-        return Err(usage(format!(
-            "{tool:?} is not an MCP tool name: use SERVER__TOOL, e.g. files__write_file \
-             (`evolve mcp tools` lists them)"
-        )));
-    };
-    if !servers.iter().any(|s| s.name == server) {
-        return Err(unknown_server(server, servers));
+    match user_level::set_level(config, store, servers, tool, level, now()) {
+        Ok(change) => Ok(change.to_string()),
+        Err(LevelError::Store(e)) => Err(Error::Store(e)),
+        Err(e) => Err(usage(e.to_string())),
     }
-    if let Some((tools, _)) = store.mcp_tools(server)? {
-        if !tools.iter().any(|t| t.name == name) {
-            let known: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
-            return Err(usage(format!(
-                "server {server} has no tool {name:?} (its tools when last listed: {})",
-                if known.is_empty() {
-                    "none".to_string()
-                } else {
-                    known.join(", ")
-                }
-            )));
-        }
-    }
-    let in_file = config
-        .tools
-        .levels
-        .iter()
-        .find(|(t, _)| t == tool)
-        .map(|(_, l)| *l);
-    let file_note = |then: &str| match in_file {
-        Some(l) => format!(
-            " ([tools.levels] in {} sets {l}, which {then})",
-            config.file.display()
-        ),
-        None => String::new(),
-    };
-    if matches!(
-        level.trim().to_ascii_lowercase().as_str(),
-        "auto" | "reset" | "classifier" | "default"
-    ) {
-        let had = store
-            .tool_class(tool)?
-            .is_some_and(|r| r.source == CLASS_BY_USER);
-        if had {
-            store.remove_tool_class(tool)?;
-        }
-        let what = if had {
-            format!("{tool}: your level is removed")
-        } else {
-            format!("{tool} had no level set with `evolve mcp level`")
-        };
-        return Ok(format!(
-            "{what}; its level comes from {}{}",
-            if in_file.is_some() {
-                "config.toml"
-            } else {
-                "the classifier (`evolve mcp tools` shows it)"
-            },
-            file_note("applies now")
-        ));
-    }
-    let Some(level) = Level::parse(level) else {
-        return Err(usage(format!(
-            "{level:?} is not a level: use L0, L1, L2, L3, L4, L5, or auto"
-        )));
-    };
-    store.set_tool_class(
-        tool,
-        &ToolClassRecord {
-            level,
-            fingerprint: 0,
-            source: CLASS_BY_USER.to_string(),
-            at: now(),
-        },
-    )?;
-    Ok(format!(
-        "{tool}: {level} ({}, {}){} — `evolve mcp level {tool} auto` undoes it",
-        level.meaning(),
-        action(level),
-        file_note("this level wins over")
-    ))
 }
 
 fn import(c: Import) -> Result<(), Error> {

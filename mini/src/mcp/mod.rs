@@ -19,6 +19,8 @@
 //! - [`catalog`]: what a turn offers the model (`<server>__<tool>` with schemas and
 //!   levels), from the live lists or the store's cache, so a server is only started when
 //!   one of its tools is called or its list is unknown.
+//! - [`user_level`]: the user's own level for a tool (`evolve mcp level`, `/mcp level`,
+//!   the API), as a typed change each front end formats.
 
 pub mod catalog;
 pub mod classify;
@@ -30,6 +32,7 @@ mod lines;
 mod reap;
 pub mod servers;
 mod stdio;
+pub mod user_level;
 
 use crate::mcp_spec::Transport;
 

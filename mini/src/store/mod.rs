@@ -56,6 +56,7 @@ mod prompts;
 mod schema;
 mod sessions;
 mod tasks;
+pub mod transcript;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard, PoisonError, RwLock, RwLockReadGuard};

@@ -13,12 +13,11 @@ use evolve_core::text::{f1, KeywordSet, Lang};
 use serde_json::{json, Map, Value};
 
 use super::http::{form_value, percent_decode, Request, Response};
+use super::request::{body, field, opt_str, store_error, tri, Reply};
 use super::{assets, chat, error, prompt, style, tasks, State};
 use crate::agents::ToolAgent;
 use crate::cli::app::now;
-use crate::store::StoreError;
-
-type Reply = Response<'static>;
+use crate::mcp::user_level::{set_level, LevelError};
 
 /// Dispatches by method and path.
 pub fn route(state: &Arc<State>, req: &Request) -> Reply {
@@ -133,44 +132,6 @@ fn allowed(p: &[&str]) -> Option<&'static str> {
 /// The names under `/v1/memory/` that are not memory ids.
 fn not_an_id(segment: &str) -> bool {
     matches!(segment, "maintain" | "style")
-}
-
-/// The body as a JSON object (an empty body is an empty object).
-pub(super) fn body(req: &Request) -> Result<Map<String, Value>, Reply> {
-    if req.body.iter().all(u8::is_ascii_whitespace) {
-        return Ok(Map::new());
-    }
-    match serde_json::from_slice::<Value>(&req.body) {
-        Ok(Value::Object(m)) => Ok(m),
-        Ok(_) => Err(error(400, "the body must be a JSON object")),
-        Err(e) => Err(error(400, format!("the body is not valid JSON: {e}"))),
-    }
-}
-
-/// A store error as a response: a missing thing is 404.
-fn store_error(e: StoreError) -> Reply {
-    match e {
-        StoreError::NotFound(what) => error(404, format!("not found: {what}")),
-        other => error(500, format!("the store failed: {other}")),
-    }
-}
-
-macro_rules! tri {
-    ($e:expr) => {
-        match $e {
-            Ok(v) => v,
-            Err(e) => return store_error(e),
-        }
-    };
-}
-
-macro_rules! field {
-    ($e:expr) => {
-        match $e {
-            Ok(v) => v,
-            Err(resp) => return resp,
-        }
-    };
 }
 
 fn health(state: &State) -> Reply {
@@ -296,12 +257,12 @@ fn export(state: &State, req: &Request, id: &str) -> Reply {
     let format = req.query_param("format").unwrap_or_else(|| "md".into());
     let (text, mime, ext) = match format.as_str() {
         "md" | "markdown" => (
-            crate::cli::sessions::markdown(&export),
+            crate::store::transcript::markdown(&export),
             "text/markdown; charset=utf-8",
             "md",
         ),
         "html" => (
-            crate::cli::sessions::html(&export),
+            crate::store::transcript::html(&export),
             "text/html; charset=utf-8",
             "html",
         ),
@@ -818,9 +779,12 @@ fn mcp_level(state: &State, req: &Request, name: &str) -> Reply {
     };
     let rt_arc = state.rt();
     let rt = &*rt_arc;
-    match crate::cli::mcp::set_level(&rt.config, &rt.store, &rt.mcp.specs(), name, &level) {
-        Ok(text) => Response::json(200, &json!({"name": name, "level": level, "message": text})),
-        Err(crate::error::Error::Store(e)) => store_error(e),
+    match set_level(&rt.config, &rt.store, &rt.mcp.specs(), name, &level, now()) {
+        Ok(change) => Response::json(
+            200,
+            &json!({"name": name, "level": level, "message": change.to_string()}),
+        ),
+        Err(LevelError::Store(e)) => store_error(e),
         Err(e) => error(400, e.to_string()),
     }
 }
@@ -916,14 +880,5 @@ fn switch_profile(state: &State, req: &Request) -> Reply {
     match state.switch_profile(&name) {
         Ok(_) => config(state),
         Err(e) => error(400, e.to_string()),
-    }
-}
-
-/// An optional string field.
-fn opt_str(b: &Map<String, Value>, name: &str) -> Result<Option<String>, Reply> {
-    match b.get(name) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(s)) => Ok(Some(s.clone())),
-        Some(_) => Err(error(400, format!("`{name}` must be a string"))),
     }
 }

@@ -14,6 +14,7 @@ pub mod chat;
 pub mod endpoint;
 pub mod http;
 mod prompt;
+mod request;
 mod style;
 pub mod tasks;
 

@@ -30,8 +30,6 @@ pub use manager::{Approval, Manager, TurnInput, TurnIo};
 pub use record::{PostTurn, ToolRun, TurnRecord};
 pub use runtime::Runtime;
 
-pub(crate) use memory::cheap_call_sized;
-
 pub use evaluate::EvaluateAgent;
 pub use memory::MemoryAgent;
 pub use reflect::{ReflectionAgent, REFLECTION_TAG};

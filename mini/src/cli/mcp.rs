@@ -712,7 +712,8 @@ fn list_tools(
                     .filter(|(_, o)| **o)
                     .map(|(t, _)| t.clone())
                     .collect();
-                let mut classes = classify::explain(rt, spec, &offered, cancel).into_iter();
+                let mut classes =
+                    classify::explain(&rt.classifier(), spec, &offered, cancel).into_iter();
                 let rows = tools
                     .into_iter()
                     .zip(mask)

@@ -65,7 +65,7 @@ impl Catalog {
             .zip(mask)
             .filter_map(|(t, o)| o.then_some(t))
             .collect();
-        let classes = super::classify::classes(rt, spec, &offered, cancel);
+        let classes = super::classify::classes(&rt.classifier(), spec, &offered, cancel);
         for (tool, class) in offered.into_iter().zip(classes) {
             self.entries.push(Entry {
                 full_name: full_name(&spec.name, &tool.name),

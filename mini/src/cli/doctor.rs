@@ -365,7 +365,7 @@ mod tests {
             embedding_model: None,
             context_window: 4096,
             reserved_output: 256,
-            max_answer_bytes: crate::config::DEFAULT_MAX_ANSWER_BYTES,
+            max_answer_bytes: crate::llm::settings::DEFAULT_MAX_ANSWER_BYTES,
             timeouts: Timeouts {
                 connect: Duration::from_secs(2),
                 first_byte: Duration::from_secs(10),

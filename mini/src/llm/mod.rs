@@ -21,6 +21,7 @@ mod cap;
 pub(crate) use cap::size as answer_size;
 mod client;
 mod retry;
+pub mod settings;
 mod sse;
 mod stream;
 mod transport;
@@ -34,7 +35,7 @@ use std::sync::atomic::AtomicBool;
 
 use evolve_core::history::Message;
 
-use crate::config::ModelConfig;
+use settings::ModelConfig;
 
 /// A tool as the model sees it (`{"type":"function","function":{…}}`).
 #[derive(Debug, Clone, PartialEq)]

@@ -11,7 +11,7 @@ use evolve_fake_llm::{FakeLlm, Reply};
 use serde_json::{json, Value};
 
 use super::*;
-use crate::config::{ModelConfig, Timeouts};
+use crate::llm::settings::{ModelConfig, Timeouts};
 use crate::secret::Secret;
 
 const KEY: &str = "sk-test-secret-123456";
@@ -26,7 +26,7 @@ fn config(base_url: &str) -> ModelConfig {
         embedding_model: None,
         context_window: 8192,
         reserved_output: 256,
-        max_answer_bytes: crate::config::DEFAULT_MAX_ANSWER_BYTES,
+        max_answer_bytes: crate::llm::settings::DEFAULT_MAX_ANSWER_BYTES,
         timeouts: Timeouts {
             connect: Duration::from_secs(2),
             first_byte: Duration::from_secs(10),

@@ -125,7 +125,10 @@ mod tests {
         let io = || std::io::Error::new(std::io::ErrorKind::PermissionDenied, "denied");
         let e = Error::from(io());
         assert_eq!(e.to_string(), "input or output failed: denied");
-        assert_eq!(e.source().map(ToString::to_string).as_deref(), Some("denied"));
+        assert_eq!(
+            e.source().map(ToString::to_string).as_deref(),
+            Some("denied")
+        );
         let read = Error::Read {
             path: PathBuf::from("/x"),
             source: io(),

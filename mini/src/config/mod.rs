@@ -955,11 +955,11 @@ cheap = "cloud-cheap"
             ("密钥密钥密钥密钥密钥密钥密钥密钥", "密钥…钥"),
         ];
         for (key, want) in table {
-            assert_eq!(Secret::new(*key).masked(), *want, "{key}");
+            assert_eq!(crate::secret::Secret::new(*key).masked(), *want, "{key}");
         }
         for n in 0..80 {
             let key: String = (0..n).map(|i| char::from(b'a' + (i % 26) as u8)).collect();
-            let masked = Secret::new(key.as_str()).masked();
+            let masked = crate::secret::Secret::new(key.as_str()).masked();
             let shown = masked.chars().filter(|c| *c != '…' && *c != '*').count();
             assert!(shown <= 5 && shown * 5 <= n, "{n}: {masked}");
             if n >= 2 {

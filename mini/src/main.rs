@@ -23,6 +23,7 @@ mod text;
 mod tls;
 mod tools;
 mod web;
+mod zone;
 
 use std::process::ExitCode;
 

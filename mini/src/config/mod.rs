@@ -137,7 +137,7 @@ pub struct TextConfig {
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct SchedulerConfig {
     /// `time_zone` as written, with the zone it names.
-    pub time_zone: Option<(String, crate::sched::zone::LocalZone)>,
+    pub time_zone: Option<(String, crate::zone::LocalZone)>,
 }
 
 /// The zone cron and `daily` schedules are read in, with its name.
@@ -146,7 +146,7 @@ pub struct SchedZone {
     /// `Asia/Shanghai`, `+08:00`, `UTC`, or the system's zone name.
     pub name: String,
     /// The offsets.
-    pub zone: crate::sched::zone::LocalZone,
+    pub zone: crate::zone::LocalZone,
     /// Why it is UTC although the system seemed to have another zone (a `TZ` or
     /// `/etc/localtime` that could not be read); logged when the scheduler starts.
     pub warning: Option<String>,
@@ -156,7 +156,7 @@ impl SchedulerConfig {
     /// The configured zone; without one `TZ`, then the system's zone, then UTC with a
     /// warning.
     pub fn resolve(&self) -> SchedZone {
-        use crate::sched::zone::{self, LocalZone};
+        use crate::zone::{self, LocalZone};
         if let Some((name, zone)) = &self.time_zone {
             return SchedZone {
                 name: name.clone(),
@@ -190,11 +190,11 @@ impl SchedulerConfig {
 
 /// The name of the system's zone: `TZ`, else the database name `/etc/localtime` links
 /// to, else `/etc/localtime` itself (`UTC` when there is none).
-fn system_zone_name(zone: &crate::sched::zone::LocalZone) -> String {
+fn system_zone_name(zone: &crate::zone::LocalZone) -> String {
     if let Some(tz) = std::env::var("TZ").ok().filter(|t| !t.trim().is_empty()) {
         return tz.trim().trim_start_matches(':').to_string();
     }
-    if *zone == crate::sched::zone::LocalZone::Utc {
+    if *zone == crate::zone::LocalZone::Utc {
         return "UTC".into();
     }
     std::fs::read_link("/etc/localtime")

@@ -471,7 +471,7 @@ fn resolve_scheduler(
         }
         return Ok(SchedulerConfig::default());
     };
-    let zone = crate::sched::zone::load(&name).map_err(|e| {
+    let zone = crate::zone::load(&name).map_err(|e| {
         ctx.invalid(format!(
             "[scheduler] time_zone{}: {e}",
             ctx.source_note("scheduler.time_zone")

@@ -28,9 +28,6 @@ pub struct ChatCmd {
     /// continue this session
     #[argh(option)]
     session: Option<String>,
-    /// use this configuration profile
-    #[argh(option)]
-    profile: Option<String>,
     /// file tools work inside this directory (default $EVOLVE_HOME/workspace)
     #[argh(option)]
     workspace: Option<PathBuf>,
@@ -155,9 +152,9 @@ fn stdin_lines() -> impl Iterator<Item = String> {
     })
 }
 
-pub fn run(cmd: ChatCmd) -> Result<(), Error> {
+pub fn run(cmd: ChatCmd, profile: &Option<String>) -> Result<(), Error> {
     let app = App::load(&LoadOptions {
-        profile: cmd.profile.clone(),
+        profile: profile.clone(),
         workspace: cmd.workspace.clone(),
     })?;
     let wait = app.config.agent.background_wait;
@@ -512,7 +509,8 @@ fn manage_mcp(rt: &Runtime, words: &[&str]) -> Result<(), Error> {
     };
     // The command opens the store itself: this chat lets go of it first.
     rt.store.release();
-    if let Err(e) = super::mcp::run(cmd) {
+    // It works on this chat's profile.
+    if let Err(e) = super::mcp::run(cmd, &Some(rt.config.profile.clone())) {
         println!("  {e}");
         return Ok(());
     }

@@ -35,9 +35,6 @@ use crate::llm::{ChatModel, ChatRequest, Client, LlmError, ModelRole, ToolSpec};
 #[derive(FromArgs, Debug)]
 #[argh(subcommand, name = "doctor")]
 pub struct DoctorCmd {
-    /// use this profile of config.toml
-    #[argh(option)]
-    profile: Option<String>,
     /// print the checks as JSON
     #[argh(switch)]
     json: bool,
@@ -87,9 +84,9 @@ struct Report {
     unreachable: Option<LlmError>,
 }
 
-pub fn run(cmd: DoctorCmd) -> Result<(), Error> {
+pub fn run(cmd: DoctorCmd, profile: &Option<String>) -> Result<(), Error> {
     let app = match App::load(&LoadOptions {
-        profile: cmd.profile.clone(),
+        profile: profile.clone(),
         ..LoadOptions::default()
     }) {
         Ok(app) => app,
@@ -101,7 +98,7 @@ pub fn run(cmd: DoctorCmd) -> Result<(), Error> {
                     "fix config.toml, then run `evolve config check`",
                 );
                 let doc = json!({
-                    "profile": cmd.profile,
+                    "profile": profile,
                     "ok": false,
                     "checks": [{"check": check.name, "ok": check.ok, "detail": check.detail, "hint": check.hint}],
                 });

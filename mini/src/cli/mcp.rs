@@ -109,9 +109,6 @@ struct Add {
     /// replace a server of that name added before
     #[argh(switch)]
     replace: bool,
-    /// configuration profile to use
-    #[argh(option)]
-    profile: Option<String>,
 }
 
 /// list the MCP servers: those of config.toml and those added with `evolve mcp add` or `import`
@@ -121,9 +118,6 @@ struct List {
     /// print JSON (secrets masked)
     #[argh(switch)]
     json: bool,
-    /// configuration profile to use
-    #[argh(option)]
-    profile: Option<String>,
 }
 
 /// remove a server added with `evolve mcp add` or `import`, with its cached tools and levels
@@ -137,9 +131,6 @@ struct Rm {
     /// the server's name
     #[argh(positional)]
     name: String,
-    /// configuration profile to use
-    #[argh(option)]
-    profile: Option<String>,
 }
 
 /// start the MCP servers (or the one named) and list their tools, each with its level and where the level came from
@@ -158,9 +149,6 @@ struct Tools {
     /// print JSON
     #[argh(switch)]
     json: bool,
-    /// configuration profile to use
-    #[argh(option)]
-    profile: Option<String>,
 }
 
 /// set the permission level of an MCP tool: L0-L5, or auto to go back to the classified level
@@ -180,9 +168,6 @@ struct LevelCmd {
     /// L0, L1, L2, L3, L4, L5, or auto
     #[argh(positional)]
     level: String,
-    /// configuration profile to use
-    #[argh(option)]
-    profile: Option<String>,
 }
 
 /// add every server of an mcpServers JSON file, as written by Claude Desktop, Cursor, Cline or VS Code
@@ -204,9 +189,6 @@ struct Import {
     /// replace servers of the same names added before
     #[argh(switch)]
     replace: bool,
-    /// configuration profile to use
-    #[argh(option)]
-    profile: Option<String>,
 }
 
 /// switch a server (SERVER) or one of its tools (SERVER__TOOL) back on
@@ -221,9 +203,6 @@ struct Enable {
     /// SERVER or SERVER__TOOL
     #[argh(positional)]
     target: String,
-    /// configuration profile to use
-    #[argh(option)]
-    profile: Option<String>,
 }
 
 /// switch a server (SERVER) or one of its tools (SERVER__TOOL) off: it is not offered to the model
@@ -238,27 +217,24 @@ struct Disable {
     /// SERVER or SERVER__TOOL
     #[argh(positional)]
     target: String,
-    /// configuration profile to use
-    #[argh(option)]
-    profile: Option<String>,
 }
 
-pub fn run(cmd: McpCmd) -> Result<(), Error> {
+pub fn run(cmd: McpCmd, profile: &Option<String>) -> Result<(), Error> {
     match cmd.action {
-        Action::Add(c) => add(c),
-        Action::List(c) => list(c),
-        Action::Rm(c) => rm(c),
-        Action::Tools(c) => tools(c),
+        Action::Add(c) => add(c, profile),
+        Action::List(c) => list(c, profile),
+        Action::Rm(c) => rm(c, profile),
+        Action::Tools(c) => tools(c, profile),
         Action::Level(c) => {
-            let (app, store) = open(&c.profile)?;
+            let (app, store) = open(profile)?;
             let servers = servers::load(&app.config, &store)?;
             let said = set_level(&app.config, &store, &servers, &c.tool, &c.level)?;
             println!("{said}");
             Ok(())
         }
-        Action::Import(c) => import(c),
-        Action::Enable(c) => toggle(&c.profile, &c.target, true),
-        Action::Disable(c) => toggle(&c.profile, &c.target, false),
+        Action::Import(c) => import(c, profile),
+        Action::Enable(c) => toggle(profile, &c.target, true),
+        Action::Disable(c) => toggle(profile, &c.target, false),
     }
 }
 
@@ -284,7 +260,7 @@ fn usage(message: String) -> Error {
     Error::Usage(message)
 }
 
-fn add(c: Add) -> Result<(), Error> {
+fn add(c: Add, profile: &Option<String>) -> Result<(), Error> {
     let Add {
         name,
         command,
@@ -297,7 +273,6 @@ fn add(c: Add) -> Result<(), Error> {
         trusted,
         sandbox,
         replace,
-        profile,
     } = c;
     let sandbox = match sandbox {
         Some(word) => ServerSandbox::parse(word.trim()).map_err(usage)?,
@@ -489,8 +464,8 @@ fn filter(spec: &ServerSpec) -> String {
     parts.join("; ")
 }
 
-fn list(c: List) -> Result<(), Error> {
-    let (app, store) = open(&c.profile)?;
+fn list(c: List, profile: &Option<String>) -> Result<(), Error> {
+    let (app, store) = open(profile)?;
     let servers = servers::load(&app.config, &store)?;
     let mut out = std::io::stdout().lock();
     if c.json {
@@ -623,8 +598,8 @@ pub(crate) fn write_servers(
     Ok(())
 }
 
-fn rm(c: Rm) -> Result<(), Error> {
-    let (app, store) = open(&c.profile)?;
+fn rm(c: Rm, profile: &Option<String>) -> Result<(), Error> {
+    let (app, store) = open(profile)?;
     let in_file = app.config.mcp.servers.iter().any(|s| s.name == c.name);
     let removed = store.remove_mcp_server(&c.name)?;
     match (removed, in_file) {
@@ -814,8 +789,8 @@ fn listings_json(listings: &[(String, Listing)]) -> serde_json::Value {
     json!(servers)
 }
 
-fn tools(c: Tools) -> Result<(), Error> {
-    let (app, store) = open(&c.profile)?;
+fn tools(c: Tools, profile: &Option<String>) -> Result<(), Error> {
+    let (app, store) = open(profile)?;
     let App { config, tokenizer } = app;
     let rt = Runtime::new(config, store, tokenizer);
     interrupt::install();
@@ -884,7 +859,7 @@ pub(crate) fn set_level(
     }
 }
 
-fn import(c: Import) -> Result<(), Error> {
+fn import(c: Import, profile: &Option<String>) -> Result<(), Error> {
     let text = std::fs::read_to_string(&c.file).map_err(|source| Error::Read {
         path: c.file.clone(),
         source,
@@ -908,7 +883,7 @@ fn import(c: Import) -> Result<(), Error> {
             message: "the file lists no servers".into(),
         });
     }
-    let (app, store) = open(&c.profile)?;
+    let (app, store) = open(profile)?;
     let mut clashes = Vec::new();
     for spec in &import.servers {
         if app.config.mcp.servers.iter().any(|s| s.name == spec.name) {

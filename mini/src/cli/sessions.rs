@@ -44,9 +44,6 @@ struct List {
     /// print JSON records
     #[argh(switch)]
     json: bool,
-    /// configuration profile to use
-    #[argh(option)]
-    profile: Option<String>,
 }
 
 /// print a session's messages
@@ -59,9 +56,6 @@ struct Show {
     /// print the session, its messages, L2/L3 and evaluations as JSON
     #[argh(switch)]
     json: bool,
-    /// configuration profile to use
-    #[argh(option)]
-    profile: Option<String>,
 }
 
 /// delete a session and everything attached to it
@@ -71,9 +65,6 @@ struct Rm {
     /// the session's id (from `evolve sessions list`)
     #[argh(positional)]
     id: String,
-    /// configuration profile to use
-    #[argh(option)]
-    profile: Option<String>,
 }
 
 /// write a session as Markdown (default), JSON or HTML
@@ -89,9 +80,6 @@ struct ExportCmd {
     /// the file to write (stdout when absent)
     #[argh(option)]
     out: Option<PathBuf>,
-    /// configuration profile to use
-    #[argh(option)]
-    profile: Option<String>,
 }
 
 /// An export format.
@@ -111,17 +99,17 @@ fn parse_format(s: &str) -> Result<Format, String> {
     }
 }
 
-pub fn run(cmd: SessionsCmd) -> Result<(), Error> {
+pub fn run(cmd: SessionsCmd, profile: &Option<String>) -> Result<(), Error> {
     match cmd.action {
-        Action::List(c) => list(c),
-        Action::Show(c) => show(c),
-        Action::Rm(c) => rm(c),
-        Action::Export(c) => export(c),
+        Action::List(c) => list(c, profile),
+        Action::Show(c) => show(c, profile),
+        Action::Rm(c) => rm(c, profile),
+        Action::Export(c) => export(c, profile),
     }
 }
 
-fn list(c: List) -> Result<(), Error> {
-    let (_app, store) = App::with_store(&c.profile)?;
+fn list(c: List, profile: &Option<String>) -> Result<(), Error> {
+    let (_app, store) = App::with_store(profile)?;
     let sessions = store.sessions()?;
     let mut out = std::io::stdout().lock();
     if c.json {
@@ -156,8 +144,8 @@ fn list(c: List) -> Result<(), Error> {
     Ok(())
 }
 
-fn show(c: Show) -> Result<(), Error> {
-    let (_app, store) = App::with_store(&c.profile)?;
+fn show(c: Show, profile: &Option<String>) -> Result<(), Error> {
+    let (_app, store) = App::with_store(profile)?;
     let export = store.export_session(&c.id)?;
     let mut out = std::io::stdout().lock();
     if c.json {
@@ -168,8 +156,8 @@ fn show(c: Show) -> Result<(), Error> {
     Ok(())
 }
 
-fn rm(c: Rm) -> Result<(), Error> {
-    let (_app, store) = App::with_store(&c.profile)?;
+fn rm(c: Rm, profile: &Option<String>) -> Result<(), Error> {
+    let (_app, store) = App::with_store(profile)?;
     let session = store.session(&c.id)?;
     store.remove_session(&c.id)?;
     writeln!(
@@ -182,8 +170,8 @@ fn rm(c: Rm) -> Result<(), Error> {
     Ok(())
 }
 
-fn export(c: ExportCmd) -> Result<(), Error> {
-    let (_app, store) = App::with_store(&c.profile)?;
+fn export(c: ExportCmd, profile: &Option<String>) -> Result<(), Error> {
+    let (_app, store) = App::with_store(profile)?;
     let export = store.export_session(&c.id)?;
     let text = match c.format {
         Format::Markdown => markdown(&export),

@@ -381,7 +381,7 @@ fn add(c: Add, profile: &Option<String>) -> Result<(), Error> {
         roots: Vec::new(),
         source: SpecSource::Store,
     };
-    let (app, store) = open(&profile)?;
+    let (app, store) = open(profile)?;
     if app.config.mcp.servers.iter().any(|s| s.name == name) {
         return Err(Error::Other(format!(
             "a server named {name} is defined in {} and would hide this one — choose \

@@ -15,8 +15,10 @@ pub enum Error {
     },
     /// A file was read but its contents are not what the command needs (exit code 2).
     Invalid { path: PathBuf, message: String },
-    /// Writing the output failed (e.g. a closed pipe).
-    Output(std::io::Error),
+    /// An input or output failed where no file is named: writing the output (a closed
+    /// pipe), reading the standard input or the terminal. The I/O error is kept as the
+    /// cause; errors about a file use [`Error::Read`] or their own variant instead.
+    Io(std::io::Error),
     /// The configuration cannot be used (exit code 2; so is a model server that refuses
     /// the key, the URL or the model name).
     Config(crate::config::ConfigError),
@@ -46,7 +48,7 @@ impl Error {
             Error::NeedsPerson(_) => 4,
             Error::Remote(code, _) => *code,
             Error::Read { .. }
-            | Error::Output(_)
+            | Error::Io(_)
             | Error::Store(_)
             | Error::Model(_)
             | Error::Other(_) => 1,
@@ -60,7 +62,7 @@ impl fmt::Display for Error {
             Error::Usage(m) => write!(f, "{m} (see `evolve --help`)"),
             Error::Read { path, source } => write!(f, "cannot read {}: {source}", path.display()),
             Error::Invalid { path, message } => write!(f, "{}: {message}", path.display()),
-            Error::Output(e) => write!(f, "cannot write the output: {e}"),
+            Error::Io(e) => write!(f, "input or output failed: {e}"),
             Error::Config(e) => write!(f, "{e}"),
             Error::Store(e) => write!(f, "{e}"),
             Error::Model(e) => write!(f, "{e}"),
@@ -70,11 +72,28 @@ impl fmt::Display for Error {
     }
 }
 
-impl std::error::Error for Error {}
+impl std::error::Error for Error {
+    /// The error this one wraps, for whoever wants the chain (the message already
+    /// includes its text).
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Error::Read { source, .. } => Some(source),
+            Error::Io(e) => Some(e),
+            Error::Config(e) => Some(e),
+            Error::Store(e) => Some(e),
+            Error::Model(e) => Some(e),
+            Error::Usage(_)
+            | Error::Invalid { .. }
+            | Error::NeedsPerson(_)
+            | Error::Other(_)
+            | Error::Remote(..) => None,
+        }
+    }
+}
 
 impl From<std::io::Error> for Error {
     fn from(e: std::io::Error) -> Self {
-        Error::Output(e)
+        Error::Io(e)
     }
 }
 
@@ -93,5 +112,33 @@ impl From<crate::store::StoreError> for Error {
 impl From<crate::llm::LlmError> for Error {
     fn from(e: crate::llm::LlmError) -> Self {
         Error::Model(e)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::error::Error as _;
+
+    #[test]
+    fn wrapped_errors_are_the_source_and_io_errors_are_not_called_output() {
+        let io = || std::io::Error::new(std::io::ErrorKind::PermissionDenied, "denied");
+        let e = Error::from(io());
+        assert_eq!(e.to_string(), "input or output failed: denied");
+        assert_eq!(
+            e.source().map(ToString::to_string).as_deref(),
+            Some("denied")
+        );
+        let read = Error::Read {
+            path: PathBuf::from("/x"),
+            source: io(),
+        };
+        assert!(read.source().is_some());
+        let store = Error::from(crate::store::StoreError::NotFound("no memory #3".into()));
+        assert_eq!(
+            store.source().map(ToString::to_string).as_deref(),
+            Some("no memory #3")
+        );
+        assert!(Error::Usage("bad".into()).source().is_none());
     }
 }

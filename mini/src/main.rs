@@ -12,8 +12,10 @@ mod heap;
 mod llm;
 mod logger;
 mod mcp;
+mod mcp_spec;
 mod sandbox;
 mod sched;
+mod secret;
 mod skills;
 mod store;
 #[cfg(test)]
@@ -22,6 +24,7 @@ mod text;
 mod tls;
 mod tools;
 mod web;
+mod zone;
 
 use std::process::ExitCode;
 
@@ -108,6 +111,7 @@ fn parse_args() -> Result<cli::Evolve, ExitCode> {
             }
         })
         .collect();
+    let rest = hoist_profile(&rest);
     <cli::Evolve as argh::FromArgs>::from_args(&[cmd], &rest).map_err(|early| match early.status {
         Ok(()) => {
             print!("{}", early.output);
@@ -118,4 +122,67 @@ fn parse_args() -> Result<cli::Evolve, ExitCode> {
             ExitCode::from(2)
         }
     })
+}
+
+/// `--profile NAME` is one option of `evolve` itself; written after the command
+/// (`evolve ask --profile alt …`, as it always could be) it is moved in front, so every
+/// subcommand takes it without declaring it. Arguments after `--` are left alone (an MCP
+/// server's own command line may have a `--profile`).
+fn hoist_profile<'a>(args: &[&'a str]) -> Vec<&'a str> {
+    let mut front: Vec<&'a str> = Vec::new();
+    let mut rest: Vec<&'a str> = Vec::with_capacity(args.len());
+    let mut i = 0;
+    while i < args.len() {
+        let arg = args[i];
+        if arg == "--" {
+            rest.extend_from_slice(&args[i..]);
+            break;
+        }
+        if arg == "--profile" && i + 1 < args.len() {
+            front.extend_from_slice(&args[i..i + 2]);
+            i += 2;
+            continue;
+        }
+        if let Some(name) = arg.strip_prefix("--profile=") {
+            front.push("--profile");
+            front.push(name);
+        } else {
+            rest.push(arg);
+        }
+        i += 1;
+    }
+    front.extend(rest);
+    front
+}
+
+#[cfg(test)]
+mod tests {
+    use super::hoist_profile;
+
+    #[test]
+    fn profile_moves_in_front_of_the_command_but_not_past_a_double_dash() {
+        let cases: &[(&[&str], &[&str])] = &[
+            (
+                &["ask", "--profile", "alt", "hi"],
+                &["--profile", "alt", "ask", "hi"],
+            ),
+            (
+                &["--profile", "alt", "ask", "hi"],
+                &["--profile", "alt", "ask", "hi"],
+            ),
+            (
+                &["memory", "list", "--profile=w"],
+                &["--profile", "w", "memory", "list"],
+            ),
+            (
+                &["mcp", "add", "x", "--", "srv", "--profile", "p"],
+                &["mcp", "add", "x", "--", "srv", "--profile", "p"],
+            ),
+            (&["ask", "--profile"], &["ask", "--profile"]),
+            (&["ask", "hi"], &["ask", "hi"]),
+        ];
+        for (given, want) in cases {
+            assert_eq!(hoist_profile(given), *want, "{given:?}");
+        }
+    }
 }

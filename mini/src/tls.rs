@@ -13,15 +13,15 @@ use std::sync::{Arc, OnceLock};
 
 use ureq::tls::{parse_pem, PemItem, RootCerts, TlsConfig};
 
-use crate::config::ConfigError;
-
 /// The environment variable naming a PEM bundle of trusted certificates.
 pub const VAR: &str = "SSL_CERT_FILE";
 
 static CONFIG: OnceLock<TlsConfig> = OnceLock::new();
 
-/// Reads `SSL_CERT_FILE` once, at start.
-pub fn init() -> Result<(), ConfigError> {
+/// Reads `SSL_CERT_FILE` once, at start. The error says what is wrong with the file it
+/// names ("names /x.pem, which cannot be read: …"); the caller reports it as a
+/// configuration error of [`VAR`].
+pub fn init() -> Result<(), String> {
     if CONFIG.get().is_some() {
         return Ok(());
     }
@@ -39,32 +39,27 @@ pub fn config() -> TlsConfig {
 }
 
 /// A configuration that trusts exactly the certificates in a PEM file.
-fn from_file(path: &std::path::Path) -> Result<TlsConfig, ConfigError> {
-    let bad = |message: String| ConfigError::Env { var: VAR, message };
-    let pem = std::fs::read(path).map_err(|e| {
-        bad(format!(
-            "names {}, which cannot be read: {e}",
-            path.display()
-        ))
-    })?;
+fn from_file(path: &std::path::Path) -> Result<TlsConfig, String> {
+    let pem = std::fs::read(path)
+        .map_err(|e| format!("names {}, which cannot be read: {e}", path.display()))?;
     let mut certs = Vec::new();
     for item in parse_pem(&pem) {
         match item {
             Ok(PemItem::Certificate(c)) => certs.push(c),
             Ok(_) => {}
             Err(e) => {
-                return Err(bad(format!(
+                return Err(format!(
                     "names {}, which is not a PEM file: {e}",
                     path.display()
-                )))
+                ))
             }
         }
     }
     if certs.is_empty() {
-        return Err(bad(format!(
+        return Err(format!(
             "names {}, which holds no PEM certificate (-----BEGIN CERTIFICATE-----)",
             path.display()
-        )));
+        ));
     }
     Ok(TlsConfig::builder()
         .root_certs(RootCerts::Specific(Arc::new(certs)))
@@ -78,16 +73,14 @@ mod tests {
     #[test]
     fn a_missing_or_empty_bundle_is_a_clear_config_error() {
         let dir = crate::testing::TempDir::new("tls");
-        let missing = from_file(&dir.path().join("nope.pem"))
-            .unwrap_err()
-            .to_string();
+        let missing = from_file(&dir.path().join("nope.pem")).unwrap_err();
         assert!(
-            missing.contains("SSL_CERT_FILE") && missing.contains("cannot be read"),
+            missing.contains("nope.pem") && missing.contains("cannot be read"),
             "{missing}"
         );
         let empty = dir.path().join("empty.pem");
         std::fs::write(&empty, "not a certificate\n").unwrap();
-        let err = from_file(&empty).unwrap_err().to_string();
+        let err = from_file(&empty).unwrap_err();
         assert!(err.contains("holds no PEM certificate"), "{err}");
     }
 }

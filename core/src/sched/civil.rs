@@ -90,6 +90,25 @@ pub fn parse_rfc3339(text: &str) -> Result<i64, SchedError> {
     }
 }
 
+/// The one reading of an instant written by a person: RFC 3339 as [`parse_rfc3339`]
+/// reads it (fractions rounded up, `Z` or `±HH:MM` required), or a bare date
+/// `YYYY-MM-DD`, which is its midnight in UTC. Memory expiries and whatever else takes a
+/// date use it; a schedule's `at` takes [`parse_rfc3339`], where a bare date would be a
+/// guess at the hour.
+pub fn parse_instant(text: &str) -> Result<i64, SchedError> {
+    let t = text.trim();
+    if t.len() == 10 {
+        // Only the date part is read: the same checks, with midnight UTC appended.
+        let mut full = String::from(t);
+        full.push_str("T00:00:00Z");
+        return parse_rfc3339(&full).map_err(|e| match e {
+            SchedError::BadTimestamp { problem, .. } => bad_timestamp(t, problem),
+            other => other,
+        });
+    }
+    parse_rfc3339(t)
+}
+
 fn bad_timestamp(text: &str, problem: &'static str) -> SchedError {
     SchedError::BadTimestamp {
         text: String::from(text.trim()),
@@ -180,6 +199,7 @@ pub(crate) fn parse_timestamp(text: &str) -> Result<(i64, Option<i64>), SchedErr
 #[cfg(test)]
 mod tests {
     use super::*;
+    use alloc::string::ToString;
 
     #[test]
     fn days_round_trip_and_weekdays() {
@@ -263,6 +283,50 @@ mod tests {
                 other => panic!("{other:?}"),
             });
             assert_eq!(got, want, "{text}");
+        }
+    }
+
+    #[test]
+    fn instants_are_read_one_way() {
+        // (text, Unix seconds or the problem named)
+        let table: &[(&str, Result<i64, &str>)] = &[
+            ("2026-01-01T00:00:00Z", Ok(1_767_225_600)),
+            ("2026-01-01t00:00:00z", Ok(1_767_225_600)),
+            ("2026-01-01 09:00:00+09:00", Ok(1_767_225_600)),
+            ("2025-12-31T19:00:00-05:00", Ok(1_767_225_600)),
+            // A fraction rounds up: never before the instant it names.
+            ("2026-01-01T00:00:00.000Z", Ok(1_767_225_600)),
+            ("2026-01-01T00:00:00.123456Z", Ok(1_767_225_601)),
+            // A leap second is the first second of the next minute (POSIX time).
+            ("2016-12-31T23:59:60Z", Ok(1_483_228_800)),
+            // A bare date is its midnight in UTC.
+            ("2026-01-01", Ok(1_767_225_600)),
+            ("  2024-02-29  ", Ok(1_709_164_800)),
+            ("2025-02-29", Err("that day does not exist in that month")),
+            ("2026-13-01", Err("the month must be 01–12")),
+            (
+                "2026-01-01T24:00:00Z",
+                Err("the time must be 00:00:00–23:59:59"),
+            ),
+            ("2026-01-01T10:00:00", Err("it needs a UTC offset")),
+            ("2026-01-01T00:00Z", Err("the time must be HH:MM:SS")),
+            ("2026-01-01T00:00:00.Z", Err("fraction")),
+            (
+                "2026-01-01T00:00:00+24:00",
+                Err("between -23:59 and +23:59"),
+            ),
+            ("next tuesday", Err("YYYY-MM-DD")),
+            ("", Err("needs a date and time")),
+        ];
+        for (text, want) in table {
+            match (parse_instant(text), want) {
+                (Ok(got), Ok(want)) => assert_eq!(got, *want, "{text}"),
+                (Err(e), Err(part)) => {
+                    let message = e.to_string();
+                    assert!(message.contains(part), "{text}: {message}");
+                }
+                (got, want) => panic!("{text}: {got:?}, wanted {want:?}"),
+            }
         }
     }
 }

@@ -23,7 +23,8 @@ mod error;
 pub mod zone;
 
 pub use civil::{
-    civil_from_days, days_from_civil, days_in_month, is_leap, parse_rfc3339, weekday, Date,
+    civil_from_days, days_from_civil, days_in_month, is_leap, parse_instant, parse_rfc3339,
+    weekday, Date,
 };
 pub use cron::Cron;
 pub use due::{due_now, next_due, one_off_pending, SEARCH_YEARS};

@@ -10,6 +10,7 @@
 //! learning, skills crystallized from tasks that worked, lessons from tasks that went
 //! wrong, the L3 summary — runs on the [`Worker`] so the answer is not delayed.
 
+mod catalog;
 mod crystallize;
 mod evaluate;
 mod lesson;
@@ -30,8 +31,7 @@ pub use manager::{Heard, Manager, TurnInput, TurnIo};
 pub use record::{PostTurn, ToolRun, TurnRecord};
 pub use runtime::Runtime;
 
-pub(crate) use memory::cheap_call_sized;
-
+pub use catalog::offered as offered_tools;
 pub use evaluate::EvaluateAgent;
 pub use memory::MemoryAgent;
 pub use reflect::{ReflectionAgent, REFLECTION_TAG};

@@ -101,43 +101,6 @@ pub fn evolve_prompt() -> String {
     )
 }
 
-/// The marker of the classification of MCP tools (the tests' fake server routes on it).
-pub const CLASSIFY_MARKER: &str = "[evolve:classify]";
-
-/// What each level covers, with examples (DESIGN.md "Permission levels"), for the
-/// classifier; the meanings themselves are the core's (`Level::meaning`).
-const LEVEL_EXAMPLES: [&str; 6] = [
-    "touches nothing: pure computation on its arguments (arithmetic, formatting, echo)",
-    "reads public information only (web search, weather, public documentation, the time)",
-    "reads private information without changing it (local files, local status, a \
-     read-only database query)",
-    "changes something in a way that can be undone (create or edit a file, a draft, open \
-     a page, a test request)",
-    "acts where it cannot be taken back or where others see it (send mail or messages, \
-     submit forms, write a database, git push, delete a file)",
-    "dangerous (mass deletion, running arbitrary commands or code, reading secrets or \
-     credentials, any path on the machine)",
-];
-
-/// The system prompt of the classification of one server's tools: the L0–L5 table and
-/// the reply format (a JSON object, tool name → level).
-pub fn classify_prompt() -> String {
-    use evolve_core::permission::Level;
-    let mut table = String::new();
-    for (level, example) in Level::ALL.iter().zip(LEVEL_EXAMPLES) {
-        table.push_str(&format!("{level} {}: {example}\n", level.meaning()));
-    }
-    format!(
-        "{CLASSIFY_MARKER} You classify the tools of an MCP server by risk, for a personal \
-         assistant that runs them on its user's machine. The levels:\n{table}\
-         Judge each tool by the worst it can do with any arguments its schema allows, not by \
-         its intended use. The hints (readOnlyHint, destructiveHint, openWorldHint) come \
-         from the server and may be wrong. When unsure between two levels, choose the \
-         higher. Reply with JSON only: an object with every tool's name as a key and its \
-         level as the value, e.g. {{\"read_file\": \"L2\", \"send_email\": \"L4\"}}."
-    )
-}
-
 /// Crystallization: the cheap model drafts a SKILL.md from a task that worked. The reply
 /// is the file itself (plain text, not JSON); the shell validates it with the core's
 /// parser and adds the `learned` flag and the job fingerprint itself.

@@ -38,6 +38,15 @@ pub struct Runtime {
 }
 
 impl Runtime {
+    /// What the classification of MCP tools needs of the runtime.
+    pub fn classifier(&self) -> crate::mcp::classify::Classifier<'_> {
+        crate::mcp::classify::Classifier {
+            store: &self.store,
+            levels: &self.config.tools.levels,
+            model: self.model.as_ref(),
+        }
+    }
+
     /// Assembles the runtime from a loaded configuration and an open store, with the
     /// configured OpenAI-compatible client.
     pub fn new(config: Config, store: Store, tokenizer: ShellTokenizer) -> Arc<Runtime> {

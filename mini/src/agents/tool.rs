@@ -16,9 +16,9 @@ use evolve_core::text::KeywordSet;
 use evolve_core::turn::offer::{choose, Candidate, OfferInput};
 use evolve_core::Timestamp;
 
+use super::catalog::{Catalog, Entry};
 use super::runtime::Runtime;
 use crate::llm::ToolSpec;
-use crate::mcp::catalog::{Catalog, Entry};
 use crate::tools::{Builtins, ToolContext, ToolOutput};
 
 /// Tool listing, permission checks and execution.

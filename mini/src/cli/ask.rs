@@ -51,9 +51,6 @@ pub struct AskCmd {
     /// allow calls up to L3 (never L4 or L5)
     #[argh(switch)]
     yes: bool,
-    /// use this configuration profile
-    #[argh(option)]
-    profile: Option<String>,
     /// file tools work inside this directory (default $EVOLVE_HOME/workspace)
     #[argh(option)]
     workspace: Option<PathBuf>,
@@ -73,7 +70,7 @@ impl TurnIo for Headless {
     }
 }
 
-pub fn run(cmd: AskCmd) -> Result<(), Error> {
+pub fn run(cmd: AskCmd, profile: &Option<String>) -> Result<(), Error> {
     let allow = match cmd.allow.as_deref() {
         None => None,
         Some(s) => match s.parse::<Level>() {
@@ -91,7 +88,7 @@ pub fn run(cmd: AskCmd) -> Result<(), Error> {
         return Err(Error::Usage("the question is empty".into()));
     }
     let app = App::load(&LoadOptions {
-        profile: cmd.profile.clone(),
+        profile: profile.clone(),
         workspace: cmd.workspace.clone(),
     })?;
     // A running `serve` holds the store: it answers instead, the same way.

@@ -28,9 +28,6 @@ pub struct ChatCmd {
     /// continue this session
     #[argh(option)]
     session: Option<String>,
-    /// use this configuration profile
-    #[argh(option)]
-    profile: Option<String>,
     /// file tools work inside this directory (default $EVOLVE_HOME/workspace)
     #[argh(option)]
     workspace: Option<PathBuf>,
@@ -194,9 +191,9 @@ impl Iterator for Lines {
     }
 }
 
-pub fn run(cmd: ChatCmd) -> Result<(), Error> {
+pub fn run(cmd: ChatCmd, profile: &Option<String>) -> Result<(), Error> {
     let app = App::load(&LoadOptions {
-        profile: cmd.profile.clone(),
+        profile: profile.clone(),
         workspace: cmd.workspace.clone(),
     })?;
     let wait = app.config.agent.background_wait;
@@ -205,7 +202,7 @@ pub fn run(cmd: ChatCmd) -> Result<(), Error> {
         "evolve {} — model {} at {} · /help for commands, Ctrl-D to leave",
         env!("CARGO_PKG_VERSION"),
         app.config.model.main,
-        crate::llm::display_url(&app.config.model.base_url)
+        crate::secret::display_url(&app.config.model.base_url)
     );
     let store = open_store(&app.config, &app.tokenizer, STORE_WAIT.max(wait))?;
     if let Some(id) = &cmd.session {
@@ -596,7 +593,8 @@ fn manage_mcp(rt: &Runtime, words: &[&str]) -> Result<(), Error> {
     };
     // The command opens the store itself: this chat lets go of it first.
     rt.store.release();
-    if let Err(e) = super::mcp::run(cmd) {
+    // It works on this chat's profile.
+    if let Err(e) = super::mcp::run(cmd, &Some(rt.config.profile.clone())) {
         println!("  {e}");
         return Ok(());
     }

@@ -46,26 +46,19 @@ struct ShowCmd {
     /// print JSON
     #[argh(switch)]
     json: bool,
-    /// show this profile instead of the active one
-    #[argh(option)]
-    profile: Option<String>,
 }
 
 /// check config.toml and every profile in it: exit 0 when usable, 2 with the problem
 #[derive(FromArgs, Debug)]
 #[argh(subcommand, name = "check")]
-struct CheckCmd {
-    /// the profile to treat as active (all are checked)
-    #[argh(option)]
-    profile: Option<String>,
-}
+struct CheckCmd {}
 
 /// print the path of config.toml
 #[derive(FromArgs, Debug)]
 #[argh(subcommand, name = "path")]
 struct PathCmd {}
 
-pub fn run(cmd: ConfigCmd) -> Result<(), Error> {
+pub fn run(cmd: ConfigCmd, profile: &Option<String>) -> Result<(), Error> {
     let mut out = std::io::stdout().lock();
     match cmd.action {
         Action::Init(init) => {
@@ -82,7 +75,7 @@ pub fn run(cmd: ConfigCmd) -> Result<(), Error> {
         }
         Action::Show(show) => {
             let opts = LoadOptions {
-                profile: show.profile,
+                profile: profile.clone(),
                 workspace: None,
             };
             let loaded = Config::load_from(&opts, &config::process_env)?;
@@ -94,9 +87,9 @@ pub fn run(cmd: ConfigCmd) -> Result<(), Error> {
                 write!(out, "{}", loaded.to_text())?;
             }
         }
-        Action::Check(check) => {
+        Action::Check(_) => {
             let opts = LoadOptions {
-                profile: check.profile,
+                profile: profile.clone(),
                 workspace: None,
             };
             let checked = config::check(&opts, &config::process_env)?;

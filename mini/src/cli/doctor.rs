@@ -35,9 +35,6 @@ use crate::llm::{ChatModel, ChatRequest, Client, LlmError, ModelRole, ToolSpec};
 #[derive(FromArgs, Debug)]
 #[argh(subcommand, name = "doctor")]
 pub struct DoctorCmd {
-    /// use this profile of config.toml
-    #[argh(option)]
-    profile: Option<String>,
     /// print the checks as JSON
     #[argh(switch)]
     json: bool,
@@ -87,9 +84,9 @@ struct Report {
     unreachable: Option<LlmError>,
 }
 
-pub fn run(cmd: DoctorCmd) -> Result<(), Error> {
+pub fn run(cmd: DoctorCmd, profile: &Option<String>) -> Result<(), Error> {
     let app = match App::load(&LoadOptions {
-        profile: cmd.profile.clone(),
+        profile: profile.clone(),
         ..LoadOptions::default()
     }) {
         Ok(app) => app,
@@ -101,7 +98,7 @@ pub fn run(cmd: DoctorCmd) -> Result<(), Error> {
                     "fix config.toml, then run `evolve config check`",
                 );
                 let doc = json!({
-                    "profile": cmd.profile,
+                    "profile": profile,
                     "ok": false,
                     "checks": [{"check": check.name, "ok": check.ok, "detail": check.detail, "hint": check.hint}],
                 });
@@ -113,7 +110,7 @@ pub fn run(cmd: DoctorCmd) -> Result<(), Error> {
     let mut model = app.config.model.clone();
     // A diagnosis should be quick: one retry is enough to tell a hiccup from a failure.
     model.max_retries = model.max_retries.min(1);
-    let base_url = crate::llm::display_url(&model.base_url);
+    let base_url = crate::secret::display_url(&model.base_url);
     let client = Client::new(model);
     let report = diagnose(&client);
     let confinement = crate::sandbox::status();
@@ -225,7 +222,7 @@ fn diagnose(client: &Client) -> Report {
         "server reachable",
         format!(
             "{} answered in {} ms",
-            crate::llm::display_url(&client.config().base_url),
+            crate::secret::display_url(&client.config().base_url),
             started.elapsed().as_millis()
         ),
     ));
@@ -374,7 +371,7 @@ mod tests {
             embedding_model: None,
             context_window: 4096,
             reserved_output: 256,
-            max_answer_bytes: crate::config::DEFAULT_MAX_ANSWER_BYTES,
+            max_answer_bytes: crate::llm::settings::DEFAULT_MAX_ANSWER_BYTES,
             timeouts: Timeouts {
                 connect: Duration::from_secs(2),
                 first_byte: Duration::from_secs(10),

@@ -22,16 +22,16 @@ use serde_json::json;
 use super::app::{now, App};
 use super::{interrupt, printable};
 use crate::agents::Runtime;
-use crate::config::{
-    env_name_problem, header_problem, server_json, server_name_problem, url_problem, Config,
-    LoadOptions, Secret,
-};
+use crate::config::{server_json, Config, LoadOptions};
 use crate::error::Error;
 use crate::mcp::classify::{self, Classified};
 use crate::mcp::servers::{self, TIMEOUT_FROM_CONFIG};
-use crate::mcp::{full_name, split_name, McpTool, ServerSpec, SpecSource, Transport};
+use crate::mcp::user_level::{self, LevelError};
+use crate::mcp_spec::{env_name_problem, header_problem, server_name_problem, url_problem};
+use crate::mcp_spec::{full_name, split_name, McpTool, ServerSpec, SpecSource, Transport};
 use crate::sandbox::ServerSandbox;
-use crate::store::{Store, ToolClassRecord, CLASS_BY_USER};
+use crate::secret::Secret;
+use crate::store::Store;
 
 /// manage MCP servers and the permission levels of their tools
 #[derive(FromArgs, Debug)]
@@ -109,9 +109,6 @@ struct Add {
     /// replace a server of that name added before
     #[argh(switch)]
     replace: bool,
-    /// configuration profile to use
-    #[argh(option)]
-    profile: Option<String>,
 }
 
 /// list the MCP servers: those of config.toml and those added with `evolve mcp add` or `import`
@@ -121,9 +118,6 @@ struct List {
     /// print JSON (secrets masked)
     #[argh(switch)]
     json: bool,
-    /// configuration profile to use
-    #[argh(option)]
-    profile: Option<String>,
 }
 
 /// remove a server added with `evolve mcp add` or `import`, with its cached tools and levels
@@ -137,9 +131,6 @@ struct Rm {
     /// the server's name
     #[argh(positional)]
     name: String,
-    /// configuration profile to use
-    #[argh(option)]
-    profile: Option<String>,
 }
 
 /// start the MCP servers (or the one named) and list their tools, each with its level and where the level came from
@@ -158,9 +149,6 @@ struct Tools {
     /// print JSON
     #[argh(switch)]
     json: bool,
-    /// configuration profile to use
-    #[argh(option)]
-    profile: Option<String>,
 }
 
 /// set the permission level of an MCP tool: L0-L5, or auto to go back to the classified level
@@ -180,9 +168,6 @@ struct LevelCmd {
     /// L0, L1, L2, L3, L4, L5, or auto
     #[argh(positional)]
     level: String,
-    /// configuration profile to use
-    #[argh(option)]
-    profile: Option<String>,
 }
 
 /// add every server of an mcpServers JSON file, as written by Claude Desktop, Cursor, Cline or VS Code
@@ -204,9 +189,6 @@ struct Import {
     /// replace servers of the same names added before
     #[argh(switch)]
     replace: bool,
-    /// configuration profile to use
-    #[argh(option)]
-    profile: Option<String>,
 }
 
 /// switch a server (SERVER) or one of its tools (SERVER__TOOL) back on
@@ -221,9 +203,6 @@ struct Enable {
     /// SERVER or SERVER__TOOL
     #[argh(positional)]
     target: String,
-    /// configuration profile to use
-    #[argh(option)]
-    profile: Option<String>,
 }
 
 /// switch a server (SERVER) or one of its tools (SERVER__TOOL) off: it is not offered to the model
@@ -238,27 +217,24 @@ struct Disable {
     /// SERVER or SERVER__TOOL
     #[argh(positional)]
     target: String,
-    /// configuration profile to use
-    #[argh(option)]
-    profile: Option<String>,
 }
 
-pub fn run(cmd: McpCmd) -> Result<(), Error> {
+pub fn run(cmd: McpCmd, profile: &Option<String>) -> Result<(), Error> {
     match cmd.action {
-        Action::Add(c) => add(c),
-        Action::List(c) => list(c),
-        Action::Rm(c) => rm(c),
-        Action::Tools(c) => tools(c),
+        Action::Add(c) => add(c, profile),
+        Action::List(c) => list(c, profile),
+        Action::Rm(c) => rm(c, profile),
+        Action::Tools(c) => tools(c, profile),
         Action::Level(c) => {
-            let (app, store) = open(&c.profile)?;
+            let (app, store) = open(profile)?;
             let servers = servers::load(&app.config, &store)?;
             let said = set_level(&app.config, &store, &servers, &c.tool, &c.level)?;
             println!("{said}");
             Ok(())
         }
-        Action::Import(c) => import(c),
-        Action::Enable(c) => toggle(&c.profile, &c.target, true),
-        Action::Disable(c) => toggle(&c.profile, &c.target, false),
+        Action::Import(c) => import(c, profile),
+        Action::Enable(c) => toggle(profile, &c.target, true),
+        Action::Disable(c) => toggle(profile, &c.target, false),
     }
 }
 
@@ -284,7 +260,7 @@ fn usage(message: String) -> Error {
     Error::Usage(message)
 }
 
-fn add(c: Add) -> Result<(), Error> {
+fn add(c: Add, profile: &Option<String>) -> Result<(), Error> {
     let Add {
         name,
         command,
@@ -297,7 +273,6 @@ fn add(c: Add) -> Result<(), Error> {
         trusted,
         sandbox,
         replace,
-        profile,
     } = c;
     let sandbox = match sandbox {
         Some(word) => ServerSandbox::parse(word.trim()).map_err(usage)?,
@@ -406,7 +381,7 @@ fn add(c: Add) -> Result<(), Error> {
         roots: Vec::new(),
         source: SpecSource::Store,
     };
-    let (app, store) = open(&profile)?;
+    let (app, store) = open(profile)?;
     if app.config.mcp.servers.iter().any(|s| s.name == name) {
         return Err(Error::Other(format!(
             "a server named {name} is defined in {} and would hide this one — choose \
@@ -489,8 +464,8 @@ fn filter(spec: &ServerSpec) -> String {
     parts.join("; ")
 }
 
-fn list(c: List) -> Result<(), Error> {
-    let (app, store) = open(&c.profile)?;
+fn list(c: List, profile: &Option<String>) -> Result<(), Error> {
+    let (app, store) = open(profile)?;
     let servers = servers::load(&app.config, &store)?;
     let mut out = std::io::stdout().lock();
     if c.json {
@@ -623,8 +598,8 @@ pub(crate) fn write_servers(
     Ok(())
 }
 
-fn rm(c: Rm) -> Result<(), Error> {
-    let (app, store) = open(&c.profile)?;
+fn rm(c: Rm, profile: &Option<String>) -> Result<(), Error> {
+    let (app, store) = open(profile)?;
     let in_file = app.config.mcp.servers.iter().any(|s| s.name == c.name);
     let removed = store.remove_mcp_server(&c.name)?;
     match (removed, in_file) {
@@ -662,12 +637,8 @@ fn rm(c: Rm) -> Result<(), Error> {
 }
 
 fn unknown_server(name: &str, servers: &[ServerSpec]) -> Error {
-    let known: Vec<&str> = servers.iter().map(|s| s.name.as_str()).collect();
-    usage(if known.is_empty() {
-        format!("no MCP server named {name:?}: none is configured")
-    } else {
-        format!("no MCP server named {name:?} (known: {})", known.join(", "))
-    })
+    let known: Vec<String> = servers.iter().map(|s| s.name.clone()).collect();
+    usage(user_level::unknown_server(name, &known))
 }
 
 /// One tool in a listing.
@@ -709,14 +680,15 @@ fn list_tools(
                 if let Err(e) = rt.store.set_mcp_tools(&spec.name, &tools, now()) {
                     log::warn!("the tool list of {} cannot be cached: {e}", spec.name);
                 }
-                let mask = crate::mcp::catalog::offered(spec, &tools);
+                let mask = crate::agents::offered_tools(spec, &tools);
                 let offered: Vec<McpTool> = tools
                     .iter()
                     .zip(&mask)
                     .filter(|(_, o)| **o)
                     .map(|(t, _)| t.clone())
                     .collect();
-                let mut classes = classify::explain(rt, spec, &offered, cancel).into_iter();
+                let mut classes =
+                    classify::explain(&rt.classifier(), spec, &offered, cancel).into_iter();
                 let rows = tools
                     .into_iter()
                     .zip(mask)
@@ -817,8 +789,8 @@ fn listings_json(listings: &[(String, Listing)]) -> serde_json::Value {
     json!(servers)
 }
 
-fn tools(c: Tools) -> Result<(), Error> {
-    let (app, store) = open(&c.profile)?;
+fn tools(c: Tools, profile: &Option<String>) -> Result<(), Error> {
+    let (app, store) = open(profile)?;
     let App { config, tokenizer } = app;
     let rt = Runtime::new(config, store, tokenizer);
     interrupt::install();
@@ -871,17 +843,8 @@ pub(crate) fn chat_tools(
 }
 
 /// What a level means in an interactive session.
-fn action(level: Level) -> &'static str {
-    match level {
-        Level::L0 | Level::L1 | Level::L2 => "runs without asking",
-        Level::L3 => "asks once",
-        Level::L4 => "asks twice",
-        Level::L5 => "never runs",
-    }
-}
-
-/// `evolve mcp level TOOL LEVEL` and `/mcp level`: sets (or with `auto` removes) the
-/// user's level of an MCP tool. Returns what to tell the user.
+/// `evolve mcp level TOOL LEVEL` and `/mcp level`: the user's level of an MCP tool, set
+/// or removed; returns what to tell the user.
 pub(crate) fn set_level(
     config: &Config,
     store: &Store,
@@ -889,89 +852,14 @@ pub(crate) fn set_level(
     tool: &str,
     level: &str,
 ) -> Result<String, Error> {
-    let Some((server, name)) = split_name(tool) else {
-        return Err(usage(format!(
-            "{tool:?} is not an MCP tool name: use SERVER__TOOL, e.g. files__write_file \
-             (`evolve mcp tools` lists them)"
-        )));
-    };
-    if !servers.iter().any(|s| s.name == server) {
-        return Err(unknown_server(server, servers));
+    match user_level::set_level(config, store, servers, tool, level, now()) {
+        Ok(change) => Ok(change.to_string()),
+        Err(LevelError::Store(e)) => Err(Error::Store(e)),
+        Err(e) => Err(usage(e.to_string())),
     }
-    if let Some((tools, _)) = store.mcp_tools(server)? {
-        if !tools.iter().any(|t| t.name == name) {
-            let known: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
-            return Err(usage(format!(
-                "server {server} has no tool {name:?} (its tools when last listed: {})",
-                if known.is_empty() {
-                    "none".to_string()
-                } else {
-                    known.join(", ")
-                }
-            )));
-        }
-    }
-    let in_file = config
-        .tools
-        .levels
-        .iter()
-        .find(|(t, _)| t == tool)
-        .map(|(_, l)| *l);
-    let file_note = |then: &str| match in_file {
-        Some(l) => format!(
-            " ([tools.levels] in {} sets {l}, which {then})",
-            config.file.display()
-        ),
-        None => String::new(),
-    };
-    if matches!(
-        level.trim().to_ascii_lowercase().as_str(),
-        "auto" | "reset" | "classifier" | "default"
-    ) {
-        let had = store
-            .tool_class(tool)?
-            .is_some_and(|r| r.source == CLASS_BY_USER);
-        if had {
-            store.remove_tool_class(tool)?;
-        }
-        let what = if had {
-            format!("{tool}: your level is removed")
-        } else {
-            format!("{tool} had no level set with `evolve mcp level`")
-        };
-        return Ok(format!(
-            "{what}; its level comes from {}{}",
-            if in_file.is_some() {
-                "config.toml"
-            } else {
-                "the classifier (`evolve mcp tools` shows it)"
-            },
-            file_note("applies now")
-        ));
-    }
-    let Some(level) = Level::parse(level) else {
-        return Err(usage(format!(
-            "{level:?} is not a level: use L0, L1, L2, L3, L4, L5, or auto"
-        )));
-    };
-    store.set_tool_class(
-        tool,
-        &ToolClassRecord {
-            level,
-            fingerprint: 0,
-            source: CLASS_BY_USER.to_string(),
-            at: now(),
-        },
-    )?;
-    Ok(format!(
-        "{tool}: {level} ({}, {}){} — `evolve mcp level {tool} auto` undoes it",
-        level.meaning(),
-        action(level),
-        file_note("this level wins over")
-    ))
 }
 
-fn import(c: Import) -> Result<(), Error> {
+fn import(c: Import, profile: &Option<String>) -> Result<(), Error> {
     let text = std::fs::read_to_string(&c.file).map_err(|source| Error::Read {
         path: c.file.clone(),
         source,
@@ -995,7 +883,7 @@ fn import(c: Import) -> Result<(), Error> {
             message: "the file lists no servers".into(),
         });
     }
-    let (app, store) = open(&c.profile)?;
+    let (app, store) = open(profile)?;
     let mut clashes = Vec::new();
     for spec in &import.servers {
         if app.config.mcp.servers.iter().any(|s| s.name == spec.name) {

@@ -70,9 +70,6 @@ struct Add {
     /// stop using it after this time: Unix seconds or RFC 3339 (2026-05-01T09:00:00Z)
     #[argh(option, from_str_fn(parse_expiry))]
     expires: Option<Timestamp>,
-    /// configuration profile to use
-    #[argh(option)]
-    profile: Option<String>,
 }
 
 /// list the memories (newest id last)
@@ -85,9 +82,6 @@ struct List {
     /// print JSON records
     #[argh(switch)]
     json: bool,
-    /// configuration profile to use
-    #[argh(option)]
-    profile: Option<String>,
 }
 
 /// find the stored memories that would enter the prompt for QUERY, with the reason and score of each
@@ -108,9 +102,6 @@ struct Search {
     /// BM25, F1, relevance, score)
     #[argh(switch)]
     json: bool,
-    /// configuration profile to use
-    #[argh(option)]
-    profile: Option<String>,
 }
 
 /// forget a memory: it is never used again but kept in the file (--purge removes it for good)
@@ -123,9 +114,6 @@ struct Rm {
     /// delete the record itself
     #[argh(switch)]
     purge: bool,
-    /// configuration profile to use
-    #[argh(option)]
-    profile: Option<String>,
 }
 
 /// pin a memory (exempt from age decay), or unpin it with --off
@@ -138,9 +126,6 @@ struct Pin {
     /// unpin
     #[argh(switch)]
     off: bool,
-    /// configuration profile to use
-    #[argh(option)]
-    profile: Option<String>,
 }
 
 /// write all memories (deleted ones flagged) as JSON to FILE, or to stdout
@@ -150,9 +135,6 @@ struct ExportCmd {
     /// the file to write (stdout when absent)
     #[argh(positional)]
     file: Option<PathBuf>,
-    /// configuration profile to use
-    #[argh(option)]
-    profile: Option<String>,
 }
 
 /// read FILE: an `evolve memory export`, a session from `evolve sessions export ID --format json`, or a JSON list of memory records (bare or under "memories")
@@ -162,9 +144,6 @@ struct ImportCmd {
     /// the file to read
     #[argh(positional)]
     file: PathBuf,
-    /// configuration profile to use
-    #[argh(option)]
-    profile: Option<String>,
 }
 
 /// run memory maintenance now: expiry, age decay, the CRITICAL cap, duplicate merging, category summaries and the model's priority review (serve runs it daily)
@@ -177,9 +156,6 @@ struct MaintainCmd {
     /// show what would change without changing anything
     #[argh(switch)]
     dry_run: bool,
-    /// configuration profile to use
-    #[argh(option)]
-    profile: Option<String>,
 }
 
 /// show which memories would enter the prompt for QUERY, with the reason and score of each
@@ -209,18 +185,18 @@ struct Rank {
     block: bool,
 }
 
-pub fn run(cmd: MemoryCmd) -> Result<(), Error> {
+pub fn run(cmd: MemoryCmd, profile: &Option<String>) -> Result<(), Error> {
     match cmd.action {
-        Action::Add(c) => add(c),
-        Action::List(c) => list(c),
-        Action::Search(c) => search(c),
-        Action::Rm(c) => rm(c),
-        Action::Pin(c) => pin(c),
-        Action::Export(c) => export(c),
-        Action::Import(c) => import(c),
+        Action::Add(c) => add(c, profile),
+        Action::List(c) => list(c, profile),
+        Action::Search(c) => search(c, profile),
+        Action::Rm(c) => rm(c, profile),
+        Action::Pin(c) => pin(c, profile),
+        Action::Export(c) => export(c, profile),
+        Action::Import(c) => import(c, profile),
         Action::Rank(r) => rank(r),
-        Action::Maintain(c) => maintain(c),
-        Action::Style(c) => super::style::run(c),
+        Action::Maintain(c) => maintain(c, profile),
+        Action::Style(c) => super::style::run(c, profile),
     }
 }
 
@@ -480,7 +456,7 @@ fn parse_id(s: &str) -> Result<MemoryId, String> {
         .map_err(|_| format!("{s:?} is not a memory id: use the number `evolve memory list` shows"))
 }
 
-fn add(c: Add) -> Result<(), Error> {
+fn add(c: Add, profile: &Option<String>) -> Result<(), Error> {
     let text = super::positional_or_stdin(&c.text)?;
     let text = text.trim();
     if text.is_empty() {
@@ -493,7 +469,7 @@ fn add(c: Add) -> Result<(), Error> {
             store::format_time(t)
         )));
     }
-    let (app, store) = App::with_store(&c.profile)?;
+    let (app, store) = App::with_store(profile)?;
     let category = c.category.unwrap_or_default();
     let mut m = Memory::new(text, category, now, &app.tokenizer);
     if let Some(p) = c.priority {
@@ -555,8 +531,8 @@ fn split_tags(tags: Option<&str>) -> Vec<String> {
         .collect()
 }
 
-fn list(c: List) -> Result<(), Error> {
-    let (_app, store) = App::with_store(&c.profile)?;
+fn list(c: List, profile: &Option<String>) -> Result<(), Error> {
+    let (_app, store) = App::with_store(profile)?;
     let now = app::now();
     let all = store.all_memories()?;
     let deleted = all.iter().filter(|m| m.deleted).count();
@@ -615,8 +591,8 @@ fn listing_line(m: &Memory, now: Timestamp) -> String {
     )
 }
 
-fn search(c: Search) -> Result<(), Error> {
-    let (app, store) = App::with_store(&c.profile)?;
+fn search(c: Search, profile: &Option<String>) -> Result<(), Error> {
+    let (app, store) = App::with_store(profile)?;
     let mut cfg = app.config.core.memory.clone();
     if let Some(limit) = c.limit {
         cfg.max_selected = limit;
@@ -633,8 +609,8 @@ fn search(c: Search) -> Result<(), Error> {
     report(&mut out, &query, memories, app::now(), &cfg, c.json, false)
 }
 
-fn rm(c: Rm) -> Result<(), Error> {
-    let (_app, store) = App::with_store(&c.profile)?;
+fn rm(c: Rm, profile: &Option<String>) -> Result<(), Error> {
+    let (_app, store) = App::with_store(profile)?;
     let mut m = store.memory(c.id)?;
     let mut out = std::io::stdout().lock();
     if c.purge {
@@ -659,8 +635,8 @@ fn rm(c: Rm) -> Result<(), Error> {
     Ok(())
 }
 
-fn pin(c: Pin) -> Result<(), Error> {
-    let (_app, store) = App::with_store(&c.profile)?;
+fn pin(c: Pin, profile: &Option<String>) -> Result<(), Error> {
+    let (_app, store) = App::with_store(profile)?;
     let mut m = store.memory(c.id)?;
     if m.deleted {
         return Err(Error::Other(format!(
@@ -675,8 +651,8 @@ fn pin(c: Pin) -> Result<(), Error> {
     Ok(())
 }
 
-fn export(c: ExportCmd) -> Result<(), Error> {
-    let (_app, store) = App::with_store(&c.profile)?;
+fn export(c: ExportCmd, profile: &Option<String>) -> Result<(), Error> {
+    let (_app, store) = App::with_store(profile)?;
     let doc = Export {
         schema_version: SCHEMA_VERSION,
         memories: store.all_memories()?,
@@ -803,7 +779,7 @@ impl Ingests {
 /// except memories whose id is taken by a different memory: those, and plain record
 /// lists, go through the ingest rule like `memory add`, so nothing stored is
 /// overwritten by a stranger's memory.
-fn import(c: ImportCmd) -> Result<(), Error> {
+fn import(c: ImportCmd, profile: &Option<String>) -> Result<(), Error> {
     let mut file = read_import(&c.file)?;
     let empty = match &mut file {
         ImportFile::Plain(memories) => drop_empty(memories),
@@ -812,7 +788,7 @@ fn import(c: ImportCmd) -> Result<(), Error> {
     if empty > 0 {
         eprintln!("skipped {empty} memories with no text");
     }
-    let (app, store) = App::with_store(&c.profile)?;
+    let (app, store) = App::with_store(profile)?;
     let now = app::now();
     let cfg = &app.config.core.memory;
     let mut out = std::io::stdout().lock();
@@ -871,8 +847,8 @@ fn import(c: ImportCmd) -> Result<(), Error> {
 
 /// Runs the maintenance and prints a line per step (or the report as JSON). Model
 /// problems are warnings on stderr; only a failed store write is an error.
-fn maintain(c: MaintainCmd) -> Result<(), Error> {
-    let (app, store) = App::with_store(&c.profile)?;
+fn maintain(c: MaintainCmd, profile: &Option<String>) -> Result<(), Error> {
+    let (app, store) = App::with_store(profile)?;
     let App { config, tokenizer } = app;
     let rt = Runtime::new(config, store, tokenizer);
     crate::cli::interrupt::install();

@@ -46,6 +46,10 @@ pub struct Evolve {
     /// print the version and exit
     #[argh(switch, short = 'V')]
     version: bool,
+    /// the profile of config.toml to use (default: EVOLVE_PROFILE, else `profile = …` in
+    /// the file); also accepted after the command (`evolve ask --profile alt …`)
+    #[argh(option)]
+    profile: Option<String>,
     #[argh(subcommand)]
     command: Option<Command>,
 }
@@ -72,19 +76,22 @@ pub fn run(args: Evolve) -> Result<(), Error> {
         println!("evolve {}", env!("CARGO_PKG_VERSION"));
         return Ok(());
     }
-    crate::tls::init()?;
+    crate::tls::init().map_err(|message| crate::config::ConfigError::Env {
+        var: crate::tls::VAR,
+        message,
+    })?;
     match args.command {
-        Some(Command::Ask(cmd)) => ask::run(cmd),
-        Some(Command::Chat(cmd)) => chat::run(cmd),
-        Some(Command::Memory(cmd)) => memory::run(cmd),
-        Some(Command::Prompt(cmd)) => prompt::run(cmd),
-        Some(Command::Sessions(cmd)) => sessions::run(cmd),
-        Some(Command::Skills(cmd)) => skills::run(cmd),
-        Some(Command::Tasks(cmd)) => tasks::run(cmd),
-        Some(Command::Mcp(cmd)) => mcp::run(cmd),
-        Some(Command::Serve(cmd)) => serve::run(cmd),
-        Some(Command::Config(cmd)) => config::run(cmd),
-        Some(Command::Doctor(cmd)) => doctor::run(cmd),
+        Some(Command::Ask(cmd)) => ask::run(cmd, &args.profile),
+        Some(Command::Chat(cmd)) => chat::run(cmd, &args.profile),
+        Some(Command::Memory(cmd)) => memory::run(cmd, &args.profile),
+        Some(Command::Prompt(cmd)) => prompt::run(cmd, &args.profile),
+        Some(Command::Sessions(cmd)) => sessions::run(cmd, &args.profile),
+        Some(Command::Skills(cmd)) => skills::run(cmd, &args.profile),
+        Some(Command::Tasks(cmd)) => tasks::run(cmd, &args.profile),
+        Some(Command::Mcp(cmd)) => mcp::run(cmd, &args.profile),
+        Some(Command::Serve(cmd)) => serve::run(cmd, &args.profile),
+        Some(Command::Config(cmd)) => config::run(cmd, &args.profile),
+        Some(Command::Doctor(cmd)) => doctor::run(cmd, &args.profile),
         None => Err(Error::Usage("no command given".into())),
     }
 }

@@ -42,9 +42,6 @@ struct List {
     /// print JSON records
     #[argh(switch)]
     json: bool,
-    /// configuration profile to use
-    #[argh(option)]
-    profile: Option<String>,
 }
 
 /// print the whole text of the active version, or of VERSION
@@ -57,19 +54,12 @@ struct Show {
     /// print a JSON record
     #[argh(switch)]
     json: bool,
-    /// configuration profile to use
-    #[argh(option)]
-    profile: Option<String>,
 }
 
 /// have the cheap model write an improved prompt from recent lessons, low grades and the user's rules, and make it active
 #[derive(FromArgs, Debug)]
 #[argh(subcommand, name = "evolve")]
-struct Evolve {
-    /// configuration profile to use
-    #[argh(option)]
-    profile: Option<String>,
-}
+struct Evolve {}
 
 /// make an earlier version active again (0 = the built-in prompt)
 #[derive(FromArgs, Debug)]
@@ -78,9 +68,6 @@ struct Rollback {
     /// the version's number (from `evolve prompt list`)
     #[argh(positional, from_str_fn(parse_version))]
     version: u64,
-    /// configuration profile to use
-    #[argh(option)]
-    profile: Option<String>,
 }
 
 /// store the text of FILE (- for stdin) as a new version and make it active
@@ -90,18 +77,15 @@ struct Set {
     /// a text file holding the whole system prompt, or - to read it from stdin
     #[argh(positional)]
     file: String,
-    /// configuration profile to use
-    #[argh(option)]
-    profile: Option<String>,
 }
 
-pub fn run(cmd: PromptCmd) -> Result<(), Error> {
+pub fn run(cmd: PromptCmd, profile: &Option<String>) -> Result<(), Error> {
     match cmd.action {
-        Action::List(c) => list(c),
-        Action::Show(c) => show(c),
-        Action::Evolve(c) => evolve(c),
-        Action::Rollback(c) => rollback(c),
-        Action::Set(c) => set(c),
+        Action::List(c) => list(c, profile),
+        Action::Show(c) => show(c, profile),
+        Action::Evolve(_) => evolve(profile),
+        Action::Rollback(c) => rollback(c, profile),
+        Action::Set(c) => set(c, profile),
     }
 }
 
@@ -121,8 +105,8 @@ fn unknown_version(version: u64) -> Error {
 
 // ---- the commands ----
 
-fn list(c: List) -> Result<(), Error> {
-    let (_app, store) = App::with_store(&c.profile)?;
+fn list(c: List, profile: &Option<String>) -> Result<(), Error> {
+    let (_app, store) = App::with_store(profile)?;
     let versions = versions::versions(&store)?;
     let mut out = std::io::stdout().lock();
     if c.json {
@@ -142,8 +126,8 @@ fn list(c: List) -> Result<(), Error> {
     Ok(())
 }
 
-fn show(c: Show) -> Result<(), Error> {
-    let (_app, store) = App::with_store(&c.profile)?;
+fn show(c: Show, profile: &Option<String>) -> Result<(), Error> {
+    let (_app, store) = App::with_store(profile)?;
     let versions = versions::versions(&store)?;
     let shown = match c.version {
         Some(n) => versions.iter().find(|v| v.version == n),
@@ -161,7 +145,7 @@ fn show(c: Show) -> Result<(), Error> {
     Ok(())
 }
 
-fn set(c: Set) -> Result<(), Error> {
+fn set(c: Set, profile: &Option<String>) -> Result<(), Error> {
     let (path, text) = if c.file == "-" || c.file == super::STDIN_ARG {
         (PathBuf::from("<stdin>"), super::positional_or_stdin("-")?)
     } else {
@@ -176,7 +160,7 @@ fn set(c: Set) -> Result<(), Error> {
         path: path.clone(),
         message: format!("not a usable system prompt: {message}; nothing was stored"),
     })?;
-    let (_app, store) = App::with_store(&c.profile)?;
+    let (_app, store) = App::with_store(profile)?;
     let mut out = std::io::stdout().lock();
     if active_text(&store)? == text {
         writeln!(
@@ -203,8 +187,8 @@ fn display_name(path: &Path) -> String {
     )
 }
 
-fn rollback(c: Rollback) -> Result<(), Error> {
-    let (_app, store) = App::with_store(&c.profile)?;
+fn rollback(c: Rollback, profile: &Option<String>) -> Result<(), Error> {
+    let (_app, store) = App::with_store(profile)?;
     let versions = versions::versions(&store)?;
     let Some(target) = versions.iter().find(|v| v.version == c.version) else {
         return Err(unknown_version(c.version));
@@ -232,8 +216,8 @@ fn rollback(c: Rollback) -> Result<(), Error> {
     Ok(())
 }
 
-fn evolve(c: Evolve) -> Result<(), Error> {
-    let (app, store) = App::with_store(&c.profile)?;
+fn evolve(profile: &Option<String>) -> Result<(), Error> {
+    let (app, store) = App::with_store(profile)?;
     let client = Client::new(app.config.model.clone());
     let never = AtomicBool::new(false);
     let done = versions::evolve(

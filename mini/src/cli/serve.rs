@@ -23,15 +23,12 @@ pub struct ServeCmd {
     /// the port (default 8080; 0 picks a free one)
     #[argh(option, default = "8080")]
     port: u16,
-    /// use this configuration profile
-    #[argh(option)]
-    profile: Option<String>,
     /// file tools work inside this directory (default $EVOLVE_HOME/workspace)
     #[argh(option)]
     workspace: Option<PathBuf>,
 }
 
-pub fn run(cmd: ServeCmd) -> Result<(), Error> {
+pub fn run(cmd: ServeCmd, profile: &Option<String>) -> Result<(), Error> {
     let host = if cmd.host == "localhost" {
         "127.0.0.1"
     } else {
@@ -45,7 +42,7 @@ pub fn run(cmd: ServeCmd) -> Result<(), Error> {
     })?;
     let loaded = crate::config::Config::load_from(
         &LoadOptions {
-            profile: cmd.profile.clone(),
+            profile: profile.clone(),
             workspace: cmd.workspace.clone(),
         },
         &crate::config::process_env,

@@ -44,9 +44,6 @@ struct List {
     /// print JSON records
     #[argh(switch)]
     json: bool,
-    /// configuration profile to use
-    #[argh(option)]
-    profile: Option<String>,
 }
 
 /// print a skill's SKILL.md: front matter and instructions
@@ -56,9 +53,6 @@ struct Show {
     /// the skill's name (from `evolve skills list`)
     #[argh(positional)]
     name: String,
-    /// configuration profile to use
-    #[argh(option)]
-    profile: Option<String>,
 }
 
 /// create a user skill in $EVOLVE_HOME/skills/NAME/SKILL.md from a template
@@ -71,9 +65,6 @@ struct New {
     /// what the skill does and when to use it (the matcher ranks skills by it)
     #[argh(option)]
     description: Option<String>,
-    /// configuration profile to use
-    #[argh(option)]
-    profile: Option<String>,
 }
 
 /// remove a user skill (bundled skills cannot be removed)
@@ -83,17 +74,14 @@ struct Rm {
     /// the skill's name (from `evolve skills list`)
     #[argh(positional)]
     name: String,
-    /// configuration profile to use
-    #[argh(option)]
-    profile: Option<String>,
 }
 
-pub fn run(cmd: SkillsCmd) -> Result<(), Error> {
+pub fn run(cmd: SkillsCmd, profile: &Option<String>) -> Result<(), Error> {
     match cmd.action {
-        Action::List(c) => list(c),
-        Action::Show(c) => show(c),
-        Action::New(c) => new(c),
-        Action::Rm(c) => rm(c),
+        Action::List(c) => list(c, profile),
+        Action::Show(c) => show(c, profile),
+        Action::New(c) => new(c, profile),
+        Action::Rm(c) => rm(c, profile),
     }
 }
 
@@ -107,8 +95,8 @@ fn load(profile: &Option<String>) -> Result<(App, Catalog), Error> {
     Ok((app, catalog))
 }
 
-fn list(c: List) -> Result<(), Error> {
-    let (_app, catalog) = load(&c.profile)?;
+fn list(c: List, profile: &Option<String>) -> Result<(), Error> {
+    let (_app, catalog) = load(profile)?;
     let mut out = std::io::stdout().lock();
     if c.json {
         let records: Vec<serde_json::Value> = catalog
@@ -152,8 +140,8 @@ fn list(c: List) -> Result<(), Error> {
     Ok(())
 }
 
-fn show(c: Show) -> Result<(), Error> {
-    let (app, catalog) = load(&c.profile)?;
+fn show(c: Show, profile: &Option<String>) -> Result<(), Error> {
+    let (app, catalog) = load(profile)?;
     let name = c.name.trim();
     let Some(skill) = catalog.get(name) else {
         let dir = app.config.skills_dir().join(name);
@@ -187,7 +175,7 @@ fn show(c: Show) -> Result<(), Error> {
     Ok(())
 }
 
-fn new(c: New) -> Result<(), Error> {
+fn new(c: New, profile: &Option<String>) -> Result<(), Error> {
     let name = c.name.trim();
     check_name(name)?;
     let description = match c.description.as_deref().map(str::trim) {
@@ -199,7 +187,7 @@ fn new(c: New) -> Result<(), Error> {
         Some(d) => Some(one_line(d, evolve_core::skill::MAX_DESCRIPTION_CHARS)),
         None => None,
     };
-    let (app, _catalog) = load(&c.profile)?;
+    let (app, _catalog) = load(profile)?;
     let root = app.config.skills_dir();
     let dir = root.join(name);
     if std::fs::symlink_metadata(&dir).is_ok() {
@@ -248,10 +236,10 @@ fn new(c: New) -> Result<(), Error> {
     Ok(())
 }
 
-fn rm(c: Rm) -> Result<(), Error> {
+fn rm(c: Rm, profile: &Option<String>) -> Result<(), Error> {
     let name = c.name.trim();
     check_name(name)?;
-    let (app, catalog) = load(&c.profile)?;
+    let (app, catalog) = load(profile)?;
     let dir = match remove_user_skill(&app.config.skills_dir(), name) {
         Ok(dir) => dir,
         Err(RemoveError::Bundled) => return Err(Error::Other(format!(

@@ -33,9 +33,6 @@ struct List {
     /// print JSON records
     #[argh(switch)]
     json: bool,
-    /// configuration profile to use
-    #[argh(option)]
-    profile: Option<String>,
 }
 
 /// forget style note N (its number in `evolve memory style list`)
@@ -45,25 +42,18 @@ struct Rm {
     /// the note's number
     #[argh(positional, from_str_fn(parse_number))]
     n: usize,
-    /// configuration profile to use
-    #[argh(option)]
-    profile: Option<String>,
 }
 
 /// forget every style note
 #[derive(FromArgs, Debug)]
 #[argh(subcommand, name = "clear")]
-struct Clear {
-    /// configuration profile to use
-    #[argh(option)]
-    profile: Option<String>,
-}
+struct Clear {}
 
-pub fn run(cmd: StyleCmd) -> Result<(), Error> {
+pub fn run(cmd: StyleCmd, profile: &Option<String>) -> Result<(), Error> {
     match cmd.action {
-        Action::List(c) => list(c),
-        Action::Rm(c) => rm(c),
-        Action::Clear(c) => clear(c),
+        Action::List(c) => list(c, profile),
+        Action::Rm(c) => rm(c, profile),
+        Action::Clear(_) => clear(profile),
     }
 }
 
@@ -76,8 +66,8 @@ fn parse_number(s: &str) -> Result<usize, String> {
     }
 }
 
-fn list(c: List) -> Result<(), Error> {
-    let (_app, store) = App::with_store(&c.profile)?;
+fn list(c: List, profile: &Option<String>) -> Result<(), Error> {
+    let (_app, store) = App::with_store(profile)?;
     let notes = style::list(&store)?;
     let mut out = std::io::stdout().lock();
     if c.json {
@@ -100,8 +90,8 @@ fn list(c: List) -> Result<(), Error> {
     Ok(())
 }
 
-fn rm(c: Rm) -> Result<(), Error> {
-    let (_app, store) = App::with_store(&c.profile)?;
+fn rm(c: Rm, profile: &Option<String>) -> Result<(), Error> {
+    let (_app, store) = App::with_store(profile)?;
     match style::remove(&store, c.n, None)? {
         Removal::Done(note) => {
             writeln!(
@@ -128,8 +118,8 @@ fn rm(c: Rm) -> Result<(), Error> {
     }
 }
 
-fn clear(c: Clear) -> Result<(), Error> {
-    let (_app, store) = App::with_store(&c.profile)?;
+fn clear(profile: &Option<String>) -> Result<(), Error> {
+    let (_app, store) = App::with_store(profile)?;
     let n = style::clear(&store)?;
     let plural = if n == 1 { "" } else { "s" };
     writeln!(std::io::stdout().lock(), "removed {n} style note{plural}")?;

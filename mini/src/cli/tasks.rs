@@ -75,9 +75,6 @@ struct Add {
     /// run tool calls up to this level without a person: L1, L2 (default) or L3
     #[argh(option)]
     allow: Option<String>,
-    /// use this configuration profile
-    #[argh(option)]
-    profile: Option<String>,
 }
 
 /// list the tasks: schedule, next run, last status, runs
@@ -87,9 +84,6 @@ struct List {
     /// print JSON ({"data": [task…], "time_zone": …})
     #[argh(switch)]
     json: bool,
-    /// use this configuration profile
-    #[argh(option)]
-    profile: Option<String>,
 }
 
 /// remove a task and its runs (its session stays)
@@ -99,9 +93,6 @@ struct Rm {
     /// the task's id (from `evolve tasks list`)
     #[argh(positional)]
     id: u64,
-    /// use this configuration profile
-    #[argh(option)]
-    profile: Option<String>,
 }
 
 /// run a task now: prints the answer and exits like `evolve ask`
@@ -118,9 +109,6 @@ struct Run {
     /// the task's id
     #[argh(positional)]
     id: u64,
-    /// use this configuration profile
-    #[argh(option)]
-    profile: Option<String>,
 }
 
 /// show a task's runs, newest first
@@ -136,18 +124,15 @@ struct Log {
     /// at most this many runs (default 20)
     #[argh(option)]
     limit: Option<usize>,
-    /// use this configuration profile
-    #[argh(option)]
-    profile: Option<String>,
 }
 
-pub fn run(cmd: TasksCmd) -> Result<(), Error> {
+pub fn run(cmd: TasksCmd, profile: &Option<String>) -> Result<(), Error> {
     match cmd.action {
-        Action::Add(c) => add(c),
-        Action::List(c) => list(c),
-        Action::Rm(c) => rm(c),
-        Action::Run(c) => run_now(c),
-        Action::Log(c) => log(c),
+        Action::Add(c) => add(c, profile),
+        Action::List(c) => list(c, profile),
+        Action::Rm(c) => rm(c, profile),
+        Action::Run(c) => run_now(c, profile),
+        Action::Log(c) => log(c, profile),
     }
 }
 
@@ -218,7 +203,7 @@ fn schedule_of(c: &Add, zone: &dyn evolve_core::sched::Zone) -> Result<Schedule,
     parsed.map_err(|e| Error::Usage(format!("{name} {value:?}: {e}")))
 }
 
-fn add(c: Add) -> Result<(), Error> {
+fn add(c: Add, profile: &Option<String>) -> Result<(), Error> {
     let allow = c
         .allow
         .as_deref()
@@ -230,7 +215,7 @@ fn add(c: Add) -> Result<(), Error> {
     if question.is_empty() {
         return Err(Error::Usage("the question is empty".into()));
     }
-    let app = load(&c.profile)?;
+    let app = load(profile)?;
     let zone = app.config.scheduler.resolve();
     let schedule = schedule_of(&c, &zone.zone)?;
     let task = match place(app)? {
@@ -280,8 +265,8 @@ fn add(c: Add) -> Result<(), Error> {
 
 // ---- list, rm, log --------------------------------------------------------------
 
-fn list(c: List) -> Result<(), Error> {
-    let doc = match place(load(&c.profile)?)? {
+fn list(c: List, profile: &Option<String>) -> Result<(), Error> {
+    let doc = match place(load(profile)?)? {
         Place::Serve(remote) => remote.call("GET", "/v1/tasks", None)?,
         Place::Local(rt) => {
             let zone = tasks::zone_of(&rt);
@@ -347,8 +332,8 @@ fn list(c: List) -> Result<(), Error> {
     Ok(())
 }
 
-fn rm(c: Rm) -> Result<(), Error> {
-    match place(load(&c.profile)?)? {
+fn rm(c: Rm, profile: &Option<String>) -> Result<(), Error> {
+    match place(load(profile)?)? {
         Place::Serve(remote) => {
             remote.call("DELETE", &format!("/v1/tasks/{}", c.id), None)?;
         }
@@ -362,9 +347,9 @@ fn rm(c: Rm) -> Result<(), Error> {
     Ok(())
 }
 
-fn log(c: Log) -> Result<(), Error> {
+fn log(c: Log, profile: &Option<String>) -> Result<(), Error> {
     let limit = c.limit.unwrap_or(DEFAULT_LOG).max(1);
-    let doc = match place(load(&c.profile)?)? {
+    let doc = match place(load(profile)?)? {
         Place::Serve(remote) => remote.call(
             "GET",
             &format!("/v1/tasks/{}/runs?limit={limit}", c.id),
@@ -424,8 +409,8 @@ fn log(c: Log) -> Result<(), Error> {
 
 // ---- run ------------------------------------------------------------------------
 
-fn run_now(c: Run) -> Result<(), Error> {
-    let app = load(&c.profile)?;
+fn run_now(c: Run, profile: &Option<String>) -> Result<(), Error> {
+    let app = load(profile)?;
     let wait = app.config.agent.background_wait;
     match place(app)? {
         Place::Serve(remote) => run_remote(&remote, c.id),

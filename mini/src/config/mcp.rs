@@ -14,11 +14,15 @@ use std::fmt;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use super::context::Context;
 use super::file::{RawMcp, RawServer};
-use super::resolve::Context;
-use super::{ConfigError, McpConfig, Secret};
-use crate::mcp::{valid_server_name, ServerSpec, SpecSource, Transport};
+use super::{ConfigError, McpConfig};
+use crate::mcp_spec::{
+    default_roots, env_name_problem, header_problem, server_name_problem, url_problem, ServerSpec,
+    SpecSource, Transport,
+};
 use crate::sandbox::ServerSandbox;
+use crate::secret::Secret;
 
 /// Where in `config.toml` a server is defined.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -33,61 +37,6 @@ impl fmt::Display for Place {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "line {}, [{}]", self.line, self.table)
     }
-}
-
-/// What is wrong with a server name, for every place that takes one (the file, `evolve
-/// mcp add`, an imported JSON file).
-pub fn server_name_problem(name: &str) -> Option<String> {
-    (!valid_server_name(name)).then(|| {
-        format!(
-            "{name:?} is not a usable MCP server name: use 1 to 32 letters, digits, `_` or \
-             `-`, not starting with `-`, not ending with `_` and without `__` (the model sees \
-             its tools as NAME__TOOL)"
-        )
-    })
-}
-
-/// An HTTP endpoint: `http(s)://host…` without spaces. The error says what is wrong.
-pub fn url_problem(url: &str) -> Option<String> {
-    let lower = url.to_ascii_lowercase();
-    let Some(rest) = lower
-        .strip_prefix("http://")
-        .or_else(|| lower.strip_prefix("https://"))
-    else {
-        return Some(format!(
-            "{url:?} must start with http:// or https:// (e.g. http://127.0.0.1:3001/mcp)"
-        ));
-    };
-    if rest.is_empty() || rest.starts_with('/') {
-        return Some(format!(
-            "{url:?} has no host (e.g. http://127.0.0.1:3001/mcp)"
-        ));
-    }
-    if url.chars().any(|c| c.is_whitespace() || c.is_control()) {
-        return Some(format!("{url:?} contains a space or a control character"));
-    }
-    None
-}
-
-/// What is wrong with an HTTP header, if anything: names are HTTP tokens, values one
-/// line.
-pub fn header_problem(name: &str, value: &str) -> Option<String> {
-    let token = |c: char| c.is_ascii_alphanumeric() || "!#$%&'*+-.^_`|~".contains(c);
-    if name.is_empty() || !name.chars().all(token) {
-        return Some(format!(
-            "header name {name:?} is not valid (letters, digits and - only, e.g. X-Api-Key)"
-        ));
-    }
-    if value.chars().any(|c| c == '\r' || c == '\n' || c == '\0') {
-        return Some(format!("the value of header {name} contains a line break"));
-    }
-    None
-}
-
-/// What is wrong with an environment variable's name, if anything.
-pub fn env_name_problem(name: &str) -> Option<String> {
-    (name.is_empty() || name.contains('=') || name.contains('\0'))
-        .then(|| format!("environment variable name {name:?} is not valid (no `=`, not empty)"))
 }
 
 /// Turns `[mcp]` (after the profile is merged) into the [`McpConfig`].
@@ -266,7 +215,7 @@ fn resolve_server(
             .iter()
             .map(|r| ctx.path_setting(&format!("{key}.roots"), r))
             .collect::<Result<Vec<PathBuf>, _>>()?,
-        None => crate::mcp::servers::default_roots(&transport),
+        None => default_roots(&transport),
     };
     let sandbox = match sandbox {
         Some(word) => ServerSandbox::parse(word.trim()).map_err(fail)?,
@@ -407,7 +356,7 @@ pub fn server_json(s: &ServerSpec) -> serde_json::Value {
             headers,
             bearer,
         } => json!({
-            "url": crate::mcp::shown_url(url),
+            "url": crate::secret::display_url(url),
             "headers": masked(headers),
             "bearer_token": bearer.as_ref().map(Secret::masked),
         }),

@@ -34,11 +34,14 @@
 //! read the file, so they still work on a broken one.
 //!
 //! Files: `file.rs` the raw TOML types, `resolve.rs` layering, environment and
-//! validation, `mcp.rs` the `[mcp]` section (servers, with the lines they are defined
-//! on), `template.rs` the commented file `config init` writes, `show.rs` the masked
-//! view for `config show` and the API, `private.rs` the umask and the tightening of a
-//! home others can read.
+//! validation, `context.rs` what checking a layer needs (where its errors point),
+//! `mcp.rs` the `[mcp]` section (servers, with the lines they are defined on; the
+//! server types and their rules are `crate::mcp_spec`'s), `template.rs` the commented
+//! file `config init` writes, `show.rs` the masked view for `config show` and the API,
+//! `private.rs` the umask and the tightening of a home others can read. Secrets are
+//! `crate::secret`'s.
 
+mod context;
 mod file;
 mod mcp;
 pub mod private;
@@ -46,9 +49,7 @@ mod resolve;
 mod show;
 mod template;
 
-pub use mcp::{
-    env_name_problem, header_problem, server_json, server_name_problem, url_problem, Place,
-};
+pub use mcp::{server_json, Place};
 pub use resolve::{check, home_dir};
 pub use template::CONFIG_TEMPLATE;
 
@@ -61,212 +62,14 @@ use std::time::Duration;
 use evolve_core::permission::Level;
 use evolve_core::CoreConfig;
 
-/// The local server tried when nothing is configured (Ollama's OpenAI-compatible API).
-pub const DEFAULT_BASE_URL: &str = "http://127.0.0.1:11434/v1";
-
-/// Secrets shorter than this are masked entirely: a fifth of them would be one or two
-/// characters of a guessable value.
-const SECRET_MIN_SHOWN: usize = 12;
-
-/// A secret (API key, token): never printed, never logged, `Debug` shows it masked.
-/// There is deliberately no `Display`, so `format!("{}", key)` does not compile.
-#[derive(Clone, PartialEq, Eq)]
-pub struct Secret(String);
-
-impl Secret {
-    /// Wraps a secret value.
-    pub fn new(value: impl Into<String>) -> Self {
-        Secret(value.into())
-    }
-    /// The value itself, for the one place that sends it (an HTTP header).
-    pub fn expose(&self) -> &str {
-        &self.0
-    }
-    /// What `config show` prints: the first 3 and last 2 characters at most, never more
-    /// than a fifth of the secret, e.g. `sk-…ab`; `***` for secrets shorter than 12
-    /// characters.
-    pub fn masked(&self) -> String {
-        let chars: Vec<char> = self.0.chars().collect();
-        if chars.len() < SECRET_MIN_SHOWN {
-            return "***".to_string();
-        }
-        // A fifth of the secret, at most 5 characters: the rest is what keeps it secret.
-        let shown = (chars.len() / 5).min(5);
-        let tail = (shown / 2).min(2);
-        let head = (shown - tail).min(3);
-        let mut out: String = chars[..head].iter().collect();
-        out.push('…');
-        out.extend(&chars[chars.len() - tail..]);
-        out
-    }
-
-    /// True for an empty secret (treated as "not set").
-    pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
-    }
-}
-
-impl fmt::Debug for Secret {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "Secret({})", self.masked())
-    }
-}
-
-/// The main model's name when none is configured. Single-model servers (llama.cpp's
-/// `llama-server`, llama-cpp-python, vLLM serving one model) answer whatever name is
-/// sent, so a bare local server works with no configuration; Ollama and cloud APIs need
-/// a real name (`EVOLVE_MODEL`, `[model] main`), and `evolve doctor` lists theirs.
-pub const DEFAULT_MODEL: &str = "default";
-
-/// `[model] max_answer_bytes` by default: 1 MiB. The longest answers real models give
-/// are a few hundred KB (an output window of 128k tokens is about 512 KiB of English
-/// text, 384 KiB of Chinese), so 1 MiB cuts no real answer, while an answer costs a few
-/// MiB of memory at most however much a server sends.
-pub const DEFAULT_MAX_ANSWER_BYTES: usize = 1024 * 1024;
-
-/// The range `[model] max_answer_bytes` accepts: from 4 KiB (a page of text) up to the
-/// 16 MiB that was the fixed limit on a model's body before the setting existed.
-pub const MAX_ANSWER_BYTES_RANGE: std::ops::RangeInclusive<usize> = 4 * 1024..=16 * 1024 * 1024;
+/// `[model]` is read into the model client's own settings.
+pub use crate::llm::settings::{
+    ModelConfig, Timeouts, ToolCalling, DEFAULT_BASE_URL, MAX_ANSWER_BYTES_RANGE,
+};
 
 /// The log filter when neither the file nor `EVOLVE_LOG` sets one: problems only, so
 /// scripts reading stderr see nothing on a good run.
 pub const DEFAULT_LOG: &str = "warn";
-
-/// Timeouts of one model endpoint.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Timeouts {
-    /// TCP + TLS connect.
-    pub connect: Duration,
-    /// From the request sent to the first byte of the response (models think first).
-    pub first_byte: Duration,
-    /// Longest silence between two chunks of a stream (`timeout_per_read`).
-    pub per_read: Duration,
-    /// Cap on a whole call, streamed or not.
-    pub overall: Duration,
-}
-
-impl Default for Timeouts {
-    /// 10 s to connect (a local or cloud server answers a TCP/TLS handshake in well
-    /// under a second; 10 s rides out a slow network), 120 s to the first byte (a local
-    /// model on a Pi can think that long before its first token), 60 s of silence
-    /// inside a stream, 300 s for a whole non-streaming answer.
-    fn default() -> Self {
-        Timeouts {
-            connect: Duration::from_secs(10),
-            first_byte: Duration::from_secs(120),
-            per_read: Duration::from_secs(60),
-            overall: Duration::from_secs(600),
-        }
-    }
-}
-
-/// Which model server and models to use.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ModelConfig {
-    /// Base URL ending before `/chat/completions`, e.g. `https://host/v1`. No trailing `/`.
-    pub base_url: String,
-    /// True when `base_url` is [`DEFAULT_BASE_URL`] because nothing was configured: the
-    /// error for an unreachable server then says what to set.
-    pub base_url_is_default: bool,
-    /// Sent as `Authorization: Bearer …` when set.
-    pub api_key: Option<Secret>,
-    /// The main model (answers, tool planning).
-    pub main: String,
-    /// The cheap model (extraction, evaluation, reflection, summaries); = `main` when unset.
-    pub cheap: String,
-    /// The embedding model (`/v1/embeddings`) memory maintenance finds duplicates with;
-    /// none: duplicates are found by keywords only.
-    pub embedding_model: Option<String>,
-    /// The model's context window in tokens.
-    pub context_window: usize,
-    /// Tokens reserved for the answer (sent as `max_tokens`).
-    pub reserved_output: usize,
-    /// The largest answer accepted from the model, in bytes of text: content, reasoning
-    /// and tool-call arguments together. Beyond it the answer is cut (with a note) and
-    /// the rest is not read. Default [`DEFAULT_MAX_ANSWER_BYTES`].
-    pub max_answer_bytes: usize,
-    /// Timeouts.
-    pub timeouts: Timeouts,
-    /// Retries after the first attempt on connect errors, 429 and 5xx.
-    pub max_retries: u32,
-    /// Stream answers where the interface streams.
-    pub stream: bool,
-    /// Sampling temperature for the main model (`None`: the server's default).
-    pub temperature: Option<f32>,
-    /// How tools are offered to the model (`tools = "auto"`, the default).
-    pub tools: ToolCalling,
-    /// Where `tools = "auto"` remembers the models that refused native tools, so the next
-    /// process asks them in prompt mode at once (`$EVOLVE_HOME/model-tools.json`);
-    /// `None`: remembered for the process only.
-    pub tools_learned_file: Option<PathBuf>,
-}
-
-/// How the model is offered tools (`[model] tools`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum ToolCalling {
-    /// Native tool calling; a model whose server says it does not support tools is asked
-    /// again in prompt mode, and that is remembered for it.
-    #[default]
-    Auto,
-    /// The OpenAI `tools` array only (a server that refuses it fails the turn).
-    Native,
-    /// The tools described in the system message and the calls read from the answer's
-    /// text, for models without tool calling.
-    Prompt,
-    /// No tools are offered.
-    Off,
-}
-
-impl ToolCalling {
-    /// Every value, as written in `config.toml`.
-    pub const NAMES: [&'static str; 4] = ["auto", "native", "prompt", "off"];
-
-    /// The value as written in `config.toml`.
-    pub fn name(self) -> &'static str {
-        match self {
-            ToolCalling::Auto => "auto",
-            ToolCalling::Native => "native",
-            ToolCalling::Prompt => "prompt",
-            ToolCalling::Off => "off",
-        }
-    }
-
-    /// The value of a `config.toml` text (trimmed, any case).
-    pub fn parse(text: &str) -> Option<ToolCalling> {
-        match text.trim().to_ascii_lowercase().as_str() {
-            "auto" => Some(ToolCalling::Auto),
-            "native" => Some(ToolCalling::Native),
-            "prompt" => Some(ToolCalling::Prompt),
-            "off" => Some(ToolCalling::Off),
-            _ => None,
-        }
-    }
-}
-
-impl Default for ModelConfig {
-    /// The local server at [`DEFAULT_BASE_URL`] with model [`DEFAULT_MODEL`]; a context
-    /// window of 8192 tokens (what small local models are commonly served with; set
-    /// yours) with 1024 reserved for the answer; 2 retries; streaming on.
-    fn default() -> Self {
-        ModelConfig {
-            base_url: DEFAULT_BASE_URL.to_string(),
-            base_url_is_default: true,
-            api_key: None,
-            main: DEFAULT_MODEL.to_string(),
-            cheap: DEFAULT_MODEL.to_string(),
-            embedding_model: None,
-            context_window: 8192,
-            reserved_output: 1024,
-            max_answer_bytes: DEFAULT_MAX_ANSWER_BYTES,
-            timeouts: Timeouts::default(),
-            max_retries: 2,
-            stream: true,
-            temperature: None,
-            tools: ToolCalling::Auto,
-            tools_learned_file: None,
-        }
-    }
-}
 
 /// How the agent runs a turn (the shell's knobs; the core's are in [`CoreConfig`]).
 #[derive(Debug, Clone, PartialEq)]
@@ -351,7 +154,7 @@ pub struct TextConfig {
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct SchedulerConfig {
     /// `time_zone` as written, with the zone it names.
-    pub time_zone: Option<(String, crate::sched::zone::LocalZone)>,
+    pub time_zone: Option<(String, crate::zone::LocalZone)>,
 }
 
 /// The zone cron and `daily` schedules are read in, with its name.
@@ -360,7 +163,7 @@ pub struct SchedZone {
     /// `Asia/Shanghai`, `+08:00`, `UTC`, or the system's zone name.
     pub name: String,
     /// The offsets.
-    pub zone: crate::sched::zone::LocalZone,
+    pub zone: crate::zone::LocalZone,
     /// Why it is UTC although the system seemed to have another zone (a `TZ` or
     /// `/etc/localtime` that could not be read); logged when the scheduler starts.
     pub warning: Option<String>,
@@ -370,7 +173,7 @@ impl SchedulerConfig {
     /// The configured zone; without one `TZ`, then the system's zone, then UTC with a
     /// warning.
     pub fn resolve(&self) -> SchedZone {
-        use crate::sched::zone::{self, LocalZone};
+        use crate::zone::{self, LocalZone};
         if let Some((name, zone)) = &self.time_zone {
             return SchedZone {
                 name: name.clone(),
@@ -404,11 +207,11 @@ impl SchedulerConfig {
 
 /// The name of the system's zone: `TZ`, else the database name `/etc/localtime` links
 /// to, else `/etc/localtime` itself (`UTC` when there is none).
-fn system_zone_name(zone: &crate::sched::zone::LocalZone) -> String {
+fn system_zone_name(zone: &crate::zone::LocalZone) -> String {
     if let Some(tz) = std::env::var("TZ").ok().filter(|t| !t.trim().is_empty()) {
         return tz.trim().trim_start_matches(':').to_string();
     }
-    if *zone == crate::sched::zone::LocalZone::Utc {
+    if *zone == crate::zone::LocalZone::Utc {
         return "UTC".into();
     }
     std::fs::read_link("/etc/localtime")
@@ -427,7 +230,7 @@ pub struct McpConfig {
     /// The per-call timeout of servers that do not set their own (default 60 s).
     pub timeout: Duration,
     /// `[mcp.servers.NAME]`, in name order.
-    pub servers: Vec<crate::mcp::ServerSpec>,
+    pub servers: Vec<crate::mcp_spec::ServerSpec>,
     /// Where each server is defined in the file (for messages that send the user there).
     pub places: BTreeMap<String, Place>,
     /// Problems that do not stop evolve (a `bearer_token_env` naming an unset variable):
@@ -441,7 +244,7 @@ pub struct McpConfig {
 impl Default for McpConfig {
     fn default() -> Self {
         McpConfig {
-            timeout: crate::mcp::DEFAULT_CALL_TIMEOUT,
+            timeout: crate::mcp_spec::DEFAULT_CALL_TIMEOUT,
             servers: Vec::new(),
             places: BTreeMap::new(),
             warnings: Vec::new(),
@@ -1105,7 +908,10 @@ main = "m"
                 assert!(got.starts_with(want), "{profile}: {got}");
             }
             assert_eq!(c.model.base_url, url, "{profile}");
-            assert_eq!(c.model.api_key.as_ref().map(Secret::expose), Some(key));
+            assert_eq!(
+                c.model.api_key.as_ref().map(crate::secret::Secret::expose),
+                Some(key)
+            );
         }
         // Chosen by the file, or no profile: the environment wins, silently.
         for text in [
@@ -1349,11 +1155,11 @@ main = "m"
             ("密钥密钥密钥密钥密钥密钥密钥密钥", "密钥…钥"),
         ];
         for (key, want) in table {
-            assert_eq!(Secret::new(*key).masked(), *want, "{key}");
+            assert_eq!(crate::secret::Secret::new(*key).masked(), *want, "{key}");
         }
         for n in 0..80 {
             let key: String = (0..n).map(|i| char::from(b'a' + (i % 26) as u8)).collect();
-            let masked = Secret::new(key.as_str()).masked();
+            let masked = crate::secret::Secret::new(key.as_str()).masked();
             let shown = masked.chars().filter(|c| *c != '…' && *c != '*').count();
             assert!(shown <= 5 && shown * 5 <= n, "{n}: {masked}");
             if n >= 2 {

@@ -17,14 +17,16 @@ use std::time::Duration;
 
 use evolve_core::CoreConfig;
 
+use super::context::{expand_tilde, Context};
 use super::file::{
     RawAgent, RawFile, RawLayer, RawModel, RawScheduler, RawText, RawTimeouts, RawTools,
 };
 use super::{
     AgentConfig, Checked, Config, ConfigError, EnvLookup, IgnoredEnv, LoadOptions, Loaded,
-    ModelConfig, Origin, Origins, Overridden, SchedulerConfig, Secret, TextConfig, Timeouts,
-    ToolCalling, ToolsConfig, CONFIG_FILE, DEFAULT_BASE_URL, DEFAULT_PROFILE,
+    ModelConfig, Origin, Origins, Overridden, SchedulerConfig, TextConfig, Timeouts, ToolCalling,
+    ToolsConfig, CONFIG_FILE, DEFAULT_BASE_URL, DEFAULT_PROFILE,
 };
+use crate::secret::Secret;
 
 /// The log filters `EVOLVE_LOG` and `log` accept (`logger::parse_filter`).
 const LOG_LEVELS: &[&str] = &["off", "none", "error", "warn", "info", "debug", "trace"];
@@ -45,19 +47,6 @@ pub fn home_dir(env: EnvLookup<'_>) -> Result<PathBuf, ConfigError> {
     match env("HOME").filter(|v| !v.is_empty()) {
         Some(home) => Ok(PathBuf::from(home).join(".evolve")),
         None => Err(ConfigError::NoHome),
-    }
-}
-
-/// `~` and `~/…` under `$HOME`; anything else unchanged. The error says what is wrong.
-fn expand_tilde(text: &str, env: EnvLookup<'_>) -> Result<PathBuf, String> {
-    let rest = match text.strip_prefix('~') {
-        Some("") => "",
-        Some(rest) if rest.starts_with('/') => rest.trim_start_matches('/'),
-        _ => return Ok(PathBuf::from(text)),
-    };
-    match env("HOME").filter(|v| !v.is_empty()) {
-        Some(home) => Ok(PathBuf::from(home).join(rest)),
-        None => Err(format!("starts with ~ ({text}) but HOME is not set")),
     }
 }
 
@@ -413,41 +402,7 @@ fn merge_tables(base: &mut toml::Table, overlay: &toml::Table) {
     }
 }
 
-/// What checking a layer needs besides the layer.
-pub(super) struct Context<'a> {
-    pub(super) path: &'a Path,
-    pub(super) home: &'a Path,
-    pub(super) env: EnvLookup<'a>,
-    pub(super) origins: &'a mut Origins,
-    /// The file's text, for the lines of errors found after layering.
-    pub(super) text: &'a str,
-    /// The active profile's name.
-    pub(super) profile: &'a str,
-    /// The active profile's own table when the user named it for this run
-    /// ([`Choice::Named`]): what it sets wins over the environment.
-    named: Option<&'a toml::Table>,
-    /// The environment variables the named profile overrode.
-    ignored_env: &'a mut Vec<IgnoredEnv>,
-}
-
 impl Context<'_> {
-    pub(super) fn invalid(&self, message: String) -> ConfigError {
-        ConfigError::Invalid {
-            path: self.path.to_path_buf(),
-            message,
-        }
-    }
-
-    /// " (profile x)" when the key came from a profile, so the user edits the right table.
-    pub(super) fn source_note(&self, key: &str) -> String {
-        match self.origins.get(key) {
-            Origin::Profile(name) | Origin::ProfileOverEnv(name, _) => {
-                format!(" (from [profiles.{name}])")
-            }
-            _ => String::new(),
-        }
-    }
-
     /// Whether the profile the user named sets the dotted `key` in its own table.
     fn named_sets(&self, key: &str) -> bool {
         let keys: Vec<&str> = key.split('.').collect();
@@ -483,48 +438,6 @@ impl Context<'_> {
             why: Overridden::SetByProfile(set),
         });
         Ok(None)
-    }
-
-    /// A path setting: `~` expanded, relative paths under `$EVOLVE_HOME`.
-    pub(super) fn path_setting(&self, key: &str, text: &str) -> Result<PathBuf, ConfigError> {
-        if text.trim().is_empty() {
-            return Err(self.invalid(format!("{key} is empty — set a path or remove the key")));
-        }
-        let path = expand_tilde(text, self.env).map_err(|m| self.invalid(format!("{key} {m}")))?;
-        Ok(if path.is_absolute() {
-            path
-        } else {
-            self.home.join(path)
-        })
-    }
-
-    /// Seconds, at least one.
-    pub(super) fn seconds(
-        &self,
-        key: &str,
-        value: Option<u64>,
-        default: Duration,
-    ) -> Result<Duration, ConfigError> {
-        match value {
-            None => Ok(default),
-            Some(0) => Err(self.invalid(format!(
-                "{key} = 0{}: a timeout must be at least 1 second",
-                self.source_note(key)
-            ))),
-            Some(s) => Ok(Duration::from_secs(s)),
-        }
-    }
-
-    /// A fraction in 0..=1.
-    fn fraction(&self, key: &str, value: Option<f32>, default: f32) -> Result<f32, ConfigError> {
-        match value {
-            None => Ok(default),
-            Some(v) if (0.0..=1.0).contains(&v) => Ok(v),
-            Some(v) => Err(self.invalid(format!(
-                "{key} = {v}{} must be between 0 and 1",
-                self.source_note(key)
-            ))),
-        }
     }
 }
 
@@ -628,7 +541,7 @@ fn resolve_scheduler(
         }
         return Ok(SchedulerConfig::default());
     };
-    let zone = crate::sched::zone::load(&name).map_err(|e| {
+    let zone = crate::zone::load(&name).map_err(|e| {
         ctx.invalid(format!(
             "[scheduler] time_zone{}: {e}",
             ctx.source_note("scheduler.time_zone")

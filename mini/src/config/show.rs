@@ -53,7 +53,7 @@ impl Config {
             "workspace": self.workspace.display().to_string(),
             "log": self.log,
             "model": {
-                "base_url": crate::llm::display_url(&m.base_url),
+                "base_url": crate::secret::display_url(&m.base_url),
                 "base_url_is_default": m.base_url_is_default,
                 "api_key": m.api_key.as_ref().map(|k| k.masked()),
                 "main": m.main,

@@ -34,6 +34,7 @@ use super::wire::{self, Parsed, WireRequest};
 use super::{
     AnswerCut, ChatModel, ChatRequest, ChatResponse, Client, Delta, LlmError, ModelRole, ToolSpec,
 };
+use crate::secret::display_url;
 use evolve_core::history::Message;
 
 /// How much of a bad stream line an error quotes.
@@ -750,24 +751,4 @@ fn apply_payload(
             .map_err(|m| format!("the server reported an error in the stream: {m}"))?;
     }
     Ok(false)
-}
-
-/// The URL as errors, logs and the API show it: without user name, password, query or
-/// fragment, where credentials are kept (`?api-key=…`).
-pub(crate) fn display_url(url: &str) -> String {
-    let url = match url.find("://") {
-        Some(scheme_end) => {
-            let rest = &url[scheme_end + 3..];
-            let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
-            match rest[..authority_end].rfind('@') {
-                Some(at) => format!("{}{}", &url[..scheme_end + 3], &rest[at + 1..]),
-                None => url.to_string(),
-            }
-        }
-        None => url.to_string(),
-    };
-    match url.find(['?', '#']) {
-        Some(cut) => url[..cut].to_string(),
-        None => url,
-    }
 }

@@ -24,12 +24,12 @@
 mod cap;
 pub(crate) use cap::size as answer_size;
 mod client;
-pub(crate) use client::display_url;
 mod learned;
 mod modes;
 pub(crate) use modes::written_as_text;
 mod prompted;
 mod retry;
+pub mod settings;
 mod sse;
 mod stream;
 mod transport;
@@ -43,7 +43,7 @@ use std::sync::atomic::AtomicBool;
 
 use evolve_core::history::Message;
 
-use crate::config::ModelConfig;
+use settings::ModelConfig;
 
 /// A tool as the model sees it (`{"type":"function","function":{…}}`).
 #[derive(Debug, Clone, PartialEq)]

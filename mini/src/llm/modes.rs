@@ -22,8 +22,8 @@ use evolve_core::history::ToolCall;
 use evolve_core::tool_plan::{self, PlanGate};
 
 use super::client::Outgoing;
+use super::settings::ToolCalling;
 use super::{prompted, AnswerCut, ChatModel, ChatRequest, ChatResponse, Client, Delta, LlmError};
-use crate::config::ToolCalling;
 
 /// The ids of calls read from an answer's text start with this (`call_text_1`, …).
 const TEXT_CALL_ID: &str = "call_text_";
@@ -51,7 +51,7 @@ impl Client {
         cancel: &AtomicBool,
     ) -> Result<ChatResponse, LlmError> {
         let model = self.model_name(req.role);
-        let base_url = super::display_url(&self.config.base_url);
+        let base_url = crate::secret::display_url(&self.config.base_url);
         let mode = match self.config.tools {
             _ if req.tools.is_empty() || req.tool_choice.as_deref() == Some("none") => Mode::AsIs,
             ToolCalling::Off => Mode::Off,

@@ -29,7 +29,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
-use crate::config::Timeouts;
+use super::settings::Timeouts;
 
 /// Largest body accepted from a model server for anything but an answer (model lists,
 /// embeddings, error bodies of those).

@@ -16,22 +16,38 @@
 
 use std::sync::atomic::AtomicBool;
 
+use evolve_core::history::Message;
 use evolve_core::json::Value;
 use evolve_core::permission::{
     classify, ClassSource, ClassifyInput, Level, ToolClass, DESTRUCTIVE_FLOOR, READ_ONLY_FLOOR,
 };
 use evolve_core::text::clip_chars;
 
-use super::{full_name, McpTool, ServerSpec};
-use crate::agents::Runtime;
-use crate::store::{ToolClassRecord, CLASS_BY_CLASSIFIER, CLASS_BY_USER, CLASS_UNCLASSIFIED};
+use crate::llm::{ChatModel, ChatRequest, ModelRole};
+use crate::mcp_spec::{full_name, McpTool, ServerSpec};
+use crate::store::{
+    Store, ToolClassRecord, CLASS_BY_CLASSIFIER, CLASS_BY_USER, CLASS_UNCLASSIFIED,
+};
+
+/// What classifying needs, and no more: the store that caches levels (and holds the
+/// user's `evolve mcp level`), the user's `[tools.levels]`, and the model client whose
+/// cheap model classifies.
+#[derive(Clone, Copy)]
+pub struct Classifier<'a> {
+    /// Where classifications are cached.
+    pub store: &'a Store,
+    /// `[tools.levels]` of the configuration in use.
+    pub levels: &'a [(String, Level)],
+    /// The model client (asked with the cheap role).
+    pub model: &'a dyn ChatModel,
+}
 
 /// The class of each of a server's tools, in order. Cached classifications with the same
 /// fingerprint are reused; the rest are classified by the cheap model (one request for
 /// the server's unclassified tools) and cached; user overrides win. Never fails: what
 /// cannot be classified is L4 (`Unclassified`), and the failure is logged.
 pub fn classes(
-    rt: &Runtime,
+    rt: &Classifier<'_>,
     spec: &ServerSpec,
     tools: &[McpTool],
     cancel: &AtomicBool,
@@ -97,7 +113,7 @@ impl Classified {
 
 /// [`classes`] with the inputs of each level.
 pub fn explain(
-    rt: &Runtime,
+    rt: &Classifier<'_>,
     spec: &ServerSpec,
     tools: &[McpTool],
     cancel: &AtomicBool,
@@ -126,8 +142,6 @@ pub fn explain(
             .filter(|r| r.source == CLASS_BY_USER)
             .map(|r| (r.level, UserLevel::Command));
         let from_file = rt
-            .config
-            .tools
             .levels
             .iter()
             .find(|(t, _)| t == name)
@@ -218,37 +232,75 @@ const DESCRIPTION_CHARS: usize = 600;
 /// At most this many characters of a tool's schema go to the classifier.
 const SCHEMA_CHARS: usize = 1200;
 
+/// The marker of the classification of MCP tools (the tests' fake server routes on it).
+pub const CLASSIFY_MARKER: &str = "[evolve:classify]";
+
+/// What each level covers, with examples (DESIGN.md "Permission levels"), for the
+/// classifier; the meanings themselves are the core's (`Level::meaning`).
+const LEVEL_EXAMPLES: [&str; 6] = [
+    "touches nothing: pure computation on its arguments (arithmetic, formatting, echo)",
+    "reads public information only (web search, weather, public documentation, the time)",
+    "reads private information without changing it (local files, local status, a \
+     read-only database query)",
+    "changes something in a way that can be undone (create or edit a file, a draft, open \
+     a page, a test request)",
+    "acts where it cannot be taken back or where others see it (send mail or messages, \
+     submit forms, write a database, git push, delete a file)",
+    "dangerous (mass deletion, running arbitrary commands or code, reading secrets or \
+     credentials, any path on the machine)",
+];
+
+/// The system prompt of the classification of one server's tools: the L0–L5 table and
+/// the reply format (a JSON object, tool name → level).
+pub fn classify_prompt() -> String {
+    let mut table = String::new();
+    for (level, example) in Level::ALL.iter().zip(LEVEL_EXAMPLES) {
+        table.push_str(&format!("{level} {}: {example}\n", level.meaning()));
+    }
+    format!(
+        "{CLASSIFY_MARKER} You classify the tools of an MCP server by risk, for a personal \
+         assistant that runs them on its user's machine. The levels:\n{table}\
+         Judge each tool by the worst it can do with any arguments its schema allows, not by \
+         its intended use. The hints (readOnlyHint, destructiveHint, openWorldHint) come \
+         from the server and may be wrong. When unsure between two levels, choose the \
+         higher. Reply with JSON only: an object with every tool's name as a key and its \
+         level as the value, e.g. {{\"read_file\": \"L2\", \"send_email\": \"L4\"}}."
+    )
+}
+
 /// One cheap-model request for these tools; per tool its level, `None` where the reply
 /// had none. `None` altogether when the call failed (nothing is cached: it is tried
 /// again next time).
 fn ask_classifier(
-    rt: &Runtime,
+    rt: &Classifier<'_>,
     server: &str,
     tools: &[&McpTool],
     cancel: &AtomicBool,
 ) -> Option<Vec<Option<Level>>> {
-    let system = crate::agents::prompts::classify_prompt();
+    let system = classify_prompt();
     let user = describe_tools(server, tools);
     // About 12 tokens per `"name": "L3",` and room for the braces.
     let max_tokens = (64 + 16 * tools.len()).clamp(256, 4096) as u32;
-    let mut usage = crate::llm::Usage::default();
-    let mut problems = Vec::new();
-    let reply = crate::agents::cheap_call_sized(
-        rt,
-        &system,
-        &user,
-        max_tokens,
-        &mut usage,
-        &mut problems,
-        cancel,
-    );
-    let Some(reply) = reply else {
-        log::warn!(
-            "the tools of MCP server {server:?} could not be classified ({}): they are L4 \
-             until they are",
-            problems.join("; ")
-        );
-        return None;
+    let req = ChatRequest {
+        known_tools: Vec::new(),
+        role: ModelRole::Cheap,
+        messages: vec![Message::system(&system), Message::user(&user)],
+        tools: Vec::new(),
+        stream: false,
+        max_tokens: Some(max_tokens),
+        temperature: Some(0.2),
+        json: true,
+        tool_choice: None,
+    };
+    let reply = match rt.model.chat(&req, &mut |_| {}, cancel) {
+        Ok(resp) => resp.message.content,
+        Err(e) => {
+            log::warn!(
+                "the tools of MCP server {server:?} could not be classified \
+                 ({CLASSIFY_MARKER} call failed: {e}): they are L4 until they are"
+            );
+            return None;
+        }
     };
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
     let levels = parse_levels(&reply, server, &names);
@@ -425,9 +477,8 @@ mod tests {
     use evolve_core::history::Message;
     use evolve_core::permission::Annotations;
 
-    use crate::config::Config;
     use crate::llm::{ChatModel, ChatRequest, ChatResponse, Delta, LlmError, ModelRole, Usage};
-    use crate::mcp::{SpecSource, Transport};
+    use crate::mcp_spec::{SpecSource, Transport};
     use crate::store::Store;
     use crate::testing::TempDir;
 
@@ -513,20 +564,34 @@ mod tests {
         }
     }
 
-    fn runtime(dir: &TempDir, model: &Scripted, levels: &[(&str, Level)]) -> Arc<Runtime> {
-        let mut config = Config::defaults(dir.path().to_path_buf());
-        config.tools.levels = levels.iter().map(|(n, l)| (n.to_string(), *l)).collect();
+    /// What a [`Classifier`] borrows, owned by the test.
+    struct Parts {
+        store: Store,
+        levels: Vec<(String, Level)>,
+        model: Scripted,
+    }
+
+    impl Parts {
+        fn classifier(&self) -> Classifier<'_> {
+            Classifier {
+                store: &self.store,
+                levels: &self.levels,
+                model: &self.model,
+            }
+        }
+    }
+
+    fn runtime(dir: &TempDir, model: &Scripted, levels: &[(&str, Level)]) -> Parts {
         let store = Store::open(
             &dir.path().join("evolve.redb"),
             &evolve_core::text::FallbackTokenizer,
         )
         .expect("store");
-        Runtime::with_model(
-            config,
+        Parts {
             store,
-            crate::text::ShellTokenizer::new(None),
-            Box::new(model.clone()),
-        )
+            levels: levels.iter().map(|(n, l)| (n.to_string(), *l)).collect(),
+            model: model.clone(),
+        }
     }
 
     static NEVER: AtomicBool = AtomicBool::new(false);
@@ -628,7 +693,7 @@ mod tests {
             tool("odd", "Something", Annotations::default()),
         ];
         model.push(r#"{"read": "L2", "write": "L3"}"#);
-        let got = explain(&rt, &spec(false), &tools, &NEVER);
+        let got = explain(&rt.classifier(), &spec(false), &tools, &NEVER);
         let levels: Vec<(Level, ClassSource)> = got
             .iter()
             .map(|c| (c.class.level, c.class.source))
@@ -660,14 +725,14 @@ mod tests {
         );
 
         // Asked again: all three come from the cache (the unclassified one too).
-        assert_eq!(explain(&rt, &spec(false), &tools, &NEVER), got);
+        assert_eq!(explain(&rt.classifier(), &spec(false), &tools, &NEVER), got);
         assert_eq!(model.requests().len(), 1, "no new request");
 
         // A changed description is classified again, alone.
         let mut changed = tools.clone();
         changed[1].description = "Writes or deletes a file".into();
         model.push(r#"{"write": "L4"}"#);
-        let again = classes(&rt, &spec(false), &changed, &NEVER);
+        let again = classes(&rt.classifier(), &spec(false), &changed, &NEVER);
         assert_eq!(again[1].level, Level::L4);
         let requests = model.requests();
         assert_eq!(requests.len(), 2);
@@ -685,12 +750,12 @@ mod tests {
         let rt = runtime(&dir, &model, &[]);
         let tools = vec![tool("read", "Reads", Annotations::default())];
         model.fail();
-        let got = classes(&rt, &spec(false), &tools, &NEVER);
+        let got = classes(&rt.classifier(), &spec(false), &tools, &NEVER);
         assert_eq!(got[0].level, Level::L4);
         assert_eq!(got[0].source, ClassSource::Unclassified);
         assert_eq!(rt.store.tool_class("fs__read").expect("read"), None);
         model.push(r#"{"read": "L1"}"#);
-        let got = classes(&rt, &spec(false), &tools, &NEVER);
+        let got = classes(&rt.classifier(), &spec(false), &tools, &NEVER);
         // Classified now; not read-only, so no lower than L3.
         assert_eq!(
             (got[0].level, got[0].source),
@@ -735,7 +800,7 @@ mod tests {
         ];
         // (trusted, want per tool (level, source, origin text))
         model.push(r#"{"ro": "L3", "boom": "L1"}"#);
-        let untrusted = explain(&rt, &spec(false), &tools, &NEVER);
+        let untrusted = explain(&rt.classifier(), &spec(false), &tools, &NEVER);
         let want_untrusted = [
             (Level::L1, "user (config.toml [tools.levels])"),
             // The command's level beats the file's, and annotations do not move it.
@@ -762,7 +827,7 @@ mod tests {
         );
 
         // Trusted: the read-only hint lowers L3 to L2.
-        let trusted = classes(&rt, &spec(true), &tools, &NEVER);
+        let trusted = classes(&rt.classifier(), &spec(true), &tools, &NEVER);
         assert_eq!(trusted[2].level, Level::L2);
         assert_eq!(trusted[2].source, ClassSource::Annotations);
         assert_eq!(

@@ -17,7 +17,8 @@ use serde_json::{json, Value};
 use super::http::{self, HttpLink};
 use super::jsonrpc::{Failure, Peer};
 use super::stdio::{self, Launch, Process, StderrTail};
-use super::{CallOutcome, McpError, McpTool, ServerSpec, Transport};
+use super::{CallOutcome, McpError};
+use crate::mcp_spec::{McpTool, ServerSpec, Transport};
 use crate::sandbox::{self, Plan, Scope, ServerSandbox};
 use evolve_core::permission::Annotations;
 

@@ -49,7 +49,7 @@ use ureq::http::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE};
 use ureq::http::{HeaderName, HeaderValue};
 
 use super::jsonrpc::{Failure, Link, Outgoing, Peer};
-use crate::config::Secret;
+use crate::secret::Secret;
 
 /// TCP + TLS must be done within this: the model client's default `connect` too.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -178,7 +178,7 @@ fn bearer_value(token: &str) -> Option<HeaderValue> {
 /// `url` as errors and logs show it: without user name, password, query or fragment,
 /// where credentials are kept.
 pub fn shown_url(url: &str) -> String {
-    crate::llm::display_url(url)
+    crate::secret::display_url(url)
 }
 
 /// A failed exchange with an MCP server over HTTP.
@@ -1039,7 +1039,8 @@ mod tests {
 
     use crate::mcp::conn::Conn;
     use crate::mcp::stdio::StderrTail;
-    use crate::mcp::{McpError, ServerSpec, SpecSource, Transport};
+    use crate::mcp::McpError;
+    use crate::mcp_spec::{ServerSpec, SpecSource, Transport};
 
     const TOKEN: &str = "tok-5ecret-0123456789";
     const SESSION: &str = "sess-7f3a";

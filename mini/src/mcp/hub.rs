@@ -25,7 +25,8 @@ use std::time::{Duration, Instant};
 
 use super::conn::Conn;
 use super::stdio::StderrTail;
-use super::{CallOutcome, McpError, McpTool, ServerSpec};
+use super::{CallOutcome, McpError};
+use crate::mcp_spec::{McpTool, ServerSpec};
 use crate::sandbox::Scope;
 
 /// A backoff wait this short is slept through rather than reported.
@@ -584,7 +585,7 @@ fn backoff(failures: u32) -> Duration {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::mcp::{SpecSource, Transport};
+    use crate::mcp_spec::{SpecSource, Transport};
 
     fn stdio(name: &str, command: &str, args: &[&str], timeout: Duration) -> ServerSpec {
         ServerSpec {

@@ -6,9 +6,10 @@
 //! streamable HTTP on the ureq the model client already uses, and [`conn`] does the
 //! handshake and the `tools/*` methods. Callers block; nothing in evolve is async.
 //!
-//! - [`ServerSpec`]: one server, from `config.toml` (`[mcp.servers.NAME]`) or added at
-//!   run time (`evolve mcp add`, kept in the store); [`servers`] merges the two and reads
-//!   the common `{"mcpServers": {…}}` JSON.
+//! - [`ServerSpec`] (defined in [`crate::mcp_spec`], below the configuration and the
+//!   store): one server, from `config.toml` (`[mcp.servers.NAME]`) or added at run time
+//!   (`evolve mcp add`, kept in the store); [`servers`] merges the two and reads the
+//!   common `{"mcpServers": {…}}` JSON.
 //! - [`Hub`]: starts servers lazily on first use, lists and calls tools with a per-call
 //!   timeout, restarts a crashed or hung server on next use (with backoff), refreshes
 //!   a tool list on `notifications/tools/list_changed`, and shuts every child down on drop.
@@ -18,8 +19,9 @@
 //! - [`catalog`]: what a turn offers the model (`<server>__<tool>` with schemas and
 //!   levels), from the live lists or the store's cache, so a server is only started when
 //!   one of its tools is called or its list is unknown.
+//! - [`user_level`]: the user's own level for a tool (`evolve mcp level`, `/mcp level`,
+//!   the API), as a typed change each front end formats.
 
-pub mod catalog;
 pub mod classify;
 mod conn;
 mod http;
@@ -29,47 +31,16 @@ mod lines;
 mod reap;
 pub mod servers;
 mod stdio;
+pub mod user_level;
 
-use std::path::PathBuf;
-use std::time::Duration;
+use crate::mcp_spec::Transport;
 
-use evolve_core::permission::Annotations;
-use serde::{Deserialize, Serialize};
-
-use crate::config::Secret;
-
+/// The names of servers and their tools as the client and its callers speak of them;
+/// defined in [`crate::mcp_spec`], which the configuration and the store share with the
+/// client without depending on it.
+pub use crate::mcp_spec::{full_name, split_name, McpTool, ServerSpec};
 pub use http::shown_url;
 pub use hub::Hub;
-
-/// Between a server's name and its tool's in the names the model sees.
-pub const SEP: &str = "__";
-
-/// The default per-call timeout.
-pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(60);
-
-/// `<server>__<tool>`.
-pub fn full_name(server: &str, tool: &str) -> String {
-    format!("{server}{SEP}{tool}")
-}
-
-/// Splits `<server>__<tool>` at the first `__` (server names cannot contain it).
-pub fn split_name(full: &str) -> Option<(&str, &str)> {
-    let (server, tool) = full.split_once(SEP)?;
-    (!server.is_empty() && !tool.is_empty()).then_some((server, tool))
-}
-
-/// A server name is 1–32 of `[A-Za-z0-9_-]`, not containing `__`, not starting with `-`
-/// and not ending with `_` (`t_` + `__` + `echo` would read as server `t`).
-pub fn valid_server_name(name: &str) -> bool {
-    !name.is_empty()
-        && name.len() <= 32
-        && !name.starts_with('-')
-        && !name.ends_with('_')
-        && !name.contains(SEP)
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
-}
 
 /// The values no child started without confinement may inherit: every HTTP server's
 /// token and header values (read through `bearer_token_env` and the like). Kept here,
@@ -132,137 +103,6 @@ pub(crate) fn inherited_env() -> Vec<(std::ffi::OsString, std::ffi::OsString)> {
                 .any(|s| value.contains(s.as_str()))
         })
         .collect()
-}
-
-/// How to reach a server.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
-pub enum Transport {
-    /// A child process speaking JSON-RPC over stdin/stdout; its stderr goes to the log.
-    Stdio {
-        /// The program (looked up on PATH).
-        command: String,
-        /// Its arguments.
-        #[serde(default)]
-        args: Vec<String>,
-        /// Extra environment variables (the rest of evolve's environment is inherited).
-        #[serde(default)]
-        env: Vec<(String, String)>,
-        /// Working directory (default: evolve's).
-        #[serde(default)]
-        cwd: Option<PathBuf>,
-    },
-    /// Streamable HTTP.
-    Http {
-        /// The endpoint, e.g. `http://127.0.0.1:3001/mcp`.
-        url: String,
-        /// Extra headers sent with every request (values may be secrets: never shown).
-        #[serde(default)]
-        headers: Vec<(String, String)>,
-        /// `Authorization: Bearer …` (kept in the store as it is; never shown).
-        #[serde(default, with = "secret_opt")]
-        bearer: Option<Secret>,
-    },
-}
-
-/// Where a server's definition lives.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum SpecSource {
-    /// `[mcp.servers.NAME]` in `config.toml` (edit the file to change it).
-    ConfigFile,
-    /// Added with `evolve mcp add` / `import` / `/mcp add` (kept in the store).
-    Store,
-}
-
-/// One MCP server.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ServerSpec {
-    /// Its name (the `<server>` of `<server>__<tool>`).
-    pub name: String,
-    /// How to reach it.
-    pub transport: Transport,
-    /// Per-call timeout.
-    #[serde(with = "secs")]
-    pub timeout: Duration,
-    /// How a stdio server is confined by the kernel (`sandbox = "workspace"`,
-    /// `"read-only"`; `none` by default).
-    #[serde(default)]
-    pub sandbox: crate::sandbox::ServerSandbox,
-    /// The user trusts its annotations: a `readOnlyHint: true` is believed over the
-    /// classifier (the tool is L2).
-    #[serde(default)]
-    pub trusted: bool,
-    /// Only these tools are offered (`None` = all).
-    #[serde(default)]
-    pub enabled_tools: Option<Vec<String>>,
-    /// These tools are never offered.
-    #[serde(default)]
-    pub disabled_tools: Vec<String>,
-    /// The whole server is switched off.
-    #[serde(default)]
-    pub disabled: bool,
-    /// Directories outside the workspace its tools may name in path arguments (core's
-    /// `extra_roots`): set with `roots = [...]`, else the absolute directories among a
-    /// stdio server's arguments and its `cwd` (how filesystem and git servers are told
-    /// where to work).
-    #[serde(default)]
-    pub roots: Vec<PathBuf>,
-    /// Where the definition lives.
-    pub source: SpecSource,
-}
-
-impl ServerSpec {
-    /// The tool is offered to the model (enabled/disabled lists).
-    pub fn offers(&self, tool: &str) -> bool {
-        !self.disabled_tools.iter().any(|t| t == tool)
-            && self
-                .enabled_tools
-                .as_ref()
-                .is_none_or(|only| only.iter().any(|t| t == tool))
-    }
-}
-
-/// A secret kept in the store (the store is the user's own 0600 file); any other output
-/// masks it.
-mod secret_opt {
-    use crate::config::Secret;
-    use serde::{Deserialize, Deserializer, Serializer};
-    pub fn serialize<S: Serializer>(v: &Option<Secret>, s: S) -> Result<S::Ok, S::Error> {
-        match v {
-            Some(secret) => s.serialize_some(secret.expose()),
-            None => s.serialize_none(),
-        }
-    }
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Secret>, D::Error> {
-        Ok(Option::<String>::deserialize(d)?.map(Secret::new))
-    }
-}
-
-mod secs {
-    use serde::{Deserialize, Deserializer, Serializer};
-    use std::time::Duration;
-    pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_u64(d.as_secs())
-    }
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
-        Ok(Duration::from_secs(u64::deserialize(d)?))
-    }
-}
-
-/// One tool as a server describes it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct McpTool {
-    /// The server's name for it.
-    pub name: String,
-    /// Its description (may be empty).
-    #[serde(default)]
-    pub description: String,
-    /// Its JSON schema for the arguments, as JSON text (`{"type":"object",…}`).
-    pub input_schema: String,
-    /// The risk hints it came with.
-    #[serde(default)]
-    pub annotations: Annotations,
 }
 
 /// What a tool call gave back.

@@ -8,13 +8,16 @@
 //! JSON dialects maps onto a [`ServerSpec`] — and which it cannot honour (old HTTP+SSE
 //! servers are imported switched off, with a note).
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 use serde_json::Value;
 
-use super::{ServerSpec, SpecSource, Transport};
-use crate::config::{env_name_problem, header_problem, server_name_problem, url_problem, Config};
+use crate::config::Config;
+use crate::mcp_spec::{
+    default_roots, env_name_problem, header_problem, server_name_problem, url_problem, ServerSpec,
+    SpecSource, Transport,
+};
 use crate::sandbox::ServerSandbox;
 use crate::store::{Store, StoreError};
 
@@ -55,28 +58,6 @@ pub fn complete(spec: &mut ServerSpec, config: &Config) {
     if spec.roots.is_empty() {
         spec.roots = default_roots(&spec.transport);
     }
-}
-
-/// The directories a server works in when none are configured: the absolute paths
-/// among a stdio server's arguments that are existing directories, and its `cwd` —
-/// how filesystem and git servers are told where to work
-/// (`npx @modelcontextprotocol/server-filesystem /home/me/notes`).
-pub fn default_roots(transport: &Transport) -> Vec<PathBuf> {
-    let Transport::Stdio { args, cwd, .. } = transport else {
-        return Vec::new();
-    };
-    let mut roots: Vec<PathBuf> = args
-        .iter()
-        .map(Path::new)
-        .filter(|p| p.is_absolute() && p.is_dir())
-        .map(Path::to_path_buf)
-        .collect();
-    if let Some(dir) = cwd.as_ref().filter(|d| d.is_absolute()) {
-        if !roots.contains(dir) {
-            roots.push(dir.clone());
-        }
-    }
-    roots
 }
 
 /// The servers of an `mcpServers` JSON file and what could not be taken over as written.

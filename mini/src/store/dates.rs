@@ -1,9 +1,10 @@
 //! Timestamps for people: the store keeps Unix seconds; listings and exports show them
 //! as UTC dates, and the command line accepts either Unix seconds or RFC 3339 times
-//! (`--expires 2026-05-01T09:00:00+02:00`). The calendar arithmetic is the core's
-//! (`evolve_core::sched`, shared with the scheduler), so no date crate is needed.
+//! (`--expires 2026-05-01T09:00:00+02:00`). The calendar arithmetic and the one parser of
+//! instants are the core's (`evolve_core::sched`, shared with the scheduler), so no date
+//! crate is needed.
 
-use evolve_core::sched::{civil_from_days, days_from_civil, days_in_month, Date};
+use evolve_core::sched::{civil_from_days, parse_instant, Date};
 use evolve_core::Timestamp;
 
 const DAY: i64 = 86_400;
@@ -33,89 +34,21 @@ pub fn format_date(ts: Timestamp) -> String {
     format!("{y:04}-{m:02}-{d:02}")
 }
 
-/// Unix seconds (`1767225600`), an RFC 3339 time (`2026-01-01T00:00:00Z`,
-/// `2026-01-01 09:30:00+09:00`, fractions ignored) or a date (`2026-01-01`, midnight
-/// UTC). The error says what is accepted.
+/// Unix seconds (`1767225600`), or an instant as the core reads one
+/// ([`evolve_core::sched::parse_instant`]: RFC 3339 such as `2026-01-01T00:00:00Z` or
+/// `2026-01-01 09:30:00+09:00`, a fraction rounded up; or a date, `2026-01-01`, midnight
+/// UTC). The error says what is wrong and what is accepted.
 pub fn parse_time(text: &str) -> Result<Timestamp, String> {
     let text = text.trim();
-    let bad = || {
-        format!(
-            "{text:?} is not a time: use Unix seconds or RFC 3339, e.g. 2026-05-01T09:00:00Z \
-             or 2026-05-01"
-        )
-    };
     if let Ok(n) = text.parse::<i64>() {
         return Ok(n);
     }
-    let b = text.as_bytes();
-    let num = |from: usize, len: usize| -> Option<u32> {
-        let s = text.get(from..from + len)?;
-        if s.bytes().all(|c| c.is_ascii_digit()) {
-            s.parse().ok()
-        } else {
-            None
-        }
-    };
-    let (Some(y), Some(mo), Some(d)) = (num(0, 4), num(5, 2), num(8, 2)) else {
-        return Err(bad());
-    };
-    if b.get(4) != Some(&b'-') || b.get(7) != Some(&b'-') {
-        return Err(bad());
-    }
-    let y = i64::from(y);
-    if !(1..=12).contains(&mo) || d == 0 || d > days_in_month(y, mo) {
-        return Err(bad());
-    }
-    let date = days_from_civil(Date {
-        year: y,
-        month: mo,
-        day: d,
-    }) * DAY;
-    if b.len() == 10 {
-        return Ok(date);
-    }
-    if !matches!(b.get(10), Some(b'T' | b't' | b' ')) || b.get(13) != Some(&b':') {
-        return Err(bad());
-    }
-    let (Some(h), Some(mi)) = (num(11, 2), num(14, 2)) else {
-        return Err(bad());
-    };
-    let mut i = 16;
-    let mut s = 0;
-    if b.get(i) == Some(&b':') {
-        s = num(17, 2).ok_or_else(bad)?;
-        i = 19;
-        if b.get(i) == Some(&b'.') {
-            i += 1;
-            while b.get(i).is_some_and(u8::is_ascii_digit) {
-                i += 1;
-            }
-        }
-    }
-    if h > 23 || mi > 59 || s > 60 {
-        return Err(bad());
-    }
-    let offset = match b.get(i) {
-        Some(b'Z' | b'z') if b.len() == i + 1 => 0,
-        Some(sign @ (b'+' | b'-')) if b.len() == i + 6 && b.get(i + 3) == Some(&b':') => {
-            let (Some(oh), Some(om)) = (num(i + 1, 2), num(i + 4, 2)) else {
-                return Err(bad());
-            };
-            if oh > 23 || om > 59 {
-                return Err(bad());
-            }
-            let o = i64::from(oh * 3600 + om * 60);
-            if *sign == b'+' {
-                o
-            } else {
-                -o
-            }
-        }
-        _ => return Err(bad()),
-    };
-    // A leap second (:60) counts as the last second of its minute.
-    let clock = i64::from(h * 3600 + mi * 60 + s.min(59));
-    Ok(date + clock - offset)
+    parse_instant(text).map_err(|e| {
+        format!(
+            "{text:?} is not a time ({e}): use Unix seconds or RFC 3339, e.g. \
+             2026-05-01T09:00:00Z or 2026-05-01"
+        )
+    })
 }
 
 #[cfg(test)]
@@ -131,8 +64,8 @@ mod tests {
             ("2026-01-01t00:00:00z", Some(1_767_225_600)),
             ("2026-01-01 09:00:00+09:00", Some(1_767_225_600)),
             ("2025-12-31T19:00:00-05:00", Some(1_767_225_600)),
-            ("2026-01-01T00:00:00.123456Z", Some(1_767_225_600)),
-            ("2026-01-01T00:00Z", Some(1_767_225_600)),
+            ("2026-01-01T00:00:00.123456Z", Some(1_767_225_601)),
+            ("2026-01-01T00:00Z", None),
             ("2024-02-29T12:00:00Z", Some(1_709_208_000)),
             ("2025-02-29", None),
             ("2026-13-01", None),

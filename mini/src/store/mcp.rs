@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use super::schema::*;
 use super::{Store, StoreError};
-use crate::mcp::{McpTool, ServerSpec, SpecSource, SEP};
+use crate::mcp_spec::{McpTool, ServerSpec, SpecSource, SEP};
 
 /// A cached tool list as stored.
 #[derive(Serialize, Deserialize)]

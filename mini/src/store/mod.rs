@@ -19,8 +19,8 @@
 //! - `audit`: seq u64 → [`AuditEntry`](evolve_core::permission::AuditEntry)
 //! - `turns`: (session, turn u64) → the turn record JSON (opaque to the store)
 //! - `todos`: session → Vec<[`Todo`]>
-//! - `mcp_servers`: server name → [`ServerSpec`](crate::mcp::ServerSpec) (added at run time)
-//! - `mcp_tools`: server name → its last tool list ([`McpTool`](crate::mcp::McpTool)s)
+//! - `mcp_servers`: server name → [`ServerSpec`](crate::mcp_spec::ServerSpec) (added at run time)
+//! - `mcp_tools`: server name → its last tool list ([`McpTool`](crate::mcp_spec::McpTool)s)
 //!   and when it was fetched
 //! - `tasks`: task id u64 → [`Task`]; `task_runs`: (task, seq u64) → [`TaskRun`];
 //!   `meta.next_task_id`
@@ -57,6 +57,7 @@ mod prompts;
 mod schema;
 mod sessions;
 mod tasks;
+pub mod transcript;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard, PoisonError, RwLock, RwLockReadGuard};

@@ -47,7 +47,7 @@ pub(super) const AUDIT: TableDefinition<u64, Json> = TableDefinition::new("audit
 pub(super) const TURNS: TableDefinition<(&str, u64), &str> = TableDefinition::new("turns");
 /// session → a list of [`super::Todo`].
 pub(super) const TODOS: TableDefinition<&str, Json> = TableDefinition::new("todos");
-/// server name → [`crate::mcp::ServerSpec`]: the servers added with `evolve mcp add` or
+/// server name → [`crate::mcp_spec::ServerSpec`]: the servers added with `evolve mcp add` or
 /// `import` (schema 2).
 pub(super) const MCP_SERVERS: TableDefinition<&str, Json> = TableDefinition::new("mcp_servers");
 /// server name → its last tool list and when it was fetched (schema 2).

@@ -1087,10 +1087,10 @@ fn a_store_that_is_not_shared_ignores_release() {
     assert!(Store::open(&path, &FallbackTokenizer).is_err());
 }
 
-fn mcp_spec(name: &str, command: &str) -> crate::mcp::ServerSpec {
-    crate::mcp::ServerSpec {
+fn mcp_spec(name: &str, command: &str) -> crate::mcp_spec::ServerSpec {
+    crate::mcp_spec::ServerSpec {
         name: name.into(),
-        transport: crate::mcp::Transport::Stdio {
+        transport: crate::mcp_spec::Transport::Stdio {
             command: command.into(),
             args: vec!["--x".into()],
             env: vec![("K".into(), "v".into())],
@@ -1103,13 +1103,13 @@ fn mcp_spec(name: &str, command: &str) -> crate::mcp::ServerSpec {
         disabled_tools: vec!["b".into()],
         disabled: false,
         roots: Vec::new(),
-        source: crate::mcp::SpecSource::ConfigFile,
+        source: crate::mcp_spec::SpecSource::ConfigFile,
     }
 }
 
 #[test]
 fn mcp_servers_and_tool_lists_survive_reopening_and_go_with_their_server() {
-    use crate::mcp::{McpTool, SpecSource};
+    use crate::mcp_spec::{McpTool, SpecSource};
     let path = temp_path("mcp");
     let tool = |name: &str| McpTool {
         name: name.into(),
@@ -1197,20 +1197,20 @@ fn file_servers_hide_store_servers_of_the_same_name() {
         .unwrap();
     let mut defaulted = mcp_spec("web", "web-server");
     defaulted.timeout = crate::mcp::servers::TIMEOUT_FROM_CONFIG;
-    if let crate::mcp::Transport::Stdio { args, .. } = &mut defaulted.transport {
+    if let crate::mcp_spec::Transport::Stdio { args, .. } = &mut defaulted.transport {
         args.push(dir.path().to_string_lossy().into_owned());
     }
     store.put_mcp_server(&defaulted).unwrap();
     let servers = crate::mcp::servers::load(&config, &store).unwrap();
-    let got: Vec<(&str, crate::mcp::SpecSource, u64)> = servers
+    let got: Vec<(&str, crate::mcp_spec::SpecSource, u64)> = servers
         .iter()
         .map(|s| (s.name.as_str(), s.source, s.timeout.as_secs()))
         .collect();
-    use crate::mcp::SpecSource::{ConfigFile, Store as Kept};
+    use crate::mcp_spec::SpecSource::{ConfigFile, Store as Kept};
     assert_eq!(got, [("fs", ConfigFile, 9), ("web", Kept, 42)]);
     assert!(matches!(
         &servers[0].transport,
-        crate::mcp::Transport::Stdio { command, .. } if command == "from-the-file"
+        crate::mcp_spec::Transport::Stdio { command, .. } if command == "from-the-file"
     ));
     // Roots of a run-time server: its existing absolute directories.
     assert_eq!(servers[1].roots, [dir.path().to_path_buf()]);

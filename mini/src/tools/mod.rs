@@ -128,10 +128,10 @@ const DEFS: &[Def] = &[
         params: &[opt(
             "timezone",
             Kind::Str,
-            "\"UTC\" (default) or a fixed UTC offset such as \"+08:00\" or \"-05:00\"",
+            "\"UTC\" (default), an offset such as \"+08:00\", or a zone name such as \"Asia/Shanghai\"",
         )],
         describe: |_| {
-            "Current date and time (RFC 3339) with the weekday. Use it whenever the answer depends on today's date or the time, e.g. before working out \"tomorrow\" or \"in 3 days\". Time zones: \"UTC\" (default) or a fixed offset like \"+08:00\"; named zones such as \"Asia/Shanghai\" are not known — pass their offset instead.".into()
+            "Current date and time (RFC 3339) with the weekday. Use it whenever the answer depends on today's date or the time, e.g. before working out \"tomorrow\" or \"in 3 days\". Time zones: \"UTC\" (default), an offset like \"+08:00\", or a zone name like \"Asia/Shanghai\".".into()
         },
         path_keys: &[],
         is_shell: false,

@@ -336,7 +336,7 @@ mod tests {
         std::env::set_var("EVOLVE_TEST_PLAIN", "not-passed-either");
         std::env::set_var("EVOLVE_TEST_DEEPSEEK", "sk-by-value-only-4242");
         let mut h = Harness::new();
-        h.config.model.api_key = Some(crate::config::Secret::new("sk-by-value-only-4242"));
+        h.config.model.api_key = Some(crate::secret::Secret::new("sk-by-value-only-4242"));
         let out = h.call(
             "shell",
             json!({"command": "echo \"[$EVOLVE_TEST_API_KEY][$EVOLVE_TEST_PLAIN][$EVOLVE_TEST_DEEPSEEK]\"; env"}),

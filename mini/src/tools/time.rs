@@ -1,12 +1,13 @@
-//! The `get_time` tool: the current time as RFC 3339 with the weekday, in UTC or a
-//! fixed offset. No time-zone database ships in the binary (size), so named zones are
-//! refused with a hint to give their offset; the civil date comes from the core's
-//! calendar arithmetic (`evolve_core::sched`).
+//! The `get_time` tool: the current time as RFC 3339 with the weekday, in UTC, a fixed
+//! offset or a named zone. No time-zone database ships in the binary (size): named zones
+//! come from the system's, through `crate::zone`, as the scheduler's do; the offsets
+//! are the core's `FixedOffset` and the civil date the core's calendar arithmetic.
 
-use evolve_core::sched::{civil_from_days, Date};
+use evolve_core::sched::{civil_from_days, Date, FixedOffset, Zone};
 use evolve_core::Timestamp;
 
 use super::ToolOutput;
+use crate::zone::LocalZone;
 
 const WEEKDAYS: [&str; 7] = [
     "Monday",
@@ -18,47 +19,25 @@ const WEEKDAYS: [&str; 7] = [
     "Sunday",
 ];
 
-/// An offset from UTC in seconds, read from `UTC`, `Z`, `+08:00`, `+0800`, `+08`,
-/// `UTC+8`, `GMT-05:30`. `Err` says what is accepted.
-pub fn parse_offset(tz: &str) -> Result<i64, String> {
+/// The zone `get_time` was asked for: `UTC`, an offset (`+08:00`, `+0800`, `+8`, also
+/// written `UTC+8` or `GMT-05:30`, east of UTC as ISO 8601 counts), or a name from the
+/// zone database (`Asia/Shanghai`) — the same names the scheduler knows. `Err` says
+/// what is accepted.
+pub fn zone_of(tz: &str) -> Result<LocalZone, String> {
     let t = tz.trim();
     let upper = t.to_ascii_uppercase();
-    let rest = upper
+    // `UTC+8` as people and models write it, not as POSIX `TZ` reads it (`UTC+8` there
+    // is eight hours *west*): the offset after the prefix, read by the core.
+    let offset = upper
         .strip_prefix("UTC")
         .or_else(|| upper.strip_prefix("GMT"))
-        .unwrap_or(&upper);
-    if rest.is_empty() || rest == "Z" {
-        return Ok(0);
+        .filter(|rest| rest.starts_with(['+', '-']));
+    if let Some(rest) = offset {
+        return FixedOffset::parse(rest).map(LocalZone::Fixed).map_err(|_| {
+            format!("timezone {t:?} is not an offset such as \"+08:00\" or \"-05:30\"")
+        });
     }
-    let refuse = || {
-        format!(
-            "timezone {t:?} is not supported: give \"UTC\" or a fixed offset like \"+08:00\" or \"-05:00\" (named zones such as Asia/Shanghai are not known here; use their current offset)"
-        )
-    };
-    let (sign, digits) = match rest.as_bytes().first() {
-        Some(b'+') => (1, &rest[1..]),
-        Some(b'-') => (-1, &rest[1..]),
-        _ => return Err(refuse()),
-    };
-    let (h, m) = match digits.split_once(':') {
-        Some((h, m)) => (h, m),
-        None if digits.len() == 4 => digits.split_at(2),
-        None => (digits, "0"),
-    };
-    let valid = |s: &str| !s.is_empty() && s.len() <= 2 && s.bytes().all(|b| b.is_ascii_digit());
-    if !valid(h) || !valid(m) {
-        return Err(refuse());
-    }
-    let (h, m): (i64, i64) = (
-        h.parse().map_err(|_| refuse())?,
-        m.parse().map_err(|_| refuse())?,
-    );
-    if h > 14 || m > 59 || (h == 14 && m > 0) {
-        return Err(format!(
-            "timezone {t:?} is out of range: offsets go from -14:00 to +14:00"
-        ));
-    }
-    Ok(sign * (h * 3600 + m * 60))
+    crate::zone::load(t).map_err(|e| format!("timezone {t:?}: {e}"))
 }
 
 /// `2024-05-01T12:34:56+08:00 (Wednesday)`.
@@ -85,8 +64,11 @@ pub fn format_time(now: Timestamp, offset: i64) -> String {
 
 /// `get_time {timezone?}`.
 pub fn get_time(timezone: Option<&str>, now: Timestamp) -> ToolOutput {
-    match parse_offset(timezone.unwrap_or("UTC")) {
-        Ok(offset) => ToolOutput::ok(format!("{} — Unix time {now}", format_time(now, offset))),
+    match zone_of(timezone.unwrap_or("UTC")) {
+        Ok(zone) => {
+            let offset = i64::from(zone.offset_at_utc(now));
+            ToolOutput::ok(format!("{} — Unix time {now}", format_time(now, offset)))
+        }
         Err(e) => ToolOutput::error(e),
     }
 }
@@ -121,8 +103,9 @@ mod tests {
     }
 
     #[test]
-    fn offsets_are_read_and_named_zones_refused() {
-        let ok: &[(&str, i64)] = &[
+    fn offsets_and_named_zones_are_read_like_the_schedulers() {
+        let offset = |tz: &str| zone_of(tz).map(|z| z.offset_at_utc(1_714_538_096));
+        let ok: &[(&str, i32)] = &[
             ("UTC", 0),
             ("utc", 0),
             ("Z", 0),
@@ -135,20 +118,37 @@ mod tests {
             ("+14:00", 50_400),
         ];
         for (tz, secs) in ok {
-            assert_eq!(parse_offset(tz), Ok(*secs), "{tz}");
+            assert_eq!(offset(tz), Ok(*secs), "{tz}");
         }
         for tz in [
-            "Asia/Shanghai",
-            "PST",
-            "+15:00",
+            "PST/Nowhere",
+            "UTC+24:00",
             "+08:60",
-            "8",
+            "../etc/passwd",
             "+aa",
             "+123:00",
         ] {
-            assert!(parse_offset(tz).is_err(), "{tz}");
+            assert!(offset(tz).is_err(), "{tz}");
         }
-        let e = get_time(Some("Asia/Shanghai"), 0);
+        let e = get_time(Some("Mars/Olympus_Mons"), 0);
         assert!(e.is_error && e.content.contains("+08:00"), "{}", e.content);
+    }
+
+    /// Where the system has the zone database, `get_time` knows `Asia/Shanghai` as the
+    /// scheduler does.
+    #[test]
+    fn a_named_zone_is_known_where_the_scheduler_knows_it() {
+        let Ok(zone) = crate::zone::load("Asia/Shanghai") else {
+            return; // no tzdata on this machine: the scheduler does not know it either
+        };
+        assert_eq!(zone.offset_at_utc(1_714_538_096), 28_800);
+        let out = get_time(Some("Asia/Shanghai"), 1_714_538_096);
+        assert!(!out.is_error, "{}", out.content);
+        assert!(
+            out.content
+                .starts_with("2024-05-01T12:34:56+08:00 (Wednesday)"),
+            "{}",
+            out.content
+        );
     }
 }

@@ -13,14 +13,142 @@ use evolve_core::text::{f1, KeywordSet, Lang};
 use serde_json::{json, Map, Value};
 
 use super::http::{form_value, percent_decode, Request, Response};
+use super::request::{body, field, opt_str, store_error, tri, Reply};
 use super::{assets, chat, error, grants, prompt, style, tasks, State};
 use crate::agents::ToolAgent;
 use crate::clock::now;
-use crate::store::StoreError;
+use crate::mcp::user_level::{set_level, LevelError};
 
-type Reply = Response<'static>;
+/// What a route is called with: the server, the request and the path's `{…}` segments
+/// in order (percent-decoded).
+type Handler = fn(&Arc<State>, &Request, &[&str]) -> Reply;
 
-/// Dispatches by method and path.
+/// Every route: method, path (`{name}` matches one segment, spelt as in
+/// `/openapi.json`) and handler. Dispatch and the 405's `Allow` header both read it; a
+/// path is served by the first pattern it matches, so a fixed segment
+/// (`/v1/memory/maintain`) comes before the pattern it would also match
+/// (`/v1/memory/{id}`). `HEAD` is served as `GET`.
+static ROUTES: &[(&str, &str, Handler)] = &[
+    ("GET", "/", |_, r, _| assets::serve(r, "index.html")),
+    ("GET", "/login", |_, r, _| assets::serve(r, "login.html")),
+    ("POST", "/login", |s, r, _| login(s, r)),
+    ("GET", "/static/{file}", |_, r, p| assets::serve(r, p[0])),
+    ("GET", "/favicon.ico", |_, r, _| {
+        assets::serve(r, "favicon.ico")
+    }),
+    ("GET", "/health", |s, _, _| health(s)),
+    ("GET", "/openapi.json", |_, r, _| {
+        assets::serve(r, "openapi.json")
+    }),
+    ("GET", "/docs", |_, r, _| assets::serve(r, "docs.html")),
+    ("GET", "/v1/models", |s, _, _| models(s)),
+    ("POST", "/v1/chat/completions", |s, r, _| {
+        chat::completions(s, r)
+    }),
+    ("GET", "/v1/sessions", |s, r, _| sessions(s, r)),
+    ("POST", "/v1/sessions", |s, r, _| create_session(s, r)),
+    ("GET", "/v1/sessions/{id}", |s, _, p| session(s, p[0])),
+    ("PATCH", "/v1/sessions/{id}", |s, r, p| {
+        rename_session(s, r, p[0])
+    }),
+    ("DELETE", "/v1/sessions/{id}", |s, _, p| {
+        delete_session(s, p[0])
+    }),
+    ("GET", "/v1/sessions/{id}/messages", |s, _, p| {
+        messages(s, p[0])
+    }),
+    ("GET", "/v1/sessions/{id}/export", |s, r, p| {
+        export(s, r, p[0])
+    }),
+    ("GET", "/v1/sessions/{id}/turns/{n}", |s, _, p| {
+        turn(s, p[0], p[1])
+    }),
+    ("GET", "/v1/sessions/{id}/pending", |s, _, p| {
+        pending(s, p[0])
+    }),
+    ("POST", "/v1/sessions/{id}/pending/{call}", |s, r, p| {
+        answer(s, r, p[0], p[1])
+    }),
+    ("GET", "/v1/sessions/{id}/grants", |s, _, p| {
+        grants::list(s, p[0])
+    }),
+    ("DELETE", "/v1/sessions/{id}/grants", |s, r, p| {
+        grants::revoke(s, r, p[0])
+    }),
+    ("GET", "/v1/memory", |s, r, _| memories(s, r)),
+    ("POST", "/v1/memory", |s, r, _| add_memory(s, r)),
+    ("POST", "/v1/memory/maintain", |s, r, _| {
+        maintain_memories(s, r)
+    }),
+    ("GET", "/v1/memory/style", |s, _, _| style::list(s)),
+    ("DELETE", "/v1/memory/style", |s, _, _| style::clear(s)),
+    ("DELETE", "/v1/memory/style/{n}", |s, r, p| {
+        style::remove(s, r, p[0])
+    }),
+    ("GET", "/v1/memory/{id}", |s, _, p| {
+        with_id(p[0], |id| get_memory(s, id))
+    }),
+    ("PATCH", "/v1/memory/{id}", |s, r, p| {
+        with_id(p[0], |id| update_memory(s, r, id))
+    }),
+    ("DELETE", "/v1/memory/{id}", |s, _, p| {
+        with_id(p[0], |id| delete_memory(s, id))
+    }),
+    ("GET", "/v1/skills", |s, _, _| skills(s)),
+    ("GET", "/v1/skills/{name}", |s, _, p| skill(s, p[0])),
+    ("DELETE", "/v1/skills/{name}", |s, _, p| {
+        delete_skill(s, p[0])
+    }),
+    ("GET", "/v1/tools", |s, _, _| tools(s)),
+    ("POST", "/v1/tools/{name}/run", |s, r, p| {
+        run_tool(s, r, p[0])
+    }),
+    ("GET", "/v1/mcp", |s, _, _| mcp(s)),
+    ("PUT", "/v1/mcp/tools/{name}/level", |s, r, p| {
+        mcp_level(s, r, p[0])
+    }),
+    ("GET", "/v1/tasks", |s, _, _| tasks::list(s)),
+    ("POST", "/v1/tasks", |s, r, _| tasks::create(s, r)),
+    ("GET", "/v1/tasks/{id}", |s, _, p| tasks::get(s, p[0])),
+    ("DELETE", "/v1/tasks/{id}", |s, _, p| tasks::delete(s, p[0])),
+    ("POST", "/v1/tasks/{id}/run", |s, _, p| tasks::run(s, p[0])),
+    ("GET", "/v1/tasks/{id}/runs", |s, r, p| {
+        tasks::runs(s, r, p[0])
+    }),
+    ("GET", "/v1/search", |s, r, _| search(s, r)),
+    ("GET", "/v1/prompt", |s, _, _| prompt::list(s)),
+    ("POST", "/v1/prompt", |s, r, _| prompt::set(s, r)),
+    ("POST", "/v1/prompt/evolve", |s, _, _| prompt::evolve(s)),
+    ("GET", "/v1/prompt/{version}", |s, _, p| {
+        prompt::show(s, p[0])
+    }),
+    ("POST", "/v1/prompt/{version}/activate", |s, _, p| {
+        prompt::activate(s, p[0])
+    }),
+    ("GET", "/v1/config", |s, _, _| config(s)),
+    ("POST", "/v1/config/profile", |s, r, _| switch_profile(s, r)),
+];
+
+/// The `{…}` segments of `path` if it has the shape of `pattern`.
+fn matches<'p>(pattern: &str, path: &[&'p str]) -> Option<Vec<&'p str>> {
+    let fixed: Vec<&str> = pattern.split('/').filter(|s| !s.is_empty()).collect();
+    if fixed.len() != path.len() {
+        return None;
+    }
+    let mut params = Vec::new();
+    for (want, got) in fixed.iter().zip(path) {
+        if want.starts_with('{') {
+            params.push(*got);
+        } else if want != got {
+            return None;
+        }
+    }
+    Some(params)
+}
+
+/// Dispatches by method and path: the first pattern the path matches decides; a method
+/// it does not serve is a 405 naming those it does (RFC 9110 §15.5.6), a path no pattern
+/// matches a 404.
 pub fn route(state: &Arc<State>, req: &Request) -> Reply {
     let segments: Option<Vec<String>> = req
         .path
@@ -32,147 +160,31 @@ pub fn route(state: &Arc<State>, req: &Request) -> Reply {
         return error(400, "the path has a malformed %-escape");
     };
     let segs: Vec<&str> = segments.iter().map(String::as_str).collect();
-    let m = req.method.as_str();
-    let m = if m == "HEAD" { "GET" } else { m };
-    match (m, segs.as_slice()) {
-        ("GET", []) => assets::serve(req, "index.html"),
-        ("GET", ["login"]) => assets::serve(req, "login.html"),
-        ("POST", ["login"]) => login(state, req),
-        ("GET", ["static", name]) => assets::serve(req, name),
-        ("GET", ["favicon.ico"]) => assets::serve(req, "favicon.ico"),
-        ("GET", ["health"]) => health(state),
-        ("GET", ["openapi.json"]) => assets::serve(req, "openapi.json"),
-        ("GET", ["docs"]) => assets::serve(req, "docs.html"),
-        ("GET", ["v1", "models"]) => models(state),
-        ("POST", ["v1", "chat", "completions"]) => chat::completions(state, req),
-        ("GET", ["v1", "sessions"]) => sessions(state, req),
-        ("POST", ["v1", "sessions"]) => create_session(state, req),
-        ("GET", ["v1", "sessions", id]) => session(state, id),
-        ("PATCH", ["v1", "sessions", id]) => rename_session(state, req, id),
-        ("DELETE", ["v1", "sessions", id]) => delete_session(state, id),
-        ("GET", ["v1", "sessions", id, "messages"]) => messages(state, id),
-        ("GET", ["v1", "sessions", id, "export"]) => export(state, req, id),
-        ("GET", ["v1", "sessions", id, "turns", n]) => turn(state, id, n),
-        ("GET", ["v1", "sessions", id, "pending"]) => pending(state, id),
-        ("GET", ["v1", "sessions", id, "grants"]) => grants::list(state, id),
-        ("DELETE", ["v1", "sessions", id, "grants"]) => grants::revoke(state, req, id),
-        ("POST", ["v1", "sessions", id, "pending", call]) => answer(state, req, id, call),
-        ("GET", ["v1", "memory"]) => memories(state, req),
-        ("POST", ["v1", "memory"]) => add_memory(state, req),
-        ("POST", ["v1", "memory", "maintain"]) => maintain_memories(state, req),
-        ("GET", ["v1", "memory", "style"]) => style::list(state),
-        ("DELETE", ["v1", "memory", "style"]) => style::clear(state),
-        ("DELETE", ["v1", "memory", "style", n]) => style::remove(state, req, n),
-        // `maintain` and `style` are not ids: their other methods are a 405 (below).
-        ("GET", ["v1", "memory", id]) if !not_an_id(id) => with_id(id, |id| get_memory(state, id)),
-        ("PATCH", ["v1", "memory", id]) if !not_an_id(id) => {
-            with_id(id, |id| update_memory(state, req, id))
-        }
-        ("DELETE", ["v1", "memory", id]) if !not_an_id(id) => {
-            with_id(id, |id| delete_memory(state, id))
-        }
-        ("GET", ["v1", "skills"]) => skills(state),
-        ("GET", ["v1", "skills", name]) => skill(state, name),
-        ("DELETE", ["v1", "skills", name]) => delete_skill(state, name),
-        ("GET", ["v1", "tools"]) => tools(state),
-        ("POST", ["v1", "tools", name, "run"]) => run_tool(state, req, name),
-        ("GET", ["v1", "mcp"]) => mcp(state),
-        ("PUT", ["v1", "mcp", "tools", name, "level"]) => mcp_level(state, req, name),
-        ("GET", ["v1", "tasks"]) => tasks::list(state),
-        ("POST", ["v1", "tasks"]) => tasks::create(state, req),
-        ("GET", ["v1", "tasks", id]) => tasks::get(state, id),
-        ("DELETE", ["v1", "tasks", id]) => tasks::delete(state, id),
-        ("POST", ["v1", "tasks", id, "run"]) => tasks::run(state, id),
-        ("GET", ["v1", "tasks", id, "runs"]) => tasks::runs(state, req, id),
-        ("GET", ["v1", "search"]) => search(state, req),
-        ("GET", ["v1", "prompt"]) => prompt::list(state),
-        ("POST", ["v1", "prompt"]) => prompt::set(state, req),
-        ("POST", ["v1", "prompt", "evolve"]) => prompt::evolve(state),
-        ("GET", ["v1", "prompt", v]) => prompt::show(state, v),
-        ("POST", ["v1", "prompt", v, "activate"]) => prompt::activate(state, v),
-        ("GET", ["v1", "config"]) => config(state),
-        ("POST", ["v1", "config", "profile"]) => switch_profile(state, req),
-        (_, p) => match allowed(p) {
-            // RFC 9110 §15.5.6: a 405 names the methods the path does serve.
-            Some(methods) => {
-                error(405, format!("{} is not allowed here", req.method)).with("Allow", methods)
+    let method = match req.method.as_str() {
+        "HEAD" => "GET",
+        m => m,
+    };
+    let Some((pattern, params)) = ROUTES
+        .iter()
+        .find_map(|(_, pattern, _)| Some((*pattern, matches(pattern, &segs)?)))
+    else {
+        return error(404, format!("no route {}", req.path));
+    };
+    let same_path = || ROUTES.iter().filter(move |(_, p, _)| *p == pattern);
+    match same_path().find(|(m, _, _)| *m == method) {
+        Some((_, _, handler)) => handler(state, req, &params),
+        None => {
+            let mut allow: Vec<&str> = Vec::new();
+            for (m, _, _) in same_path() {
+                allow.push(m);
+                if *m == "GET" {
+                    allow.push("HEAD");
+                }
             }
-            None => error(404, format!("no route {}", req.path)),
-        },
-    }
-}
-
-/// The methods a path is served with (for 405 and its `Allow` header instead of 404);
-/// `None` for a path no route serves. Kept in step with [`route`].
-fn allowed(p: &[&str]) -> Option<&'static str> {
-    Some(match p {
-        ["login"] | ["v1", "sessions" | "memory" | "tasks"] => "GET, HEAD, POST",
-        ["v1", "tasks" | "skills", _] => "GET, HEAD, DELETE",
-        ["v1", "memory", "maintain"] => "POST",
-        ["v1", "memory", "style"] | ["v1", "sessions", _, "grants"] => "GET, HEAD, DELETE",
-        ["v1", "memory", "style", _] => "DELETE",
-        ["v1", "sessions" | "memory", _] => "GET, HEAD, PATCH, DELETE",
-        ["v1", "chat", "completions"]
-        | ["v1", "tools" | "tasks", _, "run"]
-        | ["v1", "sessions", _, "pending", _] => "POST",
-        ["v1", "mcp", "tools", _, "level"] => "PUT",
-        ["v1", "config", "profile"]
-        | ["v1", "prompt", "evolve"]
-        | ["v1", "prompt", _, "activate"] => "POST",
-        ["v1", "prompt"] => "GET, HEAD, POST",
-        []
-        | ["health" | "openapi.json" | "docs" | "favicon.ico"]
-        | ["static", _]
-        | ["v1", "models" | "skills" | "tools" | "mcp" | "search" | "config"]
-        | ["v1", "prompt", _]
-        | ["v1", "sessions", _, "messages" | "export" | "pending"]
-        | ["v1", "sessions", _, "turns", _]
-        | ["v1", "tasks", _, "runs"] => "GET, HEAD",
-        _ => return None,
-    })
-}
-
-/// The names under `/v1/memory/` that are not memory ids.
-fn not_an_id(segment: &str) -> bool {
-    matches!(segment, "maintain" | "style")
-}
-
-/// The body as a JSON object (an empty body is an empty object).
-pub(super) fn body(req: &Request) -> Result<Map<String, Value>, Reply> {
-    if req.body.iter().all(u8::is_ascii_whitespace) {
-        return Ok(Map::new());
-    }
-    match serde_json::from_slice::<Value>(&req.body) {
-        Ok(Value::Object(m)) => Ok(m),
-        Ok(_) => Err(error(400, "the body must be a JSON object")),
-        Err(e) => Err(error(400, format!("the body is not valid JSON: {e}"))),
-    }
-}
-
-/// A store error as a response: a missing thing is 404.
-fn store_error(e: StoreError) -> Reply {
-    match e {
-        StoreError::NotFound(what) => error(404, format!("not found: {what}")),
-        other => error(500, format!("the store failed: {other}")),
-    }
-}
-
-macro_rules! tri {
-    ($e:expr) => {
-        match $e {
-            Ok(v) => v,
-            Err(e) => return store_error(e),
+            error(405, format!("{} is not allowed here", req.method))
+                .with("Allow", allow.join(", "))
         }
-    };
-}
-
-macro_rules! field {
-    ($e:expr) => {
-        match $e {
-            Ok(v) => v,
-            Err(resp) => return resp,
-        }
-    };
+    }
 }
 
 fn health(state: &State) -> Reply {
@@ -298,12 +310,12 @@ fn export(state: &State, req: &Request, id: &str) -> Reply {
     let format = req.query_param("format").unwrap_or_else(|| "md".into());
     let (text, mime, ext) = match format.as_str() {
         "md" | "markdown" => (
-            crate::cli::sessions::markdown(&export),
+            crate::store::transcript::markdown(&export),
             "text/markdown; charset=utf-8",
             "md",
         ),
         "html" => (
-            crate::cli::sessions::html(&export),
+            crate::store::transcript::html(&export),
             "text/html; charset=utf-8",
             "html",
         ),
@@ -695,7 +707,8 @@ fn tools(state: &State) -> Reply {
         .into_iter()
         .map(|spec| {
             let check = ToolAgent.check(rt, &set, &spec.name, "{}", &grants, &policy);
-            let mcp = crate::mcp::split_name(&spec.name).is_some() && !rt.tools.has(&spec.name);
+            let mcp =
+                crate::mcp_spec::split_name(&spec.name).is_some() && !rt.tools.has(&spec.name);
             json!({
                 "name": spec.name,
                 "description": spec.description,
@@ -800,8 +813,8 @@ fn mcp(state: &State) -> Reply {
                 })
                 .collect();
             let transport = match &spec.transport {
-                crate::mcp::Transport::Stdio { .. } => "stdio",
-                crate::mcp::Transport::Http { .. } => "http",
+                crate::mcp_spec::Transport::Stdio { .. } => "stdio",
+                crate::mcp_spec::Transport::Http { .. } => "http",
             };
             json!({
                 "name": spec.name,
@@ -822,9 +835,12 @@ fn mcp_level(state: &State, req: &Request, name: &str) -> Reply {
     };
     let rt_arc = state.rt();
     let rt = &*rt_arc;
-    match crate::cli::mcp::set_level(&rt.config, &rt.store, &rt.mcp.specs(), name, &level) {
-        Ok(text) => Response::json(200, &json!({"name": name, "level": level, "message": text})),
-        Err(crate::error::Error::Store(e)) => store_error(e),
+    match set_level(&rt.config, &rt.store, &rt.mcp.specs(), name, &level, now()) {
+        Ok(change) => Response::json(
+            200,
+            &json!({"name": name, "level": level, "message": change.to_string()}),
+        ),
+        Err(LevelError::Store(e)) => store_error(e),
         Err(e) => error(400, e.to_string()),
     }
 }
@@ -923,11 +939,52 @@ fn switch_profile(state: &State, req: &Request) -> Reply {
     }
 }
 
-/// An optional string field.
-fn opt_str(b: &Map<String, Value>, name: &str) -> Result<Option<String>, Reply> {
-    match b.get(name) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(s)) => Ok(Some(s.clone())),
-        Some(_) => Err(error(400, format!("`{name}` must be a string"))),
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeSet;
+
+    /// The table and `/openapi.json` name the same routes (the favicon aside), so what
+    /// the API documents is what is served and a 405's `Allow` matches the document.
+    #[test]
+    fn the_route_table_is_the_openapi_document() {
+        let doc: Value = serde_json::from_slice(assets::file("openapi.json").expect("embedded"))
+            .expect("openapi.json is JSON");
+        let mut documented = BTreeSet::new();
+        for (path, item) in doc["paths"].as_object().expect("paths") {
+            for method in item.as_object().expect("path item").keys() {
+                if ["get", "post", "put", "patch", "delete"].contains(&method.as_str()) {
+                    documented.insert((method.to_uppercase(), path.clone()));
+                }
+            }
+        }
+        let served: BTreeSet<(String, String)> = ROUTES
+            .iter()
+            .filter(|(_, path, _)| *path != "/favicon.ico")
+            .map(|(m, path, _)| (m.to_string(), path.to_string()))
+            .collect();
+        assert_eq!(served, documented);
+    }
+
+    #[test]
+    fn the_first_matching_pattern_decides_and_yields_the_segments() {
+        fn first<'p>(path: &[&'p str]) -> Option<(&'static str, Vec<&'p str>)> {
+            ROUTES
+                .iter()
+                .find_map(|(_, p, _)| Some((*p, matches(p, path)?)))
+        }
+        assert_eq!(
+            first(&["v1", "memory", "maintain"]),
+            Some(("/v1/memory/maintain", vec![]))
+        );
+        assert_eq!(
+            first(&["v1", "memory", "7"]),
+            Some(("/v1/memory/{id}", vec!["7"]))
+        );
+        assert_eq!(
+            first(&["v1", "sessions", "s1", "turns", "2"]),
+            Some(("/v1/sessions/{id}/turns/{n}", vec!["s1", "2"]))
+        );
+        assert_eq!(first(&["v1", "nothing", "here"]), None);
     }
 }

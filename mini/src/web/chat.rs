@@ -352,17 +352,14 @@ pub fn completions(state: &Arc<State>, req: &Request) -> Response<'static> {
     let (sid, created) = match &chat.session {
         Some(id) => match rt.store.session(id) {
             Ok(s) => (s.id, false),
-            Err(crate::store::StoreError::NotFound(_)) => {
-                return error(404, format!("no session {id}"))
-            }
-            Err(e) => return error(500, format!("the store failed: {e}")),
+            Err(e) => return super::request::store_error(e),
         },
         None => match rt
             .store
             .create_session(&evolve_core::text::one_line(&chat.text, 60), now())
         {
             Ok(s) => (s.id, true),
-            Err(e) => return error(500, format!("the store failed: {e}")),
+            Err(e) => return super::request::store_error(e),
         },
     };
     let cancel = Arc::new(AtomicBool::new(false));

@@ -15,6 +15,7 @@ pub mod endpoint;
 mod grants;
 pub mod http;
 mod prompt;
+mod request;
 mod style;
 pub mod tasks;
 

@@ -8,12 +8,11 @@ use std::sync::atomic::AtomicBool;
 use serde_json::{json, Value};
 
 use super::http::{Request, Response};
+use super::request::{body, store_error, Reply};
 use super::{error, State};
 use crate::agents::versions::{self, check_text, EvolveError, Evolved, Listed};
 use crate::clock::now;
 use crate::error::Error;
-
-type Reply = Response<'static>;
 
 /// The note a version set here is stored with (its first word is its source, `set`).
 const SET_NOTE: &str = "set in the web UI";
@@ -27,7 +26,7 @@ pub fn list(state: &State) -> Reply {
             let data: Vec<Value> = all.iter().map(|v| v.json(false)).collect();
             Response::json(200, &json!({ "data": data, "active": active }))
         }
-        Err(e) => store_failed(e),
+        Err(e) => store_error(e),
     }
 }
 
@@ -39,7 +38,7 @@ pub fn show(state: &State, which: &str) -> Reply {
 /// `{"text": "…"}` becomes a new active version (201), unless it is the active text
 /// already (200, nothing stored).
 pub fn set(state: &State, req: &Request) -> Reply {
-    let b = match super::api::body(req) {
+    let b = match body(req) {
         Ok(b) => b,
         Err(resp) => return resp,
     };
@@ -59,11 +58,11 @@ pub fn set(state: &State, req: &Request) -> Reply {
     match versions::active_text(&rt.store) {
         Ok(active) if active == text => return show(state, "active"),
         Ok(_) => {}
-        Err(e) => return store_failed(e),
+        Err(e) => return store_error(e),
     }
     match rt.store.add_prompt_version(&text, SET_NOTE, now()) {
         Ok(version) => created(state, version),
-        Err(e) => store_failed(e),
+        Err(e) => store_error(e),
     }
 }
 
@@ -92,7 +91,7 @@ pub fn evolve(state: &State) -> Reply {
             let (status, body) = super::chat::turn_error(&Error::Model(e));
             Response::json(status, &body)
         }
-        Err(EvolveError::Store(e)) => store_failed(e),
+        Err(EvolveError::Store(e)) => store_error(e),
     }
 }
 
@@ -110,7 +109,7 @@ pub fn activate(state: &State, which: &str) -> Reply {
     };
     match done {
         Ok(()) => show(state, &target.version.to_string()),
-        Err(e) => store_failed(e),
+        Err(e) => store_error(e),
     }
 }
 
@@ -131,7 +130,7 @@ fn with_version(state: &State, which: &str, f: impl FnOnce(&Listed) -> Reply) ->
 
 /// The version `which` names: a number or `active`.
 fn find(state: &State, which: &str) -> Result<Listed, Reply> {
-    let all = versions::versions(&state.rt().store).map_err(store_failed)?;
+    let all = versions::versions(&state.rt().store).map_err(store_error)?;
     let found = if which == "active" {
         all.into_iter().find(|v| v.active)
     } else {
@@ -149,8 +148,4 @@ fn find(state: &State, which: &str) -> Result<Listed, Reply> {
             format!("there is no system prompt version {which} (GET /v1/prompt lists them)"),
         )
     })
-}
-
-fn store_failed(e: crate::store::StoreError) -> Reply {
-    error(500, format!("the store failed: {e}"))
 }

@@ -5,10 +5,9 @@
 use serde_json::{json, Value};
 
 use super::http::{Request, Response};
+use super::request::{store_error, Reply};
 use super::{error, State};
 use crate::agents::style::{self, Removal};
-
-type Reply = Response<'static>;
 
 /// `{"data": [{"n": 1, "note": "…"}, …], "max": 8}`, oldest first.
 pub fn list(state: &State) -> Reply {
@@ -25,7 +24,7 @@ pub fn list(state: &State) -> Reply {
                 &json!({"data": data, "max": rt.config.agent.style_notes_max}),
             )
         }
-        Err(e) => store_failed(e),
+        Err(e) => store_error(e),
     }
 }
 
@@ -52,7 +51,7 @@ pub fn remove(state: &State, req: &Request, n: &str) -> Reply {
                  list them again; nothing was removed"
             ),
         ),
-        Err(e) => store_failed(e),
+        Err(e) => store_error(e),
     }
 }
 
@@ -61,10 +60,6 @@ pub fn clear(state: &State) -> Reply {
     let rt = state.rt();
     match style::clear(&rt.store) {
         Ok(n) => Response::json(200, &json!({ "removed": n })),
-        Err(e) => store_failed(e),
+        Err(e) => store_error(e),
     }
-}
-
-fn store_failed(e: crate::store::StoreError) -> Reply {
-    error(500, format!("the store failed: {e}"))
 }

@@ -13,12 +13,11 @@ use std::sync::{Arc, PoisonError};
 use serde_json::{json, Value};
 
 use super::http::{Request, Response};
+use super::request::{tri, Reply};
 use super::{error, State};
 use crate::clock::now;
 use crate::sched::tasks::{self as tasks, Host, TurnGate};
-use crate::store::{StoreError, Trigger};
-
-type Reply = Response<'static>;
+use crate::store::Trigger;
 
 /// How many runs `GET /v1/tasks/{id}/runs` lists without `?limit`.
 const DEFAULT_RUNS: usize = 20;
@@ -49,22 +48,6 @@ impl Host for State {
     fn stopping(&self) -> bool {
         self.shutdown.load(Ordering::SeqCst)
     }
-}
-
-fn store_error(e: StoreError) -> Reply {
-    match e {
-        StoreError::NotFound(what) => error(404, what),
-        other => error(500, format!("the store failed: {other}")),
-    }
-}
-
-macro_rules! tri {
-    ($e:expr) => {
-        match $e {
-            Ok(v) => v,
-            Err(e) => return store_error(e),
-        }
-    };
 }
 
 /// A task id from the path.

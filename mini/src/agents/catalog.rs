@@ -12,9 +12,9 @@ use std::sync::atomic::AtomicBool;
 
 use evolve_core::permission::ToolClass;
 
-use super::{full_name, McpTool, ServerSpec};
-use crate::agents::Runtime;
+use super::Runtime;
 use crate::llm::ToolSpec;
+use crate::mcp::{full_name, McpTool, ServerSpec};
 
 /// Longest tool name OpenAI-compatible APIs accept.
 const MAX_NAME: usize = 64;
@@ -65,7 +65,7 @@ impl Catalog {
             .zip(mask)
             .filter_map(|(t, o)| o.then_some(t))
             .collect();
-        let classes = super::classify::classes(rt, spec, &offered, cancel);
+        let classes = crate::mcp::classify::classes(&rt.classifier(), spec, &offered, cancel);
         for (tool, class) in offered.into_iter().zip(classes) {
             self.entries.push(Entry {
                 full_name: full_name(&spec.name, &tool.name),

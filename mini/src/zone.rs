@@ -1,4 +1,6 @@
-//! Time zones from the system's zone database, for the core's [`Zone`] trait.
+//! Time zones from the system's zone database, for the core's [`Zone`] trait: the
+//! scheduler's `[scheduler] time_zone` and the `get_time` tool read zones here, so both
+//! know the same names.
 //!
 //! Decides how a configured zone name becomes offsets: `UTC` and fixed `+08:00` forms
 //! directly; a name such as `Europe/Berlin` from the TZif file (RFC 8536, versions 1–4)

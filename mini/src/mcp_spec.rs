@@ -1,0 +1,254 @@
+//! What an MCP server is, as the configuration, the store and the client all see it:
+//! [`ServerSpec`] (its [`Transport`], timeout, confinement, tool lists, roots and
+//! [`SpecSource`]) and [`McpTool`] (one tool as a server describes it), with the rules
+//! every place that takes a definition applies — the name rule (`<server>__<tool>`),
+//! URLs, headers, environment names — and the roots a server gets when none are given.
+//!
+//! A leaf: it reads no file and talks to no server. `config` checks `[mcp.servers.*]`
+//! into these types, the store keeps the servers added at run time, `mcp` connects.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use evolve_core::permission::Annotations;
+use serde::{Deserialize, Serialize};
+
+use crate::secret::Secret;
+
+/// Between a server's name and its tool's in the names the model sees.
+pub const SEP: &str = "__";
+
+/// The default per-call timeout.
+pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// `<server>__<tool>`.
+pub fn full_name(server: &str, tool: &str) -> String {
+    format!("{server}{SEP}{tool}")
+}
+
+/// Splits `<server>__<tool>` at the first `__` (server names cannot contain it).
+pub fn split_name(full: &str) -> Option<(&str, &str)> {
+    let (server, tool) = full.split_once(SEP)?;
+    (!server.is_empty() && !tool.is_empty()).then_some((server, tool))
+}
+
+/// A server name is 1–32 of `[A-Za-z0-9_-]`, not containing `__`, not starting with `-`
+/// and not ending with `_` (`t_` + `__` + `echo` would read as server `t`).
+pub fn valid_server_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 32
+        && !name.starts_with('-')
+        && !name.ends_with('_')
+        && !name.contains(SEP)
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
+/// How to reach a server.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Transport {
+    /// A child process speaking JSON-RPC over stdin/stdout; its stderr goes to the log.
+    Stdio {
+        /// The program (looked up on PATH).
+        command: String,
+        /// Its arguments.
+        #[serde(default)]
+        args: Vec<String>,
+        /// Extra environment variables (the rest of evolve's environment is inherited).
+        #[serde(default)]
+        env: Vec<(String, String)>,
+        /// Working directory (default: evolve's).
+        #[serde(default)]
+        cwd: Option<PathBuf>,
+    },
+    /// Streamable HTTP.
+    Http {
+        /// The endpoint, e.g. `http://127.0.0.1:3001/mcp`.
+        url: String,
+        /// Extra headers sent with every request (values may be secrets: never shown).
+        #[serde(default)]
+        headers: Vec<(String, String)>,
+        /// `Authorization: Bearer …` (kept in the store as it is; never shown).
+        #[serde(default, with = "secret_opt")]
+        bearer: Option<Secret>,
+    },
+}
+
+/// Where a server's definition lives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SpecSource {
+    /// `[mcp.servers.NAME]` in `config.toml` (edit the file to change it).
+    ConfigFile,
+    /// Added with `evolve mcp add` / `import` / `/mcp add` (kept in the store).
+    Store,
+}
+
+/// One MCP server.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ServerSpec {
+    /// Its name (the `<server>` of `<server>__<tool>`).
+    pub name: String,
+    /// How to reach it.
+    pub transport: Transport,
+    /// Per-call timeout.
+    #[serde(with = "secs")]
+    pub timeout: Duration,
+    /// How a stdio server is confined by the kernel (`sandbox = "workspace"`,
+    /// `"read-only"`; `none` by default).
+    #[serde(default)]
+    pub sandbox: crate::sandbox::ServerSandbox,
+    /// The user trusts its annotations: a `readOnlyHint: true` is believed over the
+    /// classifier (the tool is L2).
+    #[serde(default)]
+    pub trusted: bool,
+    /// Only these tools are offered (`None` = all).
+    #[serde(default)]
+    pub enabled_tools: Option<Vec<String>>,
+    /// These tools are never offered.
+    #[serde(default)]
+    pub disabled_tools: Vec<String>,
+    /// The whole server is switched off.
+    #[serde(default)]
+    pub disabled: bool,
+    /// Directories outside the workspace its tools may name in path arguments (core's
+    /// `extra_roots`): set with `roots = [...]`, else the absolute directories among a
+    /// stdio server's arguments and its `cwd` (how filesystem and git servers are told
+    /// where to work).
+    #[serde(default)]
+    pub roots: Vec<PathBuf>,
+    /// Where the definition lives.
+    pub source: SpecSource,
+}
+
+impl ServerSpec {
+    /// The tool is offered to the model (enabled/disabled lists).
+    pub fn offers(&self, tool: &str) -> bool {
+        !self.disabled_tools.iter().any(|t| t == tool)
+            && self
+                .enabled_tools
+                .as_ref()
+                .is_none_or(|only| only.iter().any(|t| t == tool))
+    }
+}
+
+/// A secret kept in the store (the store is the user's own 0600 file); any other output
+/// masks it.
+mod secret_opt {
+    use crate::secret::Secret;
+    use serde::{Deserialize, Deserializer, Serializer};
+    pub fn serialize<S: Serializer>(v: &Option<Secret>, s: S) -> Result<S::Ok, S::Error> {
+        match v {
+            Some(secret) => s.serialize_some(secret.expose()),
+            None => s.serialize_none(),
+        }
+    }
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Secret>, D::Error> {
+        Ok(Option::<String>::deserialize(d)?.map(Secret::new))
+    }
+}
+
+mod secs {
+    use serde::{Deserialize, Deserializer, Serializer};
+    use std::time::Duration;
+    pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_u64(d.as_secs())
+    }
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+        Ok(Duration::from_secs(u64::deserialize(d)?))
+    }
+}
+
+/// One tool as a server describes it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct McpTool {
+    /// The server's name for it.
+    pub name: String,
+    /// Its description (may be empty).
+    #[serde(default)]
+    pub description: String,
+    /// Its JSON schema for the arguments, as JSON text (`{"type":"object",…}`).
+    pub input_schema: String,
+    /// The risk hints it came with.
+    #[serde(default)]
+    pub annotations: Annotations,
+}
+
+/// What is wrong with a server name, for every place that takes one (the file, `evolve
+/// mcp add`, an imported JSON file).
+pub fn server_name_problem(name: &str) -> Option<String> {
+    (!valid_server_name(name)).then(|| {
+        format!(
+            "{name:?} is not a usable MCP server name: use 1 to 32 letters, digits, `_` or \
+             `-`, not starting with `-`, not ending with `_` and without `__` (the model sees \
+             its tools as NAME__TOOL)"
+        )
+    })
+}
+
+/// An HTTP endpoint: `http(s)://host…` without spaces. The error says what is wrong.
+pub fn url_problem(url: &str) -> Option<String> {
+    let lower = url.to_ascii_lowercase();
+    let Some(rest) = lower
+        .strip_prefix("http://")
+        .or_else(|| lower.strip_prefix("https://"))
+    else {
+        return Some(format!(
+            "{url:?} must start with http:// or https:// (e.g. http://127.0.0.1:3001/mcp)"
+        ));
+    };
+    if rest.is_empty() || rest.starts_with('/') {
+        return Some(format!(
+            "{url:?} has no host (e.g. http://127.0.0.1:3001/mcp)"
+        ));
+    }
+    if url.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Some(format!("{url:?} contains a space or a control character"));
+    }
+    None
+}
+
+/// What is wrong with an HTTP header, if anything: names are HTTP tokens, values one
+/// line.
+pub fn header_problem(name: &str, value: &str) -> Option<String> {
+    let token = |c: char| c.is_ascii_alphanumeric() || "!#$%&'*+-.^_`|~".contains(c);
+    if name.is_empty() || !name.chars().all(token) {
+        return Some(format!(
+            "header name {name:?} is not valid (letters, digits and - only, e.g. X-Api-Key)"
+        ));
+    }
+    if value.chars().any(|c| c == '\r' || c == '\n' || c == '\0') {
+        return Some(format!("the value of header {name} contains a line break"));
+    }
+    None
+}
+
+/// What is wrong with an environment variable's name, if anything.
+pub fn env_name_problem(name: &str) -> Option<String> {
+    (name.is_empty() || name.contains('=') || name.contains('\0'))
+        .then(|| format!("environment variable name {name:?} is not valid (no `=`, not empty)"))
+}
+
+/// The directories a server works in when none are configured: the absolute paths
+/// among a stdio server's arguments that are existing directories, and its `cwd` —
+/// how filesystem and git servers are told where to work
+/// (`npx @modelcontextprotocol/server-filesystem /home/me/notes`).
+pub fn default_roots(transport: &Transport) -> Vec<PathBuf> {
+    let Transport::Stdio { args, cwd, .. } = transport else {
+        return Vec::new();
+    };
+    let mut roots: Vec<PathBuf> = args
+        .iter()
+        .map(Path::new)
+        .filter(|p| p.is_absolute() && p.is_dir())
+        .map(Path::to_path_buf)
+        .collect();
+    if let Some(dir) = cwd.as_ref().filter(|d| d.is_absolute()) {
+        if !roots.contains(dir) {
+            roots.push(dir.clone());
+        }
+    }
+    roots
+}

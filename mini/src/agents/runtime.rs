@@ -35,6 +35,9 @@ pub struct Runtime {
     pub mcp: Hub,
     /// Where each event of a turn reads the time.
     pub clock: Clock,
+    /// The built-in tools' schemas with their keywords (which tools a step offers).
+    pub builtin_cards:
+        std::sync::OnceLock<Vec<(crate::llm::ToolSpec, evolve_core::text::KeywordSet)>>,
 }
 
 impl Runtime {
@@ -89,6 +92,7 @@ impl Runtime {
         Arc::new(Runtime {
             mcp,
             clock: Clock::system(),
+            builtin_cards: std::sync::OnceLock::new(),
             workspace,
             config,
             store,

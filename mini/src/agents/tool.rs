@@ -63,23 +63,14 @@ impl ToolAgent {
     pub fn for_turn(&self, rt: &Runtime, cancel: &AtomicBool) -> TurnTools {
         let generation = rt.mcp.generation();
         let mcp = (!rt.mcp.is_empty()).then(|| Arc::new(Catalog::prepare(rt, cancel)));
-        let mut specs = rt.tools.specs();
+        // The built-in tools' cards are the same for every turn of the runtime.
+        let mut cards: Vec<(ToolSpec, KeywordSet)> = rt
+            .builtin_cards
+            .get_or_init(|| rt.tools.specs().into_iter().map(|s| card(rt, s)).collect())
+            .clone();
         if let Some(c) = &mcp {
-            specs.extend(c.specs());
+            cards.extend(c.specs().into_iter().map(|s| card(rt, s)));
         }
-        let cards = specs
-            .into_iter()
-            .map(|spec| {
-                let text = format!(
-                    "{} {} {}",
-                    spec.name.replace(['_', '-'], " "),
-                    spec.description,
-                    crate::tools::topics(&spec.name)
-                );
-                let keywords = KeywordSet::of(&rt.tokenizer, &text);
-                (spec, keywords)
-            })
-            .collect();
         TurnTools {
             mcp,
             generation,
@@ -436,6 +427,24 @@ fn shell_level(rt: &Runtime, arguments: &str) -> Level {
         &rt.config.core.permission,
         crate::sandbox::status().kernel(),
     )
+}
+
+/// A tool's schema with the keywords it is offered by: its name and, for a built-in
+/// tool, its topics (curated words, cheaper and more telling than its long
+/// description), for an MCP tool its description.
+fn card(rt: &Runtime, spec: ToolSpec) -> (ToolSpec, KeywordSet) {
+    let topics = crate::tools::topics(&spec.name);
+    let text = format!(
+        "{} {}",
+        spec.name.replace(['_', '-'], " "),
+        if topics.is_empty() {
+            spec.description.as_str()
+        } else {
+            topics
+        }
+    );
+    let keywords = KeywordSet::of(&rt.tokenizer, &text);
+    (spec, keywords)
 }
 
 /// The schema of [`MORE_TOOLS`]: the other tools, named with the first sentence of

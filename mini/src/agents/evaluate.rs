@@ -14,17 +14,11 @@ use crate::llm::Usage;
 pub struct EvaluateAgent;
 
 impl super::Agent for EvaluateAgent {
-    fn agent(&self) -> super::AgentId {
-        super::AgentId::Evaluate
-    }
-
-    fn name(&self) -> &'static str {
-        "Evaluate"
-    }
-
-    fn description(&self) -> &'static str {
+    super::describe!(
+        Evaluate,
+        "Evaluate",
         "scores each reply from 0 to 1 so the agent can learn what works"
-    }
+    );
 }
 
 impl EvaluateAgent {

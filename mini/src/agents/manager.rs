@@ -118,17 +118,7 @@ enum Ended {
 }
 
 impl super::Agent for Manager {
-    fn agent(&self) -> super::AgentId {
-        super::AgentId::Manager
-    }
-
-    fn name(&self) -> &'static str {
-        "Manager"
-    }
-
-    fn description(&self) -> &'static str {
-        "runs each turn: memory, skills, prompt, tools under permissions, answer, then learning in the background"
-    }
+    super::describe!(Manager, "Manager", "runs each turn: memory, skills, prompt, tools under permissions, answer, then learning in the background");
     fn close(&self, _rt: &Runtime, wait: std::time::Duration) {
         if !self.flush(wait) {
             log::warn!(

@@ -98,6 +98,18 @@ impl TurnIo for Person<'_> {
     }
 }
 
+impl<'a> Person<'a> {
+    /// A person who answers `answers` in turn, then is away.
+    fn answering(rt: &'a Runtime, answers: &[&'static str]) -> Person<'a> {
+        Person {
+            answers: answers.iter().copied().collect(),
+            rt,
+            clock_when_asked: 0,
+            asked: 0,
+        }
+    }
+}
+
 static NEVER: AtomicBool = AtomicBool::new(false);
 
 fn input<'a>(session: Option<&'a str>, text: &'a str) -> TurnInput<'a> {
@@ -149,12 +161,7 @@ fn a_parked_turn_is_answered_by_the_sessions_next_input() {
         vec![write_call("b.txt"), Message::assistant("done: b.txt")],
     );
     let first = Manager::new(Arc::clone(&rt));
-    let mut gone = Person {
-        answers: VecDeque::new(),
-        rt: &rt,
-        clock_when_asked: 0,
-        asked: 0,
-    };
+    let mut gone = Person::answering(&rt, &[]);
     let (record, _) = first.turn(input(None, "write b.txt"), &mut gone).unwrap();
     let waiting = record.waiting.expect("parked");
     assert_eq!(waiting.tool, "write_file");
@@ -166,12 +173,7 @@ fn a_parked_turn_is_answered_by_the_sessions_next_input() {
 
     // Another manager (another front end, another process) gets "yes".
     let second = Manager::new(Arc::clone(&rt));
-    let mut nobody = Person {
-        answers: VecDeque::new(),
-        rt: &rt,
-        clock_when_asked: 0,
-        asked: 0,
-    };
+    let mut nobody = Person::answering(&rt, &[]);
     let (record, _) = second.turn(input(Some(&sid), "yes"), &mut nobody).unwrap();
     assert_eq!(nobody.asked, 0, "the answer was the input");
     assert_eq!(record.turn, 1);
@@ -192,12 +194,7 @@ fn a_new_message_refuses_the_parked_call_and_is_a_turn_of_its_own() {
         vec![write_call("c.txt"), Message::assistant("it is noon")],
     );
     let manager = Manager::new(Arc::clone(&rt));
-    let mut gone = Person {
-        answers: VecDeque::new(),
-        rt: &rt,
-        clock_when_asked: 0,
-        asked: 0,
-    };
+    let mut gone = Person::answering(&rt, &[]);
     let (record, _) = manager.turn(input(None, "write c.txt"), &mut gone).unwrap();
     let sid = record.session.clone();
     assert!(record.waiting.is_some());
@@ -222,12 +219,7 @@ fn a_headless_yes_does_not_answer_a_parked_call() {
     let dir = TempDir::new("manager");
     let rt = runtime(&dir, vec![write_call("d.txt"), Message::assistant("ok")]);
     let manager = Manager::new(Arc::clone(&rt));
-    let mut gone = Person {
-        answers: VecDeque::new(),
-        rt: &rt,
-        clock_when_asked: 0,
-        asked: 0,
-    };
+    let mut gone = Person::answering(&rt, &[]);
     let (record, _) = manager.turn(input(None, "write d.txt"), &mut gone).unwrap();
     let sid = record.session.clone();
     let mut headless = input(Some(&sid), "yes");

@@ -23,17 +23,11 @@ use evolve_core::history::Message;
 pub struct MemoryAgent;
 
 impl super::Agent for MemoryAgent {
-    fn agent(&self) -> super::AgentId {
-        super::AgentId::Memory
-    }
-
-    fn name(&self) -> &'static str {
-        "Memory"
-    }
-
-    fn description(&self) -> &'static str {
+    super::describe!(
+        Memory,
+        "Memory",
         "finds the memories relevant to a question and saves what the user wants remembered"
-    }
+    );
 }
 
 /// The memories chosen for one question.

@@ -84,3 +84,22 @@ pub fn close_all(manager: &Manager, wait: std::time::Duration) {
         agent.close(rt, wait);
     }
 }
+
+/// The three describing methods of an [`Agent`] impl: which agent, its display name and
+/// its one-line description.
+macro_rules! describe {
+    ($id:ident, $name:literal, $desc:literal) => {
+        fn agent(&self) -> $crate::agents::AgentId {
+            $crate::agents::AgentId::$id
+        }
+
+        fn name(&self) -> &'static str {
+            $name
+        }
+
+        fn description(&self) -> &'static str {
+            $desc
+        }
+    };
+}
+pub(crate) use describe;

@@ -24,17 +24,11 @@ const REFLECT_TURNS: usize = 6;
 pub struct ReflectionAgent;
 
 impl super::Agent for ReflectionAgent {
-    fn agent(&self) -> super::AgentId {
-        super::AgentId::Reflection
-    }
-
-    fn name(&self) -> &'static str {
-        "Reflection"
-    }
-
-    fn description(&self) -> &'static str {
+    super::describe!(
+        Reflection,
+        "Reflection",
         "turns recent results into lessons, style notes and summaries of long sessions"
-    }
+    );
 }
 
 /// Why a reflection runs.

@@ -25,17 +25,7 @@ use crate::tools::{Builtins, ToolContext, ToolOutput};
 pub struct ToolAgent;
 
 impl super::Agent for ToolAgent {
-    fn agent(&self) -> super::AgentId {
-        super::AgentId::Tool
-    }
-
-    fn name(&self) -> &'static str {
-        "Tool"
-    }
-
-    fn description(&self) -> &'static str {
-        "offers tools to the model, checks every call against the six permission levels and runs the allowed ones"
-    }
+    super::describe!(Tool, "Tool", "offers tools to the model, checks every call against the six permission levels and runs the allowed ones");
     fn close(&self, rt: &Runtime, _wait: std::time::Duration) {
         rt.mcp.shutdown();
     }

@@ -74,6 +74,8 @@ fn in_chat_the_question_survives_ctrl_d_and_sighup_and_ctrl_c_keeps_the_message(
             assert!(!w.workspace().join(&file).exists(), "{how}: ran unanswered");
             let sid = the_session(&w);
             let mut again = Chat::start_with(&w, &["chat", "--session", &sid]);
+            // The waiting question is shown when the session is opened.
+            again.wait_for("this call waits for your answer");
             again.send("yes");
             again.wait_for(&format!("Wrote {file}."));
             again.finish();

@@ -207,6 +207,19 @@ pub fn run(cmd: ChatCmd, profile: &Option<String>) -> Result<(), Error> {
     let store = open_store(&app.config, &app.tokenizer, STORE_WAIT.max(wait))?;
     if let Some(id) = &cmd.session {
         store.session(id)?;
+        // A call of this session waits for an answer: the first message settles it.
+        let question = store.parked(id)?.map(|p| p.state.question().to_string());
+        for call in store.pending(id)? {
+            let lang = Lang::guess(question.as_deref().unwrap_or(&call.arguments));
+            println!("{}", printable(&call.prompt(lang), true));
+            println!(
+                "{}",
+                match lang {
+                    Lang::Zh => "（这个调用在等待你的回答：回答 是/否/总是；其他消息视为拒绝）",
+                    Lang::En => "(this call waits for your answer: yes, no or always; any other message refuses it)",
+                }
+            );
+        }
     }
     let App { config, tokenizer } = app;
     let manager = Arc::new(Manager::new(Runtime::new(config, store, tokenizer)));

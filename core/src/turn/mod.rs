@@ -135,7 +135,7 @@ pub struct ModelStep {
 
 /// What the shell found out about a call before its permission check.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "kind", content = "detail", rename_all = "snake_case")]
+#[serde(rename_all = "snake_case")]
 pub enum Precheck {
     /// A known tool with readable arguments (given canonical in the message).
     Ready,
@@ -239,7 +239,7 @@ struct Current {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "phase", rename_all = "snake_case")]
+#[serde(rename_all = "snake_case")]
 enum Phase {
     /// The model is to be called.
     Model,

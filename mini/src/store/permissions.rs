@@ -24,11 +24,22 @@ pub struct ParkedTurn {
 
 /// A row of [`PENDING`]: a parked turn, or (written before turns were parked whole) a
 /// list of calls, which can only be refused.
-#[derive(Deserialize)]
-#[serde(untagged)]
 enum StoredPending {
     Parked(Box<ParkedTurn>),
     Calls(Vec<PendingCall>),
+}
+
+impl<'de> Deserialize<'de> for StoredPending {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        // Told apart by shape (a list or an object), without serde's untagged buffering.
+        let v = serde_json::Value::deserialize(d)?;
+        let row = if v.is_array() {
+            serde_json::from_value(v).map(StoredPending::Calls)
+        } else {
+            serde_json::from_value(v).map(|p| StoredPending::Parked(Box::new(p)))
+        };
+        row.map_err(serde::de::Error::custom)
+    }
 }
 
 impl Store {

@@ -37,7 +37,7 @@ use super::worker::Worker;
 use crate::clock::now;
 use crate::error::Error;
 use crate::llm::{AnswerCut, ChatRequest, Delta, ModelRole, ToolSpec, Usage};
-use crate::store::ParkedTurn;
+use crate::store::{ParkedTurn, Waiting};
 
 /// Turns whose messages are sent in full (L1); older ones come from the L2 ring.
 const L1_TURNS: u64 = 6;
@@ -362,9 +362,13 @@ impl Manager {
         now: Timestamp,
     ) -> Result<Option<(Turn, u64)>, Error> {
         let rt = &*self.rt;
-        let Some(parked) = rt.store.parked(sid)? else {
-            self.settle_stale_pending(sid, now)?;
-            return Ok(None);
+        let parked = match rt.store.waiting(sid)? {
+            Waiting::Nothing => return Ok(None),
+            Waiting::Stale(calls) => {
+                self.settle_stale_pending(sid, &calls, now)?;
+                return Ok(None);
+            }
+            Waiting::Parked(p) => *p,
         };
         rt.store.unpark(sid)?;
         let ParkedTurn {
@@ -745,11 +749,12 @@ impl Manager {
     }
 
     /// Refuses calls left pending by a run that ended before the answer.
-    fn settle_stale_pending(&self, sid: &str, now: Timestamp) -> Result<(), Error> {
-        let stale = self.rt.store.pending(sid)?;
-        if stale.is_empty() {
-            return Ok(());
-        }
+    fn settle_stale_pending(
+        &self,
+        sid: &str,
+        stale: &[PendingCall],
+        now: Timestamp,
+    ) -> Result<(), Error> {
         let entries: Vec<_> = stale
             .iter()
             .map(|p| {

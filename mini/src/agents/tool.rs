@@ -90,7 +90,7 @@ impl ToolAgent {
     }
 
     /// Every tool of the turn: the built-in ones, then every enabled MCP tool.
-    pub fn specs(&self, _rt: &Runtime, tools: &TurnTools) -> Vec<ToolSpec> {
+    pub fn specs(&self, tools: &TurnTools) -> Vec<ToolSpec> {
         tools.cards.iter().map(|(s, _)| s.clone()).collect()
     }
 
@@ -107,7 +107,7 @@ impl ToolAgent {
     ) -> Vec<ToolSpec> {
         let max = rt.config.agent.tool_schemas;
         if max == 0 {
-            return self.specs(rt, tools);
+            return self.specs(tools);
         }
         let candidates: Vec<Candidate<'_>> = tools
             .cards

@@ -52,7 +52,7 @@ mod memories;
 mod migrate;
 mod open;
 mod permissions;
-pub use permissions::ParkedTurn;
+pub use permissions::{ParkedTurn, Waiting};
 mod prompts;
 mod schema;
 mod sessions;

@@ -22,6 +22,16 @@ pub struct ParkedTurn {
     pub state: Turn,
 }
 
+/// What waits on a session ([`Store::waiting`]).
+pub enum Waiting {
+    /// Nothing.
+    Nothing,
+    /// A turn, whole.
+    Parked(Box<ParkedTurn>),
+    /// Calls parked before turns were parked whole: they can only be refused.
+    Stale(Vec<PendingCall>),
+}
+
 /// A row of [`PENDING`]: a parked turn, or (written before turns were parked whole) a
 /// list of calls, which can only be refused.
 enum StoredPending {
@@ -145,9 +155,19 @@ impl Store {
 
     /// The turn parked on a session, if any.
     pub fn parked(&self, session: &str) -> Result<Option<ParkedTurn>, StoreError> {
-        Ok(match self.pending_row(session)? {
-            Some(StoredPending::Parked(p)) => Some(*p),
+        Ok(match self.waiting(session)? {
+            Waiting::Parked(p) => Some(*p),
             _ => None,
+        })
+    }
+
+    /// What waits on a session, read once: a parked turn, calls parked in the older
+    /// format, or nothing.
+    pub fn waiting(&self, session: &str) -> Result<Waiting, StoreError> {
+        Ok(match self.pending_row(session)? {
+            Some(StoredPending::Parked(p)) => Waiting::Parked(p),
+            Some(StoredPending::Calls(calls)) if !calls.is_empty() => Waiting::Stale(calls),
+            _ => Waiting::Nothing,
         })
     }
 

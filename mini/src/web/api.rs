@@ -703,7 +703,7 @@ fn tools(state: &State) -> Reply {
     let policy = Policy::Interactive;
     let set = ToolAgent.for_turn(rt, &cancel);
     let data: Vec<Value> = ToolAgent
-        .specs(rt, &set)
+        .specs(&set)
         .into_iter()
         .map(|spec| {
             let check = ToolAgent.check(rt, &set, &spec.name, "{}", &grants, &policy);

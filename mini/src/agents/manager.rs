@@ -215,7 +215,7 @@ impl Manager {
             Some(id) => (rt.store.session(id)?, false),
             None => (
                 rt.store
-                    .create_session(&evolve_core::text::one_line(input.text, 60), now)?,
+                    .create_session_for_turn(&evolve_core::text::one_line(input.text, 60), now)?,
                 true,
             ),
         };
@@ -261,14 +261,7 @@ impl Manager {
         // 10. Save the turn (history first: what the user saw is never lost).
         let answered = Instant::now();
         let mut turn_msgs = turn.take_messages();
-        let reply = turn_msgs.last().map_or("", |m| m.content.as_str());
-        let m = &rt.config.model;
-        let budget = m.context_window.saturating_sub(m.reserved_output);
-        let entry = l2_entry(&question, reply, &turn_msgs, budget);
-        let (ring, overflow) = self.next_l2(&sid, entry)?;
-        rt.store
-            .append_turn(&sid, turn_no, &turn_msgs, rt.clock.now(), &ring)?;
-        drop(ring);
+        let overflow = self.store_turn(&sid, turn_no, &question, &turn_msgs, rt.clock.now())?;
         // The answer is moved, not copied, from the stored message into the record: one
         // copy for the interface, one for the background work below.
         let reply = turn_msgs
@@ -397,17 +390,9 @@ impl Manager {
             }
         }
         let question = turn.question().to_string();
-        let msgs = turn.take_messages();
-        let reply = msgs.last().map_or("", |m| m.content.as_str());
-        let m = &rt.config.model;
-        let entry = l2_entry(
-            &question,
-            reply,
-            &msgs,
-            m.context_window.saturating_sub(m.reserved_output),
-        );
-        let (ring, _) = self.next_l2(sid, entry)?;
-        rt.store.append_turn(sid, turn_no, &msgs, now, &ring)?;
+        // Entries it pushes out of the ring stay there until the next turn's
+        // background work summarises them.
+        self.store_turn(sid, turn_no, &question, &turn.take_messages(), now)?;
         let mut record = TurnRecord::empty(sid, turn_no);
         record.tools = turn.take_calls();
         record.steps = turn.steps();
@@ -619,10 +604,10 @@ impl Manager {
             json: false,
             tool_choice: step.force_tool.clone(),
         };
-        // Other evolve processes may use the store while the model thinks.
-        rt.store.release();
         let t = Instant::now();
-        let resp = rt.model.chat(&req, &mut |d| io.on_delta(&d), input.cancel);
+        let resp = while_the_model_thinks(rt, || {
+            rt.model.chat(&req, &mut |d| io.on_delta(&d), input.cancel)
+        });
         timing.model_time += t.elapsed();
         let resp = resp?;
         timing.usage_main.add(resp.usage);
@@ -718,6 +703,25 @@ impl Manager {
     /// the background summary has folded them into L3 (which then trims the ring and
     /// writes the summary in one transaction): if the summary fails, they are summarised
     /// after a later turn, never dropped.
+    /// Stores a closed turn's messages with the session's next L2 ring, in one
+    /// transaction; returns the entries that overflowed the ring (to summarise).
+    fn store_turn(
+        &self,
+        sid: &str,
+        turn_no: u64,
+        question: &str,
+        msgs: &[Message],
+        now: Timestamp,
+    ) -> Result<Vec<L2Entry>, Error> {
+        let rt = &*self.rt;
+        let reply = msgs.last().map_or("", |m| m.content.as_str());
+        let m = &rt.config.model;
+        let budget = m.context_window.saturating_sub(m.reserved_output);
+        let (ring, overflow) = self.next_l2(sid, l2_entry(question, reply, msgs, budget))?;
+        rt.store.append_turn(sid, turn_no, msgs, now, &ring)?;
+        Ok(overflow)
+    }
+
     fn next_l2(&self, sid: &str, entry: L2Entry) -> Result<(L2Ring, Vec<L2Entry>), Error> {
         let rt = &*self.rt;
         let ring = rt.store.l2(sid)?;
@@ -996,6 +1000,27 @@ fn l2_entry(question: &str, reply: &str, turn: &[Message], max_tokens: usize) ->
 
 /// Stores a turn record (given without its reply, which is stored once, as the turn's
 /// last message).
+/// How long a model call runs before the store is released for other evolve
+/// processes (a cron `ask`, a second `chat`): a quick answer keeps it open, so the turn
+/// does not close and reopen the file (two syncs each) around it.
+const RELEASE_AFTER: Duration = Duration::from_millis(250);
+
+/// Runs `call` (a model call); the store is released if it takes longer than
+/// [`RELEASE_AFTER`], and opened again by the next read or write.
+fn while_the_model_thinks<R>(rt: &Runtime, call: impl FnOnce() -> R) -> R {
+    let (done, finished) = mpsc::channel::<()>();
+    std::thread::scope(|s| {
+        s.spawn(move || {
+            if let Err(mpsc::RecvTimeoutError::Timeout) = finished.recv_timeout(RELEASE_AFTER) {
+                rt.store.release();
+            }
+        });
+        let out = call();
+        drop(done);
+        out
+    })
+}
+
 fn save_record(rt: &Runtime, record: &TurnRecord) {
     if let Ok(json) = serde_json::to_string(record) {
         if let Err(e) = rt.store.put_turn(&record.session, record.turn, &json) {

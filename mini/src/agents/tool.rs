@@ -423,18 +423,16 @@ fn shell_level(rt: &Runtime, arguments: &str) -> Level {
 /// tool, its topics (curated words, cheaper and more telling than its long
 /// description), for an MCP tool its description.
 fn card(rt: &Runtime, spec: ToolSpec) -> (ToolSpec, KeywordSet) {
+    let name = KeywordSet::of(&rt.tokenizer, &spec.name.replace(['_', '-'], " "));
     let topics = crate::tools::topics(&spec.name);
-    let text = format!(
-        "{} {}",
-        spec.name.replace(['_', '-'], " "),
-        if topics.is_empty() {
-            spec.description.as_str()
-        } else {
-            topics
-        }
-    );
-    let keywords = KeywordSet::of(&rt.tokenizer, &text);
-    (spec, keywords)
+    // The topics are words already: their Chinese ones need no dictionary (an English
+    // question then never loads it).
+    let rest = if topics.is_empty() {
+        KeywordSet::of(&rt.tokenizer, &spec.description)
+    } else {
+        rt.tokenizer.keywords_of_words(topics)
+    };
+    (spec, name.union(&rest))
 }
 
 /// The schema of [`MORE_TOOLS`]: the other tools, named with the first sentence of

@@ -265,8 +265,7 @@ impl Store {
                 match decode::<Memory>("memories", &id, value.value()) {
                     Ok(mut m) => {
                         let has_text = !(m.content.is_empty() && m.tags.is_empty());
-                        if (m.keywords.is_empty() || m.keywords_stale()) && has_text {
-                            m.refresh_derived(tokenizer);
+                        if has_text && refresh(&mut m, tokenizer) {
                             refreshed.push(m.clone());
                         }
                         if !m.deleted {
@@ -498,4 +497,28 @@ pub(super) fn read_all_memories(
         out.push(decode("memories", &key.value(), value.value())?);
     }
     Ok(out)
+}
+
+/// Computes the keywords of a memory stored without them (imported, migrated) or
+/// with those of older rules; `true` when that changed the record (to write back). A
+/// text with no keyword at all ("ok") stays without and is not written back at every
+/// open.
+pub(super) fn refresh(m: &mut Memory, tokenizer: &dyn Tokenizer) -> bool {
+    if !(m.keywords.is_empty() || m.keywords_stale()) {
+        return false;
+    }
+    let before = derived(m);
+    m.refresh_derived(tokenizer);
+    derived(m) != before
+}
+
+/// What [`Memory::refresh_derived`] computes, to tell whether it changed anything.
+fn derived(m: &Memory) -> (Vec<u64>, u32, u32, u64, u8) {
+    (
+        m.keywords.as_slice().to_vec(),
+        m.keyword_count,
+        m.keywords_version,
+        m.content_hash,
+        m.importance,
+    )
 }

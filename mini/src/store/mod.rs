@@ -67,7 +67,7 @@ use evolve_core::memory::{Memory, MemoryId};
 use evolve_core::permission::Level;
 use evolve_core::text::Tokenizer;
 use evolve_core::Timestamp;
-use redb::{Database, ReadTransaction, ReadableDatabase, WriteTransaction};
+use redb::{Database, Durability, ReadTransaction, ReadableDatabase, WriteTransaction};
 use serde::{Deserialize, Serialize};
 
 pub use dates::{format_date, format_time, parse_time};
@@ -377,9 +377,29 @@ impl Store {
     }
 
     /// Runs `f` in one write transaction and commits it; an error anywhere aborts the
-    /// whole change.
+    /// whole change. The change is on disk when this returns (with every lazy one
+    /// before it).
     fn write<R>(
         &self,
+        f: impl FnOnce(&WriteTransaction) -> Result<R, Fail>,
+    ) -> Result<R, StoreError> {
+        self.commit(false, f)
+    }
+
+    /// Like [`Store::write`], without waiting for the disk: for what no one was told
+    /// is saved (a turn's figures), on the answer's path. The next durable commit, or
+    /// closing the file (redb's clean shutdown), carries it to disk; a killed process
+    /// may lose it.
+    fn write_lazy<R>(
+        &self,
+        f: impl FnOnce(&WriteTransaction) -> Result<R, Fail>,
+    ) -> Result<R, StoreError> {
+        self.commit(true, f)
+    }
+
+    fn commit<R>(
+        &self,
+        lazy: bool,
         f: impl FnOnce(&WriteTransaction) -> Result<R, Fail>,
     ) -> Result<R, StoreError> {
         let mut guard = self.handle()?;
@@ -401,7 +421,12 @@ impl Store {
             }
         };
         let run = || -> Result<R, Fail> {
-            let txn = begun?;
+            let mut txn = begun?;
+            if lazy {
+                // Refused only for a transaction that made a savepoint: this one
+                // has not; it then commits durably, which is never wrong.
+                let _ = txn.set_durability(Durability::None);
+            }
             let out = f(&txn)?;
             txn.commit()?;
             Ok(out)

@@ -91,7 +91,22 @@ pub(super) fn delete_session_rows(txn: &WriteTransaction, session: &str) -> Resu
 impl Store {
     /// Creates a session.
     pub fn create_session(&self, title: &str, now: Timestamp) -> Result<Session, StoreError> {
-        self.write(|txn| {
+        self.new_session(title, now, false)
+    }
+
+    /// Creates the session a turn starts, without waiting for the disk: the turn's
+    /// first durable write (its messages, or the question of a failed turn) carries it
+    /// there; until then it holds nothing to lose.
+    pub fn create_session_for_turn(
+        &self,
+        title: &str,
+        now: Timestamp,
+    ) -> Result<Session, StoreError> {
+        self.new_session(title, now, true)
+    }
+
+    fn new_session(&self, title: &str, now: Timestamp, lazy: bool) -> Result<Session, StoreError> {
+        self.commit(lazy, |txn| {
             let mut table = txn.open_table(SESSIONS)?;
             let mut id = fresh_session_id(now);
             while table.get(id.as_str())?.is_some() {
@@ -298,7 +313,7 @@ impl Store {
 
     /// Stores a turn record (JSON text, opaque here).
     pub fn put_turn(&self, session: &str, turn: u64, record_json: &str) -> Result<(), StoreError> {
-        self.write(|txn| {
+        self.write_lazy(|txn| {
             require_session(txn, session)?;
             txn.open_table(TURNS)?
                 .insert((session, turn), record_json)?;

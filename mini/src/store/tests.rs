@@ -93,6 +93,50 @@ fn open_creates_the_directory_and_a_write_survives_dropping_the_store() {
     );
 }
 
+#[test]
+fn what_is_written_without_waiting_for_the_disk_is_on_it_after_closing_or_releasing() {
+    let path = temp_path("lazy");
+    let sid = {
+        let store = open(&path);
+        let s = store.create_session_for_turn("lazy", NOW).unwrap();
+        store.put_turn(&s.id, 1, r#"{"turn":1}"#).unwrap();
+        s.id
+        // dropped: redb's clean shutdown writes the lazy commits
+    };
+    let mut store = open(&path);
+    assert_eq!(store.session(&sid).unwrap().title, "lazy");
+    assert_eq!(
+        store.turn(&sid, 1).unwrap().as_deref(),
+        Some(r#"{"turn":1}"#)
+    );
+    store.share(std::time::Duration::from_secs(1));
+    store.put_turn(&sid, 2, r#"{"turn":2}"#).unwrap();
+    store.release();
+    // Another process (here: a second handle) reads the file as released.
+    let other = open(&path);
+    assert_eq!(
+        other.turn(&sid, 2).unwrap().as_deref(),
+        Some(r#"{"turn":2}"#)
+    );
+}
+
+#[test]
+fn a_memory_without_any_keyword_is_not_written_back_at_every_open() {
+    let tokenizer = evolve_core::text::FallbackTokenizer;
+    let mut m = mem("ok", Category::General);
+    m.refresh_derived(&tokenizer);
+    assert!(m.keywords.is_empty(), "\"ok\" has no keyword");
+    assert!(!super::memories::refresh(&mut m, &tokenizer));
+    let mut stale = mem("the garden needs water", Category::Fact);
+    stale.keywords_version = 0;
+    assert!(super::memories::refresh(&mut stale, &tokenizer));
+    assert!(!stale.keywords.is_empty());
+    assert!(
+        !super::memories::refresh(&mut stale, &tokenizer),
+        "refreshed once"
+    );
+}
+
 /// The child half of `an_abort_right_after_a_write_loses_nothing`: writes, then aborts
 /// the process (no destructor, no flush), like kill -9 after the acknowledgement.
 #[test]
@@ -103,7 +147,9 @@ fn abort_child() {
     };
     let store = open(Path::new(&path));
     ingest(&store, mem("acknowledged before the crash", Category::Fact));
-    let s = store.create_session("crash", NOW).unwrap();
+    // Created without waiting for the disk, as a turn does: the messages' durable
+    // commit carries it.
+    let s = store.create_session_for_turn("crash", NOW).unwrap();
     store
         .append_messages(
             &s.id,

@@ -25,7 +25,7 @@ use std::sync::{Arc, OnceLock};
 
 #[cfg(test)]
 use evolve_core::text::FallbackTokenizer;
-use evolve_core::text::{RuledTokenizer, Rules, Tokenizer};
+use evolve_core::text::{keyword_hash, KeywordSet, RuledTokenizer, Rules, Tokenizer};
 use jieba_rs::Jieba;
 
 /// jieba's HMM joins runs of characters the dictionary does not know into words. Off,
@@ -162,6 +162,26 @@ impl ShellTokenizer {
         self.jieba.get().is_some()
     }
 
+    /// The keyword set of words already separated by spaces (curated word lists): a
+    /// word with Han characters is one keyword as it stands — what jieba makes of a
+    /// question's words — so the dictionary is not loaded for it; other words go
+    /// through the usual rules.
+    pub fn keywords_of_words(&self, words: &str) -> KeywordSet {
+        let mut hashes = Vec::new();
+        for word in words.split_whitespace() {
+            if word.chars().any(is_han) {
+                if is_keyword(word) {
+                    hashes.push(keyword_hash(word));
+                }
+            } else {
+                RuledTokenizer(self.rules).for_each_keyword(word, &mut |k| {
+                    hashes.push(keyword_hash(k));
+                });
+            }
+        }
+        KeywordSet::from_hashes(hashes)
+    }
+
     /// The segmenter, loading the dictionary on first use (once, even when several
     /// threads ask at the same time).
     fn jieba(&self) -> &Jieba {
@@ -251,7 +271,6 @@ fn segment(jieba: &Jieba, run: &str, han: bool, rules: Rules, emit: &mut dyn FnM
 #[cfg(test)]
 mod tests {
     use super::*;
-    use evolve_core::text::KeywordSet;
 
     fn kw(t: &ShellTokenizer, text: &str) -> Vec<String> {
         t.keywords(text)
@@ -268,6 +287,20 @@ mod tests {
             }
         });
         assert!(t.is_loaded());
+    }
+
+    #[test]
+    fn a_word_list_is_read_without_the_dictionary_and_a_question_finds_its_words() {
+        let t = ShellTokenizer::new(None);
+        let list = t.keywords_of_words("Time date today 时间 今天 几点 的");
+        assert!(!t.is_loaded(), "a word list must not load the dictionary");
+        for question in ["what time is it today", "现在几点", "今天的时间"] {
+            let q = KeywordSet::of(&t, question);
+            assert!(list.overlaps(&q), "{question:?} finds nothing in the list");
+        }
+        // The stop word is no keyword, as in a question.
+        assert!(!list.contains(keyword_hash("的")));
+        assert!(list.contains(keyword_hash("时间")));
     }
 
     #[test]

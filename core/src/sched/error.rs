@@ -1,5 +1,5 @@
-//! Why a schedule was rejected: every message names the part that is wrong, the whole
-//! input and a schedule that would work.
+//! Why a schedule or a time zone was rejected: every message names the part that is
+//! wrong, the whole input and a schedule (or zone) that would work.
 
 use alloc::string::String;
 use core::fmt;
@@ -239,3 +239,60 @@ impl fmt::Display for SchedError {
 
 #[cfg(feature = "std")]
 impl std::error::Error for SchedError {}
+
+/// A configured zone that cannot name a zone: empty, absolute, with an empty, `.` or
+/// `..` part, or an offset beyond ±23:59. Holds the name as given (without a leading
+/// `:`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BadZoneName(pub String);
+
+impl fmt::Display for BadZoneName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "`{}` is not a time zone — use a name from the zone database such as \
+             `Europe/Berlin` or `Asia/Shanghai`, `UTC`, or an offset such as `+08:00`",
+            self.0
+        )
+    }
+}
+
+#[cfg(feature = "std")]
+impl std::error::Error for BadZoneName {}
+
+/// Why bytes are not a usable TZif file; the message is what the shell puts in
+/// parentheses after the file's path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TzifError {
+    /// The bytes end inside a header or a data block.
+    CutShort,
+    /// The magic `TZif` is missing.
+    NotTzif,
+    /// A version byte other than 0, `2`, `3` or `4`.
+    UnknownVersion,
+    /// A header with no local time types (RFC 8536 requires one).
+    NoLocalTimeTypes,
+    /// Transition times that do not strictly ascend.
+    TransitionsOutOfOrder,
+    /// A UTC offset beyond ±26 hours.
+    OffsetOutOfRange,
+    /// A transition whose local time type index is past the types.
+    MissingLocalTimeType,
+}
+
+impl fmt::Display for TzifError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            TzifError::CutShort => "the file is cut short",
+            TzifError::NotTzif => "it does not start with `TZif`",
+            TzifError::UnknownVersion => "unknown TZif version",
+            TzifError::NoLocalTimeTypes => "it has no local time types",
+            TzifError::TransitionsOutOfOrder => "its transitions are not in order",
+            TzifError::OffsetOutOfRange => "a UTC offset is out of range",
+            TzifError::MissingLocalTimeType => "a transition names a missing local time type",
+        })
+    }
+}
+
+#[cfg(feature = "std")]
+impl std::error::Error for TzifError {}

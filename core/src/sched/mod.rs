@@ -8,11 +8,16 @@
 //! after downtime a missed task runs once, not once per missed slot, and a one-off runs
 //! once, also if its time passed while the server was down.
 //!
-//! Left to the shell (another part of issue 6 plugs in here): reading the clock and the
-//! zone database (`mini/src/sched/zone.rs` implements [`Zone`] from TZif files), the
-//! task store (`evolve tasks add|list|rm|run|log` keeps the schedule's [`Display`] text
-//! and the last run), the loop inside `evolve serve` that calls [`due_now`] for each
-//! task, runs due ones as headless asks and prevents overlapping runs of one task.
+//! Also decides what a zone name and a zone file say: [`ZoneName`] reads `UTC`, `+08:00`
+//! or a database name, [`Tzif`] a zone file's bytes, [`PosixTz`] the rule in its footer
+//! or in `TZ`; all three become a [`LocalZone`].
+//!
+//! Left to the shell (another part of issue 6 plugs in here): reading the clock, finding
+//! and reading the zone database's files (`mini/src/zone.rs`: `$TZDIR`, `TZ`,
+//! `/etc/localtime`), the task store (`evolve tasks add|list|rm|run|log` keeps the
+//! schedule's [`Display`] text and the last run), the loop inside `evolve serve` that
+//! calls [`due_now`] for each task, runs due ones as headless asks and prevents
+//! overlapping runs of one task.
 //!
 //! [`Display`]: core::fmt::Display
 
@@ -20,6 +25,9 @@ mod civil;
 mod cron;
 mod due;
 mod error;
+mod local_zone;
+mod posix_tz;
+mod tzif;
 pub mod zone;
 
 pub use civil::{
@@ -28,7 +36,10 @@ pub use civil::{
 };
 pub use cron::Cron;
 pub use due::{due_now, next_due, one_off_pending, SEARCH_YEARS};
-pub use error::{Field, SchedError};
+pub use error::{BadZoneName, Field, SchedError, TzifError};
+pub use local_zone::{LocalZone, ZoneName};
+pub use posix_tz::PosixTz;
+pub use tzif::Tzif;
 pub use zone::{local_to_utc, to_local, FixedOffset, Utc, Zone};
 
 use alloc::string::ToString;
@@ -222,3 +233,5 @@ impl fmt::Display for Schedule {
 mod proptests;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tz_tests;

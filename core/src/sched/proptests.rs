@@ -1,6 +1,7 @@
 //! Property tests: [`next_due`] finds exactly the minute a brute-force walk finds, for
 //! random cron expressions in random fixed offsets; the reader never panics; a task
-//! that has just run is not due again at the same instant.
+//! that has just run is not due again at the same instant; neither do the zone readers
+//! panic, on damaged zone files or on any TZ string.
 
 use alloc::format;
 use alloc::string::String;
@@ -113,5 +114,32 @@ proptest! {
         let _ = Schedule::parse(&text);
         let _ = Schedule::parse_in(&text, &Utc);
         let _ = FixedOffset::parse(&text);
+    }
+
+    #[test]
+    fn the_zone_readers_never_panic(
+        text in "[A-Z<>+\\-0-9:,./J M]{0,40}",
+        flips in proptest::collection::vec((0usize..200, any::<u8>()), 0..8),
+        cut in 0usize..200,
+        at in -4_000_000_000i64..8_000_000_000,
+    ) {
+        let _ = ZoneName::parse(&text);
+        if let Some(zone) = LocalZone::posix(&text) {
+            let _ = zone.offset_at_utc(at);
+        }
+        let mut file = super::tz_tests::block(b'3', 4, 1_000, 0, 0);
+        file.extend(super::tz_tests::block(b'3', 8, 5_000_000_000, 3600, 7200));
+        file.extend(b"\n");
+        file.extend(text.as_bytes());
+        file.extend(b"\n");
+        let len = file.len();
+        for (i, byte) in flips {
+            file[i % len] = byte;
+        }
+        file.truncate(cut);
+        if let Ok(zone) = Tzif::parse(&file) {
+            let offset = zone.offset_at_utc(at);
+            prop_assert!(offset.abs() <= 168 * 3600, "{}", offset);
+        }
     }
 }

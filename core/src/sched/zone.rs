@@ -5,8 +5,9 @@
 //! not exist (spring forward, 02:30 on 29 March 2026 in Berlin) resolves to the first
 //! instant after the gap (03:00 CEST); a wall time that happens twice (fall back, 02:30
 //! on 25 October 2026) resolves to its first occurrence (02:30 CEST), so a task set for
-//! it fires once. Reading the zone database is the shell's work (`mini/src/sched/zone.rs`
-//! reads TZif files); the core ships [`Utc`] and [`FixedOffset`].
+//! it fires once. The core ships [`Utc`] and [`FixedOffset`] here, and reads zone files
+//! from their bytes ([`super::Tzif`]); finding and reading the files is the shell's work
+//! (`mini/src/zone.rs`).
 
 use super::SchedError;
 use alloc::string::ToString;

@@ -7,12 +7,13 @@
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
-use evolve_core::memory::{Category, Memory, MemoryId, Priority};
+use evolve_core::memory::{Category, Memory, MemoryId};
 use evolve_core::permission::{Decision, Grants, Policy};
 use evolve_core::text::{f1, KeywordSet, Lang};
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 
 use super::http::{form_value, percent_decode, Request, Response};
+use super::memory_patch::{MemoryPatch, EMPTY_CONTENT};
 use super::request::{body, field, opt_str, store_error, tri, Reply};
 use super::{assets, chat, error, grants, prompt, style, tasks, State};
 use crate::agents::ToolAgent;
@@ -485,91 +486,28 @@ fn get_memory(state: &State, id: MemoryId) -> Reply {
     Response::json(200, &memory_json(&m))
 }
 
-/// Applies the editable fields of a request body to a memory.
-fn apply_fields(m: &mut Memory, b: &Map<String, Value>) -> Result<(), Reply> {
-    if let Some(c) = opt_str(b, "content")? {
-        if c.trim().is_empty() {
-            return Err(error(400, "content must not be empty"));
-        }
-        m.content = c.trim().to_string();
-    }
-    if let Some(c) = opt_str(b, "category")? {
-        m.category = Category::parse(&c).ok_or_else(|| {
-            let names: Vec<&str> = Category::ALL.iter().map(|c| c.name()).collect();
-            error(
-                400,
-                format!("unknown category {c:?}: use one of {}", names.join(", ")),
-            )
-        })?;
-    }
-    match b.get("priority") {
-        None | Some(Value::Null) => {}
-        Some(v) => {
-            let p = v
-                .as_u64()
-                .and_then(|n| u8::try_from(n).ok())
-                .and_then(Priority::from_u8)
-                .or_else(|| v.as_str().and_then(Priority::parse));
-            m.priority = p.ok_or_else(|| error(400, "priority must be 0 (critical) … 3 (low)"))?;
-            // The user set it: no longer the model's promotion.
-            m.promoted = false;
-        }
-    }
-    match b.get("importance") {
-        None | Some(Value::Null) => {}
-        Some(v) => match v.as_u64() {
-            Some(n @ 1..=5) => m.importance = n as u8,
-            _ => return Err(error(400, "importance must be 1 … 5")),
-        },
-    }
-    match b.get("tags") {
-        None | Some(Value::Null) => {}
-        Some(Value::Array(tags)) => {
-            // A number or an object among the tags is a mistake to report, not to drop.
-            let Some(tags) = tags.iter().map(Value::as_str).collect::<Option<Vec<_>>>() else {
-                return Err(error(400, "tags must be a list of strings"));
-            };
-            m.tags = tags
-                .into_iter()
-                .map(str::trim)
-                .filter(|t| !t.is_empty())
-                .map(String::from)
-                .collect();
-        }
-        Some(Value::String(s)) => {
-            m.tags = s
-                .split(',')
-                .map(str::trim)
-                .filter(|t| !t.is_empty())
-                .map(String::from)
-                .collect();
-        }
-        Some(_) => return Err(error(400, "tags must be a list of strings")),
-    }
-    match b.get("pinned") {
-        None | Some(Value::Null) => {}
-        Some(Value::Bool(p)) => m.pinned = *p,
-        Some(_) => return Err(error(400, "pinned must be true or false")),
-    }
-    Ok(())
+/// The body of a memory route as a [`MemoryPatch`], or its 400.
+fn memory_patch(req: &Request) -> Result<MemoryPatch, Reply> {
+    MemoryPatch::from_body(body(req)?).map_err(|e| error(400, e))
 }
 
 fn add_memory(state: &State, req: &Request) -> Reply {
     let rt_arc = state.rt();
     let rt = &*rt_arc;
-    let b = field!(body(req));
-    let Some(content) = field!(opt_str(&b, "content")) else {
+    let patch = field!(memory_patch(req));
+    let Some(content) = patch.content.as_deref() else {
         return error(400, "send {\"content\": \"what to remember\"}");
     };
     if content.trim().is_empty() {
-        return error(400, "content must not be empty");
+        return error(400, EMPTY_CONTENT);
     }
     let now = now();
     let mut m = Memory::new(content.trim(), Category::default(), now, &rt.tokenizer);
-    field!(apply_fields(&mut m, &b));
-    if b.get("priority").is_none_or(Value::is_null) {
-        // Like `evolve memory add`: the category's priority (instruction 0, preference
-        // and reminder 1, fact 2, general 3) unless one is given.
+    // Like `evolve memory add`: the category's priority (instruction 0, preference and
+    // reminder 1, fact 2, general 3) unless one is given.
+    let given_priority = patch.priority.is_some();
+    field!(patch.apply(&mut m).map_err(|e| error(400, e)));
+    if !given_priority {
         m.priority = m.category.default_priority();
     }
     m.refresh_derived(&rt.tokenizer);
@@ -609,12 +547,12 @@ fn maintain_memories(state: &State, req: &Request) -> Reply {
 fn update_memory(state: &State, req: &Request, id: MemoryId) -> Reply {
     let rt_arc = state.rt();
     let rt = &*rt_arc;
-    let b = field!(body(req));
+    let patch = field!(memory_patch(req));
     let mut m = tri!(rt.store.memory(id));
     if m.deleted {
         return error(404, format!("memory #{id} was deleted"));
     }
-    field!(apply_fields(&mut m, &b));
+    field!(patch.apply(&mut m).map_err(|e| error(400, e)));
     m.refresh_derived(&rt.tokenizer);
     tri!(rt.store.update_memory(&m));
     Response::json(200, &memory_json(&m))

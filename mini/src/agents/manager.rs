@@ -415,9 +415,8 @@ impl Manager {
         let question = turn.question().to_string();
         let lang = Lang::guess(&question);
         // 3–4. Memory search and skill match side by side; history loads meanwhile.
-        let ctx = self.context(sid, turn_no, &question, rt.clock.now())?;
-        // The turn's own snapshot of the tools (never another session's).
-        let mut tools = ToolAgent.for_turn(rt, input.cancel);
+        let (ctx, mut tools) =
+            self.context(sid, turn_no, &question, input.cancel, rt.clock.now())?;
         let ended = self.drive(
             sid, turn_no, turn, &ctx, &mut tools, input, io, lang, timing,
         )?;
@@ -793,17 +792,21 @@ impl Manager {
         sid: &str,
         turn_no: u64,
         query: &str,
+        cancel: &AtomicBool,
         now: Timestamp,
-    ) -> Result<Context, Error> {
+    ) -> Result<(Context, TurnTools), Error> {
         let rt = &*self.rt;
         let lang = Lang::guess(query);
-        let (recall, (skills_block, skills), loaded) = std::thread::scope(|s| {
+        let (recall, (skills_block, skills), loaded, tools) = std::thread::scope(|s| {
             let recall = s.spawn(|| {
                 let previous = previous_question(rt, sid, turn_no);
                 MemoryAgent.recall(rt, query, previous.as_deref(), now)
             });
             let skills = s.spawn(|| match_skills(rt, query, lang));
             let loaded = self.load_history(sid, turn_no);
+            // The turn's own snapshot of the tools (never another session's), while
+            // the memories are searched.
+            let tools = ToolAgent.for_turn(rt, cancel);
             (
                 recall.join().unwrap_or_else(|_| Recall {
                     block: String::new(),
@@ -813,6 +816,7 @@ impl Manager {
                 }),
                 skills.join().unwrap_or_default(),
                 loaded,
+                tools,
             )
         });
         let (l1, l2, l3, system, todo_block) = loaded?;
@@ -832,7 +836,7 @@ impl Manager {
                 used_tools.push(call.name.clone());
             }
         }
-        Ok(Context {
+        let ctx = Context {
             system,
             skills_block,
             skills,
@@ -844,7 +848,8 @@ impl Manager {
             l3,
             query,
             used_tools,
-        })
+        };
+        Ok((ctx, tools))
     }
 
     #[allow(clippy::type_complexity)]

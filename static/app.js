@@ -146,6 +146,7 @@ function setLang(lang) {
   fillLevelSelects();
   renderSessions();
   setTitle();
+  renderModel();
 }
 
 // ---------------------------------------------------------------- sessions
@@ -814,7 +815,36 @@ const switchProfile = guard(async () => {
   await api('POST', '/v1/config/profile', { profile });
   toast(t('profileSet', profile), 'ok');
   await loadConfig();
+  await checkModel();
 });
+
+// Whether the model server answers, asked when the page opens (and after a profile
+// switch), so a wrong or missing server is said before anything is sent: which URL,
+// the error, and how to fix it.
+let modelState = null;
+async function checkModel() {
+  try { modelState = await api('GET', '/v1/settings/model'); } catch (e) { return; }
+  renderModel();
+}
+
+function renderModel() {
+  const m = modelState, banner = $('#model-banner');
+  if (!m) return;
+  const title = $('#model-banner-title'), detail = $('#model-banner-detail'), hint = $('#model-banner-hint');
+  if (!m.reachable) {
+    title.textContent = t('modelDown', m.base_url);
+    detail.textContent = m.error || '';
+    hint.textContent = t(m.base_url_is_default ? 'modelHintDefault' : 'modelHintOther');
+    banner.hidden = false;
+  } else if (m.served === false && m.models.length) {
+    title.textContent = t('modelNotServed', m.model, m.base_url);
+    detail.textContent = '';
+    hint.textContent = t('modelChoose', m.models.slice(0, 10).join(', '));
+    banner.hidden = false;
+  } else {
+    banner.hidden = true;
+  }
+}
 
 // ---------------------------------------------------------------- scheduled tasks
 const when = s => s ? new Date(s).toLocaleString(LANG === 'zh' ? 'zh-CN' : undefined,
@@ -1039,6 +1069,8 @@ function init() {
     if (hash) await openSession(decodeURIComponent(hash[1]));
   })();
   guard(loadConfig)();
+  checkModel();
+  $('#model-recheck').onclick = checkModel;
   input.focus();
 }
 

@@ -61,8 +61,9 @@ WORK="$(mktemp -d)"
 FAKE_PID=""
 SERVE_PID=""
 TOKEN_PID=""
+DEAD_PID=""
 cleanup() {
-    for pid in $TOKEN_PID $SERVE_PID $FAKE_PID; do
+    for pid in $DEAD_PID $TOKEN_PID $SERVE_PID $FAKE_PID; do
         kill "$pid" 2>/dev/null || true
         wait "$pid" 2>/dev/null || true
     done
@@ -103,7 +104,7 @@ healthy() { python3 -c 'import sys, urllib.request; urllib.request.urlopen(sys.a
 serve() {
     local log="$1" var="$2" url="$3"
     shift 3
-    OPENAI_BASE_URL="$(head -n1 "$WORK/fake.url")" EVOLVE_MODEL=fake-main EVOLVE_CHEAP_MODEL=fake-cheap \
+    OPENAI_BASE_URL="${MODEL_URL:-$(head -n1 "$WORK/fake.url")}" EVOLVE_MODEL=fake-main EVOLVE_CHEAP_MODEL=fake-cheap \
         EVOLVE_LOG=info HOME="$WORK" "$EVOLVE_BIN" serve "$@" >"$log" 2>&1 &
     printf -v "$var" '%s' "$!"
     for _ in $(seq 1 150); do
@@ -126,8 +127,16 @@ TOKEN_URL="http://127.0.0.1:$TOKEN_PORT"
 mkdir -p "$WORK/home2"
 EVOLVE_HOME="$WORK/home2" serve "$WORK/serve2.log" TOKEN_PID "$TOKEN_URL" --host 0.0.0.0 --port "$TOKEN_PORT"
 
+# A third one whose model server is not there (a port nothing listens on): what a
+# newcomer without Ollama sees.
+DEAD_PORT="$(free_port)"
+DEAD_URL="http://127.0.0.1:$DEAD_PORT"
+mkdir -p "$WORK/home3"
+EVOLVE_HOME="$WORK/home3" MODEL_URL="http://127.0.0.1:$(free_port)/v1" \
+    serve "$WORK/serve3.log" DEAD_PID "$DEAD_URL" --port "$DEAD_PORT"
+
 status=0
-EVOLVE_URL="$URL" EVOLVE_TOKEN_URL="$TOKEN_URL" EVOLVE_TOKEN_FILE="$WORK/home2/serve.token" \
+EVOLVE_URL="$URL" EVOLVE_TOKEN_URL="$TOKEN_URL" EVOLVE_DEAD_MODEL_URL="$DEAD_URL" EVOLVE_TOKEN_FILE="$WORK/home2/serve.token" \
     EVOLVE_BROWSER_NPM="$NPM_DIR" CHROMIUM="$CHROMIUM" \
     node "$HERE/ui.test.mjs" || status=$?
 if [ "$status" -ne 0 ]; then

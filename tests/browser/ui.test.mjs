@@ -687,6 +687,31 @@ await test('a skill written on disk while serve runs is listed, and the user rem
   check(!fs.existsSync(dir), 'the skill folder is gone');
 });
 
+await test('a model server that is not there is named on page load, with the fix, before anything is sent', async () => {
+  eq(await main.locator('#model-banner').isHidden(), true, 'the banner on a server whose model answers');
+  const url = process.env.EVOLVE_DEAD_MODEL_URL;
+  const ctx = await browser.newContext({ locale: 'en-US', viewport: { width: 1200, height: 800 } });
+  const page = await ctx.newPage();
+  const errors = [];
+  page.on('pageerror', e => errors.push(e.message));
+  await page.goto(url + '/');
+  const banner = page.locator('#model-banner');
+  await banner.waitFor({ state: 'visible' });
+  const text = await banner.textContent();
+  const m = (await (await fetch(url + '/v1/settings/model')).json());
+  eq(m.reachable, false, 'reachable');
+  check(text.includes(m.base_url), `the banner names the URL ${m.base_url}: ${text}`);
+  check(/connection refused/i.test(text), `the banner says why: ${text}`);
+  check(/config\.toml/.test(text) && /OPENAI_BASE_URL/.test(text), `the banner says how to fix it: ${text}`);
+  eq(await page.locator('[data-testid=msg-assistant]').count(), 0, 'nothing was sent');
+  await page.click('#lang-toggle');
+  await until(async () => (await banner.textContent()).includes('没有响应'), 'the banner in Chinese');
+  await page.click('#model-recheck');
+  await banner.waitFor({ state: 'visible' });
+  eq(errors.join('\n'), '', 'page errors');
+  await ctx.close();
+});
+
 await test('no page errors, CSP refusals or JavaScript dialogs on the way', async () => {
   eq([...new Set(main.seen.errors)].slice(0, 3).join('\n'), '', 'errors');
   eq(main.seen.dialogs.length, 0, 'dialogs');

@@ -127,6 +127,9 @@ static ROUTES: &[(&str, &str, Handler)] = &[
         prompt::activate(s, p[0])
     }),
     ("GET", "/v1/config", |s, _, _| config(s)),
+    ("GET", "/v1/settings/model", |s, _, _| {
+        super::settings::model(s)
+    }),
     ("POST", "/v1/config/profile", |s, r, _| switch_profile(s, r)),
 ];
 

@@ -17,6 +17,7 @@ pub mod http;
 mod memory_patch;
 mod prompt;
 mod request;
+mod settings;
 mod style;
 pub mod tasks;
 

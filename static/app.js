@@ -585,14 +585,18 @@ function renderGrants(id, data) {
 
 // ---------------------------------------------------------------- memory
 const PRIO = [0, 1, 2, 3], IMP = [1, 2, 3, 4, 5];
-function options(sel, values, label, value) {
-  sel.replaceChildren(...values.map(v => Object.assign(h('option', null, label(v)), { value: String(v) })));
+// `dflt` is the option a form's reset() goes back to (without it, the first one).
+function options(sel, values, label, value, dflt) {
+  sel.replaceChildren(...values.map(v => Object.assign(h('option', null, label(v)),
+    { value: String(v), defaultSelected: dflt != null && String(v) === String(dflt) })));
   if (value != null) sel.value = String(value);
   return sel;
 }
+const CATEGORIES = ['general', 'fact', 'preference', 'instruction', 'reminder'];
 function fillLevelSelects() {
-  for (const s of document.querySelectorAll('select.prio')) options(s, PRIO, v => t('prio' + v), s.value || 2);
-  for (const s of document.querySelectorAll('select.imp')) options(s, IMP, String, s.value || 3);
+  for (const s of document.querySelectorAll('select.prio')) options(s, PRIO, v => t('prio' + v), s.value || 2, 2);
+  for (const s of document.querySelectorAll('select.imp')) options(s, IMP, String, s.value || 3, 3);
+  for (const s of document.querySelectorAll('select.cat')) options(s, CATEGORIES, v => t('cat_' + v), s.value || 'general', 'general');
 }
 const tagList = s => s.split(/[,，]/).map(x => x.trim()).filter(Boolean);
 
@@ -669,7 +673,7 @@ function memItem(m) {
       toast(t('deleted'), 'ok');
     }), 'delete'));
   acts.lastChild.dataset.testid = 'memory-delete';
-  li.append(h('small', 'mut', [`#${m.id}`, m.category, m.pinned && t('pinned'), ago(m.updated_at || m.created_at)]
+  li.append(h('small', 'mut', [`#${m.id}`, t('cat_' + m.category), m.pinned && t('pinned'), ago(m.updated_at || m.created_at)]
     .filter(Boolean).join(' · ')));
   return li;
 }
@@ -684,7 +688,7 @@ const saveMemory = guard(async e => {
     pinned: $('#mem-pinned').checked,
   };
   if (!body.content) return;
-  if ($('#mem-category').value.trim()) body.category = $('#mem-category').value.trim();
+  body.category = $('#mem-category').value || 'general';
   const m = await api('POST', '/v1/memory', body);
   $('#mem-form').reset();
   $('#mem-form').hidden = true;
@@ -804,7 +808,9 @@ async function loadConfig() {
   const names = (cfg.profiles || []).map(p => typeof p === 'string' ? p : p.name);
   const sel = $('#profile');
   if (cfg.profile && !names.includes(cfg.profile)) names.unshift(cfg.profile);
-  options(sel, names.length ? names : [''], v => v || t('default'), cfg.profile || '');
+  // The top level of config.toml is a profile too: it stays listed after switching away.
+  if (!names.includes('default')) names.unshift('default');
+  options(sel, names, v => v === 'default' ? t('default') : v, cfg.profile || 'default');
   sel.closest('label').hidden = names.length < 2;
   // The version, and the model that answers now (a profile switch can change it).
   $('#version').textContent = [health && 'v' + health.version, cfg.model && cfg.model.main].filter(Boolean).join(' · ');

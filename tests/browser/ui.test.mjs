@@ -451,6 +451,38 @@ await test('memory: add one with priority, importance and tags, edit it, pin it,
   eq(await stored(), undefined, 'the memory on the server after deleting');
 });
 
+await test('memory: a second "Add memory" shows the defaults again, and the category is one of the five', async () => {
+  await main.click('#mem-new');
+  const form = async () => main.evaluate(() => ['#mem-priority', '#mem-importance', '#mem-category']
+    .map(s => document.querySelector(s).value).join(' '));
+  eq(await form(), '2 3 general', 'the first form');
+  eq(await main.locator('#mem-category option').count(), 5, 'the categories offered');
+  await main.fill('#mem-content', 'The browser test waters the garden on Sundays');
+  await main.selectOption('#mem-priority', '0');
+  await main.selectOption('#mem-importance', '5');
+  await main.selectOption('#mem-category', 'reminder');
+  await main.click('#mem-save');
+  const item = main.locator('[data-testid=memory-item]', { hasText: 'garden on Sundays' });
+  await item.waitFor();
+  check((await item.textContent()).includes('Reminder'), `the item shows its category: ${await item.textContent()}`);
+  await main.click('#mem-new');
+  eq(await form(), '2 3 general', 'the second form, as shown the first time');
+  await main.fill('#mem-content', 'The browser test keeps the defaults');
+  await main.click('#mem-save');
+  const plain = main.locator('[data-testid=memory-item]', { hasText: 'keeps the defaults' });
+  await plain.waitFor();
+  const all = (await api('GET', '/v1/memory?limit=200')).json.data;
+  const first = all.find(m => m.content.includes('garden on Sundays'));
+  const second = all.find(m => m.content.includes('keeps the defaults'));
+  eq(`${first.priority} ${first.importance} ${first.category}`, '0 5 reminder', 'the first memory as chosen');
+  eq(`${second.priority} ${second.importance} ${second.category}`, '2 3 general', 'the second memory saved with the defaults shown');
+  for (const it of [item, plain]) {
+    await it.locator('[data-testid=memory-delete]').click();
+    await main.click('#ask-ok');
+    await it.waitFor({ state: 'detached' });
+  }
+});
+
 await test('memory: the style notes learned from a well-rated answer are listed and can be forgotten', async () => {
   await main.click('#nav [data-view=chat]');
   await main.click('#nav [data-view=memory]');
@@ -608,6 +640,12 @@ await test('profile switch: the sidebar lists the profiles and switches the runn
   await main.locator('[data-testid=toast]', { hasText: 'alt' }).waitFor();
   eq((await api('GET', '/v1/config')).json.profile, 'alt', 'the profile the server runs');
   check((await main.textContent('#version')).includes('fake-main'), 'the model is shown');
+  await main.reload();
+  await main.locator('#profile option[value=alt]').waitFor({ state: 'attached' });
+  eq(await main.inputValue('#profile'), 'alt', 'the profile selected after a reload');
+  check(await main.locator('#profile option[value=default]').count() === 1, 'the default profile is still listed');
+  await main.selectOption('#profile', 'default');
+  await until(async () => (await api('GET', '/v1/config')).json.profile === 'default', 'back on the default profile');
 });
 
 await test('prompt versions: save a new version, see it active, make the built-in one active again', async () => {

@@ -53,7 +53,11 @@ function toast(msg, kind = 'error') {
   x.onclick = () => el.remove();
   box.append(el);
   while (box.children.length > 4) box.firstChild.remove();
-  if (kind !== 'error') setTimeout(() => el.remove(), 3000);
+  // Every toast goes away (an error after longer); not while the pointer is on it.
+  const ms = kind === 'error' ? 8000 : 3000;
+  let timer = setTimeout(() => el.remove(), ms);
+  el.onmouseenter = () => clearTimeout(timer);
+  el.onmouseleave = () => { timer = setTimeout(() => el.remove(), ms); };
 }
 /** Wraps an async handler: a failure becomes a toast, never silence. */
 const guard = fn => async (...a) => {
@@ -251,15 +255,43 @@ function fold(summary, text, cls) {
   return d;
 }
 
+/** Below an answer that failed or was stopped: why, and Retry (asks the question again). */
+function failNote(el, why, question, stopped) {
+  const p = el.appendChild(h('p', stopped ? 'note' : 'err', why));
+  p.dataset.testid = 'turn-failed';
+  if (!question) return;
+  const b = p.appendChild(h('button', 'retry', t('retry')));
+  b.type = 'button';
+  b.dataset.testid = 'retry';
+  b.onclick = () => send(question);
+}
+
+/** A stored turn without an answer: its record says whether it failed (or was stopped). */
+function unanswered(n, question, sid) {
+  const el = h('div', 'msg assistant failed');
+  guard(async () => {
+    let r;
+    try { r = await api('GET', `/v1/sessions/${enc(sid)}/turns/${n}`); } catch (e) { return; }
+    if (r.failed) failNote(el, r.failed === 'stopped' ? t('stopped') : r.failed, question, r.failed === 'stopped');
+  })();
+  return el;
+}
+
 function renderHistory(msgs) {
   const box = $('#messages');
   box.replaceChildren();
   S.shown = msgs.length;
-  let turn = null;
-  const card = () => { if (turn != null) box.append(turnCard(null, turn, S.session)); };
+  let turn = null, question = '', answered = false;
+  const card = () => {
+    if (turn == null) return;
+    if (!answered) box.append(unanswered(turn, question, S.session));
+    box.append(turnCard(null, turn, S.session));
+  };
   for (const m of msgs) {
-    if (m.turn !== turn) { card(); turn = m.turn; }
+    if (m.turn !== turn) { card(); turn = m.turn; question = ''; answered = false; }
     const text = typeof m.content === 'string' ? m.content : fmt(m.content);
+    if (m.role === 'user' && !question) question = text;
+    answered = m.role === 'assistant' && !(m.tool_calls || []).length && !!text;
     if (m.role === 'user') box.append(userMsg(text));
     else if (m.role === 'assistant') {
       for (const c of m.tool_calls || []) {
@@ -434,9 +466,9 @@ async function send(text) {
     }
     if (!done) throw new Error(t('cutOff'));
   } catch (e) {
-    if (e.name === 'AbortError') a.el.append(h('p', 'note', t('stopped')));
+    if (e.name === 'AbortError') failNote(a.el, t('stopped'), text, true);
     else {
-      a.el.append(h('p', 'err', e.message));
+      failNote(a.el, e.message, text);
       toast(e.message);
     }
   } finally {

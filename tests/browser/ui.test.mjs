@@ -55,6 +55,7 @@ const SCRIPT = {
     LONG, // stopped half-way
     'Still here after the stop.',
     { status: 500, body: { error: { message: 'the fake model broke' } } }, // a failing model
+    'It worked on the retry.', // Retry after a reload
     call('write_file', '{"path": "after-reload.txt", "content": "answered after a reload"}'),
   ],
   routes: {
@@ -349,6 +350,20 @@ await test('a failing model: the error shows in the answer and as an alert, and 
   await err.waitFor();
   check((await err.textContent()).includes('the fake model broke'), `the model's message is shown: ${await err.textContent()}`);
   check((await main.locator('[data-testid=toast].error').last().textContent()).includes('the fake model broke'), 'an alert says it too');
+});
+
+await test('after a reload the stopped and the failed turn are still there, and Retry asks the failed question again', async () => {
+  await main.reload();
+  const notes = main.locator('[data-testid=turn-failed]');
+  await until(async () => (await notes.count()) === 2, 'a note under the stopped and under the failed turn');
+  check((await notes.first().textContent()).includes('Stopped.'), `the stopped turn: ${await notes.first().textContent()}`);
+  check((await notes.last().textContent()).includes('the fake model broke'), `the failed turn: ${await notes.last().textContent()}`);
+  eq(await main.locator('[data-testid=msg-user]', { hasText: 'Write a very long answer' }).count(), 1, 'the stopped question');
+  await notes.last().locator('[data-testid=retry]').click();
+  await idle(main);
+  await lastAnswer(main).locator('.body', { hasText: 'It worked on the retry.' }).waitFor();
+  const users = await main.locator('[data-testid=msg-user]').allTextContents();
+  eq(users[users.length - 1].includes('This one fails'), true, 'the retry asked the same question');
 });
 
 await test('a question left open by a reload: the banner brings the dialog back, the answer runs the call', async () => {

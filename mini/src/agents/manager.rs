@@ -198,9 +198,10 @@ impl Manager {
     /// own. A turn whose call waits for a person who is not there is parked and its
     /// record says so (`waiting`).
     ///
-    /// When the model fails mid-turn nothing acknowledged is lost: the question and the
-    /// tool rounds that ran are stored in the session (the turn stays open), and the
-    /// error is returned. A new session that would stay empty is removed.
+    /// When the model fails mid-turn, or the person stops it, nothing acknowledged is
+    /// lost: the question and the tool rounds that ran are stored in the session as a
+    /// turn without an answer, its record says why (`failed`), and the error is
+    /// returned. The next question is a turn of its own.
     pub fn turn(
         &self,
         input: TurnInput<'_>,
@@ -245,7 +246,7 @@ impl Manager {
         let (ctx, ended) = match self.answer(&sid, turn_no, &mut turn, &input, io, &mut timing) {
             Ok(done) => done,
             Err(e) => {
-                self.keep_failed_turn(&sid, turn_no, created, &turn, &e, now);
+                self.keep_failed_turn(&sid, turn_no, &turn, &e, now);
                 return Err(e);
             }
         };
@@ -341,6 +342,7 @@ impl Manager {
             answer_ms: 0,
             overhead_ms: 0.0,
             problems: Vec::new(),
+            failed: None,
         }
     }
 
@@ -651,14 +653,12 @@ impl Manager {
         Ok(Reply { message, prechecks })
     }
 
-    /// After a failed turn: the question and the tool rounds that ran are stored (the
-    /// turn stays open); a cancelled turn that ran nothing is dropped; a session made
-    /// for this turn that would stay empty is removed.
+    /// After a failed or stopped turn: the question and the tool rounds that ran are
+    /// stored as a turn without an answer, with a record that says why.
     fn keep_failed_turn(
         &self,
         sid: &str,
         turn_no: u64,
-        created: bool,
         turn: &Turn,
         error: &Error,
         now: Timestamp,
@@ -666,15 +666,6 @@ impl Manager {
         let store = &self.rt.store;
         let cancelled = matches!(error, Error::Model(crate::llm::LlmError::Cancelled));
         let ran_tools = turn.calls().iter().any(|r| r.ran);
-        if cancelled && !ran_tools {
-            if created {
-                match store.remove_session(sid) {
-                    Ok(()) => self.set_last_session(None),
-                    Err(e) => log::warn!("removing the empty session {sid} failed: {e}"),
-                }
-            }
-            return;
-        }
         // Only what the model saw complete: the question, and whole tool rounds.
         let mut keep = turn.messages().to_vec();
         while keep.len() > 1
@@ -684,7 +675,7 @@ impl Manager {
         {
             keep.pop();
         }
-        match store.append_messages(sid, turn_no, &keep, now, false) {
+        match store.append_messages(sid, turn_no, &keep, now, true) {
             Ok(_) => log::info!(
                 "the question{} is kept in session {sid}",
                 if ran_tools {
@@ -693,8 +684,22 @@ impl Manager {
                     ""
                 }
             ),
-            Err(e) => log::warn!("keeping the failed turn in session {sid} failed: {e}"),
+            Err(e) => {
+                log::warn!("keeping the failed turn in session {sid} failed: {e}");
+                return;
+            }
         }
+        // Why there is no answer, for the interface after a reload (not for the model:
+        // the next turn's history has the question without an answer).
+        let mut record = TurnRecord::empty(sid, turn_no);
+        record.tools = turn.calls().to_vec();
+        record.steps = turn.steps();
+        record.failed = Some(if cancelled {
+            "stopped".to_string()
+        } else {
+            error.to_string()
+        });
+        save_record(&self.rt, &record);
     }
 
     /// The L2 ring with the finished turn added (saved with the turn's messages in one

@@ -117,6 +117,11 @@ pub struct TurnRecord {
     /// call, an expiry that could not be read); empty when nothing was skipped or the
     /// background work was not waited for.
     pub problems: Vec<String>,
+    /// Why the turn has no answer: the model's error, or `stopped` (the person
+    /// stopped it). The question (and the tool rounds that ran) are kept in the session,
+    /// so an interface can show the failure after a reload and offer to ask again.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub failed: Option<String>,
 }
 
 impl TurnRecord {
@@ -141,6 +146,7 @@ impl TurnRecord {
             answer_ms: 0,
             overhead_ms: 0.0,
             problems: Vec::new(),
+            failed: None,
         }
     }
 

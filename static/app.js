@@ -198,8 +198,18 @@ const deleteSession = guard(async s => {
   toast(t('deleted'), 'ok');
 });
 
+/** Leaves a running answer to finish in the background (see `send`). */
+function detach() {
+  if (!S.run) return;
+  S.run.attached = false;
+  S.run = null;
+  S.busy = null;
+  busy(false);
+  permReset();
+}
+
 function newChat() {
-  if (S.busy) return toast(t('busy'), 'info');
+  detach();
   S.session = null;
   history.replaceState(null, '', location.pathname);
   $('#messages').replaceChildren(emptyState);
@@ -211,7 +221,7 @@ function newChat() {
 }
 
 const openSession = guard(async id => {
-  if (S.busy) return toast(t('busy'), 'info');
+  detach();
   const box = $('#messages');
   S.session = null;
   setSession(id);
@@ -424,8 +434,13 @@ async function send(text) {
   box.append(a.el);
   box.scrollTop = box.scrollHeight;
   const ctl = new AbortController();
+  // The running answer. Opening another chat detaches it: it goes on in the background
+  // (the server stores it) without touching the chat now shown.
+  const run = { ctl, session: S.session, attached: true };
   S.busy = ctl;
+  S.run = run;
   busy(true);
+  const here = id => { if (!id) return; if (run.attached) setSession(id); run.session = id; };
   let acc = '', raf = 0, rec = null, done = false;
   const paint = () => { raf = 0; a.body.replaceChildren(md(acc)); scrollEnd(); };
   try {
@@ -442,7 +457,7 @@ async function send(text) {
       S.session = null;
       r = await req('POST', '/v1/chat/completions', body, ctl.signal);
     }
-    setSession(r.headers.get('X-Evolve-Session'));
+    here(r.headers.get('X-Evolve-Session'));
     for await (const [ev, data] of sse(r.body)) {
       if (data === '[DONE]') { done = true; break; }
       let j;
@@ -450,7 +465,7 @@ async function send(text) {
       if (ev === 'message') {
         const c = j.choices && j.choices[0] && j.choices[0].delta && j.choices[0].delta.content;
         if (c) { acc += c; raf = raf || requestAnimationFrame(paint); }
-      } else if (ev === 'evolve.session') setSession(j.session);
+      } else if (ev === 'evolve.session') here(j.session);
       else if (ev === 'evolve.tool_start') a.tools.append(toolChip(j));
       else if (ev === 'evolve.tool_end') {
         // A call that never started (refused, denied) has no chip yet.
@@ -460,7 +475,7 @@ async function send(text) {
         chip.classList.add(j.ran && !j.is_error ? 'good' : 'bad');
         chip.querySelector('.state').textContent = [t(j.ran ? (j.is_error ? 'failed' : 'ran') : 'refused'),
           j.answer !== 'run' && j.answer].filter(Boolean).join(' · ');
-      } else if (ev === 'evolve.permission') permAsk(j);
+      } else if (ev === 'evolve.permission') { if (run.attached) permAsk(j); }
       else if (ev === 'evolve.turn') rec = j;
       else if (ev === 'evolve.error') throw new Error((j.error && j.error.message) || t('errTurn'));
     }
@@ -475,7 +490,16 @@ async function send(text) {
     cancelAnimationFrame(raf);
     paint();
     a.el.classList.remove('streaming');
+    if (!run.attached) {
+      // Done in the background: refresh the list, and the chat if it is the one shown.
+      guard(async () => {
+        await loadSessions();
+        if (S.session === run.session && !S.busy) await openSession(run.session);
+      })();
+      return;
+    }
     S.busy = null;
+    S.run = null;
     busy(false);
     permReset();
     if (rec) a.el.after(turnCard(rec, rec.turn, rec.session || S.session));

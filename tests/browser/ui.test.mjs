@@ -60,6 +60,8 @@ const SCRIPT = {
   ],
   routes: {
     '[evolve:evaluate]': ['{"score": 0.9, "reason": "clear and correct"}'],
+    // The chat switched away from while it streams (its own marker, its own session).
+    '[switch-test]': [Array.from({ length: 300 }, (_, i) => `slow${i}`).join(' ') + ' THE END'],
     // The first answer is rated highly: style learning keeps this note (memory case).
     '[evolve:style]': ['{"note": "The browser test likes short answers"}'],
   },
@@ -763,6 +765,29 @@ await test('a model server that is not there is named on page load, with the fix
   await banner.waitFor({ state: 'visible' });
   eq(errors.join('\n'), '', 'page errors');
   await ctx.close();
+});
+
+await test('another chat can be opened while an answer streams; the answer finishes in the background', async () => {
+  await main.click('#nav [data-view=chat]');
+  await main.click('#new-chat');
+  await send(main, 'Tell a long story [switch-test]');
+  await lastAnswer(main).locator('.body', { hasText: 'slow20' }).waitFor();
+  const sid = decodeURIComponent((await main.evaluate(() => location.hash)).replace('#s=', ''));
+  check(sid, 'the streaming chat has a session');
+  const other = main.locator('[data-testid=session-item]').filter({ hasNotText: 'Tell a long story' }).first().locator('button.open');
+  const toasts = await main.locator('[data-testid=toast]').count();
+  await other.click();
+  await until(async () => !(await main.evaluate(() => location.hash)).includes(sid), 'the other chat is open');
+  check(await main.isVisible('#send'), 'the other chat can be written in');
+  eq(await main.locator('[data-testid=toast]', { hasText: 'Wait for the answer' }).count(), 0, 'no "wait" toast');
+  check((await main.locator('[data-testid=toast]').count()) <= toasts, 'no new toast');
+  check(!(await main.textContent('#messages')).includes('slow'), 'the streaming answer is not drawn into the other chat');
+  await until(async () => {
+    const r = await api('GET', `/v1/sessions/${encodeURIComponent(sid)}/messages`);
+    return (r.json.data || []).some(m => m.role === 'assistant' && String(m.content).includes('THE END'));
+  }, 'the server stored the whole answer');
+  await main.locator('[data-testid=session-item]', { hasText: 'Tell a long story' }).locator('button.open').click();
+  await lastAnswer(main).locator('.body', { hasText: 'THE END' }).waitFor();
 });
 
 await test('no page errors, CSP refusals or JavaScript dialogs on the way', async () => {

@@ -675,8 +675,20 @@ impl Manager {
         {
             keep.pop();
         }
-        match store.append_messages(sid, turn_no, &keep, now, true) {
-            Ok(_) => log::info!(
+        // The turn is closed like an answered one, with its L2 entry (each closed turn
+        // has one: the history counts on it), which says there was no answer.
+        let note = if cancelled {
+            NO_ANSWER_STOPPED
+        } else {
+            NO_ANSWER_FAILED
+        };
+        let m = &self.rt.config.model;
+        let budget = m.context_window.saturating_sub(m.reserved_output);
+        let stored = self
+            .next_l2(sid, l2_entry(turn.question(), note, &keep, budget))
+            .and_then(|(ring, _)| Ok(store.append_turn(sid, turn_no, &keep, now, &ring)?));
+        match stored {
+            Ok(()) => log::info!(
                 "the question{} is kept in session {sid}",
                 if ran_tools {
                     " and the tool calls that ran"
@@ -871,6 +883,7 @@ impl Manager {
             .into_iter()
             .map(|m| m.message)
             .collect();
+        let l1 = with_answers(l1);
         // The ring's last entries are the turns already in L1: leave them out.
         let in_l1 = turn_no.saturating_sub(since) as usize;
         let ring = rt.store.l2(sid)?;
@@ -901,6 +914,36 @@ impl Manager {
         }
         Ok((l1, l2, l3, system, todo_block))
     }
+}
+
+/// What the history says in place of the answer of a turn that has none.
+const NO_ANSWER_STOPPED: &str = "(no answer: the user stopped this turn)";
+const NO_ANSWER_FAILED: &str = "(no answer: the model failed on this turn)";
+const NO_ANSWER: &str = "(no answer: this turn was stopped or failed)";
+
+/// The history with a note in place of each missing answer (a stopped or failed turn's
+/// question followed by the next question, or by this turn's), so user and assistant messages alternate:
+/// strict chat templates (llama.cpp's, some Mistral ones) refuse two user messages in a
+/// row.
+fn with_answers(msgs: Vec<Message>) -> Vec<Message> {
+    let mut out: Vec<Message> = Vec::with_capacity(msgs.len());
+    for m in msgs {
+        let unanswered = out
+            .last()
+            .is_some_and(|p| m.role == Role::User && matches!(p.role, Role::User | Role::Tool));
+        if unanswered {
+            out.push(Message::assistant(NO_ANSWER));
+        }
+        out.push(m);
+    }
+    // The turn's own question comes next.
+    if out
+        .last()
+        .is_some_and(|p| matches!(p.role, Role::User | Role::Tool))
+    {
+        out.push(Message::assistant(NO_ANSWER));
+    }
+    out
 }
 
 /// The user's question of the turn before `turn_no` in the session, if any (the

@@ -21,7 +21,15 @@ use evolve_core::text::FallbackTokenizer;
 #[derive(Clone, Default)]
 struct Script {
     replies: Arc<Mutex<VecDeque<Message>>>,
+    /// The main model's requests, in order.
+    seen: Seen,
 }
+
+/// The main model's requests, shared with the test.
+type Seen = Arc<Mutex<Vec<Vec<Message>>>>;
+
+/// A scripted reply that makes the main model fail instead of answering.
+const FAIL: &str = "<<fail>>";
 
 impl ChatModel for Script {
     fn chat(
@@ -31,11 +39,20 @@ impl ChatModel for Script {
         _cancel: &AtomicBool,
     ) -> Result<ChatResponse, LlmError> {
         let message = if req.role == ModelRole::Main {
-            self.replies
+            self.seen.lock().unwrap().push(req.messages.clone());
+            let m = self
+                .replies
                 .lock()
                 .unwrap()
                 .pop_front()
-                .unwrap_or_else(|| Message::assistant("(script ended)"))
+                .unwrap_or_else(|| Message::assistant("(script ended)"));
+            if m.content == FAIL {
+                return Err(LlmError::Protocol {
+                    url: "scripted".into(),
+                    detail: "the scripted model broke".into(),
+                });
+            }
+            m
         } else {
             Message::assistant("{}")
         };
@@ -64,18 +81,25 @@ fn write_call(path: &str) -> Message {
 }
 
 fn runtime(dir: &TempDir, replies: Vec<Message>) -> Arc<Runtime> {
+    runtime_seen(dir, replies).0
+}
+
+fn runtime_seen(dir: &TempDir, replies: Vec<Message>) -> (Arc<Runtime>, Seen) {
     let mut config = Config::defaults(dir.path().to_path_buf());
     config.agent.learn = false;
     let store = Store::open(&dir.path().join("evolve.redb"), &FallbackTokenizer).expect("store");
     let script = Script {
         replies: Arc::new(Mutex::new(replies.into())),
+        seen: Arc::default(),
     };
-    Runtime::with_model(
+    let seen = Arc::clone(&script.seen);
+    let rt = Runtime::with_model(
         config,
         store,
         crate::text::ShellTokenizer::new(None),
         Box::new(script),
-    )
+    );
+    (rt, seen)
 }
 
 /// A person who answers from a list (and moves the clock when asked); `None` when the
@@ -228,4 +252,76 @@ fn a_headless_yes_does_not_answer_a_parked_call() {
     };
     manager.turn(headless, &mut gone).unwrap();
     assert!(!rt.workspace.join("d.txt").exists());
+}
+
+#[test]
+fn a_failed_turn_is_a_turn_of_its_own_and_the_next_request_still_alternates() {
+    let dir = TempDir::new("manager");
+    let (rt, seen) = runtime_seen(
+        &dir,
+        vec![
+            Message::assistant(FAIL),
+            Message::assistant("second answer"),
+        ],
+    );
+    let manager = Manager::new(Arc::clone(&rt));
+    let err = manager
+        .turn(
+            input(None, "first question"),
+            &mut Person::answering(&rt, &[]),
+        )
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("the scripted model broke"),
+        "{err}"
+    );
+    let sid = manager.last_session().expect("the session is kept");
+    let failed: serde_json::Value =
+        serde_json::from_str(&rt.store.turn(&sid, 1).unwrap().expect("a record of turn 1"))
+            .unwrap();
+    assert!(
+        failed["failed"]
+            .as_str()
+            .unwrap()
+            .contains("the scripted model broke"),
+        "{failed}"
+    );
+    let (record, _) = manager
+        .turn(
+            input(Some(&sid), "second question"),
+            &mut Person::answering(&rt, &[]),
+        )
+        .unwrap();
+    assert_eq!((record.turn, record.reply.as_str()), (2, "second answer"));
+    // Turn 1 keeps its record and its question; turn 2 is answered.
+    assert!(rt.store.turn(&sid, 1).unwrap().unwrap().contains("failed"));
+    let stored = rt.store.messages(&sid, 1).unwrap();
+    let turns: Vec<(u64, String)> = stored
+        .iter()
+        .map(|m| (m.turn, m.message.content.clone()))
+        .collect();
+    assert_eq!(
+        turns,
+        [
+            (1, "first question".into()),
+            (2, "second question".into()),
+            (2, "second answer".into())
+        ]
+    );
+    // The second request: no two user messages in a row (the missing answer is noted).
+    let second = seen.lock().unwrap()[1].clone();
+    let roles: Vec<Role> = second
+        .iter()
+        .filter(|m| m.role != Role::System)
+        .map(|m| m.role)
+        .collect();
+    assert!(
+        roles
+            .windows(2)
+            .all(|w| !(w[0] == Role::User && w[1] == Role::User)),
+        "{roles:?} {second:#?}"
+    );
+    assert!(second.iter().any(|m| m.content == NO_ANSWER), "{second:?}");
+    // Each closed turn has its L2 entry: two turns, two entries.
+    assert_eq!(rt.store.l2(&sid).unwrap().entries().len(), 2);
 }

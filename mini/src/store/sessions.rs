@@ -176,6 +176,7 @@ impl Store {
     /// Sequence numbers continue from the last stored message. `turns` becomes at
     /// least `turn` when the turn completes (idempotent if a turn is saved twice). A
     /// session created without a title takes its first user message as title.
+    #[cfg(test)]
     pub fn append_messages(
         &self,
         session: &str,

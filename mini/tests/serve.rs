@@ -998,3 +998,42 @@ fn http_1_0_streams_are_not_chunked_and_1_1_needs_a_host() {
     let no_host = s.raw(b"GET /health HTTP/1.1\r\nConnection: close\r\n\r\n");
     assert_eq!(no_host.status, 400);
 }
+
+#[test]
+fn the_ui_files_go_gzipped_to_a_browser_and_as_they_are_to_other_clients() {
+    let w = World::new("serve-gzip");
+    let s = Server::start(&w, &[]);
+    let want = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../static/app.js"))
+        .expect("static/app.js");
+    let plain = s.get("/static/app.js");
+    assert_eq!(plain.status, 200);
+    assert_eq!(
+        plain.body, want,
+        "a client without gzip gets the file itself"
+    );
+    assert!(plain.header("content-encoding").is_none());
+    let gz = s.request(
+        "GET",
+        "/static/app.js",
+        &[("Accept-Encoding", "gzip, deflate, br")],
+        "",
+    );
+    assert_eq!(gz.header("content-encoding"), Some("gzip"));
+    let len: usize = gz.header("content-length").unwrap().parse().unwrap();
+    assert!(len < want.len() / 2, "{len} of {} bytes", want.len());
+    assert_ne!(
+        gz.header("etag"),
+        plain.header("etag"),
+        "each form has its tag"
+    );
+    let refused = s.request("GET", "/", &[("Accept-Encoding", "gzip;q=0")], "");
+    assert!(refused.header("content-encoding").is_none());
+    assert!(refused.body.contains("<html"), "{}", refused.body);
+    let again = s.request(
+        "GET",
+        "/static/app.js",
+        &[("If-None-Match", plain.header("etag").unwrap())],
+        "",
+    );
+    assert_eq!(again.status, 304);
+}

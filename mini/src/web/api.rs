@@ -889,7 +889,7 @@ mod tests {
     /// the API documents is what is served and a 405's `Allow` matches the document.
     #[test]
     fn the_route_table_is_the_openapi_document() {
-        let doc: Value = serde_json::from_slice(assets::file("openapi.json").expect("embedded"))
+        let doc: Value = serde_json::from_slice(&assets::file("openapi.json").expect("embedded"))
             .expect("openapi.json is JSON");
         let mut documented = BTreeSet::new();
         for (path, item) in doc["paths"].as_object().expect("paths") {

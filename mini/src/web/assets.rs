@@ -7,17 +7,21 @@
 
 use super::http::{Request, Response};
 
-/// (file name, contents) of every file in `static/`.
-static FILES: &[(&str, &[u8])] = include!(concat!(env!("OUT_DIR"), "/static_files.rs"));
+/// (file name, ETag of the original bytes, the file gzipped) of every file in
+/// `static/`.
+pub(super) static FILES: &[(&str, &str, &[u8])] =
+    include!(concat!(env!("OUT_DIR"), "/static_files.rs"));
 
 /// The policy of every HTML page.
 pub const CSP: &str = "default-src 'self'; script-src 'self'; style-src 'self'; \
     img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; \
     form-action 'self'";
 
-/// An embedded file.
-pub fn file(name: &str) -> Option<&'static [u8]> {
-    FILES.iter().find(|(n, _)| *n == name).map(|(_, b)| *b)
+/// An embedded file, as it is in `static/`.
+#[cfg(test)]
+pub fn file(name: &str) -> Option<Vec<u8>> {
+    let (_, _, gz) = FILES.iter().find(|(n, ..)| *n == name)?;
+    super::inflate::gunzip(gz).ok()
 }
 
 fn mime(name: &str) -> &'static str {
@@ -34,25 +38,46 @@ fn mime(name: &str) -> &'static str {
     }
 }
 
-/// FNV-1a of the contents: the file's ETag (the binary changes, the tag changes).
-fn etag(bytes: &[u8]) -> String {
-    let hash = bytes.iter().fold(0xcbf29ce484222325u64, |h, b| {
-        (h ^ u64::from(*b)).wrapping_mul(0x100000001b3)
-    });
-    format!("\"{hash:016x}\"")
+/// Whether the client takes gzip (`Accept-Encoding: gzip`, not refused with `q=0`).
+fn takes_gzip(req: &Request) -> bool {
+    req.header("accept-encoding").is_some_and(|v| {
+        v.split(',').any(|part| {
+            let mut it = part.split(';');
+            let coding = it.next().unwrap_or("").trim();
+            let refused = it.any(|p| {
+                p.trim()
+                    .strip_prefix("q=")
+                    .is_some_and(|q| q.trim().parse::<f32>().is_ok_and(|q| q == 0.0))
+            });
+            (coding.eq_ignore_ascii_case("gzip") || coding == "*") && !refused
+        })
+    })
 }
 
-/// Serves an embedded file by name (404 when there is none).
+/// Serves an embedded file by name (404 when there is none): gzipped as stored to a
+/// client that takes it, restored otherwise. Each form has its own ETag.
 pub fn serve(req: &Request, name: &str) -> Response<'static> {
-    let Some(bytes) = file(name) else {
+    let Some((_, hash, gz)) = FILES.iter().find(|(n, ..)| *n == name) else {
         return super::error(404, format!("no such file: {name}"));
     };
-    let tag = etag(bytes);
+    let gzip = takes_gzip(req);
+    let tag = format!("\"{hash}{}\"", if gzip { "-gz" } else { "" });
     if req.header("if-none-match") == Some(tag.as_str()) {
-        return Response::bytes(304, mime(name), &b""[..]).with("ETag", tag);
+        return Response::bytes(304, mime(name), &b""[..])
+            .with("ETag", tag)
+            .with("Vary", "Accept-Encoding");
     }
-    let mut resp = Response::bytes(200, mime(name), bytes)
+    let mut resp = if gzip {
+        Response::bytes(200, mime(name), *gz).with("Content-Encoding", "gzip")
+    } else {
+        match super::inflate::gunzip(gz) {
+            Ok(bytes) => Response::bytes(200, mime(name), bytes),
+            Err(_) => return super::error(500, format!("the embedded {name} is damaged")),
+        }
+    };
+    resp = resp
         .with("ETag", tag)
+        .with("Vary", "Accept-Encoding")
         .with("Cache-Control", "no-cache");
     if name.ends_with(".html") {
         resp = resp

@@ -14,6 +14,7 @@ pub mod chat;
 pub mod endpoint;
 mod grants;
 pub mod http;
+mod inflate;
 mod memory_patch;
 mod prompt;
 mod request;

@@ -458,6 +458,10 @@ fn the_ui_flow_asks_once_for_l3_and_twice_for_l4() {
     assert_eq!(ok.status, 200, "{}", ok.body);
     let end = next_event(&rx, "evolve.tool_end");
     assert_eq!(end["ran"], true);
+    assert!(
+        end["output"].as_str().is_some_and(|o| !o.is_empty()),
+        "the card shows what the tool said: {end}"
+    );
     let record = next_event(&rx, "evolve.turn");
     // The event does not repeat the reply (it was streamed); the stored record has it.
     assert!(record.get("reply").is_none(), "{record}");
@@ -1036,4 +1040,98 @@ fn the_ui_files_go_gzipped_to_a_browser_and_as_they_are_to_other_clients() {
         "",
     );
     assert_eq!(again.status, 304);
+}
+
+#[test]
+fn an_answer_regenerated_or_its_question_edited_replaces_the_turn_for_the_model_only() {
+    let w = World::new("serve-replace");
+    let s = Server::start(&w, &[]);
+    let ask = |text: &str, extra: Value| {
+        let r = s.post("/v1/chat/completions", &chat_body(text, extra));
+        (r.status, r.json())
+    };
+    w.fake.push(Reply::text("It is five, surely."));
+    let (status, first) = ask("What is two plus two?", json!({}));
+    assert_eq!(status, 200, "{first}");
+    let sid = first["evolve"]["session"].as_str().unwrap().to_string();
+    assert_eq!(first["evolve"]["turn"], 1);
+
+    // Regenerate: the same question, turn 1 replaced. The model does not see the old answer.
+    w.fake.push(Reply::text("Four."));
+    let (status, again) = ask(
+        "What is two plus two?",
+        json!({"session": sid, "evolve_replace": 1}),
+    );
+    assert_eq!(status, 200, "{again}");
+    assert_eq!(again["evolve"]["turn"], 2);
+    let req = w.main_requests().pop().unwrap();
+    let sent = support::all_text(&req);
+    assert!(
+        !sent.contains("five"),
+        "the replaced answer is not sent: {sent}"
+    );
+    assert_eq!(
+        sent.matches("What is two plus two?").count(),
+        1,
+        "the question once: {sent}"
+    );
+
+    // The person keeps both; the session says which was replaced.
+    let m = s.get(&format!("/v1/sessions/{sid}/messages")).json();
+    assert_eq!(m["superseded"], json!([1]), "{m}");
+    let texts: Vec<&str> = m["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|x| x["content"].as_str())
+        .collect();
+    assert!(
+        texts.contains(&"It is five, surely.") && texts.contains(&"Four."),
+        "{texts:?}"
+    );
+
+    // Edit and resend turn 2 with another question: the next request has neither old turn.
+    w.fake.push(Reply::text("Nine."));
+    let (status, edited) = ask(
+        "What is four plus five?",
+        json!({"session": sid, "evolve_replace": 2}),
+    );
+    assert_eq!(status, 200, "{edited}");
+    let sent = support::all_text(&w.main_requests().pop().unwrap());
+    assert!(
+        !sent.contains("two plus two") && !sent.contains("Four."),
+        "{sent}"
+    );
+    // A later turn builds on the answer that stands.
+    w.fake.push(Reply::text("Ten."));
+    let (status, _) = ask("And plus one?", json!({"session": sid}));
+    assert_eq!(status, 200);
+    let sent = support::all_text(&w.main_requests().pop().unwrap());
+    assert!(
+        sent.contains("four plus five") && sent.contains("Nine."),
+        "{sent}"
+    );
+    assert!(
+        !sent.contains("five, surely") && !sent.contains("Four."),
+        "{sent}"
+    );
+    assert_eq!(
+        s.get(&format!("/v1/sessions/{sid}")).json()["superseded"],
+        json!([1, 2])
+    );
+
+    // Only the last turn, and only within a session.
+    let (status, body) = ask("x", json!({"session": sid, "evolve_replace": 2}));
+    assert_eq!(status, 409, "{body}");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("the last is 4"),
+        "{body}"
+    );
+    let (status, _) = ask("x", json!({"evolve_replace": 1}));
+    assert_eq!(status, 400);
+    let (status, _) = ask("x", json!({"session": sid, "evolve_replace": "last"}));
+    assert_eq!(status, 400);
 }

@@ -37,7 +37,7 @@ use super::worker::Worker;
 use crate::clock::now;
 use crate::error::Error;
 use crate::llm::{AnswerCut, ChatRequest, Delta, ModelRole, ToolSpec, Usage};
-use crate::store::{ParkedTurn, Waiting};
+use crate::store::{ParkedTurn, Session, Waiting};
 
 /// Turns whose messages are sent in full (L1); older ones come from the L2 ring.
 const L1_TURNS: u64 = 6;
@@ -65,6 +65,10 @@ pub struct TurnInput<'a> {
     pub cancel: &'a AtomicBool,
     /// Make the first model call use this tool (`evolve ask --tool NAME`).
     pub force_tool: Option<&'a str>,
+    /// The session's last turn, answered again by this one (regenerate, or its
+    /// question edited): the model's history leaves it out, and once this turn is
+    /// answered it is marked superseded (kept for the person).
+    pub replaces: Option<u64>,
 }
 
 /// What the interface does during a turn.
@@ -73,8 +77,8 @@ pub trait TurnIo {
     fn on_delta(&mut self, _delta: &Delta<'_>) {}
     /// A tool call is about to run (after the permission check).
     fn on_tool_start(&mut self, _name: &str, _arguments: &str, _level: Level) {}
-    /// A tool call finished (ran or was refused).
-    fn on_tool_end(&mut self, _run: &ToolRun) {}
+    /// A tool call finished (ran or was refused); `output` is what the model was told.
+    fn on_tool_end(&mut self, _run: &ToolRun, _output: &str) {}
     /// What a person says to the question about a call (`call.prompt(lang)` says what
     /// to show; the second question of an L4 call repeats the exact arguments). Called
     /// only under [`Policy::Interactive`].
@@ -107,6 +111,8 @@ pub struct Manager {
 struct Timing {
     usage_main: Usage,
     model_time: Duration,
+    /// The answer text streamed by the model step in progress (kept when it is stopped).
+    partial: String,
 }
 
 /// How the tool loop ended.
@@ -222,6 +228,9 @@ impl Manager {
         };
         let sid = session.id.clone();
         self.set_last_session(Some(sid.clone()));
+        if let Some(n) = input.replaces {
+            check_replace(rt, &session, created, n)?;
+        }
 
         // 2. A parked turn first.
         let (mut turn, turn_no) = match self.settle_parked(&sid, &input, now)? {
@@ -246,7 +255,7 @@ impl Manager {
         let (ctx, ended) = match self.answer(&sid, turn_no, &mut turn, &input, io, &mut timing) {
             Ok(done) => done,
             Err(e) => {
-                self.keep_failed_turn(&sid, turn_no, &turn, &e, now);
+                self.keep_failed_turn(&sid, turn_no, &turn, &e, &timing.partial, now);
                 return Err(e);
             }
         };
@@ -262,7 +271,14 @@ impl Manager {
         // 10. Save the turn (history first: what the user saw is never lost).
         let answered = Instant::now();
         let mut turn_msgs = turn.take_messages();
-        let overflow = self.store_turn(&sid, turn_no, &question, &turn_msgs, rt.clock.now())?;
+        let overflow = self.store_turn(
+            &sid,
+            turn_no,
+            &question,
+            &turn_msgs,
+            input.replaces,
+            rt.clock.now(),
+        )?;
         // The answer is moved, not copied, from the stored message into the record: one
         // copy for the interface, one for the background work below.
         let reply = turn_msgs
@@ -394,7 +410,7 @@ impl Manager {
         let question = turn.question().to_string();
         // Entries it pushes out of the ring stay there until the next turn's
         // background work summarises them.
-        self.store_turn(sid, turn_no, &question, &turn.take_messages(), now)?;
+        self.store_turn(sid, turn_no, &question, &turn.take_messages(), None, now)?;
         let mut record = TurnRecord::empty(sid, turn_no);
         record.tools = turn.take_calls();
         record.steps = turn.steps();
@@ -417,8 +433,14 @@ impl Manager {
         let question = turn.question().to_string();
         let lang = Lang::guess(&question);
         // 3–4. Memory search and skill match side by side; history loads meanwhile.
-        let (ctx, mut tools) =
-            self.context(sid, turn_no, &question, input.cancel, rt.clock.now())?;
+        let (ctx, mut tools) = self.context(
+            sid,
+            turn_no,
+            &question,
+            input.replaces,
+            input.cancel,
+            rt.clock.now(),
+        )?;
         let ended = self.drive(
             sid, turn_no, turn, &ctx, &mut tools, input, io, lang, timing,
         )?;
@@ -528,7 +550,11 @@ impl Manager {
                 }
                 Action::Audit(entry) => rt.store.audit(&[entry])?,
                 Action::SaveGrant(grant) => rt.store.add_grant(sid, &grant)?,
-                Action::CallSettled(run) => io.on_tool_end(&run),
+                Action::CallSettled(run) => {
+                    // The call's result is the turn's last message when it settles.
+                    let output = turn.messages().last().map_or("", |m| m.content.as_str());
+                    io.on_tool_end(&run, output);
+                }
                 Action::Done => return Ok(Ended::Answered),
             }
         }
@@ -606,11 +632,21 @@ impl Manager {
             tool_choice: step.force_tool.clone(),
         };
         let t = Instant::now();
+        let partial = &mut timing.partial;
+        partial.clear();
         let resp = while_the_model_thinks(rt, || {
-            rt.model.chat(&req, &mut |d| io.on_delta(&d), input.cancel)
+            let mut on_delta = |d: Delta<'_>| {
+                if let Delta::Content(text) = d {
+                    partial.push_str(text);
+                }
+                io.on_delta(&d)
+            };
+            rt.model.chat(&req, &mut on_delta, input.cancel)
         });
         timing.model_time += t.elapsed();
         let resp = resp?;
+        // A whole answer is the step's message: nothing is left partial.
+        timing.partial.clear();
         timing.usage_main.add(resp.usage);
         let mut message = resp.message;
         if message.tool_calls.is_empty() && message.content.trim().is_empty() {
@@ -654,13 +690,15 @@ impl Manager {
     }
 
     /// After a failed or stopped turn: the question and the tool rounds that ran are
-    /// stored as a turn without an answer, with a record that says why.
+    /// stored as a turn without an answer, with a record that says why. A stopped
+    /// answer's text so far (`partial`) is kept as its answer: the person saw it.
     fn keep_failed_turn(
         &self,
         sid: &str,
         turn_no: u64,
         turn: &Turn,
         error: &Error,
+        partial: &str,
         now: Timestamp,
     ) {
         let store = &self.rt.store;
@@ -675,18 +713,22 @@ impl Manager {
         {
             keep.pop();
         }
+        let partial = partial.trim_end();
+        if cancelled && !partial.trim().is_empty() {
+            keep.push(Message::assistant(partial));
+        }
         // The turn is closed like an answered one, with its L2 entry (each closed turn
-        // has one: the history counts on it), which says there was no answer.
-        let note = if cancelled {
-            NO_ANSWER_STOPPED
-        } else {
-            NO_ANSWER_FAILED
+        // has one: the history counts on it), which says there was no (whole) answer.
+        let note = match (cancelled, keep.last()) {
+            (true, Some(m)) if m.role == Role::Assistant => format!("{partial} {STOPPED_HERE}"),
+            (true, _) => NO_ANSWER_STOPPED.to_string(),
+            _ => NO_ANSWER_FAILED.to_string(),
         };
         let m = &self.rt.config.model;
         let budget = m.context_window.saturating_sub(m.reserved_output);
         let stored = self
-            .next_l2(sid, l2_entry(turn.question(), note, &keep, budget))
-            .and_then(|(ring, _)| Ok(store.append_turn(sid, turn_no, &keep, now, &ring)?));
+            .next_l2(sid, l2_entry(turn.question(), &note, &keep, budget), false)
+            .and_then(|(ring, _)| Ok(store.append_turn(sid, turn_no, &keep, now, &ring, None)?));
         match stored {
             Ok(()) => log::info!(
                 "the question{} is kept in session {sid}",
@@ -727,20 +769,35 @@ impl Manager {
         turn_no: u64,
         question: &str,
         msgs: &[Message],
+        replaces: Option<u64>,
         now: Timestamp,
     ) -> Result<Vec<L2Entry>, Error> {
         let rt = &*self.rt;
         let reply = msgs.last().map_or("", |m| m.content.as_str());
         let m = &rt.config.model;
         let budget = m.context_window.saturating_sub(m.reserved_output);
-        let (ring, overflow) = self.next_l2(sid, l2_entry(question, reply, msgs, budget))?;
-        rt.store.append_turn(sid, turn_no, msgs, now, &ring)?;
+        let entry = l2_entry(question, reply, msgs, budget);
+        let (ring, overflow) = self.next_l2(sid, entry, replaces.is_some())?;
+        rt.store
+            .append_turn(sid, turn_no, msgs, now, &ring, replaces)?;
         Ok(overflow)
     }
 
-    fn next_l2(&self, sid: &str, entry: L2Entry) -> Result<(L2Ring, Vec<L2Entry>), Error> {
+    /// The ring with `entry` added; `replacing`: the last entry is the replaced turn's
+    /// and leaves first.
+    fn next_l2(
+        &self,
+        sid: &str,
+        entry: L2Entry,
+        replacing: bool,
+    ) -> Result<(L2Ring, Vec<L2Entry>), Error> {
         let rt = &*self.rt;
-        let ring = rt.store.l2(sid)?;
+        let mut ring = rt.store.l2(sid)?;
+        if replacing {
+            let mut entries = ring.entries().to_vec();
+            entries.pop();
+            ring = L2Ring::from_entries(entries);
+        }
         let mut trimmed = ring.clone();
         let overflow = trimmed.push(entry.clone(), &rt.config.core.history);
         if overflow.is_empty() {
@@ -809,6 +866,7 @@ impl Manager {
         sid: &str,
         turn_no: u64,
         query: &str,
+        replaces: Option<u64>,
         cancel: &AtomicBool,
         now: Timestamp,
     ) -> Result<(Context, TurnTools), Error> {
@@ -820,7 +878,7 @@ impl Manager {
                 MemoryAgent.recall(rt, query, previous.as_deref(), now)
             });
             let skills = s.spawn(|| match_skills(rt, query, lang));
-            let loaded = self.load_history(sid, turn_no);
+            let loaded = self.load_history(sid, turn_no, replaces);
             // The turn's own snapshot of the tools (never another session's), while
             // the memories are searched.
             let tools = ToolAgent.for_turn(rt, cancel);
@@ -874,18 +932,25 @@ impl Manager {
         &self,
         sid: &str,
         turn_no: u64,
+        replaces: Option<u64>,
     ) -> Result<(Vec<Message>, Vec<L2Entry>, Option<String>, String, String), Error> {
         let rt = &*self.rt;
         let since = turn_no.saturating_sub(L1_TURNS).max(1);
+        // Superseded turns are left out (and have no ring entry); the turn this one
+        // replaces is left out too, its entry goes when this turn is stored.
+        let superseded = rt.store.session(sid)?.superseded;
+        let left_out = |t: u64| superseded.contains(&t) || replaces == Some(t);
         let l1: Vec<Message> = rt
             .store
             .messages(sid, since)?
             .into_iter()
+            .filter(|m| !left_out(m.turn))
             .map(|m| m.message)
             .collect();
         let l1 = with_answers(l1);
-        // The ring's last entries are the turns already in L1: leave them out.
-        let in_l1 = turn_no.saturating_sub(since) as usize;
+        // The ring's last entries are the turns already in L1 (or replaced): leave
+        // them out.
+        let in_l1 = (since..turn_no).filter(|t| !superseded.contains(t)).count();
         let ring = rt.store.l2(sid)?;
         let entries = ring.entries();
         let l2 = entries[..entries.len().saturating_sub(in_l1)].to_vec();
@@ -916,10 +981,30 @@ impl Manager {
     }
 }
 
+/// A turn can replace only its session's last answered turn, once, with nothing
+/// waiting for a person.
+pub fn check_replace(rt: &Runtime, session: &Session, created: bool, n: u64) -> Result<(), Error> {
+    let last = session.turns;
+    if created || n == 0 || n != last || session.superseded.contains(&n) {
+        return Err(Error::Other(format!(
+            "only the last turn of a session can be answered again (turn {n} asked; the last \
+             is {last})"
+        )));
+    }
+    if matches!(rt.store.waiting(&session.id)?, Waiting::Parked(_)) {
+        return Err(Error::Other(
+            "a tool call of this session waits for an answer: answer it first".into(),
+        ));
+    }
+    Ok(())
+}
+
 /// What the history says in place of the answer of a turn that has none.
 const NO_ANSWER_STOPPED: &str = "(no answer: the user stopped this turn)";
 const NO_ANSWER_FAILED: &str = "(no answer: the model failed on this turn)";
 const NO_ANSWER: &str = "(no answer: this turn was stopped or failed)";
+/// After the part of an answer the user stopped, in L2.
+const STOPPED_HERE: &str = "(the user stopped the answer here)";
 
 /// The history with a note in place of each missing answer (a stopped or failed turn's
 /// question followed by the next question, or by this turn's), so user and assistant messages alternate:

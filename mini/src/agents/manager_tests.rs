@@ -144,6 +144,7 @@ fn input<'a>(session: Option<&'a str>, text: &'a str) -> TurnInput<'a> {
         stream: false,
         cancel: &NEVER,
         force_tool: None,
+        replaces: None,
     }
 }
 

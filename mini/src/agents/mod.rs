@@ -27,7 +27,7 @@ mod trace;
 pub(crate) mod versions;
 mod worker;
 
-pub use manager::{Heard, Manager, TurnInput, TurnIo};
+pub use manager::{check_replace, Heard, Manager, TurnInput, TurnIo};
 pub use record::{PostTurn, ToolRun, TurnRecord};
 pub use runtime::Runtime;
 

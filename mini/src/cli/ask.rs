@@ -138,6 +138,7 @@ pub fn run(cmd: AskCmd, profile: &Option<String>) -> Result<(), Error> {
             stream: false,
             cancel: &cancel,
             force_tool: cmd.tool.as_deref(),
+            replaces: None,
         },
         &mut Headless,
     )?;

@@ -84,7 +84,7 @@ impl TurnIo for Terminal<'_> {
         ));
     }
 
-    fn on_tool_end(&mut self, run: &ToolRun) {
+    fn on_tool_end(&mut self, run: &ToolRun, _output: &str) {
         if !run.ran {
             let why = match (run.answer.as_deref(), run.decision) {
                 (Some(answer), _) => answer.to_string(),
@@ -306,6 +306,7 @@ fn input(
             stream,
             cancel: &interrupt::CANCEL,
             force_tool: None,
+            replaces: None,
         },
         &mut term,
     );

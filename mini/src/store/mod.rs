@@ -98,6 +98,10 @@ pub struct Session {
     pub turns: u64,
     /// Messages stored.
     pub messages: u64,
+    /// Turns whose answer a later turn replaced (regenerated, or its question edited):
+    /// kept for the person, left out of the model's history.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub superseded: Vec<u64>,
 }
 
 /// A message of a session, as stored.

@@ -119,6 +119,7 @@ impl Store {
                 updated_at: now,
                 turns: 0,
                 messages: 0,
+                superseded: Vec::new(),
             };
             put_json(&mut table, "sessions", session.id.as_str(), &session)?;
             Ok(session)
@@ -189,7 +190,8 @@ impl Store {
     }
 
     /// A completed turn's messages and the session's new L2 ring, in one transaction
-    /// (one commit, one flush to disk, instead of two).
+    /// (one commit, one flush to disk, instead of two). `replaces`: the earlier turn this
+    /// one supersedes (see [`Session::superseded`]).
     pub fn append_turn(
         &self,
         session: &str,
@@ -197,9 +199,17 @@ impl Store {
         messages: &[Message],
         now: Timestamp,
         ring: &L2Ring,
+        replaces: Option<u64>,
     ) -> Result<(), StoreError> {
         self.write(|txn| {
             append_in(txn, session, turn, messages, now, true)?;
+            if let Some(old) = replaces {
+                let mut record = existing_session(txn, session)?;
+                if !record.superseded.contains(&old) {
+                    record.superseded.push(old);
+                }
+                put_json(&mut txn.open_table(SESSIONS)?, "sessions", session, &record)?;
+            }
             let mut table = txn.open_table(L2)?;
             if ring.is_empty() {
                 table.remove(session)?;
@@ -350,6 +360,18 @@ impl Store {
                 .open_table(TURNS)?
                 .get((session, turn))?
                 .map(|v| v.value().to_string()))
+        })
+    }
+
+    /// Every turn record of a session, by turn.
+    pub fn turns(&self, session: &str) -> Result<Vec<(u64, String)>, StoreError> {
+        self.read(|txn| {
+            let mut out = Vec::new();
+            for row in txn.open_table(TURNS)?.range(session_keys(session))? {
+                let (key, value) = row?;
+                out.push((key.value().1, value.value().to_string()));
+            }
+            Ok(out)
         })
     }
 

@@ -197,6 +197,7 @@ pub(crate) mod tests {
                 updated_at: 1_767_225_660,
                 turns: 1,
                 messages: 4,
+                superseded: Vec::new(),
             },
             messages: vec![
                 msg(0, 1, Message::user("what do my notes say?")),

@@ -288,25 +288,64 @@ fn delete_session(state: &State, id: &str) -> Reply {
     Response::json(200, &json!({"deleted": true, "id": id}))
 }
 
+/// `GET /v1/sessions/{id}/messages`: the messages in order, each tool result with its
+/// call's record (`evolve_call`: level, decision, how it was answered, ran, error) so a
+/// reloaded page draws the same card as the live one; and which turns failed or were
+/// stopped (`failed`: turn → why) or replaced (`superseded`).
 fn messages(state: &State, id: &str) -> Reply {
     let rt_arc = state.rt();
     let store = &rt_arc.store;
-    tri!(store.session(id));
+    let session = tri!(store.session(id));
     let export = tri!(store.export_session(id));
+    let mut calls = std::collections::HashMap::new();
+    let mut failed = serde_json::Map::new();
+    for (n, text) in tri!(store.turns(id)) {
+        let Ok(mut record) = serde_json::from_str::<Value>(&text) else {
+            continue;
+        };
+        if let Some(why) = record["failed"].as_str() {
+            failed.insert(n.to_string(), json!(why));
+        }
+        if let Some(Value::Array(tools)) = record.get_mut("tools").map(Value::take) {
+            for mut call in tools {
+                let key = call["id"].as_str().unwrap_or_default().to_string();
+                if let Some(o) = call.as_object_mut() {
+                    o.retain(|k, _| {
+                        matches!(
+                            k.as_str(),
+                            "level" | "decision" | "answer" | "ran" | "is_error"
+                        )
+                    });
+                }
+                calls.insert((n, key), call);
+            }
+        }
+    }
     let data: Vec<Value> = export
         .messages
         .iter()
         .map(|m| {
             let mut v = serde_json::to_value(&m.message).unwrap_or_default();
+            let call = m
+                .message
+                .tool_call_id
+                .as_ref()
+                .and_then(|c| calls.remove(&(m.turn, c.clone())));
             if let Some(o) = v.as_object_mut() {
                 o.insert("seq".into(), json!(m.seq));
                 o.insert("turn".into(), json!(m.turn));
                 o.insert("at".into(), json!(m.at));
+                if let Some(call) = call {
+                    o.insert("evolve_call".into(), call);
+                }
             }
             v
         })
         .collect();
-    Response::json(200, &json!({ "data": data }))
+    Response::json(
+        200,
+        &json!({ "data": data, "failed": failed, "superseded": session.superseded }),
+    )
 }
 
 fn export(state: &State, req: &Request, id: &str) -> Reply {

@@ -119,6 +119,8 @@ struct ChatRequest {
     tool: Option<String>,
     /// `evolve_wait`: fold the evaluation into the record before answering (`ask --json`).
     wait: bool,
+    /// `evolve_replace`: the session's last turn, answered again (regenerate, edit).
+    replaces: Option<u64>,
 }
 
 fn parse(req: &Request) -> Result<ChatRequest, Response<'static>> {
@@ -211,7 +213,26 @@ fn parse(req: &Request) -> Result<ChatRequest, Response<'static>> {
         Some(Value::String(s)) => Some(s.clone()),
         Some(_) => return Err(error(400, "`evolve_tool` must be a tool name")),
     };
+    let replaces = match obj.get("evolve_replace") {
+        None | Some(Value::Null) => None,
+        Some(v) => match v.as_u64().filter(|&n| n >= 1) {
+            Some(n) if session.is_some() => Some(n),
+            Some(_) => {
+                return Err(error(
+                    400,
+                    "`evolve_replace` needs the session (`session` or X-Evolve-Session)",
+                ))
+            }
+            None => {
+                return Err(error(
+                    400,
+                    "`evolve_replace` must be the number of the turn to answer again",
+                ))
+            }
+        },
+    };
     Ok(ChatRequest {
+        replaces,
         allow,
         yes: flag("evolve_yes")?,
         tool,
@@ -296,6 +317,7 @@ pub fn answer_parked(state: &Arc<State>, sid: &str, call: &str, answer: &str) ->
                 stream: false,
                 cancel: &cancel,
                 force_tool: None,
+                replaces: None,
             },
             &mut io,
         );
@@ -351,7 +373,14 @@ pub fn completions(state: &Arc<State>, req: &Request) -> Response<'static> {
     }
     let (sid, created) = match &chat.session {
         Some(id) => match rt.store.session(id) {
-            Ok(s) => (s.id, false),
+            Ok(s) => {
+                if let Some(n) = chat.replaces {
+                    if let Err(e) = crate::agents::check_replace(rt, &s, false, n) {
+                        return error(409, e.to_string());
+                    }
+                }
+                (s.id, false)
+            }
             Err(e) => return super::request::store_error(e),
         },
         None => match rt
@@ -558,6 +587,7 @@ fn run_turn(
             stream: chat.stream && rt.config.model.stream,
             cancel,
             force_tool: chat.tool.as_deref(),
+            replaces: chat.replaces,
         },
         io,
     )
@@ -817,11 +847,10 @@ impl TurnIo for WebIo<'_, '_, '_> {
         );
     }
 
-    fn on_tool_end(&mut self, run: &ToolRun) {
-        self.send_event(
-            "evolve.tool_end",
-            &serde_json::to_value(run).unwrap_or_default(),
-        );
+    fn on_tool_end(&mut self, run: &ToolRun, output: &str) {
+        let mut v = serde_json::to_value(run).unwrap_or_default();
+        v["output"] = json!(cut_output(output));
+        self.send_event("evolve.tool_end", &v);
     }
 
     fn ask(&mut self, call: &PendingCall, lang: Lang) -> Heard {
@@ -832,6 +861,17 @@ impl TurnIo for WebIo<'_, '_, '_> {
             Some(answer) => Heard::Reply(answer),
             None => Heard::Away,
         }
+    }
+}
+
+/// How much of a call's output the UI's card shows (the whole of it is in the session).
+const CARD_OUTPUT_CHARS: usize = 4000;
+
+/// A tool's output as a card shows it: at most [`CARD_OUTPUT_CHARS`] characters.
+pub fn cut_output(text: &str) -> String {
+    match text.char_indices().nth(CARD_OUTPUT_CHARS) {
+        Some((i, _)) => format!("{}…", &text[..i]),
+        None => text.to_string(),
     }
 }
 

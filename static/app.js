@@ -229,13 +229,13 @@ const openSession = guard(async id => {
   box.replaceChildren(h('p', 'mut pad', t('loading')));
   let data;
   try {
-    data = (await api('GET', `/v1/sessions/${enc(id)}/messages`)).data;
+    data = await api('GET', `/v1/sessions/${enc(id)}/messages`);
   } catch (e) {
     newChat();
     throw e;
   }
   if (S.session !== id) return;
-  renderHistory(data || []);
+  renderHistory(data || {});
   await checkPending();
   await loadGrants();
 });
@@ -243,81 +243,179 @@ const openSession = guard(async id => {
 // ---------------------------------------------------------------- messages
 let emptyState;
 
-function bubble(role) {
+function bubble(role, text) {
   const el = h('div', 'msg ' + role), body = h('div', 'body');
   el.dataset.testid = 'msg-' + role;
   el.append(ht('div', 'who', role === 'user' ? 'you' : 'assistant'));
   const tools = el.appendChild(h('div', 'tools'));
   el.append(body);
-  return { el, body, tools };
+  const b = { el, body, tools, text: text || '' };
+  el.bubble = b;
+  return b;
 }
 
-function userMsg(text) {
-  const b = bubble('user');
+function userMsg(text, turn) {
+  const b = bubble('user', text);
   mdText(b.body, text);
+  b.el.dataset.turn = turn;
   return b.el;
 }
 
-/** A collapsed block: a tool call, a tool's output, a system message. */
+/** A collapsed block: a system message. */
 function fold(summary, text, cls) {
   const d = h('details', 'fold ' + (cls || ''));
   d.append(h('summary', null, summary), h('pre', null, text));
   return d;
 }
 
-/** Below an answer that failed or was stopped: why, and Retry (asks the question again). */
-function failNote(el, why, question, stopped) {
+/** Copies text, also where the Clipboard API is missing (plain http beyond loopback). */
+async function copyText(text) {
+  try {
+    await navigator.clipboard.writeText(text);
+  } catch {
+    const ta = document.body.appendChild(h('textarea'));
+    ta.value = text;
+    ta.select();
+    document.execCommand('copy');
+    ta.remove();
+  }
+  toast(t('copied'), 'ok');
+}
+
+/** What the server says of a call (`run`, `refused`, `no such tool` …), in the UI's language. */
+const answerText = a => a && a !== 'run' ? t('ans_' + a.replace(/\W+/g, '_')) .replace(/^ans_.*/, a) : '';
+
+/** One card per tool call, the same live and after a reload: level, tool, what came of
+ * it, and (collapsed) the arguments and the output. */
+function toolCard(c) {
+  const d = h('details', 'chip'), s = d.appendChild(h('summary'));
+  d.dataset.testid = 'tool-chip';
+  d.dataset.id = c.id || '';
+  s.append(lvl(c.level), ' ', h('code', null, c.name), ' ', h('span', 'state', t('running')));
+  d.append(ht('div', 'cap', 'arguments'), h('pre', 'args', pretty(c.arguments)));
+  return d;
+}
+
+function settleCard(d, c, output) {
+  d.dataset.done = '1';
+  d.classList.add(c.ran && !c.is_error ? 'good' : 'bad');
+  if (c.level) d.querySelector('.lvl').replaceWith(lvl(c.level));
+  d.querySelector('.state').textContent = [t(c.ran ? (c.is_error ? 'failed' : 'ran') : 'refused'),
+    answerText(c.answer)].filter(Boolean).join(' · ');
+  if (output != null && c.ran) d.append(ht('div', 'cap', 'output'), h('pre', 'out', output));
+}
+
+/** Below an answer that failed or was stopped: why, and Retry (answers the turn again). */
+function failNote(el, why, stopped) {
   const p = el.appendChild(h('p', stopped ? 'note' : 'err', why));
   p.dataset.testid = 'turn-failed';
-  if (!question) return;
   const b = p.appendChild(h('button', 'retry', t('retry')));
   b.type = 'button';
   b.dataset.testid = 'retry';
-  b.onclick = () => send(question);
+  b.onclick = () => redo(el.dataset.turn);
 }
 
-/** A stored turn without an answer: its record says whether it failed (or was stopped). */
-function unanswered(n, question, sid) {
-  const el = h('div', 'msg assistant failed');
-  guard(async () => {
-    let r;
-    try { r = await api('GET', `/v1/sessions/${enc(sid)}/turns/${n}`); } catch (e) { return; }
-    if (r.failed) failNote(el, r.failed === 'stopped' ? t('stopped') : r.failed, question, r.failed === 'stopped');
-  })();
-  return el;
+/** Copy on every message; Edit on the last question and Regenerate on the last answer. */
+function actions() {
+  const box = $('#messages');
+  for (const a of box.querySelectorAll('.acts')) a.remove();
+  const msgs = [...box.querySelectorAll(':scope > .msg')];
+  const last = msgs.length && msgs[msgs.length - 1].dataset.turn;
+  for (const el of msgs) {
+    const row = el.appendChild(h('div', 'acts'));
+    const b = el.bubble;
+    row.append(btn('', 'link', () => copyText(b.text || b.body.textContent), 'copy'));
+    if (S.busy || !last || el.dataset.turn !== last) continue;
+    if (el.classList.contains('user')) {
+      const e = row.appendChild(btn('', 'link', () => editQuestion(el), 'edit'));
+      e.dataset.testid = 'edit';
+    } else if (!el.querySelector('[data-testid=retry]')) {
+      const r = row.appendChild(btn('', 'link', () => redo(last), 'regenerate'));
+      r.dataset.testid = 'regenerate';
+    }
+  }
 }
 
-function renderHistory(msgs) {
+/** The question of turn `n` as shown. */
+const questionOf = n => {
+  const el = [...$('#messages').querySelectorAll(':scope > .msg.user')].find(m => m.dataset.turn === String(n));
+  return el ? el.bubble.text : '';
+};
+
+/** Answers turn `n` again with its question (the last turn replaces it; an older one
+ * is asked as a new question). */
+function redo(n, text) {
+  const q = text ?? questionOf(n);
+  if (!q) return;
+  const last = [...$('#messages').querySelectorAll(':scope > .msg')].pop();
+  send(q, last && last.dataset.turn === String(n) && S.session ? +n : null);
+}
+
+function editQuestion(el) {
+  const b = el.bubble, ta = h('textarea', 'edit-box');
+  ta.value = b.text;
+  ta.rows = Math.min(12, b.text.split('\n').length + 1);
+  const row = h('div', 'acts edit-acts');
+  const save = row.appendChild(btn('', 'primary', () => redo(el.dataset.turn, ta.value), 'sendEdited'));
+  save.dataset.testid = 'send-edited';
+  row.append(btn('', null, () => { b.body.replaceChildren(); mdText(b.body, b.text); actions(); }, 'cancel'));
+  el.querySelector('.acts').remove();
+  b.body.replaceChildren(ta, row);
+  ta.onkeydown = e => { if (e.key === 'Enter' && !e.shiftKey && !e.isComposing) { e.preventDefault(); save.click(); } };
+  ta.focus();
+}
+
+/** Moves the elements of turn `n` into a collapsed "earlier version" block. */
+function supersede(n, els) {
+  const d = h('details', 'superseded');
+  d.dataset.testid = 'superseded';
+  d.append(ht('summary', null, 'replacedTurn', n));
+  els[0].before(d);
+  d.append(...els);
+  return d;
+}
+
+function renderHistory({ data = [], failed = {}, superseded = [] }) {
   const box = $('#messages');
   box.replaceChildren();
-  S.shown = msgs.length;
-  let turn = null, question = '', answered = false;
-  const card = () => {
-    if (turn == null) return;
-    if (!answered) box.append(unanswered(turn, question, S.session));
-    box.append(turnCard(null, turn, S.session));
+  S.shown = data.length;
+  const old = new Set(superseded.map(String));
+  let group = [], answer = null, cards = {};
+  const close = n => {
+    if (n == null) return;
+    if (!answer) answer = bubble('assistant');
+    answer.el.dataset.turn = n;
+    const why = failed[n];
+    if (answer.text) md(answer.text, answer.body);
+    if (answer.text || answer.tools.children.length || why) group.push(answer.el);
+    if (why) { answer.el.classList.add('failed'); failNote(answer.el, why === 'stopped' ? t('stopped') : why, why === 'stopped'); }
+    group.push(turnCard(null, n, S.session));
+    box.append(...group);
+    if (old.has(String(n))) supersede(n, group);
+    group = []; answer = null; cards = {};
   };
-  for (const m of msgs) {
-    if (m.turn !== turn) { card(); turn = m.turn; question = ''; answered = false; }
+  let turn = null;
+  for (const m of data) {
+    if (m.turn !== turn) { close(turn); turn = m.turn; }
     const text = typeof m.content === 'string' ? m.content : fmt(m.content);
-    if (m.role === 'user' && !question) question = text;
-    answered = m.role === 'assistant' && !(m.tool_calls || []).length && !!text;
-    if (m.role === 'user') box.append(userMsg(text));
+    if (m.role === 'user') group.push(userMsg(text, m.turn));
     else if (m.role === 'assistant') {
+      answer = answer || bubble('assistant');
       for (const c of m.tool_calls || []) {
         const f = c.function || c;
-        box.append(fold(t('toolCall', f.name), pretty(f.arguments), 'call'));
+        cards[c.id] = answer.tools.appendChild(toolCard({ id: c.id, name: f.name, arguments: f.arguments }));
       }
-      if (text) {
-        const b = bubble('assistant');
-        md(text, b.body);
-        box.append(b.el);
-      }
-    } else if (m.role === 'tool') box.append(fold(t('tool', m.name || m.tool_call_id || ''), text, 'out'));
-    else box.append(fold(t('system'), text));
+      if (text) answer.text += (answer.text ? '\n\n' : '') + text;
+    } else if (m.role === 'tool') {
+      answer = answer || bubble('assistant');
+      const card = cards[m.tool_call_id] || answer.tools.appendChild(toolCard({ name: m.name || '?', arguments: '' }));
+      settleCard(card, m.evolve_call || { ran: true }, text);
+    } else group.push(fold(t('system'), text));
   }
-  card();
-  if (!msgs.length) box.append(emptyState);
+  close(turn);
+  S.lastTurn = turn || 0;
+  if (!data.length) box.append(emptyState);
+  actions();
   box.scrollTop = box.scrollHeight;
 }
 
@@ -330,6 +428,7 @@ function scrollEnd() {
 function turnCard(rec, n, sid) {
   const d = h('details', 'turn'), sum = h('summary', null, t('turnN', n)), body = h('div', 'turn-body');
   d.dataset.testid = 'turn-card';
+  d.dataset.turn = n;
   d.append(sum, body);
   const fill = r => {
     rec = r = { memories: [], tools: [], skills: [], usage: {}, ...r };
@@ -414,23 +513,19 @@ function busy(on) {
   document.body.classList.toggle('busy', on);
 }
 
-/** A tool chip in the answer: shown at tool_start, completed at tool_end. */
-function toolChip(ev) {
-  const d = h('details', 'chip'), s = d.appendChild(h('summary'));
-  d.dataset.testid = 'tool-chip';
-  s.append(lvl(ev.level), ' ', h('code', null, ev.name), ' ', h('span', 'state', t('running')));
-  d.append(h('pre', null, pretty(ev.arguments)));
-  return d;
-}
-
-async function send(text) {
+/** Sends a question; `replace`: the number of the last turn, answered again with it
+ * (regenerate, edit): its elements move into a collapsed "earlier version". */
+async function send(text, replace = null) {
   if (S.busy) return toast(t('busy'), 'info');
   if (!text.trim()) return;
   const box = $('#messages');
   emptyState.remove();
-  box.append(userMsg(text));
+  let n = (S.lastTurn || 0) + 1;
+  if (replace) supersede(replace, [...box.querySelectorAll(':scope > *')].filter(el => el.dataset.turn === String(replace)));
+  const u = box.appendChild(userMsg(text, n));
   const a = bubble('assistant');
   a.el.classList.add('streaming');
+  a.el.dataset.turn = n;
   box.append(a.el);
   box.scrollTop = box.scrollHeight;
   const ctl = new AbortController();
@@ -442,10 +537,12 @@ async function send(text) {
   busy(true);
   const here = id => { if (!id) return; if (run.attached) setSession(id); run.session = id; };
   let acc = '', raf = 0, rec = null, done = false;
-  const paint = () => { raf = 0; a.body.replaceChildren(md(acc)); scrollEnd(); };
+  const paint = () => { raf = 0; a.text = acc; a.body.replaceChildren(md(acc)); scrollEnd(); };
+  actions();
   try {
     const body = { model: 'evolve', stream: true, evolve_events: true, messages: [{ role: 'user', content: text }] };
     if (S.session) body.session = S.session;
+    if (replace && S.session) body.evolve_replace = replace;
     let r;
     try {
       r = await req('POST', '/v1/chat/completions', body, ctl.signal);
@@ -466,24 +563,24 @@ async function send(text) {
         const c = j.choices && j.choices[0] && j.choices[0].delta && j.choices[0].delta.content;
         if (c) { acc += c; raf = raf || requestAnimationFrame(paint); }
       } else if (ev === 'evolve.session') here(j.session);
-      else if (ev === 'evolve.tool_start') a.tools.append(toolChip(j));
+      else if (ev === 'evolve.tool_start') a.tools.append(toolCard(j));
       else if (ev === 'evolve.tool_end') {
-        // A call that never started (refused, denied) has no chip yet.
-        const chip = [...a.tools.children].find(c => !c.dataset.done && c.querySelector('code').textContent === j.name) ||
-          a.tools.appendChild(toolChip(j));
-        chip.dataset.done = '1';
-        chip.classList.add(j.ran && !j.is_error ? 'good' : 'bad');
-        chip.querySelector('.state').textContent = [t(j.ran ? (j.is_error ? 'failed' : 'ran') : 'refused'),
-          j.answer !== 'run' && j.answer].filter(Boolean).join(' · ');
+        // A call that never started (refused, denied) has no card yet.
+        const card = [...a.tools.children].find(c => !c.dataset.done && c.querySelector('code').textContent === j.name) ||
+          a.tools.appendChild(toolCard(j));
+        settleCard(card, j, j.output);
       } else if (ev === 'evolve.permission') { if (run.attached) permAsk(j); }
-      else if (ev === 'evolve.turn') rec = j;
+      else if (ev === 'evolve.turn') {
+        rec = j;
+        if (j.turn) { n = j.turn; u.dataset.turn = a.el.dataset.turn = n; }
+      }
       else if (ev === 'evolve.error') throw new Error((j.error && j.error.message) || t('errTurn'));
     }
     if (!done) throw new Error(t('cutOff'));
   } catch (e) {
-    if (e.name === 'AbortError') failNote(a.el, t('stopped'), text, true);
+    if (e.name === 'AbortError') failNote(a.el, t('stopped'), true);
     else {
-      failNote(a.el, e.message, text);
+      failNote(a.el, e.message);
       toast(e.message);
     }
   } finally {
@@ -502,7 +599,10 @@ async function send(text) {
     S.run = null;
     busy(false);
     permReset();
-    if (rec) a.el.after(turnCard(rec, rec.turn, rec.session || S.session));
+    S.lastTurn = n;
+    if (!acc && !a.tools.children.length && !a.el.querySelector('.err,.note')) a.el.remove();
+    if (rec) (a.el.isConnected ? a.el : u).after(turnCard(rec, rec.turn, rec.session || S.session));
+    actions();
     guard(async () => {
       await loadSessions();
       // A new chat whose first turn stored nothing (stopped, failed) is forgotten by the

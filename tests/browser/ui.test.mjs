@@ -62,6 +62,8 @@ const SCRIPT = {
     '[evolve:evaluate]': ['{"score": 0.9, "reason": "clear and correct"}'],
     // The chat switched away from while it streams (its own marker, its own session).
     '[switch-test]': [Array.from({ length: 300 }, (_, i) => `slow${i}`).join(' ') + ' THE END'],
+    // Regenerate, then edit and resend (one chat, three answers).
+    '[regen-test]': ['Blue.', 'Green.', 'Seven.'],
     // The first answer is rated highly: style learning keeps this note (memory case).
     '[evolve:style]': ['{"note": "The browser test likes short answers"}'],
   },
@@ -140,6 +142,7 @@ async function send(page, text) {
 const idle = page => page.waitForSelector('#send', { state: 'visible' });
 
 let main; // the desktop page most cases share: one session, turn after turn
+let liveCard = ''; // the text of a tool call's card while the answer came in
 const results = [];
 async function test(name, fn) {
   try {
@@ -219,6 +222,10 @@ await test('an L3 tool call is approved with one click in the permission dialog'
   check(!(await main.isVisible('#perm')), 'the dialog closed');
   const chip = lastAnswer(main).locator('[data-testid=tool-chip]');
   check((await chip.textContent()).includes('ran'), `the tool chip says it ran: ${await chip.textContent()}`);
+  await chip.locator('summary').click();
+  await chip.locator('pre.out').waitFor();
+  liveCard = await chip.textContent();
+  check(liveCard.includes('note.txt') && /L3/.test(liveCard), `the card has the level, arguments and output: ${liveCard}`);
   eq(fs.readFileSync(path.join(HOME, 'workspace', 'note.txt'), 'utf8'), 'hello from the browser test', 'the file the tool wrote');
 });
 
@@ -322,9 +329,13 @@ await test('the history after a reload: every turn, tool output collapsed, turn 
   for (const q of ['Show me what streaming looks like', 'Please write a note', 'Run the echo command']) {
     check(await main.locator('[data-testid=msg-user]', { hasText: q }).count() === 1, `the question "${q}" is shown`);
   }
-  const folds = main.locator('details.fold.out');
-  check(await folds.count() >= 2, 'tool outputs are shown');
-  check(!(await folds.first().evaluate(d => d.open)), 'tool outputs are collapsed');
+  const cards = main.locator('[data-testid=tool-chip]');
+  check(await cards.count() >= 2, 'the tool calls are shown');
+  check(!(await cards.first().evaluate(d => d.open)), 'tool cards are collapsed');
+  // The same card as the live one: level, tool, what came of it, arguments, output.
+  const note = cards.filter({ hasText: 'note.txt' }).first();
+  await note.locator('summary').click();
+  eq(await note.textContent(), liveCard, 'the write_file card after a reload');
   const card = main.locator('[data-testid=turn-card]').nth(1);
   await card.locator('summary').click();
   await card.locator('dd', { hasText: 'write_file' }).waitFor();
@@ -361,6 +372,7 @@ await test('after a reload the stopped and the failed turn are still there, and 
   check((await notes.first().textContent()).includes('Stopped.'), `the stopped turn: ${await notes.first().textContent()}`);
   check((await notes.last().textContent()).includes('the fake model broke'), `the failed turn: ${await notes.last().textContent()}`);
   eq(await main.locator('[data-testid=msg-user]', { hasText: 'Write a very long answer' }).count(), 1, 'the stopped question');
+  check((await main.locator('[data-testid=msg-assistant]', { hasText: 'Stopped.' }).textContent()).includes('word20'), 'the stopped answer keeps its text');
   await notes.last().locator('[data-testid=retry]').click();
   await idle(main);
   await lastAnswer(main).locator('.body', { hasText: 'It worked on the retry.' }).waitFor();
@@ -377,8 +389,42 @@ await test('a question left open by a reload: the banner brings the dialog back,
   await main.waitForSelector('#perm[open]');
   eq(await main.textContent('#perm-tool'), 'write_file', 'the waiting call');
   await main.click('#perm-allow');
-  await main.locator('details.fold.out', { hasText: 'write_file' }).last().waitFor();
+  await main.locator('[data-testid=tool-chip].good', { hasText: 'write_file' }).last().waitFor();
   await until(() => fs.existsSync(path.join(HOME, 'workspace', 'after-reload.txt')), 'the file the call writes');
+});
+
+await test('Regenerate answers again, Edit resends a changed question; earlier versions fold away and stay after a reload; Copy takes a whole answer', async () => {
+  await main.click('#new-chat');
+  await send(main, 'Pick a colour [regen-test]');
+  await idle(main);
+  await lastAnswer(main).locator('.body', { hasText: 'Blue.' }).waitFor();
+  await lastAnswer(main).locator('[data-testid=regenerate]').click();
+  await idle(main);
+  await lastAnswer(main).locator('.body', { hasText: 'Green.' }).waitFor();
+  const old = main.locator('[data-testid=superseded]');
+  eq(await old.count(), 1, 'the first answer is folded away');
+  check(!(await old.evaluate(d => d.open)), 'and collapsed');
+  check((await old.textContent()).includes('Blue.'), 'but kept');
+  const questions = main.locator('#messages > [data-testid=msg-user]');
+  eq(await questions.count(), 1, 'the question is shown once');
+  await questions.last().locator('[data-testid=edit]').click();
+  await main.fill('.edit-box', 'Pick a number [regen-test]');
+  await main.click('[data-testid=send-edited]');
+  await idle(main);
+  await lastAnswer(main).locator('.body', { hasText: 'Seven.' }).waitFor();
+  eq(await old.count(), 2, 'both earlier versions are folded away');
+  eq(await questions.last().textContent().then(x => x.includes('Pick a number')), true, 'the edited question');
+  const sid = await main.evaluate(() => S.session);
+  const m = (await api('GET', `/v1/sessions/${encodeURIComponent(sid)}/messages`)).json;
+  eq(JSON.stringify(m.superseded), '[1,2]', 'the turns the server marks as replaced');
+  await main.reload();
+  await old.nth(1).waitFor();
+  eq(await old.count(), 2, 'the earlier versions after a reload');
+  eq(await questions.count(), 1, 'one question outside them after a reload');
+  await lastAnswer(main).locator('.body', { hasText: 'Seven.' }).waitFor();
+  check(await lastAnswer(main).locator('[data-testid=regenerate]').isVisible(), 'Regenerate on the last answer');
+  await lastAnswer(main).locator('.acts button', { hasText: 'Copy' }).click();
+  eq(await main.evaluate(() => navigator.clipboard.readText()), 'Seven.', 'the copied answer');
 });
 
 await test('sessions: rename, filter, open, delete (with a confirmation)', async () => {

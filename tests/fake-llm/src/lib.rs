@@ -9,7 +9,8 @@
 //! - which reply answers a chat request: a model without tool calling
 //!   ([`FakeLlm::refuse_tools`]) answers 400 to any request with `tools`; otherwise the
 //!   first registered route whose marker occurs in
-//!   a message's content takes from its own queue (an empty route queue answers the
+//!   a message's content takes from its own queue (a request carrying a registered
+//!   `[evolve:…]` marker of background work only from those; an empty route queue answers the
 //!   fallback, `Text("ok")`, so background work never steals a scripted reply and never
 //!   blocks); a request matching no registered route takes from the default queue; an
 //!   empty default queue answers the fallback too;
@@ -655,10 +656,18 @@ fn handle(shared: &Shared, mut request: tiny_http::Request) {
 /// The reply for a chat request (see the module docs for the order).
 fn choose(st: &mut State, rec: &Recorded) -> Reply {
     let contents = rec.contents();
+    let has = |marker: &str| contents.iter().any(|c| c.contains(marker));
+    // A request of the agent's own background work (`[evolve:…]`) quotes the
+    // conversation, markers and all: it takes only from its own routes, never a reply
+    // scripted for the conversation.
+    let background = st
+        .routes
+        .iter()
+        .any(|(m, _)| m.starts_with("[evolve:") && has(m));
     let routed = st
         .routes
         .iter_mut()
-        .filter(|(marker, _)| contents.iter().any(|c| c.contains(marker.as_str())))
+        .filter(|(marker, _)| has(marker) && (!background || marker.starts_with("[evolve:")))
         .map(|(_, q)| q)
         .collect::<Vec<_>>();
     if routed.is_empty() {

@@ -64,6 +64,32 @@ const guard = fn => async (...a) => {
   try { return await fn(...a); } catch (e) { if (e.name !== 'AbortError') toast(e.message); }
 };
 
+/** Like `guard`, for a form: the server's 400 is shown next to the field it names
+ * (`data-field` words; else the first field), not only as a toast. */
+const formGuard = fn => async e => {
+  const form = e.target.closest('form');
+  clearFieldErrors(form);
+  try { return await fn(e); } catch (err) {
+    if (err.status !== 400 || !form) return toast(err.message);
+    const fields = [...form.querySelectorAll('[data-field]')];
+    const f = fields.find(x => new RegExp(`\\b(${x.dataset.field})\\b`, 'i').test(err.message)) || fields[0];
+    if (!f) return toast(err.message);
+    const p = h('small', 'field-err', err.message);
+    p.id = f.id + '-err';
+    p.setAttribute('role', 'alert');
+    p.dataset.testid = 'field-error';
+    f.setAttribute('aria-invalid', 'true');
+    f.setAttribute('aria-describedby', p.id);
+    (f.closest('label') || f).after(p);
+    f.focus();
+  }
+};
+function clearFieldErrors(form) {
+  if (!form) return;
+  for (const p of form.querySelectorAll('.field-err')) p.remove();
+  for (const f of form.querySelectorAll('[aria-invalid]')) { f.removeAttribute('aria-invalid'); f.removeAttribute('aria-describedby'); }
+}
+
 /** An element whose text is the translation of `key` (re-translated on a language switch). */
 function ht(tag, cls, key, ...args) {
   const e = h(tag, cls, t(key, ...args));
@@ -97,7 +123,12 @@ function ask(msg, { input = null, danger = false, ok = t('ok') } = {}) {
 const ago = secs => secs ? new Date(secs * 1000).toLocaleString(LANG === 'zh' ? 'zh-CN' : undefined,
   { month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit' }) : '';
 const fmt = v => v == null ? '' : typeof v === 'string' ? v : JSON.stringify(v);
-const lvl = l => h('span', 'lvl ' + (l || ''), l || '?');
+/** A level badge; its title says what the level means (in the UI's language). */
+const lvl = l => {
+  const e = h('span', 'lvl ' + (l || ''), l || '?');
+  if (l && /^L[0-5]$/.test(l)) e.title = t('lvl_' + l);
+  return e;
+};
 function pretty(args) {
   try { return JSON.stringify(JSON.parse(args), null, 2); } catch { return fmt(args); }
 }
@@ -140,6 +171,18 @@ function theme() {
   const mode = store.get('evolve.theme') || (matchMedia('(prefers-color-scheme: dark)').matches ? 'dark' : 'light');
   document.documentElement.dataset.theme = mode;
   $('#theme-toggle').textContent = mode === 'dark' ? '☀' : '☾';
+  const accent = store.get('evolve.accent') || 'blue';
+  document.documentElement.dataset.accent = accent;
+  $('#accent').value = accent;
+}
+
+/** Ctrl+K (⌘K): search. Escape in the search box goes back to the chat. */
+function shortcuts(e) {
+  if ((e.ctrlKey || e.metaKey) && !e.altKey && e.key.toLowerCase() === 'k') {
+    e.preventDefault();
+    show('search');
+    $('#search-q').select();
+  } else if (e.key === 'Escape' && document.activeElement === $('#search-q')) show('chat');
 }
 
 function setLang(lang) {
@@ -268,20 +311,6 @@ function fold(summary, text, cls) {
   return d;
 }
 
-/** Copies text, also where the Clipboard API is missing (plain http beyond loopback). */
-async function copyText(text) {
-  try {
-    await navigator.clipboard.writeText(text);
-  } catch {
-    const ta = document.body.appendChild(h('textarea'));
-    ta.value = text;
-    ta.select();
-    document.execCommand('copy');
-    ta.remove();
-  }
-  toast(t('copied'), 'ok');
-}
-
 /** What the server says of a call (`run`, `refused`, `no such tool` …), in the UI's language. */
 const answerText = a => a && a !== 'run' ? t('ans_' + a.replace(/\W+/g, '_')) .replace(/^ans_.*/, a) : '';
 
@@ -324,7 +353,8 @@ function actions() {
   for (const el of msgs) {
     const row = el.appendChild(h('div', 'acts'));
     const b = el.bubble;
-    row.append(btn('', 'link', () => copyText(b.text || b.body.textContent), 'copy'));
+    row.append(btn('', 'link', () => copyText(b.text || b.body.textContent)
+      .then(() => toast(t('copied'), 'ok'), e => toast(e.message)), 'copy'));
     if (S.busy || !last || el.dataset.turn !== last) continue;
     if (el.classList.contains('user')) {
       const e = row.appendChild(btn('', 'link', () => editQuestion(el), 'edit'));
@@ -634,7 +664,10 @@ function permShow(ev) {
   $('#perm-level').replaceWith(Object.assign(lvl(c.level), { id: 'perm-level' }));
   $('#perm-tool').textContent = c.tool;
   $('#perm-step').textContent = c.steps > 1 ? t('stepOf', c.step, c.steps) : '';
-  $('#perm-prompt').textContent = c.prompt || '';
+  // Said in the UI's language (the server's `prompt` follows the question's).
+  $('#perm-prompt').textContent = /^L[0-5]$/.test(c.level || '')
+    ? t(two ? 'permSay2' : 'permSay', c.level, t('lvl_' + c.level)) + (c.steps > 1 && !two ? ' ' + t('permTwice') : '')
+    : c.prompt || '';
   $('#perm-warn').hidden = !two;
   // Step 2 shows the arguments exactly as the model sent them, not reformatted.
   $('#perm-args').textContent = two ? fmt(c.arguments) : pretty(c.arguments);
@@ -699,9 +732,18 @@ function permReset() {
 async function checkPending() {
   const id = S.session;
   if (!id || S.busy) return;
-  const { data } = await api('GET', `/v1/sessions/${enc(id)}/pending`);
+  const { data, question, turn } = await api('GET', `/v1/sessions/${enc(id)}/pending`);
   $('#pending-banner').hidden = !(data && data.length);
   S.pendingList = (data || []).map(call => ({ session: id, call }));
+  // The waiting turn is not among the stored messages yet: show its question.
+  if (question && data && data.length && S.session === id && !$('#messages [data-testid=turn-waiting]')) {
+    emptyState.remove();
+    const box = $('#messages'), a = bubble('assistant');
+    a.el.dataset.testid = 'turn-waiting';
+    a.el.append(ht('p', 'note', 'waitingQuestion'));
+    box.append(userMsg(question, turn), a.el);
+    box.scrollTop = box.scrollHeight;
+  }
 }
 
 // ---------------------------------------------------------------- grants
@@ -760,7 +802,9 @@ async function loadMemory() {
   const q = $('#mem-q').value.trim();
   const [{ data }] = await Promise.all([api('GET', '/v1/memory?limit=200' + (q ? '&q=' + enc(q) : '')), loadStyle()]);
   const ul = $('#mem-list');
-  ul.replaceChildren(...(data || []).map(memItem));
+  // Pinned first (the order the server ranks them in otherwise).
+  const list = data || [];
+  ul.replaceChildren(...[...list.filter(m => m.pinned), ...list.filter(m => !m.pinned)].map(memItem));
   if (!ul.children.length) ul.append(ht('li', 'mut pad', 'noMemories'));
 }
 
@@ -802,10 +846,26 @@ function memItem(m) {
   li.dataset.testid = 'memory-item';
   li.dataset.id = m.id;
   const patch = guard(async p => {
-    li.replaceWith(memItem(await api('PATCH', `/v1/memory/${enc(m.id)}`, p)));
+    const changed = await api('PATCH', `/v1/memory/${enc(m.id)}`, p);
+    // A pin moves it (pinned ones are listed first).
+    if ('pinned' in p) await loadMemory(); else li.replaceWith(memItem(changed));
     toast(t('saved'), 'ok');
   });
-  li.append(h('p', 'mem-text', m.content));
+  const text = li.appendChild(h('p', 'mem-text', m.content));
+  const edit = () => {
+    const ta = h('textarea', 'edit-box');
+    ta.value = m.content;
+    ta.rows = Math.min(8, m.content.split('\n').length + 1);
+    const row = h('div', 'row');
+    const save = row.appendChild(btn('', 'primary', () => ta.value.trim() && ta.value.trim() !== m.content
+      ? patch({ content: ta.value.trim() }) : form.replaceWith(text), 'save'));
+    save.dataset.testid = 'memory-save-text';
+    row.append(btn('', null, () => form.replaceWith(text), 'cancel'));
+    const form = h('div', 'mem-edit');
+    form.append(ta, row);
+    text.replaceWith(form);
+    ta.focus();
+  };
   const f = li.appendChild(h('div', 'fields'));
   const field = (key, el) => {
     const l = f.appendChild(h('label'));
@@ -816,11 +876,14 @@ function memItem(m) {
     e => patch({ priority: +e.target.value });
   field('importance', options(h('select', 'imp'), IMP, String, m.importance)).onchange =
     e => patch({ importance: +e.target.value });
+  field('category', options(h('select', 'cat'), CATEGORIES, c => t('cat_' + c), m.category)).onchange =
+    e => patch({ category: e.target.value });
   const tags = field('tags', h('input'));
   tags.value = (m.tags || []).join(', ');
   tags.onchange = () => patch({ tags: tagList(tags.value) });
   const acts = f.appendChild(h('div', 'row'));
   acts.append(
+    btn('', 'link', edit, 'editText'),
     btn('', 'pin', () => patch({ pinned: !m.pinned }), m.pinned ? 'unpin' : 'pin'),
     btn('', 'danger-text', guard(async () => {
       if (!await ask(t('deleteMemory'), { danger: true, ok: t('delete') })) return;
@@ -829,12 +892,13 @@ function memItem(m) {
       toast(t('deleted'), 'ok');
     }), 'delete'));
   acts.lastChild.dataset.testid = 'memory-delete';
+  acts.firstChild.dataset.testid = 'memory-edit-text';
   li.append(h('small', 'mut', [`#${m.id}`, t('cat_' + m.category), m.pinned && t('pinned'), ago(m.updated_at || m.created_at)]
     .filter(Boolean).join(' · ')));
   return li;
 }
 
-const saveMemory = guard(async e => {
+const saveMemory = formGuard(async e => {
   e.preventDefault();
   const body = {
     content: $('#mem-content').value.trim(),
@@ -1088,7 +1152,7 @@ function taskItem(task) {
   return li;
 }
 
-const addTask = guard(async e => {
+const addTask = formGuard(async e => {
   e.preventDefault();
   const question = $('#task-question').value.trim();
   if (!question) return;
@@ -1133,21 +1197,50 @@ async function showPrompt(which) {
 }
 const promptChars = () => { $('#prompt-chars').textContent = t('chars', [...$('#prompt-text').value].length); };
 
-const savePrompt = guard(async e => {
+const savePrompt = formGuard(async e => {
   e.preventDefault();
   const v = await api('POST', '/v1/prompt', { text: $('#prompt-text').value });
   toast(t('promptActive', v.version), 'ok');
   await loadPrompt(v.version);
 });
 
+/** The lines of `a` and `b` as a diff: [' ' | '-' | '+', line] (longest common subsequence). */
+function lineDiff(a, b) {
+  const A = a.split('\n'), B = b.split('\n'), n = A.length, m = B.length;
+  const L = Array.from({ length: n + 1 }, () => new Uint16Array(m + 1));
+  for (let i = n - 1; i >= 0; i--) for (let j = m - 1; j >= 0; j--) {
+    L[i][j] = A[i] === B[j] ? L[i + 1][j + 1] + 1 : Math.max(L[i + 1][j], L[i][j + 1]);
+  }
+  const out = [];
+  let i = 0, j = 0;
+  while (i < n || j < m) {
+    if (i < n && j < m && A[i] === B[j]) { out.push([' ', A[i++]]); j++; }
+    else if (j < m && (i >= n || L[i][j + 1] >= L[i + 1][j])) out.push(['+', B[j++]]);
+    else out.push(['-', A[i++]]);
+  }
+  return out;
+}
+
+/** The model proposes a new version; it is shown against the active one and becomes
+ * active only when the person confirms. */
 const evolvePrompt = guard(async () => {
   const b = $('#prompt-evolve');
   b.disabled = true;
   try {
-    const v = await api('POST', '/v1/prompt/evolve');
+    const v = await api('POST', '/v1/prompt/evolve', { propose: true });
     if (v.changed === false) { toast(t('promptKept'), 'ok'); return; }
-    toast(t('promptActive', v.version), 'ok');
-    await loadPrompt(v.version);
+    const box = $('#proposal-diff');
+    box.replaceChildren(...lineDiff(v.current, v.text).map(([k, l]) =>
+      h('span', k === '+' ? 'add' : k === '-' ? 'del' : null, `${k} ${l}\n`)));
+    $('#proposal-note').textContent = v.note;
+    $('#prompt-proposal').hidden = false;
+    $('#prompt-proposal').scrollIntoView({ block: 'nearest' });
+    $('#proposal-activate').onclick = guard(async () => {
+      const r = await api('POST', '/v1/prompt', { text: v.text, note: v.note });
+      $('#prompt-proposal').hidden = true;
+      toast(t('promptActive', r.version), 'ok');
+      await loadPrompt(r.version);
+    });
   } finally { b.disabled = false; }
 });
 
@@ -1163,6 +1256,8 @@ function init() {
     theme();
   };
   $('#lang-toggle').onclick = () => setLang(LANG === 'zh' ? 'en' : 'zh');
+  $('#accent').onchange = () => { store.set('evolve.accent', $('#accent').value); theme(); };
+  document.addEventListener('keydown', shortcuts);
   $('#menu').onclick = () => drawer(!document.body.classList.contains('drawer'));
   $('#backdrop').onclick = () => drawer(false);
   $('#new-chat').onclick = newChat;
@@ -1205,6 +1300,14 @@ function init() {
 
   $('#export').onclick = e => { if (e.target.closest('a,button')) $('#export').open = false; };
   $('#print').onclick = () => window.print();
+  // The printed page (or PDF), from the button or the browser's menu, starts with the
+  // chat's title and dates.
+  window.addEventListener('beforeprint', () => {
+    const s = S.sessions.find(x => x.id === S.session);
+    $('#print-title').textContent = (s && s.title) || t('untitled');
+    $('#print-date').textContent = [s && t('printCreated', ago(s.created_at)),
+      t('printPrinted', new Date().toLocaleString(LANG === 'zh' ? 'zh-CN' : undefined))].filter(Boolean).join(' · ');
+  });
 
   let timer = 0;
   $('#mem-q').oninput = () => { clearTimeout(timer); timer = setTimeout(guard(loadMemory), 250); };
@@ -1223,6 +1326,7 @@ function init() {
   $('#prompt-form').onsubmit = savePrompt;
   $('#prompt-text').oninput = promptChars;
   $('#prompt-evolve').onclick = evolvePrompt;
+  $('#proposal-discard').onclick = () => { $('#prompt-proposal').hidden = true; toast(t('proposalDiscarded'), 'ok'); };
   $('#profile').onchange = switchProfile;
 
   const hash = location.hash.match(/^#s=(.+)$/);

@@ -1,9 +1,11 @@
 // Markdown → DOM, safely. Model and user text only ever becomes text nodes (textContent,
 // append(string)); nothing is parsed as HTML, so `<img onerror=…>` shows as the text it
 // is. Links become <a> only for absolute http(s) URLs (javascript:, data: and the rest
-// stay text); images are shown as links, never loaded. Covers what chat answers use:
-// paragraphs, headings, emphasis, inline code, fenced code (with a copy button), nested
-// lists, tables, blockquotes, rules. An unclosed fence (mid-stream) renders as code.
+// stay text); an image is shown only when it is inline data (a data:image/png, jpeg, gif
+// or webp URL; a click enlarges it), one from elsewhere is a link, never loaded (the page
+// must not call out). Covers what chat answers use: paragraphs, headings, emphasis,
+// inline code, fenced code (highlighted, with a copy button), nested lists, tables,
+// blockquotes, rules. An unclosed fence (mid-stream) renders as code.
 'use strict';
 
 /** An element with an optional class and text. */
@@ -64,6 +66,7 @@ function mdInline(el, s) {
     else if (m[4] != null || m[5] != null) mdInline(n = h('strong'), m[4] ?? m[5]);
     else if (m[6] != null) mdInline(n = h('del'), m[6]);
     else if (m[7] != null || m[8] != null) mdInline(n = h('em'), m[7] ?? m[8]);
+    else if (m[0][0] === '!' && IMAGE.test(m[10])) n = mdImage(m[10], m[9]);
     else {
       const url = safeUrl(m[10] ?? m[11]);
       if (!url) { mdText(el, m[0]); continue; }
@@ -73,6 +76,64 @@ function mdInline(el, s) {
     el.append(n);
   }
   mdText(el, s.slice(at));
+}
+
+const IMAGE = /^data:image\/(png|jpe?g|gif|webp);base64,[A-Za-z0-9+/=]+$/;
+
+/** An inline image; a click shows it large (Escape or a click closes it). */
+function mdImage(src, alt) {
+  const img = h('img', 'md-img');
+  img.src = src;
+  img.alt = alt || '';
+  img.tabIndex = 0;
+  img.dataset.testid = 'md-img';
+  img.onclick = img.onkeydown = e => { if (e.type === 'click' || e.key === 'Enter') enlarge(src, alt); };
+  return img;
+}
+
+function enlarge(src, alt) {
+  let d = document.querySelector('#lightbox');
+  if (!d) {
+    d = document.body.appendChild(h('dialog'));
+    d.id = 'lightbox';
+    d.onclick = () => d.close();
+  }
+  const img = h('img');
+  img.src = src;
+  img.alt = alt || '';
+  d.replaceChildren(img);
+  d.showModal();
+}
+
+// Code highlighting: comments, strings, numbers and keywords of the languages answers
+// use, by one tokenizer (small, no library); the text stays exactly the code.
+const HASH = /^(py|python|sh|bash|shell|zsh|console|yaml|yml|toml|rb|ruby|r|perl|pl|dockerfile|makefile|make|nix|conf|ini|ps1|powershell|elixir|ex)$/i;
+const DASH = /^(sql|lua|haskell|hs)$/i;
+const KEYWORDS = new Set(('as async await break case catch class const continue def default del do elif else enum ' +
+  'except export extends false final finally fn for from func function go if impl import in interface let ' +
+  'loop match mod mut new nil none not null or pass pub return self static struct super switch this throw ' +
+  'true try type typeof use var void where while with yield echo fi then esac done local package defer ' +
+  'chan range lambda raise select insert update delete where create table and int char bool string').split(' '));
+const TK = {
+  hash: /#[^\n]*/.source, dash: /--[^\n]*/.source, slash: /\/\/[^\n]*|\/\*[\s\S]*?\*\//.source,
+  str: /("(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*'|`(?:[^`\\]|\\.)*`)/.source,
+  num: /\b(0x[\da-f]+|\d[\d_]*(?:\.\d+)?(?:e[+-]?\d+)?)\b/.source, word: /([A-Za-z_$][\w$]*)/.source,
+};
+function highlight(code, lang) {
+  const c = h('code');
+  if (!lang || /^(text|txt|plain|md|markdown|diff|log|output)$/i.test(lang)) { c.textContent = code; return c; }
+  const comment = HASH.test(lang) ? TK.hash : DASH.test(lang) ? TK.dash : TK.slash;
+  const re = new RegExp(`(${comment})|${TK.str}|${TK.num}|${TK.word}`, 'gi');
+  let at = 0;
+  for (const m of code.matchAll(re)) {
+    const cls = m[1] ? 'tk-c' : m[2] ? 'tk-s' : m[3] ? 'tk-n' : KEYWORDS.has(m[4].toLowerCase()) && m[4] ? 'tk-k' : '';
+    if (!cls) continue;
+    if (m.index > at) c.append(code.slice(at, m.index));
+    c.append(h('span', cls, m[0]));
+    at = m.index + m[0].length;
+  }
+  c.append(code.slice(at));
+  return c;
 }
 
 async function copyText(s) {
@@ -97,7 +158,7 @@ function codeBlock(code, lang) {
     b.textContent = t('copied');
     setTimeout(() => { b.textContent = t('copy'); }, 1500);
   }, e => toast(e.message));
-  w.appendChild(h('pre')).appendChild(h('code', null, code));
+  w.appendChild(h('pre')).appendChild(highlight(code, lang));
   return w;
 }
 

@@ -35,6 +35,8 @@ const STREAMED = [
 const UNSAFE = 'Look: <img src=x onerror=alert(1)> and [x](javascript:alert(1)) and ' +
   '<script>alert(2)</script> and [fine](https://example.org/).';
 const L4_ARGS = '{"command": "echo browser-l4"}';
+const DOT = 'data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==';
+const EVOLVED = 'You are Evolve, a careful assistant tested in a browser.\nAnswer in English, in one short paragraph.\nAsk before doing anything you cannot undo.';
 const LONG = Array.from({ length: 400 }, (_, i) => `word${i}`).join(' ');
 
 /** What the fake model answers, in order (see run.sh). */
@@ -64,6 +66,10 @@ const SCRIPT = {
     '[switch-test]': [Array.from({ length: 300 }, (_, i) => `slow${i}`).join(' ') + ' THE END'],
     // Regenerate, then edit and resend (one chat, three answers).
     '[regen-test]': ['Blue.', 'Green.', 'Seven.'],
+    // An inline image (shown, enlarged on click) and one from elsewhere (only a link).
+    // "Evolve the prompt": the proposal shown as a diff, active only once confirmed.
+    '[evolve:prompt]': [EVOLVED],
+    '[image-test]': [`A dot: ![a red dot](${DOT}) and ![remote](https://example.com/x.png)`],
     // The first answer is rated highly: style learning keeps this note (memory case).
     '[evolve:style]': ['{"note": "The browser test likes short answers"}'],
   },
@@ -189,6 +195,7 @@ await test('a message streams in: the answer grows in several steps, then render
   eq(await answer.locator('table th').first().textContent(), 'tool', 'the table header');
   eq(await answer.locator('table td.a-right').first().textContent(), 'L3', 'a right-aligned cell');
   eq(await answer.locator('pre code').textContent(), 'print("hello from a code block")', 'the code block');
+  eq(await answer.locator('pre code .tk-s').textContent(), '"hello from a code block"', 'the string is highlighted');
   eq(await answer.locator('blockquote').textContent(), 'A quote to finish.', 'the quote');
   await answer.locator('[data-testid=copy-code]').click();
   await answer.locator('[data-testid=copy-code]', { hasText: 'Copied' }).waitFor();
@@ -385,12 +392,30 @@ await test('a question left open by a reload: the banner brings the dialog back,
   await main.waitForSelector('#perm[open]');
   await main.reload();
   await main.locator('#pending-banner').waitFor();
+  await main.locator('[data-testid=turn-waiting]').waitFor();
+  eq(await main.locator('[data-testid=msg-user]', { hasText: 'Write a file, then I reload' }).count(), 1, 'the waiting question is shown');
   await main.click('#pending-open');
   await main.waitForSelector('#perm[open]');
   eq(await main.textContent('#perm-tool'), 'write_file', 'the waiting call');
   await main.click('#perm-allow');
   await main.locator('[data-testid=tool-chip].good', { hasText: 'write_file' }).last().waitFor();
   await until(() => fs.existsSync(path.join(HOME, 'workspace', 'after-reload.txt')), 'the file the call writes');
+  await main.locator('[data-testid=turn-waiting]').waitFor({ state: 'detached' });
+  eq(await main.locator('[data-testid=msg-user]', { hasText: 'Write a file, then I reload' }).count(), 1, 'the question once the turn is stored');
+});
+
+await test('images in answers: inline data is shown and enlarges on click, a remote one stays a link', async () => {
+  await send(main, 'Show me a picture [image-test]');
+  await idle(main);
+  const img = lastAnswer(main).locator('[data-testid=md-img]');
+  await img.waitFor();
+  eq(await img.getAttribute('alt'), 'a red dot', 'the image');
+  eq(await lastAnswer(main).locator('img').count(), 1, 'the remote image is not loaded');
+  eq(await lastAnswer(main).locator('a', { hasText: 'remote' }).getAttribute('href'), 'https://example.com/x.png', 'but linked');
+  await img.click();
+  await main.waitForSelector('#lightbox[open] img');
+  await main.click('#lightbox');
+  await main.waitForSelector('#lightbox', { state: 'hidden' });
 });
 
 await test('Regenerate answers again, Edit resends a changed question; earlier versions fold away and stay after a reload; Copy takes a whole answer', async () => {
@@ -485,6 +510,11 @@ await test('export: Markdown, HTML and JSON downloads, and a print view without 
     .map(s => getComputedStyle(document.querySelector(s)).display));
   await main.emulateMedia({ media: 'screen' });
   eq(shown.slice(0, 3).join(), 'none,none,none', 'the print view hides the sidebar, composer and top bar');
+  await main.evaluate(() => window.dispatchEvent(new Event('beforeprint')));
+  await main.emulateMedia({ media: 'print' });
+  const head = await main.evaluate(() => [getComputedStyle(document.querySelector('#print-head')).display, document.querySelector('#print-head').textContent]);
+  await main.emulateMedia({ media: 'screen' });
+  check(head[0] !== 'none' && head[1].includes(await main.textContent('#title')) && /printed/.test(head[1]), `the printed page has the title and the date: ${head}`);
   check(shown[3] !== 'none', 'the print view shows the messages');
 });
 
@@ -504,8 +534,19 @@ await test('memory: add one with priority, importance and tags, edit it, pin it,
   eq(`${m.priority} ${m.importance} ${m.tags.join(',')}`, '1 4 drinks,test', 'priority, importance and tags');
   await item.locator('select.prio').selectOption('0');
   await until(async () => (await stored()).priority === 0, 'the new priority reaches the server');
+  // The text and the category can be changed too (while the text is edited the item
+  // is found by its id: the text is in a text box then).
+  const byId = main.locator(`[data-testid=memory-item][data-id="${m.id}"]`);
+  await byId.locator('[data-testid=memory-edit-text]').click();
+  await byId.locator('textarea').fill('The browser test likes green tea a lot');
+  await byId.locator('[data-testid=memory-save-text]').click();
+  await byId.locator('.mem-text', { hasText: 'a lot' }).waitFor();
+  await item.locator('select.cat').selectOption('preference');
+  await until(async () => (await stored()).category === 'preference', 'the new category reaches the server');
+  eq((await stored()).content, 'The browser test likes green tea a lot', 'the edited text on the server');
   await item.locator('button.pin').click();
   await item.locator('button.pin', { hasText: 'Unpin' }).waitFor();
+  check(await main.locator('#mem-list > li').first().evaluate(li => li.classList.contains('pinned')), 'the pinned memory is listed first');
   m = await stored();
   eq(`${m.priority} ${m.pinned}`, '0 true', 'priority and pin after editing');
   await item.locator('[data-testid=memory-delete]').click();
@@ -656,6 +697,38 @@ await test('theme and language switch, and stay switched after a reload', async 
   await page.waitForSelector('#sessions li');
   eq(await page.textContent('#send'), '发送', '中文 after a reload');
   eq((await look())[0], theme2, 'the theme after a reload');
+  // The accent colour, beside the theme, stays too.
+  const accent = () => page.evaluate(() => getComputedStyle(document.documentElement).getPropertyValue('--acc').trim());
+  const before = await accent();
+  await page.selectOption('#accent', 'green');
+  check(await accent() !== before, `the accent changes: ${before} → ${await accent()}`);
+  await page.reload();
+  eq(await page.inputValue('#accent'), 'green', 'the accent after a reload');
+  // Ctrl+K opens the search.
+  await page.keyboard.press('Control+k');
+  await page.waitForSelector('#view-search', { state: 'visible' });
+  eq(await page.evaluate(() => document.activeElement.id), 'search-q', 'the search box has the focus');
+  // Level badges are readable in both themes (contrast of text on badge ≥ 4.5:1).
+  await page.click('#nav [data-view=tools]');
+  await page.locator('#tools-table .lvl').first().waitFor();
+  for (const mode of ['dark', 'light']) {
+    await page.evaluate(m => { localStorage.setItem('evolve.theme', m); theme(); }, mode);
+    const worst = await page.evaluate(() => {
+      const rgb = c => c.match(/[\d.]+/g).slice(0, 3).map(Number);
+      const lum = c => { const [r, g, b] = rgb(c).map(v => { v /= 255; return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; }); return 0.2126 * r + 0.7152 * g + 0.0722 * b; };
+      const ratio = (a, b) => { const [x, y] = [lum(a), lum(b)].sort((p, q) => q - p); return (x + 0.05) / (y + 0.05); };
+      const probe = document.body.appendChild(document.createElement('span'));
+      let min = 99;
+      for (const l of ['L0', 'L1', 'L2', 'L3', 'L4', 'L5']) {
+        probe.className = 'lvl ' + l;
+        const st = getComputedStyle(probe);
+        min = Math.min(min, ratio(st.color, st.backgroundColor));
+      }
+      probe.remove();
+      return min;
+    });
+    check(worst >= 4.5, `the ${mode} theme's least readable level badge: ${worst.toFixed(2)}:1`);
+  }
   await page.click('#lang-toggle');
   eq(await page.textContent('#send'), 'Send', 'back to English');
   await page.context().close();
@@ -677,6 +750,17 @@ await test('phone (375×740): the sidebar is a drawer, the send box is visible, 
     check(box.height >= 40, `${sel} is at least 40px tall`);
   }
   check(await page.evaluate(() => document.documentElement.scrollWidth) <= 375, 'no sideways scrolling');
+  // The wide panes fit: their tables scroll inside instead of widening the page.
+  for (const view of ['tools', 'prompt', 'memory', 'tasks']) {
+    await page.evaluate(v => show(v), view);
+    await page.waitForTimeout(300);
+    const [sw, cw, doc] = await page.evaluate(v => {
+      const pane = document.querySelector(`#view-${v}`);
+      return [pane.scrollWidth, pane.clientWidth, document.documentElement.scrollWidth];
+    }, view);
+    check(sw <= cw + 1 && doc <= 375, `the ${view} pane fits in 375 px: ${sw} of ${cw}, page ${doc}`);
+  }
+  await page.evaluate(() => show('chat'));
   await page.tap('#menu');
   await page.waitForFunction(() => document.querySelector('#sidebar').getBoundingClientRect().left >= 0);
   await page.tap('#nav [data-view=memory]');
@@ -730,6 +814,20 @@ await test('prompt versions: save a new version, see it active, make the built-i
   // Evolving with nothing learned yet says why, as a visible message.
   await main.click('#prompt-evolve');
   await main.locator('[data-testid=toast].error', { hasText: 'nothing' }).waitFor();
+  // With a rule to learn from, the model proposes a version: shown as a difference
+  // from the active text, stored only when the person activates it.
+  eq((await api('POST', '/v1/memory', { content: 'Always answer in English', category: 'instruction' })).status, 201, 'a rule');
+  await main.click('#prompt-evolve');
+  const diff = main.locator('[data-testid=proposal-diff]');
+  await diff.locator('.add', { hasText: 'Answer in English' }).waitFor();
+  check(await diff.locator('.del').count() > 0, 'the lines it replaces are shown');
+  eq((await api('GET', '/v1/prompt')).json.active, 0, 'nothing is active before the confirmation');
+  await main.click('#proposal-activate');
+  await main.waitForSelector('#prompt-proposal', { state: 'hidden' });
+  const after = (await api('GET', '/v1/prompt/active')).json;
+  eq(after.text, EVOLVED, 'the proposed text is active once confirmed');
+  await main.locator('[data-testid=prompt-version][data-version="0"] button', { hasText: 'Make active' }).click();
+  await main.locator('[data-testid=prompt-version][data-version="0"] .badge').waitFor();
 });
 
 await test('scheduled tasks: add one, run it now, read its log and its chat, delete it', async () => {
@@ -748,7 +846,11 @@ await test('scheduled tasks: add one, run it now, read its log and its chat, del
   await main.fill('#task-value', '61 * * * *');
   await main.fill('#task-question', 'never added');
   await main.click('#task-form button[type=submit]');
-  await main.locator('[data-testid=toast].error', { hasText: 'minute' }).waitFor();
+  // Said next to the field it is about, not as a toast.
+  const err = main.locator('#task-form [data-testid=field-error]');
+  await err.waitFor();
+  check((await err.textContent()).includes('minute'), `the schedule's error: ${await err.textContent()}`);
+  eq(await main.getAttribute('#task-value', 'aria-invalid'), 'true', 'the schedule field is marked');
   main.seen.errors = main.seen.errors.filter(e => !/status of 400/.test(e)); // that 400 was the point
   eq((await api('GET', '/v1/tasks')).json.data.length, 1, 'tasks after a bad schedule');
   await item.locator('button', { hasText: 'Run now' }).click();

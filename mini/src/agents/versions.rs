@@ -351,6 +351,15 @@ pub(crate) enum Evolved {
         /// The first changed line: its number (from 1) and its new text.
         first_change: (usize, String),
     },
+    /// Asked for a proposal only: the new text, not stored.
+    Proposed {
+        /// The active text it would replace.
+        current: String,
+        /// The proposed text.
+        text: String,
+        /// What it was evolved from.
+        note: String,
+    },
 }
 
 /// Why `evolve` stored nothing.
@@ -391,13 +400,15 @@ impl From<StoreError> for EvolveError {
 }
 
 /// Has the cheap model rewrite the active prompt from what the store says the agent
-/// learned, and stores the result as the new active version when it passes the checks.
+/// learned, and stores the result as the new active version when it passes the checks
+/// (`keep`; otherwise it is only proposed, for a person to confirm).
 pub(crate) fn evolve(
     store: &Store,
     model: &dyn ChatModel,
     reflect_below: f32,
     now: Timestamp,
     cancel: &AtomicBool,
+    keep: bool,
 ) -> Result<Evolved, EvolveError> {
     let current = active_text(store)?;
     let mut evaluations = Vec::new();
@@ -431,6 +442,13 @@ pub(crate) fn evolve(
         return Ok(Evolved::Unchanged);
     };
     let note = learned.note();
+    if !keep {
+        return Ok(Evolved::Proposed {
+            current,
+            text,
+            note,
+        });
+    }
     let version = store.add_prompt_version(&text, &note, now)?;
     Ok(Evolved::Stored {
         version,

@@ -226,6 +226,7 @@ fn evolve(profile: &Option<String>) -> Result<(), Error> {
         app.config.agent.reflect_below,
         app::now(),
         &never,
+        true,
     )
     .map_err(|e| match e {
         EvolveError::Model(e) => Error::Model(e),

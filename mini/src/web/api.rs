@@ -119,7 +119,7 @@ static ROUTES: &[(&str, &str, Handler)] = &[
     ("GET", "/v1/search", |s, r, _| search(s, r)),
     ("GET", "/v1/prompt", |s, _, _| prompt::list(s)),
     ("POST", "/v1/prompt", |s, r, _| prompt::set(s, r)),
-    ("POST", "/v1/prompt/evolve", |s, _, _| prompt::evolve(s)),
+    ("POST", "/v1/prompt/evolve", |s, r, _| prompt::evolve(s, r)),
     ("GET", "/v1/prompt/{version}", |s, _, p| {
         prompt::show(s, p[0])
     }),
@@ -434,7 +434,14 @@ fn pending(state: &State, id: &str) -> Reply {
         .iter()
         .map(|c| chat::pending_json(c, Lang::En))
         .collect();
-    Response::json(200, &json!({ "data": data }))
+    // The waiting turn's question (not among the messages until the turn ends), so a
+    // reloaded page shows what the call is for.
+    let mut v = json!({ "data": data });
+    if let Some(p) = tri!(store.parked(id)) {
+        v["question"] = json!(p.state.question());
+        v["turn"] = json!(p.turn);
+    }
+    Response::json(200, &v)
 }
 
 fn answer(state: &Arc<State>, req: &Request, id: &str, call: &str) -> Reply {

@@ -13,6 +13,7 @@ use super::{error, State};
 use crate::agents::versions::{self, check_text, EvolveError, Evolved, Listed};
 use crate::clock::now;
 use crate::error::Error;
+use evolve_core::text::one_line;
 
 /// The note a version set here is stored with (its first word is its source, `set`).
 const SET_NOTE: &str = "set in the web UI";
@@ -60,7 +61,12 @@ pub fn set(state: &State, req: &Request) -> Reply {
         Ok(_) => {}
         Err(e) => return store_error(e),
     }
-    match rt.store.add_prompt_version(&text, SET_NOTE, now()) {
+    let note = match b.get("note") {
+        Some(Value::String(n)) if !n.trim().is_empty() => one_line(n, 200),
+        None | Some(Value::Null | Value::String(_)) => SET_NOTE.to_string(),
+        Some(_) => return error(400, "`note` must be a string"),
+    };
+    match rt.store.add_prompt_version(&text, &note, now()) {
         Ok(version) => created(state, version),
         Err(e) => store_error(e),
     }
@@ -69,7 +75,22 @@ pub fn set(state: &State, req: &Request) -> Reply {
 /// Has the cheap model write a new version from what the agent learned (201 with the
 /// new version; 200 `{"changed": false}` when the model kept the text; 409 when there
 /// is nothing to learn from; 422 when the reply was refused; 502 for model failures).
-pub fn evolve(state: &State) -> Reply {
+/// With `{"propose": true}` nothing is stored: 200 `{"changed": true, "current",
+/// "text", "note"}`, for a person to compare and confirm (`POST /v1/prompt`).
+pub fn evolve(state: &State, req: &Request) -> Reply {
+    let propose = if req.body.iter().all(u8::is_ascii_whitespace) {
+        false
+    } else {
+        let b = match body(req) {
+            Ok(b) => b,
+            Err(resp) => return resp,
+        };
+        match b.get("propose") {
+            None | Some(Value::Null) => false,
+            Some(Value::Bool(p)) => *p,
+            Some(_) => return error(400, "`propose` must be true or false"),
+        }
+    };
     let rt = state.rt();
     let cancel = AtomicBool::new(false);
     let done = versions::evolve(
@@ -78,8 +99,17 @@ pub fn evolve(state: &State) -> Reply {
         rt.config.agent.reflect_below,
         now(),
         &cancel,
+        !propose,
     );
     match done {
+        Ok(Evolved::Proposed {
+            current,
+            text,
+            note,
+        }) => Response::json(
+            200,
+            &json!({"changed": true, "current": current, "text": text, "note": note}),
+        ),
         Ok(Evolved::Unchanged) => Response::json(
             200,
             &json!({"changed": false, "message": "the model kept the system prompt as it is; nothing stored"}),

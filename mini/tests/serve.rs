@@ -1135,3 +1135,65 @@ fn an_answer_regenerated_or_its_question_edited_replaces_the_turn_for_the_model_
     let (status, _) = ask("x", json!({"session": sid, "evolve_replace": "last"}));
     assert_eq!(status, 400);
 }
+
+#[test]
+fn mcp_servers_are_added_reconnected_and_removed_through_the_api() {
+    let w = World::new("serve-mcp-api");
+    let s = Server::start(&w, &[]);
+    let notes = w.workspace().join("notes");
+    std::fs::create_dir_all(&notes).unwrap();
+    let body = json!({
+        "name": "notes",
+        "command": support::mcp::test_server(),
+        "args": ["--notes", notes],
+    })
+    .to_string();
+    let add = s.post("/v1/mcp/servers", &body);
+    assert_eq!(add.status, 201, "{}", add.body);
+    let listed = s.get("/v1/mcp").json();
+    let server = listed["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|x| x["name"] == "notes")
+        .cloned()
+        .unwrap_or_else(|| panic!("the added server is listed: {listed}"));
+    assert_eq!(server["source"], "added");
+    assert_eq!(server["transport"], "stdio");
+    // Adding it again needs `replace`.
+    assert_eq!(s.post("/v1/mcp/servers", &body).status, 409);
+    let mut replace: Value = serde_json::from_str(&body).unwrap();
+    replace["replace"] = json!(true);
+    assert_eq!(s.post("/v1/mcp/servers", &replace.to_string()).status, 201);
+    // Reconnect starts it now and says what it lists.
+    let r = s.post("/v1/mcp/servers/notes/reconnect", "").json();
+    assert_eq!(r["connected"], true, "{r}");
+    assert!(r["tools"].as_u64().unwrap_or(0) > 0, "{r}");
+    assert_eq!(s.post("/v1/mcp/servers/nobody/reconnect", "").status, 404);
+    // Removed: gone from the list; a second removal is a 404.
+    let del = s.request("DELETE", "/v1/mcp/servers/notes", &[], "");
+    assert_eq!(del.status, 200, "{}", del.body);
+    let listed = s.get("/v1/mcp").json();
+    assert!(
+        !listed["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|x| x["name"] == "notes"),
+        "{listed}"
+    );
+    assert_eq!(
+        s.request("DELETE", "/v1/mcp/servers/notes", &[], "").status,
+        404
+    );
+    // What is refused, with the reason.
+    for (bad, why) in [
+        (json!({"name": "a b", "command": "x"}), "name"),
+        (json!({"name": "x"}), "command"),
+        (json!({"command": "x"}), "name"),
+    ] {
+        let r = s.post("/v1/mcp/servers", &bad.to_string());
+        assert_eq!(r.status, 400, "{bad}: {}", r.body);
+        assert!(r.body.contains(why), "{bad}: {}", r.body);
+    }
+}

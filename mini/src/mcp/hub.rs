@@ -182,6 +182,16 @@ impl Hub {
         }
     }
 
+    /// Stops a server's connection (if any): the next use starts it anew.
+    pub fn restart(&self, server: &str) {
+        let slot = lock(&self.slots).remove(server);
+        if let Some(slot) = slot {
+            slot.retired.store(true, Ordering::SeqCst);
+            self.forget(server);
+            self.close_in_background(slot);
+        }
+    }
+
     /// Lists a server's tools, starting (or restarting) it if needed.
     pub fn list_tools(&self, server: &str, cancel: &AtomicBool) -> Result<Vec<McpTool>, McpError> {
         self.usable(server)?;

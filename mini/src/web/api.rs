@@ -15,7 +15,7 @@ use serde_json::{json, Value};
 use super::http::{form_value, percent_decode, Request, Response};
 use super::memory_patch::{MemoryPatch, EMPTY_CONTENT};
 use super::request::{body, field, opt_str, store_error, tri, Reply};
-use super::{assets, chat, error, grants, prompt, style, tasks, State};
+use super::{assets, chat, error, grants, mcp_servers, prompt, style, tasks, State};
 use crate::agents::ToolAgent;
 use crate::clock::now;
 use crate::mcp::user_level::{set_level, LevelError};
@@ -105,6 +105,13 @@ static ROUTES: &[(&str, &str, Handler)] = &[
         run_tool(s, r, p[0])
     }),
     ("GET", "/v1/mcp", |s, _, _| mcp(s)),
+    ("POST", "/v1/mcp/servers", |s, r, _| mcp_servers::add(s, r)),
+    ("DELETE", "/v1/mcp/servers/{name}", |s, _, p| {
+        mcp_servers::remove(s, p[0])
+    }),
+    ("POST", "/v1/mcp/servers/{name}/reconnect", |s, _, p| {
+        mcp_servers::reconnect(s, p[0])
+    }),
     ("PUT", "/v1/mcp/tools/{name}/level", |s, r, p| {
         mcp_level(s, r, p[0])
     }),
@@ -805,6 +812,7 @@ fn mcp(state: &State) -> Reply {
             };
             json!({
                 "name": spec.name,
+                "source": mcp_servers::source(&spec.source),
                 "transport": transport,
                 "disabled": spec.disabled,
                 "connected": connected.contains(&spec.name),

@@ -15,6 +15,7 @@ pub mod endpoint;
 mod grants;
 pub mod http;
 mod inflate;
+mod mcp_servers;
 mod memory_patch;
 mod prompt;
 mod request;

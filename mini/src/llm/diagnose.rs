@@ -57,6 +57,8 @@ pub struct Report {
     pub checks: Vec<Check>,
     /// The error that made the server unreachable, when it was.
     pub unreachable: Option<LlmError>,
+    /// What the server's `/models` listed (empty when it listed nothing).
+    pub models: Vec<String>,
 }
 
 /// The models checked: (role, its line, its completion's line, the variable that sets it).
@@ -80,6 +82,7 @@ pub fn diagnose(client: &Client) -> Report {
             return Report {
                 checks,
                 unreachable: Some(e),
+                models: Vec::new(),
             };
         }
         other => other,
@@ -126,6 +129,7 @@ pub fn diagnose(client: &Client) -> Report {
     Report {
         checks,
         unreachable: None,
+        models: listed.unwrap_or_default(),
     }
 }
 

@@ -116,9 +116,10 @@ fn overridden_by_env(state: &State, config: &crate::config::Config) -> Vec<&'sta
         .iter()
         .filter_map(|(name, var)| {
             let var = (*var)?;
-            let set = state.env.iter().any(|(k, v)| {
-                k == var && v.to_str().is_some_and(|v| !v.trim().is_empty())
-            });
+            let set = state
+                .env
+                .iter()
+                .any(|(k, v)| k == var && v.to_str().is_some_and(|v| !v.trim().is_empty()));
             let ignored = config.ignored_env.iter().any(|i| i.var == var);
             (set && !ignored).then_some(*name)
         })
@@ -167,9 +168,10 @@ impl Edit {
         };
         let text = |name: &str| Ok(raw(name)?.map(|s| s.trim().to_string()));
         let base_url = match text("base_url")? {
-            Some(url) => Some(crate::config::check_base_url(&url).map_err(|m| {
-                invalid(Some("base_url"), format!("base_url `{url}` {m}"))
-            })?),
+            Some(url) => Some(
+                crate::config::check_base_url(&url)
+                    .map_err(|m| invalid(Some("base_url"), format!("base_url `{url}` {m}")))?,
+            ),
             None => None,
         };
         // Not trimmed: a key with a space or a line break in it is a pasting mistake.
@@ -338,7 +340,9 @@ fn written_as_asked(text: &str, profile: &str, edit: &Edit) -> bool {
         &["profiles", profile, "model"]
     };
     for key in path {
-        table = table.and_then(|t| t.get(*key)).and_then(toml::Value::as_table);
+        table = table
+            .and_then(|t| t.get(*key))
+            .and_then(toml::Value::as_table);
     }
     let Some(t) = table else {
         return edit.fields().is_empty();
@@ -348,7 +352,11 @@ fn written_as_asked(text: &str, profile: &str, edit: &Edit) -> bool {
             .is_none_or(|w| t.get(key).and_then(toml::Value::as_str) == Some(w))
     };
     let key_ok = match edit.api_key.as_deref() {
-        Some("") => t.get("api_key").and_then(toml::Value::as_str).unwrap_or("").is_empty(),
+        Some("") => t
+            .get("api_key")
+            .and_then(toml::Value::as_str)
+            .unwrap_or("")
+            .is_empty(),
         _ => is("api_key", &edit.api_key),
     };
     key_ok
@@ -368,7 +376,9 @@ pub fn update(state: &State, req: &Request) -> Reply {
     let b = field!(body(req));
     let edit = field!(Edit::parse(&b));
     {
-        let _one = WRITING.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let _one = WRITING
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         let (old, new, loaded) = field!(candidate(state, &edit));
         if new != old {
             let path = &loaded.config.file;
@@ -422,6 +432,7 @@ pub fn test(state: &State, req: &Request) -> Reply {
             "base_url": base_url,
             "ok": report.unreachable.is_none() && report.checks.iter().all(|c| c.ok),
             "checks": checks,
+            "models": report.models,
         }),
     )
 }
@@ -437,13 +448,18 @@ mod tests {
     #[test]
     fn bodies_are_read_field_by_field_and_refused_with_the_field() {
         assert_eq!(parse(json!({})), Ok(Edit::default()));
-        let e = parse(json!({"base_url": " http://h:1/v1/ ", "api_key": "", "model": " m ",
-            "context_window": 4096}))
+        let e = parse(
+            json!({"base_url": " http://h:1/v1/ ", "api_key": "", "model": " m ",
+            "context_window": 4096}),
+        )
         .expect("valid");
         assert_eq!(e.base_url.as_deref(), Some("http://h:1/v1"));
         assert_eq!(e.api_key.as_deref(), Some(""));
         assert_eq!(e.model.as_deref(), Some("m"));
-        assert_eq!(e.fields(), ["base_url", "api_key", "model", "context_window"]);
+        assert_eq!(
+            e.fields(),
+            ["base_url", "api_key", "model", "context_window"]
+        );
         for (body, field) in [
             (json!({"base_url": "localhost:11434"}), "base_url"),
             (json!({"base_url": 3}), "base_url"),
@@ -490,9 +506,16 @@ mod tests {
         // In a profile the top level's key would apply again: it is set empty.
         let out = clear.apply("[model]\napi_key = \"sk-x\"\n", "work");
         assert!(written_as_asked(&out, "work", &clear), "{out}");
-        assert!(out.ends_with("[profiles.work.model]\napi_key = \"\"\n"), "{out}");
+        assert!(
+            out.ends_with("[profiles.work.model]\napi_key = \"\"\n"),
+            "{out}"
+        );
         // An inline table is not changed behind the user's back.
         let inline = "model = { main = \"a\" }\n";
-        assert!(!written_as_asked(&edit.apply(inline, "default"), "default", &edit));
+        assert!(!written_as_asked(
+            &edit.apply(inline, "default"),
+            "default",
+            &edit
+        ));
     }
 }

@@ -373,6 +373,13 @@ fn written_as_asked(text: &str, profile: &str, edit: &Edit) -> bool {
 /// environment still decides). A refused body is a 400 naming the field (`error.param`)
 /// and nothing is written.
 pub fn update(state: &State, req: &Request) -> Reply {
+    if req.body.iter().all(u8::is_ascii_whitespace) {
+        return invalid(
+            None,
+            "send a JSON object with the fields to change: base_url, api_key, model, \
+             cheap_model, context_window",
+        );
+    }
     let b = field!(body(req));
     let edit = field!(Edit::parse(&b));
     {

@@ -186,3 +186,54 @@ fn settings_test_runs_doctors_checks_on_the_current_or_an_unsaved_body() {
     );
     assert_eq!(bad.status, 400);
 }
+
+#[test]
+fn settings_without_a_file_write_the_commented_template_privately() {
+    let w = World::new("settings-new");
+    assert!(!w.config_path().exists());
+    let s = Server::start(&w, &[]);
+    let r = put(&s, &json!({"context_window": 16384}));
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.json()["context_window"], 16384);
+    let text = std::fs::read_to_string(w.config_path()).expect("created");
+    assert!(text.starts_with("# evolve configuration"), "{text}");
+    assert!(
+        text.contains("#context_window = 8192\ncontext_window = 16384\n"),
+        "{text}"
+    );
+    let mode = std::fs::metadata(w.config_path())
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o600);
+    assert_eq!(w.run(&["config", "check"]).code, 0, "the file checks");
+}
+
+#[test]
+fn settings_of_a_profile_go_to_its_own_table() {
+    let w = world("settings-profile");
+    let mut text = std::fs::read_to_string(w.config_path()).unwrap();
+    text.push_str("\n[profiles.work.agent]\nmax_steps = 2\n");
+    w.config(&text);
+    let s = Server::start(&w, &[]);
+    let r = s.post(
+        "/v1/config/profile",
+        &json!({"profile": "work"}).to_string(),
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    let r = put(&s, &json!({"context_window": 12000, "api_key": ""}));
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.json()["profile"], "work");
+    assert_eq!(r.json()["context_window"], 12000);
+    let after = std::fs::read_to_string(w.config_path()).unwrap();
+    assert_eq!(
+        after,
+        format!("{text}\n[profiles.work.model]\napi_key = \"\"\ncontext_window = 12000\n")
+    );
+    // The top level is untouched: back on default, its window is the default one.
+    s.post(
+        "/v1/config/profile",
+        &json!({"profile": "default"}).to_string(),
+    );
+    assert_eq!(s.get("/v1/settings/model").json()["context_window"], 8192);
+}

@@ -300,7 +300,11 @@ fn candidate(state: &State, edit: &Edit) -> Result<(String, String, Loaded), Rep
     let (path, profile) = (&rt.config.file, rt.config.profile.as_str());
     let old = match std::fs::read_to_string(path) {
         Ok(text) => text,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+        // No file yet: the commented one `evolve config init` writes, so the user finds
+        // every other setting explained next to the ones set here.
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            crate::config::CONFIG_TEMPLATE.to_string()
+        }
         Err(e) => {
             return Err(error(
                 500,

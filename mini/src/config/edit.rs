@@ -531,6 +531,44 @@ mod tests {
         }
     }
 
+    /// Many generated values (a fixed LCG over characters TOML treats specially), each
+    /// set into the template under a profile: it parses back to the value, and taking
+    /// the added table away gives the template back.
+    #[test]
+    fn generated_values_round_trip_and_leave_the_rest_of_the_file_alone() {
+        const PALETTE: &[char] = &[
+            'a', 'Z', '0', ' ', '"', '\'', '\\', '#', '=', '[', ']', '{', '}', '\n', '\r', '\t',
+            '\u{0}', '\u{7f}', '\u{1b}', '.', '密', '🚀', '\u{2028}',
+        ];
+        let template = super::super::CONFIG_TEMPLATE;
+        let path = ["profiles", "p", "model"];
+        let mut seed: u64 = 0x2545_f491_4f6c_dd1d;
+        for _ in 0..300 {
+            let mut s = String::new();
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            for _ in 0..(seed >> 59) {
+                seed = seed
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                s.push(PALETTE[(seed >> 33) as usize % PALETTE.len()]);
+            }
+            let out = set(template, &path, "main", Some(&Value::Str(&s)));
+            assert_eq!(
+                table(&parsed(&out), &path)["main"].as_str(),
+                Some(s.as_str())
+            );
+            assert_eq!(
+                out.strip_suffix(&format!(
+                    "\n[profiles.p.model]\nmain = {}\n",
+                    Value::Str(&s).to_toml()
+                )),
+                Some(template)
+            );
+        }
+    }
+
     #[test]
     fn profile_tables_are_told_apart_from_the_top_level() {
         let text = "[model]\nmain = \"top\"\n\n[profiles.work.model]\nmain = \"w\"\n\n[profiles.work.model.timeouts]\nconnect = 5\n";

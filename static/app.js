@@ -145,7 +145,7 @@ function show(view) {
   }
   setTitle();
   drawer(false);
-  const load = { memory: loadMemory, skills: loadSkills, tools: loadTools, tasks: loadTasks, prompt: loadPrompt }[view];
+  const load = { memory: loadMemory, skills: loadSkills, tools: loadTools, tasks: loadTasks, prompt: loadPrompt, settings: loadSettings }[view];
   if (load) guard(load)();
   if (view === 'search') $('#search-q').focus();
 }
@@ -194,6 +194,7 @@ function setLang(lang) {
   renderSessions();
   setTitle();
   renderModel();
+  renderSettings(); // settings.js
 }
 
 // ---------------------------------------------------------------- sessions

@@ -101,10 +101,11 @@ for _ in $(seq 1 100); do [ -s "$WORK/fake.url" ] && break; sleep 0.1; done
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 healthy() { python3 -c 'import sys, urllib.request; urllib.request.urlopen(sys.argv[1], timeout=2)' "$1/health" >/dev/null 2>&1; }
 # serve LOG PID_VAR URL ARGS...: starts `evolve serve ARGS` and waits until URL answers.
+# The model server is the fake one, or MODEL_URL (empty: none in the environment).
 serve() {
     local log="$1" var="$2" url="$3"
     shift 3
-    OPENAI_BASE_URL="${MODEL_URL:-$(head -n1 "$WORK/fake.url")}" EVOLVE_MODEL=fake-main EVOLVE_CHEAP_MODEL=fake-cheap \
+    OPENAI_BASE_URL="${MODEL_URL-$(head -n1 "$WORK/fake.url")}" EVOLVE_MODEL=fake-main EVOLVE_CHEAP_MODEL=fake-cheap \
         EVOLVE_LOG=info HOME="$WORK" "$EVOLVE_BIN" serve "$@" >"$log" 2>&1 &
     printf -v "$var" '%s' "$!"
     for _ in $(seq 1 150); do
@@ -128,15 +129,23 @@ mkdir -p "$WORK/home2"
 EVOLVE_HOME="$WORK/home2" serve "$WORK/serve2.log" TOKEN_PID "$TOKEN_URL" --host 0.0.0.0 --port "$TOKEN_PORT"
 
 # A third one whose model server is not there (a port nothing listens on): what a
-# newcomer without Ollama sees.
+# newcomer without Ollama sees. Its address is in config.toml, not in the environment,
+# so the settings panel can change it.
 DEAD_PORT="$(free_port)"
 DEAD_URL="http://127.0.0.1:$DEAD_PORT"
 mkdir -p "$WORK/home3"
-EVOLVE_HOME="$WORK/home3" MODEL_URL="http://127.0.0.1:$(free_port)/v1" \
+cat >"$WORK/home3/config.toml" <<EOF
+# The browser test's server without a model.
+[model]
+base_url = "http://127.0.0.1:$(free_port)/v1" # nothing listens here
+max_retries = 0
+EOF
+EVOLVE_HOME="$WORK/home3" MODEL_URL="" \
     serve "$WORK/serve3.log" DEAD_PID "$DEAD_URL" --port "$DEAD_PORT"
 
 status=0
 EVOLVE_URL="$URL" EVOLVE_TOKEN_URL="$TOKEN_URL" EVOLVE_DEAD_MODEL_URL="$DEAD_URL" EVOLVE_TOKEN_FILE="$WORK/home2/serve.token" \
+    EVOLVE_DEAD_HOME="$WORK/home3" EVOLVE_FAKE_MODEL_URL="$(head -n1 "$WORK/fake.url")" \
     EVOLVE_BROWSER_NPM="$NPM_DIR" CHROMIUM="$CHROMIUM" \
     node "$HERE/ui.test.mjs" || status=$?
 if [ "$status" -ne 0 ]; then

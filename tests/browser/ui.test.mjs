@@ -72,6 +72,8 @@ const SCRIPT = {
     '[image-test]': [`A dot: ![a red dot](${DOT}) and ![remote](https://example.com/x.png)`],
     // The first answer is rated highly: style learning keeps this note (memory case).
     '[evolve:style]': ['{"note": "The browser test likes short answers"}'],
+    // The tool-call check of Test in the settings panel (doctor's checks).
+    'Call the get_time tool now': [call('get_time', '{}'), call('get_time', '{}')],
   },
   fallback: { echo: true },
 };
@@ -936,6 +938,58 @@ await test('another chat can be opened while an answer streams; the answer finis
   }, 'the server stored the whole answer');
   await main.locator('[data-testid=session-item]', { hasText: 'Tell a long story' }).locator('button.open').click();
   await lastAnswer(main).locator('.body', { hasText: 'THE END' }).waitFor();
+});
+
+await test('the model is set in Settings, opened from the banner: Test shows failing then passing checks, Save hides the banner, a message is answered (phone width, en/中文)', async () => {
+  const url = process.env.EVOLVE_DEAD_MODEL_URL, good = process.env.EVOLVE_FAKE_MODEL_URL;
+  const file = path.join(process.env.EVOLVE_DEAD_HOME, 'config.toml');
+  const ctx = await browser.newContext({ locale: 'en-US', viewport: { width: 390, height: 844 } });
+  const page = await ctx.newPage();
+  const errors = [];
+  page.on('pageerror', e => errors.push(e.message));
+  await page.goto(url + '/');
+  const banner = page.locator('#model-banner');
+  await banner.waitFor({ state: 'visible' });
+  await page.click('#model-settings');
+  await page.locator('#set-form').waitFor();
+  const inUse = (await (await fetch(url + '/v1/settings/model')).json()).base_url;
+  await until(async () => (await page.inputValue('#set-base-url')) === inUse, 'the URL in use in the field');
+  const checks = page.locator('[data-testid=set-check]');
+  await page.click('#set-test');
+  await checks.first().waitFor();
+  check(/✗ server reachable.*connection refused/.test(await checks.first().textContent()), `the failing check: ${await checks.first().textContent()}`);
+  // A bad address is refused next to its field, and nothing is written.
+  const before = fs.readFileSync(file, 'utf8');
+  await page.fill('#set-base-url', 'localhost:11434');
+  await page.click('#set-save');
+  await page.locator('.set-field[data-field=base_url] .err', { hasText: 'http://' }).waitFor();
+  eq(fs.readFileSync(file, 'utf8'), before, 'the file after a refused address');
+  await page.selectOption('#set-preset', 'https://api.deepseek.com/v1');
+  eq(await page.inputValue('#set-base-url'), 'https://api.deepseek.com/v1', 'the preset fills the field');
+  await page.fill('#set-base-url', good);
+  await page.click('#set-test');
+  await page.locator('[data-testid=set-check].ok', { hasText: 'server reachable' }).waitFor();
+  for (const name of ['main model', 'completion', 'tool calling']) {
+    await page.locator('[data-testid=set-check].ok', { hasText: name }).first().waitFor();
+  }
+  eq(await page.locator('#set-model-list option', { hasText: 'fake-main' }).count(), 1, "the main model from the server's list");
+  await page.click('#set-save');
+  await page.locator('[data-testid=toast]', { hasText: 'Saved' }).waitFor();
+  await banner.waitFor({ state: 'hidden' });
+  const text = fs.readFileSync(file, 'utf8');
+  check(text.includes(`base_url = "${good}" # nothing listens here`) && text.startsWith('# The browser test'), `the file keeps its comments: ${text}`);
+  eq(fs.statSync(file).mode & 0o777, 0o600, 'the file mode');
+  eq(await page.evaluate(() => document.documentElement.scrollWidth <= innerWidth), true, 'the panel fits 390 px');
+  await page.click('#menu');
+  await page.click('#lang-toggle');
+  await page.locator('#set-test', { hasText: '测试' }).waitFor();
+  check((await page.textContent('#set-state')).includes('服务有响应'), 'the state in Chinese');
+  await page.click('#lang-toggle');
+  await page.click('#nav [data-view=chat]');
+  await send(page, 'Hello after the settings');
+  await lastAnswer(page).locator('.body', { hasText: 'echo: Hello after the settings' }).waitFor();
+  eq(errors.join('\n'), '', 'page errors');
+  await ctx.close();
 });
 
 await test('no page errors, CSP refusals or JavaScript dialogs on the way', async () => {

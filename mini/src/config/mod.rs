@@ -38,10 +38,12 @@
 //! `mcp.rs` the `[mcp]` section (servers, with the lines they are defined on; the
 //! server types and their rules are `crate::mcp_spec`'s), `template.rs` the commented
 //! file `config init` writes, `show.rs` the masked view for `config show` and the API,
-//! `private.rs` the umask and the tightening of a home others can read. Secrets are
+//! `private.rs` the umask, the tightening of a home others can read and the private
+//! rewrite of the file, `edit.rs` changing one setting of the file in place. Secrets are
 //! `crate::secret`'s.
 
 mod context;
+pub mod edit;
 mod file;
 mod mcp;
 pub mod private;
@@ -50,7 +52,7 @@ mod show;
 mod template;
 
 pub use mcp::{server_json, Place};
-pub use resolve::{check, home_dir};
+pub use resolve::{check, check_base_url, home_dir};
 pub use template::CONFIG_TEMPLATE;
 
 use std::collections::BTreeMap;
@@ -508,6 +510,15 @@ impl Config {
     /// instead of changing the process environment), and where each setting came from.
     pub fn load_from(opts: &LoadOptions, env: EnvLookup<'_>) -> Result<Loaded, ConfigError> {
         resolve::load(opts, env)
+    }
+
+    /// [`Config::load_from`] with `text` as the file's content (see `resolve::load_text`).
+    pub fn load_from_text(
+        opts: &LoadOptions,
+        env: EnvLookup<'_>,
+        text: &str,
+    ) -> Result<Loaded, ConfigError> {
+        resolve::load_text(opts, env, Some(text))
     }
 
     /// Every setting at its default, for data under `home`: what `load` gives with no

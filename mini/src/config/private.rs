@@ -111,6 +111,48 @@ fn tighten_one(
     }
 }
 
+/// Replaces the file at `path` with `text`, private (0600) whatever the old file's
+/// mode: written to a temporary file in the same directory, flushed to disk, then
+/// renamed over it, so a crash leaves the old file or the new one, never half of
+/// either. A symbolic link (a dotfiles manager's) stays a link: its target is replaced.
+pub fn write_private(path: &Path, text: &str) -> std::io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let path = match std::fs::symlink_metadata(path) {
+        Ok(m) if m.file_type().is_symlink() => path.canonicalize()?,
+        _ => path.to_path_buf(),
+    };
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
+    let tmp = dir.join(format!(
+        ".{}.{}.tmp",
+        name.unwrap_or_default(),
+        std::process::id()
+    ));
+    let written = (|| {
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o600)
+            .open(&tmp)?;
+        // An old temporary file of this name may have had another mode.
+        f.set_permissions(std::fs::Permissions::from_mode(0o600))?;
+        f.write_all(text.as_bytes())?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, &path)
+    })();
+    if written.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    written?;
+    // The rename itself is on disk once the directory is.
+    if let Ok(d) = std::fs::File::open(dir) {
+        let _ = d.sync_all();
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -170,6 +212,28 @@ mod tests {
         assert_eq!(mode(&home.join("notes.txt")), 0o644, "not evolve's");
         assert_eq!(mode(&home.join("workspace")), 0o755, "the user's files");
         assert!(tighten(&home, None).is_empty(), "once");
+    }
+
+    #[test]
+    fn a_rewritten_file_is_private_whole_and_a_link_stays_a_link() {
+        let dir = TempDir::new("private-write");
+        let file = dir.path().join(CONFIG_FILE);
+        write_private(&file, "a = 1\n").unwrap();
+        assert_eq!(mode(&file), 0o600);
+        chmod(&file, 0o644);
+        write_private(&file, "a = 2\n").unwrap();
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), "a = 2\n");
+        assert_eq!(mode(&file), 0o600);
+        let names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+        assert_eq!(names.len(), 1, "no temporary file is left");
+        let link = dir.path().join("link.toml");
+        std::os::unix::fs::symlink(&file, &link).unwrap();
+        write_private(&link, "a = 3\n").unwrap();
+        assert!(std::fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink());
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), "a = 3\n");
     }
 
     #[test]

@@ -82,7 +82,17 @@ fn env_text(env: EnvLookup<'_>, var: &'static str) -> Result<Option<String>, Con
 /// rejected by every command, with the same message, before anything runs, and a
 /// mistake in a profile shows up before the day it is used.
 pub fn load(opts: &LoadOptions, env: EnvLookup<'_>) -> Result<Loaded, ConfigError> {
-    let file = FileText::read(env)?;
+    load_text(opts, env, None)
+}
+
+/// [`load`] with `text` read as `config.toml` instead of the file (`None`: the file):
+/// what a changed file would load as, before it is written (`PUT /v1/settings/model`).
+pub fn load_text(
+    opts: &LoadOptions,
+    env: EnvLookup<'_>,
+    text: Option<&str>,
+) -> Result<Loaded, ConfigError> {
+    let file = FileText::read(env, text)?;
     let (wanted, chosen) = match (&opts.profile, env_text(env, "EVOLVE_PROFILE")?) {
         (Some(flag), _) => (Some(flag.clone()), Choice::Named),
         (None, Some(var)) => (Some(var), Choice::Named),
@@ -128,10 +138,13 @@ struct FileText {
 }
 
 impl FileText {
-    fn read(env: EnvLookup<'_>) -> Result<FileText, ConfigError> {
+    fn read(env: EnvLookup<'_>, text: Option<&str>) -> Result<FileText, ConfigError> {
         let home = home_dir(env)?;
         let path = home.join(CONFIG_FILE);
-        let text = read_file(&path)?;
+        let text = match text {
+            Some(text) => Some(text.to_string()),
+            None => read_file(&path)?,
+        };
         let exists = text.is_some();
         let text = text.unwrap_or_default();
         let raw: RawFile = toml::from_str(&text).map_err(|e| toml_error(&path, &text, &e))?;
@@ -905,7 +918,7 @@ fn model_name(
 }
 
 /// A base URL: `http(s)://host…`, without trailing `/`. The error says what is wrong.
-pub(super) fn check_base_url(url: &str) -> Result<String, String> {
+pub fn check_base_url(url: &str) -> Result<String, String> {
     let url = url.trim().trim_end_matches('/');
     let lower = url.to_ascii_lowercase();
     let Some(rest) = lower

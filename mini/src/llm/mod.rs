@@ -24,6 +24,7 @@
 mod cap;
 pub(crate) use cap::size as answer_size;
 mod client;
+pub mod diagnose;
 mod learned;
 mod modes;
 pub(crate) use modes::written_as_text;

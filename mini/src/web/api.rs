@@ -137,6 +137,12 @@ static ROUTES: &[(&str, &str, Handler)] = &[
     ("GET", "/v1/settings/model", |s, _, _| {
         super::settings::model(s)
     }),
+    ("PUT", "/v1/settings/model", |s, r, _| {
+        super::settings::update(s, r)
+    }),
+    ("POST", "/v1/settings/model/test", |s, r, _| {
+        super::settings::test(s, r)
+    }),
     ("POST", "/v1/config/profile", |s, r, _| switch_profile(s, r)),
 ];
 

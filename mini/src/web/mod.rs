@@ -89,26 +89,43 @@ impl State {
     /// Switches to another profile of `config.toml`: the next turns use its models and
     /// settings; the store stays the same.
     pub fn switch_profile(&self, name: &str) -> Result<String, Error> {
-        let old = self.manager();
-        let rt = old.runtime();
+        let loaded = self.load_profile(name, None)?;
+        Ok(self.install(loaded.config))
+    }
+
+    /// Profile `name` loaded as a switch to it loads it — from `text` instead of the
+    /// file when given (what a changed file would give, before it is written).
+    pub fn load_profile(
+        &self,
+        name: &str,
+        text: Option<&str>,
+    ) -> Result<crate::config::Loaded, crate::config::ConfigError> {
         // `default` is the file's top level: no profile, whatever EVOLVE_PROFILE says.
         let default = name == "default";
-        let loaded = crate::config::Config::load_from(
-            &crate::config::LoadOptions {
-                profile: (!default).then(|| name.to_string()),
-                workspace: self.workspace.clone(),
-            },
-            &|k: &str| {
-                if default && k == "EVOLVE_PROFILE" {
-                    return None;
-                }
-                self.env
-                    .iter()
-                    .find(|(n, _)| n == k)
-                    .map(|(_, v)| v.clone())
-            },
-        )?;
-        let config = loaded.config;
+        let opts = crate::config::LoadOptions {
+            profile: (!default).then(|| name.to_string()),
+            workspace: self.workspace.clone(),
+        };
+        let env = |k: &str| {
+            if default && k == "EVOLVE_PROFILE" {
+                return None;
+            }
+            self.env
+                .iter()
+                .find(|(n, _)| n == k)
+                .map(|(_, v)| v.clone())
+        };
+        match text {
+            Some(text) => crate::config::Config::load_from_text(&opts, &env, text),
+            None => crate::config::Config::load_from(&opts, &env),
+        }
+    }
+
+    /// Runs the next turns on `config` (a running turn keeps the runtime it started
+    /// with); returns its profile's name.
+    pub fn install(&self, config: crate::config::Config) -> String {
+        let old = self.manager();
+        let rt = old.runtime();
         config.warn_ignored_env();
         let profile = config.profile.clone();
         let next = Manager::new(crate::agents::Runtime::sharing(
@@ -121,8 +138,9 @@ impl State {
         // again if it needs them, and they stop when it is dropped.
         old.flush(Duration::from_secs(10));
         rt.mcp.shutdown();
-        Ok(profile)
+        profile
     }
+
     /// Cancels every running turn and scheduled task (the server is stopping).
     pub fn cancel_all(&self) {
         self.scheduler.stop();

@@ -1,14 +1,25 @@
 //! `/v1/settings/model`: what the model endpoint is and whether it answers, so the UI can
 //! say what is wrong (which URL, why, how to fix it) when the page opens, before anything
-//! is sent. The check is `GET /models` on the configured server, with a short connect
-//! limit; the key is never returned, only whether one is set.
+//! is sent; and setting it from the browser.
+//!
+//! `GET` checks `GET /models` on the configured server, with a short connect limit.
+//! `PUT` changes `[model]` of the active profile in `config.toml` (`config::edit`: the
+//! file's comments and other keys stay), after loading the changed text through the
+//! loader every command uses — so what it accepts is what `evolve serve` would start
+//! with — then writes it privately and runs the next turns on it, as a profile switch
+//! does. `POST …/test` runs doctor's checks (`llm::diagnose`) against the current or a
+//! posted, unsaved body. The key is never returned nor logged, only whether one is set.
 
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
 
-use super::http::Response;
-use super::State;
+use super::http::{Request, Response};
+use super::request::{body, field};
+use super::{error, error_value, State};
+use crate::config::edit::{self, Value as TomlValue};
+use crate::config::{Loaded, DEFAULT_PROFILE};
 use crate::llm::{Client, LlmError};
 
 type Reply = Response<'static>;
@@ -41,6 +52,7 @@ pub fn model(state: &State) -> Reply {
         "api_key_set": cfg.api_key.is_some(),
         "profile": rt.config.profile.clone(),
         "checked_ms": checked_ms,
+        "overridden_by_env": overridden_by_env(state, &rt.config),
     });
     match listed {
         Ok(ids) => {
@@ -81,6 +93,440 @@ fn hint(default_url: bool) -> String {
     };
     format!(
         "{start}set [model] base_url (and api_key, model) in config.toml, or \
-         OPENAI_BASE_URL / OPENAI_API_KEY / EVOLVE_MODEL, then restart `evolve serve`."
+         OPENAI_BASE_URL / OPENAI_API_KEY / EVOLVE_MODEL, then restart `evolve serve` — \
+         or set it in the web UI's Settings."
     )
+}
+
+/// The fields of the body and the environment variable that wins over each (the
+/// context window has none).
+const FIELDS: [(&str, Option<&str>); 5] = [
+    ("base_url", Some("OPENAI_BASE_URL")),
+    ("api_key", Some("OPENAI_API_KEY")),
+    ("model", Some("EVOLVE_MODEL")),
+    ("cheap_model", Some("EVOLVE_CHEAP_MODEL")),
+    ("context_window", None),
+];
+
+/// The fields whose variable is set and used: a value written to the file changes
+/// nothing there until the variable is unset (a profile named for the run that sets
+/// the key itself wins over the variable: `ignored_env`).
+fn overridden_by_env(state: &State, config: &crate::config::Config) -> Vec<&'static str> {
+    FIELDS
+        .iter()
+        .filter_map(|(name, var)| {
+            let var = (*var)?;
+            let set = state
+                .env
+                .iter()
+                .any(|(k, v)| k == var && v.to_str().is_some_and(|v| !v.trim().is_empty()));
+            let ignored = config.ignored_env.iter().any(|i| i.var == var);
+            (set && !ignored).then_some(*name)
+        })
+        .collect()
+}
+
+/// Serialises the read-change-write of `config.toml` between requests.
+static WRITING: Mutex<()> = Mutex::new(());
+
+/// A settings body, read and checked field by field; `None`: unchanged.
+#[derive(Debug, Default, PartialEq)]
+struct Edit {
+    base_url: Option<String>,
+    /// `Some("")` clears the key.
+    api_key: Option<String>,
+    model: Option<String>,
+    cheap_model: Option<String>,
+    context_window: Option<u64>,
+}
+
+/// A 400 naming the field it is about (`error.param`, as OpenAI's errors do), so the UI
+/// can show it next to that field.
+fn invalid(field: Option<&str>, message: impl AsRef<str>) -> Reply {
+    let mut v = error_value(400, message.as_ref(), None);
+    v["error"]["param"] = json!(field);
+    Response::json(400, &v)
+}
+
+impl Edit {
+    fn parse(b: &Map<String, Value>) -> Result<Edit, Reply> {
+        if let Some(k) = b.keys().find(|k| FIELDS.iter().all(|(f, _)| f != k)) {
+            return Err(invalid(
+                None,
+                format!(
+                    "unknown field `{k}`: send any of base_url, api_key, model, cheap_model, \
+                     context_window"
+                ),
+            ));
+        }
+        let raw = |name: &str| -> Result<Option<String>, Reply> {
+            match b.get(name) {
+                None => Ok(None),
+                Some(Value::String(s)) => Ok(Some(s.clone())),
+                Some(_) => Err(invalid(Some(name), format!("{name} must be a string"))),
+            }
+        };
+        let text = |name: &str| Ok(raw(name)?.map(|s| s.trim().to_string()));
+        let base_url = match text("base_url")? {
+            Some(url) => Some(
+                crate::config::check_base_url(&url)
+                    .map_err(|m| invalid(Some("base_url"), format!("base_url `{url}` {m}")))?,
+            ),
+            None => None,
+        };
+        // Not trimmed: a key with a space or a line break in it is a pasting mistake.
+        let api_key = raw("api_key")?;
+        if api_key
+            .as_deref()
+            .is_some_and(|k| !k.chars().all(|c| c.is_ascii_graphic()))
+        {
+            return Err(invalid(
+                Some("api_key"),
+                "api_key must be printable ASCII without spaces, as API keys are \
+                 (an empty one clears the key)",
+            ));
+        }
+        let name = |field: &str| -> Result<Option<String>, Reply> {
+            match text(field)? {
+                Some(n) if n.is_empty() => Err(invalid(
+                    Some(field),
+                    format!("{field} is empty: name a model the server serves"),
+                )),
+                other => Ok(other),
+            }
+        };
+        let context_window = match b.get("context_window") {
+            None => None,
+            Some(v) => Some(v.as_u64().filter(|n| *n >= 1).ok_or_else(|| {
+                invalid(
+                    Some("context_window"),
+                    "context_window must be a whole number of tokens, at least 1",
+                )
+            })?),
+        };
+        Ok(Edit {
+            base_url,
+            api_key,
+            model: name("model")?,
+            cheap_model: name("cheap_model")?,
+            context_window,
+        })
+    }
+
+    /// The names of the fields it changes (for the log: never a value).
+    fn fields(&self) -> Vec<&'static str> {
+        let Edit {
+            base_url,
+            api_key,
+            model,
+            cheap_model,
+            context_window,
+        } = self;
+        let set = [
+            base_url.is_some(),
+            api_key.is_some(),
+            model.is_some(),
+            cheap_model.is_some(),
+            context_window.is_some(),
+        ];
+        FIELDS
+            .iter()
+            .zip(set)
+            .filter_map(|((name, _), set)| set.then_some(*name))
+            .collect()
+    }
+
+    /// `text` with the edit applied to `[model]` of `profile` (`[profiles.P.model]`).
+    /// A key replaces a named variable (`api_key_env`); clearing it in a profile writes
+    /// `api_key = ""`, which also stops the top level's key from applying there.
+    fn apply(&self, text: &str, profile: &str) -> String {
+        let table: Vec<&str> = if profile == DEFAULT_PROFILE {
+            vec!["model"]
+        } else {
+            vec!["profiles", profile, "model"]
+        };
+        let mut text = text.to_string();
+        let mut put = |key: &str, v: Option<TomlValue>| {
+            text = edit::set(&text, &table, key, v.as_ref());
+        };
+        if let Some(url) = &self.base_url {
+            put("base_url", Some(TomlValue::Str(url)));
+        }
+        match self.api_key.as_deref() {
+            Some("") if profile == DEFAULT_PROFILE => {
+                put("api_key", None);
+                put("api_key_env", None);
+            }
+            Some(key) => {
+                put("api_key", Some(TomlValue::Str(key)));
+                put("api_key_env", None);
+            }
+            None => {}
+        }
+        if let Some(m) = &self.model {
+            put("main", Some(TomlValue::Str(m)));
+        }
+        if let Some(m) = &self.cheap_model {
+            put("cheap", Some(TomlValue::Str(m)));
+        }
+        if let Some(n) = self.context_window {
+            put("context_window", Some(TomlValue::Int(n)));
+        }
+        text
+    }
+}
+
+/// The loader's error as a 400 on the field it names (`model.context_window` is the
+/// body's `context_window`, …).
+fn rejected(e: &crate::config::ConfigError) -> Reply {
+    let msg = e.to_string();
+    let field = [
+        ("model.base_url", "base_url"),
+        ("model.context_window", "context_window"),
+        ("model.reserved_output", "context_window"),
+        ("model.main", "model"),
+        ("model.cheap", "cheap_model"),
+        ("model.api_key", "api_key"),
+    ]
+    .into_iter()
+    .find(|(key, _)| msg.contains(key))
+    .map(|(_, f)| f);
+    invalid(field, format!("not saved: {msg}"))
+}
+
+/// The file as it would be with `edit`, loaded and checked for the active profile.
+fn candidate(state: &State, edit: &Edit) -> Result<(String, String, Loaded), Reply> {
+    let rt = state.rt();
+    let (path, profile) = (&rt.config.file, rt.config.profile.as_str());
+    let old = match std::fs::read_to_string(path) {
+        Ok(text) => text,
+        // No file yet: the commented one `evolve config init` writes, so the user finds
+        // every other setting explained next to the ones set here.
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            crate::config::CONFIG_TEMPLATE.to_string()
+        }
+        Err(e) => {
+            return Err(error(
+                500,
+                format!("cannot read {}: {e} — nothing was changed", path.display()),
+            ))
+        }
+    };
+    let new = edit.apply(&old, profile);
+    match state.load_profile(profile, Some(&new)) {
+        Ok(loaded) if written_as_asked(&new, profile, edit) => Ok((old, new, loaded)),
+        Ok(_) => Err(error(
+            409,
+            format!(
+                "{} writes the [model] table of profile `{profile}` in a form this page \
+                 cannot change (an inline table or dotted keys) — edit the file by hand",
+                path.display()
+            ),
+        )),
+        Err(e) => match state.load_profile(profile, Some(&old)) {
+            // The file is broken on its own (edited by hand since the start).
+            Err(own) => Err(error(409, format!("fix config.toml first: {own}"))),
+            Ok(_) => Err(rejected(&e)),
+        },
+    }
+}
+
+/// Whether `text` holds the edited values where the active profile reads them (the
+/// editor does not see a table written inline or with dotted keys).
+fn written_as_asked(text: &str, profile: &str, edit: &Edit) -> bool {
+    let Ok(doc) = toml::from_str::<toml::Table>(text) else {
+        return false;
+    };
+    let mut table = Some(&doc);
+    let path: &[&str] = if profile == DEFAULT_PROFILE {
+        &["model"]
+    } else {
+        &["profiles", profile, "model"]
+    };
+    for key in path {
+        table = table
+            .and_then(|t| t.get(*key))
+            .and_then(toml::Value::as_table);
+    }
+    let Some(t) = table else {
+        return edit.fields().is_empty();
+    };
+    let is = |key: &str, want: &Option<String>| {
+        want.as_ref()
+            .is_none_or(|w| t.get(key).and_then(toml::Value::as_str) == Some(w))
+    };
+    let key_ok = match edit.api_key.as_deref() {
+        Some("") => t
+            .get("api_key")
+            .and_then(toml::Value::as_str)
+            .unwrap_or("")
+            .is_empty(),
+        _ => is("api_key", &edit.api_key),
+    };
+    key_ok
+        && is("base_url", &edit.base_url)
+        && is("main", &edit.model)
+        && is("cheap", &edit.cheap_model)
+        && edit.context_window.is_none_or(|n| {
+            t.get("context_window").and_then(toml::Value::as_integer) == i64::try_from(n).ok()
+        })
+}
+
+/// `PUT /v1/settings/model`: checks the body, writes `config.toml`, runs the next turns
+/// on it and answers with the new [`model`] view (`overridden_by_env` lists what the
+/// environment still decides). A refused body is a 400 naming the field (`error.param`)
+/// and nothing is written.
+pub fn update(state: &State, req: &Request) -> Reply {
+    if req.body.iter().all(u8::is_ascii_whitespace) {
+        return invalid(
+            None,
+            "send a JSON object with the fields to change: base_url, api_key, model, \
+             cheap_model, context_window",
+        );
+    }
+    let b = field!(body(req));
+    let edit = field!(Edit::parse(&b));
+    {
+        let _one = WRITING
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let (old, new, loaded) = field!(candidate(state, &edit));
+        if new != old {
+            let path = &loaded.config.file;
+            if let Err(e) = crate::config::private::write_private(path, &new) {
+                return error(
+                    500,
+                    format!("cannot write {}: {e} — nothing was changed", path.display()),
+                );
+            }
+            log::info!(
+                "model settings of profile {} saved to {}: {}",
+                loaded.config.profile,
+                path.display(),
+                edit.fields().join(", ")
+            );
+            state.install(loaded.config);
+        }
+    }
+    model(state)
+}
+
+/// How long a test waits: to connect as the page-load check, for an answer longer (a
+/// local server may load the model first).
+const TEST_ANSWER: Duration = Duration::from_secs(30);
+
+/// `POST /v1/settings/model/test`: doctor's checks (`llm::diagnose`) against the current
+/// settings, or the current ones changed by the body (not saved). Always 200 when the
+/// body is valid: a failing check is an answer.
+pub fn test(state: &State, req: &Request) -> Reply {
+    let b = field!(body(req));
+    let edit = field!(Edit::parse(&b));
+    let mut cfg = if edit == Edit::default() {
+        state.rt().config.model.clone()
+    } else {
+        field!(candidate(state, &edit)).2.config.model
+    };
+    cfg.timeouts.connect = cfg.timeouts.connect.min(CHECK_CONNECT);
+    cfg.timeouts.first_byte = cfg.timeouts.first_byte.min(TEST_ANSWER);
+    cfg.timeouts.overall = cfg.timeouts.overall.min(TEST_ANSWER);
+    cfg.max_retries = 0;
+    let base_url = crate::secret::display_url(&cfg.base_url);
+    let report = crate::llm::diagnose::diagnose(&Client::new(cfg));
+    let checks: Vec<Value> = report
+        .checks
+        .iter()
+        .map(|c| json!({"name": c.name, "ok": c.ok, "detail": c.detail, "hint": c.hint}))
+        .collect();
+    Response::json(
+        200,
+        &json!({
+            "base_url": base_url,
+            "ok": report.unreachable.is_none() && report.checks.iter().all(|c| c.ok),
+            "checks": checks,
+            "models": report.models,
+        }),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(v: Value) -> Result<Edit, u16> {
+        Edit::parse(v.as_object().expect("an object")).map_err(|r| r.status)
+    }
+
+    #[test]
+    fn bodies_are_read_field_by_field_and_refused_with_the_field() {
+        assert_eq!(parse(json!({})), Ok(Edit::default()));
+        let e = parse(
+            json!({"base_url": " http://h:1/v1/ ", "api_key": "", "model": " m ",
+            "context_window": 4096}),
+        )
+        .expect("valid");
+        assert_eq!(e.base_url.as_deref(), Some("http://h:1/v1"));
+        assert_eq!(e.api_key.as_deref(), Some(""));
+        assert_eq!(e.model.as_deref(), Some("m"));
+        assert_eq!(
+            e.fields(),
+            ["base_url", "api_key", "model", "context_window"]
+        );
+        for (body, field) in [
+            (json!({"base_url": "localhost:11434"}), "base_url"),
+            (json!({"base_url": 3}), "base_url"),
+            (json!({"base_url": null}), "base_url"),
+            (json!({"model": "  "}), "model"),
+            (json!({"cheap_model": ""}), "cheap_model"),
+            (json!({"context_window": 0}), "context_window"),
+            (json!({"context_window": -5}), "context_window"),
+            (json!({"context_window": 1.5}), "context_window"),
+            (json!({"api_key": "sk two"}), "api_key"),
+            (json!({"api_key": "sk-\n"}), "api_key"),
+        ] {
+            let r = Edit::parse(body.as_object().unwrap()).expect_err(&body.to_string());
+            assert_eq!(r.status, 400);
+            let super::super::http::Body::Bytes(bytes) = &r.body else {
+                panic!("a complete body")
+            };
+            let v: Value = serde_json::from_slice(bytes).unwrap();
+            assert_eq!(v["error"]["param"], field, "{body}");
+        }
+        assert_eq!(parse(json!({"mdoel": "x"})), Err(400));
+    }
+
+    #[test]
+    fn an_edit_writes_the_active_profiles_table_and_a_cleared_key_stays_cleared() {
+        let text = "# mine\n[model]\napi_key_env = \"K\" # from the shell\nmain = \"a\"\n";
+        let edit = Edit {
+            api_key: Some("sk-new".into()),
+            model: Some("b".into()),
+            ..Edit::default()
+        };
+        assert_eq!(
+            edit.apply(text, "default"),
+            "# mine\n[model]\nmain = \"b\"\napi_key = \"sk-new\"\n"
+        );
+        let clear = Edit {
+            api_key: Some(String::new()),
+            ..Edit::default()
+        };
+        assert_eq!(
+            clear.apply("[model]\napi_key = \"sk-x\"\nmain = \"a\"\n", "default"),
+            "[model]\nmain = \"a\"\n"
+        );
+        // In a profile the top level's key would apply again: it is set empty.
+        let out = clear.apply("[model]\napi_key = \"sk-x\"\n", "work");
+        assert!(written_as_asked(&out, "work", &clear), "{out}");
+        assert!(
+            out.ends_with("[profiles.work.model]\napi_key = \"\"\n"),
+            "{out}"
+        );
+        // An inline table is not changed behind the user's back.
+        let inline = "model = { main = \"a\" }\n";
+        assert!(!written_as_asked(
+            &edit.apply(inline, "default"),
+            "default",
+            &edit
+        ));
+    }
 }

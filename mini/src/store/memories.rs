@@ -75,6 +75,10 @@ impl Store {
     ) -> Result<Ingested, StoreError> {
         prepare(&mut memory, Some(tokenizer));
         memory.deleted = false;
+        // A released or lent file is opened first (before the writer lock, which its
+        // reload of the cache may take): the decision below sees the memories another
+        // process added meanwhile.
+        drop(self.handle()?);
         let _writer = self.lock_writer();
         let (outcome, mut record) = {
             let cache = self.cache();

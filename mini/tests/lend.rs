@@ -133,8 +133,9 @@ fn a_request_made_during_a_lend_waits_and_then_sees_what_the_borrower_wrote() {
     let (status, body) = memories
         .recv_timeout(Duration::from_secs(90))
         .expect("the waiting request is answered once the lend ends");
-    assert_eq!(status, 200, "{body}");
-    assert!(body.contains("written during the lend"), "{body}");
+    let said: Vec<String> = s.stderr.try_iter().collect();
+    assert_eq!(status, 200, "{body} {said:#?}");
+    assert!(body.contains("written during the lend"), "{body} {said:#?}");
 }
 
 #[test]

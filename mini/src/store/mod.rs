@@ -349,7 +349,7 @@ impl Store {
         // as long as a use waits for a lend, for the borrower to let go of the lock.
         let wait = self.share_wait.unwrap_or(LENT_WAIT);
         let started = std::time::Instant::now();
-        let changed = loop {
+        let refreshed = loop {
             // Waited for before the lock below, which every use of the file takes.
             self.lends
                 .wait_returned(started + wait)
@@ -388,17 +388,20 @@ impl Store {
                     Err(e) => return Err(e.at(&self.path)),
                 }
             };
+            // The cache is reloaded before the file is seen open: no use in between
+            // reads memories from before another process changed them.
+            let mut refreshed = Vec::new();
+            if before.is_none() || before != now_stamp {
+                log::debug!(
+                    "{} changed while released; reloading memories",
+                    self.path.display()
+                );
+                refreshed = self.fill_cache(&db, &evolve_core::text::FallbackTokenizer)?;
+            }
             *slot = Some(db);
-            break before.is_none() || before != now_stamp;
+            break refreshed;
         };
-        if changed {
-            log::debug!(
-                "{} changed while released; reloading memories",
-                self.path.display()
-            );
-            self.load_memories(&evolve_core::text::FallbackTokenizer)?;
-        }
-        Ok(())
+        self.write_refreshed(refreshed)
     }
 
     /// Runs `f` in one write transaction and commits it; an error anywhere aborts the

@@ -37,7 +37,7 @@ const LOOK: Duration = Duration::from_millis(250);
 /// The route. The body may say who borrows, for messages: `{"command": "evolve memory
 /// add", "pid": 42}`.
 pub fn lend(state: &Arc<State>, req: &Request) -> Reply {
-    if !on_this_machine(req.peer.ip()) {
+    if !on_this_machine(req.peer.ip(), req.local.ip()) {
         return error(
             403,
             "the store is lent only to a command on the machine evolve serve runs on",
@@ -75,9 +75,12 @@ pub fn lend(state: &Arc<State>, req: &Request) -> Reply {
     }
 }
 
-/// Loopback, also as an IPv4-mapped IPv6 address.
-fn on_this_machine(ip: IpAddr) -> bool {
-    ip.to_canonical().is_loopback()
+/// A client on this machine: a loopback peer (also as an IPv4-mapped IPv6 address), or
+/// one that connects from the very address it reached (a command beside a serve bound
+/// to one address of this machine, which is where `serve.json` points it).
+fn on_this_machine(peer: IpAddr, local: IpAddr) -> bool {
+    let peer = peer.to_canonical();
+    peer.is_loopback() || peer == local.to_canonical()
 }
 
 /// "`evolve memory add` (pid 42)", from what the client said (cut, printable).
@@ -98,16 +101,19 @@ mod tests {
     use super::*;
 
     #[test]
-    fn only_loopback_peers_borrow() {
+    fn only_clients_on_this_machine_borrow() {
         let cases = [
-            ("127.0.0.1", true),
-            ("::1", true),
-            ("::ffff:127.0.0.1", true),
-            ("192.168.1.5", false),
-            ("::ffff:10.0.0.1", false),
+            ("127.0.0.1", "127.0.0.1", true),
+            ("::1", "::1", true),
+            ("::ffff:127.0.0.1", "::", true),
+            ("192.168.1.5", "192.168.1.5", true),
+            ("::ffff:192.168.1.5", "192.168.1.5", true),
+            ("192.168.1.9", "192.168.1.5", false),
+            ("::ffff:10.0.0.1", "10.0.0.2", false),
         ];
-        for (ip, want) in cases {
-            assert_eq!(on_this_machine(ip.parse().unwrap()), want, "{ip}");
+        for (peer, local, want) in cases {
+            let got = on_this_machine(peer.parse().unwrap(), local.parse().unwrap());
+            assert_eq!(got, want, "{peer} reaching {local}");
         }
     }
 

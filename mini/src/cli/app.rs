@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use crate::config::{Config, LoadOptions};
 use crate::error::Error;
-use crate::store::Store;
+use crate::store::{Lease, Store};
 use crate::text::ShellTokenizer;
 
 /// The loaded configuration and the process-wide helpers.
@@ -81,6 +81,9 @@ pub fn store_path() -> Option<&'static std::path::Path> {
 pub const STORE_WAIT: Duration = Duration::from_secs(30);
 
 /// Opens the store, retrying while another process holds its lock, at most `wait`.
+/// A running `serve` (which holds the file for as long as it runs) is asked to lend
+/// it ([`super::lend`]); the store keeps the lease while it holds the file and asks
+/// again when it reopens the file and finds it held.
 pub fn open_store(
     config: &Config,
     tokenizer: &ShellTokenizer,
@@ -90,26 +93,41 @@ pub fn open_store(
     let _ = STORE_PATH.set(path.clone());
     let started = Instant::now();
     let mut told = false;
+    let mut lease: Option<Lease> = None;
     loop {
         match Store::open(&path, tokenizer) {
             Ok(mut store) => {
                 // Released while the agent waits for the model or a person, so other
-                // evolve commands (a cron `ask`, a second `chat`) are not locked out.
+                // evolve commands (a cron `ask`, a second `chat`, `serve`) are not
+                // locked out.
                 store.share(wait);
+                store.borrow_with(super::lend::lender(config.home.clone()), lease);
                 return Ok(store);
             }
             Err(e) if e.is_locked() => {
-                // A running `serve` keeps the store for as long as it runs: say so at
-                // once instead of waiting for it.
-                if let Some(ep) = crate::web::endpoint::running(&config.home) {
-                    return Err(Error::Other(format!(
-                        "the store {} is held by evolve serve (pid {}, http://{}): use its \
-                         web UI or API, `evolve ask` (which goes through it), or stop it first",
-                        path.display(),
-                        ep.pid,
-                        ep.addr
-                    )));
+                // A running `serve` keeps the store for as long as it runs: it lends it,
+                // or it is said at once instead of waiting for it.
+                if lease.is_none() {
+                    if let Some(ep) = crate::web::endpoint::running(&config.home) {
+                        match super::lend::borrow(&config.home, &ep) {
+                            Ok(conn) => {
+                                lease = Some(Box::new(conn));
+                                continue;
+                            }
+                            Err(why) => {
+                                return Err(Error::Other(format!(
+                                    "the store {} is held by evolve serve (pid {}, http://{}), \
+                                     which did not lend it ({why}): use its web UI or API, \
+                                     `evolve ask` (which goes through it), or stop it first",
+                                    path.display(),
+                                    ep.pid,
+                                    ep.addr
+                                )))
+                            }
+                        }
+                    }
                 }
+                // Lent, and another command beside serve has it: wait for it as for any.
                 if started.elapsed() >= wait {
                     return Err(e.into());
                 }

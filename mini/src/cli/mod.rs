@@ -7,6 +7,7 @@ mod chat;
 mod config;
 mod doctor;
 mod interrupt;
+mod lend;
 pub(crate) mod mcp;
 mod memory;
 mod prompt;

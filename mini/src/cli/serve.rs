@@ -76,7 +76,8 @@ pub fn run(cmd: ServeCmd, profile: &Option<String>) -> Result<(), Error> {
         }
         auth::Auth::with_token(token)
     };
-    // The server holds the store for as long as it runs (`evolve ask` talks to it).
+    // The server holds the store for as long as it runs (`evolve ask` talks to it; other
+    // commands borrow the file through `POST /v1/store/lend`).
     let store = app.open_store_held()?;
     let App { config, tokenizer } = app;
     let manager = Manager::new(Runtime::new(config, store, tokenizer));

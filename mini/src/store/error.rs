@@ -28,6 +28,13 @@ pub enum StoreError {
     NotAStore { path: PathBuf, what: String },
     /// No such memory / session / version. The text names it and where to look.
     NotFound(String),
+    /// The file is lent to another process (`to`, e.g. "`evolve chat` (pid 42)"), which
+    /// did not give it back within `waited`.
+    Lent {
+        path: PathBuf,
+        to: String,
+        waited: std::time::Duration,
+    },
 }
 
 impl fmt::Display for StoreError {
@@ -71,6 +78,13 @@ impl fmt::Display for StoreError {
                 move_aside(path)
             ),
             StoreError::NotFound(what) => f.write_str(what),
+            StoreError::Lent { path, to, waited } => write!(
+                f,
+                "the store {} is lent to {to}, which did not give it back within {} s — \
+                 try again when it has finished",
+                path.display(),
+                waited.as_secs()
+            ),
         }
     }
 }

@@ -14,7 +14,7 @@ use evolve_core::memory::{
 };
 use evolve_core::text::Tokenizer;
 use evolve_core::Timestamp;
-use redb::{ReadableTable, Table};
+use redb::{Database, ReadableDatabase, ReadableTable, Table};
 
 use super::error::Fail;
 use super::schema::*;
@@ -75,6 +75,10 @@ impl Store {
     ) -> Result<Ingested, StoreError> {
         prepare(&mut memory, Some(tokenizer));
         memory.deleted = false;
+        // A released or lent file is opened first (before the writer lock, which its
+        // reload of the cache may take): the decision below sees the memories another
+        // process added meanwhile.
+        drop(self.handle()?);
         let _writer = self.lock_writer();
         let (outcome, mut record) = {
             let cache = self.cache();
@@ -253,11 +257,26 @@ impl Store {
     /// Memories stored without keywords (imported, migrated) get them now, written back
     /// in one transaction so the next open does not redo it.
     pub(super) fn load_memories(&self, tokenizer: &dyn Tokenizer) -> Result<(), StoreError> {
+        let refreshed = {
+            let guard = self.handle()?;
+            let db = guard.as_ref().ok_or_else(|| super::closed(&self.path))?;
+            self.fill_cache(db, tokenizer)?
+        };
+        self.write_refreshed(refreshed)
+    }
+
+    /// Replaces the cache with the live memories of `db` (the store's file, perhaps not
+    /// yet the store's handle: a reopen fills the cache before any other use sees the
+    /// file open). Returns the memories whose keywords were recomputed, to be written.
+    pub(super) fn fill_cache(
+        &self,
+        db: &Database,
+        tokenizer: &dyn Tokenizer,
+    ) -> Result<Vec<Memory>, StoreError> {
         let mut live = Vec::new();
         let mut refreshed = Vec::new();
-        self.read(|txn| {
-            live.clear();
-            refreshed.clear();
+        let mut read = || -> Result<(), Fail> {
+            let txn = db.begin_read()?;
             let table = txn.open_table(MEMORIES)?;
             for row in table.iter()? {
                 let (key, value) = row?;
@@ -276,19 +295,25 @@ impl Store {
                 }
             }
             Ok(())
-        })?;
-        if !refreshed.is_empty() {
-            let _writer = self.lock_writer();
-            self.write(|txn| {
-                let mut table = txn.open_table(MEMORIES)?;
-                for m in &refreshed {
-                    put_json(&mut table, "memories", m.id, m)?;
-                }
-                Ok(())
-            })?;
-        }
+        };
+        read().map_err(|e| e.at(&self.path))?;
         *self.memories.write().unwrap_or_else(|e| e.into_inner()) = Cache::new(live);
-        Ok(())
+        Ok(refreshed)
+    }
+
+    /// Writes back memories whose keywords [`Store::fill_cache`] recomputed.
+    pub(super) fn write_refreshed(&self, refreshed: Vec<Memory>) -> Result<(), StoreError> {
+        if refreshed.is_empty() {
+            return Ok(());
+        }
+        let _writer = self.lock_writer();
+        self.write(|txn| {
+            let mut table = txn.open_table(MEMORIES)?;
+            for m in &refreshed {
+                put_json(&mut table, "memories", m.id, m)?;
+            }
+            Ok(())
+        })
     }
 
     /// Mirrors committed records into the cache: live ones replace or join, deleted

@@ -34,7 +34,8 @@
 //!
 //! The file is opened by one process at a time (redb's exclusive-writer lock); inside
 //! the process the [`Store`] is shared by reference: redb serialises write transactions
-//! and readers see committed snapshots.
+//! and readers see committed snapshots. A process that holds it for long (`serve`) lends
+//! it to the commands run beside it (`lend.rs`).
 //!
 //! Opening is `open.rs`: the header read first (`header.rs`), a missing file created whole
 //! and moved into place, an existing one checked page by page through a dry run that
@@ -47,6 +48,8 @@ mod dry_run;
 mod error;
 mod export;
 mod header;
+mod lend;
+pub use lend::{Lease, Lender, LENT_WAIT};
 mod mcp;
 mod memories;
 mod migrate;
@@ -251,6 +254,14 @@ pub struct Store {
     /// The last I/O error (e.g. "No space left on device"): what redb's later "Previous
     /// I/O error" means, said to the user instead.
     last_io_error: Mutex<Option<String>>,
+    /// The lends running ([`Store::lend`]): while any does, uses wait instead of
+    /// opening the file.
+    lends: lend::Lends,
+    /// How this store asks for the file when another process holds it
+    /// ([`Store::borrow_with`]).
+    lender: Option<Lender>,
+    /// The lease it holds the file under, while it does.
+    lease: Mutex<Option<Lease>>,
 }
 
 impl Store {
@@ -291,6 +302,9 @@ impl Store {
             memories: RwLock::new(memories::Cache::default()),
             memory_writer: Mutex::new(()),
             last_io_error: Mutex::new(None),
+            lends: lend::Lends::default(),
+            lender: None,
+            lease: Mutex::new(None),
         };
         store.load_memories(tokenizer)?;
         Ok(store)
@@ -309,20 +323,14 @@ impl Store {
     }
 
     /// Closes the file (a shared store only) until the next read or write: call it
-    /// before waiting for something slow. Waits for transactions in flight.
+    /// before waiting for something slow. Waits for transactions in flight. A borrowed
+    /// file is given back once closed.
     pub fn release(&self) {
         if self.share_wait.is_none() {
             return;
         }
-        let mut slot = self.db.write().unwrap_or_else(PoisonError::into_inner);
-        if let Some(db) = slot.take() {
-            drop(db); // redb writes its clean-shutdown header here
-            open::seal(&self.path);
-            *self
-                .released_stamp
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner) = file_stamp(&self.path);
-        }
+        self.shut();
+        self.give_back();
     }
 
     /// The open database, reopening a released one first.
@@ -337,29 +345,46 @@ impl Store {
         }
     }
 
-    /// Opens a released file again, waiting for another process's lock, and reloads
-    /// the memory cache when the file changed meanwhile.
+    /// Opens a released (or lent) file again, waiting while it is lent and for another
+    /// process's lock (asking its lender, if this store has one), and reloads the memory
+    /// cache when the file changed meanwhile.
     fn reopen(&self) -> Result<(), StoreError> {
-        let changed = {
+        // A store that is not shared is closed only by a lend or an I/O error: it waits
+        // as long as a use waits for a lend, for the borrower to let go of the lock.
+        let wait = self.share_wait.unwrap_or(LENT_WAIT);
+        let started = std::time::Instant::now();
+        let refreshed = loop {
+            // Waited for before the lock below, which every use of the file takes.
+            self.lends
+                .wait_returned(started + wait)
+                .map_err(|to| self.lent_error(to, wait))?;
             let mut slot = self.db.write().unwrap_or_else(PoisonError::into_inner);
             if slot.is_some() {
                 return Ok(());
             }
-            let wait = self.share_wait.unwrap_or_default();
-            let started = std::time::Instant::now();
+            if self.lends.any() {
+                continue; // lent again meanwhile
+            }
             let before = *self
                 .released_stamp
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner);
             // Read before opening: opening writes to the file itself.
             let mut now_stamp = file_stamp(&self.path);
+            let mut asked = false;
             let db = loop {
                 match open::open(&self.path) {
                     Ok(db) => break db,
                     Err(Fail::Db(redb::Error::DatabaseAlreadyOpen)) if started.elapsed() < wait => {
-                        std::thread::sleep(std::time::Duration::from_millis(50));
                         // Another process has it: whatever it does, read the file anew.
                         now_stamp = None;
+                        if !asked {
+                            asked = true;
+                            if self.borrow() {
+                                continue;
+                            }
+                        }
+                        std::thread::sleep(std::time::Duration::from_millis(50));
                     }
                     // Opening after a failed write repairs the file, which writes too:
                     // redb may then answer just "Previous I/O error".
@@ -367,17 +392,20 @@ impl Store {
                     Err(e) => return Err(e.at(&self.path)),
                 }
             };
+            // The cache is reloaded before the file is seen open: no use in between
+            // reads memories from before another process changed them.
+            let mut refreshed = Vec::new();
+            if before.is_none() || before != now_stamp {
+                log::debug!(
+                    "{} changed while released; reloading memories",
+                    self.path.display()
+                );
+                refreshed = self.fill_cache(&db, &evolve_core::text::FallbackTokenizer)?;
+            }
             *slot = Some(db);
-            before.is_none() || before != now_stamp
+            break refreshed;
         };
-        if changed {
-            log::debug!(
-                "{} changed while released; reloading memories",
-                self.path.display()
-            );
-            self.load_memories(&evolve_core::text::FallbackTokenizer)?;
-        }
-        Ok(())
+        self.write_refreshed(refreshed)
     }
 
     /// Runs `f` in one write transaction and commits it; an error anywhere aborts the
@@ -532,12 +560,14 @@ impl Store {
 
 impl Drop for Store {
     /// Closes the file and seals it: the next open knows it is as this process left it.
+    /// A borrowed file is given back after that.
     fn drop(&mut self) {
         let slot = self.db.get_mut().unwrap_or_else(PoisonError::into_inner);
         if let Some(db) = slot.take() {
             drop(db); // redb writes its clean-shutdown header here
             open::seal(&self.path);
         }
+        self.give_back();
     }
 }
 

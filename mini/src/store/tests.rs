@@ -1133,6 +1133,98 @@ fn a_store_that_is_not_shared_ignores_release() {
     assert!(Store::open(&path, &FallbackTokenizer).is_err());
 }
 
+#[test]
+fn a_lent_store_closes_its_file_and_its_uses_wait_for_the_lend_to_end() {
+    let path = temp_path("lent");
+    // Not shared (as serve's): a lend closes it all the same.
+    let a = std::sync::Arc::new(open(&path));
+    a.insert_memory(mem("tea in the morning", Category::Preference))
+        .unwrap();
+    let lend = a.lend("`evolve test` (pid 1)".into());
+    let b = open(&path);
+    b.insert_memory(mem("coffee after lunch", Category::Preference))
+        .unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let reader = std::sync::Arc::clone(&a);
+    std::thread::spawn(move || {
+        let _ = tx.send(reader.with_memories(|ms| ms.len()));
+    });
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    assert!(rx.try_recv().is_err(), "a use waits while the file is lent");
+    drop(b);
+    drop(lend);
+    let seen = rx
+        .recv_timeout(std::time::Duration::from_secs(30))
+        .expect("the use goes on once the lend ends");
+    assert_eq!(seen, 2, "the borrower's memory is seen");
+}
+
+#[test]
+fn a_use_that_waits_too_long_for_a_lend_fails_naming_the_borrower() {
+    let path = temp_path("lent-long");
+    let mut a = open(&path);
+    a.share(std::time::Duration::from_millis(100));
+    let a = std::sync::Arc::new(a);
+    let _lend = a.lend("`evolve chat` (pid 7)".into());
+    let err = a.all_memories().unwrap_err();
+    assert!(matches!(err, StoreError::Lent { .. }), "{err:?}");
+    assert!(
+        err.to_string().contains("lent to `evolve chat` (pid 7)"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_borrowing_store_asks_when_the_file_is_held_and_gives_the_lease_back_after_closing() {
+    let path = temp_path("borrow");
+    let holder = std::sync::Arc::new(Mutex::new(None::<Store>));
+    // The lease says, when dropped, whether the file was closed by then.
+    struct Lease(std::path::PathBuf, std::sync::mpsc::Sender<bool>);
+    impl Drop for Lease {
+        fn drop(&mut self) {
+            let _ = self
+                .1
+                .send(Store::open(&self.0, &FallbackTokenizer).is_ok());
+        }
+    }
+    let (tx, given_back) = std::sync::mpsc::channel();
+    let asked = std::sync::Arc::new(AtomicU32::new(0));
+    let mut a = open(&path);
+    a.share(std::time::Duration::from_secs(5));
+    let (p, n, h) = (
+        path.clone(),
+        std::sync::Arc::clone(&asked),
+        std::sync::Arc::clone(&holder),
+    );
+    a.borrow_with(
+        Box::new(move || {
+            n.fetch_add(1, Ordering::SeqCst);
+            drop(h.lock().unwrap().take()); // the holder lends: it closes the file
+            Some(Box::new(Lease(p.clone(), tx.clone())) as super::Lease)
+        }),
+        None,
+    );
+    a.release();
+    *holder.lock().unwrap() = Some(open(&path)); // someone else has it now
+    a.insert_memory(mem("tea in the morning", Category::Preference))
+        .unwrap();
+    assert_eq!(
+        asked.load(Ordering::SeqCst),
+        1,
+        "asked once the file was found held"
+    );
+    a.release();
+    assert_eq!(
+        given_back.recv_timeout(std::time::Duration::from_secs(5)),
+        Ok(true),
+        "the lease is dropped after the file is closed"
+    );
+    // Released with nobody holding the file: opened without asking.
+    a.insert_memory(mem("coffee after lunch", Category::Preference))
+        .unwrap();
+    assert_eq!(asked.load(Ordering::SeqCst), 1);
+}
+
 fn mcp_spec(name: &str, command: &str) -> crate::mcp_spec::ServerSpec {
     crate::mcp_spec::ServerSpec {
         name: name.into(),

@@ -144,6 +144,8 @@ static ROUTES: &[(&str, &str, Handler)] = &[
         super::settings::test(s, r)
     }),
     ("POST", "/v1/config/profile", |s, r, _| switch_profile(s, r)),
+    // Internal (not in /openapi.json): how a command run beside serve gets the store.
+    ("POST", "/v1/store/lend", |s, r, _| super::lend::lend(s, r)),
 ];
 
 /// The `{…}` segments of `path` if it has the shape of `pattern`.
@@ -945,8 +947,9 @@ mod tests {
     use super::*;
     use std::collections::BTreeSet;
 
-    /// The table and `/openapi.json` name the same routes (the favicon aside), so what
-    /// the API documents is what is served and a 405's `Allow` matches the document.
+    /// The table and `/openapi.json` name the same routes (the favicon and the internal
+    /// store lend aside, see `super::super::lend`), so what the API documents is what is
+    /// served and a 405's `Allow` matches the document.
     #[test]
     fn the_route_table_is_the_openapi_document() {
         let doc: Value = serde_json::from_slice(&assets::file("openapi.json").expect("embedded"))
@@ -961,7 +964,7 @@ mod tests {
         }
         let served: BTreeSet<(String, String)> = ROUTES
             .iter()
-            .filter(|(_, path, _)| *path != "/favicon.ico")
+            .filter(|(_, path, _)| !["/favicon.ico", "/v1/store/lend"].contains(path))
             .map(|(m, path, _)| (m.to_string(), path.to_string()))
             .collect();
         assert_eq!(served, documented);

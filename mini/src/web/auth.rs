@@ -284,6 +284,7 @@ mod tests {
                 .collect(),
             body: Vec::new(),
             peer: "127.0.0.1:1".parse().unwrap(),
+            local: "127.0.0.1:8080".parse().unwrap(),
             http10: false,
         }
     }

@@ -1,7 +1,8 @@
 //! How other evolve commands find a running `serve`: `$EVOLVE_HOME/serve.json` holds its
 //! process id and address while it runs. redb lets one process hold the store, so an
 //! `evolve ask` (from cron, say) that finds a live server sends its question there
-//! instead of waiting for the store.
+//! instead of waiting for the store, and every other command asks it to lend the file
+//! (`crate::cli::lend`).
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};

@@ -1,7 +1,9 @@
 //! `evolve serve`: the browser UI and the JSON API, served by the binary itself.
 //!
 //! One process holds the store and runs turns for every client: the UI, programs using
-//! the OpenAI-compatible `/v1/chat/completions`, and `evolve ask` while `serve` runs.
+//! the OpenAI-compatible `/v1/chat/completions`, and `evolve ask` while `serve` runs;
+//! other commands run beside it borrow the store file for as long as they need it
+//! ([`lend`]).
 //! This module wires the parts: [`http`] (the server and its limits), [`auth`] (who may
 //! ask), [`api`] (the routes), [`chat`] (turns over HTTP), [`assets`] (the embedded UI),
 //! [`tasks`] (scheduled tasks over HTTP; the loop that runs them is started here and is
@@ -15,6 +17,7 @@ pub mod endpoint;
 mod grants;
 pub mod http;
 mod inflate;
+mod lend;
 mod mcp_servers;
 mod memory_patch;
 mod prompt;

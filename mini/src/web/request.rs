@@ -34,11 +34,13 @@ pub fn opt_str(b: &Map<String, Value>, name: &str) -> Result<Option<String>, Rep
 }
 
 /// A store error as an answer: a missing thing is a 404 with the store's message (which
-/// names it and where to find the ids); anything else a 500 with the store's message
-/// (which never holds a secret).
+/// names it and where to find the ids); a store lent for too long to a command run
+/// beside `serve` a 503 naming it; anything else a 500 with the store's message (which
+/// never holds a secret).
 pub fn store_error(e: StoreError) -> Reply {
     match e {
         StoreError::NotFound(what) => error(404, what),
+        lent @ StoreError::Lent { .. } => error(503, lent.to_string()).with("Retry-After", "5"),
         other => error(500, format!("the store failed: {other}")),
     }
 }

@@ -59,6 +59,8 @@ pub enum Step {
 pub struct Conn {
     pub stream: TcpStream,
     pub peer: SocketAddr,
+    /// The address the client reached (this server's side of the connection).
+    pub local: SocketAddr,
     pub key: PeerKey,
     /// Bytes read and not yet part of a request.
     buf: Vec<u8>,
@@ -76,6 +78,7 @@ impl Conn {
     /// A connection just accepted: its head is due within the head deadline.
     pub fn accepted(stream: TcpStream, peer: SocketAddr, limits: &Limits, now: Instant) -> Conn {
         Conn {
+            local: stream.local_addr().unwrap_or(peer),
             stream,
             peer,
             key: PeerKey::of(peer.ip()),
@@ -253,6 +256,7 @@ impl Conn {
             headers: head.headers,
             body: Vec::new(),
             peer: self.peer,
+            local: self.local,
             http10: head.http10,
         };
         match (shared.admit)(&request) {

@@ -54,6 +54,8 @@ pub struct Request {
     pub body: Vec<u8>,
     /// The client's address.
     pub peer: SocketAddr,
+    /// The address the client reached (this server's side of the connection).
+    pub local: SocketAddr,
     /// An HTTP/1.0 request (streams to it are not chunked).
     pub http10: bool,
 }

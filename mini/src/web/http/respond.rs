@@ -37,6 +37,27 @@ impl Stream<'_> {
         }
         !self.failed
     }
+
+    /// Waits up to `timeout` for the client to close the connection (what it sends
+    /// meanwhile is read and dropped): `true` once it has closed or the connection
+    /// broke. For a response that lasts as long as its client stays (a store lend).
+    pub fn closed_within(&mut self, timeout: std::time::Duration) -> bool {
+        if self.failed {
+            return true;
+        }
+        if !super::sys::wait_readable(self.out, timeout) {
+            return false;
+        }
+        let mut sink = [0u8; 512];
+        match super::sys::recv_now(self.out, &mut sink) {
+            Ok(0) => true,
+            Ok(_) => false,
+            Err(e) => !matches!(
+                e.kind(),
+                io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted
+            ),
+        }
+    }
 }
 
 /// The reason phrase of the codes this server sends.

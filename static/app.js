@@ -199,15 +199,23 @@ function setLang(lang) {
 
 // ---------------------------------------------------------------- sessions
 async function loadSessions() {
-  S.sessions = (await api('GET', '/v1/sessions')).data || [];
+  const [list, tasks] = await Promise.all([api('GET', '/v1/sessions'),
+    api('GET', '/v1/tasks').catch(() => ({ data: [] }))]);
+  S.sessions = list.data || [];
+  // The chats of scheduled tasks are grouped apart (a task adds a turn every run).
+  S.taskSessions = new Set((tasks.data || []).map(x => x.session));
   renderSessions();
   setTitle();
 }
 
 function renderSessions() {
-  const q = $('#session-filter').value.trim().toLowerCase(), ul = $('#sessions');
-  ul.replaceChildren();
+  const q = $('#session-filter').value.trim().toLowerCase(), top = $('#sessions');
+  top.replaceChildren();
+  const group = h('details', 'task-chats'), inner = h('ul');
+  group.dataset.testid = 'task-chats';
+  group.open = !!q || (S.taskSessions || new Set()).has(S.session);
   for (const s of S.sessions) {
+    const ul = (S.taskSessions || new Set()).has(s.id) ? inner : top;
     const title = s.title || t('untitled');
     if (q && !title.toLowerCase().includes(q)) continue;
     const li = h('li', s.id === S.session ? 'on' : '');
@@ -224,7 +232,11 @@ function renderSessions() {
     d.dataset.testid = 'session-delete';
     ul.append(li);
   }
-  if (!ul.children.length) ul.append(h('li', 'mut pad', t(S.sessions.length ? 'noMatch' : 'noSessions')));
+  if (inner.children.length) {
+    group.append(h('summary', null, t('taskChats', inner.children.length)), inner);
+    top.appendChild(h('li', 'group')).append(group);
+  }
+  if (!top.children.length) top.append(h('li', 'mut pad', t(S.sessions.length ? 'noMatch' : 'noSessions')));
 }
 
 const renameSession = guard(async s => {
@@ -976,6 +988,21 @@ async function loadTools() {
     title.append(ht('span', 'badge ' + (s.connected ? 'good' : ''), s.connected ? 'connected' : 'disconnected'),
       h('small', 'mut', ' ' + (s.transport || '')));
     if (s.disabled) title.append(ht('span', 'badge', 'disabled'));
+    const acts = card.appendChild(h('div', 'row'));
+    if (!s.disabled) acts.append(btn('', null, guard(async () => {
+      const r = await api('POST', `/v1/mcp/servers/${enc(s.name)}/reconnect`);
+      toast(r.connected ? t('mcpReconnected', s.name, r.tools) : t('mcpNoAnswer', s.name, r.error || ''), r.connected ? 'ok' : 'error');
+      await loadTools();
+    }), 'reconnect'));
+    // One defined in config.toml is changed in the file.
+    if (s.source === 'added') acts.append(btn('', 'danger-text', guard(async () => {
+      if (!await ask(t('mcpRemoveQ', s.name), { danger: true, ok: t('delete') })) return;
+      await api('DELETE', `/v1/mcp/servers/${enc(s.name)}`);
+      toast(t('deleted'), 'ok');
+      await loadTools();
+    }), 'remove'));
+    else acts.append(ht('small', 'mut', 'mcpInFile'));
+    for (const b of acts.querySelectorAll('button')) b.dataset.testid = 'mcp-' + (b.classList.contains('danger-text') ? 'remove' : 'reconnect');
     const ul = card.appendChild(h('ul', 'plain'));
     for (const tool of s.tools || []) {
       const full = tool.name.includes('__') ? tool.name : `${s.name}__${tool.name}`;
@@ -993,6 +1020,43 @@ async function loadTools() {
     }
   }
   if (!box.children.length) box.append(ht('p', 'mut', 'noServers'));
+}
+
+/** A command line as words: spaces split, quotes ("…", '…') group, \ escapes. */
+function words(line) {
+  const out = [];
+  let cur = null, q = null;
+  for (let i = 0; i < line.length; i++) {
+    const c = line[i];
+    if (q) { if (c === q) q = null; else if (c === '\\' && q === '"' && i + 1 < line.length) cur += line[++i]; else cur += c; }
+    else if (c === '"' || c === "'") { q = c; cur = cur ?? ''; }
+    else if (c === '\\' && i + 1 < line.length) cur = (cur ?? '') + line[++i];
+    else if (/\s/.test(c)) { if (cur != null) out.push(cur); cur = null; }
+    else cur = (cur ?? '') + c;
+  }
+  if (cur != null) out.push(cur);
+  return out;
+}
+
+const addMcp = formGuard(async e => {
+  e.preventDefault();
+  const name = $('#mcp-name').value.trim(), body = { name };
+  if ($('#mcp-kind').value === 'http') body.url = $('#mcp-url').value.trim();
+  else {
+    const [command, ...args] = words($('#mcp-command').value);
+    Object.assign(body, { command: command || '', args });
+  }
+  const r = await api('POST', '/v1/mcp/servers', body);
+  $('#mcp-form').reset();
+  mcpKind();
+  $('#mcp-add-box').open = false;
+  toast([t('mcpAdded', r.name), ...(r.notes || [])].join(' · '), 'ok');
+  await loadTools();
+});
+function mcpKind() {
+  const http = $('#mcp-kind').value === 'http';
+  $('#mcp-form .mcp-http').hidden = !http;
+  $('#mcp-form .mcp-stdio').hidden = http;
 }
 
 // ---------------------------------------------------------------- search, profile
@@ -1110,7 +1174,36 @@ function taskItem(task) {
   const title = li.appendChild(h('h3', null, `#${task.id} `));
   title.append(h('code', null, task.schedule));
   if (task.running) title.append(ht('span', 'badge good', 'taskRunning'));
+  if (task.paused) title.append(ht('span', 'badge', 'taskPaused'));
   li.append(h('p', 'mem-text', task.question));
+  const change = guard(async p => {
+    li.replaceWith(taskItem(await api('PATCH', `/v1/tasks/${enc(task.id)}`, p)));
+    toast(t('saved'), 'ok');
+  });
+  // Edit in place: the schedule as the server writes it (it reads the same forms).
+  const edit = () => {
+    const f = h('form', 'task-edit');
+    const q = f.appendChild(h('textarea'));
+    q.value = task.question;
+    q.dataset.field = 'question';
+    q.id = `task-${task.id}-q`;
+    const sc = f.appendChild(h('input'));
+    sc.value = task.schedule;
+    sc.dataset.field = 'schedule|every|daily|cron|at|time|interval|minutes?|hours?';
+    sc.id = `task-${task.id}-s`;
+    sc.setAttribute('aria-label', t('taskWhen'));
+    const row = f.appendChild(h('div', 'row end'));
+    const ok = row.appendChild(ht('button', 'primary', 'save'));
+    ok.type = 'submit';
+    row.append(btn('', null, () => li.replaceWith(taskItem(task)), 'cancel'));
+    f.onsubmit = formGuard(async e => {
+      e.preventDefault();
+      li.replaceWith(taskItem(await api('PATCH', `/v1/tasks/${enc(task.id)}`, { question: q.value, schedule: sc.value })));
+      toast(t('saved'), 'ok');
+    });
+    li.replaceChildren(title, f);
+    q.focus();
+  };
   const facts = [task.allow,
     task.next_run ? t('nextRun', when(task.next_run)) : null,
     task.last_run ? t('lastRun', when(task.last_run)) + (task.last_status ? ` (${task.last_status})` : '') : t('neverRun')];
@@ -1143,6 +1236,8 @@ function taskItem(task) {
       if (!log.children.length) log.append(ht('li', 'mut', 'noRuns'));
     }), 'taskLog'),
     btn('', null, () => { show('chat'); openSession(task.session); }, 'openChat'),
+    btn('', null, edit, 'edit'),
+    btn('', null, () => change({ paused: !task.paused }), task.paused ? 'resume' : 'pause'),
     btn('', 'danger-text', guard(async () => {
       if (!await ask(t('deleteTask', task.id), { danger: true, ok: t('delete') })) return;
       await api('DELETE', `/v1/tasks/${enc(task.id)}`);
@@ -1323,6 +1418,8 @@ function init() {
   $('#search-form').onsubmit = runSearch;
   $('#task-kind').onchange = taskKind;
   $('#task-form').onsubmit = addTask;
+  $('#mcp-form').onsubmit = addMcp;
+  $('#mcp-kind').onchange = mcpKind;
   taskKind();
   $('#prompt-form').onsubmit = savePrompt;
   $('#prompt-text').oninput = promptChars;

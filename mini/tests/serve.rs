@@ -1192,3 +1192,69 @@ fn mcp_servers_are_added_reconnected_and_removed_through_the_api() {
         assert!(r.body.contains(why), "{bad}: {}", r.body);
     }
 }
+
+#[test]
+fn a_task_is_edited_and_paused_through_the_api() {
+    let w = World::new("serve-task-patch");
+    let s = Server::start(&w, &[]);
+    let created = s.post(
+        "/v1/tasks",
+        &json!({"schedule": "every 30m", "question": "Say hi"}).to_string(),
+    );
+    assert_eq!(created.status, 201, "{}", created.body);
+    let id = created.json()["id"].as_u64().unwrap();
+    let patch = |body: Value| {
+        s.request(
+            "PATCH",
+            &format!("/v1/tasks/{id}"),
+            &[("Content-Type", "application/json")],
+            &body.to_string(),
+        )
+    };
+    let paused = patch(json!({"paused": true}));
+    assert_eq!(paused.status, 200, "{}", paused.body);
+    assert_eq!(paused.json()["paused"], true);
+    assert!(paused.json()["next_run"].is_null(), "{}", paused.body);
+    let edited =
+        patch(json!({"question": "Say hello", "schedule": "daily 07:30", "allow": "L1"})).json();
+    assert_eq!(
+        (
+            edited["question"].clone(),
+            edited["schedule"].clone(),
+            edited["allow"].clone(),
+            edited["paused"].clone()
+        ),
+        (
+            json!("Say hello"),
+            json!("daily 07:30"),
+            json!("L1"),
+            json!(true)
+        ),
+        "{edited}"
+    );
+    let resumed = patch(json!({"paused": false})).json();
+    assert!(resumed["next_run"].is_string(), "{resumed}");
+    // Refused, and nothing changed.
+    for bad in [
+        json!({"schedule": "every banana"}),
+        json!({"question": "  "}),
+        json!({"paused": "yes"}),
+        json!({"allow": "L5"}),
+    ] {
+        assert_eq!(patch(bad.clone()).status, 400, "{bad}");
+    }
+    assert_eq!(
+        s.get(&format!("/v1/tasks/{id}")).json()["question"],
+        "Say hello"
+    );
+    assert_eq!(
+        s.request(
+            "PATCH",
+            "/v1/tasks/999",
+            &[("Content-Type", "application/json")],
+            "{}"
+        )
+        .status,
+        404
+    );
+}

@@ -56,6 +56,8 @@ fi
 EVOLVE_BIN="${EVOLVE_BIN:-$TARGET/debug/evolve}"
 FAKE_LLM_BIN="${FAKE_LLM_BIN:-$TARGET/debug/fake-llm}"
 MCP_TEST_SERVER_BIN="${MCP_TEST_SERVER_BIN:-$TARGET/debug/evolve-mcp-test-server}"
+# The UI test adds it as a server of its own too (Tools → Add an MCP server).
+export MCP_TEST_SERVER_BIN
 
 WORK="$(mktemp -d)"
 FAKE_PID=""

@@ -623,6 +623,24 @@ await test('skills, tools and MCP levels: lists load, a skill opens, an MCP tool
   await main.locator('[data-testid=toast]', { hasText: 'peer__echo' }).waitFor();
   const tools = (await api('GET', '/v1/tools')).json.data;
   eq(tools.find(x => x.name === 'peer__echo')?.level, 'L3', 'the level the server reports');
+  // Add a server from the page, reconnect it, remove it; the one in config.toml has no Remove.
+  fs.mkdirSync(path.join(HOME, 'extra notes'), { recursive: true });
+  await main.click('#mcp-add-box summary');
+  await main.fill('#mcp-name', 'extra');
+  await main.fill('#mcp-command', `"${path.resolve(process.env.MCP_TEST_SERVER_BIN)}" --notes "${path.join(HOME, 'extra notes')}"`);
+  await main.click('#mcp-form button[type=submit]');
+  const extra = main.locator('[data-testid=mcp-server]', { hasText: 'extra' });
+  await extra.waitFor();
+  const added = (await api('GET', '/v1/mcp')).json.data.find(x => x.name === 'extra');
+  eq(added && added.source, 'added', 'the server the page added');
+  await extra.locator('[data-testid=mcp-reconnect]').click();
+  await main.locator('[data-testid=toast]', { hasText: 'extra answered' }).waitFor();
+  const peer = main.locator('[data-testid=mcp-server]', { hasText: 'peer' }).first();
+  eq(await peer.locator('[data-testid=mcp-remove]').count(), 0, 'a config.toml server cannot be removed here');
+  await extra.locator('[data-testid=mcp-remove]').click();
+  await main.click('#ask-ok');
+  await extra.waitFor({ state: 'detached' });
+  check(!(await api('GET', '/v1/mcp')).json.data.some(x => x.name === 'extra'), 'the server is gone');
 });
 
 await test('errors are shown: a missing chat gives the server\'s message', async () => {
@@ -870,10 +888,27 @@ await test('scheduled tasks: add one, run it now, read its log and its chat, del
   await run.locator('pre', { hasText: 'echo: Say the scheduled word' }).waitFor();
   await item.locator('button', { hasText: 'Open its chat' }).click();
   await lastAnswer(main).locator('.body', { hasText: 'echo: Say the scheduled word' }).waitFor();
+  // The task's chat is grouped apart in the sidebar.
+  await main.locator(`[data-testid=task-chats] [data-testid=session-item][data-id="${task.session}"]`).waitFor();
   await main.click('#nav [data-view=tasks]');
-  await item.locator('button', { hasText: 'Delete' }).click();
+  // Pause and resume; edit the question and the schedule in place.
+  const byId = main.locator(`[data-testid=task-item][data-id="${task.id}"]`);
+  await byId.locator('button', { hasText: 'Pause' }).click();
+  await byId.locator('.badge', { hasText: 'paused' }).waitFor();
+  let now = (await api('GET', `/v1/tasks/${task.id}`)).json;
+  eq(`${now.paused} ${now.next_run}`, 'true null', 'a paused task has no next run');
+  await byId.locator('button', { hasText: 'Resume' }).click();
+  await byId.locator('button', { hasText: 'Pause' }).waitFor();
+  await byId.locator('button', { hasText: 'Edit' }).click();
+  await byId.locator('textarea').fill('Say the edited word');
+  await byId.locator('input').fill('every 45m');
+  await byId.locator('button[type=submit]').click();
+  await byId.locator('code', { hasText: 'every 45m' }).waitFor();
+  now = (await api('GET', `/v1/tasks/${task.id}`)).json;
+  eq(`${now.question} | ${now.schedule} | ${now.paused}`, 'Say the edited word | every 45m | false', 'the edited task');
+  await byId.locator('button', { hasText: 'Delete' }).click();
   await main.click('#ask-ok');
-  await item.waitFor({ state: 'detached' });
+  await byId.waitFor({ state: 'detached' });
   eq((await api('GET', '/v1/tasks')).json.data.length, 0, 'tasks after deleting');
 });
 

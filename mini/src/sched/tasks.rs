@@ -509,7 +509,8 @@ pub fn task_json(task: &Task, zone: &dyn Zone, running: bool, default_allow: Lev
         "allow": task.allow.unwrap_or(default_allow).to_string(),
         "created_at": rfc3339(zone, task.created_at),
         "last_run": task.last_run.map(|t| rfc3339(zone, t)),
-        "next_run": next_run(task, zone).map(|t| rfc3339(zone, t)),
+        "next_run": (!task.paused).then(|| next_run(task, zone)).flatten().map(|t| rfc3339(zone, t)),
+        "paused": task.paused,
         "running": running,
         "last_status": task.last_status.map(RunStatus::name),
         "runs": task.runs,
@@ -664,7 +665,7 @@ fn tick(host: &Arc<dyn Host>, sched: &Arc<Scheduler>, now: Timestamp) -> Result<
     let zone = rt.config.scheduler.resolve().zone;
     let mut next: Option<Timestamp> = None;
     for task in rt.store.tasks()? {
-        if sched.is_running(task.id) {
+        if sched.is_running(task.id) || task.paused {
             continue;
         }
         let Some(schedule) = schedule_of(&task) else {
@@ -822,6 +823,7 @@ mod tests {
             last_run: last,
             runs: 0,
             last_status: None,
+            paused: false,
         }
     }
 

@@ -44,6 +44,9 @@ pub struct Task {
     pub runs: u64,
     /// How the last finished run ended.
     pub last_status: Option<RunStatus>,
+    /// Paused by the user: not run on its schedule (a run can still be started by hand).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub paused: bool,
 }
 
 /// How a run ended (or that it is still running).
@@ -171,6 +174,7 @@ impl Store {
                 last_run: None,
                 runs: 0,
                 last_status: None,
+                paused: false,
             };
             put_json(&mut txn.open_table(TASKS)?, "tasks", next, &task)?;
             Ok(task)
@@ -195,6 +199,19 @@ impl Store {
                 out.push(decode("tasks", &key.value(), value.value())?);
             }
             Ok(out)
+        })
+    }
+
+    /// Changes a task (its schedule, question, level or pause) in one transaction; the
+    /// changed task is returned.
+    pub fn update_task(&self, id: u64, f: impl FnOnce(&mut Task)) -> Result<Task, StoreError> {
+        self.write(|txn| {
+            let mut table = txn.open_table(TASKS)?;
+            let mut task: Task =
+                get_json(&table, "tasks", id)?.ok_or_else(|| Fail::NotFound(no_task(id)))?;
+            f(&mut task);
+            put_json(&mut table, "tasks", id, &task)?;
+            Ok(task)
         })
     }
 

@@ -118,6 +118,9 @@ static ROUTES: &[(&str, &str, Handler)] = &[
     ("GET", "/v1/tasks", |s, _, _| tasks::list(s)),
     ("POST", "/v1/tasks", |s, r, _| tasks::create(s, r)),
     ("GET", "/v1/tasks/{id}", |s, _, p| tasks::get(s, p[0])),
+    ("PATCH", "/v1/tasks/{id}", |s, r, p| {
+        tasks::update(s, r, p[0])
+    }),
     ("DELETE", "/v1/tasks/{id}", |s, _, p| tasks::delete(s, p[0])),
     ("POST", "/v1/tasks/{id}/run", |s, _, p| tasks::run(s, p[0])),
     ("GET", "/v1/tasks/{id}/runs", |s, r, p| {

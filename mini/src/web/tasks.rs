@@ -158,6 +158,73 @@ pub fn delete(state: &State, id: &str) -> Reply {
     Response::json(200, &json!({"deleted": true}))
 }
 
+/// `PATCH /v1/tasks/{id}`: `{schedule?, question?, allow?, paused?}` — what is sent
+/// changes (a schedule is read like a new task's); the task as `GET` shows it.
+pub fn update(state: &State, req: &Request, id: &str) -> Reply {
+    let id = id!(id);
+    let body = match super::request::body(req) {
+        Ok(b) => b,
+        Err(resp) => return resp,
+    };
+    let rt = state.rt();
+    let zone = tasks::zone_of(&rt);
+    let text = |k: &str| match body.get(k) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s.trim().to_string())),
+        Some(_) => Err(error(400, format!("`{k}` must be a string"))),
+    };
+    let schedule = match text("schedule") {
+        Ok(Some(s)) => match tasks::parse_schedule(&s, &zone.zone) {
+            Ok(s) => Some(s),
+            Err(e) => return error(400, e),
+        },
+        Ok(None) => None,
+        Err(r) => return r,
+    };
+    let question = match text("question") {
+        Ok(Some(q)) if q.is_empty() => return error(400, "the question is empty"),
+        Ok(q) => q,
+        Err(r) => return r,
+    };
+    let allow = match text("allow") {
+        Ok(Some(a)) => match tasks::parse_allow(&a) {
+            Ok(l) => Some(l),
+            Err(e) => return error(400, e),
+        },
+        Ok(None) => None,
+        Err(r) => return r,
+    };
+    let paused = match body.get("paused") {
+        None | Some(Value::Null) => None,
+        Some(Value::Bool(p)) => Some(*p),
+        Some(_) => return error(400, "`paused` must be true or false"),
+    };
+    let task = tri!(rt.store.update_task(id, |t| {
+        if let Some(s) = &schedule {
+            t.schedule = s.to_string();
+        }
+        if let Some(q) = question {
+            t.question = q;
+        }
+        if let Some(a) = allow {
+            t.allow = Some(a);
+        }
+        if let Some(p) = paused {
+            t.paused = p;
+        }
+    }));
+    state.scheduler.notify();
+    Response::json(
+        200,
+        &tasks::task_json(
+            &task,
+            &zone.zone,
+            state.scheduler.is_running(id),
+            rt.config.core.permission.headless_max_auto,
+        ),
+    )
+}
+
 /// `POST /v1/tasks/{id}/run`: starts a run now; 409 while one runs.
 pub fn run(state: &Arc<State>, id: &str) -> Reply {
     let id = id!(id);

@@ -960,8 +960,48 @@ async function loadSkills() {
 const openSkill = guard(async name => {
   const s = await api('GET', `/v1/skills/${enc(name)}`), v = $('#skill-view');
   v.replaceChildren(h('h2', null, s.name), h('p', 'mut', s.description || ''), md(s.body || ''));
+  // A user or learned skill is edited as its whole SKILL.md; a bundled one is copied
+  // into a user skill of the same name (which overrides it).
+  v.append(btn('', null, s.source === 'bundled' ? guard(async () => {
+    const r = await api('POST', '/v1/skills', { name: s.name });
+    editSkill(r.name, r.text);
+  }) : () => editSkill(s.name, s.text || ''), s.source === 'bundled' ? 'skillOverride' : 'edit'));
+  v.lastChild.dataset.testid = 'skill-edit';
   v.hidden = false;
   v.scrollIntoView({ block: 'start' });
+});
+
+/** The SKILL.md editor: saved whole, checked by the server's skill loader. */
+function editSkill(name, text) {
+  const v = $('#skill-view'), f = h('form', 'skill-edit');
+  const ta = f.appendChild(h('textarea', 'code-edit'));
+  ta.id = 'skill-text';
+  ta.dataset.field = 'text|front matter|name|description';
+  ta.value = text;
+  ta.rows = Math.min(30, text.split('\n').length + 2);
+  const row = f.appendChild(h('div', 'row end'));
+  const ok = row.appendChild(ht('button', 'primary', 'save'));
+  ok.type = 'submit';
+  ok.dataset.testid = 'skill-save';
+  row.append(btn('', null, () => openSkill(name), 'cancel'));
+  f.onsubmit = formGuard(async e => {
+    e.preventDefault();
+    await api('PUT', `/v1/skills/${enc(name)}`, { text: ta.value });
+    toast(t('saved'), 'ok');
+    await loadSkills();
+    await openSkill(name);
+  });
+  v.replaceChildren(h('h2', null, name), f);
+  v.hidden = false;
+  ta.focus();
+}
+
+const newSkill = guard(async () => {
+  const name = await ask(t('skillNamePrompt'), { input: '' });
+  if (name == null || !name.trim()) return;
+  const r = await api('POST', '/v1/skills', { name: name.trim() });
+  await loadSkills();
+  editSkill(r.name, r.text);
 });
 
 const LEVELS = ['L0', 'L1', 'L2', 'L3', 'L4', 'L5', 'auto'];
@@ -1419,6 +1459,7 @@ function init() {
   $('#task-kind').onchange = taskKind;
   $('#task-form').onsubmit = addTask;
   $('#mcp-form').onsubmit = addMcp;
+  $('#skill-new').onclick = newSkill;
   $('#mcp-kind').onchange = mcpKind;
   taskKind();
   $('#prompt-form').onsubmit = savePrompt;

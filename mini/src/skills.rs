@@ -236,6 +236,71 @@ pub enum RemoveError {
     Io(PathBuf, std::io::Error),
 }
 
+/// The SKILL.md text of a bundled skill.
+pub fn bundled_text(name: &str) -> Option<&'static str> {
+    BUNDLED.iter().find(|(n, _)| *n == name).map(|(_, t)| *t)
+}
+
+/// What is wrong with a skill name (they become folder names: the Agent Skills rule,
+/// so no name reaches outside the skills folder), said whole; `None` when it is fine.
+pub fn name_problem(name: &str) -> Option<String> {
+    use evolve_core::skill::{validate_name, NameProblem, MAX_NAME_CHARS};
+    let problem = match validate_name(name) {
+        Ok(()) => return None,
+        Err(NameProblem::Empty) => "is empty".to_string(),
+        Err(NameProblem::TooLong(n)) => {
+            format!("has {n} characters; at most {MAX_NAME_CHARS} are allowed")
+        }
+        Err(NameProblem::InvalidChar(c)) => {
+            format!("may only contain lowercase letters, digits and hyphens (found {c:?})")
+        }
+        Err(NameProblem::EdgeHyphen) => "must not start or end with a hyphen".to_string(),
+        Err(NameProblem::DoubleHyphen) => "must not contain two hyphens in a row".to_string(),
+    };
+    Some(format!(
+        "the skill name {name:?} {problem}, e.g. `pdf-tools`"
+    ))
+}
+
+/// A new skill's SKILL.md: a bundled skill's own text when overriding it, else a
+/// template whose front matter is valid and whose body shows the expected shape.
+pub fn template(name: &str, description: Option<&str>) -> String {
+    if let (Some(text), None) = (bundled_text(name), description) {
+        return text.to_string();
+    }
+    let description = description.map(quote).unwrap_or_else(|| {
+        format!(
+            "\"Describe what {name} does. Use when the user asks to … (name the requests it fits).\""
+        )
+    });
+    let title = name.replace('-', " ");
+    format!(
+        "---\nname: {name}\ndescription: {description}\ntags: [{tags}]\n---\n# {title}\n\n\
+         ## Steps\n1. The first thing to do, and which tool to use for it.\n2. …\n\n\
+         ## Output format\nWhat the answer looks like (a short example helps).\n\n\
+         ## Pitfalls\n- What to avoid or check before answering.\n",
+        tags = name.split('-').collect::<Vec<_>>().join(", ")
+    )
+}
+
+/// A description as a double-quoted YAML scalar (it may contain `:` or `#`).
+fn quote(text: &str) -> String {
+    format!("\"{}\"", text.replace('\\', "\\\\").replace('"', "\\\""))
+}
+
+/// Writes the SKILL.md of the user skill `name` (valid, checked by the caller) under
+/// `user_dir`, creating its folder; the file is replaced whole (a temporary file renamed
+/// over it), so a reader never sees half of it.
+pub fn write_user_skill(user_dir: &Path, name: &str, text: &str) -> std::io::Result<PathBuf> {
+    let dir = user_dir.join(name);
+    std::fs::create_dir_all(&dir)?;
+    let file = dir.join("SKILL.md");
+    let tmp = dir.join(".SKILL.md.tmp");
+    std::fs::write(&tmp, text)?;
+    std::fs::rename(&tmp, &file)?;
+    Ok(file)
+}
+
 /// Removes the user (or learned) skill `name` from `user_dir` and returns its folder.
 /// A symlinked skill folder loses the link, never what it points to; a folder without a
 /// SKILL.md (or a plain file) is not a skill and stays ([`RemoveError::Unknown`]). `name` must be a

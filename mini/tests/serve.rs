@@ -1258,3 +1258,54 @@ fn a_task_is_edited_and_paused_through_the_api() {
         404
     );
 }
+
+#[test]
+fn skills_are_created_and_written_through_the_api_and_a_broken_one_is_refused() {
+    let w = World::new("serve-skills-edit");
+    let s = Server::start(&w, &[]);
+    let made = s.post(
+        "/v1/skills",
+        &json!({"name": "tea-notes", "description": "Use for tea."}).to_string(),
+    );
+    assert_eq!(made.status, 201, "{}", made.body);
+    assert!(made.json()["text"]
+        .as_str()
+        .unwrap()
+        .contains("name: tea-notes"));
+    assert_eq!(
+        s.post("/v1/skills", &json!({"name": "tea-notes"}).to_string())
+            .status,
+        409
+    );
+    assert_eq!(
+        s.post("/v1/skills", &json!({"name": "Tea Notes"}).to_string())
+            .status,
+        400
+    );
+    let put = |name: &str, text: &str| {
+        s.request(
+            "PUT",
+            &format!("/v1/skills/{name}"),
+            &[("Content-Type", "application/json")],
+            &json!({ "text": text }).to_string(),
+        )
+    };
+    let good = "---\nname: tea-notes\ndescription: Use when the user asks about tea.\n---\nList the teas.\n";
+    assert_eq!(put("tea-notes", good).status, 200);
+    let file = w.home.join("skills/tea-notes/SKILL.md");
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), good);
+    let shown = s.get("/v1/skills/tea-notes").json();
+    assert_eq!(shown["text"], good, "{shown}");
+    assert_eq!(shown["description"], "Use when the user asks about tea.");
+    // What the loader would skip is refused, and the file stays.
+    for bad in [
+        "no front matter",
+        "---\nname: other\ndescription: x\n---\nbody\n",
+    ] {
+        let r = put("tea-notes", bad);
+        assert_eq!(r.status, 400, "{bad}: {}", r.body);
+    }
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), good);
+    assert!(matches!(put("../etc", good).status, 400 | 404));
+    assert_eq!(put("Bad_Name", good).status, 400);
+}

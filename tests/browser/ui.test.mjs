@@ -927,6 +927,33 @@ await test('a skill written on disk while serve runs is listed, and the user rem
   check(!fs.existsSync(dir), 'the skill folder is gone');
 });
 
+await test('skills are created and edited in the page; a text the loader would skip is refused next to it', async () => {
+  await main.click('#nav [data-view=skills]');
+  await main.click('#skill-new');
+  await main.fill('#ask-input', 'tea-notes');
+  await main.click('#ask-ok');
+  const ta = main.locator('#skill-text');
+  await ta.waitFor();
+  check((await ta.inputValue()).includes('name: tea-notes'), 'the template names the skill');
+  // A broken front matter: the server's loader says why, under the text box.
+  await ta.fill('no front matter here');
+  await main.click('[data-testid=skill-save]');
+  await main.locator('.skill-edit [data-testid=field-error]').waitFor();
+  const good = '---\nname: tea-notes\ndescription: Use when the user asks about tea.\n---\nList the teas with their brewing times.\n';
+  await ta.fill(good);
+  await main.click('[data-testid=skill-save]');
+  await main.locator('#skill-view p', { hasText: 'List the teas' }).waitFor();
+  eq(fs.readFileSync(path.join(HOME, 'skills', 'tea-notes', 'SKILL.md'), 'utf8'), good, 'the file on disk');
+  await main.locator('[data-testid=skill-item]', { hasText: 'tea-notes' }).waitFor();
+  // Edit it again from its page.
+  await main.click('[data-testid=skill-edit]');
+  await ta.fill(good.replace('brewing times', 'brewing times and temperatures'));
+  await main.click('[data-testid=skill-save]');
+  await main.locator('#skill-view p', { hasText: 'temperatures' }).waitFor();
+  main.seen.errors = main.seen.errors.filter(e => !/status of 400/.test(e)); // the refused text
+  eq((await api('DELETE', '/v1/skills/tea-notes')).status, 200, 'removed');
+});
+
 await test('a model server that is not there is named on page load, with the fix, before anything is sent', async () => {
   eq(await main.locator('#model-banner').isHidden(), true, 'the banner on a server whose model answers');
   const url = process.env.EVOLVE_DEAD_MODEL_URL;

@@ -8,14 +8,14 @@
 use std::io::Write;
 
 use argh::FromArgs;
-use evolve_core::skill::{parse_skill_md, validate_name, NameProblem, MAX_NAME_CHARS};
+use evolve_core::skill::parse_skill_md;
 use evolve_core::text::one_line;
 use serde_json::json;
 
 use crate::cli::app::App;
 use crate::config::LoadOptions;
 use crate::error::Error;
-use crate::skills::{remove_user_skill, Catalog, RemoveError, Source, BUNDLED};
+use crate::skills::{bundled_text, remove_user_skill, template, Catalog, RemoveError, Source};
 
 /// Characters of a description shown per line of `skills list`.
 const LISTED_DESCRIPTION_CHARS: usize = 70;
@@ -258,29 +258,13 @@ fn rm(c: Rm, profile: &Option<String>) -> Result<(), Error> {
     Ok(())
 }
 
-/// The SKILL.md text of a bundled skill.
-fn bundled_text(name: &str) -> Option<&'static str> {
-    BUNDLED.iter().find(|(n, _)| *n == name).map(|(_, t)| *t)
-}
-
 /// Names become folder names: the Agent Skills rule, with a message saying which part
 /// is wrong (and no way to reach outside the skills folder).
 fn check_name(name: &str) -> Result<(), Error> {
-    let problem = match validate_name(name) {
-        Ok(()) => return Ok(()),
-        Err(NameProblem::Empty) => "is empty".to_string(),
-        Err(NameProblem::TooLong(n)) => {
-            format!("has {n} characters; at most {MAX_NAME_CHARS} are allowed")
-        }
-        Err(NameProblem::InvalidChar(c)) => {
-            format!("may only contain lowercase letters, digits and hyphens (found {c:?})")
-        }
-        Err(NameProblem::EdgeHyphen) => "must not start or end with a hyphen".to_string(),
-        Err(NameProblem::DoubleHyphen) => "must not contain two hyphens in a row".to_string(),
-    };
-    Err(Error::Usage(format!(
-        "the skill name {name:?} {problem}, e.g. `pdf-tools`"
-    )))
+    match crate::skills::name_problem(name) {
+        None => Ok(()),
+        Some(problem) => Err(Error::Usage(problem)),
+    }
 }
 
 /// "no skill named …", with the names there are.
@@ -294,32 +278,6 @@ fn unknown(name: &str, catalog: &Catalog) -> Error {
         "there is no skill named {name:?}; `evolve skills list` shows them ({})",
         names.join(", ")
     ))
-}
-
-/// A new skill's SKILL.md: a bundled skill's own text when overriding it, else a
-/// template whose front matter is valid and whose body shows the expected shape.
-fn template(name: &str, description: Option<&str>) -> String {
-    if let (Some(text), None) = (bundled_text(name), description) {
-        return text.to_string();
-    }
-    let description = description.map(quote).unwrap_or_else(|| {
-        format!(
-            "\"Describe what {name} does. Use when the user asks to … (name the requests it fits).\""
-        )
-    });
-    let title = name.replace('-', " ");
-    format!(
-        "---\nname: {name}\ndescription: {description}\ntags: [{tags}]\n---\n# {title}\n\n\
-         ## Steps\n1. The first thing to do, and which tool to use for it.\n2. …\n\n\
-         ## Output format\nWhat the answer looks like (a short example helps).\n\n\
-         ## Pitfalls\n- What to avoid or check before answering.\n",
-        tags = name.split('-').collect::<Vec<_>>().join(", ")
-    )
-}
-
-/// A description as a double-quoted YAML scalar (it may contain `:` or `#`).
-fn quote(text: &str) -> String {
-    format!("\"{}\"", text.replace('\\', "\\\\").replace('"', "\\\""))
 }
 
 #[cfg(test)]
@@ -346,9 +304,9 @@ mod tests {
                 (want, got) => panic!("{name:?}: want {want:?}, got {got:?}"),
             }
         }
-        let long = "a".repeat(MAX_NAME_CHARS + 1);
+        let long = "a".repeat(evolve_core::skill::MAX_NAME_CHARS + 1);
         assert!(check_name(&long).is_err());
-        assert!(check_name(&"a".repeat(MAX_NAME_CHARS)).is_ok());
+        assert!(check_name(&"a".repeat(evolve_core::skill::MAX_NAME_CHARS)).is_ok());
     }
 
     #[test]

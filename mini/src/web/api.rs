@@ -15,7 +15,7 @@ use serde_json::{json, Value};
 use super::http::{form_value, percent_decode, Request, Response};
 use super::memory_patch::{MemoryPatch, EMPTY_CONTENT};
 use super::request::{body, field, opt_str, store_error, tri, Reply};
-use super::{assets, chat, error, grants, mcp_servers, prompt, style, tasks, State};
+use super::{assets, chat, error, grants, mcp_servers, prompt, skill_edit, style, tasks, State};
 use crate::agents::ToolAgent;
 use crate::clock::now;
 use crate::mcp::user_level::{set_level, LevelError};
@@ -96,7 +96,11 @@ static ROUTES: &[(&str, &str, Handler)] = &[
         with_id(p[0], |id| delete_memory(s, id))
     }),
     ("GET", "/v1/skills", |s, _, _| skills(s)),
+    ("POST", "/v1/skills", |s, r, _| skill_edit::create(s, r)),
     ("GET", "/v1/skills/{name}", |s, _, p| skill(s, p[0])),
+    ("PUT", "/v1/skills/{name}", |s, r, p| {
+        skill_edit::put(s, r, p[0])
+    }),
     ("DELETE", "/v1/skills/{name}", |s, _, p| {
         delete_skill(s, p[0])
     }),
@@ -694,6 +698,10 @@ fn skill(state: &State, name: &str) -> Reply {
                 "tags": s.summary.tags,
                 "source": s.source.name(),
                 "body": s.body,
+                // The whole SKILL.md of a user skill, to edit it.
+                "text": (s.source != crate::skills::Source::Bundled)
+                    .then(|| std::fs::read_to_string(rt.config.skills_dir().join(name).join("SKILL.md")).ok())
+                    .flatten(),
             }),
         ),
         None => error(404, format!("no skill named {name:?}")),

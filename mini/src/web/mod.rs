@@ -23,6 +23,7 @@ mod memory_patch;
 mod prompt;
 mod request;
 mod settings;
+mod skill_edit;
 mod style;
 pub mod tasks;
 

@@ -145,9 +145,14 @@ function show(view) {
   }
   setTitle();
   drawer(false);
-  const load = { memory: loadMemory, skills: loadSkills, tools: loadTools, tasks: loadTasks, prompt: loadPrompt, settings: loadSettings }[view];
-  if (load) guard(load)();
+  loadView();
   if (view === 'search') $('#search-q').focus();
+}
+
+/** Reads the shown pane's data from the server again (and draws it). */
+function loadView() {
+  const load = { memory: loadMemory, skills: loadSkills, tools: loadTools, tasks: loadTasks, prompt: loadPrompt, settings: loadSettings }[S.view];
+  if (load) guard(load)();
 }
 
 function setTitle() {
@@ -194,6 +199,9 @@ function setLang(lang) {
   renderSessions();
   setTitle();
   renderModel();
+  // What the server's data drew in the old language is drawn again.
+  if (S.view !== 'chat') loadView();
+  else if (S.session && !S.busy && document.querySelector('#messages .msg')) openSession(S.session);
   renderSettings(); // settings.js
 }
 
@@ -221,7 +229,8 @@ function renderSessions() {
     const li = h('li', s.id === S.session ? 'on' : '');
     li.dataset.testid = 'session-item';
     li.dataset.id = s.id;
-    const open = li.appendChild(btn(title, 'open', () => openSession(s.id)));
+    const open = li.appendChild(btn('', 'open', () => openSession(s.id)));
+    open.append(h('span', 'ttl', title));
     open.title = title;
     open.append(h('small', null, ago(s.updated_at)));
     const r = li.appendChild(btn('✎', 'icon', () => renameSession(s)));

@@ -1309,3 +1309,42 @@ fn skills_are_created_and_written_through_the_api_and_a_broken_one_is_refused() 
     assert!(matches!(put("../etc", good).status, 400 | 404));
     assert_eq!(put("Bad_Name", good).status, 400);
 }
+
+#[test]
+fn tea_agents_routes_answer_too_the_profile_switch_and_the_print_export() {
+    let w = World::new("serve-tea-routes");
+    w.config("[profiles.alt.agent]\nmax_steps = 8\n");
+    let s = Server::start(&w, &[]);
+    w.fake.push(Reply::text("Oolong is partly oxidised."));
+    let r = s.post(
+        "/v1/chat/completions",
+        &chat_body("Tell me about oolong", json!({})),
+    );
+    let sid = r.json()["evolve"]["session"].as_str().unwrap().to_string();
+    let switched = s.post("/v1/config/switch", &json!({"name": "alt"}).to_string());
+    assert_eq!(switched.status, 200, "{}", switched.body);
+    assert_eq!(switched.json()["profile"], "alt", "{}", switched.body);
+    assert_eq!(
+        s.post("/v1/config/switch", &json!({"name": "nope"}).to_string())
+            .status,
+        404
+    );
+    let page = s.post("/v1/export/pdf", &json!({"session_id": sid}).to_string());
+    assert_eq!(page.status, 200);
+    assert!(page
+        .header("content-type")
+        .unwrap()
+        .starts_with("text/html"));
+    assert!(
+        page.body.contains("<title>Tell me about oolong</title>") && page.body.contains("@page"),
+        "{}",
+        page.body
+    );
+    assert!(page.body.contains("Oolong is partly oxidised."));
+    assert_eq!(
+        s.post("/v1/export/pdf", &json!({"session": "s-none"}).to_string())
+            .status,
+        404
+    );
+    assert_eq!(s.post("/v1/export/pdf", "{}").status, 400);
+}

@@ -749,8 +749,22 @@ await test('theme and language switch, and stay switched after a reload', async 
     });
     check(worst >= 4.5, `the ${mode} theme's least readable level badge: ${worst.toFixed(2)}:1`);
   }
+  // Switching language live redraws what came from the server too: a chat's tool cards.
+  const withTools = (await api('GET', '/v1/sessions')).json.data.find(x => x.title.startsWith('Renamed by the browser test'));
+  check(withTools, 'the chat with the L3 call');
+  await page.locator(`[data-testid=session-item][data-id="${withTools.id}"] .open`).click();
+  await page.locator('[data-testid=tool-chip] .state', { hasText: '已运行' }).first().waitFor();
   await page.click('#lang-toggle');
   eq(await page.textContent('#send'), 'Send', 'back to English');
+  await page.locator('[data-testid=tool-chip] .state', { hasText: 'ran' }).first().waitFor();
+  // A long chat title is cut with an ellipsis, not clipped.
+  const long = await api('POST', '/v1/sessions', { title: 'A very long chat title that cannot fit in the sidebar of the page at all, really' });
+  await page.reload();
+  const ttl = page.locator(`[data-testid=session-item][data-id="${long.json.id}"] .ttl`);
+  await ttl.waitFor();
+  const [sw, cw, ov] = await ttl.evaluate(e => [e.scrollWidth, e.clientWidth, getComputedStyle(e).textOverflow]);
+  check(sw > cw && ov === 'ellipsis', `the title is ellipsised: ${sw} > ${cw}, ${ov}`);
+  await api('DELETE', `/v1/sessions/${long.json.id}`);
   await page.context().close();
 });
 

@@ -69,7 +69,14 @@ pub(crate) fn markdown(export: &SessionExport) -> String {
                 t
             }
         };
-        let _ = writeln!(out, "## {}. {} (turn {})\n", i + 1, title, sm.turn);
+        let _ = writeln!(
+            out,
+            "## {}. {} (turn {}{})\n",
+            i + 1,
+            title,
+            sm.turn,
+            replaced(export, sm.turn)
+        );
         if let Some(r) = m.reasoning.as_deref().filter(|r| !r.is_empty()) {
             let _ = writeln!(out, "<details><summary>Thinking</summary>\n");
             code_block(&mut out, "text", r);
@@ -119,6 +126,15 @@ fn escape(text: &str) -> String {
 
 /// A self-contained HTML page of the transcript (print it for a PDF). Every text is
 /// escaped: a message cannot inject markup or script.
+/// After a turn's number: that a later turn answered it again.
+fn replaced(export: &SessionExport, turn: u64) -> &'static str {
+    if export.session.superseded.contains(&turn) {
+        ", answered again later"
+    } else {
+        ""
+    }
+}
+
 pub(crate) fn html(export: &SessionExport) -> String {
     let s = &export.session;
     let title = escape(&title_of(export));
@@ -128,7 +144,9 @@ pub(crate) fn html(export: &SessionExport) -> String {
         "<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>{title}</title>\n\
          <style>body{{font-family:sans-serif;max-width:50em;margin:2em auto;line-height:1.5}}\
          section{{border-top:1px solid #ccc;padding:.5em 0}}h2{{font-size:1em;color:#555}}\
-         pre{{background:#f4f4f4;padding:.5em;white-space:pre-wrap}}</style></head><body>\n\
+         pre{{background:#f4f4f4;padding:.5em;white-space:pre-wrap}}\
+         @page{{margin:18mm}}@media print{{body{{margin:0;max-width:none}}section{{break-inside:avoid}}}}\
+         </style></head><body>\n\
          <h1>{title}</h1>\n<p>Session <code>{}</code> · created {} UTC · updated {} UTC · \
          {} turns · {} messages</p>\n",
         escape(&s.id),
@@ -141,10 +159,11 @@ pub(crate) fn html(export: &SessionExport) -> String {
         let m = &sm.message;
         let _ = writeln!(
             out,
-            "<section><h2>{}. {} (turn {})</h2>",
+            "<section><h2>{}. {} (turn {}{})</h2>",
             i + 1,
             escape(&heading(m)),
-            sm.turn
+            sm.turn,
+            replaced(export, sm.turn)
         );
         if m.role == Role::Tool || !m.content.is_empty() {
             let _ = writeln!(out, "<pre>{}</pre>", escape(&m.content));

@@ -151,6 +151,9 @@ static ROUTES: &[(&str, &str, Handler)] = &[
         super::settings::test(s, r)
     }),
     ("POST", "/v1/config/profile", |s, r, _| switch_profile(s, r)),
+    // tea-agent's names, for scripts migrating from it.
+    ("POST", "/v1/config/switch", |s, r, _| switch_profile(s, r)),
+    ("POST", "/v1/export/pdf", |s, r, _| export_print(s, r)),
     // Internal (not in /openapi.json): how a command run beside serve gets the store.
     ("POST", "/v1/store/lend", |s, r, _| super::lend::lend(s, r)),
 ];
@@ -367,6 +370,32 @@ fn messages(state: &State, id: &str) -> Reply {
     Response::json(
         200,
         &json!({ "data": data, "failed": failed, "superseded": session.superseded }),
+    )
+}
+
+/// `POST /v1/export/pdf {session}` (tea-agent's route): the session as a print-ready
+/// HTML page (title, dates, page margins, turns kept whole), shown inline: the browser's
+/// Print makes the PDF. A PDF writer with the fonts Chinese needs does not fit the
+/// binary's budget.
+fn export_print(state: &State, req: &Request) -> Reply {
+    let b = field!(body(req));
+    let id = match field!(opt_str(&b, "session")) {
+        Some(id) => id,
+        None => match field!(opt_str(&b, "session_id")) {
+            Some(id) => id,
+            None => return error(400, "send {\"session\": \"SESSION_ID\"}"),
+        },
+    };
+    let export = tri!(state.rt().store.export_session(&id));
+    Response::bytes(
+        200,
+        "text/html; charset=utf-8",
+        crate::store::transcript::html(&export).into_bytes(),
+    )
+    .with("Content-Disposition", "inline")
+    .with(
+        "Content-Security-Policy",
+        "default-src 'none'; style-src 'unsafe-inline'",
     )
 }
 
@@ -935,7 +964,15 @@ fn config(state: &State) -> Reply {
 
 fn switch_profile(state: &State, req: &Request) -> Reply {
     let b = field!(body(req));
-    let Some(name) = field!(opt_str(&b, "profile")) else {
+    // `name` and `config` are what tea-agent's /v1/config/switch took.
+    let name = match field!(opt_str(&b, "profile")) {
+        Some(n) => Some(n),
+        None => match field!(opt_str(&b, "name")) {
+            Some(n) => Some(n),
+            None => field!(opt_str(&b, "config")),
+        },
+    };
+    let Some(name) = name else {
         return error(400, "send {\"profile\": \"NAME\"}");
     };
     if !state.profiles.contains(&name) && name != "default" {

@@ -452,3 +452,39 @@ fn ctrl_c_during_reflect_stops_the_reflection_not_the_chat() {
     let code = chat.finish();
     assert_eq!(code, Some(0), "Ctrl-C during /reflect ended the chat");
 }
+
+/// After each answer chat prints what the turn did, and the score when the evaluation
+/// comes (seed 002 shows the record with the reply); `[agent] turn_line = false` hides it.
+#[test]
+fn chat_prints_a_line_with_the_turn_record_and_the_score() {
+    let w = World::new("chat-turn-line");
+    w.fake.push(tool_call("list_dir", r#"{"path": "."}"#));
+    w.fake.push(Reply::text("The folder is empty."));
+    w.fake.route(
+        support::EVALUATE,
+        Reply::text(r#"{"score": 0.9, "reason": "short and right"}"#),
+    );
+    w.fake.push(Reply::text("Second answer."));
+    let mut chat = Chat::start(&w);
+    chat.send("What is in my folder?");
+    chat.wait_for("The folder is empty.");
+    chat.wait_for("tools: list_dir ✓");
+    chat.send("And now?");
+    chat.wait_for("Second answer.");
+    chat.wait_for("score 0.90 — short and right");
+    chat.send("/quit");
+    assert_eq!(chat.finish(), Some(0));
+
+    let w = World::new("chat-turn-line-off");
+    w.config("[agent]\nturn_line = false\n");
+    w.fake.push(Reply::text("Quiet answer."));
+    w.fake.push(Reply::text("Still quiet."));
+    let mut chat = Chat::start(&w);
+    chat.send("Hello");
+    chat.wait_for("Quiet answer.");
+    chat.send("Again");
+    chat.wait_for("Still quiet.");
+    assert!(!chat.seen.contains('↳'), "{}", chat.seen);
+    chat.send("/quit");
+    chat.finish();
+}

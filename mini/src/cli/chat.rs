@@ -6,6 +6,7 @@
 
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::PathBuf;
+use std::sync::mpsc::Receiver;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -16,7 +17,7 @@ use evolve_core::text::{one_line, KeywordSet, Lang};
 use super::app::{now, open_store, App, STORE_WAIT};
 use super::interrupt;
 use super::printable;
-use crate::agents::{Heard, Manager, Runtime, ToolRun, TurnInput, TurnIo};
+use crate::agents::{Heard, Manager, PostTurn, Runtime, ToolRun, TurnInput, TurnIo};
 use crate::config::LoadOptions;
 use crate::error::Error;
 use crate::llm::{Delta, LlmError};
@@ -140,6 +141,66 @@ impl TurnIo for Terminal<'_> {
     }
 }
 
+/// The line after an answer: what the turn did (seed 002 shows it with the reply).
+fn turn_line(r: &crate::agents::TurnRecord) -> String {
+    let mut bits = vec![format!("turn {}", r.turn)];
+    bits.push(match r.memories.len() {
+        1 => "1 memory".to_string(),
+        n => format!("{n} memories"),
+    });
+    if !r.skills.is_empty() {
+        bits.push(format!("skills: {}", r.skills.join(", ")));
+    }
+    if !r.tools.is_empty() {
+        let tools: Vec<String> = r
+            .tools
+            .iter()
+            .map(|t| {
+                let mark = match (t.ran, t.is_error) {
+                    (true, false) => "✓",
+                    (true, true) => "!",
+                    _ => "✗",
+                };
+                format!("{} {mark}", printable(&t.name, false))
+            })
+            .collect();
+        bits.push(format!("tools: {}", tools.join(", ")));
+    }
+    bits.push(format!("{:.1} s", r.answer_ms as f64 / 1000.0));
+    format!("  ↳ {}", bits.join(" · "))
+}
+
+/// The line for the background work of the last answer, when it found something.
+fn post_line(p: &PostTurn) -> Option<String> {
+    let mut bits = Vec::new();
+    if let Some(e) = &p.evaluation {
+        bits.push(format!(
+            "score {:.2} — {}",
+            e.score,
+            printable(&one_line(&e.reason, 100), false)
+        ));
+    }
+    if p.memories_saved > 0 {
+        bits.push(format!("{} saved to memory", p.memories_saved));
+    }
+    if let Some(r) = p.reflection.as_ref().or(p.lesson.as_ref()) {
+        bits.push(format!("lesson: {}", printable(&one_line(r, 100), false)));
+    }
+    if let Some(s) = &p.learned_skill {
+        bits.push(format!("learned the skill {}", printable(s, false)));
+    }
+    (!bits.is_empty()).then(|| format!("  ↳ {}", bits.join(" · ")))
+}
+
+/// Dim on a terminal (unless NO_COLOR), as it is otherwise.
+fn dim(text: &str, tty: bool) -> String {
+    if tty && std::env::var_os("NO_COLOR").is_none() {
+        format!("\x1b[2m{text}\x1b[0m")
+    } else {
+        text.to_string()
+    }
+}
+
 /// Lines of stdin without their newline, read on a thread of their own so that a
 /// wait for one can end on Ctrl-C; `None` at EOF or on a read error.
 struct Lines {
@@ -177,6 +238,20 @@ impl Lines {
             match self.rx.recv_timeout(Duration::from_millis(50)) {
                 Ok(line) => return Some(line),
                 Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => return None,
+            }
+        }
+    }
+}
+
+impl Lines {
+    /// The next line (`None` at the end of input), running `meanwhile` every 100 ms
+    /// while it waits.
+    fn next_or_meanwhile(&mut self, mut meanwhile: impl FnMut()) -> Option<String> {
+        loop {
+            match self.rx.recv_timeout(Duration::from_millis(100)) {
+                Ok(line) => return Some(line),
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => meanwhile(),
                 Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => return None,
             }
         }
@@ -243,12 +318,28 @@ pub fn run(cmd: ChatCmd, profile: &Option<String>) -> Result<(), Error> {
             std::process::exit(130);
         }
     });
+    let turn_line = manager.runtime().config.agent.turn_line;
+    // The last answer's background work (score, lesson): its line when it comes.
+    let mut pending: Option<Receiver<PostTurn>> = None;
     loop {
         if tty {
             print!("› ");
             let _ = std::io::stdout().flush();
         }
-        let Some(line) = lines.next() else { break };
+        let Some(line) = lines.next_or_meanwhile(|| {
+            if let Some(post) = pending.as_ref().and_then(|rx| rx.try_recv().ok()) {
+                pending = None;
+                if let Some(text) = post_line(&post) {
+                    println!("\r{}", dim(&text, tty));
+                    if tty {
+                        print!("› ");
+                        let _ = std::io::stdout().flush();
+                    }
+                }
+            }
+        }) else {
+            break;
+        };
         let text = line.trim();
         if text.is_empty() {
             continue;
@@ -258,7 +349,22 @@ pub fn run(cmd: ChatCmd, profile: &Option<String>) -> Result<(), Error> {
         // The previous answer's background work finishes first: its memories are then
         // in place for this one.
         manager.flush(wait);
-        let go_on = input(text, &manager, &mut session, &mut lines, stream);
+        if let Some(post) = pending.take().and_then(|rx| rx.try_recv().ok()) {
+            if let Some(text) = post_line(&post) {
+                println!("{}", dim(&text, tty));
+            }
+        }
+        let go_on = input(
+            text,
+            &manager,
+            &mut session,
+            &mut lines,
+            stream,
+            &mut pending,
+        );
+        if !turn_line {
+            pending = None;
+        }
         // Closed once this input's background work is done.
         manager.release_when_idle();
         interrupt::end_turn();
@@ -284,6 +390,7 @@ fn input(
     session: &mut Option<String>,
     lines: &mut Lines,
     stream: bool,
+    pending: &mut Option<Receiver<PostTurn>>,
 ) -> bool {
     if let Some(command) = text.strip_prefix('/') {
         return match slash(command, manager, session) {
@@ -312,7 +419,7 @@ fn input(
     );
     let streamed = term.streamed;
     match result {
-        Ok((record, _post)) => {
+        Ok((record, post)) => {
             if record.waiting.is_some() {
                 // Parked: the note was printed with the question.
             } else if streamed {
@@ -321,6 +428,11 @@ fn input(
                 println!("(the model returned an empty answer)");
             } else {
                 println!("{}", printable(record.reply.trim_end(), true));
+            }
+            if record.waiting.is_none() && manager.runtime().config.agent.turn_line {
+                let tty = std::io::stdout().is_terminal();
+                println!("{}", dim(&turn_line(&record), tty));
+                *pending = Some(post);
             }
             let big = record.reply.len() >= crate::heap::BIG_ANSWER;
             *session = Some(record.session.clone());

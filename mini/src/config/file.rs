@@ -95,6 +95,7 @@ pub struct RawAgent {
     pub background_wait: Option<u64>,
     pub learn: Option<bool>,
     pub tool_schemas: Option<usize>,
+    pub turn_line: Option<bool>,
 }
 
 /// `[tools]`; durations in seconds, sizes in bytes.

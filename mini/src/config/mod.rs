@@ -98,6 +98,9 @@ pub struct AgentConfig {
     /// session used or the model asked for (`more_tools`); 0 offers every tool in full
     /// (default 6).
     pub tool_schemas: usize,
+    /// `evolve chat` prints one dim line after each answer with what the turn did
+    /// (memories, tools, time; the score and any lesson when they come) (default true).
+    pub turn_line: bool,
 }
 
 impl Default for AgentConfig {
@@ -112,6 +115,7 @@ impl Default for AgentConfig {
             background_wait: Duration::from_secs(60),
             learn: true,
             tool_schemas: 6,
+            turn_line: true,
         }
     }
 }

@@ -956,6 +956,7 @@ fn resolve_agent(raw: RawAgent, ctx: &Context<'_>) -> Result<AgentConfig, Config
         background_wait,
         learn,
         tool_schemas,
+        turn_line,
     } = raw;
     let d = AgentConfig::default();
     if max_steps == Some(0) {
@@ -978,6 +979,7 @@ fn resolve_agent(raw: RawAgent, ctx: &Context<'_>) -> Result<AgentConfig, Config
         background_wait: background_wait.map_or(d.background_wait, Duration::from_secs),
         learn: learn.unwrap_or(d.learn),
         tool_schemas: tool_schemas.unwrap_or(d.tool_schemas),
+        turn_line: turn_line.unwrap_or(d.turn_line),
     })
 }
 

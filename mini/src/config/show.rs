@@ -83,6 +83,7 @@ impl Config {
                 "background_wait": secs(self.agent.background_wait),
                 "learn": self.agent.learn,
                 "tool_schemas": self.agent.tool_schemas,
+                "turn_line": self.agent.turn_line,
             },
             "tools": {
                 "shell_timeout": secs(self.tools.shell_timeout),

@@ -102,6 +102,8 @@ pub const CONFIG_TEMPLATE: &str = r#"# evolve configuration — `evolve config s
 # session used, and those the model asks for with more_tools, come too; the
 # rest are named in one line each). 0 sends every tool in full.
 #tool_schemas = 6
+# `evolve chat`: one dim line after each answer (memories, tools, time, the score).
+#turn_line = true
 
 [tools]
 # The `shell` tool is stopped after this long.

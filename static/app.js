@@ -427,7 +427,7 @@ function supersede(n, els) {
   return d;
 }
 
-function renderHistory({ data = [], failed = {}, superseded = [] }) {
+function renderHistory({ data = [], failed = {}, superseded = [], turns = {} }) {
   const box = $('#messages');
   box.replaceChildren();
   S.shown = data.length;
@@ -441,7 +441,7 @@ function renderHistory({ data = [], failed = {}, superseded = [] }) {
     if (answer.text) md(answer.text, answer.body);
     if (answer.text || answer.tools.children.length || why) group.push(answer.el);
     if (why) { answer.el.classList.add('failed'); failNote(answer.el, why === 'stopped' ? t('stopped') : why, why === 'stopped'); }
-    group.push(turnCard(null, n, S.session));
+    group.push(turnCard(null, n, S.session, turns[n]));
     box.append(...group);
     if (old.has(String(n))) supersede(n, group);
     group = []; answer = null; cards = {};
@@ -476,23 +476,30 @@ function scrollEnd() {
   if (box.scrollHeight - box.scrollTop - box.clientHeight < 160) box.scrollTop = box.scrollHeight;
 }
 
-/** The turn card: what a turn did. `rec` may be null (after a reload): fetched when opened. */
-function turnCard(rec, n, sid) {
+/** The line of a turn card: turn, memories, tools, score, time. */
+function turnLine(n, mem, tools, score, ms) {
+  const bits = [t('turnN', n)];
+  if (mem) bits.push(`${t('memories')} ${mem}`);
+  if (tools) bits.push(`${t('tools')} ${tools}`);
+  if (score != null) bits.push(`${t('evaluation')} ${(+score).toFixed(2)}`);
+  if (ms != null) bits.push(`${ms} ms`);
+  return bits.join(' · ');
+}
+
+/** The turn card: what a turn did. `rec` may be null (after a reload): fetched when
+ * opened; `line` is then its summary from the session's messages. */
+function turnCard(rec, n, sid, line) {
   const d = h('details', 'turn'), sum = h('summary', null, t('turnN', n)), body = h('div', 'turn-body');
   d.dataset.testid = 'turn-card';
   d.dataset.turn = n;
   d.append(sum, body);
   const fill = r => {
     rec = r = { memories: [], tools: [], skills: [], usage: {}, ...r };
-    const bits = [t('turnN', r.turn)];
-    if (r.memories.length) bits.push(`${t('memories')} ${r.memories.length}`);
-    if (r.tools.length) bits.push(`${t('tools')} ${r.tools.length}`);
-    if (r.evaluation) bits.push(`${t('evaluation')} ${r.evaluation.score.toFixed(2)}`);
-    bits.push(`${r.answer_ms} ms`);
-    sum.textContent = bits.join(' · ');
+    sum.textContent = turnLine(r.turn, r.memories.length, r.tools.length, r.evaluation && r.evaluation.score, r.answer_ms);
     body.replaceChildren(turnBody(r));
   };
   if (rec) fill(rec);
+  else if (line) sum.textContent = turnLine(n, line.memories, line.tools, line.score, line.answer_ms);
   d.addEventListener('toggle', async () => {
     if (!d.open || (rec && rec.evaluation)) return;
     try {

@@ -324,6 +324,7 @@ fn messages(state: &State, id: &str) -> Reply {
     let export = tri!(store.export_session(id));
     let mut calls = std::collections::HashMap::new();
     let mut failed = serde_json::Map::new();
+    let mut turns = serde_json::Map::new();
     for (n, text) in tri!(store.turns(id)) {
         let Ok(mut record) = serde_json::from_str::<Value>(&text) else {
             continue;
@@ -331,6 +332,17 @@ fn messages(state: &State, id: &str) -> Reply {
         if let Some(why) = record["failed"].as_str() {
             failed.insert(n.to_string(), json!(why));
         }
+        // What the turn card's line says, as it said live.
+        let count = |k: &str| record[k].as_array().map_or(0, Vec::len);
+        turns.insert(
+            n.to_string(),
+            json!({
+                "memories": count("memories"),
+                "tools": count("tools"),
+                "score": record["evaluation"]["score"],
+                "answer_ms": record["answer_ms"],
+            }),
+        );
         if let Some(Value::Array(tools)) = record.get_mut("tools").map(Value::take) {
             for mut call in tools {
                 let key = call["id"].as_str().unwrap_or_default().to_string();
@@ -369,7 +381,12 @@ fn messages(state: &State, id: &str) -> Reply {
         .collect();
     Response::json(
         200,
-        &json!({ "data": data, "failed": failed, "superseded": session.superseded }),
+        &json!({
+            "data": data,
+            "failed": failed,
+            "superseded": session.superseded,
+            "turns": turns,
+        }),
     )
 }
 

@@ -327,7 +327,7 @@ fn the_api_adds_tasks_and_refuses_a_second_run_while_one_is_going() {
     assert_eq!(s.get("/v1/tasks/x").status, 400);
     assert_eq!(s.get("/v1/tasks/99").status, 404);
     assert_eq!(s.post("/v1/tasks/99/run", "").status, 404);
-    assert_eq!(s.request("PATCH", "/v1/tasks/1", &[], "").status, 405);
+    assert_eq!(s.request("PUT", "/v1/tasks/1", &[], "").status, 405);
     let del = s.request("DELETE", &format!("/v1/tasks/{id}"), &[], "");
     assert_eq!(del.status, 200);
     assert_eq!(del.json()["deleted"], true);

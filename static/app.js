@@ -419,6 +419,7 @@ function editQuestion(el) {
 
 /** Moves the elements of turn `n` into a collapsed "earlier version" block. */
 function supersede(n, els) {
+  if (!els.length) return null;
   const d = h('details', 'superseded');
   d.dataset.testid = 'superseded';
   d.append(ht('summary', null, 'replacedTurn', n));
@@ -580,7 +581,7 @@ async function send(text, replace = null) {
   const box = $('#messages');
   emptyState.remove();
   let n = (S.lastTurn || 0) + 1;
-  if (replace) supersede(replace, [...box.querySelectorAll(':scope > *')].filter(el => el.dataset.turn === String(replace)));
+  const old = replace ? supersede(replace, [...box.querySelectorAll(':scope > *')].filter(el => el.dataset.turn === String(replace))) : null;
   const u = box.appendChild(userMsg(text, n));
   const a = bubble('assistant');
   a.el.classList.add('streaming');
@@ -595,7 +596,7 @@ async function send(text, replace = null) {
   S.run = run;
   busy(true);
   const here = id => { if (!id) return; if (run.attached) setSession(id); run.session = id; };
-  let acc = '', raf = 0, rec = null, done = false;
+  let acc = '', raf = 0, rec = null, done = false, reverted = false;
   const paint = () => { raf = 0; a.text = acc; a.body.replaceChildren(md(acc)); scrollEnd(); };
   actions();
   try {
@@ -638,7 +639,15 @@ async function send(text, replace = null) {
     if (!done) throw new Error(t('cutOff'));
   } catch (e) {
     if (e.name === 'AbortError') failNote(a.el, t('stopped'), true);
-    else {
+    else if (old && e.status === 409) {
+      // The server did not take it as a replacement (not the last turn any more, or a
+      // call waits): the turn stays as it was.
+      old.replaceWith(...[...old.children].filter(c => c.tagName !== 'SUMMARY'));
+      u.remove();
+      a.el.remove();
+      reverted = true;
+      toast(e.message);
+    } else {
       failNote(a.el, e.message);
       toast(e.message);
     }
@@ -658,7 +667,7 @@ async function send(text, replace = null) {
     S.run = null;
     busy(false);
     permReset();
-    S.lastTurn = n;
+    if (!reverted) S.lastTurn = n;
     if (!acc && !a.tools.children.length && !a.el.querySelector('.err,.note')) a.el.remove();
     if (rec) (a.el.isConnected ? a.el : u).after(turnCard(rec, rec.turn, rec.session || S.session));
     actions();

@@ -456,6 +456,15 @@ await test('Regenerate answers again, Edit resends a changed question; earlier v
   check(await lastAnswer(main).locator('[data-testid=regenerate]').isVisible(), 'Regenerate on the last answer');
   await lastAnswer(main).locator('.acts button', { hasText: 'Copy' }).click();
   eq(await main.evaluate(() => navigator.clipboard.readText()), 'Seven.', 'the copied answer');
+  // Another client answered in this chat meanwhile: Regenerate on the stale page is
+  // refused by the server, and the page keeps the turn as it was.
+  eq((await api('POST', '/v1/chat/completions', { model: 'evolve', session: sid, messages: [{ role: 'user', content: 'from elsewhere' }] })).status, 200, 'a turn from another client');
+  await lastAnswer(main).locator('[data-testid=regenerate]').click();
+  await main.locator('[data-testid=toast].error', { hasText: 'only the last turn' }).waitFor();
+  await idle(main);
+  eq(await old.count(), 2, 'nothing more folded away');
+  await lastAnswer(main).locator('.body', { hasText: 'Seven.' }).waitFor();
+  main.seen.errors = main.seen.errors.filter(e => !/status of 409/.test(e)); // that 409 was the point
 });
 
 await test('sessions: rename, filter, open, delete (with a confirmation)', async () => {
@@ -836,7 +845,8 @@ await test('profile switch: the sidebar lists the profiles and switches the runn
 await test('prompt versions: save a new version, see it active, make the built-in one active again', async () => {
   await main.click('#nav [data-view=prompt]');
   await main.locator('[data-testid=prompt-version][data-version="0"]').waitFor();
-  check((await main.inputValue('#prompt-text')).startsWith('You are Evolve'), 'the active (built-in) text is shown');
+  // The text is filled once the version is read (after the list).
+  await until(async () => (await main.inputValue('#prompt-text')).startsWith('You are Evolve'), 'the active (built-in) text is shown');
   const text = 'You are a browser-tested assistant. Answer in one short paragraph and name your sources.';
   await main.fill('#prompt-text', text);
   await main.click('#prompt-save');

@@ -595,3 +595,31 @@ fn ctrl_c_abandons_a_slow_mcp_call_and_chat_goes_on() {
     let results = tool_results(&w, 2);
     assert!(results.iter().any(|r| r == "still here"), "{results:?}");
 }
+
+/// Closing a stdio server follows the spec's order: its stdin closes, then SIGTERM, and
+/// SIGKILL only for one that is still there. A server that ignores EOF but cleans up on
+/// SIGTERM gets to run its cleanup (it used to be killed outright).
+#[test]
+fn a_server_is_asked_with_sigterm_before_it_is_killed() {
+    let w = World::new("mcp-sigterm-first");
+    let pids = w.workspace().join("wrapper.txt");
+    let bye = w.workspace().join("bye.txt");
+    let script = format!(
+        "trap 'echo cleaned > {bye:?}; exit 0' TERM; {}",
+        lingering_server(&pids),
+        bye = bye.to_string_lossy()
+    );
+    with_shell_server(&w, &script, "");
+    w.fake.push(tool_call("t__echo", r#"{"text": "x"}"#));
+    w.fake.push(Reply::Text("ok".into()));
+    w.run(&["ask", "echo"]).expect(0);
+    let wrapper = wait_for_pid(&pids);
+    let gone = gone_soon(wrapper);
+    kill(&[wrapper]);
+    assert!(gone, "the server {wrapper} still runs after evolve exited");
+    assert_eq!(
+        std::fs::read_to_string(&bye).unwrap_or_default().trim(),
+        "cleaned",
+        "the server got SIGTERM (and ran its cleanup) before it was killed"
+    );
+}

@@ -25,6 +25,10 @@ use evolve_core::permission::Annotations;
 /// The newest protocol version with the `initialize` handshake.
 pub(super) const PROTOCOL_VERSION: &str = "2025-11-25";
 
+/// The revisions a server may answer `initialize` with (ours or an older one it
+/// speaks); anything else is refused, since what it means is unknown.
+const KNOWN_VERSIONS: [&str; 4] = ["2024-11-05", "2025-03-26", "2025-06-18", PROTOCOL_VERSION];
+
 /// At most this many pages of `tools/list` are read (a server repeating its cursor
 /// forever cannot hold a turn).
 const MAX_PAGES: usize = 100;
@@ -205,6 +209,17 @@ impl Conn {
             .ok_or_else(|| {
                 Failure::Broken("its answer to initialize names no protocol version".into())
             })?;
+        if !KNOWN_VERSIONS.contains(&version) {
+            return Err(Failure::Broken(format!(
+                "it answered protocol version {:?}, which evolve does not speak (it speaks {}); \
+                 update the server or evolve",
+                evolve_core::text::clip_chars(
+                    &evolve_core::text::escape_controls(version, false),
+                    40
+                ),
+                KNOWN_VERSIONS.join(", ")
+            )));
+        }
         let info = |key: &str| {
             result["serverInfo"][key]
                 .as_str()
@@ -295,7 +310,25 @@ impl Conn {
                     detail: "its answer to tools/list has no tool list".into(),
                 });
             };
-            tools.extend(listed.iter().filter_map(tool));
+            tools.extend(
+                listed
+                    .iter()
+                    .filter(|t| {
+                        // A tool that runs only as an MCP task (`execution.taskSupport:
+                        // "required"`) would fail every call: evolve does not drive tasks.
+                        let task_only = t["execution"]["taskSupport"].as_str() == Some("required");
+                        if task_only {
+                            log::info!(
+                                "MCP server {:?}: the tool {} runs only as a task, which evolve \
+                                 does not support; it is not offered",
+                                self.server,
+                                t["name"]
+                            );
+                        }
+                        !task_only
+                    })
+                    .filter_map(tool),
+            );
             match page.get("nextCursor").and_then(Value::as_str) {
                 Some(next) if cursors.insert(next.to_string()) => cursor = Some(next.to_string()),
                 _ => break,
@@ -318,9 +351,9 @@ impl Conn {
         Ok(outcome(&result))
     }
 
-    /// Ends the connection: a stdio server's stdin is closed and it is given 2 s to exit
-    /// before its process group is killed; an HTTP session is deleted. Requests still
-    /// waiting fail.
+    /// Ends the connection: a stdio server's stdin is closed, SIGTERM follows after
+    /// 1.5 s, and after 2 s in all its process group is killed; an HTTP session is
+    /// deleted. Requests still waiting fail.
     pub fn close(&self) {
         match &self.wire {
             Wire::Stdio(process) => process.close(),

@@ -1414,6 +1414,8 @@ mod tests {
         format!("{head}\r\n{body}")
     }
 
+    const PROTOCOL_VERSION_TEXT: &str = crate::mcp::conn::PROTOCOL_VERSION;
+
     /// An event stream without a length: it ends when the connection closes.
     fn event_stream(events: &str) -> String {
         format!(
@@ -1857,6 +1859,72 @@ mod tests {
                 json!({"cursor": "c3"})
             ]
         );
+    }
+
+    /// A protocol revision evolve does not know is refused at the handshake, naming it
+    /// and the ones evolve speaks; an older known one is taken.
+    #[test]
+    fn an_unknown_protocol_version_is_refused_and_an_older_one_taken() {
+        for (answered, ok) in [
+            ("1999-01-01", false),
+            ("2025-06-18", true),
+            ("2024-11-05", true),
+        ] {
+            let server = Server::start(move |req| match (req.method.as_str(), req.rpc_method()) {
+                ("POST", "initialize") => {
+                    let result = json!({"jsonrpc": "2.0", "id": req.body["id"], "result": {
+                        "protocolVersion": answered, "capabilities": {"tools": {}},
+                        "serverInfo": {"name": "old", "version": "1"}}});
+                    plain(
+                        200,
+                        JSON,
+                        &[("Mcp-Session-Id", SESSION)],
+                        &result.to_string(),
+                    )
+                }
+                ("POST", _) => plain(202, "text/plain", &[], ""),
+                ("GET", _) => plain(405, "text/plain", &[], ""),
+                _ => plain(200, "text/plain", &[], ""),
+            });
+            match open(&spec(&server.url, &[], None)) {
+                Ok(conn) => {
+                    assert!(ok, "{answered} was taken");
+                    conn.close();
+                }
+                Err(e) => {
+                    assert!(!ok, "{answered}: {e}");
+                    let text = e.to_string();
+                    assert!(
+                        text.contains("1999-01-01") && text.contains(PROTOCOL_VERSION_TEXT),
+                        "{text}"
+                    );
+                }
+            }
+        }
+    }
+
+    /// A tool that runs only as an MCP task is not offered (every call would fail).
+    #[test]
+    fn task_only_tools_are_not_offered() {
+        let server = Server::start(|req| match (req.method.as_str(), req.rpc_method()) {
+            ("POST", "initialize") => initialized(req, SESSION),
+            ("POST", "tools/list") => {
+                let body = json!({"jsonrpc": "2.0", "id": req.body["id"], "result": {"tools": [
+                    {"name": "quick", "inputSchema": {"type": "object"}},
+                    {"name": "long", "inputSchema": {"type": "object"}, "execution": {"taskSupport": "required"}},
+                    {"name": "either", "inputSchema": {"type": "object"}, "execution": {"taskSupport": "optional"}}
+                ]}});
+                plain(200, JSON, &[], &body.to_string())
+            }
+            ("POST", _) => plain(202, "text/plain", &[], ""),
+            ("GET", _) => plain(405, "text/plain", &[], ""),
+            _ => plain(200, "text/plain", &[], ""),
+        });
+        let conn = open(&spec(&server.url, &[], None)).expect("initialize");
+        let tools = conn.list(&AtomicBool::new(false)).expect("listed");
+        conn.close();
+        let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(names, ["quick", "either"]);
     }
 
     /// Answers are read within the limits before they are parsed.

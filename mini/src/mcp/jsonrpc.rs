@@ -324,11 +324,20 @@ impl Peer {
                 log::info!("MCP server {:?} changed its tools", self.server);
                 self.stale.store(true, Ordering::SeqCst);
             }
-            "notifications/message" => log::debug!(
-                "MCP server {:?} logs: {}",
-                self.server,
-                params.map(shown).unwrap_or_default()
-            ),
+            "notifications/message" => {
+                // The server's own level: its errors are worth seeing without debug.
+                let level = match params.and_then(|p| p["level"].as_str()) {
+                    Some("error" | "critical" | "alert" | "emergency") => log::Level::Warn,
+                    Some("warning" | "notice") => log::Level::Info,
+                    _ => log::Level::Debug,
+                };
+                log::log!(
+                    level,
+                    "MCP server {:?} logs: {}",
+                    self.server,
+                    params.map(shown).unwrap_or_default()
+                );
+            }
             _ => log::debug!("MCP server {:?}: {method}", self.server),
         }
     }

@@ -38,6 +38,18 @@ pub(super) fn register(pgid: i32) {
     }
 }
 
+/// Asks a server's whole group to end (SIGTERM), leaving it tracked for the kill that
+/// follows if it does not.
+pub(super) fn terminate_group(pgid: i32) {
+    if pgid > 0 && GROUPS.iter().any(|g| g.load(Ordering::SeqCst) == pgid) {
+        // SAFETY: kill(2) with a negative pid signals that process group; no memory
+        // involved.
+        unsafe {
+            kill(-pgid, SIGTERM);
+        }
+    }
+}
+
 /// Kills a server's whole group (the server, if still there, and what it started).
 /// Once: the first call takes the group off the table and signals it, later calls do
 /// nothing, so a number the system has since reused is never signalled.

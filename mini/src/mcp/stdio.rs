@@ -177,8 +177,12 @@ impl Process {
     /// Ends the session: stdin closed and the server given a moment to exit; then its
     /// process group is killed, with whatever it started.
     pub fn close(&self) {
+        // The spec's order: stdin closed, then SIGTERM, then SIGKILL, within EXIT_WAIT.
         self.stdin.close();
-        self.exited.wait(EXIT_WAIT);
+        if !self.exited.wait(EXIT_WAIT * 3 / 4) {
+            super::reap::terminate_group(self.pgid);
+            self.exited.wait(EXIT_WAIT / 4);
+        }
         super::reap::kill_group(self.pgid);
     }
 

@@ -245,6 +245,12 @@ impl std::fmt::Display for HttpError {
                     write!(f, ": {body}")?;
                 }
                 match (status, location) {
+                    // The old HTTP+SSE transport's endpoint (`import` detects it too).
+                    (400..=499, _) if url.trim_end_matches('/').ends_with("/sse") => f.write_str(
+                        " (a URL ending in /sse is the old HTTP+SSE transport, which evolve does \
+                         not speak: use the server's streamable HTTP endpoint, often /mcp, or run \
+                         the server over stdio, e.g. through `npx mcp-remote URL`)",
+                    ),
                     (300..=399, Some(to)) => write!(f, " (it redirects to {to}: use that URL)"),
                     (300..=399, None) => f.write_str(" (a redirect: check the URL)"),
                     (401 | 403, _) => f.write_str(
@@ -1279,6 +1285,30 @@ mod tests {
             [("x-team", "blue"), ("authorization", bearer.as_str())]
         );
         assert!(ok.headers.iter().all(|(_, v)| v.is_sensitive()));
+    }
+
+    #[test]
+    fn an_old_sse_endpoint_is_named_as_such() {
+        let err = |url: &str, status| HttpError {
+            url: url.into(),
+            kind: HttpErrorKind::Status {
+                status,
+                body: String::new(),
+                location: None,
+            },
+        };
+        for status in [404, 405, 400] {
+            let text = err("http://127.0.0.1:3001/sse", status).to_string();
+            assert!(
+                text.contains("old HTTP+SSE transport") && text.contains("/mcp"),
+                "{text}"
+            );
+        }
+        let text = err("http://127.0.0.1:3001/mcp", 404).to_string();
+        assert!(
+            text.contains("often /mcp") && !text.contains("SSE"),
+            "{text}"
+        );
     }
 
     #[test]

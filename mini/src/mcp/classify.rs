@@ -151,7 +151,12 @@ pub fn explain(
         let cached = record.filter(|r| r.fingerprint == fingerprints[i]);
         match cached.map(|r| r.source.as_str()) {
             Some(CLASS_BY_CLASSIFIER) => classifier.push(cached.map(|r| r.level)),
-            Some(CLASS_UNCLASSIFIED) => classifier.push(None),
+            // The classifier gave no level last time: asked again once that is old.
+            Some(CLASS_UNCLASSIFIED)
+                if cached.is_some_and(|r| now().saturating_sub(r.at) < RETRY_UNCLASSIFIED) =>
+            {
+                classifier.push(None)
+            }
             // A level the user chose needs no classification; anything else is asked.
             _ if chosen.is_some() => classifier.push(None),
             _ => {
@@ -226,6 +231,10 @@ fn combine(
         classifier,
     }
 }
+
+/// A tool the classifier gave no level is asked about again after this many seconds
+/// (not at every step of a turn), or at once after `evolve mcp level TOOL auto`.
+const RETRY_UNCLASSIFIED: i64 = 3600;
 
 /// At most this many characters of a tool's description go to the classifier.
 const DESCRIPTION_CHARS: usize = 600;
@@ -741,6 +750,39 @@ mod tests {
             user.contains("name: write") && !user.contains("name: read"),
             "{user}"
         );
+    }
+
+    /// A tool the classifier left out is not asked about at every step, but again once
+    /// that answer is an hour old (it used to stick until the server was re-added).
+    #[test]
+    fn a_tool_left_unclassified_is_asked_again_later() {
+        let dir = TempDir::new("classify-retry");
+        let model = Scripted::default();
+        let rt = runtime(&dir, &model, &[]);
+        let tools = vec![tool("odd", "Something", Annotations::default())];
+        model.push(r#"{"other": "L1"}"#);
+        let got = classes(&rt.classifier(), &spec(false), &tools, &NEVER);
+        assert_eq!(got[0].source, ClassSource::Unclassified);
+        let _ = classes(&rt.classifier(), &spec(false), &tools, &NEVER);
+        assert_eq!(model.requests().len(), 1, "not asked again at once");
+        // An hour later.
+        let mut record = rt
+            .store
+            .tool_class("fs__odd")
+            .expect("read")
+            .expect("cached");
+        assert_eq!(record.source, CLASS_UNCLASSIFIED);
+        record.at -= RETRY_UNCLASSIFIED + 1;
+        rt.store
+            .set_tool_classes(&[("fs__odd".to_string(), record)])
+            .expect("aged");
+        model.push(r#"{"odd": "L4"}"#);
+        let got = classes(&rt.classifier(), &spec(false), &tools, &NEVER);
+        assert_eq!(
+            (got[0].level, got[0].source),
+            (Level::L4, ClassSource::Classifier)
+        );
+        assert_eq!(model.requests().len(), 2);
     }
 
     #[test]

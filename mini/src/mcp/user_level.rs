@@ -13,7 +13,7 @@ use evolve_core::Timestamp;
 
 use crate::config::Config;
 use crate::mcp_spec::{split_name, ServerSpec};
-use crate::store::{Store, StoreError, ToolClassRecord, CLASS_BY_USER};
+use crate::store::{Store, StoreError, ToolClassRecord, CLASS_BY_USER, CLASS_UNCLASSIFIED};
 
 /// What the user asked for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -215,10 +215,10 @@ pub fn set_level(
     let mut removed = false;
     match choice {
         LevelChoice::Auto => {
-            removed = store
-                .tool_class(tool)?
-                .is_some_and(|r| r.source == CLASS_BY_USER);
-            if removed {
+            let record = store.tool_class(tool)?;
+            removed = record.as_ref().is_some_and(|r| r.source == CLASS_BY_USER);
+            // Back to the classifier: one that found no level before is asked again.
+            if removed || record.is_some_and(|r| r.source == CLASS_UNCLASSIFIED) {
                 store.remove_tool_class(tool)?;
             }
         }

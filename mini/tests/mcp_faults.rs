@@ -8,7 +8,8 @@
 mod support;
 
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
 
 use support::mcp::*;
 use support::*;
@@ -621,5 +622,43 @@ fn a_server_is_asked_with_sigterm_before_it_is_killed() {
         std::fs::read_to_string(&bye).unwrap_or_default().trim(),
         "cleaned",
         "the server got SIGTERM (and ran its cleanup) before it was killed"
+    );
+}
+
+/// Ctrl-C during `evolve ask` (which has no Ctrl-C handler of its own) ends evolve; a
+/// server that ignores stdin EOF must not be left running (SIGTERM and SIGHUP already
+/// cleaned up; SIGINT did not).
+#[test]
+fn ctrl_c_during_ask_leaves_no_server_behind() {
+    let w = World::new("mcp-ask-sigint");
+    let pids = w.workspace().join("wrapper.txt");
+    with_shell_server(&w, &lingering_server(&pids), "");
+    w.fake.push(tool_call("t__echo", r#"{"text": "x"}"#));
+    w.fake
+        .push(Reply::text("too late").after(Duration::from_secs(30)));
+    let mut ask = w
+        .command(&["ask", "echo"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn ask");
+    let wrapper = wait_for_pid(&pids);
+    // The tool ran; the model is thinking about its answer.
+    let end = Instant::now() + Duration::from_secs(20);
+    while w.fake.requests().len() < 2 && Instant::now() < end {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let ok = std::process::Command::new("kill")
+        .args(["-INT", &ask.id().to_string()])
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(ok, "kill -INT");
+    let status = ask.wait().expect("ask ends");
+    assert!(!status.success(), "ask was interrupted: {status:?}");
+    let gone = gone_soon(wrapper);
+    kill(&[wrapper]);
+    assert!(
+        gone,
+        "the MCP server {wrapper} still runs after Ctrl-C in ask"
     );
 }

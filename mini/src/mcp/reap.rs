@@ -1,14 +1,16 @@
 //! Nothing a stdio server started outlives evolve. Each server runs as the leader of its
 //! own process group (so Ctrl-C in the terminal reaches evolve, not the servers); when a
 //! connection ends — closed, timed out, crashed — the whole group is killed, so helpers
-//! the server started go too. SIGTERM and SIGHUP to evolve kill every live group before
-//! evolve dies of the signal (a systemd stop, a closed terminal, `timeout`). kill -9 of
+//! the server started go too. SIGTERM, SIGHUP and (where evolve has no Ctrl-C handler of
+//! its own, as in `ask`) SIGINT kill every live group before evolve dies of the signal
+//! (a systemd stop, a closed terminal, `timeout`, Ctrl-C). kill -9 of
 //! evolve cannot be caught: its servers then see their stdin close and exit on their own.
 
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::Once;
 
 const SIGHUP: i32 = 1;
+const SIGINT: i32 = 2;
 const SIGKILL: i32 = 9;
 const SIGTERM: i32 = 15;
 const SIG_DFL: usize = 0;
@@ -89,7 +91,10 @@ extern "C" fn on_terminate(sig: i32) {
 
 fn install() {
     let handler: extern "C" fn(i32) = on_terminate;
-    for sig in [SIGTERM, SIGHUP] {
+    // SIGINT too: Ctrl-C in `ask` (which has no handler of its own) killed evolve and
+    // left a server that ignores EOF running. `chat` and `serve` handle Ctrl-C
+    // themselves and end their servers; their handler is kept.
+    for sig in [SIGTERM, SIGHUP, SIGINT] {
         // SAFETY: installs a handler that only touches atomics and calls
         // async-signal-safe functions; a disposition someone else chose (nohup's
         // SIG_IGN, a handler) is put back.

@@ -520,6 +520,20 @@ impl HttpLink {
                 self.0.limits.error
             };
             let mut bytes = read_up_to(&mut body, limit).unwrap_or_default();
+            // A server restarted on the same port (the TypeScript SDK's examples)
+            // answers an old session 400 "No valid session ID": a new session, as for
+            // 404 — unless it is the error of the request itself.
+            if head.status == 400 && session.is_some() {
+                let about_session = String::from_utf8_lossy(&bytes)
+                    .to_ascii_lowercase()
+                    .contains("session");
+                let for_request = serde_json::from_slice::<Value>(&bytes)
+                    .ok()
+                    .is_some_and(|m| m.get("id").is_some_and(|i| !i.is_null()));
+                if about_session && !for_request {
+                    return Err(Failure::SessionExpired);
+                }
+            }
             if json && !auth_failure {
                 // The server's own JSON-RPC error for the request.
                 if let Ok(message) = serde_json::from_slice::<Value>(&bytes) {
@@ -1791,6 +1805,14 @@ mod tests {
     /// started and the request sent once more.
     #[test]
     fn an_expired_session_is_replaced_and_the_request_sent_again() {
+        for restarted in [false, true] {
+            expired_session_is_replaced(restarted);
+        }
+    }
+
+    /// `restarted`: the server answers the old session as the TypeScript SDK's examples
+    /// do after a restart (400, a JSON-RPC error without an id), not 404.
+    fn expired_session_is_replaced(restarted: bool) {
         let sessions = Arc::new(AtomicUsize::new(0));
         let server = Server::start(move |req| {
             let session = req.header("mcp-session-id").unwrap_or("");
@@ -1799,6 +1821,12 @@ mod tests {
                     let n = sessions.fetch_add(1, Ordering::SeqCst) + 1;
                     initialized(req, &format!("s{n}"))
                 }
+                ("POST", "tools/list") if session == "s1" && restarted => plain(
+                    400,
+                    JSON,
+                    &[],
+                    r#"{"jsonrpc":"2.0","error":{"code":-32000,"message":"Bad Request: No valid session ID provided"},"id":null}"#,
+                ),
                 ("POST", "tools/list") if session == "s1" => plain(404, "text/plain", &[], "no such session"),
                 ("POST", "tools/list") => plain(
                     200,

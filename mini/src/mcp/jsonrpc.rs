@@ -12,7 +12,8 @@
 //!   request of the server's may arrive before the answer a caller waits for):
 //!   - answers go to their caller by id;
 //!   - `notifications/tools/list_changed` marks the tool list stale (the hub lists again
-//!     before the next use); log messages go to the log at debug level; other
+//!     before the next use); log messages go to the log at the server's level (its
+//!     errors at warn, warnings and notices at info, the rest at debug); other
 //!     notifications are ignored;
 //!   - requests are answered: `ping` with `{}`, `roots/list` with the server's roots
 //!     (`file://` URIs), `elicitation/create` declined (evolve advertises neither

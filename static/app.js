@@ -334,7 +334,10 @@ function fold(summary, text, cls) {
 }
 
 /** What the server says of a call (`run`, `refused`, `no such tool` …), in the UI's language. */
-const answerText = a => a && a !== 'run' ? t('ans_' + a.replace(/\W+/g, '_')) .replace(/^ans_.*/, a) : '';
+const answerText = a => {
+  const key = 'ans_' + (a || '').replace(/\W+/g, '_');
+  return !a || a === 'run' ? '' : key in I18N.en ? t(key) : a;
+};
 
 /** One card per tool call, the same live and after a reload: level, tool, what came of
  * it, and (collapsed) the arguments and the output. */

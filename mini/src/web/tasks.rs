@@ -135,13 +135,17 @@ pub fn get(state: &State, id: &str) -> Reply {
     let id = id!(id);
     let rt = state.rt();
     let task = tri!(rt.store.task(id));
-    let zone = tasks::zone_of(&rt);
+    shown(state, &rt, &task)
+}
+
+/// A task as `GET` shows it (200).
+fn shown(state: &State, rt: &crate::agents::Runtime, task: &crate::store::Task) -> Reply {
     Response::json(
         200,
         &tasks::task_json(
-            &task,
-            &zone.zone,
-            state.scheduler.is_running(id),
+            task,
+            &tasks::zone_of(rt).zone,
+            state.scheduler.is_running(task.id),
             rt.config.core.permission.headless_max_auto,
         ),
     )
@@ -214,15 +218,7 @@ pub fn update(state: &State, req: &Request, id: &str) -> Reply {
         }
     }));
     state.scheduler.notify();
-    Response::json(
-        200,
-        &tasks::task_json(
-            &task,
-            &zone.zone,
-            state.scheduler.is_running(id),
-            rt.config.core.permission.headless_max_auto,
-        ),
-    )
+    shown(state, &rt, &task)
 }
 
 /// `POST /v1/tasks/{id}/run`: starts a run now; 409 while one runs.

@@ -350,8 +350,24 @@ function toolCard(c) {
   return d;
 }
 
+/** How far a running MCP tool says it is: a bar when it knows the total, and its line. */
+function progressCard(d, p) {
+  let bar = d.querySelector('progress');
+  if (!bar) {
+    bar = h('progress');
+    bar.dataset.testid = 'tool-progress';
+    d.querySelector('summary').append(' ', bar);
+  }
+  if (p.total > 0) { bar.max = p.total; bar.value = Math.min(p.progress, p.total); } else bar.removeAttribute('value');
+  const n = x => (Number.isInteger(x) ? String(x) : x.toFixed(2));
+  d.querySelector('.state').textContent = [t('running'), p.total > 0 ? n(p.progress) + '/' + n(p.total) : n(p.progress), p.message]
+    .filter(Boolean).join(' · ');
+}
+
 function settleCard(d, c, output) {
   d.dataset.done = '1';
+  const bar = d.querySelector('progress');
+  if (bar) bar.remove();
   d.classList.add(c.ran && !c.is_error ? 'good' : 'bad');
   if (c.level) d.querySelector('.lvl').replaceWith(lvl(c.level));
   d.querySelector('.state').textContent = [t(c.ran ? (c.is_error ? 'failed' : 'ran') : 'refused'),
@@ -627,6 +643,10 @@ async function send(text, replace = null) {
         if (c) { acc += c; raf = raf || requestAnimationFrame(paint); }
       } else if (ev === 'evolve.session') here(j.session);
       else if (ev === 'evolve.tool_start') a.tools.append(toolCard(j));
+      else if (ev === 'evolve.tool_progress') {
+        const card = [...a.tools.children].reverse().find(c => !c.dataset.done && c.querySelector('code').textContent === j.name);
+        if (card) progressCard(card, j);
+      }
       else if (ev === 'evolve.tool_end') {
         // A call that never started (refused, denied) has no card yet.
         const card = [...a.tools.children].find(c => !c.dataset.done && c.querySelector('code').textContent === j.name) ||

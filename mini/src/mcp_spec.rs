@@ -32,6 +32,71 @@ pub fn split_name(full: &str) -> Option<(&str, &str)> {
     (!server.is_empty() && !tool.is_empty()).then_some((server, tool))
 }
 
+/// Longest function name OpenAI-compatible APIs accept.
+pub const MAX_MODEL_NAME: usize = 64;
+
+/// Whether a model API takes `name` as a function name: 1–64 of `[A-Za-z0-9_-]`.
+pub fn model_safe(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= MAX_MODEL_NAME
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
+/// The names the model calls a server's tools by, in the order given: `<server>__<tool>`
+/// where a model API takes it; otherwise (the spec allows `.` and `/`, any length) the
+/// same with every other character as `_`, cut to fit and always ended with `_` and four
+/// hex digits of the tool's own name — so no tool of the server, listed before or after,
+/// ever changes another's name. `None` for a name listed twice (an API refuses two
+/// functions of one name; the first is kept) or a tag that collides. Stable: grants,
+/// turn records and the user's settings keep their meaning from list to list.
+pub fn model_names(server: &str, tools: &[&str]) -> Vec<Option<String>> {
+    let mut seen = std::collections::HashSet::new();
+    let firsts: Vec<bool> = tools.iter().map(|t| seen.insert(*t)).collect();
+    let mut taken: std::collections::HashSet<String> = tools
+        .iter()
+        .map(|t| full_name(server, t))
+        .filter(|f| model_safe(f))
+        .collect();
+    let mut names: Vec<Option<String>> = vec![None; tools.len()];
+    for (i, tool) in tools.iter().enumerate() {
+        if !firsts[i] {
+            continue;
+        }
+        let full = full_name(server, tool);
+        if model_safe(&full) {
+            names[i] = Some(full);
+            continue;
+        }
+        let clean: String = tool
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect();
+        let tag = format!("_{:04x}", fnv1a(tool.as_bytes()) & 0xffff);
+        let mut name = full_name(server, &clean);
+        name.truncate(MAX_MODEL_NAME.saturating_sub(tag.len()));
+        name.push_str(&tag);
+        if model_safe(&name) && split_name(&name).is_some() && taken.insert(name.clone()) {
+            names[i] = Some(name);
+        }
+    }
+    names
+}
+
+/// FNV-1a, 32 bits: a short tag that stays the same from run to run.
+fn fnv1a(bytes: &[u8]) -> u32 {
+    bytes.iter().fold(0x811c_9dc5_u32, |h, b| {
+        (h ^ u32::from(*b)).wrapping_mul(0x0100_0193)
+    })
+}
+
 /// A server name is 1–32 of `[A-Za-z0-9_-]`, not containing `__`, not starting with `-`
 /// and not ending with `_` (`t_` + `__` + `echo` would read as server `t`).
 pub fn valid_server_name(name: &str) -> bool {
@@ -251,4 +316,51 @@ pub fn default_roots(transport: &Transport) -> Vec<PathBuf> {
         }
     }
     roots
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn odd_tool_names_get_names_a_model_takes_and_keep_them() {
+        let long = "x".repeat(70);
+        let tools = [
+            "notes.read",
+            "ns/echo",
+            "notes_read",
+            "echo",
+            "echo",
+            "a.b",
+            "a/b",
+            long.as_str(),
+            "读",
+        ];
+        let names = model_names("fs", &tools);
+        let tag = |t: &str| format!("_{:04x}", fnv1a(t.as_bytes()) & 0xffff);
+        let want: Vec<Option<String>> = vec![
+            // `notes_read` is a real tool's name; the dotted one has a tag of its own.
+            Some(format!("fs__notes_read{}", tag("notes.read"))),
+            Some(format!("fs__ns_echo{}", tag("ns/echo"))),
+            Some("fs__notes_read".into()),
+            Some("fs__echo".into()),
+            None,
+            Some(format!("fs__a_b{}", tag("a.b"))),
+            Some(format!("fs__a_b{}", tag("a/b"))),
+            Some(format!("{}{}", &full_name("fs", &long)[..59], tag(&long))),
+            Some(format!("fs___{}", tag("读"))),
+        ];
+        assert_eq!(names, want);
+        for name in names.iter().flatten() {
+            assert!(model_safe(name), "{name}");
+            assert_eq!(split_name(name).map(|(s, _)| s), Some("fs"), "{name}");
+        }
+        // Stable, and a new odd tool renames nobody.
+        assert_eq!(model_names("fs", &tools), want);
+        let mut more = tools.to_vec();
+        more.insert(0, "a:b");
+        let again = model_names("fs", &more);
+        assert_eq!(again[1..], want[..]);
+        assert!(again[0].as_deref().is_some_and(model_safe), "{again:?}");
+    }
 }

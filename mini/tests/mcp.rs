@@ -193,36 +193,6 @@ fn no_server_outlives_evolve() {
     assert!(gone, "the MCP server {pid} still runs after evolve exited");
 }
 
-/// The test server over streamable HTTP on 127.0.0.1.
-struct HttpServer(Child, String);
-
-impl HttpServer {
-    fn start() -> HttpServer {
-        let mut child = Command::new(test_server())
-            .args(["--http", "127.0.0.1:0"])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("test server");
-        let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
-        let mut line = String::new();
-        std::io::BufRead::read_line(&mut out, &mut line).expect("listening line");
-        let url = line
-            .split_whitespace()
-            .find(|w| w.starts_with("http://"))
-            .unwrap_or_else(|| panic!("no URL in {line:?}"))
-            .to_string();
-        HttpServer(child, url)
-    }
-}
-
-impl Drop for HttpServer {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 #[test]
 fn a_streamable_http_server_works_like_a_stdio_one() {
     let server = HttpServer::start();

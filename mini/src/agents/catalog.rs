@@ -14,15 +14,15 @@ use evolve_core::permission::ToolClass;
 
 use super::Runtime;
 use crate::llm::ToolSpec;
-use crate::mcp::{full_name, McpTool, ServerSpec};
-
-/// Longest tool name OpenAI-compatible APIs accept.
-const MAX_NAME: usize = 64;
+use crate::mcp::{McpTool, ServerSpec};
 
 /// One MCP tool as a turn sees it.
 #[derive(Debug, Clone)]
 pub struct Entry {
-    /// `<server>__<tool>`.
+    /// The name the model calls it by: `<server>__<tool>`, or for a tool whose name
+    /// model APIs refuse (`.`, `/`, too long) the one [`crate::mcp_spec::model_names`]
+    /// gave it. Levels (the classifier's and the user's) are kept under the server's
+    /// own name (`full_name(server, tool.name)`); a session's grants under this one.
     pub full_name: String,
     /// The server's name.
     pub server: String,
@@ -59,16 +59,16 @@ impl Catalog {
     }
 
     fn add(&mut self, rt: &Runtime, spec: &ServerSpec, tools: Vec<McpTool>, cancel: &AtomicBool) {
-        let mask = offered(spec, &tools);
-        let offered: Vec<McpTool> = tools
+        let names = offered(spec, &tools);
+        let (offered, names): (Vec<McpTool>, Vec<String>) = tools
             .into_iter()
-            .zip(mask)
-            .filter_map(|(t, o)| o.then_some(t))
-            .collect();
+            .zip(names)
+            .filter_map(|(t, name)| Some((t, name?)))
+            .unzip();
         let classes = crate::mcp::classify::classes(&rt.classifier(), spec, &offered, cancel);
-        for (tool, class) in offered.into_iter().zip(classes) {
+        for ((tool, class), name) in offered.into_iter().zip(classes).zip(names) {
             self.entries.push(Entry {
-                full_name: full_name(&spec.name, &tool.name),
+                full_name: name,
                 server: spec.name.clone(),
                 tool,
                 class,
@@ -104,28 +104,18 @@ impl Catalog {
     }
 }
 
-/// Which of a server's tools are offered to the model: those its enabled/disabled lists
-/// allow, whose full name a model API accepts (at most 64 letters, digits, `_`, `-`),
-/// and the first of any name listed twice (APIs refuse two functions of one name).
-pub fn offered(spec: &ServerSpec, tools: &[McpTool]) -> Vec<bool> {
+/// The name each of a server's tools is offered to the model under, or `None` when it
+/// is not offered: those its enabled/disabled lists allow, named as
+/// [`crate::mcp_spec::model_names`] says (a name with `.` or `/`, or too long, mapped to
+/// one a model API takes; the first of a name listed twice).
+pub fn offered(spec: &ServerSpec, tools: &[McpTool]) -> Vec<Option<String>> {
+    let raw: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+    let names = crate::mcp_spec::model_names(&spec.name, &raw);
     let mut seen = std::collections::HashSet::new();
     tools
         .iter()
-        .map(|t| {
-            if !spec.offers(&t.name) {
-                return false;
-            }
-            let name = full_name(&spec.name, &t.name);
-            let fits = name.len() <= MAX_NAME
-                && name
-                    .bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
-            if !fits {
-                log::warn!(
-                    "MCP tool {name:?} is not offered: model APIs accept names of at most {MAX_NAME} letters, digits, '_' and '-'"
-                );
-                return false;
-            }
+        .zip(names)
+        .map(|(t, name)| {
             let first = seen.insert(t.name.as_str());
             if !first {
                 log::warn!(
@@ -133,8 +123,19 @@ pub fn offered(spec: &ServerSpec, tools: &[McpTool]) -> Vec<bool> {
                     spec.name,
                     t.name
                 );
+                return None;
             }
-            first
+            if !spec.offers(&t.name) {
+                return None;
+            }
+            if name.is_none() {
+                log::warn!(
+                    "MCP tool {:?} of server {:?} is not offered: no name a model API takes is left for it",
+                    t.name,
+                    spec.name
+                );
+            }
+            name
         })
         .collect()
 }

@@ -77,6 +77,8 @@ pub trait TurnIo {
     fn on_delta(&mut self, _delta: &Delta<'_>) {}
     /// A tool call is about to run (after the permission check).
     fn on_tool_start(&mut self, _name: &str, _arguments: &str, _level: Level) {}
+    /// A running MCP tool reported how far it is (`notifications/progress`).
+    fn on_tool_progress(&mut self, _name: &str, _progress: &crate::mcp::Progress) {}
     /// A tool call finished (ran or was refused); `output` is what the model was told.
     fn on_tool_end(&mut self, _run: &ToolRun, _output: &str) {}
     /// What a person says to the question about a call (`call.prompt(lang)` says what
@@ -486,6 +488,9 @@ impl Manager {
                     turn.handle_reply(reply);
                 }
                 Action::CheckCall(call) => {
+                    // A server's tool the turn does not know yet: its list is asked
+                    // for again before the call is refused as unknown.
+                    ToolAgent.relist_for(rt, tools, &call.name, input.cancel);
                     // The grants as they stand now: one revoked meanwhile counts.
                     turn.set_grants(rt.store.grants(sid)?);
                     let check = ToolAgent.check(
@@ -545,6 +550,7 @@ impl Manager {
                         level,
                         rt.clock.now(),
                         input.cancel,
+                        &mut |p| io.on_tool_progress(&call.name, p),
                     );
                     turn.handle_output(out.content, out.is_error);
                 }

@@ -82,6 +82,33 @@ impl ToolAgent {
         false
     }
 
+    /// Before a call of `<server>__<tool>` that the turn's tools lack is refused, the
+    /// server's list is fetched anew (the server may have announced the tool too late
+    /// for this step) and the turn's tools rebuilt; true when the tool exists now.
+    pub fn relist_for(
+        &self,
+        rt: &Runtime,
+        tools: &mut TurnTools,
+        name: &str,
+        cancel: &AtomicBool,
+    ) -> bool {
+        if self.has(rt, tools, name) {
+            return true;
+        }
+        let Some((server, _)) = crate::mcp::split_name(name) else {
+            return false;
+        };
+        if rt.mcp.spec(server).is_none_or(|s| s.disabled) {
+            return false;
+        }
+        if let Err(e) = rt.mcp.relist(server, cancel) {
+            log::warn!("{e}");
+            return false;
+        }
+        self.refresh(rt, tools, cancel);
+        self.has(rt, tools, name)
+    }
+
     /// The names of every tool of the turn (and [`MORE_TOOLS`]).
     pub fn names(&self, tools: &TurnTools) -> Vec<String> {
         let mut names: Vec<String> = tools.cards.iter().map(|(s, _)| s.name.clone()).collect();
@@ -320,7 +347,8 @@ impl ToolAgent {
 
     /// Runs an allowed call at the `level` the check gave it (a shell command is confined
     /// by it) and cuts its output (head and tail) to the configured cap (128 KiB) or a
-    /// third of the model's window, whichever is smaller.
+    /// third of the model's window, whichever is smaller. An MCP server's progress
+    /// notices go to `progress`.
     #[allow(clippy::too_many_arguments)]
     pub fn run(
         &self,
@@ -332,12 +360,16 @@ impl ToolAgent {
         level: Level,
         now: Timestamp,
         cancel: &AtomicBool,
+        progress: &mut dyn FnMut(&crate::mcp::Progress),
     ) -> ToolOutput {
         let mut out = if rt.tools.has(name) {
             self.run_builtin(rt, session, name, arguments, level, now, cancel)
         } else if let Some(entry) = self.mcp_entry(tools, name) {
             let tool = &entry.tool.name;
-            match rt.mcp.call(&entry.server, tool, arguments, cancel) {
+            match rt
+                .mcp
+                .call(&entry.server, tool, arguments, cancel, progress)
+            {
                 Ok(outcome) => ToolOutput {
                     content: outcome.content,
                     is_error: outcome.is_error,

@@ -54,6 +54,8 @@ Ctrl-C stops an answer. 命令同上；输入 /help 查看帮助。";
 struct Terminal<'a> {
     lines: &'a mut Lines,
     streamed: bool,
+    /// When the last progress line was printed (at most one a second).
+    progressed: Option<std::time::Instant>,
 }
 
 impl Terminal<'_> {
@@ -83,6 +85,19 @@ impl TurnIo for Terminal<'_> {
             "  ⚙ {name} {} [{level}]",
             one_line(arguments, 160)
         ));
+    }
+
+    fn on_tool_progress(&mut self, _name: &str, progress: &crate::mcp::Progress) {
+        let finished = progress.total.is_some_and(|t| progress.progress >= t);
+        if !finished
+            && self
+                .progressed
+                .is_some_and(|at| at.elapsed() < std::time::Duration::from_secs(1))
+        {
+            return;
+        }
+        self.progressed = Some(std::time::Instant::now());
+        self.say(&format!("    … {}", printable(&progress.line(), false)));
     }
 
     fn on_tool_end(&mut self, run: &ToolRun, _output: &str) {
@@ -404,6 +419,7 @@ fn input(
     let mut term = Terminal {
         lines,
         streamed: false,
+        progressed: None,
     };
     let result = manager.turn(
         TurnInput {

@@ -644,8 +644,11 @@ fn unknown_server(name: &str, servers: &[ServerSpec]) -> Error {
 /// One tool in a listing.
 struct Row {
     tool: McpTool,
-    /// `None`: not offered (enabled/disabled lists, a name model APIs refuse, a repeat).
+    /// `None`: not offered (enabled/disabled lists, a repeat).
     class: Option<Classified>,
+    /// The name the model calls it by (another than `server__tool` for a name model
+    /// APIs refuse), when offered.
+    offered_as: Option<String>,
 }
 
 /// What listing one server gave.
@@ -680,21 +683,26 @@ fn list_tools(
                 if let Err(e) = rt.store.set_mcp_tools(&spec.name, &tools, now()) {
                     log::warn!("the tool list of {} cannot be cached: {e}", spec.name);
                 }
-                let mask = crate::agents::offered_tools(spec, &tools);
+                let names = crate::agents::offered_tools(spec, &tools);
                 let offered: Vec<McpTool> = tools
                     .iter()
-                    .zip(&mask)
-                    .filter(|(_, o)| **o)
+                    .zip(&names)
+                    .filter(|(_, o)| o.is_some())
                     .map(|(t, _)| t.clone())
                     .collect();
                 let mut classes =
                     classify::explain(&rt.classifier(), spec, &offered, cancel).into_iter();
                 let rows = tools
                     .into_iter()
-                    .zip(mask)
-                    .map(|(tool, o)| Row {
+                    .zip(names)
+                    .map(|(tool, offered_as)| Row {
                         tool,
-                        class: if o { classes.next() } else { None },
+                        class: if offered_as.is_some() {
+                            classes.next()
+                        } else {
+                            None
+                        },
+                        offered_as,
                     })
                     .collect();
                 Listing::Tools(rows)
@@ -744,10 +752,14 @@ fn write_listings(
                     let level = row
                         .class
                         .map_or("off".to_string(), |c| c.class.level.to_string());
+                    let mut description = one_line(&row.tool.description, 80);
+                    if let Some(model) = row.offered_as.as_deref().filter(|m| *m != name) {
+                        description = format!("(the model calls it {model}) {description}");
+                    }
                     let line = format!(
                         "  {:<width$}  {level:<3}  {origin:<origin_width$}  {}",
                         printable(name, false),
-                        printable(&one_line(&row.tool.description, 80), false)
+                        printable(&description, false)
                     );
                     writeln!(out, "{}", line.trim_end())?;
                 }
@@ -773,6 +785,7 @@ fn listings_json(listings: &[(String, Listing)]) -> serde_json::Value {
                         json!({
                             "name": full_name(server, &r.tool.name),
                             "tool": r.tool.name,
+                            "model_name": r.offered_as,
                             "description": r.tool.description,
                             "offered": r.class.is_some(),
                             "level": r.class.map(|c| c.class.level.name()),
@@ -943,6 +956,18 @@ fn toggle(profile: &Option<String>, target_name: &str, on: bool) -> Result<(), E
     let Some(spec) = servers.iter().find(|s| s.name == server) else {
         return Err(unknown_server(server, &servers));
     };
+    // The model's name of a tool the server names otherwise (`.`, `/`) means that tool.
+    let own: Option<String> = match (tool, store.mcp_tools(server)?) {
+        (Some(t), Some((tools, _))) if !tools.iter().any(|x| x.name == t) => {
+            let raw: Vec<&str> = tools.iter().map(|x| x.name.as_str()).collect();
+            crate::mcp_spec::model_names(server, &raw)
+                .iter()
+                .position(|m| m.as_deref() == Some(target_name))
+                .map(|i| raw[i].to_string())
+        }
+        _ => None,
+    };
+    let tool = own.as_deref().or(tool);
     if spec.source == SpecSource::ConfigFile {
         let change = match (tool, on) {
             (None, true) => "remove `disabled = true` there".to_string(),
@@ -1048,14 +1073,17 @@ mod tests {
                     Row {
                         tool: tool("read_file", "Read a file.\nWhole."),
                         class: class(Level::L2, ClassSource::Classifier, Some(Level::L2)),
+                        offered_as: Some("fs__read_file".into()),
                     },
                     Row {
                         tool: tool("delete", "Delete \u{1b}[31m"),
                         class: class(Level::L4, ClassSource::Floor, Some(Level::L3)),
+                        offered_as: Some("fs__delete".into()),
                     },
                     Row {
                         tool: tool("move", ""),
                         class: None,
+                        offered_as: None,
                     },
                 ]),
             ),

@@ -136,6 +136,10 @@ pub fn explain(
     let mut user: Vec<Option<(Level, UserLevel)>> = Vec::with_capacity(tools.len());
     let mut classifier: Vec<Option<Level>> = Vec::with_capacity(tools.len());
     let mut to_ask: Vec<usize> = Vec::new();
+    // `[tools.levels]` may name a tool the server's way or the model's (a name with `.`
+    // or `/` is offered as another).
+    let raw: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+    let models = crate::mcp_spec::model_names(&spec.name, &raw);
     for (i, name) in names.iter().enumerate() {
         let record = records[i].as_ref();
         let from_command = record
@@ -145,6 +149,10 @@ pub fn explain(
             .levels
             .iter()
             .find(|(t, _)| t == name)
+            .or_else(|| {
+                let model = models[i].as_deref()?;
+                rt.levels.iter().find(|(t, _)| t == model)
+            })
             .map(|(_, l)| (*l, UserLevel::ConfigFile));
         let chosen = from_command.or(from_file);
         user.push(chosen);

@@ -15,9 +15,9 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 use super::http::{self, HttpLink};
-use super::jsonrpc::{Failure, Peer};
+use super::jsonrpc::{Failure, Peer, Wait};
 use super::stdio::{self, Launch, Process, StderrTail};
-use super::{CallOutcome, McpError};
+use super::{CallOutcome, McpError, Progress};
 use crate::mcp_spec::{McpTool, ServerSpec, Transport};
 use crate::sandbox::{self, Plan, Scope, ServerSandbox};
 use evolve_core::permission::Annotations;
@@ -28,6 +28,10 @@ pub(super) const PROTOCOL_VERSION: &str = "2025-11-25";
 /// The revisions a server may answer `initialize` with (ours or an older one it
 /// speaks); anything else is refused, since what it means is unknown.
 const KNOWN_VERSIONS: [&str; 4] = ["2024-11-05", "2025-03-26", "2025-06-18", PROTOCOL_VERSION];
+
+/// A call that reports progress may run this many times its server's timeout in all
+/// (each notice starts the timeout again); then it times out like any other.
+pub(super) const PROGRESS_CAP: u32 = 10;
 
 /// At most this many pages of `tools/list` are read (a server repeating its cursor
 /// forever cannot hold a turn).
@@ -259,16 +263,45 @@ impl Conn {
     }
 
     /// A request; over HTTP an expired session is replaced and the request sent once
-    /// more.
+    /// more. With `progress` the request asks for progress notices (see
+    /// [`Peer::request_with`]), which may stretch its wait to [`PROGRESS_CAP`] timeouts.
     fn request(
         &self,
         method: &str,
         params: Option<Value>,
         timeout: Duration,
         cancel: &AtomicBool,
+        mut progress: Option<&mut dyn FnMut(&Progress)>,
     ) -> Result<Value, Failure> {
         let session = self.sessions.load(Ordering::SeqCst);
-        match self.peer.request(method, params.clone(), timeout, cancel) {
+        fn wait<'a, 'b: 'a>(
+            timeout: Duration,
+            cancel: &'a AtomicBool,
+            progress: Option<&'a mut (dyn FnMut(&Progress) + 'b)>,
+        ) -> Wait<'a> {
+            Wait {
+                timeout,
+                cancel,
+                progress: progress.map(|p| {
+                    (
+                        p as &'a mut (dyn FnMut(&Progress) + 'a),
+                        timeout * PROGRESS_CAP,
+                    )
+                }),
+            }
+        }
+        let first = self.peer.request_with(
+            method,
+            params.clone(),
+            wait(
+                timeout,
+                cancel,
+                progress
+                    .as_mut()
+                    .map(|p| &mut **p as &mut dyn FnMut(&Progress)),
+            ),
+        );
+        match first {
             Err(Failure::SessionExpired) => {
                 let Wire::Http(link) = &self.wire else {
                     return Err(Failure::SessionExpired);
@@ -286,10 +319,18 @@ impl Conn {
                         self.sessions.fetch_add(1, Ordering::SeqCst);
                     }
                 }
-                self.peer.request(method, params, timeout, cancel)
+                self.peer
+                    .request_with(method, params, wait(timeout, cancel, progress))
             }
             other => other,
         }
+    }
+
+    /// Whether the server answers a `ping` within `timeout`: a server that let one call
+    /// time out but still answers is busy, not hung.
+    pub fn ping(&self, timeout: Duration) -> bool {
+        let never = AtomicBool::new(false);
+        self.peer.request("ping", None, timeout, &never).is_ok()
     }
 
     /// Every tool of the server (all pages), within the server's timeout.
@@ -302,7 +343,7 @@ impl Conn {
             let left = deadline.saturating_duration_since(Instant::now());
             let params = cursor.take().map(|c| json!({"cursor": c}));
             let page = self
-                .request("tools/list", params, left, cancel)
+                .request("tools/list", params, left, cancel, None)
                 .map_err(|f| self.error("tools/list", f))?;
             let Some(listed) = page.get("tools").and_then(Value::as_array) else {
                 return Err(McpError::Broken {
@@ -337,16 +378,25 @@ impl Conn {
         Ok(tools)
     }
 
-    /// Calls one tool within the server's timeout.
+    /// Calls one tool within the server's timeout, each progress notice of the server
+    /// going to `progress` and starting the timeout again (up to [`PROGRESS_CAP`] times
+    /// the timeout in all).
     pub fn call(
         &self,
         tool: &str,
         arguments: serde_json::Map<String, Value>,
         cancel: &AtomicBool,
+        progress: &mut dyn FnMut(&Progress),
     ) -> Result<CallOutcome, McpError> {
         let params = json!({"name": tool, "arguments": arguments});
         let result = self
-            .request("tools/call", Some(params), self.timeout, cancel)
+            .request(
+                "tools/call",
+                Some(params),
+                self.timeout,
+                cancel,
+                Some(progress),
+            )
             .map_err(|f| self.error(tool, f))?;
         Ok(outcome(&result))
     }

@@ -64,6 +64,8 @@ const MAX_EVENT: usize = 16 * 1024 * 1024;
 /// The part of an error page read.
 const MAX_ERROR: usize = 64 * 1024;
 
+/// How long closing waits for messages still being sent before the DELETE.
+const POSTING_WAIT: Duration = Duration::from_secs(1);
 /// How long closing waits for the session's DELETE.
 const DELETE_WAIT: Duration = Duration::from_secs(2);
 /// The GET stream reconnects after this unless the server said otherwise (`retry`).
@@ -296,6 +298,10 @@ struct Session {
     /// The protocol version agreed at `initialize`.
     protocol: Mutex<Option<HeaderValue>>,
     limits: Limits,
+    /// Notifications and replies still being POSTed in the background (a
+    /// `notifications/cancelled` among them): closing waits for them before the DELETE,
+    /// so the server hears of a cancellation while the session still exists.
+    posting: (Mutex<usize>, std::sync::Condvar),
 }
 
 /// Byte limits on what is read.
@@ -387,6 +393,7 @@ impl HttpLink {
             id: Mutex::new(None),
             protocol: Mutex::new(None),
             limits,
+            posting: Default::default(),
         }))
     }
 
@@ -763,11 +770,23 @@ impl HttpLink {
         }
     }
 
-    /// Deletes the session (the server may then end its streams), waiting at most 2 s.
+    /// Deletes the session (the server may then end its streams), waiting at most 2 s;
+    /// first, at most 1 s for the messages still being sent (see `posting`).
     pub fn close(&self) {
         let Some(session) = self.session_id() else {
             return;
         };
+        {
+            let (count, settled) = &self.0.posting;
+            let count = count.lock().unwrap_or_else(|e| e.into_inner());
+            let waited = settled.wait_timeout_while(count, POSTING_WAIT, |n| *n > 0);
+            if waited.is_ok_and(|(_, t)| t.timed_out()) {
+                log::debug!(
+                    "MCP server {:?}: ending the session with messages still being sent",
+                    self.0.server
+                );
+            }
+        }
         let link = self.clone();
         let (tx, rx) = mpsc::channel();
         let spawned = std::thread::Builder::new()
@@ -800,18 +819,37 @@ impl Link for HttpLink {
             return self.post(peer, &message.body, message.id);
         }
         let (link, peer) = (self.clone(), peer.clone());
-        std::thread::Builder::new()
-            .name("mcp-http".into())
-            .spawn(
-                move || match (link.post(&peer, &message.body, message.id), message.id) {
+        let counted = message.id.is_none();
+        let posting = |change: fn(&mut usize)| {
+            let (count, settled) = &link.0.posting;
+            change(&mut count.lock().unwrap_or_else(|e| e.into_inner()));
+            settled.notify_all();
+        };
+        if counted {
+            posting(|n| *n += 1);
+        }
+        let spawned = std::thread::Builder::new().name("mcp-http".into()).spawn({
+            let link = link.clone();
+            move || {
+                match (link.post(&peer, &message.body, message.id), message.id) {
                     (Ok(()), _) => {}
                     (Err(e), Some(id)) => peer.fail(id, e),
                     (Err(e), None) => log::debug!(
                         "MCP server {:?}: a message was not taken: {e:?}",
                         link.0.server
                     ),
-                },
-            )
+                }
+                if counted {
+                    let (count, settled) = &link.0.posting;
+                    *count.lock().unwrap_or_else(|e| e.into_inner()) -= 1;
+                    settled.notify_all();
+                }
+            }
+        });
+        if spawned.is_err() && counted {
+            posting(|n| *n -= 1);
+        }
+        spawned
             .map(|_| ())
             .map_err(|e| self.error(HttpErrorKind::NoThread(e.to_string())))
     }
@@ -1603,9 +1641,11 @@ mod tests {
         let tools = conn.list(&never).expect("tools/list");
         let mut args = serde_json::Map::new();
         args.insert("text".into(), json!("hi"));
-        let out = conn.call("echo", args, &never).expect("tools/call");
+        let out = conn
+            .call("echo", args, &never, &mut |_| {})
+            .expect("tools/call");
         let boom = conn
-            .call("boom", serde_json::Map::new(), &never)
+            .call("boom", serde_json::Map::new(), &never, &mut |_| {})
             .expect_err("a failing call");
         assert_eq!(
             boom,
@@ -1618,7 +1658,7 @@ mod tests {
             }
         );
         let nope = conn
-            .call("nope", serde_json::Map::new(), &never)
+            .call("nope", serde_json::Map::new(), &never, &mut |_| {})
             .expect_err("an unknown tool");
         assert_eq!(
             nope,
@@ -2015,6 +2055,52 @@ mod tests {
         }
     }
 
+    /// A call given up on (Ctrl-C before evolve exits) is cancelled while the session
+    /// still exists: the server has taken the `notifications/cancelled` before the
+    /// DELETE that ends the session — even when it is slow to take it.
+    #[test]
+    fn a_cancellation_reaches_the_server_before_the_session_is_deleted() {
+        let order = Arc::new(Mutex::new(Vec::<&str>::new()));
+        let log = order.clone();
+        let server = Server::start(move |req| match (req.method.as_str(), req.rpc_method()) {
+            ("POST", "initialize") => initialized(req, SESSION),
+            ("POST", "tools/call") => {
+                // Never answered in time.
+                std::thread::sleep(Duration::from_secs(5));
+                plain(202, "text/plain", &[], "")
+            }
+            ("POST", "notifications/cancelled") => {
+                std::thread::sleep(Duration::from_millis(300));
+                log.lock().unwrap().push("cancelled taken");
+                plain(202, "text/plain", &[], "")
+            }
+            ("DELETE", _) => {
+                log.lock().unwrap().push("DELETE");
+                plain(200, "text/plain", &[], "")
+            }
+            ("GET", _) => plain(405, "text/plain", &[], ""),
+            _ => plain(202, "text/plain", &[], ""),
+        });
+        let conn = open(&spec(&server.url, &[], None)).expect("initialize");
+        let cancel = Arc::new(AtomicBool::new(false));
+        let flag = cancel.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(200));
+            flag.store(true, Ordering::SeqCst);
+        });
+        let got = conn.call("slow", serde_json::Map::new(), &cancel, &mut |_| {});
+        assert_eq!(got, Err(McpError::Cancelled));
+        conn.close();
+        let cancelled = server
+            .seen()
+            .into_iter()
+            .find(|s| s.rpc_method() == "notifications/cancelled")
+            .expect("a cancellation was sent");
+        assert_eq!(cancelled.body["params"]["reason"], "cancelled by the user");
+        assert_eq!(cancelled.header("Mcp-Session-Id"), Some(SESSION));
+        assert_eq!(*order.lock().unwrap(), ["cancelled taken", "DELETE"]);
+    }
+
     /// Interoperability with a real server, by hand: start one, e.g.
     /// `PORT=3001 npx -y @modelcontextprotocol/server-everything streamableHttp`, then
     /// `EVOLVE_MCP_TEST_URL=http://127.0.0.1:3001/mcp cargo test -p evolve-mini
@@ -2033,7 +2119,7 @@ mod tests {
         let mut args = serde_json::Map::new();
         args.insert("message".into(), json!("hello over ureq"));
         let out = conn
-            .call("echo", args, &never)
+            .call("echo", args, &never, &mut |_| {})
             .unwrap_or_else(|e| panic!("{e}"));
         eprintln!("echo: {out:?}");
         // A slow tool that streams progress before its answer.
@@ -2042,7 +2128,7 @@ mod tests {
             args.insert("duration".into(), json!(2));
             args.insert("steps".into(), json!(4));
             let out = conn
-                .call("trigger-long-running-operation", args, &never)
+                .call("trigger-long-running-operation", args, &never, &mut |_| {})
                 .unwrap_or_else(|e| panic!("{e}"));
             eprintln!("slow: {out:?}");
         }

@@ -10,8 +10,12 @@
 //!    longer one is an error saying when the next attempt is);
 //! 2. gives the slot back and runs the request on the shared connection, so calls to
 //!    one server run side by side;
-//! 3. on a timeout or a broken connection, stops the server (a hung server is not
-//!    reused) and counts a failure; a completed call resets the count.
+//! 3. on a broken connection, stops the server and counts a failure. A timeout only
+//!    cancels its own request (`notifications/cancelled`): the calls beside it go on.
+//!    The server is stopped (and restarted on next use) only when it fails a `ping`
+//!    right after, or after [`TIMEOUTS_BEFORE_RESTART`] timeouts in a row — a hung
+//!    server is not reused, a busy one keeps its other calls. A completed call resets
+//!    both counts. Stopping runs in the background: the caller gets its error at once.
 //!
 //! The tool list a server sent is kept ([`Hub::live_tools`]) and fetched again after
 //! `notifications/tools/list_changed`. Servers removed or changed by [`Hub::reload`] are
@@ -25,7 +29,7 @@ use std::time::{Duration, Instant};
 
 use super::conn::Conn;
 use super::stdio::StderrTail;
-use super::{CallOutcome, McpError};
+use super::{CallOutcome, McpError, Progress};
 use crate::mcp_spec::{McpTool, ServerSpec};
 use crate::sandbox::Scope;
 
@@ -35,6 +39,10 @@ const BACKOFF_SLEEP_MAX: Duration = Duration::from_secs(2);
 const BACKOFF_MAX: Duration = Duration::from_secs(30);
 /// How often a waiting caller looks at its Ctrl-C flag.
 const CANCEL_POLL: Duration = Duration::from_millis(50);
+/// This many timeouts in a row stop the server even though it still answers pings.
+const TIMEOUTS_BEFORE_RESTART: u32 = 3;
+/// The longest wait for the `ping` after a timeout.
+const PING_WAIT: Duration = Duration::from_secs(5);
 /// How often a request whose server's definition changed meanwhile is tried again.
 const RETRIES: usize = 3;
 
@@ -45,8 +53,8 @@ pub struct Hub {
     specs: RwLock<Vec<ServerSpec>>,
     /// A slot per server used so far. Lock order: `slots`, then `specs`.
     slots: Mutex<HashMap<String, Arc<Slot>>>,
-    shared: Shared,
-    /// Threads closing the servers `reload` removed.
+    shared: Arc<Shared>,
+    /// Threads closing the servers `reload` removed (or pinging one after a timeout).
     closing: Mutex<Vec<JoinHandle<()>>>,
     /// `shutdown` ran: nothing starts any more.
     shut: AtomicBool,
@@ -85,8 +93,10 @@ struct Slot {
 #[derive(Default)]
 struct State {
     conn: Option<Arc<Conn>>,
-    /// Consecutive failures (start failures, crashes, timeouts).
+    /// Consecutive failures (start failures, crashes, hangs).
     failures: u32,
+    /// Calls in a row that timed out.
+    timeouts: u32,
     /// No restart before this.
     retry_at: Option<Instant>,
 }
@@ -128,7 +138,7 @@ impl Hub {
         Hub {
             specs: RwLock::new(specs),
             slots: Mutex::new(HashMap::new()),
-            shared: Shared::default(),
+            shared: Arc::default(),
             closing: Mutex::new(Vec::new()),
             shut: AtomicBool::new(false),
             scope: None,
@@ -227,13 +237,16 @@ impl Hub {
         }
     }
 
-    /// Calls a tool with JSON-object arguments, within the server's timeout.
+    /// Calls a tool with JSON-object arguments, within the server's timeout; each
+    /// progress notice of the server goes to `progress` (and extends the timeout, see
+    /// [`Conn::call`]).
     pub fn call(
         &self,
         server: &str,
         tool: &str,
         arguments: &str,
         cancel: &AtomicBool,
+        progress: &mut dyn FnMut(&Progress),
     ) -> Result<CallOutcome, McpError> {
         self.usable(server)?;
         let arguments = match serde_json::from_str::<serde_json::Value>(arguments) {
@@ -246,10 +259,14 @@ impl Hub {
                 })
             }
         };
+        let progress = std::cell::RefCell::new(progress);
         self.with_conn(server, cancel, |slot, conn| {
-            match conn.call(tool, arguments.clone(), cancel) {
+            let mut progress = progress.borrow_mut();
+            match conn.call(tool, arguments.clone(), cancel, &mut **progress) {
                 Ok(outcome) => {
-                    slot.state().failures = 0;
+                    let mut state = slot.state();
+                    state.failures = 0;
+                    state.timeouts = 0;
                     Ok(outcome)
                 }
                 Err(e) => {
@@ -258,6 +275,16 @@ impl Hub {
                 }
             }
         })
+    }
+
+    /// Fetches a server's tool list anew (starting it if needed), whatever was last
+    /// heard: a call named a tool its known list lacks, and a `tools/list_changed` may
+    /// still be on its way (over HTTP it comes on another stream than the answer).
+    pub fn relist(&self, server: &str, cancel: &AtomicBool) -> Result<Vec<McpTool>, McpError> {
+        if let Some(live) = self.live(server) {
+            live.stale.store(true, Ordering::SeqCst);
+        }
+        self.list_tools(server, cancel)
     }
 
     /// Fetches the lists of connected servers that sent `tools/list_changed`; true when
@@ -495,24 +522,84 @@ impl Hub {
         Ok(tools)
     }
 
-    /// After a timeout or a broken connection the server is stopped and started again
-    /// on next use (a refusal from a healthy server is only its answer).
-    fn give_up_if_broken(&self, slot: &Slot, conn: &Arc<Conn>, error: &McpError) {
-        if !matches!(error, McpError::Timeout { .. } | McpError::Broken { .. }) {
-            return;
-        }
-        let ours = {
-            let mut state = slot.state();
-            let ours = state.conn.as_ref().is_some_and(|c| Arc::ptr_eq(c, conn));
-            if ours {
-                state.conn = None;
+    /// After a broken connection the server is stopped and started again on next use;
+    /// after a timeout only when it does not answer a ping or timed out
+    /// [`TIMEOUTS_BEFORE_RESTART`] times in a row (a refusal from a healthy server is
+    /// only its answer). Nothing here waits for the server.
+    fn give_up_if_broken(&self, slot: &Arc<Slot>, conn: &Arc<Conn>, error: &McpError) {
+        match error {
+            McpError::Broken { .. } => self.stop(slot, conn),
+            McpError::Timeout { .. } => {
+                let timeouts = {
+                    let mut state = slot.state();
+                    state.timeouts += 1;
+                    state.timeouts
+                };
+                if timeouts >= TIMEOUTS_BEFORE_RESTART {
+                    log::warn!(
+                        "MCP server {:?}: {timeouts} calls in a row timed out; it is restarted on next use",
+                        slot.spec.name
+                    );
+                    self.stop(slot, conn);
+                    return;
+                }
+                let (slot, conn, shared) = (slot.clone(), conn.clone(), self.shared.clone());
+                let wait = slot.spec.timeout.min(PING_WAIT);
+                let ping = move || {
+                    if conn.ping(wait) {
+                        return;
+                    }
+                    if conn.is_open() {
+                        log::warn!(
+                            "MCP server {:?} let a call time out and does not answer a ping; it is restarted on next use",
+                            slot.spec.name
+                        );
+                    }
+                    if take_if_ours(&slot, &conn) {
+                        lock(&shared.live).remove(&slot.spec.name);
+                        slot.failed();
+                    }
+                    conn.close();
+                };
+                self.in_background("mcp-ping", ping);
             }
-            ours
-        };
-        conn.close();
-        if ours {
+            _ => {}
+        }
+    }
+
+    /// Stops this connection of the slot's server, in the background: the next use
+    /// starts it anew.
+    fn stop(&self, slot: &Slot, conn: &Arc<Conn>) {
+        if take_if_ours(slot, conn) {
             self.forget(&slot.spec.name);
             slot.failed();
+        }
+        let conn = conn.clone();
+        self.in_background("mcp-close", move || conn.close());
+    }
+
+    /// Runs `work` on a thread `shutdown` waits for (inline when no thread is had).
+    fn in_background(&self, name: &str, work: impl FnOnce() + Send + 'static) {
+        let mut closing = lock(&self.closing);
+        closing.retain(|t| !t.is_finished());
+        let work = std::sync::Arc::new(Mutex::new(Some(work)));
+        let run = {
+            let work = work.clone();
+            move || {
+                if let Some(w) = lock(&work).take() {
+                    w();
+                }
+            }
+        };
+        match std::thread::Builder::new().name(name.into()).spawn(run) {
+            Ok(thread) => closing.push(thread),
+            Err(e) => {
+                log::debug!("no thread for {name}: {e}; done here");
+                drop(closing);
+                if let Some(w) = lock(&work).take() {
+                    w();
+                }
+            }
         }
     }
 
@@ -527,22 +614,24 @@ impl Hub {
 
     /// Closes a retired server's connection on a thread `shutdown` waits for.
     fn close_in_background(&self, slot: Arc<Slot>) {
-        let mut closing = lock(&self.closing);
-        closing.retain(|t| !t.is_finished());
-        let close = move || {
+        self.in_background("mcp-close", move || {
             let conn = slot.state().conn.take();
             if let Some(conn) = conn {
                 conn.close();
             }
-        };
-        match std::thread::Builder::new()
-            .name("mcp-close".into())
-            .spawn(close)
-        {
-            Ok(thread) => closing.push(thread),
-            Err(e) => log::warn!("no thread to stop a removed MCP server: {e}"),
-        }
+        });
     }
+}
+
+/// Takes the slot's connection if it is still `conn` (not one started since); true
+/// when it was.
+fn take_if_ours(slot: &Slot, conn: &Arc<Conn>) -> bool {
+    let mut state = slot.state();
+    let ours = state.conn.as_ref().is_some_and(|c| Arc::ptr_eq(c, conn));
+    if ours {
+        state.conn = None;
+    }
+    ours
 }
 
 impl Drop for Hub {
@@ -647,6 +736,7 @@ mod tests {
                 "get_current_time",
                 r#"{"timezone":"Europe/Paris"}"#,
                 &never,
+                &mut |_| {},
             )
             .expect("called");
         assert!(!out.is_error, "{out:?}");
@@ -657,6 +747,7 @@ mod tests {
                 "get_current_time",
                 r#"{"timezone":"Mars/Olympus"}"#,
                 &never,
+                &mut |_| {},
             )
             .map(|o| o.is_error);
         assert!(
@@ -679,7 +770,9 @@ mod tests {
         let e = hub.list_tools("nope", &never).unwrap_err();
         assert!(matches!(e, McpError::Start { .. }), "{e:?}");
         assert!(e.to_string().contains("was not found"), "{e}");
-        let e = hub.call("other", "x", "{}", &never).unwrap_err();
+        let e = hub
+            .call("other", "x", "{}", &never, &mut |_| {})
+            .unwrap_err();
         assert_eq!(e, McpError::UnknownServer("other".into()));
     }
 

@@ -7,7 +7,9 @@
 //!   its timeout, Ctrl-C (the caller's flag, looked at every 50 ms) or the end of the
 //!   connection. Giving up on a request sends `notifications/cancelled` for it (never for
 //!   `initialize`, as the protocol says), so the server can stop working on it; an answer
-//!   that arrives later is dropped.
+//!   that arrives later is dropped. A request that wants progress carries its id as
+//!   `_meta.progressToken`; each `notifications/progress` for it that moves forward
+//!   reaches the caller and starts its timeout again, up to a cap on the whole wait.
 //! - **Messages from the server**, in whatever order they come (a notification or a
 //!   request of the server's may arrive before the answer a caller waits for):
 //!   - answers go to their caller by id;
@@ -32,6 +34,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Map, Value};
+
+use super::Progress;
 
 /// How often a waiting caller looks at its Ctrl-C flag.
 const CANCEL_POLL: Duration = Duration::from_millis(50);
@@ -88,10 +92,37 @@ pub(super) struct Peer {
     roots: Vec<PathBuf>,
 }
 
+/// What reaches a waiting caller.
+enum Reply {
+    /// The answer (or why there is none).
+    Answer(Result<Value, Failure>),
+    /// A `notifications/progress` for the request.
+    Progress(Progress),
+}
+
+/// A caller waiting for an answer.
+struct Waiting {
+    tx: mpsc::Sender<Reply>,
+    /// It sent a progress token (its id) and takes progress notices.
+    progress: bool,
+}
+
+/// What hears a request's progress notices.
+pub(super) type OnProgress<'a> = dyn FnMut(&Progress) + 'a;
+
+/// How a request waits: its timeout, and with progress wanted the callback for each
+/// notice and the cap on the whole wait (each notice starts the timeout afresh, up to
+/// the cap).
+pub(super) struct Wait<'a> {
+    pub timeout: Duration,
+    pub cancel: &'a AtomicBool,
+    pub progress: Option<(&'a mut OnProgress<'a>, Duration)>,
+}
+
 #[derive(Default)]
 struct State {
     /// Callers waiting for an answer, by request id.
-    pending: HashMap<u64, mpsc::Sender<Result<Value, Failure>>>,
+    pending: HashMap<u64, Waiting>,
     /// Why the connection ended, once it has.
     ended: Option<String>,
 }
@@ -126,6 +157,28 @@ impl Peer {
         timeout: Duration,
         cancel: &AtomicBool,
     ) -> Result<Value, Failure> {
+        let wait = Wait {
+            timeout,
+            cancel,
+            progress: None,
+        };
+        self.request_with(method, params, wait)
+    }
+
+    /// The same, waiting as `wait` says: with progress wanted the request carries
+    /// `_meta.progressToken` (its id), and each notice that moves the progress forward
+    /// goes to the callback and starts the timeout again, never past the cap.
+    pub fn request_with(
+        self: &Arc<Self>,
+        method: &str,
+        params: Option<Value>,
+        wait: Wait<'_>,
+    ) -> Result<Value, Failure> {
+        let Wait {
+            timeout,
+            cancel,
+            mut progress,
+        } = wait;
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = mpsc::channel();
         {
@@ -133,11 +186,21 @@ impl Peer {
             if let Some(why) = &state.ended {
                 return Err(Failure::Broken(why.clone()));
             }
-            state.pending.insert(id, tx);
+            let waiting = Waiting {
+                tx,
+                progress: progress.is_some(),
+            };
+            state.pending.insert(id, waiting);
         }
         let mut message = json!({"jsonrpc": "2.0", "id": id, "method": method});
         if let Some(params) = params {
             message["params"] = params;
+        }
+        if progress.is_some() {
+            if !message["params"].is_object() {
+                message["params"] = json!({});
+            }
+            message["params"]["_meta"]["progressToken"] = json!(id);
         }
         let sent = self.link.send(
             self,
@@ -156,7 +219,12 @@ impl Peer {
                 _ => e,
             });
         }
-        let deadline = Instant::now() + timeout;
+        let start = Instant::now();
+        let cap = progress
+            .as_ref()
+            .map_or(timeout, |(_, cap)| (*cap).max(timeout));
+        let mut deadline = start + timeout;
+        let mut last: Option<f64> = None;
         loop {
             if cancel.load(Ordering::SeqCst) {
                 self.give_up(id, method, "cancelled by the user");
@@ -168,7 +236,19 @@ impl Peer {
                 return Err(Failure::Timeout);
             }
             match rx.recv_timeout((deadline - now).min(CANCEL_POLL)) {
-                Ok(answer) => return answer,
+                Ok(Reply::Answer(answer)) => return answer,
+                Ok(Reply::Progress(p)) => {
+                    // The protocol's progress only grows: a notice that does not move
+                    // it forward (a repeat, a server stuck in a loop) extends nothing.
+                    if last.is_some_and(|l| p.progress <= l) {
+                        continue;
+                    }
+                    last = Some(p.progress);
+                    deadline = (Instant::now() + timeout).min(start + cap);
+                    if let Some((tell, _)) = progress.as_mut() {
+                        tell(&p);
+                    }
+                }
                 Err(mpsc::RecvTimeoutError::Timeout) => {}
                 Err(mpsc::RecvTimeoutError::Disconnected) => {
                     return Err(Failure::Broken("the connection ended".into()))
@@ -223,7 +303,7 @@ impl Peer {
     /// Fails request `id` (a transport learned its fate another way).
     pub fn fail(&self, id: u64, failure: Failure) {
         if let Some(waiting) = self.lock().pending.remove(&id) {
-            let _ = waiting.send(Err(failure));
+            let _ = waiting.tx.send(Reply::Answer(Err(failure)));
         }
     }
 
@@ -239,7 +319,7 @@ impl Peer {
         };
         let why = self.lock().ended.clone().unwrap_or_default();
         for w in waiting {
-            let _ = w.send(Err(Failure::Broken(why.clone())));
+            let _ = w.tx.send(Reply::Answer(Err(Failure::Broken(why.clone()))));
         }
     }
 
@@ -316,7 +396,7 @@ impl Peer {
             }),
             None => Ok(result.unwrap_or(Value::Null)),
         };
-        let _ = waiting.send(answer);
+        let _ = waiting.tx.send(Reply::Answer(answer));
     }
 
     fn notice(&self, method: &str, params: Option<&Value>) {
@@ -325,6 +405,7 @@ impl Peer {
                 log::info!("MCP server {:?} changed its tools", self.server);
                 self.stale.store(true, Ordering::SeqCst);
             }
+            "notifications/progress" => self.progress(params),
             "notifications/message" => {
                 // The server's own level: its errors are worth seeing without debug.
                 let level = match params.and_then(|p| p["level"].as_str()) {
@@ -340,6 +421,33 @@ impl Peer {
                 );
             }
             _ => log::debug!("MCP server {:?}: {method}", self.server),
+        }
+    }
+
+    /// A progress notice goes to the request whose id is its token, if that request
+    /// asked for progress and still waits.
+    fn progress(&self, params: Option<&Value>) {
+        let Some(params) = params else { return };
+        let token = &params["progressToken"];
+        let Some(id) = token
+            .as_u64()
+            .or_else(|| token.as_str().and_then(|s| s.parse().ok()))
+        else {
+            return;
+        };
+        let Some(progress) = params["progress"].as_f64() else {
+            return;
+        };
+        let notice = Progress {
+            progress,
+            total: params["total"].as_f64(),
+            message: params["message"].as_str().map(|m| {
+                evolve_core::text::escape_controls(&evolve_core::text::one_line(m, 200), false)
+            }),
+        };
+        let state = self.lock();
+        if let Some(waiting) = state.pending.get(&id).filter(|w| w.progress) {
+            let _ = waiting.tx.send(Reply::Progress(notice));
         }
     }
 
@@ -578,6 +686,99 @@ mod tests {
         assert!(!peer.is_pending(0) && !peer.is_pending(1) && !peer.is_pending(2));
         // A late answer is dropped without harm.
         peer.dispatch(json!({"jsonrpc": "2.0", "id": 0, "result": {}}));
+    }
+
+    /// A request that wants progress sends its token; each notice that moves forward
+    /// reaches the caller and starts the timeout again, a repeat or a step back does
+    /// not, and the cap ends the wait however much progress comes.
+    #[test]
+    fn progress_reaches_the_caller_and_stretches_the_timeout_up_to_the_cap() {
+        // Progress every 100 ms, forever, with a repeat and a step back early on, and
+        // a notice for another token; the answer after 700 ms.
+        let (busy, script) = peer(|peer, msg| {
+            if msg["method"] != "tools/call" {
+                return;
+            }
+            let (peer, id) = (peer.clone(), msg["id"].clone());
+            let token = msg["params"]["_meta"]["progressToken"].clone();
+            std::thread::spawn(move || {
+                let note = |p: f64| {
+                    json!({"jsonrpc": "2.0", "method": "notifications/progress",
+                    "params": {"progressToken": token, "progress": p, "total": 7, "message": "step\u{1b}[31m"}})
+                };
+                for (i, p) in [1.0, 1.0, 0.5, 2.0, 3.0, 4.0, 5.0, 6.0]
+                    .into_iter()
+                    .enumerate()
+                {
+                    std::thread::sleep(Duration::from_millis(if i < 3 { 10 } else { 100 }));
+                    peer.dispatch(note(p));
+                    peer.dispatch(json!({"jsonrpc": "2.0", "method": "notifications/progress",
+                        "params": {"progressToken": 999, "progress": 50}}));
+                }
+                std::thread::sleep(Duration::from_millis(100));
+                peer.dispatch(json!({"jsonrpc": "2.0", "id": id, "result": {"ok": true}}));
+            });
+        });
+        let never = AtomicBool::new(false);
+        let mut seen = Vec::new();
+        let mut tell = |p: &Progress| seen.push(p.clone());
+        let wait = Wait {
+            timeout: Duration::from_millis(300),
+            cancel: &never,
+            progress: Some((&mut tell, Duration::from_secs(30))),
+        };
+        let got = busy.request_with("tools/call", Some(json!({"name": "x"})), wait);
+        assert_eq!(
+            got,
+            Ok(json!({"ok": true})),
+            "700 ms under a 300 ms timeout"
+        );
+        let steps: Vec<f64> = seen.iter().map(|p| p.progress).collect();
+        assert_eq!(steps, [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]);
+        assert_eq!(seen[0].total, Some(7.0));
+        assert_eq!(seen[0].line(), "1/7 step\\u{1b}[31m", "controls escaped");
+        let sent = script.sent.lock().unwrap()[0].clone();
+        assert_eq!(sent["params"]["_meta"]["progressToken"], sent["id"]);
+        assert_eq!(sent["params"]["name"], "x");
+
+        // Without progress wanted, no token and no notice.
+        let (quiet, script) = peer(|_, _| {});
+        assert_eq!(
+            quiet.request("tools/call", None, Duration::ZERO, &never),
+            Err(Failure::Timeout)
+        );
+        assert!(script.sent.lock().unwrap()[0]["params"]["_meta"].is_null());
+
+        // The cap: progress every 50 ms, never an answer; a 200 ms timeout capped at
+        // 600 ms gives up near the cap, not never.
+        let (capped, _) = peer(|peer, msg| {
+            if msg["method"] != "tools/call" {
+                return;
+            }
+            let (peer, token) = (
+                peer.clone(),
+                msg["params"]["_meta"]["progressToken"].clone(),
+            );
+            std::thread::spawn(move || {
+                for p in 1..200 {
+                    std::thread::sleep(Duration::from_millis(50));
+                    peer.dispatch(json!({"jsonrpc": "2.0", "method": "notifications/progress",
+                        "params": {"progressToken": token, "progress": p}}));
+                }
+            });
+        });
+        let mut count = 0;
+        let mut tell = |_: &Progress| count += 1;
+        let wait = Wait {
+            timeout: Duration::from_millis(200),
+            cancel: &never,
+            progress: Some((&mut tell, Duration::from_millis(600))),
+        };
+        assert_eq!(
+            capped.request_with("tools/call", None, wait),
+            Err(Failure::Timeout)
+        );
+        assert!((3..40).contains(&count), "{count} notices before the cap");
     }
 
     #[test]

@@ -38,7 +38,7 @@ use crate::mcp_spec::Transport;
 /// The names of servers and their tools as the client and its callers speak of them;
 /// defined in [`crate::mcp_spec`], which the configuration and the store share with the
 /// client without depending on it.
-pub use crate::mcp_spec::{full_name, split_name, McpTool, ServerSpec};
+pub use crate::mcp_spec::{split_name, McpTool, ServerSpec};
 pub use http::shown_url;
 pub use hub::Hub;
 
@@ -105,6 +105,37 @@ pub(crate) fn inherited_env() -> Vec<(std::ffi::OsString, std::ffi::OsString)> {
         .collect()
 }
 
+/// A `notifications/progress` a server sent about a running call: how far it is, of
+/// how much if it knows, and what it is doing (one line, controls escaped).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Progress {
+    pub progress: f64,
+    pub total: Option<f64>,
+    pub message: Option<String>,
+}
+
+impl Progress {
+    /// `3/10 copying` as chat and the trace show it.
+    pub fn line(&self) -> String {
+        let number = |n: f64| {
+            if n.fract() == 0.0 && n.abs() < 1e15 {
+                format!("{}", n as i64)
+            } else {
+                format!("{n:.2}")
+            }
+        };
+        let mut line = match self.total {
+            Some(total) => format!("{}/{}", number(self.progress), number(total)),
+            None => number(self.progress),
+        };
+        if let Some(message) = self.message.as_deref().filter(|m| !m.is_empty()) {
+            line.push(' ');
+            line.push_str(message);
+        }
+        line
+    }
+}
+
 /// What a tool call gave back.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CallOutcome {
@@ -122,8 +153,8 @@ pub enum McpError {
     UnknownServer(String),
     /// The server could not be started or did not complete the handshake.
     Start { server: String, detail: String },
-    /// The call did not finish within the server's timeout (the server is restarted on
-    /// next use).
+    /// The call did not finish within the server's timeout (it was cancelled; the
+    /// server is restarted only if it seems hung, see [`hub`]).
     Timeout {
         server: String,
         tool: String,
@@ -154,7 +185,7 @@ impl std::fmt::Display for McpError {
             ),
             McpError::Timeout { server, tool, secs } => write!(
                 f,
-                "MCP tool {tool:?} of server {server:?} did not answer within {secs} s; the server will be restarted on next use"
+                "MCP tool {tool:?} of server {server:?} did not answer within {secs} s; the call was cancelled"
             ),
             McpError::Broken { server, detail } => write!(
                 f,

@@ -195,15 +195,26 @@ pub fn set_level(
             known: servers.iter().map(|s| s.name.clone()).collect(),
         });
     }
+    // The server's own name, or the one the model calls it by (a name with `.` or
+    // `/` is offered as another): the level is kept under the server's.
+    let mut own = tool.to_string();
     if let Some((tools, _)) = store.mcp_tools(server)? {
         if !tools.iter().any(|t| t.name == name) {
-            return Err(LevelError::UnknownTool {
-                server: server.to_string(),
-                tool: name.to_string(),
-                known: tools.into_iter().map(|t| t.name).collect(),
-            });
+            let raw: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+            let models = crate::mcp_spec::model_names(server, &raw);
+            match models.iter().position(|m| m.as_deref() == Some(tool)) {
+                Some(i) => own = crate::mcp_spec::full_name(server, raw[i]),
+                None => {
+                    return Err(LevelError::UnknownTool {
+                        server: server.to_string(),
+                        tool: name.to_string(),
+                        known: tools.into_iter().map(|t| t.name).collect(),
+                    })
+                }
+            }
         }
     }
+    let tool = own.as_str();
     let in_file = config
         .tools
         .levels

@@ -823,7 +823,17 @@ fn run_tool(state: &State, req: &Request, name: &str) -> Reply {
             )
         }
     }
-    let out = ToolAgent.run(rt, &set, "api", name, &arguments, level, now(), &cancel);
+    let out = ToolAgent.run(
+        rt,
+        &set,
+        "api",
+        name,
+        &arguments,
+        level,
+        now(),
+        &cancel,
+        &mut |_| {},
+    );
     Response::json(
         200,
         &json!({"output": out.content, "is_error": out.is_error, "level": level.to_string()}),

@@ -308,6 +308,7 @@ pub fn answer_parked(state: &Arc<State>, sid: &str, call: &str, answer: &str) ->
             asked: true,
             // Nobody is there to ask: a later call that needs a person parks again.
             gone: true,
+            progressed: None,
         };
         let result = state.manager().turn(
             TurnInput {
@@ -445,6 +446,7 @@ pub fn completions(state: &Arc<State>, req: &Request) -> Response<'static> {
         streamed: false,
         asked: false,
         gone: false,
+        progressed: None,
     };
     let result = run_turn(state, &chat, &sid, &cancel, &mut io);
     drop(busy);
@@ -619,6 +621,7 @@ fn stream_turn(
         streamed: false,
         asked: false,
         gone: false,
+        progressed: None,
     };
     let result = run_turn(state, chat, sid, cancel, &mut io);
     let streamed = io.streamed;
@@ -750,6 +753,8 @@ struct WebIo<'s, 'o, 'w> {
     asked: bool,
     /// The client has gone: a question finds nobody, and the turn is parked.
     gone: bool,
+    /// When the last progress event went out (they are sent at most every 200 ms).
+    progressed: Option<std::time::Instant>,
 }
 
 impl WebIo<'_, '_, '_> {
@@ -847,6 +852,27 @@ impl TurnIo for WebIo<'_, '_, '_> {
         );
     }
 
+    fn on_tool_progress(&mut self, name: &str, progress: &crate::mcp::Progress) {
+        let finished = progress.total.is_some_and(|t| progress.progress >= t);
+        if !finished
+            && self
+                .progressed
+                .is_some_and(|at| at.elapsed() < PROGRESS_EVERY)
+        {
+            return;
+        }
+        self.progressed = Some(std::time::Instant::now());
+        self.send_event(
+            "evolve.tool_progress",
+            &json!({
+                "name": name,
+                "progress": progress.progress,
+                "total": progress.total,
+                "message": progress.message,
+            }),
+        );
+    }
+
     fn on_tool_end(&mut self, run: &ToolRun, output: &str) {
         let mut v = serde_json::to_value(run).unwrap_or_default();
         v["output"] = json!(cut_output(output));
@@ -863,6 +889,9 @@ impl TurnIo for WebIo<'_, '_, '_> {
         }
     }
 }
+
+/// A tool's progress events go out at most this often (the last one always).
+const PROGRESS_EVERY: std::time::Duration = std::time::Duration::from_millis(200);
 
 /// How much of a call's output the UI's card shows (the whole of it is in the session).
 const CARD_OUTPUT_CHARS: usize = 4000;

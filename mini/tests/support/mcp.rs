@@ -2,7 +2,7 @@
 //! its tools, and reading what reached the model.
 
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use super::{World, CLASSIFY};
@@ -149,5 +149,42 @@ pub fn wait_for_pid(file: &Path) -> u32 {
         }
         assert!(Instant::now() < end, "the server never started");
         std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// The test server over streamable HTTP on 127.0.0.1.
+pub struct HttpServer(pub Child, pub String);
+
+impl HttpServer {
+    /// `--http 127.0.0.1:0`, waiting for the URL it prints.
+    pub fn start() -> HttpServer {
+        HttpServer::start_with(&[])
+    }
+
+    /// The same with more arguments (`--count-file FILE`, …).
+    pub fn start_with(args: &[&str]) -> HttpServer {
+        let mut child = Command::new(test_server())
+            .args(["--http", "127.0.0.1:0"])
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("test server");
+        let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
+        let mut line = String::new();
+        std::io::BufRead::read_line(&mut out, &mut line).expect("listening line");
+        let url = line
+            .split_whitespace()
+            .find(|w| w.starts_with("http://"))
+            .unwrap_or_else(|| panic!("no URL in {line:?}"))
+            .to_string();
+        HttpServer(child, url)
+    }
+}
+
+impl Drop for HttpServer {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
     }
 }

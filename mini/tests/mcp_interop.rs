@@ -200,3 +200,41 @@ fn a_tool_added_over_http_is_found_when_called_at_once() {
         "{results:?}"
     );
 }
+
+/// npm's server-filesystem asks a client that has the roots capability for its roots
+/// and serves those (before, it logged "Client does not support MCP Roots" and kept its
+/// arguments): the workspace, then the directory it was started with.
+#[test]
+fn server_filesystem_serves_the_workspace_and_its_own_directory_as_roots() {
+    let Some(fs) = peer("EVOLVE_TEST_MCP_FILESYSTEM") else {
+        return;
+    };
+    let w = World::new("mcp-roots-fs");
+    let outside = std::env::temp_dir().join(format!("evolve-roots-{}", std::process::id()));
+    std::fs::create_dir_all(&outside).unwrap();
+    let outside = outside.canonicalize().unwrap();
+    let node = std::env::var("EVOLVE_TEST_MCP_NODE").unwrap_or_else(|_| "node".into());
+    w.config(&format!(
+        "[mcp.servers.fs]\ncommand = {node:?}\nargs = [{fs:?}, {:?}]\n",
+        outside.to_string_lossy()
+    ));
+    w.fake.route(
+        CLASSIFY,
+        Reply::Text(r#"{"list_allowed_directories": "L0"}"#.into()),
+    );
+    w.fake
+        .push(support::tool_call("fs__list_allowed_directories", "{}"));
+    w.fake.push(Reply::Text("Listed.".into()));
+    w.run(&["ask", "--yes", "which folders?"]).expect(0);
+    let results = tool_results(&w, 1).join("\n");
+    let workspace = w.workspace().canonicalize().unwrap();
+    assert!(
+        results.contains(&*workspace.to_string_lossy()),
+        "the workspace is not among its roots: {results}"
+    );
+    assert!(
+        results.contains(&*outside.to_string_lossy()),
+        "its own directory is not among its roots: {results}"
+    );
+    let _ = std::fs::remove_dir_all(&outside);
+}

@@ -4,7 +4,8 @@
 //! The handshake asks for protocol version [`PROTOCOL_VERSION`] and takes whatever
 //! version the server answers with (2024-11-05, 2025-03-26 and 2025-06-18 servers
 //! speak the same `tools/*` methods), then sends `notifications/initialized`. Evolve
-//! advertises no client capability: it offers tools to its model and nothing else.
+//! advertises the `roots` capability: `roots/list` gives the workspace and the server's
+//! own roots, and a change of them is announced.
 //! Everything here blocks the calling thread; the waits watch the caller's Ctrl-C flag.
 
 use std::collections::HashSet;
@@ -122,6 +123,7 @@ impl Conn {
             server: spec.name.clone(),
             detail,
         };
+        let roots = roots(spec, scope);
         let (peer, wire) = match &spec.transport {
             Transport::Stdio {
                 command,
@@ -140,7 +142,7 @@ impl Conn {
                     args,
                     env,
                     cwd,
-                    roots: spec.roots.clone(),
+                    roots,
                     plan: plan.as_ref(),
                 };
                 let (peer, process) = stdio::spawn(launch, stderr).map_err(start)?;
@@ -153,7 +155,7 @@ impl Conn {
             } => {
                 let endpoint = http::endpoint(url, headers, bearer.as_ref()).map_err(start)?;
                 let link = HttpLink::new(&spec.name, endpoint);
-                let peer = Peer::new(&spec.name, Arc::new(link.clone()), spec.roots.clone());
+                let peer = Peer::new(&spec.name, Arc::new(link.clone()), roots);
                 (peer, Wire::Http(link))
             }
         };
@@ -201,7 +203,7 @@ impl Conn {
     fn handshake(&self, cancel: &AtomicBool) -> Result<(), Failure> {
         let params = json!({
             "protocolVersion": PROTOCOL_VERSION,
-            "capabilities": {},
+            "capabilities": {"roots": {"listChanged": true}},
             "clientInfo": {"name": "evolve", "version": env!("CARGO_PKG_VERSION")},
         });
         let result = self
@@ -250,6 +252,11 @@ impl Conn {
             link.listen(&self.peer);
         }
         Ok(())
+    }
+
+    /// Takes a changed definition's roots without reconnecting (see [`roots`]).
+    pub fn set_roots(&self, spec: &ServerSpec, scope: Option<&Scope>) {
+        self.peer.set_roots(roots(spec, scope));
     }
 
     /// The connection still works (the process runs, the session was not closed).
@@ -433,6 +440,20 @@ impl Conn {
             },
         }
     }
+}
+
+/// What `roots/list` answers: the workspace (where the user works, and where the model's
+/// paths point), then the server's own roots (`roots = […]`, or the directories among
+/// its arguments), each once.
+fn roots(spec: &ServerSpec, scope: Option<&Scope>) -> Vec<std::path::PathBuf> {
+    let mut roots: Vec<std::path::PathBuf> =
+        scope.map(|s| s.workspace.clone()).into_iter().collect();
+    for root in &spec.roots {
+        if !roots.contains(root) {
+            roots.push(root.clone());
+        }
+    }
+    roots
 }
 
 /// One listed tool; `None` without a name. A missing or odd schema is an empty object

@@ -102,6 +102,16 @@ struct State {
 }
 
 impl Slot {
+    fn new(spec: ServerSpec) -> Slot {
+        Slot {
+            spec,
+            turn: Mutex::new(()),
+            state: Mutex::new(State::default()),
+            retired: AtomicBool::new(false),
+            stderr: StderrTail::default(),
+        }
+    }
+
     fn state(&self) -> MutexGuard<'_, State> {
         lock(&self.state)
     }
@@ -172,7 +182,9 @@ impl Hub {
     }
 
     /// Takes a new list of servers (added, removed or changed while running): removed
-    /// and changed servers are stopped, new ones start on first use.
+    /// and changed servers are stopped, new ones start on first use; a server whose
+    /// roots alone changed keeps its connection and gets
+    /// `notifications/roots/list_changed`.
     pub fn reload(&self, specs: Vec<ServerSpec>) {
         let mut slots = lock(&self.slots);
         let gone: Vec<String> = slots
@@ -180,15 +192,41 @@ impl Hub {
             .filter(|(name, slot)| specs.iter().find(|s| &s.name == *name) != Some(&slot.spec))
             .map(|(name, _)| name.clone())
             .collect();
+        for name in gone {
+            let Some(slot) = slots.remove(&name) else {
+                continue;
+            };
+            slot.retired.store(true, Ordering::SeqCst);
+            // Only its roots changed: the connection stays, and the server is told.
+            let moved = specs
+                .iter()
+                .find(|s| s.name == name)
+                .filter(|new| {
+                    &ServerSpec {
+                        roots: new.roots.clone(),
+                        ..slot.spec.clone()
+                    } == *new
+                })
+                .and_then(|new| {
+                    let conn = slot.state().conn.take().filter(|c| c.is_open())?;
+                    conn.set_roots(new, self.scope.as_ref());
+                    let kept = Arc::new(Slot::new(new.clone()));
+                    kept.state().conn = Some(conn);
+                    Some(kept)
+                });
+            match moved {
+                Some(kept) => {
+                    log::info!("MCP server {name:?} has new roots; it was told");
+                    slots.insert(name, kept);
+                }
+                None => {
+                    self.forget(&name);
+                    self.close_in_background(slot);
+                }
+            }
+        }
         if let Ok(mut current) = self.specs.write() {
             *current = specs;
-        }
-        for name in gone {
-            if let Some(slot) = slots.remove(&name) {
-                slot.retired.store(true, Ordering::SeqCst);
-                self.forget(&name);
-                self.close_in_background(slot);
-            }
         }
     }
 
@@ -366,13 +404,7 @@ impl Hub {
             .spec(server)
             .filter(|s| !s.disabled)
             .ok_or_else(|| McpError::UnknownServer(server.to_string()))?;
-        let slot = Arc::new(Slot {
-            spec,
-            turn: Mutex::new(()),
-            state: Mutex::new(State::default()),
-            retired: AtomicBool::new(false),
-            stderr: StderrTail::default(),
-        });
+        let slot = Arc::new(Slot::new(spec));
         slots.insert(server.to_string(), slot.clone());
         Ok(slot)
     }

@@ -17,9 +17,10 @@
 //!     before the next use); log messages go to the log at the server's level (its
 //!     errors at warn, warnings and notices at info, the rest at debug); other
 //!     notifications are ignored;
-//!   - requests are answered: `ping` with `{}`, `roots/list` with the server's roots
-//!     (`file://` URIs), `elicitation/create` declined (evolve advertises neither
-//!     capability, so servers rarely ask), anything else with error -32601.
+//!   - requests are answered: `ping` with `{}`, `roots/list` with the connection's
+//!     roots (`file://` URIs: the workspace, then the server's own roots; a change is
+//!     announced with `notifications/roots/list_changed`), `elicitation/create` declined
+//!     here (the connection's owner may answer it instead), anything else with -32601.
 //! - **The end.** When the connection ends (the process exited, evolve closed it) every
 //!   waiting request fails at once with why, and later requests fail without being sent.
 //!
@@ -89,7 +90,7 @@ pub(super) struct Peer {
     /// Set by `notifications/tools/list_changed`.
     stale: Arc<AtomicBool>,
     /// What `roots/list` answers.
-    roots: Vec<PathBuf>,
+    roots: Mutex<Vec<PathBuf>>,
 }
 
 /// What reaches a waiting caller.
@@ -135,7 +136,7 @@ impl Peer {
             state: Mutex::new(State::default()),
             next_id: AtomicU64::new(0),
             stale: Arc::new(AtomicBool::new(false)),
-            roots,
+            roots: Mutex::new(roots),
         })
     }
 
@@ -289,6 +290,25 @@ impl Peer {
             if let Err(e) = self.notify("notifications/cancelled", Some(params), false) {
                 log::debug!(
                     "MCP server {:?}: the cancellation of request {id} was not sent: {e:?}",
+                    self.server
+                );
+            }
+        }
+    }
+
+    /// New roots for `roots/list`; the server is told with
+    /// `notifications/roots/list_changed` when they differ.
+    pub fn set_roots(self: &Arc<Self>, roots: Vec<PathBuf>) {
+        let changed = {
+            let mut current = self.roots.lock().unwrap_or_else(|e| e.into_inner());
+            let changed = *current != roots;
+            *current = roots;
+            changed
+        };
+        if changed {
+            if let Err(e) = self.notify("notifications/roots/list_changed", None, false) {
+                log::debug!(
+                    "MCP server {:?}: the change of roots was not sent: {e:?}",
                     self.server
                 );
             }
@@ -456,7 +476,8 @@ impl Peer {
         let reply = match method {
             "ping" => Ok(json!({})),
             "roots/list" => {
-                Ok(json!({"roots": self.roots.iter().map(|r| root(r)).collect::<Vec<_>>()}))
+                let roots = self.roots.lock().unwrap_or_else(|e| e.into_inner());
+                Ok(json!({"roots": roots.iter().map(|r| root(r)).collect::<Vec<_>>()}))
             }
             "elicitation/create" => Ok(json!({"action": "decline"})),
             _ => Err(
@@ -779,6 +800,29 @@ mod tests {
             Err(Failure::Timeout)
         );
         assert!((3..40).contains(&count), "{count} notices before the cap");
+    }
+
+    #[test]
+    fn new_roots_are_announced_once_and_answered_after() {
+        let (peer, script) = peer(|_, _| {});
+        peer.set_roots(vec![
+            PathBuf::from("/srv/data dir"),
+            PathBuf::from("/home/me"),
+        ]);
+        assert!(
+            script.sent.lock().unwrap().is_empty(),
+            "the same roots: no notice"
+        );
+        peer.set_roots(vec![PathBuf::from("/work")]);
+        peer.dispatch(json!({"jsonrpc": "2.0", "id": 5, "method": "roots/list"}));
+        let sent = script.sent.lock().unwrap().clone();
+        assert_eq!(sent.len(), 2, "{sent:?}");
+        assert_eq!(sent[0]["method"], "notifications/roots/list_changed");
+        assert!(sent[0].get("id").is_none());
+        assert_eq!(
+            sent[1]["result"],
+            json!({"roots": [{"uri": "file:///work", "name": "work"}]})
+        );
     }
 
     #[test]

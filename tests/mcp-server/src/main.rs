@@ -13,7 +13,10 @@
 //! HTTP plumbing is in `http.rs`. This file decides the order of the start-up effects:
 //! count the start, log to stderr, crash if asked, print garbage if asked, then serve.
 
+mod cancel;
+mod client_input;
 mod http;
+mod progress;
 mod server;
 
 use std::io::Write;

@@ -42,8 +42,23 @@ const MAX_BIG_BYTES: u64 = 64 << 20;
 pub struct Settings {
     /// Where `write_note` writes (created on first write).
     pub notes: PathBuf,
-    /// `--protocol`: the only version this server speaks, whatever the client asks.
-    pub protocol: Option<ProtocolVersion>,
+    /// Which protocol revisions the server speaks.
+    pub versions: Versions,
+}
+
+/// Which protocol revisions the server speaks.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Versions {
+    /// Every revision rmcp knows: `initialize` negotiates one of those before 2026-07-28
+    /// (the client's if known, else 2025-11-25), and a request whose `_meta` carries the
+    /// 2026-07-28 lifecycle fields is served without a handshake.
+    Any,
+    /// `--protocol`: `initialize` is answered with exactly this version, whatever the
+    /// client asks (the point is to test how a client copes with an old or odd server).
+    Pinned(ProtocolVersion),
+    /// `--stateless`: 2026-07-28 only, so `initialize` is refused (no version left that
+    /// has the handshake) and every request must carry its own `_meta`.
+    StatelessOnly,
 }
 
 /// One MCP session's handler. The tool added by `add_tool` and the cancellations
@@ -556,16 +571,17 @@ impl ServerHandler for TestServer {
             env!("CARGO_PKG_VERSION"),
         ))
         .with_instructions("Test tools for Evolve's MCP client; none has real effects.");
-        if let Some(v) = &self.settings.protocol {
+        if let Versions::Pinned(v) = &self.settings.versions {
             info.protocol_version = v.clone();
         }
         info
     }
 
     fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
-        match &self.settings.protocol {
-            Some(v) => Cow::Owned(vec![v.clone()]),
-            None => Cow::Borrowed(ProtocolVersion::KNOWN_VERSIONS),
+        match &self.settings.versions {
+            Versions::Any => Cow::Borrowed(ProtocolVersion::KNOWN_VERSIONS),
+            Versions::Pinned(v) => Cow::Owned(vec![v.clone()]),
+            Versions::StatelessOnly => Cow::Owned(vec![ProtocolVersion::V_2026_07_28]),
         }
     }
 
@@ -577,9 +593,9 @@ impl ServerHandler for TestServer {
         context: RequestContext<RoleServer>,
     ) -> Result<InitializeResult, ErrorData> {
         context.peer.set_peer_info(request.clone());
-        match self.settings.protocol {
-            Some(_) => Ok(self.get_info()),
-            None => self.negotiate_initialize(&request),
+        match self.settings.versions {
+            Versions::Pinned(_) => Ok(self.get_info()),
+            Versions::Any | Versions::StatelessOnly => self.negotiate_initialize(&request),
         }
     }
 

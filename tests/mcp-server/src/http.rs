@@ -1,7 +1,17 @@
-//! Streamable HTTP: rmcp's tower service (stateful sessions, one `TestServer` per
-//! session) mounted at `/mcp` on a hyper HTTP/1 server bound to a loopback address.
-//! Every other path answers 404. The "listening on" line is printed only after the
-//! socket is bound, so a test that reads it can connect at once.
+//! Streamable HTTP: rmcp's tower service mounted at `/mcp` on a hyper HTTP/1 server
+//! bound to a loopback address. Every other path answers 404. The "listening on" line is
+//! printed only after the socket is bound, so a test that reads it can connect at once.
+//!
+//! Two ways to serve, decided by [`Versions`]:
+//! - sessions (the default): `initialize` opens a session (`Mcp-Session-Id`, one
+//!   `TestServer` per session, GET stream, DELETE). rmcp also serves a POST whose
+//!   request `_meta` carries the 2026-07-28 lifecycle fields statelessly, on the same
+//!   endpoint, so this server speaks both lifecycles.
+//! - `--stateless` ([`Versions::StatelessOnly`]): no sessions at all (rmcp's
+//!   `NeverSessionManager`, `legacy_session_mode` off); each POST is served by a clone
+//!   of one `TestServer` (so `add_tool` lasts), must carry `MCP-Protocol-Version` and
+//!   its own `_meta`, and GET and DELETE answer 405. What a client sends is in the
+//!   crate's README.
 
 use std::io::Write;
 use std::net::SocketAddr;
@@ -15,30 +25,57 @@ use hyper::service::service_fn;
 use hyper::{Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
-use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
+use rmcp::transport::streamable_http_server::{
+    SessionManager, StreamableHttpServerConfig, StreamableHttpService,
+};
+use tokio::net::TcpListener;
 use tower_service::Service;
 
-use crate::server::{Settings, TestServer};
+use crate::server::{Settings, TestServer, Versions};
 
 /// The one path the MCP endpoint answers on.
 const MCP_PATH: &str = "/mcp";
 
 /// Serves until the process is killed (or the `crash` tool exits it).
 pub async fn serve(addr: SocketAddr, settings: Settings) -> Result<(), String> {
-    let listener = tokio::net::TcpListener::bind(addr)
+    let listener = TcpListener::bind(addr)
         .await
         .map_err(|e| format!("cannot listen on {addr}: {e}"))?;
     let bound = listener
         .local_addr()
         .map_err(|e| format!("cannot read the bound address of {addr}: {e}"))?;
+    let stateless = settings.versions == Versions::StatelessOnly;
     let settings = Arc::new(settings);
     // rmcp's defaults already restrict the Host header to loopback names, which
     // matches the loopback-only bind.
-    let mcp = StreamableHttpService::new(
-        move || Ok(TestServer::new(settings.clone())),
-        Arc::new(LocalSessionManager::default()),
-        StreamableHttpServerConfig::default(),
-    );
+    let config = StreamableHttpServerConfig::default();
+    if stateless {
+        // Requests without `MCP-Protocol-Version` or without `_meta` are refused before
+        // any tool runs, as a 2026-07-28-only server must.
+        let config = config
+            .with_legacy_session_mode(false)
+            .with_stateless_protocol_metadata_required(true);
+        // rmcp asks for a handler per POST; with no session to own `add_tool`'s tool,
+        // every POST gets a clone of one handler, so the tool stays for the next call.
+        let shared = TestServer::new(settings);
+        let handler = move || Ok(shared.clone());
+        let sessions = Arc::new(NeverSessionManager::default());
+        let mcp = StreamableHttpService::new(handler, sessions, config);
+        accept(listener, bound, mcp).await
+    } else {
+        let handler = move || Ok(TestServer::new(settings.clone()));
+        let sessions = Arc::new(LocalSessionManager::default());
+        let mcp = StreamableHttpService::new(handler, sessions, config);
+        accept(listener, bound, mcp).await
+    }
+}
+
+async fn accept<M: SessionManager>(
+    listener: TcpListener,
+    bound: SocketAddr,
+    mcp: StreamableHttpService<TestServer, M>,
+) -> Result<(), String> {
     println!("listening on http://{bound}{MCP_PATH}");
     let _ = std::io::stdout().flush();
     loop {

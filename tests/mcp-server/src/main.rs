@@ -5,15 +5,20 @@
 //! ```text
 //! evolve-mcp-test-server [--http 127.0.0.1:PORT] [--notes DIR] [--log-stderr TEXT]
 //!                        [--crash-on-start] [--garbage] [--count-file FILE]
-//!                        [--protocol VERSION]
+//!                        [--protocol VERSION | --stateless]
 //! ```
 //! Serves MCP over stdio by default. With `--http` it serves streamable HTTP at `/mcp`
 //! on a loopback address only, and prints `listening on http://127.0.0.1:PORT/mcp` once
-//! the socket is bound (port 0 picks a free port). The tools are in `server.rs`; the
-//! HTTP plumbing is in `http.rs`. This file decides the order of the start-up effects:
-//! count the start, log to stderr, crash if asked, print garbage if asked, then serve.
+//! the socket is bound (port 0 picks a free port). `--stateless` speaks only protocol
+//! 2026-07-28 (no `initialize`, no session; the README says what a client sends). The
+//! tools are in `server.rs`; the HTTP plumbing is in `http.rs`. This file decides the
+//! order of the start-up effects: count the start, log to stderr, crash if asked, print
+//! garbage if asked, then serve.
 
+mod cancel;
+mod client_input;
 mod http;
+mod progress;
 mod server;
 
 use std::io::Write;
@@ -24,11 +29,11 @@ use std::process::ExitCode;
 use rmcp::model::ProtocolVersion;
 use rmcp::ServiceExt;
 
-use crate::server::{Settings, TestServer};
+use crate::server::{Settings, TestServer, Versions};
 
 const USAGE: &str = "usage: evolve-mcp-test-server [--http 127.0.0.1:PORT] [--notes DIR] \
                      [--log-stderr TEXT] [--crash-on-start] [--garbage] [--count-file FILE] \
-                     [--protocol VERSION]";
+                     [--protocol VERSION | --stateless]";
 
 /// Exit code of `--crash-on-start`: distinct from the `crash` tool's 3 so a test can
 /// tell a start failure from a mid-call crash.
@@ -44,6 +49,7 @@ struct Args {
     garbage: bool,
     count_file: Option<PathBuf>,
     protocol: Option<String>,
+    stateless: bool,
 }
 
 fn parse(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
@@ -71,6 +77,7 @@ fn parse(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
             "--garbage" => out.garbage = true,
             "--count-file" => out.count_file = Some(PathBuf::from(value("--count-file")?)),
             "--protocol" => out.protocol = Some(value("--protocol")?),
+            "--stateless" => out.stateless = true,
             "-h" | "--help" => return Err(USAGE.to_string()),
             other => return Err(format!("unknown argument {other}\n{USAGE}")),
         }
@@ -104,6 +111,21 @@ fn protocol_version(v: &str) -> Result<ProtocolVersion, String> {
     }
 }
 
+/// The revisions to speak: `--protocol` pins one that has `initialize`, `--stateless`
+/// keeps only the one without it, so the two cannot go together.
+fn versions(protocol: Option<&str>, stateless: bool) -> Result<Versions, String> {
+    match (protocol, stateless) {
+        (Some(v), true) => Err(format!(
+            "--protocol {v} and --stateless exclude each other: --stateless speaks only {}, \
+             which has no initialize to pin a version in",
+            ProtocolVersion::NO_INITIALIZE
+        )),
+        (Some(v), false) => protocol_version(v).map(Versions::Pinned),
+        (None, true) => Ok(Versions::StatelessOnly),
+        (None, false) => Ok(Versions::Any),
+    }
+}
+
 fn main() -> ExitCode {
     let args = match parse(std::env::args().skip(1)) {
         Ok(a) => a,
@@ -129,8 +151,8 @@ fn main() -> ExitCode {
         println!("this line is not JSON-RPC (--garbage)");
         let _ = std::io::stdout().flush();
     }
-    let protocol = match args.protocol.as_deref().map(protocol_version).transpose() {
-        Ok(p) => p,
+    let versions = match versions(args.protocol.as_deref(), args.stateless) {
+        Ok(v) => v,
         Err(e) => {
             eprintln!("evolve-mcp-test-server: {e}");
             return ExitCode::from(2);
@@ -140,7 +162,7 @@ fn main() -> ExitCode {
         notes: args.notes.unwrap_or_else(|| {
             std::env::temp_dir().join(format!("evolve-mcp-notes-{}", std::process::id()))
         }),
-        protocol,
+        versions,
     };
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -190,7 +212,7 @@ mod tests {
 
     #[test]
     fn command_lines() {
-        let ok: [(&[&str], Args); 4] = [
+        let ok: [(&[&str], Args); 5] = [
             (&[], Args::default()),
             (
                 &["--http", "127.0.0.1:0"],
@@ -229,6 +251,14 @@ mod tests {
                     ..Args::default()
                 },
             ),
+            (
+                &["--stateless", "--http", "127.0.0.1:0"],
+                Args {
+                    http: Some("127.0.0.1:0".parse().unwrap()),
+                    stateless: true,
+                    ..Args::default()
+                },
+            ),
         ];
         for (line, want) in ok {
             assert_eq!(args(line).as_ref(), Ok(&want), "{line:?}");
@@ -247,6 +277,20 @@ mod tests {
         for (v, ok) in cases {
             assert_eq!(protocol_version(v).is_ok(), ok, "{v}");
         }
+    }
+
+    #[test]
+    fn revisions_to_speak() {
+        let v2024 = ProtocolVersion::V_2024_11_05;
+        assert_eq!(versions(None, false), Ok(Versions::Any));
+        assert_eq!(versions(None, true), Ok(Versions::StatelessOnly));
+        assert_eq!(
+            versions(Some("2024-11-05"), false),
+            Ok(Versions::Pinned(v2024))
+        );
+        let both = versions(Some("2024-11-05"), true).expect_err("both refused");
+        assert!(both.contains("exclude each other"), "{both}");
+        assert!(versions(Some("2026-07-28"), false).is_err());
     }
 
     #[test]

@@ -1,6 +1,8 @@
 //! The test tools and the MCP handler that serves them: which tools exist (with their
-//! JSON schemas and annotations), what each call answers, and which protocol version
-//! the server answers with. Transport (stdio or HTTP) is the caller's business.
+//! JSON schemas, output schemas and annotations), what each call answers, and which
+//! protocol versions the server speaks. Transport (stdio or HTTP) is the caller's
+//! business; so are progress (`progress.rs`), cancellation (`cancel.rs`) and questions
+//! to the client (`client_input.rs`), which this module only dispatches to.
 //!
 //! Bad arguments give an `isError: true` result naming the tool and the argument — the
 //! kind of failure a model can read and fix — while an unknown tool name is a JSON-RPC
@@ -13,13 +15,18 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    InitializeRequestParams, InitializeResult, JsonObject, ListToolsResult, PaginatedRequestParams,
-    ProtocolVersion, ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
+    CallToolRequestParams, CallToolResponse, CallToolResult, CancelledNotificationParam,
+    ContentBlock, Implementation, InitializeRequestParams, InitializeResult, JsonObject,
+    ListToolsResult, PaginatedRequestParams, ProtocolVersion, Resource, ServerCapabilities,
+    ServerConfig, Tool, ToolAnnotations,
 };
-use rmcp::service::RequestContext;
+use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::{json, Value};
+
+use crate::cancel::{sleep_unless_cancelled, CancelLog, Slept};
+use crate::client_input::{self, Ask};
+use crate::progress;
 
 /// Exit code of the `crash` tool, so a test can tell it from other deaths.
 pub const CRASH_CODE: i32 = 3;
@@ -35,16 +42,33 @@ const MAX_BIG_BYTES: u64 = 64 << 20;
 pub struct Settings {
     /// Where `write_note` writes (created on first write).
     pub notes: PathBuf,
-    /// `--protocol`: the only version this server speaks, whatever the client asks.
-    pub protocol: Option<ProtocolVersion>,
+    /// Which protocol revisions the server speaks.
+    pub versions: Versions,
 }
 
-/// One MCP session's handler. The tool added by `add_tool` belongs to the session that
-/// added it, so concurrent HTTP sessions do not see each other's changes.
+/// Which protocol revisions the server speaks.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Versions {
+    /// Every revision rmcp knows: `initialize` negotiates one of those before 2026-07-28
+    /// (the client's if known, else 2025-11-25), and a request whose `_meta` carries the
+    /// 2026-07-28 lifecycle fields is served without a handshake.
+    Any,
+    /// `--protocol`: `initialize` is answered with exactly this version, whatever the
+    /// client asks (the point is to test how a client copes with an old or odd server).
+    Pinned(ProtocolVersion),
+    /// `--stateless`: 2026-07-28 only, so `initialize` is refused (no version left that
+    /// has the handshake) and every request must carry its own `_meta`.
+    StatelessOnly,
+}
+
+/// One MCP session's handler. The tool added by `add_tool` and the cancellations
+/// received belong to the handler and its clones: one handler per session, so
+/// concurrent HTTP sessions do not see each other's.
 #[derive(Debug, Clone)]
 pub struct TestServer {
     settings: Arc<Settings>,
     extra_added: Arc<AtomicBool>,
+    cancels: CancelLog,
 }
 
 impl TestServer {
@@ -52,6 +76,7 @@ impl TestServer {
         Self {
             settings,
             extra_added: Arc::new(AtomicBool::new(false)),
+            cancels: CancelLog::default(),
         }
     }
 
@@ -96,11 +121,21 @@ fn tool(
     }
 }
 
-/// The fixed tools, in the order `tools/list` gives them.
+/// `stats`' and `stats_bad`'s output: `{sum: number, count: integer}`.
+fn stats_schema() -> Arc<JsonObject> {
+    schema(
+        json!({"sum": {"type": "number"}, "count": {"type": "integer", "minimum": 0}}),
+        &["sum", "count"],
+    )
+}
+
+/// The fixed tools, in the order `tools/list` gives them (new ones go at the end: the
+/// client's tests know the old ones by position in places).
 fn catalog() -> Vec<Tool> {
     let string = |d: &str| json!({"type": "string", "description": d});
     let number = |d: &str| json!({"type": "number", "description": d});
     let integer = |d: &str| json!({"type": "integer", "minimum": 0, "description": d});
+    let numbers = |d: &str| json!({"type": "array", "items": {"type": "number"}, "description": d});
     vec![
         tool(
             "echo",
@@ -193,6 +228,74 @@ fn catalog() -> Vec<Tool> {
             &[],
             ToolAnnotations::new().read_only(true),
         ),
+        tool(
+            "progress",
+            "Sleeps steps times ms milliseconds, reporting each step as progress if asked.",
+            json!({
+                "steps": integer("how many steps, at most 1000"),
+                "ms": integer("milliseconds per step, at most 60000"),
+            }),
+            &["steps", "ms"],
+            ToolAnnotations::new().read_only(true),
+        ),
+        tool(
+            "cancelled",
+            "Lists the cancellations this session received, as JSON.",
+            json!({}),
+            &[],
+            ToolAnnotations::new().read_only(true),
+        ),
+        tool(
+            "notes.read",
+            "Pretends to read the note named name.",
+            json!({"name": string("the note's name")}),
+            &["name"],
+            ToolAnnotations::new().read_only(true),
+        ),
+        tool(
+            "ns/echo",
+            "Returns the text unchanged (a namespaced echo).",
+            json!({"text": string("the text to return")}),
+            &["text"],
+            ToolAnnotations::new().read_only(true),
+        ),
+        tool(
+            "stats",
+            "Returns the sum and count of numbers as structured content.",
+            json!({"numbers": numbers("the numbers")}),
+            &["numbers"],
+            ToolAnnotations::new().read_only(true),
+        )
+        .with_raw_output_schema(stats_schema()),
+        tool(
+            "stats_bad",
+            "Like stats, but its structured content breaks its own output schema.",
+            json!({"numbers": numbers("the numbers")}),
+            &["numbers"],
+            ToolAnnotations::new().read_only(true),
+        )
+        .with_raw_output_schema(stats_schema()),
+        tool(
+            "link",
+            "Returns a link to the project notes (a resource_link).",
+            json!({}),
+            &[],
+            ToolAnnotations::new().read_only(true),
+        ),
+        tool(
+            "list_roots",
+            "Asks the client for its roots and returns their URIs, one per line.",
+            json!({}),
+            &[],
+            ToolAnnotations::new().read_only(true),
+        ),
+        tool(
+            "ask_user",
+            "Asks the user (elicitation) for a name and a yes/no, showing message.",
+            json!({"message": string("what to ask")}),
+            &["message"],
+            ToolAnnotations::new().read_only(true),
+        ),
     ]
 }
 
@@ -222,6 +325,25 @@ fn number_arg(
     }
 }
 
+fn numbers_arg(
+    tool: &str,
+    args: &JsonObject,
+    name: &str,
+) -> Result<Vec<serde_json::Number>, CallToolResult> {
+    let bad = || {
+        error(format!(
+            "{tool}: argument `{name}` must be an array of numbers"
+        ))
+    };
+    let list = args.get(name).and_then(Value::as_array).ok_or_else(bad)?;
+    list.iter()
+        .map(|v| match v {
+            Value::Number(n) => Ok(n.clone()),
+            _ => Err(bad()),
+        })
+        .collect()
+}
+
 fn count_arg(tool: &str, args: &JsonObject, name: &str, max: u64) -> Result<u64, CallToolResult> {
     match args.get(name).and_then(Value::as_u64) {
         Some(n) if n <= max => Ok(n),
@@ -246,6 +368,39 @@ fn sum(a: &serde_json::Number, b: &serde_json::Number) -> String {
         b.as_f64().unwrap_or(f64::NAN),
     );
     (x + y).to_string()
+}
+
+/// `stats`' structured content: the sum (integers stay integers while they fit, as in
+/// `add`) and the count.
+fn stats(numbers: &[serde_json::Number]) -> Value {
+    let integers = numbers
+        .iter()
+        .try_fold(0i64, |acc, n| n.as_i64().and_then(|x| acc.checked_add(x)));
+    let sum = match integers {
+        Some(s) => json!(s),
+        None => json!(numbers
+            .iter()
+            .map(|n| n.as_f64().unwrap_or(f64::NAN))
+            .sum::<f64>()),
+    };
+    json!({"sum": sum, "count": numbers.len()})
+}
+
+/// `stats_bad`'s structured content: the same, with `sum` a string the schema refuses.
+fn stats_bad(numbers: &[serde_json::Number]) -> Value {
+    let mut value = stats(numbers);
+    value["sum"] = Value::String(value["sum"].to_string());
+    value
+}
+
+/// `link`'s one content block.
+fn project_notes_link() -> ContentBlock {
+    ContentBlock::resource_link(
+        Resource::new("file:///project/NOTES.md", "NOTES.md")
+            .with_title("Project notes")
+            .with_description("The project's notes (a link only: nothing is served there).")
+            .with_mime_type("text/markdown"),
+    )
 }
 
 /// `bytes` bytes of a repeating, recognisable ASCII pattern.
@@ -290,8 +445,18 @@ impl TestServer {
             }),
             "slow" => match count_arg(name, args, "ms", MAX_SLOW_MS) {
                 Ok(ms) => {
-                    tokio::time::sleep(Duration::from_millis(ms)).await;
-                    Ok(text(format!("done after {ms} ms")))
+                    let pause = Duration::from_millis(ms);
+                    match sleep_unless_cancelled(pause, context.ct.cancelled()).await {
+                        Slept::Fully => Ok(text(format!("done after {ms} ms"))),
+                        Slept::Cancelled => {
+                            eprintln!(
+                                "evolve-mcp-test-server: slow (request {}) cancelled before {ms} ms",
+                                context.id
+                            );
+                            // rmcp drops this reply: a cancelled request gets none.
+                            Ok(text("cancelled"))
+                        }
+                    }
                 }
                 Err(e) => Err(e),
             },
@@ -321,6 +486,20 @@ impl TestServer {
                 Ok(d) => text(d.display().to_string()),
                 Err(e) => error(format!("cwd: {e}")),
             }),
+            "progress" => match count_arg(name, args, "steps", progress::MAX_STEPS)
+                .and_then(|steps| Ok((steps, count_arg(name, args, "ms", progress::MAX_STEP_MS)?)))
+            {
+                Ok((steps, ms)) => Ok(text(progress::run(steps, ms, context).await)),
+                Err(e) => Err(e),
+            },
+            "cancelled" => Ok(text(self.cancels.to_json())),
+            "notes.read" => string_arg(name, args, "name").map(|n| text(format!("read: {n}"))),
+            "ns/echo" => string_arg(name, args, "text").map(text),
+            "stats" => numbers_arg(name, args, "numbers")
+                .map(|numbers| CallToolResult::structured(stats(&numbers))),
+            "stats_bad" => numbers_arg(name, args, "numbers")
+                .map(|numbers| CallToolResult::structured(stats_bad(&numbers))),
+            "link" => Ok(CallToolResult::success(vec![project_notes_link()])),
             other => {
                 return Err(ErrorData::invalid_params(
                     format!("unknown tool {other:?}"),
@@ -392,16 +571,17 @@ impl ServerHandler for TestServer {
             env!("CARGO_PKG_VERSION"),
         ))
         .with_instructions("Test tools for Evolve's MCP client; none has real effects.");
-        if let Some(v) = &self.settings.protocol {
+        if let Versions::Pinned(v) = &self.settings.versions {
             info.protocol_version = v.clone();
         }
         info
     }
 
     fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
-        match &self.settings.protocol {
-            Some(v) => Cow::Owned(vec![v.clone()]),
-            None => Cow::Borrowed(ProtocolVersion::KNOWN_VERSIONS),
+        match &self.settings.versions {
+            Versions::Any => Cow::Borrowed(ProtocolVersion::KNOWN_VERSIONS),
+            Versions::Pinned(v) => Cow::Owned(vec![v.clone()]),
+            Versions::StatelessOnly => Cow::Owned(vec![ProtocolVersion::V_2026_07_28]),
         }
     }
 
@@ -413,10 +593,20 @@ impl ServerHandler for TestServer {
         context: RequestContext<RoleServer>,
     ) -> Result<InitializeResult, ErrorData> {
         context.peer.set_peer_info(request.clone());
-        match self.settings.protocol {
-            Some(_) => Ok(self.get_info()),
-            None => self.negotiate_initialize(&request),
+        match self.settings.versions {
+            Versions::Pinned(_) => Ok(self.get_info()),
+            Versions::Any | Versions::StatelessOnly => self.negotiate_initialize(&request),
         }
+    }
+
+    /// Kept for the `cancelled` tool; rmcp itself has already cancelled the request's
+    /// token and will drop its reply.
+    async fn on_cancelled(
+        &self,
+        notification: CancelledNotificationParam,
+        _context: NotificationContext<RoleServer>,
+    ) {
+        self.cancels.record(notification);
     }
 
     async fn list_tools(
@@ -432,10 +622,23 @@ impl ServerHandler for TestServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let args = request.arguments.unwrap_or_default();
-        self.call(&request.name, &args, &context)
-            .await
-            .map(CallToolResponse::from)
+        let args = request.arguments.clone().unwrap_or_default();
+        match request.name.as_ref() {
+            "list_roots" => Ok(client_input::ask(&Ask::Roots, &request, &context).await),
+            "ask_user" => match string_arg("ask_user", &args, "message") {
+                Ok(message) => {
+                    let ask = Ask::User {
+                        message: message.to_string(),
+                    };
+                    Ok(client_input::ask(&ask, &request, &context).await)
+                }
+                Err(e) => Ok(e.into()),
+            },
+            name => self
+                .call(name, &args, &context)
+                .await
+                .map(CallToolResponse::from),
+        }
     }
 }
 
@@ -504,9 +707,124 @@ mod tests {
             ("crash", (None, None, None)),
             ("add_tool", (None, None, None)),
             ("wipe_everything", (None, None, None)),
+            ("progress", (Some(true), None, None)),
+            ("cancelled", (Some(true), None, None)),
+            ("notes.read", (Some(true), None, None)),
+            ("ns/echo", (Some(true), None, None)),
+            ("stats", (Some(true), None, None)),
+            ("stats_bad", (Some(true), None, None)),
+            ("link", (Some(true), None, None)),
+            ("list_roots", (Some(true), None, None)),
+            ("ask_user", (Some(true), None, None)),
         ];
         for (name, want) in cases {
             assert_eq!(hints(name), want, "{name}");
+        }
+    }
+
+    #[test]
+    fn the_old_tools_keep_their_order_and_the_new_ones_follow() {
+        let names: Vec<String> = catalog().iter().map(|t| t.name.to_string()).collect();
+        let want = [
+            "echo",
+            "add",
+            "write_note",
+            "delete_everything",
+            "send_message",
+            "slow",
+            "fail",
+            "crash",
+            "add_tool",
+            "wipe_everything",
+            "big",
+            "env",
+            "cwd",
+            "progress",
+            "cancelled",
+            "notes.read",
+            "ns/echo",
+            "stats",
+            "stats_bad",
+            "link",
+            "list_roots",
+            "ask_user",
+        ];
+        assert_eq!(names, want);
+    }
+
+    #[test]
+    fn only_the_stats_tools_declare_an_output_schema() {
+        let with_schema: Vec<String> = catalog()
+            .iter()
+            .filter(|t| t.output_schema.is_some())
+            .map(|t| t.name.to_string())
+            .collect();
+        assert_eq!(with_schema, ["stats", "stats_bad"]);
+        let schema = serde_json::to_value(&*stats_schema()).expect("JSON");
+        assert_eq!(schema["required"], json!(["sum", "count"]));
+        assert_eq!(schema["properties"]["sum"]["type"], "number");
+        assert_eq!(schema["properties"]["count"]["type"], "integer");
+    }
+
+    #[test]
+    fn stats_sums_and_counts() {
+        let n = |v: Value| match v {
+            Value::Number(n) => n,
+            other => panic!("not a number: {other}"),
+        };
+        let cases = [
+            (vec![], json!({"sum": 0, "count": 0})),
+            (
+                vec![json!(1), json!(2), json!(3)],
+                json!({"sum": 6, "count": 3}),
+            ),
+            (vec![json!(1.5), json!(2)], json!({"sum": 3.5, "count": 2})),
+            (vec![json!(-4)], json!({"sum": -4, "count": 1})),
+        ];
+        for (numbers, want) in cases {
+            let numbers: Vec<serde_json::Number> = numbers.into_iter().map(n).collect();
+            assert_eq!(stats(&numbers), want, "{numbers:?}");
+        }
+        let bad = stats_bad(&[n(json!(1)), n(json!(2))]);
+        assert_eq!(bad, json!({"sum": "3", "count": 2}));
+    }
+
+    #[test]
+    fn stats_answers_the_same_json_twice() {
+        let result = CallToolResult::structured(stats(&[serde_json::Number::from(2)]));
+        let wire = serde_json::to_value(&result).expect("JSON");
+        assert_eq!(wire["structuredContent"], json!({"sum": 2, "count": 1}));
+        let text: Value =
+            serde_json::from_str(wire["content"][0]["text"].as_str().expect("text")).expect("JSON");
+        assert_eq!(text, wire["structuredContent"]);
+    }
+
+    #[test]
+    fn the_link_block_on_the_wire() {
+        let block = serde_json::to_value(project_notes_link()).expect("JSON");
+        assert_eq!(block["type"], "resource_link");
+        assert_eq!(block["title"], "Project notes");
+        assert_eq!(block["name"], "NOTES.md");
+        assert_eq!(block["uri"], "file:///project/NOTES.md");
+        assert_eq!(block["mimeType"], "text/markdown");
+    }
+
+    #[test]
+    fn bad_numbers_are_named() {
+        let args = |v: Value| v.as_object().cloned().expect("object");
+        for bad in [
+            json!({}),
+            json!({"numbers": 3}),
+            json!({"numbers": [1, "2"]}),
+        ] {
+            let err = numbers_arg("stats", &args(bad.clone()), "numbers")
+                .expect_err(&format!("{bad} should be refused"));
+            let text = err.content[0].as_text().map(|t| t.text.clone());
+            assert_eq!(
+                text.as_deref(),
+                Some("stats: argument `numbers` must be an array of numbers"),
+                "{bad}"
+            );
         }
     }
 }

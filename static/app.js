@@ -643,6 +643,8 @@ async function send(text, replace = null) {
         if (c) { acc += c; raf = raf || requestAnimationFrame(paint); }
       } else if (ev === 'evolve.session') here(j.session);
       else if (ev === 'evolve.tool_start') a.tools.append(toolCard(j));
+      else if (ev === 'evolve.elicitation') { if (run.attached) a.tools.append(elicitForm(j)); }
+      else if (ev === 'evolve.elicitation_end') { const f = document.getElementById('elicit-' + j.id); if (f) f.remove(); }
       else if (ev === 'evolve.tool_progress') {
         const card = [...a.tools.children].reverse().find(c => !c.dataset.done && c.querySelector('code').textContent === j.name);
         if (card) progressCard(card, j);
@@ -789,11 +791,103 @@ function permReset() {
   if ($('#perm').open) $('#perm').close();
 }
 
+/**
+ * An MCP server's question during a call (`elicitation/create`): a form in the chat, its
+ * fields from the server's schema. Send checks it on the server (a 400 names the field);
+ * Decline says no; Cancel leaves it unanswered. The model never sees or answers it.
+ */
+function elicitForm(q) {
+  const f = h('form', 'elicit');
+  f.id = 'elicit-' + q.id;
+  f.dataset.testid = 'elicitation';
+  f.append(h('p', 'cap', t('elicitFrom', q.server)), h('p', 'elicit-msg', q.message));
+  const inputs = [];
+  for (const fl of q.fields || []) {
+    const lab = h('label', 'elicit-field');
+    const name = h('span', null, fl.title + (fl.required ? ' *' : ''));
+    let el;
+    if (fl.kind === 'boolean') {
+      el = h('input');
+      el.type = 'checkbox';
+      el.checked = fl.default === true;
+    } else if (fl.kind === 'choice') {
+      el = h('select');
+      if (!fl.required) el.append(h('option', null, ''));
+      for (const o of fl.options || []) {
+        const opt = h('option', null, o.title);
+        opt.value = o.value;
+        el.append(opt);
+      }
+      if (fl.default != null) el.value = fl.default;
+    } else if (fl.kind === 'multi') {
+      el = h('span', 'elicit-multi');
+      for (const o of fl.options || []) {
+        const c = h('input');
+        c.type = 'checkbox';
+        c.value = o.value;
+        c.checked = Array.isArray(fl.default) && fl.default.includes(o.value);
+        const l = h('label');
+        l.append(c, ' ', o.title);
+        el.append(l);
+      }
+    } else {
+      el = h('input');
+      el.type = fl.kind === 'number' || fl.kind === 'integer' ? 'number'
+        : ({ email: 'email', uri: 'url', date: 'date' })[fl.format] || 'text';
+      if (fl.kind === 'integer') el.step = '1';
+      if (fl.kind === 'number') el.step = 'any';
+      if (fl.minimum != null) el.min = fl.minimum;
+      if (fl.maximum != null) el.max = fl.maximum;
+      if (fl.max_length != null) el.maxLength = fl.max_length;
+      if (fl.default != null) el.value = fl.default;
+    }
+    el.id = 'elicit-' + q.id + '-' + fl.name;
+    el.dataset.field = fl.name;
+    el.name = fl.name;
+    lab.append(name, ' ', el);
+    if (fl.description) lab.append(h('small', null, fl.description));
+    f.append(lab);
+    inputs.push([fl, el]);
+  }
+  const row = f.appendChild(h('div', 'row'));
+  const send = row.appendChild(h('button', 'primary', t('elicitSend')));
+  send.type = 'submit';
+  send.dataset.testid = 'elicit-send';
+  const answer = async (action, content) => {
+    await api('POST', `/v1/sessions/${enc(q.session || S.session)}/elicitations/${enc(q.id)}`, { action, content });
+    f.remove();
+  };
+  for (const [key, action] of [['elicitDecline', 'decline'], ['cancel', 'cancel']]) {
+    const b = row.appendChild(h('button', null, t(key)));
+    b.type = 'button';
+    b.dataset.testid = 'elicit-' + action;
+    b.onclick = () => answer(action, {}).catch(e => toast(e.message));
+  }
+  f.onsubmit = formGuard(async e => {
+    e.preventDefault();
+    const content = {};
+    for (const [fl, el] of inputs) {
+      if (fl.kind === 'boolean') content[fl.name] = el.checked;
+      else if (fl.kind === 'multi') content[fl.name] = [...el.querySelectorAll('input:checked')].map(c => c.value);
+      else if (el.value !== '') content[fl.name] = fl.kind === 'number' || fl.kind === 'integer' ? Number(el.value) : el.value;
+    }
+    await answer('accept', content);
+  });
+  return f;
+}
+
 /** After a reload: calls of this session still waiting for an answer. */
 async function checkPending() {
   const id = S.session;
   if (!id || S.busy) return;
-  const { data, question, turn } = await api('GET', `/v1/sessions/${enc(id)}/pending`);
+  const { data, question, turn, elicitations } = await api('GET', `/v1/sessions/${enc(id)}/pending`);
+  for (const q of elicitations || []) {
+    if (document.getElementById('elicit-' + q.id)) continue;
+    emptyState.remove();
+    const a = bubble('assistant');
+    a.el.append(elicitForm(Object.assign({ session: id }, q)));
+    $('#messages').append(a.el);
+  }
   $('#pending-banner').hidden = !(data && data.length);
   S.pendingList = (data || []).map(call => ({ session: id, call }));
   // The waiting turn is not among the stored messages yet: show its question.

@@ -37,6 +37,7 @@ use super::worker::Worker;
 use crate::clock::now;
 use crate::error::Error;
 use crate::llm::{AnswerCut, ChatRequest, Delta, ModelRole, ToolSpec, Usage};
+use crate::mcp::elicit::{ElicitReply, Elicitation};
 use crate::store::{ParkedTurn, Session, Waiting};
 
 /// Turns whose messages are sent in full (L1); older ones come from the L2 ring.
@@ -79,12 +80,44 @@ pub trait TurnIo {
     fn on_tool_start(&mut self, _name: &str, _arguments: &str, _level: Level) {}
     /// A running MCP tool reported how far it is (`notifications/progress`).
     fn on_tool_progress(&mut self, _name: &str, _progress: &crate::mcp::Progress) {}
+    /// The server of the running MCP tool `name` asks the person for input
+    /// (`elicitation/create`). Declined where nobody can be asked (headless runs).
+    fn elicit(&mut self, _name: &str, _question: &Elicitation, _lang: Lang) -> ElicitReply {
+        ElicitReply::Decline
+    }
     /// A tool call finished (ran or was refused); `output` is what the model was told.
     fn on_tool_end(&mut self, _run: &ToolRun, _output: &str) {}
     /// What a person says to the question about a call (`call.prompt(lang)` says what
     /// to show; the second question of an L4 call repeats the exact arguments). Called
     /// only under [`Policy::Interactive`].
     fn ask(&mut self, call: &PendingCall, lang: Lang) -> Heard;
+}
+
+/// A running tool's events for the turn's front end.
+struct ToolEvents<'a> {
+    io: &'a mut dyn TurnIo,
+    name: &'a str,
+    lang: Lang,
+    /// A person can be asked (an interactive turn); otherwise questions are declined.
+    asks: bool,
+}
+
+impl crate::mcp::CallEvents for ToolEvents<'_> {
+    fn progress(&mut self, progress: &crate::mcp::Progress) {
+        self.io.on_tool_progress(self.name, progress);
+    }
+
+    fn elicit(&mut self, question: &Elicitation) -> ElicitReply {
+        if !self.asks {
+            log::warn!(
+                "MCP server {:?} asks for input during {}; declined in a headless run",
+                question.server,
+                self.name
+            );
+            return ElicitReply::Decline;
+        }
+        self.io.elicit(self.name, question, self.lang)
+    }
 }
 
 /// What came back from a question to a person.
@@ -550,7 +583,12 @@ impl Manager {
                         level,
                         rt.clock.now(),
                         input.cancel,
-                        &mut |p| io.on_tool_progress(&call.name, p),
+                        &mut ToolEvents {
+                            io: &mut *io,
+                            name: &call.name,
+                            lang,
+                            asks: matches!(turn.policy(), Policy::Interactive),
+                        },
                     );
                     turn.handle_output(out.content, out.is_error);
                 }

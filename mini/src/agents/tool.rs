@@ -348,7 +348,7 @@ impl ToolAgent {
     /// Runs an allowed call at the `level` the check gave it (a shell command is confined
     /// by it) and cuts its output (head and tail) to the configured cap (128 KiB) or a
     /// third of the model's window, whichever is smaller. An MCP server's progress
-    /// notices go to `progress`.
+    /// notices and questions for a person go to `events`.
     #[allow(clippy::too_many_arguments)]
     pub fn run(
         &self,
@@ -360,16 +360,13 @@ impl ToolAgent {
         level: Level,
         now: Timestamp,
         cancel: &AtomicBool,
-        progress: &mut dyn FnMut(&crate::mcp::Progress),
+        events: &mut dyn crate::mcp::CallEvents,
     ) -> ToolOutput {
         let mut out = if rt.tools.has(name) {
             self.run_builtin(rt, session, name, arguments, level, now, cancel)
         } else if let Some(entry) = self.mcp_entry(tools, name) {
             let tool = &entry.tool.name;
-            match rt
-                .mcp
-                .call(&entry.server, tool, arguments, cancel, progress)
-            {
+            match rt.mcp.call(&entry.server, tool, arguments, cancel, events) {
                 Ok(outcome) => ToolOutput {
                     content: outcome.content,
                     is_error: outcome.is_error,

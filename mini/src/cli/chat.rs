@@ -21,6 +21,7 @@ use crate::agents::{Heard, Manager, PostTurn, Runtime, ToolRun, TurnInput, TurnI
 use crate::config::LoadOptions;
 use crate::error::Error;
 use crate::llm::{Delta, LlmError};
+use crate::mcp::elicit::{ElicitReply, Elicitation};
 
 /// talk with the agent in the terminal
 #[derive(FromArgs, Debug)]
@@ -117,6 +118,74 @@ impl TurnIo for Terminal<'_> {
         } else if run.is_error {
             self.say(&format!("  ✗ {} failed", run.name));
         }
+    }
+
+    fn elicit(&mut self, _name: &str, question: &Elicitation, lang: Lang) -> ElicitReply {
+        if self.streamed {
+            self.say("");
+            self.streamed = false;
+        }
+        let zh = lang == Lang::Zh;
+        self.say(&format!(
+            "  ? {} {}: {}",
+            if zh { "MCP 服务器" } else { "MCP server" },
+            printable(&question.server, false),
+            printable(&question.message, true)
+        ));
+        let prompt = |text: &str| {
+            let mut out = std::io::stdout().lock();
+            let _ = write!(out, "{text}");
+            let _ = out.flush();
+        };
+        prompt(if zh {
+            "    回答吗？[是/否] "
+        } else {
+            "    Answer it? [yes/no] "
+        });
+        let Some(line) = self.lines.next_unless_cancelled() else {
+            self.say("");
+            return ElicitReply::Cancel;
+        };
+        if !matches!(
+            line.trim().to_lowercase().as_str(),
+            "y" | "yes" | "是" | "好" | "ok"
+        ) {
+            return ElicitReply::Decline;
+        }
+        let mut content = serde_json::Map::new();
+        let mut ask: Vec<&crate::mcp::elicit::Field> = question.fields.iter().collect();
+        for _ in 0..3 {
+            for field in &ask {
+                prompt(&format!(
+                    "    {} ({}): ",
+                    printable(&field.title, false),
+                    field.hint()
+                ));
+                let Some(line) = self.lines.next_unless_cancelled() else {
+                    self.say("");
+                    return ElicitReply::Cancel;
+                };
+                if line.trim().is_empty() {
+                    content.remove(&field.name);
+                } else {
+                    content.insert(field.name.clone(), serde_json::Value::String(line));
+                }
+            }
+            match question.check(&content) {
+                Ok(checked) => return ElicitReply::Accept(checked),
+                Err(wrong) => {
+                    for (name, why) in &wrong {
+                        self.say(&format!("    ✗ {} {why}", printable(name, false)));
+                    }
+                    ask = question
+                        .fields
+                        .iter()
+                        .filter(|f| wrong.iter().any(|(n, _)| *n == f.name))
+                        .collect();
+                }
+            }
+        }
+        ElicitReply::Cancel
     }
 
     fn ask(&mut self, call: &PendingCall, lang: Lang) -> Heard {

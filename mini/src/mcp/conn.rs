@@ -4,8 +4,9 @@
 //! The handshake asks for protocol version [`PROTOCOL_VERSION`] and takes whatever
 //! version the server answers with (2024-11-05, 2025-03-26 and 2025-06-18 servers
 //! speak the same `tools/*` methods), then sends `notifications/initialized`. Evolve
-//! advertises the `roots` capability: `roots/list` gives the workspace and the server's
-//! own roots, and a change of them is announced.
+//! advertises the `roots` capability (`roots/list` gives the workspace and the server's
+//! own roots, and a change of them is announced) and form `elicitation` (a server's
+//! question goes to the person of the turn, see [`super::elicit`]).
 //! Everything here blocks the calling thread; the waits watch the caller's Ctrl-C flag.
 
 use std::collections::HashSet;
@@ -18,7 +19,7 @@ use serde_json::{json, Value};
 use super::http::{self, HttpLink};
 use super::jsonrpc::{Failure, Peer, Wait};
 use super::stdio::{self, Launch, Process, StderrTail};
-use super::{CallOutcome, McpError, Progress};
+use super::{CallEvents, CallOutcome, McpError};
 use crate::mcp_spec::{McpTool, ServerSpec, Transport};
 use crate::sandbox::{self, Plan, Scope, ServerSandbox};
 use evolve_core::permission::Annotations;
@@ -203,7 +204,7 @@ impl Conn {
     fn handshake(&self, cancel: &AtomicBool) -> Result<(), Failure> {
         let params = json!({
             "protocolVersion": PROTOCOL_VERSION,
-            "capabilities": {"roots": {"listChanged": true}},
+            "capabilities": {"roots": {"listChanged": true}, "elicitation": {"form": {}}},
             "clientInfo": {"name": "evolve", "version": env!("CARGO_PKG_VERSION")},
         });
         let result = self
@@ -270,31 +271,28 @@ impl Conn {
     }
 
     /// A request; over HTTP an expired session is replaced and the request sent once
-    /// more. With `progress` the request asks for progress notices (see
-    /// [`Peer::request_with`]), which may stretch its wait to [`PROGRESS_CAP`] timeouts.
+    /// more. With `events` the request asks for progress notices and takes the server's
+    /// questions for a person (see [`Peer::request_with`]); progress may stretch its
+    /// wait to [`PROGRESS_CAP`] timeouts.
     fn request(
         &self,
         method: &str,
         params: Option<Value>,
         timeout: Duration,
         cancel: &AtomicBool,
-        mut progress: Option<&mut dyn FnMut(&Progress)>,
+        mut events: Option<&mut dyn CallEvents>,
     ) -> Result<Value, Failure> {
         let session = self.sessions.load(Ordering::SeqCst);
         fn wait<'a, 'b: 'a>(
             timeout: Duration,
             cancel: &'a AtomicBool,
-            progress: Option<&'a mut (dyn FnMut(&Progress) + 'b)>,
+            events: Option<&'a mut (dyn CallEvents + 'b)>,
         ) -> Wait<'a> {
             Wait {
                 timeout,
                 cancel,
-                progress: progress.map(|p| {
-                    (
-                        p as &'a mut (dyn FnMut(&Progress) + 'a),
-                        timeout * PROGRESS_CAP,
-                    )
-                }),
+                events: events
+                    .map(|e| (e as &'a mut (dyn CallEvents + 'a), timeout * PROGRESS_CAP)),
             }
         }
         let first = self.peer.request_with(
@@ -303,9 +301,7 @@ impl Conn {
             wait(
                 timeout,
                 cancel,
-                progress
-                    .as_mut()
-                    .map(|p| &mut **p as &mut dyn FnMut(&Progress)),
+                events.as_mut().map(|e| &mut **e as &mut dyn CallEvents),
             ),
         );
         match first {
@@ -327,7 +323,7 @@ impl Conn {
                     }
                 }
                 self.peer
-                    .request_with(method, params, wait(timeout, cancel, progress))
+                    .request_with(method, params, wait(timeout, cancel, events))
             }
             other => other,
         }
@@ -386,14 +382,15 @@ impl Conn {
     }
 
     /// Calls one tool within the server's timeout, each progress notice of the server
-    /// going to `progress` and starting the timeout again (up to [`PROGRESS_CAP`] times
-    /// the timeout in all).
+    /// going to `events` and starting the timeout again (up to [`PROGRESS_CAP`] times
+    /// the timeout in all), and each question for a person (`elicitation/create`) to
+    /// `events` too, the clock stopped while the person answers.
     pub fn call(
         &self,
         tool: &str,
         arguments: serde_json::Map<String, Value>,
         cancel: &AtomicBool,
-        progress: &mut dyn FnMut(&Progress),
+        events: &mut dyn CallEvents,
     ) -> Result<CallOutcome, McpError> {
         let params = json!({"name": tool, "arguments": arguments});
         let result = self
@@ -402,7 +399,7 @@ impl Conn {
                 Some(params),
                 self.timeout,
                 cancel,
-                Some(progress),
+                Some(events),
             )
             .map_err(|f| self.error(tool, f))?;
         Ok(outcome(&result))

@@ -1642,10 +1642,15 @@ mod tests {
         let mut args = serde_json::Map::new();
         args.insert("text".into(), json!("hi"));
         let out = conn
-            .call("echo", args, &never, &mut |_| {})
+            .call("echo", args, &never, &mut crate::mcp::NoEvents)
             .expect("tools/call");
         let boom = conn
-            .call("boom", serde_json::Map::new(), &never, &mut |_| {})
+            .call(
+                "boom",
+                serde_json::Map::new(),
+                &never,
+                &mut crate::mcp::NoEvents,
+            )
             .expect_err("a failing call");
         assert_eq!(
             boom,
@@ -1658,7 +1663,12 @@ mod tests {
             }
         );
         let nope = conn
-            .call("nope", serde_json::Map::new(), &never, &mut |_| {})
+            .call(
+                "nope",
+                serde_json::Map::new(),
+                &never,
+                &mut crate::mcp::NoEvents,
+            )
             .expect_err("an unknown tool");
         assert_eq!(
             nope,
@@ -1732,7 +1742,8 @@ mod tests {
         );
         assert_eq!(
             post.body["params"],
-            json!({"protocolVersion": "2025-11-25", "capabilities": {},
+            json!({"protocolVersion": "2025-11-25",
+                "capabilities": {"roots": {"listChanged": true}, "elicitation": {"form": {}}},
                 "clientInfo": {"name": "evolve", "version": env!("CARGO_PKG_VERSION")}})
         );
         // The GET stream was asked for (405: the client went on without it), and the
@@ -2088,7 +2099,12 @@ mod tests {
             std::thread::sleep(Duration::from_millis(200));
             flag.store(true, Ordering::SeqCst);
         });
-        let got = conn.call("slow", serde_json::Map::new(), &cancel, &mut |_| {});
+        let got = conn.call(
+            "slow",
+            serde_json::Map::new(),
+            &cancel,
+            &mut crate::mcp::NoEvents,
+        );
         assert_eq!(got, Err(McpError::Cancelled));
         conn.close();
         let cancelled = server
@@ -2119,7 +2135,7 @@ mod tests {
         let mut args = serde_json::Map::new();
         args.insert("message".into(), json!("hello over ureq"));
         let out = conn
-            .call("echo", args, &never, &mut |_| {})
+            .call("echo", args, &never, &mut crate::mcp::NoEvents)
             .unwrap_or_else(|e| panic!("{e}"));
         eprintln!("echo: {out:?}");
         // A slow tool that streams progress before its answer.
@@ -2128,7 +2144,12 @@ mod tests {
             args.insert("duration".into(), json!(2));
             args.insert("steps".into(), json!(4));
             let out = conn
-                .call("trigger-long-running-operation", args, &never, &mut |_| {})
+                .call(
+                    "trigger-long-running-operation",
+                    args,
+                    &never,
+                    &mut crate::mcp::NoEvents,
+                )
                 .unwrap_or_else(|e| panic!("{e}"));
             eprintln!("slow: {out:?}");
         }

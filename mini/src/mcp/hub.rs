@@ -29,7 +29,7 @@ use std::time::{Duration, Instant};
 
 use super::conn::Conn;
 use super::stdio::StderrTail;
-use super::{CallOutcome, McpError, Progress};
+use super::{CallEvents, CallOutcome, McpError};
 use crate::mcp_spec::{McpTool, ServerSpec};
 use crate::sandbox::Scope;
 
@@ -275,16 +275,16 @@ impl Hub {
         }
     }
 
-    /// Calls a tool with JSON-object arguments, within the server's timeout; each
-    /// progress notice of the server goes to `progress` (and extends the timeout, see
-    /// [`Conn::call`]).
+    /// Calls a tool with JSON-object arguments, within the server's timeout; the
+    /// server's progress notices (which extend the timeout, see [`Conn::call`]) and
+    /// questions for a person go to `events`.
     pub fn call(
         &self,
         server: &str,
         tool: &str,
         arguments: &str,
         cancel: &AtomicBool,
-        progress: &mut dyn FnMut(&Progress),
+        events: &mut dyn CallEvents,
     ) -> Result<CallOutcome, McpError> {
         self.usable(server)?;
         let arguments = match serde_json::from_str::<serde_json::Value>(arguments) {
@@ -297,10 +297,10 @@ impl Hub {
                 })
             }
         };
-        let progress = std::cell::RefCell::new(progress);
+        let events = std::cell::RefCell::new(events);
         self.with_conn(server, cancel, |slot, conn| {
-            let mut progress = progress.borrow_mut();
-            match conn.call(tool, arguments.clone(), cancel, &mut **progress) {
+            let mut events = events.borrow_mut();
+            match conn.call(tool, arguments.clone(), cancel, &mut **events) {
                 Ok(outcome) => {
                     let mut state = slot.state();
                     state.failures = 0;
@@ -768,7 +768,7 @@ mod tests {
                 "get_current_time",
                 r#"{"timezone":"Europe/Paris"}"#,
                 &never,
-                &mut |_| {},
+                &mut crate::mcp::NoEvents,
             )
             .expect("called");
         assert!(!out.is_error, "{out:?}");
@@ -779,7 +779,7 @@ mod tests {
                 "get_current_time",
                 r#"{"timezone":"Mars/Olympus"}"#,
                 &never,
-                &mut |_| {},
+                &mut crate::mcp::NoEvents,
             )
             .map(|o| o.is_error);
         assert!(
@@ -803,7 +803,7 @@ mod tests {
         assert!(matches!(e, McpError::Start { .. }), "{e:?}");
         assert!(e.to_string().contains("was not found"), "{e}");
         let e = hub
-            .call("other", "x", "{}", &never, &mut |_| {})
+            .call("other", "x", "{}", &never, &mut crate::mcp::NoEvents)
             .unwrap_err();
         assert_eq!(e, McpError::UnknownServer("other".into()));
     }

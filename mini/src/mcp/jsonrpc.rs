@@ -36,13 +36,16 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Map, Value};
 
-use super::Progress;
+use super::elicit::{ElicitReply, Elicitation};
+use super::{CallEvents, Progress};
 
 /// How often a waiting caller looks at its Ctrl-C flag.
 const CANCEL_POLL: Duration = Duration::from_millis(50);
 
 /// JSON-RPC's "method not found".
 pub(super) const METHOD_NOT_FOUND: i64 = -32601;
+/// JSON-RPC's "invalid params".
+const INVALID_PARAMS: i64 = -32602;
 
 /// Why a request got no result.
 #[derive(Debug, Clone, PartialEq)]
@@ -99,25 +102,25 @@ enum Reply {
     Answer(Result<Value, Failure>),
     /// A `notifications/progress` for the request.
     Progress(Progress),
+    /// The server's `elicitation/create` (its id and params) during the request.
+    Elicit(Value, Value),
 }
 
 /// A caller waiting for an answer.
 struct Waiting {
     tx: mpsc::Sender<Reply>,
-    /// It sent a progress token (its id) and takes progress notices.
-    progress: bool,
+    /// It sent a progress token (its id) and takes progress notices and the server's
+    /// questions for a person.
+    listens: bool,
 }
 
-/// What hears a request's progress notices.
-pub(super) type OnProgress<'a> = dyn FnMut(&Progress) + 'a;
-
-/// How a request waits: its timeout, and with progress wanted the callback for each
-/// notice and the cap on the whole wait (each notice starts the timeout afresh, up to
-/// the cap).
+/// How a request waits: its timeout, and with `events` the caller's ear for progress
+/// notices and questions for a person, and the cap on the whole wait (each notice
+/// starts the timeout afresh, up to the cap; a person's time is not counted).
 pub(super) struct Wait<'a> {
     pub timeout: Duration,
     pub cancel: &'a AtomicBool,
-    pub progress: Option<(&'a mut OnProgress<'a>, Duration)>,
+    pub events: Option<(&'a mut dyn CallEvents, Duration)>,
 }
 
 #[derive(Default)]
@@ -161,7 +164,7 @@ impl Peer {
         let wait = Wait {
             timeout,
             cancel,
-            progress: None,
+            events: None,
         };
         self.request_with(method, params, wait)
     }
@@ -178,7 +181,7 @@ impl Peer {
         let Wait {
             timeout,
             cancel,
-            mut progress,
+            mut events,
         } = wait;
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = mpsc::channel();
@@ -189,7 +192,7 @@ impl Peer {
             }
             let waiting = Waiting {
                 tx,
-                progress: progress.is_some(),
+                listens: events.is_some(),
             };
             state.pending.insert(id, waiting);
         }
@@ -197,7 +200,7 @@ impl Peer {
         if let Some(params) = params {
             message["params"] = params;
         }
-        if progress.is_some() {
+        if events.is_some() {
             if !message["params"].is_object() {
                 message["params"] = json!({});
             }
@@ -220,11 +223,35 @@ impl Peer {
                 _ => e,
             });
         }
-        let start = Instant::now();
-        let cap = progress
-            .as_ref()
-            .map_or(timeout, |(_, cap)| (*cap).max(timeout));
-        let mut deadline = start + timeout;
+        let answer = self.wait(id, method, &rx, timeout, cancel, &mut events);
+        // A question that came in as the request ended is not left unanswered.
+        while let Ok(reply) = rx.try_recv() {
+            if let Reply::Elicit(asked, _) = reply {
+                self.reply(
+                    asked,
+                    Ok(ElicitReply::Cancel.result()),
+                    "elicitation/create",
+                );
+            }
+        }
+        answer
+    }
+
+    /// The wait of [`Peer::request_with`] for request `id`.
+    fn wait(
+        self: &Arc<Self>,
+        id: u64,
+        method: &str,
+        rx: &mpsc::Receiver<Reply>,
+        timeout: Duration,
+        cancel: &AtomicBool,
+        events: &mut Option<(&mut dyn CallEvents, Duration)>,
+    ) -> Result<Value, Failure> {
+        let mut cap_at = Instant::now()
+            + events
+                .as_ref()
+                .map_or(timeout, |(_, cap)| (*cap).max(timeout));
+        let mut deadline = Instant::now() + timeout;
         let mut last: Option<f64> = None;
         loop {
             if cancel.load(Ordering::SeqCst) {
@@ -245,10 +272,44 @@ impl Peer {
                         continue;
                     }
                     last = Some(p.progress);
-                    deadline = (Instant::now() + timeout).min(start + cap);
-                    if let Some((tell, _)) = progress.as_mut() {
-                        tell(&p);
+                    deadline = (Instant::now() + timeout).min(cap_at);
+                    if let Some((ear, _)) = events.as_mut() {
+                        ear.progress(&p);
                     }
+                }
+                Ok(Reply::Elicit(asked, params)) => {
+                    let Some((ear, _)) = events.as_mut() else {
+                        self.reply(
+                            asked,
+                            Ok(ElicitReply::Decline.result()),
+                            "elicitation/create",
+                        );
+                        continue;
+                    };
+                    let reply = match Elicitation::parse(&self.server, &params) {
+                        Ok(question) => {
+                            // The person's time is not the server's: the clocks stop.
+                            let asked_at = Instant::now();
+                            let said = ear.elicit(&question);
+                            let spent = asked_at.elapsed();
+                            deadline += spent;
+                            cap_at += spent;
+                            log::info!(
+                                "MCP server {:?} asked for input; the answer: {}",
+                                self.server,
+                                said.action()
+                            );
+                            Ok(said.result())
+                        }
+                        Err(why) => {
+                            log::warn!(
+                                "MCP server {:?} asked for input evolve cannot ask for: {why}",
+                                self.server
+                            );
+                            Err(json!({"code": INVALID_PARAMS, "message": why}))
+                        }
+                    };
+                    self.reply(asked, reply, "elicitation/create");
                 }
                 Err(mpsc::RecvTimeoutError::Timeout) => {}
                 Err(mpsc::RecvTimeoutError::Disconnected) => {
@@ -466,24 +527,49 @@ impl Peer {
             }),
         };
         let state = self.lock();
-        if let Some(waiting) = state.pending.get(&id).filter(|w| w.progress) {
+        if let Some(waiting) = state.pending.get(&id).filter(|w| w.listens) {
             let _ = waiting.tx.send(Reply::Progress(notice));
         }
     }
 
-    /// Answers a request of the server's.
-    fn answer(self: &Arc<Self>, id: Value, method: &str, _params: Option<&Value>) {
+    /// Answers a request of the server's; a question for a person goes to the caller
+    /// of the latest request that listens (the call it is about), declined when none.
+    fn answer(self: &Arc<Self>, id: Value, method: &str, params: Option<&Value>) {
         let reply = match method {
             "ping" => Ok(json!({})),
             "roots/list" => {
                 let roots = self.roots.lock().unwrap_or_else(|e| e.into_inner());
                 Ok(json!({"roots": roots.iter().map(|r| root(r)).collect::<Vec<_>>()}))
             }
-            "elicitation/create" => Ok(json!({"action": "decline"})),
+            "elicitation/create" => {
+                let state = self.lock();
+                let listener = state
+                    .pending
+                    .iter()
+                    .filter(|(_, w)| w.listens)
+                    .max_by_key(|(n, _)| **n)
+                    .map(|(_, w)| w.tx.clone());
+                drop(state);
+                let params = params.cloned().unwrap_or(Value::Null);
+                if let Some(tx) = listener {
+                    if let Err(mpsc::SendError(Reply::Elicit(id, _))) =
+                        tx.send(Reply::Elicit(id, params))
+                    {
+                        self.reply(id, Ok(ElicitReply::Cancel.result()), method);
+                    }
+                    return;
+                }
+                Ok(ElicitReply::Decline.result())
+            }
             _ => Err(
                 json!({"code": METHOD_NOT_FOUND, "message": format!("Method not found: {method}")}),
             ),
         };
+        self.reply(id, reply, method);
+    }
+
+    /// Sends the answer to the server's request `id`.
+    fn reply(self: &Arc<Self>, id: Value, reply: Result<Value, Value>, method: &str) {
         let mut message = Map::new();
         message.insert("jsonrpc".into(), "2.0".into());
         message.insert("id".into(), id);
@@ -575,6 +661,24 @@ mod tests {
     }
 
     const LONG: Duration = Duration::from_secs(30);
+
+    /// A caller's ear: keeps the progress it hears, answers questions as told.
+    #[derive(Default)]
+    struct Ear {
+        progress: Vec<Progress>,
+        asked: Vec<Elicitation>,
+        answer: Option<ElicitReply>,
+    }
+
+    impl CallEvents for Ear {
+        fn progress(&mut self, progress: &Progress) {
+            self.progress.push(progress.clone());
+        }
+        fn elicit(&mut self, question: &Elicitation) -> ElicitReply {
+            self.asked.push(question.clone());
+            self.answer.clone().unwrap_or(ElicitReply::Decline)
+        }
+    }
 
     #[test]
     fn server_messages_before_the_answer_are_handled_and_the_answer_reaches_its_caller() {
@@ -741,12 +845,11 @@ mod tests {
             });
         });
         let never = AtomicBool::new(false);
-        let mut seen = Vec::new();
-        let mut tell = |p: &Progress| seen.push(p.clone());
+        let mut ear = Ear::default();
         let wait = Wait {
             timeout: Duration::from_millis(300),
             cancel: &never,
-            progress: Some((&mut tell, Duration::from_secs(30))),
+            events: Some((&mut ear, Duration::from_secs(30))),
         };
         let got = busy.request_with("tools/call", Some(json!({"name": "x"})), wait);
         assert_eq!(
@@ -754,6 +857,7 @@ mod tests {
             Ok(json!({"ok": true})),
             "700 ms under a 300 ms timeout"
         );
+        let seen = ear.progress;
         let steps: Vec<f64> = seen.iter().map(|p| p.progress).collect();
         assert_eq!(steps, [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]);
         assert_eq!(seen[0].total, Some(7.0));
@@ -788,18 +892,75 @@ mod tests {
                 }
             });
         });
-        let mut count = 0;
-        let mut tell = |_: &Progress| count += 1;
+        let mut ear = Ear::default();
         let wait = Wait {
             timeout: Duration::from_millis(200),
             cancel: &never,
-            progress: Some((&mut tell, Duration::from_millis(600))),
+            events: Some((&mut ear, Duration::from_millis(600))),
         };
         assert_eq!(
             capped.request_with("tools/call", None, wait),
             Err(Failure::Timeout)
         );
+        let count = ear.progress.len();
         assert!((3..40).contains(&count), "{count} notices before the cap");
+    }
+
+    /// A question for a person reaches the caller of the call it came during, and its
+    /// answer goes back as the result; with nobody listening it is declined, a form
+    /// evolve cannot show is refused as invalid params.
+    #[test]
+    fn a_servers_question_goes_to_the_listening_caller_and_its_answer_back() {
+        let question = json!({"message": "Name?", "requestedSchema": {"type": "object",
+            "properties": {"name": {"type": "string"}}, "required": ["name"]}});
+        let asked = question.clone();
+        let (peer, script) = peer(move |peer, msg| {
+            if msg["method"] != "tools/call" {
+                return;
+            }
+            let (peer, id, asked) = (peer.clone(), msg["id"].clone(), asked.clone());
+            std::thread::spawn(move || {
+                peer.dispatch(json!({"jsonrpc": "2.0", "id": "q1", "method": "elicitation/create", "params": asked}));
+                peer.dispatch(
+                    json!({"jsonrpc": "2.0", "id": "q2", "method": "elicitation/create",
+                    "params": {"mode": "url", "url": "https://example.invalid"}}),
+                );
+                std::thread::sleep(Duration::from_millis(100));
+                peer.dispatch(json!({"jsonrpc": "2.0", "id": id, "result": {}}));
+            });
+        });
+        let never = AtomicBool::new(false);
+        let mut content = Map::new();
+        content.insert("name".into(), json!("Ada"));
+        let mut ear = Ear {
+            answer: Some(ElicitReply::Accept(content)),
+            ..Ear::default()
+        };
+        let wait = Wait {
+            timeout: LONG,
+            cancel: &never,
+            events: Some((&mut ear, LONG)),
+        };
+        assert_eq!(peer.request_with("tools/call", None, wait), Ok(json!({})));
+        assert_eq!(ear.asked.len(), 1);
+        assert_eq!(ear.asked[0].message, "Name?");
+        let sent = script.sent.lock().unwrap().clone();
+        let reply = |id: &str| {
+            sent.iter()
+                .find(|m| m["id"] == id)
+                .cloned()
+                .unwrap_or_else(|| panic!("no reply to {id}: {sent:?}"))
+        };
+        assert_eq!(
+            reply("q1")["result"],
+            json!({"action": "accept", "content": {"name": "Ada"}})
+        );
+        assert_eq!(reply("q2")["error"]["code"], json!(INVALID_PARAMS));
+        // Nobody listening (no call running): declined at once.
+        peer.dispatch(json!({"jsonrpc": "2.0", "id": "q3", "method": "elicitation/create", "params": question}));
+        let sent = script.sent.lock().unwrap().clone();
+        let q3 = sent.iter().find(|m| m["id"] == "q3").expect("answered");
+        assert_eq!(q3["result"], json!({"action": "decline"}));
     }
 
     #[test]

@@ -24,6 +24,7 @@
 
 pub mod classify;
 mod conn;
+pub mod elicit;
 mod http;
 mod hub;
 mod jsonrpc;
@@ -135,6 +136,21 @@ impl Progress {
         line
     }
 }
+
+/// What a running call tells its caller: the server's progress, and its questions for a
+/// person (`elicitation/create`), which the caller asks its person — never the model.
+pub trait CallEvents {
+    fn progress(&mut self, _progress: &Progress) {}
+    /// Declined unless a person can be asked.
+    fn elicit(&mut self, _question: &elicit::Elicitation) -> elicit::ElicitReply {
+        elicit::ElicitReply::Decline
+    }
+}
+
+/// A caller with nobody to ask and nothing to show.
+pub struct NoEvents;
+
+impl CallEvents for NoEvents {}
 
 /// What a tool call gave back.
 #[derive(Debug, Clone, PartialEq)]

@@ -70,6 +70,9 @@ static ROUTES: &[(&str, &str, Handler)] = &[
     ("POST", "/v1/sessions/{id}/pending/{call}", |s, r, p| {
         answer(s, r, p[0], p[1])
     }),
+    ("POST", "/v1/sessions/{id}/elicitations/{eid}", |s, r, p| {
+        answer_elicitation(s, r, p[0], p[1])
+    }),
     ("GET", "/v1/sessions/{id}/grants", |s, _, p| {
         grants::list(s, p[0])
     }),
@@ -509,7 +512,40 @@ fn pending(state: &State, id: &str) -> Reply {
         v["question"] = json!(p.state.question());
         v["turn"] = json!(p.turn);
     }
+    // An MCP server's question waiting in a running call (a page reloaded meanwhile).
+    v["elicitations"] = json!(state.elicitations.of_session(id));
     Response::json(200, &v)
+}
+
+/// A person's answer to an MCP server's question: `{"action": "accept", "content":
+/// {…}}` (checked against the server's form: a 400 names the field), `decline` or
+/// `cancel`.
+fn answer_elicitation(state: &Arc<State>, req: &Request, id: &str, eid: &str) -> Reply {
+    let b = field!(body(req));
+    let action = field!(opt_str(&b, "action")).unwrap_or_default();
+    if !matches!(action.as_str(), "accept" | "decline" | "cancel") {
+        return error(
+            400,
+            "send {\"action\": \"accept\" | \"decline\" | \"cancel\", \"content\": {…}}",
+        );
+    }
+    let content = match b.get("content") {
+        None | Some(Value::Null) => serde_json::Map::new(),
+        Some(Value::Object(m)) => m.clone(),
+        Some(_) => return error(400, "content must be a JSON object"),
+    };
+    match state.elicitations.answer(id, eid, &action, &content) {
+        Ok(()) => Response::json(200, &json!({"accepted": true})),
+        Err(chat::ElicitRefusal::NotWaiting) => {
+            error(404, format!("no question {eid:?} waits in session {id:?}"))
+        }
+        Err(chat::ElicitRefusal::Invalid(wrong)) => {
+            let text: Vec<String> = wrong.iter().map(|(f, why)| format!("{f} {why}")).collect();
+            let mut v = crate::web::error_value(400, &text.join("; "), None);
+            v["error"]["param"] = json!(wrong[0].0);
+            Response::json(400, &v)
+        }
+    }
 }
 
 fn answer(state: &Arc<State>, req: &Request, id: &str, call: &str) -> Reply {
@@ -832,7 +868,7 @@ fn run_tool(state: &State, req: &Request, name: &str) -> Reply {
         level,
         now(),
         &cancel,
-        &mut |_| {},
+        &mut crate::mcp::NoEvents,
     );
     Response::json(
         200,

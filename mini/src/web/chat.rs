@@ -32,6 +32,7 @@ use crate::agents::{Heard, ToolRun, TurnInput, TurnIo, TurnRecord};
 use crate::clock::now;
 use crate::error::Error;
 use crate::llm::Delta;
+use crate::mcp::elicit::{ElicitReply, Elicitation};
 
 /// How long a turn waits for a person's answer before the call is refused.
 const APPROVAL_WAIT: Duration = Duration::from_secs(600);
@@ -43,6 +44,95 @@ const KEEPALIVE: Duration = Duration::from_secs(15);
 const PARK_WAIT: Duration = Duration::from_secs(5);
 /// How long a streamed turn with events waits for the evaluation before `[DONE]`.
 const POST_WAIT: Duration = Duration::from_secs(20);
+
+/// Questions of MCP servers waiting for a person (`elicitation/create` during a call):
+/// (session, id) → the form and where the answer goes. Not kept in the store: the call
+/// they belong to runs in this process, and ends with it.
+#[derive(Default)]
+pub struct Elicitations {
+    next: std::sync::atomic::AtomicU64,
+    waiting: Mutex<HashMap<(String, String), Asked>>,
+}
+
+/// A waiting question: the form, and where the answer goes.
+type Asked = (Elicitation, Sender<ElicitReply>);
+
+/// Why an answer to a question was not taken.
+pub enum ElicitRefusal {
+    /// Nothing waits under that id.
+    NotWaiting,
+    /// The content does not fit the form: each field with what is wrong.
+    Invalid(Vec<(String, String)>),
+}
+
+impl Elicitations {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<(String, String), Asked>> {
+        self.waiting.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn register(
+        &self,
+        session: &str,
+        question: &Elicitation,
+    ) -> (String, mpsc::Receiver<ElicitReply>) {
+        let n = self.next.fetch_add(1, Ordering::SeqCst) + 1;
+        let id = format!("elicit_{n}");
+        let (tx, rx) = mpsc::channel();
+        self.lock()
+            .insert((session.to_string(), id.clone()), (question.clone(), tx));
+        (id, rx)
+    }
+
+    fn remove(&self, session: &str, id: &str) {
+        self.lock().remove(&(session.to_string(), id.to_string()));
+    }
+
+    /// Hands a person's answer to the waiting call, accepted content checked against
+    /// the form first.
+    pub fn answer(
+        &self,
+        session: &str,
+        id: &str,
+        action: &str,
+        content: &serde_json::Map<String, Value>,
+    ) -> Result<(), ElicitRefusal> {
+        let waiting = self.lock();
+        let Some((question, tx)) = waiting.get(&(session.to_string(), id.to_string())) else {
+            return Err(ElicitRefusal::NotWaiting);
+        };
+        let reply = match action {
+            "accept" => {
+                ElicitReply::Accept(question.check(content).map_err(ElicitRefusal::Invalid)?)
+            }
+            "decline" => ElicitReply::Decline,
+            _ => ElicitReply::Cancel,
+        };
+        tx.send(reply).map_err(|_| ElicitRefusal::NotWaiting)
+    }
+
+    /// The questions waiting in a session, as the UI draws them.
+    pub fn of_session(&self, session: &str) -> Vec<Value> {
+        let mut list: Vec<Value> = self
+            .lock()
+            .iter()
+            .filter(|((s, _), _)| s == session)
+            .map(|((_, id), (q, _))| {
+                let mut v = q.to_json();
+                v["id"] = json!(id);
+                v
+            })
+            .collect();
+        list.sort_by(|a, b| a["id"].as_str().cmp(&b["id"].as_str()));
+        list
+    }
+
+    /// Cancels every waiting question (the server is stopping).
+    pub fn cancel_all(&self) {
+        for (_, (_, tx)) in self.lock().drain() {
+            let _ = tx.send(ElicitReply::Cancel);
+        }
+    }
+}
 
 /// Calls waiting for a person: (session, call id) → where the answer goes.
 #[derive(Default)]
@@ -830,6 +920,54 @@ impl WebIo<'_, '_, '_> {
     }
 }
 
+impl WebIo<'_, '_, '_> {
+    /// A server's question as a form on the page: `evolve.elicitation`, then the wait
+    /// for `POST /v1/sessions/{id}/elicitations/{eid}`; a page that went away, Ctrl-C,
+    /// a shutdown or the approval wait running out cancel it.
+    fn wait_elicitation(&mut self, tool: &str, question: &Elicitation) -> ElicitReply {
+        let (id, rx) = self.state.elicitations.register(self.session, question);
+        self.asked = true;
+        let mut v = question.to_json();
+        v["id"] = json!(id);
+        v["session"] = json!(self.session);
+        v["tool"] = json!(tool);
+        self.send_event("evolve.elicitation", &v);
+        let started = Instant::now();
+        let mut pinged = started;
+        let reply = loop {
+            if self.gone
+                || self.cancel.load(Ordering::SeqCst)
+                || self.state.shutdown.load(Ordering::SeqCst)
+            {
+                break ElicitReply::Cancel;
+            }
+            match rx.recv_timeout(Duration::from_secs(1)) {
+                Ok(reply) => break reply,
+                Err(RecvTimeoutError::Disconnected) => break ElicitReply::Cancel,
+                Err(RecvTimeoutError::Timeout) if started.elapsed() > APPROVAL_WAIT => {
+                    break ElicitReply::Cancel
+                }
+                Err(RecvTimeoutError::Timeout) => {
+                    if pinged.elapsed() >= KEEPALIVE {
+                        pinged = Instant::now();
+                        if let Some(out) = self.out.as_deref_mut() {
+                            if !out.send(b": waiting for a person\n\n") {
+                                self.client_gone();
+                            }
+                        }
+                    }
+                }
+            }
+        };
+        self.state.elicitations.remove(self.session, &id);
+        self.send_event(
+            "evolve.elicitation_end",
+            &json!({"id": id, "action": reply.action()}),
+        );
+        reply
+    }
+}
+
 impl TurnIo for WebIo<'_, '_, '_> {
     fn on_delta(&mut self, delta: &Delta<'_>) {
         let (key, text) = match delta {
@@ -877,6 +1015,14 @@ impl TurnIo for WebIo<'_, '_, '_> {
         let mut v = serde_json::to_value(run).unwrap_or_default();
         v["output"] = json!(cut_output(output));
         self.send_event("evolve.tool_end", &v);
+    }
+
+    fn elicit(&mut self, tool: &str, question: &Elicitation, _lang: Lang) -> ElicitReply {
+        if !self.events || self.gone {
+            // A plain client has no form to show: like a headless run, declined.
+            return ElicitReply::Decline;
+        }
+        self.wait_elicitation(tool, question)
     }
 
     fn ask(&mut self, call: &PendingCall, lang: Lang) -> Heard {

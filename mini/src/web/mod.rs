@@ -68,6 +68,8 @@ pub struct State {
     pub turns: Mutex<HashMap<String, Arc<AtomicBool>>>,
     /// Calls waiting for a person, by (session, call id).
     pub approvals: chat::Approvals,
+    /// MCP servers' questions waiting for a person, by (session, id).
+    pub elicitations: chat::Elicitations,
     /// The profiles `config.toml` defines.
     pub profiles: Vec<String>,
     /// The environment the configuration was read with (the API key is removed from
@@ -251,6 +253,7 @@ pub fn run(manager: Manager, auth: auth::Auth, opts: Options) -> Result<(), Erro
         shutdown: Arc::clone(&shutdown),
         turns: Mutex::new(HashMap::new()),
         approvals: chat::Approvals::default(),
+        elicitations: chat::Elicitations::default(),
         profiles: opts.profiles,
         env: opts.env,
         workspace: opts.workspace,
@@ -283,6 +286,7 @@ pub fn run(manager: Manager, auth: auth::Auth, opts: Options) -> Result<(), Erro
                 }
                 state.cancel_all();
                 state.approvals.refuse_all();
+                state.elicitations.cancel_all();
                 // Wake the accept loop.
                 let _ = TcpStream::connect_timeout(&wake_addr(addr), Duration::from_secs(1));
             })

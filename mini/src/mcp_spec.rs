@@ -239,6 +239,9 @@ pub struct McpTool {
     /// The risk hints it came with.
     #[serde(default)]
     pub annotations: Annotations,
+    /// Its JSON schema for `structuredContent`, as JSON text, if it gave one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_schema: Option<String>,
 }
 
 /// What is wrong with a server name, for every place that takes one (the file, `evolve

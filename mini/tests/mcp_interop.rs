@@ -14,7 +14,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 use support::mcp::*;
 use support::serve::{Resp, Server};
-use support::{Reply, World, CLASSIFY};
+use support::{tool_call, Reply, World, CLASSIFY};
 
 /// `POST /v1/tools/NAME/run` on serve at `port` (from any thread).
 fn run_tool(port: u16, name: &str, arguments: Value) -> Value {
@@ -237,4 +237,146 @@ fn server_filesystem_serves_the_workspace_and_its_own_directory_as_roots() {
         "its own directory is not among its roots: {results}"
     );
     let _ = std::fs::remove_dir_all(&outside);
+}
+
+/// Tool names with `.` and `/` (the spec allows them; model APIs do not): offered under
+/// a name a model takes, called back under the server's own, and `mcp tools` says
+/// which is which. The user's level may name either.
+#[test]
+fn tools_named_with_dots_and_slashes_are_offered_and_called() {
+    let w = World::new("mcp-odd-names");
+    with_test_server(&w, &[], "");
+    let listed = w.run(&["mcp", "tools", "--json"]).expect(0).json();
+    let tools = listed[0]["tools"].as_array().expect("tools").clone();
+    let model_name = |raw: &str| {
+        tools
+            .iter()
+            .find(|t| t["tool"] == raw)
+            .and_then(|t| t["model_name"].as_str())
+            .unwrap_or_else(|| panic!("{raw} is not offered: {listed}"))
+            .to_string()
+    };
+    let (read, echo) = (model_name("notes.read"), model_name("ns/echo"));
+    for name in [&read, &echo] {
+        assert!(
+            name.starts_with("t__")
+                && name.len() <= 64
+                && name
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-'),
+            "{name}"
+        );
+    }
+    assert_eq!(model_name("echo"), "t__echo", "plain names are kept");
+    // The level by the model's name is kept under the server's.
+    w.run(&["mcp", "level", &read, "L1"]).expect(0);
+    w.run(&["mcp", "level", "t__ns/echo", "L1"]).expect(0);
+    w.fake.push(tool_call(&read, r#"{"name": "todo"}"#));
+    w.fake.push(tool_call(&echo, r#"{"text": "slashed"}"#));
+    w.fake.push(Reply::Text("Both.".into()));
+    let run = w.run(&["ask", "--json", "read and echo"]).expect(0);
+    let reqs = w.main_requests();
+    let names = tool_names(&reqs[0]);
+    assert!(names.contains(&read) && names.contains(&echo), "{names:?}");
+    assert!(
+        !names.iter().any(|n| n.contains('.') || n.contains('/')),
+        "{names:?}"
+    );
+    let record = run.json();
+    assert_eq!(record["tools"][0]["level"], "L1", "{record}");
+    assert_eq!(record["tools"][1]["level"], "L1", "{record}");
+    assert_eq!(tool_results(&w, 1), ["read: todo"]);
+    assert_eq!(tool_results(&w, 2)[1], "slashed");
+}
+
+/// `structuredContent` is checked against the tool's `outputSchema`: a result that
+/// fits reaches the model, one that does not is an error the model sees, and a resource
+/// link is shown with its title.
+#[test]
+fn structured_results_are_checked_against_the_output_schema() {
+    let w = World::new("mcp-structured");
+    with_test_server(
+        &w,
+        &[],
+        "\n[tools.levels]\nt__stats = \"L1\"\nt__stats_bad = \"L1\"\nt__link = \"L1\"\n",
+    );
+    w.fake
+        .push(tool_call("t__stats", r#"{"numbers": [1, 2, 3]}"#));
+    w.fake
+        .push(tool_call("t__stats_bad", r#"{"numbers": [1, 2]}"#));
+    w.fake.push(tool_call("t__link", "{}"));
+    w.fake.push(Reply::Text("Done.".into()));
+    let run = w.run(&["ask", "--json", "stats"]).expect(0);
+    let record = run.json();
+    let tools = record["tools"].as_array().expect("tools");
+    assert_eq!(tools[0]["is_error"], false, "{record}");
+    assert_eq!(tools[1]["is_error"], true, "{record}");
+    assert_eq!(tools[2]["is_error"], false, "{record}");
+    let good = &tool_results(&w, 1)[0];
+    assert!(
+        good.contains("\"sum\":6") || good.contains("\"sum\":6.0"),
+        "{good}"
+    );
+    let bad = &tool_results(&w, 2)[1];
+    assert!(
+        bad.contains("does not match its output schema") && bad.contains("$.sum"),
+        "{bad}"
+    );
+    let link = &tool_results(&w, 3)[2];
+    assert!(
+        link.contains("[link Project notes (NOTES.md) file:///project/NOTES.md]"),
+        "{link}"
+    );
+}
+
+/// The in-repo rmcp server's `progress` tool: a call four times its server's timeout
+/// finishes, since each step's notice starts the timeout again.
+#[test]
+fn the_rmcp_servers_progress_keeps_a_call_alive() {
+    let w = World::new("mcp-progress-rmcp");
+    with_test_server(
+        &w,
+        &[],
+        "timeout_secs = 1\n\n[tools.levels]\nt__progress = \"L1\"\n",
+    );
+    w.fake
+        .push(tool_call("t__progress", r#"{"steps": 8, "ms": 500}"#));
+    w.fake.push(Reply::Text("Finished.".into()));
+    let run = w.run_stdin(&["chat"], "run it\n/quit\n");
+    assert!(run.stdout.contains("Finished."), "{}", run.stdout);
+    assert_eq!(tool_results(&w, 1), ["done after 8 steps"]);
+    assert!(run.stdout.contains("/8 step"), "{}", run.stdout);
+}
+
+/// npm's server-everything: `get-structured-content` (zod's output schema) passes the
+/// check, and `get-resource-links` shows each link with its name.
+#[test]
+fn server_everythings_structured_content_fits_its_schema() {
+    let Some(everything) = peer("EVOLVE_TEST_MCP_EVERYTHING") else {
+        return;
+    };
+    let w = World::new("mcp-structured-everything");
+    let node = std::env::var("EVOLVE_TEST_MCP_NODE").unwrap_or_else(|_| "node".into());
+    w.config(&format!(
+        "[mcp.servers.everything]\ncommand = {node:?}\nargs = [{everything:?}]\n\n\
+         [tools.levels]\n\"everything__get-structured-content\" = \"L1\"\n\
+         \"everything__get-resource-links\" = \"L1\"\n"
+    ));
+    w.fake.route(CLASSIFY, Reply::Text("{}".into()));
+    w.fake.push(tool_call(
+        "everything__get-structured-content",
+        r#"{"location": "Chicago"}"#,
+    ));
+    w.fake.push(tool_call(
+        "everything__get-resource-links",
+        r#"{"count": 2}"#,
+    ));
+    w.fake.push(Reply::Text("Fine.".into()));
+    let run = w.run(&["ask", "--json", "weather"]).expect(0);
+    let record = run.json();
+    assert_eq!(record["tools"][0]["is_error"], false, "{record}");
+    let weather = &tool_results(&w, 1)[0];
+    assert!(weather.contains("drizzle"), "{weather}");
+    let links = &tool_results(&w, 2)[1];
+    assert!(links.contains("[link "), "{links}");
 }

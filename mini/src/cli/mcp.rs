@@ -1057,6 +1057,7 @@ mod tests {
             name: name.into(),
             description: description.into(),
             input_schema: "{}".into(),
+            output_schema: None,
             annotations: Annotations::default(),
         };
         let class = |level, source, classifier| {

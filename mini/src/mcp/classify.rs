@@ -557,6 +557,7 @@ mod tests {
             name: name.into(),
             description: description.into(),
             input_schema: r#"{"type":"object","properties":{"path":{"type":"string"}}}"#.into(),
+            output_schema: None,
             annotations,
         }
     }
@@ -667,6 +668,7 @@ mod tests {
             name: "a".into(),
             description: String::new(),
             input_schema: String::new(),
+            output_schema: None,
             annotations: Annotations::default(),
         };
         assert_eq!(fingerprint(&t), fnv(b"a\xff\xff\xffr-d-o-\xff"));

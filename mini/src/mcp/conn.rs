@@ -50,6 +50,8 @@ pub(super) struct Conn {
     renewing: Mutex<()>,
     /// Grows with every new session.
     sessions: AtomicU64,
+    /// The `outputSchema` of each tool that gave one, from the last listing.
+    output_schemas: Mutex<std::collections::HashMap<String, Value>>,
 }
 
 /// What carries the messages.
@@ -167,6 +169,7 @@ impl Conn {
             timeout: spec.timeout,
             renewing: Mutex::new(()),
             sessions: AtomicU64::new(0),
+            output_schemas: Mutex::default(),
         });
         started(&conn);
         let failure = match conn.handshake(cancel) {
@@ -373,6 +376,21 @@ impl Conn {
                     })
                     .filter_map(tool),
             );
+            let mut schemas = self
+                .output_schemas
+                .lock()
+                .unwrap_or_else(|e| e.into_inner());
+            if cursors.is_empty() {
+                schemas.clear();
+            }
+            for t in listed {
+                if let (Some(name), Some(schema @ Value::Object(_))) =
+                    (t["name"].as_str(), t.get("outputSchema"))
+                {
+                    schemas.insert(name.to_string(), schema.clone());
+                }
+            }
+            drop(schemas);
             match page.get("nextCursor").and_then(Value::as_str) {
                 Some(next) if cursors.insert(next.to_string()) => cursor = Some(next.to_string()),
                 _ => break,
@@ -402,7 +420,13 @@ impl Conn {
                 Some(events),
             )
             .map_err(|f| self.error(tool, f))?;
-        Ok(outcome(&result))
+        let schema = self
+            .output_schemas
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(tool)
+            .cloned();
+        Ok(outcome(&result, schema.as_ref()))
     }
 
     /// Ends the connection: a stdio server's stdin is closed, SIGTERM follows after
@@ -465,6 +489,10 @@ fn tool(t: &Value) -> Option<McpTool> {
     Some(McpTool {
         name,
         description: t["description"].as_str().unwrap_or_default().to_string(),
+        output_schema: t
+            .get("outputSchema")
+            .filter(|s| s.is_object())
+            .map(Value::to_string),
         input_schema,
         annotations: Annotations {
             read_only_hint: hint("readOnlyHint"),
@@ -475,8 +503,11 @@ fn tool(t: &Value) -> Option<McpTool> {
 }
 
 /// The text the model sees from a result: text parts as they are, structured content
-/// when there is no part, other parts described in one line each.
-fn outcome(result: &Value) -> CallOutcome {
+/// when there is no part, other parts described in one line each (a resource link by
+/// its title). A tool that listed an `outputSchema` must give `structuredContent` that
+/// fits it (unless the result is an error): otherwise the result is an error that says
+/// where it does not fit, so the model does not build on it.
+fn outcome(result: &Value, output_schema: Option<&Value>) -> CallOutcome {
     let text = |v: &Value, key: &str| v[key].as_str().unwrap_or_default().to_string();
     let base64_len = |v: &Value| v["data"].as_str().map_or(0, str::len);
     let mut parts: Vec<String> = Vec::new();
@@ -505,7 +536,19 @@ fn outcome(result: &Value) -> CallOutcome {
                     (None, None) => "[resource]".to_string(),
                 }
             }
-            "resource_link" => format!("[link {} {}]", text(block, "name"), text(block, "uri")),
+            "resource_link" => {
+                let (name, title) = (text(block, "name"), text(block, "title"));
+                let shown = match (title.is_empty(), name.is_empty()) {
+                    (false, false) if title != name => format!("{title} ({name})"),
+                    (false, _) => title,
+                    _ => name,
+                };
+                let mut line = format!("[link {shown} {}]", text(block, "uri"));
+                if let Some(about) = block["description"].as_str().filter(|d| !d.is_empty()) {
+                    line.push_str(&format!(" {about}"));
+                }
+                line
+            }
             _ => "[content of a kind evolve does not show]".to_string(),
         });
     }
@@ -514,9 +557,26 @@ fn outcome(result: &Value) -> CallOutcome {
             parts.push(value.to_string());
         }
     }
+    let is_error = result["isError"].as_bool() == Some(true);
+    if let (Some(schema), false) = (output_schema, is_error) {
+        let problem = match result.get("structuredContent").filter(|v| !v.is_null()) {
+            None => Some("it gave no structuredContent".to_string()),
+            Some(value) => super::schema::violation(schema, value),
+        };
+        if let Some(problem) = problem {
+            return CallOutcome {
+                content: format!(
+                    "the tool's result does not match its output schema ({}); the result was: {}",
+                    evolve_core::text::clip_chars(&problem, 300),
+                    evolve_core::text::clip_chars(&parts.join("\n"), 2000)
+                ),
+                is_error: true,
+            };
+        }
+    }
     CallOutcome {
         content: parts.join("\n"),
-        is_error: result["isError"].as_bool() == Some(true),
+        is_error,
     }
 }
 
@@ -563,6 +623,11 @@ mod tests {
                 false,
             ),
             (
+                json!({"content": [{"type": "resource_link", "name": "NOTES.md", "title": "Project notes", "uri": "file:///p/NOTES.md", "description": "what we know"}]}),
+                "[link Project notes (NOTES.md) file:///p/NOTES.md] what we know",
+                false,
+            ),
+            (
                 json!({"content": [{"type": "hologram"}]}),
                 "[content of a kind evolve does not show]",
                 false,
@@ -575,7 +640,7 @@ mod tests {
             (json!({"content": [], "isError": false}), "", false),
         ];
         for (result, text, is_error) in cases {
-            let out = outcome(&result);
+            let out = outcome(&result, None);
             assert_eq!(
                 (out.content.as_str(), out.is_error),
                 (text, is_error),

@@ -30,6 +30,7 @@ mod hub;
 mod jsonrpc;
 mod lines;
 mod reap;
+mod schema;
 pub mod servers;
 mod stdio;
 pub mod user_level;

@@ -1253,6 +1253,7 @@ fn mcp_servers_and_tool_lists_survive_reopening_and_go_with_their_server() {
         name: name.into(),
         description: format!("{name} things"),
         input_schema: "{\"type\":\"object\"}".into(),
+        output_schema: None,
         annotations: Default::default(),
     };
     let class = |source: &str| ToolClassRecord {

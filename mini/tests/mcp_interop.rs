@@ -177,7 +177,8 @@ fn progress_keeps_a_long_call_alive_and_chat_shows_it() {
 #[test]
 fn a_tool_added_over_http_is_found_when_called_at_once() {
     let w = World::new("mcp-http-added");
-    let server = HttpServer::start();
+    // A server with sessions (2025-11-25 only): the notice goes to the GET stream.
+    let server = HttpServer::start_with(&["--protocol", "2025-11-25"]);
     w.fake.route(CLASSIFY, Reply::Text(LEVELS.into()));
     w.config(&format!(
         "[mcp.servers.web]\nurl = {:?}\n\n[tools.levels]\nweb__extra = \"L1\"\n",
@@ -379,4 +380,115 @@ fn server_everythings_structured_content_fits_its_schema() {
     assert!(weather.contains("drizzle"), "{weather}");
     let links = &tool_results(&w, 2)[1];
     assert!(links.contains("[link "), "{links}");
+}
+
+/// Revision 2026-07-28 (no `initialize`, no session), spoken with the rmcp server that
+/// speaks nothing else, over HTTP and stdio (where it exits after refusing
+/// `initialize`, and is started again): tools list and answer, a tool added is seen,
+/// and what the server needs from the person or the client (`input_required`: roots, a
+/// form) is answered and the call made again.
+#[test]
+fn the_stateless_revision_is_spoken_over_http_and_stdio() {
+    let http = HttpServer::start_with(&["--stateless"]);
+    for transport in ["http", "stdio"] {
+        let w = World::new(&format!("mcp-stateless-{transport}"));
+        w.fake.route(CLASSIFY, Reply::Text(LEVELS.into()));
+        let levels = "\n[tools.levels]\nt__list_roots = \"L1\"\nt__ask_user = \"L1\"\nt__extra = \"L1\"\nt__add_tool = \"L1\"\n";
+        match transport {
+            "http" => w.config(&format!("[mcp.servers.t]\nurl = {:?}\n{levels}", http.1)),
+            _ => with_test_server(&w, &["--stateless"], levels),
+        }
+        w.fake.push(tool_call("t__add", r#"{"a": 2, "b": 3}"#));
+        w.fake.push(tool_call("t__add_tool", "{}"));
+        w.fake.push(tool_call("t__extra", "{}"));
+        w.fake.push(tool_call("t__list_roots", "{}"));
+        w.fake
+            .push(tool_call("t__ask_user", r#"{"message": "Your name?"}"#));
+        w.fake.push(Reply::Text("All done.".into()));
+        let mut w = w;
+        w.env("EVOLVE_LOG", "info");
+        let run = w.run_stdin(&["chat"], "go\nyes\nAda\nyes\n/quit\n");
+        assert!(
+            run.stdout.contains("All done."),
+            "{transport}: {}",
+            run.stdout
+        );
+        assert!(
+            run.stderr.contains("protocol 2026-07-28, no session"),
+            "{transport}: {}",
+            run.stderr
+        );
+        let results: Vec<String> = (1..=5)
+            .map(|n| tool_results(&w, n).pop().unwrap_or_default())
+            .collect();
+        assert_eq!(results[0], "5", "{transport}: {results:?}");
+        assert_eq!(results[2], "extra tool called", "{transport}: {results:?}");
+        let workspace = w.workspace().canonicalize().unwrap();
+        assert!(
+            results[3].contains(&format!("file://{}", workspace.display())),
+            "{transport}: {results:?}"
+        );
+        assert!(
+            results[4].contains(r#""action":"accept""#) && results[4].contains("Ada"),
+            "{transport}: {results:?}"
+        );
+    }
+}
+
+/// A server on the official Python SDK (mcp 2.x, tests/mcp-peers/python_server.py):
+/// over streamable HTTP it is spoken to in revision 2026-07-28 (`server/discover`, no
+/// session), over stdio with the `initialize` handshake; both answer.
+#[test]
+fn the_python_sdk_answers_in_both_handshakes() {
+    let Some(time) = peer("EVOLVE_TEST_MCP_TIME") else {
+        return;
+    };
+    let python = std::path::Path::new(&time).with_file_name("python");
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/mcp-peers/python_server.py");
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port");
+    let mut child = std::process::Command::new(&python)
+        .arg(&script)
+        .args(["http", &port.to_string()])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("the Python server starts");
+    let up = (0..100).any(|_| {
+        std::thread::sleep(Duration::from_millis(100));
+        TcpStream::connect(("127.0.0.1", port)).is_ok()
+    });
+    assert!(up, "the Python server did not listen on {port}");
+    for (transport, want) in [
+        ("http", "protocol 2026-07-28, no session"),
+        ("stdio", "protocol 2025-11-25"),
+    ] {
+        let mut w = World::new(&format!("mcp-python-{transport}"));
+        w.env("EVOLVE_LOG", "info");
+        match transport {
+            "http" => w.config(&format!(
+                "[mcp.servers.py]\nurl = \"http://127.0.0.1:{port}/mcp\"\n\n[tools.levels]\npy__add = \"L1\"\n"
+            )),
+            _ => w.config(&format!(
+                "[mcp.servers.py]\ncommand = {:?}\nargs = [{:?}]\n\n[tools.levels]\npy__add = \"L1\"\n",
+                python.to_string_lossy(),
+                script.to_string_lossy()
+            )),
+        }
+        w.fake.route(CLASSIFY, Reply::Text("{}".into()));
+        w.fake.push(tool_call("py__add", r#"{"a": 2, "b": 40}"#));
+        w.fake.push(Reply::Text("42.".into()));
+        let run = w.run(&["ask", "add"]).expect(0);
+        assert!(run.stderr.contains(want), "{transport}: {}", run.stderr);
+        let results = tool_results(&w, 1);
+        assert!(
+            results.iter().any(|r| r.contains("42")),
+            "{transport}: {results:?}"
+        );
+    }
+    let _ = child.kill();
+    let _ = child.wait();
 }

@@ -521,9 +521,6 @@ impl Manager {
                     turn.handle_reply(reply);
                 }
                 Action::CheckCall(call) => {
-                    // A server's tool the turn does not know yet: its list is asked
-                    // for again before the call is refused as unknown.
-                    ToolAgent.relist_for(rt, tools, &call.name, input.cancel);
                     // The grants as they stand now: one revoked meanwhile counts.
                     turn.set_grants(rt.store.grants(sid)?);
                     let check = ToolAgent.check(
@@ -611,7 +608,7 @@ impl Manager {
         &self,
         turn: &Turn,
         ctx: &Context,
-        tools: &TurnTools,
+        tools: &mut TurnTools,
         step: &ModelStep,
         input: &TurnInput<'_>,
         io: &mut dyn TurnIo,
@@ -714,7 +711,9 @@ impl Manager {
                     call.name
                 );
                 Precheck::Cut(cap.clone())
-            } else if !ToolAgent.has(rt, tools, &call.name) {
+            } else if !ToolAgent.relist_for(rt, tools, &call.name, input.cancel) {
+                // (A server's tool the turn does not know yet had its list asked for
+                // again first.)
                 log::info!("the model called {:?}, which does not exist", call.name);
                 Precheck::Unknown(ToolAgent.unknown(tools, &call.name))
             } else {

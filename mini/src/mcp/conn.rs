@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use super::http::{self, HttpLink};
+use super::http::{self, HttpLink, STATELESS_VERSION};
 use super::jsonrpc::{Failure, Peer, Wait};
 use super::stdio::{self, Launch, Process, StderrTail};
 use super::{CallEvents, CallOutcome, McpError};
@@ -30,6 +30,27 @@ pub(super) const PROTOCOL_VERSION: &str = "2025-11-25";
 /// The revisions a server may answer `initialize` with (ours or an older one it
 /// speaks); anything else is refused, since what it means is unknown.
 const KNOWN_VERSIONS: [&str; 4] = ["2024-11-05", "2025-03-26", "2025-06-18", PROTOCOL_VERSION];
+
+/// Why a start is tried again.
+enum Retry {
+    /// The server speaks only revision 2026-07-28 (stdio: it exits after refusing
+    /// `initialize`): start it again and discover.
+    Stateless,
+    Error(McpError),
+}
+
+/// The error a server that speaks only 2026-07-28 answers `initialize` with.
+const UNSUPPORTED_VERSION: i64 = -32022;
+
+/// How long `server/discover` is waited for before `initialize` is tried (a server that
+/// takes the request and never answers it must not cost a whole timeout).
+const DISCOVER_WAIT: Duration = Duration::from_secs(5);
+
+/// The `_meta` key of the protocol version in 2026-07-28 requests.
+const META_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
+
+/// How often a 2026-07-28 call that answers `input_required` is made again.
+const MAX_INPUT_ROUNDS: usize = 4;
 
 /// A call that reports progress may run this many times its server's timeout in all
 /// (each notice starts the timeout again); then it times out like any other.
@@ -50,6 +71,8 @@ pub(super) struct Conn {
     renewing: Mutex<()>,
     /// Grows with every new session.
     sessions: AtomicU64,
+    /// Revision 2026-07-28 is spoken (no session, no ping).
+    stateless: AtomicBool,
     /// The `outputSchema` of each tool that gave one, from the last listing.
     output_schemas: Mutex<std::collections::HashMap<String, Value>>,
 }
@@ -115,13 +138,47 @@ impl Conn {
     /// `started` gets the connection as soon as the process runs (or the HTTP link
     /// exists), before the handshake: closing it from there (evolve shutting down)
     /// ends the handshake at once.
+    ///
+    /// The handshake: over HTTP `server/discover` first (revision 2026-07-28, no
+    /// session), then `initialize` if the server does not answer it; over stdio
+    /// `initialize` (an older server may take an unknown first request badly), and a
+    /// server that refuses it as an unsupported version (-32022: it speaks only
+    /// 2026-07-28) is started again and spoken to without a handshake.
     pub fn open(
         spec: &ServerSpec,
         scope: Option<&Scope>,
         stderr: &StderrTail,
         cancel: &AtomicBool,
-        started: impl FnOnce(&Arc<Conn>),
+        started: impl Fn(&Arc<Conn>),
     ) -> Result<Arc<Conn>, McpError> {
+        let http = matches!(spec.transport, Transport::Http { .. });
+        match Conn::open_as(spec, scope, stderr, cancel, &started, http) {
+            Err(Retry::Stateless) => {
+                log::info!(
+                    "MCP server {:?} speaks only protocol {STATELESS_VERSION}; starting it again for that",
+                    spec.name
+                );
+                Conn::open_as(spec, scope, stderr, cancel, &started, true).map_err(|r| match r {
+                    Retry::Stateless => McpError::Start {
+                        server: spec.name.clone(),
+                        detail: "it refuses every handshake evolve knows".into(),
+                    },
+                    Retry::Error(e) => e,
+                })
+            }
+            Err(Retry::Error(e)) => Err(e),
+            Ok(conn) => Ok(conn),
+        }
+    }
+
+    fn open_as(
+        spec: &ServerSpec,
+        scope: Option<&Scope>,
+        stderr: &StderrTail,
+        cancel: &AtomicBool,
+        started: &dyn Fn(&Arc<Conn>),
+        discover: bool,
+    ) -> Result<Arc<Conn>, Retry> {
         let start = |detail: String| McpError::Start {
             server: spec.name.clone(),
             detail,
@@ -134,7 +191,9 @@ impl Conn {
                 env,
                 cwd,
             } => {
-                let plan = confinement(spec, scope).map_err(start)?;
+                let plan = confinement(spec, scope)
+                    .map_err(start)
+                    .map_err(Retry::Error)?;
                 // A confined server starts in the workspace unless told otherwise.
                 let cwd = cwd
                     .as_deref()
@@ -148,7 +207,9 @@ impl Conn {
                     roots,
                     plan: plan.as_ref(),
                 };
-                let (peer, process) = stdio::spawn(launch, stderr).map_err(start)?;
+                let (peer, process) = stdio::spawn(launch, stderr)
+                    .map_err(start)
+                    .map_err(Retry::Error)?;
                 (peer, Wire::Stdio(process))
             }
             Transport::Http {
@@ -156,7 +217,9 @@ impl Conn {
                 headers,
                 bearer,
             } => {
-                let endpoint = http::endpoint(url, headers, bearer.as_ref()).map_err(start)?;
+                let endpoint = http::endpoint(url, headers, bearer.as_ref())
+                    .map_err(start)
+                    .map_err(Retry::Error)?;
                 let link = HttpLink::new(&spec.name, endpoint);
                 let peer = Peer::new(&spec.name, Arc::new(link.clone()), roots);
                 (peer, Wire::Http(link))
@@ -170,10 +233,27 @@ impl Conn {
             renewing: Mutex::new(()),
             sessions: AtomicU64::new(0),
             output_schemas: Mutex::default(),
+            stateless: AtomicBool::new(false),
         });
         started(&conn);
-        let failure = match conn.handshake(cancel) {
+        let shaken = if discover {
+            match conn.discover(cancel) {
+                Ok(true) => Ok(()),
+                Ok(false) => conn.handshake(cancel),
+                Err(f) => Err(f),
+            }
+        } else {
+            conn.handshake(cancel)
+        };
+        let failure = match shaken {
             Ok(()) => return Ok(conn),
+            Err(Failure::Rpc {
+                code: UNSUPPORTED_VERSION,
+                ..
+            }) if !discover => {
+                conn.close();
+                return Err(Retry::Stateless);
+            }
             Err(failure) => failure,
         };
         if let (Wire::Stdio(process), Failure::Broken(_)) = (&conn.wire, &failure) {
@@ -183,7 +263,7 @@ impl Conn {
         let detail = match failure {
             Failure::Cancelled => {
                 conn.close();
-                return Err(McpError::Cancelled);
+                return Err(Retry::Error(McpError::Cancelled));
             }
             Failure::Timeout => format!(
                 "no answer to the handshake within {} s",
@@ -199,7 +279,77 @@ impl Conn {
         };
         let detail = stdio::with_stderr(detail, stderr);
         conn.close();
-        Err(start(detail))
+        Err(Retry::Error(start(detail)))
+    }
+
+    /// Revision 2026-07-28: `server/discover`, every request carrying the version and
+    /// the client's capabilities in `_meta`. `Ok(false)` when the server does not speak
+    /// it (an error, an HTTP refusal, an answer without the version): the older
+    /// handshake follows on the same link.
+    fn discover(&self, cancel: &AtomicBool) -> Result<bool, Failure> {
+        let mut meta = serde_json::Map::new();
+        meta.insert(META_VERSION.into(), json!(STATELESS_VERSION));
+        meta.insert(
+            "io.modelcontextprotocol/clientCapabilities".into(),
+            json!({"roots": {}, "elicitation": {"form": {}}}),
+        );
+        meta.insert(
+            "io.modelcontextprotocol/clientInfo".into(),
+            json!({"name": "evolve", "version": env!("CARGO_PKG_VERSION")}),
+        );
+        self.peer.set_request_meta(Some(meta));
+        if let Wire::Http(link) = &self.wire {
+            link.set_protocol(STATELESS_VERSION);
+        }
+        let undo = || {
+            self.peer.set_request_meta(None);
+            if let Wire::Http(link) = &self.wire {
+                link.reset();
+            }
+        };
+        let wait = self.timeout.min(DISCOVER_WAIT);
+        let result = match self.peer.request("server/discover", None, wait, cancel) {
+            Ok(result) => result,
+            Err(Failure::Cancelled) => {
+                undo();
+                return Err(Failure::Cancelled);
+            }
+            Err(other) => {
+                log::debug!(
+                    "MCP server {:?} does not answer server/discover ({other:?}); initialize follows",
+                    self.server
+                );
+                undo();
+                return Ok(false);
+            }
+        };
+        let speaks = result["supportedVersions"]
+            .as_array()
+            .is_some_and(|v| v.iter().any(|v| v == STATELESS_VERSION));
+        if !speaks {
+            undo();
+            return Ok(false);
+        }
+        let info = &result["_meta"]["io.modelcontextprotocol/serverInfo"];
+        let shown = |v: &Value| {
+            v.as_str().map_or_else(
+                || "?".to_string(),
+                |s| {
+                    evolve_core::text::clip_chars(
+                        &evolve_core::text::escape_controls(s, false),
+                        100,
+                    )
+                },
+            )
+        };
+        log::info!(
+            "MCP server {:?} connected: {} {} (protocol {STATELESS_VERSION}, no session)",
+            self.server,
+            shown(&info["name"]),
+            shown(&info["version"]),
+        );
+        self.stateless.store(true, Ordering::SeqCst);
+        Ok(true)
     }
 
     /// `initialize`, then `notifications/initialized`; over HTTP the notification
@@ -332,11 +482,17 @@ impl Conn {
         }
     }
 
-    /// Whether the server answers a `ping` within `timeout`: a server that let one call
-    /// time out but still answers is busy, not hung.
+    /// Whether the server answers a `ping` (2026-07-28 has none: `server/discover`)
+    /// within `timeout`: a server that let one call time out but still answers is
+    /// busy, not hung.
     pub fn ping(&self, timeout: Duration) -> bool {
         let never = AtomicBool::new(false);
-        self.peer.request("ping", None, timeout, &never).is_ok()
+        let method = if self.stateless.load(Ordering::SeqCst) {
+            "server/discover"
+        } else {
+            "ping"
+        };
+        self.peer.request(method, None, timeout, &never).is_ok()
     }
 
     /// Every tool of the server (all pages), within the server's timeout.
@@ -410,16 +566,46 @@ impl Conn {
         cancel: &AtomicBool,
         events: &mut dyn CallEvents,
     ) -> Result<CallOutcome, McpError> {
-        let params = json!({"name": tool, "arguments": arguments});
-        let result = self
-            .request(
-                "tools/call",
-                Some(params),
-                self.timeout,
-                cancel,
-                Some(events),
-            )
-            .map_err(|f| self.error(tool, f))?;
+        let mut params = json!({"name": tool, "arguments": arguments});
+        let mut result = Value::Null;
+        for _ in 0..=MAX_INPUT_ROUNDS {
+            result = self
+                .request(
+                    "tools/call",
+                    Some(params.clone()),
+                    self.timeout,
+                    cancel,
+                    Some(&mut *events),
+                )
+                .map_err(|f| self.error(tool, f))?;
+            if result["resultType"] != "input_required" {
+                break;
+            }
+            // 2026-07-28: a server cannot ask during a call; it answers with what it
+            // needs, and the call is made again with the answers.
+            let mut responses = serde_json::Map::new();
+            for (key, asked) in result["inputRequests"].as_object().into_iter().flatten() {
+                let answer = match asked["method"].as_str() {
+                    Some("roots/list") => self.peer.roots_result(),
+                    Some("elicitation/create") => {
+                        match super::elicit::Elicitation::parse(&self.server, &asked["params"]) {
+                            Ok(question) => events.elicit(&question).result(),
+                            Err(_) => super::elicit::ElicitReply::Decline.result(),
+                        }
+                    }
+                    _ => continue,
+                };
+                responses.insert(key.clone(), answer);
+            }
+            params["inputResponses"] = Value::Object(responses);
+            params["requestState"] = result["requestState"].clone();
+        }
+        if result["resultType"] == "input_required" {
+            return Err(McpError::Broken {
+                server: self.server.clone(),
+                detail: format!("it kept asking for input after {MAX_INPUT_ROUNDS} answers"),
+            });
+        }
         let schema = self
             .output_schemas
             .lock()

@@ -409,6 +409,17 @@ impl HttpLink {
         }
     }
 
+    /// Speaks revision 2026-07-28 (no session; each message names its method in the
+    /// headers).
+    fn stateless(&self) -> bool {
+        self.0
+            .protocol
+            .lock()
+            .ok()
+            .and_then(|p| p.clone())
+            .is_some_and(|v| v.as_bytes() == STATELESS_VERSION.as_bytes())
+    }
+
     /// Forgets the session (a new `initialize` follows).
     pub fn reset(&self) {
         if let Ok(mut id) = self.0.id.lock() {
@@ -482,7 +493,7 @@ impl HttpLink {
     /// announced for later (202).
     fn post(&self, peer: &Arc<Peer>, body: &[u8], id: Option<u64>) -> Result<(), Failure> {
         let session = self.session_id();
-        let headers = self.headers(
+        let mut headers = self.headers(
             &[
                 (ACCEPT, "application/json, text/event-stream"),
                 (CONTENT_TYPE, JSON),
@@ -490,6 +501,9 @@ impl HttpLink {
             session.as_ref(),
             None,
         );
+        if self.stateless() {
+            headers.extend(routing_headers(body));
+        }
         let response = self.send(Method::Post, &headers, body)?;
         let head = Head::of(&response);
         if session.is_none() {
@@ -544,7 +558,9 @@ impl HttpLink {
             if json && !auth_failure {
                 // The server's own JSON-RPC error for the request.
                 if let Ok(message) = serde_json::from_slice::<Value>(&bytes) {
-                    if message.get("error").is_some() && message.get("id").is_some() {
+                    if message.get("error").is_some()
+                        && message.get("id").is_some_and(|i| !i.is_null())
+                    {
                         peer.dispatch(message);
                         if id.is_none_or(|id| !peer.is_pending(id)) {
                             return Ok(());
@@ -853,6 +869,64 @@ impl Link for HttpLink {
             .map(|_| ())
             .map_err(|e| self.error(HttpErrorKind::NoThread(e.to_string())))
     }
+}
+
+/// The revision without sessions, whose messages carry their method in the headers.
+pub(super) const STATELESS_VERSION: &str = "2026-07-28";
+
+/// `Mcp-Method` (every message of 2026-07-28) and `Mcp-Name` (the tool of a
+/// `tools/call`), read from the message itself; a value that is not plain visible ASCII
+/// goes as `=?base64?…?=`.
+fn routing_headers(body: &[u8]) -> Vec<(HeaderName, HeaderValue)> {
+    let Ok(message) = serde_json::from_slice::<Value>(body) else {
+        return Vec::new();
+    };
+    let mut headers = Vec::new();
+    let mut add = |name: &'static str, value: &str| {
+        let plain = !value.is_empty()
+            && value
+                .bytes()
+                .all(|b| (0x21..0x7f).contains(&b) || b == b' ')
+            && !value.starts_with(' ')
+            && !value.ends_with(' ');
+        let text = if plain {
+            value.to_string()
+        } else {
+            format!("=?base64?{}?=", base64(value.as_bytes()))
+        };
+        if let Ok(v) = HeaderValue::from_str(&text) {
+            headers.push((HeaderName::from_static(name), v));
+        }
+    };
+    if let Some(method) = message["method"].as_str() {
+        add("mcp-method", method);
+        if method == "tools/call" {
+            if let Some(tool) = message["params"]["name"].as_str() {
+                add("mcp-name", tool);
+            }
+        }
+    }
+    headers
+}
+
+/// Standard base64 with padding.
+fn base64(bytes: &[u8]) -> String {
+    const ABC: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for chunk in bytes.chunks(3) {
+        let n = chunk
+            .iter()
+            .enumerate()
+            .fold(0u32, |n, (i, b)| n | u32::from(*b) << (16 - 8 * i));
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(ABC[(n >> (18 - 6 * i) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
 }
 
 /// Sleeps `wait` in short steps; false once the connection has ended.
@@ -1480,8 +1554,16 @@ mod tests {
             headers,
             body: serde_json::from_slice(&body).unwrap_or(Value::Null),
         };
-        log.lock().expect("log").push(seen.clone());
         let mut conn = conn;
+        if seen.rpc_method() == "server/discover" {
+            // These servers speak the revisions with `initialize` only, as a stateful
+            // TypeScript server does: a request without a session is refused.
+            let refusal = json!({"jsonrpc": "2.0", "id": null,
+                "error": {"code": -32000, "message": "Bad Request: Server not initialized"}});
+            let _ = conn.write_all(plain(400, JSON, &[], &refusal.to_string()).as_bytes());
+            return;
+        }
+        log.lock().expect("log").push(seen.clone());
         let _ = conn.write_all(answer(&seen).as_bytes());
     }
 

@@ -94,6 +94,9 @@ pub(super) struct Peer {
     stale: Arc<AtomicBool>,
     /// What `roots/list` answers.
     roots: Mutex<Vec<PathBuf>>,
+    /// `_meta` fields every request carries (revision 2026-07-28: the version and the
+    /// client's capabilities, since there is no handshake to say them once).
+    meta: Mutex<Option<Map<String, Value>>>,
 }
 
 /// What reaches a waiting caller.
@@ -140,6 +143,7 @@ impl Peer {
             next_id: AtomicU64::new(0),
             stale: Arc::new(AtomicBool::new(false)),
             roots: Mutex::new(roots),
+            meta: Mutex::new(None),
         })
     }
 
@@ -200,11 +204,20 @@ impl Peer {
         if let Some(params) = params {
             message["params"] = params;
         }
-        if events.is_some() {
+        let meta = self.meta.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        if events.is_some() || meta.is_some() {
             if !message["params"].is_object() {
                 message["params"] = json!({});
             }
-            message["params"]["_meta"]["progressToken"] = json!(id);
+            if !message["params"]["_meta"].is_object() {
+                message["params"]["_meta"] = json!({});
+            }
+            if let Some(Value::Object(into)) = message["params"].get_mut("_meta") {
+                into.extend(meta.unwrap_or_default());
+                if events.is_some() {
+                    into.insert("progressToken".into(), json!(id));
+                }
+            }
         }
         let sent = self.link.send(
             self,
@@ -376,6 +389,17 @@ impl Peer {
         }
     }
 
+    /// The `_meta` fields every later request carries (`None`: none).
+    pub fn set_request_meta(&self, meta: Option<Map<String, Value>>) {
+        *self.meta.lock().unwrap_or_else(|e| e.into_inner()) = meta;
+    }
+
+    /// `roots/list`'s answer.
+    pub fn roots_result(&self) -> Value {
+        let roots = self.roots.lock().unwrap_or_else(|e| e.into_inner());
+        json!({"roots": roots.iter().map(|r| root(r)).collect::<Vec<_>>()})
+    }
+
     /// Whether request `id` still waits for its answer.
     pub fn is_pending(&self, id: u64) -> bool {
         self.lock().pending.contains_key(&id)
@@ -537,10 +561,7 @@ impl Peer {
     fn answer(self: &Arc<Self>, id: Value, method: &str, params: Option<&Value>) {
         let reply = match method {
             "ping" => Ok(json!({})),
-            "roots/list" => {
-                let roots = self.roots.lock().unwrap_or_else(|e| e.into_inner());
-                Ok(json!({"roots": roots.iter().map(|r| root(r)).collect::<Vec<_>>()}))
-            }
+            "roots/list" => Ok(self.roots_result()),
             "elicitation/create" => {
                 let state = self.lock();
                 let listener = state

@@ -92,6 +92,11 @@ max_steps = 8
 [mcp.servers.peer]
 command = "$MCP_TEST_SERVER_BIN"
 args = ["--notes", "$WORK/notes"]
+
+# The progress and elicitation case runs these without a permission question.
+[tools.levels]
+peer__progress = "L1"
+peer__ask_user = "L1"
 EOF
 
 node "$HERE/ui.test.mjs" --script >"$WORK/script.json"

@@ -70,6 +70,12 @@ const SCRIPT = {
     // "Evolve the prompt": the proposal shown as a diff, active only once confirmed.
     '[evolve:prompt]': [EVOLVED],
     '[image-test]': [`A dot: ![a red dot](${DOT}) and ![remote](https://example.com/x.png)`],
+    // An MCP tool that reports progress, then one whose server asks the person (a form).
+    '[mcp-live-test]': [
+      call('peer__progress', '{"steps": 8, "ms": 400}'),
+      call('peer__ask_user', '{"message": "Which name shall I use?"}'),
+      'Thanks, noted.',
+    ],
     // The first answer is rated highly: style learning keeps this note (memory case).
     '[evolve:style]': ['{"note": "The browser test likes short answers"}'],
     // The tool-call check of Test in the settings panel (doctor's checks).
@@ -422,6 +428,33 @@ await test('images in answers: inline data is shown and enlarges on click, a rem
   await main.waitForSelector('#lightbox[open] img');
   await main.click('#lightbox');
   await main.waitForSelector('#lightbox', { state: 'hidden' });
+});
+
+await test('an MCP tool shows its progress on its card; a server\'s question is a form in the chat, checked, then answered', async () => {
+  await send(main, 'Run the long tool, then ask me [mcp-live-test]');
+  const card = lastAnswer(main).locator('[data-testid=tool-chip]').first();
+  const bar = card.locator('[data-testid=tool-progress]');
+  await bar.waitFor();
+  await until(async () => Number(await bar.getAttribute('value')) >= 2, 'the progress bar moves');
+  eq(await bar.getAttribute('max'), '8', 'the total');
+  check(/\d\/8 · step \d of 8/.test(await card.locator('.state').textContent()), 'the card says how far it is');
+  const form = main.locator('[data-testid=elicitation]');
+  await form.waitFor({ timeout: 20000 });
+  check((await form.textContent()).includes('Which name shall I use?'), 'the server\'s message');
+  check(!(await bar.count()), 'the finished card has no bar');
+  // `name` left empty: the server's form says it is required, shown next to the field.
+  await form.locator('[data-testid=elicit-send]').click();
+  await form.locator('[data-testid=field-error]').waitFor();
+  eq(await form.locator('[aria-invalid=true]').getAttribute('name'), 'name', 'the field named by the 400');
+  await form.locator('input[name=name]').fill('Ada');
+  await form.locator('input[name=ok]').check();
+  await form.locator('[data-testid=elicit-send]').click();
+  await form.waitFor({ state: 'detached' });
+  await idle(main);
+  await lastAnswer(main).locator('.body', { hasText: 'Thanks, noted.' }).waitFor();
+  const asked = lastAnswer(main).locator('[data-testid=tool-chip]').nth(1);
+  await asked.locator('summary').click();
+  check((await asked.textContent()).includes('"name":"Ada"'), `the server got the answer: ${await asked.textContent()}`);
 });
 
 await test('Regenerate answers again, Edit resends a changed question; earlier versions fold away and stay after a reload; Copy takes a whole answer', async () => {

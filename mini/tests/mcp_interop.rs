@@ -100,6 +100,18 @@ fn one_timeout_cancels_one_call(w: &mut World, server: &'static str, count: &std
         json!({"text": "still here"}),
     );
     assert_eq!(echo["output"], "still here", "{echo}");
+    if server == "t" {
+        // Over stdio the server was told which request was given up on, and why (in
+        // 2026-07-28 over HTTP cancelling is the server's to notice).
+        let told = run_tool(port, "t__cancelled", json!({}));
+        assert!(
+            told["output"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("timed out"),
+            "{told}"
+        );
+    }
     assert_eq!(starts(count), 1, "the server process was started again");
     assert_eq!(connections(&s, server), 1, "the connection was made again");
     drop(s);
@@ -112,7 +124,7 @@ fn over_stdio_a_timeout_cancels_only_its_own_call() {
     with_test_server(
         &w,
         &["--count-file", &count.to_string_lossy()],
-        "timeout_secs = 4",
+        "timeout_secs = 4\n\n[tools.levels]\nt__cancelled = \"L1\"",
     );
     one_timeout_cancels_one_call(&mut w, "t", &count);
 }

@@ -28,6 +28,7 @@ pub mod skill;
 pub mod text;
 pub mod tool_plan;
 pub mod turn;
+pub mod watch;
 
 pub use config::CoreConfig;
 

@@ -103,6 +103,7 @@ pub struct RawAgent {
 #[serde(deny_unknown_fields)]
 pub struct RawTools {
     pub shell_timeout: Option<u64>,
+    pub shell_idle_stop: Option<u64>,
     pub output_cap: Option<usize>,
     pub http_allow_private: Option<bool>,
     pub http_timeout: Option<u64>,

@@ -123,8 +123,12 @@ impl Default for AgentConfig {
 /// Built-in tools.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ToolsConfig {
-    /// `shell` runs at most this long (default 30 s).
+    /// `shell` runs this long (default 30 s), longer while it is busy (up to 4 times,
+    /// where `/proc` tells; see `evolve_core::watch`).
     pub shell_timeout: Duration,
+    /// A command idle this long in a row (no CPU, I/O or output) is stopped before its
+    /// timeout (default 20 s; 0: never).
+    pub shell_idle_stop: Duration,
     /// Output of `shell` and `http_get` kept, in bytes (default 128 KiB).
     pub output_cap: usize,
     /// `http_get` may fetch loopback and private addresses (default false).
@@ -139,6 +143,7 @@ impl Default for ToolsConfig {
     fn default() -> Self {
         ToolsConfig {
             shell_timeout: Duration::from_secs(30),
+            shell_idle_stop: Duration::from_secs(20),
             output_cap: 128 * 1024,
             http_allow_private: false,
             http_timeout: Duration::from_secs(20),

@@ -986,6 +986,7 @@ fn resolve_agent(raw: RawAgent, ctx: &Context<'_>) -> Result<AgentConfig, Config
 fn resolve_tools(raw: RawTools, ctx: &Context<'_>) -> Result<ToolsConfig, ConfigError> {
     let RawTools {
         shell_timeout,
+        shell_idle_stop,
         output_cap,
         http_allow_private,
         http_timeout,
@@ -1033,6 +1034,7 @@ fn resolve_tools(raw: RawTools, ctx: &Context<'_>) -> Result<ToolsConfig, Config
     }
     Ok(ToolsConfig {
         shell_timeout: ctx.seconds("tools.shell_timeout", shell_timeout, d.shell_timeout)?,
+        shell_idle_stop: shell_idle_stop.map_or(d.shell_idle_stop, Duration::from_secs),
         output_cap: output_cap.unwrap_or(d.output_cap),
         http_allow_private: http_allow_private.unwrap_or(d.http_allow_private),
         http_timeout: ctx.seconds("tools.http_timeout", http_timeout, d.http_timeout)?,

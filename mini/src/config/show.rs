@@ -87,6 +87,7 @@ impl Config {
             },
             "tools": {
                 "shell_timeout": secs(self.tools.shell_timeout),
+                "shell_idle_stop": secs(self.tools.shell_idle_stop),
                 "output_cap": self.tools.output_cap,
                 "http_allow_private": self.tools.http_allow_private,
                 "http_timeout": secs(self.tools.http_timeout),

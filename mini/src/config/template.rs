@@ -106,8 +106,11 @@ pub const CONFIG_TEMPLATE: &str = r#"# evolve configuration — `evolve config s
 #turn_line = true
 
 [tools]
-# The `shell` tool is stopped after this long.
+# The `shell` tool is stopped after this long — or up to 4 times as long while the
+# command is busy (CPU, I/O or output; Linux).
 #shell_timeout = 30
+# A command idle this long in a row is stopped before its timeout (0: never).
+#shell_idle_stop = 20
 # Bytes of tool output kept (half from the start, half from the end).
 #output_cap = 131072
 # Whether `http_get` may fetch 127.0.0.1, LAN and other private addresses.

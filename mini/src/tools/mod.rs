@@ -439,6 +439,7 @@ impl Builtins {
                         args.text("command"),
                         ctx.workspace,
                         timeout,
+                        self.tools.shell_idle_stop,
                         cap,
                         ctx.cancel,
                         &plan,

@@ -15,6 +15,8 @@ use std::sync::{mpsc, Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use evolve_core::watch::{Rule, Sample, Stop, Verdict, Watch};
+
 use super::ToolOutput;
 use crate::sandbox::{reaper, Plan};
 
@@ -61,6 +63,11 @@ impl Capped {
         }
     }
 
+    /// Every byte pushed so far.
+    fn total(&self) -> u64 {
+        (self.head.len() + self.tail.len()) as u64 + self.dropped
+    }
+
     fn text(&self) -> String {
         let mut out = String::from_utf8_lossy(&self.head).into_owned();
         if self.dropped > 0 {
@@ -105,17 +112,78 @@ fn kill_group(pgid: u32) {
 /// How the command ended.
 enum End {
     Exited(std::process::ExitStatus),
-    TimedOut,
+    /// Stopped by the watch (see [`evolve_core::watch`]), after this long.
+    Stopped(Stop, Duration),
     Cancelled,
+}
+
+/// How often the command's processes are sampled for the smart timeout.
+const SAMPLE_EVERY: Duration = Duration::from_millis(500);
+
+/// What the processes of group `pgid` have used so far (Linux: `/proc`); `None`
+/// elsewhere, where the timeout is fixed.
+#[cfg(target_os = "linux")]
+fn sample_group(pgid: u32) -> Option<(u64, u64)> {
+    // SAFETY: sysconf(3) reads a constant; no memory involved.
+    let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
+    let (mut cpu_ticks, mut io) = (0u64, 0u64);
+    for entry in std::fs::read_dir("/proc").ok()?.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .filter(|n| n.bytes().all(|b| b.is_ascii_digit()))
+        else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        // After the command name (which may hold spaces and parentheses): state, ppid,
+        // pgrp, …, utime, stime, cutime and cstime as the 12th to 15th fields.
+        let Some((_, rest)) = stat.rsplit_once(')') else {
+            continue;
+        };
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        if fields.get(2).and_then(|g| g.parse::<u32>().ok()) != Some(pgid) {
+            continue;
+        }
+        let field = |i: usize| {
+            fields
+                .get(i)
+                .and_then(|v| v.parse::<u64>().ok())
+                .unwrap_or(0)
+        };
+        // utime, stime, and the children's it has waited for (a loop of short-lived
+        // programs spends its time in them).
+        cpu_ticks += field(11) + field(12) + field(13) + field(14);
+        if let Ok(text) = std::fs::read_to_string(format!("/proc/{pid}/io")) {
+            for line in text.lines() {
+                if let Some(v) = line
+                    .strip_prefix("rchar:")
+                    .or_else(|| line.strip_prefix("wchar:"))
+                {
+                    io += v.trim().parse::<u64>().unwrap_or(0);
+                }
+            }
+        }
+    }
+    Some((cpu_ticks * 1000 / ticks, io))
+}
+
+#[cfg(not(target_os = "linux"))]
+fn sample_group(_pgid: u32) -> Option<(u64, u64)> {
+    None
 }
 
 /// Runs `command` in `dir` under `plan`; see the module docs. `timeout` is the
 /// effective limit (the caller has already applied "the argument may only lower the
-/// configured one").
+/// configured one"); where `/proc` tells what the command does, a busy one gets up to
+/// 4 times that, and one idle for `idle_stop` (zero: never) is stopped early.
 pub fn run(
     command: &str,
     dir: &Path,
     timeout: Duration,
+    idle_stop: Duration,
     cap: usize,
     cancel: &AtomicBool,
     plan: &Plan,
@@ -125,11 +193,11 @@ pub fn run(
     }
     #[cfg(not(unix))]
     {
-        let _ = (dir, timeout, cap, cancel, plan);
+        let _ = (dir, timeout, idle_stop, cap, cancel, plan);
         return ToolOutput::error("the shell tool needs a Unix system (sh and process groups)");
     }
     #[cfg(unix)]
-    run_unix(command, dir, timeout, cap, cancel, plan)
+    run_unix(command, dir, timeout, idle_stop, cap, cancel, plan)
 }
 
 #[cfg(unix)]
@@ -137,6 +205,7 @@ fn run_unix(
     command: &str,
     dir: &Path,
     timeout: Duration,
+    idle_stop: Duration,
     cap: usize,
     cancel: &AtomicBool,
     plan: &Plan,
@@ -193,7 +262,26 @@ fn run_unix(
         reaper::forget(pgid);
         let _ = exit_tx.send(status);
     });
-    let deadline = Instant::now() + timeout;
+    // The smart timeout: sampled every second where `/proc` tells (Linux), the fixed
+    // timeout elsewhere.
+    let started = Instant::now();
+    let timeout_ms = timeout.as_millis() as u64;
+    let sampled = sample_group(pgid).is_some();
+    let rule = if sampled {
+        Rule {
+            idle_stop_ms: idle_stop.as_millis() as u64,
+            ..Rule::for_timeout(timeout_ms)
+        }
+    } else {
+        Rule {
+            timeout_ms,
+            max_factor: 1,
+            idle_stop_ms: 0,
+            grace_ms: timeout_ms,
+        }
+    };
+    let mut watch = Watch::new(rule);
+    let mut next_sample = started + if sampled { SAMPLE_EVERY } else { timeout };
     let stop = |why: End| {
         kill_group(pgid);
         // SIGKILL to its group ends the command, whose wait then returns.
@@ -201,7 +289,7 @@ fn run_unix(
         why
     };
     let end = loop {
-        let left = deadline.saturating_duration_since(Instant::now());
+        let left = next_sample.saturating_duration_since(Instant::now());
         match exit_rx.recv_timeout(left.min(POLL)) {
             Ok(Ok(status)) => break End::Exited(status),
             Ok(Err(e)) => {
@@ -216,8 +304,30 @@ fn run_unix(
                 if cancel.load(Ordering::Relaxed) {
                     break stop(End::Cancelled);
                 }
-                if Instant::now() >= deadline {
-                    break stop(End::TimedOut);
+                let now = Instant::now();
+                if now < next_sample {
+                    continue;
+                }
+                let (cpu_ms, io_bytes) = sample_group(pgid).unwrap_or_default();
+                let output_bytes = [&stdout, &stderr]
+                    .iter()
+                    .map(|b| b.lock().map(|b| b.total()).unwrap_or(0))
+                    .sum();
+                let sample = Sample {
+                    cpu_ms,
+                    io_bytes,
+                    output_bytes,
+                };
+                let ran = now - started;
+                match watch.observe(ran.as_millis() as u64, sample) {
+                    Verdict::Go => {
+                        next_sample = now + SAMPLE_EVERY;
+                        if !sampled {
+                            // Without samples the only decision is at the timeout.
+                            next_sample = started + timeout;
+                        }
+                    }
+                    Verdict::Stop(why) => break stop(End::Stopped(why, ran)),
                 }
             }
         }
@@ -254,12 +364,27 @@ fn run_unix(
             (None, Some(sig)) => (format!("[killed by signal {sig}]"), true),
             (None, None) => ("[ended without an exit code]".to_string(), true),
         },
-        End::TimedOut => (
-            format!(
-                "[timed out after {secs:.0} s: the command and everything it started were killed]"
-            ),
-            true,
-        ),
+        End::Stopped(why, ran) => {
+            let ran = ran.as_secs_f64();
+            let said = match why {
+                Stop::Timeout => format!("timed out after {secs:.0} s"),
+                Stop::Idle { idle_ms } => format!(
+                    "stopped after {ran:.0} s: idle for {:.0} s (no CPU, I/O or output), before its {secs:.0} s timeout",
+                    idle_ms as f64 / 1000.0
+                ),
+                Stop::IdleAfterExtension { .. } => format!(
+                    "timed out after {ran:.0} s: it was busy at its {secs:.0} s timeout and given more time, then went idle"
+                ),
+                Stop::Limit { limit_ms } => format!(
+                    "timed out after {:.0} s: busy all along, stopped at 4 times its {secs:.0} s timeout",
+                    limit_ms as f64 / 1000.0
+                ),
+            };
+            (
+                format!("[{said}: the command and everything it started were killed]"),
+                true,
+            )
+        }
         End::Cancelled => (
             "[cancelled: the command and everything it started were killed]".to_string(),
             true,
@@ -352,6 +477,44 @@ mod tests {
             out.content
         );
         assert!(out.content.contains("PATH="), "{}", out.content);
+    }
+
+    /// The smart timeout (Linux): a command busy past its timeout gets more time and
+    /// finishes; an idle one is stopped before its timeout, and says why.
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn a_busy_command_gets_more_time_and_an_idle_one_is_stopped_early() {
+        let mut tools = tools_config();
+        tools.shell_timeout = Duration::from_secs(2);
+        tools.shell_idle_stop = Duration::from_secs(2);
+        let h = Harness::with_tools(tools);
+        // Busy for about 4 s (twice its timeout): a CPU loop that watches the clock.
+        let busy =
+            "end=$(( $(date +%s) + 4 )); while [ $(date +%s) -lt $end ]; do :; done; echo finished";
+        let out = h.call("shell", json!({ "command": busy }));
+        assert!(!out.is_error, "{}", out.content);
+        assert!(out.content.contains("finished"), "{}", out.content);
+        let mut tools = tools_config();
+        tools.shell_timeout = Duration::from_secs(10);
+        tools.shell_idle_stop = Duration::from_secs(2);
+        let idle = Harness::with_tools(tools);
+        let t = Instant::now();
+        let out = idle.call("shell", json!({"command": "sleep 30"}));
+        assert!(out.is_error);
+        assert!(
+            out.content.contains("idle for 2 s (no CPU, I/O or output)"),
+            "{}",
+            out.content
+        );
+        assert!(t.elapsed() < Duration::from_secs(9), "not stopped early");
+        // Busy for ever: stopped at 4 times the timeout.
+        let out = h.call("shell", json!({"command": "while :; do :; done"}));
+        assert!(
+            out.content
+                .contains("busy all along, stopped at 4 times its 2 s timeout"),
+            "{}",
+            out.content
+        );
     }
 
     #[test]

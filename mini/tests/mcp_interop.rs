@@ -504,3 +504,33 @@ fn the_python_sdk_answers_in_both_handshakes() {
     let _ = child.kill();
     let _ = child.wait();
 }
+
+/// The rmcp server with a session (stdio) asks `roots/list` during a call and gets the
+/// workspace first, then its own roots.
+#[test]
+fn the_rmcp_server_asks_for_roots_and_gets_the_workspace() {
+    let w = World::new("mcp-roots-rmcp");
+    let extra = std::env::temp_dir().canonicalize().unwrap();
+    with_test_server(
+        &w,
+        &[],
+        &format!(
+            "roots = [{:?}]\n\n[tools.levels]\nt__list_roots = \"L1\"\n",
+            extra.to_string_lossy()
+        ),
+    );
+    w.fake.push(tool_call("t__list_roots", "{}"));
+    w.fake.push(Reply::Text("Listed.".into()));
+    w.run(&["ask", "roots?"]).expect(0);
+    let listed = tool_results(&w, 1).pop().unwrap_or_default();
+    let lines: Vec<&str> = listed.lines().collect();
+    let workspace = w.workspace().canonicalize().unwrap();
+    assert_eq!(
+        lines,
+        [
+            format!("file://{}", workspace.display()),
+            format!("file://{}", extra.display())
+        ],
+        "{listed}"
+    );
+}

@@ -534,3 +534,46 @@ fn the_rmcp_server_asks_for_roots_and_gets_the_workspace() {
         "{listed}"
     );
 }
+
+/// The Python SDK server over stdio: a call past its timeout is cancelled alone (the
+/// server is not restarted: one connection), and a tool named with a dot is offered
+/// under a name a model takes and called under its own.
+#[test]
+fn the_python_sdk_keeps_its_connection_after_a_timeout_and_takes_dotted_names() {
+    let Some(time) = peer("EVOLVE_TEST_MCP_TIME") else {
+        return;
+    };
+    let python = std::path::Path::new(&time).with_file_name("python");
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/mcp-peers/python_server.py");
+    let mut w = World::new("mcp-python-timeout");
+    w.config(&format!(
+        "[mcp.servers.py]\ncommand = {:?}\nargs = [{:?}]\ntimeout_secs = 5\n\n\
+         [tools.levels]\npy__slow = \"L1\"\npy__add = \"L1\"\n\"py__notes.read\" = \"L1\"\n",
+        python.to_string_lossy(),
+        script.to_string_lossy()
+    ));
+    w.fake.route(CLASSIFY, Reply::Text("{}".into()));
+    let listed = w.run(&["mcp", "tools", "--json"]).expect(0).json();
+    let dotted = listed[0]["tools"]
+        .as_array()
+        .and_then(|t| t.iter().find(|t| t["tool"] == "notes.read"))
+        .and_then(|t| t["model_name"].as_str())
+        .unwrap_or_else(|| panic!("notes.read is not offered: {listed}"))
+        .to_string();
+    w.fake.push(tool_call("py__slow", r#"{"seconds": 30}"#));
+    w.fake.push(tool_call(&dotted, r#"{"name": "todo"}"#));
+    w.fake.push(tool_call("py__add", r#"{"a": 1, "b": 2}"#));
+    w.fake.push(Reply::Text("Done.".into()));
+    w.env("EVOLVE_LOG", "info");
+    let run = w.run(&["ask", "slow, read, add"]).expect(0);
+    let results = tool_results(&w, 3);
+    assert!(
+        results[0].contains("did not answer within 5 s; the call was cancelled"),
+        "{results:?}"
+    );
+    assert_eq!(results[1], "read: todo", "{results:?}");
+    assert!(results[2].contains('3'), "{results:?}");
+    let connects = run.stderr.matches("MCP server \"py\" connected").count();
+    assert_eq!(connects, 1, "{}", run.stderr);
+}

@@ -42,6 +42,15 @@ enum Retry {
 /// The error a server that speaks only 2026-07-28 answers `initialize` with.
 const UNSUPPORTED_VERSION: i64 = -32022;
 
+/// A server may take longer to start than to answer a call (`npx` fetching a package,
+/// Python importing its SDK): the handshake waits at least this long.
+const HANDSHAKE_MIN: Duration = Duration::from_secs(15);
+
+/// How long the handshake waits for a server whose calls have `timeout`.
+fn handshake_wait(timeout: Duration) -> Duration {
+    timeout.max(HANDSHAKE_MIN)
+}
+
 /// How long `server/discover` is waited for before `initialize` is tried (a server that
 /// takes the request and never answers it must not cost a whole timeout).
 const DISCOVER_WAIT: Duration = Duration::from_secs(5);
@@ -134,7 +143,8 @@ fn confinement(spec: &ServerSpec, scope: Option<&Scope>) -> Result<Option<Plan>,
 }
 
 impl Conn {
-    /// Starts the server and completes the handshake within the server's timeout.
+    /// Starts the server and completes the handshake within the server's timeout (at
+    /// least 15 s: starting can take longer than a call).
     /// `started` gets the connection as soon as the process runs (or the HTTP link
     /// exists), before the handshake: closing it from there (evolve shutting down)
     /// ends the handshake at once.
@@ -267,7 +277,7 @@ impl Conn {
             }
             Failure::Timeout => format!(
                 "no answer to the handshake within {} s",
-                spec.timeout.as_secs()
+                handshake_wait(spec.timeout).as_secs()
             ),
             Failure::Rpc { code, message } => {
                 format!("the handshake failed: {message} (code {code})")
@@ -360,9 +370,12 @@ impl Conn {
             "capabilities": {"roots": {"listChanged": true}, "elicitation": {"form": {}}},
             "clientInfo": {"name": "evolve", "version": env!("CARGO_PKG_VERSION")},
         });
-        let result = self
-            .peer
-            .request("initialize", Some(params), self.timeout, cancel)?;
+        let result = self.peer.request(
+            "initialize",
+            Some(params),
+            handshake_wait(self.timeout),
+            cancel,
+        )?;
         let version = result
             .get("protocolVersion")
             .and_then(Value::as_str)

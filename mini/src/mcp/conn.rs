@@ -16,10 +16,12 @@ use serde_json::{json, Value};
 
 use super::http::{self, HttpLink};
 use super::jsonrpc::{Failure, Peer};
+use super::oauth;
 use super::stdio::{self, Launch, Process, StderrTail};
 use super::{CallOutcome, McpError};
 use crate::mcp_spec::{McpTool, ServerSpec, Transport};
 use crate::sandbox::{self, Plan, Scope, ServerSandbox};
+use crate::store::Store;
 use evolve_core::permission::Annotations;
 
 /// The newest protocol version with the `initialize` handshake.
@@ -103,13 +105,15 @@ fn confinement(spec: &ServerSpec, scope: Option<&Scope>) -> Result<Option<Plan>,
 }
 
 impl Conn {
-    /// Starts the server and completes the handshake within the server's timeout.
+    /// Starts the server and completes the handshake within the server's timeout. An
+    /// HTTP server without an Authorization of its own uses its OAuth login in `logins`.
     /// `started` gets the connection as soon as the process runs (or the HTTP link
     /// exists), before the handshake: closing it from there (evolve shutting down)
     /// ends the handshake at once.
     pub fn open(
         spec: &ServerSpec,
         scope: Option<&Scope>,
+        logins: Option<&Arc<Store>>,
         stderr: &StderrTail,
         cancel: &AtomicBool,
         started: impl FnOnce(&Arc<Conn>),
@@ -146,8 +150,13 @@ impl Conn {
                 url,
                 headers,
                 bearer,
+                ..
             } => {
-                let endpoint = http::endpoint(url, headers, bearer.as_ref()).map_err(start)?;
+                let mut endpoint = http::endpoint(url, headers, bearer.as_ref()).map_err(start)?;
+                if let Some(store) = logins.filter(|_| oauth::applies(spec)) {
+                    let login = oauth::Bearer::new(&spec.name, url, store.clone());
+                    endpoint = endpoint.with_login(Arc::new(login));
+                }
                 let link = HttpLink::new(&spec.name, endpoint);
                 let peer = Peer::new(&spec.name, Arc::new(link.clone()), spec.roots.clone());
                 (peer, Wire::Http(link))

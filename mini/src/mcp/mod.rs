@@ -21,6 +21,8 @@
 //!   one of its tools is called or its list is unknown.
 //! - [`user_level`]: the user's own level for a tool (`evolve mcp level`, `/mcp level`,
 //!   the API), as a typed change each front end formats.
+//! - [`oauth`]: logging in to an HTTP server with OAuth (`evolve mcp login`) and using
+//!   the login on its requests.
 
 pub mod classify;
 mod conn;
@@ -28,6 +30,7 @@ mod http;
 mod hub;
 mod jsonrpc;
 mod lines;
+pub mod oauth;
 mod reap;
 pub mod servers;
 mod stdio;

@@ -1,6 +1,7 @@
 //! What the store keeps about MCP: the servers added at run time (`evolve mcp add`,
-//! `import`, `/mcp`) and each server's last tool list, so a turn can offer a server's
-//! tools without starting it. Which servers exist in the end (the file's win over the
+//! `import`, `/mcp`), each server's last tool list, so a turn can offer a server's
+//! tools without starting it, and the OAuth login of an HTTP server ([`McpLogin`]:
+//! its client and tokens, which nothing exports). Which servers exist in the end (the file's win over the
 //! store's) is `mcp::servers`'s decision; what a tool's level is, `mcp::classify`'s.
 
 use evolve_core::Timestamp;
@@ -9,7 +10,8 @@ use serde::{Deserialize, Serialize};
 
 use super::schema::*;
 use super::{Store, StoreError};
-use crate::mcp_spec::{McpTool, ServerSpec, SpecSource, SEP};
+use crate::mcp_spec::{secret_opt, McpTool, ServerSpec, SpecSource, SEP};
+use crate::secret::Secret;
 
 /// A cached tool list as stored.
 #[derive(Serialize, Deserialize)]
@@ -18,7 +20,75 @@ struct ToolList {
     at: Timestamp,
 }
 
+/// An HTTP server's OAuth login (`evolve mcp login`), or what a refusal of the server
+/// asked for before any login. Tokens and the client secret are [`Secret`]s: kept here
+/// (the user's own 0600 file), shown nowhere. What they mean is `mcp::oauth`'s.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct McpLogin {
+    /// The server's URL the login is for: its tokens go to that URL only.
+    pub url: String,
+    /// The resource the tokens were asked for (RFC 8707).
+    #[serde(default)]
+    pub resource: String,
+    /// The authorization server (its issuer identifier).
+    #[serde(default)]
+    pub issuer: String,
+    #[serde(default)]
+    pub token_endpoint: String,
+    #[serde(default)]
+    pub client_id: String,
+    #[serde(default, with = "secret_opt")]
+    pub client_secret: Option<Secret>,
+    /// How the client authenticates at the token endpoint: `none`,
+    /// `client_secret_basic` or `client_secret_post`.
+    #[serde(default)]
+    pub auth_method: String,
+    /// The redirect URI evolve registered the client with, when it registered itself:
+    /// the next login reuses the client if it can listen there again.
+    #[serde(default)]
+    pub registered_redirect: Option<String>,
+    #[serde(default, with = "secret_opt")]
+    pub access_token: Option<Secret>,
+    #[serde(default, with = "secret_opt")]
+    pub refresh_token: Option<Secret>,
+    /// When the access token expires, if the server said.
+    #[serde(default)]
+    pub expires_at: Option<Timestamp>,
+    /// The scopes granted.
+    #[serde(default)]
+    pub scope: Option<String>,
+    /// The scopes a refusal of the server asked for since (`WWW-Authenticate: … scope=`):
+    /// the next login asks for them.
+    #[serde(default)]
+    pub wanted_scope: Option<String>,
+    /// Where the server said its protected resource metadata is.
+    #[serde(default)]
+    pub resource_metadata: Option<String>,
+}
+
 impl Store {
+    /// A server's OAuth login, if any.
+    pub fn mcp_login(&self, server: &str) -> Result<Option<McpLogin>, StoreError> {
+        self.read(|txn| get_json(&txn.open_table(MCP_LOGINS)?, "mcp_logins", server))
+    }
+
+    /// Keeps a server's OAuth login (replacing the one before).
+    pub fn put_mcp_login(&self, server: &str, login: &McpLogin) -> Result<(), StoreError> {
+        self.write(|txn| {
+            put_json(
+                &mut txn.open_table(MCP_LOGINS)?,
+                "mcp_logins",
+                server,
+                login,
+            )
+        })
+    }
+
+    /// Forgets a server's OAuth login; `false` when there was none.
+    pub fn remove_mcp_login(&self, server: &str) -> Result<bool, StoreError> {
+        self.write(|txn| Ok(txn.open_table(MCP_LOGINS)?.remove(server)?.is_some()))
+    }
+
     /// The servers added at run time, in name order (source [`SpecSource::Store`]).
     pub fn mcp_servers(&self) -> Result<Vec<ServerSpec>, StoreError> {
         self.read(|txn| {
@@ -54,14 +124,15 @@ impl Store {
         })
     }
 
-    /// Removes a run-time server with everything kept about it (its tool list, the
-    /// classifications of its tools and the levels set for them); `false` when there
-    /// was no such server.
+    /// Removes a run-time server with everything kept about it (its tool list, its
+    /// login, the classifications of its tools and the levels set for them); `false`
+    /// when there was no such server.
     pub fn remove_mcp_server(&self, name: &str) -> Result<bool, StoreError> {
         self.write(|txn| {
             let removed = txn.open_table(MCP_SERVERS)?.remove(name)?.is_some();
             if removed {
                 txn.open_table(MCP_TOOLS)?.remove(name)?;
+                txn.open_table(MCP_LOGINS)?.remove(name)?;
                 let prefix = format!("{name}{SEP}");
                 let mut classes = txn.open_table(TOOL_CLASSES)?;
                 let keys: Vec<String> = classes

@@ -1129,6 +1129,9 @@ fn login(c: Login, profile: &Option<String>) -> Result<(), Error> {
         oauth::LoginError::Setup(m) => Error::Other(format!("cannot log in to {}: {m}", c.name)),
         e => Error::Other(format!("the login to {} failed: {e}", c.name)),
     };
+    // Ctrl-C ends the wait (and the discovery before it) with a message, not a kill.
+    interrupt::install();
+    interrupt::begin_turn();
     let started = oauth::login::start(spec, &store).map_err(failed)?;
     let client = started.client_how;
     // The wait may be long: other evolve commands may use the store meanwhile.
@@ -1150,8 +1153,6 @@ fn login(c: Login, profile: &Option<String>) -> Result<(), Error> {
     )?;
     out.flush()?;
     drop(out);
-    interrupt::install();
-    interrupt::begin_turn();
     let granted = started
         .finish(&store, std::time::Instant::now() + wait, &interrupt::CANCEL)
         .map_err(failed)?;

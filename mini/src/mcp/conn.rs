@@ -184,6 +184,13 @@ impl Conn {
                 conn.close();
                 return Err(McpError::Cancelled);
             }
+            Failure::Unauthorized(detail) => {
+                conn.close();
+                return Err(McpError::Login {
+                    server: spec.name.clone(),
+                    detail,
+                });
+            }
             Failure::Timeout => format!(
                 "no answer to the handshake within {} s",
                 spec.timeout.as_secs()
@@ -386,6 +393,7 @@ impl Conn {
                 secs: self.timeout.as_secs(),
             },
             Failure::Broken(detail) => McpError::Broken { server, detail },
+            Failure::Unauthorized(detail) => McpError::Login { server, detail },
             Failure::SessionExpired => McpError::Broken {
                 server,
                 detail: "the server ended the session".into(),

@@ -702,7 +702,9 @@ impl HttpLink {
     fn status_error(&self, head: &Head, body: &[u8]) -> Failure {
         let login = self.0.endpoint.login.as_ref();
         if let Some(why) = login.and_then(|l| l.explain(head.status)) {
-            return self.error(HttpErrorKind::Login(why));
+            return Failure::Unauthorized(
+                HttpError::new(&self.0.shown, HttpErrorKind::Login(why)).to_string(),
+            );
         }
         self.error(HttpErrorKind::Status {
             status: head.status,

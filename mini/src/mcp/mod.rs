@@ -138,6 +138,9 @@ pub enum McpError {
     Backoff { server: String, secs: u64 },
     /// The server answered with a JSON-RPC error.
     Server { server: String, detail: String },
+    /// An HTTP server refused evolve's authorization and its OAuth login could not mend
+    /// it (`detail` says to run `evolve mcp login`).
+    Login { server: String, detail: String },
     /// Ctrl-C.
     Cancelled,
     /// The hub was shut down (evolve is exiting).
@@ -170,6 +173,7 @@ impl std::fmt::Display for McpError {
             McpError::Server { server, detail } => {
                 write!(f, "MCP server {server:?} refused the request: {detail}")
             }
+            McpError::Login { server, detail } => write!(f, "MCP server {server:?}: {detail}"),
             McpError::Cancelled => f.write_str("cancelled"),
             McpError::Shutdown => f.write_str("the MCP connections are shutting down"),
         }

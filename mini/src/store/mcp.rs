@@ -51,7 +51,8 @@ pub struct McpLogin {
     pub access_token: Option<Secret>,
     #[serde(default, with = "secret_opt")]
     pub refresh_token: Option<Secret>,
-    /// When the access token expires, if the server said.
+    /// When the access token is to be renewed, if the server said when it expires (a
+    /// little before that).
     #[serde(default)]
     pub expires_at: Option<Timestamp>,
     /// The scopes granted.

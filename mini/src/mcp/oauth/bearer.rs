@@ -6,7 +6,7 @@
 //! - **Which token.** The store's login of the server, read at the first request and
 //!   again after a refusal (another evolve may have logged in or renewed meanwhile); a
 //!   login made for another URL is not sent.
-//! - **Renewing.** A token past its expiry (30 s early) is renewed with the refresh
+//! - **Renewing.** A token past its expiry (a little early: [`super::renew_at`]) is renewed with the refresh
 //!   token before it is sent; a 401 to a token renews it too. Once per token: a token a
 //!   renewal just gave that is refused again is not renewed again. A renewal the
 //!   authorization server refuses (`invalid_grant`: revoked, expired) ends the login —
@@ -29,9 +29,6 @@ use super::token::{self, ClientAuth, TokenError};
 use super::{fetch, union};
 use crate::secret::Secret;
 use crate::store::{McpLogin, Store};
-
-/// Renew this long before the stated expiry.
-const EARLY_SECS: i64 = 30;
 
 /// The login of one HTTP server, as its link uses it.
 pub struct Bearer {
@@ -103,9 +100,7 @@ impl Bearer {
             held.login = self.stored();
         }
         let login = held.login.as_ref()?;
-        let expired = login
-            .expires_at
-            .is_some_and(|at| crate::clock::now() >= at - EARLY_SECS);
+        let expired = login.expires_at.is_some_and(|at| crate::clock::now() >= at);
         if expired
             && login.refresh_token.is_some()
             && held.renewed.as_ref() != login.access_token.as_ref()
@@ -234,7 +229,7 @@ impl Bearer {
                 let mut renewed = login.clone();
                 renewed.expires_at = issued
                     .expires_in
-                    .map(|s| crate::clock::now().saturating_add(s));
+                    .map(|s| super::renew_at(crate::clock::now(), s));
                 renewed.scope = issued.scope.or(login.scope);
                 // A server that rotates refresh tokens sends a new one; one that does
                 // not keeps the old one good.

@@ -283,7 +283,7 @@ impl Started {
             registered_redirect: self.client.registered_redirect.clone(),
             expires_at: issued
                 .expires_in
-                .map(|s| crate::clock::now().saturating_add(s)),
+                .map(|s| super::renew_at(crate::clock::now(), s)),
             scope: issued.scope.clone().or_else(|| self.scope.clone()),
             wanted_scope: None,
             resource_metadata: kept.and_then(|k| k.resource_metadata),

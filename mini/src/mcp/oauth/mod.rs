@@ -176,6 +176,14 @@ impl std::fmt::Display for LoginError {
 
 impl std::error::Error for LoginError {}
 
+/// When a token given at `now` for `expires_in` seconds is to be renewed: a little
+/// before it expires (a quarter of its life, at most 30 s), so no request goes out with
+/// a token that dies on the way.
+fn renew_at(now: evolve_core::Timestamp, expires_in: i64) -> evolve_core::Timestamp {
+    let early = (expires_in / 4).clamp(0, 30);
+    now.saturating_add(expires_in.saturating_sub(early))
+}
+
 /// The scopes of `a` and then those of `b` not in `a`, space-separated.
 fn union(a: Option<&str>, b: Option<&str>) -> Option<String> {
     let mut out: Vec<&str> = Vec::new();
@@ -189,6 +197,14 @@ fn union(a: Option<&str>, b: Option<&str>) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn tokens_are_renewed_a_little_before_they_expire() {
+        assert_eq!(super::renew_at(1000, 3600), 1000 + 3570);
+        assert_eq!(super::renew_at(1000, 8), 1006);
+        assert_eq!(super::renew_at(1000, 1), 1001);
+        assert_eq!(super::renew_at(1000, 0), 1000);
+    }
+
     #[test]
     fn scopes_join_without_repeats() {
         let cases = [

@@ -469,3 +469,88 @@ fn a_redirect_from_elsewhere_is_refused_and_one_that_never_comes_ends_the_wait()
         run.stderr
     );
 }
+
+#[test]
+fn the_web_ui_logs_in_through_the_api() {
+    use support::serve::Server;
+    let server = OAuthServer::start(Knobs::default());
+    let w = world("oauth-web", &server);
+    let s = Server::start(&w, &[]);
+    let servers = s.get("/v1/mcp").json();
+    let entry = &servers["data"][0];
+    assert_eq!(
+        (entry["name"].as_str(), entry["can_login"].as_bool()),
+        (Some("remote"), Some(true)),
+        "{servers}"
+    );
+    let before = s.post("/v1/mcp/servers/remote/reconnect", "");
+    assert_eq!(before.json()["connected"], false, "{}", before.body);
+    assert!(
+        before.json()["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("run `evolve mcp login remote`")),
+        "{}",
+        before.body
+    );
+    assert_eq!(s.get("/v1/mcp").json()["data"][0]["login_needed"], true);
+
+    let started = s.post("/v1/mcp/servers/remote/login", "");
+    assert_eq!(started.status, 200, "{}", started.body);
+    let doc = started.json();
+    assert_eq!(
+        s.get("/v1/mcp/servers/remote/login").json()["state"],
+        "waiting"
+    );
+    let page = browse(doc["url"].as_str().expect("a url"));
+    assert_eq!(page.status, 200, "{page:?}");
+    let end = Instant::now() + Duration::from_secs(20);
+    let status = loop {
+        let st = s.get("/v1/mcp/servers/remote/login").json();
+        if st["state"] != "waiting" || Instant::now() > end {
+            break st;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert_eq!(status["state"], "logged_in", "{status}");
+    let after = s.post("/v1/mcp/servers/remote/reconnect", "");
+    assert_eq!(
+        (
+            after.json()["connected"].as_bool(),
+            after.json()["tools"].as_u64()
+        ),
+        (Some(true), Some(1)),
+        "{}",
+        after.body
+    );
+    let listed = s.get("/v1/mcp");
+    assert_eq!(
+        listed.json()["data"][0]["login"],
+        "logged in",
+        "{}",
+        listed.body
+    );
+    for (what, body) in [
+        ("login", &started.body),
+        ("status", &status.to_string()),
+        ("mcp", &listed.body),
+    ] {
+        assert_no_token(&server, what, body);
+    }
+
+    // A program cannot log in; an unknown server is 404; logging out forgets the tokens.
+    assert_eq!(s.post("/v1/mcp/servers/nope/login", "").status, 404);
+    let out = s.request("DELETE", "/v1/mcp/servers/remote/login", &[], "");
+    assert_eq!(out.json()["logged_out"], true, "{}", out.body);
+    assert_eq!(
+        s.get("/v1/mcp/servers/remote/login").json()["state"],
+        "none"
+    );
+    let api = s.get("/openapi.json").json();
+    for method in ["get", "post", "delete"] {
+        assert!(
+            api["paths"]["/v1/mcp/servers/{name}/login"][method].is_object(),
+            "{method}"
+        );
+    }
+    s.stop();
+}

@@ -554,3 +554,132 @@ fn the_web_ui_logs_in_through_the_api() {
     }
     s.stop();
 }
+
+/// The official Python SDK's authorization and resource server (tests/mcp-peers/
+/// oauth_server.py), with tokens that live `expires_in` seconds.
+struct PythonServer {
+    child: std::process::Child,
+    port: u16,
+}
+
+impl PythonServer {
+    fn start(python: &str, expires_in: u64) -> PythonServer {
+        let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../tests/mcp-peers/oauth_server.py");
+        let mut child = std::process::Command::new(python)
+            .arg(&script)
+            .args(["--expires-in", &expires_in.to_string()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start the Python OAuth server");
+        let stderr = child.stderr.take().expect("stderr");
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                let _ = tx.send(line);
+            }
+        });
+        let mut said = Vec::new();
+        let port = loop {
+            let line = rx
+                .recv_timeout(Duration::from_secs(30))
+                .unwrap_or_else(|_| panic!("the Python server did not start: {said:#?}"));
+            if let Some(p) = line.strip_prefix("oauth-server: listening on ") {
+                break p.trim().parse().expect("a port");
+            }
+            said.push(line);
+        };
+        // Listening is said just before uvicorn binds.
+        let end = Instant::now() + Duration::from_secs(20);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(Instant::now() < end, "the Python server never listened");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        PythonServer { child, port }
+    }
+
+    fn revoke(&self) {
+        let mut conn = std::net::TcpStream::connect(("127.0.0.1", self.port)).expect("connect");
+        std::io::Write::write_all(
+            &mut conn,
+            b"POST /test/revoke HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-length: 0\r\nconnection: close\r\n\r\n",
+        )
+        .expect("send");
+        let mut answer = String::new();
+        let _ = conn.read_to_string(&mut answer);
+        assert!(answer.contains("\"revoked\""), "{answer}");
+    }
+}
+
+impl Drop for PythonServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn the_python_sdks_authorization_server_logs_evolve_in_renews_and_revokes() {
+    let Some(python) = support::mcp::peer("EVOLVE_TEST_MCP_PYTHON_OAUTH") else {
+        return;
+    };
+    let py = PythonServer::start(&python, 4);
+    let mut w = World::new("oauth-python");
+    w.fake
+        .route(CLASSIFY, Reply::Text(r#"{"whoami": "L0"}"#.into()));
+    let url = format!("http://127.0.0.1:{}/mcp", py.port);
+    w.run(&["mcp", "add", "py", "--url", &url]).expect(0);
+    let run = w.run(&["mcp", "tools", "py"]).expect(1);
+    assert!(
+        run.stderr.contains("run `evolve mcp login py`"),
+        "{}",
+        run.stderr
+    );
+
+    // The SDK takes only client secrets: evolve registers as a confidential client and
+    // authenticates with HTTP Basic.
+    let (run, page) = login(&w, "py", &[], |url, _| Some(browse(url)));
+    let page = page.expect("a URL");
+    assert_eq!(page.status, 200, "{page:?}\n{}", run.stderr);
+    let run = run.expect(0);
+    assert!(
+        run.stdout.contains("logged in to py (scope: mcp:tools"),
+        "{}",
+        run.stdout
+    );
+    let logged_in = Instant::now();
+    w.env("EVOLVE_LOG", "debug");
+    let tools = w.run(&["mcp", "tools", "py"]).expect(0);
+    assert!(tools.stdout.contains("py__whoami"), "{}", tools.stdout);
+    w.fake.push(tool_call("py__whoami", "{}"));
+    w.fake.push(Reply::Text("Hello.".into()));
+    w.run(&["ask", "--allow", "L3", "Who am I?"]).expect(0);
+    let results = support::mcp::tool_results(&w, 1);
+    assert!(
+        results
+            .iter()
+            .any(|r| r.contains("hello from the Python SDK, with a valid token")),
+        "{results:?}"
+    );
+
+    std::thread::sleep(
+        (logged_in + Duration::from_secs(5)).saturating_duration_since(Instant::now()),
+    );
+    let renewed = w.run(&["mcp", "tools", "py"]).expect(0);
+    assert!(
+        renewed.stderr.contains("its login was renewed"),
+        "{}",
+        renewed.stderr
+    );
+    assert!(!renewed.stderr.contains("Bearer "), "{}", renewed.stderr);
+
+    py.revoke();
+    let run = w.run(&["mcp", "tools", "py"]).expect(1);
+    assert!(
+        run.stderr.contains("no longer takes evolve's login")
+            && run.stderr.contains("run `evolve mcp login py`"),
+        "{}",
+        run.stderr
+    );
+}

@@ -60,12 +60,12 @@ pub fn request(
     let mut pairs: Vec<(&str, &str)> = grant.to_vec();
     let mut headers: Vec<(HeaderName, HeaderValue)> = Vec::new();
     let secret = client.secret.map(Secret::expose).unwrap_or_default();
+    // The id goes in the form whatever the method: servers that take Basic
+    // authentication often look it up there first (the Python SDK's does).
+    pairs.push(("client_id", client.id));
     match client.method {
-        AuthMethod::None => pairs.push(("client_id", client.id)),
-        AuthMethod::Post => {
-            pairs.push(("client_id", client.id));
-            pairs.push(("client_secret", secret));
-        }
+        AuthMethod::None => {}
+        AuthMethod::Post => pairs.push(("client_secret", secret)),
         AuthMethod::Basic => {
             // RFC 6749 §2.3.1: both form-encoded before base64.
             let pair = format!("{}:{}", fetch::encode(client.id), fetch::encode(secret));

@@ -295,7 +295,16 @@ fn a_call_that_needs_more_scopes_asks_for_a_login_with_all_of_them() {
     log_in(&w);
     w.fake.push(tool_call("remote__whoami", "{}"));
     w.fake.push(Reply::Text("It needs more.".into()));
-    w.run(&["ask", "--json", "Who am I?"]).expect(0);
+    let ask = w.run(&["ask", "--json", "Who am I?"]).expect(0);
+    // The user is told too, not only the model.
+    assert!(
+        ask.stderr.contains("[warn]")
+            && ask
+                .stderr
+                .contains("run `evolve mcp login remote` to grant it"),
+        "{}",
+        ask.stderr
+    );
     let results = support::mcp::tool_results(&w, 1);
     assert!(
         results.iter().any(|r| r.contains("needs more permission")

@@ -12,8 +12,9 @@
 //!    path: the first two). Its `issuer` must be the one asked about, and it must
 //!    offer PKCE with S256 (`code_challenge_methods_supported`), or evolve refuses.
 //! 3. A server without resource metadata is one of revision 2025-03-26: the
-//!    authorization server is the endpoint's origin, its metadata at the root, and
-//!    without metadata its endpoints are `/authorize`, `/token` and `/register` there.
+//!    authorization server's metadata is at the endpoint's origin (its `issuer` is
+//!    taken as it says: nothing named another), and without metadata its endpoints are
+//!    `/authorize`, `/token` and `/register` there.
 //!
 //! A document that answers 4xx is looked for at the next place; a 5xx, an unreachable
 //! host or a document that is not what it should be ends discovery with an error naming
@@ -97,7 +98,7 @@ pub fn discover(
     })?;
     check_endpoint(&issuer, server_url)
         .map_err(|e| LoginError::exchange("protected resource metadata", &prm_url, &e))?;
-    let server = match auth_server(agent, &issuer, server_url)? {
+    let server = match auth_server(agent, &issuer, true, server_url)? {
         Some(server) => server,
         None => {
             return Err(LoginError::exchange(
@@ -117,7 +118,7 @@ pub fn discover(
 /// Revision 2025-03-26: the endpoint's origin is the authorization server.
 fn legacy(agent: &ureq::Agent, server_url: &str) -> Result<Found, LoginError> {
     let (origin, _) = split(server_url).map_err(LoginError::Setup)?;
-    let server = match auth_server(agent, &origin, server_url)? {
+    let server = match auth_server(agent, &origin, false, server_url)? {
         Some(server) => server,
         None => AuthServer {
             authorization_endpoint: format!("{origin}/authorize"),
@@ -135,15 +136,17 @@ fn legacy(agent: &ureq::Agent, server_url: &str) -> Result<Found, LoginError> {
 }
 
 /// The metadata of the authorization server `issuer`, `None` when every well-known
-/// URL answers 4xx.
+/// URL answers 4xx. `named`: the resource metadata named that issuer, and the document
+/// must be its; otherwise (2025-03-26) the origin was only where to look.
 fn auth_server(
     agent: &ureq::Agent,
     issuer: &str,
+    named: bool,
     server_url: &str,
 ) -> Result<Option<AuthServer>, LoginError> {
     for url in metadata_urls(issuer).map_err(LoginError::Setup)? {
         if let Some(doc) = fetch_doc(agent, &url, "authorization server metadata")? {
-            return authorization_server(&doc, issuer, server_url)
+            return authorization_server(&doc, named.then_some(issuer), server_url)
                 .map(Some)
                 .map_err(|e| LoginError::exchange("authorization server metadata", &url, &e));
         }
@@ -347,15 +350,16 @@ pub fn protected_resource(doc: &Value, server_url: &str) -> Result<Resource, Str
 }
 
 /// An authorization server metadata document, checked against the issuer it was asked
-/// for.
+/// for (if one was).
 pub fn authorization_server(
     doc: &Value,
-    issuer: &str,
+    issuer: Option<&str>,
     server_url: &str,
 ) -> Result<AuthServer, String> {
     let text = |key: &str| doc.get(key).and_then(Value::as_str).map(str::to_string);
     let given = text("issuer").ok_or("it has no \"issuer\"")?;
-    if given.trim_end_matches('/') != issuer.trim_end_matches('/') {
+    if let Some(issuer) = issuer.filter(|i| given.trim_end_matches('/') != i.trim_end_matches('/'))
+    {
         return Err(format!(
             "it says it is the issuer {}, not {} where it was looked up (RFC 8414 §3.3): refused",
             shown(&given),
@@ -583,7 +587,8 @@ mod tests {
             "token_endpoint_auth_methods_supported": ["none", "client_secret_basic"],
             "client_id_metadata_document_supported": true,
         });
-        let meta = authorization_server(&good, "https://auth.example.com/", server).expect("good");
+        let meta =
+            authorization_server(&good, Some("https://auth.example.com/"), server).expect("good");
         assert_eq!(meta.token_endpoint, "https://auth.example.com/token");
         assert_eq!(
             meta.registration_endpoint.as_deref(),
@@ -619,7 +624,7 @@ mod tests {
             (with("scopes_supported", json!({})), "not a list"),
         ];
         for (doc, want) in bad_as {
-            let err = authorization_server(&doc, "https://auth.example.com", server)
+            let err = authorization_server(&doc, Some("https://auth.example.com"), server)
                 .expect_err("refused");
             assert!(err.contains(want), "{doc}: {err}");
         }

@@ -9,7 +9,6 @@
 //! browser must run here too), and `GET …/login` tells how it went. A new login of the
 //! same server cancels the one waiting.
 
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
@@ -158,9 +157,9 @@ pub fn source(source: &SpecSource) -> &'static str {
 /// How long a login started here waits for the browser.
 const LOGIN_WAIT: Duration = Duration::from_secs(300);
 
-/// The logins started from the web UI, by server.
+/// The logins started from the web UI, by server (a few at most: a list).
 #[derive(Default)]
-pub struct Logins(Mutex<HashMap<String, Pending>>);
+pub struct Logins(Mutex<Vec<(String, Pending)>>);
 
 /// One login waiting for the browser, or how it ended.
 struct Pending {
@@ -170,8 +169,27 @@ struct Pending {
 }
 
 impl Logins {
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Pending>> {
-        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    /// Takes the login of `server` out, cancelling it if it still waits.
+    fn cancel(&self, server: &str) {
+        let mut list = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        list.retain(|(name, pending)| {
+            let keep = name != server;
+            if !keep {
+                pending.cancel.store(true, Ordering::SeqCst);
+            }
+            keep
+        });
+    }
+
+    /// How the login of `server` went: `Some(None)` while it waits.
+    fn outcome(&self, server: &str) -> Option<Option<Result<(), String>>> {
+        let list = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        list.iter().find(|(name, _)| name == server).map(|(_, p)| {
+            p.outcome
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .clone()
+        })
     }
 }
 
@@ -182,9 +200,7 @@ pub fn login(state: &State, name: &str) -> Reply {
     let Some(spec) = rt.mcp.spec(name) else {
         return error(404, format!("no MCP server {name}"));
     };
-    if let Some(old) = state.logins.lock().remove(name) {
-        old.cancel.store(true, Ordering::SeqCst);
-    }
+    state.logins.cancel(name);
     let started = match oauth::login::start(&spec, &rt.store) {
         Ok(started) => started,
         Err(LoginError::Setup(m)) => return error(400, format!("cannot log in to {name}: {m}")),
@@ -220,7 +236,12 @@ pub fn login(state: &State, name: &str) -> Reply {
     if let Err(e) = spawned {
         return error(500, format!("cannot wait for the login: {e}"));
     }
-    state.logins.lock().insert(name.to_string(), pending);
+    state
+        .logins
+        .0
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .push((name.to_string(), pending));
     Response::json(200, &body)
 }
 
@@ -231,12 +252,7 @@ pub fn login_status(state: &State, name: &str) -> Reply {
     let Some(spec) = rt.mcp.spec(name) else {
         return error(404, format!("no MCP server {name}"));
     };
-    let outcome = state.logins.lock().get(name).map(|p| {
-        p.outcome
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
-    });
+    let outcome = state.logins.outcome(name);
     let kept = LoginState::of(&spec, &rt.store);
     let (word, failed) = match (outcome, &kept) {
         (Some(None), _) => ("waiting", None),
@@ -263,9 +279,7 @@ pub fn logout(state: &State, name: &str) -> Reply {
     if rt.mcp.spec(name).is_none() {
         return error(404, format!("no MCP server {name}"));
     }
-    if let Some(old) = state.logins.lock().remove(name) {
-        old.cancel.store(true, Ordering::SeqCst);
-    }
+    state.logins.cancel(name);
     match rt.store.remove_mcp_login(name) {
         Ok(removed) => {
             rt.mcp.restart(name);

@@ -11,7 +11,6 @@
 use std::sync::atomic::AtomicBool;
 use std::time::Instant;
 
-use serde_json::json;
 use ureq::http::{HeaderName, HeaderValue};
 
 use super::challenge::Asked;
@@ -191,14 +190,7 @@ fn probe(
     url: &str,
     headers: &[(String, String)],
 ) -> Result<Asked, LoginError> {
-    let body = json!({
-        "jsonrpc": "2.0", "id": 0, "method": "initialize",
-        "params": {
-            "protocolVersion": super::super::conn::PROTOCOL_VERSION,
-            "capabilities": {},
-            "clientInfo": {"name": "evolve", "version": env!("CARGO_PKG_VERSION")},
-        }
-    });
+    let body = probe_body();
     let extra: Vec<(HeaderName, HeaderValue)> = headers
         .iter()
         .filter_map(|(k, v)| {
@@ -207,14 +199,10 @@ fn probe(
             Some((HeaderName::from_bytes(k.trim().as_bytes()).ok()?, value))
         })
         .collect();
-    let answer = fetch::post(
-        agent,
-        url,
-        "application/json",
-        &extra,
-        body.to_string().as_bytes(),
-    )
-    .map_err(|e| LoginError::exchange("the MCP server", url, &format!("cannot reach it: {e}")))?;
+    let answer =
+        fetch::post(agent, url, "application/json", &extra, body.as_bytes()).map_err(|e| {
+            LoginError::exchange("the MCP server", url, &format!("cannot reach it: {e}"))
+        })?;
     let asked = Asked::of(answer.challenges.iter().map(String::as_str));
     match answer.status {
         401 | 403 => Ok(asked),
@@ -227,6 +215,19 @@ fn probe(
         // Whatever else it says, its metadata may still be found.
         _ => Ok(asked),
     }
+}
+
+/// An `initialize` request, as the connection's handshake sends it.
+fn probe_body() -> String {
+    format!(
+        concat!(
+            r#"{{"jsonrpc":"2.0","id":0,"method":"initialize","params":{{"protocolVersion":"{}","#,
+            r#""capabilities":{{}},"clientInfo":{{"name":"evolve","version":""#,
+            env!("CARGO_PKG_VERSION"),
+            r#""}}}}}}"#
+        ),
+        super::super::conn::PROTOCOL_VERSION
+    )
 }
 
 impl Started {
@@ -297,5 +298,19 @@ impl Started {
             expires_in: issued.expires_in,
             renewable: login.refresh_token.is_some(),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_probe_is_an_initialize_request() {
+        let body: serde_json::Value = serde_json::from_str(&super::probe_body()).expect("JSON");
+        assert_eq!(body["method"], "initialize");
+        assert_eq!(
+            body["params"]["protocolVersion"],
+            super::super::super::conn::PROTOCOL_VERSION
+        );
+        assert_eq!(body["params"]["clientInfo"]["name"], "evolve");
     }
 }

@@ -78,7 +78,10 @@ fn two_sessions_at_once_each_check_calls_against_their_own_listing() {
     assert_eq!(b_tools[1]["is_error"], false, "{rb}");
     let a_tools = &ra["evolve"]["tools"];
     assert_eq!(a_tools[0]["name"], "t__extra", "{ra}");
-    assert_eq!(a_tools[0]["level"], b_tools[1]["level"], "checked at its level: {ra}");
+    assert_eq!(
+        a_tools[0]["level"], b_tools[1]["level"],
+        "checked at its level: {ra}"
+    );
     assert_eq!(a_tools[0]["ran"], true, "{ra}");
     // The step after it is shown the new list.
     let reqs = w.main_requests();

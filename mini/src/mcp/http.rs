@@ -639,14 +639,23 @@ impl HttpLink {
             Followed::Stopped { why, .. } => why,
         };
         let mut failures = 0u32;
+        // The last resuming GET that did not get through: it says best what is wrong.
+        let mut unreached: Option<Failure> = None;
         loop {
             let Some(last_event) = resume.last_event.clone() else {
                 return Err(self.error(HttpErrorKind::Broken(why)));
             };
             if failures >= STREAM_ATTEMPTS {
-                return Err(self.error(HttpErrorKind::Broken(format!(
-                    "{why}, {failures} times after resuming at event {last_event:?}"
-                ))));
+                return Err(match unreached {
+                    Some(Failure::Broken(text)) => Failure::Broken(format!(
+                        "{text}, {failures} times resuming the call's event stream after \
+                         event {last_event:?}"
+                    )),
+                    Some(other) => other,
+                    None => self.error(HttpErrorKind::Broken(format!(
+                        "{why}, {failures} times after resuming at event {last_event:?}"
+                    ))),
+                });
             }
             // Whoever settled the request meanwhile (the caller's timeout, Ctrl-C, the
             // connection's end) has said what became of it.
@@ -667,10 +676,11 @@ impl HttpLink {
                 Ok(response) => response,
                 Err(e) => {
                     failures += 1;
-                    why = format!("resuming the event stream failed ({e:?})");
+                    unreached = Some(e);
                     continue;
                 }
             };
+            unreached = None;
             let head = Head::of(&response);
             if !(head.success() && head.is(EVENT_STREAM)) {
                 return Err(self.error(HttpErrorKind::Protocol(format!(
@@ -2164,7 +2174,8 @@ mod tests {
     }
 
     /// What cannot be resumed is an error naming why: a stream that gave no event id, a
-    /// server that refuses the resuming GET, one whose resumed streams stay empty.
+    /// server that refuses the resuming GET or does not answer it, one whose resumed
+    /// streams stay empty.
     #[test]
     fn a_call_stream_that_cannot_be_resumed_fails_the_call_with_the_reason() {
         /// What the server does, and what the call's error says after how many GETs.
@@ -2189,6 +2200,15 @@ mod tests {
                 on_get: |_, _| plain(405, "text/plain", &[], ""),
                 error: "answer to the GET that resumes it (Last-Event-ID \"a-1\") was HTTP 405",
                 gets: 1,
+            },
+            Case {
+                what: "the GET unanswered",
+                first: "id: c-1\nretry: 10\ndata: \n\n",
+                // The connection closes before a status line: ureq fails the GET.
+                on_get: |_, _| String::new(),
+                error: "broke: the server closed the connection, 5 times resuming the call's \
+                        event stream after event \"c-1\"",
+                gets: 5,
             },
             Case {
                 what: "empty resumed streams",

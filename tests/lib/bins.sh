@@ -1,5 +1,5 @@
-# Sourced by tests/soak.sh, tests/crash.sh and tests/disk-full.sh: finds (or builds) the
-# `evolve` and `fake-llm` binaries and checks what the scripts need.
+# Sourced by tests/soak.sh, tests/crash.sh, tests/disk-full.sh and tests/conformance/run.sh:
+# finds (or builds) the `evolve` and `fake-llm` binaries and checks what the scripts need.
 #
 #   NAME=soak; . tests/lib/bins.sh
 #

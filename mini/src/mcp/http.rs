@@ -23,6 +23,11 @@
 //!   up after 5 failures in a row (a stream that ends without an event counts as one).
 //!   A thread blocked on a silent stream stays until the server writes or closes —
 //!   servers end their streams when the session is deleted.
+//! - **A call's event stream that ends before the answer** (a server that polls, or a
+//!   broken connection) is resumed when it gave an event id: after the server's `retry`
+//!   (or 1 s) a GET with `Last-Event-ID` carries the rest, as the SSE standard and MCP's
+//!   resumability have it. The request is never sent again; after 5 resumed streams in
+//!   a row without an event, or a server that refuses the GET, the call fails.
 //! - **An expired session** (404 while a session is attached) is reported as
 //!   [`Failure::SessionExpired`]: the connection starts a new session and sends the
 //!   request once more.
@@ -673,27 +678,121 @@ impl HttpLink {
         Ok(())
     }
 
-    /// Reads a POST's event stream until request `id` is answered (or given up).
+    /// Reads a POST's event stream until request `id` is answered. A stream that ends or
+    /// breaks before the answer, after it gave an event id, is resumed as the SSE standard
+    /// and MCP have it: after the server's `retry` (else [`STREAM_RETRY`]) a GET with
+    /// `Last-Event-ID`, whose stream carries the rest; again while the resumed streams
+    /// bring events (a server that polls sends one each time), until [`STREAM_ATTEMPTS`]
+    /// in a row bring none. A stream without an event id cannot be resumed: an error.
     fn read_answer_stream(
         &self,
         peer: &Arc<Peer>,
         body: impl Read,
         id: u64,
     ) -> Result<(), Failure> {
-        let mut events = SseReader::new(body, self.0.limits.event);
-        while peer.is_pending(id) {
-            match events.next_event() {
-                Ok(Some(event)) => self.deliver(peer, &event),
-                Ok(None) if peer.is_pending(id) => {
-                    return Err(self.error(HttpErrorKind::Broken(
-                        "the server ended the event stream without answering".into(),
-                    )))
+        let mut resume = Resume::default();
+        let mut why = match self.follow(peer, body, id, &mut resume)? {
+            Followed::Answered => return Ok(()),
+            Followed::Stopped { why, .. } => why,
+        };
+        let mut failures = 0u32;
+        // The last resuming GET that did not get through: it says best what is wrong.
+        let mut unreached: Option<Failure> = None;
+        loop {
+            let Some(last_event) = resume.last_event.clone() else {
+                return Err(self.error(HttpErrorKind::Broken(why)));
+            };
+            if failures >= STREAM_ATTEMPTS {
+                return Err(match unreached {
+                    Some(Failure::Broken(text)) => Failure::Broken(format!(
+                        "{text}, {failures} times resuming the call's event stream after \
+                         event {last_event:?}"
+                    )),
+                    Some(other) => other,
+                    None => self.error(HttpErrorKind::Broken(format!(
+                        "{why}, {failures} times after resuming at event {last_event:?}"
+                    ))),
+                });
+            }
+            // Whoever settled the request meanwhile (the caller's timeout, Ctrl-C, the
+            // connection's end) has said what became of it.
+            if !sleep_while_open(peer, resume.wait()) || !peer.is_pending(id) {
+                return Ok(());
+            }
+            log::debug!(
+                "MCP server {:?}: resuming the answer to request {id} after event {last_event:?}",
+                self.0.server
+            );
+            let session = self.session_id();
+            let headers = self.headers(
+                &[(ACCEPT, EVENT_STREAM)],
+                session.as_ref(),
+                Some(&last_event),
+            );
+            let response = match self.send(Method::Get, &headers, &[]) {
+                Ok(response) => response,
+                Err(e) => {
+                    failures += 1;
+                    unreached = Some(e);
+                    continue;
                 }
-                Ok(None) => return Ok(()),
-                Err(e) => return Err(self.stream_error(e)),
+            };
+            unreached = None;
+            let head = Head::of(&response);
+            if !(head.success() && head.is(EVENT_STREAM)) {
+                return Err(self.error(HttpErrorKind::Protocol(format!(
+                    "it ended the event stream without answering, and its answer to the GET \
+                     that resumes it (Last-Event-ID {last_event:?}) was HTTP {} ({})",
+                    head.status,
+                    content_type_of(&head)
+                ))));
+            }
+            match self.follow(peer, response.into_body().into_reader(), id, &mut resume)? {
+                Followed::Answered => return Ok(()),
+                Followed::Stopped { events, why: now } => {
+                    failures = if events == 0 { failures + 1 } else { 0 };
+                    why = now;
+                }
             }
         }
-        Ok(())
+    }
+
+    /// Reads one event stream, delivering its events and noting where it stopped, until
+    /// request `id` is answered or the stream ends; `Err` only for an event over the
+    /// limit.
+    fn follow(
+        &self,
+        peer: &Arc<Peer>,
+        body: impl Read,
+        id: u64,
+        resume: &mut Resume,
+    ) -> Result<Followed, Failure> {
+        let mut events = SseReader::new(body, self.0.limits.event);
+        let mut seen = 0usize;
+        while peer.is_pending(id) {
+            match events.next_event() {
+                Ok(Some(event)) => {
+                    seen += 1;
+                    resume.saw(&event);
+                    self.deliver(peer, &event);
+                }
+                Ok(None) if peer.is_pending(id) => {
+                    return Ok(Followed::Stopped {
+                        events: seen,
+                        why: "the server ended the event stream without answering".into(),
+                    })
+                }
+                Ok(None) => break,
+                Err(ReadFailure::Io(e)) => {
+                    return Ok(Followed::Stopped {
+                        events: seen,
+                        why: e.to_string(),
+                    })
+                }
+                Err(e @ ReadFailure::TooLarge) => return Err(self.stream_error(e)),
+            }
+        }
+        Ok(Followed::Answered)
     }
 
     /// An event's message to the peer.
@@ -756,7 +855,7 @@ impl HttpLink {
 
     fn listen_on(&self, peer: &Arc<Peer>, session: &HeaderValue) {
         let server = &self.0.server;
-        let mut last_event: Option<String> = None;
+        let mut resume = Resume::default();
         let mut failures = 0u32;
         let mut wait = Duration::ZERO;
         loop {
@@ -766,9 +865,8 @@ impl HttpLink {
             let headers = self.headers(
                 &[(ACCEPT, EVENT_STREAM)],
                 Some(session),
-                last_event.as_deref(),
+                resume.last_event.as_deref(),
             );
-            let mut retry = None;
             match self.send(Method::Get, &headers, &[]) {
                 Err(e) => {
                     log::debug!("MCP server {server:?}: its notification stream: {e:?}");
@@ -801,10 +899,7 @@ impl HttpLink {
                                 match events.next_event() {
                                     Ok(Some(event)) => {
                                         failures = 0;
-                                        if event.id.is_some() {
-                                            last_event.clone_from(&event.id);
-                                        }
-                                        retry = event.retry.or(retry);
+                                        resume.saw(&event);
                                         self.deliver(peer, &event);
                                         if peer.ended().is_some() {
                                             return;
@@ -840,12 +935,11 @@ impl HttpLink {
                 );
                 return;
             }
-            let backoff = STREAM_RETRY * (1 << failures.min(5));
-            wait = match retry {
-                Some(ms) if failures == 0 => Duration::from_millis(ms),
-                _ => backoff,
-            }
-            .min(STREAM_RETRY_MAX);
+            wait = if failures == 0 {
+                resume.wait()
+            } else {
+                (STREAM_RETRY * (1 << failures.min(5))).min(STREAM_RETRY_MAX)
+            };
         }
     }
 
@@ -1070,6 +1164,42 @@ struct Event {
     event: Option<String>,
     id: Option<String>,
     retry: Option<u64>,
+}
+
+/// Where an event stream stopped and when to reconnect, as the SSE standard keeps them
+/// across connections: the last event id (an empty `id` forgets it) and the server's
+/// reconnection time (`retry`).
+#[derive(Debug, Default, PartialEq)]
+struct Resume {
+    last_event: Option<String>,
+    retry: Option<u64>,
+}
+
+impl Resume {
+    fn saw(&mut self, event: &Event) {
+        if let Some(id) = &event.id {
+            self.last_event = Some(id.clone()).filter(|id| !id.is_empty());
+        }
+        self.retry = event.retry.or(self.retry);
+    }
+
+    /// How long to wait before reconnecting: the server's `retry`, else [`STREAM_RETRY`];
+    /// at most [`STREAM_RETRY_MAX`].
+    fn wait(&self) -> Duration {
+        self.retry
+            .map_or(STREAM_RETRY, Duration::from_millis)
+            .min(STREAM_RETRY_MAX)
+    }
+}
+
+/// How reading one event stream of a request ended.
+enum Followed {
+    Answered,
+    /// The stream ended or broke first, after `events` events.
+    Stopped {
+        events: usize,
+        why: String,
+    },
 }
 
 /// Why an event stream could not be read further.
@@ -1997,6 +2127,187 @@ mod tests {
         }
         assert_eq!(gets[0].header("last-event-id"), None);
         assert_eq!(gets[1].header("last-event-id"), Some("5"));
+    }
+
+    /// What the resuming tests' server did: when it closed the call's stream, and each
+    /// resuming GET's Last-Event-ID with how long after that close it came.
+    #[derive(Default)]
+    struct Resumed {
+        call: Option<Value>,
+        closed: Option<Instant>,
+        gets: Vec<(String, Duration)>,
+    }
+
+    /// A server that ends a call's event stream early (after `first`, the call's events
+    /// up to where it stops) and answers resuming GETs with `on_get(n, call id)`, the
+    /// n-th such GET from 0; the session's own GET stream is refused (405).
+    fn resuming_server(
+        first: &'static str,
+        on_get: impl Fn(usize, &Value) -> String + Send + Sync + 'static,
+    ) -> (Server, Arc<Mutex<Resumed>>) {
+        let state = Arc::new(Mutex::new(Resumed::default()));
+        let log = state.clone();
+        let server = Server::start(move |req| {
+            let mut state = log.lock().expect("state");
+            match (req.method.as_str(), req.rpc_method()) {
+                ("POST", "initialize") => initialized(req, SESSION),
+                ("POST", "tools/call") => {
+                    state.call = Some(req.body["id"].clone());
+                    state.closed = Some(Instant::now());
+                    event_stream(first)
+                }
+                ("GET", _) => match req.header("last-event-id") {
+                    None => plain(405, "text/plain", &[], ""),
+                    Some(last) => {
+                        let after = state.closed.map(|c| c.elapsed()).unwrap_or_default();
+                        state.gets.push((last.to_string(), after));
+                        let n = state.gets.len() - 1;
+                        // A poll ends like the call's stream did: the next GET is timed
+                        // from here.
+                        state.closed = Some(Instant::now());
+                        on_get(n, state.call.as_ref().unwrap_or(&Value::Null))
+                    }
+                },
+                ("POST", _) => plain(202, "text/plain", &[], ""),
+                _ => plain(200, "text/plain", &[], ""),
+            }
+        });
+        (server, state)
+    }
+
+    fn echo_result(call: &Value, text: &str) -> String {
+        json!({"jsonrpc": "2.0", "id": call, "result": {
+            "content": [{"type": "text", "text": text}]
+        }})
+        .to_string()
+    }
+
+    /// A call whose event stream ends before the answer (SSE polling, as the MCP
+    /// conformance suite's sse-retry scenario does it) is resumed with a GET carrying
+    /// Last-Event-ID after the server's `retry` — not at once, not after the default
+    /// second — again while the server keeps polling, and the answer on the resumed
+    /// stream is the call's.
+    #[test]
+    fn a_call_stream_ended_early_is_resumed_after_the_servers_retry_with_the_last_event_id() {
+        let (server, state) = resuming_server("id: call-1\nretry: 250\ndata: \n\n", |n, call| {
+            if n == 0 {
+                // Still working: one more priming event, and the stream ends again.
+                event_stream("id: call-2\ndata: \n\n")
+            } else {
+                let answer = echo_result(call, "done after polling");
+                event_stream(&format!("id: call-3\nevent: message\ndata: {answer}\n\n"))
+            }
+        });
+        let conn = open(&spec(&server.url, &[], None)).expect("initialize");
+        let never = AtomicBool::new(false);
+        let out = conn
+            .call(
+                "slow",
+                serde_json::Map::new(),
+                &never,
+                &mut crate::mcp::NoEvents,
+            )
+            .expect("the answer on the resumed stream");
+        conn.close();
+        assert_eq!(out.content, "done after polling");
+        let gets = std::mem::take(&mut state.lock().expect("state").gets);
+        let ids: Vec<&str> = gets.iter().map(|(id, _)| id.as_str()).collect();
+        assert_eq!(ids, ["call-1", "call-2"]);
+        for (id, after) in &gets {
+            // The retry of the first stream holds for the next ones (the SSE standard).
+            assert!(
+                *after >= Duration::from_millis(250) && *after < Duration::from_millis(1000),
+                "resumed after {id} in {after:?}, not after the server's 250 ms"
+            );
+        }
+        let seen = server.seen();
+        let resumes: Vec<&Seen> = seen
+            .iter()
+            .filter(|s| s.method == "GET" && s.header("last-event-id").is_some())
+            .collect();
+        for get in resumes {
+            assert_eq!(get.header("accept"), Some(EVENT_STREAM));
+            assert_eq!(get.header("mcp-session-id"), Some(SESSION));
+        }
+        assert_eq!(
+            seen.iter()
+                .filter(|s| s.rpc_method() == "tools/call")
+                .count(),
+            1,
+            "the call is resumed, never sent again"
+        );
+    }
+
+    /// What cannot be resumed is an error naming why: a stream that gave no event id, a
+    /// server that refuses the resuming GET or does not answer it, one whose resumed
+    /// streams stay empty.
+    #[test]
+    fn a_call_stream_that_cannot_be_resumed_fails_the_call_with_the_reason() {
+        /// What the server does, and what the call's error says after how many GETs.
+        struct Case {
+            what: &'static str,
+            first: &'static str,
+            on_get: fn(usize, &Value) -> String,
+            error: &'static str,
+            gets: usize,
+        }
+        let cases = [
+            Case {
+                what: "no event id",
+                first: "data: \n\n",
+                on_get: |_, _| unreachable!("nothing to resume from"),
+                error: "the server ended the event stream without answering",
+                gets: 0,
+            },
+            Case {
+                what: "the GET refused",
+                first: "id: a-1\nretry: 10\ndata: \n\n",
+                on_get: |_, _| plain(405, "text/plain", &[], ""),
+                error: "answer to the GET that resumes it (Last-Event-ID \"a-1\") was HTTP 405",
+                gets: 1,
+            },
+            Case {
+                what: "the GET unanswered",
+                first: "id: c-1\nretry: 10\ndata: \n\n",
+                // The connection closes before a status line: ureq fails the GET.
+                on_get: |_, _| String::new(),
+                error: "broke: the server closed the connection, 5 times resuming the call's \
+                        event stream after event \"c-1\"",
+                gets: 5,
+            },
+            Case {
+                what: "empty resumed streams",
+                first: "id: b-1\nretry: 10\ndata: \n\n",
+                on_get: |_, _| event_stream(""),
+                error: "without answering, 5 times after resuming at event \"b-1\"",
+                gets: 5,
+            },
+        ];
+        for Case {
+            what,
+            first,
+            on_get,
+            error,
+            gets,
+        } in cases
+        {
+            let (server, state) = resuming_server(first, on_get);
+            let conn = open(&spec(&server.url, &[], None)).expect("initialize");
+            let got = conn.call(
+                "slow",
+                serde_json::Map::new(),
+                &AtomicBool::new(false),
+                &mut crate::mcp::NoEvents,
+            );
+            conn.close();
+            match got {
+                Err(McpError::Broken { detail, .. }) => {
+                    assert!(detail.contains(error), "{what}: {detail}")
+                }
+                other => panic!("{what}: not a broken call: {other:?}"),
+            }
+            assert_eq!(state.lock().expect("state").gets.len(), gets, "{what}");
+        }
     }
 
     /// A server that lost the session (restarted) answers 404: a new session is

@@ -18,6 +18,9 @@
 //! what the data looks like.
 
 mod data;
+#[allow(dead_code)]
+#[path = "../../mini/src/inflate.rs"]
+mod inflate;
 mod report;
 mod rng;
 mod system;

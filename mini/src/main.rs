@@ -9,6 +9,7 @@ mod clock;
 mod config;
 mod error;
 mod heap;
+mod inflate;
 mod llm;
 mod logger;
 mod mcp;

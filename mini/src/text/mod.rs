@@ -216,7 +216,7 @@ fn load_dictionary(path: Option<&Path>) -> Jieba {
 /// what was decoded (unknown runs come out as single characters).
 fn embedded_dictionary() -> Jieba {
     let mut jieba = Jieba::empty();
-    match dict::decode(dict::TRIMMED, |word, freq| {
+    match dict::decode(&dict::trimmed(), |word, freq| {
         jieba.add_word(word, Some(freq), None);
     }) {
         Ok(n) => log::debug!("built-in Chinese dictionary loaded: {n} words"),
@@ -440,7 +440,7 @@ mod tests {
         let after = rss_kib();
         println!(
             "embedded dictionary: {} bytes, loaded in {took:?}, VmRSS {before:?} → {after:?} KiB",
-            dict::TRIMMED.len()
+            dict::trimmed().len()
         );
     }
 

@@ -9,7 +9,7 @@ use super::http::{Request, Response};
 
 /// (file name, ETag of the original bytes, the file gzipped) of every file in
 /// `static/`.
-pub(super) static FILES: &[(&str, &str, &[u8])] =
+pub(crate) static FILES: &[(&str, &str, &[u8])] =
     include!(concat!(env!("OUT_DIR"), "/static_files.rs"));
 
 /// The policy of every HTML page.
@@ -21,7 +21,7 @@ pub const CSP: &str = "default-src 'self'; script-src 'self'; style-src 'self'; 
 #[cfg(test)]
 pub fn file(name: &str) -> Option<Vec<u8>> {
     let (_, _, gz) = FILES.iter().find(|(n, ..)| *n == name)?;
-    super::inflate::gunzip(gz).ok()
+    crate::inflate::gunzip(gz).ok()
 }
 
 fn mime(name: &str) -> &'static str {
@@ -70,7 +70,7 @@ pub fn serve(req: &Request, name: &str) -> Response<'static> {
     let mut resp = if gzip {
         Response::bytes(200, mime(name), *gz).with("Content-Encoding", "gzip")
     } else {
-        match super::inflate::gunzip(gz) {
+        match crate::inflate::gunzip(gz) {
             Ok(bytes) => Response::bytes(200, mime(name), bytes),
             Err(_) => return super::error(500, format!("the embedded {name} is damaged")),
         }
@@ -85,4 +85,50 @@ pub fn serve(req: &Request, name: &str) -> Response<'static> {
             .with("X-Frame-Options", "DENY");
     }
     resp
+}
+
+#[cfg(test)]
+mod tests {
+
+    #[test]
+    fn every_embedded_file_inflates_to_the_file_in_static() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../static");
+        let mut seen = 0;
+        for (name, _, gz) in super::FILES {
+            let want = std::fs::read(dir.join(name)).expect("the file in static/");
+            assert_eq!(
+                crate::inflate::gunzip(gz).as_deref(),
+                Ok(&want[..]),
+                "{name}"
+            );
+            assert!(
+                gz.len() < want.len() / 2 || want.len() < 4096,
+                "{name} is compressed"
+            );
+            seen += 1;
+        }
+        assert!(seen >= 8, "the UI's files are embedded");
+    }
+
+    #[test]
+    fn damaged_input_is_an_error_not_a_panic() {
+        let (_, _, gz) = super::FILES[0];
+        for cut in [0, 5, 11, gz.len() / 2, gz.len() - 1] {
+            assert_eq!(
+                crate::inflate::gunzip(&gz[..cut]),
+                Err(crate::inflate::Corrupt),
+                "cut at {cut}"
+            );
+        }
+        let mut flipped = gz.to_vec();
+        for i in (10..flipped.len() - 8).step_by(7) {
+            flipped[i] ^= 0x5a;
+            let _ = crate::inflate::gunzip(&flipped); // any answer but a panic
+        }
+        assert_eq!(
+            crate::inflate::inflate(&[0x07], 0),
+            Err(crate::inflate::Corrupt),
+            "block type 3"
+        );
+    }
 }

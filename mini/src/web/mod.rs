@@ -16,7 +16,7 @@ pub mod chat;
 pub mod endpoint;
 mod grants;
 pub mod http;
-mod inflate;
+
 mod lend;
 mod mcp_servers;
 mod memory_patch;

@@ -88,9 +88,7 @@ impl Runtime {
             config.mcp.servers.clone()
         });
         crate::mcp::hide_secret_variables(&servers);
-        let mcp = Hub::new(servers)
-            .confined_to(config.sandbox_scope(&workspace))
-            .with_logins(store.clone());
+        let mcp = Hub::new(servers).confined_to(config.sandbox_scope(&workspace));
         Arc::new(Runtime {
             mcp,
             clock: Clock::system(),

@@ -89,7 +89,7 @@ impl TurnIo for Terminal<'_> {
     }
 
     fn on_tool_progress(&mut self, _name: &str, progress: &crate::mcp::Progress) {
-        let finished = progress.total.is_some_and(|t| progress.progress >= t);
+        let finished = progress.finished();
         if !finished
             && self
                 .progressed

@@ -117,6 +117,11 @@ pub struct Progress {
 }
 
 impl Progress {
+    /// It says it reached its total (the last notice, always shown).
+    pub fn finished(&self) -> bool {
+        self.total.is_some_and(|t| self.progress >= t)
+    }
+
     /// `3/10 copying` as chat and the trace show it.
     pub fn line(&self) -> String {
         let number = |n: f64| {

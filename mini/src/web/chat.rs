@@ -991,7 +991,7 @@ impl TurnIo for WebIo<'_, '_, '_> {
     }
 
     fn on_tool_progress(&mut self, name: &str, progress: &crate::mcp::Progress) {
-        let finished = progress.total.is_some_and(|t| progress.progress >= t);
+        let finished = progress.finished();
         if !finished
             && self
                 .progressed

@@ -1185,6 +1185,29 @@ async function loadTools() {
     }), 'remove'));
     else acts.append(ht('small', 'mut', 'mcpInFile'));
     for (const b of acts.querySelectorAll('button')) b.dataset.testid = 'mcp-' + (b.classList.contains('danger-text') ? 'remove' : 'reconnect');
+    // An HTTP server without a token of its own logs in with OAuth; the browser comes back
+    // to evolve on this machine, and the status is polled until it did.
+    if (s.can_login) {
+      if (s.login) title.append(' ', ht('span', 'badge' + (s.login_needed ? '' : ' good'), s.login_needed ? 'loginNeeded' : 'loggedIn'));
+      if (s.login) title.lastChild.title = s.login;
+      const b = acts.appendChild(btn('', null, guard(async () => {
+        const tab = window.open('', '_blank');
+        let r;
+        try { r = await api('POST', `/v1/mcp/servers/${enc(s.name)}/login`); } catch (e) { tab?.close(); throw e; }
+        if (tab) { tab.opener = null; tab.location = r.url; }
+        toast(t('mcpLoginOpen', s.name, r.url), 'ok');
+        for (const end = Date.now() + r.wait_secs * 1000; Date.now() < end;) {
+          await new Promise(res => setTimeout(res, 1500));
+          const st = await api('GET', `/v1/mcp/servers/${enc(s.name)}/login`);
+          if (st.state === 'waiting') continue;
+          const ok = st.state === 'logged_in';
+          toast(ok ? t('mcpLoggedIn', s.name) : t('mcpLoginFailed', s.name, st.error || st.state), ok ? 'ok' : 'error');
+          break;
+        }
+        await loadTools();
+      }), 'logIn'));
+      b.dataset.testid = 'mcp-login';
+    }
     const ul = card.appendChild(h('ul', 'plain'));
     for (const tool of s.tools || []) {
       const full = tool.name.includes('__') ? tool.name : `${s.name}__${tool.name}`;

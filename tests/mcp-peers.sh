@@ -11,6 +11,9 @@
 #   EVOLVE_TEST_MCP_FILESYSTEM  @modelcontextprotocol/server-filesystem's dist/index.js:
 #                               `node $IT DIR...` (stdio; the allowed directories)
 #   EVOLVE_TEST_MCP_TIME        mcp-server-time in its venv (stdio)
+#   EVOLVE_TEST_MCP_PYTHON_OAUTH  that venv's python, to run tests/mcp-peers/oauth_server.py
+#                               (the official SDK's OAuth authorization server + protected
+#                               MCP endpoint on 127.0.0.1)
 #   EVOLVE_TEST_MCP_LOOPBACK    tests/mcp-peers/loopback.cjs: server-everything's HTTP mode
 #                               binds every interface and has no host setting, so run it as
 #                               `PORT=0 node --require $LOOPBACK $EVERYTHING streamableHttp`;
@@ -104,6 +107,15 @@ else
 fi
 if install_venv; then
     check mcp-server-time EVOLVE_TEST_MCP_TIME "$TIME_SERVER" "$TIME_SERVER"
+    # The same venv's `mcp` runs tests/mcp-peers/oauth_server.py: the SDK's OAuth
+    # authorization server and protected resource, for the login tests.
+    if "$VENV/bin/python" -c 'import mcp.server.auth.routes, mcp.server.mcpserver, uvicorn' 2>/dev/null; then
+        say "oauth_server.py: the Python SDK's auth support imports"
+        printf 'export %s=%q\n' EVOLVE_TEST_MCP_PYTHON_OAUTH "$VENV/bin/python"
+    else
+        say "the venv's mcp has no auth support: the Python OAuth tests are unavailable"
+        FAILED="$FAILED python-oauth"
+    fi
 else
     say "pip install failed: mcp-server-time is unavailable"
     FAILED="$FAILED mcp-server-time"

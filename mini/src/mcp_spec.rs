@@ -138,7 +138,34 @@ pub enum Transport {
         /// `Authorization: Bearer …` (kept in the store as it is; never shown).
         #[serde(default, with = "secret_opt")]
         bearer: Option<Secret>,
+        /// How evolve identifies itself when it logs in to the server with OAuth
+        /// (`evolve mcp login`); empty: it registers itself.
+        #[serde(default)]
+        oauth: OAuthClient,
     },
+}
+
+/// The OAuth client evolve is to a server's authorization server, when the user set
+/// one (`oauth_client_id` …); without one evolve registers itself there (RFC 7591).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct OAuthClient {
+    /// A client id registered with the authorization server beforehand.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_id: Option<String>,
+    /// Its secret, for a confidential client (never shown).
+    #[serde(default, with = "secret_opt", skip_serializing_if = "Option::is_none")]
+    pub client_secret: Option<Secret>,
+    /// The https URL of a client ID metadata document the user hosts for evolve: the
+    /// client id where the authorization server takes such documents.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata_url: Option<String>,
+}
+
+impl OAuthClient {
+    /// Nothing set: evolve registers itself.
+    pub fn is_empty(&self) -> bool {
+        self.client_id.is_none() && self.client_secret.is_none() && self.metadata_url.is_none()
+    }
 }
 
 /// Where a server's definition lives.
@@ -201,7 +228,7 @@ impl ServerSpec {
 
 /// A secret kept in the store (the store is the user's own 0600 file); any other output
 /// masks it.
-mod secret_opt {
+pub(crate) mod secret_opt {
     use crate::secret::Secret;
     use serde::{Deserialize, Deserializer, Serializer};
     pub fn serialize<S: Serializer>(v: &Option<Secret>, s: S) -> Result<S::Ok, S::Error> {
@@ -276,6 +303,27 @@ pub fn url_problem(url: &str) -> Option<String> {
         return Some(format!("{url:?} contains a space or a control character"));
     }
     None
+}
+
+/// What is wrong with a server's OAuth client settings, if anything: a secret needs an
+/// id, and a client ID metadata document is an https URL with a path.
+pub fn oauth_problem(oauth: &OAuthClient) -> Option<String> {
+    if oauth.client_secret.is_some() && oauth.client_id.is_none() {
+        return Some(
+            "an OAuth client secret is set without its client id (oauth_client_id)".to_string(),
+        );
+    }
+    let url = oauth.metadata_url.as_deref()?;
+    let path = url
+        .strip_prefix("https://")
+        .and_then(|rest| rest.find('/').map(|i| &rest[i..]));
+    match path {
+        Some(p) if p.len() > 1 && !url.contains(char::is_whitespace) => None,
+        _ => Some(format!(
+            "the client ID metadata document {url:?} must be an https URL with a path (e.g. \
+             https://example.com/evolve-client.json)"
+        )),
+    }
 }
 
 /// What is wrong with an HTTP header, if anything: names are HTTP tokens, values one

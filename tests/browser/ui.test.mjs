@@ -10,6 +10,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { createRequire } from 'node:module';
+import { spawn } from 'node:child_process';
 
 const call = (name, args) => ({ tool_calls: [{ name, arguments: args }] });
 const STREAMED = [
@@ -687,6 +688,50 @@ await test('skills, tools and MCP levels: lists load, a skill opens, an MCP tool
   await main.click('#ask-ok');
   await extra.waitFor({ state: 'detached' });
   check(!(await api('GET', '/v1/mcp')).json.data.some(x => x.name === 'extra'), 'the server is gone');
+});
+
+// The official Python SDK's OAuth server (tests/mcp-peers/oauth_server.py, from
+// tests/mcp-peers.sh): Log in opens its authorization page in a new tab, which comes back
+// to evolve's listener; the card then says logged in and the server lists its tool.
+await test('tools: an HTTP server asking for OAuth logs in with the Log in button', async () => {
+  const python = process.env.EVOLVE_TEST_MCP_PYTHON_OAUTH;
+  if (!python) {
+    check(process.env.CI !== 'true', 'EVOLVE_TEST_MCP_PYTHON_OAUTH is set in CI (tests/mcp-peers.sh)');
+    console.log('    skipped: EVOLVE_TEST_MCP_PYTHON_OAUTH is not set (run tests/mcp-peers.sh)');
+    return;
+  }
+  const script = path.join(path.dirname(new URL(import.meta.url).pathname), '../mcp-peers/oauth_server.py');
+  const child = spawn(python, [script], { stdio: ['ignore', 'ignore', 'pipe'] });
+  try {
+    let said = '';
+    child.stderr.on('data', d => { said += d; });
+    await until(() => /listening on \d+/.test(said), 'the OAuth server starts');
+    const port = said.match(/listening on (\d+)/)[1];
+    await until(async () => (await fetch(`http://127.0.0.1:${port}/.well-known/oauth-protected-resource/mcp`).catch(() => null))?.ok, 'the OAuth server answers');
+    eq((await api('POST', '/v1/mcp/servers', { name: 'hosted', url: `http://127.0.0.1:${port}/mcp` })).status, 201, 'added');
+    await main.click('#nav [data-view=chat]');
+    await main.click('#nav [data-view=tools]');
+    const card = main.locator('[data-testid=mcp-server]', { hasText: 'hosted' });
+    await card.waitFor();
+    const tab = main.context().waitForEvent('page');
+    await card.locator('[data-testid=mcp-login]').click();
+    const page = await tab;
+    await page.waitForURL(/127\.0\.0\.1:\d+\/callback/, { timeout: 20000 });
+    check((await page.textContent('body')).includes('Evolve is logged in'), 'the page the browser comes back to');
+    await page.close();
+    await main.locator('[data-testid=toast]', { hasText: 'Logged in to hosted' }).waitFor();
+    await card.locator('.badge', { hasText: 'logged in' }).waitFor();
+    const status = (await api('GET', '/v1/mcp/servers/hosted/login')).json;
+    eq(status.state, 'logged_in', 'the login on the server');
+    const again = (await api('POST', '/v1/mcp/servers/hosted/reconnect')).json;
+    eq(again.connected, true, `the server takes the token: ${again.error}`);
+    await main.click('#lang-toggle');
+    eq((await card.locator('[data-testid=mcp-login]').textContent()).trim(), '登录', 'the button in 中文');
+    await main.click('#lang-toggle');
+    eq((await api('DELETE', '/v1/mcp/servers/hosted')).status, 200, 'removed');
+  } finally {
+    child.kill();
+  }
 });
 
 await test('errors are shown: a missing chat gives the server\'s message', async () => {

@@ -130,9 +130,16 @@ ask() {
     grep -qF "$2" "$WORK/ask.out" || fail "evolve ask did not print the reply: $2"
 }
 
-# OAuth (evolve mcp login, the --oauth-* options of mcp add) is on branch `oauth` until
-# the binary has room for it (issue 21): the auth scenarios are expected failures now.
-ADD=(mcp add conf --url "$URL")
+# What a user sets for OAuth: the client ID metadata document is the suite's fixed one
+# (it stands for a document the user hosts for evolve: a local binary has no https URL of
+# its own); a pre-registered client's id and secret come from the scenario's context.
+ADD=(mcp add conf --url "$URL" --oauth-client-metadata-url https://conformance-test.local/client-metadata.json)
+if [ -n "${MCP_CONFORMANCE_CONTEXT:-}" ]; then
+    ID="$(python3 -c 'import json,os; print(json.loads(os.environ["MCP_CONFORMANCE_CONTEXT"]).get("client_id",""))')"
+    export CONF_SECRET="$(python3 -c 'import json,os; print(json.loads(os.environ["MCP_CONFORMANCE_CONTEXT"]).get("client_secret",""))')"
+    [ -n "$ID" ] && ADD+=(--oauth-client-id "$ID")
+    [ -n "$ID" ] && [ -n "$CONF_SECRET" ] && ADD+=(--oauth-client-secret-env CONF_SECRET)
+fi
 "$EVOLVE" "${ADD[@]}" >&2 || fail "evolve mcp add conf --url $URL failed"
 
 # login: `evolve mcp login conf`, with curl as the browser (at most three times).

@@ -88,7 +88,9 @@ impl Runtime {
             config.mcp.servers.clone()
         });
         crate::mcp::hide_secret_variables(&servers);
-        let mcp = Hub::new(servers).confined_to(config.sandbox_scope(&workspace));
+        let mcp = Hub::new(servers)
+            .confined_to(config.sandbox_scope(&workspace))
+            .with_logins(store.clone());
         Arc::new(Runtime {
             mcp,
             clock: Clock::system(),

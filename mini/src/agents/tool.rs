@@ -371,7 +371,13 @@ impl ToolAgent {
                     content: outcome.content,
                     is_error: outcome.is_error,
                 },
-                Err(e) => ToolOutput::error(e.to_string()),
+                Err(e) => {
+                    // What to do about a login is the user's to know, not only the model's.
+                    if matches!(e, crate::mcp::McpError::Login { .. }) {
+                        log::warn!("{e}");
+                    }
+                    ToolOutput::error(e.to_string())
+                }
             }
         } else {
             ToolOutput::error(self.unknown(tools, name))

@@ -772,7 +772,13 @@ fn mcp_command(rt: &Runtime, rest: &str) -> Result<(), Error> {
         [] | ["list"] => {
             let connected = rt.mcp.connected();
             let mut out = std::io::stdout().lock();
-            super::mcp::write_servers(&mut out, &rt.config, &rt.mcp.specs(), Some(&connected))?;
+            super::mcp::write_servers(
+                &mut out,
+                &rt.config,
+                &rt.mcp.specs(),
+                Some(&connected),
+                Some(&rt.store),
+            )?;
         }
         ["tools"] => super::mcp::chat_tools(rt, None, &interrupt::CANCEL)?,
         ["tools", name] => super::mcp::chat_tools(rt, Some(name), &interrupt::CANCEL)?,

@@ -1,7 +1,9 @@
 //! `evolve mcp …`: the MCP servers from the command line — add a program or an HTTP
 //! endpoint, list, remove, import the `mcpServers` JSON other agents use, switch servers
-//! and tools on and off, start them to list their tools with each tool's level, and set
-//! a tool's level. `/mcp` in `chat` uses the same functions.
+//! and tools on and off, start them to list their tools with each tool's level, set
+//! a tool's level, and log in to an HTTP server with OAuth (the browser part of it:
+//! opening or printing the URL, waiting with Ctrl-C). `/mcp` in `chat` uses the same
+//! functions.
 //!
 //! What it decides: how a server is spelled on the command line and which mistakes are
 //! caught before anything is kept (a name, an URL, a `K=V`, a token variable that is not
@@ -25,10 +27,12 @@ use crate::agents::Runtime;
 use crate::config::{server_json, Config, LoadOptions};
 use crate::error::Error;
 use crate::mcp::classify::{self, Classified};
+use crate::mcp::oauth::{self, LoginState};
 use crate::mcp::servers::{self, TIMEOUT_FROM_CONFIG};
 use crate::mcp::user_level::{self, LevelError};
-use crate::mcp_spec::{env_name_problem, header_problem, server_name_problem, url_problem};
-use crate::mcp_spec::{full_name, split_name, McpTool, ServerSpec, SpecSource, Transport};
+use crate::mcp_spec::{env_name_problem, header_problem, oauth_problem, server_name_problem};
+use crate::mcp_spec::{full_name, split_name, McpTool, OAuthClient, ServerSpec, SpecSource};
+use crate::mcp_spec::{url_problem, Transport};
 use crate::sandbox::ServerSandbox;
 use crate::secret::Secret;
 use crate::store::Store;
@@ -43,6 +47,7 @@ use crate::store::Store;
     example = "{command_name} tools files",
     example = "{command_name} level files__write_file L4",
     example = "{command_name} import ~/.cursor/mcp.json",
+    example = "{command_name} login remote",
     note = "Servers can also be defined in config.toml under [mcp.servers.NAME]; those are changed by editing the file. The model sees each tool as SERVER__TOOL."
 )]
 pub struct McpCmd {
@@ -52,6 +57,8 @@ pub struct McpCmd {
 
 #[derive(FromArgs, Debug)]
 #[argh(subcommand)]
+// Parsed once per process; `add`'s options are what they are.
+#[allow(clippy::large_enum_variant)]
 enum Action {
     Add(Add),
     List(List),
@@ -61,6 +68,38 @@ enum Action {
     Import(Import),
     Enable(Enable),
     Disable(Disable),
+    Login(Login),
+    Logout(Logout),
+}
+
+/// log in to an HTTP server with OAuth: opens its authorization server's page in a browser (or prints the URL), waits for it to come back, and keeps the tokens in the store
+#[derive(FromArgs, Debug)]
+#[argh(
+    subcommand,
+    name = "login",
+    example = "{command_name} github",
+    example = "{command_name} github --no-browser",
+    note = "The browser comes back to http://127.0.0.1:PORT/callback on this machine. Evolve registers itself with the authorization server unless the server was added with --oauth-client-id. Tokens are renewed by themselves; run login again when a server says the login is no longer taken or asks for more permission."
+)]
+struct Login {
+    /// the server's name
+    #[argh(positional)]
+    name: String,
+    /// print the URL instead of opening a browser
+    #[argh(switch)]
+    no_browser: bool,
+    /// seconds to wait for the browser to come back (default 300)
+    #[argh(option)]
+    timeout: Option<u64>,
+}
+
+/// forget the OAuth login of an HTTP server: its tokens and the client evolve registered
+#[derive(FromArgs, Debug)]
+#[argh(subcommand, name = "logout")]
+struct Logout {
+    /// the server's name
+    #[argh(positional)]
+    name: String,
 }
 
 /// add an MCP server: a program (NAME -- COMMAND ARGS...) or a streamable HTTP endpoint (NAME --url URL)
@@ -97,6 +136,15 @@ struct Add {
     /// send Authorization: Bearer with the value of this environment variable (read now and kept in the store)
     #[argh(option)]
     bearer_env: Option<String>,
+    /// for `evolve mcp login`: the OAuth client id registered with the server's authorization server (else evolve registers itself)
+    #[argh(option)]
+    oauth_client_id: Option<String>,
+    /// for `evolve mcp login`: the client secret of --oauth-client-id, from this environment variable (read now and kept in the store)
+    #[argh(option)]
+    oauth_client_secret_env: Option<String>,
+    /// for `evolve mcp login`: the https URL of a client ID metadata document you host for evolve
+    #[argh(option)]
+    oauth_client_metadata_url: Option<String>,
     /// seconds one tool call may take (default: timeout_secs of [mcp] in config.toml, 60)
     #[argh(option)]
     timeout: Option<u64>,
@@ -235,6 +283,8 @@ pub fn run(cmd: McpCmd, profile: &Option<String>) -> Result<(), Error> {
         Action::Import(c) => import(c, profile),
         Action::Enable(c) => toggle(profile, &c.target, true),
         Action::Disable(c) => toggle(profile, &c.target, false),
+        Action::Login(c) => login(c, profile),
+        Action::Logout(c) => logout(c, profile),
     }
 }
 
@@ -269,11 +319,17 @@ fn add(c: Add, profile: &Option<String>) -> Result<(), Error> {
         url,
         header,
         bearer_env,
+        oauth_client_id,
+        oauth_client_secret_env,
+        oauth_client_metadata_url,
         timeout,
         trusted,
         sandbox,
         replace,
     } = c;
+    let oauth_flags = oauth_client_id.is_some()
+        || oauth_client_secret_env.is_some()
+        || oauth_client_metadata_url.is_some();
     let sandbox = match sandbox {
         Some(word) => ServerSandbox::parse(word.trim()).map_err(usage)?,
         None => ServerSandbox::None,
@@ -299,9 +355,9 @@ fn add(c: Add, profile: &Option<String>) -> Result<(), Error> {
             )))
         }
         (Some((program, args)), None) => {
-            if !header.is_empty() || bearer_env.is_some() {
+            if !header.is_empty() || bearer_env.is_some() || oauth_flags {
                 return Err(usage(
-                    "--header and --bearer-env are for HTTP servers (--url)".into(),
+                    "--header, --bearer-env and --oauth-* are for HTTP servers (--url)".into(),
                 ));
             }
             let env = env
@@ -362,10 +418,43 @@ fn add(c: Add, profile: &Option<String>) -> Result<(), Error> {
                     }
                 },
             };
+            let client_secret = match oauth_client_secret_env {
+                None => None,
+                Some(var) => match std::env::var(&var) {
+                    Ok(value) if !value.trim().is_empty() => Some(Secret::new(value.trim())),
+                    _ => {
+                        return Err(usage(format!(
+                            "--oauth-client-secret-env {var}: the variable is not set (or \
+                             empty) — export {var}=… first"
+                        )))
+                    }
+                },
+            };
+            let oauth = OAuthClient {
+                client_id: oauth_client_id.map(|c| c.trim().to_string()),
+                client_secret,
+                metadata_url: oauth_client_metadata_url.map(|u| u.trim().to_string()),
+            };
+            if let Some(problem) = oauth_problem(&oauth) {
+                return Err(usage(problem));
+            }
+            if !oauth.is_empty()
+                && (bearer.is_some()
+                    || headers
+                        .iter()
+                        .any(|(k, _)| k.eq_ignore_ascii_case("authorization")))
+            {
+                return Err(usage(
+                    "--oauth-* settings are for `evolve mcp login`, which sends its own \
+                     Authorization: drop --bearer-env (or the Authorization header)"
+                        .into(),
+                ));
+            }
             Transport::Http {
                 url,
                 headers,
                 bearer,
+                oauth,
             }
         }
     };
@@ -471,7 +560,13 @@ fn list(c: List, profile: &Option<String>) -> Result<(), Error> {
     if c.json {
         let doc: Vec<serde_json::Value> = servers
             .iter()
-            .map(|s| server_entry(&app.config, s, None))
+            .map(|s| {
+                let mut entry = server_entry(&app.config, s, None);
+                if let Some(state) = LoginState::of(s, &store) {
+                    entry["login"] = json!(state.label(now()));
+                }
+                entry
+            })
             .collect();
         writeln!(
             out,
@@ -480,7 +575,7 @@ fn list(c: List, profile: &Option<String>) -> Result<(), Error> {
         )?;
         return Ok(());
     }
-    write_servers(&mut out, &app.config, &servers, None)?;
+    write_servers(&mut out, &app.config, &servers, None, Some(&store))?;
     Ok(())
 }
 
@@ -511,12 +606,14 @@ fn server_entry(
     doc
 }
 
-/// The servers as a table; with `connected`, whether each is connected now (chat).
+/// The servers as a table; with `connected`, whether each is connected now (chat); with
+/// the store, where each HTTP server's OAuth login stands.
 pub(crate) fn write_servers(
     out: &mut dyn Write,
     config: &Config,
     servers: &[ServerSpec],
     connected: Option<&[String]>,
+    store: Option<&Store>,
 ) -> std::io::Result<()> {
     if servers.is_empty() {
         writeln!(
@@ -560,6 +657,10 @@ pub(crate) fn write_servers(
             ServerSandbox::Workspace => flags.push("sandbox: workspace"),
             ServerSandbox::ReadOnly => flags.push("sandbox: read-only"),
         }
+        let login = store
+            .and_then(|store| LoginState::of(spec, store))
+            .map(|state| state.label(now()));
+        flags.extend(login.as_deref());
         let mut line = format!(
             "{:<width$}  {:<5}  {:<source_width$}  {:>5}s  {}",
             spec.name,
@@ -823,7 +924,7 @@ fn tools(c: Tools, profile: &Option<String>) -> Result<(), Error> {
             .collect()
     } else {
         if listings.is_empty() {
-            write_servers(&mut out, &rt.config, &[], None)?;
+            write_servers(&mut out, &rt.config, &[], None, None)?;
         }
         write_listings(&mut out, &listings)?
     };
@@ -849,7 +950,7 @@ pub(crate) fn chat_tools(
     let listings = list_tools(rt, only, cancel)?;
     let mut out = std::io::stdout().lock();
     if listings.is_empty() {
-        write_servers(&mut out, &rt.config, &[], None)?;
+        write_servers(&mut out, &rt.config, &[], None, None)?;
     }
     write_listings(&mut out, &listings)?;
     Ok(())
@@ -1028,6 +1129,125 @@ fn toggle(profile: &Option<String>, target_name: &str, on: bool) -> Result<(), E
         String::new()
     };
     println!("{said}{note}");
+    Ok(())
+}
+
+/// How long `evolve mcp login` waits for the browser by default.
+const LOGIN_WAIT: Duration = Duration::from_secs(300);
+
+fn login(c: Login, profile: &Option<String>) -> Result<(), Error> {
+    let (app, store) = open(profile)?;
+    let servers = servers::load(&app.config, &store)?;
+    let Some(spec) = servers.iter().find(|s| s.name == c.name) else {
+        return Err(unknown_server(&c.name, &servers));
+    };
+    let wait = match c.timeout {
+        Some(0) => {
+            return Err(usage(
+                "--timeout 0: the browser needs at least 1 second".into(),
+            ))
+        }
+        Some(secs) => Duration::from_secs(secs),
+        None => LOGIN_WAIT,
+    };
+    let failed = |e: oauth::LoginError| match e {
+        oauth::LoginError::Setup(m) => Error::Other(format!("cannot log in to {}: {m}", c.name)),
+        e => Error::Other(format!("the login to {} failed: {e}", c.name)),
+    };
+    // Ctrl-C ends the wait (and the discovery before it) with a message, not a kill.
+    interrupt::install();
+    interrupt::begin_turn();
+    let started = oauth::login::start(spec, &store).map_err(failed)?;
+    let client = started.client_how;
+    // The wait may be long: other evolve commands may use the store meanwhile.
+    store.release();
+    let mut out = std::io::stdout().lock();
+    writeln!(
+        out,
+        "To log in to {}, open this URL in a browser on this machine:\n\n  {}\n",
+        c.name, started.url
+    )?;
+    if !c.no_browser && open_browser(&started.url) {
+        writeln!(out, "(it was opened in your browser)")?;
+    }
+    writeln!(
+        out,
+        "waiting up to {} s for the browser to come back to {} — Ctrl-C to stop",
+        wait.as_secs(),
+        started.redirect_uri
+    )?;
+    out.flush()?;
+    drop(out);
+    let granted = started
+        .finish(&store, std::time::Instant::now() + wait, &interrupt::CANCEL)
+        .map_err(failed)?;
+    let scope = granted
+        .scope
+        .map(|s| format!("scope: {}; ", printable(&s, false)))
+        .unwrap_or_default();
+    let lasting = match (granted.renewable, granted.expires_in) {
+        (true, _) => "; the token is renewed by itself".to_string(),
+        (false, Some(secs)) => format!(
+            "; the token expires in {} min and cannot be renewed: log in again then",
+            secs / 60
+        ),
+        (false, None) => String::new(),
+    };
+    println!(
+        "logged in to {} ({scope}client: {client}){lasting} — `evolve mcp tools {}` uses it",
+        c.name, c.name
+    );
+    Ok(())
+}
+
+/// Opens `url` with `$BROWSER`, else `xdg-open` when there is a display; true when a
+/// program was started. The URL is an argument, never a shell's input; the program
+/// gets no hidden value in its environment.
+fn open_browser(url: &str) -> bool {
+    let graphical = ["DISPLAY", "WAYLAND_DISPLAY"]
+        .iter()
+        .any(|v| std::env::var_os(v).is_some_and(|d| !d.is_empty()));
+    let program = match std::env::var("BROWSER") {
+        Ok(b) if !b.trim().is_empty() => b.trim().to_string(),
+        _ if graphical => "xdg-open".to_string(),
+        _ => return false,
+    };
+    let started = std::process::Command::new(&program)
+        .arg(url)
+        .env_clear()
+        .envs(crate::mcp::inherited_env())
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn();
+    match started {
+        Ok(mut child) => {
+            // Reaped when it ends (a browser may run for long).
+            std::thread::spawn(move || child.wait());
+            true
+        }
+        Err(e) => {
+            log::info!("cannot start {program} to open the login page: {e}");
+            false
+        }
+    }
+}
+
+fn logout(c: Logout, profile: &Option<String>) -> Result<(), Error> {
+    let (app, store) = open(profile)?;
+    let servers = servers::load(&app.config, &store)?;
+    if !servers.iter().any(|s| s.name == c.name) && store.mcp_login(&c.name)?.is_none() {
+        return Err(unknown_server(&c.name, &servers));
+    }
+    if store.remove_mcp_login(&c.name)? {
+        println!(
+            "logged out of {}: its tokens and the client evolve registered are forgotten (the \
+             authorization server may still list the grant: revoke it there to end it)",
+            c.name
+        );
+    } else {
+        println!("{} has no login to forget", c.name);
+    }
     Ok(())
 }
 

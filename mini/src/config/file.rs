@@ -133,8 +133,8 @@ pub struct RawMcp {
 }
 
 /// `[mcp.servers.NAME]`: a program (`command`, `args`, `env`, `cwd`) or an HTTP
-/// endpoint (`url`, `headers`, `bearer_token` / `bearer_token_env`), and what applies to
-/// both.
+/// endpoint (`url`, `headers`, `bearer_token` / `bearer_token_env`, the `oauth_client_*`
+/// of its login), and what applies to both.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawServer {
@@ -146,6 +146,10 @@ pub struct RawServer {
     pub headers: Option<BTreeMap<String, String>>,
     pub bearer_token: Option<String>,
     pub bearer_token_env: Option<String>,
+    pub oauth_client_id: Option<String>,
+    pub oauth_client_secret: Option<String>,
+    pub oauth_client_secret_env: Option<String>,
+    pub oauth_client_metadata_url: Option<String>,
     pub timeout_secs: Option<u64>,
     pub trusted: Option<bool>,
     pub enabled_tools: Option<Vec<String>>,

@@ -18,8 +18,8 @@ use super::context::Context;
 use super::file::{RawMcp, RawServer};
 use super::{ConfigError, McpConfig};
 use crate::mcp_spec::{
-    default_roots, env_name_problem, header_problem, server_name_problem, url_problem, ServerSpec,
-    SpecSource, Transport,
+    default_roots, env_name_problem, header_problem, oauth_problem, server_name_problem,
+    url_problem, OAuthClient, ServerSpec, SpecSource, Transport,
 };
 use crate::sandbox::ServerSandbox;
 use crate::secret::Secret;
@@ -76,6 +76,10 @@ fn resolve_server(
         headers,
         bearer_token,
         bearer_token_env,
+        oauth_client_id,
+        oauth_client_secret,
+        oauth_client_secret_env,
+        oauth_client_metadata_url,
         timeout_secs,
         trusted,
         enabled_tools,
@@ -125,6 +129,18 @@ fn resolve_server(
             only_for(headers.is_some(), "headers", "url")?;
             only_for(bearer_token.is_some(), "bearer_token", "url")?;
             only_for(bearer_token_env.is_some(), "bearer_token_env", "url")?;
+            only_for(oauth_client_id.is_some(), "oauth_client_id", "url")?;
+            only_for(oauth_client_secret.is_some(), "oauth_client_secret", "url")?;
+            only_for(
+                oauth_client_secret_env.is_some(),
+                "oauth_client_secret_env",
+                "url",
+            )?;
+            only_for(
+                oauth_client_metadata_url.is_some(),
+                "oauth_client_metadata_url",
+                "url",
+            )?;
             let command = command.trim().to_string();
             if command.is_empty() {
                 return Err(fail(
@@ -188,10 +204,47 @@ fn resolve_server(
                 }
                 (None, None) => None,
             };
+            let client_secret =
+                match (oauth_client_secret, oauth_client_secret_env) {
+                    (Some(_), Some(_)) => return Err(fail(
+                        "sets both `oauth_client_secret` and `oauth_client_secret_env` — keep one"
+                            .into(),
+                    )),
+                    (Some(secret), None) => {
+                        out.secrets_in_file = true;
+                        Some(Secret::new(secret.trim())).filter(|t| !t.is_empty())
+                    }
+                    (None, Some(var)) => {
+                        let var = var.trim();
+                        let value = (ctx.env)(var)
+                            .and_then(|v| v.into_string().ok())
+                            .map(|v| v.trim().to_string())
+                            .filter(|v| !v.is_empty());
+                        if value.is_none() {
+                            out.warnings.push(format!(
+                                "{key}.oauth_client_secret_env = \"{var}\" names an environment \
+                             variable that is not set: the login goes without a client secret"
+                            ));
+                        }
+                        value.map(Secret::new)
+                    }
+                    (None, None) => None,
+                };
+            let oauth = OAuthClient {
+                client_id: oauth_client_id
+                    .map(|c| c.trim().to_string())
+                    .filter(|c| !c.is_empty()),
+                client_secret,
+                metadata_url: oauth_client_metadata_url.map(|u| u.trim().to_string()),
+            };
+            if let Some(problem) = oauth_problem(&oauth) {
+                return Err(fail(problem));
+            }
             Transport::Http {
                 url,
                 headers,
                 bearer,
+                oauth,
             }
         }
     };
@@ -355,11 +408,21 @@ pub fn server_json(s: &ServerSpec) -> serde_json::Value {
             url,
             headers,
             bearer,
-        } => json!({
-            "url": crate::secret::display_url(url),
-            "headers": masked(headers),
-            "bearer_token": bearer.as_ref().map(Secret::masked),
-        }),
+            oauth,
+        } => {
+            let mut doc = json!({
+                "url": crate::secret::display_url(url),
+                "headers": masked(headers),
+                "bearer_token": bearer.as_ref().map(Secret::masked),
+            });
+            if !oauth.is_empty() {
+                doc["oauth_client_id"] = json!(oauth.client_id);
+                doc["oauth_client_secret"] =
+                    json!(oauth.client_secret.as_ref().map(Secret::masked));
+                doc["oauth_client_metadata_url"] = json!(oauth.metadata_url);
+            }
+            doc
+        }
     };
     if let serde_json::Value::Object(map) = &mut doc {
         map.insert("timeout_secs".into(), json!(s.timeout.as_secs()));
@@ -449,6 +512,7 @@ roots = ["/srv/data", "rel"]
             url,
             headers,
             bearer,
+            ..
         } = &remote.transport
         else {
             panic!("http: {remote:?}")

@@ -202,6 +202,10 @@ pub const CONFIG_TEMPLATE: &str = r#"# evolve configuration — `evolve config s
 # url = "https://mcp.example.com/mcp"
 # bearer_token_env = "REMOTE_MCP_TOKEN"
 # timeout_secs = 120
+# A server that asks for an OAuth login needs no token here: `evolve mcp login NAME`
+# (evolve registers itself), or with a client you registered at its authorization server:
+#   oauth_client_id = "…"  and  oauth_client_secret_env = "VAR" (a confidential client)
+#   oauth_client_metadata_url = "https://…/evolve.json" (a client ID metadata document)
 # Any server may also set:
 #   cwd               the program's working directory
 #   sandbox           a program only: "workspace" (the kernel lets it read the system,

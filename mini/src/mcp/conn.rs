@@ -18,10 +18,12 @@ use serde_json::{json, Value};
 
 use super::http::{self, HttpLink, STATELESS_VERSION};
 use super::jsonrpc::{Failure, Peer, Wait};
+use super::oauth;
 use super::stdio::{self, Launch, Process, StderrTail};
 use super::{CallEvents, CallOutcome, McpError};
 use crate::mcp_spec::{McpTool, ServerSpec, Transport};
 use crate::sandbox::{self, Plan, Scope, ServerSandbox};
+use crate::store::Store;
 use evolve_core::permission::Annotations;
 
 /// The newest protocol version with the `initialize` handshake.
@@ -144,7 +146,8 @@ fn confinement(spec: &ServerSpec, scope: Option<&Scope>) -> Result<Option<Plan>,
 
 impl Conn {
     /// Starts the server and completes the handshake within the server's timeout (at
-    /// least 15 s: starting can take longer than a call).
+    /// least 15 s: starting can take longer than a call). An HTTP server without an
+    /// Authorization of its own uses its OAuth login in `logins`.
     /// `started` gets the connection as soon as the process runs (or the HTTP link
     /// exists), before the handshake: closing it from there (evolve shutting down)
     /// ends the handshake at once.
@@ -157,23 +160,26 @@ impl Conn {
     pub fn open(
         spec: &ServerSpec,
         scope: Option<&Scope>,
+        logins: Option<&Arc<Store>>,
         stderr: &StderrTail,
         cancel: &AtomicBool,
         started: impl Fn(&Arc<Conn>),
     ) -> Result<Arc<Conn>, McpError> {
         let http = matches!(spec.transport, Transport::Http { .. });
-        match Conn::open_as(spec, scope, stderr, cancel, &started, http) {
+        match Conn::open_as(spec, scope, logins, stderr, cancel, &started, http) {
             Err(Retry::Stateless) => {
                 log::info!(
                     "MCP server {:?} speaks only protocol {STATELESS_VERSION}; starting it again for that",
                     spec.name
                 );
-                Conn::open_as(spec, scope, stderr, cancel, &started, true).map_err(|r| match r {
-                    Retry::Stateless => McpError::Start {
-                        server: spec.name.clone(),
-                        detail: "it refuses every handshake evolve knows".into(),
-                    },
-                    Retry::Error(e) => e,
+                Conn::open_as(spec, scope, logins, stderr, cancel, &started, true).map_err(|r| {
+                    match r {
+                        Retry::Stateless => McpError::Start {
+                            server: spec.name.clone(),
+                            detail: "it refuses every handshake evolve knows".into(),
+                        },
+                        Retry::Error(e) => e,
+                    }
                 })
             }
             Err(Retry::Error(e)) => Err(e),
@@ -184,6 +190,7 @@ impl Conn {
     fn open_as(
         spec: &ServerSpec,
         scope: Option<&Scope>,
+        logins: Option<&Arc<Store>>,
         stderr: &StderrTail,
         cancel: &AtomicBool,
         started: &dyn Fn(&Arc<Conn>),
@@ -226,10 +233,15 @@ impl Conn {
                 url,
                 headers,
                 bearer,
+                ..
             } => {
-                let endpoint = http::endpoint(url, headers, bearer.as_ref())
+                let mut endpoint = http::endpoint(url, headers, bearer.as_ref())
                     .map_err(start)
                     .map_err(Retry::Error)?;
+                if let Some(store) = logins.filter(|_| oauth::applies(spec)) {
+                    let login = oauth::Bearer::new(&spec.name, url, store.clone());
+                    endpoint = endpoint.with_login(Arc::new(login));
+                }
                 let link = HttpLink::new(&spec.name, endpoint);
                 let peer = Peer::new(&spec.name, Arc::new(link.clone()), roots);
                 (peer, Wire::Http(link))
@@ -274,6 +286,13 @@ impl Conn {
             Failure::Cancelled => {
                 conn.close();
                 return Err(Retry::Error(McpError::Cancelled));
+            }
+            Failure::Unauthorized(detail) => {
+                conn.close();
+                return Err(Retry::Error(McpError::Login {
+                    server: spec.name.clone(),
+                    detail,
+                }));
             }
             Failure::Timeout => format!(
                 "no answer to the handshake within {} s",
@@ -654,6 +673,7 @@ impl Conn {
                 secs: self.timeout.as_secs(),
             },
             Failure::Broken(detail) => McpError::Broken { server, detail },
+            Failure::Unauthorized(detail) => McpError::Login { server, detail },
             Failure::SessionExpired => McpError::Broken {
                 server,
                 detail: "the server ended the session".into(),

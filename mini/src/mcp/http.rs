@@ -44,6 +44,9 @@
 //!   JSON-RPC error in an error status is the server's own error for the request.
 //! - **Redirects** are not followed: a POST cannot be replayed safely and a bearer token
 //!   must not travel to another host; the error tells the user where to point instead.
+//! - **OAuth.** A server evolve logged in to ([`super::oauth::Bearer`]) gets its access
+//!   token with every request; a 401 or 403 is shown to the login, which may renew the
+//!   token (the request is then sent once more) and words the error otherwise.
 
 use std::io::{BufRead, BufReader, Read};
 use std::sync::{mpsc, Arc, Mutex};
@@ -54,6 +57,7 @@ use ureq::http::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE};
 use ureq::http::{HeaderName, HeaderValue};
 
 use super::jsonrpc::{Failure, Link, Outgoing, Peer};
+use super::oauth::Bearer;
 use crate::secret::Secret;
 
 /// TCP + TLS must be done within this: the model client's default `connect` too.
@@ -105,6 +109,16 @@ pub(super) struct Endpoint {
     headers: Vec<(HeaderName, HeaderValue)>,
     /// Values blanked out of the server's error text.
     secrets: Vec<String>,
+    /// The OAuth login, for a server without an Authorization of its own.
+    login: Option<Arc<Bearer>>,
+}
+
+impl Endpoint {
+    /// Requests carry the login's token (see the module doc).
+    pub(super) fn with_login(mut self, login: Arc<Bearer>) -> Endpoint {
+        self.login = Some(login);
+        self
+    }
 }
 
 /// The endpoint for `url`, checked: an http(s) URL with a host, header names and
@@ -121,6 +135,7 @@ pub(super) fn endpoint(
         url: url.to_string(),
         headers: Vec::new(),
         secrets: Vec::new(),
+        login: None,
     };
     for (name, value) in headers {
         let key = HeaderName::from_bytes(name.trim().as_bytes())
@@ -218,6 +233,8 @@ pub enum HttpErrorKind {
     Protocol(String),
     /// No thread could be started for the request.
     NoThread(String),
+    /// A refusal the OAuth login could not mend: what happened and what to do.
+    Login(String),
 }
 
 impl HttpError {
@@ -280,6 +297,7 @@ impl std::fmt::Display for HttpError {
             HttpErrorKind::NoThread(detail) => {
                 write!(f, "cannot start a thread for a request to {url}: {detail}")
             }
+            HttpErrorKind::Login(detail) => write!(f, "the MCP server at {url} {detail}"),
         }
     }
 }
@@ -464,7 +482,19 @@ impl HttpLink {
             headers.push((LAST_EVENT_ID, id));
         }
         headers.extend(self.0.endpoint.headers.iter().cloned());
+        if let Some(token) = self.0.endpoint.login.as_ref().and_then(|l| l.header()) {
+            headers.push((AUTHORIZATION, token));
+        }
         headers
+    }
+
+    /// The values blanked out of what the server sends back.
+    fn secrets(&self) -> Vec<String> {
+        let mut secrets = self.0.endpoint.secrets.clone();
+        if let Some(login) = &self.0.endpoint.login {
+            secrets.extend(login.secrets());
+        }
+        secrets
     }
 
     /// Sends one request through ureq.
@@ -485,12 +515,39 @@ impl HttpLink {
         }
         let (agent, url) = (&self.0.agent, self.0.endpoint.url.as_str());
         log::debug!("MCP HTTP {method:?} {}", self.0.shown);
-        let sent = match method {
-            Method::Post => with(agent.post(url), headers).send(body),
-            Method::Get => with(agent.get(url), headers).call(),
-            Method::Delete => with(agent.delete(url), headers).call(),
+        let once = |headers: &[(HeaderName, HeaderValue)]| {
+            match method {
+                Method::Post => with(agent.post(url), headers).send(body),
+                Method::Get => with(agent.get(url), headers).call(),
+                Method::Delete => with(agent.delete(url), headers).call(),
+            }
+            .map_err(|e| self.error(describe(e)))
         };
-        sent.map_err(|e| self.error(describe(e)))
+        let response = once(headers)?;
+        let Some(login) = &self.0.endpoint.login else {
+            return Ok(response);
+        };
+        let status = response.status().as_u16();
+        if !matches!(status, 401 | 403) {
+            return Ok(response);
+        }
+        let challenges: Vec<String> = response
+            .headers()
+            .get_all("www-authenticate")
+            .iter()
+            .filter_map(|v| v.to_str().ok().map(str::to_string))
+            .collect();
+        let used = headers.iter().find(|(n, _)| *n == AUTHORIZATION);
+        if !login.refused(status, &challenges, used.map(|(_, v)| v)) {
+            return Ok(response);
+        }
+        let mut renewed: Vec<(HeaderName, HeaderValue)> = headers
+            .iter()
+            .filter(|(n, _)| *n != AUTHORIZATION)
+            .cloned()
+            .collect();
+        renewed.extend(login.header().map(|v| (AUTHORIZATION, v)));
+        once(&renewed)
     }
 
     /// POSTs one message and handles the answer (see the module doc). `Ok` once the
@@ -603,13 +660,13 @@ impl HttpLink {
             Ok(_) => {
                 return Err(self.error(HttpErrorKind::Protocol(format!(
                     "JSON that is not a JSON-RPC message: {}",
-                    shown_body(&bytes, &self.0.endpoint.secrets)
+                    shown_body(&bytes, &self.secrets())
                 ))))
             }
             Err(e) => {
                 return Err(self.error(HttpErrorKind::Protocol(format!(
                     "JSON that is not a JSON-RPC message ({e}): {}",
-                    shown_body(&bytes, &self.0.endpoint.secrets)
+                    shown_body(&bytes, &self.secrets())
                 ))))
             }
         }
@@ -748,7 +805,7 @@ impl HttpLink {
             Err(_) => log::warn!(
                 "MCP server {:?} sent an event that is not JSON (ignored): {}",
                 self.0.server,
-                shown_body(data.as_bytes(), &self.0.endpoint.secrets)
+                shown_body(data.as_bytes(), &self.secrets())
             ),
         }
     }
@@ -765,9 +822,15 @@ impl HttpLink {
 
     /// The error for an error status.
     fn status_error(&self, head: &Head, body: &[u8]) -> Failure {
+        let login = self.0.endpoint.login.as_ref();
+        if let Some(why) = login.and_then(|l| l.explain(head.status)) {
+            return Failure::Unauthorized(
+                HttpError::new(&self.0.shown, HttpErrorKind::Login(why)).to_string(),
+            );
+        }
         self.error(HttpErrorKind::Status {
             status: head.status,
-            body: shown_body(body, &self.0.endpoint.secrets),
+            body: shown_body(body, &self.secrets()),
             location: head.location.as_deref().map(shown_url),
         })
     }
@@ -1806,6 +1869,7 @@ mod tests {
                     .map(|(n, v)| (n.to_string(), v.to_string()))
                     .collect(),
                 bearer: bearer.map(Secret::new),
+                oauth: Default::default(),
             },
             timeout: LONG,
             sandbox: Default::default(),
@@ -1821,6 +1885,7 @@ mod tests {
     fn open(spec: &ServerSpec) -> Result<Arc<Conn>, McpError> {
         Conn::open(
             spec,
+            None,
             None,
             &StderrTail::default(),
             &AtomicBool::new(false),

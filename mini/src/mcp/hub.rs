@@ -32,6 +32,7 @@ use super::stdio::StderrTail;
 use super::{CallEvents, CallOutcome, McpError};
 use crate::mcp_spec::{McpTool, ServerSpec};
 use crate::sandbox::Scope;
+use crate::store::Store;
 
 /// A backoff wait this short is slept through rather than reported.
 const BACKOFF_SLEEP_MAX: Duration = Duration::from_secs(2);
@@ -60,6 +61,8 @@ pub struct Hub {
     shut: AtomicBool,
     /// What a confined server (`sandbox = …`) is confined to.
     scope: Option<Scope>,
+    /// Where the OAuth logins of HTTP servers are kept.
+    logins: Option<Arc<Store>>,
 }
 
 /// What every caller sees.
@@ -152,7 +155,14 @@ impl Hub {
             closing: Mutex::new(Vec::new()),
             shut: AtomicBool::new(false),
             scope: None,
+            logins: None,
         }
+    }
+
+    /// The same, with the store that keeps the OAuth logins of HTTP servers.
+    pub fn with_logins(mut self, store: Arc<Store>) -> Hub {
+        self.logins = Some(store);
+        self
     }
 
     /// The same, with the workspace and the places a confined server must never reach.
@@ -486,6 +496,7 @@ impl Hub {
         let opened = Conn::open(
             &slot.spec,
             self.scope.as_ref(),
+            self.logins.as_ref(),
             &slot.stderr,
             cancel,
             |conn| {

@@ -57,6 +57,9 @@ pub(super) enum Failure {
     /// Streamable HTTP: the server no longer knows the session (404); a new one may
     /// be started.
     SessionExpired,
+    /// Streamable HTTP: the server refused evolve's authorization (401/403) and its OAuth
+    /// login could not mend it; the text says what to do.
+    Unauthorized(String),
     /// No answer within the timeout.
     Timeout,
     /// The caller's Ctrl-C flag was set.

@@ -21,6 +21,8 @@
 //!   one of its tools is called or its list is unknown.
 //! - [`user_level`]: the user's own level for a tool (`evolve mcp level`, `/mcp level`,
 //!   the API), as a typed change each front end formats.
+//! - [`oauth`]: logging in to an HTTP server with OAuth (`evolve mcp login`) and using
+//!   the login on its requests.
 
 pub mod classify;
 mod conn;
@@ -29,6 +31,7 @@ mod http;
 mod hub;
 mod jsonrpc;
 mod lines;
+pub mod oauth;
 mod reap;
 mod schema;
 pub mod servers;
@@ -188,6 +191,9 @@ pub enum McpError {
     Backoff { server: String, secs: u64 },
     /// The server answered with a JSON-RPC error.
     Server { server: String, detail: String },
+    /// An HTTP server refused evolve's authorization and its OAuth login could not mend
+    /// it (`detail` says to run `evolve mcp login`).
+    Login { server: String, detail: String },
     /// Ctrl-C.
     Cancelled,
     /// The hub was shut down (evolve is exiting).
@@ -220,6 +226,7 @@ impl std::fmt::Display for McpError {
             McpError::Server { server, detail } => {
                 write!(f, "MCP server {server:?} refused the request: {detail}")
             }
+            McpError::Login { server, detail } => write!(f, "MCP server {server:?}: {detail}"),
             McpError::Cancelled => f.write_str("cancelled"),
             McpError::Shutdown => f.write_str("the MCP connections are shutting down"),
         }

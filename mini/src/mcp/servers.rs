@@ -15,10 +15,11 @@ use serde_json::Value;
 
 use crate::config::Config;
 use crate::mcp_spec::{
-    default_roots, env_name_problem, header_problem, server_name_problem, url_problem, ServerSpec,
-    SpecSource, Transport,
+    default_roots, env_name_problem, header_problem, oauth_problem, server_name_problem,
+    url_problem, OAuthClient, ServerSpec, SpecSource, Transport,
 };
 use crate::sandbox::ServerSandbox;
+use crate::secret::Secret;
 use crate::store::{Store, StoreError};
 
 /// The timeout a run-time server is kept with when none was given: "the `[mcp]`
@@ -179,6 +180,9 @@ const KNOWN_KEYS: &[&str] = &[
     "excludeTools",
     "enabledTools",
     "includeTools",
+    "oauth_client_id",
+    "oauth_client_secret",
+    "oauth_client_metadata_url",
 ];
 
 fn entry_spec(name: &str, entry: &Value, notes: &mut Vec<String>) -> Result<ServerSpec, String> {
@@ -337,6 +341,17 @@ fn entry_spec(name: &str, entry: &Value, notes: &mut Vec<String>) -> Result<Serv
                      `--bearer-env VAR`)"
                 ));
             }
+            // Evolve's own keys: the OAuth client of its login (`evolve mcp login`).
+            let oauth = OAuthClient {
+                client_id: string("oauth_client_id")?.filter(|c| !c.is_empty()),
+                client_secret: string("oauth_client_secret")?
+                    .filter(|c| !c.is_empty())
+                    .map(Secret::new),
+                metadata_url: string("oauth_client_metadata_url")?.filter(|c| !c.is_empty()),
+            };
+            if let Some(problem) = oauth_problem(&oauth) {
+                return Err(problem);
+            }
             if transport_kind == Kind::Sse {
                 disabled = true;
                 notes.push(format!(
@@ -350,6 +365,7 @@ fn entry_spec(name: &str, entry: &Value, notes: &mut Vec<String>) -> Result<Serv
                 url,
                 headers,
                 bearer: None,
+                oauth,
             }
         }
     };
@@ -453,6 +469,7 @@ mod tests {
                 .map(|(k, v)| (k.to_string(), v.to_string()))
                 .collect(),
             bearer: None,
+            oauth: Default::default(),
         }
     }
 

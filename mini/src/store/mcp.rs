@@ -1,15 +1,18 @@
 //! What the store keeps about MCP: the servers added at run time (`evolve mcp add`,
-//! `import`, `/mcp`) and each server's last tool list, so a turn can offer a server's
-//! tools without starting it. Which servers exist in the end (the file's win over the
+//! `import`, `/mcp`), each server's last tool list, so a turn can offer a server's
+//! tools without starting it, and the OAuth login of an HTTP server ([`McpLogin`]:
+//! its client and tokens, which nothing exports). Which servers exist in the end (the file's win over the
 //! store's) is `mcp::servers`'s decision; what a tool's level is, `mcp::classify`'s.
 
 use evolve_core::Timestamp;
 use redb::ReadableTable;
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 use super::schema::*;
 use super::{Store, StoreError};
 use crate::mcp_spec::{McpTool, ServerSpec, SpecSource, SEP};
+use crate::secret::Secret;
 
 /// A cached tool list as stored.
 #[derive(Serialize, Deserialize)]
@@ -18,7 +21,139 @@ struct ToolList {
     at: Timestamp,
 }
 
+/// An HTTP server's OAuth login (`evolve mcp login`), or what a refusal of the server
+/// asked for before any login. Tokens and the client secret are [`Secret`]s: kept here
+/// (the user's own 0600 file), shown nowhere. What they mean is `mcp::oauth`'s.
+///
+/// Stored as a JSON object written and read by hand ([`McpLogin::to_json`]): a derived
+/// serde implementation of its fields cost the binary 8 KB more.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct McpLogin {
+    /// The server's URL the login is for: its tokens go to that URL only.
+    pub url: String,
+    /// The resource the tokens were asked for (RFC 8707).
+    pub resource: String,
+    /// The authorization server (its issuer identifier).
+    pub issuer: String,
+    pub token_endpoint: String,
+    pub client_id: String,
+    pub client_secret: Option<Secret>,
+    /// How the client authenticates at the token endpoint: `none`,
+    /// `client_secret_basic` or `client_secret_post`.
+    pub auth_method: String,
+    /// The redirect URI evolve registered the client with, when it registered itself:
+    /// the next login reuses the client if it can listen there again.
+    pub registered_redirect: Option<String>,
+    pub access_token: Option<Secret>,
+    pub refresh_token: Option<Secret>,
+    /// When the access token is to be renewed, if the server said when it expires (a
+    /// little before that).
+    pub expires_at: Option<Timestamp>,
+    /// The scopes granted.
+    pub scope: Option<String>,
+    /// The scopes a refusal of the server asked for since (`WWW-Authenticate: … scope=`):
+    /// the next login asks for them.
+    pub wanted_scope: Option<String>,
+    /// Where the server said its protected resource metadata is.
+    pub resource_metadata: Option<String>,
+}
+
+/// The names of [`McpLogin`]'s text fields in the stored object, in its field order.
+const TEXTS: [&str; 5] = ["url", "resource", "issuer", "token_endpoint", "client_id"];
+/// … and of its optional ones (secrets exposed only here, in the user's own file).
+const OPTIONS: [&str; 8] = [
+    "client_secret",
+    "auth_method",
+    "registered_redirect",
+    "access_token",
+    "refresh_token",
+    "scope",
+    "wanted_scope",
+    "resource_metadata",
+];
+
+impl McpLogin {
+    /// The stored object.
+    fn to_json(&self) -> Value {
+        let texts = [
+            &self.url,
+            &self.resource,
+            &self.issuer,
+            &self.token_endpoint,
+            &self.client_id,
+        ];
+        let secret = |s: &Option<Secret>| s.as_ref().map(|s| s.expose().to_string());
+        let options = [
+            secret(&self.client_secret),
+            Some(self.auth_method.clone()).filter(|m| !m.is_empty()),
+            self.registered_redirect.clone(),
+            secret(&self.access_token),
+            secret(&self.refresh_token),
+            self.scope.clone(),
+            self.wanted_scope.clone(),
+            self.resource_metadata.clone(),
+        ];
+        let mut map = serde_json::Map::new();
+        for (key, value) in TEXTS.iter().zip(texts) {
+            map.insert(key.to_string(), Value::String(value.clone()));
+        }
+        for (key, value) in OPTIONS.iter().zip(options) {
+            if let Some(value) = value {
+                map.insert(key.to_string(), Value::String(value));
+            }
+        }
+        if let Some(at) = self.expires_at {
+            map.insert("expires_at".into(), Value::from(at));
+        }
+        Value::Object(map)
+    }
+
+    /// From the stored object; what is missing or not text is empty.
+    fn from_json(doc: &Value) -> McpLogin {
+        let text = |key: &str| doc.get(key).and_then(Value::as_str).map(str::to_string);
+        let [url, resource, issuer, token_endpoint, client_id] =
+            TEXTS.map(|k| text(k).unwrap_or_default());
+        let [client_secret, auth_method, registered_redirect, access_token, refresh_token, scope, wanted_scope, resource_metadata] =
+            OPTIONS.map(text);
+        McpLogin {
+            url,
+            resource,
+            issuer,
+            token_endpoint,
+            client_id,
+            client_secret: client_secret.map(Secret::new),
+            auth_method: auth_method.unwrap_or_default(),
+            registered_redirect,
+            access_token: access_token.map(Secret::new),
+            refresh_token: refresh_token.map(Secret::new),
+            expires_at: doc.get("expires_at").and_then(Value::as_i64),
+            scope,
+            wanted_scope,
+            resource_metadata,
+        }
+    }
+}
+
 impl Store {
+    /// A server's OAuth login, if any.
+    pub fn mcp_login(&self, server: &str) -> Result<Option<McpLogin>, StoreError> {
+        self.read(|txn| {
+            let doc: Option<Value> = get_json(&txn.open_table(MCP_LOGINS)?, "mcp_logins", server)?;
+            Ok(doc.as_ref().map(McpLogin::from_json))
+        })
+    }
+
+    /// Keeps a server's OAuth login (replacing the one before).
+    pub fn put_mcp_login(&self, server: &str, login: &McpLogin) -> Result<(), StoreError> {
+        let doc = login.to_json();
+        self.write(|txn| put_json(&mut txn.open_table(MCP_LOGINS)?, "mcp_logins", server, &doc))
+    }
+
+    /// Forgets a server's OAuth login; `false` when there was none.
+    pub fn remove_mcp_login(&self, server: &str) -> Result<bool, StoreError> {
+        self.write(|txn| Ok(txn.open_table(MCP_LOGINS)?.remove(server)?.is_some()))
+    }
+
     /// The servers added at run time, in name order (source [`SpecSource::Store`]).
     pub fn mcp_servers(&self) -> Result<Vec<ServerSpec>, StoreError> {
         self.read(|txn| {
@@ -54,14 +189,15 @@ impl Store {
         })
     }
 
-    /// Removes a run-time server with everything kept about it (its tool list, the
-    /// classifications of its tools and the levels set for them); `false` when there
-    /// was no such server.
+    /// Removes a run-time server with everything kept about it (its tool list, its
+    /// login, the classifications of its tools and the levels set for them); `false`
+    /// when there was no such server.
     pub fn remove_mcp_server(&self, name: &str) -> Result<bool, StoreError> {
         self.write(|txn| {
             let removed = txn.open_table(MCP_SERVERS)?.remove(name)?.is_some();
             if removed {
                 txn.open_table(MCP_TOOLS)?.remove(name)?;
+                txn.open_table(MCP_LOGINS)?.remove(name)?;
                 let prefix = format!("{name}{SEP}");
                 let mut classes = txn.open_table(TOOL_CLASSES)?;
                 let keys: Vec<String> = classes

@@ -42,6 +42,11 @@ pub(super) const MIGRATIONS: &[Migration] = &[
         what: "add the scheduled tasks and their runs",
         apply: add_task_tables,
     },
+    Migration {
+        to: 4,
+        what: "add the OAuth logins of MCP servers",
+        apply: add_login_table,
+    },
 ];
 
 /// Version 1: every table of the module documentation exists (redb creates a table the
@@ -76,6 +81,12 @@ fn add_mcp_tables(txn: &WriteTransaction) -> Result<(), Fail> {
 fn add_task_tables(txn: &WriteTransaction) -> Result<(), Fail> {
     txn.open_table(TASKS)?;
     txn.open_table(TASK_RUNS)?;
+    Ok(())
+}
+
+/// Version 4: the OAuth logins of HTTP MCP servers (`evolve mcp login`).
+fn add_login_table(txn: &WriteTransaction) -> Result<(), Fail> {
+    txn.open_table(MCP_LOGINS)?;
     Ok(())
 }
 

@@ -22,6 +22,8 @@
 //! - `mcp_servers`: server name → [`ServerSpec`](crate::mcp_spec::ServerSpec) (added at run time)
 //! - `mcp_tools`: server name → its last tool list ([`McpTool`](crate::mcp_spec::McpTool)s)
 //!   and when it was fetched
+//! - `mcp_logins`: server name → [`McpLogin`] (an HTTP server's OAuth client and tokens;
+//!   never exported)
 //! - `tasks`: task id u64 → [`Task`]; `task_runs`: (task, seq u64) → [`TaskRun`];
 //!   `meta.next_task_id`
 //!
@@ -51,6 +53,7 @@ mod header;
 mod lend;
 pub use lend::{Lease, Lender, LENT_WAIT};
 mod mcp;
+pub use mcp::McpLogin;
 mod memories;
 mod migrate;
 mod open;
@@ -81,7 +84,7 @@ pub use tasks::{RunEnd, RunStatus, Task, TaskRun, Trigger};
 
 /// The schema this build writes. Opening an older store migrates it in one write
 /// transaction; a newer one is refused with a clear error.
-pub const SCHEMA_VERSION: u64 = 3;
+pub const SCHEMA_VERSION: u64 = 4;
 
 /// A session's id: `s` + 12 lowercase base-36 characters (time + counter), URL-safe.
 pub type SessionId = String;

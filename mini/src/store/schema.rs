@@ -52,6 +52,8 @@ pub(super) const TODOS: TableDefinition<&str, Json> = TableDefinition::new("todo
 pub(super) const MCP_SERVERS: TableDefinition<&str, Json> = TableDefinition::new("mcp_servers");
 /// server name → its last tool list and when it was fetched (schema 2).
 pub(super) const MCP_TOOLS: TableDefinition<&str, Json> = TableDefinition::new("mcp_tools");
+/// server name → [`super::McpLogin`]: an HTTP server's OAuth login (schema 4).
+pub(super) const MCP_LOGINS: TableDefinition<&str, Json> = TableDefinition::new("mcp_logins");
 /// task id → [`super::Task`]: the scheduled tasks (schema 3).
 pub(super) const TASKS: TableDefinition<u64, Json> = TableDefinition::new("tasks");
 /// (task id, seq) → [`super::TaskRun`] (schema 3).

@@ -1388,3 +1388,50 @@ fn a_turns_answer_is_its_last_assistant_message() {
         ]
     );
 }
+
+#[test]
+fn an_mcp_login_survives_reopening_whole_and_goes_with_its_server() {
+    use crate::secret::Secret;
+    use crate::store::McpLogin;
+    let path = temp_path("mcp-login");
+    let full = McpLogin {
+        url: "https://mcp.example.com/mcp".into(),
+        resource: "https://mcp.example.com/mcp".into(),
+        issuer: "https://auth.example.com".into(),
+        token_endpoint: "https://auth.example.com/token".into(),
+        client_id: "client-1".into(),
+        client_secret: Some(Secret::new("cs-1")),
+        auth_method: "client_secret_basic".into(),
+        registered_redirect: Some("http://127.0.0.1:4000/callback".into()),
+        access_token: Some(Secret::new("at-1")),
+        refresh_token: Some(Secret::new("rt-1")),
+        expires_at: Some(NOW + 3600),
+        scope: Some("a b".into()),
+        wanted_scope: Some("a b c".into()),
+        resource_metadata: Some(
+            "https://mcp.example.com/.well-known/oauth-protected-resource".into(),
+        ),
+    };
+    let bare = McpLogin {
+        url: "http://127.0.0.1:1/mcp".into(),
+        ..McpLogin::default()
+    };
+    {
+        let store = open(&path);
+        assert_eq!(store.mcp_login("remote").unwrap(), None);
+        store.put_mcp_server(&mcp_spec("remote", "x")).unwrap();
+        store.put_mcp_login("remote", &full).unwrap();
+        store.put_mcp_login("file-server", &bare).unwrap();
+    }
+    let store = open(&path);
+    assert_eq!(store.mcp_login("remote").unwrap(), Some(full));
+    assert_eq!(store.mcp_login("file-server").unwrap(), Some(bare));
+    assert!(store.remove_mcp_server("remote").unwrap());
+    assert_eq!(
+        store.mcp_login("remote").unwrap(),
+        None,
+        "gone with its server"
+    );
+    assert!(store.remove_mcp_login("file-server").unwrap());
+    assert!(!store.remove_mcp_login("file-server").unwrap());
+}

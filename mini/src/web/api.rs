@@ -119,6 +119,15 @@ static ROUTES: &[(&str, &str, Handler)] = &[
     ("POST", "/v1/mcp/servers/{name}/reconnect", |s, _, p| {
         mcp_servers::reconnect(s, p[0])
     }),
+    ("GET", "/v1/mcp/servers/{name}/login", |s, _, p| {
+        mcp_servers::login_status(s, p[0])
+    }),
+    ("POST", "/v1/mcp/servers/{name}/login", |s, _, p| {
+        mcp_servers::login(s, p[0])
+    }),
+    ("DELETE", "/v1/mcp/servers/{name}/login", |s, _, p| {
+        mcp_servers::logout(s, p[0])
+    }),
     ("PUT", "/v1/mcp/tools/{name}/level", |s, r, p| {
         mcp_level(s, r, p[0])
     }),
@@ -921,12 +930,16 @@ fn mcp(state: &State) -> Reply {
                 crate::mcp_spec::Transport::Stdio { .. } => "stdio",
                 crate::mcp_spec::Transport::Http { .. } => "http",
             };
+            let login = crate::mcp::oauth::LoginState::of(spec, &rt.store);
             json!({
                 "name": spec.name,
                 "source": mcp_servers::source(&spec.source),
                 "transport": transport,
                 "disabled": spec.disabled,
                 "connected": connected.contains(&spec.name),
+                "can_login": crate::mcp::oauth::applies(spec),
+                "login": login.as_ref().map(|l| l.label(now())),
+                "login_needed": login == Some(crate::mcp::oauth::LoginState::Needed),
                 "tools": tools,
             })
         })

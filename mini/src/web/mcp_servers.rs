@@ -1,9 +1,17 @@
 //! `/v1/mcp/servers…`: add, reconnect and remove MCP servers from the web UI, as
-//! `evolve mcp add|rm` and `/mcp` in chat do. A server added here is kept in the store
-//! (source "added"); one defined in `config.toml` is changed by editing the file, so it
-//! is refused here with where it is. The running hub takes the new list at once.
+//! `evolve mcp add|rm` and `/mcp` in chat do, and log in to HTTP servers with OAuth as
+//! `evolve mcp login` does. A server added here is kept in the store (source "added");
+//! one defined in `config.toml` is changed by editing the file, so it is refused here
+//! with where it is. The running hub takes the new list at once.
+//!
+//! A login answers with the URL to open at once; the wait for the browser runs on a
+//! thread of its own (its redirect comes to a loopback listener of this machine, so the
+//! browser must run here too), and `GET …/login` tells how it went. A new login of the
+//! same server cancels the one waiting.
 
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
 
 use serde_json::{json, Map, Value};
 
@@ -11,6 +19,7 @@ use super::http::Request;
 use super::http::Response;
 use super::request::{body, store_error, Reply};
 use super::{error, State};
+use crate::mcp::oauth::{self, LoginError, LoginState};
 use crate::mcp::servers;
 use crate::mcp_spec::{server_name_problem, SpecSource};
 
@@ -142,5 +151,140 @@ pub fn source(source: &SpecSource) -> &'static str {
     match source {
         SpecSource::ConfigFile => "config",
         SpecSource::Store => "added",
+    }
+}
+
+/// How long a login started here waits for the browser.
+const LOGIN_WAIT: Duration = Duration::from_secs(300);
+
+/// The logins started from the web UI, by server (a few at most: a list).
+#[derive(Default)]
+pub struct Logins(Mutex<Vec<(String, Pending)>>);
+
+/// One login waiting for the browser, or how it ended.
+struct Pending {
+    cancel: Arc<AtomicBool>,
+    /// `None` while waiting.
+    outcome: Arc<Mutex<Option<Result<(), String>>>>,
+}
+
+impl Logins {
+    /// Takes the login of `server` out, cancelling it if it still waits.
+    fn cancel(&self, server: &str) {
+        let mut list = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        list.retain(|(name, pending)| {
+            let keep = name != server;
+            if !keep {
+                pending.cancel.store(true, Ordering::SeqCst);
+            }
+            keep
+        });
+    }
+
+    /// How the login of `server` went: `Some(None)` while it waits.
+    fn outcome(&self, server: &str) -> Option<Option<Result<(), String>>> {
+        let list = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        list.iter().find(|(name, _)| name == server).map(|(_, p)| {
+            p.outcome
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .clone()
+        })
+    }
+}
+
+/// `POST /v1/mcp/servers/{name}/login`: finds the server's authorization server and
+/// answers with the URL to open; the tokens are kept when the browser comes back.
+pub fn login(state: &State, name: &str) -> Reply {
+    let rt = state.rt();
+    let Some(spec) = rt.mcp.spec(name) else {
+        return error(404, format!("no MCP server {name}"));
+    };
+    state.logins.cancel(name);
+    let started = match oauth::login::start(&spec, &rt.store) {
+        Ok(started) => started,
+        Err(LoginError::Setup(m)) => return error(400, format!("cannot log in to {name}: {m}")),
+        Err(LoginError::Store(e)) => return store_error(e),
+        Err(e) => return error(502, format!("the login to {name} failed: {e}")),
+    };
+    let body = json!({
+        "name": name,
+        "url": started.url,
+        "redirect_uri": started.redirect_uri,
+        "wait_secs": LOGIN_WAIT.as_secs(),
+    });
+    let pending = Pending {
+        cancel: Arc::new(AtomicBool::new(false)),
+        outcome: Arc::new(Mutex::new(None)),
+    };
+    let (cancel, outcome, server) = (
+        pending.cancel.clone(),
+        pending.outcome.clone(),
+        name.to_string(),
+    );
+    let spawned = std::thread::Builder::new()
+        .name("mcp-login".into())
+        .spawn(move || {
+            let done = started.finish(&rt.store, Instant::now() + LOGIN_WAIT, &cancel);
+            if done.is_ok() {
+                // The next use connects with the new token.
+                rt.mcp.restart(&server);
+            }
+            *outcome.lock().unwrap_or_else(PoisonError::into_inner) =
+                Some(done.map(|_| ()).map_err(|e| e.to_string()));
+        });
+    if let Err(e) = spawned {
+        return error(500, format!("cannot wait for the login: {e}"));
+    }
+    state
+        .logins
+        .0
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .push((name.to_string(), pending));
+    Response::json(200, &body)
+}
+
+/// `GET /v1/mcp/servers/{name}/login`: where the server's login stands — `waiting` for
+/// the browser, `failed` (with why), `logged_in`, `needed`, or `none`.
+pub fn login_status(state: &State, name: &str) -> Reply {
+    let rt = state.rt();
+    let Some(spec) = rt.mcp.spec(name) else {
+        return error(404, format!("no MCP server {name}"));
+    };
+    let outcome = state.logins.outcome(name);
+    let kept = LoginState::of(&spec, &rt.store);
+    let (word, failed) = match (outcome, &kept) {
+        (Some(None), _) => ("waiting", None),
+        (Some(Some(Err(why))), _) => ("failed", Some(why)),
+        (_, Some(LoginState::LoggedIn { .. })) => ("logged_in", None),
+        (_, Some(LoginState::Needed)) => ("needed", None),
+        (_, None) => ("none", None),
+    };
+    Response::json(
+        200,
+        &json!({
+            "name": name,
+            "state": word,
+            "error": failed,
+            "login": kept.map(|k| k.label(crate::clock::now())),
+        }),
+    )
+}
+
+/// `DELETE /v1/mcp/servers/{name}/login`: forgets the server's tokens and the client
+/// evolve registered, as `evolve mcp logout`.
+pub fn logout(state: &State, name: &str) -> Reply {
+    let rt = state.rt();
+    if rt.mcp.spec(name).is_none() {
+        return error(404, format!("no MCP server {name}"));
+    }
+    state.logins.cancel(name);
+    match rt.store.remove_mcp_login(name) {
+        Ok(removed) => {
+            rt.mcp.restart(name);
+            Response::json(200, &json!({"name": name, "logged_out": removed}))
+        }
+        Err(e) => store_error(e),
     }
 }

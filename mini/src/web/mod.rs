@@ -79,6 +79,8 @@ pub struct State {
     pub workspace: Option<std::path::PathBuf>,
     /// Scheduled tasks: which run, and the loop's alarm.
     pub scheduler: Arc<crate::sched::tasks::Scheduler>,
+    /// OAuth logins of MCP servers waiting for the browser.
+    pub logins: mcp_servers::Logins,
 }
 
 impl State {
@@ -258,6 +260,7 @@ pub fn run(manager: Manager, auth: auth::Auth, opts: Options) -> Result<(), Erro
         env: opts.env,
         workspace: opts.workspace,
         scheduler: crate::sched::tasks::Scheduler::new(),
+        logins: mcp_servers::Logins::default(),
     });
 
     // Signals → a byte on a socket pair → this thread wakes the accept loop.

@@ -7,6 +7,7 @@
 #![allow(dead_code)]
 
 pub mod mcp;
+pub mod oauth;
 pub mod serve;
 
 use std::io::{Read, Write};

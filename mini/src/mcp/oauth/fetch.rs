@@ -1,0 +1,242 @@
+//! The HTTP requests of a login — metadata documents, registration, the token
+//! endpoint — on ureq, as the MCP client's own requests: statuses are read, not
+//! errors; redirects are not followed (a token request must not travel on); every
+//! request ends within [`REQUEST_TIMEOUT`]; answers over [`MAX_ANSWER`] are refused.
+
+use std::io::Read;
+use std::time::Duration;
+
+use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
+use ureq::http::{HeaderName, HeaderValue};
+
+/// Connecting, as the MCP client.
+const CONNECT_TIMEOUT: Duration = super::super::http::CONNECT_TIMEOUT;
+/// A whole metadata, registration or token request.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+/// Metadata documents and token answers are small; 1 MiB is plenty.
+const MAX_ANSWER: u64 = 1024 * 1024;
+/// Characters of an answer shown in an error.
+const SHOWN: usize = 200;
+
+/// What `application/x-www-form-urlencoded` and URL queries leave as they are: RFC
+/// 3986's unreserved characters.
+const ENCODED: &AsciiSet = &NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'.')
+    .remove(b'_')
+    .remove(b'~');
+
+/// One answer, read whole.
+#[derive(Debug)]
+pub struct Answer {
+    pub status: u16,
+    pub body: Vec<u8>,
+    pub location: Option<String>,
+    /// Every `WWW-Authenticate` header.
+    pub challenges: Vec<String>,
+}
+
+impl Answer {
+    pub fn ok(&self) -> bool {
+        (200..300).contains(&self.status)
+    }
+
+    /// The body as JSON, if it is.
+    pub fn json(&self) -> Option<serde_json::Value> {
+        serde_json::from_slice(&self.body).ok()
+    }
+
+    /// The start of the body on one line, `secrets` blanked.
+    pub fn shown(&self, secrets: &[&str]) -> String {
+        shown(&self.body, secrets)
+    }
+}
+
+/// The start of `body` on one line, control characters escaped, `secrets` blanked.
+pub fn shown(body: &[u8], secrets: &[&str]) -> String {
+    let mut text = String::from_utf8_lossy(body).into_owned();
+    for secret in secrets.iter().filter(|s| s.len() >= 4) {
+        text = text.replace(secret, "***");
+    }
+    evolve_core::text::escape_controls(&evolve_core::text::one_line(&text, SHOWN), false)
+}
+
+/// The agent every request of a login uses.
+pub fn agent() -> ureq::Agent {
+    ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .max_redirects(0)
+        .timeout_connect(Some(CONNECT_TIMEOUT))
+        .timeout_global(Some(REQUEST_TIMEOUT))
+        .tls_config(crate::tls::config())
+        .user_agent(concat!("evolve/", env!("CARGO_PKG_VERSION")))
+        .build()
+        .into()
+}
+
+/// `GET url` (JSON wanted).
+pub fn get(agent: &ureq::Agent, url: &str) -> Result<Answer, String> {
+    log::debug!("OAuth GET {}", crate::secret::display_url(url));
+    read(agent.get(url).header("accept", "application/json").call())
+}
+
+/// `POST url` with `body` of `content_type` and `headers`.
+pub fn post(
+    agent: &ureq::Agent,
+    url: &str,
+    content_type: &str,
+    headers: &[(HeaderName, HeaderValue)],
+    body: &[u8],
+) -> Result<Answer, String> {
+    log::debug!("OAuth POST {}", crate::secret::display_url(url));
+    let mut request = agent
+        .post(url)
+        .header("content-type", content_type)
+        .header("accept", "application/json, text/event-stream");
+    for (name, value) in headers {
+        request = request.header(name.clone(), value.clone());
+    }
+    read(request.send(body))
+}
+
+fn read(sent: Result<ureq::http::Response<ureq::Body>, ureq::Error>) -> Result<Answer, String> {
+    let response = sent.map_err(describe)?;
+    let header = |name: &str| {
+        response
+            .headers()
+            .get_all(name)
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .map(str::to_string)
+            .collect::<Vec<_>>()
+    };
+    let status = response.status().as_u16();
+    let location = header("location").into_iter().next();
+    let challenges = header("www-authenticate");
+    let mut body = Vec::new();
+    response
+        .into_body()
+        .into_reader()
+        .take(MAX_ANSWER + 1)
+        .read_to_end(&mut body)
+        .map_err(|e| format!("the answer broke off: {e}"))?;
+    if body.len() as u64 > MAX_ANSWER {
+        return Err(format!("the answer is larger than {MAX_ANSWER} bytes"));
+    }
+    Ok(Answer {
+        status,
+        body,
+        location,
+        challenges,
+    })
+}
+
+/// A ureq failure in the user's words.
+fn describe(e: ureq::Error) -> String {
+    use ureq::Error as E;
+    match e {
+        E::Timeout(ureq::Timeout::Connect | ureq::Timeout::Resolve) => {
+            format!("no connection within {} s", CONNECT_TIMEOUT.as_secs())
+        }
+        E::Timeout(_) => format!("no answer within {} s", REQUEST_TIMEOUT.as_secs()),
+        E::Io(io) if io.kind() == std::io::ErrorKind::ConnectionRefused => {
+            "connection refused".into()
+        }
+        E::Io(io) => io.to_string(),
+        E::HostNotFound => "host not found".into(),
+        E::ConnectionFailed => "connection failed".into(),
+        E::BadUri(_) => "not a usable URL".into(),
+        E::Tls(m) => format!("TLS failed: {m}"),
+        E::Rustls(r) => format!("TLS failed: {r}"),
+        other => format!("not a valid HTTP answer: {other}"),
+    }
+}
+
+/// `a=1&b=2`, each name and value percent-encoded.
+pub fn form(pairs: &[(&str, &str)]) -> String {
+    pairs
+        .iter()
+        .map(|(k, v)| format!("{}={}", encode(k), encode(v)))
+        .collect::<Vec<_>>()
+        .join("&")
+}
+
+/// One value percent-encoded.
+pub fn encode(text: &str) -> String {
+    utf8_percent_encode(text, ENCODED).to_string()
+}
+
+/// `url` with `pairs` added to its query.
+pub fn with_query(url: &str, pairs: &[(&str, &str)]) -> String {
+    let sep = if url.contains('?') { '&' } else { '?' };
+    format!("{url}{sep}{}", form(pairs))
+}
+
+/// The pairs of a query (`+` is a space), percent-decoded.
+pub fn query_pairs(query: &str) -> Vec<(String, String)> {
+    let decode = |s: &str| {
+        percent_encoding::percent_decode_str(&s.replace('+', " "))
+            .decode_utf8_lossy()
+            .into_owned()
+    };
+    query
+        .split('&')
+        .filter(|p| !p.is_empty())
+        .map(|p| {
+            let (k, v) = p.split_once('=').unwrap_or((p, ""));
+            (decode(k), decode(v))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn forms_and_queries_round_trip() {
+        let pairs = [
+            ("redirect_uri", "http://127.0.0.1:5/callback"),
+            ("scope", "a b:c"),
+            ("x", "ü&=+"),
+        ];
+        let text = form(&pairs);
+        assert_eq!(
+            text,
+            "redirect_uri=http%3A%2F%2F127.0.0.1%3A5%2Fcallback&scope=a%20b%3Ac&x=%C3%BC%26%3D%2B"
+        );
+        let back: Vec<(String, String)> = query_pairs(&text);
+        let want: Vec<(String, String)> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        assert_eq!(back, want);
+        assert_eq!(
+            query_pairs("a=x+y&b&&c=%zz"),
+            [
+                ("a".to_string(), "x y".to_string()),
+                ("b".to_string(), String::new()),
+                ("c".to_string(), "%zz".to_string()),
+            ]
+        );
+        assert_eq!(
+            with_query("https://a/authorize", &[("k", "v")]),
+            "https://a/authorize?k=v"
+        );
+        assert_eq!(
+            with_query("https://a/authorize?t=1", &[("k", "v")]),
+            "https://a/authorize?t=1&k=v"
+        );
+    }
+
+    #[test]
+    fn shown_answers_are_one_line_without_secrets() {
+        assert_eq!(
+            shown(
+                b"{\"error\":\"bad\",\n\"token\":\"sekret-123\"}",
+                &["sekret-123"]
+            ),
+            "{\"error\":\"bad\", \"token\":\"***\"}"
+        );
+    }
+}

@@ -63,7 +63,7 @@ if [ "$ROUTE" = rustup ]; then
     # PyPI's cargo-zigbuild wheel brings the binary; its dependency ziglang brings zig.
     command -v cargo-zigbuild >/dev/null || pip3 install -q cargo-zigbuild ziglang
     BIN="$TOP/$TARGET/release/evolve"
-    cargo zigbuild --release --locked -p evolve-mini --target "$TARGET"
+    RUSTFLAGS="${RUSTFLAGS:-} -C force-unwind-tables=no" cargo zigbuild --release --locked -p evolve-mini --target "$TARGET"
 else
     echo "building with Debian's rustc-web and -Zbuild-std (std optimized for size)"
     if [ ! -x /usr/bin/rustc ] || [ ! -d /usr/lib/rustlib/src/rust/library ] \

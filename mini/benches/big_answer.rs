@@ -133,6 +133,8 @@ fn fake() -> FakeLlm {
         "[evolve:summarize]",
         "[evolve:crystallize]",
         "[evolve:lesson]",
+        "[evolve:title]",
+        "[evolve:toolchain]",
     ] {
         fake.quiet(marker);
     }

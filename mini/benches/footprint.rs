@@ -644,6 +644,8 @@ fn background(fake: &FakeLlm, memory: Value) {
         "[evolve:summarize]",
         Reply::text("The user asked about the garden."),
     );
+    fake.route("[evolve:title]", Reply::text("The garden"));
+    fake.route("[evolve:toolchain]", Reply::text("- no tools"));
 }
 
 /// Waits until the fake model has had no request for a second (background learning is

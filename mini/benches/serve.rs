@@ -59,7 +59,7 @@ const MIXED: usize = 100_000;
 const REPLY: &str = "Instant answer from the fake model, streamed in small pieces.";
 /// The background prompts' markers (mini/src/agents/prompts.rs) and a valid answer to
 /// each, so learning runs as it would with a real model.
-const BACKGROUND: [(&str, &str); 5] = [
+const BACKGROUND: [(&str, &str); 7] = [
     ("[evolve:extract]", r#"{"memories": []}"#),
     (
         "[evolve:evaluate]",
@@ -68,6 +68,8 @@ const BACKGROUND: [(&str, &str); 5] = [
     ("[evolve:reflect]", r#"{"lesson": ""}"#),
     ("[evolve:style]", r#"{"note": ""}"#),
     ("[evolve:summarize]", "The user asked for short answers."),
+    ("[evolve:title]", "Short answers"),
+    ("[evolve:toolchain]", "- read_file(notes.md): worked"),
 ];
 
 fn main() {

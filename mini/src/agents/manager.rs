@@ -181,6 +181,8 @@ struct Context {
     l2: Vec<L2Entry>,
     l2_keywords: Vec<KeywordSet>,
     l3: Option<String>,
+    /// The tool-chain review, L3's second part (`agents::notes`).
+    tool_chain: Option<String>,
     /// The keywords of the question and the one before it (which tools to offer).
     query: KeywordSet,
     /// Tools called in the turns sent in full (offered in full again).
@@ -636,7 +638,7 @@ impl Manager {
                 todo_block: non_empty(&ctx.todo_block),
                 memory_block: non_empty(&ctx.recall.block),
                 summary: ctx.l3.as_deref(),
-                tool_chain_summary: None,
+                tool_chain_summary: ctx.tool_chain.as_deref(),
                 l2: &ctx.l2,
                 l2_keywords: &ctx.l2_keywords,
                 query: turn.question(),
@@ -937,7 +939,7 @@ impl Manager {
                 tools,
             )
         });
-        let (l1, l2, l3, system, todo_block) = loaded?;
+        let (l1, l2, (l3, tool_chain), system, todo_block) = loaded?;
         let l2_keywords = l2
             .iter()
             .map(|e| entry_keywords(e, &rt.tokenizer))
@@ -964,6 +966,7 @@ impl Manager {
             l2,
             l2_keywords,
             l3,
+            tool_chain,
             query,
             used_tools,
         };
@@ -976,7 +979,16 @@ impl Manager {
         sid: &str,
         turn_no: u64,
         replaces: Option<u64>,
-    ) -> Result<(Vec<Message>, Vec<L2Entry>, Option<String>, String, String), Error> {
+    ) -> Result<
+        (
+            Vec<Message>,
+            Vec<L2Entry>,
+            (Option<String>, Option<String>),
+            String,
+            String,
+        ),
+        Error,
+    > {
         let rt = &*self.rt;
         let since = turn_no.saturating_sub(L1_TURNS).max(1);
         // Superseded turns are left out (and have no ring entry); the turn this one
@@ -998,6 +1010,11 @@ impl Manager {
         let entries = ring.entries();
         let l2 = entries[..entries.len().saturating_sub(in_l1)].to_vec();
         let l3 = rt.store.l3(sid)?;
+        let tool_chain = if rt.config.agent.tool_chain {
+            rt.store.tool_chain(sid)?
+        } else {
+            None
+        };
         let mut system = match rt.store.active_prompt()? {
             Some(p) => p.text,
             None => DEFAULT_SYSTEM_PROMPT.to_string(),
@@ -1020,7 +1037,7 @@ impl Manager {
                 todo_block.push_str(&format!("[ ] {}. {}\n", t.id, t.text));
             }
         }
-        Ok((l1, l2, l3, system, todo_block))
+        Ok((l1, l2, (l3, tool_chain), system, todo_block))
     }
 }
 
@@ -1262,6 +1279,28 @@ impl PostJob {
                     format!("marking memories accessed failed: {e}"),
                 );
             }
+        }
+        if rt.config.agent.titles {
+            post.title = super::notes::title_session(
+                rt,
+                &self.session,
+                self.turn,
+                &self.question,
+                &self.reply,
+                &mut usage,
+                &mut problems,
+            );
+        }
+        if rt.config.agent.tool_chain {
+            post.tool_chain = super::notes::review_tool_chain(
+                rt,
+                &self.session,
+                &self.question,
+                &self.steps,
+                &mut usage,
+                &mut problems,
+            )
+            .is_some();
         }
         if rt.config.agent.learn && !self.reply.trim().is_empty() {
             post.memories_saved = MemoryAgent.extract_and_save(

@@ -410,8 +410,15 @@ pub(crate) fn cheap_call_sized(
         stream: false,
         max_tokens: Some(max_tokens),
         temperature: Some(0.2),
-        // Summaries and skill drafts are plain text; every other task replies JSON.
-        json: system != prompts::SUMMARIZE && system != prompts::CRYSTALLIZE,
+        // Summaries, skill drafts, titles and tool-chain reviews are plain text; every
+        // other task replies JSON.
+        json: ![
+            prompts::SUMMARIZE,
+            prompts::CRYSTALLIZE,
+            prompts::TITLE,
+            prompts::TOOL_CHAIN,
+        ]
+        .contains(&system),
         tool_choice: None,
     };
     match rt.model.chat(&req, &mut |_| {}, cancel) {

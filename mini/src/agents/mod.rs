@@ -17,6 +17,7 @@ mod lesson;
 pub mod maintain;
 mod manager;
 mod memory;
+mod notes;
 pub(crate) mod prompts;
 mod record;
 mod reflect;

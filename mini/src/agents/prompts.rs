@@ -128,3 +128,16 @@ the task's subject so it can be found again. Pick one tag: dependency, architect
 ui, performance, testing, deployment or general. Reply with JSON only: \
 {\"lesson\": \"…\", \"tag\": \"general\"}, or {\"lesson\": \"\"} when there is nothing to \
 learn.";
+
+/// A session's title from its first exchange (seed 000: 标题摘要).
+pub const TITLE: &str = "[evolve:title] Write a title for the conversation that starts \
+below: what the user wants, in at most 8 words, in the user's language, no quotes, no \
+final full stop. Reply with the title only.";
+
+/// The tool-chain review L3 injects (seed 000: 工具链摘要, 历史工具调用链回顾).
+pub const TOOL_CHAIN: &str = "[evolve:toolchain] You keep a short review of the tools an \
+assistant called in one conversation, for its own later turns: what was called for \
+what, what came of it (files, findings, values that matter later), and what failed or \
+was refused and why. Merge the previous review (if any) with this turn's calls; keep \
+what later turns may need, drop repetition. Plain text, one short line per point, at \
+most 12 lines, in the conversation's language. Reply with the review only.";

@@ -62,6 +62,12 @@ pub struct PostTurn {
     /// The lesson saved from this task when it went wrong, as the prompt shows it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub lesson: Option<String>,
+    /// The session's new title, when this turn gave it one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// Whether the session's tool-chain review was updated.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub tool_chain: bool,
     /// Cheap-model usage of the background work.
     pub usage: Usage,
     /// Problems that were logged and skipped (unusable JSON, a failed call).

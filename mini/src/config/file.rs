@@ -96,6 +96,8 @@ pub struct RawAgent {
     pub learn: Option<bool>,
     pub tool_schemas: Option<usize>,
     pub turn_line: Option<bool>,
+    pub titles: Option<bool>,
+    pub tool_chain: Option<bool>,
 }
 
 /// `[tools]`; durations in seconds, sizes in bytes.

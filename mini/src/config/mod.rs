@@ -101,6 +101,11 @@ pub struct AgentConfig {
     /// `evolve chat` prints one dim line after each answer with what the turn did
     /// (memories, tools, time; the score and any lesson when they come) (default true).
     pub turn_line: bool,
+    /// The cheap model titles a session after its first answer (default true).
+    pub titles: bool,
+    /// The cheap model keeps a review of the session's tool calls after each turn with
+    /// tool calls, which L3 injects (default true).
+    pub tool_chain: bool,
 }
 
 impl Default for AgentConfig {
@@ -116,6 +121,8 @@ impl Default for AgentConfig {
             learn: true,
             tool_schemas: 6,
             turn_line: true,
+            titles: true,
+            tool_chain: true,
         }
     }
 }

@@ -957,6 +957,8 @@ fn resolve_agent(raw: RawAgent, ctx: &Context<'_>) -> Result<AgentConfig, Config
         learn,
         tool_schemas,
         turn_line,
+        titles,
+        tool_chain,
     } = raw;
     let d = AgentConfig::default();
     if max_steps == Some(0) {
@@ -980,6 +982,8 @@ fn resolve_agent(raw: RawAgent, ctx: &Context<'_>) -> Result<AgentConfig, Config
         learn: learn.unwrap_or(d.learn),
         tool_schemas: tool_schemas.unwrap_or(d.tool_schemas),
         turn_line: turn_line.unwrap_or(d.turn_line),
+        titles: titles.unwrap_or(d.titles),
+        tool_chain: tool_chain.unwrap_or(d.tool_chain),
     })
 }
 

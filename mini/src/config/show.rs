@@ -84,6 +84,8 @@ impl Config {
                 "learn": self.agent.learn,
                 "tool_schemas": self.agent.tool_schemas,
                 "turn_line": self.agent.turn_line,
+                "titles": self.agent.titles,
+                "tool_chain": self.agent.tool_chain,
             },
             "tools": {
                 "shell_timeout": secs(self.tools.shell_timeout),

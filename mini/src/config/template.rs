@@ -104,6 +104,12 @@ pub const CONFIG_TEMPLATE: &str = r#"# evolve configuration — `evolve config s
 #tool_schemas = 6
 # `evolve chat`: one dim line after each answer (memories, tools, time, the score).
 #turn_line = true
+# The cheap model writes a session's title after its first answer (a renamed
+# session keeps yours).
+#titles = true
+# The cheap model keeps a short review of the session's tool calls (what was
+# called, what came of it, what failed), given to the model with the summary.
+#tool_chain = true
 
 [tools]
 # The `shell` tool is stopped after this long — or up to 4 times as long while the

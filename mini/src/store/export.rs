@@ -32,12 +32,17 @@ fn session_export(txn: &ReadTransaction, session: Session) -> Result<SessionExpo
         evaluations.push(decode("evaluations", &key.value(), value.value())?);
     }
     let l2: L2Ring = get_json(&txn.open_table(L2)?, "l2", id)?.unwrap_or_default();
-    let l3 = txn.open_table(L3)?.get(id)?.map(|v| v.value().to_string());
+    let l3_table = txn.open_table(L3)?;
+    let l3 = l3_table.get(id)?.map(|v| v.value().to_string());
+    let tool_chain = l3_table
+        .get(super::sessions::tool_chain_key(id).as_str())?
+        .map(|v| v.value().to_string());
     Ok(SessionExport {
         session,
         messages,
         l2,
         l3,
+        tool_chain,
         evaluations,
     })
 }
@@ -122,6 +127,9 @@ impl Store {
                 }
                 if let Some(summary) = s.l3.as_deref().filter(|t| !t.is_empty()) {
                     l3.insert(id, summary)?;
+                }
+                if let Some(review) = s.tool_chain.as_deref().filter(|t| !t.is_empty()) {
+                    l3.insert(super::sessions::tool_chain_key(id).as_str(), review)?;
                 }
             }
             Ok(())

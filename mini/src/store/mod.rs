@@ -80,6 +80,7 @@ pub use dates::{format_date, format_time, parse_time};
 use error::Fail;
 pub use error::StoreError;
 pub use memories::Saved;
+pub use sessions::TITLE_CHARS;
 pub use tasks::{RunEnd, RunStatus, Task, TaskRun, Trigger};
 
 /// The schema this build writes. Opening an older store migrates it in one write
@@ -94,8 +95,12 @@ pub type SessionId = String;
 pub struct Session {
     /// Its id.
     pub id: SessionId,
-    /// A title (the first question, cut to 60 characters, until renamed).
+    /// A title: the first question cut to 60 characters, then the one line the cheap
+    /// model writes after the first answer, or the user's (see [`TitleFrom`]).
     pub title: String,
+    /// Who wrote the title; a user's is never overwritten.
+    #[serde(default, skip_serializing_if = "TitleFrom::is_question")]
+    pub title_from: TitleFrom,
     /// Created.
     pub created_at: Timestamp,
     /// Last message.
@@ -108,6 +113,25 @@ pub struct Session {
     /// kept for the person, left out of the model's history.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub superseded: Vec<u64>,
+}
+
+/// Who wrote a session's title.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TitleFrom {
+    /// Cut from the first question (until the model's title comes).
+    #[default]
+    Question,
+    /// Written by the cheap model after the first answer.
+    Model,
+    /// Set by the user (rename): kept whatever comes later.
+    User,
+}
+
+impl TitleFrom {
+    fn is_question(&self) -> bool {
+        *self == TitleFrom::Question
+    }
 }
 
 /// A message of a session, as stored.
@@ -221,6 +245,9 @@ pub struct SessionExport {
     /// L3 summary.
     #[serde(default)]
     pub l3: Option<String>,
+    /// The tool-chain review the cheap model keeps (L3's second part).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_chain: Option<String>,
     /// Evaluations.
     #[serde(default)]
     pub evaluations: Vec<Evaluation>,

@@ -26,7 +26,7 @@ pub(super) const SESSIONS: TableDefinition<&str, Json> = TableDefinition::new("s
 pub(super) const MESSAGES: TableDefinition<(&str, u64), Json> = TableDefinition::new("messages");
 /// session → [`evolve_core::history::L2Ring`].
 pub(super) const L2: TableDefinition<&str, Json> = TableDefinition::new("l2");
-/// session → the L3 summary, plain text.
+/// session → the L3 summary, plain text; `session/tools` → its tool-chain review.
 pub(super) const L3: TableDefinition<&str, &str> = TableDefinition::new("l3");
 /// version → [`super::PromptVersion`].
 pub(super) const PROMPTS: TableDefinition<u64, Json> = TableDefinition::new("prompts");

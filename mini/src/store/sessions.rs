@@ -17,7 +17,7 @@ use redb::{ReadableTable, WriteTransaction};
 
 use super::error::Fail;
 use super::schema::*;
-use super::{Evaluation, Session, SessionId, Store, StoreError, StoredMessage, Todo};
+use super::{Evaluation, Session, SessionId, Store, StoreError, StoredMessage, TitleFrom, Todo};
 
 /// A session's title is the first question cut to this many characters (until renamed).
 pub const TITLE_CHARS: usize = 60;
@@ -67,6 +67,12 @@ fn existing_session(txn: &WriteTransaction, id: &str) -> Result<Session, Fail> {
 
 /// Fails unless the session exists: nothing is attached to a session that is gone
 /// (remove_session could never clean it up).
+/// The tool-chain review lives in the L3 table beside the summary, under the session's
+/// id and a suffix no id contains (ids are `s` + base 36), so no schema change was needed.
+pub(super) fn tool_chain_key(session: &str) -> String {
+    format!("{session}/tools")
+}
+
 pub(super) fn require_session(txn: &WriteTransaction, id: &str) -> Result<(), Fail> {
     existing_session(txn, id).map(|_| ())
 }
@@ -82,6 +88,8 @@ pub(super) fn delete_session_rows(txn: &WriteTransaction, session: &str) -> Resu
         .retain_in(session_keys(session), |_, _| false)?;
     txn.open_table(L2)?.remove(session)?;
     txn.open_table(L3)?.remove(session)?;
+    txn.open_table(L3)?
+        .remove(tool_chain_key(session).as_str())?;
     txn.open_table(GRANTS)?.remove(session)?;
     txn.open_table(PENDING)?.remove(session)?;
     txn.open_table(TODOS)?.remove(session)?;
@@ -115,6 +123,7 @@ impl Store {
             let session = Session {
                 id,
                 title: one_line(title, TITLE_CHARS),
+                title_from: TitleFrom::Question,
                 created_at: now,
                 updated_at: now,
                 turns: 0,
@@ -155,7 +164,45 @@ impl Store {
         self.write(|txn| {
             let mut session = existing_session(txn, id)?;
             session.title = one_line(title, TITLE_CHARS);
+            session.title_from = TitleFrom::User;
             put_json(&mut txn.open_table(SESSIONS)?, "sessions", id, &session)
+        })
+    }
+
+    /// Gives a session the title the model wrote, unless the user renamed it meanwhile
+    /// (checked in the same transaction, so a rename is never overwritten). `Ok(false)`
+    /// when the user's title stays.
+    pub fn set_model_title(&self, id: &str, title: &str) -> Result<bool, StoreError> {
+        self.write(|txn| {
+            let mut session = existing_session(txn, id)?;
+            if session.title_from == TitleFrom::User {
+                return Ok(false);
+            }
+            session.title = one_line(title, TITLE_CHARS);
+            session.title_from = TitleFrom::Model;
+            put_json(&mut txn.open_table(SESSIONS)?, "sessions", id, &session)?;
+            Ok(true)
+        })
+    }
+
+    /// The session's tool-chain review (what was called, what came of it, what failed),
+    /// kept by the cheap model after turns with tool calls.
+    pub fn tool_chain(&self, session: &str) -> Result<Option<String>, StoreError> {
+        self.read(|txn| {
+            Ok(txn
+                .open_table(L3)?
+                .get(tool_chain_key(session).as_str())?
+                .map(|v| v.value().to_string()))
+        })
+    }
+
+    /// Replaces the session's tool-chain review.
+    pub fn set_tool_chain(&self, session: &str, review: &str) -> Result<(), StoreError> {
+        self.write(|txn| {
+            require_session(txn, session)?;
+            txn.open_table(L3)?
+                .insert(tool_chain_key(session).as_str(), review)?;
+            Ok(())
         })
     }
 

@@ -522,6 +522,62 @@ fn messages_get_sequence_numbers_and_update_their_session() {
 }
 
 #[test]
+fn a_model_title_never_overwrites_the_users_and_notes_go_with_their_session() {
+    let path = temp_path("titles");
+    let store = open(&path);
+    let s = store
+        .create_session("please fix the build of my", NOW)
+        .unwrap();
+    assert!(store.set_model_title(&s.id, "Fix the build").unwrap());
+    let got = store.session(&s.id).unwrap();
+    assert_eq!(
+        (got.title.as_str(), got.title_from),
+        ("Fix the build", TitleFrom::Model)
+    );
+    store.rename_session(&s.id, "Mine").unwrap();
+    assert!(!store.set_model_title(&s.id, "Another").unwrap(), "refused");
+    assert_eq!(store.session(&s.id).unwrap().title, "Mine");
+
+    assert_eq!(store.tool_chain(&s.id).unwrap(), None);
+    store
+        .set_tool_chain(&s.id, "- shell(make): failed")
+        .unwrap();
+    drop(store);
+    let store = open(&path);
+    assert_eq!(
+        store.session(&s.id).unwrap().title_from,
+        TitleFrom::User,
+        "kept on disk"
+    );
+    assert_eq!(
+        store.tool_chain(&s.id).unwrap().as_deref(),
+        Some("- shell(make): failed")
+    );
+    let export = store.export().unwrap();
+    assert_eq!(
+        export.sessions[0].tool_chain.as_deref(),
+        Some("- shell(make): failed")
+    );
+    let copy = open(&temp_path("titles-copy"));
+    copy.import(&export, &FallbackTokenizer).unwrap();
+    assert_eq!(
+        copy.tool_chain(&s.id).unwrap().as_deref(),
+        Some("- shell(make): failed")
+    );
+    assert_eq!(copy.session(&s.id).unwrap().title, "Mine");
+    store.remove_session(&s.id).unwrap();
+    assert_eq!(
+        store.tool_chain(&s.id).unwrap(),
+        None,
+        "removed with the session"
+    );
+    assert!(
+        store.set_tool_chain("s000000000000", "x").is_err(),
+        "no such session"
+    );
+}
+
+#[test]
 fn sessions_are_listed_most_recent_first() {
     let store = open(&temp_path("order"));
     let a = store.create_session("a", NOW).unwrap();

@@ -212,6 +212,7 @@ pub(crate) mod tests {
             session: Session {
                 id: "s0000000000ab".into(),
                 title: "Read my <notes>".into(),
+                title_from: Default::default(),
                 created_at: 1_767_225_600,
                 updated_at: 1_767_225_660,
                 turns: 1,
@@ -230,6 +231,7 @@ pub(crate) mod tests {
             ],
             l2: Default::default(),
             l3: None,
+            tool_chain: None,
             evaluations: vec![Evaluation {
                 session: "s0000000000ab".into(),
                 turn: 1,

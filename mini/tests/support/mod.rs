@@ -34,6 +34,9 @@ pub const CRYSTALLIZE: &str = "[evolve:crystallize]";
 pub const LESSON: &str = "[evolve:lesson]";
 /// The summary of a cluster of memories in memory maintenance.
 pub const DIGEST: &str = "[evolve:digest]";
+/// A session's title and its tool-chain review (mini/src/agents/notes.rs).
+pub const TITLE: &str = "[evolve:title]";
+pub const TOOL_CHAIN: &str = "[evolve:toolchain]";
 
 /// A test's world: its own home directory and model server.
 pub struct World {
@@ -86,6 +89,8 @@ impl World {
             CRYSTALLIZE,
             LESSON,
             DIGEST,
+            TITLE,
+            TOOL_CHAIN,
         ] {
             fake.quiet(marker);
         }

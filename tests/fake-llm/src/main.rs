@@ -16,7 +16,7 @@ use std::time::Duration;
 use evolve_fake_llm::{FakeLlm, Reply};
 
 /// The markers that start Evolve's background prompts (mini/src/agents/prompts.rs).
-const EVOLVE_MARKERS: [&str; 10] = [
+const EVOLVE_MARKERS: [&str; 12] = [
     "[evolve:extract]",
     "[evolve:classify]",
     "[evolve:evaluate]",
@@ -27,6 +27,8 @@ const EVOLVE_MARKERS: [&str; 10] = [
     "[evolve:lesson]",
     "[evolve:priority]",
     "[evolve:digest]",
+    "[evolve:title]",
+    "[evolve:toolchain]",
 ];
 
 const USAGE: &str = "usage: fake-llm [--port P] [--script FILE.json] [--echo] \

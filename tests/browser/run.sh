@@ -80,11 +80,6 @@ cat >"$EVOLVE_HOME/config.toml" <<EOF
 # One scripted failure is one failure (no retries with backoff).
 max_retries = 0
 
-[agent]
-# The cases find their sessions by the first question; titles written by the model have
-# their own test through the binary (mini/tests/notes.rs).
-titles = false
-
 [permission]
 # The shell asks twice (L4) instead of being refused: the UI's two-step dialog.
 shell_level = "L4"

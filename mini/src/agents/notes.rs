@@ -45,6 +45,11 @@ pub fn title_session(
         clip_chars(reply, 1_500)
     );
     let text = cheap_call(rt, prompts::TITLE, &input, usage, problems, &NEVER)?;
+    if text.trim().is_empty() {
+        // No title to give: the question's stays, and the next turn asks again.
+        log::info!("title: the model gave none; the question stays the title");
+        return None;
+    }
     let Some(title) = clean_title(&text) else {
         let problem = format!(
             "title: no usable title in the model's reply {:?}",

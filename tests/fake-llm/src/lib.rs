@@ -311,6 +311,8 @@ fn content_text(message: &Value) -> String {
 struct State {
     queue: VecDeque<Reply>,
     routes: Vec<(String, VecDeque<Reply>)>,
+    /// What an empty route answers instead of `fallback` ([`FakeLlm::quiet_with`]).
+    route_fallbacks: Vec<(String, Reply)>,
     fallback: Reply,
     requests: Vec<Recorded>,
     repeat_tool_headers: bool,
@@ -383,6 +385,7 @@ impl FakeLlm {
             state: Mutex::new(State {
                 queue: VecDeque::new(),
                 routes: Vec::new(),
+                route_fallbacks: Vec::new(),
                 fallback: Reply::Text("ok".into()),
                 requests: Vec::new(),
                 repeat_tool_headers: false,
@@ -443,6 +446,15 @@ impl FakeLlm {
         if !st.routes.iter().any(|(m, _)| m == marker) {
             st.routes.push((marker.to_string(), VecDeque::new()));
         }
+    }
+
+    /// Like [`FakeLlm::quiet`], but an empty queue of `marker` answers `reply` instead
+    /// of the fallback.
+    pub fn quiet_with(&self, marker: &str, reply: Reply) {
+        self.quiet(marker);
+        let mut st = self.shared.lock();
+        st.route_fallbacks.retain(|(m, _)| m != marker);
+        st.route_fallbacks.push((marker.to_string(), reply));
     }
 
     /// What an empty queue answers (default `Text("ok")`; the binary's `--echo` sets
@@ -664,19 +676,25 @@ fn choose(st: &mut State, rec: &Recorded) -> Reply {
         .routes
         .iter()
         .any(|(m, _)| m.starts_with("[evolve:") && has(m));
+    let takes = |marker: &str| has(marker) && (!background || marker.starts_with("[evolve:"));
+    let fallback = st
+        .route_fallbacks
+        .iter()
+        .find(|(m, _)| takes(m))
+        .map_or_else(|| st.fallback.clone(), |(_, r)| r.clone());
     let routed = st
         .routes
         .iter_mut()
-        .filter(|(marker, _)| has(marker) && (!background || marker.starts_with("[evolve:")))
+        .filter(|(marker, _)| takes(marker))
         .map(|(_, q)| q)
         .collect::<Vec<_>>();
     if routed.is_empty() {
-        return st.queue.pop_front().unwrap_or_else(|| st.fallback.clone());
+        return st.queue.pop_front().unwrap_or(fallback);
     }
     routed
         .into_iter()
         .find_map(VecDeque::pop_front)
-        .unwrap_or_else(|| st.fallback.clone())
+        .unwrap_or(fallback)
 }
 
 /// Characters / 4 plus 4 per message: deterministic and close to real counts.

@@ -103,6 +103,9 @@ fn main() -> ExitCode {
     for marker in EVOLVE_MARKERS {
         fake.quiet(marker);
     }
+    // A model with no title to give (an echo would be a poor one): sessions keep their
+    // question as the title unless the script routes "[evolve:title]".
+    fake.quiet_with("[evolve:title]", Reply::text(""));
     if let Some(path) = &args.script {
         let loaded = std::fs::read_to_string(path)
             .map_err(|e| format!("cannot read {path}: {e}"))

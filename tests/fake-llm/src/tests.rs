@@ -93,6 +93,20 @@ fn quiet_markers_and_fallback_replies() {
 }
 
 #[test]
+fn a_quiet_marker_can_have_its_own_fallback() {
+    let fake = FakeLlm::start();
+    fake.set_fallback(Reply::Echo);
+    fake.quiet_with("[evolve:title]", Reply::text(""));
+    fake.route("[evolve:title]", Reply::text("Scripted title"));
+    let (_, _, _, body) = post(&fake, chat("[evolve:title] one", false));
+    assert_eq!(text_of(&body), "Scripted title", "the queue first");
+    let (_, _, _, body) = post(&fake, chat("[evolve:title] two", false));
+    assert_eq!(text_of(&body), "", "then its own fallback, not the echo");
+    let (_, _, _, body) = post(&fake, chat("hi", false));
+    assert_eq!(text_of(&body), "echo: hi");
+}
+
+#[test]
 fn every_request_is_recorded_with_lowercased_headers_and_parsed_json() {
     let fake = FakeLlm::start();
     post(&fake, chat("question one", false));

@@ -5,7 +5,9 @@
 #   cross/build.sh [TARGET]        (default x86_64-unknown-linux-musl)
 #
 # TARGET: x86_64-unknown-linux-musl, aarch64-unknown-linux-musl (Raspberry Pi 3/4/5 with a
-# 64-bit OS), armv7-unknown-linux-musleabihf (Raspberry Pi 2/3 with a 32-bit OS).
+# 64-bit OS), armv7-unknown-linux-musleabihf (Raspberry Pi 2/3 with a 32-bit OS),
+# arm-unknown-linux-musleabihf (armv6: Pi Zero, Zero W, Pi 1), riscv64gc-unknown-linux-musl
+# (LicheeRV Nano, Milk-V Duo 256M, VisionFive 2).
 #
 # Two routes (cross/README.md):
 # - default, the Debian route: Debian's rustc-web/cargo-web with the standard library built
@@ -22,6 +24,12 @@
 #   installed with pip when missing). rustup's prebuilt std is bigger, so the budget check
 #   may fail there. EVOLVE_RUSTUP_ROUTE=1, the older name, means the same; when rustup
 #   cannot add the target, the Debian route is taken (and said).
+# - armv6 and riscv64, the zig route: Debian 12 has no musl (nor an armv6 C library) for
+#   them, so Debian's rustc-web builds std from rust-web-src as above and zig (PyPI's
+#   `ziglang`, installed with pip when missing) is the C compiler and linker: it builds
+#   musl and LLVM's libunwind from its own sources for the exact CPU (arm1176jzf-s for
+#   armv6, so no armv7 instruction gets in — ZeroClaw's armv6 build dies with "Illegal
+#   instruction" that way).
 #
 # Target dir: $CARGO_TARGET_DIR if set, else ./target; the Debian route builds in
 # <dir>/debian (two compilers' artefacts must not mix), the rustup route in <dir>.
@@ -41,6 +49,8 @@ case "$TARGET" in
     x86_64-unknown-linux-musl) DEB_ARCH=amd64 GNU=x86_64-linux-gnu MUSL=x86_64-linux-musl FILE_ARCH=x86-64 ;;
     aarch64-unknown-linux-musl) DEB_ARCH=arm64 GNU=aarch64-linux-gnu MUSL=aarch64-linux-musl FILE_ARCH=aarch64 ;;
     armv7-unknown-linux-musleabihf) DEB_ARCH=armhf GNU=arm-linux-gnueabihf MUSL=arm-linux-musleabihf FILE_ARCH=ARM ;;
+    arm-unknown-linux-musleabihf) DEB_ARCH=armv6 ZIG_TARGET=arm-linux-musleabihf ZIG_CPU=arm1176jzf_s FILE_ARCH=ARM ROUTE=zig ;;
+    riscv64gc-unknown-linux-musl) DEB_ARCH=riscv64 ZIG_TARGET=riscv64-linux-musl ZIG_CPU=baseline FILE_ARCH=RISC-V ROUTE=zig ;;
     *) echo "cross/build.sh: unsupported target $TARGET" >&2; exit 2 ;;
 esac
 
@@ -58,7 +68,34 @@ if [ "$ROUTE" = rustup ] && ! { rustup target list --installed 2>/dev/null | gre
     echo "rustup cannot add $TARGET: taking the Debian route"
     ROUTE=debian
 fi
-if [ "$ROUTE" = rustup ]; then
+if [ "$ROUTE" = zig ]; then
+    echo "building with Debian's rustc-web, -Zbuild-std and zig as the C compiler and linker"
+    if [ ! -x /usr/bin/rustc ] || [ ! -d /usr/lib/rustlib/src/rust/library ]; then
+        apt_update
+        apt-get install -y -qq --no-install-recommends rustc-web cargo-web rust-web-src >/dev/null
+    fi
+    python3 -m ziglang version >/dev/null 2>&1 || pip3 install -q ziglang
+    export CARGO_TARGET_DIR="$TOP/debian"
+    [ "${CARGO_TARGET_DIR:0:1}" = / ] || CARGO_TARGET_DIR="$PWD/$CARGO_TARGET_DIR"
+    BIN="$CARGO_TARGET_DIR/$TARGET/release/evolve"
+    ZIGDIR="$CARGO_TARGET_DIR/zig-$TARGET"
+    mkdir -p "$ZIGDIR"
+    # rustc's link line names glibc-isms zig's linker does not take (libgcc_s: zig
+    # brings compiler-rt; its own --eh-frame-hdr).
+    cat >"$ZIGDIR/cc" <<PY
+#!/usr/bin/env python3
+import subprocess, sys
+drop = {"-lgcc_s", "-Wl,--eh-frame-hdr"}
+args = [a for a in sys.argv[1:] if a not in drop and not a.startswith(("--target=", "-march=", "-mfpu="))]
+sys.exit(subprocess.call([sys.executable, "-m", "ziglang", "cc", "-target", "$ZIG_TARGET", "-mcpu=$ZIG_CPU"] + args))
+PY
+    printf '#!/bin/sh\nexec python3 -m ziglang ar "$@"\n' >"$ZIGDIR/ar"
+    chmod +x "$ZIGDIR/cc" "$ZIGDIR/ar"
+    export "CC_${TARGET//-/_}=$ZIGDIR/cc" "AR_${TARGET//-/_}=$ZIGDIR/ar"
+    RUSTFLAGS="-C linker=$ZIGDIR/cc -C target-feature=+crt-static -C link-self-contained=no -C relocation-model=static -C force-unwind-tables=no -Zlocation-detail=none" \
+        RUSTC=/usr/bin/rustc RUSTC_BOOTSTRAP=1 /usr/bin/cargo build --release --locked \
+        -p evolve-mini --target "$TARGET" -Zbuild-std=std,panic_abort -Zbuild-std-features=optimize_for_size
+elif [ "$ROUTE" = rustup ]; then
     echo "building with rustup's $TARGET standard library and cargo-zigbuild"
     # PyPI's cargo-zigbuild wheel brings the binary; its dependency ziglang brings zig.
     command -v cargo-zigbuild >/dev/null || pip3 install -q cargo-zigbuild ziglang

@@ -6,7 +6,8 @@
 #   cross/qemu-smoke.sh BINARY        e.g. target/debian/aarch64-unknown-linux-musl/release/evolve
 #
 # The emulator is chosen from the binary's architecture (`file`): qemu-aarch64-static or
-# qemu-arm-static (armv7). Needs: apt's qemu-user-static, file and curl (installed quietly
+# qemu-arm-static (armv7; QEMU_CPU=arm1176 emulates the Pi Zero/1's armv6, so an armv7
+# instruction in an armv6 build fails), qemu-riscv64-static. Needs: apt's qemu-user-static, file and curl (installed quietly
 # when missing), and the fake model built natively: $FAKE_LLM_BIN if set, else
 # `cargo build -p evolve-fake-llm` (target/debug/fake-llm). Loopback only.
 # Prints "qemu-smoke: N passed, M failed" last; exits 1 when a check failed.
@@ -28,6 +29,7 @@ fi
 case "$(file -b "$BIN")" in
     *aarch64*) QEMU=qemu-aarch64-static ;;
     *ARM*) QEMU=qemu-arm-static ;;
+    *RISC-V*) QEMU=qemu-riscv64-static ;;
     *x86-64*) QEMU=qemu-x86_64-static ;;
     *) echo "qemu-smoke: unknown architecture: $(file -b "$BIN")" >&2; exit 2 ;;
 esac

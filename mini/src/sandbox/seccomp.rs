@@ -42,9 +42,11 @@ const AUDIT_ARCH: Option<u32> = Some(0xC000_00F3);
 )))]
 const AUDIT_ARCH: Option<u32> = None;
 
-/// `socketcall(2)`, where the ABI has it (32-bit ARM): it can make sockets too.
+/// `socketcall(2)`, where the ABI has it (32-bit ARM): it can make sockets too. Number
+/// 102 of the ARM table, an OABI-only entry that musl's headers for ARM EABI — and so the
+/// libc crate — leave out; a kernel with OABI compatibility still has it.
 #[cfg(target_arch = "arm")]
-const SOCKETCALL: u32 = libc::SYS_socketcall as u32;
+const SOCKETCALL: u32 = 102;
 #[cfg(not(target_arch = "arm"))]
 const SOCKETCALL: u32 = u32::MAX;
 

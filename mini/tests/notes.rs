@@ -16,6 +16,15 @@ fn session_list(w: &World) -> Vec<Value> {
         .unwrap_or_default()
 }
 
+/// How many requests carried `marker`.
+fn asked_with(w: &World, marker: &str) -> usize {
+    w.fake
+        .chat_requests()
+        .iter()
+        .filter(|r| r.body.contains(marker))
+        .count()
+}
+
 fn title_of(w: &World, id: &str) -> String {
     session_list(w)
         .into_iter()
@@ -51,23 +60,13 @@ fn the_first_answer_titles_the_session_and_later_turns_keep_it() {
         "Weekend trip to Lyon",
         "quotes and the full stop go"
     );
-    let asked = w
-        .fake
-        .chat_requests()
-        .into_iter()
-        .filter(|r| r.body.contains(TITLE))
-        .count();
+    let asked = asked_with(&w, TITLE);
     assert_eq!(asked, 1, "one title request for the first answer");
 
     w.fake.push(Reply::text("Sunday: the museum."));
     w.run(&["ask", "--session", &sid, "And Sunday?"]).expect(0);
     assert_eq!(title_of(&w, &sid), "Weekend trip to Lyon");
-    let asked = w
-        .fake
-        .chat_requests()
-        .into_iter()
-        .filter(|r| r.body.contains(TITLE))
-        .count();
+    let asked = asked_with(&w, TITLE);
     assert_eq!(asked, 1, "a titled session is not titled again");
 
     // The export shows the title too.
@@ -135,12 +134,7 @@ fn a_turn_with_tools_updates_the_review_and_the_next_turn_gets_it_in_l3() {
         "L3 carries the review under its heading: {text}"
     );
     // The previous review goes into the next update; a turn without tools asks nothing.
-    let reviews = w
-        .fake
-        .chat_requests()
-        .into_iter()
-        .filter(|r| r.body.contains(TOOL_CHAIN))
-        .count();
+    let reviews = asked_with(&w, TOOL_CHAIN);
     assert_eq!(reviews, 1, "no review for a turn without tool calls");
     let json = w
         .run(&["sessions", "export", "--format", "json", &sid])

@@ -1009,12 +1009,8 @@ impl Manager {
         let ring = rt.store.l2(sid)?;
         let entries = ring.entries();
         let l2 = entries[..entries.len().saturating_sub(in_l1)].to_vec();
-        let l3 = rt.store.l3(sid)?;
-        let tool_chain = if rt.config.agent.tool_chain {
-            rt.store.tool_chain(sid)?
-        } else {
-            None
-        };
+        let (l3, tool_chain) = rt.store.l3_and_tool_chain(sid)?;
+        let tool_chain = tool_chain.filter(|_| rt.config.agent.tool_chain);
         let mut system = match rt.store.active_prompt()? {
             Some(p) => p.text,
             None => DEFAULT_SYSTEM_PROMPT.to_string(),

@@ -196,6 +196,21 @@ impl Store {
         })
     }
 
+    /// The L3 summary and the tool-chain review together, in one read (the turn's
+    /// history).
+    pub fn l3_and_tool_chain(
+        &self,
+        session: &str,
+    ) -> Result<(Option<String>, Option<String>), StoreError> {
+        self.read(|txn| {
+            let table = txn.open_table(L3)?;
+            let get = |key: &str| -> Result<Option<String>, Fail> {
+                Ok(table.get(key)?.map(|v| v.value().to_string()))
+            };
+            Ok((get(session)?, get(tool_chain_key(session).as_str())?))
+        })
+    }
+
     /// Replaces the session's tool-chain review.
     pub fn set_tool_chain(&self, session: &str, review: &str) -> Result<(), StoreError> {
         self.write(|txn| {

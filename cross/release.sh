@@ -4,14 +4,14 @@
 # static?, and the build's time. Exits 1 when a target failed to build or its check failed
 # (static, stripped, ≤ 5 MiB); the table still lists every target.
 #
-#   cross/release.sh [TARGET...]    (default: x86_64, aarch64 and armv7 musl)
+#   cross/release.sh [TARGET...]    (default: x86_64, aarch64, armv7, armv6 and riscv64 musl)
 #
 # Needs what cross/build.sh needs (it installs it); EVOLVE_CROSS_ROUTE picks the route as
 # there. Each build's log: <target dir>/release-<target>.log.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 TARGETS=("$@")
-[ "${#TARGETS[@]}" -gt 0 ] || TARGETS=(x86_64-unknown-linux-musl aarch64-unknown-linux-musl armv7-unknown-linux-musleabihf)
+[ "${#TARGETS[@]}" -gt 0 ] || TARGETS=(x86_64-unknown-linux-musl aarch64-unknown-linux-musl armv7-unknown-linux-musleabihf arm-unknown-linux-musleabihf riscv64gc-unknown-linux-musl)
 TOP="${CARGO_TARGET_DIR:-target}"
 mkdir -p "$TOP"
 

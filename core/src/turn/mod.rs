@@ -317,6 +317,14 @@ impl Turn {
         }
     }
 
+    /// The question's images (URLs or data URLs), sent with it as image parts.
+    pub fn with_images(mut self, images: Vec<String>) -> Turn {
+        if let Some(q) = self.messages.first_mut() {
+            q.images = images;
+        }
+        self
+    }
+
     /// The first model call must call this tool.
     pub fn force_tool(mut self, tool: Option<&str>) -> Turn {
         self.force_tool = tool.map(String::from);

@@ -502,3 +502,17 @@ fn stopping_at_the_question_refuses_the_call_and_keeps_the_turn() {
         .contains("refused at its question"));
     assert_eq!(t.messages().first().unwrap().content, "question");
 }
+
+#[test]
+fn the_questions_images_stay_with_it_through_the_turn() {
+    let images = vec!["data:image/png;base64,AAAA".to_string()];
+    let mut t = turn(Policy::Interactive, 4).with_images(images.clone());
+    drain(&mut t);
+    t.handle_reply(answer("a cat"));
+    assert_eq!(drain(&mut t), vec![Action::Done]);
+    let q = &t.messages()[0];
+    assert_eq!((q.role, q.content.as_str()), (Role::User, "question"));
+    assert_eq!(q.images, images);
+    // The answer carries none.
+    assert!(t.messages()[1].images.is_empty());
+}

@@ -924,6 +924,7 @@ mod tests {
                 usage: Usage::default(),
                 model: "fake-cheap".into(),
                 cut: None,
+                images_left_out: 0,
             })
         }
         fn model_name(&self, _role: ModelRole) -> &str {

@@ -70,6 +70,9 @@ pub struct TurnInput<'a> {
     /// question edited): the model's history leaves it out, and once this turn is
     /// answered it is marked superseded (kept for the person).
     pub replaces: Option<u64>,
+    /// The message's images (data URLs or URLs, checked by [`crate::llm::image`]), sent
+    /// as image parts with the question and kept with it in the session.
+    pub images: &'a [String],
 }
 
 /// What the interface does during a turn.
@@ -148,6 +151,8 @@ struct Timing {
     model_time: Duration,
     /// The answer text streamed by the model step in progress (kept when it is stopped).
     partial: String,
+    /// What went wrong on the way without failing the turn (the record's `problems`).
+    problems: Vec<String>,
 }
 
 /// How the tool loop ended.
@@ -283,7 +288,8 @@ impl Manager {
                     max_steps: rt.config.agent.max_steps,
                 };
                 let turn = Turn::new(&sid, input.text, input.policy, grants, limits)
-                    .force_tool(input.force_tool);
+                    .force_tool(input.force_tool)
+                    .with_images(input.images.to_vec());
                 (turn, turns + 1)
             }
         };
@@ -394,7 +400,7 @@ impl Manager {
             },
             answer_ms: 0,
             overhead_ms: 0.0,
-            problems: Vec::new(),
+            problems: timing.problems.clone(),
             failed: None,
         }
     }
@@ -692,6 +698,13 @@ impl Manager {
         timing.partial.clear();
         timing.usage_main.add(resp.usage);
         let mut message = resp.message;
+        if resp.images_left_out > 0 && timing.problems.iter().all(|p| !p.contains("images")) {
+            timing.problems.push(format!(
+                "the model does not take images: {} left out, the text sent with a note in \
+                 their place",
+                resp.images_left_out
+            ));
+        }
         if message.tool_calls.is_empty() && message.content.trim().is_empty() {
             log::warn!("the model returned an empty answer");
         }

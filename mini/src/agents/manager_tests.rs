@@ -62,6 +62,7 @@ impl ChatModel for Script {
             usage: Usage::default(),
             model: "scripted".into(),
             cut: None,
+            images_left_out: 0,
         })
     }
 
@@ -144,6 +145,7 @@ fn input<'a>(session: Option<&'a str>, text: &'a str) -> TurnInput<'a> {
         stream: false,
         cancel: &NEVER,
         force_tool: None,
+        images: &[],
         replaces: None,
     }
 }

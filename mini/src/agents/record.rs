@@ -162,7 +162,12 @@ impl TurnRecord {
         self.reflection = post.reflection.clone();
         self.learned_skill = post.learned_skill.clone();
         self.lesson = post.lesson.clone();
-        self.problems.clone_from(&post.problems);
+        // The turn's own problems stay; the background's follow (once).
+        for p in &post.problems {
+            if !self.problems.contains(p) {
+                self.problems.push(p.clone());
+            }
+        }
         self.usage.cheap.add(post.usage);
     }
 }

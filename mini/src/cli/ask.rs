@@ -57,6 +57,10 @@ pub struct AskCmd {
     /// make the model call this tool first (its permission check still applies)
     #[argh(option)]
     tool: Option<String>,
+    /// send this image with the question (PNG, JPEG, GIF or WebP, up to 2 MiB); repeat
+    /// for more (at most 4)
+    #[argh(option)]
+    image: Vec<PathBuf>,
 }
 
 /// A headless run: nobody to ask. The policy refuses before `approve` could be called;
@@ -87,6 +91,7 @@ pub fn run(cmd: AskCmd, profile: &Option<String>) -> Result<(), Error> {
     if question.trim().is_empty() {
         return Err(Error::Usage("the question is empty".into()));
     }
+    let images = load_images(&cmd.image)?;
     let app = App::load(&LoadOptions {
         profile: profile.clone(),
         workspace: cmd.workspace.clone(),
@@ -95,7 +100,7 @@ pub fn run(cmd: AskCmd, profile: &Option<String>) -> Result<(), Error> {
     if let Some(ep) =
         crate::web::endpoint::running(&app.config.home).filter(|e| e.pid != std::process::id())
     {
-        match forward(&app, &ep, &cmd, question.trim(), allow) {
+        match forward(&app, &ep, &cmd, question.trim(), &images, allow) {
             Ok(Some(done)) => return finish(done, cmd.json),
             Ok(None) => log::info!(
                 "the server recorded in {} does not answer; running here",
@@ -139,6 +144,7 @@ pub fn run(cmd: AskCmd, profile: &Option<String>) -> Result<(), Error> {
             cancel: &cancel,
             force_tool: cmd.tool.as_deref(),
             replaces: None,
+            images: &images,
         },
         &mut Headless,
     )?;
@@ -304,17 +310,48 @@ fn reply_from_content(mut content: String, record: &serde_json::Value) -> String
 
 /// Sends the question to the running server. `Ok(None)`: it could not be reached (the
 /// caller runs the turn itself).
+/// `--image` files as data URLs, each read and checked (type from its bytes, size).
+fn load_images(paths: &[PathBuf]) -> Result<Vec<String>, Error> {
+    use crate::llm::image::{data_url, MAX_IMAGES};
+    if paths.len() > MAX_IMAGES {
+        return Err(Error::Usage(format!(
+            "--image given {} times; at most {MAX_IMAGES} images go with one question",
+            paths.len()
+        )));
+    }
+    paths
+        .iter()
+        .map(|p| {
+            let bytes = std::fs::read(p)
+                .map_err(|e| Error::Usage(format!("--image {}: {e}", p.display())))?;
+            data_url(&bytes).map_err(|e| Error::Usage(format!("--image {}: {e}", p.display())))
+        })
+        .collect()
+}
+
 fn forward(
     app: &App,
     ep: &crate::web::endpoint::Endpoint,
     cmd: &AskCmd,
     question: &str,
+    images: &[String],
     allow: Option<Level>,
 ) -> Result<Option<Done>, Error> {
     use serde_json::{json, Value};
+    let content = if images.is_empty() {
+        json!(question)
+    } else {
+        let mut parts = vec![json!({"type": "text", "text": question})];
+        parts.extend(
+            images
+                .iter()
+                .map(|url| json!({"type": "image_url", "image_url": {"url": url}})),
+        );
+        Value::Array(parts)
+    };
     let mut body = json!({
         "model": "evolve",
-        "messages": [{"role": "user", "content": question}],
+        "messages": [{"role": "user", "content": content}],
         "evolve_yes": cmd.yes,
         "evolve_wait": cmd.json,
     });

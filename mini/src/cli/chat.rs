@@ -498,6 +498,7 @@ fn input(
             stream,
             cancel: &interrupt::CANCEL,
             force_tool: None,
+            images: &[],
             replaces: None,
         },
         &mut term,

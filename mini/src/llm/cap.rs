@@ -43,6 +43,19 @@ pub(crate) fn size(n: usize) -> String {
     }
 }
 
+/// `n` bytes to one decimal, for a measured size: `3.4 MiB`, `12.0 KiB`, `900 bytes`.
+pub(crate) fn size_approx(n: usize) -> String {
+    const KIB: f64 = 1024.0;
+    let f = n as f64;
+    if f >= KIB * KIB {
+        format!("{:.1} MiB", f / KIB / KIB)
+    } else if f >= KIB {
+        format!("{:.1} KiB", f / KIB)
+    } else {
+        format!("{n} bytes")
+    }
+}
+
 /// Bytes of an answer kept so far, and where it was cut.
 #[derive(Debug, Clone)]
 pub(crate) struct Budget {

@@ -20,7 +20,7 @@
 //! - errors name the URL (without any user:password part), the status and the server's
 //!   own message with the API key blanked out, and say what to set.
 
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use log::{debug, warn};
@@ -93,6 +93,7 @@ impl Client {
             json: req.json,
             stream_options: true,
             tool_choice: out.tool_choice,
+            images: !self.images_refused.load(Ordering::Relaxed),
         };
         let shown = display_url(&url);
         let started = Instant::now();
@@ -122,12 +123,18 @@ impl Client {
                         usage.prompt_tokens,
                         usage.completion_tokens
                     );
+                    let images_left_out = if wire.images {
+                        0
+                    } else {
+                        out.messages.iter().map(|m| m.images.len()).sum()
+                    };
                     return Ok(ChatResponse {
                         message: p.message,
                         finish_reason: p.finish_reason,
                         usage,
                         model: p.model.unwrap_or(model.clone()),
                         cut: p.cut,
+                        images_left_out,
                     });
                 }
                 Err(LlmError::Status {
@@ -135,7 +142,13 @@ impl Client {
                     ref message,
                     ..
                 }) if wire.relax(status, message).is_some() => {
-                    warn!("{shown} refused an optional parameter (HTTP {status}: {message}); sending the request again without it");
+                    if wire.images {
+                        warn!("{shown} refused an optional parameter (HTTP {status}: {message}); sending the request again without it");
+                    } else if !self.images_refused.swap(true, Ordering::Relaxed) {
+                        // Remembered for this run: later questions go without images
+                        // at once.
+                        warn!("{shown}: {model} does not take images (HTTP {status}: {message}); sending the text with a note in their place");
+                    }
                 }
                 Err(e) => return Err(e),
             }

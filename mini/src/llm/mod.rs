@@ -22,6 +22,7 @@
 //!   [`learned`] remembers the models that have no tool calling.
 
 mod cap;
+pub mod image;
 pub(crate) use cap::size as answer_size;
 mod client;
 pub mod diagnose;
@@ -146,6 +147,8 @@ pub struct ChatResponse {
     pub model: String,
     /// Where the answer was cut at the cap, if it was.
     pub cut: Option<AnswerCut>,
+    /// Images the server would not take, sent as a note in the text instead.
+    pub images_left_out: usize,
 }
 
 /// Why a call failed. Every message names the URL and says what to do.
@@ -289,6 +292,8 @@ pub struct Client {
     learned: learned::Learned,
     /// Numbers the ids of calls read from an answer's text (`call_text_N`).
     plan_ids: std::sync::atomic::AtomicU64,
+    /// The server refused images once: later requests send the note at once.
+    images_refused: std::sync::atomic::AtomicBool,
 }
 
 impl Client {
@@ -301,6 +306,7 @@ impl Client {
             agent,
             backoff_start: retry::BACKOFF_START,
             plan_ids: std::sync::atomic::AtomicU64::new(0),
+            images_refused: std::sync::atomic::AtomicBool::new(false),
         }
     }
 

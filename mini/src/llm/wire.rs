@@ -2,9 +2,10 @@
 //! completion, an error body and a model list.
 //!
 //! Decides what is sent (assistant messages with tool calls carry `content: ""`, never
-//! `null`, which llama.cpp rejects; empty tool arguments go out as `{}`; reasoning and
-//! images are not sent back) and which optional parameters to drop when a server refuses
-//! them ([`WireRequest::relax`]). Reading is tolerant: `content` may be a string, `null`
+//! `null`, which llama.cpp rejects; empty tool arguments go out as `{}`; reasoning is not
+//! sent back; a user message's images go as `image_url` parts after its text, or, to a
+//! server that refused them, as a note in the text) and which optional parameters to drop
+//! when a server refuses them ([`WireRequest::relax`]). Reading is tolerant: `content` may be a string, `null`
 //! or a list of parts; tool arguments a string or an object; ids may be missing.
 
 use evolve_core::history::{Message, Role, ToolCall};
@@ -32,6 +33,8 @@ pub(crate) struct WireRequest<'a> {
     pub stream_options: bool,
     /// `tool_choice`: `auto`, `required`, `none`, or a tool's name (that tool).
     pub tool_choice: Option<&'a str>,
+    /// User messages' images go as image parts (else as a note in the text).
+    pub images: bool,
 }
 
 impl WireRequest<'_> {
@@ -41,7 +44,10 @@ impl WireRequest<'_> {
         o.insert("model".into(), self.model.into());
         o.insert(
             "messages".into(),
-            self.messages.iter().map(message_json).collect(),
+            self.messages
+                .iter()
+                .map(|m| message_json(m, self.images))
+                .collect(),
         );
         if !self.tools.is_empty() {
             o.insert("tools".into(), self.tools.iter().map(tool_json).collect());
@@ -75,10 +81,26 @@ impl WireRequest<'_> {
     /// what changed, or `None` when nothing is left to try (the error stands). Each
     /// change can happen once, so a request is re-sent at most four times.
     pub fn relax(&mut self, status: u16, message: &str) -> Option<&'static str> {
-        if !(400..500).contains(&status) || matches!(status, 401 | 403 | 404 | 429) {
+        if !(400..=500).contains(&status) || matches!(status, 401 | 403 | 404 | 429) {
             return None;
         }
         let m = message.to_ascii_lowercase();
+        // A text-only model: llama.cpp without its projector ("image input is not
+        // supported", a 500 in older builds), OpenAI ("image_url is only supported by
+        // certain models"), servers that want string content ("content must be a
+        // string", "expected string, got array").
+        if self.images
+            && self.messages.iter().any(|m| !m.images.is_empty())
+            && ["image", "vision", "multimodal", "mmproj", "string", "content part"]
+                .iter()
+                .any(|w| m.contains(w))
+        {
+            self.images = false;
+            return Some("images");
+        }
+        if status == 500 {
+            return None;
+        }
         if self.json && m.contains("response_format") {
             self.json = false;
             return Some("response_format");
@@ -107,10 +129,27 @@ impl WireRequest<'_> {
     }
 }
 
-/// One message in OpenAI's shape.
-pub(crate) fn message_json(m: &Message) -> Value {
+/// One message in OpenAI's shape; a user message's images as `image_url` parts after
+/// its text when `images`, else replaced by a note in the text.
+pub(crate) fn message_json(m: &Message, images: bool) -> Value {
     let mut o = Map::new();
     o.insert("role".into(), m.role.name().into());
+    if m.role == Role::User && !m.images.is_empty() {
+        let content = if images {
+            let mut parts = vec![json!({"type": "text", "text": m.content})];
+            parts.extend(
+                m.images
+                    .iter()
+                    .map(|url| json!({"type": "image_url", "image_url": {"url": url}})),
+            );
+            Value::Array(parts)
+        } else {
+            let note = super::image::left_out_note(m.images.len());
+            format!("{}\n\n{note}", m.content.trim_end()).into()
+        };
+        o.insert("content".into(), content);
+        return Value::Object(o);
+    }
     // Always a string: `null` next to tool calls is rejected by llama.cpp.
     o.insert("content".into(), m.content.as_str().into());
     if m.role == Role::Assistant && !m.tool_calls.is_empty() {
@@ -443,6 +482,7 @@ mod tests {
             json: true,
             stream_options: true,
             tool_choice: None,
+            images: true,
         }
     }
 
@@ -512,7 +552,7 @@ mod tests {
     }
 
     #[test]
-    fn messages_never_carry_null_content_reasoning_or_images() {
+    fn messages_never_carry_null_content_or_reasoning() {
         let mut assistant = Message::assistant_calls(
             "",
             vec![ToolCall {
@@ -522,15 +562,13 @@ mod tests {
             }],
         );
         assistant.reasoning = Some("secret thoughts".into());
-        let mut user = Message::user("look");
-        user.images = vec!["data:image/png;base64,xx".into()];
         let cases = [
             (
                 assistant,
                 json!({"role": "assistant", "content": "", "tool_calls": [
                     {"id": "c", "type": "function", "function": {"name": "t", "arguments": "{\"a\":1}"}}]}),
             ),
-            (user, json!({"role": "user", "content": "look"})),
+            (Message::user("look"), json!({"role": "user", "content": "look"})),
             (
                 Message::tool_result("c", "t", "out"),
                 json!({"role": "tool", "content": "out", "tool_call_id": "c", "name": "t"}),
@@ -541,8 +579,51 @@ mod tests {
             ),
         ];
         for (m, expected) in cases {
-            assert_eq!(message_json(&m), expected);
+            assert_eq!(message_json(&m, true), expected);
         }
+    }
+
+    #[test]
+    fn images_go_as_parts_after_the_text_or_as_a_note_to_a_text_only_model() {
+        let mut user = Message::user("what is this?");
+        user.images = vec!["data:image/png;base64,AA".into(), "https://x/y.jpg".into()];
+        assert_eq!(
+            message_json(&user, true),
+            json!({"role": "user", "content": [
+                {"type": "text", "text": "what is this?"},
+                {"type": "image_url", "image_url": {"url": "data:image/png;base64,AA"}},
+                {"type": "image_url", "image_url": {"url": "https://x/y.jpg"}},
+            ]})
+        );
+        assert_eq!(
+            message_json(&user, false),
+            json!({"role": "user", "content": "what is this?\n\n[2 images were attached \
+                here; this model does not take images, so they were left out]"})
+        );
+        // The refusals servers give, each dropping the images once; other errors, and a
+        // request without images, are not about them.
+        let messages = [user];
+        for (status, said) in [
+            (400, "image input is not supported - hint: you may need to provide the mmproj"),
+            (500, "image input is not supported"),
+            (400, "Invalid content type. image_url is only supported by certain models."),
+            (422, "messages.0.content: Input should be a valid string"),
+            (400, "this model has no vision support"),
+        ] {
+            let mut w = request(&messages, &[]);
+            w.json = false;
+            assert_eq!(w.relax(status, said), Some("images"), "{status} {said}");
+            assert!(!w.images);
+            assert_eq!(w.relax(status, said), None, "only once: {said}");
+        }
+        let mut w = request(&messages, &[]);
+        w.json = false;
+        assert_eq!(w.relax(500, "out of memory"), None);
+        assert_eq!(w.relax(401, "image"), None);
+        let plain = [Message::user("hi")];
+        let mut w = request(&plain, &[]);
+        w.json = false;
+        assert_eq!(w.relax(400, "image input is not supported"), None);
     }
 
     #[test]

@@ -540,6 +540,7 @@ mod tests {
                     usage: Usage::default(),
                     model: "fake-cheap".into(),
                     cut: None,
+                    images_left_out: 0,
                 }),
                 Err(()) => Err(LlmError::Protocol {
                     url: "http://127.0.0.1:1/v1".into(),

@@ -323,6 +323,7 @@ pub fn run_task(
                 stream: false,
                 cancel,
                 force_tool: None,
+                images: &[],
                 replaces: None,
             },
             &mut Headless,

@@ -197,6 +197,8 @@ pub fn pending_json(call: &PendingCall, lang: Lang) -> Value {
 /// The parsed request.
 struct ChatRequest {
     text: String,
+    /// The last user message's `image_url` parts, checked.
+    images: Vec<String>,
     model: String,
     stream: bool,
     events: bool,
@@ -254,8 +256,16 @@ fn parse(req: &Request) -> Result<ChatRequest, Response<'static>> {
             .join("\n"),
         _ => return Err(error(400, "the last user message has no text content")),
     };
+    let images = images_of(last)?;
     if text.trim().is_empty() {
-        return Err(error(400, "the last user message is empty"));
+        return Err(error(
+            400,
+            if images.is_empty() {
+                "the last user message is empty"
+            } else {
+                "the last user message has images but no text: say what to do with them"
+            },
+        ));
     }
     let flag = |name: &str| -> Result<bool, Response<'static>> {
         match obj.get(name) {
@@ -328,11 +338,57 @@ fn parse(req: &Request) -> Result<ChatRequest, Response<'static>> {
         tool,
         wait: flag("evolve_wait")?,
         text: text.trim().to_string(),
+        images,
         model,
         stream: flag("stream")?,
         events: flag("evolve_events")?,
         session,
     })
+}
+
+/// The `image_url` parts of a user message (`{"type": "image_url", "image_url": {"url":
+/// …}}`, or the URL as a plain string), each checked ([`crate::llm::image::check`]).
+fn images_of(message: &Value) -> Result<Vec<String>, Response<'static>> {
+    use crate::llm::image::{check, MAX_IMAGES};
+    let Some(parts) = message.get("content").and_then(Value::as_array) else {
+        return Ok(Vec::new());
+    };
+    let mut images = Vec::new();
+    for (i, part) in parts.iter().enumerate() {
+        if part.get("type").and_then(Value::as_str) != Some("image_url") {
+            continue;
+        }
+        let url = match part.get("image_url") {
+            Some(Value::String(u)) => u,
+            Some(v) => match v.get("url").and_then(Value::as_str) {
+                Some(u) => u,
+                None => {
+                    return Err(error(
+                        400,
+                        format!("content[{i}]: an image_url part needs image_url.url"),
+                    ))
+                }
+            },
+            None => {
+                return Err(error(
+                    400,
+                    format!("content[{i}]: an image_url part needs image_url.url"),
+                ))
+            }
+        };
+        check(url).map_err(|e| error(400, format!("content[{i}]: {e}")))?;
+        images.push(url.to_string());
+    }
+    if images.len() > MAX_IMAGES {
+        return Err(error(
+            400,
+            format!(
+                "the message has {} images; at most {MAX_IMAGES} go with one message",
+                images.len()
+            ),
+        ));
+    }
+    Ok(images)
 }
 
 /// An answer to a call parked on its session that no stream waits for (the page that
@@ -408,6 +464,7 @@ pub fn answer_parked(state: &Arc<State>, sid: &str, call: &str, answer: &str) ->
                 stream: false,
                 cancel: &cancel,
                 force_tool: None,
+                images: &[],
                 replaces: None,
             },
             &mut io,
@@ -679,6 +736,7 @@ fn run_turn(
             stream: chat.stream && rt.config.model.stream,
             cancel,
             force_tool: chat.tool.as_deref(),
+            images: &chat.images,
             replaces: chat.replaces,
         },
         io,

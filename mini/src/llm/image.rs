@@ -74,9 +74,9 @@ pub fn check(url: &str) -> Result<(), String> {
             .map_err(|e| format!("the image's base64 is not valid: {e}"))?;
         match sniff(&bytes) {
             None => Err("the data is not a PNG, JPEG, GIF or WebP image".into()),
-            Some(actual) if !declared.eq_ignore_ascii_case(actual) => Err(format!(
-                "the data says {declared} but is {actual}"
-            )),
+            Some(actual) if !declared.eq_ignore_ascii_case(actual) => {
+                Err(format!("the data says {declared} but is {actual}"))
+            }
             Some(_) => Ok(()),
         }
     } else if url.starts_with("https://") || url.starts_with("http://") {
@@ -119,7 +119,9 @@ mod tests {
         assert!(jpeg.starts_with("data:image/jpeg;base64,"));
         let webp = data_url(b"RIFF\x10\0\0\0WEBPVP8 ").unwrap();
         assert!(webp.starts_with("data:image/webp;base64,"));
-        assert!(data_url(b"GIF89a....").unwrap().starts_with("data:image/gif;"));
+        assert!(data_url(b"GIF89a....")
+            .unwrap()
+            .starts_with("data:image/gif;"));
         // Text named .png, a PDF: refused for what they are.
         for not_image in [&b"hello, I am text"[..], b"%PDF-1.7", b""] {
             let e = data_url(not_image).unwrap_err();
@@ -137,21 +139,36 @@ mod tests {
             (png.clone(), Ok(())),
             ("https://example.org/cat.jpg".into(), Ok(())),
             ("http://127.0.0.1:9/x.png".into(), Ok(())),
-            ("file:///etc/passwd".into(), Err("data: URL (base64) or an http(s)")),
-            ("javascript:alert(1)".into(), Err("data: URL (base64) or an http(s)")),
+            (
+                "file:///etc/passwd".into(),
+                Err("data: URL (base64) or an http(s)"),
+            ),
+            (
+                "javascript:alert(1)".into(),
+                Err("data: URL (base64) or an http(s)"),
+            ),
             ("data:image/png,raw".into(), Err("must be base64")),
             ("data:image/png;base64".into(), Err("needs a comma")),
-            ("data:image/png;base64,@@@@".into(), Err("base64 is not valid")),
+            (
+                "data:image/png;base64,@@@@".into(),
+                Err("base64 is not valid"),
+            ),
             (
                 format!("data:image/jpeg;base64,{}", STANDARD.encode(PNG)),
                 Err("says image/jpeg but is image/png"),
             ),
             (
-                format!("data:image/png;base64,{}", STANDARD.encode(b"just text here")),
+                format!(
+                    "data:image/png;base64,{}",
+                    STANDARD.encode(b"just text here")
+                ),
                 Err("not a PNG"),
             ),
             (
-                format!("data:image/png;base64,{}", "A".repeat(MAX_IMAGE_BYTES / 3 * 4 + 400)),
+                format!(
+                    "data:image/png;base64,{}",
+                    "A".repeat(MAX_IMAGE_BYTES / 3 * 4 + 400)
+                ),
                 Err("over 2 MiB"),
             ),
             (format!("https://x/{}", "a".repeat(3000)), Err("one line")),

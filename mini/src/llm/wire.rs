@@ -91,9 +91,16 @@ impl WireRequest<'_> {
         // string", "expected string, got array").
         if self.images
             && self.messages.iter().any(|m| !m.images.is_empty())
-            && ["image", "vision", "multimodal", "mmproj", "string", "content part"]
-                .iter()
-                .any(|w| m.contains(w))
+            && [
+                "image",
+                "vision",
+                "multimodal",
+                "mmproj",
+                "string",
+                "content part",
+            ]
+            .iter()
+            .any(|w| m.contains(w))
         {
             self.images = false;
             return Some("images");
@@ -568,7 +575,10 @@ mod tests {
                 json!({"role": "assistant", "content": "", "tool_calls": [
                     {"id": "c", "type": "function", "function": {"name": "t", "arguments": "{\"a\":1}"}}]}),
             ),
-            (Message::user("look"), json!({"role": "user", "content": "look"})),
+            (
+                Message::user("look"),
+                json!({"role": "user", "content": "look"}),
+            ),
             (
                 Message::tool_result("c", "t", "out"),
                 json!({"role": "tool", "content": "out", "tool_call_id": "c", "name": "t"}),
@@ -604,9 +614,15 @@ mod tests {
         // request without images, are not about them.
         let messages = [user];
         for (status, said) in [
-            (400, "image input is not supported - hint: you may need to provide the mmproj"),
+            (
+                400,
+                "image input is not supported - hint: you may need to provide the mmproj",
+            ),
             (500, "image input is not supported"),
-            (400, "Invalid content type. image_url is only supported by certain models."),
+            (
+                400,
+                "Invalid content type. image_url is only supported by certain models.",
+            ),
             (422, "messages.0.content: Input should be a valid string"),
             (400, "this model has no vision support"),
         ] {

@@ -5,7 +5,7 @@
 'use strict';
 const $ = s => document.querySelector(s);
 const enc = encodeURIComponent;
-const S = { session: null, sessions: [], busy: null, perms: [], perm: null, view: 'chat', pendingList: [], shown: 0 };
+const S = { session: null, sessions: [], busy: null, perms: [], perm: null, view: 'chat', pendingList: [], shown: 0, images: [] };
 
 // ---------------------------------------------------------------- API and errors
 async function errText(r) {
@@ -319,12 +319,91 @@ function bubble(role, text) {
   return b;
 }
 
-function userMsg(text, turn) {
+function userMsg(text, turn, images = []) {
   const b = bubble('user', text);
+  b.images = images;
   mdText(b.body, text);
+  thumbs(b);
   b.el.dataset.turn = turn;
   return b.el;
 }
+
+/** A question's images under its text: thumbnails that enlarge on click. */
+function thumbs(b) {
+  if (!b.images || !b.images.length) return;
+  const row = b.body.appendChild(h('div', 'thumbs'));
+  for (const src of b.images) {
+    const img = row.appendChild(h('img', 'thumb'));
+    img.src = src;
+    img.alt = '';
+    img.tabIndex = 0;
+    img.dataset.testid = 'thumb';
+    img.onclick = img.onkeydown = e => { if (e.type === 'click' || e.key === 'Enter') enlarge(src, ''); };
+  }
+}
+
+// ---------------------------------------------------------------- images to send
+// What the server takes (llm/image.rs): PNG, JPEG, GIF or WebP, up to 2 MiB, 4 a message.
+// A bigger picture (a phone photo) is scaled down here to IMAGE_SIDE pixels and sent as
+// JPEG, so it fits and costs the model less.
+const MAX_IMAGES = 4, IMAGE_SIDE = 1568, IMAGE_BYTES = 1536 * 1024;
+const IMAGE_TYPES = ['image/png', 'image/jpeg', 'image/gif', 'image/webp'];
+
+async function imageData(file) {
+  const name = file.name || file.type || '?';
+  if (!IMAGE_TYPES.includes(file.type)) throw new Error(t('notImage', name));
+  const unreadable = () => new Error(t('imageUnreadable', name));
+  const raw = await new Promise((ok, no) => {
+    const r = new FileReader();
+    r.onload = () => ok(r.result);
+    r.onerror = () => no(unreadable());
+    r.readAsDataURL(file);
+  });
+  const img = await new Promise((ok, no) => {
+    const i = new Image();
+    i.onload = () => ok(i);
+    i.onerror = () => no(unreadable());
+    i.src = raw;
+  });
+  const side = Math.max(img.naturalWidth, img.naturalHeight);
+  if (file.size <= IMAGE_BYTES && side <= IMAGE_SIDE) return raw;
+  const k = Math.min(1, IMAGE_SIDE / side), c = document.createElement('canvas');
+  c.width = Math.max(1, Math.round(img.naturalWidth * k));
+  c.height = Math.max(1, Math.round(img.naturalHeight * k));
+  const g = c.getContext('2d');
+  g.fillStyle = '#fff'; // JPEG has no transparency
+  g.fillRect(0, 0, c.width, c.height);
+  g.drawImage(img, 0, 0, c.width, c.height);
+  return c.toDataURL('image/jpeg', 0.85);
+}
+
+function renderAttachments() {
+  const box = $('#attachments');
+  box.replaceChildren(...S.images.map((src, i) => {
+    const f = h('figure', 'att');
+    const img = f.appendChild(h('img'));
+    img.src = src;
+    img.alt = '';
+    img.dataset.testid = 'attached';
+    const x = f.appendChild(h('button', 'icon', '×'));
+    x.type = 'button';
+    x.title = t('removeImage');
+    x.setAttribute('aria-label', t('removeImage'));
+    x.dataset.testid = 'remove-image';
+    x.onclick = () => { S.images.splice(i, 1); renderAttachments(); };
+    return f;
+  }));
+  box.hidden = !S.images.length;
+}
+
+/** Adds picked, pasted or dropped files to the message being written. */
+const attach = guard(async files => {
+  for (const f of files) {
+    if (S.images.length >= MAX_IMAGES) throw new Error(t('tooManyImages', MAX_IMAGES));
+    S.images.push(await imageData(f));
+    renderAttachments();
+  }
+});
 
 /** A collapsed block: a system message. */
 function fold(summary, text, cls) {
@@ -407,11 +486,9 @@ function actions() {
   }
 }
 
-/** The question of turn `n` as shown. */
-const questionOf = n => {
-  const el = [...$('#messages').querySelectorAll(':scope > .msg.user')].find(m => m.dataset.turn === String(n));
-  return el ? el.bubble.text : '';
-};
+/** The question of turn `n` as shown (its element). */
+const questionEl = n => [...$('#messages').querySelectorAll(':scope > .msg.user')].find(m => m.dataset.turn === String(n));
+const questionOf = n => { const el = questionEl(n); return el ? el.bubble.text : ''; };
 
 /** Answers turn `n` again with its question (the last turn replaces it; an older one
  * is asked as a new question). */
@@ -419,7 +496,8 @@ function redo(n, text) {
   const q = text ?? questionOf(n);
   if (!q) return;
   const last = [...$('#messages').querySelectorAll(':scope > .msg')].pop();
-  send(q, last && last.dataset.turn === String(n) && S.session ? +n : null);
+  const el = questionEl(n);
+  send(q, last && last.dataset.turn === String(n) && S.session ? +n : null, (el && el.bubble.images) || []);
 }
 
 function editQuestion(el) {
@@ -429,7 +507,7 @@ function editQuestion(el) {
   const row = h('div', 'acts edit-acts');
   const save = row.appendChild(btn('', 'primary', () => redo(el.dataset.turn, ta.value), 'sendEdited'));
   save.dataset.testid = 'send-edited';
-  row.append(btn('', null, () => { b.body.replaceChildren(); mdText(b.body, b.text); actions(); }, 'cancel'));
+  row.append(btn('', null, () => { b.body.replaceChildren(); mdText(b.body, b.text); thumbs(b); actions(); }, 'cancel'));
   el.querySelector('.acts').remove();
   b.body.replaceChildren(ta, row);
   ta.onkeydown = e => { if (e.key === 'Enter' && !e.shiftKey && !e.isComposing) { e.preventDefault(); save.click(); } };
@@ -470,7 +548,7 @@ function renderHistory({ data = [], failed = {}, superseded = [], turns = {} }) 
   for (const m of data) {
     if (m.turn !== turn) { close(turn); turn = m.turn; }
     const text = typeof m.content === 'string' ? m.content : fmt(m.content);
-    if (m.role === 'user') group.push(userMsg(text, m.turn));
+    if (m.role === 'user') group.push(userMsg(text, m.turn, m.images || []));
     else if (m.role === 'assistant') {
       answer = answer || bubble('assistant');
       for (const c of m.tool_calls || []) {
@@ -594,14 +672,14 @@ function busy(on) {
 
 /** Sends a question; `replace`: the number of the last turn, answered again with it
  * (regenerate, edit): its elements move into a collapsed "earlier version". */
-async function send(text, replace = null) {
+async function send(text, replace = null, images = []) {
   if (S.busy) return toast(t('busy'), 'info');
   if (!text.trim()) return;
   const box = $('#messages');
   emptyState.remove();
   let n = (S.lastTurn || 0) + 1;
   const old = replace ? supersede(replace, [...box.querySelectorAll(':scope > *')].filter(el => el.dataset.turn === String(replace))) : null;
-  const u = box.appendChild(userMsg(text, n));
+  const u = box.appendChild(userMsg(text, n, images));
   const a = bubble('assistant');
   a.el.classList.add('streaming');
   a.el.dataset.turn = n;
@@ -619,7 +697,10 @@ async function send(text, replace = null) {
   const paint = () => { raf = 0; a.text = acc; a.body.replaceChildren(md(acc)); scrollEnd(); };
   actions();
   try {
-    const body = { model: 'evolve', stream: true, evolve_events: true, messages: [{ role: 'user', content: text }] };
+    const content = images.length
+      ? [{ type: 'text', text }, ...images.map(url => ({ type: 'image_url', image_url: { url } }))]
+      : text;
+    const body = { model: 'evolve', stream: true, evolve_events: true, messages: [{ role: 'user', content }] };
     if (S.session) body.session = S.session;
     if (replace && S.session) body.evolve_replace = replace;
     let r;
@@ -1580,12 +1661,32 @@ function init() {
   $('#composer').onsubmit = e => {
     e.preventDefault();
     if (S.busy) return;
-    const text = input.value;
-    if (!text.trim()) return;
+    const images = S.images;
+    // An image alone is asked about plainly (the API wants text with it).
+    const text = input.value.trim() ? input.value : images.length ? t('imageAsk') : '';
+    if (!text) return;
     input.value = '';
+    S.images = [];
+    renderAttachments();
     grow();
-    send(text);
+    send(text, null, images);
   };
+  $('#attach').onclick = () => $('#attach-file').click();
+  $('#attach-file').onchange = e => { attach([...e.target.files]); e.target.value = ''; };
+  input.onpaste = e => {
+    const files = [...(e.clipboardData && e.clipboardData.files) || []].filter(f => f.type.startsWith('image/'));
+    if (files.length) { e.preventDefault(); attach(files); }
+  };
+  // Files dropped anywhere on the chat.
+  const chat = $('#view-chat');
+  chat.addEventListener('dragover', e => { if (e.dataTransfer.types.includes('Files')) { e.preventDefault(); chat.classList.add('dropping'); } });
+  chat.addEventListener('dragleave', e => { if (e.target === chat || !chat.contains(e.relatedTarget)) chat.classList.remove('dropping'); });
+  chat.addEventListener('drop', e => {
+    if (!e.dataTransfer.files.length) return;
+    e.preventDefault();
+    chat.classList.remove('dropping');
+    attach([...e.dataTransfer.files]);
+  });
   $('#stop').onclick = () => S.busy && S.busy.abort();
 
   $('#perm-allow').onclick = () => permAnswer('yes');

@@ -8,6 +8,7 @@
 // the cases run in the order below and each one uses the replies next to its name.
 // Unscripted requests (and Evolve's background prompts) get `echo: <question>`.
 import fs from 'node:fs';
+import zlib from 'node:zlib';
 import path from 'node:path';
 import { createRequire } from 'node:module';
 import { spawn } from 'node:child_process';
@@ -71,6 +72,8 @@ const SCRIPT = {
     // "Evolve the prompt": the proposal shown as a diff, active only once confirmed.
     '[evolve:prompt]': [EVOLVED],
     '[image-test]': [`A dot: ![a red dot](${DOT}) and ![remote](https://example.com/x.png)`],
+    // Pictures sent with a question: the echo shows what reached the model.
+    '[photo-test]': [{ echo: true }, { echo: true }],
     // An MCP tool that reports progress, then one whose server asks the person (a form).
     '[mcp-live-test]': [
       call('peer__progress', '{"steps": 8, "ms": 400}'),
@@ -1158,6 +1161,79 @@ await test('the model is set in Settings, opened from the banner: Test shows fai
   await lastAnswer(page).locator('.body', { hasText: 'echo: Hello after the settings' }).waitFor();
   eq(errors.join('\n'), '', 'page errors');
   await ctx.close();
+});
+
+/** A PNG of `w`×`h` pixels of one colour (zlib from node; CRC-32 by hand). */
+function png(w, h) {
+  const crcTable = Array.from({ length: 256 }, (_, n) => {
+    let c = n;
+    for (let k = 0; k < 8; k++) c = c & 1 ? 0xEDB88320 ^ (c >>> 1) : c >>> 1;
+    return c >>> 0;
+  });
+  const crc = b => { let c = 0xFFFFFFFF; for (const x of b) c = crcTable[(c ^ x) & 255] ^ (c >>> 8); return (c ^ 0xFFFFFFFF) >>> 0; };
+  const chunk = (type, data) => {
+    const len = Buffer.alloc(4); len.writeUInt32BE(data.length);
+    const td = Buffer.concat([Buffer.from(type), data]);
+    const c = Buffer.alloc(4); c.writeUInt32BE(crc(td));
+    return Buffer.concat([len, td, c]);
+  };
+  const ihdr = Buffer.alloc(13);
+  ihdr.writeUInt32BE(w, 0); ihdr.writeUInt32BE(h, 4); ihdr[8] = 8; ihdr[9] = 2;
+  const row = Buffer.concat([Buffer.from([0]), Buffer.alloc(w * 3, 0x7f)]);
+  const raw = Buffer.concat(Array.from({ length: h }, () => row));
+  return Buffer.concat([Buffer.from([0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]), chunk('IHDR', ihdr),
+    chunk('IDAT', zlib.deflateSync(raw)), chunk('IEND', Buffer.alloc(0))]);
+}
+
+await test('images with a question: picked files show as thumbnails, go to the model, enlarge on click and stay after a reload; a big one is scaled down, a non-image is refused', async () => {
+  await main.click('#nav [data-view=chat]');
+  await main.click('#new-chat');
+  const small = png(2, 2);
+  await main.setInputFiles('#attach-file', [
+    { name: 'small.png', mimeType: 'image/png', buffer: small },
+    { name: 'wide.png', mimeType: 'image/png', buffer: png(2400, 60) },
+  ]);
+  await until(async () => (await main.locator('[data-testid=attached]').count()) === 2, 'two thumbnails wait to be sent');
+  // A third, then taken off again.
+  await main.setInputFiles('#attach-file', { name: 'third.png', mimeType: 'image/png', buffer: small });
+  await until(async () => (await main.locator('[data-testid=attached]').count()) === 3, 'a third');
+  await main.locator('[data-testid=remove-image]').last().click();
+  eq(await main.locator('[data-testid=attached]').count(), 2, 'the third is removed');
+  const toasts = await main.locator('[data-testid=toast]', { hasText: 'is not a PNG' }).count();
+  await main.setInputFiles('#attach-file', { name: 'notes.txt', mimeType: 'text/plain', buffer: Buffer.from('hello') });
+  await until(async () => (await main.locator('[data-testid=toast]', { hasText: 'notes.txt is not a PNG' }).count()) > toasts, 'a text file is refused with a toast');
+  eq(await main.locator('[data-testid=attached]').count(), 2, 'and not attached');
+
+  await send(main, 'What are these? [photo-test]');
+  await idle(main);
+  eq(await main.locator('[data-testid=attached]').count(), 0, 'the strip is empty after sending');
+  const question = main.locator('[data-testid=msg-user]').last();
+  eq(await question.locator('[data-testid=thumb]').count(), 2, 'the question shows both');
+  const said = await lastAnswer(main).textContent();
+  check(said.includes('[image image/png,'), `the small one went as it is: ${said}`);
+  check(said.includes('[image image/jpeg,'), `the wide one was scaled down to a JPEG: ${said}`);
+  const sid = decodeURIComponent((await main.evaluate(() => location.hash)).replace('#s=', ''));
+  const r = await api('GET', `/v1/sessions/${encodeURIComponent(sid)}/messages`);
+  const stored = (r.json.data || []).find(m => m.role === 'user').images || [];
+  eq(stored.length, 2, 'the server keeps both with the question');
+  const dims = await main.evaluate(src => new Promise(ok => { const i = new Image(); i.onload = () => ok([i.naturalWidth, i.naturalHeight]); i.src = src; }), stored[1]);
+  eq(dims.join('x'), '1568x39', 'scaled to 1568 pixels on its longest side');
+
+  await question.locator('[data-testid=thumb]').first().click();
+  await main.waitForSelector('#lightbox[open] img');
+  await main.click('#lightbox');
+  await main.waitForSelector('#lightbox', { state: 'hidden' });
+
+  // An image alone is sent with a plain question.
+  await main.setInputFiles('#attach-file', { name: 'alone.png', mimeType: 'image/png', buffer: small });
+  await until(async () => (await main.locator('[data-testid=attached]').count()) === 1, 'attached');
+  await main.click('#send');
+  await idle(main);
+  check((await main.locator('[data-testid=msg-user]').last().textContent()).includes('What is in this image?'), 'the plain question');
+  eq(await main.locator('[data-testid=msg-user]').last().locator('[data-testid=thumb]').count(), 1, 'with its image');
+
+  await main.reload();
+  await until(async () => (await main.locator('[data-testid=thumb]').count()) === 3, 'after a reload the thumbnails are back');
 });
 
 await test('no page errors, CSP refusals or JavaScript dialogs on the way', async () => {

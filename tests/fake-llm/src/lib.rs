@@ -298,9 +298,20 @@ impl Recorded {
 fn content_text(message: &Value) -> String {
     match &message["content"] {
         Value::String(s) => s.clone(),
+        // Text parts as they are; an image part as `[image image/png, N bytes]` (what
+        // its data URL says), so an echo shows what reached the model.
         Value::Array(parts) => parts
             .iter()
-            .filter_map(|p| p["text"].as_str())
+            .filter_map(|p| match p["type"].as_str() {
+                Some("image_url") => {
+                    let url = p["image_url"]["url"].as_str().unwrap_or("");
+                    Some(match url.strip_prefix("data:").and_then(|r| r.split_once(";base64,")) {
+                        Some((mime, data)) => format!("[image {mime}, {} bytes]", data.len() / 4 * 3),
+                        None => format!("[image {url}]"),
+                    })
+                }
+                _ => p["text"].as_str().map(str::to_string),
+            })
             .collect::<Vec<_>>()
             .join("\n"),
         _ => String::new(),

@@ -5,7 +5,7 @@
 'use strict';
 const $ = s => document.querySelector(s);
 const enc = encodeURIComponent;
-const S = { session: null, sessions: [], busy: null, perms: [], perm: null, view: 'chat', pendingList: [], shown: 0, images: [] };
+const S = { session: null, sessions: [], busy: null, perms: [], perm: null, view: 'chat', pendingList: [], shown: 0, images: [], files: [] };
 
 // ---------------------------------------------------------------- API and errors
 async function errText(r) {
@@ -21,10 +21,11 @@ async function errText(r) {
 async function req(method, path, body, signal) {
   let r;
   try {
+    const raw = body instanceof Blob; // a file's bytes as they are
     r = await fetch(path, {
       method, signal, credentials: 'same-origin',
-      headers: body === undefined ? {} : { 'Content-Type': 'application/json' },
-      body: body === undefined ? undefined : JSON.stringify(body),
+      headers: body === undefined ? {} : { 'Content-Type': raw ? 'application/octet-stream' : 'application/json' },
+      body: body === undefined || raw ? body : JSON.stringify(body),
     });
   } catch (e) {
     if (e.name === 'AbortError') throw e;
@@ -379,7 +380,17 @@ async function imageData(file) {
 
 function renderAttachments() {
   const box = $('#attachments');
-  box.replaceChildren(...S.images.map((src, i) => {
+  const files = S.files.map((f, i) => {
+    const c = h('span', 'chip file', '📄 ' + f.path);
+    c.dataset.testid = 'attached-file';
+    const x = c.appendChild(h('button', 'icon', '×'));
+    x.type = 'button';
+    x.title = t('removeFile');
+    x.setAttribute('aria-label', t('removeFile'));
+    x.onclick = () => { S.files.splice(i, 1); renderAttachments(); };
+    return c;
+  });
+  box.replaceChildren(...files, ...S.images.map((src, i) => {
     const f = h('figure', 'att');
     const img = f.appendChild(h('img'));
     img.src = src;
@@ -393,12 +404,40 @@ function renderAttachments() {
     x.onclick = () => { S.images.splice(i, 1); renderAttachments(); };
     return f;
   }));
-  box.hidden = !S.images.length;
+  box.hidden = !S.images.length && !S.files.length;
 }
 
-/** Adds picked, pasted or dropped files to the message being written. */
+// Other files go into the workspace (POST /v1/workspace/files), and the message names
+// them so the model can read them with its file tools. The server's body limit: 4 MiB.
+const MAX_FILE_BYTES = 4 * 1024 * 1024;
+const sizeText = n => n < 1024 ? n + ' B' : n < 1048576 ? (n / 1024).toFixed(1) + ' KB' : (n / 1048576).toFixed(1) + ' MB';
+
+async function uploadFile(file) {
+  if (file.size > MAX_FILE_BYTES) throw new Error(t('fileTooBig', file.name, '4 MiB'));
+  const path = replace => '/v1/workspace/files?name=' + encodeURIComponent(file.name) + (replace ? '&replace=true' : '');
+  let r;
+  try {
+    r = await req('POST', path(false), file);
+  } catch (e) {
+    if (e.status !== 409 || /folder/.test(e.message)) throw e;
+    // Never replaced without asking.
+    if (!await ask(t('replaceFile', file.name), { danger: true, ok: t('replace') })) return toast(t('notReplaced', file.name), 'info');
+    r = await req('POST', path(true), file);
+  }
+  const j = await r.json();
+  S.files = S.files.filter(f => f.path !== j.path);
+  S.files.push(j);
+  renderAttachments();
+}
+
+/** The line a message gets for the files added with it. */
+const filesNote = files => '\n\n[' + t('filesAdded', files.map(f => `${f.path} (${sizeText(f.bytes)})`).join(', ')) + ']';
+
+/** Adds picked, pasted or dropped files to the message being written: pictures as
+ * images, anything else into the workspace. */
 const attach = guard(async files => {
   for (const f of files) {
+    if (!IMAGE_TYPES.includes(f.type)) { await uploadFile(f); continue; }
     if (S.images.length >= MAX_IMAGES) throw new Error(t('tooManyImages', MAX_IMAGES));
     S.images.push(await imageData(f));
     renderAttachments();
@@ -1661,12 +1700,14 @@ function init() {
   $('#composer').onsubmit = e => {
     e.preventDefault();
     if (S.busy) return;
-    const images = S.images;
+    const images = S.images, files = S.files;
     // An image alone is asked about plainly (the API wants text with it).
-    const text = input.value.trim() ? input.value : images.length ? t('imageAsk') : '';
+    let text = input.value.trim() ? input.value : images.length ? t('imageAsk') : files.length ? t('filesAsk') : '';
     if (!text) return;
+    if (files.length) text = text.trimEnd() + filesNote(files);
     input.value = '';
     S.images = [];
+    S.files = [];
     renderAttachments();
     grow();
     send(text, null, images);

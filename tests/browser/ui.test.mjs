@@ -73,7 +73,7 @@ const SCRIPT = {
     '[evolve:prompt]': [EVOLVED],
     '[image-test]': [`A dot: ![a red dot](${DOT}) and ![remote](https://example.com/x.png)`],
     // Pictures sent with a question: the echo shows what reached the model.
-    '[photo-test]': [{ echo: true }, { echo: true }],
+    '[photo-test]': [{ echo: true }, { echo: true }, { echo: true }],
     // An MCP tool that reports progress, then one whose server asks the person (a form).
     '[mcp-live-test]': [
       call('peer__progress', '{"steps": 8, "ms": 400}'),
@@ -1199,9 +1199,11 @@ await test('images with a question: picked files show as thumbnails, go to the m
   await until(async () => (await main.locator('[data-testid=attached]').count()) === 3, 'a third');
   await main.locator('[data-testid=remove-image]').last().click();
   eq(await main.locator('[data-testid=attached]').count(), 2, 'the third is removed');
-  const toasts = await main.locator('[data-testid=toast]', { hasText: 'is not a PNG' }).count();
-  await main.setInputFiles('#attach-file', { name: 'notes.txt', mimeType: 'text/plain', buffer: Buffer.from('hello') });
-  await until(async () => (await main.locator('[data-testid=toast]', { hasText: 'notes.txt is not a PNG' }).count()) > toasts, 'a text file is refused with a toast');
+  // A picture too big for the workspace's limit is not a picture the page can read:
+  // a broken "PNG" is refused with a toast and not attached.
+  const toasts = await main.locator('[data-testid=toast]', { hasText: 'cannot be read as an image' }).count();
+  await main.setInputFiles('#attach-file', { name: 'broken.png', mimeType: 'image/png', buffer: Buffer.from('not really a png') });
+  await until(async () => (await main.locator('[data-testid=toast]', { hasText: 'broken.png cannot be read as an image' }).count()) > toasts, 'a broken image is refused with a toast');
   eq(await main.locator('[data-testid=attached]').count(), 2, 'and not attached');
 
   await send(main, 'What are these? [photo-test]');
@@ -1234,6 +1236,44 @@ await test('images with a question: picked files show as thumbnails, go to the m
 
   await main.reload();
   await until(async () => (await main.locator('[data-testid=thumb]').count()) === 3, 'after a reload the thumbnails are back');
+});
+
+await test('files with a question: a dropped file goes into the workspace, is never replaced without asking, and the message names it', async () => {
+  await main.click('#nav [data-view=chat]');
+  await main.click('#new-chat');
+  const ws = path.join(HOME, 'workspace');
+  fs.rmSync(path.join(ws, 'budget.csv'), { force: true });
+  // Dropped on the chat, as a person drags it from a file manager.
+  const drop = await main.evaluateHandle(() => {
+    const dt = new DataTransfer();
+    dt.items.add(new File(['month,total\njan,12\n'], 'budget.csv', { type: 'text/csv' }));
+    return dt;
+  });
+  await main.dispatchEvent('#view-chat', 'dragover', { dataTransfer: drop });
+  await main.dispatchEvent('#view-chat', 'drop', { dataTransfer: drop });
+  await main.locator('[data-testid=attached-file]', { hasText: 'budget.csv' }).waitFor();
+  eq(fs.readFileSync(path.join(ws, 'budget.csv'), 'utf8'), 'month,total\njan,12\n', 'the file is in the workspace');
+
+  // The same name again: the page asks; Cancel keeps the old one.
+  await main.setInputFiles('#attach-file', { name: 'budget.csv', mimeType: 'text/csv', buffer: Buffer.from('changed') });
+  await main.waitForSelector('#ask[open]');
+  check((await main.textContent('#ask-msg')).includes('budget.csv is already in the workspace'), 'the question names the file');
+  await main.click('#ask button[value=cancel]');
+  await main.locator('[data-testid=toast]', { hasText: 'budget.csv was not replaced' }).waitFor();
+  eq(fs.readFileSync(path.join(ws, 'budget.csv'), 'utf8'), 'month,total\njan,12\n', 'not replaced');
+  // Again, and Replace.
+  await main.setInputFiles('#attach-file', { name: 'budget.csv', mimeType: 'text/csv', buffer: Buffer.from('month,total\nfeb,30\n') });
+  await main.waitForSelector('#ask[open]');
+  await main.click('#ask-ok');
+  await until(() => fs.readFileSync(path.join(ws, 'budget.csv'), 'utf8').includes('feb'), 'replaced after the confirmation');
+  eq(await main.locator('[data-testid=attached-file]').count(), 1, 'one chip for the file');
+
+  await send(main, 'Sum the totals [photo-test]');
+  await idle(main);
+  eq(await main.locator('[data-testid=attached-file]').count(), 0, 'the strip is empty after sending');
+  const q = await main.locator('[data-testid=msg-user]').last().textContent();
+  check(q.includes('Files added to the workspace: budget.csv (19 B)'), `the message names the file: ${q}`);
+  check((await lastAnswer(main).textContent()).includes('budget.csv'), 'and the model got that line');
 });
 
 await test('no page errors, CSP refusals or JavaScript dialogs on the way', async () => {

@@ -19,7 +19,7 @@ mod skill_tool;
 pub(crate) mod testing;
 pub(crate) mod time;
 mod todo;
-mod workspace;
+pub(crate) mod workspace;
 
 use std::path::Path;
 use std::sync::atomic::AtomicBool;

@@ -15,7 +15,9 @@ use serde_json::{json, Value};
 use super::http::{form_value, percent_decode, Request, Response};
 use super::memory_patch::{MemoryPatch, EMPTY_CONTENT};
 use super::request::{body, field, opt_str, store_error, tri, Reply};
-use super::{assets, chat, error, grants, mcp_servers, prompt, skill_edit, style, tasks, State};
+use super::{
+    assets, chat, error, grants, mcp_servers, prompt, skill_edit, style, tasks, uploads, State,
+};
 use crate::agents::ToolAgent;
 use crate::clock::now;
 use crate::mcp::user_level::{set_level, LevelError};
@@ -141,6 +143,9 @@ static ROUTES: &[(&str, &str, Handler)] = &[
     ("POST", "/v1/tasks/{id}/run", |s, _, p| tasks::run(s, p[0])),
     ("GET", "/v1/tasks/{id}/runs", |s, r, p| {
         tasks::runs(s, r, p[0])
+    }),
+    ("POST", "/v1/workspace/files", |s, r, _| {
+        uploads::upload(s, r)
     }),
     ("GET", "/v1/search", |s, r, _| search(s, r)),
     ("GET", "/v1/prompt", |s, _, _| prompt::list(s)),

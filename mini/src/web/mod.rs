@@ -26,6 +26,7 @@ mod settings;
 mod skill_edit;
 mod style;
 pub mod tasks;
+mod uploads;
 
 use std::collections::HashMap;
 use std::net::{SocketAddr, TcpListener, TcpStream};

@@ -305,10 +305,17 @@ fn content_text(message: &Value) -> String {
             .filter_map(|p| match p["type"].as_str() {
                 Some("image_url") => {
                     let url = p["image_url"]["url"].as_str().unwrap_or("");
-                    Some(match url.strip_prefix("data:").and_then(|r| r.split_once(";base64,")) {
-                        Some((mime, data)) => format!("[image {mime}, {} bytes]", data.len() / 4 * 3),
-                        None => format!("[image {url}]"),
-                    })
+                    Some(
+                        match url
+                            .strip_prefix("data:")
+                            .and_then(|r| r.split_once(";base64,"))
+                        {
+                            Some((mime, data)) => {
+                                format!("[image {mime}, {} bytes]", data.len() / 4 * 3)
+                            }
+                            None => format!("[image {url}]"),
+                        },
+                    )
                 }
                 _ => p["text"].as_str().map(str::to_string),
             })

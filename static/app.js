@@ -381,7 +381,7 @@ async function imageData(file) {
 function renderAttachments() {
   const box = $('#attachments');
   const files = S.files.map((f, i) => {
-    const c = h('span', 'chip file', '📄 ' + f.path);
+    const c = h('span', 'chip file', f.path);
     c.dataset.testid = 'attached-file';
     const x = c.appendChild(h('button', 'icon', '×'));
     x.type = 'button';
@@ -491,6 +491,42 @@ function settleCard(d, c, output) {
   d.querySelector('.state').textContent = [t(c.ran ? (c.is_error ? 'failed' : 'ran') : 'refused'),
     answerText(c.answer)].filter(Boolean).join(' · ');
   if (output != null && c.ran) d.append(ht('div', 'cap', 'output'), h('pre', 'out', output));
+}
+
+/** A sub-turn of a `subtasks` call (evolve.subtask): nested in the call's card, each
+ * with its own tool cards and, once done, its answer. */
+function subtaskEvent(tools, j) {
+  const card = [...tools.children].reverse().find(c => c.querySelector('code').textContent === 'subtasks');
+  if (!card) return;
+  let box = card.querySelector('.subtasks');
+  if (!box) {
+    box = card.appendChild(h('div', 'subtasks'));
+    card.open = true;
+  }
+  let sub = box.querySelector(`[data-index="${j.index}"]`);
+  if (!sub) {
+    sub = box.appendChild(h('div', 'subtask'));
+    sub.dataset.index = j.index;
+    sub.dataset.testid = 'subtask';
+    const head = sub.appendChild(h('div', 'head'));
+    head.append(h('b', null, j.index + '. '), h('span', 'task', j.task || ''), ' ', h('span', 'state', t('running')));
+    sub.append(h('div', 'sub-tools'));
+  }
+  const subTools = sub.querySelector('.sub-tools');
+  if (j.phase === 'tool_start') subTools.append(toolCard(j));
+  else if (j.phase === 'tool_end') {
+    const c = [...subTools.children].find(x => !x.dataset.done && x.querySelector('code').textContent === j.name) ||
+      subTools.appendChild(toolCard(j));
+    settleCard(c, j, j.output);
+  } else if (j.phase === 'end') {
+    sub.classList.add(j.failed ? 'bad' : 'good');
+    sub.querySelector('.state').textContent = j.failed ? t('failed') + ' · ' + j.failed : t('ran') + ' · ' + j.ms + ' ms';
+    if (j.reply) {
+      const r = sub.appendChild(h('div', 'sub-reply'));
+      r.dataset.testid = 'subtask-reply';
+      md(j.reply, r);
+    }
+  }
 }
 
 /** Below an answer that failed or was stopped: why, and Retry (answers the turn again). */
@@ -765,6 +801,7 @@ async function send(text, replace = null, images = []) {
       else if (ev === 'evolve.tool_start') a.tools.append(toolCard(j));
       else if (ev === 'evolve.elicitation') { if (run.attached) a.tools.append(elicitForm(j)); }
       else if (ev === 'evolve.elicitation_end') { const f = document.getElementById('elicit-' + j.id); if (f) f.remove(); }
+      else if (ev === 'evolve.subtask') subtaskEvent(a.tools, j);
       else if (ev === 'evolve.tool_progress') {
         const card = [...a.tools.children].reverse().find(c => !c.dataset.done && c.querySelector('code').textContent === j.name);
         if (card) progressCard(card, j);

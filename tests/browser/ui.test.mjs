@@ -72,6 +72,11 @@ const SCRIPT = {
     // "Evolve the prompt": the proposal shown as a diff, active only once confirmed.
     '[evolve:prompt]': [EVOLVED],
     '[image-test]': [`A dot: ![a red dot](${DOT}) and ![remote](https://example.com/x.png)`],
+    // Sub-agents: two helpers, one writing a file (asked through this page), then the summary.
+    '[subtask-test]': [call('subtasks', '{"tasks": ["Write sub-ui.txt [sub-ui-w]", "Say hello [sub-ui-h]"]}')],
+    '[sub-ui-w]': [call('write_file', '{"path": "sub-ui.txt", "content": "nested"}'), 'Wrote sub-ui.txt.'],
+    '[sub-ui-h]': ['Hello from a helper.'],
+    'subtasks ran': ['Both helpers are done.'],
     // Pictures sent with a question: the echo shows what reached the model.
     '[photo-test]': [{ echo: true }, { echo: true }, { echo: true }],
     // An MCP tool that reports progress, then one whose server asks the person (a form).
@@ -1274,6 +1279,27 @@ await test('files with a question: a dropped file goes into the workspace, is ne
   const q = await main.locator('[data-testid=msg-user]').last().textContent();
   check(q.includes('Files added to the workspace: budget.csv (19 B)'), `the message names the file: ${q}`);
   check((await lastAnswer(main).textContent()).includes('budget.csv'), 'and the model got that line');
+});
+
+await test('sub-agents: a subtasks call shows its helpers as nested cards, a helper\'s L3 call is asked on this page, and the answer sums them up', async () => {
+  await main.click('#nav [data-view=chat]');
+  await main.click('#new-chat');
+  fs.rmSync(path.join(HOME, 'workspace', 'sub-ui.txt'), { force: true });
+  await send(main, 'Do two things at once [subtask-test]');
+  await main.waitForSelector('#perm[open]');
+  check((await main.textContent('#perm')).includes('write_file'), 'the helper\'s call is asked here');
+  await main.click('#perm-allow');
+  await idle(main);
+  const answer = lastAnswer(main);
+  await answer.locator('.body', { hasText: 'Both helpers are done.' }).waitFor();
+  const subs = answer.locator('[data-testid=subtask]');
+  eq(await subs.count(), 2, 'two nested helpers');
+  check((await subs.nth(0).textContent()).includes('Write sub-ui.txt'), 'the first helper names its task');
+  const nested = subs.nth(0).locator('[data-testid=tool-chip]');
+  eq(await nested.count(), 1, 'its call is a card inside it');
+  check(await nested.evaluate(el => el.classList.contains('good')), 'and ran');
+  check((await subs.nth(1).locator('[data-testid=subtask-reply]').textContent()).includes('Hello from a helper.'), 'the second helper\'s answer');
+  eq(fs.readFileSync(path.join(HOME, 'workspace', 'sub-ui.txt'), 'utf8'), 'nested', 'the helper wrote the file');
 });
 
 await test('no page errors, CSP refusals or JavaScript dialogs on the way', async () => {

@@ -31,6 +31,7 @@ use super::prompts::DEFAULT_SYSTEM_PROMPT;
 use super::record::{PostTurn, ToolRun, TurnRecord, TurnUsage};
 use super::reflect::{ReflectWhy, ReflectionAgent};
 use super::runtime::Runtime;
+use super::subtasks::{self, SubEvent, SubIo, SubtaskRun, ToParent, SUBTASKS};
 use super::tool::{ToolAgent, TurnTools, MORE_TOOLS};
 use super::trace::ToolStep;
 use super::worker::Worker;
@@ -94,6 +95,8 @@ pub trait TurnIo {
     /// to show; the second question of an L4 call repeats the exact arguments). Called
     /// only under [`Policy::Interactive`].
     fn ask(&mut self, call: &PendingCall, lang: Lang) -> Heard;
+    /// What a sub-turn of a `subtasks` call did (started, ran a tool, ended).
+    fn on_subtask(&mut self, _event: &SubEvent) {}
 }
 
 /// A running tool's events for the turn's front end.
@@ -153,6 +156,8 @@ struct Timing {
     partial: String,
     /// What went wrong on the way without failing the turn (the record's `problems`).
     problems: Vec<String>,
+    /// The sub-turns of the turn's `subtasks` calls.
+    subtasks: Vec<SubtaskRun>,
 }
 
 /// How the tool loop ended.
@@ -388,7 +393,7 @@ impl Manager {
             skills: ctx.skills,
             tools: turn.take_calls(),
             steps: turn.steps(),
-            needs_person: turn.needs_person(),
+            needs_person: turn.needs_person() || timing.subtasks.iter().any(|r| r.needs_person),
             waiting: None,
             evaluation: None,
             reflection: None,
@@ -402,6 +407,7 @@ impl Manager {
             overhead_ms: 0.0,
             problems: timing.problems.clone(),
             failed: None,
+            subtasks: timing.subtasks.clone(),
         }
     }
 
@@ -485,13 +491,15 @@ impl Manager {
             rt.clock.now(),
         )?;
         let ended = self.drive(
-            sid, turn_no, turn, &ctx, &mut tools, input, io, lang, timing,
+            sid, turn_no, turn, &ctx, &mut tools, input, io, lang, timing, false,
         )?;
         Ok((ctx, ended))
     }
 
     /// Steps 5–9: the one driver of [`Turn`] for every front end. Each action goes to
-    /// the agent that does it; each event gets its own reading of the clock.
+    /// the agent that does it; each event gets its own reading of the clock. A `nested`
+    /// turn (a sub-turn of `subtasks`) is never parked: a question nobody answers stops
+    /// it.
     #[allow(clippy::too_many_arguments)]
     fn drive(
         &self,
@@ -504,6 +512,7 @@ impl Manager {
         io: &mut dyn TurnIo,
         lang: Lang,
         timing: &mut Timing,
+        nested: bool,
     ) -> Result<Ended, Error> {
         let rt = &*self.rt;
         loop {
@@ -541,6 +550,15 @@ impl Manager {
                     );
                     turn.handle_check(check, rt.clock.now());
                 }
+                Action::AskPerson(call) if nested => {
+                    let asked = Instant::now();
+                    let reply = io.ask(&call, lang);
+                    timing.model_time += asked.elapsed();
+                    match reply {
+                        Heard::Reply(text) => turn.handle_answer(&text),
+                        Heard::Stop | Heard::Away => turn.handle_stopped(),
+                    }
+                }
                 Action::AskPerson(call) => {
                     // Parked in the store while the person thinks: a crash, a closed
                     // terminal or a client that went away leaves the question there,
@@ -572,6 +590,12 @@ impl Manager {
                             return Ok(Ended::Parked(call));
                         }
                     }
+                }
+                Action::RunTool { call, level } if call.name == SUBTASKS && !nested => {
+                    io.on_tool_start(&call.name, &call.arguments, level);
+                    let (text, is_error) =
+                        self.run_subtasks(sid, turn, &call.arguments, input, io, timing);
+                    turn.handle_output(text, is_error);
                 }
                 Action::RunTool { call, .. } if call.name == MORE_TOOLS => {
                     let (text, is_error) = ToolAgent.more_tools(tools, &call.arguments);
@@ -986,6 +1010,206 @@ impl Manager {
         Ok((ctx, tools))
     }
 
+    /// A `subtasks` call: each subtask answered by a sub-turn of its own, at most
+    /// `[agent] subtask_parallel` at a time on threads of their own, while this thread
+    /// alone talks to the front end (their questions, one at a time, and their events).
+    /// Returns the tool's output and whether it is an error.
+    #[allow(clippy::too_many_arguments)]
+    fn run_subtasks(
+        &self,
+        sid: &str,
+        turn: &Turn,
+        arguments: &str,
+        input: &TurnInput<'_>,
+        io: &mut dyn TurnIo,
+        timing: &mut Timing,
+    ) -> (String, bool) {
+        let rt = &*self.rt;
+        let tasks = match subtasks::parse(arguments, rt.config.agent.subtasks) {
+            Ok(t) => t,
+            Err(e) => return (e, true),
+        };
+        let policy = *turn.policy();
+        let queue = std::sync::Mutex::new(tasks.into_iter().enumerate().collect::<Vec<_>>());
+        let workers = rt.config.agent.subtask_parallel.clamp(1, 16);
+        let started = Instant::now();
+        let (tx, rx) = mpsc::channel::<ToParent>();
+        let mut runs: Vec<SubtaskRun> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..workers)
+                .map(|_| {
+                    let tx = tx.clone();
+                    let queue = &queue;
+                    s.spawn(move || {
+                        let mut done = Vec::new();
+                        loop {
+                            // The first task first: they start in the model's order.
+                            let next = {
+                                let mut q = queue.lock().unwrap_or_else(|p| p.into_inner());
+                                (!q.is_empty()).then(|| q.remove(0))
+                            };
+                            let Some((i, task)) = next else { break };
+                            let mut sub_io = SubIo {
+                                index: i + 1,
+                                to_parent: tx.clone(),
+                            };
+                            let _ = tx.send(ToParent::Event(SubEvent::Start {
+                                index: i + 1,
+                                task: task.clone(),
+                            }));
+                            let run = self.sub_turn(sid, i + 1, &task, policy, input, &mut sub_io);
+                            let _ = tx.send(ToParent::Event(SubEvent::End(run.clone())));
+                            done.push(run);
+                        }
+                        done
+                    })
+                })
+                .collect();
+            drop(tx);
+            // Until every sub-turn has ended (each holds a sender).
+            for msg in rx {
+                match msg {
+                    ToParent::Event(e) => io.on_subtask(&e),
+                    ToParent::Ask { call, lang, reply } => {
+                        let _ = reply.send(io.ask(&call, lang));
+                    }
+                    ToParent::Elicit {
+                        tool,
+                        question,
+                        lang,
+                        reply,
+                    } => {
+                        let _ = reply.send(io.elicit(&tool, &question, lang));
+                    }
+                    ToParent::Progress { name, progress } => io.on_tool_progress(&name, &progress),
+                }
+            }
+            handles
+                .into_iter()
+                .flat_map(|h| h.join().unwrap_or_default())
+                .collect()
+        });
+        runs.sort_by_key(|r| r.index);
+        for r in &runs {
+            timing.usage_main.add(r.usage);
+        }
+        log::info!(
+            "session {sid}: {} subtasks answered in {} ms ({} at a time; {} failed)",
+            runs.len(),
+            started.elapsed().as_millis(),
+            workers,
+            runs.iter().filter(|r| r.failed.is_some()).count()
+        );
+        let text = subtasks::output(&runs);
+        let all_failed = runs.iter().all(|r| r.failed.is_some());
+        timing.subtasks.extend(runs);
+        (text, all_failed)
+    }
+
+    /// One sub-turn: its own question, memories, skills and tools (not `subtasks`), no
+    /// history, the parent's policy and the session's grants.
+    fn sub_turn(
+        &self,
+        sid: &str,
+        index: usize,
+        task: &str,
+        policy: Policy,
+        parent: &TurnInput<'_>,
+        io: &mut SubIo,
+    ) -> SubtaskRun {
+        let rt = &*self.rt;
+        let started = Instant::now();
+        let mut timing = Timing::default();
+        let mut turn: Option<Turn> = None;
+        let result = (|| -> Result<(), Error> {
+            let grants = rt.store.grants(sid)?;
+            let limits = Limits {
+                max_steps: rt.config.agent.max_steps,
+            };
+            let t = turn.insert(Turn::new(sid, task, policy, grants, limits));
+            let (ctx, mut tools) = self.sub_context(task, parent.cancel)?;
+            let input = TurnInput {
+                session: Some(sid),
+                text: task,
+                policy,
+                stream: false,
+                cancel: parent.cancel,
+                force_tool: None,
+                replaces: None,
+                images: &[],
+            };
+            let lang = Lang::guess(task);
+            self.drive(
+                sid,
+                0,
+                t,
+                &ctx,
+                &mut tools,
+                &input,
+                io,
+                lang,
+                &mut timing,
+                true,
+            )?;
+            Ok(())
+        })();
+        let (reply, tools, steps, needs_person) = match turn.as_mut() {
+            Some(t) => {
+                let reply = match (&result, t.messages().last()) {
+                    (Ok(()), Some(m)) if m.role == Role::Assistant => m.content.clone(),
+                    _ => String::new(),
+                };
+                (reply, t.take_calls(), t.steps(), t.needs_person())
+            }
+            None => (String::new(), Vec::new(), 0, false),
+        };
+        let failed = match result {
+            Err(Error::Model(crate::llm::LlmError::Cancelled)) => Some("stopped".to_string()),
+            Err(e) => Some(e.to_string()),
+            Ok(()) if reply.trim().is_empty() => Some("it gave no answer".to_string()),
+            Ok(()) => None,
+        };
+        if let Some(why) = &failed {
+            log::warn!("session {sid}: subtask {index} failed: {why}");
+        }
+        SubtaskRun {
+            index,
+            task: task.to_string(),
+            reply,
+            tools,
+            steps,
+            ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+            usage: timing.usage_main,
+            needs_person,
+            failed,
+        }
+    }
+
+    /// A sub-turn's context: the system prompt, the memories and skills its question
+    /// selects, no history; the turn's tools without `subtasks`.
+    fn sub_context(&self, task: &str, cancel: &AtomicBool) -> Result<(Context, TurnTools), Error> {
+        let rt = &*self.rt;
+        let lang = Lang::guess(task);
+        let recall = MemoryAgent.recall(rt, task, None, rt.clock.now());
+        let (skills_block, skills) = match_skills(rt, task, lang);
+        let mut tools = ToolAgent.for_turn(rt, cancel);
+        ToolAgent.leave_out(&mut tools, SUBTASKS);
+        let ctx = Context {
+            system: system_prompt(rt)?,
+            skills_block,
+            skills,
+            todo_block: String::new(),
+            recall,
+            l1: Vec::new(),
+            l2: Vec::new(),
+            l2_keywords: Vec::new(),
+            l3: None,
+            tool_chain: None,
+            query: KeywordSet::of(&rt.tokenizer, task),
+            used_tools: Vec::new(),
+        };
+        Ok((ctx, tools))
+    }
+
     #[allow(clippy::type_complexity)]
     fn load_history(
         &self,
@@ -1024,19 +1248,7 @@ impl Manager {
         let l2 = entries[..entries.len().saturating_sub(in_l1)].to_vec();
         let (l3, tool_chain) = rt.store.l3_and_tool_chain(sid)?;
         let tool_chain = tool_chain.filter(|_| rt.config.agent.tool_chain);
-        let mut system = match rt.store.active_prompt()? {
-            Some(p) => p.text,
-            None => DEFAULT_SYSTEM_PROMPT.to_string(),
-        };
-        let notes = rt.store.style_notes()?;
-        if !notes.is_empty() {
-            system.push_str("\n\nWhat this user liked in earlier answers:\n");
-            for n in &notes {
-                system.push_str("- ");
-                system.push_str(n);
-                system.push('\n');
-            }
-        }
+        let system = system_prompt(rt)?;
         let todos = rt.store.todos(sid)?;
         let open: Vec<_> = todos.iter().filter(|t| !t.done).collect();
         let mut todo_block = String::new();
@@ -1048,6 +1260,25 @@ impl Manager {
         }
         Ok((l1, l2, (l3, tool_chain), system, todo_block))
     }
+}
+
+/// The system prompt: the active version (or the built-in one) and the style notes
+/// learned from well-rated answers.
+fn system_prompt(rt: &Runtime) -> Result<String, Error> {
+    let mut system = match rt.store.active_prompt()? {
+        Some(p) => p.text,
+        None => DEFAULT_SYSTEM_PROMPT.to_string(),
+    };
+    let notes = rt.store.style_notes()?;
+    if !notes.is_empty() {
+        system.push_str("\n\nWhat this user liked in earlier answers:\n");
+        for n in &notes {
+            system.push_str("- ");
+            system.push_str(n);
+            system.push('\n');
+        }
+    }
+    Ok(system)
 }
 
 /// A turn can replace only its session's last answered turn, once, with nothing

@@ -23,6 +23,7 @@ mod record;
 mod reflect;
 mod runtime;
 pub(crate) mod style;
+pub mod subtasks;
 mod tool;
 mod trace;
 pub(crate) mod versions;

@@ -128,6 +128,9 @@ pub struct TurnRecord {
     /// so an interface can show the failure after a reload and offer to ask again.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub failed: Option<String>,
+    /// The sub-turns its `subtasks` calls ran, each with its own calls and answer.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub subtasks: Vec<super::subtasks::SubtaskRun>,
 }
 
 impl TurnRecord {
@@ -148,6 +151,7 @@ impl TurnRecord {
             reflection: None,
             learned_skill: None,
             lesson: None,
+            subtasks: Vec::new(),
             usage: TurnUsage::default(),
             answer_ms: 0,
             overhead_ms: 0.0,

@@ -61,6 +61,9 @@ impl ToolAgent {
         if let Some(c) = &mcp {
             cards.extend(c.specs().into_iter().map(|s| card(rt, s)));
         }
+        if rt.config.agent.subtasks > 0 {
+            cards.push(card(rt, super::subtasks::spec(rt.config.agent.subtasks)));
+        }
         TurnTools {
             mcp,
             generation,
@@ -107,6 +110,11 @@ impl ToolAgent {
         }
         self.refresh(rt, tools, cancel);
         self.has(rt, tools, name)
+    }
+
+    /// Takes a tool out of the turn (a sub-turn has no `subtasks`).
+    pub fn leave_out(&self, tools: &mut TurnTools, name: &str) {
+        tools.cards.retain(|(s, _)| s.name != name);
     }
 
     /// The names of every tool of the turn (and [`MORE_TOOLS`]).
@@ -212,7 +220,10 @@ impl ToolAgent {
 
     /// Whether a tool of that name exists (built-in, MCP, or [`MORE_TOOLS`]).
     pub fn has(&self, rt: &Runtime, tools: &TurnTools, name: &str) -> bool {
-        rt.tools.has(name) || self.mcp_entry(tools, name).is_some() || name == MORE_TOOLS
+        rt.tools.has(name)
+            || self.mcp_entry(tools, name).is_some()
+            || name == MORE_TOOLS
+            || name == super::subtasks::SUBTASKS && tools.cards.iter().any(|(s, _)| s.name == name)
     }
 
     /// What the model is told when it calls a tool that does not exist: every name it
@@ -237,10 +248,17 @@ impl ToolAgent {
         grants: &Grants,
         policy: &Policy,
     ) -> CallCheck {
-        if name == MORE_TOOLS {
-            // It only describes tools: L0, nothing runs.
+        if name == MORE_TOOLS || name == super::subtasks::SUBTASKS {
+            // more_tools only describes tools: L0, nothing runs. subtasks runs nothing
+            // itself: each of its sub-turns' calls is checked on its own (L1: it costs
+            // model calls).
+            let level = if name == MORE_TOOLS {
+                Level::L0
+            } else {
+                Level::L1
+            };
             let class = ToolClass {
-                level: Level::L0,
+                level,
                 source: ClassSource::BuiltIn,
             };
             let ctx = EscalationContext {

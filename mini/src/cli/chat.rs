@@ -17,6 +17,7 @@ use evolve_core::text::{one_line, KeywordSet, Lang};
 use super::app::{now, open_store, App, STORE_WAIT};
 use super::interrupt;
 use super::printable;
+use crate::agents::subtasks::SubEvent;
 use crate::agents::{Heard, Manager, PostTurn, Runtime, ToolRun, TurnInput, TurnIo};
 use crate::config::LoadOptions;
 use crate::error::Error;
@@ -99,6 +100,45 @@ impl TurnIo for Terminal<'_> {
         }
         self.progressed = Some(std::time::Instant::now());
         self.say(&format!("    … {}", printable(&progress.line(), false)));
+    }
+
+    fn on_subtask(&mut self, event: &SubEvent) {
+        if self.streamed {
+            self.say("");
+            self.streamed = false;
+        }
+        // Indented under the subtasks call: a line per sub-turn, and its calls below it.
+        match event {
+            SubEvent::Start { index, task } => {
+                self.say(&format!("    ↳ {index}. {}", one_line(task, 140)));
+            }
+            SubEvent::ToolStart {
+                name,
+                arguments,
+                level,
+                ..
+            } => self.say(&format!(
+                "        ⚙ {name} {} [{level}]",
+                one_line(arguments, 120)
+            )),
+            SubEvent::ToolEnd { run, .. } if !run.ran => {
+                let why = run.answer.as_deref().unwrap_or("refused");
+                self.say(&format!(
+                    "        ✗ {} not run ({why})",
+                    printable(&run.name, false)
+                ));
+            }
+            SubEvent::ToolEnd { .. } => {}
+            SubEvent::End(run) => match &run.failed {
+                Some(why) => self.say(&format!("    ✗ {}. failed: {why}", run.index)),
+                None => self.say(&format!(
+                    "    ✓ {}. {} ({} ms)",
+                    run.index,
+                    one_line(&run.reply, 100),
+                    run.ms
+                )),
+            },
+        }
     }
 
     fn on_tool_end(&mut self, run: &ToolRun, _output: &str) {

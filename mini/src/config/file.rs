@@ -98,6 +98,8 @@ pub struct RawAgent {
     pub turn_line: Option<bool>,
     pub titles: Option<bool>,
     pub tool_chain: Option<bool>,
+    pub subtasks: Option<usize>,
+    pub subtask_parallel: Option<usize>,
 }
 
 /// `[tools]`; durations in seconds, sizes in bytes.

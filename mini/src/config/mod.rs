@@ -106,6 +106,10 @@ pub struct AgentConfig {
     /// The cheap model keeps a review of the session's tool calls after each turn with
     /// tool calls, which L3 injects (default true).
     pub tool_chain: bool,
+    /// The `subtasks` tool: at most this many sub-turns per call (0: no such tool).
+    pub subtasks: usize,
+    /// Sub-turns run at once.
+    pub subtask_parallel: usize,
 }
 
 impl Default for AgentConfig {
@@ -123,6 +127,8 @@ impl Default for AgentConfig {
             turn_line: true,
             titles: true,
             tool_chain: true,
+            subtasks: 4,
+            subtask_parallel: 3,
         }
     }
 }

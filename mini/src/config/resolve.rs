@@ -945,6 +945,9 @@ pub fn check_base_url(url: &str) -> Result<String, String> {
     Ok(url.to_string())
 }
 
+/// The most sub-turns one `subtasks` call may ask for.
+const MAX_SUBTASKS: usize = 16;
+
 fn resolve_agent(raw: RawAgent, ctx: &Context<'_>) -> Result<AgentConfig, ConfigError> {
     let RawAgent {
         max_steps,
@@ -959,12 +962,27 @@ fn resolve_agent(raw: RawAgent, ctx: &Context<'_>) -> Result<AgentConfig, Config
         turn_line,
         titles,
         tool_chain,
+        subtasks,
+        subtask_parallel,
     } = raw;
     let d = AgentConfig::default();
     if max_steps == Some(0) {
         return Err(ctx.invalid(format!(
             "agent.max_steps = 0{}: a turn needs at least 1 model call",
             ctx.source_note("agent.max_steps")
+        )));
+    }
+    if subtasks.is_some_and(|n| n > MAX_SUBTASKS) {
+        return Err(ctx.invalid(format!(
+            "agent.subtasks = {}{}: at most {MAX_SUBTASKS} sub-turns per call (0 turns the tool off)",
+            subtasks.unwrap_or_default(),
+            ctx.source_note("agent.subtasks")
+        )));
+    }
+    if subtask_parallel == Some(0) {
+        return Err(ctx.invalid(format!(
+            "agent.subtask_parallel = 0{}: at least 1 sub-turn runs at a time",
+            ctx.source_note("agent.subtask_parallel")
         )));
     }
     Ok(AgentConfig {
@@ -984,6 +1002,8 @@ fn resolve_agent(raw: RawAgent, ctx: &Context<'_>) -> Result<AgentConfig, Config
         turn_line: turn_line.unwrap_or(d.turn_line),
         titles: titles.unwrap_or(d.titles),
         tool_chain: tool_chain.unwrap_or(d.tool_chain),
+        subtasks: subtasks.unwrap_or(d.subtasks),
+        subtask_parallel: subtask_parallel.unwrap_or(d.subtask_parallel),
     })
 }
 

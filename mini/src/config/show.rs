@@ -86,6 +86,8 @@ impl Config {
                 "turn_line": self.agent.turn_line,
                 "titles": self.agent.titles,
                 "tool_chain": self.agent.tool_chain,
+                "subtasks": self.agent.subtasks,
+                "subtask_parallel": self.agent.subtask_parallel,
             },
             "tools": {
                 "shell_timeout": secs(self.tools.shell_timeout),

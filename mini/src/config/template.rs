@@ -110,6 +110,12 @@ pub const CONFIG_TEMPLATE: &str = r#"# evolve configuration — `evolve config s
 # The cheap model keeps a short review of the session's tool calls (what was
 # called, what came of it, what failed), given to the model with the summary.
 #tool_chain = true
+# The `subtasks` tool: the model splits a task into at most this many independent
+# parts, each answered by its own turn (no history, the same permissions), and
+# summarises their results. 0: no such tool (at most 16).
+#subtasks = 4
+# Sub-turns that run at once.
+#subtask_parallel = 3
 
 [tools]
 # The `shell` tool is stopped after this long — or up to 4 times as long while the

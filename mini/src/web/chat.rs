@@ -1069,6 +1069,10 @@ impl TurnIo for WebIo<'_, '_, '_> {
         );
     }
 
+    fn on_subtask(&mut self, event: &crate::agents::subtasks::SubEvent) {
+        self.send_event("evolve.subtask", &event.to_json());
+    }
+
     fn on_tool_end(&mut self, run: &ToolRun, output: &str) {
         let mut v = serde_json::to_value(run).unwrap_or_default();
         v["output"] = json!(cut_output(output));

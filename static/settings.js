@@ -93,7 +93,7 @@ function buildSettings() {
   state.id = 'set-state';
   form.append(ht('h3', null, 'setModel'), state, setField('profile', 'profile', profile),
     setField('setBaseUrl', 'base_url', url, preset, note), keyField, model('model'), model('cheap_model'),
-    setField('setCtx', 'context_window', ctx), ht('p', 'mut', 'setFile'), buttons, checks);
+    setField('setCtx', 'context_window', ctx), ht('p', 'mut', 'setFile'), ht('p', 'mut', 'importHint'), buttons, checks);
   form.onsubmit = e => { e.preventDefault(); guard(saveSettings)(); };
   box.append(form);
 }

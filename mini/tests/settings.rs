@@ -237,3 +237,75 @@ fn settings_of_a_profile_go_to_its_own_table() {
     );
     assert_eq!(s.get("/v1/settings/model").json()["context_window"], 8192);
 }
+
+#[test]
+fn settings_a_dropped_config_toml_shows_its_model_changes_then_saves_them() {
+    let w = world("settings-import");
+    let s = Server::start(&w, &[]);
+    let second = FakeLlm::start();
+    second.quiet("[evolve:");
+    let dropped = format!(
+        "# from my laptop\n[model]\nbase_url = \"{}\"\napi_key = \"sk-dropped-0123456789\"\ncontext_window = 24576\ntemperature = 0.2\n\n[agent]\nlearn = false\n",
+        second.base_url()
+    );
+    let post = |query: &str, body: &str| {
+        s.request(
+            "POST",
+            &format!("/v1/settings/model/import{query}"),
+            &[("Content-Type", "application/toml")],
+            body,
+        )
+    };
+    let before = std::fs::read_to_string(w.config_path()).unwrap();
+    let r = post("", &dropped);
+    assert_eq!(r.status, 200, "{}", r.body);
+    let v = r.json();
+    let fields: Vec<&str> = v["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["field"].as_str().unwrap())
+        .collect();
+    assert_eq!(fields, ["base_url", "context_window", "api_key"], "{v}");
+    assert_eq!(v["changes"][0]["to"], second.base_url());
+    assert_eq!(
+        v["changes"][2],
+        json!({"field": "api_key", "from": "none", "to": "set"})
+    );
+    assert_eq!(v["left_out"], json!(["[agent]", "model.temperature"]));
+    assert!(!r.body.contains("0123456789"), "the key is not returned");
+    assert_eq!(
+        std::fs::read_to_string(w.config_path()).unwrap(),
+        before,
+        "a preview writes nothing"
+    );
+
+    // Applied: saved as PUT saves (comments of the file kept), the next turn goes there.
+    let r = post("?apply=true", &dropped);
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.json()["context_window"], 24576);
+    let text = std::fs::read_to_string(w.config_path()).unwrap();
+    assert!(text.starts_with("# my own notes\n"), "{text}");
+    assert!(text.contains("context_window = 24576"), "{text}");
+    assert!(
+        !text.contains("temperature"),
+        "what is left out is not written: {text}"
+    );
+    second.push(Reply::text("from the dropped server"));
+    let c = s.post("/v1/chat/completions", &chat_body("hello", json!({})));
+    assert!(c.body.contains("from the dropped server"), "{}", c.body);
+
+    // What cannot be imported is a 400 that says why, and changes nothing.
+    let now = std::fs::read_to_string(w.config_path()).unwrap();
+    for (body, said) in [
+        ("[model\nbase_url = 1", "not a TOML file"),
+        ("[agent]\nlearn = true\n", "no [model] table"),
+        ("[model]\nbase_url = \"ftp://x\"\n", "base_url"),
+        ("[model]\ncontext_window = 0\n", "context_window"),
+    ] {
+        let r = post("?apply=true", body);
+        assert_eq!(r.status, 400, "{body}: {}", r.body);
+        assert!(r.body.contains(said), "{body}: {}", r.body);
+    }
+    assert_eq!(std::fs::read_to_string(w.config_path()).unwrap(), now);
+}

@@ -1302,6 +1302,47 @@ await test('sub-agents: a subtasks call shows its helpers as nested cards, a hel
   eq(fs.readFileSync(path.join(HOME, 'workspace', 'sub-ui.txt'), 'utf8'), 'nested', 'the helper wrote the file');
 });
 
+await test('a dropped mcpServers JSON adds its servers and a dropped config.toml its model settings, each after showing what would change', async () => {
+  const dropFile = async (view, name, text, type) => {
+    const dt = await main.evaluateHandle(([n, t, ty]) => {
+      const d = new DataTransfer();
+      d.items.add(new File([t], n, { type: ty }));
+      return d;
+    }, [name, text, type]);
+    await main.dispatchEvent(view, 'dragover', { dataTransfer: dt });
+    await main.dispatchEvent(view, 'drop', { dataTransfer: dt });
+  };
+  await main.click('#nav [data-view=tools]');
+  await main.locator('[data-testid=mcp-server]').first().waitFor();
+  const json = JSON.stringify({ mcpServers: {
+    dropped: { command: process.env.MCP_TEST_SERVER_BIN, args: [] },
+    peer: { command: 'ignored' },
+  } });
+  await dropFile('#view-tools', 'claude_desktop_config.json', json, 'application/json');
+  await main.waitForSelector('#ask[open]');
+  const asked = await main.textContent('#ask-msg');
+  check(asked.includes('add dropped') && asked.includes('skip peer (defined in config.toml)'), `what would change: ${asked}`);
+  await main.click('#ask-ok');
+  await main.locator('[data-testid=toast]', { hasText: 'Imported: dropped' }).waitFor();
+  await main.locator('[data-testid=mcp-server]', { hasText: 'dropped' }).waitFor();
+
+  await main.click('#nav [data-view=settings]');
+  await main.waitForSelector('#set-context-window');
+  const before = await main.inputValue('#set-context-window');
+  const toml = '# a config from another machine\n[model]\ncontext_window = 12345\ntemperature = 0.3\n\n[agent]\nlearn = false\n';
+  await dropFile('#view-settings', 'config.toml', toml, 'application/toml');
+  await main.waitForSelector('#ask[open]');
+  const shown = await main.textContent('#ask-msg');
+  check(shown.includes(`Context window: ${before} → 12345`), `the change: ${shown}`);
+  check(shown.includes('Not imported from this file: [agent], model.temperature'), `what is left out: ${shown}`);
+  await main.click('#ask-ok');
+  await main.locator('[data-testid=toast]', { hasText: 'The model settings of config.toml are saved' }).waitFor();
+  await until(async () => (await main.inputValue('#set-context-window')) === '12345', 'the settings show the new value');
+  const m = await api('GET', '/v1/settings/model');
+  eq(m.json.context_window, 12345, 'the server runs on it');
+  await main.click('#nav [data-view=chat]');
+});
+
 await test('no page errors, CSP refusals or JavaScript dialogs on the way', async () => {
   eq([...new Set(main.seen.errors)].slice(0, 3).join('\n'), '', 'errors');
   eq(main.seen.dialogs.length, 0, 'dialogs');

@@ -167,6 +167,9 @@ static ROUTES: &[(&str, &str, Handler)] = &[
     ("POST", "/v1/settings/model/test", |s, r, _| {
         super::settings::test(s, r)
     }),
+    ("POST", "/v1/settings/model/import", |s, r, _| {
+        super::settings::import(s, r)
+    }),
     ("POST", "/v1/config/profile", |s, r, _| switch_profile(s, r)),
     // tea-agent's names, for scripts migrating from it.
     ("POST", "/v1/config/switch", |s, r, _| switch_profile(s, r)),

@@ -386,11 +386,16 @@ pub fn update(state: &State, req: &Request) -> Reply {
     }
     let b = field!(body(req));
     let edit = field!(Edit::parse(&b));
+    save(state, &edit)
+}
+
+/// Writes an accepted edit (one writer at a time) and answers with the new view.
+fn save(state: &State, edit: &Edit) -> Reply {
     {
         let _one = WRITING
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let (old, new, loaded) = field!(candidate(state, &edit));
+        let (old, new, loaded) = field!(candidate(state, edit));
         if new != old {
             let path = &loaded.config.file;
             if let Err(e) = crate::config::private::write_private(path, &new) {
@@ -409,6 +414,101 @@ pub fn update(state: &State, req: &Request) -> Reply {
         }
     }
     model(state)
+}
+
+/// `POST /v1/settings/model/import[?apply=true]`: a `config.toml` dropped on the settings
+/// page (the body). Its `[model]` settings — `base_url`, `main`, `cheap`,
+/// `context_window`, `api_key` — are checked as `PUT` checks them and compared with the
+/// running ones: `{changes: [{field, from, to}], left_out: [...]}` (a key shows only as
+/// set or not). With `apply=true` they are saved as `PUT` saves them. The rest of the file
+/// (other tables, other `[model]` keys) is named in `left_out`, not imported.
+pub fn import(state: &State, req: &Request) -> Reply {
+    let Ok(text) = std::str::from_utf8(&req.body) else {
+        return invalid(None, "the file is not UTF-8 text, so not a config.toml");
+    };
+    let doc: toml::Table = match toml::from_str(text) {
+        Ok(d) => d,
+        Err(e) => {
+            let e = e.to_string();
+            return invalid(None, format!("not a TOML file: {}", e.trim()));
+        }
+    };
+    let apply = match req.query_param("apply").as_deref() {
+        None | Some("false") => false,
+        Some("true") => true,
+        Some(other) => return invalid(None, format!("apply must be true or false, not {other:?}")),
+    };
+    let mut left_out: Vec<String> = doc
+        .keys()
+        .filter(|k| *k != "model")
+        .map(|k| format!("[{k}]"))
+        .collect();
+    let Some(model) = doc.get("model").and_then(toml::Value::as_table) else {
+        return invalid(
+            None,
+            "the file has no [model] table: nothing for the model settings (MCP servers \
+             are imported from an mcpServers JSON file on the Tools page)",
+        );
+    };
+    let mut b = Map::new();
+    for (key, value) in model {
+        let field = match key.as_str() {
+            "base_url" => "base_url",
+            "main" => "model",
+            "cheap" => "cheap_model",
+            "context_window" => "context_window",
+            "api_key" => "api_key",
+            _ => {
+                left_out.push(format!("model.{key}"));
+                continue;
+            }
+        };
+        let v = match value {
+            toml::Value::String(s) => json!(s),
+            toml::Value::Integer(n) => json!(n),
+            _ => {
+                return invalid(
+                    Some(field),
+                    format!("model.{key} must be a string or a number"),
+                )
+            }
+        };
+        b.insert(field.to_string(), v);
+    }
+    let edit = field!(Edit::parse(&b));
+    if apply {
+        return save(state, &edit);
+    }
+    let rt = state.rt();
+    let cfg = &rt.config.model;
+    let mut changes = Vec::new();
+    let mut change = |field: &str, from: String, to: Option<String>| {
+        if let Some(to) = to.filter(|t| *t != from) {
+            changes.push(json!({"field": field, "from": from, "to": to}));
+        }
+    };
+    change(
+        "base_url",
+        crate::secret::display_url(&cfg.base_url),
+        edit.base_url.as_deref().map(crate::secret::display_url),
+    );
+    change("model", cfg.main.clone(), edit.model.clone());
+    change("cheap_model", cfg.cheap.clone(), edit.cheap_model.clone());
+    change(
+        "context_window",
+        cfg.context_window.to_string(),
+        edit.context_window.map(|n| n.to_string()),
+    );
+    if let Some(key) = &edit.api_key {
+        let now = cfg.api_key.as_ref().map(|k| k.expose());
+        if now != Some(key.as_str()) {
+            let set = |yes: bool| if yes { "set" } else { "none" }.to_string();
+            changes.push(
+                json!({"field": "api_key", "from": set(now.is_some()), "to": set(!key.is_empty())}),
+            );
+        }
+    }
+    Response::json(200, &json!({"changes": changes, "left_out": left_out}))
 }
 
 /// How long a test waits: to connect as the page-load check, for an answer longer (a

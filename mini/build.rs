@@ -52,6 +52,46 @@ fn main() {
     table.push(']');
     std::fs::write(Path::new(&out_dir).join("static_files.rs"), table).unwrap();
 
+    // The bundled skills (`skills/*/SKILL.md`, by folder name), deflated together
+    // (`skills::bundled` inflates them once, at the first use): 19 KB of text take 9.
+    let skills_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../skills");
+    println!("cargo:rerun-if-changed={}", skills_dir.display());
+    let mut skill_dirs: Vec<_> = std::fs::read_dir(&skills_dir)
+        .unwrap()
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.join("SKILL.md").is_file())
+        .collect();
+    skill_dirs.sort();
+    let mut all = String::new();
+    let mut skill_table = String::from("&[\n");
+    for dir in &skill_dirs {
+        let file = dir.join("SKILL.md");
+        println!("cargo:rerun-if-changed={}", file.display());
+        let text = std::fs::read_to_string(&file).unwrap();
+        let name = dir.file_name().unwrap().to_string_lossy();
+        writeln!(
+            skill_table,
+            "    ({name:?}, {}, {}),",
+            all.len(),
+            text.len()
+        )
+        .unwrap();
+        all.push_str(&text);
+    }
+    skill_table.push(']');
+    std::fs::write(Path::new(&out_dir).join("bundled_skills.rs"), skill_table).unwrap();
+    std::fs::write(
+        Path::new(&out_dir).join("bundled_skills.deflate"),
+        miniz_oxide::deflate::compress_to_vec(all.as_bytes(), 10),
+    )
+    .unwrap();
+    std::fs::write(
+        Path::new(&out_dir).join("bundled_skills_len.rs"),
+        format!("{}", all.len()),
+    )
+    .unwrap();
+
     // The Chinese dictionary, deflated the same way (`text::dict` inflates it on the
     // first Chinese text): 40% of it is saved in the binary.
     let dict = Path::new(env!("CARGO_MANIFEST_DIR")).join("dict/trimmed.dict");

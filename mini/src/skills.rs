@@ -10,39 +10,31 @@ use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use evolve_core::skill::{parse_skill_md, SkillSummary};
 use evolve_core::text::Tokenizer;
 
-/// Skills shipped in the binary: (name, SKILL.md text) from the repository's `skills/`
-/// folder. The name must equal the `name:` of the file (checked by a test). About 20 KB
-/// in all: they ship in a binary with a 5 MiB budget.
-pub const BUNDLED: &[(&str, &str)] = &[
-    (
-        "commit-message",
-        include_str!("../../skills/commit-message/SKILL.md"),
-    ),
-    (
-        "daily-briefing",
-        include_str!("../../skills/daily-briefing/SKILL.md"),
-    ),
-    (
-        "plan-tasks",
-        include_str!("../../skills/plan-tasks/SKILL.md"),
-    ),
-    (
-        "review-diff",
-        include_str!("../../skills/review-diff/SKILL.md"),
-    ),
-    (
-        "server-health-check",
-        include_str!("../../skills/server-health-check/SKILL.md"),
-    ),
-    (
-        "summarize-web-page",
-        include_str!("../../skills/summarize-web-page/SKILL.md"),
-    ),
-    (
-        "translate-zh-en",
-        include_str!("../../skills/translate-zh-en/SKILL.md"),
-    ),
-];
+/// Skills shipped in the binary: (name, SKILL.md text), every folder of the
+/// repository's `skills/`. The name must equal the `name:` of the file (checked by a
+/// test). About 20 KB of text, stored deflated (9 KB; `mini/build.rs`) and inflated once,
+/// at the first use: they ship in a binary with a 5 MiB budget.
+pub fn bundled() -> &'static [(&'static str, &'static str)] {
+    static TABLE: &[(&str, usize, usize)] =
+        include!(concat!(env!("OUT_DIR"), "/bundled_skills.rs"));
+    static DEFLATED: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/bundled_skills.deflate"));
+    const BYTES: usize = include!(concat!(env!("OUT_DIR"), "/bundled_skills_len.rs"));
+    static ALL: std::sync::OnceLock<Vec<(&'static str, &'static str)>> = std::sync::OnceLock::new();
+    ALL.get_or_init(|| {
+        let text = crate::inflate::inflate(DEFLATED, BYTES)
+            .ok()
+            .and_then(|b| String::from_utf8(b).ok());
+        let Some(text) = text else {
+            log::error!("the bundled skills of this binary are damaged; none is offered");
+            return Vec::new();
+        };
+        let text: &'static str = Box::leak(text.into_boxed_str());
+        TABLE
+            .iter()
+            .filter_map(|&(name, start, len)| Some((name, text.get(start..start + len)?)))
+            .collect()
+    })
+}
 
 /// The front-matter key that marks a user skill as written by crystallization
 /// (`learned: true`, or a `learned: true` line under `metadata:`): shown as `learned`
@@ -122,7 +114,7 @@ impl Catalog {
     /// does not parse is skipped with a warning naming the file.
     pub fn load(user_dir: &Path, tokenizer: &dyn Tokenizer) -> Self {
         let mut catalog = Catalog::default();
-        for (name, text) in BUNDLED {
+        for (name, text) in bundled() {
             match parse_skill_md(text) {
                 Ok(doc) if doc.name == *name => catalog.put(
                     Skill {
@@ -238,7 +230,7 @@ pub enum RemoveError {
 
 /// The SKILL.md text of a bundled skill.
 pub fn bundled_text(name: &str) -> Option<&'static str> {
-    BUNDLED.iter().find(|(n, _)| *n == name).map(|(_, t)| *t)
+    bundled().iter().find(|(n, _)| *n == name).map(|(_, t)| *t)
 }
 
 /// What is wrong with a skill name (they become folder names: the Agent Skills rule,
@@ -308,7 +300,7 @@ pub fn write_user_skill(user_dir: &Path, name: &str, text: &str) -> std::io::Res
 pub fn remove_user_skill(user_dir: &Path, name: &str) -> Result<PathBuf, RemoveError> {
     let dir = user_dir.join(name);
     let Ok(meta) = std::fs::symlink_metadata(&dir) else {
-        return Err(if BUNDLED.iter().any(|(n, _)| *n == name) {
+        return Err(if bundled().iter().any(|(n, _)| *n == name) {
             RemoveError::Bundled
         } else {
             RemoveError::Unknown
@@ -471,12 +463,12 @@ mod tests {
 
     #[test]
     fn bundled_skills_parse_and_are_named_like_their_folder() {
-        for (name, text) in BUNDLED {
+        for (name, text) in bundled() {
             let doc = parse_skill_md(text).unwrap_or_else(|e| panic!("{name}: {e}"));
             assert_eq!(doc.name, *name);
         }
         let catalog = Catalog::load(Path::new("/nonexistent/evolve/skills"), &FallbackTokenizer);
-        assert_eq!(catalog.all().len(), BUNDLED.len());
+        assert_eq!(catalog.all().len(), bundled().len());
         let commit = catalog.get("commit-message").expect("bundled");
         assert_eq!(commit.origin, BUNDLED_ORIGIN);
         assert!(commit.body.contains("Subject line"));
@@ -515,7 +507,7 @@ mod tests {
             .map(|s| s.summary.name.as_str())
             .collect();
         assert_eq!(names, ["commit-message", "pdf-tools"]);
-        assert_eq!(catalog.all().len(), BUNDLED.len() + 1);
+        assert_eq!(catalog.all().len(), bundled().len() + 1);
         let mine = catalog.get("commit-message").unwrap();
         assert_eq!(mine.body, "Mine.\n");
         assert_eq!(mine.source, Source::User);
@@ -577,9 +569,9 @@ mod tests {
 
     #[test]
     fn bundled_skills_stay_small_and_say_when_to_use_them() {
-        let total: usize = BUNDLED.iter().map(|(_, t)| t.len()).sum();
+        let total: usize = bundled().iter().map(|(_, t)| t.len()).sum();
         assert!(total <= 25 * 1024, "bundled skills take {total} bytes");
-        for (name, text) in BUNDLED {
+        for (name, text) in bundled() {
             let doc = parse_skill_md(text).unwrap_or_else(|e| panic!("{name}: {e}"));
             assert!(doc.description.contains("Use when"), "{name}");
             assert!(!doc.tags.is_empty(), "{name} has no tags");

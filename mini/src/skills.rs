@@ -36,6 +36,32 @@ pub fn bundled() -> &'static [(&'static str, &'static str)] {
     })
 }
 
+/// A tokenizer that leaves Han text out (see [`Catalog::load`]).
+struct WithoutHan<'a>(&'a dyn Tokenizer);
+
+impl WithoutHan<'_> {
+    fn strip(text: &str) -> std::borrow::Cow<'_, str> {
+        if text.chars().any(crate::text::is_han) {
+            let t = text
+                .chars()
+                .map(|c| if crate::text::is_han(c) { ' ' } else { c });
+            std::borrow::Cow::Owned(t.collect())
+        } else {
+            std::borrow::Cow::Borrowed(text)
+        }
+    }
+}
+
+impl Tokenizer for WithoutHan<'_> {
+    fn for_each_keyword(&self, text: &str, emit: &mut dyn FnMut(&str)) {
+        self.0.for_each_keyword(&Self::strip(text), emit);
+    }
+
+    fn for_each_word(&self, text: &str, emit: &mut dyn FnMut(&str, &str)) {
+        self.0.for_each_word(&Self::strip(text), emit);
+    }
+}
+
 /// The front-matter key that marks a user skill as written by crystallization
 /// (`learned: true`, or a `learned: true` line under `metadata:`): shown as `learned`
 /// so the user can review what the agent wrote for itself.
@@ -113,6 +139,11 @@ impl Catalog {
     /// Bundled skills plus those under `user_dir` (missing dir = none). A SKILL.md that
     /// does not parse is skipped with a warning naming the file.
     pub fn load(user_dir: &Path, tokenizer: &dyn Tokenizer) -> Self {
+        // Summaries keep the keywords outside Han text: loading the skills (the bundled
+        // ones have Chinese tags) never loads the Chinese dictionary, which an
+        // English-only user would otherwise carry all along (about 1.5 MB).
+        // `summaries_for` adds the Han part for a question that has Han in it.
+        let tokenizer = &WithoutHan(tokenizer);
         let mut catalog = Catalog::default();
         for (name, text) in bundled() {
             match parse_skill_md(text) {
@@ -169,6 +200,25 @@ impl Catalog {
     }
 
     /// All skills, by name.
+    /// Every skill's summary for ranking against `query`: as kept, or — when the
+    /// question has Han text — with the keywords of the skills' own Han text too
+    /// (segmented now: the question loads the dictionary anyway).
+    pub fn summaries_for(&self, query: &str, tokenizer: &dyn Tokenizer) -> Vec<SkillSummary> {
+        let han = |t: &str| t.chars().any(crate::text::is_han);
+        let asked_in_han = han(query);
+        self.skills
+            .iter()
+            .map(|s| {
+                let m = &s.summary;
+                if asked_in_han && (han(&m.description) || m.tags.iter().any(|t| han(t))) {
+                    SkillSummary::new(&m.name, &m.description, &m.tags, tokenizer)
+                } else {
+                    m.clone()
+                }
+            })
+            .collect()
+    }
+
     pub fn all(&self) -> &[Skill] {
         &self.skills
     }
@@ -524,12 +574,40 @@ mod tests {
     }
 
     #[test]
+    fn loading_the_skills_leaves_the_chinese_dictionary_unloaded_until_a_chinese_question() {
+        use evolve_core::skill::rank;
+        use evolve_core::text::KeywordSet;
+        let t = crate::text::ShellTokenizer::new(None);
+        let catalog = Catalog::load(Path::new("/nonexistent/evolve/skills"), &t);
+        assert!(
+            !t.is_loaded(),
+            "the bundled skills' Chinese tags load nothing"
+        );
+        let first = |query: &str| {
+            let summaries = catalog.summaries_for(query, &t);
+            let q = KeywordSet::of(&t, query);
+            rank(&summaries, &q, 1)
+                .first()
+                .map(|&(i, _)| summaries[i].name.clone())
+        };
+        assert_eq!(
+            first("translate this into English").as_deref(),
+            Some("translate-zh-en")
+        );
+        assert!(!t.is_loaded(), "an English question loads nothing either");
+        assert_eq!(
+            first("把这段话翻译成英文").as_deref(),
+            Some("translate-zh-en")
+        );
+        assert_eq!(first("今天的早报").as_deref(), Some("daily-briefing"));
+        assert!(t.is_loaded(), "a Chinese question does");
+    }
+
+    #[test]
     fn each_bundled_skill_is_the_first_match_for_a_typical_request() {
         use evolve_core::skill::rank;
         use evolve_core::text::KeywordSet;
         let catalog = Catalog::load(Path::new("/nonexistent/evolve/skills"), &FallbackTokenizer);
-        let summaries: Vec<SkillSummary> =
-            catalog.all().iter().map(|s| s.summary.clone()).collect();
         let table: &[(&str, &str)] = &[
             (
                 "write a commit message for my staged changes",
@@ -558,6 +636,7 @@ mod tests {
             ("服务器磁盘满了吗", "server-health-check"),
         ];
         for (query, expected) in table {
+            let summaries = catalog.summaries_for(query, &FallbackTokenizer);
             let q = KeywordSet::of(&FallbackTokenizer, query);
             let ranked: Vec<&str> = rank(&summaries, &q, 3)
                 .iter()

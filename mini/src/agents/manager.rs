@@ -1351,7 +1351,7 @@ fn match_skills(rt: &Runtime, query: &str, lang: Lang) -> (String, Vec<String>) 
     if all.is_empty() {
         return (String::new(), Vec::new());
     }
-    let summaries: Vec<SkillSummary> = all.iter().map(|s| s.summary.clone()).collect();
+    let summaries: Vec<SkillSummary> = catalog.summaries_for(query, &rt.tokenizer);
     let keywords = KeywordSet::of(&rt.tokenizer, query);
     let ranked = rank(&summaries, &keywords, SKILLS_IN_PROMPT);
     let picked: Vec<&SkillSummary> = ranked.iter().map(|&(i, _)| &summaries[i]).collect();

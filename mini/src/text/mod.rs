@@ -110,7 +110,7 @@ const STOP_WORDS: &[&str] = &[
 /// The characters handed to jieba: the CJK ideograph ranges of the core's
 /// [`evolve_core::text::is_cjk`] (kana and Hangul stay with the core's bigrams: jieba's
 /// dictionary has no words in them). Every one is also Han to jieba.
-fn is_han(c: char) -> bool {
+pub fn is_han(c: char) -> bool {
     matches!(c as u32,
         0x3400..=0x4DBF | 0x4E00..=0x9FFF | 0xF900..=0xFAFF | 0x20000..=0x2EBEF)
 }

@@ -226,3 +226,45 @@ fn subtasks_can_be_turned_off() {
     let r = w.run(&["ask", "Hi"]).expect(2);
     assert!(r.stderr.contains("agent.subtasks = 99"), "{}", r.stderr);
 }
+
+#[test]
+fn chat_shows_the_sub_turns_indented_and_asks_for_their_calls() {
+    let w = World::new("subtasks-chat");
+    let write = "Save a note to chat-sub.txt [sub-cw]";
+    w.fake.push(subtasks_call(&[write, "Say hello [sub-ch]"]));
+    w.fake.route(
+        "[sub-cw]",
+        tool_call(
+            "write_file",
+            r#"{"path": "chat-sub.txt", "content": "asked in chat"}"#,
+        ),
+    );
+    w.fake.route("[sub-cw]", Reply::text("Saved the note."));
+    w.fake
+        .route("[sub-ch]", Reply::text("Hello from the second helper."));
+    w.fake
+        .route("subtasks ran", Reply::text("Both helpers finished."));
+    let run = w
+        .run_stdin(&["chat"], "Do two things at once\nyes\n/quit\n")
+        .expect(0);
+    let out = &run.stdout;
+    assert!(
+        out.contains("    ↳ 1. Save a note to chat-sub.txt [sub-cw]"),
+        "{out}"
+    );
+    assert!(out.contains("    ↳ 2. Say hello [sub-ch]"), "{out}");
+    assert!(
+        out.contains("        ⚙ write_file"),
+        "the helper's call, indented: {out}"
+    );
+    assert!(
+        out.contains("    ✓ 2. Hello from the second helper."),
+        "{out}"
+    );
+    assert!(out.contains("Both helpers finished."), "{out}");
+    // The helper's L3 call was asked at this terminal, and the yes let it run.
+    assert_eq!(
+        std::fs::read_to_string(w.workspace().join("chat-sub.txt")).unwrap(),
+        "asked in chat"
+    );
+}

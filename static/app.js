@@ -614,6 +614,12 @@ function renderHistory({ data = [], failed = {}, superseded = [], turns = {} }) 
     if (answer.text) md(answer.text, answer.body);
     if (answer.text || answer.tools.children.length || why) group.push(answer.el);
     if (why) { answer.el.classList.add('failed'); failNote(answer.el, why === 'stopped' ? t('stopped') : why, why === 'stopped'); }
+    // A subtasks call's helpers, as they were shown live.
+    for (const r of (turns[n] && turns[n].subtasks) || []) {
+      subtaskEvent(answer.tools, { phase: 'start', index: r.index, task: r.task });
+      for (const c of r.tools || []) subtaskEvent(answer.tools, { ...c, phase: 'tool_end', index: r.index });
+      subtaskEvent(answer.tools, { ...r, phase: 'end' });
+    }
     group.push(turnCard(null, n, S.session, turns[n]));
     box.append(...group);
     if (old.has(String(n))) supersede(n, group);

@@ -1300,6 +1300,12 @@ await test('sub-agents: a subtasks call shows its helpers as nested cards, a hel
   check(await nested.evaluate(el => el.classList.contains('good')), 'and ran');
   check((await subs.nth(1).locator('[data-testid=subtask-reply]').textContent()).includes('Hello from a helper.'), 'the second helper\'s answer');
   eq(fs.readFileSync(path.join(HOME, 'workspace', 'sub-ui.txt'), 'utf8'), 'nested', 'the helper wrote the file');
+  // After a reload the helpers are drawn again from the turn record.
+  await main.reload();
+  const again = lastAnswer(main).locator('[data-testid=subtask]');
+  await until(async () => (await again.count()) === 2, 'the nested helpers after a reload');
+  eq(await again.nth(0).locator('[data-testid=tool-chip]').count(), 1, 'with their calls');
+  check((await again.nth(1).textContent()).includes('Hello from a helper.'), 'and their answers');
 });
 
 await test('a dropped mcpServers JSON adds its servers and a dropped config.toml its model settings, each after showing what would change', async () => {

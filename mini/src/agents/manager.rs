@@ -718,8 +718,10 @@ impl Manager {
         });
         timing.model_time += t.elapsed();
         let resp = resp?;
-        // A whole answer is the step's message: nothing is left partial.
-        timing.partial.clear();
+        // A whole answer is the step's message: nothing is left partial, and the copy
+        // streamed so far goes now (a big answer would hold it twice through the rest
+        // of the turn).
+        timing.partial = String::new();
         timing.usage_main.add(resp.usage);
         let mut message = resp.message;
         if resp.images_left_out > 0 && timing.problems.iter().all(|p| !p.contains("images")) {

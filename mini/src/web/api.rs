@@ -354,15 +354,17 @@ fn messages(state: &State, id: &str) -> Reply {
         }
         // What the turn card's line says, as it said live.
         let count = |k: &str| record[k].as_array().map_or(0, Vec::len);
-        turns.insert(
-            n.to_string(),
-            json!({
-                "memories": count("memories"),
-                "tools": count("tools"),
-                "score": record["evaluation"]["score"],
-                "answer_ms": record["answer_ms"],
-            }),
-        );
+        let mut line = json!({
+            "memories": count("memories"),
+            "tools": count("tools"),
+            "score": record["evaluation"]["score"],
+            "answer_ms": record["answer_ms"],
+        });
+        // The sub-turns of its subtasks calls, drawn again as nested cards.
+        if let Some(subs) = record.get_mut("subtasks").map(Value::take) {
+            line["subtasks"] = subs;
+        }
+        turns.insert(n.to_string(), line);
         if let Some(Value::Array(tools)) = record.get_mut("tools").map(Value::take) {
             for mut call in tools {
                 let key = call["id"].as_str().unwrap_or_default().to_string();

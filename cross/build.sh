@@ -74,7 +74,23 @@ if [ "$ROUTE" = zig ]; then
         apt_update
         apt-get install -y -qq --no-install-recommends rustc-web cargo-web rust-web-src >/dev/null
     fi
-    python3 -m ziglang version >/dev/null 2>&1 || pip3 install -q ziglang
+    # zig from PyPI: the Python that has it, else a venv of its own (a fresh Debian's
+    # system Python refuses pip installs, PEP 668). EVOLVE_ZIG_VENV names the venv
+    # (default ~/.cache/evolve/zig-venv) and, when set, is always used.
+    ZIGPY="$(command -v python3)"
+    if [ -n "${EVOLVE_ZIG_VENV:-}" ] || ! "$ZIGPY" -m ziglang version >/dev/null 2>&1; then
+        ZIGVENV="${EVOLVE_ZIG_VENV:-$HOME/.cache/evolve/zig-venv}"
+        if ! "$ZIGVENV/bin/python" -m ziglang version >/dev/null 2>&1; then
+            echo "installing zig (PyPI ziglang) into $ZIGVENV"
+            if ! python3 -c 'import ensurepip, venv' 2>/dev/null; then
+                apt_update
+                apt-get install -y -qq --no-install-recommends python3-venv >/dev/null
+            fi
+            rm -rf "$ZIGVENV" && mkdir -p "$(dirname "$ZIGVENV")" && python3 -m venv "$ZIGVENV"
+            "$ZIGVENV/bin/pip" install -q --disable-pip-version-check --no-input ziglang
+        fi
+        ZIGPY="$ZIGVENV/bin/python"
+    fi
     export CARGO_TARGET_DIR="$TOP/debian"
     [ "${CARGO_TARGET_DIR:0:1}" = / ] || CARGO_TARGET_DIR="$PWD/$CARGO_TARGET_DIR"
     BIN="$CARGO_TARGET_DIR/$TARGET/release/evolve"
@@ -83,13 +99,13 @@ if [ "$ROUTE" = zig ]; then
     # rustc's link line names glibc-isms zig's linker does not take (libgcc_s: zig
     # brings compiler-rt; its own --eh-frame-hdr).
     cat >"$ZIGDIR/cc" <<PY
-#!/usr/bin/env python3
+#!$ZIGPY
 import subprocess, sys
 drop = {"-lgcc_s", "-Wl,--eh-frame-hdr"}
 args = [a for a in sys.argv[1:] if a not in drop and not a.startswith(("--target=", "-march=", "-mfpu="))]
 sys.exit(subprocess.call([sys.executable, "-m", "ziglang", "cc", "-target", "$ZIG_TARGET", "-mcpu=$ZIG_CPU"] + args))
 PY
-    printf '#!/bin/sh\nexec python3 -m ziglang ar "$@"\n' >"$ZIGDIR/ar"
+    printf '#!/bin/sh\nexec %s -m ziglang ar "$@"\n' "$ZIGPY" >"$ZIGDIR/ar"
     chmod +x "$ZIGDIR/cc" "$ZIGDIR/ar"
     export "CC_${TARGET//-/_}=$ZIGDIR/cc" "AR_${TARGET//-/_}=$ZIGDIR/ar"
     RUSTFLAGS="-C linker=$ZIGDIR/cc -C target-feature=+crt-static -C link-self-contained=no -C relocation-model=static -C force-unwind-tables=no -Zlocation-detail=none" \

@@ -380,6 +380,78 @@ fn everything_over_streamable_http() {
     drop(server);
 }
 
+/// npm's server-everything over streamable HTTP on a given port (0: any), and the port
+/// it listens on.
+fn everything_http(everything: &str, loopback: &str, port: u16) -> (HttpChild, u16) {
+    let mut child = Command::new("node")
+        .args(["--require", loopback, everything, "streamableHttp"])
+        .env("PORT", port.to_string())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("node runs server-everything");
+    let mut err = std::io::BufReader::new(child.stderr.take().unwrap());
+    let mut found = None;
+    let mut line = String::new();
+    while found.is_none() && std::io::BufRead::read_line(&mut err, &mut line).unwrap_or(0) > 0 {
+        found = line
+            .split("evolve-loopback: listening on 127.0.0.1:")
+            .nth(1)
+            .and_then(|p| p.trim().parse::<u16>().ok());
+        line.clear();
+    }
+    std::thread::spawn(move || std::io::copy(&mut err, &mut std::io::sink()));
+    (
+        HttpChild(child),
+        found.expect("server-everything reported its port"),
+    )
+}
+
+/// Defect 4 of issue 20 against a third-party server: server-everything (the TypeScript
+/// SDK) restarted on the same port answers the old session 400 "No valid session ID".
+/// A running serve starts a new session at once: the first call after the restart works.
+#[test]
+fn server_everything_restarted_on_its_port_is_spoken_to_again_at_once() {
+    let (Some(everything), Some(loopback)) = (
+        peer("EVOLVE_TEST_MCP_EVERYTHING"),
+        peer("EVOLVE_TEST_MCP_LOOPBACK"),
+    ) else {
+        return;
+    };
+    let (first, port) = everything_http(&everything, &loopback, 0);
+    let w = World::new("mcp-everything-restart");
+    w.config(&format!(
+        "[mcp.servers.everything]\nurl = \"http://127.0.0.1:{port}/mcp\"\n\n[tools.levels]\neverything__echo = \"L0\"\n"
+    ));
+    w.fake
+        .route(CLASSIFY, Reply::Text(r#"{"echo": "L0"}"#.into()));
+    let s = support::serve::Server::start(&w, &[]);
+    let echo = |message: &str| {
+        let body = serde_json::json!({"arguments": {"message": message}}).to_string();
+        s.post("/v1/tools/everything__echo/run", &body)
+    };
+    let r = echo("before the restart");
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert!(r.body.contains("before the restart"), "{}", r.body);
+    drop(first);
+    let (_second, again) = everything_http(&everything, &loopback, port);
+    assert_eq!(again, port, "restarted on the same port");
+    let r = echo("after the restart");
+    assert_eq!(
+        r.status, 200,
+        "the first call after the restart works: {}",
+        r.body
+    );
+    assert!(r.body.contains("after the restart"), "{}", r.body);
+    // It was the server's answer about the old session that led to the new one.
+    let log: Vec<String> = s.stderr.try_iter().collect();
+    assert!(
+        log.iter()
+            .any(|l| l.contains("no longer knows evolve's session; starting a new one")),
+        "{log:#?}"
+    );
+}
+
 struct HttpChild(Child);
 
 impl Drop for HttpChild {

@@ -245,3 +245,44 @@ fn a_trusted_servers_read_only_hint_is_believed_over_the_classifier() {
     let row = listed(&w, "wipe_everything");
     assert_eq!(row["level"], "L4", "unclassified: {row}");
 }
+
+/// Defect 9 of issue 20 against a third-party server: PyPI's mcp-server-time, its tools
+/// classified while the cheap model fails — they are L4 and marked so — and the next
+/// listing asks the classifier again (it used to stick until `rm` + `add`).
+#[test]
+fn mcp_server_times_failed_classification_is_asked_again() {
+    let Some(time) = support::mcp::peer("EVOLVE_TEST_MCP_TIME") else {
+        return;
+    };
+    let w = World::new("mcp-time-classify-retry");
+    w.config(&format!(
+        "[model]\nmax_retries = 0\n\n[mcp.servers.time]\ncommand = {time:?}\n"
+    ));
+    w.fake
+        .route(CLASSIFY, Reply::error(500, "the cheap model is down"));
+    let doc = w.run(&["mcp", "tools", "time", "--json"]).expect(0).json();
+    let first = doc.to_string();
+    assert_eq!(classifications(&w), 1, "{first}");
+    let row = |doc: &serde_json::Value| {
+        doc[0]["tools"]
+            .as_array()
+            .expect("tools")
+            .iter()
+            .find(|t| t["tool"] == "get_current_time")
+            .cloned()
+            .unwrap_or_else(|| panic!("get_current_time not listed: {doc}"))
+    };
+    assert_eq!(row(&doc)["level"], "L4", "{first}");
+    // The cheap model is back: the next listing asks again and takes its answer.
+    w.fake.route(
+        CLASSIFY,
+        Reply::Text(r#"{"get_current_time": "L1", "convert_time": "L1"}"#.into()),
+    );
+    let doc = w.run(&["mcp", "tools", "time", "--json"]).expect(0).json();
+    assert_eq!(classifications(&w), 2, "asked again: {doc}");
+    assert_ne!(
+        row(&doc)["source"],
+        row(&serde_json::from_str(&first).unwrap())["source"],
+        "{doc}"
+    );
+}

@@ -577,3 +577,47 @@ fn the_python_sdk_keeps_its_connection_after_a_timeout_and_takes_dotted_names() 
     let connects = run.stderr.matches("MCP server \"py\" connected").count();
     assert_eq!(connects, 1, "{}", run.stderr);
 }
+
+/// Defect 6 of issue 20 against a third-party server: npm's server-everything offers
+/// `simulate-research-query` with `execution.taskSupport: "required"` (it can only be
+/// called as a task, which evolve does not speak). It is not offered to the model, and a
+/// call of it anyway is told it is no tool here — not a -32601 from the server.
+#[test]
+fn server_everythings_task_only_tool_is_not_offered() {
+    let Some(everything) = peer("EVOLVE_TEST_MCP_EVERYTHING") else {
+        return;
+    };
+    let w = World::new("mcp-everything-tasks");
+    let node = std::env::var("EVOLVE_TEST_MCP_NODE").unwrap_or_else(|_| "node".into());
+    w.config(&format!(
+        "[mcp.servers.everything]\ncommand = {node:?}\nargs = [{everything:?}]\n\n\
+         [agent]\ntool_schemas = 0\n"
+    ));
+    w.fake.route(CLASSIFY, Reply::Text("{}".into()));
+    w.fake.push(support::tool_call(
+        "everything__simulate-research-query",
+        r#"{"topic": "rust"}"#,
+    ));
+    w.fake.push(Reply::Text("Could not research.".into()));
+    let record = w.run(&["ask", "--json", "research rust"]).expect(0).json();
+    let first = w.main_requests().into_iter().next().expect("a request");
+    let names: Vec<String> = first["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .filter_map(|t| t["function"]["name"].as_str().map(str::to_string))
+        .collect();
+    assert!(
+        names.iter().any(|n| n == "everything__echo"),
+        "its other tools are: {names:?}"
+    );
+    assert!(
+        !names.iter().any(|n| n.contains("simulate-research-query")),
+        "the task-only tool is not: {names:?}"
+    );
+    let call = &record["tools"][0];
+    assert_eq!(call["ran"], false, "{record}");
+    let told = tool_results(&w, 1).join("\n");
+    assert!(told.contains("there is no tool named"), "{told}");
+    assert!(!told.contains("-32601"), "{told}");
+}

@@ -9,7 +9,7 @@ mod support;
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 use support::mcp::*;
@@ -620,4 +620,66 @@ fn server_everythings_task_only_tool_is_not_offered() {
     let told = tool_results(&w, 1).join("\n");
     assert!(told.contains("there is no tool named"), "{told}");
     assert!(!told.contains("-32601"), "{told}");
+}
+
+/// The pid of the process whose working directory is `dir`, if one runs.
+fn pid_in(dir: &std::path::Path) -> Option<u32> {
+    let dir = std::fs::canonicalize(dir).ok()?;
+    std::fs::read_dir("/proc")
+        .ok()?
+        .filter_map(Result::ok)
+        .find_map(|e| {
+            let pid: u32 = e.file_name().to_str()?.parse().ok()?;
+            (std::fs::read_link(e.path().join("cwd")).ok()? == dir).then_some(pid)
+        })
+}
+
+/// Defect 1 of issue 20 against a third-party server: Ctrl-C during `evolve ask` while
+/// npm's server-everything (stdio, node) is connected leaves no server behind.
+#[test]
+fn ctrl_c_during_ask_leaves_no_server_everything_behind() {
+    let Some(everything) = peer("EVOLVE_TEST_MCP_EVERYTHING") else {
+        return;
+    };
+    let w = World::new("mcp-everything-sigint");
+    let node = std::env::var("EVOLVE_TEST_MCP_NODE").unwrap_or_else(|_| "node".into());
+    let here = w.home.join("everything-cwd");
+    std::fs::create_dir_all(&here).unwrap();
+    w.config(&format!(
+        "[mcp.servers.everything]\ncommand = {node:?}\nargs = [{everything:?}]\ncwd = {:?}\n\n\
+         [tools.levels]\neverything__echo = \"L0\"\n",
+        here.to_string_lossy()
+    ));
+    w.fake.route(CLASSIFY, Reply::Text("{}".into()));
+    w.fake.push(support::tool_call(
+        "everything__echo",
+        r#"{"message": "x"}"#,
+    ));
+    w.fake
+        .push(Reply::text("too late").after(Duration::from_secs(30)));
+    let mut ask = w
+        .command(&["ask", "echo"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn ask");
+    // The tool ran; the model is thinking about its answer.
+    let end = Instant::now() + Duration::from_secs(30);
+    while w.fake.chat_requests().len() < 2 && Instant::now() < end {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let server = pid_in(&here).expect("server-everything runs in its folder");
+    let ok = std::process::Command::new("kill")
+        .args(["-INT", &ask.id().to_string()])
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(ok, "kill -INT");
+    let status = ask.wait().expect("ask ends");
+    assert!(!status.success(), "ask was interrupted: {status:?}");
+    let gone = gone_soon(server);
+    kill(&[server]);
+    assert!(
+        gone,
+        "server-everything ({server}) still runs after Ctrl-C in ask"
+    );
 }

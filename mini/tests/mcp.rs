@@ -335,27 +335,7 @@ fn everything_over_streamable_http() {
     ) else {
         return;
     };
-    let mut child = Command::new("node")
-        .args(["--require", &loopback, &everything, "streamableHttp"])
-        .env("PORT", "0")
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("node runs server-everything");
-    let mut err = std::io::BufReader::new(child.stderr.take().unwrap());
-    let mut port = None;
-    let mut line = String::new();
-    while port.is_none() && std::io::BufRead::read_line(&mut err, &mut line).unwrap_or(0) > 0 {
-        port = line
-            .split("evolve-loopback: listening on 127.0.0.1:")
-            .nth(1)
-            .and_then(|p| p.trim().parse::<u16>().ok());
-        line.clear();
-    }
-    let server = HttpChild(child);
-    let port = port.expect("server-everything reported its port");
-    // Keep reading its stderr so it never blocks on a full pipe.
-    std::thread::spawn(move || std::io::copy(&mut err, &mut std::io::sink()));
+    let (server, port) = everything_http(&everything, &loopback, 0);
     let w = World::new("mcp-everything-http");
     w.run(&[
         "mcp",

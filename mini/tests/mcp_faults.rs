@@ -9,7 +9,7 @@ mod support;
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use support::mcp::*;
 use support::*;
@@ -643,18 +643,7 @@ fn ctrl_c_during_ask_leaves_no_server_behind() {
         .spawn()
         .expect("spawn ask");
     let wrapper = wait_for_pid(&pids);
-    // The tool ran; the model is thinking about its answer.
-    let end = Instant::now() + Duration::from_secs(20);
-    while w.fake.requests().len() < 2 && Instant::now() < end {
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    let ok = std::process::Command::new("kill")
-        .args(["-INT", &ask.id().to_string()])
-        .status()
-        .is_ok_and(|s| s.success());
-    assert!(ok, "kill -INT");
-    let status = ask.wait().expect("ask ends");
-    assert!(!status.success(), "ask was interrupted: {status:?}");
+    interrupt_while_answering(&w, &mut ask);
     let gone = gone_soon(wrapper);
     kill(&[wrapper]);
     assert!(

@@ -663,19 +663,18 @@ fn ctrl_c_during_ask_leaves_no_server_everything_behind() {
         .stderr(std::process::Stdio::null())
         .spawn()
         .expect("spawn ask");
-    // The tool ran; the model is thinking about its answer.
     let end = Instant::now() + Duration::from_secs(30);
-    while w.fake.chat_requests().len() < 2 && Instant::now() < end {
+    let server = loop {
+        if let Some(pid) = pid_in(&here) {
+            break pid;
+        }
+        assert!(
+            Instant::now() < end,
+            "server-everything never ran in its folder"
+        );
         std::thread::sleep(Duration::from_millis(50));
-    }
-    let server = pid_in(&here).expect("server-everything runs in its folder");
-    let ok = std::process::Command::new("kill")
-        .args(["-INT", &ask.id().to_string()])
-        .status()
-        .is_ok_and(|s| s.success());
-    assert!(ok, "kill -INT");
-    let status = ask.wait().expect("ask ends");
-    assert!(!status.success(), "ask was interrupted: {status:?}");
+    };
+    interrupt_while_answering(&w, &mut ask);
     let gone = gone_soon(server);
     kill(&[server]);
     assert!(

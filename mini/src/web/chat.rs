@@ -359,22 +359,15 @@ fn images_of(message: &Value) -> Result<Vec<String>, Response<'static>> {
             continue;
         }
         let url = match part.get("image_url") {
-            Some(Value::String(u)) => u,
-            Some(v) => match v.get("url").and_then(Value::as_str) {
-                Some(u) => u,
-                None => {
-                    return Err(error(
-                        400,
-                        format!("content[{i}]: an image_url part needs image_url.url"),
-                    ))
-                }
-            },
-            None => {
-                return Err(error(
-                    400,
-                    format!("content[{i}]: an image_url part needs image_url.url"),
-                ))
-            }
+            Some(Value::String(u)) => Some(u.as_str()),
+            Some(v) => v.get("url").and_then(Value::as_str),
+            None => None,
+        };
+        let Some(url) = url else {
+            return Err(error(
+                400,
+                format!("content[{i}]: an image_url part needs image_url.url"),
+            ));
         };
         check(url).map_err(|e| error(400, format!("content[{i}]: {e}")))?;
         images.push(url.to_string());

@@ -140,8 +140,11 @@ fn write(path: &std::path::Path, bytes: &[u8], replace: bool) -> std::io::Result
         return Ok(false);
     }
     let existed = path.exists();
+    // One name per upload: two replacements of one file at once do not share it.
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let mut tmp_name = path.as_os_str().to_owned();
-    tmp_name.push(format!(".upload-{}", std::process::id()));
+    tmp_name.push(format!(".upload-{}-{n}", std::process::id()));
     let tmp = std::path::PathBuf::from(tmp_name);
     let done = std::fs::File::create(&tmp)
         .and_then(|mut f| f.write_all(bytes).and_then(|()| f.sync_all()))

@@ -106,6 +106,23 @@ pub fn pids_in(file: &Path) -> Vec<u32> {
         .collect()
 }
 
+/// Ctrl-C to a running `evolve ask` once its tool has run and the model is asked for the
+/// answer (the second main-model request); waits for it to end, interrupted.
+#[allow(dead_code)] // not every test binary that includes support uses it
+pub fn interrupt_while_answering(w: &World, ask: &mut Child) {
+    let end = Instant::now() + Duration::from_secs(30);
+    while w.main_requests().len() < 2 && Instant::now() < end {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let ok = Command::new("kill")
+        .args(["-INT", &ask.id().to_string()])
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(ok, "kill -INT");
+    let status = ask.wait().expect("ask ends");
+    assert!(!status.success(), "ask was interrupted: {status:?}");
+}
+
 /// Running (a zombie counts as gone).
 pub fn alive(pid: u32) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| !s.contains(") Z "))

@@ -447,33 +447,48 @@ fn the_stateless_revision_is_spoken_over_http_and_stdio() {
     }
 }
 
+/// Revision 2026-07-28 over HTTP cancels a call by closing its answer (its servers take
+/// no `notifications/cancelled`): a call past its timeout is stopped by the rmcp server
+/// at once, not when its sleep ends, and the next call is answered.
+#[test]
+fn a_stateless_call_past_its_timeout_is_cancelled_by_closing_its_answer() {
+    let w = World::new("mcp-stateless-cancel");
+    let log = w.home.join("server.log");
+    let http = HttpServer::start_logged(&["--stateless"], &log);
+    w.config(&format!(
+        "[mcp.servers.t]\nurl = {:?}\ntimeout_secs = 2\n\n[tools.levels]\nt__slow = \"L1\"\nt__add = \"L1\"\n",
+        http.1
+    ));
+    w.fake.route(CLASSIFY, Reply::Text(LEVELS.into()));
+    w.fake.push(tool_call("t__slow", r#"{"ms": 20000}"#));
+    w.fake.push(tool_call("t__add", r#"{"a": 2, "b": 3}"#));
+    w.fake.push(Reply::Text("Done.".into()));
+    let started = Instant::now();
+    w.run(&["ask", "slow, then add"]).expect(0);
+    let results = tool_results(&w, 2);
+    assert!(
+        results[0].contains("did not answer within 2 s; the call was cancelled"),
+        "{results:?}"
+    );
+    assert!(results[1].contains('5'), "{results:?}");
+    let said = std::fs::read_to_string(&log).unwrap_or_default();
+    assert!(
+        said.contains("cancelled before 20000 ms"),
+        "the server did not stop the call: {said}"
+    );
+    assert!(!said.contains("notifications/cancelled"), "{said}");
+    assert!(started.elapsed() < Duration::from_secs(15), "{said}");
+}
+
 /// A server on the official Python SDK (mcp 2.x, tests/mcp-peers/python_server.py):
 /// over streamable HTTP it is spoken to in revision 2026-07-28 (`server/discover`, no
 /// session), over stdio with the `initialize` handshake; both answer.
 #[test]
 fn the_python_sdk_answers_in_both_handshakes() {
-    let Some(time) = peer("EVOLVE_TEST_MCP_TIME") else {
+    let Some(http) = PythonHttp::start(&[], None) else {
         return;
     };
-    let python = std::path::Path::new(&time).with_file_name("python");
-    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../tests/mcp-peers/python_server.py");
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port");
-    let mut child = std::process::Command::new(&python)
-        .arg(&script)
-        .args(["http", &port.to_string()])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("the Python server starts");
-    let up = (0..100).any(|_| {
-        std::thread::sleep(Duration::from_millis(100));
-        TcpStream::connect(("127.0.0.1", port)).is_ok()
-    });
-    assert!(up, "the Python server did not listen on {port}");
+    let (python, script, port) = (&http.python, &http.script, http.port);
     for (transport, want) in [
         ("http", "protocol 2026-07-28, no session"),
         ("stdio", "protocol 2025-11-25"),
@@ -501,8 +516,158 @@ fn the_python_sdk_answers_in_both_handshakes() {
             "{transport}: {results:?}"
         );
     }
-    let _ = child.kill();
-    let _ = child.wait();
+}
+
+/// The server on the official Python SDK (tests/mcp-peers/python_server.py) over
+/// streamable HTTP on 127.0.0.1, killed when dropped.
+struct PythonHttp {
+    child: std::process::Child,
+    python: std::path::PathBuf,
+    script: std::path::PathBuf,
+    port: u16,
+}
+
+impl PythonHttp {
+    /// `None` where the peers are not installed. `args` after `http PORT`
+    /// (`sessions`); `log`: its EVOLVE_PY_LOG.
+    fn start(args: &[&str], log: Option<&std::path::Path>) -> Option<PythonHttp> {
+        let time = peer("EVOLVE_TEST_MCP_TIME")?;
+        let python = std::path::Path::new(&time).with_file_name("python");
+        let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../tests/mcp-peers/python_server.py");
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .map(|a| a.port())
+            .expect("a free port");
+        let mut command = std::process::Command::new(&python);
+        command
+            .arg(&script)
+            .args(["http", &port.to_string()])
+            .args(args)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null());
+        if let Some(log) = log {
+            command.env("EVOLVE_PY_LOG", log);
+        }
+        let child = command.spawn().expect("the Python server starts");
+        let up = (0..100).any(|_| {
+            std::thread::sleep(Duration::from_millis(100));
+            TcpStream::connect(("127.0.0.1", port)).is_ok()
+        });
+        assert!(up, "the Python server did not listen on {port}");
+        Some(PythonHttp {
+            child,
+            python,
+            script,
+            port,
+        })
+    }
+
+    fn url(&self) -> String {
+        format!("http://127.0.0.1:{}/mcp", self.port)
+    }
+}
+
+impl Drop for PythonHttp {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Waits up to 20 s for the log to hold `line`; the log's lines either way.
+fn wait_for_line(log: &std::path::Path, line: &str) -> Vec<String> {
+    let end = Instant::now() + Duration::from_secs(20);
+    loop {
+        let lines: Vec<String> = std::fs::read_to_string(log)
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_string)
+            .collect();
+        if lines.iter().any(|l| l == line) || Instant::now() > end {
+            return lines;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Revision 2026-07-28 against the official Python SDK: a call past its timeout is
+/// cancelled by closing its answer — the SDK stops the tool, while a
+/// `notifications/cancelled` would be dropped on this wire — and the next call is
+/// answered.
+#[test]
+fn the_python_sdk_stops_a_timed_out_call_when_its_answer_is_closed() {
+    let w = World::new("mcp-python-close");
+    let log = w.home.join("python.log");
+    let Some(http) = PythonHttp::start(&[], Some(&log)) else {
+        return;
+    };
+    w.config(&format!(
+        "[mcp.servers.py]\nurl = {:?}\ntimeout_secs = 3\n\n[tools.levels]\npy__slow = \"L1\"\npy__add = \"L1\"\n",
+        http.url()
+    ));
+    w.fake.route(CLASSIFY, Reply::Text("{}".into()));
+    w.fake.push(tool_call("py__slow", r#"{"seconds": 30}"#));
+    w.fake.push(tool_call("py__add", r#"{"a": 1, "b": 2}"#));
+    w.fake.push(Reply::Text("Done.".into()));
+    w.run(&["ask", "slow, then add"]).expect(0);
+    let results = tool_results(&w, 2);
+    assert!(
+        results[0].contains("did not answer within 3 s; the call was cancelled"),
+        "{results:?}"
+    );
+    assert!(results[1].contains('3'), "{results:?}");
+    let lines = wait_for_line(&log, "slow cancelled");
+    assert!(lines.iter().any(|l| l == "slow cancelled"), "{lines:?}");
+    assert!(
+        !lines.iter().any(|l| l.contains("notifications/cancelled")),
+        "{lines:?}"
+    );
+}
+
+/// Defect 3 of issue 20 against the official Python SDK with a session (it refuses
+/// `server/discover` here, so evolve starts one with `initialize`): Ctrl-C during a
+/// call in `evolve ask` sends `notifications/cancelled` before the DELETE that ends the
+/// session, and the SDK stops the tool.
+#[test]
+fn ctrl_c_cancels_the_python_sdk_call_before_its_session_ends() {
+    let w = World::new("mcp-python-sigint");
+    let log = w.home.join("python.log");
+    let Some(http) = PythonHttp::start(&["sessions"], Some(&log)) else {
+        return;
+    };
+    w.config(&format!(
+        "[mcp.servers.py]\nurl = {:?}\n\n[tools.levels]\npy__slow = \"L1\"\n",
+        http.url()
+    ));
+    w.fake.route(CLASSIFY, Reply::Text("{}".into()));
+    w.fake.push(tool_call("py__slow", r#"{"seconds": 30}"#));
+    w.fake.push(Reply::Text("Too late.".into()));
+    let mut ask = w
+        .command(&["ask", "slow"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn ask");
+    let seen = wait_for_line(&log, "POST tools/call");
+    assert!(seen.iter().any(|l| l == "POST tools/call"), "{seen:?}");
+    std::thread::sleep(Duration::from_millis(300));
+    let ok = std::process::Command::new("kill")
+        .args(["-INT", &ask.id().to_string()])
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(ok, "kill -INT");
+    let status = ask.wait().expect("ask ends");
+    assert!(!status.success(), "ask was interrupted: {status:?}");
+    let lines = wait_for_line(&log, "slow cancelled");
+    let at = |what: &str| lines.iter().position(|l| l == what);
+    assert!(at("POST initialize").is_some(), "a session: {lines:?}");
+    let (cancelled, deleted) = (at("POST notifications/cancelled"), at("DELETE"));
+    assert!(
+        cancelled.is_some() && deleted.is_some() && cancelled < deleted,
+        "cancel, then end the session: {lines:?}"
+    );
+    assert!(at("slow cancelled").is_some(), "{lines:?}");
 }
 
 /// The rmcp server with a session (stdio) asks `roots/list` during a call and gets the

@@ -2,16 +2,34 @@
 
     python python_server.py stdio
     python python_server.py http PORT      # streamable HTTP on 127.0.0.1:PORT/mcp
+    python python_server.py http PORT sessions
 
 Its tools: `echo(text)`, `add(a, b)`, `notes.read(name)` (a name with a dot, as the
 spec allows) and `slow(seconds)`. The SDK speaks revision 2026-07-28 (no
-`initialize`, `server/discover`) beside the older ones with the handshake.
+`initialize`, `server/discover`) beside the older ones with the handshake; with
+`sessions` it answers `server/discover` "method not found", as a server of the older
+revisions does, so a client starts a session with `initialize`.
+
+With EVOLVE_PY_LOG=FILE, what the server saw goes to FILE a line each, in order: each
+HTTP request as `METHOD rpc-method` (`POST tools/call`, `DELETE`), and how each `slow`
+ended (`slow finished`, `slow cancelled`). The SDK's own transport does the rest; the
+log only watches it.
 """
 
+import json
+import os
 import sys
 
 import anyio
 from mcp.server.mcpserver import MCPServer
+
+LOG = os.environ.get("EVOLVE_PY_LOG")
+
+
+def note(line: str) -> None:
+    if LOG:
+        with open(LOG, "a", encoding="utf-8") as f:
+            f.write(line + "\n")
 
 server = MCPServer("evolve-python-test")
 
@@ -37,12 +55,64 @@ def notes_read(name: str) -> str:
 @server.tool()
 async def slow(seconds: float) -> str:
     """Sleeps, then answers."""
-    await anyio.sleep(seconds)
+    try:
+        await anyio.sleep(seconds)
+    except anyio.get_cancelled_exc_class():
+        note("slow cancelled")
+        raise
+    note("slow finished")
     return f"slept {seconds} s"
+
+
+class Watched:
+    """ASGI middleware: notes each HTTP request (see EVOLVE_PY_LOG) and, with
+    `sessions`, refuses `server/discover`. The body is read here and handed on whole;
+    later messages (the client's disconnect) come from the server as before."""
+
+    def __init__(self, app, sessions: bool):
+        self.app = app
+        self.sessions = sessions
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        body, more = b"", True
+        while more:
+            message = await receive()
+            if message["type"] != "http.request":
+                return
+            body += message.get("body", b"")
+            more = message.get("more_body", False)
+        try:
+            rpc = json.loads(body) if body else {}
+        except ValueError:
+            rpc = {}
+        method = rpc.get("method", "") if isinstance(rpc, dict) else ""
+        note(f"{scope['method']} {method}".strip())
+        if self.sessions and method == "server/discover":
+            refusal = json.dumps({"jsonrpc": "2.0", "id": rpc.get("id"),
+                                  "error": {"code": -32601, "message": "Method not found"}})
+            await send({"type": "http.response.start", "status": 400,
+                        "headers": [(b"content-type", b"application/json")]})
+            await send({"type": "http.response.body", "body": refusal.encode()})
+            return
+        given = False
+
+        async def replay():
+            nonlocal given
+            if not given:
+                given = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()
+
+        await self.app(scope, replay, send)
 
 
 if __name__ == "__main__":
     if len(sys.argv) > 2 and sys.argv[1] == "http":
-        server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
+        import uvicorn
+
+        app = Watched(server.streamable_http_app(), "sessions" in sys.argv[3:])
+        uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[2]), log_level="warning")
     else:
         server.run()

@@ -5,11 +5,10 @@
 //!
 //! Exit codes: 0 answered; 2 usage or configuration error; 3 the model could not be
 //! reached or kept failing; 4 a tool call needed a person and was refused (the answer so
-//! far is printed); 1 anything else.
+//! far is printed); 130 stopped by Ctrl-C (the question is kept); 1 anything else.
 
 use std::io::Write;
 use std::path::PathBuf;
-use std::sync::atomic::AtomicBool;
 use std::time::Instant;
 
 use argh::FromArgs;
@@ -17,6 +16,7 @@ use evolve_core::permission::{Decision, Level, PendingCall, Policy, RefusalReaso
 use evolve_core::text::Lang;
 
 use super::app::App;
+use super::interrupt;
 use crate::agents::{Heard, Manager, Runtime, TurnInput, TurnIo};
 use crate::config::LoadOptions;
 use crate::error::Error;
@@ -33,7 +33,8 @@ use crate::error::Error;
     error_code(
         4,
         "a tool call needed a person and was refused (the answer is still printed)"
-    )
+    ),
+    error_code(130, "stopped by Ctrl-C (the question is kept in its session)")
 )]
 pub struct AskCmd {
     /// the question, or - to read it from stdin
@@ -134,20 +135,31 @@ pub fn run(cmd: AskCmd, profile: &Option<String>) -> Result<(), Error> {
             )));
         }
     }
-    let cancel = AtomicBool::new(false);
-    let (mut record, post) = manager.turn(
+    // Ctrl-C stops the turn the way chat stops one: a running MCP call is cancelled
+    // (the server is told before its session ends), the question and the calls that
+    // ran are kept, the servers are closed, and ask exits 130. A second Ctrl-C ends it
+    // at once.
+    interrupt::install();
+    interrupt::begin_turn();
+    let turn = manager.turn(
         TurnInput {
             session: cmd.session.as_deref(),
             text: question.trim(),
             policy,
             stream: false,
-            cancel: &cancel,
+            cancel: &interrupt::CANCEL,
             force_tool: cmd.tool.as_deref(),
             replaces: None,
             images: &images,
         },
         &mut Headless,
-    )?;
+    );
+    if interrupt::cancelled() {
+        crate::agents::close_all(&manager, wait);
+        eprintln!("evolve: stopped by Ctrl-C; the question is kept in its session");
+        std::process::exit(130);
+    }
+    let (mut record, post) = turn?;
     if cmd.json {
         // The record includes the evaluation and reflection: wait for them (bounded).
         let started = Instant::now();

@@ -1,11 +1,12 @@
-//! Ctrl-C for `chat`: while chat is busy (an answer, a command, a wait) it sets a flag
-//! the model client, the tools and the approval question check — that work stops, the
-//! program goes on. At the prompt it asks chat to end (exit 130, like any shell
-//! program) once the last answer's background work is saved; a second Ctrl-C ends it at
-//! once. Every write to the store is a committed transaction, so even that loses
+//! Ctrl-C for `chat` (and `ask`, and the `mcp` commands that wait): while chat is busy
+//! (an answer, a command, a wait) it sets a flag the model client, the tools and the
+//! approval question check — that work stops, the program goes on. At the prompt it
+//! asks chat to end (exit 130, like any shell program) once the last answer's background
+//! work is saved; a second Ctrl-C, at the prompt or while the work is stopping, ends it
+//! at once (the MCP servers' process groups are killed first). Every write to the store is a committed transaction, so even that loses
 //! nothing acknowledged.
 //!
-//! The handler does only async-signal-safe things: atomic stores or `_exit`.
+//! The handler does only async-signal-safe things: atomics, kill(2) and `_exit`.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -24,9 +25,15 @@ extern "C" {
 }
 
 extern "C" fn on_sigint(_sig: i32) {
-    if BUSY.load(Ordering::SeqCst) {
-        CANCEL.store(true, Ordering::SeqCst);
-    } else if QUIT.swap(true, Ordering::SeqCst) {
+    let again = if BUSY.load(Ordering::SeqCst) {
+        CANCEL.swap(true, Ordering::SeqCst)
+    } else {
+        QUIT.swap(true, Ordering::SeqCst)
+    };
+    if again {
+        // The second Ctrl-C: the MCP servers' process groups go (nothing started
+        // outlives evolve), then evolve.
+        crate::mcp::kill_all_groups();
         // SAFETY: `_exit` is async-signal-safe; nothing else is touched.
         unsafe { _exit(130) }
     }

@@ -28,6 +28,11 @@
 //!   (or 1 s) a GET with `Last-Event-ID` carries the rest, as the SSE standard and MCP's
 //!   resumability have it. The request is never sent again; after 5 resumed streams in
 //!   a row without an event, or a server that refuses the GET, the call fails.
+//! - **Cancelling.** In revision 2026-07-28 closing a request's answer is its
+//!   cancellation, and its servers take no `notifications/cancelled`: each request
+//!   runs on a ureq agent of its own (one connection; idle ones are kept for the next
+//!   requests), and giving up on it shuts that agent down, which ends the read blocked
+//!   on the answer. With a session, the notification is posted instead.
 //! - **An expired session** (404 while a session is attached) is reported as
 //!   [`Failure::SessionExpired`]: the connection starts a new session and sends the
 //!   request once more.
@@ -48,6 +53,7 @@
 //!   token with every request; a 401 or 403 is shown to the login, which may renew the
 //!   token (the request is then sent once more) and words the error otherwise.
 
+use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read};
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::Duration;
@@ -325,6 +331,10 @@ struct Session {
     /// `notifications/cancelled` among them): closing waits for them before the DELETE,
     /// so the server hears of a cancellation while the session still exists.
     posting: (Mutex<usize>, std::sync::Condvar),
+    /// Revision 2026-07-28: the agent of each request whose answer is being read, by
+    /// id, and agents kept for the next requests (at most [`SPARE_AGENTS`]).
+    flights: Mutex<HashMap<u64, ureq::Agent>>,
+    spare: Mutex<Vec<ureq::Agent>>,
 }
 
 /// Byte limits on what is read.
@@ -417,6 +427,8 @@ impl HttpLink {
             protocol: Mutex::new(None),
             limits,
             posting: Default::default(),
+            flights: Default::default(),
+            spare: Default::default(),
         }))
     }
 
@@ -500,6 +512,7 @@ impl HttpLink {
     /// Sends one request through ureq.
     fn send(
         &self,
+        agent: &ureq::Agent,
         method: Method,
         headers: &[(HeaderName, HeaderValue)],
         body: &[u8],
@@ -513,7 +526,7 @@ impl HttpLink {
             }
             builder
         }
-        let (agent, url) = (&self.0.agent, self.0.endpoint.url.as_str());
+        let url = self.0.endpoint.url.as_str();
         log::debug!("MCP HTTP {method:?} {}", self.0.shown);
         let once = |headers: &[(HeaderName, HeaderValue)]| {
             match method {
@@ -554,6 +567,42 @@ impl HttpLink {
     /// message was taken; for a request, also once it was answered or its answer was
     /// announced for later (202).
     fn post(&self, peer: &Arc<Peer>, body: &[u8], id: Option<u64>) -> Result<(), Failure> {
+        let Some(id) = id.filter(|_| self.stateless()) else {
+            return self.post_on(&self.0.agent, peer, body, id);
+        };
+        // Revision 2026-07-28 cancels a request by closing its answer: the request gets
+        // an agent (a connection) of its own, which `abandon` can shut down.
+        let agent = self
+            .lock_spare()
+            .pop()
+            .unwrap_or_else(|| ureq::Agent::new_with_config(self.0.agent.config().clone()));
+        self.lock_flights().insert(id, agent.clone());
+        let posted = self.post_on(&agent, peer, body, Some(id));
+        if self.lock_flights().remove(&id).is_some() {
+            let mut spare = self.lock_spare();
+            if spare.len() < SPARE_AGENTS {
+                spare.push(agent);
+            }
+        }
+        posted
+    }
+
+    fn lock_flights(&self) -> std::sync::MutexGuard<'_, HashMap<u64, ureq::Agent>> {
+        self.0.flights.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn lock_spare(&self) -> std::sync::MutexGuard<'_, Vec<ureq::Agent>> {
+        self.0.spare.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// [`HttpLink::post`] through `agent`.
+    fn post_on(
+        &self,
+        agent: &ureq::Agent,
+        peer: &Arc<Peer>,
+        body: &[u8],
+        id: Option<u64>,
+    ) -> Result<(), Failure> {
         let session = self.session_id();
         let mut headers = self.headers(
             &[
@@ -566,7 +615,7 @@ impl HttpLink {
         if self.stateless() {
             headers.extend(routing_headers(body));
         }
-        let response = self.send(Method::Post, &headers, body)?;
+        let response = self.send(agent, Method::Post, &headers, body)?;
         let head = Head::of(&response);
         if session.is_none() {
             if let Some(given) = &head.session_id {
@@ -583,7 +632,7 @@ impl HttpLink {
         let mut body = response.into_body().into_reader();
         if head.success() && head.is(EVENT_STREAM) {
             return match id {
-                Some(id) => self.read_answer_stream(peer, body, id),
+                Some(id) => self.read_answer_stream(agent, peer, body, id),
                 // Nothing is awaited: the stream is not read.
                 None => Ok(()),
             };
@@ -686,6 +735,7 @@ impl HttpLink {
     /// in a row bring none. A stream without an event id cannot be resumed: an error.
     fn read_answer_stream(
         &self,
+        agent: &ureq::Agent,
         peer: &Arc<Peer>,
         body: impl Read,
         id: u64,
@@ -729,7 +779,7 @@ impl HttpLink {
                 session.as_ref(),
                 Some(&last_event),
             );
-            let response = match self.send(Method::Get, &headers, &[]) {
+            let response = match self.send(agent, Method::Get, &headers, &[]) {
                 Ok(response) => response,
                 Err(e) => {
                     failures += 1;
@@ -867,7 +917,7 @@ impl HttpLink {
                 Some(session),
                 resume.last_event.as_deref(),
             );
-            match self.send(Method::Get, &headers, &[]) {
+            match self.send(&self.0.agent, Method::Get, &headers, &[]) {
                 Err(e) => {
                     log::debug!("MCP server {server:?}: its notification stream: {e:?}");
                     failures += 1;
@@ -966,15 +1016,18 @@ impl HttpLink {
             .name("mcp-http-del".into())
             .spawn(move || {
                 let headers = link.headers(&[], Some(&session), None);
-                let outcome = link.send(Method::Delete, &headers, &[]).map(|response| {
-                    let head = Head::of(&response);
-                    // 404: gone already; 405: the server keeps sessions until they expire.
-                    if !(head.success() || matches!(head.status, 404 | 405)) {
-                        let body = read_up_to(&mut response.into_body().into_reader(), MAX_ERROR)
-                            .unwrap_or_default();
-                        log::debug!("{:?}", link.status_error(&head, &body));
-                    }
-                });
+                let outcome =
+                    link.send(&link.0.agent, Method::Delete, &headers, &[])
+                        .map(|response| {
+                            let head = Head::of(&response);
+                            // 404: gone already; 405: the server keeps sessions until they expire.
+                            if !(head.success() || matches!(head.status, 404 | 405)) {
+                                let body =
+                                    read_up_to(&mut response.into_body().into_reader(), MAX_ERROR)
+                                        .unwrap_or_default();
+                                log::debug!("{:?}", link.status_error(&head, &body));
+                            }
+                        });
                 let _ = tx.send(outcome);
             });
         if spawned.is_ok() {
@@ -987,6 +1040,17 @@ impl HttpLink {
 }
 
 impl Link for HttpLink {
+    /// Revision 2026-07-28: closing a request's answer is its cancellation (no
+    /// `notifications/cancelled`); the reading thread then ends with an error nobody
+    /// waits for.
+    fn abandon(&self, id: u64) -> bool {
+        let Some(agent) = self.lock_flights().remove(&id) else {
+            return false;
+        };
+        agent.shutdown();
+        true
+    }
+
     fn send(&self, peer: &Arc<Peer>, message: Outgoing) -> Result<(), Failure> {
         if message.wait {
             return self.post(peer, &message.body, message.id);
@@ -1027,6 +1091,10 @@ impl Link for HttpLink {
             .map_err(|e| self.error(HttpErrorKind::NoThread(e.to_string())))
     }
 }
+
+/// How many idle agents of 2026-07-28 requests are kept for the next ones (a
+/// connection each, kept alive).
+const SPARE_AGENTS: usize = 2;
 
 /// The revision without sessions, whose messages carry their method in the headers.
 pub(super) const STATELESS_VERSION: &str = "2026-07-28";

@@ -84,6 +84,13 @@ pub(super) trait Link: Send + Sync {
     /// learns a request failed (an HTTP error for its POST) reports it with
     /// [`Peer::fail`].
     fn send(&self, peer: &Arc<Peer>, message: Outgoing) -> Result<(), Failure>;
+
+    /// Gives up on request `id` the transport's own way, if it has one (streamable
+    /// HTTP in revision 2026-07-28 closes the answer); `false`: the server is to be
+    /// sent `notifications/cancelled`.
+    fn abandon(&self, _id: u64) -> bool {
+        false
+    }
 }
 
 /// The client side of one connection.
@@ -363,6 +370,13 @@ impl Peer {
     fn give_up(self: &Arc<Self>, id: u64, method: &str, reason: &str) {
         let was_pending = self.lock().pending.remove(&id).is_some();
         if was_pending && method != "initialize" {
+            if self.link.abandon(id) {
+                log::debug!(
+                    "MCP server {:?}: request {id} ({reason}) was cancelled by closing its answer",
+                    self.server
+                );
+                return;
+            }
             let params = json!({"requestId": id, "reason": reason});
             if let Err(e) = self.notify("notifications/cancelled", Some(params), false) {
                 log::debug!(

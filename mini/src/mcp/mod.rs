@@ -46,6 +46,7 @@ use crate::mcp_spec::Transport;
 pub use crate::mcp_spec::{split_name, McpTool, ServerSpec};
 pub use http::shown_url;
 pub use hub::Hub;
+pub use reap::kill_all_groups;
 
 /// The values no child started without confinement may inherit: every HTTP server's
 /// token and header values (read through `bearer_token_env` and the like). Kept here,

@@ -73,6 +73,17 @@ pub(super) fn kill_group(pgid: i32) {
 }
 
 extern "C" fn on_terminate(sig: i32) {
+    kill_all_groups();
+    // Then die of the signal as if there were no handler (exit status 128 + sig).
+    unsafe {
+        signal(sig, SIG_DFL);
+        raise(sig);
+    }
+}
+
+/// Kills every live group at once; async-signal-safe (for a signal handler that ends
+/// evolve).
+pub fn kill_all_groups() {
     for g in &GROUPS {
         let pgid = g.load(Ordering::SeqCst);
         if pgid > 0 {
@@ -81,11 +92,6 @@ extern "C" fn on_terminate(sig: i32) {
                 kill(-pgid, SIGKILL);
             }
         }
-    }
-    // Then die of the signal as if there were no handler (exit status 128 + sig).
-    unsafe {
-        signal(sig, SIG_DFL);
-        raise(sig);
     }
 }
 

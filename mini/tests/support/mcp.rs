@@ -180,11 +180,21 @@ impl HttpServer {
 
     /// The same with more arguments (`--count-file FILE`, …).
     pub fn start_with(args: &[&str]) -> HttpServer {
+        HttpServer::spawn(args, Stdio::null())
+    }
+
+    /// The same, its standard error (what it says of cancelled calls) into `log`.
+    #[allow(dead_code)] // not every test binary that includes support uses it
+    pub fn start_logged(args: &[&str], log: &Path) -> HttpServer {
+        HttpServer::spawn(args, std::fs::File::create(log).expect("server log").into())
+    }
+
+    fn spawn(args: &[&str], stderr: Stdio) -> HttpServer {
         let mut child = Command::new(test_server())
             .args(["--http", "127.0.0.1:0"])
             .args(args)
             .stdout(Stdio::piped())
-            .stderr(Stdio::null())
+            .stderr(stderr)
             .spawn()
             .expect("test server");
         let mut out = std::io::BufReader::new(child.stdout.take().unwrap());

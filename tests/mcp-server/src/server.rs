@@ -599,13 +599,18 @@ impl ServerHandler for TestServer {
         }
     }
 
-    /// Kept for the `cancelled` tool; rmcp itself has already cancelled the request's
-    /// token and will drop its reply.
+    /// Kept for the `cancelled` tool and said on stderr (a test of revision 2026-07-28,
+    /// which cancels by closing the answer, sees none came); rmcp itself has already
+    /// cancelled the request's token and will drop its reply.
     async fn on_cancelled(
         &self,
         notification: CancelledNotificationParam,
         _context: NotificationContext<RoleServer>,
     ) {
+        eprintln!(
+            "evolve-mcp-test-server: notifications/cancelled for request {:?}",
+            notification.request_id
+        );
         self.cancels.record(notification);
     }
 

@@ -625,6 +625,29 @@ fn the_python_sdk_stops_a_timed_out_call_when_its_answer_is_closed() {
     );
 }
 
+/// Defect 8 of issue 20 against the official Python SDK with a session: a tool it adds
+/// during a call (announced with `tools/list_changed` on its GET stream, apart from the
+/// call's answer) is called in the very next step, and runs.
+#[test]
+fn a_tool_the_python_sdk_adds_is_called_in_the_next_step() {
+    let w = World::new("mcp-python-added");
+    let Some(http) = PythonHttp::start(&["sessions"], None) else {
+        return;
+    };
+    w.config(&format!(
+        "[mcp.servers.py]\nurl = {:?}\n\n[tools.levels]\npy__add_tool = \"L1\"\npy__extra = \"L1\"\n",
+        http.url()
+    ));
+    w.fake.route(CLASSIFY, Reply::Text("{}".into()));
+    w.fake.push(tool_call("py__add_tool", "{}"));
+    w.fake.push(tool_call("py__extra", "{}"));
+    w.fake.push(Reply::Text("Both ran.".into()));
+    w.run(&["ask", "add a tool, then call it"]).expect(0);
+    let results = tool_results(&w, 2);
+    assert_eq!(results[0], "added extra", "{results:?}");
+    assert_eq!(results[1], "extra here", "{results:?}");
+}
+
 /// Defect 3 of issue 20 against the official Python SDK with a session (it refuses
 /// `server/discover` here, so evolve starts one with `initialize`): Ctrl-C during a
 /// call in `evolve ask` sends `notifications/cancelled` before the DELETE that ends the

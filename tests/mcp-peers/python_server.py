@@ -5,7 +5,8 @@
     python python_server.py http PORT sessions
 
 Its tools: `echo(text)`, `add(a, b)`, `notes.read(name)` (a name with a dot, as the
-spec allows) and `slow(seconds)`. The SDK speaks revision 2026-07-28 (no
+spec allows), `slow(seconds)` and `add_tool()`, which adds `extra()` and says so with
+`notifications/tools/list_changed` (on the session's GET stream, apart from the call). The SDK speaks revision 2026-07-28 (no
 `initialize`, `server/discover`) beside the older ones with the handshake; with
 `sessions` it answers `server/discover` "method not found", as a server of the older
 revisions does, so a client starts a session with `initialize`.
@@ -21,7 +22,7 @@ import os
 import sys
 
 import anyio
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 
 LOG = os.environ.get("EVOLVE_PY_LOG")
 
@@ -62,6 +63,19 @@ async def slow(seconds: float) -> str:
         raise
     note("slow finished")
     return f"slept {seconds} s"
+
+
+def extra() -> str:
+    """A tool added while the server runs."""
+    return "extra here"
+
+
+@server.tool()
+async def add_tool(ctx: Context) -> str:
+    """Adds the tool `extra` and tells the client its tool list changed."""
+    server.add_tool(extra, name="extra")
+    await ctx.session.send_tool_list_changed()
+    return "added extra"
 
 
 class Watched:

@@ -113,7 +113,7 @@ health() {
     local banner url body
     run serve --port 0 >"$WORK/serve.out" 2>"$WORK/serve.err" </dev/null &
     PIDS+=($!)
-    banner="$(wait_for "$WORK/serve.err" ' serving on http://')" || { cat "$WORK/serve.err"; return 1; }
+    banner="$(wait_for "$WORK/serve.err" ' serving on http://[^ ]+ ')" || { cat "$WORK/serve.err"; return 1; }
     url="$(sed -E 's#.* serving on (http://[^ ]+).*#\1#' <<<"$banner")"
     body="$(curl -fsS --max-time 20 "$url/health")" || { cat "$WORK/serve.err"; return 1; }
     echo "      $url/health: $body"

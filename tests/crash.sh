@@ -193,7 +193,7 @@ for round in $(seq "$ROUNDS"); do
         PIDS+=($!)
         for _ in $(seq 100); do [ -s "$WORK/serve.pid" ] && break; sleep 0.05; done
         serve_pid="$(cat "$WORK/serve.pid")"
-        banner="$(wait_for "$WORK/serve.err" ' serving on http://')" || { cat "$WORK/serve.err"; fail "$tag: serve did not start"; break; }
+        banner="$(wait_for "$WORK/serve.err" ' serving on http://[^ ]+ ')" || { cat "$WORK/serve.err"; fail "$tag: serve did not start"; break; }
         url="$(sed -E 's#.* serving on (http://[^ ]+).*#\1#' <<<"$banner")"
         python3 "$WORK/client.py" "$url" "$WORK" "$tag" 2>>"$WORK/errors.log" &
         PIDS+=($!)

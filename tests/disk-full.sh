@@ -150,7 +150,7 @@ fi
 # ---- 3. serve under a filling disk -----------------------------------------------------
 env -i "${ENVIRONMENT[@]}" EVOLVE_LOG=info "$EVOLVE_BIN" serve --port 0 >"$WORK/serve.out" 2>"$WORK/serve.err" </dev/null &
 SERVE_PID=$!
-BANNER="$(wait_for "$WORK/serve.err" ' serving on http://')" || { cat "$WORK/serve.err"; fail "serve did not start"; finish; }
+BANNER="$(wait_for "$WORK/serve.err" ' serving on http://[^ ]+ ')" || { cat "$WORK/serve.err"; fail "serve did not start"; finish; }
 URL="$(sed -E 's#.* serving on (http://[^ ]+).*#\1#' <<<"$BANNER")"
 # api ACTION: one step of the API client below; prints its verdict, exits 1 on failure.
 api() {

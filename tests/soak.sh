@@ -64,7 +64,7 @@ run_evolve() { env -i "${ENVIRONMENT[@]}" EVOLVE_LOG=warn "$EVOLVE_BIN" "$@"; }
 # Started without a shell function in between: $! is serve itself (its RSS is sampled).
 env -i "${ENVIRONMENT[@]}" EVOLVE_LOG=info "$EVOLVE_BIN" serve --port 0 >"$WORK/serve.out" 2>"$WORK/serve.err" </dev/null &
 SERVE_PID=$!
-BANNER="$(wait_for "$WORK/serve.err" ' serving on http://')" || { cat "$WORK/serve.err"; fail "serve did not start"; finish; }
+BANNER="$(wait_for "$WORK/serve.err" ' serving on http://[^ ]+ ')" || { cat "$WORK/serve.err"; fail "serve did not start"; finish; }
 URL="$(sed -E 's#.* serving on (http://[^ ]+).*#\1#' <<<"$BANNER")"
 say "serve (pid $SERVE_PID) at $URL, fake model at $BASE_URL; ${SECONDS_BUDGET}s of load with $STREAMS streams"
 

@@ -102,7 +102,7 @@ env -i PATH="$PATH" HOME="$WORK/home" EVOLVE_HOME="$WORK/home" \
     OPENAI_BASE_URL="$BASE_URL" EVOLVE_MODEL=fake-main EVOLVE_CHEAP_MODEL=fake-cheap EVOLVE_LOG=info \
     "$EVOLVE_BIN" serve --port 0 >"$WORK/serve.out" 2>"$WORK/serve.err" </dev/null &
 PIDS+=($!)
-BANNER="$(wait_for "$WORK/serve.err" ' serving on http://')" || die "evolve serve did not start: $(cat "$WORK/serve.err")"
+BANNER="$(wait_for "$WORK/serve.err" ' serving on http://[^ ]+ ')" || die "evolve serve did not start: $(cat "$WORK/serve.err")"
 URL="$(sed -E 's#.* serving on (http://[^ ]+).*#\1#' <<<"$BANNER")"
 say "evolve serve at $URL, fake model at $BASE_URL"
 

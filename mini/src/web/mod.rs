@@ -312,8 +312,11 @@ pub fn run(manager: Manager, auth: auth::Auth, opts: Options) -> Result<(), Erro
     } else {
         ""
     };
-    eprintln!(
-        "evolve {} serving on http://{addr}{every} (UI at /, API at /v1, docs at /docs){}",
+    // One write for the whole line: stderr is unbuffered, and `eprintln!` writes each
+    // piece on its own, so a script that reads the log while it is written could see
+    // "serving on http://" before the address (seen under qemu).
+    let banner = format!(
+        "evolve {} serving on http://{addr}{every} (UI at /, API at /v1, docs at /docs){}\n",
         env!("CARGO_PKG_VERSION"),
         if state.auth.needs_token() {
             " — token required"
@@ -321,6 +324,10 @@ pub fn run(manager: Manager, auth: auth::Auth, opts: Options) -> Result<(), Erro
             ""
         }
     );
+    {
+        use std::io::Write as _;
+        let _ = std::io::stderr().lock().write_all(banner.as_bytes());
+    }
 
     let admit_state = Arc::clone(&state);
     let admit: Arc<http::Admit> = Arc::new(move |req: &Request| admit(&admit_state, req));

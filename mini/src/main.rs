@@ -62,6 +62,7 @@ fn install_panic_hook() {
 
 fn main() -> ExitCode {
     config::private::restrict_umask();
+    heap::configure();
     install_panic_hook();
     let args = match parse_args() {
         Ok(args) => args,

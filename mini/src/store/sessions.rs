@@ -14,6 +14,7 @@ use evolve_core::history::{L2Ring, Message, Role};
 use evolve_core::text::one_line;
 use evolve_core::Timestamp;
 use redb::{ReadableTable, WriteTransaction};
+use serde::Serialize;
 
 use super::error::Fail;
 use super::schema::*;
@@ -248,7 +249,18 @@ impl Store {
         now: Timestamp,
         completes_turn: bool,
     ) -> Result<Vec<StoredMessage>, StoreError> {
-        self.write(|txn| append_in(txn, session, turn, messages, now, completes_turn))
+        self.write(|txn| {
+            let first = append_in(txn, session, turn, messages, now, completes_turn)?;
+            Ok((first..)
+                .zip(messages)
+                .map(|(seq, message)| StoredMessage {
+                    seq,
+                    turn,
+                    at: now,
+                    message: message.clone(),
+                })
+                .collect())
+        })
     }
 
     /// A completed turn's messages and the session's new L2 ring, in one transaction
@@ -458,7 +470,19 @@ impl Store {
     }
 }
 
+/// [`StoredMessage`] as it is written, borrowing the message: a long answer is encoded
+/// from the turn's own copy instead of a clone of it (a 15 MiB answer was held twice
+/// more while it was stored: the clone, then its JSON).
+#[derive(Serialize)]
+struct StoringMessage<'a> {
+    seq: u64,
+    turn: u64,
+    at: Timestamp,
+    message: &'a Message,
+}
+
 /// Appends messages inside a write transaction (see [`Store::append_messages`]).
+/// Returns the sequence number of the first one.
 fn append_in(
     txn: &WriteTransaction,
     session: &str,
@@ -466,23 +490,21 @@ fn append_in(
     messages: &[Message],
     now: Timestamp,
     completes_turn: bool,
-) -> Result<Vec<StoredMessage>, Fail> {
+) -> Result<u64, Fail> {
     let mut record = existing_session(txn, session)?;
     let mut table = txn.open_table(MESSAGES)?;
     let first = match table.range(session_keys(session))?.next_back() {
         Some(row) => row?.0.value().1 + 1,
         None => 0,
     };
-    let mut stored = Vec::with_capacity(messages.len());
     for (seq, message) in (first..).zip(messages) {
-        let m = StoredMessage {
+        let m = StoringMessage {
             seq,
             turn,
             at: now,
-            message: message.clone(),
+            message,
         };
         put_json(&mut table, "messages", (session, seq), &m)?;
-        stored.push(m);
     }
     record.messages += messages.len() as u64;
     record.updated_at = record.updated_at.max(now);
@@ -495,7 +517,7 @@ fn append_in(
         }
     }
     put_json(&mut txn.open_table(SESSIONS)?, "sessions", session, &record)?;
-    Ok(stored)
+    Ok(first)
 }
 
 #[cfg(test)]

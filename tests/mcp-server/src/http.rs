@@ -12,6 +12,9 @@
 //!   of one `TestServer` (so `add_tool` lasts), must carry `MCP-Protocol-Version` and
 //!   its own `_meta`, and GET and DELETE answer 405. What a client sends is in the
 //!   crate's README.
+//!
+//! With `--events`, each request to `/mcp` is written down ([`crate::events`]) before
+//! rmcp sees it: a POST's body is read first for that, then handed on whole.
 
 use std::io::Write;
 use std::net::SocketAddr;
@@ -32,6 +35,7 @@ use rmcp::transport::streamable_http_server::{
 use tokio::net::TcpListener;
 use tower_service::Service;
 
+use crate::events::{self, Events};
 use crate::server::{Settings, TestServer, Versions};
 
 /// The one path the MCP endpoint answers on.
@@ -46,6 +50,7 @@ pub async fn serve(addr: SocketAddr, settings: Settings) -> Result<(), String> {
         .local_addr()
         .map_err(|e| format!("cannot read the bound address of {addr}: {e}"))?;
     let stateless = settings.versions == Versions::StatelessOnly;
+    let events = settings.events.clone();
     let settings = Arc::new(settings);
     // rmcp's defaults already restrict the Host header to loopback names, which
     // matches the loopback-only bind.
@@ -62,12 +67,12 @@ pub async fn serve(addr: SocketAddr, settings: Settings) -> Result<(), String> {
         let handler = move || Ok(shared.clone());
         let sessions = Arc::new(NeverSessionManager::default());
         let mcp = StreamableHttpService::new(handler, sessions, config);
-        accept(listener, bound, mcp).await
+        accept(listener, bound, mcp, events).await
     } else {
         let handler = move || Ok(TestServer::new(settings.clone()));
         let sessions = Arc::new(LocalSessionManager::default());
         let mcp = StreamableHttpService::new(handler, sessions, config);
-        accept(listener, bound, mcp).await
+        accept(listener, bound, mcp, events).await
     }
 }
 
@@ -75,6 +80,7 @@ async fn accept<M: SessionManager>(
     listener: TcpListener,
     bound: SocketAddr,
     mcp: StreamableHttpService<TestServer, M>,
+    events: Events,
 ) -> Result<(), String> {
     println!("listening on http://{bound}{MCP_PATH}");
     let _ = std::io::stdout().flush();
@@ -87,11 +93,16 @@ async fn accept<M: SessionManager>(
             }
         };
         let mcp = mcp.clone();
+        let events = events.clone();
         tokio::spawn(async move {
             let route = service_fn(move |req: Request<Incoming>| {
                 let mut mcp = mcp.clone();
+                let events = events.clone();
                 async move {
-                    if req.uri().path() == MCP_PATH {
+                    if req.uri().path() == MCP_PATH && events.on() {
+                        let req = noted(req, &events).await;
+                        mcp.call(req).await
+                    } else if req.uri().path() == MCP_PATH {
                         mcp.call(req).await
                     } else {
                         let body =
@@ -111,4 +122,25 @@ async fn accept<M: SessionManager>(
             }
         });
     }
+}
+
+/// Writes the request down (a POST's messages, or its HTTP method) and gives it back
+/// with its body read.
+async fn noted(req: Request<Incoming>, events: &Events) -> Request<Full<Bytes>> {
+    let (parts, body) = req.into_parts();
+    let body = match body.collect().await {
+        Ok(collected) => collected.to_bytes(),
+        Err(e) => {
+            eprintln!("evolve-mcp-test-server: cannot read a request body: {e}");
+            Bytes::new()
+        }
+    };
+    if parts.method == hyper::Method::POST {
+        for line in events::describe(&body) {
+            events.record(&line);
+        }
+    } else {
+        events.record(parts.method.as_str());
+    }
+    Request::from_parts(parts, Full::new(body))
 }

@@ -5,21 +5,25 @@
 //! ```text
 //! evolve-mcp-test-server [--http 127.0.0.1:PORT] [--notes DIR] [--log-stderr TEXT]
 //!                        [--crash-on-start] [--garbage] [--count-file FILE]
-//!                        [--protocol VERSION | --stateless]
+//!                        [--protocol VERSION | --stateless] [--events FILE] [--task-tool]
 //! ```
 //! Serves MCP over stdio by default. With `--http` it serves streamable HTTP at `/mcp`
 //! on a loopback address only, and prints `listening on http://127.0.0.1:PORT/mcp` once
 //! the socket is bound (port 0 picks a free port). `--stateless` speaks only protocol
-//! 2026-07-28 (no `initialize`, no session; the README says what a client sends). The
-//! tools are in `server.rs`; the HTTP plumbing is in `http.rs`. This file decides the
-//! order of the start-up effects: count the start, log to stderr, crash if asked, print
-//! garbage if asked, then serve.
+//! 2026-07-28 (no `initialize`, no session; the README says what a client sends).
+//! `--events FILE` appends a line per message the HTTP endpoint receives, in the order
+//! they arrive (see `events.rs`); `--task-tool` also lists a tool that runs only as a
+//! task, over stdio (see `tasks.rs`). The tools are in `server.rs`; the HTTP plumbing
+//! is in `http.rs`. This file decides the order of the start-up effects: count the
+//! start, log to stderr, crash if asked, print garbage if asked, then serve.
 
 mod cancel;
 mod client_input;
+mod events;
 mod http;
 mod progress;
 mod server;
+mod tasks;
 
 use std::io::Write;
 use std::net::SocketAddr;
@@ -29,11 +33,13 @@ use std::process::ExitCode;
 use rmcp::model::ProtocolVersion;
 use rmcp::ServiceExt;
 
+use crate::events::Events;
 use crate::server::{Settings, TestServer, Versions};
+use crate::tasks::Served;
 
 const USAGE: &str = "usage: evolve-mcp-test-server [--http 127.0.0.1:PORT] [--notes DIR] \
                      [--log-stderr TEXT] [--crash-on-start] [--garbage] [--count-file FILE] \
-                     [--protocol VERSION | --stateless]";
+                     [--protocol VERSION | --stateless] [--events FILE] [--task-tool]";
 
 /// Exit code of `--crash-on-start`: distinct from the `crash` tool's 3 so a test can
 /// tell a start failure from a mid-call crash.
@@ -50,6 +56,8 @@ struct Args {
     count_file: Option<PathBuf>,
     protocol: Option<String>,
     stateless: bool,
+    events: Option<PathBuf>,
+    task_tool: bool,
 }
 
 fn parse(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
@@ -78,9 +86,16 @@ fn parse(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
             "--count-file" => out.count_file = Some(PathBuf::from(value("--count-file")?)),
             "--protocol" => out.protocol = Some(value("--protocol")?),
             "--stateless" => out.stateless = true,
+            "--events" => out.events = Some(PathBuf::from(value("--events")?)),
+            "--task-tool" => out.task_tool = true,
             "-h" | "--help" => return Err(USAGE.to_string()),
             other => return Err(format!("unknown argument {other}\n{USAGE}")),
         }
+    }
+    if out.task_tool && out.http.is_some() {
+        // rmcp's HTTP service takes only a `ServerHandler`, whose `tools/list` answer
+        // cannot carry `execution`; see tasks.rs.
+        return Err("--task-tool works over stdio only, not with --http".to_string());
     }
     Ok(out)
 }
@@ -163,6 +178,8 @@ fn main() -> ExitCode {
             std::env::temp_dir().join(format!("evolve-mcp-notes-{}", std::process::id()))
         }),
         versions,
+        events: Events::new(args.events),
+        task_tool: args.task_tool,
     };
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -191,7 +208,7 @@ fn main() -> ExitCode {
 
 /// One session on stdin/stdout, until the client closes stdin.
 async fn serve_stdio(settings: Settings) -> Result<(), String> {
-    let running = TestServer::new(settings.into())
+    let running = Served::new(TestServer::new(settings.into()))
         .serve(rmcp::transport::stdio())
         .await
         .map_err(|e| format!("the MCP handshake on stdio failed: {e}"))?;
@@ -212,7 +229,7 @@ mod tests {
 
     #[test]
     fn command_lines() {
-        let ok: [(&[&str], Args); 5] = [
+        let ok: [(&[&str], Args); 6] = [
             (&[], Args::default()),
             (
                 &["--http", "127.0.0.1:0"],
@@ -259,6 +276,14 @@ mod tests {
                     ..Args::default()
                 },
             ),
+            (
+                &["--events", "/tmp/e", "--task-tool"],
+                Args {
+                    events: Some("/tmp/e".into()),
+                    task_tool: true,
+                    ..Args::default()
+                },
+            ),
         ];
         for (line, want) in ok {
             assert_eq!(args(line).as_ref(), Ok(&want), "{line:?}");
@@ -273,6 +298,8 @@ mod tests {
             ("2025-01-01", true),
             ("2026-07-28", false),
             ("2099-01-01", false),
+            // Unknown to any client, but it has the handshake: for testing refusals.
+            ("1999-01-01", true),
         ];
         for (v, ok) in cases {
             assert_eq!(protocol_version(v).is_ok(), ok, "{v}");
@@ -295,12 +322,13 @@ mod tests {
 
     #[test]
     fn refused_command_lines() {
-        let bad: [(&[&str], &str); 5] = [
+        let bad: [(&[&str], &str); 6] = [
             (&["--http", "0.0.0.0:8080"], "non-loopback"),
             (&["--http", "192.168.1.2:80"], "non-loopback"),
             (&["--http", "localhost"], "not an address"),
             (&["--notes"], "needs a value"),
             (&["--frobnicate"], "unknown argument --frobnicate"),
+            (&["--task-tool", "--http", "127.0.0.1:0"], "stdio only"),
         ];
         for (line, want) in bad {
             let err = args(line).expect_err(&format!("{line:?} should be refused"));

@@ -26,7 +26,9 @@ use serde_json::{json, Value};
 
 use crate::cancel::{sleep_unless_cancelled, CancelLog, Slept};
 use crate::client_input::{self, Ask};
+use crate::events::Events;
 use crate::progress;
+use crate::tasks;
 
 /// Exit code of the `crash` tool, so a test can tell it from other deaths.
 pub const CRASH_CODE: i32 = 3;
@@ -44,6 +46,10 @@ pub struct Settings {
     pub notes: PathBuf,
     /// Which protocol revisions the server speaks.
     pub versions: Versions,
+    /// `--events`: where what arrived is written down.
+    pub events: Events,
+    /// `--task-tool`: [`tasks::TASK_TOOL`] is listed too.
+    pub task_tool: bool,
 }
 
 /// Which protocol revisions the server speaks.
@@ -78,6 +84,11 @@ impl TestServer {
             extra_added: Arc::new(AtomicBool::new(false)),
             cancels: CancelLog::default(),
         }
+    }
+
+    /// `--task-tool` was given.
+    pub fn task_tool(&self) -> bool {
+        self.settings.task_tool
     }
 
     /// The tools this session lists now.
@@ -296,7 +307,61 @@ fn catalog() -> Vec<Tool> {
             &["message"],
             ToolAnnotations::new().read_only(true),
         ),
+        tool(
+            "log",
+            "Sends message as a notifications/message at level, then answers.",
+            json!({
+                "level": {
+                    "type": "string",
+                    "enum": LOG_LEVELS,
+                    "description": "the MCP log level",
+                },
+                "message": string("what to log"),
+            }),
+            &["level", "message"],
+            ToolAnnotations::new().read_only(true),
+        ),
     ]
+}
+
+/// The MCP log levels, least severe first.
+const LOG_LEVELS: [&str; 8] = [
+    "debug",
+    "info",
+    "notice",
+    "warning",
+    "error",
+    "critical",
+    "alert",
+    "emergency",
+];
+
+/// `log`: the notification (logger `evolve-mcp-test-server`, data the message as a
+/// JSON string), awaited so it is written before the call's answer.
+#[expect(
+    deprecated,
+    reason = "rmcp 3.11 marks logging deprecated (SEP-2577); every revision before it has it"
+)]
+async fn log_message(
+    level: &str,
+    message: &str,
+    context: &RequestContext<RoleServer>,
+) -> Result<CallToolResult, CallToolResult> {
+    use rmcp::model::{LoggingLevel, LoggingMessageNotificationParam};
+    let parsed: LoggingLevel = serde_json::from_value(json!(level)).map_err(|_| {
+        error(format!(
+            "log: argument `level` must be one of {}",
+            LOG_LEVELS.join(", ")
+        ))
+    })?;
+    let mut params = LoggingMessageNotificationParam::new(parsed, json!(message));
+    params.logger = Some("evolve-mcp-test-server".into());
+    context
+        .peer
+        .notify_logging_message(params)
+        .await
+        .map_err(|e| error(format!("log: the notification was not sent: {e}")))?;
+    Ok(text(format!("logged at {level}")))
 }
 
 fn text(t: impl Into<String>) -> CallToolResult {
@@ -453,6 +518,7 @@ impl TestServer {
                                 "evolve-mcp-test-server: slow (request {}) cancelled before {ms} ms",
                                 context.id
                             );
+                            self.settings.events.record("slow cancelled");
                             // rmcp drops this reply: a cancelled request gets none.
                             Ok(text("cancelled"))
                         }
@@ -500,6 +566,13 @@ impl TestServer {
             "stats_bad" => numbers_arg(name, args, "numbers")
                 .map(|numbers| CallToolResult::structured(stats_bad(&numbers))),
             "link" => Ok(CallToolResult::success(vec![project_notes_link()])),
+            "log" => match string_arg(name, args, "level")
+                .and_then(|level| Ok((level, string_arg(name, args, "message")?)))
+            {
+                Ok((level, message)) => log_message(level, message, context).await,
+                Err(e) => Err(e),
+            },
+            tasks::TASK_TOOL if self.settings.task_tool => return Err(tasks::refusal()),
             other => {
                 return Err(ErrorData::invalid_params(
                     format!("unknown tool {other:?}"),
@@ -721,6 +794,7 @@ mod tests {
             ("link", (Some(true), None, None)),
             ("list_roots", (Some(true), None, None)),
             ("ask_user", (Some(true), None, None)),
+            ("log", (Some(true), None, None)),
         ];
         for (name, want) in cases {
             assert_eq!(hints(name), want, "{name}");
@@ -753,6 +827,7 @@ mod tests {
             "link",
             "list_roots",
             "ask_user",
+            "log",
         ];
         assert_eq!(names, want);
     }

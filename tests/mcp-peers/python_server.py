@@ -5,7 +5,9 @@
     python python_server.py http PORT sessions
 
 Its tools: `echo(text)`, `add(a, b)`, `notes.read(name)` (a name with a dot, as the
-spec allows), `slow(seconds)` and `add_tool()`, which adds `extra()` and says so with
+spec allows), `slow(seconds)`, `pid()` (the server process's id), `log_error(text)`
+(sends `text` to the client as a log message at level error, then answers "logged")
+and `add_tool()`, which adds `extra()` and says so with
 `notifications/tools/list_changed` (on the session's GET stream, apart from the call). The SDK speaks revision 2026-07-28 (no
 `initialize`, `server/discover`) beside the older ones with the handshake; with
 `sessions` it answers `server/discover` "method not found", as a server of the older
@@ -15,11 +17,15 @@ With EVOLVE_PY_LOG=FILE, what the server saw goes to FILE a line each, in order:
 HTTP request as `METHOD rpc-method` (`POST tools/call`, `DELETE`), and how each `slow`
 ended (`slow finished`, `slow cancelled`). The SDK's own transport does the rest; the
 log only watches it.
+
+With EVOLVE_PY_PIDS=FILE, the process appends `pid=PID` to FILE when it starts (how
+often a client started it).
 """
 
 import json
 import os
 import sys
+import warnings
 
 import anyio
 from mcp.server.mcpserver import Context, MCPServer
@@ -63,6 +69,22 @@ async def slow(seconds: float) -> str:
         raise
     note("slow finished")
     return f"slept {seconds} s"
+
+
+@server.tool()
+def pid() -> str:
+    """The server process's id."""
+    return str(os.getpid())
+
+
+@server.tool()
+async def log_error(text: str, ctx: Context) -> str:
+    """Logs the text at level error (a `notifications/message`), then answers."""
+    with warnings.catch_warnings():
+        # The SDK marks logging deprecated as of revision 2026-07-28; older ones have it.
+        warnings.simplefilter("ignore")
+        await ctx.error(text)
+    return "logged"
 
 
 def extra() -> str:
@@ -123,6 +145,9 @@ class Watched:
 
 
 if __name__ == "__main__":
+    if os.environ.get("EVOLVE_PY_PIDS"):
+        with open(os.environ["EVOLVE_PY_PIDS"], "a", encoding="utf-8") as f:
+            f.write(f"pid={os.getpid()}\n")
     if len(sys.argv) > 2 and sys.argv[1] == "http":
         import uvicorn
 

@@ -491,7 +491,26 @@ fn add(c: Add, profile: &Option<String>) -> Result<(), Error> {
         kind(&spec),
         target(&spec)
     );
+    if let Transport::Http { url, .. } = &spec.transport {
+        if old_sse(url) {
+            eprintln!(
+                "evolve: warning: a URL ending in /sse is the old HTTP+SSE transport, which \
+                 evolve does not speak (only streamable HTTP): if the server also offers \
+                 streamable HTTP (often at /mcp instead of /sse), add it again with that URL \
+                 and --replace, or run the server over stdio, e.g. through `npx mcp-remote URL`"
+            );
+        }
+    }
     Ok(())
+}
+
+/// An endpoint whose path ends in /sse: the old HTTP+SSE transport's (`import` switches
+/// such servers off; the handshake's error says so too).
+fn old_sse(url: &str) -> bool {
+    let path = url.split(['?', '#']).next().unwrap_or(url);
+    path.trim_end_matches('/')
+        .to_ascii_lowercase()
+        .ends_with("/sse")
 }
 
 /// `K=V` / `K:V` into its two halves (the value may be empty, the key not).

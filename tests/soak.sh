@@ -21,6 +21,10 @@
 # session deletes). The fake model (tests/fake-llm --echo) streams in chunks 2 ms apart.
 # Prints one line per check and ends with `soak: N passed, M failed`; exits non-zero when
 # a check failed. SOAK_KEEP=1 keeps the temporary directory.
+# SOAK_STEADY=1 keeps the data from growing, to show where RSS settles when nothing new is
+# kept: every chat's session is deleted once no streamer continues it, and the writer
+# holds at most 200 memories (it deletes the oldest before adding one). The checks then
+# compare the store with what was acknowledged and not deleted.
 set -euo pipefail
 
 NAME=soak
@@ -28,6 +32,7 @@ NAME=soak
 . "$(dirname "${BASH_SOURCE[0]}")/lib/bins.sh"
 SECONDS_BUDGET="${SOAK_SECONDS:-60}"
 STREAMS="${SOAK_STREAMS:-4}"
+STEADY="${SOAK_STEADY:-0}"
 
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/evolve-soak.XXXXXX")"
 FAKE_PID=""
@@ -69,10 +74,12 @@ URL="$(sed -E 's#.* serving on (http://[^ ]+).*#\1#' <<<"$BANNER")"
 say "serve (pid $SERVE_PID) at $URL, fake model at $BASE_URL; ${SECONDS_BUDGET}s of load with $STREAMS streams"
 
 # ---- the load -------------------------------------------------------------------------
-python3 - "$URL" "$SECONDS_BUDGET" "$STREAMS" "$SERVE_PID" "$WORK" >"$WORK/load.out" 2>&1 <<'PY' || true
+python3 - "$URL" "$SECONDS_BUDGET" "$STREAMS" "$SERVE_PID" "$WORK" "$STEADY" >"$WORK/load.out" 2>&1 <<'PY' || true
 import http.client, json, random, sys, threading, time, urllib.parse
 
 url, budget, streams, pid, work = sys.argv[1], float(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5]
+steady = sys.argv[6] == "1"
+STEADY_MEMORIES = 200  # the most the writer keeps at once in steady mode
 host = urllib.parse.urlparse(url)
 lock = threading.Lock()
 counts = {}            # kind -> [ok, failed]
@@ -80,6 +87,7 @@ failures = []          # first 20 failures, described
 acked_memories = {}    # id -> text
 acked_chats = {}       # session -> acknowledged turns
 deleted = set()
+deleted_memories = set()
 deletable = []         # sessions no streamer continues any more
 rss = []               # (seconds since start, kB)
 start = time.monotonic()
@@ -127,7 +135,12 @@ def streamer(n):
                 note("chat", True)
                 with lock:
                     acked_chats[session] = acked_chats.get(session, 0) + 1
-                if headers and random.random() < 0.5:
+                if steady and (headers or last):
+                    # Steady data: a session is deleted as soon as nobody continues it.
+                    with lock:
+                        deletable.append(session if headers else last)
+                    last = None if headers else session
+                elif headers and random.random() < 0.5:
                     with lock:
                         deletable.append(session)
                     last = None
@@ -168,9 +181,31 @@ def reader(n):
 def writer():
     c = conn()
     i = 0
+    live = []  # memory ids in the order they were added (steady mode)
     while time.monotonic() < stop_at:
         i += 1
         try:
+            if steady and deletable:
+                # Steady data: every session nobody continues is deleted at once.
+                with lock:
+                    s = deletable.pop(0)
+                r = request(c, "DELETE", f"/v1/sessions/{s}")
+                r.read()
+                ok = r.status == 200
+                note("delete", ok, f"DELETE {s} -> {r.status}")
+                if ok:
+                    with lock:
+                        deleted.add(s)
+                continue
+            if steady and len(live) >= STEADY_MEMORIES:
+                m = live.pop(0)
+                r = request(c, "DELETE", f"/v1/memory/{m}")
+                r.read()
+                ok = r.status in (200, 204)
+                note("memory delete", ok, f"DELETE /v1/memory/{m} -> {r.status}")
+                if ok:
+                    with lock:
+                        deleted_memories.add(str(m))
             if i % 5 == 0 and deletable:
                 with lock:
                     s = deletable.pop(0)
@@ -193,6 +228,7 @@ def writer():
                     v = json.loads(body)
                     with lock:
                         acked_memories[v["id"]] = v["content"]
+                    live.append(v["id"])
             time.sleep(0.02)
         except Exception as e:
             note("write", False, repr(e))
@@ -219,7 +255,8 @@ for t in threads:
 elapsed = time.monotonic() - start
 out = {"elapsed": elapsed, "counts": counts, "failures": failures, "rss": rss,
        "memories": {str(k): v for k, v in acked_memories.items()},
-       "chats": acked_chats, "deleted": sorted(deleted)}
+       "chats": acked_chats, "deleted": sorted(deleted),
+       "deleted_memories": sorted(deleted_memories)}
 with open(f"{work}/load.json", "w") as f:
     json.dump(out, f)
 print(f"{sum(c[0] + c[1] for c in counts.values())} requests in {elapsed:.0f}s")
@@ -272,11 +309,12 @@ memories_consistent() {
     run_evolve memory list --json >"$WORK/memories.json" || { echo "evolve memory list --json failed"; return 1; }
     py '
 stored = {str(m["id"]): m["content"] for m in json.load(open(sys.argv[1]))}
-acked = load["memories"]
+gone = set(load["deleted_memories"])
+acked = {i: t for i, t in load["memories"].items() if i not in gone}
 missing = [i for i in acked if i not in stored]
 changed = [i for i in acked if i in stored and stored[i] != acked[i]]
 extra = [i for i in stored if i not in acked]
-print(f"{len(acked)} acknowledged, {len(stored)} stored, missing {missing[:5]}, changed {changed[:5]}, unacknowledged {extra[:5]}")
+print(f"{len(acked)} acknowledged and kept ({len(gone)} deleted), {len(stored)} stored, missing {missing[:5]}, changed {changed[:5]}, unacknowledged {extra[:5]}")
 sys.exit(1 if missing or changed or extra else 0)' "$WORK/memories.json"
 }
 check "the store holds exactly the acknowledged memories" memories_consistent

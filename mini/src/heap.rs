@@ -16,22 +16,19 @@
 /// stay behind.
 pub const BIG_ANSWER: usize = 256 * 1024;
 
-/// glibc's mmap threshold, fixed at start: blocks from [`MMAP_THRESHOLD`] up are always
-/// mapped on their own and unmapped when freed. Left to itself glibc raises the threshold
-/// to the size of the largest block freed so far (up to 32 MiB), after which a big answer's
-/// buffers come from the arenas, where a freed block in the middle stays resident until
-/// the next [`give_back`]. A fixed threshold also makes a growing buffer's `realloc` an
-/// `mremap` (no copy, so a string doubling from 8 to 16 MiB is not held twice).
-/// Measured with `evolve ask` and one 15 MiB answer (host glibc release build, peak RSS):
-/// 59.8 MB with the dynamic threshold, 55.3 MB with this one.
-pub const MMAP_THRESHOLD: usize = 256 * 1024;
-
-/// Sets up the allocator for the process (glibc: see [`MMAP_THRESHOLD`]); call once at
-/// start, before other threads run. A no-op elsewhere: musl maps and unmaps big blocks
-/// by itself.
+/// Sets up the allocator for the process; call once at start, before other threads run.
+/// A no-op but on glibc: musl maps and unmaps big blocks by itself.
 pub fn configure() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     {
+        // The mmap threshold, fixed: blocks from 256 KiB up are always mapped on their
+        // own and unmapped when freed. Left to itself glibc raises the threshold to the
+        // largest block freed so far (up to 32 MiB), after which a big answer's buffers
+        // come from the arenas, where a freed block in the middle stays resident until the
+        // next `give_back`. Fixed, a growing buffer's `realloc` is also an `mremap` (no
+        // copy). `evolve ask` with one 15 MiB answer, host glibc release build, peak RSS:
+        // 59.8 MB with the dynamic threshold, 55.3 MB with this one.
+        const MMAP_THRESHOLD: usize = 256 * 1024;
         // SAFETY: mallopt takes no pointer; it changes a setting of the allocator under
         // its lock. Called from main before any other thread is started.
         let set = unsafe { libc::mallopt(libc::M_MMAP_THRESHOLD, MMAP_THRESHOLD as libc::c_int) };

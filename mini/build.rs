@@ -83,7 +83,7 @@ fn main() {
     std::fs::write(Path::new(&out_dir).join("bundled_skills.rs"), skill_table).unwrap();
     std::fs::write(
         Path::new(&out_dir).join("bundled_skills.deflate"),
-        miniz_oxide::deflate::compress_to_vec(all.as_bytes(), 10),
+        deflate(all.as_bytes()),
     )
     .unwrap();
     std::fs::write(
@@ -99,7 +99,7 @@ fn main() {
     let bytes = std::fs::read(&dict).unwrap();
     std::fs::write(
         Path::new(&out_dir).join("trimmed.dict.deflate"),
-        miniz_oxide::deflate::compress_to_vec(&bytes, 10),
+        deflate(&bytes),
     )
     .unwrap();
     std::fs::write(
@@ -154,9 +154,24 @@ fn squeeze(text: &str, script: bool) -> String {
 /// deflated bytes, CRC-32 and size.
 fn gzip(data: &[u8]) -> Vec<u8> {
     let mut out = vec![0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 2, 255];
-    out.extend(miniz_oxide::deflate::compress_to_vec(data, 10));
+    out.extend(deflate(data));
     out.extend(crc32(data).to_le_bytes());
     out.extend((data.len() as u32).to_le_bytes());
+    out
+}
+
+/// Raw deflate with Zopfli (15 iterations): about 4% smaller than miniz's best level on
+/// these files (the dictionary 143 539 -> 138 751 bytes, the UI 71 486 -> 68 274), the
+/// same format for the inflater, no code in the binary. Deterministic.
+fn deflate(data: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    zopfli::compress(
+        zopfli::Options::default(),
+        zopfli::Format::Deflate,
+        data,
+        &mut out,
+    )
+    .unwrap();
     out
 }
 

@@ -185,8 +185,9 @@ def writer():
     while time.monotonic() < stop_at:
         i += 1
         try:
-            if steady and deletable:
-                # Steady data: every session nobody continues is deleted at once.
+            if deletable and (steady or i % 5 == 0):
+                # Every fifth write deletes a session nobody continues any more; with
+                # steady data each one is deleted at once.
                 with lock:
                     s = deletable.pop(0)
                 r = request(c, "DELETE", f"/v1/sessions/{s}")
@@ -196,27 +197,18 @@ def writer():
                 if ok:
                     with lock:
                         deleted.add(s)
-                continue
-            if steady and len(live) >= STEADY_MEMORIES:
-                m = live.pop(0)
-                r = request(c, "DELETE", f"/v1/memory/{m}")
-                r.read()
-                ok = r.status in (200, 204)
-                note("memory delete", ok, f"DELETE /v1/memory/{m} -> {r.status}")
-                if ok:
-                    with lock:
-                        deleted_memories.add(str(m))
-            if i % 5 == 0 and deletable:
-                with lock:
-                    s = deletable.pop(0)
-                r = request(c, "DELETE", f"/v1/sessions/{s}")
-                r.read()
-                ok = r.status == 200
-                note("delete", ok, f"DELETE {s} -> {r.status}")
-                if ok:
-                    with lock:
-                        deleted.add(s)
+                if steady:
+                    continue
             else:
+                if steady and len(live) >= STEADY_MEMORIES:
+                    m = live.pop(0)
+                    r = request(c, "DELETE", f"/v1/memory/{m}")
+                    r.read()
+                    ok = r.status in (200, 204)
+                    note("memory delete", ok, f"DELETE /v1/memory/{m} -> {r.status}")
+                    if ok:
+                        with lock:
+                            deleted_memories.add(str(m))
                 # Words of their own: nothing merges with another memory.
                 words = " ".join(f"{random.randrange(1 << 40):x}q" for _ in range(4))
                 text = f"soakmem{i} {words}"

@@ -7,32 +7,13 @@
 
 mod support;
 
-use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
-use serde_json::{json, Value};
+use serde_json::json;
 use support::mcp::*;
-use support::serve::{Resp, Server};
+use support::serve::Server;
 use support::{tool_call, Reply, World, CLASSIFY};
-
-/// `POST /v1/tools/NAME/run` on serve at `port` (from any thread).
-fn run_tool(port: u16, name: &str, arguments: Value) -> Value {
-    let body = json!({ "arguments": arguments }).to_string();
-    let mut s = TcpStream::connect(("127.0.0.1", port)).expect("connect to serve");
-    s.set_read_timeout(Some(Duration::from_secs(90))).unwrap();
-    let head = format!(
-        "POST /v1/tools/{name}/run HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-        body.len()
-    );
-    s.write_all(head.as_bytes()).unwrap();
-    s.write_all(body.as_bytes()).unwrap();
-    let mut out = Vec::new();
-    let _ = s.read_to_end(&mut out);
-    let resp = Resp::parse(&out);
-    assert_eq!(resp.status, 200, "{name}: {}", resp.body);
-    resp.json()
-}
 
 /// The starts the test server counted in its `--count-file`.
 fn starts(file: &std::path::Path) -> usize {

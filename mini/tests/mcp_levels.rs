@@ -10,7 +10,7 @@ mod support;
 
 use std::path::PathBuf;
 
-use support::mcp::test_server;
+use support::mcp::{classifications, test_server, tool_row};
 use support::{tool_call, Reply, World, CLASSIFY};
 
 /// A world running the test server with its notes in `$EVOLVE_HOME/notes` (holding
@@ -38,27 +38,6 @@ fn script_call(w: &World, tool: &str) {
     w.fake.push(Reply::text("Done."));
 }
 
-/// How many classification requests reached the cheap model.
-fn classifications(w: &World) -> usize {
-    w.fake
-        .chat_requests()
-        .iter()
-        .filter(|r| r.body.contains(CLASSIFY))
-        .count()
-}
-
-/// `evolve mcp tools --json`: the row of `tool` of server `t`.
-fn listed(w: &World, tool: &str) -> serde_json::Value {
-    let doc = w.run(&["mcp", "tools", "t", "--json"]).expect(0).json();
-    doc[0]["tools"]
-        .as_array()
-        .expect("tools")
-        .iter()
-        .find(|t| t["tool"] == tool)
-        .unwrap_or_else(|| panic!("{tool} not listed: {doc}"))
-        .clone()
-}
-
 #[test]
 fn an_unannotated_tool_the_classifier_calls_l0_asks_a_person() {
     let (w, keep) = world("lv-wipe", r#"{"wipe_everything": "L0", "echo": "L1"}"#, "");
@@ -77,7 +56,7 @@ fn an_unannotated_tool_the_classifier_calls_l0_asks_a_person() {
     assert_eq!(classifications(&w), 1, "the classifier was asked");
 
     // What `mcp tools` says, and why.
-    let row = listed(&w, "wipe_everything");
+    let row = tool_row(&w, "wipe_everything");
     assert_eq!(row["level"], "L3", "{row}");
     assert_eq!(row["classifier"], "L0", "{row}");
     assert_eq!(row["source"], "floor", "{row}");
@@ -126,7 +105,7 @@ fn a_read_only_tool_the_classifier_calls_l1_runs_headless_at_l2() {
         "{call}"
     );
     assert_eq!(
-        listed(&w, "echo")["origin"],
+        tool_row(&w, "echo")["origin"],
         "floor, read-only (classifier L1)"
     );
     // Under `--allow L1` only the user can put it: the server's hint says "changes
@@ -192,7 +171,7 @@ fn a_destructive_tool_is_l4_and_never_headless_even_with_yes() {
         "{call}"
     );
     assert_eq!(
-        listed(&w, "delete_everything")["origin"],
+        tool_row(&w, "delete_everything")["origin"],
         "floor, destructive (classifier L0)"
     );
 }
@@ -224,7 +203,7 @@ fn the_users_level_decides_below_the_floor() {
     assert_eq!(run.json()["tools"][0]["level"], "L2");
     assert!(!keep.exists());
     assert_eq!(
-        listed(&w, "wipe_everything")["origin"],
+        tool_row(&w, "wipe_everything")["origin"],
         "user (config.toml [tools.levels])"
     );
 }
@@ -238,11 +217,11 @@ fn a_trusted_servers_read_only_hint_is_believed_over_the_classifier() {
     let run = w.run(&["ask", "--json", "echo"]).expect(0);
     assert_eq!(run.json()["tools"][0]["level"], "L2");
     assert_eq!(
-        listed(&w, "echo")["origin"],
+        tool_row(&w, "echo")["origin"],
         "read-only, trusted server (classifier L4)"
     );
     // Trust lowers nothing that is not read-only.
-    let row = listed(&w, "wipe_everything");
+    let row = tool_row(&w, "wipe_everything");
     assert_eq!(row["level"], "L4", "unclassified: {row}");
 }
 

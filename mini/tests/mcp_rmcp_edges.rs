@@ -356,27 +356,6 @@ fn a_task_only_tool_is_not_offered_and_a_call_of_it_is_told_there_is_none() {
 // Defect 9: classifying again.
 // ---------------------------------------------------------------------------------
 
-/// How many classification requests reached the cheap model.
-fn classifications(w: &World) -> usize {
-    w.fake
-        .chat_requests()
-        .iter()
-        .filter(|r| r.body.contains(CLASSIFY))
-        .count()
-}
-
-/// `evolve mcp tools t --json`: the row of `tool`.
-fn row(w: &World, tool: &str) -> serde_json::Value {
-    let doc = w.run(&["mcp", "tools", "t", "--json"]).expect(0).json();
-    doc[0]["tools"]
-        .as_array()
-        .expect("tools")
-        .iter()
-        .find(|t| t["tool"] == tool)
-        .cloned()
-        .unwrap_or_else(|| panic!("{tool} not listed: {doc}"))
-}
-
 /// A world with the test server and no retries of the cheap model (a 500 is one
 /// failed classification, not a retry that takes the next scripted answer).
 fn classifying_world(name: &str) -> World {
@@ -396,7 +375,7 @@ fn a_failed_classification_is_l4_and_asked_again_once_the_cheap_model_works() {
     let w = classifying_world("rmcp-classify-retry");
     w.fake
         .route(CLASSIFY, Reply::error(500, "the cheap model is down"));
-    let failed = row(&w, "wipe_everything");
+    let failed = tool_row(&w, "wipe_everything");
     assert_eq!(classifications(&w), 1, "{failed}");
     assert_eq!(failed["level"], "L4", "{failed}");
     assert_eq!(failed["origin"], "unclassified", "{failed}");
@@ -406,7 +385,7 @@ fn a_failed_classification_is_l4_and_asked_again_once_the_cheap_model_works() {
         CLASSIFY,
         Reply::Text(r#"{"wipe_everything": "L1", "echo": "L0"}"#.into()),
     );
-    let classified = row(&w, "wipe_everything");
+    let classified = tool_row(&w, "wipe_everything");
     assert_eq!(classifications(&w), 2, "asked again: {classified}");
     assert_eq!(classified["classifier"], "L1", "{classified}");
     // Without readOnlyHint the floor is L3, which the answer does not lower.
@@ -416,7 +395,7 @@ fn a_failed_classification_is_l4_and_asked_again_once_the_cheap_model_works() {
         "{classified}"
     );
     // The answer is kept: the next listing asks nobody.
-    row(&w, "wipe_everything");
+    tool_row(&w, "wipe_everything");
     assert_eq!(classifications(&w), 2);
 }
 
@@ -430,12 +409,12 @@ fn level_auto_after_a_users_level_asks_the_classifier_again() {
         CLASSIFY,
         Reply::Text(r#"{"wipe_everything": "L3", "echo": "L0"}"#.into()),
     );
-    assert_eq!(row(&w, "wipe_everything")["classifier"], "L3");
+    assert_eq!(tool_row(&w, "wipe_everything")["classifier"], "L3");
     assert_eq!(classifications(&w), 1);
 
     w.run(&["mcp", "level", "t__wipe_everything", "L1"])
         .expect(0);
-    let mine = row(&w, "wipe_everything");
+    let mine = tool_row(&w, "wipe_everything");
     assert_eq!(mine["level"], "L1", "{mine}");
     assert_eq!(mine["origin"], "user (evolve mcp level)", "{mine}");
     assert_eq!(classifications(&w), 1, "a user's level needs no classifier");
@@ -444,7 +423,7 @@ fn level_auto_after_a_users_level_asks_the_classifier_again() {
         .route(CLASSIFY, Reply::Text(r#"{"wipe_everything": "L4"}"#.into()));
     w.run(&["mcp", "level", "t__wipe_everything", "auto"])
         .expect(0);
-    let back = row(&w, "wipe_everything");
+    let back = tool_row(&w, "wipe_everything");
     assert_eq!(classifications(&w), 2, "asked again: {back}");
     assert_eq!(back["classifier"], "L4", "{back}");
     assert_eq!(back["level"], "L4", "{back}");
@@ -470,15 +449,15 @@ fn level_auto_asks_again_about_a_tool_the_classifier_gave_no_level() {
         CLASSIFY,
         Reply::Text("I cannot help with classifying tools.".into()),
     );
-    assert_eq!(row(&w, "wipe_everything")["origin"], "unclassified");
-    row(&w, "wipe_everything");
+    assert_eq!(tool_row(&w, "wipe_everything")["origin"], "unclassified");
+    tool_row(&w, "wipe_everything");
     assert_eq!(classifications(&w), 1, "not asked at every listing");
 
     w.fake
         .route(CLASSIFY, Reply::Text(r#"{"wipe_everything": "L3"}"#.into()));
     w.run(&["mcp", "level", "t__wipe_everything", "auto"])
         .expect(0);
-    let back = row(&w, "wipe_everything");
+    let back = tool_row(&w, "wipe_everything");
     assert_eq!(classifications(&w), 2, "asked again: {back}");
     assert_eq!(back["classifier"], "L3", "{back}");
 }

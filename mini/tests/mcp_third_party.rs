@@ -15,15 +15,14 @@
 
 mod support;
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 use support::mcp::*;
-use support::serve::{Resp, Server};
+use support::serve::Server;
 use support::{tool_call, Reply, World, CLASSIFY};
 
 /// What the user is told of an old HTTP+SSE endpoint (mini/src/mcp/http.rs and the
@@ -88,24 +87,6 @@ fn python_server() -> Option<(PathBuf, PathBuf)> {
     let python = Path::new(&time).with_file_name("python");
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/mcp-peers/python_server.py");
     Some((python, script))
-}
-
-/// `POST /v1/tools/NAME/run` on serve at `port`: `{output, is_error, …}`.
-fn run_tool(port: u16, name: &str, arguments: Value) -> Value {
-    let body = json!({ "arguments": arguments }).to_string();
-    let mut s = TcpStream::connect(("127.0.0.1", port)).expect("connect to serve");
-    s.set_read_timeout(Some(Duration::from_secs(120))).unwrap();
-    let head = format!(
-        "POST /v1/tools/{name}/run HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-        body.len()
-    );
-    s.write_all(head.as_bytes()).unwrap();
-    s.write_all(body.as_bytes()).unwrap();
-    let mut out = Vec::new();
-    let _ = s.read_to_end(&mut out);
-    let resp = Resp::parse(&out);
-    assert_eq!(resp.status, 200, "{name}: {}", resp.body);
-    resp.json()
 }
 
 /// Every line serve has logged so far, added to `seen`.

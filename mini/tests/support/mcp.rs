@@ -215,3 +215,43 @@ impl Drop for HttpServer {
         let _ = self.0.wait();
     }
 }
+
+/// How many classification requests reached the cheap model.
+pub fn classifications(w: &World) -> usize {
+    w.fake
+        .chat_requests()
+        .iter()
+        .filter(|r| r.body.contains(CLASSIFY))
+        .count()
+}
+
+/// `evolve mcp tools t --json`: the row of `tool` of server `t`.
+pub fn tool_row(w: &World, tool: &str) -> serde_json::Value {
+    let doc = w.run(&["mcp", "tools", "t", "--json"]).expect(0).json();
+    doc[0]["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .find(|t| t["tool"] == tool)
+        .cloned()
+        .unwrap_or_else(|| panic!("{tool} not listed: {doc}"))
+}
+
+/// `POST /v1/tools/NAME/run` on serve at `port` (from any thread): `{output, is_error, …}`.
+pub fn run_tool(port: u16, name: &str, arguments: serde_json::Value) -> serde_json::Value {
+    use std::io::{Read, Write};
+    let body = serde_json::json!({ "arguments": arguments }).to_string();
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect to serve");
+    s.set_read_timeout(Some(Duration::from_secs(120))).unwrap();
+    let head = format!(
+        "POST /v1/tools/{name}/run HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    );
+    s.write_all(head.as_bytes()).unwrap();
+    s.write_all(body.as_bytes()).unwrap();
+    let mut out = Vec::new();
+    let _ = s.read_to_end(&mut out);
+    let resp = super::serve::Resp::parse(&out);
+    assert_eq!(resp.status, 200, "{name}: {}", resp.body);
+    resp.json()
+}

@@ -147,17 +147,19 @@ pub enum Transport {
 
 /// The OAuth client evolve is to a server's authorization server, when the user set
 /// one (`oauth_client_id` …); without one evolve registers itself there (RFC 7591).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+///
+/// Kept as a JSON object of the fields that are set (`client_id`, `client_secret`,
+/// `metadata_url`), (de)serialized by hand: the derived implementation (with its
+/// sequence form and field visitor, instantiated for every deserializer a server's
+/// transport goes through) cost the binary more.
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct OAuthClient {
     /// A client id registered with the authorization server beforehand.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client_id: Option<String>,
     /// Its secret, for a confidential client (never shown).
-    #[serde(default, with = "secret_opt", skip_serializing_if = "Option::is_none")]
     pub client_secret: Option<Secret>,
     /// The https URL of a client ID metadata document the user hosts for evolve: the
     /// client id where the authorization server takes such documents.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metadata_url: Option<String>,
 }
 
@@ -165,6 +167,55 @@ impl OAuthClient {
     /// Nothing set: evolve registers itself.
     pub fn is_empty(&self) -> bool {
         self.client_id.is_none() && self.client_secret.is_none() && self.metadata_url.is_none()
+    }
+}
+
+/// The fields that are set (the secret exposed only here: the store is the user's own
+/// 0600 file).
+impl Serialize for OAuthClient {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let fields = [
+            ("client_id", self.client_id.as_deref()),
+            (
+                "client_secret",
+                self.client_secret.as_ref().map(Secret::expose),
+            ),
+            ("metadata_url", self.metadata_url.as_deref()),
+        ];
+        s.collect_map(fields.into_iter().filter_map(|(k, v)| Some((k, v?))))
+    }
+}
+
+/// A field absent or null is not set; unknown fields are ignored.
+impl<'de> Deserialize<'de> for OAuthClient {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Fields;
+        impl<'de> serde::de::Visitor<'de> for Fields {
+            type Value = OAuthClient;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("an OAuth client")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<OAuthClient, A::Error> {
+                let mut out = OAuthClient::default();
+                while let Some(key) = map.next_key::<String>()? {
+                    match key.as_str() {
+                        "client_id" => out.client_id = map.next_value()?,
+                        "client_secret" => {
+                            out.client_secret = map.next_value::<Option<String>>()?.map(Secret::new)
+                        }
+                        "metadata_url" => out.metadata_url = map.next_value()?,
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(out)
+            }
+        }
+        d.deserialize_map(Fields)
     }
 }
 
@@ -372,6 +423,60 @@ pub fn default_roots(transport: &Transport) -> Vec<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn oauth_clients_are_kept_as_the_fields_set() {
+        let full = OAuthClient {
+            client_id: Some("id-1".into()),
+            client_secret: Some(Secret::new("s3cret")),
+            metadata_url: Some("https://me.example/c.json".into()),
+        };
+        let text = serde_json::to_string(&full).expect("JSON");
+        assert_eq!(
+            text,
+            r#"{"client_id":"id-1","client_secret":"s3cret","metadata_url":"https://me.example/c.json"}"#
+        );
+        assert_eq!(
+            serde_json::from_str::<OAuthClient>(&text).expect("back"),
+            full
+        );
+        let id_only = OAuthClient {
+            client_id: Some("id-2".into()),
+            ..OAuthClient::default()
+        };
+        assert_eq!(
+            serde_json::to_string(&id_only).expect("JSON"),
+            r#"{"client_id":"id-2"}"#
+        );
+        assert_eq!(
+            serde_json::to_string(&OAuthClient::default()).expect("JSON"),
+            "{}"
+        );
+        let read = |text: &str| serde_json::from_str::<OAuthClient>(text);
+        assert_eq!(
+            read(r#"{"client_id":"id-2","client_secret":null,"other":[1]}"#).expect("read"),
+            id_only
+        );
+        assert!(read(r#"{"client_id":1}"#).is_err());
+        assert!(read("[]").is_err());
+        // Inside a server's transport, as the store keeps it (and before OAuth: none).
+        let http = |oauth| Transport::Http {
+            url: "https://mcp.example.com/mcp".into(),
+            headers: Vec::new(),
+            bearer: None,
+            oauth,
+        };
+        let kept = serde_json::to_string(&http(full.clone())).expect("JSON");
+        assert_eq!(
+            serde_json::from_str::<Transport>(&kept).expect("back"),
+            http(full)
+        );
+        let before = r#"{"type":"http","url":"https://mcp.example.com/mcp","headers":[]}"#;
+        assert_eq!(
+            serde_json::from_str::<Transport>(before).expect("read"),
+            http(OAuthClient::default())
+        );
+    }
 
     #[test]
     fn odd_tool_names_get_names_a_model_takes_and_keep_them() {

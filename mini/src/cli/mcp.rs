@@ -1154,6 +1154,8 @@ fn toggle(profile: &Option<String>, target_name: &str, on: bool) -> Result<(), E
 /// How long `evolve mcp login` waits for the browser by default.
 const LOGIN_WAIT: Duration = Duration::from_secs(300);
 
+/// `evolve mcp login`. Not inlined into `run` (measured: the binary is smaller so).
+#[inline(never)]
 fn login(c: Login, profile: &Option<String>) -> Result<(), Error> {
     let (app, store) = open(profile)?;
     let servers = servers::load(&app.config, &store)?;
@@ -1169,10 +1171,7 @@ fn login(c: Login, profile: &Option<String>) -> Result<(), Error> {
         Some(secs) => Duration::from_secs(secs),
         None => LOGIN_WAIT,
     };
-    let failed = |e: oauth::LoginError| match e {
-        oauth::LoginError::Setup(m) => Error::Other(format!("cannot log in to {}: {m}", c.name)),
-        e => Error::Other(format!("the login to {} failed: {e}", c.name)),
-    };
+    let failed = |e: oauth::LoginError| Error::Other(e.about(&c.name));
     // Ctrl-C ends the wait (and the discovery before it) with a message, not a kill.
     interrupt::install();
     interrupt::begin_turn();
@@ -1186,12 +1185,15 @@ fn login(c: Login, profile: &Option<String>) -> Result<(), Error> {
         "To log in to {}, open this URL in a browser on this machine:\n\n  {}\n",
         c.name, started.url
     )?;
-    if !c.no_browser && open_browser(&started.url) {
-        writeln!(out, "(it was opened in your browser)")?;
-    }
+    let opened = !c.no_browser && open_browser(&started.url);
     writeln!(
         out,
-        "waiting up to {} s for the browser to come back to {} — Ctrl-C to stop",
+        "{}waiting up to {} s for the browser to come back to {} — Ctrl-C to stop",
+        if opened {
+            "(it was opened in your browser)\n"
+        } else {
+            ""
+        },
         wait.as_secs(),
         started.redirect_uri
     )?;
@@ -1242,7 +1244,12 @@ fn open_browser(url: &str) -> bool {
     match started {
         Ok(mut child) => {
             // Reaped when it ends (a browser may run for long).
-            std::thread::spawn(move || child.wait());
+            let _ = oauth::in_background(
+                "browser",
+                Box::new(move || {
+                    let _ = child.wait();
+                }),
+            );
             true
         }
         Err(e) => {
@@ -1252,13 +1259,18 @@ fn open_browser(url: &str) -> bool {
     }
 }
 
+/// `evolve mcp logout`. Not inlined into `run` (as `login`).
+#[inline(never)]
 fn logout(c: Logout, profile: &Option<String>) -> Result<(), Error> {
     let (app, store) = open(profile)?;
     let servers = servers::load(&app.config, &store)?;
-    if !servers.iter().any(|s| s.name == c.name) && store.mcp_login(&c.name)?.is_none() {
+    // A login is forgotten even when its server is gone; nothing at all is an unknown
+    // server.
+    let removed = store.remove_mcp_login(&c.name)?;
+    if !removed && !servers.iter().any(|s| s.name == c.name) {
         return Err(unknown_server(&c.name, &servers));
     }
-    if store.remove_mcp_login(&c.name)? {
+    if removed {
         println!(
             "logged out of {}: its tokens and the client evolve registered are forgotten (the \
              authorization server may still list the grant: revoke it there to end it)",

@@ -197,7 +197,8 @@ fn check_url(url: &str) -> Result<(), String> {
 }
 
 /// `Authorization: Bearer <token>`, marked sensitive; `None` if HTTP cannot carry it.
-fn bearer_value(token: &str) -> Option<HeaderValue> {
+/// (The OAuth login's tokens go the same way.)
+pub(super) fn bearer_value(token: &str) -> Option<HeaderValue> {
     let mut value = HeaderValue::from_str(&format!("Bearer {token}")).ok()?;
     value.set_sensitive(true);
     Some(value)
@@ -1178,8 +1179,9 @@ fn read_up_to(body: &mut impl Read, limit: usize) -> std::io::Result<Vec<u8>> {
     Ok(bytes)
 }
 
-/// A ureq failure in the user's words.
-fn describe(e: ureq::Error) -> HttpErrorKind {
+/// A ureq failure in the user's words (the OAuth login's requests word most of them
+/// so too: `oauth::fetch`).
+pub(super) fn describe(e: ureq::Error) -> HttpErrorKind {
     use std::io::ErrorKind as K;
     use ureq::Error as E;
     match e {

@@ -75,31 +75,28 @@ const OPTIONS: [&str; 8] = [
 impl McpLogin {
     /// The stored object.
     fn to_json(&self) -> Value {
-        let texts = [
-            &self.url,
-            &self.resource,
-            &self.issuer,
-            &self.token_endpoint,
-            &self.client_id,
-        ];
-        let secret = |s: &Option<Secret>| s.as_ref().map(|s| s.expose().to_string());
-        let options = [
+        fn secret(s: &Option<Secret>) -> Option<&str> {
+            s.as_ref().map(Secret::expose)
+        }
+        let values = [
+            Some(self.url.as_str()),
+            Some(&self.resource),
+            Some(&self.issuer),
+            Some(&self.token_endpoint),
+            Some(&self.client_id),
             secret(&self.client_secret),
-            Some(self.auth_method.clone()).filter(|m| !m.is_empty()),
-            self.registered_redirect.clone(),
+            Some(self.auth_method.as_str()).filter(|m| !m.is_empty()),
+            self.registered_redirect.as_deref(),
             secret(&self.access_token),
             secret(&self.refresh_token),
-            self.scope.clone(),
-            self.wanted_scope.clone(),
-            self.resource_metadata.clone(),
+            self.scope.as_deref(),
+            self.wanted_scope.as_deref(),
+            self.resource_metadata.as_deref(),
         ];
         let mut map = serde_json::Map::new();
-        for (key, value) in TEXTS.iter().zip(texts) {
-            map.insert(key.to_string(), Value::String(value.clone()));
-        }
-        for (key, value) in OPTIONS.iter().zip(options) {
+        for (key, value) in TEXTS.iter().chain(&OPTIONS).zip(values) {
             if let Some(value) = value {
-                map.insert(key.to_string(), Value::String(value));
+                map.insert(key.to_string(), value.into());
             }
         }
         if let Some(at) = self.expires_at {
@@ -135,23 +132,36 @@ impl McpLogin {
 }
 
 impl Store {
-    /// A server's OAuth login, if any.
-    pub fn mcp_login(&self, server: &str) -> Result<Option<McpLogin>, StoreError> {
+    /// A server's OAuth login, if any. Boxed: a login is large (some 330 bytes), and
+    /// each hand it passes through (the read, `?`, `Option`'s combinators) copied it.
+    pub fn mcp_login(&self, server: &str) -> Result<Option<Box<McpLogin>>, StoreError> {
         self.read(|txn| {
             let doc: Option<Value> = get_json(&txn.open_table(MCP_LOGINS)?, "mcp_logins", server)?;
-            Ok(doc.as_ref().map(McpLogin::from_json))
+            Ok(doc.as_ref().map(|doc| Box::new(McpLogin::from_json(doc))))
         })
     }
 
     /// Keeps a server's OAuth login (replacing the one before).
     pub fn put_mcp_login(&self, server: &str, login: &McpLogin) -> Result<(), StoreError> {
-        let doc = login.to_json();
-        self.write(|txn| put_json(&mut txn.open_table(MCP_LOGINS)?, "mcp_logins", server, &doc))
+        self.set_mcp_login(server, Some(login)).map(drop)
     }
 
     /// Forgets a server's OAuth login; `false` when there was none.
     pub fn remove_mcp_login(&self, server: &str) -> Result<bool, StoreError> {
-        self.write(|txn| Ok(txn.open_table(MCP_LOGINS)?.remove(server)?.is_some()))
+        self.set_mcp_login(server, None)
+    }
+
+    /// Keeps `login`, or forgets the login without one; whether there was one to forget.
+    /// One write for both: each write's code is the whole commit, instantiated anew.
+    fn set_mcp_login(&self, server: &str, login: Option<&McpLogin>) -> Result<bool, StoreError> {
+        let doc = login.map(McpLogin::to_json);
+        self.write(|txn| {
+            let mut table = txn.open_table(MCP_LOGINS)?;
+            match &doc {
+                Some(doc) => put_json(&mut table, "mcp_logins", server, doc).map(|()| true),
+                None => Ok(table.remove(server)?.is_some()),
+            }
+        })
     }
 
     /// The servers added at run time, in name order (source [`SpecSource::Store`]).

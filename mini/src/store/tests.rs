@@ -1480,8 +1480,11 @@ fn an_mcp_login_survives_reopening_whole_and_goes_with_its_server() {
         store.put_mcp_login("file-server", &bare).unwrap();
     }
     let store = open(&path);
-    assert_eq!(store.mcp_login("remote").unwrap(), Some(full));
-    assert_eq!(store.mcp_login("file-server").unwrap(), Some(bare));
+    assert_eq!(store.mcp_login("remote").unwrap(), Some(Box::new(full)));
+    assert_eq!(
+        store.mcp_login("file-server").unwrap(),
+        Some(Box::new(bare))
+    );
     assert!(store.remove_mcp_server("remote").unwrap());
     assert_eq!(
         store.mcp_login("remote").unwrap(),

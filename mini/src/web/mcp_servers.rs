@@ -203,16 +203,22 @@ pub fn login(state: &State, name: &str) -> Reply {
     state.logins.cancel(name);
     let started = match oauth::login::start(&spec, &rt.store) {
         Ok(started) => started,
-        Err(LoginError::Setup(m)) => return error(400, format!("cannot log in to {name}: {m}")),
-        Err(LoginError::Store(e)) => return store_error(e),
-        Err(e) => return error(502, format!("the login to {name} failed: {e}")),
+        Err(LoginError::Store(e)) => return store_error(*e),
+        Err(e) => {
+            let status = if matches!(e, LoginError::Setup(_)) {
+                400
+            } else {
+                502
+            };
+            return error(status, e.about(name));
+        }
     };
-    let body = json!({
-        "name": name,
-        "url": started.url,
-        "redirect_uri": started.redirect_uri,
-        "wait_secs": LOGIN_WAIT.as_secs(),
-    });
+    let body = object(&mut [
+        ("name", name.into()),
+        ("url", started.url.as_str().into()),
+        ("redirect_uri", started.redirect_uri.as_str().into()),
+        ("wait_secs", LOGIN_WAIT.as_secs().into()),
+    ]);
     let pending = Pending {
         cancel: Arc::new(AtomicBool::new(false)),
         outcome: Arc::new(Mutex::new(None)),
@@ -222,9 +228,9 @@ pub fn login(state: &State, name: &str) -> Reply {
         pending.outcome.clone(),
         name.to_string(),
     );
-    let spawned = std::thread::Builder::new()
-        .name("mcp-login".into())
-        .spawn(move || {
+    let spawned = oauth::in_background(
+        "mcp-login",
+        Box::new(move || {
             let done = started.finish(&rt.store, Instant::now() + LOGIN_WAIT, &cancel);
             if done.is_ok() {
                 // The next use connects with the new token.
@@ -232,7 +238,8 @@ pub fn login(state: &State, name: &str) -> Reply {
             }
             *outcome.lock().unwrap_or_else(PoisonError::into_inner) =
                 Some(done.map(|_| ()).map_err(|e| e.to_string()));
-        });
+        }),
+    );
     if let Err(e) = spawned {
         return error(500, format!("cannot wait for the login: {e}"));
     }
@@ -243,6 +250,17 @@ pub fn login(state: &State, name: &str) -> Reply {
         .unwrap_or_else(PoisonError::into_inner)
         .push((name.to_string(), pending));
     Response::json(200, &body)
+}
+
+/// A JSON object of `fields`: the login routes' answers are built so rather than with
+/// `json!`, whose conversion of each field cost the binary more.
+fn object(fields: &mut [(&str, Value)]) -> Value {
+    // Inserted one by one: collecting into the map would sort (more code again).
+    let mut map = Map::new();
+    for (key, value) in fields {
+        map.insert(key.to_string(), value.take());
+    }
+    Value::Object(map)
 }
 
 /// `GET /v1/mcp/servers/{name}/login`: where the server's login stands — `waiting` for
@@ -261,15 +279,13 @@ pub fn login_status(state: &State, name: &str) -> Reply {
         (_, Some(LoginState::Needed)) => ("needed", None),
         (_, None) => ("none", None),
     };
-    Response::json(
-        200,
-        &json!({
-            "name": name,
-            "state": word,
-            "error": failed,
-            "login": kept.map(|k| k.label(crate::clock::now())),
-        }),
-    )
+    let body = object(&mut [
+        ("name", name.into()),
+        ("state", word.into()),
+        ("error", failed.into()),
+        ("login", kept.map(|k| k.label(crate::clock::now())).into()),
+    ]);
+    Response::json(200, &body)
 }
 
 /// `DELETE /v1/mcp/servers/{name}/login`: forgets the server's tokens and the client
@@ -283,7 +299,10 @@ pub fn logout(state: &State, name: &str) -> Reply {
     match rt.store.remove_mcp_login(name) {
         Ok(removed) => {
             rt.mcp.restart(name);
-            Response::json(200, &json!({"name": name, "logged_out": removed}))
+            Response::json(
+                200,
+                &object(&mut [("name", name.into()), ("logged_out", removed.into())]),
+            )
         }
         Err(e) => store_error(e),
     }

@@ -31,27 +31,65 @@ pub enum Asked {
 }
 
 impl Asked {
-    /// Reads every `WWW-Authenticate` header of a refusal.
+    /// Reads every `WWW-Authenticate` header of a refusal: the first Bearer challenge,
+    /// else the first other scheme. Read as it goes (no list of every challenge is
+    /// built): a parameter belongs to the challenge before it, and of a parameter given
+    /// twice the first counts.
     pub fn of<'a>(headers: impl IntoIterator<Item = &'a str>) -> Asked {
         let mut other = None;
         for header in headers {
-            for (scheme, params) in parse(header) {
-                if scheme.eq_ignore_ascii_case("bearer") {
-                    let get = |name: &str| {
-                        params
-                            .iter()
-                            .find(|(k, _)| k.eq_ignore_ascii_case(name))
-                            .map(|(_, v)| v.clone())
-                            .filter(|v| !v.trim().is_empty())
-                    };
-                    return Asked::Bearer(Challenge {
-                        error: get("error"),
-                        scope: get("scope"),
-                        resource_metadata: get("resource_metadata"),
-                        description: get("error_description"),
-                    });
+            // The Bearer challenge being read, and whether any challenge has begun in
+            // this header (a `name=value` before that is a scheme's name).
+            let mut bearer: Option<Challenge> = None;
+            let mut begun = false;
+            for item in split_items(header) {
+                let item = item.trim();
+                if item.is_empty() {
+                    continue;
                 }
-                other.get_or_insert(scheme);
+                // `name = value` continues the challenge before; `Scheme [rest]` starts one.
+                let word_end = item
+                    .find(|c: char| c.is_whitespace() || c == '=')
+                    .unwrap_or(item.len());
+                let after = item[word_end..].trim_start();
+                let param_text = if begun && after.starts_with('=') && !after.starts_with("==") {
+                    item
+                } else {
+                    if let Some(done) = bearer.take() {
+                        return Asked::Bearer(done.cleaned());
+                    }
+                    begun = true;
+                    let scheme = &item[..word_end];
+                    if scheme.eq_ignore_ascii_case("bearer") {
+                        bearer = Some(Challenge::default());
+                    } else {
+                        other.get_or_insert_with(|| scheme.to_string());
+                    }
+                    // `name=value`, or a token68 (`abc==`), which the Bearer scheme does
+                    // not use.
+                    let rest = item[word_end..].trim();
+                    let is_param = rest.split_once('=').is_some_and(|(name, value)| {
+                        !name.trim().contains(char::is_whitespace) && !value.starts_with('=')
+                    });
+                    if !is_param {
+                        continue;
+                    }
+                    rest
+                };
+                if let Some(challenge) = bearer.as_mut() {
+                    let (name, value) = param(param_text);
+                    let slot = match name.as_str() {
+                        "error" => &mut challenge.error,
+                        "scope" => &mut challenge.scope,
+                        "resource_metadata" => &mut challenge.resource_metadata,
+                        "error_description" => &mut challenge.description,
+                        _ => continue,
+                    };
+                    slot.get_or_insert(value);
+                }
+            }
+            if let Some(done) = bearer {
+                return Asked::Bearer(done.cleaned());
             }
         }
         other.map_or(Asked::Nothing, Asked::Other)
@@ -66,44 +104,21 @@ impl Asked {
     }
 }
 
-/// The challenges of one header: each scheme with its `name=value` parameters (a
-/// token68 is kept under the name `""`).
-fn parse(header: &str) -> Vec<(String, Vec<(String, String)>)> {
-    let mut out: Vec<(String, Vec<(String, String)>)> = Vec::new();
-    for item in split_items(header) {
-        let item = item.trim();
-        if item.is_empty() {
-            continue;
-        }
-        // `name = value` continues the challenge before; `Scheme [rest]` starts one.
-        let word_end = item
-            .find(|c: char| c.is_whitespace() || c == '=')
-            .unwrap_or(item.len());
-        let after = item[word_end..].trim_start();
-        let is_param = after.starts_with('=') && !out.is_empty() && !after.starts_with("==");
-        if is_param {
-            if let Some((_, params)) = out.last_mut() {
-                params.push(param(item));
+impl Challenge {
+    /// Without the parameters given empty.
+    fn cleaned(mut self) -> Challenge {
+        for slot in [
+            &mut self.error,
+            &mut self.scope,
+            &mut self.resource_metadata,
+            &mut self.description,
+        ] {
+            if slot.as_deref().is_some_and(|v| v.trim().is_empty()) {
+                *slot = None;
             }
-            continue;
         }
-        let scheme = item[..word_end].to_string();
-        let rest = item[word_end..].trim();
-        let mut params = Vec::new();
-        if !rest.is_empty() {
-            // `name=value`, or a token68 (`abc==`), which the Bearer scheme does not use.
-            let is_param = rest.split_once('=').is_some_and(|(name, value)| {
-                !name.trim().contains(char::is_whitespace) && !value.starts_with('=')
-            });
-            params.push(if is_param {
-                param(rest)
-            } else {
-                (String::new(), rest.to_string())
-            });
-        }
-        out.push((scheme, params));
+        self
     }
-    out
 }
 
 /// `name=value` or `name="quoted \" value"` into its name and unquoted value.
@@ -207,6 +222,12 @@ mod tests {
             (
                 &["Negotiate abc==, Bearer scope=s"],
                 bearer(None, Some("s"), None),
+            ),
+            // Of a parameter given twice the first counts, even empty; a Bearer
+            // challenge ends where the next scheme begins.
+            (
+                &[r#"Bearer scope=a, scope=b, error="", error=invalid_token, Basic error=x"#],
+                bearer(None, Some("a"), None),
             ),
             (&[], Asked::Nothing),
             (&["  "], Asked::Nothing),

@@ -34,7 +34,9 @@ pub struct Found {
     pub resource: String,
     /// The protected resource's `scopes_supported`.
     pub scopes: Option<Vec<String>>,
-    pub server: AuthServer,
+    /// Boxed, as it is made: it is large, and passes through several hands (each a
+    /// copy of it unboxed).
+    pub server: Box<AuthServer>,
 }
 
 /// An authorization server, from its metadata (or the 2025-03-26 defaults).
@@ -53,61 +55,58 @@ pub struct AuthServer {
 }
 
 /// Runs discovery for the MCP endpoint `server_url`.
+///
+/// Not inlined into the login's start, its one caller: in that function's large frame
+/// every access to its locals took longer instructions (measured: the binary is
+/// smaller so).
+#[inline(never)]
 pub fn discover(
     agent: &ureq::Agent,
     server_url: &str,
     resource_metadata: Option<&str>,
 ) -> Result<Found, LoginError> {
-    let prm: Option<(String, Value)> = match resource_metadata {
-        Some(url) => match fetch_doc(agent, url, "protected resource metadata")? {
-            Some(doc) => Some((url.to_string(), doc)),
-            None => {
-                return Err(LoginError::exchange(
-                    "protected resource metadata",
-                    url,
-                    "the URL the server gave in WWW-Authenticate has no document",
-                ))
-            }
-        },
-        None => {
-            let mut found = None;
-            for url in prm_urls(server_url)? {
-                if let Some(doc) = fetch_doc(agent, &url, "protected resource metadata")? {
-                    found = Some((url, doc));
-                    break;
-                }
-            }
-            found
+    const PRM: &str = "protected resource metadata";
+    let urls = match resource_metadata {
+        Some(url) => vec![url.to_string()],
+        None => prm_urls(server_url)?,
+    };
+    let mut prm = None;
+    for url in urls {
+        if let Some(doc) = fetch_doc(agent, &url, PRM)? {
+            prm = Some((url, doc));
+            break;
         }
-    };
+    }
     let Some((prm_url, doc)) = prm else {
-        return legacy(agent, server_url);
+        return match resource_metadata {
+            Some(url) => Err(LoginError::exchange(
+                PRM,
+                url,
+                "the URL the server gave in WWW-Authenticate has no document".into(),
+            )),
+            None => legacy(agent, server_url),
+        };
     };
-    let Resource {
-        resource,
-        authorization_servers,
-        scopes,
-    } = protected_resource(&doc, server_url)
-        .map_err(|e| LoginError::exchange("protected resource metadata", &prm_url, &e))?;
-    let issuer = authorization_servers.into_iter().next().ok_or_else(|| {
+    let (resource, issuer, scopes) = protected_resource(&doc, server_url)
+        .and_then(|r| {
+            let issuer = r
+                .authorization_servers
+                .into_iter()
+                .next()
+                .ok_or("it names no authorization server")?;
+            check_endpoint(&issuer, server_url)?;
+            Ok((r.resource, issuer, r.scopes))
+        })
+        .map_err(|e| LoginError::exchange(PRM, &prm_url, e))?;
+    let server = auth_server(agent, &issuer, true, server_url)?.ok_or_else(|| {
         LoginError::exchange(
-            "protected resource metadata",
-            &prm_url,
-            "it names no authorization server",
+            "authorization server metadata",
+            &issuer,
+            "the authorization server publishes no metadata at any of its well-known URLs \
+             (RFC 8414, OpenID Connect discovery)"
+                .into(),
         )
     })?;
-    check_endpoint(&issuer, server_url)
-        .map_err(|e| LoginError::exchange("protected resource metadata", &prm_url, &e))?;
-    let server = match auth_server(agent, &issuer, true, server_url)? {
-        Some(server) => server,
-        None => {
-            return Err(LoginError::exchange(
-                "authorization server metadata",
-                &issuer,
-                "the authorization server publishes no metadata at any of its well-known URLs (RFC 8414, OpenID Connect discovery)",
-            ))
-        }
-    };
     Ok(Found {
         resource,
         scopes,
@@ -116,17 +115,20 @@ pub fn discover(
 }
 
 /// Revision 2025-03-26: the endpoint's origin is the authorization server.
+///
+/// Not inlined (as [`discover`]).
+#[inline(never)]
 fn legacy(agent: &ureq::Agent, server_url: &str) -> Result<Found, LoginError> {
     let (origin, _) = split(server_url).map_err(LoginError::Setup)?;
     let server = match auth_server(agent, &origin, false, server_url)? {
         Some(server) => server,
-        None => AuthServer {
-            authorization_endpoint: format!("{origin}/authorize"),
-            token_endpoint: format!("{origin}/token"),
-            registration_endpoint: Some(format!("{origin}/register")),
+        None => Box::new(AuthServer {
+            authorization_endpoint: origin.clone() + "/authorize",
+            token_endpoint: origin.clone() + "/token",
+            registration_endpoint: Some(origin.clone() + "/register"),
             issuer: origin,
             ..AuthServer::default()
-        },
+        }),
     };
     Ok(Found {
         resource: canonical(server_url),
@@ -143,12 +145,12 @@ fn auth_server(
     issuer: &str,
     named: bool,
     server_url: &str,
-) -> Result<Option<AuthServer>, LoginError> {
+) -> Result<Option<Box<AuthServer>>, LoginError> {
     for url in metadata_urls(issuer).map_err(LoginError::Setup)? {
         if let Some(doc) = fetch_doc(agent, &url, "authorization server metadata")? {
             return authorization_server(&doc, named.then_some(issuer), server_url)
                 .map(Some)
-                .map_err(|e| LoginError::exchange("authorization server metadata", &url, &e));
+                .map_err(|e| LoginError::exchange("authorization server metadata", &url, e));
         }
     }
     Ok(None)
@@ -160,20 +162,20 @@ fn fetch_doc(
     url: &str,
     what: &'static str,
 ) -> Result<Option<Value>, LoginError> {
-    let answer: Answer = fetch::get(agent, url).map_err(|e| LoginError::exchange(what, url, &e))?;
+    let answer: Answer = fetch::get(agent, url).map_err(|e| LoginError::exchange(what, url, e))?;
     match answer.status {
         200..=299 => match answer.json() {
             Some(doc @ Value::Object(_)) => Ok(Some(doc)),
             _ => Err(LoginError::exchange(
                 what,
                 url,
-                &format!("it is not a JSON object: {}", answer.shown(&[])),
+                format!("it is not a JSON object: {}", answer.shown(&[])),
             )),
         },
         300..=399 => Err(LoginError::exchange(
             what,
             url,
-            &format!(
+            format!(
                 "it redirects (HTTP {}) to {}; evolve does not follow redirects here",
                 answer.status,
                 answer
@@ -186,7 +188,7 @@ fn fetch_doc(
         status => Err(LoginError::exchange(
             what,
             url,
-            &format!("HTTP {status}: {}", answer.shown(&[])),
+            format!("HTTP {status}: {}", answer.shown(&[])),
         )),
     }
 }
@@ -196,7 +198,7 @@ pub fn split(url: &str) -> Result<(String, String), String> {
     let uri = Uri::try_from(url).map_err(|_| format!("{} is not a URL", shown(url)))?;
     let scheme = uri
         .scheme_str()
-        .filter(|s| matches!(s.to_ascii_lowercase().as_str(), "http" | "https"))
+        .filter(|s| s.eq_ignore_ascii_case("http") || s.eq_ignore_ascii_case("https"))
         .ok_or_else(|| format!("{} is not an http(s) URL", shown(url)))?
         .to_ascii_lowercase();
     let host = uri
@@ -222,11 +224,8 @@ pub fn canonical(url: &str) -> String {
     let url = url.split('#').next().unwrap_or(url);
     match split(url) {
         Ok((origin, path)) => {
-            let query = url
-                .split_once('?')
-                .map(|(_, q)| format!("?{q}"))
-                .unwrap_or_default();
-            format!("{origin}{path}{query}")
+            let query = url.find('?').map_or("", |at| &url[at..]);
+            [&origin, &path, query].concat()
         }
         Err(_) => url.to_string(),
     }
@@ -253,31 +252,32 @@ pub fn metadata_urls(issuer: &str) -> Result<Vec<String>, String> {
         ));
     }
     let (origin, path) = split(issuer)?;
-    Ok(if path.is_empty() {
-        vec![
-            format!("{origin}/.well-known/oauth-authorization-server"),
-            format!("{origin}/.well-known/openid-configuration"),
-        ]
-    } else {
-        vec![
-            format!("{origin}/.well-known/oauth-authorization-server{path}"),
-            format!("{origin}/.well-known/openid-configuration{path}"),
-            format!("{origin}{path}/.well-known/openid-configuration"),
-        ]
-    })
+    const OAUTH: &str = "/.well-known/oauth-authorization-server";
+    const OPENID: &str = "/.well-known/openid-configuration";
+    let mut urls = vec![
+        [&origin, OAUTH, &path].concat(),
+        [&origin, OPENID, &path].concat(),
+    ];
+    if !path.is_empty() {
+        urls.push([&origin, &path, OPENID].concat());
+    }
+    Ok(urls)
 }
 
 /// Whether the protected resource `resource` covers the endpoint `server_url`: the same
 /// origin, and its path the endpoint's or a parent of it.
+///
+/// Not inlined (as [`discover`]).
+#[inline(never)]
 pub fn covers(resource: &str, server_url: &str) -> bool {
-    match (split(resource), split(server_url)) {
-        (Ok((origin_r, path_r)), Ok((origin_s, path_s))) => {
-            origin_r == origin_s
-                && (path_s == path_r
-                    || (path_s.starts_with(&path_r) && path_s[path_r.len()..].starts_with('/')))
-        }
-        _ => false,
-    }
+    let (Ok((origin_r, path_r)), Ok((origin_s, path_s))) = (split(resource), split(server_url))
+    else {
+        return false;
+    };
+    origin_r == origin_s
+        && path_s
+            .strip_prefix(path_r.as_str())
+            .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
 }
 
 /// An endpoint evolve may send a code, a secret or a token to: https, or http on a
@@ -318,6 +318,9 @@ pub struct Resource {
 }
 
 /// A protected resource metadata document, or what is wrong with it.
+///
+/// Not inlined (as [`discover`]).
+#[inline(never)]
 pub fn protected_resource(doc: &Value, server_url: &str) -> Result<Resource, String> {
     let resource = doc
         .get("resource")
@@ -330,32 +333,23 @@ pub fn protected_resource(doc: &Value, server_url: &str) -> Result<Resource, Str
             shown(server_url)
         ));
     }
-    let servers = match doc.get("authorization_servers") {
-        Some(Value::Array(list)) => list
-            .iter()
-            .map(|v| {
-                v.as_str()
-                    .map(str::to_string)
-                    .ok_or("\"authorization_servers\" holds a value that is not a URL")
-            })
-            .collect::<Result<Vec<String>, _>>()?,
-        Some(_) => return Err("\"authorization_servers\" is not a list".into()),
-        None => Vec::new(),
-    };
     Ok(Resource {
         resource: resource.to_string(),
-        authorization_servers: servers,
-        scopes: strings(doc, "scopes_supported")?,
+        authorization_servers: strings(doc, "authorization_servers", "a URL")?.unwrap_or_default(),
+        scopes: strings(doc, "scopes_supported", "a string")?,
     })
 }
 
 /// An authorization server metadata document, checked against the issuer it was asked
 /// for (if one was).
+///
+/// Not inlined (as [`discover`]).
+#[inline(never)]
 pub fn authorization_server(
     doc: &Value,
     issuer: Option<&str>,
     server_url: &str,
-) -> Result<AuthServer, String> {
+) -> Result<Box<AuthServer>, String> {
     let text = |key: &str| doc.get(key).and_then(Value::as_str).map(str::to_string);
     let given = text("issuer").ok_or("it has no \"issuer\"")?;
     if let Some(issuer) = issuer.filter(|i| given.trim_end_matches('/') != i.trim_end_matches('/'))
@@ -370,7 +364,7 @@ pub fn authorization_server(
         let url = text(key).ok_or_else(|| format!("it has no \"{key}\""))?;
         check_endpoint(&url, server_url).map(|()| url)
     };
-    let pkce = strings(doc, "code_challenge_methods_supported")?.unwrap_or_default();
+    let pkce = strings(doc, "code_challenge_methods_supported", "a string")?.unwrap_or_default();
     if !pkce.iter().any(|m| m == "S256") {
         return Err(
             "it does not offer PKCE with S256 (code_challenge_methods_supported), which MCP \
@@ -378,37 +372,39 @@ pub fn authorization_server(
                 .into(),
         );
     }
-    let registration_endpoint = match text("registration_endpoint") {
-        Some(_) => Some(endpoint("registration_endpoint")?),
-        None => None,
+    let registration_endpoint = match doc.get("registration_endpoint") {
+        Some(Value::String(_)) => Some(endpoint("registration_endpoint")?),
+        _ => None,
     };
-    Ok(AuthServer {
+    Ok(Box::new(AuthServer {
         issuer: given,
         authorization_endpoint: endpoint("authorization_endpoint")?,
         token_endpoint: endpoint("token_endpoint")?,
         registration_endpoint,
-        scopes_supported: strings(doc, "scopes_supported")?.unwrap_or_default(),
-        auth_methods: strings(doc, "token_endpoint_auth_methods_supported")?.unwrap_or_default(),
+        scopes_supported: strings(doc, "scopes_supported", "a string")?.unwrap_or_default(),
+        auth_methods: strings(doc, "token_endpoint_auth_methods_supported", "a string")?
+            .unwrap_or_default(),
         client_metadata_documents: doc["client_id_metadata_document_supported"] == true,
         iss_parameter: doc["authorization_response_iss_parameter_supported"] == true,
-    })
+    }))
 }
 
-/// A list of strings at `key`, `None` when absent.
-fn strings(doc: &Value, key: &str) -> Result<Option<Vec<String>>, String> {
-    match doc.get(key) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::Array(list)) => list
-            .iter()
-            .map(|v| {
-                v.as_str()
-                    .map(str::to_string)
-                    .ok_or_else(|| format!("\"{key}\" holds a value that is not a string"))
-            })
-            .collect::<Result<Vec<_>, _>>()
-            .map(Some),
-        Some(_) => Err(format!("\"{key}\" is not a list")),
+/// A list of strings at `key`, `None` when absent (or null); `what` a string is, for
+/// the error about a value that is not one.
+fn strings(doc: &Value, key: &str, what: &str) -> Result<Option<Vec<String>>, String> {
+    let list = match doc.get(key) {
+        None | Some(Value::Null) => return Ok(None),
+        Some(Value::Array(list)) => list,
+        Some(_) => return Err(format!("\"{key}\" is not a list")),
+    };
+    let mut out = Vec::with_capacity(list.len());
+    for v in list {
+        let text = v
+            .as_str()
+            .ok_or_else(|| format!("\"{key}\" holds a value that is not {what}"))?;
+        out.push(text.to_string());
     }
+    Ok(Some(out))
 }
 
 #[cfg(test)]

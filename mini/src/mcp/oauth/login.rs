@@ -128,16 +128,15 @@ pub fn start(spec: &ServerSpec, store: &Store) -> Result<Started, LoginError> {
         &agent,
         oauth,
         &found.server,
-        kept.as_ref(),
+        kept.as_deref(),
         &redirect_uri,
         scope.as_deref(),
     )?;
     if client.registered_redirect.is_some() {
         // Kept at once: a login that is not finished does not register evolve again.
-        let mut login = kept.clone().unwrap_or_default();
-        if login.issuer != found.server.issuer {
-            login = McpLogin::default();
-        }
+        let mut login = kept
+            .filter(|k| k.issuer == found.server.issuer)
+            .unwrap_or_default();
         login.url = server_url.to_string();
         login.issuer = found.server.issuer.clone();
         login.client_id = client.id.clone();
@@ -184,24 +183,27 @@ pub fn start(spec: &ServerSpec, store: &Store) -> Result<Started, LoginError> {
 }
 
 /// Asks the server, without a token, what it wants: the challenge of its 401 (or
-/// 403), or nothing when it answers.
+/// 403), or nothing when it answers. Not inlined (as `discover::discover`).
+#[inline(never)]
 fn probe(
     agent: &ureq::Agent,
     url: &str,
     headers: &[(String, String)],
 ) -> Result<Asked, LoginError> {
     let body = probe_body();
-    let extra: Vec<(HeaderName, HeaderValue)> = headers
-        .iter()
-        .filter_map(|(k, v)| {
-            let mut value = HeaderValue::from_str(v.trim()).ok()?;
+    let mut extra: Vec<(HeaderName, HeaderValue)> = Vec::new();
+    for (k, v) in headers {
+        if let (Ok(name), Ok(mut value)) = (
+            HeaderName::from_bytes(k.trim().as_bytes()),
+            HeaderValue::from_str(v.trim()),
+        ) {
             value.set_sensitive(true);
-            Some((HeaderName::from_bytes(k.trim().as_bytes()).ok()?, value))
-        })
-        .collect();
+            extra.push((name, value));
+        }
+    }
     let answer =
         fetch::post(agent, url, "application/json", &extra, body.as_bytes()).map_err(|e| {
-            LoginError::exchange("the MCP server", url, &format!("cannot reach it: {e}"))
+            LoginError::exchange("the MCP server", url, format!("cannot reach it: {e}"))
         })?;
     let asked = Asked::of(answer.challenges.iter().map(String::as_str));
     match answer.status {
@@ -210,7 +212,7 @@ fn probe(
         404 => Err(LoginError::exchange(
             "the MCP server",
             url,
-            "HTTP 404: check the URL's path (often /mcp)",
+            "HTTP 404: check the URL's path (often /mcp)".into(),
         )),
         // Whatever else it says, its metadata may still be found.
         _ => Ok(asked),
@@ -234,7 +236,18 @@ impl Started {
     /// Waits until `deadline` (or Ctrl-C) for the browser, exchanges the code and keeps
     /// the tokens.
     pub fn finish(
-        self,
+        mut self,
+        store: &Store,
+        deadline: Instant,
+        cancel: &AtomicBool,
+    ) -> Result<Granted, LoginError> {
+        self.complete(store, deadline, cancel)
+    }
+
+    /// [`Started::finish`] on a borrowed login: each early return then has nothing of
+    /// its own to drop (the login is dropped once, by `finish`).
+    fn complete(
+        &mut self,
         store: &Store,
         deadline: Instant,
         cancel: &AtomicBool,
@@ -268,35 +281,36 @@ impl Started {
             TokenError::Refused(why) => LoginError::exchange(
                 "the token request",
                 &server.token_endpoint,
-                &format!("the authorization server refused the code: {why}"),
+                format!("the authorization server refused the code: {why}"),
             ),
             TokenError::Failed(why) => LoginError::Setup(why),
         })?;
         let kept = store.mcp_login(&self.server)?;
-        let login = McpLogin {
-            url: self.server_url.clone(),
-            resource: self.found.resource.clone(),
-            issuer: server.issuer.clone(),
-            token_endpoint: server.token_endpoint.clone(),
-            client_id: self.client.id.clone(),
-            client_secret: self.client.secret.clone(),
+        let take = std::mem::take::<String>;
+        let mut login = McpLogin {
+            url: take(&mut self.server_url),
+            resource: take(&mut self.found.resource),
+            issuer: take(&mut self.found.server.issuer),
+            token_endpoint: take(&mut self.found.server.token_endpoint),
+            client_id: take(&mut self.client.id),
+            client_secret: self.client.secret.take(),
             auth_method: self.client.method.as_str().to_string(),
-            registered_redirect: self.client.registered_redirect.clone(),
+            registered_redirect: self.client.registered_redirect.take(),
             expires_at: issued
                 .expires_in
                 .map(|s| super::renew_at(crate::clock::now(), s)),
-            scope: issued.scope.clone().or_else(|| self.scope.clone()),
+            scope: issued.scope.or(self.scope.take()),
             wanted_scope: None,
-            resource_metadata: kept.and_then(|k| k.resource_metadata),
+            resource_metadata: kept.and_then(|mut k| k.resource_metadata.take()),
             access_token: Some(issued.access),
             refresh_token: issued.refresh,
         };
         store.put_mcp_login(&self.server, &login)?;
         log::info!("MCP server {:?}: logged in", self.server);
         Ok(Granted {
-            scope: login.scope.clone(),
-            expires_in: issued.expires_in,
             renewable: login.refresh_token.is_some(),
+            scope: login.scope.take(),
+            expires_in: issued.expires_in,
         })
     }
 }

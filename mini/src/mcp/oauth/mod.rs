@@ -79,7 +79,7 @@ impl LoginState {
         if !applies(spec) {
             return None;
         }
-        let login = store.mcp_login(&spec.name).ok()??;
+        let mut login = store.mcp_login(&spec.name).ok()??;
         if &login.url != url {
             return None;
         }
@@ -87,7 +87,8 @@ impl LoginState {
             Some(_) => LoginState::LoggedIn {
                 expires_at: login.expires_at,
                 renewable: login.refresh_token.is_some(),
-                scope: login.scope,
+                // Taken, not moved out: the rest of the login is then dropped whole.
+                scope: login.scope.take(),
             },
             None => LoginState::Needed,
         })
@@ -123,16 +124,15 @@ impl LoginState {
 }
 
 /// Why a login did not happen. The text says what failed, where, and what to do.
+///
+/// Small (no variant holds more than a `String` or a box): it travels through many `?`s,
+/// each a copy of it.
 #[derive(Debug)]
 pub enum LoginError {
     /// Something to set up or change first.
     Setup(String),
-    /// A metadata, registration or token request failed (`what` at `url`).
-    Exchange {
-        what: &'static str,
-        url: String,
-        detail: String,
-    },
+    /// A metadata, registration or token request failed: `WHAT at URL: DETAIL`.
+    Exchange(String),
     /// The browser came back with something other than this login's code.
     Redirect(String),
     /// No redirect came back in time.
@@ -140,30 +140,37 @@ pub enum LoginError {
     /// Ctrl-C, or a newer login of the same server.
     Cancelled,
     /// The store could not keep the login.
-    Store(StoreError),
+    Store(Box<StoreError>),
 }
 
 impl LoginError {
-    fn exchange(what: &'static str, url: &str, detail: &str) -> LoginError {
-        LoginError::Exchange {
-            what,
-            url: crate::secret::display_url(url),
-            detail: detail.to_string(),
+    /// The error as the CLI and the web UI tell it about server `name`.
+    pub fn about(&self, name: &str) -> String {
+        match self {
+            LoginError::Setup(m) => format!("cannot log in to {name}: {m}"),
+            e => format!("the login to {name} failed: {e}"),
         }
+    }
+
+    /// `what` at `url` failed with `detail`.
+    fn exchange(what: &'static str, url: &str, detail: String) -> LoginError {
+        let url = crate::secret::display_url(url);
+        LoginError::Exchange(format!("{what} at {url}: {detail}"))
     }
 }
 
 impl From<StoreError> for LoginError {
     fn from(e: StoreError) -> LoginError {
-        LoginError::Store(e)
+        LoginError::Store(Box::new(e))
     }
 }
 
 impl std::fmt::Display for LoginError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            LoginError::Setup(s) | LoginError::Redirect(s) => f.write_str(s),
-            LoginError::Exchange { what, url, detail } => write!(f, "{what} at {url}: {detail}"),
+            LoginError::Setup(s) | LoginError::Exchange(s) | LoginError::Redirect(s) => {
+                f.write_str(s)
+            }
             LoginError::NoRedirect => f.write_str(
                 "the browser did not come back with a code in time (was the login finished in \
                  the browser, on this machine?)",
@@ -176,6 +183,16 @@ impl std::fmt::Display for LoginError {
 
 impl std::error::Error for LoginError {}
 
+/// Runs `work` on a thread of its own named `name`, not waited for: the web UI's wait
+/// for the browser, and the CLI's reaping of the browser it started. Boxed, so the two
+/// share one thread spawn's code.
+pub fn in_background(name: &str, work: Box<dyn FnOnce() + Send>) -> std::io::Result<()> {
+    std::thread::Builder::new()
+        .name(name.into())
+        .spawn(work)
+        .map(drop)
+}
+
 /// When a token given at `now` for `expires_in` seconds is to be renewed: a little
 /// before it expires (a quarter of its life, at most 30 s), so no request goes out with
 /// a token that dies on the way.
@@ -187,9 +204,11 @@ fn renew_at(now: evolve_core::Timestamp, expires_in: i64) -> evolve_core::Timest
 /// The scopes of `a` and then those of `b` not in `a`, space-separated.
 fn union(a: Option<&str>, b: Option<&str>) -> Option<String> {
     let mut out: Vec<&str> = Vec::new();
-    for scope in a.into_iter().chain(b).flat_map(str::split_whitespace) {
-        if !out.contains(&scope) {
-            out.push(scope);
+    for scopes in [a, b].into_iter().flatten() {
+        for scope in scopes.split_whitespace() {
+            if !out.contains(&scope) {
+                out.push(scope);
+            }
         }
     }
     (!out.is_empty()).then(|| out.join(" "))

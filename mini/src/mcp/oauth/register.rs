@@ -9,7 +9,7 @@
 //! An authorization server offering none of these is an error that says how to
 //! pre-register.
 
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use super::discover::AuthServer;
 use super::fetch;
@@ -78,7 +78,9 @@ pub struct Client {
     pub how: &'static str,
 }
 
-/// The client for a login at `server` with `redirect_uri`.
+/// The client for a login at `server` with `redirect_uri`. Not inlined (as
+/// `discover::discover`).
+#[inline(never)]
 pub fn client(
     agent: &ureq::Agent,
     configured: &OAuthClient,
@@ -161,37 +163,23 @@ fn register(
     } else {
         AuthMethod::None
     };
-    let mut body = json!({
-        "client_name": CLIENT_NAME,
-        "redirect_uris": [redirect_uri],
-        "grant_types": ["authorization_code", "refresh_token"],
-        "response_types": ["code"],
-        "token_endpoint_auth_method": asked.as_str(),
-    });
-    if let Some(scope) = scope {
-        body["scope"] = json!(scope);
-    }
+    let body = registration(redirect_uri, asked, scope);
     let what = "client registration";
-    let answer = fetch::post(
-        agent,
-        endpoint,
-        "application/json",
-        &[],
-        body.to_string().as_bytes(),
-    )
-    .map_err(|e| LoginError::exchange(what, endpoint, &e))?;
+    let answer = fetch::post(agent, endpoint, "application/json", &[], body.as_bytes())
+        .map_err(|e| LoginError::exchange(what, endpoint, e))?;
     let doc = answer.json().unwrap_or(Value::Null);
     if !answer.ok() {
         return Err(LoginError::exchange(
             what,
             endpoint,
-            &match doc.get("error").and_then(Value::as_str) {
+            match doc.get("error").and_then(Value::as_str) {
                 Some(error) => format!(
-                    "the authorization server refused it: {error}{}",
-                    doc.get("error_description")
-                        .and_then(Value::as_str)
-                        .map(|d| format!(" ({})", fetch::shown(d.as_bytes(), &[])))
-                        .unwrap_or_default()
+                    "the authorization server refused it: {}",
+                    fetch::said(
+                        error,
+                        doc.get("error_description").and_then(Value::as_str),
+                        &[]
+                    )
                 ),
                 None => format!("HTTP {}: {}", answer.status, answer.shown(&[])),
             },
@@ -201,7 +189,9 @@ fn register(
         .get("client_id")
         .and_then(Value::as_str)
         .filter(|id| !id.is_empty())
-        .ok_or_else(|| LoginError::exchange(what, endpoint, "its answer has no client_id"))?;
+        .ok_or_else(|| {
+            LoginError::exchange(what, endpoint, "its answer has no client_id".into())
+        })?;
     let secret = doc
         .get("client_secret")
         .and_then(Value::as_str)
@@ -215,7 +205,7 @@ fn register(
             LoginError::exchange(
                 what,
                 endpoint,
-                &format!(
+                format!(
                     "it registered evolve for token endpoint authentication {:?}, which evolve \
                      does not do (none, client_secret_basic, client_secret_post)",
                     fetch::shown(given.as_bytes(), &[])
@@ -228,7 +218,7 @@ fn register(
         return Err(LoginError::exchange(
             what,
             endpoint,
-            &format!(
+            format!(
                 "it registered evolve for {} but gave no client_secret",
                 method.as_str()
             ),
@@ -243,9 +233,61 @@ fn register(
     })
 }
 
+/// The registration request's body (RFC 7591 §2). Written as text, keys in order as
+/// serde_json writes an object: building a `Value` with `json!` cost the binary more.
+fn registration(redirect_uri: &str, method: AuthMethod, scope: Option<&str>) -> String {
+    format!(
+        concat!(
+            r#"{{"client_name":"{}","grant_types":["authorization_code","refresh_token"],"#,
+            r#""redirect_uris":[{}],"response_types":["code"],{}"#,
+            r#""token_endpoint_auth_method":"{}"}}"#
+        ),
+        CLIENT_NAME,
+        Value::from(redirect_uri),
+        scope.map_or(String::new(), |s| format!(r#""scope":{},"#, Value::from(s))),
+        method.as_str()
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn the_registration_asks_for_a_native_client() {
+        let uri = "http://127.0.0.1:4000/callback";
+        let body = |scope| {
+            serde_json::from_str::<Value>(&registration(uri, AuthMethod::None, scope))
+                .expect("JSON")
+        };
+        let mut want = json!({
+            "client_name": "Evolve",
+            "redirect_uris": [uri],
+            "grant_types": ["authorization_code", "refresh_token"],
+            "response_types": ["code"],
+            "token_endpoint_auth_method": "none",
+        });
+        assert_eq!(body(None), want);
+        want["scope"] = json!("a \"b\"");
+        assert_eq!(body(Some("a \"b\"")), want);
+        assert_eq!(
+            registration(uri, AuthMethod::Post, Some("s")),
+            want_text(uri)
+        );
+    }
+
+    fn want_text(uri: &str) -> String {
+        let doc = json!({
+            "client_name": "Evolve",
+            "redirect_uris": [uri],
+            "grant_types": ["authorization_code", "refresh_token"],
+            "response_types": ["code"],
+            "scope": "s",
+            "token_endpoint_auth_method": "client_secret_post",
+        });
+        doc.to_string()
+    }
 
     #[test]
     fn a_secret_goes_the_way_the_server_takes_it() {

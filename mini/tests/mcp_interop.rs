@@ -656,13 +656,7 @@ fn ctrl_c_cancels_the_python_sdk_call_before_its_session_ends() {
     let seen = wait_for_line(&log, "POST tools/call");
     assert!(seen.iter().any(|l| l == "POST tools/call"), "{seen:?}");
     std::thread::sleep(Duration::from_millis(300));
-    let ok = std::process::Command::new("kill")
-        .args(["-INT", &ask.id().to_string()])
-        .status()
-        .is_ok_and(|s| s.success());
-    assert!(ok, "kill -INT");
-    let status = ask.wait().expect("ask ends");
-    assert!(!status.success(), "ask was interrupted: {status:?}");
+    interrupt(&mut ask);
     let lines = wait_for_line(&log, "slow cancelled");
     let at = |what: &str| lines.iter().position(|l| l == what);
     assert!(at("POST initialize").is_some(), "a session: {lines:?}");

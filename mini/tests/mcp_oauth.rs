@@ -442,11 +442,7 @@ fn a_redirect_from_elsewhere_is_refused_and_one_that_never_comes_ends_the_wait()
 
     // Ctrl-C while waiting.
     let (run, _) = login(&w, "remote", &[], |_, child| {
-        let killed = std::process::Command::new("kill")
-            .args(["-INT", &child.id().to_string()])
-            .status()
-            .is_ok_and(|s| s.success());
-        assert!(killed);
+        support::send_signal(child.id(), "-INT");
         None
     });
     let run = run.expect(1);

@@ -20,7 +20,7 @@
 mod support;
 
 use std::net::TcpListener;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -165,6 +165,19 @@ fn with_http_server(w: &World, url: &str, extra: &str) {
     w.config(&format!("[mcp.servers.web]\nurl = {url:?}\n{extra}\n"));
 }
 
+/// An HTTP server with sessions (2025-11-25) that writes what it hears to the file
+/// `events` in the workspace.
+fn http_server_with_events(w: &World) -> (HttpServer, PathBuf) {
+    let log = w.workspace().join("events");
+    let server = HttpServer::start_with(&[
+        "--protocol",
+        "2025-11-25",
+        "--events",
+        &log.to_string_lossy(),
+    ]);
+    (server, log)
+}
+
 // ---------------------------------------------------------------------------------
 // Defect 3: a call given up on is cancelled before its session ends.
 // ---------------------------------------------------------------------------------
@@ -175,13 +188,7 @@ fn with_http_server(w: &World, url: &str, extra: &str) {
 #[test]
 fn over_http_a_timed_out_call_is_cancelled_before_its_session_ends() {
     let w = World::new("rmcp-timeout-cancel");
-    let log = w.workspace().join("events");
-    let server = HttpServer::start_with(&[
-        "--protocol",
-        "2025-11-25",
-        "--events",
-        &log.to_string_lossy(),
-    ]);
+    let (server, log) = http_server_with_events(&w);
     with_http_server(
         &w,
         &server.1,
@@ -203,13 +210,7 @@ fn over_http_a_timed_out_call_is_cancelled_before_its_session_ends() {
 #[test]
 fn ctrl_c_during_an_http_call_cancels_it_before_its_session_ends() {
     let w = World::new("rmcp-sigint-cancel");
-    let log = w.workspace().join("events");
-    let server = HttpServer::start_with(&[
-        "--protocol",
-        "2025-11-25",
-        "--events",
-        &log.to_string_lossy(),
-    ]);
+    let (server, log) = http_server_with_events(&w);
     with_http_server(&w, &server.1, "\n[tools.levels]\nweb__slow = \"L1\"\n");
     w.fake.push(tool_call("web__slow", r#"{"ms": 60000}"#));
     w.fake.push(Reply::text("Too late."));
@@ -222,13 +223,7 @@ fn ctrl_c_during_an_http_call_cancels_it_before_its_session_ends() {
     let seen = wait_for_event(&log, |l| l.ends_with("name=slow"));
     assert!(seen.iter().any(|l| l.ends_with("name=slow")), "{seen:#?}");
     std::thread::sleep(Duration::from_millis(300));
-    let ok = Command::new("kill")
-        .args(["-INT", &ask.id().to_string()])
-        .status()
-        .is_ok_and(|s| s.success());
-    assert!(ok, "kill -INT");
-    let status = ask.wait().expect("ask ends");
-    assert!(!status.success(), "ask was interrupted: {status:?}");
+    interrupt(&mut ask);
     assert_cancelled_before_delete(&log);
 }
 
@@ -367,6 +362,17 @@ fn classifying_world(name: &str) -> World {
     w
 }
 
+/// `evolve mcp level t__wipe_everything auto` with the classifier now answering
+/// `reply`: the classifier is asked again (a second time in all); the tool's row after.
+fn level_auto_with(w: &World, reply: &str) -> serde_json::Value {
+    w.fake.route(CLASSIFY, Reply::Text(reply.into()));
+    w.run(&["mcp", "level", "t__wipe_everything", "auto"])
+        .expect(0);
+    let back = tool_row(w, "wipe_everything");
+    assert_eq!(classifications(w), 2, "asked again: {back}");
+    back
+}
+
 /// The cheap model answers 500: `mcp tools` shows `wipe_everything` (no annotations)
 /// as L4, unclassified. Once the model works, the next listing asks it again and shows
 /// its answer.
@@ -419,12 +425,7 @@ fn level_auto_after_a_users_level_asks_the_classifier_again() {
     assert_eq!(mine["origin"], "user (evolve mcp level)", "{mine}");
     assert_eq!(classifications(&w), 1, "a user's level needs no classifier");
 
-    w.fake
-        .route(CLASSIFY, Reply::Text(r#"{"wipe_everything": "L4"}"#.into()));
-    w.run(&["mcp", "level", "t__wipe_everything", "auto"])
-        .expect(0);
-    let back = tool_row(&w, "wipe_everything");
-    assert_eq!(classifications(&w), 2, "asked again: {back}");
+    let back = level_auto_with(&w, r#"{"wipe_everything": "L4"}"#);
     assert_eq!(back["classifier"], "L4", "{back}");
     assert_eq!(back["level"], "L4", "{back}");
     let asked = w
@@ -453,12 +454,7 @@ fn level_auto_asks_again_about_a_tool_the_classifier_gave_no_level() {
     tool_row(&w, "wipe_everything");
     assert_eq!(classifications(&w), 1, "not asked at every listing");
 
-    w.fake
-        .route(CLASSIFY, Reply::Text(r#"{"wipe_everything": "L3"}"#.into()));
-    w.run(&["mcp", "level", "t__wipe_everything", "auto"])
-        .expect(0);
-    let back = tool_row(&w, "wipe_everything");
-    assert_eq!(classifications(&w), 2, "asked again: {back}");
+    let back = level_auto_with(&w, r#"{"wipe_everything": "L3"}"#);
     assert_eq!(back["classifier"], "L3", "{back}");
 }
 

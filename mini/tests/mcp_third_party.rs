@@ -89,9 +89,32 @@ fn python_server() -> Option<(PathBuf, PathBuf)> {
     Some((python, script))
 }
 
-/// Every line serve has logged so far, added to `seen`.
-fn log_lines(s: &Server, seen: &mut Vec<String>) {
-    seen.extend(s.stderr.try_iter());
+/// The Python SDK server as MCP server `py` (with `server`'s lines added to its table),
+/// its `tools` at L1; the classifier answers nothing.
+fn python_config(w: &World, (python, script): (&Path, &Path), server: &str, tools: &[&str]) {
+    let mut config = format!(
+        "[mcp.servers.py]\ncommand = {python:?}\nargs = [{script:?}]\n{server}\n[tools.levels]\n"
+    );
+    for tool in tools {
+        config += &format!("py__{tool} = \"L1\"\n");
+    }
+    w.config(&config);
+    w.fake.route(CLASSIFY, Reply::Text("{}".into()));
+}
+
+/// Every line serve has logged so far.
+fn log_lines(s: &Server) -> Vec<String> {
+    s.stderr.try_iter().collect()
+}
+
+/// Every line serve has logged so far, one of which says `said`.
+fn log_saying(s: &Server, said: &str) -> Vec<String> {
+    let seen = log_lines(s);
+    assert!(
+        seen.iter().any(|l| l.contains(said)),
+        "no log line says {said:?}: {seen:#?}"
+    );
+    seen
 }
 
 /// How often the log says evolve connected to `server` (a new process or session).
@@ -140,12 +163,7 @@ fn a_servers_error_log_shows_at_the_default_log_level() {
     };
     let mut w = World::new("mcp-python-log-error");
     w.env_remove("EVOLVE_LOG");
-    w.config(&format!(
-        "[mcp.servers.py]\ncommand = {:?}\nargs = [{:?}]\n\n[tools.levels]\npy__log_error = \"L1\"\n",
-        python.to_string_lossy(),
-        script.to_string_lossy()
-    ));
-    w.fake.route(CLASSIFY, Reply::Text("{}".into()));
+    python_config(&w, (&python, &script), "", &["log_error"]);
     w.fake.push(tool_call(
         "py__log_error",
         r#"{"text": "the disk of /data is full"}"#,
@@ -175,14 +193,12 @@ fn one_timeout_keeps_the_python_server_and_three_in_a_row_restart_it() {
     };
     let mut w = World::new("mcp-python-timeouts");
     let pids = w.home.join("pids");
-    w.config(&format!(
-        "[mcp.servers.py]\ncommand = {:?}\nargs = [{:?}]\ntimeout_secs = 3\nenv = {{ EVOLVE_PY_PIDS = {:?} }}\n\n\
-         [tools.levels]\npy__slow = \"L1\"\npy__pid = \"L1\"\n",
-        python.to_string_lossy(),
-        script.to_string_lossy(),
-        pids.to_string_lossy()
-    ));
-    w.fake.route(CLASSIFY, Reply::Text("{}".into()));
+    python_config(
+        &w,
+        (&python, &script),
+        &format!("timeout_secs = 3\nenv = {{ EVOLVE_PY_PIDS = {pids:?} }}\n"),
+        &["slow", "pid"],
+    );
     w.env("EVOLVE_LOG", "info");
     let s = Server::start(&w, &[]);
     let port = s.port;
@@ -218,13 +234,7 @@ fn one_timeout_keeps_the_python_server_and_three_in_a_row_restart_it() {
     let gone = gone_soon(first);
     kill(&[first, second]);
     assert!(gone, "the first process ({first}) still runs");
-    let mut seen = Vec::new();
-    log_lines(&s, &mut seen);
-    assert!(
-        seen.iter()
-            .any(|l| l.contains("3 calls in a row timed out; it is restarted")),
-        "{seen:#?}"
-    );
+    let seen = log_saying(&s, "3 calls in a row timed out; it is restarted");
     assert_eq!(connections(&seen, "py"), 2, "{seen:#?}");
 }
 
@@ -393,13 +403,7 @@ fn a_folder_made_later_becomes_a_root_of_the_running_server_filesystem() {
         has(&after, &later) && has(&after, &workspace) && has(&after, &shared),
         "the new folder is not served: {after:?}"
     );
-    let mut seen = Vec::new();
-    log_lines(&s, &mut seen);
-    assert!(
-        seen.iter()
-            .any(|l| l.contains("MCP server \"fs\" has new roots; it was told")),
-        "{seen:#?}"
-    );
+    let seen = log_saying(&s, "MCP server \"fs\" has new roots; it was told");
     assert_eq!(connections(&seen, "fs"), 1, "restarted: {seen:#?}");
 }
 
@@ -430,7 +434,6 @@ fn server_filesystem_replaced_with_another_folder_serves_it_at_once() {
     );
     let after = allowed(s.port);
     assert!(has(&after, &new) && !has(&after, &old), "{after:?}");
-    let mut seen = Vec::new();
-    log_lines(&s, &mut seen);
+    let seen = log_lines(&s);
     assert_eq!(connections(&seen, "fs"), 2, "{seen:#?}");
 }

@@ -114,11 +114,12 @@ pub fn interrupt_while_answering(w: &World, ask: &mut Child) {
     while w.main_requests().len() < 2 && Instant::now() < end {
         std::thread::sleep(Duration::from_millis(50));
     }
-    let ok = Command::new("kill")
-        .args(["-INT", &ask.id().to_string()])
-        .status()
-        .is_ok_and(|s| s.success());
-    assert!(ok, "kill -INT");
+    interrupt(ask);
+}
+
+/// Ctrl-C to a running `evolve ask`; waits for it to end, interrupted.
+pub fn interrupt(ask: &mut Child) {
+    super::send_signal(ask.id(), "-INT");
     let status = ask.wait().expect("ask ends");
     assert!(!status.success(), "ask was interrupted: {status:?}");
 }

@@ -355,11 +355,7 @@ impl Chat {
 
     /// Sends a signal to evolve (`-INT`, `-TERM`).
     pub fn signal(&self, sig: &str) {
-        let ok = std::process::Command::new("kill")
-            .args([sig, &self.child.id().to_string()])
-            .status()
-            .is_ok_and(|s| s.success());
-        assert!(ok, "kill {sig}");
+        send_signal(self.child.id(), sig);
     }
 
     /// Closes stdin (Ctrl-D) and waits for the end (killed after 90 s).
@@ -402,4 +398,13 @@ pub fn landlock() -> bool {
         }
         on
     })
+}
+
+/// Sends signal `sig` (`-INT`, `-TERM`) to process `pid`, as `kill` does.
+pub fn send_signal(pid: u32, sig: &str) {
+    let ok = std::process::Command::new("kill")
+        .args([sig, &pid.to_string()])
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(ok, "kill {sig} {pid}");
 }

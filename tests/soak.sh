@@ -2,9 +2,11 @@
 # Soak: `evolve serve` under mixed load for a bounded time, then checks that
 #   1. every request was answered with an expected status (a 5xx, a dropped connection or
 #      a stream that ends without `[DONE]` is a failure);
-#   2. the server's RSS is flat: sampled every second, the largest sample of the second
-#      half stays within 25 % + 2 MB of the largest sample just after the warm-up (the
-#      window from 20 % to 50 % of the run); every sample is printed;
+#   2. with SOAK_STEADY=1 (below), the server's RSS is flat: sampled every second, the
+#      largest sample of the second half stays within 25 % + 2 MB of the largest sample
+#      just after the warm-up (the window from 20 % to 50 % of the run). Without it the
+#      data keeps growing (every chat and memory is kept) and RSS grows with it, so the
+#      samples are printed but not checked: a leak shows in the steady run;
 #   3. the store is consistent afterwards: serve is stopped, then `evolve memory list
 #      --json` and `evolve sessions list --json` open the store and hold exactly the
 #      memories the API acknowledged (same ids, same text), every acknowledged chat's
@@ -24,7 +26,8 @@
 # SOAK_STEADY=1 keeps the data from growing, to show where RSS settles when nothing new is
 # kept: every chat's session is deleted once no streamer continues it, and the writer
 # holds at most 200 memories (it deletes the oldest before adding one). The checks then
-# compare the store with what was acknowledged and not deleted.
+# compare the store with what was acknowledged and not deleted, and RSS must be flat.
+# `.ci/run` runs both modes.
 set -euo pipefail
 
 NAME=soak
@@ -285,7 +288,11 @@ limit = b * 1.25 + 2048
 print(f"after warm-up max {b} kB, second half max {l} kB (limit {limit:.0f} kB, growth {100 * (l - b) / b:+.1f} %)")
 sys.exit(0 if l <= limit else 1)'
 }
-check "RSS flat" rss_flat
+if [ "$STEADY" = 1 ]; then
+    check "RSS flat" rss_flat
+else
+    say "RSS, growing with the data (checked with SOAK_STEADY=1): $(rss_flat | tr '\n' ' ')"
+fi
 
 check "serve still answers /health" python3 -c "import sys, urllib.request; urllib.request.urlopen(sys.argv[1] + '/health', timeout=10)" "$URL"
 check "no panic in serve's log" bash -c "! grep -A8 panicked '$WORK/serve.err'"

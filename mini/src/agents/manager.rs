@@ -26,12 +26,13 @@ use evolve_core::turn::{
 use evolve_core::Timestamp;
 
 use super::evaluate::EvaluateAgent;
+use super::io::{Heard, SubEvent, TurnInput, TurnIo};
 use super::memory::{MemoryAgent, Recall, NEVER};
 use super::prompts::DEFAULT_SYSTEM_PROMPT;
-use super::record::{PostTurn, ToolRun, TurnRecord, TurnUsage};
+use super::record::{PostTurn, SubtaskRun, ToolRun, TurnRecord, TurnUsage};
 use super::reflect::{ReflectWhy, ReflectionAgent};
 use super::runtime::Runtime;
-use super::subtasks::{self, SubEvent, SubIo, SubtaskRun, ToParent, SUBTASKS};
+use super::subtasks::{self, SubIo, ToParent, SUBTASKS};
 use super::tool::{ToolAgent, TurnTools, MORE_TOOLS};
 use super::trace::ToolStep;
 use super::worker::Worker;
@@ -52,52 +53,6 @@ const POST_REPLY_CHARS: usize = 8_000;
 /// At most this many memories are embedded after a turn (the new ones, and a few a
 /// failed earlier run left).
 const EMBED_AFTER_TURN: usize = 64;
-
-/// One input to the agent.
-pub struct TurnInput<'a> {
-    /// Continue this session; `None` starts a new one.
-    pub session: Option<&'a str>,
-    /// The user's message.
-    pub text: &'a str,
-    /// Interactive (a person can be asked) or headless (`ask`, cron).
-    pub policy: Policy,
-    /// Stream the answer through [`TurnIo::on_delta`].
-    pub stream: bool,
-    /// Set (e.g. by Ctrl-C) to stop the answer.
-    pub cancel: &'a AtomicBool,
-    /// Make the first model call use this tool (`evolve ask --tool NAME`).
-    pub force_tool: Option<&'a str>,
-    /// The session's last turn, answered again by this one (regenerate, or its
-    /// question edited): the model's history leaves it out, and once this turn is
-    /// answered it is marked superseded (kept for the person).
-    pub replaces: Option<u64>,
-    /// The message's images (data URLs or URLs, checked by [`crate::llm::image`]), sent
-    /// as image parts with the question and kept with it in the session.
-    pub images: &'a [String],
-}
-
-/// What the interface does during a turn.
-pub trait TurnIo {
-    /// A streamed piece of the answer.
-    fn on_delta(&mut self, _delta: &Delta<'_>) {}
-    /// A tool call is about to run (after the permission check).
-    fn on_tool_start(&mut self, _name: &str, _arguments: &str, _level: Level) {}
-    /// A running MCP tool reported how far it is (`notifications/progress`).
-    fn on_tool_progress(&mut self, _name: &str, _progress: &crate::mcp::Progress) {}
-    /// The server of the running MCP tool `name` asks the person for input
-    /// (`elicitation/create`). Declined where nobody can be asked (headless runs).
-    fn elicit(&mut self, _name: &str, _question: &Elicitation, _lang: Lang) -> ElicitReply {
-        ElicitReply::Decline
-    }
-    /// A tool call finished (ran or was refused); `output` is what the model was told.
-    fn on_tool_end(&mut self, _run: &ToolRun, _output: &str) {}
-    /// What a person says to the question about a call (`call.prompt(lang)` says what
-    /// to show; the second question of an L4 call repeats the exact arguments). Called
-    /// only under [`Policy::Interactive`].
-    fn ask(&mut self, call: &PendingCall, lang: Lang) -> Heard;
-    /// What a sub-turn of a `subtasks` call did (started, ran a tool, ended).
-    fn on_subtask(&mut self, _event: &SubEvent) {}
-}
 
 /// A running tool's events for the turn's front end.
 struct ToolEvents<'a> {
@@ -124,19 +79,6 @@ impl crate::mcp::CallEvents for ToolEvents<'_> {
         }
         self.io.elicit(self.name, question, self.lang)
     }
-}
-
-/// What came back from a question to a person.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Heard {
-    /// A reply: yes, no, always — or anything else, and the question is asked again.
-    Reply(String),
-    /// Nobody answers now (end of input, a closed terminal, the client went away): the
-    /// turn stays parked on the session, and its next input settles it.
-    Away,
-    /// The person stopped at the question (Ctrl-C): the call is refused and the turn
-    /// ends there, kept with its question.
-    Stop,
 }
 
 /// Runs turns.

@@ -13,6 +13,7 @@
 mod catalog;
 mod crystallize;
 mod evaluate;
+mod io;
 mod lesson;
 pub mod maintain;
 mod manager;
@@ -29,7 +30,8 @@ mod trace;
 pub(crate) mod versions;
 mod worker;
 
-pub use manager::{check_replace, Heard, Manager, TurnInput, TurnIo};
+pub use io::{Heard, SubEvent, TurnInput, TurnIo};
+pub use manager::{check_replace, Manager};
 pub use record::{PostTurn, ToolRun, TurnRecord};
 pub use runtime::Runtime;
 

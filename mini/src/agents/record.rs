@@ -24,6 +24,34 @@ pub struct MemoryUsed {
 /// One tool call of the turn and what happened to it (the core's record).
 pub use evolve_core::turn::CallRecord as ToolRun;
 
+/// Characters of one sub-turn's answer given back to the parent model (and shown).
+pub const SUBTASK_REPLY_CHARS: usize = 6_000;
+
+/// One sub-turn and what came of it.
+#[derive(Debug, Clone, Serialize)]
+pub struct SubtaskRun {
+    /// From 1, in the order the model gave them.
+    pub index: usize,
+    /// The subtask's text.
+    pub task: String,
+    /// Its answer (empty when it failed).
+    pub reply: String,
+    /// Its tool calls, in order.
+    pub tools: Vec<ToolRun>,
+    /// Its model round trips.
+    pub steps: usize,
+    /// Milliseconds from its start to its answer.
+    pub ms: u64,
+    /// Its main-model tokens (counted in the parent's usage too).
+    pub usage: Usage,
+    /// One of its calls needed a person and was refused (a headless run).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub needs_person: bool,
+    /// Why it has no answer (the model's error, stopped).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub failed: Option<String>,
+}
+
 /// Token usage of the turn per model.
 #[derive(Debug, Clone, Copy, Default, Serialize)]
 pub struct TurnUsage {
@@ -130,7 +158,7 @@ pub struct TurnRecord {
     pub failed: Option<String>,
     /// The sub-turns its `subtasks` calls ran, each with its own calls and answer.
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub subtasks: Vec<super::subtasks::SubtaskRun>,
+    pub subtasks: Vec<SubtaskRun>,
 }
 
 impl TurnRecord {

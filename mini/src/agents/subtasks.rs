@@ -14,25 +14,22 @@
 //! thread, which alone talks to the front end, one question at a time), or refused in a
 //! headless run as the parent's would be; a sub-turn is never parked. Its tokens count
 //! in the parent's usage, and each sub-turn is in the parent's turn record
-//! ([`SubtaskRun`]).
+//! ([`SubtaskRun`](super::record::SubtaskRun)).
 
 use std::sync::mpsc::{self, Sender};
 
 use evolve_core::permission::{Level, PendingCall};
 use evolve_core::text::{clip_chars, Lang};
-use serde::Serialize;
 use serde_json::{json, Value};
 
-use super::manager::{Heard, TurnIo};
-use super::record::ToolRun;
-use crate::llm::{ToolSpec, Usage};
+use super::io::{Heard, SubEvent, TurnIo};
+use super::record::{SubtaskRun, ToolRun, SUBTASK_REPLY_CHARS};
+use crate::llm::ToolSpec;
 use crate::mcp::elicit::{ElicitReply, Elicitation};
 
 /// The tool's name.
 pub const SUBTASKS: &str = "subtasks";
 
-/// Characters of one sub-turn's answer given back to the parent model.
-const REPLY_CHARS: usize = 6_000;
 /// Characters of one subtask's text.
 const TASK_CHARS: usize = 2_000;
 
@@ -91,85 +88,6 @@ pub fn parse(arguments: &str, max: usize) -> Result<Vec<String>, String> {
         ));
     }
     Ok(tasks)
-}
-
-/// One sub-turn and what came of it.
-#[derive(Debug, Clone, Serialize)]
-pub struct SubtaskRun {
-    /// From 1, in the order the model gave them.
-    pub index: usize,
-    /// The subtask's text.
-    pub task: String,
-    /// Its answer (empty when it failed).
-    pub reply: String,
-    /// Its tool calls, in order.
-    pub tools: Vec<ToolRun>,
-    /// Its model round trips.
-    pub steps: usize,
-    /// Milliseconds from its start to its answer.
-    pub ms: u64,
-    /// Its main-model tokens (counted in the parent's usage too).
-    pub usage: Usage,
-    /// One of its calls needed a person and was refused (a headless run).
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
-    pub needs_person: bool,
-    /// Why it has no answer (the model's error, stopped).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub failed: Option<String>,
-}
-
-/// What the parent's front end hears of its sub-turns (nested cards in the UI, indented
-/// lines in `evolve chat`).
-#[derive(Debug, Clone)]
-pub enum SubEvent {
-    /// Sub-turn `index` started on `task`.
-    Start { index: usize, task: String },
-    /// One of its tool calls is about to run.
-    ToolStart {
-        index: usize,
-        name: String,
-        arguments: String,
-        level: Level,
-    },
-    /// One of its tool calls finished; `output` is what its model was told.
-    ToolEnd {
-        index: usize,
-        run: ToolRun,
-        output: String,
-    },
-    /// It ended (answered or failed).
-    End(SubtaskRun),
-}
-
-impl SubEvent {
-    /// The event as the web UI's `evolve.subtask` event carries it.
-    pub fn to_json(&self) -> Value {
-        match self {
-            SubEvent::Start { index, task } => {
-                json!({"phase": "start", "index": index, "task": task})
-            }
-            SubEvent::ToolStart {
-                index,
-                name,
-                arguments,
-                level,
-            } => json!({"phase": "tool_start", "index": index, "name": name,
-                "arguments": arguments, "level": level.to_string()}),
-            SubEvent::ToolEnd { index, run, output } => {
-                let mut v = serde_json::to_value(run).unwrap_or_default();
-                v["phase"] = json!("tool_end");
-                v["index"] = json!(index);
-                v["output"] = json!(clip_chars(output, 2_000));
-                v
-            }
-            SubEvent::End(run) => {
-                let mut v = serde_json::to_value(run).unwrap_or_default();
-                v["phase"] = json!("end");
-                v["reply"] = json!(clip_chars(&run.reply, REPLY_CHARS));
-                v
-            }
-        }
-    }
 }
 
 /// What a sub-turn's thread asks of the parent's thread.
@@ -274,7 +192,7 @@ pub fn output(runs: &[SubtaskRun]) -> String {
         match &r.failed {
             Some(why) => text.push_str(&format!("(no answer: {why})\n")),
             None => {
-                text.push_str(clip_chars(r.reply.trim(), REPLY_CHARS).as_str());
+                text.push_str(clip_chars(r.reply.trim(), SUBTASK_REPLY_CHARS).as_str());
                 text.push('\n');
             }
         }
@@ -285,6 +203,7 @@ pub fn output(runs: &[SubtaskRun]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::llm::Usage;
 
     #[test]
     fn the_arguments_are_a_list_of_complete_tasks() {

@@ -17,7 +17,7 @@ use evolve_core::text::{one_line, KeywordSet, Lang};
 use super::app::{now, open_store, App, STORE_WAIT};
 use super::interrupt;
 use super::printable;
-use crate::agents::subtasks::SubEvent;
+use crate::agents::SubEvent;
 use crate::agents::{Heard, Manager, PostTurn, Runtime, ToolRun, TurnInput, TurnIo};
 use crate::config::LoadOptions;
 use crate::error::Error;

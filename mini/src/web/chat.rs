@@ -1062,7 +1062,7 @@ impl TurnIo for WebIo<'_, '_, '_> {
         );
     }
 
-    fn on_subtask(&mut self, event: &crate::agents::subtasks::SubEvent) {
+    fn on_subtask(&mut self, event: &crate::agents::SubEvent) {
         self.send_event("evolve.subtask", &event.to_json());
     }
 

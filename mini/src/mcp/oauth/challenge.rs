@@ -42,50 +42,25 @@ impl Asked {
             // this header (a `name=value` before that is a scheme's name).
             let mut bearer: Option<Challenge> = None;
             let mut begun = false;
-            for item in split_items(header) {
-                let item = item.trim();
-                if item.is_empty() {
-                    continue;
-                }
-                // `name = value` continues the challenge before; `Scheme [rest]` starts one.
-                let word_end = item
-                    .find(|c: char| c.is_whitespace() || c == '=')
-                    .unwrap_or(item.len());
-                let after = item[word_end..].trim_start();
-                let param_text = if begun && after.starts_with('=') && !after.starts_with("==") {
-                    item
-                } else {
-                    if let Some(done) = bearer.take() {
-                        return Asked::Bearer(done.cleaned());
+            for text in split_items(header) {
+                let param = match Item::of(text.trim(), begun) {
+                    Item::Empty => continue,
+                    Item::Param(param) => Some(param),
+                    Item::Scheme(scheme, param) => {
+                        if let Some(done) = bearer.take() {
+                            return Asked::Bearer(done.cleaned());
+                        }
+                        begun = true;
+                        if scheme.eq_ignore_ascii_case("bearer") {
+                            bearer = Some(Challenge::default());
+                        } else {
+                            other.get_or_insert_with(|| scheme.to_string());
+                        }
+                        param
                     }
-                    begun = true;
-                    let scheme = &item[..word_end];
-                    if scheme.eq_ignore_ascii_case("bearer") {
-                        bearer = Some(Challenge::default());
-                    } else {
-                        other.get_or_insert_with(|| scheme.to_string());
-                    }
-                    // `name=value`, or a token68 (`abc==`), which the Bearer scheme does
-                    // not use.
-                    let rest = item[word_end..].trim();
-                    let is_param = rest.split_once('=').is_some_and(|(name, value)| {
-                        !name.trim().contains(char::is_whitespace) && !value.starts_with('=')
-                    });
-                    if !is_param {
-                        continue;
-                    }
-                    rest
                 };
-                if let Some(challenge) = bearer.as_mut() {
-                    let (name, value) = param(param_text);
-                    let slot = match name.as_str() {
-                        "error" => &mut challenge.error,
-                        "scope" => &mut challenge.scope,
-                        "resource_metadata" => &mut challenge.resource_metadata,
-                        "error_description" => &mut challenge.description,
-                        _ => continue,
-                    };
-                    slot.get_or_insert(value);
+                if let (Some(challenge), Some(param)) = (bearer.as_mut(), param) {
+                    challenge.keep(param);
                 }
             }
             if let Some(done) = bearer {
@@ -104,7 +79,55 @@ impl Asked {
     }
 }
 
+/// One comma-separated item of a header.
+enum Item<'a> {
+    /// Nothing but spaces.
+    Empty,
+    /// A challenge begins: its scheme, and the `name=value` after it if there is one (a
+    /// token68, `abc==`, which the Bearer scheme does not use, is not one).
+    Scheme(&'a str, Option<&'a str>),
+    /// A `name=value` of the challenge before.
+    Param(&'a str),
+}
+
+impl<'a> Item<'a> {
+    /// Reads `text` (trimmed); `begun` when a challenge has begun before it in its
+    /// header, else a `name=value` is a scheme's name.
+    fn of(text: &'a str, begun: bool) -> Item<'a> {
+        if text.is_empty() {
+            return Item::Empty;
+        }
+        // `name = value` continues the challenge before; `Scheme [rest]` starts one.
+        let word_end = text
+            .find(|c: char| c.is_whitespace() || c == '=')
+            .unwrap_or(text.len());
+        let after = text[word_end..].trim_start();
+        if begun && after.starts_with('=') && !after.starts_with("==") {
+            return Item::Param(text);
+        }
+        let rest = text[word_end..].trim();
+        let is_param = rest.split_once('=').is_some_and(|(name, value)| {
+            !name.trim().contains(char::is_whitespace) && !value.starts_with('=')
+        });
+        Item::Scheme(&text[..word_end], is_param.then_some(rest))
+    }
+}
+
 impl Challenge {
+    /// Keeps the `name=value` `text` if it is one of the four read (of a parameter
+    /// given twice the first counts).
+    fn keep(&mut self, text: &str) {
+        let (name, value) = param(text);
+        let slot = match name.as_str() {
+            "error" => &mut self.error,
+            "scope" => &mut self.scope,
+            "resource_metadata" => &mut self.resource_metadata,
+            "error_description" => &mut self.description,
+            _ => return,
+        };
+        slot.get_or_insert(value);
+    }
+
     /// Without the parameters given empty.
     fn cleaned(mut self) -> Challenge {
         for slot in [

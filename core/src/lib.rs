@@ -23,6 +23,7 @@ pub mod json;
 pub mod memory;
 mod number_or_name;
 pub mod permission;
+pub mod provenance;
 pub mod sched;
 pub mod skill;
 pub mod text;

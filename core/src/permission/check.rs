@@ -5,7 +5,7 @@ use alloc::string::String;
 
 use super::{
     call_level, decide, escalate, string_arg, AuditEntry, CallKey, Decision, Escalation,
-    EscalationContext, Grants, Level, Policy, ToolClass,
+    EscalationContext, Grants, Level, Policy, Sends, ToolClass,
 };
 use crate::Timestamp;
 
@@ -21,8 +21,12 @@ pub struct CallCheck {
     /// What to do.
     pub decision: Decision,
     /// For a tool that runs its argument as a command (`shell`): that command, which an
-    /// "always allow" of this call covers (and nothing else).
+    /// "always allow" of this call covers (and nothing else). For a call the egress rule
+    /// asks about: the host, which "always" then grants.
     pub command: Option<String>,
+    /// What the call would send off the machine that no one gave (the egress rule,
+    /// [`check_egress`](super::check_egress)); shown when a person is asked.
+    pub sends: Option<Sends>,
 }
 
 impl CallCheck {
@@ -74,6 +78,7 @@ pub fn check_call(
         level,
         decision,
         command,
+        sends: None,
     }
 }
 

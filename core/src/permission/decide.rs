@@ -32,6 +32,15 @@ impl Decision {
     pub fn runs(self) -> bool {
         matches!(self, Decision::Run | Decision::RunScoped)
     }
+
+    /// Whether the call was refused because nobody was there to ask (`evolve ask`
+    /// exits with 4).
+    pub fn needs_person(self) -> bool {
+        matches!(
+            self,
+            Decision::Refuse(RefusalReason::NeedsPerson { .. } | RefusalReason::SendsData { .. })
+        )
+    }
 }
 
 /// Why a call was refused without asking.
@@ -46,6 +55,13 @@ pub enum RefusalReason {
         level: Level,
         /// The highest level the run was allowed to start by itself.
         max_auto: Level,
+    },
+    /// A headless run cannot ask, and the call would send data off the machine that no
+    /// one gave after world text entered the turn (the host is not on the user's list).
+    /// `evolve ask` exits with 4.
+    SendsData {
+        /// The level of the call.
+        level: Level,
     },
 }
 

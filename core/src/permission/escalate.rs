@@ -119,6 +119,12 @@ pub enum EscalationReason {
         /// The key, cut to [`REASON_PATH_CHARS`].
         key: String,
     },
+    /// After world text entered the turn, the call would send data off the machine
+    /// that no one gave (see [`check_egress`](super::check_egress)): L3.
+    SendsData {
+        /// The first value no one gave, cut to [`REASON_PATH_CHARS`].
+        leaves: String,
+    },
 }
 
 impl EscalationReason {
@@ -126,6 +132,7 @@ impl EscalationReason {
     pub fn level(&self) -> Level {
         match self {
             EscalationReason::Command { risk } => risk.level(),
+            EscalationReason::SendsData { .. } => Level::L3,
             _ => Level::L5,
         }
     }

@@ -34,6 +34,7 @@ mod check;
 mod classify;
 mod confine;
 mod decide;
+mod egress;
 mod escalate;
 mod level;
 mod paths;
@@ -56,6 +57,7 @@ pub use confine::{
 pub use decide::{
     decide, CallKey, Decision, Grant, Grants, Policy, RefusalReason, HEADLESS_CEILING,
 };
+pub use egress::{check_egress, host_allowed, Egress, Sends};
 pub use escalate::{
     call_level, escalate, Escalation, EscalationContext, EscalationReason, REASON_PATH_CHARS,
 };

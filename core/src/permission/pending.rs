@@ -87,6 +87,10 @@ pub struct PendingCall {
     /// The user said no: every later answer is a refusal too.
     #[serde(default)]
     refused: bool,
+    /// What the call would send off the machine that no one gave (the egress rule);
+    /// the question says it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sends: Option<super::Sends>,
 }
 
 impl PendingCall {
@@ -110,6 +114,7 @@ impl PendingCall {
             received: 0,
             asked_at,
             refused: false,
+            sends: None,
         })
     }
 
@@ -153,6 +158,28 @@ impl PendingCall {
     /// The question to show now: the first one, or — after the first yes of an L4 call —
     /// the second, which repeats the exact call.
     pub fn prompt(&self, lang: Lang) -> String {
+        let mut text = self.question(lang);
+        if let Some(sends) = &self.sends {
+            let (line, always) = match lang {
+                Lang::En => (
+                    sends.describe(),
+                    "\n(\"always\" allows this host for the session.)",
+                ),
+                Lang::Zh => (
+                    sends.describe_zh(),
+                    "\n（回答“总是”则本会话内允许此主机。）",
+                ),
+            };
+            text.push('\n');
+            text.push_str(&line);
+            if sends.host.is_some() && self.required() < 2 {
+                text.push_str(always);
+            }
+        }
+        text
+    }
+
+    fn question(&self, lang: Lang) -> String {
         let second = self.received >= 1;
         let (tool, level, args) = (&self.tool, self.level, &self.arguments);
         match (lang, second) {

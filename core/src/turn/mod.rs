@@ -29,8 +29,9 @@ use serde::{Deserialize, Serialize};
 use crate::history::{Message, ToolCall};
 use crate::permission::{
     AnswerOutcome, AuditEntry, CallCheck, CallKey, Decision, Grant, Grants, Level, PendingCall,
-    Policy, RefusalReason,
+    Policy,
 };
+use crate::provenance::{Provenance, Source};
 use crate::Timestamp;
 
 pub use texts::{parse_approval, Approval};
@@ -283,6 +284,9 @@ pub struct Turn {
     wrap_up: bool,
     queue: VecDeque<Queued>,
     phase: Phase,
+    /// Where the turn's text came from (the egress rule reads it).
+    #[serde(default)]
+    provenance: Provenance,
     #[serde(skip)]
     outbox: VecDeque<Action>,
 }
@@ -313,8 +317,27 @@ impl Turn {
             wrap_up: false,
             queue: VecDeque::new(),
             phase: Phase::Model,
+            provenance: Provenance::new(question),
             outbox: VecDeque::new(),
         }
+    }
+
+    /// Text of the context entered the turn before its first step (history, memories,
+    /// skills): its links count as given, and world text marks the turn from the start.
+    pub fn saw_context(&mut self, source: Source, origin: &str, text: &str) {
+        self.provenance.saw(source, origin, text);
+    }
+
+    /// A turn asked by another turn (a sub-task the model wrote): its question is the
+    /// model's text, not the person's words, so it takes the asking turn's sources.
+    pub fn with_provenance(mut self, provenance: Provenance) -> Turn {
+        self.provenance = provenance;
+        self
+    }
+
+    /// Where the turn's text came from so far (for the egress rule of the next check).
+    pub fn provenance(&self) -> &Provenance {
+        &self.provenance
     }
 
     /// The question's images (URLs or data URLs), sent with it as image parts.
@@ -488,7 +511,8 @@ impl Turn {
             Decision::AskOnce | Decision::AskTwice => {
                 let call = &current.call;
                 match PendingCall::new(&call.id, &call.name, &call.arguments, check.level, now) {
-                    Ok(pending) => {
+                    Ok(mut pending) => {
+                        pending.sends = check.sends.clone();
                         current.audit = Some(audit);
                         current.command = check.command.clone();
                         current.pending = Some(pending.clone());
@@ -505,7 +529,7 @@ impl Turn {
             }
             Decision::Refuse(reason) => {
                 self.outbox.push_back(Action::Audit(audit));
-                if let RefusalReason::NeedsPerson { .. } = reason {
+                if check.decision.needs_person() {
                     self.needs_person = true;
                 }
                 let text = texts::refused(reason, &check);
@@ -533,6 +557,7 @@ impl Turn {
         let Some(pending) = current.pending.as_mut() else {
             return;
         };
+        self.provenance.person_said(reply);
         let outcome = match parse_approval(reply, pending.level) {
             Approval::Always => {
                 let key = CallKey {
@@ -620,6 +645,8 @@ impl Turn {
         let call = current.call.clone();
         record.ran = true;
         record.is_error = is_error;
+        self.provenance
+            .saw(result_source(&call.name), &call.name, &content);
         let text = if is_error {
             alloc::format!("error: {content}")
         } else {
@@ -704,5 +731,16 @@ impl Turn {
         if let Some(p) = self.pending().cloned() {
             self.outbox.push_back(Action::AskPerson(p));
         }
+    }
+}
+
+/// Where a tool's result comes from: the store for the few built-in tools whose output
+/// Evolve writes itself (the time, a skill's text, the todo list, the tool list), the
+/// world for every other — file contents, pages, command output, memories read back
+/// (private data like a file's), MCP results and sub-turns' answers.
+pub fn result_source(tool: &str) -> Source {
+    match tool {
+        "get_time" | "load_skill" | "todo" | "more_tools" => Source::Store,
+        _ => Source::World,
     }
 }

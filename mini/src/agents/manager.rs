@@ -141,6 +141,34 @@ struct Context {
     used_tools: Vec<String>,
 }
 
+/// What the context brings into the turn, by source: the history's tool results (and
+/// the turns that had tool rounds) are world text; memories, skills, summaries and the
+/// rest of the history are the store's (their links count as given).
+fn see_context(turn: &mut Turn, ctx: &Context) {
+    use evolve_core::history::Role;
+    use evolve_core::provenance::Source;
+    for m in &ctx.l1 {
+        let world = m.role == Role::Tool || !m.tool_calls.is_empty();
+        let source = if world { Source::World } else { Source::Store };
+        turn.saw_context(source, "history", &m.content);
+    }
+    for e in &ctx.l2 {
+        let world = !e.thinking.is_empty() || !e.files.is_empty();
+        let source = if world { Source::World } else { Source::Store };
+        turn.saw_context(source, "history", &e.assistant);
+        turn.saw_context(source, "history", &e.thinking);
+    }
+    let store = [
+        ctx.recall.block.as_str(),
+        ctx.skills_block.as_str(),
+        ctx.todo_block.as_str(),
+        ctx.l3.as_deref().unwrap_or(""),
+    ];
+    for text in store {
+        turn.saw_context(Source::Store, "memory", text);
+    }
+}
+
 impl Manager {
     /// A manager with its background worker.
     pub fn new(rt: Arc<Runtime>) -> Manager {
@@ -432,6 +460,7 @@ impl Manager {
             input.cancel,
             rt.clock.now(),
         )?;
+        see_context(turn, &ctx);
         let ended = self.drive(
             sid, turn_no, turn, &ctx, &mut tools, input, io, lang, timing, false,
         )?;
@@ -489,6 +518,7 @@ impl Manager {
                         &call.arguments,
                         turn.grants(),
                         turn.policy(),
+                        turn.provenance(),
                     );
                     turn.handle_check(check, rt.clock.now());
                 }
@@ -974,6 +1004,7 @@ impl Manager {
             Err(e) => return (e, true),
         };
         let policy = *turn.policy();
+        let provenance = turn.provenance().clone();
         let queue = std::sync::Mutex::new(tasks.into_iter().enumerate().collect::<Vec<_>>());
         let workers = rt.config.agent.subtask_parallel.clamp(1, 16);
         let started = Instant::now();
@@ -983,6 +1014,7 @@ impl Manager {
                 .map(|_| {
                     let tx = tx.clone();
                     let queue = &queue;
+                    let provenance = &provenance;
                     s.spawn(move || {
                         let mut done = Vec::new();
                         loop {
@@ -1000,7 +1032,15 @@ impl Manager {
                                 index: i + 1,
                                 task: task.clone(),
                             }));
-                            let run = self.sub_turn(sid, i + 1, &task, policy, input, &mut sub_io);
+                            let run = self.sub_turn(
+                                sid,
+                                i + 1,
+                                &task,
+                                policy,
+                                provenance,
+                                input,
+                                &mut sub_io,
+                            );
                             let _ = tx.send(ToParent::Event(SubEvent::End(run.clone())));
                             done.push(run);
                         }
@@ -1057,6 +1097,7 @@ impl Manager {
         index: usize,
         task: &str,
         policy: Policy,
+        provenance: &evolve_core::provenance::Provenance,
         parent: &TurnInput<'_>,
         io: &mut SubIo,
     ) -> SubtaskRun {
@@ -1069,7 +1110,9 @@ impl Manager {
             let limits = Limits {
                 max_steps: rt.config.agent.max_steps,
             };
-            let t = turn.insert(Turn::new(sid, task, policy, grants, limits));
+            let t = turn.insert(
+                Turn::new(sid, task, policy, grants, limits).with_provenance(provenance.clone()),
+            );
             let (ctx, mut tools) = self.sub_context(task, parent.cancel)?;
             let input = TurnInput {
                 session: Some(sid),

@@ -9,9 +9,10 @@ use std::sync::Arc;
 
 use evolve_core::history::truncate_tool_output;
 use evolve_core::permission::{
-    check_call, confined_shell_level, redact, CallCheck, ClassSource, EscalationContext, Grants,
-    Level, Policy, ToolClass,
+    arg_strings, check_call, check_egress, confined_shell_level, redact, string_arg, CallCheck,
+    ClassSource, Egress, EscalationContext, Grants, Level, Policy, StringKind, ToolClass,
 };
+use evolve_core::provenance::Provenance;
 use evolve_core::text::KeywordSet;
 use evolve_core::turn::offer::{choose, Candidate, OfferInput};
 use evolve_core::Timestamp;
@@ -237,9 +238,56 @@ impl ToolAgent {
         text
     }
 
-    /// The permission check of one call. Unknown tools are classed L4 (unclassified):
-    /// they cannot run anyway, and the check says so in the audit log.
+    /// The permission check of one call: its class raised by its arguments, then — for a
+    /// call that sends data off the machine — the egress rule with the turn's
+    /// `provenance` (core's `check_egress`: `http_get`'s URL; every value of an MCP tool
+    /// that is not closed-world).
+    #[allow(clippy::too_many_arguments)]
     pub fn check(
+        &self,
+        rt: &Runtime,
+        tools: &TurnTools,
+        name: &str,
+        arguments: &str,
+        grants: &Grants,
+        policy: &Policy,
+        provenance: &Provenance,
+    ) -> CallCheck {
+        let check = self.check_alone(rt, tools, name, arguments, grants, policy);
+        if !provenance.has_world() {
+            return check;
+        }
+        let (parts, host) = if name == "http_get" && rt.tools.has(name) {
+            let url = string_arg(arguments, "url").unwrap_or_default();
+            let host = url_host(&url);
+            (vec![url], host)
+        } else if let Some(entry) = self.mcp_entry(tools, name).filter(|_| !rt.tools.has(name)) {
+            if entry.tool.annotations.open_world_hint == Some(false) {
+                return check;
+            }
+            (sent_values(arguments), None)
+        } else {
+            return check;
+        };
+        let parts: Vec<&str> = parts.iter().map(String::as_str).collect();
+        check_egress(
+            check,
+            name,
+            &Egress {
+                parts: &parts,
+                host: host.as_deref(),
+            },
+            provenance,
+            &rt.config.tools.http_hosts,
+            grants,
+            policy,
+        )
+    }
+
+    /// The check of one call on its own (class and arguments). Unknown tools are
+    /// classed L4 (unclassified): they cannot run anyway, and the check says so in the
+    /// audit log.
+    fn check_alone(
         &self,
         rt: &Runtime,
         tools: &TurnTools,
@@ -459,6 +507,29 @@ impl ToolAgent {
         };
         rt.tools.run(name, arguments, &ctx)
     }
+}
+
+/// The host of an `http`/`https` URL, lower-cased, without user info, port or brackets.
+fn url_host(url: &str) -> Option<String> {
+    let rest = url.split_once("://")?.1;
+    let authority = rest.split(['/', '?', '#']).next()?;
+    let host_port = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    let host = match host_port.strip_prefix('[') {
+        Some(v6) => v6.split(']').next()?,
+        None => host_port.split(':').next()?,
+    };
+    (!host.is_empty()).then(|| host.to_ascii_lowercase())
+}
+
+/// What an MCP call sends: every value of its arguments (strings and numbers; not the
+/// keys, which the tool's schema names, nor `true`, `false` and `null`).
+fn sent_values(arguments: &str) -> Vec<String> {
+    arg_strings(arguments)
+        .into_iter()
+        .filter(|s| matches!(s.kind, StringKind::Value | StringKind::Whole))
+        .map(|s| s.text)
+        .filter(|t| !matches!(t.trim(), "true" | "false" | "null"))
+        .collect()
 }
 
 /// The level the core gives a shell command line (for the `shell` tool), given whether

@@ -245,6 +245,16 @@ impl Done {
 
 /// Prints what is left to print and turns the outcome into the exit code.
 fn finish(done: Done, json: bool) -> Result<(), Error> {
+    let sends_data = done.record["tools"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .any(|t| {
+            matches!(
+                serde_json::from_value::<Decision>(t["decision"].clone()),
+                Ok(Decision::Refuse(RefusalReason::SendsData { .. }))
+            )
+        });
     let mut out = std::io::stdout().lock();
     if json {
         let mut record = done.record;
@@ -268,7 +278,11 @@ fn finish(done: Done, json: bool) -> Result<(), Error> {
     if done.needs_person {
         let refused = done.refused;
         let names: Vec<String> = refused.iter().map(|(n, l)| format!("{n} ({l})")).collect();
-        let hint = if refused.iter().any(|(_, l)| *l > Level::L3) {
+        let hint = if sends_data {
+            "it would send data you did not give off the machine after outside text entered \
+             the turn: run it in `evolve chat` to be asked, or list the host under [tools] \
+             http_hosts in config.toml if it may receive anything"
+        } else if refused.iter().any(|(_, l)| *l > Level::L3) {
             "L4 calls always need a person: run it in `evolve chat`"
         } else {
             "allow L3 calls with --yes (or --allow L3), or run it in `evolve chat`"
@@ -295,10 +309,8 @@ fn refused_calls(record: &serde_json::Value) -> Vec<(String, Level)> {
         .flatten()
         .filter(|t| t["ran"] == false)
         .filter(|t| {
-            matches!(
-                serde_json::from_value::<Decision>(t["decision"].clone()),
-                Ok(Decision::Refuse(RefusalReason::NeedsPerson { .. }))
-            )
+            serde_json::from_value::<Decision>(t["decision"].clone())
+                .is_ok_and(Decision::needs_person)
         })
         .map(|t| {
             let level = serde_json::from_value(t["level"].clone()).unwrap_or(Level::L4);

@@ -111,6 +111,7 @@ pub struct RawTools {
     pub output_cap: Option<usize>,
     pub http_allow_private: Option<bool>,
     pub http_timeout: Option<u64>,
+    pub http_hosts: Option<Vec<String>>,
     pub levels: Option<BTreeMap<String, Level>>,
 }
 

@@ -148,6 +148,10 @@ pub struct ToolsConfig {
     pub http_allow_private: bool,
     /// `http_get` timeout (default 20 s).
     pub http_timeout: Duration,
+    /// Hosts that may receive anything from a call, even after outside text entered the
+    /// turn (`example.com`, or `*.example.com` for its subdomains); the egress rule asks
+    /// (or, headless, refuses) for every other host then. Empty by default.
+    pub http_hosts: Vec<String>,
     /// User levels per tool name (`[tools.levels]`); a built-in tool can only be raised.
     pub levels: Vec<(String, Level)>,
 }
@@ -160,6 +164,7 @@ impl Default for ToolsConfig {
             output_cap: 128 * 1024,
             http_allow_private: false,
             http_timeout: Duration::from_secs(20),
+            http_hosts: Vec::new(),
             levels: Vec::new(),
         }
     }

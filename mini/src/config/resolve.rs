@@ -1014,8 +1014,22 @@ fn resolve_tools(raw: RawTools, ctx: &Context<'_>) -> Result<ToolsConfig, Config
         output_cap,
         http_allow_private,
         http_timeout,
+        http_hosts,
         levels,
     } = raw;
+    let http_hosts = http_hosts.unwrap_or_default();
+    for host in &http_hosts {
+        let name = host.strip_prefix("*.").unwrap_or(host);
+        let plain = !name.is_empty()
+            && name.chars().all(|c| {
+                c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_' | ':' | '[' | ']')
+            });
+        if !plain || name.starts_with('.') || name.contains("..") {
+            return Err(ctx.invalid(format!(
+                "tools.http_hosts has {host:?}: give a host name (example.com), an address, or                  *.example.com for its subdomains — no scheme, path or wildcard elsewhere"
+            )));
+        }
+    }
     let d = ToolsConfig::default();
     if output_cap == Some(0) {
         return Err(ctx.invalid(format!(
@@ -1062,6 +1076,7 @@ fn resolve_tools(raw: RawTools, ctx: &Context<'_>) -> Result<ToolsConfig, Config
         output_cap: output_cap.unwrap_or(d.output_cap),
         http_allow_private: http_allow_private.unwrap_or(d.http_allow_private),
         http_timeout: ctx.seconds("tools.http_timeout", http_timeout, d.http_timeout)?,
+        http_hosts,
         levels,
     })
 }

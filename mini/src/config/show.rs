@@ -95,6 +95,7 @@ impl Config {
                 "output_cap": self.tools.output_cap,
                 "http_allow_private": self.tools.http_allow_private,
                 "http_timeout": secs(self.tools.http_timeout),
+                "http_hosts": self.tools.http_hosts,
                 "levels": levels,
             },
             "text": {

@@ -128,6 +128,10 @@ pub const CONFIG_TEMPLATE: &str = r#"# evolve configuration — `evolve config s
 # Whether `http_get` may fetch 127.0.0.1, LAN and other private addresses.
 #http_allow_private = false
 #http_timeout = 20
+# Hosts that may receive anything, even after a file, page or tool result entered the
+# turn. Otherwise, from then on, data no one gave (not in your words, not a link the
+# text gave verbatim) is only sent after you say yes; a headless run refuses it.
+#http_hosts = ["api.example.com", "*.example.org"]
 
 [tools.levels]
 # Permission level of a tool, L0–L5 (L3: ask once, L4: ask twice, L5: refused).

@@ -377,17 +377,20 @@ fn judge(
             let refused: Vec<(String, Level)> = record
                 .tools
                 .iter()
-                .filter(|t| {
-                    !t.ran
-                        && matches!(
-                            t.decision,
-                            Some(Decision::Refuse(RefusalReason::NeedsPerson { .. }))
-                        )
-                })
+                .filter(|t| !t.ran && t.decision.is_some_and(Decision::needs_person))
                 .map(|t| (t.name.clone(), t.level.unwrap_or(Level::L4)))
                 .collect();
+            let sends_data = record.tools.iter().any(|t| {
+                matches!(
+                    t.decision,
+                    Some(Decision::Refuse(RefusalReason::SendsData { .. }))
+                )
+            });
             if record.needs_person {
-                let message = needs_person_note(&refused, session);
+                let mut message = needs_person_note(&refused, session);
+                if sends_data {
+                    message.push_str(SENDS_DATA_HINT);
+                }
                 let end = ended(RunStatus::NeedsPerson, answer, Some(message.clone()), turn);
                 return (end, record.reply, Some(Error::NeedsPerson(message)));
             }
@@ -427,6 +430,9 @@ fn judge(
 }
 
 /// What a run refused and how to let it through, like `evolve ask`'s note.
+/// Said after the refused calls when one would have sent data off the machine.
+pub(crate) const SENDS_DATA_HINT: &str = " (a call would have sent data that you did not give off the machine after outside text entered the turn: list its host under [tools] http_hosts in config.toml if it may receive anything)";
+
 fn needs_person_note(refused: &[(String, Level)], session: &str) -> String {
     let names: Vec<String> = refused.iter().map(|(n, l)| format!("{n} ({l})")).collect();
     let hint = if refused.iter().any(|(_, l)| *l > Level::L3) {

@@ -102,6 +102,18 @@ pub fn blocked_reason(ip: IpAddr) -> Option<&'static str> {
             } else if s[0] == 0x64 && s[1] == 0xff9b && s[2..6] == [0; 4] {
                 // NAT64 `64:ff9b::a.b.c.d`: the gateway connects to the IPv4 inside.
                 v4_reason(embedded(s[6], s[7]))
+            } else if s[0] == 0x64 && s[1] == 0xff9b && s[2] == 1 {
+                // `64:ff9b:1::/48` (RFC 8215): NAT64 prefixes a site runs itself, so
+                // the gateway is local and what it reaches is not known from here.
+                Some("a local NAT64 address (64:ff9b:1::/48)")
+            } else if s[..4] == [0; 4] && s[4] == 0xffff && s[5] == 0 {
+                // IPv4-translated `::ffff:0:a.b.c.d` (RFC 2765): judged by the IPv4
+                // inside, like the mapped form.
+                v4_reason(embedded(s[6], s[7]))
+            } else if s[0] == 0x2001 && s[1] == 0x0db8 {
+                Some("a documentation address (2001:db8::/32)")
+            } else if s[0] == 0x0100 && s[1..4] == [0; 3] {
+                Some("a discard-only address (100::/64)")
             } else if s[0] == 0x2002 {
                 // 6to4 `2002:aabb:ccdd::`: tunnels to the IPv4 inside.
                 v4_reason(embedded(s[1], s[2]))
@@ -122,6 +134,9 @@ fn v4_reason(ip: Ipv4Addr) -> Option<&'static str> {
         (169, 254) => Some("a link-local address (169.254.0.0/16, cloud metadata lives here)"),
         (172, 16..=31) => Some("a private address (172.16.0.0/12)"),
         (192, 0) if c == 0 => Some("a reserved address (192.0.0.0/24)"),
+        (192, 0) if c == 2 => Some("a documentation address (192.0.2.0/24)"),
+        (198, 51) if c == 100 => Some("a documentation address (198.51.100.0/24)"),
+        (203, 0) if c == 113 => Some("a documentation address (203.0.113.0/24)"),
         (192, 168) => Some("a private address (192.168.0.0/16)"),
         (198, 18..=19) => Some("a reserved benchmarking address (198.18.0.0/15)"),
         (224..=239, _) => Some("a multicast address"),
@@ -545,6 +560,18 @@ mod tests {
             ("::ffff:8.8.8.8", false),
             ("::127.0.0.1", true),
             ("64:ff9b::a9fe:a9fe", true),
+            ("64:ff9b:1::8.8.8.8", true),
+            ("64:ff9b:1:ffff::1", true),
+            ("::ffff:0:127.0.0.1", true),
+            ("::ffff:0:10.1.1.1", true),
+            ("::ffff:0:8.8.8.8", false),
+            ("192.0.2.1", true),
+            ("192.0.2.255", true),
+            ("192.0.3.1", false),
+            ("198.51.100.7", true),
+            ("203.0.113.9", true),
+            ("2001:db8::1", true),
+            ("100::1", true),
             ("2002:7f00:1::", true),
             ("2606:4700:4700::1111", false),
         ];

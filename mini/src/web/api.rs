@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use evolve_core::memory::{Category, Memory, MemoryId};
 use evolve_core::permission::{Decision, Grants, Policy};
+use evolve_core::provenance::Provenance;
 use evolve_core::text::{f1, KeywordSet, Lang};
 use serde_json::{json, Value};
 
@@ -820,7 +821,15 @@ fn tools(state: &State) -> Reply {
         .specs(&set)
         .into_iter()
         .map(|spec| {
-            let check = ToolAgent.check(rt, &set, &spec.name, "{}", &grants, &policy);
+            let check = ToolAgent.check(
+                rt,
+                &set,
+                &spec.name,
+                "{}",
+                &grants,
+                &policy,
+                &Provenance::default(),
+            );
             let mcp =
                 crate::mcp_spec::split_name(&spec.name).is_some() && !rt.tools.has(&spec.name);
             json!({
@@ -857,7 +866,16 @@ fn run_tool(state: &State, req: &Request, name: &str) -> Reply {
         );
     }
     let policy = Policy::headless(None, false, &rt.config.core.permission);
-    let check = ToolAgent.check(rt, &set, name, &arguments, &Grants::default(), &policy);
+    // The arguments are the caller's own: no outside text is in this call.
+    let check = ToolAgent.check(
+        rt,
+        &set,
+        name,
+        &arguments,
+        &Grants::default(),
+        &policy,
+        &Provenance::default(),
+    );
     let level = check.level;
     match check.decision {
         Decision::Run | Decision::RunScoped => {}
@@ -899,7 +917,7 @@ fn reason_text(r: &evolve_core::permission::RefusalReason) -> String {
     use evolve_core::permission::RefusalReason as R;
     match r {
         R::Dangerous => "L5 calls are never run".into(),
-        R::NeedsPerson { .. } => "it needs a person".into(),
+        R::NeedsPerson { .. } | R::SendsData { .. } => "it needs a person".into(),
     }
 }
 
@@ -927,6 +945,7 @@ fn mcp(state: &State) -> Reply {
                         "{}",
                         &grants,
                         &Policy::Interactive,
+                        &Provenance::default(),
                     );
                     json!({
                         "name": e.full_name,

@@ -22,7 +22,7 @@ use std::sync::mpsc::{self, RecvTimeoutError, Sender};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use evolve_core::permission::{Decision, Level, PendingCall, Policy, RefusalReason};
+use evolve_core::permission::{Decision, Level, PendingCall, Policy};
 use evolve_core::text::Lang;
 use serde_json::{json, Value};
 
@@ -653,13 +653,7 @@ fn refused_note(record: &TurnRecord) -> Option<String> {
     let refused: Vec<(String, Level)> = record
         .tools
         .iter()
-        .filter(|t| {
-            !t.ran
-                && matches!(
-                    t.decision,
-                    Some(Decision::Refuse(RefusalReason::NeedsPerson { .. }))
-                )
-        })
+        .filter(|t| !t.ran && t.decision.is_some_and(Decision::needs_person))
         .map(|t| (t.name.clone(), t.level.unwrap_or(Level::L4)))
         .collect();
     waiting_note(&refused, &record.session)

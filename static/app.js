@@ -899,9 +899,14 @@ function permShow(ev) {
   $('#perm-args').textContent = two ? fmt(c.arguments) : pretty(c.arguments);
   $('#perm-allow').hidden = two;
   $('#perm-run').hidden = !two;
-  $('#perm-always').hidden = c.steps > 1;
+  // Data no one gave would leave the machine: say what, where, after what.
+  const s = c.sends;
+  $('#perm-sends').hidden = !s;
+  if (s) $('#perm-sends').textContent = t('sendsData', s.host ? t('sendsTo', s.host) : '', s.leaves, (s.after || []).join(', '));
+  // "Always" for such a call grants its host; without a host it is never covered.
+  $('#perm-always').hidden = c.steps > 1 || (s && !s.host);
   // A shell grant covers this command line only, not the tool.
-  $('#perm-always').textContent = t(c.tool === 'shell' ? 'alwaysCommand' : 'always');
+  $('#perm-always').textContent = s ? t('alwaysHost', s.host) : t(c.tool === 'shell' ? 'alwaysCommand' : 'always');
   for (const b of d.querySelectorAll('button')) b.disabled = false;
   if (!d.open) d.showModal();
   (two ? $('#perm-deny') : $('#perm-allow')).focus();

@@ -134,10 +134,21 @@ impl Provenance {
     /// nor a verbatim link account for; `None` when all are accounted for or no world
     /// text is in the turn.
     pub fn unsourced<'a>(&self, parts: &[&'a str]) -> Option<&'a str> {
+        self.unsourced_with(parts, &[])
+    }
+
+    /// [`Provenance::unsourced`], where a value found verbatim in one of `returned` —
+    /// what the call's destination itself gave earlier in the turn (an MCP server's
+    /// results, for a call of the same server) — also counts: sending a server what it
+    /// sent tells it nothing new.
+    pub fn unsourced_with<'a>(&self, parts: &[&'a str], returned: &[&str]) -> Option<&'a str> {
         if !self.has_world {
             return None;
         }
-        parts.iter().copied().find(|p| !self.sourced(p))
+        parts
+            .iter()
+            .copied()
+            .find(|p| !self.sourced(p) && !returned.iter().any(|r| r.contains(p.trim())))
     }
 
     /// Whether one value is accounted for: empty, said by the person (as written; a URL
@@ -356,6 +367,18 @@ mod tests {
         p.saw(Source::World, "read_file", "c");
         assert_eq!(p.world_origins(), ["http_get", "read_file"]);
         assert_eq!(p.unsourced(&["q", "leak", "more"]), Some("leak"));
+    }
+
+    #[test]
+    fn what_the_destination_returned_may_go_back_to_it() {
+        let p = world("find the invoice", &["a file"]);
+        let returned = ["{\"id\": \"inv-20931\", \"title\": \"March\"}"];
+        assert_eq!(p.unsourced_with(&["inv-20931"], &returned), None);
+        assert_eq!(
+            p.unsourced_with(&["inv-20931", "PIN 4921"], &returned),
+            Some("PIN 4921")
+        );
+        assert_eq!(p.unsourced_with(&["inv-20931"], &[]), Some("inv-20931"));
     }
 
     #[test]

@@ -351,7 +351,7 @@ fn a_hung_mcp_call_times_out_and_the_next_call_works() {
         .push(tool_call("t__echo", r#"{"text": "still here"}"#));
     w.fake.push(Reply::text("Done."));
     let t = Instant::now();
-    let run = w.run(&["ask", "--json", "be slow, then echo"]);
+    let run = w.run(&["ask", "--json", "be slow, then echo still here"]);
     eprintln!("a hung MCP call, then another: {:?}", t.elapsed());
     no_panic(&run);
     assert_eq!(run.code, 0, "{}", run.stderr);

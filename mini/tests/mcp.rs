@@ -69,7 +69,7 @@ fn a_crash_mid_call_is_a_clear_error_and_the_next_call_works() {
     w.fake.push(Reply::Text("Recovered.".into()));
     // `crash` has no readOnlyHint: L3, run headless only with --yes.
     let run = w
-        .run(&["ask", "--yes", "--json", "Crash it, then echo"])
+        .run(&["ask", "--yes", "--json", "Crash it, then echo back again"])
         .expect(0);
     let after_crash = tool_results(&w, 1);
     assert!(

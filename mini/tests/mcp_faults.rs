@@ -451,7 +451,9 @@ fn odd_servers_are_coped_with() {
     }
     w.fake.push(Reply::Text("Done.".into()));
     // `crash` has no readOnlyHint: L3, run headless only with --yes.
-    let run = w.run(&["ask", "--yes", "go"]).expect(0);
+    let run = w
+        .run(&["ask", "--yes", "go: env FOO, cwd, crash 0 1 2 3 4"])
+        .expect(0);
     assert!(
         run.stderr.contains("\"dies\" could not be started"),
         "{}",
@@ -582,7 +584,7 @@ fn ctrl_c_abandons_a_slow_mcp_call_and_chat_goes_on() {
         .push(tool_call("t__echo", r#"{"text": "still here"}"#));
     w.fake.push(Reply::Text("Echoed.".into()));
     let mut chat = Chat::start(&w);
-    chat.send("be slow");
+    chat.send("be slow, then echo still here");
     chat.wait_for("t__slow");
     let pid = wait_for_pid(&count);
     std::thread::sleep(Duration::from_millis(500));

@@ -268,7 +268,9 @@ fn tools_named_with_dots_and_slashes_are_offered_and_called() {
     w.fake.push(tool_call(&read, r#"{"name": "todo"}"#));
     w.fake.push(tool_call(&echo, r#"{"text": "slashed"}"#));
     w.fake.push(Reply::Text("Both.".into()));
-    let run = w.run(&["ask", "--json", "read and echo"]).expect(0);
+    let run = w
+        .run(&["ask", "--json", "read todo and echo slashed"])
+        .expect(0);
     let reqs = w.main_requests();
     let names = tool_names(&reqs[0]);
     assert!(names.contains(&read) && names.contains(&echo), "{names:?}");
@@ -300,7 +302,7 @@ fn structured_results_are_checked_against_the_output_schema() {
         .push(tool_call("t__stats_bad", r#"{"numbers": [1, 2]}"#));
     w.fake.push(tool_call("t__link", "{}"));
     w.fake.push(Reply::Text("Done.".into()));
-    let run = w.run(&["ask", "--json", "stats"]).expect(0);
+    let run = w.run(&["ask", "--json", "stats of 1 2 3"]).expect(0);
     let record = run.json();
     let tools = record["tools"].as_array().expect("tools");
     assert_eq!(tools[0]["is_error"], false, "{record}");
@@ -400,7 +402,10 @@ fn the_stateless_revision_is_spoken_over_http_and_stdio() {
         w.fake.push(Reply::Text("All done.".into()));
         let mut w = w;
         w.env("EVOLVE_LOG", "info");
-        let run = w.run_stdin(&["chat"], "go\nyes\nAda\nyes\n/quit\n");
+        let run = w.run_stdin(
+            &["chat"],
+            "go: add 2 and 3, ask my name (Your name?)\nyes\nAda\nyes\n/quit\n",
+        );
         assert!(
             run.stdout.contains("All done."),
             "{transport}: {}",
@@ -445,7 +450,7 @@ fn a_stateless_call_past_its_timeout_is_cancelled_by_closing_its_answer() {
     w.fake.push(tool_call("t__add", r#"{"a": 2, "b": 3}"#));
     w.fake.push(Reply::Text("Done.".into()));
     let started = Instant::now();
-    w.run(&["ask", "slow, then add"]).expect(0);
+    w.run(&["ask", "slow 20000 ms, then add 2 and 3"]).expect(0);
     let results = tool_results(&w, 2);
     assert!(
         results[0].contains("did not answer within 2 s; the call was cancelled"),
@@ -591,7 +596,7 @@ fn the_python_sdk_stops_a_timed_out_call_when_its_answer_is_closed() {
     w.fake.push(tool_call("py__slow", r#"{"seconds": 30}"#));
     w.fake.push(tool_call("py__add", r#"{"a": 1, "b": 2}"#));
     w.fake.push(Reply::Text("Done.".into()));
-    w.run(&["ask", "slow, then add"]).expect(0);
+    w.run(&["ask", "slow 30 s, then add 1 and 2"]).expect(0);
     let results = tool_results(&w, 2);
     assert!(
         results[0].contains("did not answer within 3 s; the call was cancelled"),
@@ -729,7 +734,9 @@ fn the_python_sdk_keeps_its_connection_after_a_timeout_and_takes_dotted_names() 
     w.fake.push(tool_call("py__add", r#"{"a": 1, "b": 2}"#));
     w.fake.push(Reply::Text("Done.".into()));
     w.env("EVOLVE_LOG", "info");
-    let run = w.run(&["ask", "slow, read, add"]).expect(0);
+    let run = w
+        .run(&["ask", "slow 30 s, read todo, add 1 and 2"])
+        .expect(0);
     let results = tool_results(&w, 3);
     assert!(
         results[0].contains("did not answer within 5 s; the call was cancelled"),

@@ -550,7 +550,8 @@ fn fetch_server_reads_a_loopback_page_as_markdown_only_when_allowed() {
     w.fake
         .push(tool_call("strict__fetch", &get(site.url("/page"))));
     w.fake.push(Reply::Text("Read it.".into()));
-    let run = w.run(&["ask", "--json", "read the page"]).expect(0);
+    let question = format!("read {} and {}", site.url("/page"), site.url("/private"));
+    let run = w.run(&["ask", "--json", &question]).expect(0);
     protocol(&run, "fetch");
     let record = run.json();
     assert_eq!(record["tools"][0]["ran"], true, "{record}");

@@ -506,7 +506,12 @@ fn a_servers_error_log_shows_at_the_default_log_level() {
         r#"{"level": "info", "message": "a routine note 4410"}"#,
     ));
     w.fake.push(Reply::text("Logged."));
-    let run = w.run(&["ask", "log something"]).expect(0);
+    let run = w
+        .run(&[
+            "ask",
+            "log something: error, the disk is on fire 7731; info, a routine note 4410",
+        ])
+        .expect(0);
     assert_eq!(
         tool_results(&w, 2),
         ["logged at error", "logged at info"],
@@ -568,7 +573,12 @@ fn a_timeout_does_not_restart_a_server_that_still_answers() {
             ("t__echo", r#"{"text": "after two more"}"#),
         ],
     );
-    let run = w.run(&["ask", "slow and echo"]).expect(0);
+    let run = w
+        .run(&[
+            "ask",
+            "slow 60000 ms and echo after one, slow 60001 and 60002, echo after two more",
+        ])
+        .expect(0);
     let results = tool_results(&w, 5);
     for i in [0, 2, 3] {
         assert!(
@@ -595,7 +605,12 @@ fn three_timeouts_in_a_row_restart_the_server() {
             ("t__echo", r#"{"text": "after three"}"#),
         ],
     );
-    let run = w.run(&["ask", "slow three times, then echo"]).expect(0);
+    let run = w
+        .run(&[
+            "ask",
+            "slow three times (60000, 60001, 60002 ms), then echo after three",
+        ])
+        .expect(0);
     let results = tool_results(&w, 4);
     for result in &results[..3] {
         assert!(result.contains("did not answer within 5 s"), "{results:?}");

@@ -37,7 +37,12 @@ fn ask(w: &World, calls: &[(&str, serde_json::Value)]) -> (Run, Vec<String>) {
             .collect(),
     ));
     w.fake.push(Reply::text("Done."));
-    let run = w.run(&["ask", "--yes", "--json", "go"]);
+    let run = w.run(&[
+        "ask",
+        "--yes",
+        "--json",
+        "go: env OPENAI_API_KEY SOME_TOKEN EVOLVE_HOME SERVER_OWN HOME, cwd",
+    ]);
     assert!(
         run.code == 0 || run.code == 4,
         "{}: {}",

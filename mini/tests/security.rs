@@ -63,6 +63,11 @@ fn last_seen(w: &World) -> String {
 
 /// `ask --yes --json` with these tool calls scripted, then a closing answer.
 fn ask_with_calls(w: &World, calls: &[(&str, String)]) -> serde_json::Value {
+    ask_with_calls_saying(w, calls, "do as I say")
+}
+
+/// [`ask_with_calls`] with the person's own words as the question.
+fn ask_with_calls_saying(w: &World, calls: &[(&str, String)], question: &str) -> serde_json::Value {
     // One answer with every call (more answers than `agent.max_steps` would go unread).
     w.fake.push(Reply::ToolCalls(
         calls
@@ -71,7 +76,7 @@ fn ask_with_calls(w: &World, calls: &[(&str, String)]) -> serde_json::Value {
             .collect(),
     ));
     w.fake.push(Reply::text("That is all."));
-    let run = w.run(&["ask", "--yes", "--json", "do as I say"]);
+    let run = w.run(&["ask", "--yes", "--json", question]);
     assert!(
         run.code == 0 || run.code == 4,
         "exit {}: {}",
@@ -308,7 +313,8 @@ fn http_get_cannot_reach_loopback_however_the_address_is_spelled() {
         .iter()
         .map(|u| ("http_get", json!({ "url": u }).to_string()))
         .collect();
-    let _ = ask_with_calls(&w, &calls);
+    // The person names the URLs: the address check, not the egress rule, refuses them.
+    let _ = ask_with_calls_saying(&w, &calls, &format!("fetch {}", urls.join(" ")));
     let seen = last_seen(&w);
     for url in &urls {
         assert!(

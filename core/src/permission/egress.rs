@@ -33,6 +33,9 @@ pub struct Egress<'a> {
     pub parts: &'a [&'a str],
     /// The host it goes to, when the shell knows it (`http_get`).
     pub host: Option<&'a str>,
+    /// What the destination itself returned earlier in the turn (an MCP server's
+    /// results, for a call of the same server): values found in it may go back.
+    pub returned: &'a [&'a str],
 }
 
 /// What a person is shown about a call the egress rule asks about.
@@ -128,7 +131,7 @@ pub fn check_egress(
     if check.level >= Level::L5 {
         return check;
     }
-    let Some(leaves) = provenance.unsourced(egress.parts) else {
+    let Some(leaves) = provenance.unsourced_with(egress.parts, egress.returned) else {
         return check;
     };
     let no_grants = Grants::new();
@@ -211,6 +214,7 @@ mod tests {
             &Egress {
                 parts: &[url],
                 host,
+                returned: &[],
             },
             prov,
             &allowed,
@@ -387,6 +391,7 @@ mod tests {
             &Egress {
                 parts: &["data"],
                 host: None,
+                returned: &[],
             },
             &read,
             &[],

@@ -97,6 +97,10 @@ pub enum Action {
         call: ToolCall,
         /// The level the check gave it (a shell command is confined by it).
         level: Level,
+        /// World text is in the turn and no person said yes to this call (it runs by
+        /// its level, a grant or a headless run's allowance): a command it starts gets
+        /// no network, so what it read cannot leave through it.
+        offline: bool,
     },
     /// Append this entry to the audit log.
     Audit(AuditEntry),
@@ -540,9 +544,11 @@ impl Turn {
     }
 
     fn run(&mut self, current: Current, level: Level) {
+        let approved = current.record.answer.as_deref() == Some("run");
         self.outbox.push_back(Action::RunTool {
             call: current.call.clone(),
             level,
+            offline: self.provenance.has_world() && !approved,
         });
         self.phase = Phase::AwaitTool { current };
     }

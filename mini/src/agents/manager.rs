@@ -141,18 +141,24 @@ struct Context {
     used_tools: Vec<String>,
 }
 
-/// What the context brings into the turn, by source: the history's tool results (and
-/// the turns that had tool rounds) are world text; memories, skills, summaries and the
-/// rest of the history are the store's (their links count as given).
+/// What the context brings into the turn, by source: the person's earlier messages in
+/// the session are their words; the history's tool results (and the turns that had tool
+/// rounds) are world text; memories, skills, summaries and the rest of the history are
+/// the store's (their links count as given).
 fn see_context(turn: &mut Turn, ctx: &Context) {
     use evolve_core::history::Role;
     use evolve_core::provenance::Source;
     for m in &ctx.l1 {
-        let world = m.role == Role::Tool || !m.tool_calls.is_empty();
-        let source = if world { Source::World } else { Source::Store };
+        let source = match m.role {
+            Role::User => Source::Person,
+            Role::Tool => Source::World,
+            _ if !m.tool_calls.is_empty() => Source::World,
+            _ => Source::Store,
+        };
         turn.saw_context(source, "history", &m.content);
     }
     for e in &ctx.l2 {
+        turn.saw_context(Source::Person, "history", &e.user);
         let world = !e.thinking.is_empty() || !e.files.is_empty();
         let source = if world { Source::World } else { Source::Store };
         turn.saw_context(source, "history", &e.assistant);
@@ -519,6 +525,7 @@ impl Manager {
                         turn.grants(),
                         turn.policy(),
                         turn.provenance(),
+                        turn.messages(),
                     );
                     turn.handle_check(check, rt.clock.now());
                 }
@@ -563,7 +570,7 @@ impl Manager {
                         }
                     }
                 }
-                Action::RunTool { call, level } if call.name == SUBTASKS && !nested => {
+                Action::RunTool { call, level, .. } if call.name == SUBTASKS && !nested => {
                     io.on_tool_start(&call.name, &call.arguments, level);
                     let (text, is_error) =
                         self.run_subtasks(sid, turn, &call.arguments, input, io, timing);
@@ -573,7 +580,11 @@ impl Manager {
                     let (text, is_error) = ToolAgent.more_tools(tools, &call.arguments);
                     turn.handle_output(text, is_error);
                 }
-                Action::RunTool { call, level } => {
+                Action::RunTool {
+                    call,
+                    level,
+                    offline,
+                } => {
                     io.on_tool_start(&call.name, &call.arguments, level);
                     let out = ToolAgent.run(
                         rt,
@@ -582,6 +593,7 @@ impl Manager {
                         &call.name,
                         &call.arguments,
                         level,
+                        offline,
                         rt.clock.now(),
                         input.cancel,
                         &mut ToolEvents {
@@ -1003,8 +1015,7 @@ impl Manager {
             Ok(t) => t,
             Err(e) => return (e, true),
         };
-        let policy = *turn.policy();
-        let provenance = turn.provenance().clone();
+
         let queue = std::sync::Mutex::new(tasks.into_iter().enumerate().collect::<Vec<_>>());
         let workers = rt.config.agent.subtask_parallel.clamp(1, 16);
         let started = Instant::now();
@@ -1014,7 +1025,6 @@ impl Manager {
                 .map(|_| {
                     let tx = tx.clone();
                     let queue = &queue;
-                    let provenance = &provenance;
                     s.spawn(move || {
                         let mut done = Vec::new();
                         loop {
@@ -1032,15 +1042,7 @@ impl Manager {
                                 index: i + 1,
                                 task: task.clone(),
                             }));
-                            let run = self.sub_turn(
-                                sid,
-                                i + 1,
-                                &task,
-                                policy,
-                                provenance,
-                                input,
-                                &mut sub_io,
-                            );
+                            let run = self.sub_turn(sid, i + 1, &task, turn, input, &mut sub_io);
                             let _ = tx.send(ToParent::Event(SubEvent::End(run.clone())));
                             done.push(run);
                         }
@@ -1096,11 +1098,12 @@ impl Manager {
         sid: &str,
         index: usize,
         task: &str,
-        policy: Policy,
-        provenance: &evolve_core::provenance::Provenance,
+        parent_turn: &Turn,
         parent: &TurnInput<'_>,
         io: &mut SubIo,
     ) -> SubtaskRun {
+        // The parent's policy, and its sources: the task is the model's text.
+        let policy = *parent_turn.policy();
         let rt = &*self.rt;
         let started = Instant::now();
         let mut timing = Timing::default();
@@ -1111,7 +1114,8 @@ impl Manager {
                 max_steps: rt.config.agent.max_steps,
             };
             let t = turn.insert(
-                Turn::new(sid, task, policy, grants, limits).with_provenance(provenance.clone()),
+                Turn::new(sid, task, policy, grants, limits)
+                    .with_provenance(parent_turn.provenance().clone()),
             );
             let (ctx, mut tools) = self.sub_context(task, parent.cancel)?;
             let input = TurnInput {

@@ -7,7 +7,7 @@
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
-use evolve_core::history::truncate_tool_output;
+use evolve_core::history::{truncate_tool_output, Message, Role};
 use evolve_core::permission::{
     arg_strings, check_call, check_egress, confined_shell_level, redact, string_arg, CallCheck,
     ClassSource, Egress, EscalationContext, Grants, Level, Policy, StringKind, ToolClass,
@@ -241,7 +241,8 @@ impl ToolAgent {
     /// The permission check of one call: its class raised by its arguments, then — for a
     /// call that sends data off the machine — the egress rule with the turn's
     /// `provenance` (core's `check_egress`: `http_get`'s URL; every value of an MCP tool
-    /// that is not closed-world).
+    /// that is not closed-world, where what the same server returned in the turn's
+    /// `earlier` messages may go back to it).
     #[allow(clippy::too_many_arguments)]
     pub fn check(
         &self,
@@ -252,11 +253,13 @@ impl ToolAgent {
         grants: &Grants,
         policy: &Policy,
         provenance: &Provenance,
+        earlier: &[Message],
     ) -> CallCheck {
         let check = self.check_alone(rt, tools, name, arguments, grants, policy);
         if !provenance.has_world() {
             return check;
         }
+        let mut returned: Vec<&str> = Vec::new();
         let (parts, host) = if name == "http_get" && rt.tools.has(name) {
             let url = string_arg(arguments, "url").unwrap_or_default();
             let host = url_host(&url);
@@ -265,6 +268,19 @@ impl ToolAgent {
             if entry.tool.annotations.open_world_hint == Some(false) {
                 return check;
             }
+            let same_server = |m: &&Message| {
+                m.role == Role::Tool
+                    && m.name
+                        .as_deref()
+                        .and_then(|n| self.mcp_entry(tools, n))
+                        .is_some_and(|e| e.server == entry.server)
+            };
+            returned.extend(
+                earlier
+                    .iter()
+                    .filter(same_server)
+                    .map(|m| m.content.as_str()),
+            );
             (sent_values(arguments), None)
         } else {
             return check;
@@ -276,6 +292,7 @@ impl ToolAgent {
             &Egress {
                 parts: &parts,
                 host: host.as_deref(),
+                returned: &returned,
             },
             provenance,
             &rt.config.tools.http_hosts,
@@ -412,7 +429,7 @@ impl ToolAgent {
     }
 
     /// Runs an allowed call at the `level` the check gave it (a shell command is confined
-    /// by it) and cuts its output (head and tail) to the configured cap (128 KiB) or a
+    /// by it, and started without network when `offline`) and cuts its output (head and tail) to the configured cap (128 KiB) or a
     /// third of the model's window, whichever is smaller. An MCP server's progress
     /// notices and questions for a person go to `events`.
     #[allow(clippy::too_many_arguments)]
@@ -424,12 +441,13 @@ impl ToolAgent {
         name: &str,
         arguments: &str,
         level: Level,
+        offline: bool,
         now: Timestamp,
         cancel: &AtomicBool,
         events: &mut dyn crate::mcp::CallEvents,
     ) -> ToolOutput {
         let mut out = if rt.tools.has(name) {
-            self.run_builtin(rt, session, name, arguments, level, now, cancel)
+            self.run_builtin(rt, session, name, arguments, level, offline, now, cancel)
         } else if let Some(entry) = self.mcp_entry(tools, name) {
             let tool = &entry.tool.name;
             match rt.mcp.call(&entry.server, tool, arguments, cancel, events) {
@@ -484,6 +502,7 @@ impl ToolAgent {
         name: &str,
         arguments: &str,
         level: Level,
+        offline: bool,
         now: Timestamp,
         cancel: &AtomicBool,
     ) -> ToolOutput {
@@ -504,6 +523,7 @@ impl ToolAgent {
             skills: &skills,
             cancel,
             level,
+            offline,
         };
         rt.tools.run(name, arguments, &ctx)
     }

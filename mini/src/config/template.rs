@@ -131,7 +131,8 @@ pub const CONFIG_TEMPLATE: &str = r#"# evolve configuration — `evolve config s
 # Hosts that may receive anything, even after a file, page or tool result entered the
 # turn. Otherwise, from then on, data no one gave (not in your words, not a link the
 # text gave verbatim) is only sent after you say yes; a headless run refuses it.
-#http_hosts = ["api.example.com", "*.example.org"]
+# Names like "api.example.com", or "*.example.org" for its subdomains.
+#http_hosts = []
 
 [tools.levels]
 # Permission level of a tool, L0–L5 (L3: ask once, L4: ask twice, L5: refused).

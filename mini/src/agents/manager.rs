@@ -156,6 +156,11 @@ fn see_context(turn: &mut Turn, ctx: &Context) {
             _ => Source::Store,
         };
         turn.saw_context(source, "history", &m.content);
+        // What earlier calls already sent (a scheduled task's weather URL, run after run)
+        // tells nobody anything new: their links count as given.
+        for call in &m.tool_calls {
+            turn.saw_context(Source::Store, "history", &call.arguments);
+        }
     }
     for e in &ctx.l2 {
         turn.saw_context(Source::Person, "history", &e.user);

@@ -10,6 +10,7 @@
 //! | a fork bomb | `a_fork_bomb_stops_at_the_process_limit` |
 //! | a repository's clean filter, run by `git status` (L2), connecting to a root-owned pathname socket | `a_repository_filter_reaches_no_unix_socket` |
 //! | the same from an abstract socket, and from an L3 command that keeps TCP | `no_unix_socket_below_l4_but_l3_keeps_tcp` |
+//! | the limits in force, shown and checked | `doctor_shows_the_limits_and_config_check_refuses_a_useless_one` |
 //!
 //! Each asserts what the person sees: the command's failure reaches the model and the
 //! turn record, and Evolve answers and stays small.
@@ -476,4 +477,47 @@ fn no_unix_socket_below_l4_but_l3_keeps_tcp() {
     );
     assert!(results[0].contains("tcp: connected"), "{results:?}");
     assert_eq!(d.accepted.load(Ordering::SeqCst), 0);
+}
+
+/// `evolve doctor` shows the limits in force, `config show` the settings, and `config
+/// check` refuses a memory limit no program starts under.
+#[test]
+fn doctor_shows_the_limits_and_config_check_refuses_a_useless_one() {
+    let w = world("limits-doctor", &[], "memory_mib = 300\ncpu_secs = 42");
+    let unreachable = |args: &[&str]| {
+        Run::from(
+            w.command(args)
+                .env("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
+                .output()
+                .unwrap(),
+        )
+    };
+    let doctor = unreachable(&["doctor"]);
+    let line = doctor
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("✓ limits"))
+        .unwrap_or_else(|| panic!("no limits line: {}", doctor.stdout));
+    assert!(
+        line.contains("memory 300 MiB")
+            && line.contains("files 1024 MiB")
+            && line.contains("processes 256 more than the")
+            && line.contains("CPU 42 s"),
+        "{line}"
+    );
+    let json = unreachable(&["doctor", "--json"]);
+    assert!(json.json()["limits"]
+        .as_str()
+        .is_some_and(|l| l.contains("memory 300 MiB")));
+    let show = w.run(&["config", "show", "--json"]);
+    assert_eq!(show.json()["limits"]["memory_mib"], 300, "{}", show.stdout);
+    assert_eq!(show.json()["limits"]["processes"], 256);
+    w.config("[limits]\nmemory_mib = 8\n");
+    let check = w.run(&["config", "check"]);
+    assert_eq!(check.code, 2, "{}", check.stderr);
+    assert!(
+        check.stderr.contains("limits.memory_mib = 8") && check.stderr.contains("0 for no limit"),
+        "{}",
+        check.stderr
+    );
 }

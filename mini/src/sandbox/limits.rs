@@ -149,7 +149,7 @@ impl From<ChildLimits> for Set {
     }
 }
 
-/// The limits as `evolve doctor` shows them: `memory 256 MiB (half the RAM), files
+/// The limits as `evolve doctor` shows them: `memory 256 MiB (default: …), files
 /// 1024 MiB, processes 256 more than the 41 running, CPU 600 s per process`.
 pub fn summary(limits: &Limits) -> String {
     let running = running_tasks();
@@ -157,7 +157,10 @@ pub fn summary(limits: &Limits) -> String {
     let mut parts = Vec::new();
     parts.push(match l.data_bytes {
         Some(b) if limits.memory_mib.is_none() => {
-            format!("memory {} MiB (half the RAM, 256 MiB to 4 GiB)", b / MIB)
+            format!(
+                "memory {} MiB (default: half the RAM, 256 MiB to 4 GiB)",
+                b / MIB
+            )
         }
         Some(b) => format!("memory {} MiB", b / MIB),
         None => "memory: no limit".to_string(),

@@ -6,11 +6,18 @@
 //! config, a symlink or an option spelled a new way. So what runs is confined by the
 //! kernel (the shell applies it: Linux Landlock and `no_new_privs`), by [`Reach`]:
 //!
-//! | call level | reach | may read | may write | TCP |
-//! |---|---|---|---|---|
-//! | L1, L2 (read-only by classification) | [`Reach::ReadOnly`] | the workspace, [`SYSTEM_ROOTS`], [`SYSTEM_READ_FILES`] | [`WRITABLE_DEVICES`] only | denied (where the kernel can) |
-//! | L3, L4 | [`Reach::Workspace`] | the same | the workspace and a temporary folder of its own | as without confinement |
-//! | L5 | never runs | — | — | — |
+//! | call level | reach | may read | may write | IP network | UNIX sockets |
+//! |---|---|---|---|---|---|
+//! | L1, L2 (read-only by classification) | [`Reach::ReadOnly`] | the workspace, [`SYSTEM_ROOTS`], [`SYSTEM_READ_FILES`] | [`WRITABLE_DEVICES`] only | none | none (`socketpair` only) |
+//! | L3 | [`Reach::Workspace`] | the same | the workspace and a temporary folder of its own | as without confinement | none (`socketpair` only) |
+//! | L4 | [`Reach::WorkspaceAndSockets`] | the same | the same | as without confinement | as without confinement |
+//! | L5 | never runs | — | — | — | — |
+//!
+//! No UNIX socket below L4: a pathname socket is a door to whatever listens on it
+//! (`/var/run/docker.sock` is root on the machine, a D-Bus session bus, an `ssh-agent`),
+//! which no file rule closes — connecting is not opening a file. A repository's clean
+//! filter, run by `git status` at L2, must not reach one; an abstract socket is the same
+//! door without a path. `socketpair` makes a connected pair and reaches nobody: it stays.
 //!
 //! Never reachable, whatever the level: Evolve's home outside the workspace (config,
 //! store, token) and the user's home outside the workspace; nor [`SYSTEM_SECRETS`]
@@ -31,8 +38,11 @@ use super::{shell_command_level, Level, PermissionConfig};
 pub enum Reach {
     /// Read the workspace and the system; write nothing (L1, L2).
     ReadOnly,
-    /// Also write the workspace and a temporary folder of its own (L3, L4).
+    /// Also write the workspace and a temporary folder of its own, and use the IP
+    /// network (L3).
     Workspace,
+    /// The same, and UNIX sockets: a person read the command twice (L4).
+    WorkspaceAndSockets,
 }
 
 impl Reach {
@@ -40,19 +50,26 @@ impl Reach {
     pub fn for_shell(level: Level) -> Option<Reach> {
         match level {
             Level::L0 | Level::L1 | Level::L2 => Some(Reach::ReadOnly),
-            Level::L3 | Level::L4 => Some(Reach::Workspace),
+            Level::L3 => Some(Reach::Workspace),
+            Level::L4 => Some(Reach::WorkspaceAndSockets),
             Level::L5 => None,
         }
     }
 
     /// Whether the command may write the workspace.
     pub fn writes(self) -> bool {
-        self == Reach::Workspace
+        self != Reach::ReadOnly
     }
 
     /// Whether TCP is denied (where the kernel's Landlock ABI can: 4 and later).
     pub fn denies_tcp(self) -> bool {
         self == Reach::ReadOnly
+    }
+
+    /// Whether the command may create UNIX sockets (`socket(AF_UNIX, …)`; where the
+    /// kernel has seccomp, it is refused otherwise).
+    pub fn unix_sockets(self) -> bool {
+        self == Reach::WorkspaceAndSockets
     }
 }
 
@@ -102,7 +119,9 @@ pub const SYSTEM_ROOTS: [&str; 11] = [
 /// Files outside the roots every level may read: the files of `/proc` that describe the
 /// machine, not a process (`free`, `uptime` read them; nothing else of `/proc` is
 /// reachable, so no other process's environment or command line), and the random and
-/// zero devices.
+/// zero devices (which programs read a few bytes of; a command naming one is raised to
+/// L3 — see `paths::ENDLESS_DEVICES` — and [`super::Limits`] hold what a symlink to
+/// one still reaches).
 pub const SYSTEM_READ_FILES: [&str; 10] = [
     "/proc/meminfo",
     "/proc/cpuinfo",
@@ -147,14 +166,19 @@ mod tests {
             (Level::L1, Some(Reach::ReadOnly)),
             (Level::L2, Some(Reach::ReadOnly)),
             (Level::L3, Some(Reach::Workspace)),
-            (Level::L4, Some(Reach::Workspace)),
+            (Level::L4, Some(Reach::WorkspaceAndSockets)),
             (Level::L5, None),
         ];
         for (level, reach) in cases {
             assert_eq!(Reach::for_shell(level), reach, "{level}");
         }
         assert!(!Reach::ReadOnly.writes() && Reach::Workspace.writes());
+        assert!(Reach::WorkspaceAndSockets.writes());
         assert!(Reach::ReadOnly.denies_tcp() && !Reach::Workspace.denies_tcp());
+        assert!(!Reach::WorkspaceAndSockets.denies_tcp());
+        // UNIX sockets only at L4.
+        assert!(!Reach::ReadOnly.unix_sockets() && !Reach::Workspace.unix_sockets());
+        assert!(Reach::WorkspaceAndSockets.unix_sockets());
     }
 
     #[test]

@@ -8,6 +8,7 @@
 //! |---|---|---|---|
 //! | command patterns ([`command_risks`](super::command_risks)) | every value string | — | every string, keys too |
 //! | paths leaving the workspace (L5) | every path-looking word of every value, and the values inside option words | values of the path keys | values of path-like keys and `file://` URLs; elsewhere only `~`/`$HOME` and `..` climbing |
+//! | endless devices (`/dev/zero`, `/dev/urandom`, `/dev/random`, any spelling; L3) | every path-looking word of every value, and the values inside option words | values of the path keys | values of path-like keys; elsewhere a whole value naming one |
 //! | secret files (L5) | every word of every value, and the values inside option words | values of the path keys | every word of every string |
 //! | credential-shaped text (L5) | every string | every string | every string |
 //! | a NUL byte (L5) | every string | every string | every string |
@@ -97,6 +98,13 @@ pub enum EscalationReason {
         /// The path, cut to [`REASON_PATH_CHARS`].
         path: String,
     },
+    /// A device that never ends (`/dev/zero`, `/dev/urandom`): a command reading it to
+    /// its end fills the memory (L3: a person decides; the kernel's limits hold the
+    /// command either way).
+    EndlessInput {
+        /// The path, cut to [`REASON_PATH_CHARS`].
+        path: String,
+    },
     /// A path in the home directory (`~`, `$HOME`).
     HomeDirectory {
         /// The path, cut to [`REASON_PATH_CHARS`].
@@ -133,6 +141,7 @@ impl EscalationReason {
         match self {
             EscalationReason::Command { risk } => risk.level(),
             EscalationReason::SendsData { .. } => Level::L3,
+            EscalationReason::EndlessInput { .. } => Level::L3,
             _ => Level::L5,
         }
     }
@@ -292,6 +301,9 @@ fn check_loose_path(text: &str, ctx: &EscalationContext<'_>, out: &mut Escalatio
         Some(PathProblem::Outside) if climbs(text) || !text.starts_with(['/', '\\']) => {
             out.add(EscalationReason::OutsideWorkspace { path: cut(text) })
         }
+        Some(PathProblem::EndlessDevice) => {
+            out.add(EscalationReason::EndlessInput { path: cut(text) })
+        }
         _ => {}
     }
 }
@@ -424,8 +436,12 @@ fn check_shell_value(value: &str, ctx: &EscalationContext<'_>, out: &mut Escalat
         {
             if !ctx.workspace_root.is_empty() {
                 let path = alloc::format!("{}{rest}", ctx.workspace_root.trim_end_matches('/'));
-                if path_problem(&path, ctx.workspace_root, ctx.extra_roots).is_some() {
-                    out.add(EscalationReason::OutsideWorkspace { path: cut(value) });
+                match path_problem(&path, ctx.workspace_root, ctx.extra_roots) {
+                    Some(PathProblem::EndlessDevice) => {
+                        out.add(EscalationReason::EndlessInput { path: cut(value) })
+                    }
+                    Some(_) => out.add(EscalationReason::OutsideWorkspace { path: cut(value) }),
+                    None => {}
                 }
                 return;
             }
@@ -491,6 +507,9 @@ fn check_path(path: &str, ctx: &EscalationContext<'_>, out: &mut Escalation) {
             out.add(EscalationReason::OutsideWorkspace { path: cut(path) })
         }
         Some(PathProblem::Home) => out.add(EscalationReason::HomeDirectory { path: cut(path) }),
+        Some(PathProblem::EndlessDevice) => {
+            out.add(EscalationReason::EndlessInput { path: cut(path) })
+        }
         None => {}
     }
 }
@@ -695,6 +714,83 @@ mod tests {
         for (cmd, want) in cases {
             assert_eq!(shell(cmd).level, *want, "{cmd}");
         }
+    }
+
+    /// An endless device is no harmless input: every reading command, every spelling,
+    /// lifts a prefix's L1/L2 to L3 (a person decides); `/dev/null` stays harmless.
+    #[test]
+    fn endless_devices_lift_a_read_only_prefix_to_l3() {
+        let cfg = super::super::PermissionConfig {
+            shell_level: Level::L5,
+            command_prefixes: vec![
+                (String::from("tail"), Level::L2),
+                (String::from("head"), Level::L2),
+                (String::from("cat"), Level::L1),
+                (String::from("grep"), Level::L2),
+                (String::from("wc"), Level::L1),
+                (String::from("git diff"), Level::L2),
+                (String::from("sort"), Level::L3),
+                (String::from("dd"), Level::L3),
+            ],
+            ..Default::default()
+        };
+        let level = |cmd: &str| {
+            let class = super::super::shell_command_level(cmd, &cfg);
+            call_level(class, &shell(cmd))
+        };
+        let cases: &[(&str, Level)] = &[
+            ("tail /dev/zero", Level::L3),
+            ("tail -f /dev/zero", Level::L3),
+            ("head -c 1G /dev/urandom", Level::L3),
+            ("head -c1G /dev/random", Level::L3),
+            ("cat /dev/./zero", Level::L3),
+            ("cat /dev//zero", Level::L3),
+            ("cat //dev/zero", Level::L3),
+            ("cat /dev/../dev/zero", Level::L3),
+            ("cat /dev/fd/../zero", Level::L3),
+            ("wc -c /dev/zero/", Level::L3),
+            ("grep -c x /dev/urandom", Level::L3),
+            ("grep -f /dev/zero notes.txt", Level::L3),
+            ("sort /dev/urandom", Level::L3),
+            ("dd if=/dev/zero of=disk.img bs=1M count=1", Level::L3),
+            ("tail --follow=/dev/zero", Level::L3),
+            // Chained or redirected: the tool's level (L5 here), never lower.
+            ("cat < /dev/zero", Level::L5),
+            ("cat /dev/urandom | head -c 16", Level::L5),
+            ("tail $(echo /dev/zero)", Level::L5),
+            ("cat /dev/{zero,null}", Level::L5),
+            // Globs and other devices are outside: L5.
+            ("cat /dev/zer?", Level::L5),
+            ("cat /dev/full", Level::L5),
+            ("tail /proc/kmsg", Level::L5),
+            // Still harmless.
+            ("cat /dev/null", Level::L1),
+            ("git diff /dev/null", Level::L2),
+            ("tail notes.txt", Level::L2),
+            ("grep -c zero notes.txt", Level::L2),
+        ];
+        for (cmd, want) in cases {
+            assert_eq!(level(cmd), *want, "{cmd}");
+        }
+        assert!(shell("tail /dev/zero")
+            .reasons
+            .contains(&EscalationReason::EndlessInput {
+                path: String::from("/dev/zero")
+            }));
+        // The escalation itself, whatever the tool's level.
+        for cmd in [
+            "cat < /dev/zero",
+            "make 2>/dev/null </dev/urandom",
+            "echo x > /dev/zero",
+            "cat \\/dev/zero",
+            "cat '/dev/zero'",
+        ] {
+            assert_eq!(shell(cmd).level, Level::L3, "{cmd}");
+        }
+        assert_eq!(shell("make 2>/dev/null >/dev/null").level, Level::L0);
+        // A file tool or an MCP tool given the device as a path.
+        assert_eq!(file_tool(r#"{"path": "/dev/urandom"}"#).level, Level::L3);
+        assert_eq!(mcp(r#"{"path": "/dev/./zero"}"#).level, Level::L3);
     }
 
     #[test]

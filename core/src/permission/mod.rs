@@ -37,6 +37,7 @@ mod decide;
 mod egress;
 mod escalate;
 mod level;
+mod limits;
 mod paths;
 mod pending;
 mod revoke;
@@ -62,6 +63,9 @@ pub use escalate::{
     call_level, escalate, Escalation, EscalationContext, EscalationReason, REASON_PATH_CHARS,
 };
 pub use level::{Level, ParseLevelError};
+pub use limits::{
+    default_memory, Child, ChildLimits, Limits, LimitsError, MEMORY_CEILING, MEMORY_FLOOR,
+};
 pub use paths::names_secret;
 pub use pending::{parse_answer, Answer, AnswerOutcome, Confirmations, Lang, PendingCall};
 pub use revoke::Revoke;

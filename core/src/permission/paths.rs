@@ -5,8 +5,12 @@
 //! Windows path. Symlinks are the shell's business (it canonicalises before opening).
 //! The home directory (`~`, `~user`, `$HOME`, `${HOME}`, `%USERPROFILE%`) is always
 //! outside: the core does not know where it is, and the seed puts "paths outside scope"
-//! at L5. `/dev/null`, `/dev/zero`, `/dev/stdout`, `/dev/stderr`, `/dev/stdin`,
-//! `/dev/tty` and `/dev/urandom` (`/dev/random`) are harmless anywhere.
+//! at L5. `/dev/null`, `/dev/stdout`, `/dev/stderr`, `/dev/stdin` and `/dev/tty` are
+//! harmless anywhere. The endless devices — `/dev/zero`, `/dev/urandom`, `/dev/random`
+//! — are not outside, but not harmless either: a program that reads one to its end
+//! (`tail /dev/zero`, `sort /dev/urandom`) grows until the machine runs out of memory,
+//! so they are [`PathProblem::EndlessDevice`] in every spelling (`/dev/./zero`,
+//! `//dev//zero`, `/dev/../dev/zero`, `file:///dev/zero`, `/dev/%7aero`).
 //!
 //! `file://` URLs are percent-decoded before the checks (`file:///w/%2e%2e/etc` climbs
 //! out); a `file://host/…` URL names another machine and is outside; `file:/etc/passwd`
@@ -27,19 +31,22 @@ pub(crate) enum PathProblem {
     Outside,
     /// Starts at the home directory.
     Home,
+    /// A device that never ends: read to its end, it fills the memory.
+    EndlessDevice,
 }
 
 /// Devices that neither leak nor destroy anything.
-const HARMLESS_DEVICES: [&str; 8] = [
+const HARMLESS_DEVICES: [&str; 5] = [
     "/dev/null",
-    "/dev/zero",
     "/dev/stdin",
     "/dev/stdout",
     "/dev/stderr",
     "/dev/tty",
-    "/dev/random",
-    "/dev/urandom",
 ];
+
+/// Devices whose reads never end (`/dev/full` reads as zeros too, but is outside:
+/// only writing it is allowed).
+pub(crate) const ENDLESS_DEVICES: [&str; 3] = ["/dev/zero", "/dev/urandom", "/dev/random"];
 
 /// Does this look like a path? Used when the caller did not say which arguments are
 /// paths: starts with `/`, `\`, `~`, `./`, `../`, `$HOME`, `${HOME}`, is `.`/`..`/`~`,
@@ -247,6 +254,9 @@ fn lexical_problem(path: &str, workspace_root: &str, extra_roots: &[&str]) -> Op
         if is_harmless_device(&comps) {
             return None;
         }
+        if is_endless_device(&comps) {
+            return Some(PathProblem::EndlessDevice);
+        }
         let inside = |root: &str| {
             let root = root.trim();
             if root.is_empty() || !is_absolute(root) {
@@ -288,6 +298,15 @@ pub(crate) fn climbs(path: &str) -> bool {
     [path, decoded.as_ref()]
         .iter()
         .any(|p| p.split(['/', '\\']).any(|c| c.trim() == ".."))
+}
+
+fn is_endless_device(comps: &[&str]) -> bool {
+    match comps {
+        ["dev", name] => ENDLESS_DEVICES
+            .iter()
+            .any(|d| d.strip_prefix("/dev/") == Some(*name)),
+        _ => false,
+    }
 }
 
 fn is_harmless_device(comps: &[&str]) -> bool {
@@ -543,6 +562,16 @@ mod tests {
             ("/dev/null", None),
             ("/dev/sda", Some(PathProblem::Outside)),
             ("/dev/fd/1", None),
+            ("/dev/zero", Some(PathProblem::EndlessDevice)),
+            ("/dev/./zero", Some(PathProblem::EndlessDevice)),
+            ("//dev//zero", Some(PathProblem::EndlessDevice)),
+            ("/dev/../dev/urandom", Some(PathProblem::EndlessDevice)),
+            ("/dev/random/", Some(PathProblem::EndlessDevice)),
+            ("file:///dev/zero", Some(PathProblem::EndlessDevice)),
+            ("/dev/%7aero", Some(PathProblem::Outside)),
+            ("/dev/zero0", Some(PathProblem::Outside)),
+            ("/dev/ze*", Some(PathProblem::Outside)),
+            ("/dev/full", Some(PathProblem::Outside)),
         ];
         for (path, want) in cases {
             assert_eq!(path_problem(path, ROOT, &[]), *want, "{path}");

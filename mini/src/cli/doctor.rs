@@ -11,7 +11,8 @@
 //! JSON learns why.
 //!
 //! Last, what the kernel enforces on what tools run (Landlock, or why there is none and
-//! what that changes): a warning, not a failed check.
+//! what that changes): a warning, not a failed check; and the resource limits every
+//! command gets (`[limits]`).
 //!
 //! Exit codes: 0 every check passed, 2 the configuration is rejected, 3 the server
 //! cannot be reached, 1 anything else.
@@ -77,6 +78,7 @@ pub fn run(cmd: DoctorCmd, profile: &Option<String>) -> Result<(), Error> {
             "checks": checks,
             "confinement": confinement.to_json(),
             "confinement_summary": confinement.summary(),
+            "limits": crate::sandbox::limits_summary(&app.config.limits),
         });
         println!("{doc:#}");
     } else {
@@ -86,6 +88,10 @@ pub fn run(cmd: DoctorCmd, profile: &Option<String>) -> Result<(), Error> {
         );
         print!("{}", render(&report.checks));
         println!("{}", confinement_line(confinement, &app.config));
+        println!(
+            "✓ limits       {}",
+            crate::sandbox::limits_summary(&app.config.limits)
+        );
     }
     if let Some(e) = report.unreachable {
         return Err(Error::Model(e));

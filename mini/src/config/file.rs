@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use evolve_core::history::HistoryConfig;
 use evolve_core::memory::MemoryConfig;
-use evolve_core::permission::{Level, PermissionConfig};
+use evolve_core::permission::{Level, Limits, PermissionConfig};
 use serde::Deserialize;
 
 /// The whole file: the settings of the top level, the active profile's name and the
@@ -31,6 +31,7 @@ pub struct RawFile {
     pub memory: Option<MemoryConfig>,
     pub history: Option<HistoryConfig>,
     pub permission: Option<PermissionConfig>,
+    pub limits: Option<Limits>,
     pub mcp: Option<RawMcp>,
     pub scheduler: Option<RawScheduler>,
 }
@@ -48,6 +49,7 @@ pub struct RawLayer {
     pub memory: Option<MemoryConfig>,
     pub history: Option<HistoryConfig>,
     pub permission: Option<PermissionConfig>,
+    pub limits: Option<Limits>,
     pub mcp: Option<RawMcp>,
     pub scheduler: Option<RawScheduler>,
 }

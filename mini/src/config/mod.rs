@@ -311,6 +311,9 @@ pub struct Config {
     pub tools: ToolsConfig,
     /// Chinese segmentation.
     pub text: TextConfig,
+    /// What every started program may take (`[limits]`: memory, file size, processes,
+    /// CPU time).
+    pub limits: evolve_core::permission::Limits,
     /// MCP servers from the file (`[mcp]`).
     pub mcp: McpConfig,
     /// Scheduled tasks' time zone (`[scheduler]`).
@@ -565,6 +568,7 @@ impl Config {
             agent: AgentConfig::default(),
             tools: ToolsConfig::default(),
             text: TextConfig::default(),
+            limits: evolve_core::permission::Limits::default(),
             mcp: McpConfig::default(),
             scheduler: SchedulerConfig::default(),
             log: DEFAULT_LOG.to_string(),
@@ -607,6 +611,7 @@ impl Config {
             workspace: workspace.to_path_buf(),
             evolve_home: self.home.clone(),
             private_files: private,
+            limits: self.limits,
         }
     }
 }
@@ -1040,6 +1045,9 @@ main = "m"
             ("[model]\ntools = \"json\"\n", "model.tools"),
             ("[tools]\nshell_timeout = 0\n", "tools.shell_timeout"),
             ("[tools]\noutput_cap = 0\n", "tools.output_cap"),
+            ("[limits]\nmemory_mib = 8\n", "limits.memory_mib = 8"),
+            ("[limits]\nprocesses = -1\n", "in [limits]: `processes`"),
+            ("[limits]\nmemory = 512\n", "limits"),
             ("log = \"loud\"\n", "log"),
             ("[model]\nmain = \"  \"\n", "model.main"),
             (

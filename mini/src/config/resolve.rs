@@ -471,6 +471,7 @@ fn resolve(
         memory,
         history,
         permission,
+        limits,
         mcp,
         scheduler,
     } = layer;
@@ -521,6 +522,10 @@ fn resolve(
         permission: permission.unwrap_or_default(),
     };
     check_core(&core).map_err(|m| ctx.invalid(m))?;
+    let limits = limits.unwrap_or_default();
+    limits
+        .validate()
+        .map_err(|e| ctx.invalid(format!("{e}{}", ctx.source_note("limits.memory_mib"))))?;
 
     Ok(Config {
         home: ctx.home.to_path_buf(),
@@ -531,6 +536,7 @@ fn resolve(
         agent,
         tools,
         text,
+        limits,
         mcp,
         scheduler,
         workspace,

@@ -104,6 +104,7 @@ impl Config {
             "memory": via_text(&self.core.memory),
             "history": via_text(&self.core.history),
             "permission": via_text(&self.core.permission),
+            "limits": via_text(&self.limits),
             "mcp": {
                 "timeout_secs": secs(self.mcp.timeout),
                 "servers": super::mcp::servers_json(&self.mcp.servers),

@@ -194,6 +194,20 @@ pub const CONFIG_TEMPLATE: &str = r#"# evolve configuration — `evolve config s
 # The highest level `evolve ask` and scheduled tasks run without --allow (at most L3).
 #headless_max_auto = "L2"
 
+[limits]
+# What each program Evolve starts (every shell command, every stdio MCP server) may
+# take; the kernel stops it past a limit, with an error the model sees. 0: no limit.
+# Memory in MiB (private writable memory). Default: half the RAM, 256 MiB to 4 GiB
+# (`evolve doctor` shows it), e.g.:
+# memory_mib = 512
+# The largest file one program may write, in MiB.
+#file_size_mib = 1024
+# Processes and threads a program may start beyond those you already run.
+#processes = 256
+# CPU seconds per process of a command (MCP servers have none). Raise it with
+# tools.shell_timeout for long builds.
+#cpu_secs = 600
+
 [scheduler]
 # The time zone of `evolve tasks` schedules (cron, --daily, --at without offset): a
 # zone database name or a fixed offset such as "+08:00". Default: TZ, else the

@@ -6,12 +6,14 @@
 //! rules over real paths ([`Plan`]: the system directories, the workspace, a temporary
 //! folder of the child's own, with Evolve's home, the user's home and the system's
 //! secrets carved out — see [`carve`]), rebuilds the child's environment ([`env`]) and
-//! makes the child apply it to itself before `exec` ([`Plan::apply`]: `no_new_privs`,
-//! no capabilities, the Landlock ruleset — see [`landlock`]).
+//! makes the child apply it to itself before `exec` ([`Plan::apply`]: the resource
+//! limits — see [`limits`] —, `no_new_privs`, no capabilities, the Landlock ruleset —
+//! see [`landlock`] — and, below L4, the socket filter — see [`seccomp`]).
 //!
 //! Where Landlock is missing (an old kernel, the LSM not enabled, not Linux, or
 //! `EVOLVE_LANDLOCK=off`, which only ever makes things stricter), the child still gets
-//! the clean environment, `no_new_privs` and no capabilities, and the permission check
+//! the clean environment, the limits, `no_new_privs`, no capabilities and the socket
+//! filter, and the permission check
 //! keeps every shell command at L4 or above ([`Kernel::DoesNotConfine`]); a server that
 //! asked to be confined is not started.
 
@@ -19,6 +21,8 @@ mod carve;
 mod env;
 #[cfg(target_os = "linux")]
 mod landlock;
+#[cfg(target_os = "linux")]
+mod limits;
 pub mod reaper;
 #[cfg(target_os = "linux")]
 mod seccomp;
@@ -33,7 +37,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::OnceLock;
 
 use evolve_core::permission::{
-    Kernel, Reach, SYSTEM_READ_FILES, SYSTEM_ROOTS, SYSTEM_SECRETS, WRITABLE_DEVICES,
+    Child, Kernel, Limits, Reach, SYSTEM_READ_FILES, SYSTEM_ROOTS, SYSTEM_SECRETS, WRITABLE_DEVICES,
 };
 use serde::{Deserialize, Serialize};
 
@@ -154,15 +158,17 @@ impl Status {
                     "Landlock ABI {abi}: shell commands and confined MCP servers are limited by the kernel ({})",
                     parts.join(", ")
                 );
-                #[cfg(target_os = "linux")]
-                let filter = seccomp::no_ip_sockets().is_some();
-                #[cfg(not(target_os = "linux"))]
-                let filter = false;
-                if filter {
-                    line.push_str("; read-only commands open no IP socket (seccomp)");
+                if socket_filter_here() {
+                    line.push_str(
+                        "; commands below L4 open no UNIX socket, read-only ones no socket at all (seccomp)",
+                    );
                 } else if !self.denies_tcp() {
                     line.push_str(
-                        "; read-only commands can reach the network here (no socket filter for this architecture, and TCP rules need Landlock ABI 4, Linux 6.7)",
+                        "; read-only commands can reach the network and commands below L4 UNIX sockets here (no socket filter for this architecture, and TCP rules need Landlock ABI 4, Linux 6.7)",
+                    );
+                } else {
+                    line.push_str(
+                        "; commands below L4 can reach UNIX sockets here (no socket filter for this architecture)",
                     );
                 }
                 line
@@ -183,6 +189,26 @@ impl Status {
             "scopes_signals": self.scopes_signals(),
             "problem": self.problem,
         })
+    }
+}
+
+/// Whether this build can filter the sockets a command creates (seccomp, on the
+/// architectures Evolve ships for).
+fn socket_filter_here() -> bool {
+    #[cfg(target_os = "linux")]
+    return seccomp::socket_filter(false, false).is_some();
+    #[cfg(not(target_os = "linux"))]
+    false
+}
+
+/// The resource limits every command gets here, for `evolve doctor`.
+pub fn limits_summary(limits: &Limits) -> String {
+    #[cfg(target_os = "linux")]
+    return limits::summary(limits);
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = limits;
+        "not enforced on this system".to_string()
     }
 }
 
@@ -235,6 +261,8 @@ pub struct Scope {
     /// Evolve's own files, kept out even when they are inside the workspace (the
     /// config, the store, the login token).
     pub private_files: Vec<PathBuf>,
+    /// What each child may take (`[limits]`).
+    pub limits: Limits,
 }
 
 impl Scope {
@@ -408,6 +436,10 @@ pub struct Plan {
     grants: Vec<(PathBuf, u64)>,
     exclude: Vec<PathBuf>,
     deny_tcp: bool,
+    /// May create UNIX sockets (L4, MCP servers).
+    unix_sockets: bool,
+    limits: Limits,
+    child: Child,
     env: Vec<(OsString, OsString)>,
     _tmp: Option<OwnTmp>,
 }
@@ -483,6 +515,9 @@ impl Plan {
             grants,
             exclude: scope.exclusions(),
             deny_tcp: reach.denies_tcp(),
+            unix_sockets: reach.unix_sockets(),
+            limits: scope.limits,
+            child: Child::Command,
             env,
             _tmp: Some(own),
         })
@@ -557,6 +592,9 @@ impl Plan {
             grants,
             exclude: scope.exclusions(),
             deny_tcp: false,
+            unix_sockets: true,
+            limits: scope.limits,
+            child: Child::Server,
             env: child,
             _tmp: None,
         })
@@ -568,8 +606,9 @@ impl Plan {
     }
 
     /// Makes `cmd` start confined: its environment replaced by the plan's, and, between
-    /// fork and exec, `no_new_privs`, no capabilities and the Landlock ruleset (when the
-    /// kernel has Landlock). Keep the returned value until `cmd` has been spawned.
+    /// fork and exec, the resource limits, `no_new_privs`, no capabilities, the Landlock
+    /// ruleset (when the kernel has Landlock) and the socket filter (below L4). Keep the
+    /// returned value until `cmd` has been spawned.
     pub fn apply(&self, cmd: &mut Command) -> Result<Applied, SandboxError> {
         cmd.env_clear();
         cmd.envs(self.env.iter().map(|(k, v)| (k, v)));
@@ -603,12 +642,9 @@ impl Plan {
         };
         let fd = ruleset.as_ref().map_or(-1, |r| r.raw_fd());
         // No IP socket at all for a command that may not use the network (TCP Fast Open,
-        // MPTCP and UDP get past Landlock's TCP rules).
-        let filter = if self.deny_tcp {
-            seccomp::no_ip_sockets()
-        } else {
-            None
-        };
+        // MPTCP and UDP get past Landlock's TCP rules); no UNIX socket below L4.
+        let filter = seccomp::socket_filter(!self.deny_tcp, self.unix_sockets);
+        let limits = limits::Set::for_child(&self.limits, self.child);
         let prog = filter.as_ref().map(|f| {
             Box::new(libc::sock_fprog {
                 len: f.len() as libc::c_ushort,
@@ -618,11 +654,12 @@ impl Plan {
         let prog_addr = prog
             .as_ref()
             .map_or(0usize, |p| &**p as *const libc::sock_fprog as usize);
-        // SAFETY: `restrict_self` makes system calls only (no allocation, no lock), as
-        // the child of a fork must; `fd`, the filter and its header stay alive in
-        // `Applied` until the spawn is over (the child has a copy of this memory).
+        // SAFETY: `apply` and `restrict_self` make system calls only (no allocation, no
+        // lock), as the child of a fork must; `fd`, the filter and its header stay alive
+        // in `Applied` until the spawn is over (the child has a copy of this memory).
         unsafe {
             cmd.pre_exec(move || {
+                limits.apply()?;
                 let prog = (prog_addr != 0).then(|| &*(prog_addr as *const libc::sock_fprog));
                 landlock::restrict_self(fd, prog)
             });

@@ -30,6 +30,7 @@ fn home() -> Home {
         workspace: workspace.clone(),
         evolve_home: home.clone(),
         private_files: vec![home.join("config.toml"), home.join("evolve.redb")],
+        limits: Limits::default(),
     };
     Home {
         _tmp: tmp,
@@ -514,4 +515,260 @@ fn a_file_tool_thread_cannot_open_what_a_link_points_out_to() {
         .contains("sk-SECRET"));
     // The calling thread is untouched.
     assert!(std::fs::read_to_string(h.home.join("config.toml")).is_ok());
+}
+
+/// A listener the test process holds on a pathname UNIX socket outside the workspace
+/// and Evolve's home (a stand-in for `/var/run/docker.sock`), and on an abstract one:
+/// it counts the connections it accepts.
+struct Listeners {
+    _dir: TempDir,
+    path: PathBuf,
+    abstract_name: String,
+    accepted: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+}
+
+fn listeners() -> Listeners {
+    use std::os::linux::net::SocketAddrExt;
+    use std::os::unix::net::{SocketAddr, UnixListener};
+    use std::sync::atomic::AtomicUsize;
+    use std::sync::Arc;
+    let dir = TempDir::new("sockets");
+    let path = std::fs::canonicalize(dir.path())
+        .unwrap()
+        .join("daemon.sock");
+    let abstract_name = format!("evolve-test-{}", std::process::id());
+    let accepted = Arc::new(AtomicUsize::new(0));
+    let on_path = UnixListener::bind(&path).unwrap();
+    let on_name =
+        UnixListener::bind_addr(&SocketAddr::from_abstract_name(&abstract_name).unwrap()).unwrap();
+    for listener in [on_path, on_name] {
+        let accepted = accepted.clone();
+        std::thread::spawn(move || {
+            for conn in listener.incoming().flatten() {
+                accepted.fetch_add(1, Ordering::SeqCst);
+                drop(conn);
+            }
+        });
+    }
+    Listeners {
+        _dir: dir,
+        path,
+        abstract_name,
+        accepted,
+    }
+}
+
+/// Below L4 no command creates a UNIX socket (the door to whatever listens on one:
+/// Docker, D-Bus, an agent), pathname or abstract; `socketpair` still works, and L3
+/// keeps TCP. L4 connects to the pathname socket; an abstract socket outside the
+/// sandbox stays out of reach where Landlock scopes them (ABI 6).
+#[test]
+fn no_command_below_l4_creates_a_unix_socket() {
+    if !landlock() {
+        return;
+    }
+    let python = Path::new("/usr/bin/python3");
+    if !python.exists() {
+        eprintln!("skipped: no /usr/bin/python3");
+        return;
+    }
+    let l = listeners();
+    let tcp = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let tp = tcp.local_addr().unwrap().port();
+    let h = home();
+    std::fs::write(
+        h.scope.workspace.join("probe.py"),
+        format!(
+            r#"import socket
+def attempt(name, f):
+    try:
+        f(); print(name, "open")
+    except OSError as e:
+        print(name, "refused", e.errno)
+def path():
+    s = socket.socket(socket.AF_UNIX); s.settimeout(2); s.connect({path:?})
+def abstract():
+    s = socket.socket(socket.AF_UNIX); s.settimeout(2); s.connect("\0{name}")
+def dgram():
+    socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+def pair():
+    a, b = socket.socketpair(); a.send(b"x"); assert b.recv(1) == b"x"
+def tcp():
+    s = socket.socket(); s.settimeout(2); s.connect(("127.0.0.1", {tp}))
+for n, f in [("path", path), ("abstract", abstract), ("dgram", dgram), ("pair", pair), ("tcp", tcp)]:
+    attempt(n, f)
+"#,
+            path = l.path.display().to_string(),
+            name = l.abstract_name,
+        ),
+    )
+    .unwrap();
+    let probe = |reach| {
+        let plan = Plan::for_shell(reach, &h.scope).unwrap();
+        run(&plan, &h.scope.workspace, "/usr/bin/python3 probe.py").1
+    };
+    for reach in [Reach::ReadOnly, Reach::Workspace] {
+        let out = probe(reach);
+        for name in ["path", "abstract", "dgram"] {
+            assert!(
+                out.contains(&format!("{name} refused {}", libc::EACCES)),
+                "{reach:?} {name}: {out}"
+            );
+        }
+        assert!(out.contains("pair open"), "{reach:?}: {out}");
+        let tcp_open = out.contains("tcp open");
+        assert_eq!(tcp_open, reach == Reach::Workspace, "{reach:?}: {out}");
+    }
+    assert_eq!(
+        l.accepted.load(Ordering::SeqCst),
+        0,
+        "a command below L4 connected"
+    );
+    let out = probe(Reach::WorkspaceAndSockets);
+    assert!(
+        out.contains("path open") && out.contains("tcp open"),
+        "{out}"
+    );
+    if status().scopes_signals() {
+        assert!(out.contains("abstract refused"), "{out}");
+    }
+}
+
+/// Runs `script` under `plan` as `uid` (when the test runs as root): the status, the
+/// output and how long it took.
+fn run_timed(
+    plan: &Plan,
+    dir: &Path,
+    script: &str,
+    uid: Option<u32>,
+) -> (std::process::ExitStatus, String, std::time::Duration) {
+    use std::os::unix::process::CommandExt;
+    let mut cmd = Command::new("sh");
+    cmd.arg("-c")
+        .arg(script)
+        .current_dir(dir)
+        .stdin(Stdio::null());
+    if let Some(uid) = uid {
+        cmd.uid(uid).gid(uid);
+    }
+    let applied = plan.apply(&mut cmd).expect("apply");
+    let started = std::time::Instant::now();
+    let out = reaper::output(&mut cmd).expect("spawn");
+    let took = started.elapsed();
+    drop(applied);
+    let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
+    text.push_str(&String::from_utf8_lossy(&out.stderr));
+    (out.status, text, took)
+}
+
+fn limited(limits: Limits) -> Home {
+    let mut h = home();
+    h.scope.limits = limits;
+    h
+}
+
+/// An endless device read to its end stops at the memory limit, in seconds, with the
+/// program's own "memory exhausted" — also through a link whose name says nothing.
+#[test]
+fn reading_an_endless_device_stops_at_the_memory_limit() {
+    use std::os::unix::process::ExitStatusExt;
+    let h = limited(Limits {
+        memory_mib: Some(64),
+        ..Limits::default()
+    });
+    let ws = &h.scope.workspace;
+    std::os::unix::fs::symlink("/dev/zero", ws.join("data.bin")).unwrap();
+    let plan = Plan::for_shell(Reach::ReadOnly, &h.scope).unwrap();
+    for script in ["tail /dev/zero", "tail data.bin", "sort /dev/zero"] {
+        let (status, out, took) = run_timed(&plan, ws, script, None);
+        assert!(
+            !status.success() && status.signal().is_none(),
+            "{script}: {status:?} {out}"
+        );
+        assert!(
+            out.contains("memory exhausted") || out.contains("Cannot allocate memory"),
+            "{script}: {out}"
+        );
+        assert!(took.as_secs() < 20, "{script} took {took:?}");
+    }
+    if Path::new("/usr/bin/python3").exists() {
+        let (status, out, _) = run_timed(
+            &plan,
+            ws,
+            "/usr/bin/python3 -c 'b = bytearray(200 * 1024 * 1024)'",
+            None,
+        );
+        assert!(!status.success() && out.contains("MemoryError"), "{out}");
+    }
+}
+
+/// A file written past the file size limit is cut there and the writer stopped by
+/// `SIGXFSZ`; writing to `/dev/null` is not a file.
+#[test]
+fn a_file_stops_growing_at_the_file_size_limit() {
+    let h = limited(Limits {
+        file_size_mib: 1,
+        ..Limits::default()
+    });
+    let ws = &h.scope.workspace;
+    let plan = Plan::for_shell(Reach::Workspace, &h.scope).unwrap();
+    let (_, out, _) = run_timed(
+        &plan,
+        ws,
+        "head -c 5000000 /dev/zero > big.bin; echo status $?; head -c 5000000 /dev/zero > /dev/null; echo null $?",
+        None,
+    );
+    assert!(
+        out.contains(&format!("status {}", 128 + libc::SIGXFSZ)),
+        "{out}"
+    );
+    assert!(out.contains("null 0"), "{out}");
+    let len = std::fs::metadata(ws.join("big.bin")).unwrap().len();
+    assert_eq!(len, 1024 * 1024, "{out}");
+}
+
+/// A process spinning past the CPU limit is stopped by `SIGXCPU`, long before any
+/// timeout.
+#[test]
+fn a_cpu_loop_stops_at_the_cpu_limit() {
+    use std::os::unix::process::ExitStatusExt;
+    let h = limited(Limits {
+        cpu_secs: 1,
+        ..Limits::default()
+    });
+    let plan = Plan::for_shell(Reach::ReadOnly, &h.scope).unwrap();
+    let (status, out, took) = run_timed(&plan, &h.scope.workspace, "while :; do :; done", None);
+    assert_eq!(status.signal(), Some(libc::SIGXCPU), "{status:?} {out}");
+    assert!(took.as_secs() < 10, "took {took:?}");
+}
+
+/// A fork bomb stops at the process limit: `processes` more than the user runs. The
+/// kernel exempts root, so a root test runs the command as `nobody` (65534).
+#[test]
+fn a_fork_bomb_stops_at_the_process_limit() {
+    // SAFETY: geteuid cannot fail.
+    let root = unsafe { libc::geteuid() } == 0;
+    let h = limited(Limits {
+        processes: 32,
+        ..Limits::default()
+    });
+    let plan = Plan::for_shell(Reach::ReadOnly, &h.scope).unwrap();
+    let (uid, dir) = if root {
+        (Some(65534), Path::new("/"))
+    } else {
+        (None, h.scope.workspace.as_path())
+    };
+    let (status, out, took) = run_timed(
+        &plan,
+        dir,
+        "n=0; while [ $n -lt 20000 ]; do sleep 2 & n=$((n+1)); done; echo started $n",
+        uid,
+    );
+    assert!(!status.success(), "{out}");
+    assert!(
+        out.contains("Cannot fork") || out.contains("Resource temporarily unavailable"),
+        "{out}"
+    );
+    assert!(!out.contains("started 20000"), "{out}");
+    assert!(took.as_secs() < 30, "took {took:?}");
 }

@@ -28,6 +28,29 @@ const POLL: Duration = Duration::from_millis(50);
 /// process group can hold them forever).
 const DRAIN_GRACE: Duration = Duration::from_secs(2);
 
+/// What a limit signal means, for the status line: a command past `[limits]` is
+/// stopped by the kernel with `SIGXCPU` (CPU time) or `SIGXFSZ` (file size) — also seen
+/// as the shell's exit code 128 + the signal (`via_shell`), when a process the shell ran
+/// was stopped.
+fn limit_hint(signal: i32, via_shell: bool) -> &'static str {
+    #[cfg(unix)]
+    match (signal, via_shell) {
+        (libc::SIGXCPU, false) => return ": the CPU time limit ([limits] cpu_secs) stopped it",
+        (libc::SIGXFSZ, false) => {
+            return ": the file size limit ([limits] file_size_mib) stopped it"
+        }
+        (libc::SIGXCPU, true) => {
+            return " — 128 + SIGXCPU: the CPU time limit ([limits] cpu_secs) probably stopped a program it ran"
+        }
+        (libc::SIGXFSZ, true) => {
+            return " — 128 + SIGXFSZ: the file size limit ([limits] file_size_mib) probably stopped a program it ran"
+        }
+        _ => {}
+    }
+    let _ = (signal, via_shell);
+    ""
+}
+
 /// The first and last bytes of a stream, up to a cap: the head shows what started, the
 /// tail how it ended (errors are usually last).
 #[derive(Debug, Default)]
@@ -360,8 +383,14 @@ fn run_unix(
     let (status_line, is_error) = match end {
         End::Exited(status) => match (status.code(), status.signal()) {
             (Some(0), _) => ("[exit code 0]".to_string(), false),
-            (Some(code), _) => (format!("[exit code {code}]"), true),
-            (None, Some(sig)) => (format!("[killed by signal {sig}]"), true),
+            (Some(code), _) => (
+                format!("[exit code {code}{}]", limit_hint(code - 128, true)),
+                true,
+            ),
+            (None, Some(sig)) => (
+                format!("[killed by signal {sig}{}]", limit_hint(sig, false)),
+                true,
+            ),
             (None, None) => ("[ended without an exit code]".to_string(), true),
         },
         End::Stopped(why, ran) => {

@@ -2,11 +2,15 @@
 // with `Referrer-Policy: no-referrer` carries `Origin: null`, which the server's
 // cross-site check refuses, while fetch sends the page's real origin. A wrong token
 // comes back as a redirect to /login?failed=1.
+//
+// The sign-in link `evolve serve` prints is /login#token=…: the fragment never leaves
+// the browser (no request line, no log, no Referer). It is taken out of the address bar
+// and this history entry at once, then posted like a pasted token.
 'use strict';
 const form = document.querySelector('form'), failed = document.getElementById('failed');
 if (/[?&]failed=1/.test(location.search)) failed.hidden = false;
-form.addEventListener('submit', async e => {
-  e.preventDefault();
+
+async function signIn() {
   try {
     const r = await fetch('/login', { method: 'POST', body: new URLSearchParams(new FormData(form)) });
     if (/[?&]failed=1/.test(r.url)) {
@@ -20,9 +24,21 @@ form.addEventListener('submit', async e => {
       try { msg = JSON.parse(text).error.message; } catch { /* not JSON */ }
       throw new Error(msg);
     }
-    location.href = '/';
+    location.replace('/');
   } catch (err) {
     failed.textContent = err.message;
     failed.hidden = false;
   }
+}
+
+form.addEventListener('submit', e => {
+  e.preventDefault();
+  signIn();
 });
+
+const linked = new URLSearchParams(location.hash.slice(1)).get('token');
+if (linked) {
+  history.replaceState(null, '', location.pathname + location.search);
+  form.token.value = linked;
+  signIn();
+}

@@ -725,14 +725,20 @@ fn an_l4_approval_does_not_approve_the_next_call() {
 // The API's perimeter
 
 #[test]
-fn api_without_the_token_on_a_wider_bind_is_refused() {
-    let w = World::new("sec-token");
+fn api_without_the_token_is_refused_on_every_bind() {
+    for (name, args) in [
+        ("sec-token-loopback", &[][..]),
+        ("sec-token-wide", &["--host", "0.0.0.0"][..]),
+    ] {
+        api_without_the_token_is_refused(name, args);
+    }
+}
+
+fn api_without_the_token_is_refused(name: &str, args: &[&str]) {
+    let w = World::new(name);
     let marker = w.workspace().join("pwned");
-    let s = Server::start(&w, &["--host", "0.0.0.0"]);
-    let token = std::fs::read_to_string(w.home.join("serve.token"))
-        .unwrap()
-        .trim()
-        .to_string();
+    let s = Server::start(&w, args);
+    let token = s.token.clone();
     let chat = json!({"messages": [{"role": "user", "content": "hi"}]}).to_string();
     let write = json!({"arguments": {"path": "pwned", "content": "x"}}).to_string();
     let wrong_len = format!("Bearer {}", &token[..token.len() - 1]);
@@ -756,12 +762,13 @@ fn api_without_the_token_on_a_wider_bind_is_refused() {
             if let Some(a) = auth {
                 headers.push(("Authorization", a));
             }
-            let r = s.request(method, path, &headers, body);
+            let r = s.anonymous(method, path, &headers, body);
             assert_eq!(r.status, 401, "{method} {path} with {auth:?}: {}", r.body);
         }
     }
     // The token in the query string or a cookie it never set does not count.
-    assert_eq!(s.get(&format!("/v1/sessions?token={token}")).status, 401);
+    let query = format!("/v1/sessions?token={token}");
+    assert_eq!(s.anonymous("GET", &query, &[], "").status, 401);
     assert_eq!(
         s.request(
             "GET",

@@ -256,31 +256,33 @@ fn models(state: &State) -> Reply {
     )
 }
 
+/// `POST /login`: the token from the form (pasted, or taken from the sign-in link's
+/// fragment by the page) becomes the HttpOnly cookie.
 fn login(state: &State, req: &Request) -> Reply {
     let text = String::from_utf8_lossy(&req.body);
     let token = form_value(&text, "token").unwrap_or_default();
-    if !state.auth.needs_token() || state.auth.token_matches(token.trim()) {
-        let mut resp = Response::bytes(303, "text/plain", &b"signed in"[..]).with("Location", "/");
-        if state.auth.needs_token() {
-            // `Secure` only where the browser talks TLS: over plain HTTP it would drop
-            // the cookie.
-            let secure = if super::auth::came_over_tls(req) {
-                "; Secure"
-            } else {
-                ""
-            };
-            resp = resp.with(
-                "Set-Cookie",
-                format!(
-                    "{}={}; HttpOnly; SameSite=Strict; Path=/; Max-Age=31536000{secure}",
-                    super::auth::COOKIE,
-                    token.trim()
-                ),
-            );
-        }
-        return resp;
+    if !state.auth.token_matches(token.trim()) {
+        return Response::bytes(303, "text/plain", &b"wrong token"[..])
+            .with("Location", "/login?failed=1");
     }
-    Response::bytes(303, "text/plain", &b"wrong token"[..]).with("Location", "/login?failed=1")
+    // `Secure` only where the browser talks TLS: over plain HTTP it would drop the
+    // cookie.
+    let secure = if super::auth::came_over_tls(req) {
+        "; Secure"
+    } else {
+        ""
+    };
+    Response::bytes(303, "text/plain", &b"signed in"[..])
+        .with("Location", "/")
+        .with("Cache-Control", "no-store")
+        .with(
+            "Set-Cookie",
+            format!(
+                "{}={}; HttpOnly; SameSite=Strict; Path=/; Max-Age=31536000{secure}",
+                super::auth::COOKIE,
+                token.trim()
+            ),
+        )
 }
 
 // ---- sessions -------------------------------------------------------------------

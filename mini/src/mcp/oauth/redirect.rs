@@ -142,7 +142,7 @@ fn serve(
     outcome
 }
 
-/// The target of a `GET` request head; `None` for anything else.
+/// The target of a `GET` request head with one `Host`; `None` for anything else.
 fn read_target(stream: &mut TcpStream) -> Option<String> {
     let mut head = Vec::new();
     let mut buf = [0u8; 2048];
@@ -153,7 +153,13 @@ fn read_target(stream: &mut TcpStream) -> Option<String> {
         let mut request = httparse::Request::new(&mut headers);
         match request.parse(&head) {
             Ok(httparse::Status::Complete(_)) => {
-                return (request.method == Some("GET"))
+                // One Host, as serve's heads: a request naming two is not a browser's.
+                let hosts = request
+                    .headers
+                    .iter()
+                    .filter(|h| h.name.eq_ignore_ascii_case("host"))
+                    .count();
+                return (request.method == Some("GET") && hosts == 1)
                     .then(|| request.path.map(str::to_string))
                     .flatten();
             }

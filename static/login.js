@@ -36,9 +36,14 @@ form.addEventListener('submit', e => {
   signIn();
 });
 
-const linked = new URLSearchParams(location.hash.slice(1)).get('token');
-if (linked) {
+// On load, and when the link is opened in a tab already showing this page (only the
+// fragment changes then, and the page is not loaded again).
+function fromLink() {
+  const linked = new URLSearchParams(location.hash.slice(1)).get('token');
+  if (!linked) return;
   history.replaceState(null, '', location.pathname + location.search);
   form.token.value = linked;
   signIn();
 }
+window.addEventListener('hashchange', fromLink);
+fromLink();

@@ -5,14 +5,15 @@
 //
 // The sign-in link `evolve serve` prints is /login#token=…: the fragment never leaves
 // the browser (no request line, no log, no Referer). It is taken out of the address bar
-// and this history entry at once, then posted like a pasted token.
+// and this history entry at once, then posted like a pasted token. `evolve open` hands
+// the browser /login#code=… instead: a one-time code, posted the same way.
 'use strict';
 const form = document.querySelector('form'), failed = document.getElementById('failed');
 if (/[?&]failed=1/.test(location.search)) failed.hidden = false;
 
-async function signIn() {
+async function signIn(body = new URLSearchParams(new FormData(form))) {
   try {
-    const r = await fetch('/login', { method: 'POST', body: new URLSearchParams(new FormData(form)) });
+    const r = await fetch('/login', { method: 'POST', body });
     if (/[?&]failed=1/.test(r.url)) {
       failed.hidden = false;
       form.token.select();
@@ -39,11 +40,16 @@ form.addEventListener('submit', e => {
 // On load, and when the link is opened in a tab already showing this page (only the
 // fragment changes then, and the page is not loaded again).
 function fromLink() {
-  const linked = new URLSearchParams(location.hash.slice(1)).get('token');
-  if (!linked) return;
+  const linked = new URLSearchParams(location.hash.slice(1));
+  const token = linked.get('token'), code = linked.get('code');
+  if (!token && !code) return;
   history.replaceState(null, '', location.pathname + location.search);
-  form.token.value = linked;
-  signIn();
+  if (token) {
+    form.token.value = token;
+    signIn();
+  } else {
+    signIn(new URLSearchParams({ code }));
+  }
 }
 window.addEventListener('hashchange', fromLink);
 fromLink();

@@ -370,3 +370,76 @@ fn a_command_at_l3_can_neither_read_the_token_nor_drive_the_api() {
     assert!(!marker.exists(), "an MCP server was started");
     assert!(!s.get("/v1/mcp").body.contains("esc"));
 }
+
+#[test]
+fn evolve_open_hands_a_browser_a_one_time_code_not_the_token() {
+    let mut w = World::new("api-open-code");
+    // A desktop whose opener writes down what it was given (what `ps` would show).
+    let bin = w.home.join("desktop-bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let seen = w.home.join("opener-args");
+    let opener = bin.join("xdg-open");
+    std::fs::write(
+        &opener,
+        format!("#!/bin/sh\nprintf '%s\\n' \"$@\" > '{}'\n", seen.display()),
+    )
+    .unwrap();
+    std::fs::set_permissions(&opener, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    w.env("PATH", &path).env("DISPLAY", ":0");
+    let s = Server::start(&w, &[]);
+    let open = w.run(&["open"]);
+    assert_eq!(open.code, 0, "{}", open.stderr);
+    assert!(
+        open.stdout.contains(&s.token),
+        "the terminal gets the link: {}",
+        open.stdout
+    );
+    let given = std::fs::read_to_string(&seen).expect("the opener ran");
+    assert!(
+        !given.contains(&s.token),
+        "the token on a command line: {given}"
+    );
+    let prefix = format!("http://127.0.0.1:{}/login#code=", s.port);
+    let code = given
+        .trim()
+        .strip_prefix(&prefix)
+        .unwrap_or_else(|| panic!("not a sign-in link: {given}"))
+        .to_string();
+    let form = [("Content-Type", "application/x-www-form-urlencoded")];
+    let login = |body: &str| s.anonymous("POST", "/login", &form, body);
+    // The code signs in once: the cookie it sets is the token's.
+    let first = login(&format!("code={code}"));
+    assert_eq!(first.header("location"), Some("/"), "{:?}", first.headers);
+    let cookie = first.header("set-cookie").expect("a cookie");
+    let pair = cookie.split(';').next().unwrap();
+    assert_eq!(pair, format!("evolve_token={}", s.token));
+    assert_eq!(
+        s.request("GET", "/v1/memory", &[("Cookie", pair)], "")
+            .status,
+        200
+    );
+    for (what, body) in [
+        ("the same code again", format!("code={code}")),
+        (
+            "a made-up code",
+            "code=00112233445566778899aabbccddeeff".to_string(),
+        ),
+        ("an empty code and no token", "code=".to_string()),
+    ] {
+        let again = login(&body);
+        assert_eq!(again.header("location"), Some("/login?failed=1"), "{what}");
+        assert!(again.header("set-cookie").is_none(), "{what}");
+    }
+    // Only a holder of the token gets a code.
+    for who in intruders(&s.token) {
+        refused(&s, &who, "POST", "/v1/login/code", "");
+    }
+    let fresh = s.post("/v1/login/code", "");
+    assert_eq!(fresh.status, 200, "{}", fresh.body);
+    assert_eq!(fresh.json()["expires_in"], 60);
+}

@@ -784,6 +784,26 @@ await test('the printed link signs the browser in once: the token leaves the add
   await ctx.close();
 });
 
+await test('a one-time code (what `evolve open` gives the browser) signs in once', async () => {
+  const { status, json } = await api('POST', '/v1/login/code');
+  eq(status, 200, 'POST /v1/login/code with the token');
+  for (const expect of ['/', '/login']) {
+    const ctx = await browser.newContext({ locale: 'en-US' });
+    const page = await ctx.newPage();
+    page.setDefaultTimeout(20000);
+    await page.goto(`${BASE}/login#code=${json.code}`);
+    if (expect === '/') {
+      await page.waitForURL(BASE + '/');
+      await page.waitForSelector('#sessions li');
+      check(!page.url().includes(json.code), 'the code is gone from the address bar');
+    } else {
+      await page.locator('#failed').waitFor();
+      eq(new URL(page.url()).pathname, '/login', 'a used code leaves the browser on the login form');
+    }
+    await ctx.close();
+  }
+});
+
 await test('the login page: a token form posting to /login, and a wrong token is said so', async () => {
   const page = await open();
   await page.goto(BASE + '/login');

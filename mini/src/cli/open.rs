@@ -2,9 +2,14 @@
 //! this home, printed, and opened in the desktop's browser when there is one (a
 //! display and `xdg-open`, or macOS's `open`). The server is the one `serve.json`
 //! records and its token the one `serve.token` holds ([`crate::web::endpoint`]).
+//!
+//! A program's arguments are visible to every account in the process list (and a
+//! browser started by the opener keeps them for as long as it runs), so the browser is
+//! handed a one-time code from the server (`POST /v1/login/code`), never the token.
 
 use std::path::Path;
 use std::process::{Command, Stdio};
+use std::time::Duration;
 
 use argh::FromArgs;
 
@@ -42,7 +47,14 @@ pub fn run(cmd: OpenCmd, profile: &Option<String>) -> Result<(), Error> {
         ))
     })?;
     println!("{link}");
-    let opened = !cmd.print && opener().is_some_and(|program| open_with(&program, &link));
+    let opened = !cmd.print
+        && opener().is_some_and(|program| match one_time_link(&ep, home) {
+            Ok(once) => open_with(&program, &once),
+            Err(why) => {
+                log::warn!("no one-time sign-in code from evolve serve: {why}");
+                false
+            }
+        });
     if opened {
         eprintln!("evolve: opened in your browser · 已在浏览器中打开");
     } else {
@@ -52,6 +64,35 @@ pub fn run(cmd: OpenCmd, profile: &Option<String>) -> Result<(), Error> {
         );
     }
     Ok(())
+}
+
+/// `/login#code=…` with a fresh one-time code from the server.
+fn one_time_link(ep: &endpoint::Endpoint, home: &Path) -> Result<String, String> {
+    let token = ep.token(home)?;
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .timeout_global(Some(Duration::from_secs(10)))
+        .build()
+        .into();
+    let mut resp = agent
+        .post(format!("http://{}/v1/login/code", ep.addr))
+        .header("Authorization", format!("Bearer {token}"))
+        .send("")
+        .map_err(|e| e.to_string())?;
+    let status = resp.status().as_u16();
+    let text = resp
+        .body_mut()
+        .with_config()
+        .limit(64 * 1024)
+        .read_to_string()
+        .map_err(|e| e.to_string())?;
+    let v: serde_json::Value = serde_json::from_str(&text).unwrap_or_default();
+    match v["code"].as_str() {
+        Some(code) if status == 200 && code.bytes().all(|b| b.is_ascii_hexdigit()) => {
+            Ok(format!("http://{}/login#code={code}", ep.addr))
+        }
+        _ => Err(format!("it answered {status}")),
+    }
 }
 
 /// The program that opens a URL in the desktop's browser, when there is a desktop.

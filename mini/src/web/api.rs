@@ -40,6 +40,7 @@ static ROUTES: &[(&str, &str, Handler)] = &[
         assets::serve(r, "favicon.ico")
     }),
     ("GET", "/health", |s, _, _| health(s)),
+    ("POST", "/v1/login/code", |s, _, _| login_code(s)),
     ("GET", "/openapi.json", |_, r, _| {
         assets::serve(r, "openapi.json")
     }),
@@ -256,12 +257,33 @@ fn models(state: &State) -> Reply {
     )
 }
 
+/// `POST /v1/login/code`: a one-time code that signs a browser in (what `evolve open`
+/// puts on a browser's command line instead of the token).
+fn login_code(state: &State) -> Reply {
+    match state.auth.codes.issue(std::time::Instant::now()) {
+        Ok(code) => Response::json(
+            200,
+            &json!({"code": code, "expires_in": super::auth::CODE_LIFETIME.as_secs()}),
+        ),
+        Err(e) => error(500, format!("cannot draw a random code: {e}")),
+    }
+}
+
 /// `POST /login`: the token from the form (pasted, or taken from the sign-in link's
-/// fragment by the page) becomes the HttpOnly cookie.
+/// fragment by the page), or a one-time code, becomes the HttpOnly cookie.
 fn login(state: &State, req: &Request) -> Reply {
     let text = String::from_utf8_lossy(&req.body);
     let token = form_value(&text, "token").unwrap_or_default();
-    if !state.auth.token_matches(token.trim()) {
+    let code = form_value(&text, "code").unwrap_or_default();
+    let signed_in = if code.is_empty() {
+        state.auth.token_matches(token.trim())
+    } else {
+        state
+            .auth
+            .codes
+            .redeem(code.trim(), std::time::Instant::now())
+    };
+    if !signed_in {
         return Response::bytes(303, "text/plain", &b"wrong token"[..])
             .with("Location", "/login?failed=1");
     }
@@ -280,7 +302,7 @@ fn login(state: &State, req: &Request) -> Reply {
             format!(
                 "{}={}; HttpOnly; SameSite=Strict; Path=/; Max-Age=31536000{secure}",
                 super::auth::COOKIE,
-                token.trim()
+                state.auth.token()
             ),
         )
 }

@@ -12,6 +12,9 @@
 //!   sends — not in a request line, a proxy's log or a `Referer`; the login page posts
 //!   it, takes it out of the address bar and its history entry, and the answer sets the
 //!   cookie (HttpOnly, SameSite=Strict). Pasting the token into the form works the same.
+//!   What `evolve open` hands a browser on the command line (which other accounts can
+//!   read in the process list) is a one-time code instead ([`LoginCodes`]): good for one
+//!   sign-in within a minute, and worth nothing once the browser used it.
 //! - Bound to loopback, only through a loopback `Host` (`127.0.0.1`, `localhost`,
 //!   `[::1]`): a web page whose name was re-pointed at 127.0.0.1 (DNS rebinding) sends
 //!   its own host name and is refused before the token is looked at.
@@ -29,6 +32,8 @@
 use std::io::Write;
 use std::net::{IpAddr, Ipv6Addr};
 use std::path::{Path, PathBuf};
+use std::sync::{Mutex, PoisonError};
+use std::time::{Duration, Instant};
 
 use super::http::Request;
 
@@ -41,6 +46,44 @@ pub struct Auth {
     token: String,
     /// Which `Host` names are answered.
     hosts: Hosts,
+    /// One-time sign-in codes handed out to holders of the token.
+    pub codes: LoginCodes,
+}
+
+/// How long a sign-in code is good for (`evolve open` hands it to the browser at once).
+pub const CODE_LIFETIME: Duration = Duration::from_secs(60);
+/// The most codes waiting at once; a new one pushes out the oldest.
+const MAX_CODES: usize = 8;
+
+/// One-time sign-in codes: issued to a caller that has the token, each exchanged once,
+/// within [`CODE_LIFETIME`], for the login cookie.
+#[derive(Default)]
+pub struct LoginCodes {
+    waiting: Mutex<Vec<(String, Instant)>>,
+}
+
+impl LoginCodes {
+    /// A new code (16 random bytes, hex), good until `now + CODE_LIFETIME`.
+    pub fn issue(&self, now: Instant) -> std::io::Result<String> {
+        let code = random_hex(16)?;
+        let mut waiting = self.waiting.lock().unwrap_or_else(PoisonError::into_inner);
+        waiting.retain(|(_, until)| *until > now);
+        if waiting.len() >= MAX_CODES {
+            waiting.remove(0);
+        }
+        waiting.push((code.clone(), now + CODE_LIFETIME));
+        Ok(code)
+    }
+
+    /// Whether `given` is a code still good at `now`; it is used up either way.
+    pub fn redeem(&self, given: &str, now: Instant) -> bool {
+        let mut waiting = self.waiting.lock().unwrap_or_else(PoisonError::into_inner);
+        waiting.retain(|(_, until)| *until > now);
+        let found = waiting
+            .iter()
+            .position(|(code, _)| constant_time_eq(code.as_bytes(), given.as_bytes()));
+        found.map(|i| waiting.remove(i)).is_some()
+    }
 }
 
 /// Which `Host` a request may name.
@@ -66,7 +109,16 @@ pub enum Refusal {
 impl Auth {
     /// Requests must carry `token` and name a host `hosts` allows.
     pub fn new(token: String, hosts: Hosts) -> Auth {
-        Auth { token, hosts }
+        Auth {
+            token,
+            hosts,
+            codes: LoginCodes::default(),
+        }
+    }
+
+    /// The token, for the login cookie.
+    pub fn token(&self) -> &str {
+        &self.token
     }
 
     /// The link that signs a browser in to the server at `addr`.
@@ -261,6 +313,14 @@ fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
+/// `n` random bytes from the kernel, in hex.
+fn random_hex(n: usize) -> std::io::Result<String> {
+    let mut bytes = vec![0u8; n];
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut bytes))?;
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}
+
 /// Where the token is kept.
 pub fn token_path(home: &Path) -> PathBuf {
     home.join("serve.token")
@@ -276,10 +336,7 @@ pub fn load_or_create_token(home: &Path) -> std::io::Result<String> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
         Err(e) => return Err(e),
     }
-    let mut bytes = [0u8; 32];
-    std::fs::File::open("/dev/urandom")
-        .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut bytes))?;
-    let token: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    let token = random_hex(32)?;
     std::fs::create_dir_all(home)?;
     let mut opts = std::fs::OpenOptions::new();
     opts.write(true).create(true).truncate(true);
@@ -586,6 +643,27 @@ mod tests {
             &[("x-forwarded-proto", "http")]
         )));
         assert!(!came_over_tls(&req("POST", &[])));
+    }
+
+    #[test]
+    fn a_sign_in_code_works_once_and_only_for_a_minute() {
+        let codes = LoginCodes::default();
+        let t0 = Instant::now();
+        let a = codes.issue(t0).unwrap();
+        let b = codes.issue(t0).unwrap();
+        assert_eq!(a.len(), 32);
+        assert_ne!(a, b);
+        assert!(!codes.redeem("", t0));
+        assert!(!codes.redeem(&a[..31], t0));
+        assert!(codes.redeem(&a, t0 + Duration::from_secs(59)));
+        assert!(!codes.redeem(&a, t0 + Duration::from_secs(59)), "used up");
+        assert!(!codes.redeem(&b, t0 + CODE_LIFETIME), "expired");
+        // Only the last few wait: the oldest are pushed out.
+        let all: Vec<String> = (0..MAX_CODES + 2)
+            .map(|_| codes.issue(t0).unwrap())
+            .collect();
+        assert!(!codes.redeem(&all[0], t0));
+        assert!(codes.redeem(&all[MAX_CODES + 1], t0));
     }
 
     #[test]

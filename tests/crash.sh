@@ -70,6 +70,7 @@ import http.client, json, os, sys, threading, time
 url, work, tag = sys.argv[1], sys.argv[2], sys.argv[3]
 host, port = url.split("//")[1].split(":")
 stop = os.path.join(work, "stop")
+AUTH = {"Authorization": "Bearer " + os.environ["EVOLVE_TOKEN"]}
 
 def loop(kind):
     i = 0
@@ -83,7 +84,7 @@ def loop(kind):
                 c = http.client.HTTPConnection(host, int(port), timeout=30)
                 if kind == "memory":
                     c.request("POST", "/v1/memory", json.dumps({"content": text}),
-                              {"Content-Type": "application/json"})
+                              {"Content-Type": "application/json", **AUTH})
                     r = c.getresponse()
                     body = r.read()
                     if r.status == 201:
@@ -92,7 +93,7 @@ def loop(kind):
                     c.request("POST", "/v1/chat/completions",
                               json.dumps({"model": "fake-main",
                                           "messages": [{"role": "user", "content": text}]}),
-                              {"Content-Type": "application/json"})
+                              {"Content-Type": "application/json", **AUTH})
                     r = c.getresponse()
                     r.read()
                     if r.status == 200:
@@ -195,7 +196,9 @@ for round in $(seq "$ROUNDS"); do
         serve_pid="$(cat "$WORK/serve.pid")"
         banner="$(wait_for "$WORK/serve.err" ' serving on http://[^ ]+ ')" || { cat "$WORK/serve.err"; fail "$tag: serve did not start"; break; }
         url="$(sed -E 's#.* serving on (http://[^ ]+).*#\1#' <<<"$banner")"
-        python3 "$WORK/client.py" "$url" "$WORK" "$tag" 2>>"$WORK/errors.log" &
+        # Every request but /health carries serve's token, as the CLI sends it.
+        EVOLVE_TOKEN="$(cat "$WORK/home/serve.token")" \
+            python3 "$WORK/client.py" "$url" "$WORK" "$tag" 2>>"$WORK/errors.log" &
         PIDS+=($!)
         ask_loop "$tag" 2>/dev/null &
         PIDS+=($!)

@@ -154,14 +154,17 @@ BANNER="$(wait_for "$WORK/serve.err" ' serving on http://[^ ]+ ')" || { cat "$WO
 URL="$(sed -E 's#.* serving on (http://[^ ]+).*#\1#' <<<"$BANNER")"
 # api ACTION: one step of the API client below; prints its verdict, exits 1 on failure.
 api() {
-    python3 - "$URL" "$WORK" "$1" <<'PY'
+    # Every request but /health carries serve's token, as the CLI sends it.
+    EVOLVE_TOKEN="$(cat "$HOME_DIR/serve.token")" python3 - "$URL" "$WORK" "$1" <<'PY'
 import http.client, json, os, sys
 url, work, action = sys.argv[1], sys.argv[2], sys.argv[3]
 host, port = url.split("//")[1].split(":")
 def call(method, path, body=None):
     c = http.client.HTTPConnection(host, int(port), timeout=60)
-    c.request(method, path, None if body is None else json.dumps(body),
-              {"Content-Type": "application/json"} if body is not None else {})
+    headers = {"Authorization": "Bearer " + os.environ["EVOLVE_TOKEN"]}
+    if body is not None:
+        headers["Content-Type"] = "application/json"
+    c.request(method, path, None if body is None else json.dumps(body), headers)
     r = c.getresponse()
     data = r.read()
     return r.status, data, r.getheader("X-Evolve-Session")

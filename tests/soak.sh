@@ -74,11 +74,13 @@ env -i "${ENVIRONMENT[@]}" EVOLVE_LOG=info "$EVOLVE_BIN" serve --port 0 >"$WORK/
 SERVE_PID=$!
 BANNER="$(wait_for "$WORK/serve.err" ' serving on http://[^ ]+ ')" || { cat "$WORK/serve.err"; fail "serve did not start"; finish; }
 URL="$(sed -E 's#.* serving on (http://[^ ]+).*#\1#' <<<"$BANNER")"
+# Every request but /health carries serve's token, as the CLI sends it.
+TOKEN="$(cat "$WORK/home/serve.token")"
 say "serve (pid $SERVE_PID) at $URL, fake model at $BASE_URL; ${SECONDS_BUDGET}s of load with $STREAMS streams"
 
 # ---- the load -------------------------------------------------------------------------
-python3 - "$URL" "$SECONDS_BUDGET" "$STREAMS" "$SERVE_PID" "$WORK" "$STEADY" >"$WORK/load.out" 2>&1 <<'PY' || true
-import http.client, json, random, sys, threading, time, urllib.parse
+EVOLVE_TOKEN="$TOKEN" python3 - "$URL" "$SECONDS_BUDGET" "$STREAMS" "$SERVE_PID" "$WORK" "$STEADY" >"$WORK/load.out" 2>&1 <<'PY' || true
+import http.client, json, os, random, sys, threading, time, urllib.parse
 
 url, budget, streams, pid, work = sys.argv[1], float(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5]
 steady = sys.argv[6] == "1"
@@ -108,6 +110,7 @@ def conn():
 
 def request(c, method, path, body=None, headers=None):
     h = {"Content-Type": "application/json"} if body is not None else {}
+    h["Authorization"] = "Bearer " + os.environ["EVOLVE_TOKEN"]
     h.update(headers or {})
     c.request(method, path, body=None if body is None else json.dumps(body), headers=h)
     return c.getresponse()

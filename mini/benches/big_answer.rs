@@ -191,7 +191,8 @@ fn streamed(port: u16, question: &str) -> Result<usize, String> {
     let _ = conn.set_read_timeout(Some(Duration::from_secs(120)));
     write!(
         conn,
-        "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAuthorization: {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        support::http::authorization(port),
         body.len()
     )
     .map_err(|e| e.to_string())?;

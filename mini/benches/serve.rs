@@ -36,7 +36,7 @@ use std::time::{Duration, Instant};
 use evolve_fake_llm::{FakeLlm, Reply};
 use serde_json::{json, Value};
 
-use support::http::{read_head, Conn};
+use support::http::{authorization, read_head, Conn};
 use support::server::{Memory, Server};
 use support::{cpu, load_average, mb, ms, thousands};
 
@@ -196,8 +196,9 @@ fn seed(server: &Server) {
         let body =
             json!({"title": format!("Session {i}: planning the garden and the week")}).to_string();
         let request = format!(
-            "POST /v1/sessions HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+            "POST /v1/sessions HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nAuthorization: {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
             server.port,
+            authorization(server.port),
             body.len()
         );
         conn.out
@@ -385,6 +386,7 @@ fn wrk(port: u16, path: &str) {
     }
     let out = Command::new("wrk")
         .args(["-t2", &format!("-c{CONNECTIONS}"), "-d5s", "--latency"])
+        .args(["-H", &format!("Authorization: {}", authorization(port))])
         .arg(format!("http://127.0.0.1:{port}{path}"))
         .output();
     let Ok(out) = out else { return };
@@ -613,7 +615,8 @@ fn stream_chat(port: u16, barrier: &Barrier, out: &mut Streamed) -> Result<(), S
     })
     .to_string();
     let request = format!(
-        "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAuthorization: {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        authorization(port),
         body.len()
     );
     let conn = TcpStream::connect(("127.0.0.1", port)).map_err(|e| format!("connect: {e}"));

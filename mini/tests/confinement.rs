@@ -366,7 +366,7 @@ fn always_for_a_shell_command_covers_that_command_only() {
     let first = r#"{"command": "tar -cf backup.tar canary"}"#;
     w.fake.push(tool_call("shell", first));
     w.fake.push(Reply::text("Backed up."));
-    let (rx, sid, ask) = asking(s.port, "back it up", json!({}));
+    let (rx, sid, ask) = asking(&s, "back it up", json!({}));
     assert_eq!(ask["call"]["level"], "L3", "{ask}");
     let call = ask["call"]["id"].as_str().unwrap().to_string();
     let r = s.post(
@@ -384,7 +384,7 @@ fn always_for_a_shell_command_covers_that_command_only() {
         "again",
         json!({"stream": true, "evolve_events": true, "session": sid}),
     );
-    let rx = support::serve::stream_events(s.port, &body);
+    let rx = support::serve::stream_events(&s, &body);
     let turn = next_event(&rx, "evolve.turn");
     assert_eq!(turn["tools"][0]["ran"], true, "{turn}");
 
@@ -396,7 +396,7 @@ fn always_for_a_shell_command_covers_that_command_only() {
         w.fake
             .push(tool_call("shell", &json!({ "command": cmd }).to_string()));
         w.fake.push(Reply::text("Hm."));
-        let (rx, _, ask) = asking(s.port, "more", json!({"session": sid}));
+        let (rx, _, ask) = asking(&s, "more", json!({"session": sid}));
         assert_eq!(ask["call"]["level"], level, "{cmd}: {ask}");
         let call = ask["call"]["id"].as_str().unwrap().to_string();
         s.post(

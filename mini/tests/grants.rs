@@ -17,7 +17,7 @@ fn turn_answered(s: &Server, w: &World, file: &str, answer: &str, session: Optio
     ));
     w.fake.push(Reply::text(format!("Handled {file}.")));
     let extra = session.map_or(json!({}), |sid| json!({ "session": sid }));
-    let (rx, sid, ask) = asking(s.port, &format!("write {file}"), extra);
+    let (rx, sid, ask) = asking(s, &format!("write {file}"), extra);
     assert_eq!(ask["call"]["tool"], "write_file", "{ask}");
     let call = ask["call"]["id"].as_str().unwrap().to_string();
     let r = s.post(

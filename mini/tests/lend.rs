@@ -50,12 +50,14 @@ fn lend(port: u16, token: Option<&str>) -> (u16, TcpStream) {
 /// `GET path` on another thread; its answer arrives on the channel.
 fn get_later(s: &Server, path: &str) -> mpsc::Receiver<(u16, String)> {
     let (tx, rx) = mpsc::channel();
-    let (port, path) = (s.port, path.to_string());
+    let (port, path, bearer) = (s.port, path.to_string(), s.bearer());
     std::thread::spawn(move || {
         let mut c = TcpStream::connect(("127.0.0.1", port)).expect("connect");
         c.set_read_timeout(Some(Duration::from_secs(120))).unwrap();
-        let req =
-            format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n");
+        let req = format!(
+            "GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAuthorization: {bearer}\r\n\
+             Connection: close\r\n\r\n"
+        );
         c.write_all(req.as_bytes()).unwrap();
         let mut out = Vec::new();
         let _ = c.read_to_end(&mut out);
@@ -119,7 +121,7 @@ fn memory_and_session_commands_work_beside_serve_and_each_sees_the_others_change
 fn a_request_made_during_a_lend_waits_and_then_sees_what_the_borrower_wrote() {
     let w = World::new("lend-wait");
     let s = Server::start(&w, &[]);
-    let (status, lease) = lend(s.port, None);
+    let (status, lease) = lend(s.port, Some(&s.token));
     assert_eq!(status, 200);
     let memories = get_later(&s, "/v1/memory");
     assert!(still_waiting(&memories), "a store use waits while lent");

@@ -64,7 +64,7 @@ fn the_web_ui_gets_a_form_and_its_answer_is_checked_then_sent() {
     w.fake.push(Reply::Text("Hello.".into()));
     let s = Server::start(&w, &[]);
     let rx = stream_events(
-        s.port,
+        &s,
         &chat_body("who am I?", json!({"stream": true, "evolve_events": true})),
     );
     let sid = next_event(&rx, "evolve.session")["session"]

@@ -36,7 +36,7 @@ fn connections(s: &Server, server: &str) -> usize {
 fn one_timeout_cancels_one_call(w: &mut World, server: &'static str, count: &std::path::Path) {
     w.env("EVOLVE_LOG", "info");
     let s = Server::start(w, &[]);
-    let port = s.port;
+    let port = s.api();
     let slow = |ms: u64| {
         std::thread::spawn(move || run_tool(port, &format!("{server}__slow"), json!({"ms": ms})))
     };

@@ -201,7 +201,7 @@ fn one_timeout_keeps_the_python_server_and_three_in_a_row_restart_it() {
     );
     w.env("EVOLVE_LOG", "info");
     let s = Server::start(&w, &[]);
-    let port = s.port;
+    let port = s.api();
     let pid = || {
         let out = run_tool(port, "py__pid", json!({}));
         assert_eq!(out["is_error"], false, "{out}");
@@ -333,7 +333,7 @@ fn folder(w: &World, name: &str) -> PathBuf {
 }
 
 /// server-filesystem's `list_allowed_directories` through serve: its lines.
-fn allowed(port: u16) -> Vec<String> {
+fn allowed(port: support::serve::Api) -> Vec<String> {
     let out = run_tool(port, "fs__list_allowed_directories", json!({}));
     assert_eq!(out["is_error"], false, "{out}");
     out["output"]
@@ -345,7 +345,7 @@ fn allowed(port: u16) -> Vec<String> {
 }
 
 /// Asks `list_allowed_directories` until it names `dir` (up to 30 s); the last answer.
-fn allowed_once_it_has(port: u16, dir: &Path) -> Vec<String> {
+fn allowed_once_it_has(port: support::serve::Api, dir: &Path) -> Vec<String> {
     let dir = dir.to_string_lossy().into_owned();
     let end = Instant::now() + Duration::from_secs(30);
     loop {
@@ -386,7 +386,7 @@ fn a_folder_made_later_becomes_a_root_of_the_running_server_filesystem() {
         json!({"name": "fs", "command": node(), "args": [fs, shared, later]}),
     );
     let workspace = w.workspace().canonicalize().unwrap();
-    let before = allowed(s.port);
+    let before = allowed(s.api());
     let has = |lines: &[String], dir: &Path| lines.iter().any(|l| Path::new(l) == dir);
     assert!(
         has(&before, &workspace) && has(&before, &shared) && !has(&before, &later),
@@ -398,7 +398,7 @@ fn a_folder_made_later_becomes_a_root_of_the_running_server_filesystem() {
         &s,
         json!({"name": "spare", "url": "http://127.0.0.1:9/mcp", "disabled": true}),
     );
-    let after = allowed_once_it_has(s.port, &later);
+    let after = allowed_once_it_has(s.api(), &later);
     assert!(
         has(&after, &later) && has(&after, &workspace) && has(&after, &shared),
         "the new folder is not served: {after:?}"
@@ -426,13 +426,13 @@ fn server_filesystem_replaced_with_another_folder_serves_it_at_once() {
         json!({"name": "fs", "command": node(), "args": [fs, old]}),
     );
     let has = |lines: &[String], dir: &Path| lines.iter().any(|l| Path::new(l) == dir);
-    let before = allowed(s.port);
+    let before = allowed(s.api());
     assert!(has(&before, &old) && !has(&before, &new), "{before:?}");
     add_server(
         &s,
         json!({"name": "fs", "command": node(), "args": [fs, new], "replace": true}),
     );
-    let after = allowed(s.port);
+    let after = allowed(s.api());
     assert!(has(&after, &new) && !has(&after, &old), "{after:?}");
     let seen = log_lines(&s);
     assert_eq!(connections(&seen, "fs"), 2, "{seen:#?}");

@@ -112,11 +112,11 @@ fn in_serve_the_next_message_settles_the_waiting_call() {
         w.fake
             .push(Reply::text(if runs { "Wrote s.txt." } else { "4." }));
         let s = Server::start(&w, &[]);
-        let (_first, sid, _ask) = asking(s.port, "write s.txt", json!({}));
+        let (_first, sid, _ask) = asking(&s, "write s.txt", json!({}));
         // The page that asked is still open (or gone, it does not matter): a new
         // message in the session comes.
         let rx = stream_events(
-            s.port,
+            &s,
             &chat_body(
                 reply,
                 json!({"stream": true, "evolve_events": true, "session": sid}),
@@ -153,7 +153,7 @@ fn a_question_survives_a_restart_of_serve() {
     let w = World::new("parked-restart");
     write_then_answer(&w, "r.txt");
     let s = Server::start(&w, &[]);
-    let (first, sid, ask) = asking(s.port, "write r.txt", json!({}));
+    let (first, sid, ask) = asking(&s, "write r.txt", json!({}));
     let call = ask["call"]["id"].as_str().unwrap().to_string();
     drop(first);
     drop(s);

@@ -20,7 +20,7 @@
 //! | L4 with no confirmation (headless) | `l4_never_runs_headless_even_with_yes` | |
 //! | L4 with one confirmation (two are required) | `l4_does_not_run_on_one_confirmation` | serve.rs `the_ui_flow_asks_once_for_l3_and_twice_for_l4` (web UI) |
 //! | one L4 approval reused for a second, identical call; "always" for L4 | `an_l4_approval_does_not_approve_the_next_call` | |
-//! | API without the token on a non-loopback bind (`--host 0.0.0.0`) | `api_without_the_token_on_a_wider_bind_is_refused` | serve.rs `a_wider_bind_requires_the_token`, serve_attacks.rs `uploads_without_the_token_are_not_buffered` |
+//! | API without the token, on loopback and on `--host 0.0.0.0` | `api_without_the_token_is_refused_on_every_bind` | serve.rs `every_bind_requires_the_token_and_a_browser_signs_in_with_the_printed_link`, serve_attacks.rs `uploads_without_the_token_are_not_buffered`, local_api.rs |
 //! | DNS rebinding (foreign `Host`) | `a_rebound_host_header_is_refused` | serve.rs `other_sites_and_rebound_names_are_refused` |
 //! | cross-site POST (`Origin`, `Sec-Fetch-Site`, a form post) | `cross_site_posts_are_refused` | serve.rs `other_sites_and_rebound_names_are_refused` |
 //! | oversized body, 100 000 `[` / `{` in a request | `oversized_and_deeply_nested_requests_are_4xx_and_serve_lives` | serve.rs `bad_requests_get_clear_4xx_errors_never_5xx` |
@@ -731,14 +731,20 @@ fn an_l4_approval_does_not_approve_the_next_call() {
 // The API's perimeter
 
 #[test]
-fn api_without_the_token_on_a_wider_bind_is_refused() {
-    let w = World::new("sec-token");
+fn api_without_the_token_is_refused_on_every_bind() {
+    for (name, args) in [
+        ("sec-token-loopback", &[][..]),
+        ("sec-token-wide", &["--host", "0.0.0.0"][..]),
+    ] {
+        api_without_the_token_is_refused(name, args);
+    }
+}
+
+fn api_without_the_token_is_refused(name: &str, args: &[&str]) {
+    let w = World::new(name);
     let marker = w.workspace().join("pwned");
-    let s = Server::start(&w, &["--host", "0.0.0.0"]);
-    let token = std::fs::read_to_string(w.home.join("serve.token"))
-        .unwrap()
-        .trim()
-        .to_string();
+    let s = Server::start(&w, args);
+    let token = s.token.clone();
     let chat = json!({"messages": [{"role": "user", "content": "hi"}]}).to_string();
     let write = json!({"arguments": {"path": "pwned", "content": "x"}}).to_string();
     let wrong_len = format!("Bearer {}", &token[..token.len() - 1]);
@@ -762,12 +768,13 @@ fn api_without_the_token_on_a_wider_bind_is_refused() {
             if let Some(a) = auth {
                 headers.push(("Authorization", a));
             }
-            let r = s.request(method, path, &headers, body);
+            let r = s.anonymous(method, path, &headers, body);
             assert_eq!(r.status, 401, "{method} {path} with {auth:?}: {}", r.body);
         }
     }
     // The token in the query string or a cookie it never set does not count.
-    assert_eq!(s.get(&format!("/v1/sessions?token={token}")).status, 401);
+    let query = format!("/v1/sessions?token={token}");
+    assert_eq!(s.anonymous("GET", &query, &[], "").status, 401);
     assert_eq!(
         s.request(
             "GET",

@@ -259,77 +259,99 @@ fn other_sites_and_rebound_names_are_refused() {
 }
 
 #[test]
-fn a_wider_bind_requires_the_token() {
-    let w = World::new("serve-token");
-    let s = Server::start(&w, &["--host", "0.0.0.0"]);
-    let token_file = w.home.join("serve.token");
-    let token = std::fs::read_to_string(&token_file)
-        .expect("the token file")
-        .trim()
-        .to_string();
-    let mode = std::os::unix::fs::PermissionsExt::mode(
-        &std::fs::metadata(&token_file).unwrap().permissions(),
-    );
-    assert_eq!(mode & 0o777, 0o600);
-    assert!(
-        s.banner.iter().any(|l| l.contains(&token)),
-        "printed once when created: {:?}",
-        s.banner
-    );
-    let r = s.get("/v1/sessions");
-    assert_eq!(r.status, 401);
-    assert_eq!(r.json()["error"]["type"], "authentication_error");
-    // Health checks (Docker, monitors) need no token; they learn nothing private.
-    let health = s.get("/health").json();
-    assert_eq!(health.as_object().unwrap().len(), 3, "{health}");
-    let bearer = format!("Bearer {token}");
-    assert_eq!(
-        s.request("GET", "/v1/sessions", &[("Authorization", &bearer)], "")
-            .status,
-        200
-    );
-    let wrong = s.request(
-        "GET",
-        "/v1/sessions",
-        &[("Authorization", "Bearer nope")],
-        "",
-    );
-    assert_eq!(wrong.status, 401);
-    // The browser: / sends to the login form; the form sets an HttpOnly cookie.
-    let page = s.get("/");
-    assert_eq!(
-        (page.status, page.header("location")),
-        (303, Some("/login"))
-    );
-    let form = s.request(
-        "POST",
-        "/login",
-        &[("Content-Type", "application/x-www-form-urlencoded")],
-        &format!("token={token}"),
-    );
-    assert_eq!(form.status, 303);
-    let cookie = form.header("set-cookie").expect("a cookie");
-    assert!(
-        cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict"),
-        "{cookie}"
-    );
-    let pair = cookie.split(';').next().unwrap();
-    assert_eq!(
-        s.request("GET", "/v1/sessions", &[("Cookie", pair)], "")
-            .status,
-        200
-    );
-    let bad = s.request("POST", "/login", &[], "token=wrong");
-    assert_eq!(bad.header("location"), Some("/login?failed=1"));
-    assert!(bad.header("set-cookie").is_none());
-    drop(s);
-    // The second start keeps the token and does not print it again.
-    let s2 = Server::start(&w, &["--host", "0.0.0.0"]);
-    assert!(
-        !s2.banner.iter().any(|l| l.contains(&token)),
-        "{:?}",
-        s2.banner
-    );
+fn every_bind_requires_the_token_and_a_browser_signs_in_with_the_printed_link() {
+    for (name, args) in [
+        ("serve-token-loopback", &[][..]),
+        ("serve-token-wide", &["--host", "0.0.0.0"][..]),
+    ] {
+        let w = World::new(name);
+        let s = Server::start(&w, args);
+        let token_file = w.home.join("serve.token");
+        let mode = std::os::unix::fs::PermissionsExt::mode(
+            &std::fs::metadata(&token_file).unwrap().permissions(),
+        );
+        assert_eq!(mode & 0o777, 0o600, "{name}");
+        let token = s.token.clone();
+        // The link keeps the token in the fragment, which a browser never sends.
+        let link = format!("http://127.0.0.1:{}/login#token={token}", s.port);
+        assert!(
+            s.banner.iter().any(|l| l.contains(&link)),
+            "{name}: the sign-in link is printed: {:?}",
+            s.banner
+        );
+        for path in [
+            "/v1/sessions",
+            "/v1/models",
+            "/openapi.json",
+            "/static/app.js",
+        ] {
+            let r = s.anonymous("GET", path, &[], "");
+            assert_eq!(r.status, 401, "{name} {path}: {}", r.body);
+            assert_eq!(r.json()["error"]["type"], "authentication_error");
+        }
+        // Health checks (Docker, monitors) and the login page with what draws it need
+        // no token; they hold nothing private.
+        let health = s.anonymous("GET", "/health", &[], "").json();
+        assert_eq!(health.as_object().unwrap().len(), 3, "{health}");
+        for path in ["/login", "/static/login.js", "/static/app.css"] {
+            assert_eq!(s.anonymous("GET", path, &[], "").status, 200, "{path}");
+        }
+        assert_eq!(
+            s.get("/v1/sessions").status,
+            200,
+            "{name}: the Bearer token"
+        );
+        let wrong = s.request(
+            "GET",
+            "/v1/sessions",
+            &[("Authorization", "Bearer nope")],
+            "",
+        );
+        assert_eq!(wrong.status, 401);
+        // The browser: / sends to the login form, which posts the token (from the
+        // link's fragment or pasted) and gets an HttpOnly cookie.
+        let page = s.anonymous("GET", "/", &[], "");
+        assert_eq!(
+            (page.status, page.header("location")),
+            (303, Some("/login"))
+        );
+        let form = s.anonymous(
+            "POST",
+            "/login",
+            &[("Content-Type", "application/x-www-form-urlencoded")],
+            &format!("token={token}"),
+        );
+        assert_eq!(form.status, 303);
+        assert_eq!(form.header("location"), Some("/"));
+        let cookie = form.header("set-cookie").expect("a cookie");
+        assert!(
+            cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict"),
+            "{cookie}"
+        );
+        let pair = cookie.split(';').next().unwrap();
+        assert_eq!(
+            s.request("GET", "/v1/sessions", &[("Cookie", pair)], "")
+                .status,
+            200
+        );
+        assert_eq!(
+            s.request("GET", "/", &[("Cookie", pair)], "").status,
+            200,
+            "{name}: the UI once signed in"
+        );
+        let bad = s.anonymous("POST", "/login", &[], "token=wrong");
+        assert_eq!(bad.header("location"), Some("/login?failed=1"));
+        assert!(bad.header("set-cookie").is_none());
+        drop(s);
+        // The next start keeps the token: a signed-in browser stays signed in.
+        let s2 = Server::start(&w, args);
+        assert_eq!(s2.token, token, "{name}");
+        assert_eq!(
+            s2.request("GET", "/v1/sessions", &[("Cookie", pair)], "")
+                .status,
+            200
+        );
+    }
 }
 
 #[test]
@@ -439,7 +461,7 @@ fn the_ui_flow_asks_once_for_l3_and_twice_for_l4() {
         r#"{"path":"a.txt","content":"hello"}"#,
     ));
     w.fake.push(Reply::text("Wrote it."));
-    let (rx, sid, ask) = asking(s.port, "write a.txt", json!({}));
+    let (rx, sid, ask) = asking(&s, "write a.txt", json!({}));
     assert_eq!(
         (ask["call"]["tool"].clone(), ask["call"]["level"].clone()),
         (json!("write_file"), json!("L3"))
@@ -476,7 +498,7 @@ fn the_ui_flow_asks_once_for_l3_and_twice_for_l4() {
     let args = r#"{"path":"b.txt","old":"old","new":"new"}"#;
     w.fake.push(tool_call("edit_file", args));
     w.fake.push(Reply::text("Edited."));
-    let (rx, _, first) = asking(s.port, "edit b.txt", json!({"session": sid}));
+    let (rx, _, first) = asking(&s, "edit b.txt", json!({"session": sid}));
     assert_eq!(
         (
             first["call"]["level"].clone(),
@@ -514,7 +536,7 @@ fn the_ui_flow_asks_once_for_l3_and_twice_for_l4() {
         r#"{"path":"c.txt","content":"no"}"#,
     ));
     w.fake.push(Reply::text("Fine, I did not."));
-    let (rx, _, ask) = asking(s.port, "write c.txt", json!({"session": sid}));
+    let (rx, _, ask) = asking(&s, "write c.txt", json!({"session": sid}));
     let call = ask["call"]["id"].as_str().unwrap().to_string();
     s.post(
         &format!("/v1/sessions/{sid}/pending/{call}"),
@@ -649,7 +671,7 @@ fn sigterm_ends_a_waiting_turn_saves_it_and_exits_cleanly() {
     w.fake
         .push(tool_call("write_file", r#"{"path":"w.txt","content":"w"}"#));
     w.fake.push(Reply::text("Not written."));
-    let (_rx, sid, _ask) = asking(s.port, "write w.txt", json!({}));
+    let (_rx, sid, _ask) = asking(&s, "write w.txt", json!({}));
     // Nobody answers; the server is told to stop.
     assert_eq!(s.stop(), Some(0), "a clean exit");
     assert!(
@@ -736,7 +758,7 @@ fn a_question_answered_after_the_page_is_gone_still_finishes_the_turn() {
         .push(tool_call("write_file", r#"{"path":"r.txt","content":"r"}"#));
     w.fake.push(Reply::text("Wrote r.txt after all."));
     let (sid, call) = {
-        let (_rx, sid, ask) = asking(s.port, "write r.txt", json!({}));
+        let (_rx, sid, ask) = asking(&s, "write r.txt", json!({}));
         (sid, ask["call"]["id"].as_str().unwrap().to_string())
         // The reader (the page) goes away here.
     };
@@ -986,7 +1008,9 @@ fn http_1_0_streams_are_not_chunked_and_1_1_needs_a_host() {
     let body = chat_body("hi", json!({"stream": true}));
     let r = s.raw(
         format!(
-            "POST /v1/chat/completions HTTP/1.0\r\nHost: 127.0.0.1\r\nContent-Length: {}\r\n\r\n{body}",
+            "POST /v1/chat/completions HTTP/1.0\r\nHost: 127.0.0.1\r\nAuthorization: {}\r\n\
+             Content-Length: {}\r\n\r\n{body}",
+            s.bearer(),
             body.len()
         )
         .as_bytes(),

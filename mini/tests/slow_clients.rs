@@ -160,17 +160,21 @@ fn trickled_heads_do_not_lock_out_a_client_with_the_token() {
     );
 }
 
-/// In loopback mode anyone local is a client; 300 connections sending a body one byte
-/// at a time (bodies were read for up to 60 s, a worker each) made every other request
-/// a 503. Reads and writes with a whole body must be served throughout.
+/// A client with the token (a buggy script of the user's, say) sending 300 bodies one
+/// byte at a time (bodies were read for up to 60 s, a worker each) made every other
+/// request a 503. Reads and writes with a whole body must be served throughout.
 #[test]
 fn trickled_bodies_do_not_lock_out_other_clients() {
     let w = World::new("slow-bodies");
     let s = Server::start(&w, &[]);
+    let bearer = s.bearer();
+    let opening = format!(
+        "POST /v1/memory HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: {bearer}\r\n\
+         Content-Type: application/json\r\nContent-Length: 100000\r\n\r\n{{\"content\": \""
+    );
     let attack = Attack::start(
         s.port,
-        b"POST /v1/memory HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
-          Content-Length: 100000\r\n\r\n{\"content\": \"",
+        Box::leak(opening.into_bytes().into_boxed_slice()),
         b'x',
     );
     std::thread::sleep(Duration::from_secs(2));
@@ -183,8 +187,9 @@ fn trickled_bodies_do_not_lock_out_other_clients() {
             probe(
                 port,
                 &format!(
-                    "POST /v1/memory HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: \
-                     application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                    "POST /v1/memory HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: {bearer}\r\n\
+                     Content-Type: application/json\r\nContent-Length: {}\r\n\
+                     Connection: close\r\n\r\n{body}",
                     body.len()
                 ),
             )
@@ -259,8 +264,12 @@ fn a_body_trickled_below_the_minimum_rate_is_answered_408() {
     let s = Server::start(&w, &[]);
     let mut slow = TcpStream::connect(("127.0.0.1", s.port)).unwrap();
     slow.write_all(
-        b"POST /v1/memory HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
-          Content-Length: 5000\r\n\r\n{\"content\": \"",
+        format!(
+            "POST /v1/memory HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: {}\r\n\
+             Content-Type: application/json\r\nContent-Length: 5000\r\n\r\n{{\"content\": \"",
+            s.bearer()
+        )
+        .as_bytes(),
     )
     .unwrap();
     slow.set_read_timeout(Some(Duration::from_millis(50)))
@@ -332,8 +341,12 @@ fn a_host_with_userinfo_or_a_bad_port_is_refused() {
         "127.0.0.1".to_string(),
     ] {
         let r = s.raw(
-            format!("GET /v1/config HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n")
-                .as_bytes(),
+            format!(
+                "GET /v1/config HTTP/1.1\r\nHost: {host}\r\nAuthorization: {}\r\n\
+                 Connection: close\r\n\r\n",
+                s.bearer()
+            )
+            .as_bytes(),
         );
         assert_eq!(r.status, 200, "Host: {host}: {}", r.body);
     }

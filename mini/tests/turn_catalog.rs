@@ -9,17 +9,18 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 use support::mcp::with_test_server;
-use support::serve::{chat_body, Resp, Server};
+use support::serve::{chat_body, Api, Resp, Server};
 use support::{tool_call, Reply, World, CLASSIFY};
 
 /// A plain (headless, `yes`) chat completion in `session`, answered as JSON.
-fn post_turn(port: u16, session: &str, text: &str) -> Value {
+fn post_turn(api: Api, session: &str, text: &str) -> Value {
     let body = chat_body(text, json!({"session": session, "evolve_yes": true}));
+    let Api { port, token } = api;
     let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(90))).unwrap();
     write!(
         s,
-        "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {token}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
         body.len()
     )
     .unwrap();
@@ -65,7 +66,7 @@ fn two_sessions_at_once_each_check_calls_against_their_own_listing() {
     w.fake.route("beta-question", Reply::text("beta done"));
     let s = Server::start(&w, &[]);
     let (a, b) = (new_session(&s), new_session(&s));
-    let port = s.port;
+    let port = s.api();
     let (ra, rb) = std::thread::scope(|scope| {
         let ta = scope.spawn(|| post_turn(port, &a, "alpha-question: use the extra tool"));
         std::thread::sleep(Duration::from_millis(1500));

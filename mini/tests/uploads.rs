@@ -13,8 +13,9 @@ use support::{tool_call, Reply, World};
 fn upload(s: &Server, query: &str, body: &[u8]) -> support::serve::Resp {
     let mut raw = format!(
         "POST /v1/workspace/files?{query} HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nConnection: close\r\n\
-         Content-Type: application/octet-stream\r\nContent-Length: {}\r\n\r\n",
+         Authorization: {}\r\nContent-Type: application/octet-stream\r\nContent-Length: {}\r\n\r\n",
         s.port,
+        s.bearer(),
         body.len()
     )
     .into_bytes();

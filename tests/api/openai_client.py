@@ -6,7 +6,10 @@ raised as the client's own exception types, and the `evolve` turn record next to
 OpenAI fields. The model behind the server is tests/fake-llm with `--echo`: every
 answer is `echo: ` and the turn's input, so the assertions can name the exact text.
 
-Usage: EVOLVE_URL=http://127.0.0.1:PORT python openai_client.py
+The server's token (`$EVOLVE_HOME/serve.token`) is the client's API key, as an OpenAI key
+would be; a wrong key is the client's AuthenticationError.
+
+Usage: EVOLVE_URL=http://127.0.0.1:PORT EVOLVE_TOKEN=… python openai_client.py
 Prints one line per check and exits non-zero when any fails.
 """
 
@@ -20,14 +23,28 @@ import openai
 from openai import OpenAI
 
 URL = os.environ["EVOLVE_URL"].rstrip("/")
+TOKEN = os.environ["EVOLVE_TOKEN"]
 # No retries: a 409 or 5xx must show up as the error it is, not be hidden by a retry.
-client = OpenAI(base_url=URL + "/v1", api_key="not-needed-on-loopback", max_retries=0, timeout=60)
+client = OpenAI(base_url=URL + "/v1", api_key=TOKEN, max_retries=0, timeout=60)
 
 
 def get_json(path):
     """A GET on the Evolve API itself (what the client library has no call for)."""
-    with urllib.request.urlopen(URL + path, timeout=30) as r:
+    req = urllib.request.Request(URL + path, headers={"Authorization": f"Bearer {TOKEN}"})
+    with urllib.request.urlopen(req, timeout=30) as r:
         return json.load(r)
+
+
+def test_a_wrong_key_is_an_authentication_error():
+    wrong = OpenAI(base_url=URL + "/v1", api_key=TOKEN[:-1] + "x", max_retries=0, timeout=60)
+    for call in (wrong.models.list, lambda: wrong.chat.completions.create(
+            model="evolve", messages=[{"role": "user", "content": "hi"}])):
+        try:
+            call()
+        except openai.AuthenticationError as e:
+            assert e.status_code == 401, e
+        else:
+            raise AssertionError("a wrong key was accepted")
 
 
 def ask(text, **kw):

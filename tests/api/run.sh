@@ -104,11 +104,13 @@ env -i PATH="$PATH" HOME="$WORK/home" EVOLVE_HOME="$WORK/home" \
 PIDS+=($!)
 BANNER="$(wait_for "$WORK/serve.err" ' serving on http://[^ ]+ ')" || die "evolve serve did not start: $(cat "$WORK/serve.err")"
 URL="$(sed -E 's#.* serving on (http://[^ ]+).*#\1#' <<<"$BANNER")"
+# Every request but /health and the login page carries the token, as the CLI sends it.
+TOKEN="$(cat "$WORK/home/serve.token")"
 say "evolve serve at $URL, fake model at $BASE_URL"
 
 # ---- 1. the OpenAI client ----------------------------------------------------------
 FAILED=""
-if EVOLVE_URL="$URL" "$VENV/bin/python" "$HERE/openai_client.py" >"$WORK/openai.log" 2>&1; then
+if EVOLVE_URL="$URL" EVOLVE_TOKEN="$TOKEN" "$VENV/bin/python" "$HERE/openai_client.py" >"$WORK/openai.log" 2>&1; then
     OPENAI_RESULT="$(tail -n1 "$WORK/openai.log")"
 else
     cat "$WORK/openai.log" >&2
@@ -118,14 +120,15 @@ fi
 say "$OPENAI_RESULT"
 
 # ---- 2. Schemathesis -------------------------------------------------------------
-# Every check but three: ignored_auth (no token on loopback is the design),
-# positive_data_acceptance (the server checks more than a schema can say, e.g. that the
+# Every check but two (ignored_auth included: without the token every operation that
+# declares the bearer scheme must answer 401): positive_data_acceptance (the server checks more than a schema can say, e.g. that the
 # last user message has text) and object_level_authorization (one user). The chat
 # endpoint is fuzzed too: against the echoing fake model a turn takes milliseconds.
 # Adding and reconnecting MCP servers is left out: the request names a program to run,
 # and a fuzzer must not choose programs to start on this machine (mini/tests/serve.rs
 # covers them).
-ST_ARGS=(--checks all --exclude-checks ignored_auth,positive_data_acceptance,object_level_authorization
+ST_ARGS=(--checks all --exclude-checks positive_data_acceptance,object_level_authorization
+    -H "Authorization: Bearer $TOKEN"
     --exclude-path-regex '^/v1/mcp/servers(/[^/]+/reconnect)?$'
     --max-examples "$MAX_EXAMPLES" --workers 1 --request-timeout 30 --no-color --warnings off
     --report junit --report-dir "$WORK/st/report")

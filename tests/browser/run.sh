@@ -9,8 +9,9 @@
 # `evolve-mcp-test-server` unless EVOLVE_BIN, FAKE_LLM_BIN and MCP_TEST_SERVER_BIN name
 # them. Then, in temporary homes: starts the scripted fake model (its replies come from
 # `node ui.test.mjs --script`), `evolve serve` on a free loopback port pointed at it, a
-# second one bound beyond loopback (token and login form; only 127.0.0.1 is connected
-# to), runs tests/browser/ui.test.mjs, and stops them all. Exits non-zero when a case
+# second one bound beyond loopback (its login form with the token pasted; only
+# 127.0.0.1 is connected to), runs tests/browser/ui.test.mjs — which signs in to the
+# first with the link serve printed, as a user does — and stops them all. Exits non-zero when a case
 # fails.
 # BROWSER_SHOTS=DIR keeps a screenshot of each case there.
 set -euo pipefail
@@ -150,8 +151,13 @@ EOF
 EVOLVE_HOME="$WORK/home3" MODEL_URL="" \
     serve "$WORK/serve3.log" DEAD_PID "$DEAD_URL" --port "$DEAD_PORT"
 
+# The sign-in link each server printed (the browser logs in with it, as a user does).
+login_link() { grep -o -m1 'http://[^ ]*/login#token=[0-9a-f]*' "$1"; }
+LOGIN="$(login_link "$WORK/serve.log")" || { say "no sign-in link in the log:"; cat "$WORK/serve.log" >&2; exit 1; }
+DEAD_LOGIN="$(login_link "$WORK/serve3.log")" || { say "no sign-in link in the log:"; cat "$WORK/serve3.log" >&2; exit 1; }
+
 status=0
-EVOLVE_URL="$URL" EVOLVE_TOKEN_URL="$TOKEN_URL" EVOLVE_DEAD_MODEL_URL="$DEAD_URL" EVOLVE_TOKEN_FILE="$WORK/home2/serve.token" \
+EVOLVE_URL="$URL" EVOLVE_LOGIN="$LOGIN" EVOLVE_DEAD_LOGIN="$DEAD_LOGIN" EVOLVE_TOKEN_URL="$TOKEN_URL" EVOLVE_DEAD_MODEL_URL="$DEAD_URL" EVOLVE_TOKEN_FILE="$WORK/home2/serve.token" \
     EVOLVE_DEAD_HOME="$WORK/home3" EVOLVE_FAKE_MODEL_URL="$(head -n1 "$WORK/fake.url")" \
     EVOLVE_BROWSER_NPM="$NPM_DIR" CHROMIUM="$CHROMIUM" \
     node "$HERE/ui.test.mjs" || status=$?

@@ -104,6 +104,12 @@ if (!BASE || !HOME || !process.env.EVOLVE_BROWSER_NPM) {
   console.error('ui.test.mjs: run it through tests/browser/run.sh (EVOLVE_URL, EVOLVE_HOME, EVOLVE_BROWSER_NPM)');
   process.exit(2);
 }
+// Every request but the login page's carries the server's token: the browser signs in
+// with the link `evolve serve` printed (run.sh reads it from the log), as a user does;
+// this script's own requests send the token as a program would.
+const LOGIN = process.env.EVOLVE_LOGIN;
+const TOKEN = fs.readFileSync(path.join(HOME, 'serve.token'), 'utf8').trim();
+const DEAD_TOKEN = () => fs.readFileSync(path.join(process.env.EVOLVE_DEAD_HOME, 'serve.token'), 'utf8').trim();
 const require = createRequire(path.join(process.env.EVOLVE_BROWSER_NPM, 'package.json'));
 const { chromium } = require('playwright-core');
 
@@ -118,7 +124,7 @@ function eq(actual, expected, what) {
 async function api(method, p, body) {
   const r = await fetch(BASE + p, {
     method,
-    headers: body ? { 'Content-Type': 'application/json' } : {},
+    headers: { Authorization: `Bearer ${TOKEN}`, ...(body ? { 'Content-Type': 'application/json' } : {}) },
     body: body ? JSON.stringify(body) : undefined,
   });
   const text = await r.text();
@@ -140,7 +146,14 @@ const browser = await chromium.launch({
   args: ['--no-sandbox', '--disable-dev-shm-usage'],
 });
 
-/** A page with a fresh profile; it records JS dialogs, page errors and CSP refusals. */
+/** Opens the sign-in link `link` in `page` and waits for the app it leads to. */
+async function signIn(page, link) {
+  const app = new URL('/', link).href;
+  await Promise.all([page.waitForURL(app), page.goto(link, { waitUntil: 'commit' })]);
+}
+
+/** A page with a fresh profile, signed in with the printed link; it records JS
+ * dialogs, page errors and CSP refusals. */
 async function open(options = {}) {
   const ctx = await browser.newContext({ locale: 'en-US', viewport: { width: 1200, height: 800 }, ...options });
   await ctx.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: BASE });
@@ -152,7 +165,7 @@ async function open(options = {}) {
   page.on('console', m => {
     if (m.type() === 'error' && !/status of 40[49]/.test(m.text())) page.seen.errors.push(`console: ${m.text()}`);
   });
-  await page.goto(BASE + '/');
+  await signIn(page, LOGIN);
   await page.waitForSelector('#sessions li');
   return page;
 }
@@ -750,6 +763,47 @@ await test('errors are shown: a missing chat gives the server\'s message', async
   check((await toast.textContent()).includes('s-does-not-exist'), `the toast names the chat: ${await toast.textContent()}`);
 });
 
+await test('the printed link signs the browser in once: the token leaves the address bar and stays out of reach of scripts', async () => {
+  const ctx = await browser.newContext({ locale: 'en-US' });
+  const page = await ctx.newPage();
+  page.setDefaultTimeout(20000);
+  await page.goto(BASE + '/');
+  eq(new URL(page.url()).pathname, '/login', 'where / leads before signing in');
+  check(new URL(LOGIN).hash.startsWith('#token='), `the link carries the token in its fragment: ${LOGIN.replace(TOKEN, 'TOKEN')}`);
+  await signIn(page, LOGIN);
+  await page.waitForSelector('#sessions li');
+  check(!page.url().includes(TOKEN), 'the token is gone from the address bar');
+  check(!(await page.evaluate(() => document.cookie)).includes(TOKEN), 'the cookie is HttpOnly');
+  const cookie = (await ctx.cookies()).find(c => c.name === 'evolve_token');
+  eq(cookie?.sameSite, 'Strict', 'the cookie is SameSite=Strict');
+  // Signed in once: a new tab of the same browser opens the app directly.
+  const again = await ctx.newPage();
+  await again.goto(BASE + '/');
+  await again.waitForSelector('#sessions li');
+  eq(new URL(again.url()).pathname, '/', 'a new tab goes straight to the app');
+  await ctx.close();
+});
+
+await test('a one-time code (what `evolve open` gives the browser) signs in once', async () => {
+  const { status, json } = await api('POST', '/v1/login/code');
+  eq(status, 200, 'POST /v1/login/code with the token');
+  for (const expect of ['/', '/login']) {
+    const ctx = await browser.newContext({ locale: 'en-US' });
+    const page = await ctx.newPage();
+    page.setDefaultTimeout(20000);
+    await page.goto(`${BASE}/login#code=${json.code}`);
+    if (expect === '/') {
+      await page.waitForURL(BASE + '/');
+      await page.waitForSelector('#sessions li');
+      check(!page.url().includes(json.code), 'the code is gone from the address bar');
+    } else {
+      await page.locator('#failed').waitFor();
+      eq(new URL(page.url()).pathname, '/login', 'a used code leaves the browser on the login form');
+    }
+    await ctx.close();
+  }
+});
+
 await test('the login page: a token form posting to /login, and a wrong token is said so', async () => {
   const page = await open();
   await page.goto(BASE + '/login');
@@ -1075,11 +1129,11 @@ await test('a model server that is not there is named on page load, with the fix
   const page = await ctx.newPage();
   const errors = [];
   page.on('pageerror', e => errors.push(e.message));
-  await page.goto(url + '/');
+  await signIn(page, process.env.EVOLVE_DEAD_LOGIN);
   const banner = page.locator('#model-banner');
   await banner.waitFor({ state: 'visible' });
   const text = await banner.textContent();
-  const m = (await (await fetch(url + '/v1/settings/model')).json());
+  const m = (await (await fetch(url + '/v1/settings/model', { headers: { Authorization: `Bearer ${DEAD_TOKEN()}` } })).json());
   eq(m.reachable, false, 'reachable');
   check(text.includes(m.base_url), `the banner names the URL ${m.base_url}: ${text}`);
   check(/connection refused/i.test(text), `the banner says why: ${text}`);
@@ -1123,12 +1177,12 @@ await test('the model is set in Settings, opened from the banner: Test shows fai
   const page = await ctx.newPage();
   const errors = [];
   page.on('pageerror', e => errors.push(e.message));
-  await page.goto(url + '/');
+  await signIn(page, process.env.EVOLVE_DEAD_LOGIN);
   const banner = page.locator('#model-banner');
   await banner.waitFor({ state: 'visible' });
   await page.click('#model-settings');
   await page.locator('#set-form').waitFor();
-  const inUse = (await (await fetch(url + '/v1/settings/model')).json()).base_url;
+  const inUse = (await (await fetch(url + '/v1/settings/model', { headers: { Authorization: `Bearer ${DEAD_TOKEN()}` } })).json()).base_url;
   await until(async () => (await page.inputValue('#set-base-url')) === inUse, 'the URL in use in the field');
   const checks = page.locator('[data-testid=set-check]');
   await page.click('#set-test');

@@ -1,10 +1,33 @@
 //! One keep-alive HTTP/1.1 connection to `evolve serve` on loopback, and response heads.
+//! Every request carries the server's token ([`authorization`]), as the CLI's do.
 
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
+use std::sync::Mutex;
 use std::time::Duration;
 
 use serde_json::Value;
+
+/// The token of each running server, by port (a bench may run two at once).
+static TOKENS: Mutex<Vec<(u16, String)>> = Mutex::new(Vec::new());
+
+/// Records the token of the server on `port` (its `serve.token`).
+pub fn register(port: u16, token: String) {
+    let mut tokens = TOKENS.lock().unwrap_or_else(|e| e.into_inner());
+    tokens.retain(|(p, _)| *p != port);
+    tokens.push((port, token));
+}
+
+/// `Bearer TOKEN` for the server on `port`.
+pub fn authorization(port: u16) -> String {
+    let tokens = TOKENS.lock().unwrap_or_else(|e| e.into_inner());
+    let token = tokens
+        .iter()
+        .find(|(p, _)| *p == port)
+        .map(|(_, t)| t.as_str())
+        .unwrap_or_default();
+    format!("Bearer {token}")
+}
 
 /// One keep-alive HTTP/1.1 connection; answers must carry a Content-Length.
 pub struct Conn {
@@ -38,8 +61,9 @@ impl Conn {
             *self = Conn::open(self.port)?;
         }
         let request = format!(
-            "GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{}\r\n\r\n",
-            self.port
+            "GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nAuthorization: {}\r\n\r\n",
+            self.port,
+            authorization(self.port)
         );
         self.out.write_all(request.as_bytes())?;
         let head = read_head(&mut self.reader)?;
@@ -65,8 +89,9 @@ impl Conn {
         }
         let body = body.map(Value::to_string).unwrap_or_default();
         let mut request = format!(
-            "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{}\r\n",
-            self.port
+            "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nAuthorization: {}\r\n",
+            self.port,
+            authorization(self.port)
         );
         if method != "GET" {
             request.push_str(&format!(

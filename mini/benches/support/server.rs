@@ -76,6 +76,9 @@ impl Server {
             }
             said.push(line);
         };
+        let token = std::fs::read_to_string(home.join("serve.token"))
+            .map_err(|e| format!("no serve.token: {e}"))?;
+        super::http::register(port, token.trim().to_string());
         Ok(Server {
             child,
             port,

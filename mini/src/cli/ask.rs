@@ -396,16 +396,13 @@ fn forward(
     let mut req = agent
         .post(format!("http://{}/v1/chat/completions", ep.addr))
         .header("Content-Type", "application/json");
-    if ep.token {
-        let path = crate::web::auth::token_path(&app.config.home);
-        let token = std::fs::read_to_string(&path).map_err(|e| {
-            Error::Other(format!(
-                "a running evolve serve holds the store and wants its token, but {} cannot be read: {e}",
-                path.display()
-            ))
-        })?;
-        req = req.header("Authorization", format!("Bearer {}", token.trim()));
-    }
+    let token = ep.token(&app.config.home).map_err(|why| {
+        Error::Other(format!(
+            "a running evolve serve (pid {}) holds the store, but {why}",
+            ep.pid
+        ))
+    })?;
+    req = req.header("Authorization", format!("Bearer {token}"));
     log::info!(
         "a running evolve serve (pid {}) answers this question",
         ep.pid

@@ -31,20 +31,13 @@ const MAX_ANSWER: usize = 64 * 1024;
 /// "held by evolve serve" message.
 pub fn borrow(home: &Path, ep: &Endpoint) -> Result<TcpStream, String> {
     let body = serde_json::json!({"command": command(), "pid": std::process::id()}).to_string();
-    let mut head = format!(
+    let head = format!(
         "POST /v1/store/lend HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\n\
-         Content-Length: {}\r\nConnection: close\r\n",
+         Content-Length: {}\r\nAuthorization: Bearer {}\r\nConnection: close\r\n\r\n{body}",
         ep.addr,
-        body.len()
+        body.len(),
+        ep.token(home)?,
     );
-    if ep.token {
-        let path = crate::web::auth::token_path(home);
-        let token = std::fs::read_to_string(&path)
-            .map_err(|e| format!("its token {} cannot be read: {e}", path.display()))?;
-        head.push_str(&format!("Authorization: Bearer {}\r\n", token.trim()));
-    }
-    head.push_str("\r\n");
-    head.push_str(&body);
     let mut conn = TcpStream::connect_timeout(&ep.addr, CONNECT)
         .map_err(|e| format!("cannot connect to it: {e}"))?;
     let _ = conn.set_read_timeout(Some(ANSWER));

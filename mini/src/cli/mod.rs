@@ -10,6 +10,7 @@ mod interrupt;
 mod lend;
 pub(crate) mod mcp;
 mod memory;
+mod open;
 mod prompt;
 mod serve;
 pub(crate) mod sessions;
@@ -67,6 +68,7 @@ enum Command {
     Tasks(tasks::TasksCmd),
     Mcp(mcp::McpCmd),
     Serve(serve::ServeCmd),
+    Open(open::OpenCmd),
     Config(config::ConfigCmd),
     Doctor(doctor::DoctorCmd),
 }
@@ -91,6 +93,7 @@ pub fn run(args: Evolve) -> Result<(), Error> {
         Some(Command::Tasks(cmd)) => tasks::run(cmd, &args.profile),
         Some(Command::Mcp(cmd)) => mcp::run(cmd, &args.profile),
         Some(Command::Serve(cmd)) => serve::run(cmd, &args.profile),
+        Some(Command::Open(cmd)) => open::run(cmd, &args.profile),
         Some(Command::Config(cmd)) => config::run(cmd, &args.profile),
         Some(Command::Doctor(cmd)) => doctor::run(cmd, &args.profile),
         None => Err(Error::Usage("no command given".into())),

@@ -1,6 +1,6 @@
-//! `evolve serve`: the browser UI and the API on 127.0.0.1:8080 (DESIGN.md "Web UI and
-//! API"). Bound to loopback no token is needed; bound to any other address a token is
-//! required, created on first use and printed once.
+//! `evolve serve`: the browser UI and the API on 127.0.0.1:8080. Every request but the
+//! login page carries the token of `$EVOLVE_HOME/serve.token` (created on first use,
+//! 0600), whatever the bind; the start line prints the link that signs a browser in.
 
 use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
@@ -17,7 +17,7 @@ use crate::web::{self, auth};
 #[derive(FromArgs, Debug)]
 #[argh(subcommand, name = "serve")]
 pub struct ServeCmd {
-    /// the address to listen on (default 127.0.0.1; any other address needs the token)
+    /// the address to listen on (default 127.0.0.1; the token is needed on any)
     #[argh(option, default = "String::from(\"127.0.0.1\")")]
     host: String,
     /// the port (default 8080; 0 picks a free one)
@@ -54,28 +54,20 @@ pub fn run(cmd: ServeCmd, profile: &Option<String>) -> Result<(), Error> {
         .filter(|(k, _)| k.starts_with("OPENAI_") || k.starts_with("EVOLVE_"))
         .collect();
     let app = App::from_config(loaded.config);
-    let auth = if ip.is_loopback() {
-        auth::Auth::loopback()
+    // The token is wanted whatever the bind: another account of this machine reaches a
+    // loopback port too.
+    let token = auth::load_or_create_token(&app.config.home).map_err(|e| {
+        Error::Other(format!(
+            "cannot create the access token in {}: {e}",
+            auth::token_path(&app.config.home).display()
+        ))
+    })?;
+    let hosts = if ip.is_loopback() {
+        auth::Hosts::Loopback
     } else {
-        let (token, created) = auth::load_or_create_token(&app.config.home).map_err(|e| {
-            Error::Other(format!(
-                "cannot create the access token in {}: {e}",
-                auth::token_path(&app.config.home).display()
-            ))
-        })?;
-        if created {
-            eprintln!(
-                "evolve: created the access token (shown once; kept in {}):\n  {token}",
-                auth::token_path(&app.config.home).display()
-            );
-        } else {
-            eprintln!(
-                "evolve: a token is required (it is in {})",
-                auth::token_path(&app.config.home).display()
-            );
-        }
-        auth::Auth::with_token(token)
+        auth::Hosts::Any
     };
+    let auth = auth::Auth::new(token, hosts);
     // The server holds the store for as long as it runs (`evolve ask` talks to it; other
     // commands borrow the file through `POST /v1/store/lend`).
     let store = app.open_store_held()?;

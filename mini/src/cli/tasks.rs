@@ -472,7 +472,7 @@ fn run_remote(remote: &Remote, id: u64) -> Result<(), Error> {
 struct Remote {
     agent: ureq::Agent,
     base: String,
-    token: Option<String>,
+    token: String,
 }
 
 impl Remote {
@@ -483,18 +483,12 @@ impl Remote {
         else {
             return Ok(None);
         };
-        let token = if ep.token {
-            let path = crate::web::auth::token_path(&app.config.home);
-            let token = std::fs::read_to_string(&path).map_err(|e| {
-                Error::Other(format!(
-                    "a running evolve serve holds the store and wants its token, but {} cannot be read: {e}",
-                    path.display()
-                ))
-            })?;
-            Some(token.trim().to_string())
-        } else {
-            None
-        };
+        let token = ep.token(&app.config.home).map_err(|why| {
+            Error::Other(format!(
+                "a running evolve serve (pid {}) holds the store, but {why}",
+                ep.pid
+            ))
+        })?;
         log::info!(
             "a running evolve serve (pid {}) handles this command",
             ep.pid
@@ -515,32 +509,20 @@ impl Remote {
     /// (400 is a usage error, exit 2).
     fn call(&self, method: &str, path: &str, body: Option<Value>) -> Result<Value, Error> {
         let url = format!("{}{path}", self.base);
-        let auth = self.token.as_ref().map(|t| format!("Bearer {t}"));
+        let auth = format!("Bearer {}", self.token);
         let result = match method {
-            "POST" => {
-                let mut req = self
-                    .agent
-                    .post(&url)
-                    .header("Content-Type", "application/json");
-                if let Some(a) = &auth {
-                    req = req.header("Authorization", a);
-                }
-                req.send(body.unwrap_or_else(|| json!({})).to_string())
-            }
-            "DELETE" => {
-                let mut req = self.agent.delete(&url);
-                if let Some(a) = &auth {
-                    req = req.header("Authorization", a);
-                }
-                req.call()
-            }
-            _ => {
-                let mut req = self.agent.get(&url);
-                if let Some(a) = &auth {
-                    req = req.header("Authorization", a);
-                }
-                req.call()
-            }
+            "POST" => self
+                .agent
+                .post(&url)
+                .header("Content-Type", "application/json")
+                .header("Authorization", &auth)
+                .send(body.unwrap_or_else(|| json!({})).to_string()),
+            "DELETE" => self
+                .agent
+                .delete(&url)
+                .header("Authorization", &auth)
+                .call(),
+            _ => self.agent.get(&url).header("Authorization", &auth).call(),
         };
         let mut resp = result.map_err(|e| {
             Error::Other(format!(

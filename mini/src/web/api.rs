@@ -41,6 +41,7 @@ static ROUTES: &[(&str, &str, Handler)] = &[
         assets::serve(r, "favicon.ico")
     }),
     ("GET", "/health", |s, _, _| health(s)),
+    ("POST", "/v1/login/code", |s, _, _| login_code(s)),
     ("GET", "/openapi.json", |_, r, _| {
         assets::serve(r, "openapi.json")
     }),
@@ -257,31 +258,54 @@ fn models(state: &State) -> Reply {
     )
 }
 
+/// `POST /v1/login/code`: a one-time code that signs a browser in (what `evolve open`
+/// puts on a browser's command line instead of the token).
+fn login_code(state: &State) -> Reply {
+    match state.auth.codes.issue(std::time::Instant::now()) {
+        Ok(code) => Response::json(
+            200,
+            &json!({"code": code, "expires_in": super::auth::CODE_LIFETIME.as_secs()}),
+        ),
+        Err(e) => error(500, format!("cannot draw a random code: {e}")),
+    }
+}
+
+/// `POST /login`: the token from the form (pasted, or taken from the sign-in link's
+/// fragment by the page), or a one-time code, becomes the HttpOnly cookie.
 fn login(state: &State, req: &Request) -> Reply {
     let text = String::from_utf8_lossy(&req.body);
     let token = form_value(&text, "token").unwrap_or_default();
-    if !state.auth.needs_token() || state.auth.token_matches(token.trim()) {
-        let mut resp = Response::bytes(303, "text/plain", &b"signed in"[..]).with("Location", "/");
-        if state.auth.needs_token() {
-            // `Secure` only where the browser talks TLS: over plain HTTP it would drop
-            // the cookie.
-            let secure = if super::auth::came_over_tls(req) {
-                "; Secure"
-            } else {
-                ""
-            };
-            resp = resp.with(
-                "Set-Cookie",
-                format!(
-                    "{}={}; HttpOnly; SameSite=Strict; Path=/; Max-Age=31536000{secure}",
-                    super::auth::COOKIE,
-                    token.trim()
-                ),
-            );
-        }
-        return resp;
+    let code = form_value(&text, "code").unwrap_or_default();
+    let signed_in = if code.is_empty() {
+        state.auth.token_matches(token.trim())
+    } else {
+        state
+            .auth
+            .codes
+            .redeem(code.trim(), std::time::Instant::now())
+    };
+    if !signed_in {
+        return Response::bytes(303, "text/plain", &b"wrong token"[..])
+            .with("Location", "/login?failed=1");
     }
-    Response::bytes(303, "text/plain", &b"wrong token"[..]).with("Location", "/login?failed=1")
+    // `Secure` only where the browser talks TLS: over plain HTTP it would drop the
+    // cookie.
+    let secure = if super::auth::came_over_tls(req) {
+        "; Secure"
+    } else {
+        ""
+    };
+    Response::bytes(303, "text/plain", &b"signed in"[..])
+        .with("Location", "/")
+        .with("Cache-Control", "no-store")
+        .with(
+            "Set-Cookie",
+            format!(
+                "{}={}; HttpOnly; SameSite=Strict; Path=/; Max-Age=31536000{secure}",
+                super::auth::COOKIE,
+                state.auth.token()
+            ),
+        )
 }
 
 // ---- sessions -------------------------------------------------------------------

@@ -1,13 +1,23 @@
 //! Who may use `evolve serve`, decided per request.
 //!
-//! - Bound to loopback: anyone on this machine (as for any local program), but only
-//!   through a loopback `Host` (`127.0.0.1`, `localhost`, `[::1]`): a web page whose
-//!   name was re-pointed at 127.0.0.1 (DNS rebinding) sends its own host name and is
-//!   refused.
-//! - Bound to any other address: a token is required — `Authorization: Bearer TOKEN`
-//!   for programs, the HttpOnly `evolve_token` cookie (set by the login form) for the
-//!   browser. The token is generated on first use, kept in `$EVOLVE_HOME/serve.token`
-//!   (mode 0600) and printed once.
+//! - Every request but the login page and what draws it (`/login`, `/static/login.js`,
+//!   `/static/app.css`, `/favicon.ico`) and `/health` carries the token, whatever the
+//!   bind: `Authorization: Bearer TOKEN` for programs (the OpenAI-compatible routes
+//!   take it as their API key), the HttpOnly `evolve_token` cookie for the browser. The
+//!   token is generated on first use and kept in `$EVOLVE_HOME/serve.token` (mode 0600):
+//!   another account on this machine sees the port open and gets 401; the CLI of the
+//!   same user reads the file. A token in a query string is never read.
+//! - The browser signs in once with the link `serve` prints (and `evolve open` prints
+//!   or opens): `/login#token=…`. The token rides in the fragment, which a browser never
+//!   sends — not in a request line, a proxy's log or a `Referer`; the login page posts
+//!   it, takes it out of the address bar and its history entry, and the answer sets the
+//!   cookie (HttpOnly, SameSite=Strict). Pasting the token into the form works the same.
+//!   What `evolve open` hands a browser on the command line (which other accounts can
+//!   read in the process list) is a one-time code instead ([`LoginCodes`]): good for one
+//!   sign-in within a minute, and worth nothing once the browser used it.
+//! - Bound to loopback, only through a loopback `Host` (`127.0.0.1`, `localhost`,
+//!   `[::1]`): a web page whose name was re-pointed at 127.0.0.1 (DNS rebinding) sends
+//!   its own host name and is refused before the token is looked at.
 //! - Either way, a state-changing request (POST, PUT, PATCH, DELETE) that a browser
 //!   sends from another site (`Sec-Fetch-Site: cross-site` or `same-site`; else an
 //!   `Origin`, or without one a `Referer`, that is not this host) is refused: another
@@ -22,6 +32,8 @@
 use std::io::Write;
 use std::net::{IpAddr, Ipv6Addr};
 use std::path::{Path, PathBuf};
+use std::sync::{Mutex, PoisonError};
+use std::time::{Duration, Instant};
 
 use super::http::Request;
 
@@ -30,8 +42,57 @@ pub const COOKIE: &str = "evolve_token";
 
 /// The server's access rule.
 pub struct Auth {
-    /// `None`: bound to loopback, no token.
-    token: Option<String>,
+    /// What every request but the public ones proves it knows.
+    token: String,
+    /// Which `Host` names are answered.
+    hosts: Hosts,
+    /// One-time sign-in codes handed out to holders of the token.
+    pub codes: LoginCodes,
+}
+
+/// How long a sign-in code is good for (`evolve open` hands it to the browser at once).
+pub const CODE_LIFETIME: Duration = Duration::from_secs(60);
+/// The most codes waiting at once; a new one pushes out the oldest.
+const MAX_CODES: usize = 8;
+
+/// One-time sign-in codes: issued to a caller that has the token, each exchanged once,
+/// within [`CODE_LIFETIME`], for the login cookie.
+#[derive(Default)]
+pub struct LoginCodes {
+    waiting: Mutex<Vec<(String, Instant)>>,
+}
+
+impl LoginCodes {
+    /// A new code (16 random bytes, hex), good until `now + CODE_LIFETIME`.
+    pub fn issue(&self, now: Instant) -> std::io::Result<String> {
+        let code = random_hex(16)?;
+        let mut waiting = self.waiting.lock().unwrap_or_else(PoisonError::into_inner);
+        waiting.retain(|(_, until)| *until > now);
+        if waiting.len() >= MAX_CODES {
+            waiting.remove(0);
+        }
+        waiting.push((code.clone(), now + CODE_LIFETIME));
+        Ok(code)
+    }
+
+    /// Whether `given` is a code still good at `now`; it is used up either way.
+    pub fn redeem(&self, given: &str, now: Instant) -> bool {
+        let mut waiting = self.waiting.lock().unwrap_or_else(PoisonError::into_inner);
+        waiting.retain(|(_, until)| *until > now);
+        let found = waiting
+            .iter()
+            .position(|(code, _)| constant_time_eq(code.as_bytes(), given.as_bytes()));
+        found.map(|i| waiting.remove(i)).is_some()
+    }
+}
+
+/// Which `Host` a request may name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Hosts {
+    /// Bound to loopback: only loopback names (no DNS rebinding).
+    Loopback,
+    /// Bound to another address: any name it is reached by.
+    Any,
 }
 
 /// Why a request is refused.
@@ -46,33 +107,35 @@ pub enum Refusal {
 }
 
 impl Auth {
-    /// No token: the server is bound to loopback.
-    pub fn loopback() -> Auth {
-        Auth { token: None }
+    /// Requests must carry `token` and name a host `hosts` allows.
+    pub fn new(token: String, hosts: Hosts) -> Auth {
+        Auth {
+            token,
+            hosts,
+            codes: LoginCodes::default(),
+        }
     }
 
-    /// A token is required.
-    pub fn with_token(token: String) -> Auth {
-        Auth { token: Some(token) }
+    /// The token, for the login cookie.
+    pub fn token(&self) -> &str {
+        &self.token
     }
 
-    /// Whether a token is required.
-    pub fn needs_token(&self) -> bool {
-        self.token.is_some()
+    /// The link that signs a browser in to the server at `addr`.
+    pub fn login_link(&self, addr: std::net::SocketAddr) -> String {
+        login_link(addr, &self.token)
     }
 
     /// The token a login form submitted is the right one.
     pub fn token_matches(&self, given: &str) -> bool {
-        self.token
-            .as_deref()
-            .is_some_and(|t| constant_time_eq(t.as_bytes(), given.as_bytes()))
+        constant_time_eq(self.token.as_bytes(), given.as_bytes())
     }
 
     /// The request's origin and host are acceptable (checked before the token, for
     /// every route).
     pub fn check_origin(&self, req: &Request) -> Result<(), Refusal> {
         let host = Authority::parse(req.header("host").unwrap_or(""));
-        if self.token.is_none() && !host.as_ref().is_some_and(Authority::is_loopback) {
+        if self.hosts == Hosts::Loopback && !host.as_ref().is_some_and(Authority::is_loopback) {
             return Err(Refusal::Host);
         }
         let changes = !matches!(req.method.as_str(), "GET" | "HEAD" | "OPTIONS");
@@ -101,28 +164,39 @@ impl Auth {
         }
     }
 
-    /// The request carries the token (always true without one).
+    /// The request carries the token, as a Bearer header or as the cookie (a client may
+    /// send both: a stale cookie beside the right header is not a refusal). A cookie
+    /// header naming `evolve_token` twice is ambiguous and refused.
     pub fn check_token(&self, req: &Request) -> Result<(), Refusal> {
-        let Some(token) = self.token.as_deref() else {
-            return Ok(());
-        };
+        // Another scheme (`Basic`, from a proxy in front) is not a credential here.
         let bearer = req.header("authorization").and_then(bearer_token);
-        let cookie = req.header("cookie").and_then(|c| {
-            c.split(';')
-                .filter_map(|kv| kv.trim().split_once('='))
-                .find(|(k, _)| *k == COOKIE)
-                .map(|(_, v)| v)
-        });
-        let ok = [bearer, cookie]
+        let mut cookies = req
+            .header("cookie")
+            .into_iter()
+            .flat_map(|c| c.split(';'))
+            .filter_map(|kv| kv.trim().split_once('='))
+            .filter(|(k, _)| *k == COOKIE)
+            .map(|(_, v)| v);
+        let cookie = cookies.next();
+        if cookies.next().is_some() {
+            return Err(Refusal::Token);
+        }
+        if [bearer, cookie]
             .into_iter()
             .flatten()
-            .any(|given| constant_time_eq(token.as_bytes(), given.as_bytes()));
-        if ok {
+            .any(|given| self.token_matches(given))
+        {
             Ok(())
         } else {
             Err(Refusal::Token)
         }
     }
+}
+
+/// The link that signs a browser in: the login page with the token in the fragment,
+/// which the browser keeps to itself (see the module doc).
+pub fn login_link(addr: std::net::SocketAddr, token: &str) -> String {
+    format!("http://{addr}/login#token={token}")
 }
 
 /// The token of `Authorization: Bearer TOKEN`; the scheme is case-insensitive
@@ -239,25 +313,30 @@ fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
+/// `n` random bytes from the kernel, in hex.
+fn random_hex(n: usize) -> std::io::Result<String> {
+    let mut bytes = vec![0u8; n];
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut bytes))?;
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}
+
 /// Where the token is kept.
 pub fn token_path(home: &Path) -> PathBuf {
     home.join("serve.token")
 }
 
 /// The token from `$EVOLVE_HOME/serve.token`, created (32 random bytes, hex) when
-/// missing. The second value is true when it was just created (print it once).
-pub fn load_or_create_token(home: &Path) -> std::io::Result<(String, bool)> {
+/// missing or too short to be one.
+pub fn load_or_create_token(home: &Path) -> std::io::Result<String> {
     let path = token_path(home);
     match std::fs::read_to_string(&path) {
-        Ok(t) if t.trim().len() >= 16 => return Ok((t.trim().to_string(), false)),
+        Ok(t) if t.trim().len() >= 16 => return Ok(t.trim().to_string()),
         Ok(_) => {}
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
         Err(e) => return Err(e),
     }
-    let mut bytes = [0u8; 32];
-    std::fs::File::open("/dev/urandom")
-        .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut bytes))?;
-    let token: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    let token = random_hex(32)?;
     std::fs::create_dir_all(home)?;
     let mut opts = std::fs::OpenOptions::new();
     opts.write(true).create(true).truncate(true);
@@ -266,7 +345,7 @@ pub fn load_or_create_token(home: &Path) -> std::io::Result<(String, bool)> {
     file.write_all(token.as_bytes())?;
     file.write_all(b"\n")?;
     file.sync_all()?;
-    Ok((token, true))
+    Ok(token)
 }
 
 #[cfg(test)]
@@ -291,7 +370,7 @@ mod tests {
 
     #[test]
     fn loopback_hosts_pass_and_rebinding_names_do_not() {
-        let auth = Auth::loopback();
+        let auth = Auth::new("s3cr3t-token-value".into(), Hosts::Loopback);
         for host in [
             "127.0.0.1:8080",
             "localhost:8080",
@@ -321,7 +400,7 @@ mod tests {
 
     #[test]
     fn cross_site_writes_are_refused_reads_are_not() {
-        let auth = Auth::loopback();
+        let auth = Auth::new("s3cr3t-token-value".into(), Hosts::Loopback);
         let h = ("host", "127.0.0.1:8080");
         let evil = ("origin", "http://evil.example");
         assert_eq!(
@@ -362,7 +441,7 @@ mod tests {
 
     #[test]
     fn token_by_bearer_or_cookie() {
-        let auth = Auth::with_token("s3cr3t-token-value".into());
+        let auth = Auth::new("s3cr3t-token-value".into(), Hosts::Any);
         let h = ("host", "pi.local:8080");
         assert_eq!(auth.check_origin(&req("GET", &[h])), Ok(()));
         assert_eq!(auth.check_token(&req("GET", &[h])), Err(Refusal::Token));
@@ -375,7 +454,50 @@ mod tests {
         );
         let cookie = ("cookie", "a=b; evolve_token=s3cr3t-token-value");
         assert_eq!(auth.check_token(&req("GET", &[h, cookie])), Ok(()));
-        assert!(Auth::loopback().check_token(&req("GET", &[h])).is_ok());
+        let loopback = Auth::new("s3cr3t-token-value".into(), Hosts::Loopback);
+        let h = ("host", "127.0.0.1:8080");
+        assert_eq!(loopback.check_token(&req("GET", &[h])), Err(Refusal::Token));
+        assert_eq!(loopback.check_token(&req("GET", &[h, bearer])), Ok(()));
+    }
+
+    #[test]
+    fn one_right_credential_is_enough_and_a_doubled_cookie_is_not() {
+        let auth = Auth::new("s3cr3t-token-value".into(), Hosts::Loopback);
+        let h = ("host", "127.0.0.1:8080");
+        let right = ("authorization", "Bearer s3cr3t-token-value");
+        let cookie = ("cookie", "evolve_token=s3cr3t-token-value");
+        for (headers, want) in [
+            (vec![h, right, cookie], Ok(())),
+            (vec![h, ("authorization", "Basic dTpw"), cookie], Ok(())),
+            (vec![h, ("authorization", "Bearer nope"), cookie], Ok(())),
+            (vec![h, right, ("cookie", "evolve_token=nope")], Ok(())),
+            (
+                vec![
+                    h,
+                    ("authorization", "Bearer nope"),
+                    ("cookie", "evolve_token=x"),
+                ],
+                Err(Refusal::Token),
+            ),
+            (
+                vec![
+                    h,
+                    ("cookie", "evolve_token=s3cr3t-token-value; evolve_token=x"),
+                ],
+                Err(Refusal::Token),
+            ),
+            (
+                vec![h, ("cookie", "other=s3cr3t-token-value")],
+                Err(Refusal::Token),
+            ),
+            (vec![h, ("authorization", "Bearer ")], Err(Refusal::Token)),
+            (
+                vec![h, ("authorization", "Basic dTpw")],
+                Err(Refusal::Token),
+            ),
+        ] {
+            assert_eq!(auth.check_token(&req("GET", &headers)), want, "{headers:?}");
+        }
     }
 
     #[test]
@@ -430,7 +552,7 @@ mod tests {
 
     #[test]
     fn fetch_site_none_leaves_the_decision_to_origin_and_referer() {
-        let auth = Auth::loopback();
+        let auth = Auth::new("s3cr3t-token-value".into(), Hosts::Loopback);
         let h = ("host", "127.0.0.1:8080");
         let none = ("sec-fetch-site", "none");
         for (headers, want) in [
@@ -465,7 +587,7 @@ mod tests {
 
     #[test]
     fn an_origin_without_a_port_is_the_schemes_default() {
-        let auth = Auth::with_token("s3cr3t-token-value".into());
+        let auth = Auth::new("s3cr3t-token-value".into(), Hosts::Any);
         for (host, origin, want) in [
             ("evolve.example", "https://evolve.example", Ok(())),
             ("evolve.example:443", "https://evolve.example", Ok(())),
@@ -524,12 +646,32 @@ mod tests {
     }
 
     #[test]
+    fn a_sign_in_code_works_once_and_only_for_a_minute() {
+        let codes = LoginCodes::default();
+        let t0 = Instant::now();
+        let a = codes.issue(t0).unwrap();
+        let b = codes.issue(t0).unwrap();
+        assert_eq!(a.len(), 32);
+        assert_ne!(a, b);
+        assert!(!codes.redeem("", t0));
+        assert!(!codes.redeem(&a[..31], t0));
+        assert!(codes.redeem(&a, t0 + Duration::from_secs(59)));
+        assert!(!codes.redeem(&a, t0 + Duration::from_secs(59)), "used up");
+        assert!(!codes.redeem(&b, t0 + CODE_LIFETIME), "expired");
+        // Only the last few wait: the oldest are pushed out.
+        let all: Vec<String> = (0..MAX_CODES + 2)
+            .map(|_| codes.issue(t0).unwrap())
+            .collect();
+        assert!(!codes.redeem(&all[0], t0));
+        assert!(codes.redeem(&all[MAX_CODES + 1], t0));
+    }
+
+    #[test]
     fn the_token_file_is_private_and_stable() {
         let dir = std::env::temp_dir().join(format!("evolve-token-{}", std::process::id()));
-        let (first, created) = load_or_create_token(&dir).unwrap();
-        assert!(created && first.len() == 64);
-        let (again, created) = load_or_create_token(&dir).unwrap();
-        assert!(!created);
+        let first = load_or_create_token(&dir).unwrap();
+        assert_eq!(first.len(), 64);
+        let again = load_or_create_token(&dir).unwrap();
         assert_eq!(first, again);
         let mode = std::os::unix::fs::PermissionsExt::mode(
             &std::fs::metadata(token_path(&dir)).unwrap().permissions(),

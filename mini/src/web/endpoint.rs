@@ -2,7 +2,8 @@
 //! process id and address while it runs. redb lets one process hold the store, so an
 //! `evolve ask` (from cron, say) that finds a live server sends its question there
 //! instead of waiting for the store, and every other command asks it to lend the file
-//! (`crate::cli::lend`).
+//! (`crate::cli::lend`). Every request to it carries its token, read by
+//! [`Endpoint::token`] from `serve.token` (0600: only this user reads it).
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -16,8 +17,24 @@ pub struct Endpoint {
     pub pid: u32,
     /// Where a local client connects (an unspecified bind is reached on loopback).
     pub addr: SocketAddr,
-    /// Whether it wants the token (`serve.token`).
-    pub token: bool,
+}
+
+impl Endpoint {
+    /// The token this server wants, from `$EVOLVE_HOME/serve.token`; `Err` says, in
+    /// words for a message, why it cannot be read.
+    pub fn token(&self, home: &Path) -> Result<String, String> {
+        let path = super::auth::token_path(home);
+        match std::fs::read_to_string(&path) {
+            Ok(t) if !t.trim().is_empty() => Ok(t.trim().to_string()),
+            Ok(_) => Err(format!("its token file {} is empty", path.display())),
+            Err(e) => Err(format!("its token {} cannot be read: {e}", path.display())),
+        }
+    }
+
+    /// The link that signs a browser in to it.
+    pub fn login_link(&self, home: &Path) -> Result<String, String> {
+        Ok(super::auth::login_link(self.addr, &self.token(home)?))
+    }
 }
 
 fn path(home: &Path) -> PathBuf {
@@ -25,11 +42,10 @@ fn path(home: &Path) -> PathBuf {
 }
 
 /// Records this process as the running server.
-pub fn write(home: &Path, addr: SocketAddr, token: bool) -> std::io::Result<()> {
+pub fn write(home: &Path, addr: SocketAddr) -> std::io::Result<()> {
     let doc = json!({
         "pid": std::process::id(),
         "addr": super::wake_addr(addr).to_string(),
-        "token": token,
     });
     let mut opts = std::fs::OpenOptions::new();
     opts.write(true).create(true).truncate(true);
@@ -50,7 +66,6 @@ fn read_file(home: &Path) -> Option<Endpoint> {
     Some(Endpoint {
         pid: u32::try_from(v["pid"].as_u64()?).ok()?,
         addr: v["addr"].as_str()?.parse().ok()?,
-        token: v["token"].as_bool().unwrap_or(false),
     })
 }
 

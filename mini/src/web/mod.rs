@@ -300,7 +300,7 @@ pub fn run(manager: Manager, auth: auth::Auth, opts: Options) -> Result<(), Erro
     // Recorded before the start is announced: whoever waits for the announcement
     // (a script, a test) finds the record.
     let home = state.rt().config.home.clone();
-    if let Err(e) = endpoint::write(&home, addr, state.auth.needs_token()) {
+    if let Err(e) = endpoint::write(&home, addr) {
         log::warn!(
             "cannot record the server in {}: {e} (`evolve ask` will not find it)",
             home.display()
@@ -315,14 +315,14 @@ pub fn run(manager: Manager, auth: auth::Auth, opts: Options) -> Result<(), Erro
     // One write for the whole line: stderr is unbuffered, and `eprintln!` writes each
     // piece on its own, so a script that reads the log while it is written could see
     // "serving on http://" before the address (seen under qemu).
+    // The link goes first: whoever waits for "serving on" has it by then.
     let banner = format!(
-        "evolve {} serving on http://{addr}{every} (UI at /, API at /v1, docs at /docs){}\n",
+        "evolve: sign in to the web UI with {} (`evolve open` prints it again)\n\
+         evolve {} serving on http://{addr}{every} (UI at /, API at /v1, docs at /docs) — \
+         token in {}\n",
+        state.auth.login_link(wake_addr(addr)),
         env!("CARGO_PKG_VERSION"),
-        if state.auth.needs_token() {
-            " — token required"
-        } else {
-            ""
-        }
+        auth::token_path(&home).display(),
     );
     {
         use std::io::Write as _;
@@ -394,10 +394,12 @@ fn admit(state: &State, req: &Request) -> Admission {
         return Admission::Authenticated;
     }
     let path = req.path.as_str();
-    let public = path == "/health"
-        || path == "/login"
-        || path.starts_with("/static/")
-        || path == "/favicon.ico";
+    // The login page and what it needs to draw, nothing else: `/static/{file}` names
+    // every embedded file (the UI, `openapi.json`), and those need the token.
+    let public = matches!(
+        path,
+        "/health" | "/login" | "/static/login.js" | "/static/app.css" | "/favicon.ico"
+    );
     if public {
         return Admission::Public;
     }
@@ -409,6 +411,6 @@ fn admit(state: &State, req: &Request) -> Admission {
     Admission::Refused(error(
         401,
         "a token is required: send `Authorization: Bearer TOKEN` (the token is in \
-         $EVOLVE_HOME/serve.token)",
+         $EVOLVE_HOME/serve.token; `evolve open` signs a browser in)",
     ))
 }

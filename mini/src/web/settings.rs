@@ -518,14 +518,26 @@ const TEST_ANSWER: Duration = Duration::from_secs(30);
 /// `POST /v1/settings/model/test`: doctor's checks (`llm::diagnose`) against the current
 /// settings, or the current ones changed by the body (not saved). Always 200 when the
 /// body is valid: a failing check is an answer.
+///
+/// The key in use belongs to the URL in use: tested against another URL, only a key
+/// sent in the same body goes there, never the stored one (which would hand it to
+/// whoever asked for the test with their own server's address).
 pub fn test(state: &State, req: &Request) -> Reply {
     let b = field!(body(req));
     let edit = field!(Edit::parse(&b));
+    let current = state.rt().config.model.clone();
     let mut cfg = if edit == Edit::default() {
-        state.rt().config.model.clone()
+        current.clone()
     } else {
         field!(candidate(state, &edit)).2.config.model
     };
+    if !same_server(&cfg.base_url, &current.base_url) {
+        cfg.api_key = edit
+            .api_key
+            .as_deref()
+            .filter(|k| !k.is_empty())
+            .map(crate::secret::Secret::new);
+    }
     cfg.timeouts.connect = cfg.timeouts.connect.min(CHECK_CONNECT);
     cfg.timeouts.first_byte = cfg.timeouts.first_byte.min(TEST_ANSWER);
     cfg.timeouts.overall = cfg.timeouts.overall.min(TEST_ANSWER);
@@ -548,9 +560,86 @@ pub fn test(state: &State, req: &Request) -> Reply {
     )
 }
 
+/// Two base URLs name the same endpoint: the scheme and host in any case, a port
+/// given or left to the scheme's default, a path with or without a trailing `/`.
+fn same_server(a: &str, b: &str) -> bool {
+    fn parts(url: &str) -> Option<(String, String, u16, &str)> {
+        let (scheme, rest) = url.trim().split_once("://")?;
+        let scheme = scheme.to_ascii_lowercase();
+        let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+        let (authority, path) = rest.split_at(end);
+        let authority = authority.rsplit_once('@').map_or(authority, |(_, a)| a);
+        let default = match scheme.as_str() {
+            "http" => 80,
+            "https" => 443,
+            _ => return None,
+        };
+        let (host, port) = match authority.rsplit_once(':') {
+            Some((h, p)) if !h.ends_with(':') && !p.contains(']') => (
+                h,
+                if p.is_empty() {
+                    default
+                } else {
+                    p.parse().ok()?
+                },
+            ),
+            _ => (authority, default),
+        };
+        Some((
+            scheme,
+            host.to_ascii_lowercase(),
+            port,
+            path.trim_end_matches('/'),
+        ))
+    }
+    match (parts(a), parts(b)) {
+        (Some(x), Some(y)) => x == y,
+        _ => false,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_same_server_is_recognised_through_spelling_and_no_further() {
+        let saved = "http://127.0.0.1:11434/v1";
+        for (other, same) in [
+            ("http://127.0.0.1:11434/v1", true),
+            ("http://127.0.0.1:11434/v1/", true),
+            ("HTTP://127.0.0.1:11434/v1", true),
+            ("http://127.0.0.1:11435/v1", false),
+            ("http://127.0.0.2:11434/v1", false),
+            ("https://127.0.0.1:11434/v1", false),
+            ("http://127.0.0.1:11434/v2", false),
+            ("http://127.0.0.1:11434", false),
+            ("http://127.0.0.1:11434@evil.example/v1", false),
+            ("http://evil.example/?h=127.0.0.1:11434/v1", false),
+            ("not a url", false),
+        ] {
+            assert_eq!(same_server(other, saved), same, "{other}");
+        }
+        for (a, b, same) in [
+            (
+                "https://API.openai.com/v1",
+                "https://api.openai.com/v1/",
+                true,
+            ),
+            (
+                "https://api.openai.com:443/v1",
+                "https://api.openai.com/v1",
+                true,
+            ),
+            ("http://h:80/v1", "http://h/v1", true),
+            ("http://h:8080/v1", "http://h/v1", false),
+            ("http://[::1]:8080/v1", "http://[::1]:8080/v1/", true),
+            ("http://[::1]:8080/v1", "http://[::1]:8081/v1", false),
+            ("http://[::1]/v1", "http://[::1]:80/v1", true),
+        ] {
+            assert_eq!(same_server(a, b), same, "{a} {b}");
+        }
+    }
 
     fn parse(v: Value) -> Result<Edit, u16> {
         Edit::parse(v.as_object().expect("an object")).map_err(|r| r.status)

@@ -238,14 +238,19 @@ pub fn tool_row(w: &World, tool: &str) -> serde_json::Value {
         .unwrap_or_else(|| panic!("{tool} not listed: {doc}"))
 }
 
-/// `POST /v1/tools/NAME/run` on serve at `port` (from any thread): `{output, is_error, …}`.
-pub fn run_tool(port: u16, name: &str, arguments: serde_json::Value) -> serde_json::Value {
+/// `POST /v1/tools/NAME/run` on serve `api` (from any thread): `{output, is_error, …}`.
+pub fn run_tool(
+    api: super::serve::Api,
+    name: &str,
+    arguments: serde_json::Value,
+) -> serde_json::Value {
+    let super::serve::Api { port, token } = api;
     use std::io::{Read, Write};
     let body = serde_json::json!({ "arguments": arguments }).to_string();
     let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect to serve");
     s.set_read_timeout(Some(Duration::from_secs(120))).unwrap();
     let head = format!(
-        "POST /v1/tools/{name}/run HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        "POST /v1/tools/{name}/run HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAuthorization: Bearer {token}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
         body.len()
     );
     s.write_all(head.as_bytes()).unwrap();

@@ -1,6 +1,8 @@
 //! `evolve serve` for end-to-end tests: started on a free port against the world's fake
 //! model, and a raw HTTP/1.1 client that can also send what a well-behaved client never
-//! would (malformed heads, oversized bodies, foreign Origins).
+//! would (malformed heads, oversized bodies, foreign Origins). The client signs its
+//! requests with the server's token (`serve.token`) as the CLI does; `anonymous` sends
+//! one without, as another account of the machine would.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
@@ -18,6 +20,8 @@ pub struct Server {
     pub stderr: mpsc::Receiver<String>,
     /// The start lines (up to the "serving on" line).
     pub banner: Vec<String>,
+    /// The token every request but the login page's carries.
+    pub token: String,
 }
 
 impl Server {
@@ -52,16 +56,55 @@ impl Server {
                 break port.parse::<u16>().expect("the port in the banner");
             }
         };
+        let token = std::fs::read_to_string(w.home.join("serve.token"))
+            .expect("serve wrote its token")
+            .trim()
+            .to_string();
         Server {
             child,
             port,
             stderr: rx,
             banner,
+            token,
         }
     }
 
-    /// A request; `headers` are added to `Host` and `Content-Length`.
+    /// Where and how to reach it from any thread.
+    pub fn api(&self) -> Api {
+        Api {
+            port: self.port,
+            token: Box::leak(self.token.clone().into_boxed_str()),
+        }
+    }
+
+    /// `Authorization: Bearer TOKEN`.
+    pub fn bearer(&self) -> String {
+        format!("Bearer {}", self.token)
+    }
+
+    /// A request with the token; `headers` are added to `Host`, `Content-Length` and
+    /// `Authorization` (left out when `headers` give their own `Authorization` or
+    /// `Cookie`).
     pub fn request(&self, method: &str, path: &str, headers: &[(&str, &str)], body: &str) -> Resp {
+        let own = headers.iter().any(|(k, _)| {
+            k.eq_ignore_ascii_case("authorization") || k.eq_ignore_ascii_case("cookie")
+        });
+        let bearer = self.bearer();
+        let mut all: Vec<(&str, &str)> = headers.to_vec();
+        if !own {
+            all.push(("Authorization", &bearer));
+        }
+        self.anonymous(method, path, &all, body)
+    }
+
+    /// A request without the token (unless `headers` carry one).
+    pub fn anonymous(
+        &self,
+        method: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: &str,
+    ) -> Resp {
         let mut head = format!(
             "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nConnection: close\r\n",
             self.port
@@ -112,6 +155,13 @@ impl Server {
         }
         None
     }
+}
+
+/// A running server's port and token, copied into threads.
+#[derive(Debug, Clone, Copy)]
+pub struct Api {
+    pub port: u16,
+    pub token: &'static str,
 }
 
 impl Drop for Server {
@@ -234,11 +284,13 @@ pub fn chat_body(text: &str, extra: serde_json::Value) -> String {
 }
 
 /// The events of a streamed turn, `(event name, data)` as they arrive.
-pub fn stream_events(port: u16, body: &str) -> mpsc::Receiver<(String, serde_json::Value)> {
-    let mut sock = TcpStream::connect(("127.0.0.1", port)).unwrap();
+pub fn stream_events(s: &Server, body: &str) -> mpsc::Receiver<(String, serde_json::Value)> {
+    let mut sock = TcpStream::connect(("127.0.0.1", s.port)).unwrap();
     write!(
         sock,
-        "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: {}\r\n\
+         Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        s.bearer(),
         body.len()
     )
     .unwrap();
@@ -279,7 +331,7 @@ pub fn next_event(
 /// the event reader, the session and the question.
 #[track_caller]
 pub fn asking(
-    port: u16,
+    s: &Server,
     text: &str,
     extra: serde_json::Value,
 ) -> (
@@ -291,7 +343,7 @@ pub fn asking(
     if let (Some(o), Some(e)) = (body.as_object_mut(), extra.as_object()) {
         o.extend(e.clone());
     }
-    let rx = stream_events(port, &chat_body(text, body));
+    let rx = stream_events(s, &chat_body(text, body));
     let sid = next_event(&rx, "evolve.session")["session"]
         .as_str()
         .unwrap()

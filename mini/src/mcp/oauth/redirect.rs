@@ -142,7 +142,7 @@ fn serve(
     outcome
 }
 
-/// The target of a `GET` request head; `None` for anything else.
+/// The target of a `GET` request head with one `Host`; `None` for anything else.
 fn read_target(stream: &mut TcpStream) -> Option<String> {
     let mut head = Vec::new();
     let mut buf = [0u8; 2048];
@@ -153,7 +153,13 @@ fn read_target(stream: &mut TcpStream) -> Option<String> {
         let mut request = httparse::Request::new(&mut headers);
         match request.parse(&head) {
             Ok(httparse::Status::Complete(_)) => {
-                return (request.method == Some("GET"))
+                // One Host, as serve's heads: a request naming two is not a browser's.
+                let hosts = request
+                    .headers
+                    .iter()
+                    .filter(|h| h.name.eq_ignore_ascii_case("host"))
+                    .count();
+                return (request.method == Some("GET") && hosts == 1)
                     .then(|| request.path.map(str::to_string))
                     .flatten();
             }
@@ -276,13 +282,21 @@ mod tests {
         let uri = lb.redirect_uri();
         let port = port_of(&uri).expect("port");
         let browser = std::thread::spawn(move || {
-            let get = |path: &str| {
+            let send = |path: &str, hosts: &str| {
                 let mut s = TcpStream::connect((Ipv4Addr::LOCALHOST, port)).expect("connect");
-                write!(s, "GET {path} HTTP/1.1\r\nhost: 127.0.0.1\r\n\r\n").expect("send");
+                write!(s, "GET {path} HTTP/1.1\r\n{hosts}\r\n").expect("send");
                 let mut out = String::new();
                 let _ = s.read_to_string(&mut out);
                 out
             };
+            let get = |path: &str| send(path, "host: 127.0.0.1\r\n");
+            // Two Host headers: not a browser's request, whatever it carries (closed
+            // without an answer, like a request that is not a GET).
+            let doubled = send(
+                "/callback?code=forged&state=st",
+                "Host: 127.0.0.1\r\nHost: evil.example\r\n",
+            );
+            assert_eq!(doubled, "", "a request with two Host headers was answered");
             (get("/favicon.ico"), get("/callback?code=abc&state=st"))
         });
         let never = AtomicBool::new(false);

@@ -4,7 +4,7 @@
 //!
 //! Refused, with a 4xx and never a 5xx: heads over 16 KiB or with over 100 headers
 //! (431), malformed heads (400), HTTP other than 1.0/1.1 (505), no or several `Host` in
-//! HTTP/1.1 (400), chunked bodies (411), a `Content-Length` that is not digits or
+//! HTTP/1.1, several `Host`, `Authorization` or `Cookie` in any (400), chunked bodies (411), a `Content-Length` that is not digits or
 //! disagrees with another (400), a body over the limit (413, known from the head alone).
 
 /// The largest request head (request line and headers).
@@ -104,6 +104,14 @@ pub fn parse(buf: &[u8], max_body: usize) -> Parsed {
     if (!http10 && hosts.is_empty()) || hosts.len() > 1 {
         return Parsed::Bad(400, "the request must have one Host header");
     }
+    // Who is asking is one answer: two credentials would let the check and a proxy in
+    // front read different ones (a browser sends one `Cookie` header over HTTP/1.1,
+    // RFC 6265 §5.4).
+    for name in ["authorization", "cookie"] {
+        if all(name).len() > 1 {
+            return Parsed::Bad(400, "the request must not repeat Authorization or Cookie");
+        }
+    }
     let connection = all("connection").join(",").to_ascii_lowercase();
     let keep_alive = if connection.contains("close") {
         false
@@ -200,6 +208,14 @@ mod tests {
             (b"GET / HTTX/1.1\r\nHost: a\r\n\r\n", 400),
             (b"GET / HTTP/1.1\r\n\r\n", 400),
             (b"GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", 400),
+            (b"GET / HTTP/1.1\r\nHost: a\r\nhost: a\r\n\r\n", 400),
+            (b"GET / HTTP/1.0\r\nHost: a\r\nHOST: b\r\n\r\n", 400),
+            (
+                b"GET / HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer x\r\nauthorization: Bearer y\r\n\r\n",
+                400,
+            ),
+            (b"GET / HTTP/1.1\r\nHost: a\r\nCookie: a=1\r\nCookie: b=2\r\n\r\n", 400),
+            (b"GET / HTTP/1.1\r\nHost: a\r\nCookie: a=1; b=2\r\n\r\n", 200),
             (b"GET / HTTP/1.1\r\nHost: a\r\nBad Name: x\r\n\r\n", 400),
             (b"GET / HTTP/1.1\r\nHost: \xff\r\n\r\n", 400),
             (b"GET / HTTP/1.1\r\nHost: a\r\n folded\r\n\r\n", 400),

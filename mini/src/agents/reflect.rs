@@ -5,6 +5,7 @@
 use evolve_core::history::L2Entry;
 use evolve_core::json::{extract, Value};
 use evolve_core::memory::{Category, Memory, Priority};
+use evolve_core::provenance::Source;
 use evolve_core::text::{clip_chars, one_line};
 use evolve_core::Timestamp;
 
@@ -56,7 +57,9 @@ impl ReflectionAgent {
     }
 
     /// Reflects over the session's recent turns; a lesson found is saved as a memory
-    /// (tag `reflection`) and returned. `cancel` stops the model call (`/reflect`).
+    /// (tag `reflection`) and returned: a HIGH instruction of the store's, or, when
+    /// one of those turns read outside text, a fact of the world's (never a rule).
+    /// `cancel` stops the model call (`/reflect`).
     #[allow(clippy::too_many_arguments)]
     pub fn reflect(
         &self,
@@ -92,11 +95,17 @@ impl ReflectionAgent {
         }
         let text = cheap_call(rt, prompts::REFLECT, &input, usage, problems, cancel)?;
         let lesson = field(&text, "lesson", problems, "reflection")?;
+        // Turns that read outside text (their tool rounds or files) make the lesson the
+        // world's: information, never an instruction.
+        let world = entries[start..]
+            .iter()
+            .any(|e| !e.thinking.is_empty() || !e.files.is_empty());
         let mut m = Memory::new(lesson.clone(), Category::Instruction, now, &rt.tokenizer);
         m.priority = Priority::High;
         m.importance = 4;
         m.tags = vec![REFLECTION_TAG.to_string()];
         m.refresh_derived(&rt.tokenizer);
+        let m = m.from_source(if world { Source::World } else { Source::Store });
         if let Err(e) = rt
             .store
             .ingest_memory(m, &rt.config.core.memory, now, &rt.tokenizer)

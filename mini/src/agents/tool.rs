@@ -414,7 +414,8 @@ impl ToolAgent {
     /// Runs an allowed call at the `level` the check gave it (a shell command is confined
     /// by it) and cuts its output (head and tail) to the configured cap (128 KiB) or a
     /// third of the model's window, whichever is smaller. An MCP server's progress
-    /// notices and questions for a person go to `events`.
+    /// notices and questions for a person go to `events`. `world`: the turn has world
+    /// text, so what the model writes (a memory it adds) is the world's.
     #[allow(clippy::too_many_arguments)]
     pub fn run(
         &self,
@@ -424,12 +425,13 @@ impl ToolAgent {
         name: &str,
         arguments: &str,
         level: Level,
+        world: bool,
         now: Timestamp,
         cancel: &AtomicBool,
         events: &mut dyn crate::mcp::CallEvents,
     ) -> ToolOutput {
         let mut out = if rt.tools.has(name) {
-            self.run_builtin(rt, session, name, arguments, level, now, cancel)
+            self.run_builtin(rt, session, name, arguments, level, world, now, cancel)
         } else if let Some(entry) = self.mcp_entry(tools, name) {
             let tool = &entry.tool.name;
             match rt.mcp.call(&entry.server, tool, arguments, cancel, events) {
@@ -484,6 +486,7 @@ impl ToolAgent {
         name: &str,
         arguments: &str,
         level: Level,
+        world: bool,
         now: Timestamp,
         cancel: &AtomicBool,
     ) -> ToolOutput {
@@ -504,6 +507,7 @@ impl ToolAgent {
             skills: &skills,
             cancel,
             level,
+            world,
         };
         rt.tools.run(name, arguments, &ctx)
     }

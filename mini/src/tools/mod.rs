@@ -85,6 +85,9 @@ pub struct ToolContext<'a> {
     /// The level the permission check gave this call: a shell command is confined to
     /// what that level may touch (read-only below L3).
     pub level: Level,
+    /// The turn has world text in it (a page, a file, a tool's output): what the model
+    /// writes now may repeat it, so a memory it adds is the world's.
+    pub world: bool,
 }
 
 /// One built-in tool: what the model sees and what the permission check needs.

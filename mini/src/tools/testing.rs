@@ -95,6 +95,7 @@ impl Harness {
             skills: &self.skills,
             cancel: &self.cancel,
             level: self.level,
+            world: false,
         }
     }
 

@@ -1129,6 +1129,8 @@ impl Manager {
                 Turn::new(sid, task, policy, grants, limits).with_provenance(provenance.clone()),
             );
             let (ctx, mut tools) = self.sub_context(task, parent.cancel)?;
+            // Its own memories and skills: a world memory makes it start with world text.
+            see_context(t, &ctx);
             let input = TurnInput {
                 session: Some(sid),
                 text: task,

@@ -796,6 +796,10 @@ fn keyword_pairs(
     for j in first_scanned..live.len() {
         for i in 0..j {
             let (older, newer) = (live[i], live[j]);
+            // What a page said never merges with the person's memory.
+            if older.is_world() != newer.is_world() {
+                continue;
+            }
             let s = memory::merge_similarity(older, newer, cfg);
             if s > 0.0
                 && s + 1e-6 >= cfg.merge_jaccard
@@ -1080,6 +1084,11 @@ mod tests {
         // The restatement merges into the older; two different rules stay apart (a
         // merge would lose a word); the summary is left alone.
         assert_eq!(ids, vec![(1, 2)]);
+        // The same restatement learned from a page is not merged into the person's.
+        mems[1] = mems[1]
+            .clone()
+            .from_source(evolve_core::provenance::Source::World);
+        assert!(keyword_pairs(&mems, NOW, &cfg, t).is_empty());
     }
 
     #[test]

@@ -605,3 +605,48 @@ fn the_api_shows_the_source_and_a_persons_edit_adopts_the_memory() {
     );
     s.stop();
 }
+
+#[test]
+fn the_summary_of_turns_that_read_a_page_is_world_text_when_loaded_later() {
+    let page = Page::start("A recipe for bread.");
+    let w = world("mem-l3");
+    w.config("[tools]\nhttp_allow_private = true\n[history]\nl2_capacity = 3\nl2_overflow = 2\n");
+    w.fake.set_fallback(Reply::text("Fine."));
+    // Every summary the cheap model writes leaves out where its turns came from.
+    w.fake.quiet_with(
+        SUMMARIZE,
+        Reply::text("The user read a bread recipe and chatted."),
+    );
+    let url = page.url("/bread");
+    w.fake
+        .push(tool_call("http_get", &json!({ "url": url }).to_string()));
+    w.fake.push(Reply::text("It is a bread recipe."));
+    let first = w
+        .run(&["ask", "--json", &format!("Read {url}")])
+        .expect(0)
+        .json();
+    let sid = first["session"].as_str().unwrap().to_string();
+    for i in 2..=8 {
+        w.run(&[
+            "ask",
+            "--session",
+            &sid,
+            &format!("Tell me a fact number {i}"),
+        ])
+        .expect(0);
+    }
+    // The page's turn is only in the summary now; the next turn sends unsourced data.
+    w.fake.push(tool_call(
+        "http_get",
+        &json!({ "url": page.url(&format!("/c?d={PIN}")) }).to_string(),
+    ));
+    w.fake.push(Reply::text("Sent."));
+    let run = w.run(&["ask", "--json", "--session", &sid, "Back it up"]);
+    let sent = all_text(w.main_requests().last().unwrap());
+    assert!(
+        sent.contains("[summary of turns that read outside text]"),
+        "{sent}"
+    );
+    assert_eq!(page.seen(), ["/bread"], "nothing left after the page");
+    assert_eq!(run.json()["tools"][0]["ran"], false);
+}

@@ -166,11 +166,15 @@ fn see_context(turn: &mut Turn, ctx: &Context) {
         Source::Store
     };
     turn.saw_context(memories, "memory", &ctx.recall.block);
-    let store = [
-        ctx.skills_block.as_str(),
-        ctx.todo_block.as_str(),
-        ctx.l3.as_deref().unwrap_or(""),
-    ];
+    // The summary of older turns is world text when they read outside text.
+    let l3 = ctx.l3.as_deref().unwrap_or("");
+    let summary = if l3.starts_with(super::reflect::L3_WORLD_MARK) {
+        Source::World
+    } else {
+        Source::Store
+    };
+    turn.saw_context(summary, "history", l3);
+    let store = [ctx.skills_block.as_str(), ctx.todo_block.as_str()];
     for text in store {
         turn.saw_context(Source::Store, "memory", text);
     }

@@ -506,7 +506,7 @@ mod tests {
         ];
         for (from, change, want) in table {
             let mut ms = store();
-            ms[1] = ms[1].clone().from_source(Source::World);
+            ms[1] = ms[1].clone().with_source(Source::World);
             ms[1].priority = from;
             let out = adjust_priorities(&mut ms, &[p(2, change)], NOW, ROOM, &cfg);
             match want {

@@ -238,7 +238,7 @@ mod tests {
     fn a_world_copy_pairs_with_world_memories_only() {
         use crate::provenance::Source;
         let cfg = MemoryConfig::default();
-        let world = |m: Memory| m.from_source(Source::World);
+        let world = |m: Memory| m.with_source(Source::World);
         // 1 (person) and 2, 3 (world) say the same; 2 and 3 pair, 1 is left alone.
         let ms = vec![
             mem(1, 10, Some(vec![1.0, 0.0])),

@@ -642,8 +642,8 @@ proptest! {
     ) {
         let ms = build(&[a, b]);
         let src = |w: bool| if w { Source::World } else { Source::Person };
-        let x = ms[0].clone().from_source(src(world_a));
-        let y = ms[1].clone().from_source(src(world_b));
+        let x = ms[0].clone().with_source(src(world_a));
+        let y = ms[1].clone().with_source(src(world_b));
         let cfg = MemoryConfig::default();
         for (stored, incoming) in [(&x, &y), (&y, &x)] {
             let m = merge(stored, incoming, &FallbackTokenizer);
@@ -678,7 +678,7 @@ proptest! {
         let mut ms: Vec<Memory> = build(&specs)
             .into_iter()
             .zip(&worlds)
-            .map(|(m, &w)| if w { m.from_source(Source::World) } else { m })
+            .map(|(m, &w)| if w { m.with_source(Source::World) } else { m })
             .collect();
         let before = ms.clone();
         let props: Vec<Proposal> = proposals

@@ -330,7 +330,7 @@ impl Memory {
 
     /// The same memory, learned from `source` and held to what that source may claim
     /// ([`Memory::confine_world`]).
-    pub fn from_source(mut self, source: Source) -> Self {
+    pub fn with_source(mut self, source: Source) -> Self {
         self.source = source;
         self.confine_world();
         self
@@ -494,7 +494,7 @@ mod tests {
         assert_eq!(old.source, Source::Person);
         let json = serde_json::to_string(&old).unwrap();
         assert!(!json.contains("source"), "{json}");
-        let world = old.clone().from_source(Source::World);
+        let world = old.clone().with_source(Source::World);
         let json = serde_json::to_string(&world).unwrap();
         assert!(json.contains(r#""source":"world""#), "{json}");
         let back: Memory = serde_json::from_str(&json).unwrap();
@@ -522,7 +522,7 @@ mod tests {
             let mut person = m.clone();
             assert!(!person.confine_world(), "the person's memory is kept");
             assert_eq!((person.category, person.priority), (c, p));
-            let w = m.from_source(Source::World);
+            let w = m.with_source(Source::World);
             assert_eq!((w.category, w.priority, w.importance), want, "{c} {p} {i}");
             assert!(!w.promoted);
             let mut again = w.clone();

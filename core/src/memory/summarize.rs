@@ -343,7 +343,7 @@ mod tests {
         let mut ms = store();
         // Two facts from pages beside the person's one recent fact.
         for (id, text) in [(8, "page says rust is fast"), (9, "page says rust is safe")] {
-            ms.push(mem(id, text, Category::Fact, DAY).from_source(Source::World));
+            ms.push(mem(id, text, Category::Fact, DAY).with_source(Source::World));
         }
         let cs = clusters(&ms, NOW, None, &cfg);
         let got: Vec<(Category, Vec<MemoryId>, bool)> = cs

@@ -121,7 +121,7 @@ pub fn lesson_memory(
     m.importance = 3;
     m.tags = vec![LESSON_TAG.to_string(), tag.name().to_string()];
     m.refresh_derived(tokenizer);
-    m.from_source(if world { Source::World } else { Source::Store })
+    m.with_source(if world { Source::World } else { Source::Store })
 }
 
 /// The lesson's text and tag from the model's JSON reply; `None` when it found none.

@@ -1087,7 +1087,7 @@ mod tests {
         // The same restatement learned from a page is not merged into the person's.
         mems[1] = mems[1]
             .clone()
-            .from_source(evolve_core::provenance::Source::World);
+            .with_source(evolve_core::provenance::Source::World);
         assert!(keyword_pairs(&mems, NOW, &cfg, t).is_empty());
     }
 

@@ -239,7 +239,7 @@ impl MemoryAgent {
                     m.category
                 );
             }
-            let m = m.from_source(source);
+            let m = m.with_source(source);
             match rt
                 .store
                 .ingest_memory(m, &rt.config.core.memory, now, &rt.tokenizer)

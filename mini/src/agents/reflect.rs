@@ -114,7 +114,7 @@ impl ReflectionAgent {
         m.importance = 4;
         m.tags = vec![REFLECTION_TAG.to_string()];
         m.refresh_derived(&rt.tokenizer);
-        let m = m.from_source(if world { Source::World } else { Source::Store });
+        let m = m.with_source(if world { Source::World } else { Source::Store });
         if let Err(e) = rt
             .store
             .ingest_memory(m, &rt.config.core.memory, now, &rt.tokenizer)

@@ -700,7 +700,7 @@ mod tests {
             &[REFLECTION_TAG],
             999,
         )
-        .from_source(evolve_core::provenance::Source::World);
+        .with_source(evolve_core::provenance::Source::World);
         let with_page = Learned::gather(&[page], &[], 0.5, 1_000);
         assert!(with_page.is_empty(), "{with_page:?}");
 

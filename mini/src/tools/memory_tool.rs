@@ -210,7 +210,7 @@ fn add(args: &Args, ctx: &ToolContext<'_>) -> Result<ToolOutput, ToolOutput> {
     }
     memory.refresh_derived(ctx.tokenizer);
     // The model wrote it: after world text, it may be what a page told it to keep.
-    let memory = memory.from_source(written_by_model(ctx));
+    let memory = memory.with_source(written_by_model(ctx));
     let cfg = &ctx.config.core.memory;
     match ctx.store.ingest_memory(memory, cfg, ctx.now, ctx.tokenizer) {
         Ok(Ingested::Inserted(id)) => Ok(ToolOutput::ok(format!("remembered as #{id}"))),
@@ -266,7 +266,7 @@ fn update(args: &Args, ctx: &ToolContext<'_>) -> Result<ToolOutput, ToolOutput> 
     // New text, a rule category or a higher priority written after world text is the
     // world's claim, not the person's.
     if claims && ctx.world {
-        m = m.from_source(Source::World);
+        m = m.with_source(Source::World);
     }
     m.refresh_derived(ctx.tokenizer);
     ctx.store

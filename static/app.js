@@ -714,6 +714,7 @@ function turnBody(r) {
   row('evaluation', r.evaluation ? `${r.evaluation.score.toFixed(2)} — ${r.evaluation.reason}` : t('notYet'));
   row('reflection', ...(r.reflection ? [r.reflection] : []));
   if (r.learned_skill) row('learnedSkill', btn(r.learned_skill, 'link', () => { show('skills'); openSkill(r.learned_skill); }));
+  if (r.skill_pending) row('skillPending', t('skillPendingHint', r.skill_pending));
   if (r.lesson) row('lessonSaved', r.lesson);
   const u = r.usage || {}, m = u.main || {}, c = u.cheap || {};
   row('tokens', t('tokMain', m.prompt_tokens ?? 0, m.completion_tokens ?? 0), h('br'),
@@ -1216,7 +1217,7 @@ function memItem(m) {
     }), 'delete'));
   acts.lastChild.dataset.testid = 'memory-delete';
   acts.firstChild.dataset.testid = 'memory-edit-text';
-  li.append(h('small', 'mut', [`#${m.id}`, t('cat_' + m.category), m.pinned && t('pinned'), ago(m.updated_at || m.created_at)]
+  li.append(h('small', 'mut', [`#${m.id}`, t('cat_' + m.category), m.pinned && t('pinned'), m.source === 'world' && t('fromWorld'), ago(m.updated_at || m.created_at)]
     .filter(Boolean).join(' · ')));
   return li;
 }

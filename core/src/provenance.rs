@@ -17,7 +17,8 @@
 //!   data). Anything else is asked. The rule is on where the data came from, never on
 //!   what it looks like, so no encoding (percent, base64, DNS labels) slips past it.
 //! - world text never becomes a rule or a preference: the memory side reads
-//!   [`Source`] of what it learns from (see `memory::Origin`).
+//!   [`Source`] of what it learns from (see `Memory::source` and
+//!   `memory::learned_source`).
 //!
 //! Before any world text, the model may build what it sends from the question itself
 //! ("weather in Hangzhou" → a weather URL): that is the person's request.

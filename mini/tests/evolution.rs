@@ -79,18 +79,58 @@ fn a_multi_tool_task_graded_high_becomes_one_learned_skill_per_job() {
     grade(&w, 0.9);
     w.fake.route(CRYSTALLIZE, Reply::text(DRAFT));
     let record = w.run(&["ask", "--json", QUESTION]).expect(0).json();
+    // The task read files (outside text): the skill waits for the person's review.
+    assert!(record["learned_skill"].is_null(), "{record:#}");
     assert_eq!(
-        record["learned_skill"], "release-notes-digest",
+        record["skill_pending"], "release-notes-digest",
         "{record:#}"
     );
-    let file = w.home.join("skills/release-notes-digest/SKILL.md");
+    let file = w.home.join("skills/.pending/release-notes-digest/SKILL.md");
     let text = std::fs::read_to_string(&file).expect("the skill file is written");
     assert!(text.contains("learned: true"), "{text}");
     assert!(text.contains("Call read_file on it."), "{text}");
     assert_eq!(
         source_of(&w, "release-notes-digest").as_deref(),
+        Some("pending")
+    );
+    let listed = w.run(&["skills", "list"]).expect(0);
+    assert!(
+        listed.stdout.contains("waiting for review")
+            && listed.stdout.contains("release-notes-digest"),
+        "{}",
+        listed.stdout
+    );
+    let shown = w.run(&["skills", "show", "release-notes-digest"]).expect(0);
+    assert!(
+        shown.stdout.contains("waiting for review"),
+        "{}",
+        shown.stdout
+    );
+    assert!(
+        shown.stdout.contains("Call read_file on it."),
+        "{}",
+        shown.stdout
+    );
+    let approved = w
+        .run(&["skills", "approve", "release-notes-digest"])
+        .expect(0);
+    assert!(
+        approved
+            .stdout
+            .contains("approved the skill release-notes-digest"),
+        "{}",
+        approved.stdout
+    );
+    assert!(w
+        .home
+        .join("skills/release-notes-digest/SKILL.md")
+        .is_file());
+    assert_eq!(
+        source_of(&w, "release-notes-digest").as_deref(),
         Some("learned")
     );
+    w.run(&["skills", "approve", "release-notes-digest"])
+        .expect(1);
     // The draft saw the calls that worked and what came back.
     let draft_request = w
         .fake
@@ -111,7 +151,7 @@ fn a_multi_tool_task_graded_high_becomes_one_learned_skill_per_job() {
     let again = w.run(&["ask", "--json", SAME_JOB]).expect(0).json();
     assert!(again["learned_skill"].is_null(), "{again:#}");
     assert_eq!(requests_with(&w, CRYSTALLIZE), 1, "no crystallize request");
-    assert_eq!(skill_folders(&w), ["release-notes-digest"]);
+    assert_eq!(skill_folders(&w), [".pending", "release-notes-digest"]);
     // The learned skill is offered for the similar request.
     let mains = w.main_requests();
     let last_first_step = &mains[mains.len() - 3];
@@ -191,9 +231,9 @@ fn a_garbage_draft_saves_nothing_and_the_turn_still_answers() {
         Reply::text(DRAFT.replace("release-notes-digest", "review-diff")),
     );
     let record = w.run(&["ask", "--json", QUESTION]).expect(0).json();
-    assert_eq!(record["learned_skill"], "review-diff-2");
+    assert_eq!(record["skill_pending"], "review-diff-2");
     assert_eq!(source_of(&w, "review-diff").as_deref(), Some("bundled"));
-    assert_eq!(source_of(&w, "review-diff-2").as_deref(), Some("learned"));
+    assert_eq!(source_of(&w, "review-diff-2").as_deref(), Some("pending"));
 }
 
 #[test]
@@ -299,7 +339,23 @@ fn a_running_serve_lists_and_offers_a_skill_it_just_learned() {
     .to_string();
     let r = s.post("/v1/chat/completions", &body);
     assert_eq!(r.status, 200, "{}", r.body);
-    // The skill is learned after the answer, in the background.
+    // The skill is drafted after the answer, in the background; the task read a file,
+    // so it waits for the person's review and is not offered until approved.
+    let pending = w.home.join("skills/.pending/release-notes-digest/SKILL.md");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !pending.is_file() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(pending.is_file(), "the draft waits for review");
+    let list = s.get("/v1/skills").json();
+    assert!(
+        !list["data"]
+            .as_array()
+            .is_some_and(|d| d.iter().any(|k| k["name"] == "release-notes-digest")),
+        "{list:#}"
+    );
+    w.run(&["skills", "approve", "release-notes-digest"])
+        .expect(0);
     let deadline = Instant::now() + Duration::from_secs(30);
     let learned = loop {
         let list = s.get("/v1/skills").json();

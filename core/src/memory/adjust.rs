@@ -7,7 +7,8 @@
 //! promotion restarts the decay clock (升级时重置 created_at), a demotion does not. A
 //! promotion is marked ([`Memory::promoted`]) and becomes CRITICAL only where the cap has
 //! room for it ([`super::critical_room`]): the model's taste never pushes out a rule the
-//! user stated.
+//! user stated. A memory learned from world text is never promoted
+//! ([`RejectReason::FromWorld`]; it may be demoted): a page cannot argue its way up.
 //! [`adjustment_listing`] and [`clip_chars`] prepare the model's input within the
 //! seed's limits (≤ 100 memories previewed in ≤ 80 characters, topics ≤ 2 000
 //! characters); writing the prompt, calling the model and repairing its JSON are the
@@ -113,6 +114,8 @@ pub enum RejectReason {
     RepeatedId,
     /// `max_adjustments` (3) were already applied.
     LimitReached,
+    /// A promotion of a memory learned from world text: it stays information.
+    FromWorld,
     /// A promotion to CRITICAL while the CRITICAL cap holds only the user's own rules
     /// (and pinned memories): it would push one of them out, or be retired at once.
     CriticalFull,
@@ -238,6 +241,9 @@ fn check(
         .ok()
         .and_then(Priority::from_u8)
         .ok_or(RejectReason::OutOfRange)?;
+    if m.is_world() && to < m.priority {
+        return Err(RejectReason::FromWorld);
+    }
     if applied >= cfg.max_adjustments {
         return Err(RejectReason::LimitReached);
     }
@@ -477,5 +483,39 @@ mod tests {
         let out = adjust_priorities(&mut ms, &[p(4, Change::By(1))], NOW, 0, &cfg);
         assert_eq!(out.applied.len(), 1);
         assert_eq!((ms[3].priority, ms[3].promoted), (Priority::Medium, false));
+    }
+
+    #[test]
+    fn a_world_memory_is_never_promoted_but_may_be_demoted() {
+        use crate::provenance::Source;
+        let cfg = MemoryConfig::default();
+        // (its priority, the change, the outcome)
+        let table = [
+            (Priority::Low, Change::By(-1), Err(RejectReason::FromWorld)),
+            (
+                Priority::Low,
+                Change::To(Priority::Medium),
+                Err(RejectReason::FromWorld),
+            ),
+            (
+                Priority::Medium,
+                Change::To(Priority::High),
+                Err(RejectReason::FromWorld),
+            ),
+            (Priority::Medium, Change::By(1), Ok(Priority::Low)),
+        ];
+        for (from, change, want) in table {
+            let mut ms = store();
+            ms[1] = ms[1].clone().with_source(Source::World);
+            ms[1].priority = from;
+            let out = adjust_priorities(&mut ms, &[p(2, change)], NOW, ROOM, &cfg);
+            match want {
+                Ok(to) => assert_eq!((out.applied.len(), ms[1].priority), (1, to), "{change:?}"),
+                Err(reason) => {
+                    assert_eq!(out.rejected[0].reason, reason, "{change:?}");
+                    assert_eq!(ms[1].priority, from);
+                }
+            }
+        }
     }
 }

@@ -106,11 +106,12 @@ pub fn expired(memories: &[Memory], now: Timestamp) -> Vec<MemoryId> {
 }
 
 /// True when the user stated the memory at its priority: neither a reflection summary
-/// ([`is_summary`]) nor raised there by the model's review ([`Memory::promoted`]).
+/// ([`is_summary`]) nor raised there by the model's review ([`Memory::promoted`]), nor
+/// learned from world text ([`Memory::is_world`]).
 /// Summaries can be written again from the memories they summarise, and a promotion
 /// can be taken back; a rule the user gave cannot be recovered once it is gone.
 pub fn stated_by_user(memory: &Memory, cfg: &MemoryConfig) -> bool {
-    !memory.promoted && !is_summary(memory, cfg)
+    !memory.promoted && !is_summary(memory, cfg) && !memory.is_world()
 }
 
 /// Ids of the CRITICAL memories to retire ([`retire`]) so that at most `critical_cap`

@@ -1,7 +1,8 @@
 //! Semantic duplicates by embedding (tea-agent `detect_duplicates` / `auto_dedup`).
 //!
-//! Decides which pairs of active memories are near-duplicates: both have an embedding
-//! and their cosine is at least 0.92. Computing the embeddings and performing the merge
+//! Decides which pairs of active memories are near-duplicates: both have an embedding,
+//! their cosine is at least 0.92, and both or neither were learned from world text (a
+//! page's copy of the person's memory is never merged into it). Computing the embeddings and performing the merge
 //! (with [`super::merge`], then soft-deleting the dropped one) are the shell's.
 //!
 //! **Scope.** The seed scans all active memories (扫描全部活跃记忆). Each run compares
@@ -147,15 +148,16 @@ pub fn embedding_duplicates(
         };
         best.clear();
         best.resize(rows.len(), None);
-        for (j, ((_, ej), nj)) in with.iter().zip(&norms).enumerate().skip(start + 1) {
+        for (j, ((mj, ej), nj)) in with.iter().zip(&norms).enumerate().skip(start + 1) {
             // Only the scanned memories newer than j (i < j).
             let newer = rows
                 .iter()
                 .zip(row_norms)
                 .zip(best.iter_mut())
                 .take(j - start);
-            for (((_, ei), ni), best) in newer {
-                if !filter.may_pass(ei, *ni, ej, *nj) {
+            for (((mi, ei), ni), best) in newer {
+                // World text never merges with the person's memory.
+                if mi.is_world() != mj.is_world() || !filter.may_pass(ei, *ni, ej, *nj) {
                     continue;
                 }
                 let c = cosine(ei, ej);
@@ -230,6 +232,26 @@ mod tests {
         assert_eq!(pairs.len(), 1);
         assert_eq!((pairs[0].keep, pairs[0].drop), (1, 2));
         assert!(pairs[0].cosine >= 0.92);
+    }
+
+    #[test]
+    fn a_world_copy_pairs_with_world_memories_only() {
+        use crate::provenance::Source;
+        let cfg = MemoryConfig::default();
+        let world = |m: Memory| m.with_source(Source::World);
+        // 1 (person) and 2, 3 (world) say the same; 2 and 3 pair, 1 is left alone.
+        let ms = vec![
+            mem(1, 10, Some(vec![1.0, 0.0])),
+            world(mem(2, 20, Some(vec![1.0, 0.01]))),
+            world(mem(3, 30, Some(vec![1.0, 0.02]))),
+        ];
+        let pairs: Vec<(MemoryId, MemoryId)> = embedding_duplicates(&ms, 100, &cfg)
+            .iter()
+            .map(|p| (p.keep, p.drop))
+            .collect();
+        assert_eq!(pairs, vec![(2, 3)]);
+        // Alone with the person's, a world copy pairs with nothing.
+        assert!(embedding_duplicates(&ms[..2], 100, &cfg).is_empty());
     }
 
     #[test]

@@ -8,7 +8,14 @@
 //! user's rules, [`stated_by_user`]),
 //! which pairs are semantic duplicates ([`embedding_duplicates`]), what is clustered and
 //! summarised by reflection ([`clusters`], [`draft_summary`]), and which priority changes
-//! proposed by a model are allowed ([`adjust_priorities`]).
+//! proposed by a model are allowed ([`adjust_priorities`]), and whose words a learned
+//! memory stands on ([`learned_source`]).
+//!
+//! Every memory keeps its source ([`Memory::source`]): one learned from world text (a
+//! page, a file, a tool's output) is information, never a rule — never CRITICAL, never
+//! an instruction or preference ([`Memory::confine_world`]); merging never lets it
+//! change the person's memory, maintenance never promotes it, a summary of it is the
+//! world's too, and the block marks it as information ([`format_block`]).
 //!
 //! Storage, embeddings, the model calls and the clock are the shell's: every function
 //! here takes `now` and the records, and returns decisions (ids, changes, text). The
@@ -24,6 +31,7 @@ mod decay;
 mod dedup;
 mod format;
 mod ingest;
+mod learned;
 mod rank;
 mod record;
 mod select;
@@ -42,14 +50,18 @@ pub use decay::{
     stated_by_user, DecayChange, Retired,
 };
 pub use dedup::{embedding_duplicates, DuplicatePair};
-pub use format::{flatten_content, format_block, prefix, Lang, BLOCK_CLOSE, BLOCK_OPEN};
+pub use format::{
+    flatten_content, format_block, prefix, Lang, BLOCK_CLOSE, BLOCK_OPEN, WORLD_PREFIX_EN,
+    WORLD_PREFIX_ZH,
+};
 pub use ingest::{decide_ingest, merge, merge_loses_nothing, merge_similarity, IngestDecision};
+pub use learned::{grounded, learned_source, GROUNDED_SHARE, PARAPHRASE_WORDS};
 pub use rank::{
     idf, length_factor, Fusion, MemoryIndex, Ranking, RecallQuery, BM25_B, BM25_K1, RRF_K,
 };
 pub use record::{
     content_hash, Category, Memory, MemoryId, Priority, IMPORTANCE_MAX, IMPORTANCE_MIN,
-    KEYWORDS_VERSION,
+    KEYWORDS_VERSION, WORLD_MAX_IMPORTANCE, WORLD_MAX_PRIORITY,
 };
 pub use select::{
     mark_accessed, recency_factor, score, select, select_query, Chosen, QueryVector, Reason,

@@ -1,6 +1,7 @@
 //! Property tests of the memory rules: selection limits and eligibility, tier floors,
 //! agreement of the fast selection with a naive full sort, order independence, decay
-//! idempotence, and the symmetric parts of merge.
+//! idempotence, the symmetric parts of merge, and that neither merging nor the model's
+//! review ever lets a memory learned from world text become or change a rule.
 
 use alloc::format;
 use alloc::string::String;
@@ -8,6 +9,7 @@ use alloc::vec::Vec;
 use proptest::prelude::*;
 
 use super::*;
+use crate::provenance::Source;
 use crate::text::{f1, intersection_len, FallbackTokenizer, KeywordSet};
 use crate::{Timestamp, DAY};
 
@@ -632,5 +634,72 @@ proptest! {
         prop_assert_eq!(lines[ms.len() + 1], BLOCK_CLOSE);
         prop_assert_eq!(block.matches(BLOCK_CLOSE).count(), 1);
         prop_assert!(lines.iter().all(|l| !l.contains('\r')));
+    }
+
+    #[test]
+    fn merging_never_lets_world_text_change_or_become_a_rule(
+        a in spec(), b in spec(), world_a: bool, world_b: bool,
+    ) {
+        let ms = build(&[a, b]);
+        let src = |w: bool| if w { Source::World } else { Source::Person };
+        let x = ms[0].clone().with_source(src(world_a));
+        let y = ms[1].clone().with_source(src(world_b));
+        let cfg = MemoryConfig::default();
+        for (stored, incoming) in [(&x, &y), (&y, &x)] {
+            let m = merge(stored, incoming, &FallbackTokenizer);
+            prop_assert_eq!(m.id, stored.id);
+            if stored.is_world() != incoming.is_world() {
+                // The non-world memory comes out whole.
+                let own = if stored.is_world() { incoming } else { stored };
+                prop_assert_eq!(&m.content, &own.content);
+                prop_assert_eq!((m.priority, m.importance, m.category, m.source),
+                    (own.priority, own.importance.clamp(1, 5), own.category, own.source));
+                // And they are never merged as similar memories.
+                let d = decide_ingest(incoming, core::slice::from_ref(stored), NOW, &cfg,
+                    &FallbackTokenizer);
+                prop_assert!(!matches!(d, IngestDecision::Merge { .. }), "{:?}", d);
+            }
+            if m.is_world() {
+                prop_assert!(m.priority >= WORLD_MAX_PRIORITY);
+                prop_assert!(m.importance <= WORLD_MAX_IMPORTANCE);
+                prop_assert!(!m.category.is_rule());
+                prop_assert!(!m.promoted);
+            }
+        }
+    }
+
+    #[test]
+    fn the_review_never_promotes_a_world_memory(
+        specs in proptest::collection::vec(spec(), 1..12),
+        worlds in proptest::collection::vec(any::<bool>(), 12),
+        proposals in proptest::collection::vec((1u64..14, 0u8..4), 0..8),
+    ) {
+        let cfg = MemoryConfig { max_adjustments: 8, ..MemoryConfig::default() };
+        let mut ms: Vec<Memory> = build(&specs)
+            .into_iter()
+            .zip(&worlds)
+            .map(|(m, &w)| if w { m.with_source(Source::World) } else { m })
+            .collect();
+        let before = ms.clone();
+        let props: Vec<Proposal> = proposals
+            .iter()
+            .map(|&(id, p)| Proposal {
+                id,
+                change: Change::To(Priority::from_u8(p).unwrap_or(Priority::Low)),
+            })
+            .collect();
+        let out = adjust_priorities(&mut ms, &props, NOW, usize::MAX, &cfg);
+        for (m, old) in ms.iter().zip(&before) {
+            if old.is_world() {
+                prop_assert!(m.priority >= old.priority, "#{} raised", m.id);
+                prop_assert!(m.priority != Priority::Critical);
+            }
+        }
+        for r in &out.rejected {
+            if r.reason == RejectReason::FromWorld {
+                let m = before.iter().find(|m| m.id == r.proposal.id);
+                prop_assert!(m.is_some_and(Memory::is_world));
+            }
+        }
     }
 }

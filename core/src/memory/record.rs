@@ -6,6 +6,7 @@ use core::fmt;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::number_or_name::{self, NumberOrName};
+use crate::provenance::Source;
 
 use crate::text::{keyword_hash, Fnv1a, KeywordSet, Tokenizer};
 use crate::Timestamp;
@@ -151,6 +152,15 @@ impl Category {
         }
     }
 
+    /// Whether the category tells the agent what to do (instruction, preference,
+    /// reminder) rather than what is so: only the person's words may be stored as one.
+    pub fn is_rule(self) -> bool {
+        matches!(
+            self,
+            Category::Instruction | Category::Preference | Category::Reminder
+        )
+    }
+
     /// Lower-case English name.
     pub fn name(self) -> &'static str {
         match self {
@@ -249,7 +259,27 @@ pub struct Memory {
     /// never compared with this one's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub embedding_model: Option<String>,
+    /// Where the text was learned from: the person (their own words), the store (the
+    /// agent's reflections on them) or the world (a page, a file, a tool's output). A
+    /// world memory is information, never a rule: [`Memory::confine_world`] holds it at
+    /// most [`WORLD_MAX_PRIORITY`], of a category that states no rule, importance at
+    /// most [`WORLD_MAX_IMPORTANCE`], and selecting it puts world text in the turn.
+    /// Written only when not `person`: records written before sources existed read as
+    /// the person's (everything stored then was taken as the person's anyway).
+    #[serde(default, skip_serializing_if = "is_person")]
+    pub source: Source,
 }
+
+fn is_person(s: &Source) -> bool {
+    *s == Source::Person
+}
+
+/// The most binding priority a world memory may have: a fact's (MEDIUM). CRITICAL is
+/// for the person's rules only.
+pub const WORLD_MAX_PRIORITY: Priority = Priority::Medium;
+
+/// The highest importance a world memory may have (the default, 3).
+pub const WORLD_MAX_IMPORTANCE: u8 = 3;
 
 /// The version of the keyword rules: 2 added English stemming, the longer stop list
 /// and single digits. Bumped whenever a change to the tokenizers changes keywords of
@@ -292,9 +322,42 @@ impl Memory {
             keyword_count: 0,
             keywords_version: 0,
             embedding_model: None,
+            source: Source::Person,
         };
         m.refresh_derived(tokenizer);
         m
+    }
+
+    /// The same memory, learned from `source` and held to what that source may claim
+    /// ([`Memory::confine_world`]).
+    pub fn with_source(mut self, source: Source) -> Self {
+        self.source = source;
+        self.confine_world();
+        self
+    }
+
+    /// True when the memory was learned from world text (a tool's result).
+    pub fn is_world(&self) -> bool {
+        self.source == Source::World
+    }
+
+    /// Holds a world memory to information: a rule category (instruction, preference,
+    /// reminder) becomes `fact`, the priority is at most [`WORLD_MAX_PRIORITY`], the
+    /// importance at most [`WORLD_MAX_IMPORTANCE`], and it is no promotion. Returns
+    /// whether anything changed. Memories of the person and the store are left as they
+    /// are. The store applies it on every write, so no path stores a world rule.
+    pub fn confine_world(&mut self) -> bool {
+        if !self.is_world() {
+            return false;
+        }
+        let before = (self.category, self.priority, self.importance, self.promoted);
+        if self.category.is_rule() {
+            self.category = Category::Fact;
+        }
+        self.priority = self.priority.max(WORLD_MAX_PRIORITY);
+        self.importance = self.importance.min(WORLD_MAX_IMPORTANCE);
+        self.promoted = false;
+        before != (self.category, self.priority, self.importance, self.promoted)
     }
 
     /// Recomputes the keywords (content + tags) and the content hash; call after any
@@ -423,6 +486,48 @@ mod tests {
         assert_eq!(n.keywords.len(), 3);
         assert_eq!(n.content_hash, content_hash("likes green   TEA"));
         assert_ne!(n.content_hash, content_hash("likes black tea"));
+    }
+
+    #[test]
+    fn old_records_read_as_the_persons_and_the_source_round_trips() {
+        let old: Memory = serde_json::from_str(r#"{"content":"likes green tea"}"#).unwrap();
+        assert_eq!(old.source, Source::Person);
+        let json = serde_json::to_string(&old).unwrap();
+        assert!(!json.contains("source"), "{json}");
+        let world = old.clone().with_source(Source::World);
+        let json = serde_json::to_string(&world).unwrap();
+        assert!(json.contains(r#""source":"world""#), "{json}");
+        let back: Memory = serde_json::from_str(&json).unwrap();
+        assert_eq!(back.source, Source::World);
+    }
+
+    #[test]
+    fn a_world_memory_is_held_to_information() {
+        use Category::*;
+        use Priority::*;
+        // (category, priority, importance) → (category, priority, importance)
+        let table = [
+            ((Instruction, Critical, 5), (Fact, Medium, 3)),
+            ((Preference, High, 4), (Fact, Medium, 3)),
+            ((Reminder, High, 3), (Fact, Medium, 3)),
+            ((Fact, Medium, 2), (Fact, Medium, 2)),
+            ((General, Low, 1), (General, Low, 1)),
+            ((General, Critical, 5), (General, Medium, 3)),
+        ];
+        for ((c, p, i), want) in table {
+            let mut m = Memory::new("x", c, 0, &FallbackTokenizer);
+            m.priority = p;
+            m.importance = i;
+            m.promoted = true;
+            let mut person = m.clone();
+            assert!(!person.confine_world(), "the person's memory is kept");
+            assert_eq!((person.category, person.priority), (c, p));
+            let w = m.with_source(Source::World);
+            assert_eq!((w.category, w.priority, w.importance), want, "{c} {p} {i}");
+            assert!(!w.promoted);
+            let mut again = w.clone();
+            assert!(!again.confine_world(), "idempotent");
+        }
     }
 
     #[test]

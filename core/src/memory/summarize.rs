@@ -11,6 +11,11 @@
 //! the previous reflection run when the shell passes it, so a run never summarises the
 //! same memories twice. Summary memories themselves (tagged `summary_tag`) are never
 //! clustered again.
+//!
+//! Sources: memories learned from world text are clustered apart from the person's and
+//! the store's, and a summary of them is the world's: information at most MEDIUM,
+//! never CRITICAL ([`Memory::confine_world`]). A summary of the person's memories is
+//! the store's.
 
 use alloc::collections::BTreeMap;
 use alloc::format;
@@ -19,6 +24,7 @@ use alloc::vec::Vec;
 use serde::Serialize;
 
 use super::{Category, Lang, Memory, MemoryConfig, MemoryId, IMPORTANCE_MAX, IMPORTANCE_MIN};
+use crate::provenance::Source;
 use crate::text::Tokenizer;
 use crate::{Timestamp, DAY};
 
@@ -31,6 +37,9 @@ pub struct Cluster {
     pub indices: Vec<usize>,
     /// The members' ids, in the same order.
     pub ids: Vec<MemoryId>,
+    /// The members were learned from world text (clusters never mix sources).
+    #[serde(skip_serializing_if = "core::ops::Not::not")]
+    pub world: bool,
 }
 
 /// One importance lowered because the memory was summarised.
@@ -60,8 +69,9 @@ pub fn is_summary(memory: &Memory, cfg: &MemoryConfig) -> bool {
 }
 
 /// The clusters of recent active memories: per category (in [`Category::ALL`] order),
-/// those created within the window and after `last_run`, not themselves summaries;
-/// categories with fewer than `summary_min_cluster` (2) such memories are left out.
+/// those created within the window and after `last_run`, not themselves summaries —
+/// the person's and the store's first, then those learned from world text, apart;
+/// groups with fewer than `summary_min_cluster` (2) such memories are left out.
 pub fn clusters(
     memories: &[Memory],
     now: Timestamp,
@@ -89,16 +99,18 @@ pub fn clusters(
     let min = cfg.summary_min_cluster.max(1);
     Category::ALL
         .into_iter()
-        .filter_map(|category| {
+        .flat_map(|category| [(category, false), (category, true)])
+        .filter_map(|(category, world)| {
             let members: Vec<(usize, MemoryId)> = recent
                 .iter()
-                .filter(|(_, m)| m.category == category)
+                .filter(|(_, m)| m.category == category && m.is_world() == world)
                 .map(|(i, m)| (*i, m.id))
                 .collect();
             (members.len() >= min).then(|| Cluster {
                 category,
                 indices: members.iter().map(|(i, _)| *i).collect(),
                 ids: members.iter().map(|(_, id)| *id).collect(),
+                world,
             })
         })
         .collect()
@@ -168,7 +180,9 @@ pub fn draft_summary(
 
 /// The summary memory of a cluster with the given text (the draft or a model's rewrite):
 /// the cluster's category, priority `summary_priority` (CRITICAL), importance
-/// `summary_importance` (5), tagged `summary_tag` so it is never clustered again.
+/// `summary_importance` (5), tagged `summary_tag` so it is never clustered again. Of a
+/// world cluster it is the world's, held to information (at most MEDIUM, importance at
+/// most 3); of any other, the store's.
 pub fn summary_memory(
     cluster: &Cluster,
     content: &str,
@@ -182,6 +196,12 @@ pub fn summary_memory(
     if !cfg.summary_tag.trim().is_empty() {
         m.tags.push(cfg.summary_tag.clone());
     }
+    m.source = if cluster.world {
+        Source::World
+    } else {
+        Source::Store
+    };
+    m.confine_world();
     m.refresh_derived(tokenizer);
     m
 }
@@ -314,6 +334,47 @@ mod tests {
         // The summary is never clustered again.
         ms.push(s);
         assert!(clusters(&ms, NOW, Some(NOW - 1), &cfg).is_empty());
+    }
+
+    #[test]
+    fn world_memories_are_summarised_apart_and_their_summary_is_information() {
+        use crate::provenance::Source;
+        let cfg = MemoryConfig::default();
+        let mut ms = store();
+        // Two facts from pages beside the person's one recent fact.
+        for (id, text) in [(8, "page says rust is fast"), (9, "page says rust is safe")] {
+            ms.push(mem(id, text, Category::Fact, DAY).with_source(Source::World));
+        }
+        let cs = clusters(&ms, NOW, None, &cfg);
+        let got: Vec<(Category, Vec<MemoryId>, bool)> = cs
+            .iter()
+            .map(|c| (c.category, c.ids.clone(), c.world))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                (Category::Preference, vec![3, 2, 1], false),
+                (Category::Reminder, vec![6, 7], false),
+                (Category::Fact, vec![8, 9], true),
+            ],
+            "the person's one recent fact (4) is no cluster; the world's two are"
+        );
+        let world = summary_memory(
+            &cs[2],
+            "rust is fast and safe",
+            NOW,
+            &FallbackTokenizer,
+            &cfg,
+        );
+        assert_eq!(
+            (world.source, world.priority, world.importance),
+            (Source::World, Priority::Medium, 3)
+        );
+        let person = summary_memory(&cs[0], "tea lover", NOW, &FallbackTokenizer, &cfg);
+        assert_eq!(
+            (person.source, person.priority),
+            (Source::Store, Priority::Critical)
+        );
     }
 
     #[test]

@@ -11,6 +11,11 @@
 //! the job fingerprint, which are ours, never the model's). What it leaves to others:
 //! parsing SKILL.md (the core), loading and listing skills ([`crate::skills`]), removing
 //! them (`evolve skills rm`).
+//!
+//! A skill drafted from a turn that read world text (a page, a file, a tool's output)
+//! may carry what that text told the model to do, so it is not enabled: it is written
+//! to `skills/.pending/<name>/` ([`PENDING_DIR`], which the loader skips), and waits
+//! there until the person approves it (`evolve skills approve NAME`) or removes it.
 
 use std::io::Write;
 use std::path::Path;
@@ -25,6 +30,10 @@ use super::runtime::Runtime;
 use super::trace::{Outcome, ToolStep};
 use crate::llm::Usage;
 use crate::skills::{Catalog, LEARNED_KEY, MAX_SKILL_FILE_BYTES};
+
+/// The folder under the skills folder where skills learned from turns with world text
+/// wait for the person's review (hidden: the loader skips it).
+pub const PENDING_DIR: &str = ".pending";
 
 /// Successful tool calls a task needs before it is worth a skill: one call is a lookup,
 /// not a method.
@@ -290,18 +299,31 @@ pub fn write_skill(root: &Path, name: &str, text: &str) -> std::io::Result<()> {
     placed
 }
 
-/// The crystallization agent's work after a turn: the new skill's name, or `None`
-/// (not qualified, the job already has a skill, an unusable draft — noted in
-/// `problems` — or no free name).
+/// What crystallization made of a task.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Crystallized {
+    /// A learned skill, enabled: the agent uses it from the next turn.
+    Enabled(String),
+    /// A skill drafted from a task that read world text: it waits in [`PENDING_DIR`]
+    /// for the person's review (`evolve skills approve NAME`).
+    Pending(String),
+}
+
+/// The crystallization agent's work after a turn: the new skill, or `None` (not
+/// qualified, the job already has a skill, an unusable draft — noted in `problems` —
+/// or no free name). `world`: the turn read world text, so the skill waits in
+/// [`PENDING_DIR`] for the person's review instead of being enabled.
+#[allow(clippy::too_many_arguments)]
 pub fn crystallize(
     rt: &Runtime,
     question: &str,
     reply: &str,
     steps: &[ToolStep],
     score: Option<f32>,
+    world: bool,
     usage: &mut Usage,
     problems: &mut Vec<String>,
-) -> Option<String> {
+) -> Option<Crystallized> {
     if !qualifies(steps, score, rt.config.agent.crystallize_above) {
         return None;
     }
@@ -314,10 +336,10 @@ pub fn crystallize(
         KeywordSet::of(&rt.tokenizer, question),
     );
     let root = rt.config.skills_dir();
-    if let Some((name, _)) = learned_jobs(&root, &rt.tokenizer)
-        .into_iter()
-        .find(|(_, j)| same_job(j, &job))
-    {
+    let pending = root.join(PENDING_DIR);
+    let mut known = learned_jobs(&root, &rt.tokenizer);
+    known.extend(learned_jobs(&pending, &rt.tokenizer));
+    if let Some((name, _)) = known.into_iter().find(|(_, j)| same_job(j, &job)) {
         log::info!("this job already has the learned skill {name}; no new skill");
         return None;
     }
@@ -357,8 +379,11 @@ pub fn crystallize(
     // Bundled, user and learned skills, and any folder (even a broken one) keep their
     // names.
     let catalog = Catalog::load(&root, &rt.tokenizer);
-    let taken =
-        |n: &str| catalog.get(n).is_some() || std::fs::symlink_metadata(root.join(n)).is_ok();
+    let taken = |n: &str| {
+        catalog.get(n).is_some()
+            || std::fs::symlink_metadata(root.join(n)).is_ok()
+            || std::fs::symlink_metadata(pending.join(n)).is_ok()
+    };
     let Some(name) = free_name(&draft.name, &taken) else {
         super::note(
             problems,
@@ -390,19 +415,27 @@ pub fn crystallize(
         );
         return None;
     }
-    if let Err(e) = write_skill(&root, &name, &text) {
+    let folder = if world { &pending } else { &root };
+    if let Err(e) = write_skill(folder, &name, &text) {
         super::note(
             problems,
             format!(
                 "crystallize: cannot write {}: {e} — check that the folder is writable",
-                root.join(&name).join("SKILL.md").display()
+                folder.join(&name).join("SKILL.md").display()
             ),
         );
         return None;
     }
+    if world {
+        log::info!(
+            "drafted the skill {name} from a task that read outside text; it waits for \
+             review: `evolve skills show {name}`, then `evolve skills approve {name}`"
+        );
+        return Some(Crystallized::Pending(name));
+    }
     rt.skills.reload(&root, &rt.tokenizer);
     log::info!("learned the skill {name} from this task");
-    Some(name)
+    Some(Crystallized::Enabled(name))
 }
 
 #[cfg(test)]

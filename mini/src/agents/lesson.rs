@@ -11,6 +11,7 @@
 
 use evolve_core::json::{extract, Value};
 use evolve_core::memory::{Category, Memory, Priority};
+use evolve_core::provenance::Source;
 use evolve_core::text::{clip_chars, one_line, Lang, Tokenizer};
 use evolve_core::Timestamp;
 
@@ -105,14 +106,22 @@ pub fn lesson_text(lesson: &str, tag: Tag, lang: Lang) -> String {
 /// LOW): it should win over trivia when it is relevant, yet never be CRITICAL, which
 /// would put it into every prompt whatever the question. Importance 3 of 5 for the same
 /// reason. Tags `lesson` and the lesson's kind, so `evolve memory list` can show them
-/// and the user can delete them.
-pub fn lesson_memory(text: String, tag: Tag, now: Timestamp, tokenizer: &dyn Tokenizer) -> Memory {
+/// and the user can delete them. Source: the store's, or the world's when the turn read
+/// outside text (its failures may be what a page made it do): then it is marked as
+/// information in later prompts and puts world text in their turns.
+pub fn lesson_memory(
+    text: String,
+    tag: Tag,
+    world: bool,
+    now: Timestamp,
+    tokenizer: &dyn Tokenizer,
+) -> Memory {
     let mut m = Memory::new(text, Category::General, now, tokenizer);
     m.priority = Priority::Medium;
     m.importance = 3;
     m.tags = vec![LESSON_TAG.to_string(), tag.name().to_string()];
     m.refresh_derived(tokenizer);
-    m
+    m.with_source(if world { Source::World } else { Source::Store })
 }
 
 /// The lesson's text and tag from the model's JSON reply; `None` when it found none.
@@ -143,6 +152,7 @@ pub fn learn_lesson(
     reply: &str,
     steps: &[ToolStep],
     evaluation: Option<&Scored>,
+    world: bool,
     now: Timestamp,
     usage: &mut Usage,
     problems: &mut Vec<String>,
@@ -181,7 +191,7 @@ pub fn learn_lesson(
         }
     };
     let content = lesson_text(&lesson, tag, Lang::guess(question));
-    let memory = lesson_memory(content.clone(), tag, now, &rt.tokenizer);
+    let memory = lesson_memory(content.clone(), tag, world, now, &rt.tokenizer);
     if let Err(e) = rt
         .store
         .ingest_memory(memory, &rt.config.core.memory, now, &rt.tokenizer)
@@ -268,15 +278,19 @@ mod tests {
 
     #[test]
     fn lesson_memories_are_medium_general_and_tagged() {
-        let m = lesson_memory(
-            "Lesson [testing]: x".into(),
-            Tag::Testing,
-            0,
-            &FallbackTokenizer,
-        );
-        assert_eq!(m.category, Category::General);
-        assert_eq!(m.priority, Priority::Medium);
-        assert_eq!(m.importance, 3);
-        assert_eq!(m.tags, ["lesson", "testing"]);
+        for (world, source) in [(false, Source::Store), (true, Source::World)] {
+            let m = lesson_memory(
+                "Lesson [testing]: x".into(),
+                Tag::Testing,
+                world,
+                0,
+                &FallbackTokenizer,
+            );
+            assert_eq!(m.category, Category::General);
+            assert_eq!(m.priority, Priority::Medium);
+            assert_eq!(m.importance, 3);
+            assert_eq!(m.tags, ["lesson", "testing"]);
+            assert_eq!(m.source, source);
+        }
     }
 }

@@ -19,13 +19,15 @@
 //!    [`memory::merge_loses_nothing`]) are merged into the older one
 //!    ([`memory::merge`]), the newer soft-deleted, until no pair is left;
 //! 5. **summaries** — each category with ≥ 2 memories created since the last summary
-//!    (and within `summary_window_days`) gets a CRITICAL summary of importance 5, and
+//!    (and within `summary_window_days`) gets a CRITICAL summary of importance 5 (of
+//!    memories learned from world text, clustered apart: a MEDIUM one of the world's), and
 //!    its originals lose 1 importance ([`memory::clusters`], [`memory::draft_summary`],
 //!    [`memory::demote_summarised`]); the text is the cheap model's digest, or core's
 //!    deterministic keyword draft when the model fails;
 //! 6. **priorities** — the cheap model reviews a listing ([`memory::adjustment_listing`])
 //!    and proposes changes; core's [`memory::adjust_priorities`] applies at most 3, one
-//!    level each, whatever the model says.
+//!    level each, whatever the model says, and never raises a memory learned from world
+//!    text. Memories of the world and of the person are never merged with each other.
 //!
 //! Steps 5 and 6 may add CRITICAL memories, so the cap is enforced again in their own
 //! transaction. **A run never retires what it wrote**: a summary or a promotion to
@@ -544,6 +546,8 @@ impl Run<'_> {
                 || b.pinned
                 || memory::is_summary(a, cfg)
                 || memory::is_summary(b, cfg)
+                // What a page said never merges into the person's memory.
+                || a.is_world() != b.is_world()
             {
                 continue;
             }
@@ -572,9 +576,10 @@ impl Run<'_> {
         let clusters = memory::clusters(&self.mems, now, last_summary, &cfg);
         let mut changed = Vec::new();
         let mut made = Vec::new();
-        let critical = cfg.summary_priority == Priority::Critical;
         let mut room = self.critical_room(now);
         for (k, cluster) in clusters.iter().enumerate() {
+            // A summary of world memories is information, never CRITICAL: it takes no room.
+            let critical = cfg.summary_priority == Priority::Critical && !cluster.world;
             if critical && room == 0 {
                 self.report.problems.push(format!(
                     "the {} summary of {} was not written: the CRITICAL cap ({}) is held \
@@ -791,6 +796,10 @@ fn keyword_pairs(
     for j in first_scanned..live.len() {
         for i in 0..j {
             let (older, newer) = (live[i], live[j]);
+            // What a page said never merges with the person's memory.
+            if older.is_world() != newer.is_world() {
+                continue;
+            }
             let s = memory::merge_similarity(older, newer, cfg);
             if s > 0.0
                 && s + 1e-6 >= cfg.merge_jaccard
@@ -1075,6 +1084,11 @@ mod tests {
         // The restatement merges into the older; two different rules stay apart (a
         // merge would lose a word); the summary is left alone.
         assert_eq!(ids, vec![(1, 2)]);
+        // The same restatement learned from a page is not merged into the person's.
+        mems[1] = mems[1]
+            .clone()
+            .with_source(evolve_core::provenance::Source::World);
+        assert!(keyword_pairs(&mems, NOW, &cfg, t).is_empty());
     }
 
     #[test]

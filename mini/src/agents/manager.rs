@@ -41,6 +41,7 @@ use crate::error::Error;
 use crate::llm::{AnswerCut, ChatRequest, Delta, ModelRole, ToolSpec, Usage};
 use crate::mcp::elicit::{ElicitReply, Elicitation};
 use crate::store::{ParkedTurn, Session, Waiting};
+use crate::tools::RunAs;
 
 /// Turns whose messages are sent in full (L1); older ones come from the L2 ring.
 const L1_TURNS: u64 = 6;
@@ -143,8 +144,9 @@ struct Context {
 
 /// What the context brings into the turn, by source: the person's earlier messages in
 /// the session are their words; the history's tool results (and the turns that had tool
-/// rounds) are world text; memories, skills, summaries and the rest of the history are
-/// the store's (their links count as given).
+/// rounds) and memories learned from world text are world text; other memories,
+/// skills, summaries and the rest of the history are the store's (their links count as
+/// given).
 fn see_context(turn: &mut Turn, ctx: &Context) {
     use evolve_core::history::Role;
     use evolve_core::provenance::Source;
@@ -169,12 +171,22 @@ fn see_context(turn: &mut Turn, ctx: &Context) {
         turn.saw_context(source, "history", &e.assistant);
         turn.saw_context(source, "history", &e.thinking);
     }
-    let store = [
-        ctx.recall.block.as_str(),
-        ctx.skills_block.as_str(),
-        ctx.todo_block.as_str(),
-        ctx.l3.as_deref().unwrap_or(""),
-    ];
+    // A memory learned from world text is still world text in a later turn.
+    let memories = if ctx.recall.has_world() {
+        Source::World
+    } else {
+        Source::Store
+    };
+    turn.saw_context(memories, "memory", &ctx.recall.block);
+    // The summary of older turns is world text when they read outside text.
+    let l3 = ctx.l3.as_deref().unwrap_or("");
+    let summary = if l3.starts_with(super::reflect::L3_WORLD_MARK) {
+        Source::World
+    } else {
+        Source::Store
+    };
+    turn.saw_context(summary, "history", l3);
+    let store = [ctx.skills_block.as_str(), ctx.todo_block.as_str()];
     for text in store {
         turn.saw_context(Source::Store, "memory", text);
     }
@@ -315,6 +327,10 @@ impl Manager {
             .map(|m| std::mem::take(&mut m.content))
             .unwrap_or_default();
 
+        let world = turn
+            .provenance()
+            .has_world()
+            .then(|| turn.provenance().world_origins().to_vec());
         let mut ctx = ctx;
         let accessed = std::mem::take(&mut ctx.recall.ids);
         let mut record = self.record(&sid, turn_no, &mut turn, ctx, &timing);
@@ -342,6 +358,7 @@ impl Manager {
             accessed,
             overflow,
             record: job_record,
+            world,
             now,
         };
         drop(turn_msgs);
@@ -379,6 +396,7 @@ impl Manager {
             evaluation: None,
             reflection: None,
             learned_skill: None,
+            skill_pending: None,
             lesson: None,
             usage: TurnUsage {
                 main: timing.usage_main,
@@ -597,8 +615,11 @@ impl Manager {
                         sid,
                         &call.name,
                         &call.arguments,
-                        level,
-                        offline,
+                        RunAs {
+                            level,
+                            offline,
+                            world: turn.provenance().has_world(),
+                        },
                         rt.clock.now(),
                         input.cancel,
                         &mut ToolEvents {
@@ -1098,6 +1119,7 @@ impl Manager {
 
     /// One sub-turn: its own question, memories, skills and tools (not `subtasks`), no
     /// history, the parent's policy and the session's grants.
+    #[allow(clippy::too_many_arguments)]
     fn sub_turn(
         &self,
         sid: &str,
@@ -1123,6 +1145,8 @@ impl Manager {
                     .with_provenance(parent_turn.provenance().clone()),
             );
             let (ctx, mut tools) = self.sub_context(task, parent.cancel)?;
+            // Its own memories and skills: a world memory makes it start with world text.
+            see_context(t, &ctx);
             let input = TurnInput {
                 session: Some(sid),
                 text: task,
@@ -1499,6 +1523,9 @@ struct PostJob {
     accessed: Vec<u64>,
     overflow: Vec<L2Entry>,
     record: TurnRecord,
+    /// What brought world text into the turn (`None`: none did): nothing learned from
+    /// it becomes a rule, a style note, or an enabled skill without the person.
+    world: Option<Vec<String>>,
     now: Timestamp,
 }
 
@@ -1543,6 +1570,7 @@ impl PostJob {
                 rt,
                 &self.question,
                 &self.reply,
+                self.world.as_deref(),
                 self.now,
                 &mut usage,
                 &mut problems,
@@ -1588,7 +1616,10 @@ impl PostJob {
                     &super::memory::NEVER,
                 );
             }
-            if score.is_some_and(|s| s >= rt.config.agent.style_above) {
+            // A style note is advice to the assistant: never from a turn with world text.
+            if self.world.is_some() {
+                log::info!("no style note from a turn that read outside text");
+            } else if score.is_some_and(|s| s >= rt.config.agent.style_above) {
                 post.style_note = ReflectionAgent.learn_style(
                     rt,
                     &self.question,
@@ -1599,21 +1630,32 @@ impl PostJob {
             }
             // Seed 000 §经验固化: a task that worked becomes a skill, one that went
             // wrong a lesson.
-            post.learned_skill = super::crystallize::crystallize(
+            let crystallized = super::crystallize::crystallize(
                 rt,
                 &self.question,
                 &self.reply,
                 &self.steps,
                 score,
+                self.world.is_some(),
                 &mut usage,
                 &mut problems,
             );
+            match crystallized {
+                Some(super::crystallize::Crystallized::Enabled(name)) => {
+                    post.learned_skill = Some(name)
+                }
+                Some(super::crystallize::Crystallized::Pending(name)) => {
+                    post.skill_pending = Some(name)
+                }
+                None => {}
+            }
             post.lesson = super::lesson::learn_lesson(
                 rt,
                 &self.question,
                 &self.reply,
                 &self.steps,
                 post.evaluation.as_ref(),
+                self.world.is_some(),
                 self.now,
                 &mut usage,
                 &mut problems,

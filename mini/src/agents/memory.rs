@@ -7,8 +7,9 @@ use std::time::Duration;
 
 use evolve_core::json::{extract_items, Value};
 use evolve_core::memory::{
-    self, format_block, Category, Memory, QueryVector, RecallQuery, Selection,
+    self, format_block, Category, Memory, Priority, QueryVector, RecallQuery, Selection,
 };
+use evolve_core::provenance::Source;
 use evolve_core::text::{KeywordSet, Lang};
 use evolve_core::Timestamp;
 
@@ -32,7 +33,8 @@ impl super::Agent for MemoryAgent {
 
 /// The memories chosen for one question.
 pub struct Recall {
-    /// The block for the system prompt (empty when nothing was chosen).
+    /// The block for the system prompt (empty when nothing was chosen). Memories
+    /// learned from world text are marked there as information, not rules.
     pub block: String,
     /// What was chosen, for the turn record.
     pub used: Vec<MemoryUsed>,
@@ -40,6 +42,14 @@ pub struct Recall {
     pub considered: usize,
     /// Ids to mark as accessed (off the answer path).
     pub ids: Vec<u64>,
+}
+
+impl Recall {
+    /// Whether a chosen memory was learned from world text: the turn then starts with
+    /// world text in it.
+    pub fn has_world(&self) -> bool {
+        self.used.iter().any(|u| u.source == Source::World)
+    }
 }
 
 /// At most this many characters of an exchange go to the extractor.
@@ -83,6 +93,7 @@ impl MemoryAgent {
                     score: c.score,
                     relevance: c.relevance,
                     reason: c.reason,
+                    source: all[c.index].source,
                 })
                 .collect();
             Recall {
@@ -155,11 +166,19 @@ impl MemoryAgent {
     /// Asks the cheap model what of this exchange is worth remembering and ingests it.
     /// Returns how many memories were saved (inserted or merged). An unusable reply is
     /// reported in `problems` and skipped.
+    ///
+    /// `world` names what brought outside text into the turn (`read_file`, `http_get`
+    /// …), `None` when none did. Then the model is told the answer drew on it, and an
+    /// item is the person's only when it stands on the question's words (core's
+    /// `learned_source`); anything else is kept as information from the world — a
+    /// fact, never CRITICAL — whatever category the model gave it.
+    #[allow(clippy::too_many_arguments)]
     pub fn extract_and_save(
         &self,
         rt: &Runtime,
         question: &str,
         answer: &str,
+        world: Option<&[String]>,
         now: Timestamp,
         usage: &mut Usage,
         problems: &mut Vec<String>,
@@ -167,8 +186,19 @@ impl MemoryAgent {
         // The time, so a reminder's "tomorrow" can become an expiry; in the user's zone
         // when one is configured.
         let offset = user_offset(rt, now);
+        let assistant = match world {
+            None => String::from("Assistant"),
+            Some(from) => format!(
+                "Assistant (drawing on outside text from {}: not the user's words)",
+                if from.is_empty() {
+                    String::from("tools")
+                } else {
+                    from.join(", ")
+                }
+            ),
+        };
         let exchange = format!(
-            "Current time: {}\n\nUser: {}\n\nAssistant: {}",
+            "Current time: {}\n\nUser: {}\n\n{assistant}: {}",
             crate::tools::time::format_time(now, offset),
             evolve_core::text::clip_chars(question, EXTRACT_INPUT_CHARS / 2),
             evolve_core::text::clip_chars(answer, EXTRACT_INPUT_CHARS / 2)
@@ -201,6 +231,15 @@ impl MemoryAgent {
                     problems.push(problem);
                 }
             }
+            let source =
+                memory::learned_source(&m.content, world.is_some(), &[question], &rt.tokenizer);
+            if source == Source::World && (m.category.is_rule() || m.priority < Priority::Medium) {
+                log::info!(
+                    "memory extraction: a {} taken from outside text is kept as a fact, not a rule",
+                    m.category
+                );
+            }
+            let m = m.with_source(source);
             match rt
                 .store
                 .ingest_memory(m, &rt.config.core.memory, now, &rt.tokenizer)

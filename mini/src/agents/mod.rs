@@ -11,7 +11,7 @@
 //! wrong, the L3 summary — runs on the [`Worker`] so the answer is not delayed.
 
 mod catalog;
-mod crystallize;
+pub(crate) mod crystallize;
 mod evaluate;
 mod io;
 mod lesson;

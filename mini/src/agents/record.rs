@@ -19,6 +19,13 @@ pub struct MemoryUsed {
     pub relevance: f32,
     /// Why it was chosen.
     pub reason: Reason,
+    /// Where it was learned from: a `world` memory puts world text in the turn.
+    #[serde(skip_serializing_if = "is_person")]
+    pub source: evolve_core::provenance::Source,
+}
+
+fn is_person(s: &evolve_core::provenance::Source) -> bool {
+    *s == evolve_core::provenance::Source::Person
 }
 
 /// One tool call of the turn and what happened to it (the core's record).
@@ -87,6 +94,10 @@ pub struct PostTurn {
     /// The name of the skill learned from this task (crystallization).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub learned_skill: Option<String>,
+    /// The name of a skill drafted from this task that read outside text: it waits for
+    /// the person's review (`evolve skills approve NAME`), not used until then.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub skill_pending: Option<String>,
     /// The lesson saved from this task when it went wrong, as the prompt shows it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub lesson: Option<String>,
@@ -138,6 +149,10 @@ pub struct TurnRecord {
     /// The skill learned from this task, if it was crystallized (see [`PostTurn`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub learned_skill: Option<String>,
+    /// A skill drafted from this task that waits for the person's review (see
+    /// [`PostTurn`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub skill_pending: Option<String>,
     /// The lesson saved from this task, if it went wrong.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub lesson: Option<String>,
@@ -178,6 +193,7 @@ impl TurnRecord {
             evaluation: None,
             reflection: None,
             learned_skill: None,
+            skill_pending: None,
             lesson: None,
             subtasks: Vec::new(),
             usage: TurnUsage::default(),
@@ -193,6 +209,7 @@ impl TurnRecord {
         self.evaluation = post.evaluation.clone();
         self.reflection = post.reflection.clone();
         self.learned_skill = post.learned_skill.clone();
+        self.skill_pending = post.skill_pending.clone();
         self.lesson = post.lesson.clone();
         // The turn's own problems stay; the background's follow (once).
         for p in &post.problems {

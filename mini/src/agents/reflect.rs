@@ -1,10 +1,13 @@
 //! The Reflection agent: looks back over recent turns (every N turns, after a low
 //! score, or when asked) and writes a lesson as a memory; learns style notes from
 //! replies that scored high; summarises turns leaving the L2 ring into the L3 summary.
+//! What it learns from turns that read outside text keeps that source: the lesson is a
+//! world memory, and the L3 summary starts with [`L3_WORLD_MARK`].
 
 use evolve_core::history::L2Entry;
 use evolve_core::json::{extract, Value};
 use evolve_core::memory::{Category, Memory, Priority};
+use evolve_core::provenance::Source;
 use evolve_core::text::{clip_chars, one_line};
 use evolve_core::Timestamp;
 
@@ -17,6 +20,15 @@ use std::sync::atomic::AtomicBool;
 
 /// Tag of memories written by reflection.
 pub const REFLECTION_TAG: &str = "reflection";
+/// The first line of an L3 summary that covers turns which read outside text (or a
+/// summary that already had it): the summary is stored as plain text, and this line
+/// keeps its source, so a later turn that loads it starts with world text in it.
+pub const L3_WORLD_MARK: &str = "[summary of turns that read outside text]";
+
+/// Whether an L2 entry's turn read outside text: it had tool rounds or touched files.
+pub fn entry_is_world(e: &L2Entry) -> bool {
+    !e.thinking.is_empty() || !e.files.is_empty()
+}
 /// Turns shown to a reflection.
 const REFLECT_TURNS: usize = 6;
 
@@ -56,7 +68,9 @@ impl ReflectionAgent {
     }
 
     /// Reflects over the session's recent turns; a lesson found is saved as a memory
-    /// (tag `reflection`) and returned. `cancel` stops the model call (`/reflect`).
+    /// (tag `reflection`) and returned: a HIGH instruction of the store's, or, when
+    /// one of those turns read outside text, a fact of the world's (never a rule).
+    /// `cancel` stops the model call (`/reflect`).
     #[allow(clippy::too_many_arguments)]
     pub fn reflect(
         &self,
@@ -92,11 +106,15 @@ impl ReflectionAgent {
         }
         let text = cheap_call(rt, prompts::REFLECT, &input, usage, problems, cancel)?;
         let lesson = field(&text, "lesson", problems, "reflection")?;
+        // Turns that read outside text (their tool rounds or files) make the lesson the
+        // world's: information, never an instruction.
+        let world = entries[start..].iter().any(entry_is_world);
         let mut m = Memory::new(lesson.clone(), Category::Instruction, now, &rt.tokenizer);
         m.priority = Priority::High;
         m.importance = 4;
         m.tags = vec![REFLECTION_TAG.to_string()];
         m.refresh_derived(&rt.tokenizer);
+        let m = m.with_source(if world { Source::World } else { Source::Store });
         if let Err(e) = rt
             .store
             .ingest_memory(m, &rt.config.core.memory, now, &rt.tokenizer)
@@ -190,6 +208,15 @@ impl ReflectionAgent {
         if summary.is_empty() {
             return;
         }
+        // Turns that read outside text keep the summary world text, whatever the model
+        // wrote (it may leave the mark out).
+        let world = overflow.iter().any(entry_is_world) || previous.starts_with(L3_WORLD_MARK);
+        let summary = match summary.strip_prefix(L3_WORLD_MARK) {
+            Some(rest) if world => format!("{L3_WORLD_MARK}\n{}", rest.trim_start()),
+            Some(rest) => rest.trim_start().to_string(),
+            None if world => format!("{L3_WORLD_MARK}\n{summary}"),
+            None => summary,
+        };
         let ring = match rt.store.l2(session) {
             Ok(r) if at_front(&r) => r,
             Ok(_) => return,

@@ -20,7 +20,7 @@ use evolve_core::Timestamp;
 use super::catalog::{Catalog, Entry};
 use super::runtime::Runtime;
 use crate::llm::ToolSpec;
-use crate::tools::{Builtins, ToolContext, ToolOutput};
+use crate::tools::{Builtins, RunAs, ToolContext, ToolOutput};
 
 /// Tool listing, permission checks and execution.
 pub struct ToolAgent;
@@ -428,10 +428,12 @@ impl ToolAgent {
         )
     }
 
-    /// Runs an allowed call at the `level` the check gave it (a shell command is confined
-    /// by it, and started without network when `offline`) and cuts its output (head and tail) to the configured cap (128 KiB) or a
-    /// third of the model's window, whichever is smaller. An MCP server's progress
-    /// notices and questions for a person go to `events`.
+    /// Runs an allowed call as its check and the turn's sources say ([`RunAs`]: a shell
+    /// command is confined by the level, and started without network when `offline`; a
+    /// memory the model adds in a turn with world text is the world's) and cuts its
+    /// output (head and tail) to the configured cap (128 KiB) or a third of the model's
+    /// window, whichever is smaller. An MCP server's progress notices and questions for a
+    /// person go to `events`.
     #[allow(clippy::too_many_arguments)]
     pub fn run(
         &self,
@@ -440,14 +442,13 @@ impl ToolAgent {
         session: &str,
         name: &str,
         arguments: &str,
-        level: Level,
-        offline: bool,
+        run_as: RunAs,
         now: Timestamp,
         cancel: &AtomicBool,
         events: &mut dyn crate::mcp::CallEvents,
     ) -> ToolOutput {
         let mut out = if rt.tools.has(name) {
-            self.run_builtin(rt, session, name, arguments, level, offline, now, cancel)
+            self.run_builtin(rt, session, name, arguments, run_as, now, cancel)
         } else if let Some(entry) = self.mcp_entry(tools, name) {
             let tool = &entry.tool.name;
             match rt.mcp.call(&entry.server, tool, arguments, cancel, events) {
@@ -501,8 +502,7 @@ impl ToolAgent {
         session: &str,
         name: &str,
         arguments: &str,
-        level: Level,
-        offline: bool,
+        run_as: RunAs,
         now: Timestamp,
         cancel: &AtomicBool,
     ) -> ToolOutput {
@@ -522,8 +522,9 @@ impl ToolAgent {
             tokenizer: &rt.tokenizer,
             skills: &skills,
             cancel,
-            level,
-            offline,
+            level: run_as.level,
+            offline: run_as.offline,
+            world: run_as.world,
         };
         rt.tools.run(name, arguments, &ctx)
     }

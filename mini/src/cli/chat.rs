@@ -313,6 +313,12 @@ fn post_line(p: &PostTurn) -> Option<String> {
     if let Some(s) = &p.learned_skill {
         bits.push(format!("learned the skill {}", printable(s, false)));
     }
+    if let Some(s) = &p.skill_pending {
+        let s = printable(s, false);
+        bits.push(format!(
+            "drafted the skill {s} from outside text: `evolve skills show {s}`, then `evolve skills approve {s}`"
+        ));
+    }
     (!bits.is_empty()).then(|| format!("  ↳ {}", bits.join(" · ")))
 }
 

@@ -559,19 +559,25 @@ fn list(c: List, profile: &Option<String>) -> Result<(), Error> {
 }
 
 /// A memory as `list --json` prints it: the record without the keyword hashes and the
-/// embedding, which mean nothing to a reader (`memory export` keeps them).
-fn listing_json(m: &Memory) -> serde_json::Value {
+/// embedding, which mean nothing to a reader (`memory export` keeps them), with its
+/// `source` always named (`person`, `store` or `world`).
+pub(crate) fn listing_json(m: &Memory) -> serde_json::Value {
     let mut v = serde_json::to_value(m).unwrap_or_default();
     if let Some(o) = v.as_object_mut() {
         o.remove("keywords");
         o.remove("embedding");
+        o.insert("source".into(), m.source.as_str().into());
     }
     v
 }
 
-/// `  #12  high      preference   2026-03-01  pinned   likes green tea`
+/// `  #12  high      preference   2026-03-01  pinned   likes green tea`; a memory
+/// learned from world text (a page, a file, a tool's output) is flagged `world`.
 fn listing_line(m: &Memory, now: Timestamp) -> String {
     let mut flags = Vec::new();
+    if m.is_world() {
+        flags.push("world");
+    }
     if m.pinned {
         flags.push("pinned");
     }

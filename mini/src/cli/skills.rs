@@ -2,8 +2,10 @@
 //! to which skill: bundled skills are read-only (they ship in the binary), user and
 //! learned skills are folders under `$EVOLVE_HOME/skills` that `new` creates from a
 //! template and `rm` deletes. A user skill with a bundled skill's name overrides it;
-//! removing it brings the bundled one back. Loading, parsing and ranking are
-//! [`crate::skills`]' and the core's.
+//! removing it brings the bundled one back. A skill learned from a task that read
+//! outside text waits under `skills/.pending` until the person reads it (`show`) and
+//! `approve`s it (or `rm`s it). Loading, parsing and ranking are [`crate::skills`]' and
+//! the core's.
 
 use std::io::Write;
 
@@ -35,6 +37,16 @@ enum Action {
     Show(Show),
     New(New),
     Rm(Rm),
+    Approve(Approve),
+}
+
+/// enable a learned skill that waits for review (learned from a task that read outside text)
+#[derive(FromArgs, Debug)]
+#[argh(subcommand, name = "approve")]
+struct Approve {
+    /// the skill's name (from `evolve skills list`, "waiting for review")
+    #[argh(positional)]
+    name: String,
 }
 
 /// list the skills: name, source (bundled, user or learned) and description
@@ -82,7 +94,64 @@ pub fn run(cmd: SkillsCmd, profile: &Option<String>) -> Result<(), Error> {
         Action::Show(c) => show(c, profile),
         Action::New(c) => new(c, profile),
         Action::Rm(c) => rm(c, profile),
+        Action::Approve(c) => approve(c, profile),
     }
+}
+
+/// The folder of skills waiting for review.
+fn pending_dir(app: &App) -> std::path::PathBuf {
+    app.config
+        .skills_dir()
+        .join(crate::agents::crystallize::PENDING_DIR)
+}
+
+/// The names of the skills waiting for review, sorted.
+fn pending_names(app: &App) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(pending_dir(app))
+        .into_iter()
+        .flatten()
+        .filter_map(Result::ok)
+        .filter(|e| e.path().join("SKILL.md").is_file())
+        .filter_map(|e| e.file_name().to_str().map(str::to_string))
+        .filter(|n| !n.starts_with('.'))
+        .collect();
+    names.sort();
+    names
+}
+
+fn approve(c: Approve, profile: &Option<String>) -> Result<(), Error> {
+    let name = c.name.trim();
+    check_name(name)?;
+    let (app, _catalog) = load(profile)?;
+    let from = pending_dir(&app).join(name);
+    let file = from.join("SKILL.md");
+    let text = std::fs::read_to_string(&file).map_err(|_| {
+        Error::Other(format!(
+            "no skill {name} waits for review (in {}); `evolve skills list` shows them",
+            pending_dir(&app).display()
+        ))
+    })?;
+    if let Err(e) = parse_skill_md(&text) {
+        return Err(Error::Other(format!(
+            "{} cannot be used ({e}); fix it or remove it with `evolve skills rm {name}`",
+            file.display()
+        )));
+    }
+    let to = app.config.skills_dir().join(name);
+    if std::fs::symlink_metadata(&to).is_ok() {
+        return Err(Error::Other(format!(
+            "a skill {name} already exists at {}; remove one of them first",
+            to.display()
+        )));
+    }
+    std::fs::rename(&from, &to)
+        .map_err(|e| Error::Other(format!("cannot move {} into place: {e}", from.display())))?;
+    writeln!(
+        std::io::stdout().lock(),
+        "approved the skill {name}: the agent uses it from now on ({})",
+        to.join("SKILL.md").display()
+    )?;
+    Ok(())
 }
 
 /// The configuration and the skills it sees.
@@ -112,6 +181,14 @@ fn list(c: List, profile: &Option<String>) -> Result<(), Error> {
                 })
             })
             .collect();
+        let mut records = records;
+        for name in pending_names(&_app) {
+            records.push(json!({
+                "name": name,
+                "source": "pending",
+                "path": pending_dir(&_app).join(&name).join("SKILL.md"),
+            }));
+        }
         let text = serde_json::to_string_pretty(&records)
             .map_err(|e| Error::Other(format!("cannot encode the skills: {e}")))?;
         writeln!(out, "{text}")?;
@@ -137,12 +214,38 @@ fn list(c: List, profile: &Option<String>) -> Result<(), Error> {
             )
         )?;
     }
+    let pending = pending_names(&_app);
+    if !pending.is_empty() {
+        writeln!(
+            out,
+            "waiting for review (learned from tasks that read outside text): {} — \
+             `evolve skills show NAME`, then `evolve skills approve NAME` or `rm NAME`",
+            pending.join(", ")
+        )?;
+    }
     Ok(())
 }
 
 fn show(c: Show, profile: &Option<String>) -> Result<(), Error> {
     let (app, catalog) = load(profile)?;
     let name = c.name.trim();
+    let waiting = pending_dir(&app).join(name).join("SKILL.md");
+    if catalog.get(name).is_none() && check_name(name).is_ok() && waiting.is_file() {
+        let text = std::fs::read_to_string(&waiting).map_err(|source| Error::Read {
+            path: waiting.clone(),
+            source,
+        })?;
+        let mut out = std::io::stdout().lock();
+        writeln!(
+            out,
+            "# skill waiting for review, {} (learned from a task that read outside text; \
+             `evolve skills approve {name}` enables it)",
+            waiting.display()
+        )?;
+        out.write_all(super::printable(text.trim_end(), true).as_bytes())?;
+        writeln!(out)?;
+        return Ok(());
+    }
     let Some(skill) = catalog.get(name) else {
         let dir = app.config.skills_dir().join(name);
         if check_name(name).is_ok() && dir.is_dir() {
@@ -240,7 +343,11 @@ fn rm(c: Rm, profile: &Option<String>) -> Result<(), Error> {
     let name = c.name.trim();
     check_name(name)?;
     let (app, catalog) = load(profile)?;
-    let dir = match remove_user_skill(&app.config.skills_dir(), name) {
+    let mut removed = remove_user_skill(&app.config.skills_dir(), name);
+    if matches!(removed, Err(RemoveError::Unknown)) {
+        removed = remove_user_skill(&pending_dir(&app), name);
+    }
+    let dir = match removed {
         Ok(dir) => dir,
         Err(RemoveError::Bundled) => return Err(Error::Other(format!(
             "{name} is a bundled skill: it ships in the binary and cannot be removed; to change it, `evolve skills new {name}` creates a user copy that overrides it"

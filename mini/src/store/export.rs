@@ -97,6 +97,8 @@ impl Store {
             let mut meta = txn.open_table(META)?;
             let mut next = next_id(&meta, &table)?;
             for m in &mut memories {
+                // A record claiming a world memory is a rule is held to information.
+                m.confine_world();
                 if m.keywords.is_empty() {
                     m.refresh_derived(tokenizer);
                 }

@@ -404,8 +404,18 @@ fn same_but_access(a: &Memory, b: &Memory) -> bool {
 }
 
 /// Makes a record storable: the content hash always matches the content, importance
-/// is within 1–5, and (given a tokenizer) empty keywords are computed.
+/// is within 1–5, a memory learned from world text is held to information (never
+/// CRITICAL, never a rule: [`Memory::confine_world`], whichever path wrote it), and
+/// (given a tokenizer) empty keywords are computed.
 fn prepare(m: &mut Memory, tokenizer: Option<&dyn Tokenizer>) {
+    if m.confine_world() {
+        log::info!(
+            "memory #{} learned from outside text is kept as information ({} {})",
+            m.id,
+            m.priority,
+            m.category
+        );
+    }
     match tokenizer {
         Some(t) if m.keywords.is_empty() || m.keywords_stale() => m.refresh_derived(t),
         _ => {
@@ -418,9 +428,18 @@ fn prepare(m: &mut Memory, tokenizer: Option<&dyn Tokenizer>) {
 /// What an exact duplicate adds to its stored copy: from core's [`merge`], the
 /// priority, importance, tags and pin; the stored text (with its spelling), category,
 /// dates and expiry stay, so re-adding the same sentence with other spacing changes
-/// nothing and a repeated extraction does not rewrite the record.
+/// nothing and a repeated extraction does not rewrite the record. Across sources
+/// [`merge`] keeps the non-world memory whole: a world copy lends the person's memory
+/// nothing, and the person saying what a page said makes the memory theirs.
 fn reinforce(stored: &Memory, incoming: &Memory, tokenizer: &dyn Tokenizer) -> Memory {
     let merged = merge(stored, incoming, tokenizer);
+    if stored.is_world() && !incoming.is_world() {
+        return Memory {
+            created_at: stored.created_at,
+            last_accessed_at: stored.last_accessed_at,
+            ..merged
+        };
+    }
     let mut out = stored.clone();
     out.priority = merged.priority;
     out.promoted = merged.promoted;

@@ -2,9 +2,11 @@
 //! long-term memories. Search uses the core's selection (the same ranking that fills the
 //! prompt); adding goes through the store's ingest (exact duplicates dropped, similar
 //! memories merged). The level depends on the action (core's `builtin_level`): reading
-//! is L1, changing L3.
+//! is L1, changing L3. What the model adds or rewrites after world text entered the
+//! turn is the world's: kept as information, never a rule (core's `confine_world`).
 
 use evolve_core::memory::{select_query, Category, Memory, MemoryId, Priority, RecallQuery};
+use evolve_core::provenance::Source;
 use evolve_core::text::KeywordSet;
 
 use super::args::Args;
@@ -19,9 +21,13 @@ pub const CATEGORIES: &[&str] = &["instruction", "preference", "fact", "reminder
 /// Results of `search` and `list` when no `limit` is given.
 pub const DEFAULT_LIMIT: usize = 20;
 
-/// One line per memory: `#12 [high preference, importance 4] text (tags: a, b)`.
+/// One line per memory: `#12 [high preference, importance 4] text (tags: a, b)`; a
+/// memory not stated by the person says where it came from (`, from the world`).
 pub fn render(m: &Memory) -> String {
     let mut flags = format!("{} {}, importance {}", m.priority, m.category, m.importance);
+    if m.source != Source::Person {
+        flags.push_str(&format!(", from the {}", m.source.as_str()));
+    }
     if m.pinned {
         flags.push_str(", pinned");
     }
@@ -33,6 +39,16 @@ pub fn render(m: &Memory) -> String {
         line.push_str(&format!(" (tags: {})", m.tags.join(", ")));
     }
     line
+}
+
+/// The source of what the model writes: the world's once the turn has world text in
+/// it, else the person's (the model acts on their request and the store).
+fn written_by_model(ctx: &ToolContext<'_>) -> Source {
+    if ctx.world {
+        Source::World
+    } else {
+        Source::Person
+    }
 }
 
 fn store_error(what: &str, e: impl std::fmt::Display) -> ToolOutput {
@@ -193,6 +209,8 @@ fn add(args: &Args, ctx: &ToolContext<'_>) -> Result<ToolOutput, ToolOutput> {
         memory.tags = tags;
     }
     memory.refresh_derived(ctx.tokenizer);
+    // The model wrote it: after world text, it may be what a page told it to keep.
+    let memory = memory.with_source(written_by_model(ctx));
     let cfg = &ctx.config.core.memory;
     match ctx.store.ingest_memory(memory, cfg, ctx.now, ctx.tokenizer) {
         Ok(Ingested::Inserted(id)) => Ok(ToolOutput::ok(format!("remembered as #{id}"))),
@@ -208,6 +226,7 @@ fn update(args: &Args, ctx: &ToolContext<'_>) -> Result<ToolOutput, ToolOutput> 
     let id = need_id(args, "update")?;
     let mut m = load(ctx, id)?;
     let mut changed = Vec::new();
+    let mut claims = false;
     if let Some(content) = args.str("content").map(str::trim) {
         if content.is_empty() {
             return Err(ToolOutput::error(
@@ -215,13 +234,17 @@ fn update(args: &Args, ctx: &ToolContext<'_>) -> Result<ToolOutput, ToolOutput> 
             ));
         }
         m.content = content.to_string();
+        claims = true;
         changed.push("content");
     }
     if let Some(c) = args.str("category").and_then(Category::parse) {
+        claims |= c.is_rule();
         m.category = c;
         changed.push("category");
     }
+    let raised = |p: Priority, m: &Memory| p < m.priority;
     if let Some(p) = parse_priority(args)? {
+        claims |= raised(p, &m);
         m.priority = p;
         // A call the user allowed: the priority is theirs, not the review's promotion.
         m.promoted = false;
@@ -239,6 +262,11 @@ fn update(args: &Args, ctx: &ToolContext<'_>) -> Result<ToolOutput, ToolOutput> 
         return Err(ToolOutput::error(
             "`update` needs at least one of content, category, priority, importance, tags",
         ));
+    }
+    // New text, a rule category or a higher priority written after world text is the
+    // world's claim, not the person's.
+    if claims && ctx.world {
+        m = m.with_source(Source::World);
     }
     m.refresh_derived(ctx.tokenizer);
     ctx.store

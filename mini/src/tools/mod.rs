@@ -64,6 +64,18 @@ impl ToolOutput {
     }
 }
 
+/// How an allowed call runs: what its check and the turn's sources say.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RunAs {
+    /// The level the permission check gave it (a shell command is confined by it).
+    pub level: Level,
+    /// Outside text is in the turn and no person said yes to this call: a command it
+    /// starts gets no network.
+    pub offline: bool,
+    /// The turn has world text in it: a memory the model adds now is the world's.
+    pub world: bool,
+}
+
 /// What a running tool may use.
 pub struct ToolContext<'a> {
     /// The workspace (absolute, canonical, created if missing).
@@ -88,6 +100,9 @@ pub struct ToolContext<'a> {
     /// Outside text is in the turn and no person said yes to this call: a command it
     /// starts gets no network.
     pub offline: bool,
+    /// The turn has world text in it (a page, a file, a tool's output): what the model
+    /// writes now may repeat it, so a memory it adds is the world's.
+    pub world: bool,
 }
 
 /// One built-in tool: what the model sees and what the permission check needs.

@@ -96,6 +96,7 @@ impl Harness {
             cancel: &self.cancel,
             level: self.level,
             offline: false,
+            world: false,
         }
     }
 

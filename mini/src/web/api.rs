@@ -626,6 +626,8 @@ fn memory_json(m: &Memory) -> Value {
             o.remove(derived);
         }
         o.insert("priority".into(), json!(m.priority as u8));
+        // Where it was learned from: `world` is information from a page or a tool.
+        o.insert("source".into(), json!(m.source.as_str()));
     }
     v
 }
@@ -748,6 +750,10 @@ fn update_memory(state: &State, req: &Request, id: MemoryId) -> Reply {
     let mut m = tri!(rt.store.memory(id));
     if m.deleted {
         return error(404, format!("memory #{id} was deleted"));
+    }
+    // The person rewriting, re-ranking or re-filing a memory makes it theirs.
+    if patch.content.is_some() || patch.priority.is_some() || patch.category.is_some() {
+        m.source = evolve_core::provenance::Source::Person;
     }
     field!(patch.apply(&mut m).map_err(|e| error(400, e)));
     m.refresh_derived(&rt.tokenizer);
@@ -928,8 +934,12 @@ fn run_tool(state: &State, req: &Request, name: &str) -> Reply {
         "api",
         name,
         &arguments,
-        level,
-        false,
+        // The caller's own call: no outside text is in it.
+        crate::tools::RunAs {
+            level,
+            offline: false,
+            world: false,
+        },
         now(),
         &cancel,
         &mut crate::mcp::NoEvents,

@@ -17,7 +17,8 @@ pub enum Revoke<'a> {
     /// A grant's [`Grant::label`]; a bare tool name also names every grant of that
     /// tool (`shell` for each of its command lines).
     Label(&'a str),
-    /// One grant: the tool and, for `shell`, the exact command.
+    /// One grant: the tool and, for `shell`, the exact command (a server's tool: its
+    /// grants for every definition; the key's definition is not looked at).
     Call(CallKey<'a>),
 }
 
@@ -53,10 +54,7 @@ impl Grants {
     pub fn withdraw(&mut self, what: Revoke<'_>) -> Vec<Grant> {
         let gone = self.chosen(what);
         for g in &gone {
-            self.revoke_call(CallKey {
-                tool: &g.tool,
-                command: g.command.as_deref(),
-            });
+            self.revoke_call(g.key());
         }
         gone
     }
@@ -76,6 +74,7 @@ mod tests {
                 CallKey {
                     tool: "shell",
                     command: Some(cmd),
+                    definition: None,
                 },
                 Level::L3,
             )
@@ -89,6 +88,7 @@ mod tests {
         let shell_a = CallKey {
             tool: "shell",
             command: Some("tar -cf a.tar x"),
+            definition: None,
         };
         let cases: &[(Revoke<'_>, &[&str])] = &[
             (

@@ -458,6 +458,7 @@ fn events_out_of_order_change_nothing() {
             level: Level::L0,
             decision: Decision::Run,
             command: None,
+            definition: None,
         },
         1,
     );

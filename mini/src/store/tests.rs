@@ -632,6 +632,7 @@ fn removing_a_session_removes_everything_it_owns_and_nothing_else() {
                     tool: "write_file".into(),
                     command: None,
                     level: Level::L3,
+                    definition: None,
                 },
             )
             .unwrap();

@@ -77,7 +77,15 @@ pub fn check_defined_call(
     grants: &Grants,
     policy: &Policy,
 ) -> CallCheck {
-    check(tool, Some(definition), class, arguments, ctx, grants, policy)
+    check(
+        tool,
+        Some(definition),
+        class,
+        arguments,
+        ctx,
+        grants,
+        policy,
+    )
 }
 
 fn check(

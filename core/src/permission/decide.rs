@@ -570,7 +570,11 @@ mod tests {
             (None, AskOnce),
         ];
         for (definition, want) in cases {
-            assert_eq!(decide(L3, key(definition), &grants, &pol), want, "{definition:?}");
+            assert_eq!(
+                decide(L3, key(definition), &grants, &pol),
+                want,
+                "{definition:?}"
+            );
         }
         let mut unbound = Grants::new();
         unbound.grant("notes__show", L3).unwrap();
@@ -586,7 +590,9 @@ mod tests {
         assert_eq!(back.iter().next().unwrap().label(), "notes__show");
         // Revoking the tool by name withdraws its grant whatever the definition.
         let mut back = back;
-        let gone = back.withdraw(crate::permission::Revoke::Call(CallKey::from("notes__show")));
+        let gone = back.withdraw(crate::permission::Revoke::Call(CallKey::from(
+            "notes__show",
+        )));
         assert_eq!(gone.len(), 1);
         assert!(back.is_empty());
     }

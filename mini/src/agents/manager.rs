@@ -490,6 +490,14 @@ impl Manager {
                         turn.grants(),
                         turn.policy(),
                     );
+                    // Asked because the tool is not what the person allowed: say so.
+                    if matches!(check.decision, Decision::AskOnce | Decision::AskTwice) {
+                        if let Some(text) =
+                            ToolAgent.definition_notice(tools, &call.name, turn.grants())
+                        {
+                            io.on_notice(&text);
+                        }
+                    }
                     turn.handle_check(check, rt.clock.now());
                 }
                 Action::AskPerson(call) if nested => {

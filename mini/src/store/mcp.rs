@@ -218,8 +218,48 @@ impl Store {
                 for key in keys {
                     classes.remove(key.as_str())?;
                 }
+                // Its definitions go too; one seen again later is a new one (with a new
+                // tag), so nothing bound to the old ones comes back.
+                let mut definitions = txn.open_table(MCP_DEFINITIONS)?;
+                let keys: Vec<String> = definitions
+                    .range(prefix.as_str()..)?
+                    .map(|row| row.map(|(k, _)| k.value().to_string()))
+                    .take_while(|k| k.as_ref().map_or(true, |k| k.starts_with(&prefix)))
+                    .collect::<Result<_, _>>()?;
+                for key in keys {
+                    definitions.remove(key.as_str())?;
+                }
             }
             Ok(removed)
+        })
+    }
+
+    /// The definitions kept for these tools (full names), in order; the record type is
+    /// `mcp::definition`'s, opaque here.
+    pub fn mcp_definitions<T: serde::de::DeserializeOwned>(
+        &self,
+        tools: &[String],
+    ) -> Result<Vec<Option<T>>, StoreError> {
+        self.read(|txn| {
+            let table = txn.open_table(MCP_DEFINITIONS)?;
+            tools
+                .iter()
+                .map(|t| get_json(&table, "mcp_definitions", t.as_str()))
+                .collect()
+        })
+    }
+
+    /// Keeps definitions of tools (full names), in one transaction.
+    pub fn set_mcp_definitions<T: Serialize>(
+        &self,
+        records: &[(String, T)],
+    ) -> Result<(), StoreError> {
+        self.write(|txn| {
+            let mut table = txn.open_table(MCP_DEFINITIONS)?;
+            for (tool, record) in records {
+                put_json(&mut table, "mcp_definitions", tool.as_str(), record)?;
+            }
+            Ok(())
         })
     }
 

@@ -1118,6 +1118,7 @@ fn prompts_style_notes_tool_classes_and_the_audit_log() {
     let class = ToolClassRecord {
         level: Level::L2,
         fingerprint: 7,
+        definition: None,
         source: "classifier".into(),
         at: NOW,
     };
@@ -1316,6 +1317,7 @@ fn mcp_servers_and_tool_lists_survive_reopening_and_go_with_their_server() {
     let class = |source: &str| ToolClassRecord {
         level: Level::L3,
         fingerprint: 1,
+        definition: None,
         source: source.into(),
         at: NOW,
     };

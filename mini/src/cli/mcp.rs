@@ -1323,6 +1323,8 @@ mod tests {
                 class: ToolClass { level, source },
                 user: None,
                 classifier,
+                definition: String::new(),
+                change: None,
             })
         };
         let listings = vec![

@@ -241,7 +241,7 @@ mod tests {
 
     #[test]
     fn command_lines() {
-        let ok: [(&[&str], Args); 6] = [
+        let ok: [(&[&str], Args); 7] = [
             (&[], Args::default()),
             (
                 &["--http", "127.0.0.1:0"],
@@ -341,7 +341,7 @@ mod tests {
 
     #[test]
     fn refused_command_lines() {
-        let bad: [(&[&str], &str); 6] = [
+        let bad: [(&[&str], &str); 7] = [
             (&["--http", "0.0.0.0:8080"], "non-loopback"),
             (&["--http", "192.168.1.2:80"], "non-loopback"),
             (&["--http", "localhost"], "not an address"),

@@ -901,6 +901,32 @@ mod tests {
     }
 
     #[test]
+    fn redefine_changes_only_what_its_kind_names() {
+        let first = show_note(Redefine::All, false);
+        for kind in [Redefine::All, Redefine::Schema, Redefine::Annotations] {
+            assert_eq!(
+                show_note(kind, false),
+                first,
+                "{kind:?}: the same first definition"
+            );
+            let other = show_note(kind, true);
+            assert_eq!(other.name, first.name);
+            // (description, schema, annotations) changed
+            let changed = (
+                other.description != first.description,
+                other.input_schema != first.input_schema,
+                other.annotations != first.annotations,
+            );
+            let want = match kind {
+                Redefine::All => (true, true, false),
+                Redefine::Schema => (false, true, false),
+                Redefine::Annotations => (false, false, true),
+            };
+            assert_eq!(changed, want, "{kind:?}");
+        }
+    }
+
+    #[test]
     fn the_old_tools_keep_their_order_and_the_new_ones_follow() {
         let names: Vec<String> = catalog().iter().map(|t| t.name.to_string()).collect();
         let want = [

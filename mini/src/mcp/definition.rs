@@ -397,6 +397,30 @@ pub fn note_dropped_level(store: &Store, tool: &str, level: Level) {
     }
 }
 
+/// Forgets that a change dropped a level of `tool` (the person set one again, or chose
+/// `auto`): the notice stops saying so.
+pub fn forget_dropped_level(store: &Store, tool: &str) {
+    let result = store
+        .mcp_definitions::<DefinitionRecord>(&[tool.to_string()])
+        .and_then(|mut kept| match kept.pop().flatten() {
+            Some(mut record)
+                if record
+                    .change
+                    .as_ref()
+                    .is_some_and(|c| c.dropped_level.is_some()) =>
+            {
+                if let Some(change) = record.change.as_mut() {
+                    change.dropped_level = None;
+                }
+                store.set_mcp_definitions(&[(tool.to_string(), record)])
+            }
+            _ => Ok(()),
+        });
+    if let Err(e) = result {
+        log::warn!("the definition of MCP tool {tool} cannot be updated: {e}");
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -251,6 +251,8 @@ pub fn set_level(
             )?
         }
     }
+    // The person decided again: a level a change dropped is no longer news.
+    crate::mcp::definition::forget_dropped_level(store, tool);
     Ok(LevelChange {
         tool: tool.to_string(),
         choice,

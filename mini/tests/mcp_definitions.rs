@@ -162,7 +162,8 @@ fn flipped_annotations_alone_are_a_new_definition() {
 }
 
 /// A definition that changes and changes back is not the one allowed before: "always"
-/// for A, B asked (and allowed once), A again asked.
+/// for A, B asked (and "always" again), A again asked and told; the grants of the
+/// definitions gone are dropped from the session's list once the person is told.
 #[test]
 fn changing_back_does_not_bring_the_grant_back() {
     let w = World::new("mcpdef-back");
@@ -180,8 +181,13 @@ fn changing_back_does_not_bring_the_grant_back() {
         "Shown b.",
     );
     chat.wait_for_count(ASKED, 2);
-    chat.send("yes");
+    chat.wait_for(CHANGED);
+    chat.send("always");
     chat.wait_for("Shown b.");
+    // One grant listed: the one for the definition now in use.
+    chat.send("/permissions");
+    chat.wait_for("1. t__show_note (L3)");
+    assert!(!chat.seen.contains("2. t__show_note"), "{}", chat.seen);
     // Back to the first definition: asked, and told so.
     call_show_note(&w, &mut chat, "show c", json!({"name": "c"}), "Shown c.");
     chat.wait_for_count(ASKED, 3);

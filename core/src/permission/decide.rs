@@ -588,6 +588,19 @@ mod tests {
         let back: Grants = serde_json::from_str(&json).unwrap();
         assert_eq!(decide(L3, shown, &back, &pol), Run);
         assert_eq!(back.iter().next().unwrap().label(), "notes__show");
+        // Superseded: the grants for other definitions than the one now listed.
+        let mut both = back.clone();
+        both.grant_call(key(Some("bbbb.2")), L3).unwrap();
+        both.grant("write_file", L3).unwrap();
+        let gone = both.withdraw(crate::permission::Revoke::Superseded(key(Some("bbbb.2"))));
+        let gone: alloc::vec::Vec<Option<String>> =
+            gone.into_iter().map(|g| g.definition).collect();
+        assert_eq!(gone, [Some(String::from("aaaa.1"))]);
+        assert_eq!(
+            both.len(),
+            2,
+            "the current definition's and write_file's stay"
+        );
         // Revoking the tool by name withdraws its grant whatever the definition.
         let mut back = back;
         let gone = back.withdraw(crate::permission::Revoke::Call(CallKey::from(

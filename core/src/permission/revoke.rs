@@ -20,6 +20,9 @@ pub enum Revoke<'a> {
     /// One grant: the tool and, for `shell`, the exact command (a server's tool: its
     /// grants for every definition; the key's definition is not looked at).
     Call(CallKey<'a>),
+    /// The grants of a server's tool given for another definition than the key's: they
+    /// cover no call any more, and go once the person is told the tool changed.
+    Superseded(CallKey<'a>),
 }
 
 impl Grants {
@@ -47,6 +50,11 @@ impl Grants {
             Revoke::Call(key) => {
                 pick(&|g| g.tool == key.tool && g.command.as_deref() == key.command)
             }
+            Revoke::Superseded(key) => pick(&|g| {
+                g.tool == key.tool
+                    && g.definition.is_some()
+                    && g.definition.as_deref() != key.definition
+            }),
         }
     }
 

@@ -312,6 +312,9 @@ fn serve_tells_the_ui_what_changed() {
         text.contains("description, input schema changed"),
         "{notice}"
     );
+    // The grant for what the tool was is gone from the session's list.
+    let grants = s.get(&format!("/v1/sessions/{sid}/grants")).json();
+    assert_eq!(grants["data"], json!([]), "{grants}");
     let call = ask["call"]["id"].as_str().unwrap().to_string();
     let mcp = s.get("/v1/mcp").json();
     let tool = mcp["data"][0]["tools"]

@@ -353,3 +353,30 @@ fn serve_tells_the_ui_what_changed() {
     drop(rx);
     s.stop();
 }
+
+/// Over streamable HTTP too (the test server speaks 2026-07-28 without a session: the
+/// change is announced on the call's own stream), the next call is asked again.
+#[test]
+fn a_tool_redefined_by_an_http_server_is_asked_again() {
+    let w = World::new("mcpdef-http");
+    let server = support::mcp::HttpServer::start_with(&["--redefine", "all"]);
+    w.fake.quiet_with(CLASSIFY, Reply::Text(LEVELS.into()));
+    w.config(&format!("[mcp.servers.t]\nurl = {:?}\n", server.1));
+    let mut chat = Chat::start(&w);
+    call_show_note(&w, &mut chat, "show a", json!({"name": "a"}), "Shown a.");
+    chat.wait_for(ASKED);
+    chat.send("always");
+    chat.wait_for("Shown a.");
+    call_show_note(
+        &w,
+        &mut chat,
+        "show b",
+        json!({"name": "b", "upload_to": "x"}),
+        "Not shown.",
+    );
+    chat.wait_for_count(ASKED, 2);
+    chat.wait_for(CHANGED);
+    chat.send("no");
+    chat.wait_for("Not shown.");
+    let _ = chat.finish();
+}

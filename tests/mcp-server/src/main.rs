@@ -192,6 +192,7 @@ fn main() -> ExitCode {
         events: Events::new(args.events),
         task_tool: args.task_tool,
         redefine: args.redefine,
+        swapped: Default::default(),
     };
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()

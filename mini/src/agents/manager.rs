@@ -480,6 +480,10 @@ impl Manager {
                     turn.handle_reply(reply);
                 }
                 Action::CheckCall(call) => {
+                    // A server that changed its tools during an earlier call of this
+                    // step (a tool redefined after it ran) is listed again first: the
+                    // call is checked against what the tool is now.
+                    ToolAgent.refresh(rt, tools, input.cancel);
                     // The grants as they stand now: one revoked meanwhile counts.
                     turn.set_grants(rt.store.grants(sid)?);
                     let check = ToolAgent.check(

@@ -31,14 +31,13 @@
 use evolve_core::permission::Level;
 use evolve_core::text::clip_chars;
 use evolve_core::Timestamp;
-use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use serde_json::{json, Value};
 
 use crate::mcp_spec::{full_name, McpTool};
-use crate::store::Store;
+use crate::store::{Store, StoreError};
 
 /// The fingerprints of the parts of a tool's definition, each 16 hex digits.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Parts {
     pub description: String,
     pub schema: String,
@@ -46,8 +45,7 @@ pub struct Parts {
 }
 
 /// One part of a definition, as the person reads it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Part {
     Description,
     InputSchema,
@@ -62,6 +60,12 @@ impl Part {
             Part::InputSchema => "input schema",
             Part::Annotations => "annotations",
         }
+    }
+
+    const ALL: [Part; 3] = [Part::Description, Part::InputSchema, Part::Annotations];
+
+    fn from_label(label: &str) -> Option<Part> {
+        Part::ALL.into_iter().find(|p| p.label() == label)
     }
 }
 
@@ -173,23 +177,80 @@ fn write_canonical(v: &Value, out: &mut String) {
 }
 
 /// What the store keeps of a tool's definition: its parts as last seen, the tag of
-/// that sighting, and the change that led to it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// that sighting, and the change that led to it. Kept as a JSON object written and
+/// read by hand ([`DefinitionRecord::to_json`]), like the store's other small records
+/// whose derived serde code would cost the binary more than the rest of them.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DefinitionRecord {
     pub parts: Parts,
     /// Its description (at most 200 characters), to say what it was once it changes.
-    #[serde(default)]
     pub description: String,
     /// Random, new whenever the parts are first seen or change (8 hex digits).
     pub seen: String,
     /// When this definition was first seen.
     pub since: Timestamp,
     /// How it differs from the definition before, if it replaced one.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub change: Option<Change>,
 }
 
 impl DefinitionRecord {
+    /// The stored object.
+    pub fn to_json(&self) -> Value {
+        let mut v = json!({
+            "parts": [self.parts.description, self.parts.schema, self.parts.annotations],
+            "description": self.description,
+            "seen": self.seen,
+            "since": self.since,
+        });
+        if let Some(c) = &self.change {
+            v["change"] = json!({
+                "parts": c.parts.iter().map(|p| p.label()).collect::<Vec<_>>(),
+                "at": c.at,
+                "before": c.before,
+                "dropped_level": c.dropped_level.map(Level::name),
+            });
+        }
+        v
+    }
+
+    /// From the stored object; `None` when it is not one (the tool is then seen anew).
+    pub fn from_json(v: &Value) -> Option<DefinitionRecord> {
+        let text = |v: &Value, key: &str| v.get(key).and_then(Value::as_str).map(str::to_string);
+        let parts: Vec<String> = v
+            .get("parts")?
+            .as_array()?
+            .iter()
+            .filter_map(|p| p.as_str().map(str::to_string))
+            .collect();
+        let [description, schema, annotations] = <[String; 3]>::try_from(parts).ok()?;
+        let change = v.get("change").filter(|c| c.is_object()).map(|c| Change {
+            parts: c
+                .get("parts")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(|p| p.as_str().and_then(Part::from_label))
+                .collect(),
+            at: c.get("at").and_then(Value::as_i64).unwrap_or_default(),
+            before: text(c, "before").unwrap_or_default(),
+            dropped_level: c
+                .get("dropped_level")
+                .and_then(Value::as_str)
+                .and_then(Level::parse),
+        });
+        Some(DefinitionRecord {
+            parts: Parts {
+                description,
+                schema,
+                annotations,
+            },
+            description: text(v, "description").unwrap_or_default(),
+            seen: text(v, "seen")?,
+            since: v.get("since").and_then(Value::as_i64).unwrap_or_default(),
+            change,
+        })
+    }
+
     /// What grants and user levels are bound to: `PARTS.SEEN`.
     pub fn key(&self) -> String {
         format!("{}.{}", self.parts.joined(), self.seen)
@@ -197,7 +258,7 @@ impl DefinitionRecord {
 }
 
 /// A change of a tool's definition, for the person.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Change {
     /// What differs from the definition before (empty: it changed and came back).
     pub parts: Vec<Part>,
@@ -206,7 +267,6 @@ pub struct Change {
     /// The description before the change (at most 200 characters).
     pub before: String,
     /// A level the person set (`evolve mcp level`) that stopped applying with it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dropped_level: Option<Level>,
 }
 
@@ -243,7 +303,7 @@ impl Change {
 
     /// As the API gives it.
     pub fn to_json(&self) -> Value {
-        serde_json::json!({
+        json!({
             "parts": self.parts.iter().map(|p| p.label()).collect::<Vec<_>>(),
             "what": self.what(),
             "at": self.at,
@@ -296,12 +356,10 @@ pub struct Observed {
 /// be read or written gives every tool a fresh identity (nothing granted before applies).
 pub fn observe(store: &Store, server: &str, tools: &[McpTool], now: Timestamp) -> Vec<Observed> {
     let names: Vec<String> = tools.iter().map(|t| full_name(server, &t.name)).collect();
-    let kept = store
-        .mcp_definitions::<DefinitionRecord>(&names)
-        .unwrap_or_else(|e| {
-            log::warn!("the definitions of the tools of MCP server {server:?} cannot be read: {e}");
-            vec![None; names.len()]
-        });
+    let kept = read(store, &names).unwrap_or_else(|e| {
+        log::warn!("the definitions of the tools of MCP server {server:?} cannot be read: {e}");
+        vec![None; names.len()]
+    });
     let mut fresh: Vec<(String, DefinitionRecord)> = Vec::new();
     let mut out = Vec::with_capacity(tools.len());
     for ((tool, name), kept) in tools.iter().zip(&names).zip(kept) {
@@ -352,7 +410,7 @@ pub fn observe(store: &Store, server: &str, tools: &[McpTool], now: Timestamp) -
         }
     }
     if !fresh.is_empty() {
-        if let Err(e) = store.set_mcp_definitions(&fresh) {
+        if let Err(e) = write(store, &fresh) {
             log::warn!("the definitions of the tools of MCP server {server:?} cannot be kept: {e}");
         }
     }
@@ -377,45 +435,58 @@ fn tag() -> String {
 
 /// Records that a change dropped `level`, a level the person set for `tool`.
 pub fn note_dropped_level(store: &Store, tool: &str, level: Level) {
-    let result = store
-        .mcp_definitions::<DefinitionRecord>(&[tool.to_string()])
-        .and_then(|mut kept| match kept.pop().flatten() {
-            Some(mut record) => {
-                let change = record.change.get_or_insert_with(|| Change {
-                    parts: Vec::new(),
-                    at: record.since,
-                    before: String::new(),
-                    dropped_level: None,
-                });
-                change.dropped_level = Some(level);
-                store.set_mcp_definitions(&[(tool.to_string(), record)])
-            }
-            None => Ok(()),
-        });
+    let result = read(store, &[tool.to_string()]).and_then(|mut kept| match kept.pop().flatten() {
+        Some(mut record) => {
+            let change = record.change.get_or_insert_with(|| Change {
+                parts: Vec::new(),
+                at: record.since,
+                before: String::new(),
+                dropped_level: None,
+            });
+            change.dropped_level = Some(level);
+            write(store, &[(tool.to_string(), record)])
+        }
+        None => Ok(()),
+    });
     if let Err(e) = result {
         log::warn!("that the level of MCP tool {tool} was dropped cannot be kept: {e}");
     }
 }
 
+/// The records kept for `tools` (full names), in order.
+pub fn read(store: &Store, tools: &[String]) -> Result<Vec<Option<DefinitionRecord>>, StoreError> {
+    Ok(store
+        .mcp_definitions(tools)?
+        .into_iter()
+        .map(|v| v.as_ref().and_then(DefinitionRecord::from_json))
+        .collect())
+}
+
+fn write(store: &Store, records: &[(String, DefinitionRecord)]) -> Result<(), StoreError> {
+    let docs: Vec<(String, Value)> = records
+        .iter()
+        .map(|(t, r)| (t.clone(), r.to_json()))
+        .collect();
+    store.set_mcp_definitions(&docs)
+}
+
 /// Forgets that a change dropped a level of `tool` (the person set one again, or chose
 /// `auto`): the notice stops saying so.
 pub fn forget_dropped_level(store: &Store, tool: &str) {
-    let result = store
-        .mcp_definitions::<DefinitionRecord>(&[tool.to_string()])
-        .and_then(|mut kept| match kept.pop().flatten() {
-            Some(mut record)
-                if record
-                    .change
-                    .as_ref()
-                    .is_some_and(|c| c.dropped_level.is_some()) =>
-            {
-                if let Some(change) = record.change.as_mut() {
-                    change.dropped_level = None;
-                }
-                store.set_mcp_definitions(&[(tool.to_string(), record)])
+    let result = read(store, &[tool.to_string()]).and_then(|mut kept| match kept.pop().flatten() {
+        Some(mut record)
+            if record
+                .change
+                .as_ref()
+                .is_some_and(|c| c.dropped_level.is_some()) =>
+        {
+            if let Some(change) = record.change.as_mut() {
+                change.dropped_level = None;
             }
-            _ => Ok(()),
-        });
+            write(store, &[(tool.to_string(), record)])
+        }
+        _ => Ok(()),
+    });
     if let Err(e) = result {
         log::warn!("the definition of MCP tool {tool} cannot be updated: {e}");
     }
@@ -557,6 +628,34 @@ mod tests {
                 },
             ))
         });
+    }
+
+    #[test]
+    fn records_are_read_back_as_written() {
+        let mut record = DefinitionRecord {
+            parts: Parts::of(&tool("d", "{}", Annotations::default())),
+            description: "Shows a note.".into(),
+            seen: "0a1b2c3d".into(),
+            since: 7,
+            change: None,
+        };
+        assert_eq!(
+            DefinitionRecord::from_json(&record.to_json()),
+            Some(record.clone())
+        );
+        record.change = Some(Change {
+            parts: vec![Part::InputSchema, Part::Annotations],
+            at: 9,
+            before: "Was.".into(),
+            dropped_level: Some(Level::L2),
+        });
+        assert_eq!(
+            DefinitionRecord::from_json(&record.to_json()),
+            Some(record.clone())
+        );
+        for bad in [json!(null), json!({}), json!({"parts": ["a"], "seen": "x"})] {
+            assert_eq!(DefinitionRecord::from_json(&bad), None, "{bad}");
+        }
     }
 
     #[test]

@@ -237,8 +237,9 @@ pub fn set_level(
         LevelChoice::Fixed(level) => {
             // Bound to the definition last seen: the level holds for it and no other
             // (a tool never listed is bound at its first listing).
-            let seen: Option<crate::mcp::definition::DefinitionRecord> =
-                store.mcp_definitions(&[tool.to_string()])?.pop().flatten();
+            let seen = crate::mcp::definition::read(store, &[tool.to_string()])?
+                .pop()
+                .flatten();
             store.set_tool_class(
                 tool,
                 &ToolClassRecord {

@@ -234,12 +234,9 @@ impl Store {
         })
     }
 
-    /// The definitions kept for these tools (full names), in order; the record type is
-    /// `mcp::definition`'s, opaque here.
-    pub fn mcp_definitions<T: serde::de::DeserializeOwned>(
-        &self,
-        tools: &[String],
-    ) -> Result<Vec<Option<T>>, StoreError> {
+    /// The definitions kept for these tools (full names), in order, as stored (what
+    /// they hold is `mcp::definition`'s).
+    pub fn mcp_definitions(&self, tools: &[String]) -> Result<Vec<Option<Value>>, StoreError> {
         self.read(|txn| {
             let table = txn.open_table(MCP_DEFINITIONS)?;
             tools
@@ -250,10 +247,7 @@ impl Store {
     }
 
     /// Keeps definitions of tools (full names), in one transaction.
-    pub fn set_mcp_definitions<T: Serialize>(
-        &self,
-        records: &[(String, T)],
-    ) -> Result<(), StoreError> {
+    pub fn set_mcp_definitions(&self, records: &[(String, Value)]) -> Result<(), StoreError> {
         self.write(|txn| {
             let mut table = txn.open_table(MCP_DEFINITIONS)?;
             for (tool, record) in records {

@@ -132,47 +132,14 @@ fn annotations_text(tool: &McpTool) -> String {
 }
 
 /// A JSON text in one canonical form: object keys sorted, no whitespace, strings and
-/// numbers as serde_json writes them. Text that is not JSON is kept as it is (trimmed):
-/// it still has a fingerprint, just not a canonical one.
+/// numbers as serde_json writes them. serde_json is built without `preserve_order`, so
+/// its objects are sorted maps and writing a parsed value back is that form (the unit
+/// test below fails if a dependency ever turns the feature on). Text that is not JSON
+/// is kept as it is (trimmed): it still has a fingerprint, just not a canonical one.
 pub fn canonical_json(text: &str) -> String {
     match serde_json::from_str::<Value>(text) {
-        Ok(v) => {
-            let mut out = String::with_capacity(text.len());
-            write_canonical(&v, &mut out);
-            out
-        }
+        Ok(v) => v.to_string(),
         Err(_) => text.trim().to_string(),
-    }
-}
-
-/// Sorts keys itself, whatever map serde_json was built with.
-fn write_canonical(v: &Value, out: &mut String) {
-    match v {
-        Value::Object(map) => {
-            let mut keys: Vec<&String> = map.keys().collect();
-            keys.sort();
-            out.push('{');
-            for (i, k) in keys.into_iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                out.push_str(&Value::String(k.clone()).to_string());
-                out.push(':');
-                write_canonical(&map[k], out);
-            }
-            out.push('}');
-        }
-        Value::Array(items) => {
-            out.push('[');
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                write_canonical(item, out);
-            }
-            out.push(']');
-        }
-        other => out.push_str(&other.to_string()),
     }
 }
 

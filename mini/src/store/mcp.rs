@@ -209,25 +209,18 @@ impl Store {
                 txn.open_table(MCP_TOOLS)?.remove(name)?;
                 txn.open_table(MCP_LOGINS)?.remove(name)?;
                 let prefix = format!("{name}{SEP}");
-                let mut classes = txn.open_table(TOOL_CLASSES)?;
-                let keys: Vec<String> = classes
-                    .range(prefix.as_str()..)?
-                    .map(|row| row.map(|(k, _)| k.value().to_string()))
-                    .take_while(|k| k.as_ref().map_or(true, |k| k.starts_with(&prefix)))
-                    .collect::<Result<_, _>>()?;
-                for key in keys {
-                    classes.remove(key.as_str())?;
-                }
                 // Its definitions go too; one seen again later is a new one (with a new
                 // tag), so nothing bound to the old ones comes back.
-                let mut definitions = txn.open_table(MCP_DEFINITIONS)?;
-                let keys: Vec<String> = definitions
-                    .range(prefix.as_str()..)?
-                    .map(|row| row.map(|(k, _)| k.value().to_string()))
-                    .take_while(|k| k.as_ref().map_or(true, |k| k.starts_with(&prefix)))
-                    .collect::<Result<_, _>>()?;
-                for key in keys {
-                    definitions.remove(key.as_str())?;
+                for table in [TOOL_CLASSES, MCP_DEFINITIONS] {
+                    let mut table = txn.open_table(table)?;
+                    let keys: Vec<String> = table
+                        .range(prefix.as_str()..)?
+                        .map(|row| row.map(|(k, _)| k.value().to_string()))
+                        .take_while(|k| k.as_ref().map_or(true, |k| k.starts_with(&prefix)))
+                        .collect::<Result<_, _>>()?;
+                    for key in keys {
+                        table.remove(key.as_str())?;
+                    }
                 }
             }
             Ok(removed)

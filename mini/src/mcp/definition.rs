@@ -241,11 +241,11 @@ pub struct Change {
 const BEFORE_CHARS: usize = 200;
 
 impl Change {
-    /// `description, input schema` — or, for a definition seen before that came back,
-    /// `changed and changed back`.
+    /// `description, input schema` (`definition` when the parts are not known: a level
+    /// found bound to a definition no longer kept).
     pub fn what(&self) -> String {
         if self.parts.is_empty() {
-            "changed and changed back".to_string()
+            "definition".to_string()
         } else {
             self.parts
                 .iter()
@@ -314,8 +314,6 @@ pub struct Observed {
     pub key: String,
     /// The last change of the definition, if it replaced one.
     pub change: Option<Change>,
-    /// The definition changed at this observation.
-    pub new_change: bool,
 }
 
 /// Compares each of `server`'s `tools` with the definition kept for it; a new or changed
@@ -335,30 +333,21 @@ pub fn observe(store: &Store, server: &str, tools: &[McpTool], now: Timestamp) -
             Some(record) if record.parts == parts => out.push(Observed {
                 key: record.key(),
                 change: record.change,
-                new_change: false,
             }),
             before => {
                 let change = before.map(|b| {
-                    let changed = b.parts.changed(&parts);
-                    log::warn!(
-                        "MCP tool {name} changed its definition ({}): what was allowed for it \
-                         no longer applies, and it is classified again",
-                        if changed.is_empty() {
-                            "changed and changed back".to_string()
-                        } else {
-                            changed
-                                .iter()
-                                .map(|p| p.label())
-                                .collect::<Vec<_>>()
-                                .join(", ")
-                        }
-                    );
-                    Change {
-                        parts: changed,
+                    let change = Change {
+                        parts: b.parts.changed(&parts),
                         at: now,
                         before: b.description,
                         dropped_level: None,
-                    }
+                    };
+                    log::warn!(
+                        "MCP tool {name} changed its definition ({}): what was allowed for it \
+                         no longer applies, and it is classified again",
+                        change.what()
+                    );
+                    change
                 });
                 let record = DefinitionRecord {
                     parts,
@@ -370,7 +359,6 @@ pub fn observe(store: &Store, server: &str, tools: &[McpTool], now: Timestamp) -
                 out.push(Observed {
                     key: record.key(),
                     change: record.change.clone(),
-                    new_change: record.change.is_some(),
                 });
                 fresh.push((name.clone(), record));
             }
@@ -644,7 +632,6 @@ mod tests {
         assert_eq!(again[0].key, first[0].key);
         let changed = observe(&store, "notes", std::slice::from_ref(&b), 3);
         assert_ne!(changed[0].key, first[0].key);
-        assert!(changed[0].new_change);
         let change = changed[0].change.clone().unwrap();
         assert_eq!(change.parts, vec![Part::Description]);
         assert_eq!(change.before, "Shows a note.");

@@ -103,32 +103,29 @@ fn add_login_table(txn: &WriteTransaction) -> Result<(), Fail> {
 fn add_definitions(txn: &WriteTransaction) -> Result<(), Fail> {
     txn.open_table(MCP_DEFINITIONS)?;
     let mut table = txn.open_table(GRANTS)?;
-    let mut rows: Vec<(String, Vec<serde_json::Value>)> = Vec::new();
+    let mut rows: Vec<(String, evolve_core::permission::Grants)> = Vec::new();
     for row in table.iter()? {
         let (key, value) = row?;
         let session = key.value().to_string();
-        let grants: Vec<serde_json::Value> = decode("grants", &session, value.value())?;
+        let grants: evolve_core::permission::Grants = decode("grants", &session, value.value())?;
         rows.push((session, grants));
     }
     for (session, mut grants) in rows {
-        let before = grants.len();
-        // A grant is a tool name alone (the oldest rows) or an object.
-        grants.retain(|g| {
-            let tool = g
-                .as_str()
-                .or_else(|| g["tool"].as_str())
-                .unwrap_or_default();
-            let unbound = tool.contains(crate::mcp_spec::SEP) && g["definition"].is_null();
-            if unbound {
-                log::info!(
-                    "store: the \"always\" for MCP tool {tool} in session {session} is \
-                     dropped: it was given before grants were bound to a tool's definition"
-                );
-            }
-            !unbound
-        });
-        if grants.len() == before {
+        let unbound: Vec<evolve_core::permission::Grant> = grants
+            .iter()
+            .filter(|g| g.definition.is_none() && g.tool.contains(crate::mcp_spec::SEP))
+            .cloned()
+            .collect();
+        if unbound.is_empty() {
             continue;
+        }
+        for g in &unbound {
+            log::info!(
+                "store: the \"always\" for MCP tool {} in session {session} is dropped: it \
+                 was given before grants were bound to a tool's definition",
+                g.tool
+            );
+            grants.withdraw(evolve_core::permission::Revoke::Label(&g.tool));
         }
         if grants.is_empty() {
             table.remove(session.as_str())?;

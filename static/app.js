@@ -819,6 +819,13 @@ async function send(text, replace = null, images = []) {
           a.tools.appendChild(toolCard(j));
         settleCard(card, j, j.output);
       } else if (ev === 'evolve.permission') { if (run.attached) permAsk(j); }
+      else if (ev === 'evolve.notice') {
+        // Before a question: why it is asked (an MCP tool redefined since it was allowed).
+        const note = h('p', 'warn', j.text || '');
+        note.setAttribute('role', 'alert');
+        note.dataset.testid = 'turn-notice';
+        a.tools.before(note);
+      }
       else if (ev === 'evolve.turn') {
         rec = j;
         if (j.turn) { n = j.turn; u.dataset.turn = a.el.dataset.turn = n; }
@@ -1329,6 +1336,7 @@ async function loadTools() {
     tr.append(h('td')); tr.lastChild.append(h('code', null, x.name));
     tr.append(h('td')); tr.lastChild.append(lvl(x.level));
     tr.append(h('td', null, [x.source, x.origin].filter(Boolean).join(' · ')), h('td', null, x.description || ''));
+    if (x.changed) tr.lastChild.prepend(h('small', 'warn', t('defChanged', x.changed.what) + ' '));
   }
   const box = $('#mcp-list');
   box.replaceChildren();
@@ -1383,6 +1391,12 @@ async function loadTools() {
       const li = ul.appendChild(h('li', 'row'));
       li.append(h('code', null, full.slice(s.name.length + 2)), h('small', 'mut', tool.origin || ''));
       li.title = tool.description || '';
+      // Its definition replaced another: what changed, and that what was allowed is gone.
+      if (tool.changed) {
+        const w = li.appendChild(h('small', 'warn', t('defChanged', tool.changed.what)));
+        w.dataset.testid = 'mcp-definition-changed';
+        w.title = tool.changed.before ? t('defBefore', tool.changed.before) : '';
+      }
       const sel = li.appendChild(options(h('select'), LEVELS, v => v === 'auto' ? t('auto') : v, tool.level));
       sel.setAttribute('aria-label', t('level') + ' ' + full);
       sel.dataset.tool = full;

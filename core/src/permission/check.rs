@@ -27,6 +27,9 @@ pub struct CallCheck {
     /// What the call would send off the machine that no one gave (the egress rule,
     /// [`check_egress`](super::check_egress)); shown when a person is asked.
     pub sends: Option<Sends>,
+    /// For a tool defined by a server: the definition the call was checked against,
+    /// which an "always allow" of this call is bound to.
+    pub definition: Option<String>,
 }
 
 impl CallCheck {
@@ -35,6 +38,7 @@ impl CallCheck {
         CallKey {
             tool,
             command: self.command.as_deref(),
+            definition: self.definition.as_deref(),
         }
     }
 
@@ -60,6 +64,43 @@ pub fn check_call(
     grants: &Grants,
     policy: &Policy,
 ) -> CallCheck {
+    check(tool, None, class, arguments, ctx, grants, policy)
+}
+
+/// [`check_call`] for a tool a server defines (an MCP tool): `definition` is the
+/// shell's opaque identity of the definition the call is checked against (its
+/// fingerprint). A grant given for one definition covers no other, so a tool redefined
+/// after "always" is asked about again; a call it is granted for records the
+/// definition in [`CallCheck::definition`].
+pub fn check_defined_call(
+    tool: &str,
+    definition: &str,
+    class: ToolClass,
+    arguments: &str,
+    ctx: &EscalationContext<'_>,
+    grants: &Grants,
+    policy: &Policy,
+) -> CallCheck {
+    check(
+        tool,
+        Some(definition),
+        class,
+        arguments,
+        ctx,
+        grants,
+        policy,
+    )
+}
+
+fn check(
+    tool: &str,
+    definition: Option<&str>,
+    class: ToolClass,
+    arguments: &str,
+    ctx: &EscalationContext<'_>,
+    grants: &Grants,
+    policy: &Policy,
+) -> CallCheck {
     let escalation = escalate(arguments, ctx);
     let level = call_level(class.level, &escalation);
     // A shell call is granted by its command line; an unreadable one by an empty
@@ -70,6 +111,7 @@ pub fn check_call(
     let key = CallKey {
         tool,
         command: command.as_deref(),
+        definition,
     };
     let decision = decide(level, key, grants, policy);
     CallCheck {
@@ -79,6 +121,7 @@ pub fn check_call(
         decision,
         command,
         sends: None,
+        definition: definition.map(String::from),
     }
 }
 

@@ -100,15 +100,21 @@ impl Policy {
     }
 }
 
-/// What a call is, for the session's "always allow" list: the tool, and for `shell`
-/// the exact command line (a grant for `tar -cf backup.tar notes` says nothing about
-/// `tar --remove-files -cf gone.tar notes`).
+/// What a call is, for the session's "always allow" list: the tool, for `shell` the
+/// exact command line (a grant for `tar -cf backup.tar notes` says nothing about
+/// `tar --remove-files -cf gone.tar notes`), and for a tool whose definition comes from
+/// elsewhere (an MCP server's description, schema and annotations) that definition
+/// (a grant for "shows a note" says nothing about the same name redefined as "deletes
+/// every note").
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CallKey<'a> {
     /// The tool's name.
     pub tool: &'a str,
     /// For a tool that runs its argument as a command (`shell`): that command.
     pub command: Option<&'a str>,
+    /// For a tool defined by a server: an opaque identity of the definition the call
+    /// was checked against (the shell's fingerprint; compared, never read, here).
+    pub definition: Option<&'a str>,
 }
 
 impl<'a> From<&'a str> for CallKey<'a> {
@@ -116,6 +122,7 @@ impl<'a> From<&'a str> for CallKey<'a> {
         CallKey {
             tool,
             command: None,
+            definition: None,
         }
     }
 }
@@ -132,6 +139,10 @@ pub struct Grant {
     pub command: Option<String>,
     /// The level of the call it was given for (L3 at most).
     pub level: Level,
+    /// For a tool defined by a server: the definition the grant was given for; a call
+    /// checked against another definition of the same name is not covered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub definition: Option<String>,
 }
 
 impl Grant {
@@ -144,10 +155,11 @@ impl Grant {
         }
     }
 
-    fn key(&self) -> CallKey<'_> {
+    pub(crate) fn key(&self) -> CallKey<'_> {
         CallKey {
             tool: &self.tool,
             command: self.command.as_deref(),
+            definition: self.definition.as_deref(),
         }
     }
 }
@@ -164,6 +176,8 @@ enum StoredGrant {
         #[serde(default)]
         command: Option<String>,
         level: Level,
+        #[serde(default)]
+        definition: Option<String>,
     },
 }
 
@@ -183,13 +197,14 @@ impl<'de> Deserialize<'de> for Grants {
         let stored = alloc::vec::Vec::<StoredGrant>::deserialize(d)?;
         let mut grants = Grants::new();
         for g in stored {
-            let (tool, command, level) = match g {
-                StoredGrant::Name(tool) => (tool, None, Level::L3),
+            let (tool, command, level, definition) = match g {
+                StoredGrant::Name(tool) => (tool, None, Level::L3, None),
                 StoredGrant::Full {
                     tool,
                     command,
                     level,
-                } => (tool, command, level),
+                    definition,
+                } => (tool, command, level, definition),
             };
             // Whatever a store row says, nothing above L3 is ever granted.
             if level < Level::L4 {
@@ -197,6 +212,7 @@ impl<'de> Deserialize<'de> for Grants {
                     tool,
                     command,
                     level,
+                    definition,
                 });
             }
         }
@@ -239,6 +255,7 @@ impl Grants {
             tool: String::from(key.tool),
             command: key.command.map(String::from),
             level,
+            definition: key.definition.map(String::from),
         });
         Ok(old.is_none())
     }
@@ -258,7 +275,8 @@ impl Grants {
     }
 
     /// Whether a call with this key at `level` is covered: granted for the same tool
-    /// (and, for `shell`, the same command) at that level or higher.
+    /// (for `shell` the same command, for a server's tool the same definition) at that
+    /// level or higher.
     pub fn covers(&self, key: CallKey<'_>, level: Level) -> bool {
         self.find(key).is_some_and(|g| level <= g.level)
     }
@@ -485,6 +503,7 @@ mod tests {
         let shell = CallKey {
             tool: "shell",
             command: Some("tar -cf x.tar notes"),
+            definition: None,
         };
         grants.grant_call(shell, L3).unwrap();
         let json = serde_json::to_string(&grants).unwrap();
@@ -502,6 +521,7 @@ mod tests {
         let cmd = CallKey {
             tool: "shell",
             command: Some("tar --remove-files -cf gone.tar notes"),
+            definition: None,
         };
         assert!(!grants.covers(cmd, L3));
         assert_eq!(decide(L3, cmd, &grants, &Policy::Interactive), AskOnce);
@@ -517,6 +537,7 @@ mod tests {
         let granted = CallKey {
             tool: "shell",
             command: Some("tar -cf backup.tar canary"),
+            definition: None,
         };
         grants.grant_call(granted, L3).unwrap();
         let pol = Policy::Interactive;
@@ -524,6 +545,7 @@ mod tests {
         let other = CallKey {
             tool: "shell",
             command: Some("tar --remove-files -cf gone.tar canary"),
+            definition: None,
         };
         assert_eq!(decide(L3, other, &grants, &pol), AskOnce);
         assert_eq!(decide(L4, other, &grants, &pol), AskTwice);
@@ -539,6 +561,69 @@ mod tests {
         );
         assert!(grants.revoke_call(granted));
         assert_eq!(decide(L3, granted, &grants, &pol), AskOnce);
+    }
+
+    #[test]
+    fn a_grant_for_one_definition_covers_no_other_of_the_same_name() {
+        let key = |definition| CallKey {
+            tool: "notes__show",
+            command: None,
+            definition,
+        };
+        let shown = key(Some("aaaa.1"));
+        let mut grants = Grants::new();
+        grants.grant_call(shown, L3).unwrap();
+        let pol = Policy::Interactive;
+        // (definition the call is checked against, decision)
+        let cases = [
+            (Some("aaaa.1"), Run),
+            // Redefined (another fingerprint), or the same text seen again after a
+            // change (another identity): asked.
+            (Some("bbbb.2"), AskOnce),
+            (Some("aaaa.3"), AskOnce),
+            // A grant bound to a definition never covers a call checked without one,
+            // nor does a grant without one cover a defined call.
+            (None, AskOnce),
+        ];
+        for (definition, want) in cases {
+            assert_eq!(
+                decide(L3, key(definition), &grants, &pol),
+                want,
+                "{definition:?}"
+            );
+        }
+        let mut unbound = Grants::new();
+        unbound.grant("notes__show", L3).unwrap();
+        assert_eq!(decide(L3, shown, &unbound, &pol), AskOnce);
+        // Kept and read back with its definition; the label is the tool's.
+        let json = serde_json::to_string(&grants).unwrap();
+        assert_eq!(
+            json,
+            r#"[{"tool":"notes__show","level":"L3","definition":"aaaa.1"}]"#
+        );
+        let back: Grants = serde_json::from_str(&json).unwrap();
+        assert_eq!(decide(L3, shown, &back, &pol), Run);
+        assert_eq!(back.iter().next().unwrap().label(), "notes__show");
+        // Superseded: the grants for other definitions than the one now listed.
+        let mut both = back.clone();
+        both.grant_call(key(Some("bbbb.2")), L3).unwrap();
+        both.grant("write_file", L3).unwrap();
+        let gone = both.withdraw(crate::permission::Revoke::Superseded(key(Some("bbbb.2"))));
+        let gone: alloc::vec::Vec<Option<String>> =
+            gone.into_iter().map(|g| g.definition).collect();
+        assert_eq!(gone, [Some(String::from("aaaa.1"))]);
+        assert_eq!(
+            both.len(),
+            2,
+            "the current definition's and write_file's stay"
+        );
+        // Revoking the tool by name withdraws its grant whatever the definition.
+        let mut back = back;
+        let gone = back.withdraw(crate::permission::Revoke::Call(CallKey::from(
+            "notes__show",
+        )));
+        assert_eq!(gone.len(), 1);
+        assert!(back.is_empty());
     }
 
     #[test]

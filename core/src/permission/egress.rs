@@ -111,6 +111,7 @@ pub fn host_allowed(host: &str, tool: &str, allowed: &[String], grants: &Grants)
             CallKey {
                 tool,
                 command: Some(&lower),
+                definition: None,
             },
             Level::L3,
         )

@@ -46,7 +46,7 @@ mod secret;
 mod shell;
 
 pub use audit::AuditEntry;
-pub use check::{check_call, CallCheck};
+pub use check::{check_call, check_defined_call, CallCheck};
 pub use classify::{
     builtin_level, classify, mcp_floor, Annotations, ClassSource, ClassifyInput, ToolClass,
     DESTRUCTIVE_FLOOR, READ_ONLY_FLOOR, SIDE_EFFECT_FLOOR, UNCLASSIFIED_LEVEL,

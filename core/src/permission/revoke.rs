@@ -17,8 +17,12 @@ pub enum Revoke<'a> {
     /// A grant's [`Grant::label`]; a bare tool name also names every grant of that
     /// tool (`shell` for each of its command lines).
     Label(&'a str),
-    /// One grant: the tool and, for `shell`, the exact command.
+    /// One grant: the tool and, for `shell`, the exact command (a server's tool: its
+    /// grants for every definition; the key's definition is not looked at).
     Call(CallKey<'a>),
+    /// The grants of a server's tool given for another definition than the key's: they
+    /// cover no call any more, and go once the person is told the tool changed.
+    Superseded(CallKey<'a>),
 }
 
 impl Grants {
@@ -46,6 +50,11 @@ impl Grants {
             Revoke::Call(key) => {
                 pick(&|g| g.tool == key.tool && g.command.as_deref() == key.command)
             }
+            Revoke::Superseded(key) => pick(&|g| {
+                g.tool == key.tool
+                    && g.definition.is_some()
+                    && g.definition.as_deref() != key.definition
+            }),
         }
     }
 
@@ -53,10 +62,7 @@ impl Grants {
     pub fn withdraw(&mut self, what: Revoke<'_>) -> Vec<Grant> {
         let gone = self.chosen(what);
         for g in &gone {
-            self.revoke_call(CallKey {
-                tool: &g.tool,
-                command: g.command.as_deref(),
-            });
+            self.revoke_call(g.key());
         }
         gone
     }
@@ -76,6 +82,7 @@ mod tests {
                 CallKey {
                     tool: "shell",
                     command: Some(cmd),
+                    definition: None,
                 },
                 Level::L3,
             )
@@ -89,6 +96,7 @@ mod tests {
         let shell_a = CallKey {
             tool: "shell",
             command: Some("tar -cf a.tar x"),
+            definition: None,
         };
         let cases: &[(Revoke<'_>, &[&str])] = &[
             (

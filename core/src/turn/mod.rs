@@ -239,6 +239,9 @@ struct Current {
     /// What an "always" covers: for `shell` the command line.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     command: Option<String>,
+    /// … and for a server's tool the definition it was checked against.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    definition: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pending: Option<PendingCall>,
 }
@@ -468,6 +471,7 @@ impl Turn {
                         call,
                         audit: None,
                         command: None,
+                        definition: None,
                         pending: None,
                     },
                 };
@@ -519,6 +523,7 @@ impl Turn {
                         pending.sends = check.sends.clone();
                         current.audit = Some(audit);
                         current.command = check.command.clone();
+                        current.definition = check.definition.clone();
                         current.pending = Some(pending.clone());
                         self.outbox.push_back(Action::AskPerson(pending));
                         self.phase = Phase::AwaitPerson { current };
@@ -569,6 +574,7 @@ impl Turn {
                 let key = CallKey {
                     tool: &current.call.name,
                     command: current.command.as_deref(),
+                    definition: current.definition.as_deref(),
                 };
                 // "always" is only read for L3 at most, which can always be granted.
                 if self.grants.grant_call(key, pending.level).is_ok() {
@@ -576,6 +582,7 @@ impl Turn {
                         tool: current.call.name.clone(),
                         command: current.command.clone(),
                         level: pending.level,
+                        definition: current.definition.clone(),
                     }));
                 }
                 AnswerOutcome::Run

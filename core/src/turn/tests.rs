@@ -459,6 +459,7 @@ fn events_out_of_order_change_nothing() {
             decision: Decision::Run,
             command: None,
             sends: None,
+            definition: None,
         },
         1,
     );
@@ -516,4 +517,50 @@ fn the_questions_images_stay_with_it_through_the_turn() {
     assert_eq!(q.images, images);
     // The answer carries none.
     assert!(t.messages()[1].images.is_empty());
+}
+
+#[test]
+fn always_for_a_server_defined_tool_is_bound_to_the_definition_it_was_checked_against() {
+    let ctx = EscalationContext {
+        workspace_root: "/w",
+        path_keys: &[],
+        is_shell: false,
+        extra_roots: &[],
+    };
+    let class = ToolClass {
+        level: Level::L3,
+        source: ClassSource::Classifier,
+    };
+    let defined = |t: &Turn, definition: &str| {
+        crate::permission::check_defined_call(
+            "notes__show",
+            definition,
+            class,
+            "{}",
+            &ctx,
+            t.grants(),
+            t.policy(),
+        )
+    };
+    let mut t = turn(Policy::Interactive, 4);
+    drain(&mut t);
+    t.handle_reply(asking(vec![call("a", "notes__show", "{}")]));
+    drain(&mut t);
+    let c = defined(&t, "aaaa.1");
+    assert_eq!(c.decision, Decision::AskOnce);
+    t.handle_check(c, 7);
+    drain(&mut t);
+    t.handle_answer("always");
+    let actions = drain(&mut t);
+    let saved = actions.iter().find_map(|a| match a {
+        Action::SaveGrant(g) => Some(g.clone()),
+        _ => None,
+    });
+    assert_eq!(
+        saved.and_then(|g| g.definition),
+        Some(String::from("aaaa.1"))
+    );
+    // The same definition runs; another of the same name is asked.
+    assert_eq!(defined(&t, "aaaa.1").decision, Decision::Run);
+    assert_eq!(defined(&t, "bbbb.2").decision, Decision::AskOnce);
 }

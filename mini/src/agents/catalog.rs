@@ -30,6 +30,10 @@ pub struct Entry {
     pub tool: McpTool,
     /// Its level before the arguments are looked at.
     pub class: ToolClass,
+    /// The identity of its definition, which a grant of a call of it is bound to.
+    pub definition: String,
+    /// The last change of its definition, if it replaced one.
+    pub change: Option<crate::mcp::definition::Change>,
 }
 
 /// The MCP tools of one turn.
@@ -65,13 +69,15 @@ impl Catalog {
             .zip(names)
             .filter_map(|(t, name)| Some((t, name?)))
             .unzip();
-        let classes = crate::mcp::classify::classes(&rt.classifier(), spec, &offered, cancel);
-        for ((tool, class), name) in offered.into_iter().zip(classes).zip(names) {
+        let classes = crate::mcp::classify::explain(&rt.classifier(), spec, &offered, cancel);
+        for ((tool, c), name) in offered.into_iter().zip(classes).zip(names) {
             self.entries.push(Entry {
                 full_name: name,
                 server: spec.name.clone(),
                 tool,
-                class,
+                class: c.class,
+                definition: c.definition,
+                change: c.change,
             });
         }
     }

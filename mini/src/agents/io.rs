@@ -56,6 +56,11 @@ pub trait TurnIo {
     fn ask(&mut self, call: &PendingCall, lang: Lang) -> Heard;
     /// What a sub-turn of a `subtasks` call did (started, ran a tool, ended).
     fn on_subtask(&mut self, _event: &SubEvent) {}
+    /// Something the person should know before a question about a call (an MCP tool
+    /// whose definition changed since they allowed it). Logged where nobody reads.
+    fn on_notice(&mut self, text: &str) {
+        log::warn!("{text}");
+    }
 }
 
 /// What came back from a question to a person.

@@ -16,7 +16,7 @@ use evolve_core::history::{
     self, entry_keywords, Budget, BuildInput, L2Entry, L2Ring, Message, Role,
 };
 use evolve_core::permission::{
-    parse_answer, Answer, AnswerOutcome, Decision, Level, PendingCall, Policy,
+    parse_answer, Answer, AnswerOutcome, CallKey, Decision, Level, PendingCall, Policy, Revoke,
 };
 use evolve_core::skill::{rank, summary_block, SkillSummary};
 use evolve_core::text::{clip_chars, KeywordSet, Lang};
@@ -538,6 +538,10 @@ impl Manager {
                     turn.handle_reply(reply);
                 }
                 Action::CheckCall(call) => {
+                    // A server that changed its tools during an earlier call of this
+                    // step (a tool redefined after it ran) is listed again first: the
+                    // call is checked against what the tool is now.
+                    ToolAgent.refresh(rt, tools, input.cancel);
                     // The grants as they stand now: one revoked meanwhile counts.
                     turn.set_grants(rt.store.grants(sid)?);
                     let check = ToolAgent.check(
@@ -550,6 +554,23 @@ impl Manager {
                         turn.provenance(),
                         turn.messages(),
                     );
+                    // Asked because the tool is not what the person allowed: say so,
+                    // and drop the grants that covered what it was.
+                    if matches!(check.decision, Decision::AskOnce | Decision::AskTwice) {
+                        if let Some(text) =
+                            ToolAgent.definition_notice(tools, &call.name, turn.grants())
+                        {
+                            io.on_notice(&text);
+                            let key = CallKey {
+                                tool: &call.name,
+                                command: None,
+                                definition: check.definition.as_deref(),
+                            };
+                            if let Err(e) = rt.store.revoke_grants(sid, Revoke::Superseded(key)) {
+                                log::warn!("the grants of {} cannot be dropped: {e}", call.name);
+                            }
+                        }
+                    }
                     turn.handle_check(check, rt.clock.now());
                 }
                 Action::AskPerson(call) if nested => {

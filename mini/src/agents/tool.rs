@@ -9,8 +9,9 @@ use std::sync::Arc;
 
 use evolve_core::history::{truncate_tool_output, Message, Role};
 use evolve_core::permission::{
-    arg_strings, check_call, check_egress, confined_shell_level, redact, string_arg, CallCheck,
-    ClassSource, Egress, EscalationContext, Grants, Level, Policy, StringKind, ToolClass,
+    arg_strings, check_call, check_defined_call, check_egress, confined_shell_level, redact,
+    string_arg, CallCheck, ClassSource, Egress, EscalationContext, Grants, Level, Policy,
+    StringKind, ToolClass,
 };
 use evolve_core::provenance::Provenance;
 use evolve_core::text::KeywordSet;
@@ -214,6 +215,33 @@ impl ToolAgent {
     }
 
     /// The MCP tool of that name, if the turn offers one.
+    /// What to tell the person before a question about a call of `name`, an MCP tool
+    /// whose definition changed since they allowed it: a grant of the session bound to
+    /// another definition, or a level of theirs the change dropped.
+    pub fn definition_notice(
+        &self,
+        tools: &TurnTools,
+        name: &str,
+        grants: &Grants,
+    ) -> Option<String> {
+        let entry = self.mcp_entry(tools, name)?;
+        let change = entry.change.as_ref()?;
+        let granted = grants
+            .iter()
+            .any(|g| g.tool == name && g.definition.as_deref() != Some(entry.definition.as_str()));
+        (granted || change.dropped_level.is_some())
+            .then(|| crate::mcp::definition::notice(name, change, granted))
+    }
+
+    /// The last change of the definition of the MCP tool `name`, if it replaced one.
+    pub fn definition_change<'a>(
+        &self,
+        tools: &'a TurnTools,
+        name: &str,
+    ) -> Option<&'a crate::mcp::definition::Change> {
+        self.mcp_entry(tools, name)?.change.as_ref()
+    }
+
     fn mcp_entry<'a>(&self, tools: &'a TurnTools, name: &str) -> Option<&'a Entry> {
         crate::mcp::split_name(name)?;
         tools.mcp.as_ref()?.get(name)
@@ -418,8 +446,10 @@ impl ToolAgent {
             is_shell: false,
             extra_roots: &roots,
         };
-        check_call(
+        // An "always" holds for the definition it was given for, no other.
+        check_defined_call(
             &entry.full_name,
+            &entry.definition,
             entry.class,
             arguments,
             &ctx,

@@ -89,6 +89,14 @@ impl TurnIo for Terminal<'_> {
         ));
     }
 
+    fn on_notice(&mut self, text: &str) {
+        if self.streamed {
+            self.say("");
+            self.streamed = false;
+        }
+        self.say(&format!("  ⚠ {}", printable(text, false)));
+    }
+
     fn on_tool_progress(&mut self, _name: &str, progress: &crate::mcp::Progress) {
         let finished = progress.finished();
         if !finished

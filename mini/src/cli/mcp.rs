@@ -871,10 +871,16 @@ fn write_listings(
                 for ((row, name), origin) in rows.iter().zip(&names).zip(&origins) {
                     let level = row
                         .class
+                        .as_ref()
                         .map_or("off".to_string(), |c| c.class.level.to_string());
                     let mut description = one_line(&row.tool.description, 80);
                     if let Some(model) = row.offered_as.as_deref().filter(|m| *m != name) {
                         description = format!("(the model calls it {model}) {description}");
+                    }
+                    // A definition that replaced another: what changed, and what of the
+                    // person's it dropped.
+                    if let Some(change) = row.class.as_ref().and_then(|c| c.change.as_ref()) {
+                        description = format!("[{}] {description}", change.marker());
                     }
                     let line = format!(
                         "  {:<width$}  {level:<3}  {origin:<origin_width$}  {}",
@@ -908,10 +914,11 @@ fn listings_json(listings: &[(String, Listing)]) -> serde_json::Value {
                             "model_name": r.offered_as,
                             "description": r.tool.description,
                             "offered": r.class.is_some(),
-                            "level": r.class.map(|c| c.class.level.name()),
-                            "source": r.class.map(|c| c.class.source),
-                            "origin": r.class.map(|c| c.origin()),
-                            "classifier": r.class.and_then(|c| c.classifier).map(Level::name),
+                            "level": r.class.as_ref().map(|c| c.class.level.name()),
+                            "source": r.class.as_ref().map(|c| c.class.source),
+                            "origin": r.class.as_ref().map(|c| c.origin()),
+                            "classifier": r.class.as_ref().and_then(|c| c.classifier).map(Level::name),
+                            "changed": r.class.as_ref().and_then(|c| c.change.as_ref()).map(|c| c.to_json()),
                         })
                     })
                     .collect();
@@ -1316,6 +1323,8 @@ mod tests {
                 class: ToolClass { level, source },
                 user: None,
                 classifier,
+                definition: String::new(),
+                change: None,
             })
         };
         let listings = vec![

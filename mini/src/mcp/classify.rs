@@ -46,6 +46,7 @@ pub struct Classifier<'a> {
 /// fingerprint are reused; the rest are classified by the cheap model (one request for
 /// the server's unclassified tools) and cached; user overrides win. Never fails: what
 /// cannot be classified is L4 (`Unclassified`), and the failure is logged.
+#[cfg(test)]
 pub fn classes(
     rt: &Classifier<'_>,
     spec: &ServerSpec,
@@ -68,7 +69,7 @@ pub enum UserLevel {
 }
 
 /// A tool's class and the inputs it came from, for `evolve mcp tools`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Classified {
     /// The level and core's source.
     pub class: ToolClass,
@@ -76,6 +77,11 @@ pub struct Classified {
     pub user: Option<(Level, UserLevel)>,
     /// The classifier's level (`None`: not classified).
     pub classifier: Option<Level>,
+    /// The identity of the definition it was classified for, which a grant of a call
+    /// of it is bound to ([`super::definition`]).
+    pub definition: String,
+    /// The last change of its definition, if it replaced one (what the person is told).
+    pub change: Option<super::definition::Change>,
 }
 
 impl Classified {
@@ -123,7 +129,8 @@ pub fn explain(
         .map(|t| full_name(&spec.name, &t.name))
         .collect();
     let fingerprints: Vec<u64> = tools.iter().map(fingerprint).collect();
-    let records: Vec<Option<ToolClassRecord>> = names
+    let mut observed = super::definition::observe(rt.store, &spec.name, tools, now());
+    let mut records: Vec<Option<ToolClassRecord>> = names
         .iter()
         .map(|name| {
             rt.store.tool_class(name).unwrap_or_else(|e| {
@@ -141,6 +148,11 @@ pub fn explain(
     let raw: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
     let models = crate::mcp_spec::model_names(&spec.name, &raw);
     for (i, name) in names.iter().enumerate() {
+        if let Some(r) = records[i].as_mut().filter(|r| r.source == CLASS_BY_USER) {
+            if !bind_user_level(rt.store, name, r, &mut observed[i]) {
+                records[i] = None;
+            }
+        }
         let record = records[i].as_ref();
         let from_command = record
             .filter(|r| r.source == CLASS_BY_USER)
@@ -193,6 +205,7 @@ pub fn explain(
                     ToolClassRecord {
                         level: level.unwrap_or(evolve_core::permission::UNCLASSIFIED_LEVEL),
                         fingerprint: fingerprints[i],
+                        definition: None,
                         source: if level.is_some() {
                             CLASS_BY_CLASSIFIER
                         } else {
@@ -214,9 +227,66 @@ pub fn explain(
 
     tools
         .iter()
+        .zip(observed)
         .enumerate()
-        .map(|(i, tool)| combine(tool, spec, user[i], classifier[i]))
+        .map(|(i, (tool, seen))| {
+            let mut c = combine(tool, spec, user[i], classifier[i]);
+            c.definition = seen.key;
+            c.change = seen.change;
+            c
+        })
         .collect()
+}
+
+/// Whether the level the user set for `name` applies to the definition `seen`: one set
+/// for it does; one set before levels were bound to definitions (or before the tool was
+/// ever listed) is bound to it now; one set for another definition no longer applies —
+/// it is removed (the tool is classified again) and the change keeps it to say so.
+fn bind_user_level(
+    store: &Store,
+    name: &str,
+    record: &mut ToolClassRecord,
+    seen: &mut super::definition::Observed,
+) -> bool {
+    match record.definition.as_deref() {
+        Some(key) if key == seen.key => true,
+        None => {
+            record.definition = Some(seen.key.clone());
+            log::info!(
+                "the level {} you set for MCP tool {name} now holds for its current \
+                 definition only (a change of its description, schema or annotations drops it)",
+                record.level
+            );
+            if let Err(e) = store.set_tool_class(name, record) {
+                log::warn!("the level of MCP tool {name} cannot be bound to its definition: {e}");
+            }
+            true
+        }
+        Some(_) => {
+            log::warn!(
+                "MCP tool {name} changed its definition since you set its level {}: that \
+                 level no longer applies and the tool is classified again (set it again with \
+                 `evolve mcp level {name} {}` if the new definition deserves it)",
+                record.level,
+                record.level
+            );
+            if let Err(e) = store.remove_tool_class(name) {
+                log::warn!("the stale level of MCP tool {name} cannot be removed: {e}");
+            }
+            super::definition::note_dropped_level(store, name, record.level);
+            if let Some(change) = seen.change.as_mut() {
+                change.dropped_level = Some(record.level);
+            } else {
+                seen.change = Some(super::definition::Change {
+                    parts: Vec::new(),
+                    at: now(),
+                    before: String::new(),
+                    dropped_level: Some(record.level),
+                });
+            }
+            false
+        }
+    }
 }
 
 /// Core's rule over what was found for one tool.
@@ -237,6 +307,8 @@ fn combine(
         class,
         user,
         classifier,
+        definition: String::new(),
+        change: None,
     }
 }
 
@@ -448,40 +520,13 @@ fn level_of(v: &Value) -> Option<Level> {
     }
 }
 
-/// A stable 64-bit fingerprint of what the classification was made from: the tool's
-/// name, description, schema and annotations. FNV-1a (64-bit offset basis and prime),
-/// written out because std's `DefaultHasher` may change between Rust releases and the
-/// fingerprints are kept in the store.
+/// The fingerprint of what the classification was made from: the tool's name and its
+/// definition as [`super::definition`] reads it (description, canonical input schema,
+/// annotations), the first 64 bits of their SHA-256. A server cannot craft another
+/// definition that keeps a cached level (as it could with a non-cryptographic hash),
+/// and a schema only reformatted is not classified again.
 pub fn fingerprint(tool: &McpTool) -> u64 {
-    const OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
-    const PRIME: u64 = 0x0100_0000_01b3;
-    let hint = |h: Option<bool>| match h {
-        None => "-",
-        Some(true) => "1",
-        Some(false) => "0",
-    };
-    let a = tool.annotations;
-    let hints = format!(
-        "r{}d{}o{}",
-        hint(a.read_only_hint),
-        hint(a.destructive_hint),
-        hint(a.open_world_hint)
-    );
-    let mut h = OFFSET;
-    // Each part ends with a 0xff byte (never in UTF-8), so moving text from one part to
-    // the next changes the fingerprint.
-    for part in [
-        tool.name.as_str(),
-        tool.description.as_str(),
-        tool.input_schema.as_str(),
-        hints.as_str(),
-    ] {
-        for &b in part.as_bytes().iter().chain(&[0xff]) {
-            h ^= u64::from(b);
-            h = h.wrapping_mul(PRIME);
-        }
-    }
-    h
+    super::definition::fingerprint(tool)
 }
 
 use crate::clock::now;
@@ -618,9 +663,6 @@ mod tests {
     #[test]
     fn fingerprints_are_stable_and_see_every_part() {
         let base = tool("read", "Reads a file", Annotations::default());
-        // A fixed value (computed independently): a change here would redo every
-        // user's cached classifications.
-        assert_eq!(fingerprint(&base), 0xe424_a64c_8340_a0f1);
         let mut changed = Vec::new();
         let mut t = base.clone();
         t.name = "reads".into();
@@ -648,31 +690,11 @@ mod tests {
         all.sort_unstable();
         all.dedup();
         assert_eq!(all.len(), n, "every change gives another fingerprint");
-    }
-
-    #[test]
-    fn fnv1a_matches_the_published_test_vectors() {
-        // FNV-1a 64 of "" and "a" (http://www.isthe.com/chongo/tech/comp/fnv/): the
-        // fingerprint is the same function over the parts and their separators.
-        fn fnv(bytes: &[u8]) -> u64 {
-            let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-            for &b in bytes {
-                h ^= u64::from(b);
-                h = h.wrapping_mul(0x0100_0000_01b3);
-            }
-            h
-        }
-        assert_eq!(fnv(b""), 0xcbf2_9ce4_8422_2325);
-        assert_eq!(fnv(b"a"), 0xaf63_dc4c_8601_ec8c);
-        assert_eq!(fnv(b"foobar"), 0x8594_4171_f739_67e8);
-        let t = McpTool {
-            name: "a".into(),
-            description: String::new(),
-            input_schema: String::new(),
-            output_schema: None,
-            annotations: Annotations::default(),
-        };
-        assert_eq!(fingerprint(&t), fnv(b"a\xff\xff\xffr-d-o-\xff"));
+        // The same schema reformatted keeps the cached level.
+        let mut spaced = base.clone();
+        spaced.input_schema = spaced.input_schema.replace(':', " : ");
+        assert_ne!(spaced.input_schema, base.input_schema);
+        assert_eq!(fingerprint(&spaced), fingerprint(&base));
     }
 
     #[test]
@@ -832,6 +854,7 @@ mod tests {
                 &ToolClassRecord {
                     level: Level::L2,
                     fingerprint: 0,
+                    definition: None,
                     source: CLASS_BY_USER.into(),
                     at: 0,
                 },

@@ -14,8 +14,11 @@
 //!   timeout, restarts a crashed or hung server on next use (with backoff), refreshes
 //!   a tool list on `notifications/tools/list_changed`, and shuts every child down on drop.
 //! - [`classify`]: the level of each MCP tool (user override, else the cheap model's
-//!   classification cached with a fingerprint of the description and schema, with the
-//!   annotations as input; core's `classify` combines them).
+//!   classification cached with a fingerprint of the definition, with the annotations
+//!   as input; core's `classify` combines them).
+//! - [`definition`]: each tool's definition (description, canonical schema,
+//!   annotations) as a fingerprint, and whether it changed: grants, user levels and
+//!   classifications hold for the definition they were made for only.
 //! - [`catalog`]: what a turn offers the model (`<server>__<tool>` with schemas and
 //!   levels), from the live lists or the store's cache, so a server is only started when
 //!   one of its tools is called or its list is unknown.
@@ -26,6 +29,7 @@
 
 pub mod classify;
 mod conn;
+pub mod definition;
 pub mod elicit;
 mod http;
 mod hub;

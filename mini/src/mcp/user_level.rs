@@ -1,8 +1,9 @@
 //! The user's own level for an MCP tool: `evolve mcp level TOOL LEVEL`, `/mcp level` in
 //! chat and `PUT /v1/mcp/tools/{name}/level` all go through [`set_level`], which checks
 //! the name against the configured servers and their last tool lists, keeps the level
-//! in the store (where it wins over the classifier) or removes it (`auto`), and says
-//! what was done as a [`LevelChange`]. Each front end formats the change its own way
+//! in the store (where it wins over the classifier, for the tool's definition as last
+//! seen only: see [`super::definition`]) or removes it (`auto`), and says what was done
+//! as a [`LevelChange`]. Each front end formats the change its own way
 //! (the command line prints it, the API answers JSON with its text).
 
 use std::fmt;
@@ -233,16 +234,26 @@ pub fn set_level(
                 store.remove_tool_class(tool)?;
             }
         }
-        LevelChoice::Fixed(level) => store.set_tool_class(
-            tool,
-            &ToolClassRecord {
-                level,
-                fingerprint: 0,
-                source: CLASS_BY_USER.to_string(),
-                at: now,
-            },
-        )?,
+        LevelChoice::Fixed(level) => {
+            // Bound to the definition last seen: the level holds for it and no other
+            // (a tool never listed is bound at its first listing).
+            let seen = crate::mcp::definition::read(store, &[tool.to_string()])?
+                .pop()
+                .flatten();
+            store.set_tool_class(
+                tool,
+                &ToolClassRecord {
+                    level,
+                    fingerprint: 0,
+                    definition: seen.map(|d| d.key()),
+                    source: CLASS_BY_USER.to_string(),
+                    at: now,
+                },
+            )?
+        }
     }
+    // The person decided again: a level a change dropped is no longer news.
+    crate::mcp::definition::forget_dropped_level(store, tool);
     Ok(LevelChange {
         tool: tool.to_string(),
         choice,

@@ -209,17 +209,44 @@ impl Store {
                 txn.open_table(MCP_TOOLS)?.remove(name)?;
                 txn.open_table(MCP_LOGINS)?.remove(name)?;
                 let prefix = format!("{name}{SEP}");
-                let mut classes = txn.open_table(TOOL_CLASSES)?;
-                let keys: Vec<String> = classes
-                    .range(prefix.as_str()..)?
-                    .map(|row| row.map(|(k, _)| k.value().to_string()))
-                    .take_while(|k| k.as_ref().map_or(true, |k| k.starts_with(&prefix)))
-                    .collect::<Result<_, _>>()?;
-                for key in keys {
-                    classes.remove(key.as_str())?;
+                // Its definitions go too; one seen again later is a new one (with a new
+                // tag), so nothing bound to the old ones comes back.
+                for table in [TOOL_CLASSES, MCP_DEFINITIONS] {
+                    let mut table = txn.open_table(table)?;
+                    let keys: Vec<String> = table
+                        .range(prefix.as_str()..)?
+                        .map(|row| row.map(|(k, _)| k.value().to_string()))
+                        .take_while(|k| k.as_ref().map_or(true, |k| k.starts_with(&prefix)))
+                        .collect::<Result<_, _>>()?;
+                    for key in keys {
+                        table.remove(key.as_str())?;
+                    }
                 }
             }
             Ok(removed)
+        })
+    }
+
+    /// The definitions kept for these tools (full names), in order, as stored (what
+    /// they hold is `mcp::definition`'s).
+    pub fn mcp_definitions(&self, tools: &[String]) -> Result<Vec<Option<Value>>, StoreError> {
+        self.read(|txn| {
+            let table = txn.open_table(MCP_DEFINITIONS)?;
+            tools
+                .iter()
+                .map(|t| get_json(&table, "mcp_definitions", t.as_str()))
+                .collect()
+        })
+    }
+
+    /// Keeps definitions of tools (full names), in one transaction.
+    pub fn set_mcp_definitions(&self, records: &[(String, Value)]) -> Result<(), StoreError> {
+        self.write(|txn| {
+            let mut table = txn.open_table(MCP_DEFINITIONS)?;
+            for (tool, record) in records {
+                put_json(&mut table, "mcp_definitions", tool.as_str(), record)?;
+            }
+            Ok(())
         })
     }
 

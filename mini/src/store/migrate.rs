@@ -47,6 +47,11 @@ pub(super) const MIGRATIONS: &[Migration] = &[
         what: "add the OAuth logins of MCP servers",
         apply: add_login_table,
     },
+    Migration {
+        to: 5,
+        what: "bind MCP grants to the tool's definition",
+        apply: add_definitions,
+    },
 ];
 
 /// Version 1: every table of the module documentation exists (redb creates a table the
@@ -87,6 +92,47 @@ fn add_task_tables(txn: &WriteTransaction) -> Result<(), Fail> {
 /// Version 4: the OAuth logins of HTTP MCP servers (`evolve mcp login`).
 fn add_login_table(txn: &WriteTransaction) -> Result<(), Fail> {
     txn.open_table(MCP_LOGINS)?;
+    Ok(())
+}
+
+/// Version 5: the definitions of MCP tools as last seen, which grants and user levels
+/// are bound to. A session's grant for an MCP tool kept before (bound to no definition)
+/// is dropped: nobody can say which definition the person allowed, so the next call is
+/// asked again. Levels set with `evolve mcp level` are kept; each is bound to the
+/// definition seen at the next listing (`mcp::classify`).
+fn add_definitions(txn: &WriteTransaction) -> Result<(), Fail> {
+    txn.open_table(MCP_DEFINITIONS)?;
+    let mut table = txn.open_table(GRANTS)?;
+    let mut rows: Vec<(String, evolve_core::permission::Grants)> = Vec::new();
+    for row in table.iter()? {
+        let (key, value) = row?;
+        let session = key.value().to_string();
+        let grants: evolve_core::permission::Grants = decode("grants", &session, value.value())?;
+        rows.push((session, grants));
+    }
+    for (session, mut grants) in rows {
+        let unbound: Vec<evolve_core::permission::Grant> = grants
+            .iter()
+            .filter(|g| g.definition.is_none() && g.tool.contains(crate::mcp_spec::SEP))
+            .cloned()
+            .collect();
+        if unbound.is_empty() {
+            continue;
+        }
+        for g in &unbound {
+            log::info!(
+                "store: the \"always\" for MCP tool {} in session {session} is dropped: it \
+                 was given before grants were bound to a tool's definition",
+                g.tool
+            );
+            grants.withdraw(evolve_core::permission::Revoke::Label(&g.tool));
+        }
+        if grants.is_empty() {
+            table.remove(session.as_str())?;
+        } else {
+            put_json(&mut table, "grants", session.as_str(), &grants)?;
+        }
+    }
     Ok(())
 }
 
@@ -296,6 +342,37 @@ mod tests {
         }
         assert!(matches!(migrate(&db), Err(Fail::TooNew(99))));
         assert_eq!(version(&db), 99);
+    }
+
+    #[test]
+    fn a_version_4_file_drops_mcp_grants_without_a_definition_and_keeps_the_rest() {
+        let db = new_db("migrate-v4");
+        migrate_with(&db, &MIGRATIONS[..4], 4).unwrap();
+        {
+            let txn = db.begin_write().unwrap();
+            let mut grants = txn.open_table(GRANTS).unwrap();
+            grants
+                .insert(
+                    "s1",
+                    r#"[{"tool":"notes__show","level":"L3"},{"tool":"write_file","level":"L3"},{"tool":"shell","command":"ls","level":"L3"}]"#,
+                )
+                .unwrap();
+            grants.insert("s2", r#"["notes__show"]"#).unwrap();
+            drop(grants);
+            txn.commit().unwrap();
+        }
+        migrate(&db).unwrap();
+        let txn = db.begin_read().unwrap();
+        let grants = txn.open_table(GRANTS).unwrap();
+        let s1: evolve_core::permission::Grants =
+            serde_json::from_str(grants.get("s1").unwrap().unwrap().value()).unwrap();
+        let labels: Vec<String> = s1.iter().map(|g| g.label()).collect();
+        assert_eq!(labels, ["shell: ls", "write_file"]);
+        assert!(
+            grants.get("s2").unwrap().is_none(),
+            "nothing left: the row goes"
+        );
+        assert_eq!(txn.open_table(MCP_DEFINITIONS).unwrap().len().unwrap(), 0);
     }
 
     #[test]

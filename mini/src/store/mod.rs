@@ -24,6 +24,8 @@
 //!   and when it was fetched
 //! - `mcp_logins`: server name → [`McpLogin`] (an HTTP server's OAuth client and tokens;
 //!   never exported)
+//! - `mcp_definitions`: full tool name → its definition as last seen (what grants and
+//!   user levels are bound to; `mcp::definition`)
 //! - `tasks`: task id u64 → [`Task`]; `task_runs`: (task, seq u64) → [`TaskRun`];
 //!   `meta.next_task_id`
 //!
@@ -85,7 +87,7 @@ pub use tasks::{RunEnd, RunStatus, Task, TaskRun, Trigger};
 
 /// The schema this build writes. Opening an older store migrates it in one write
 /// transaction; a newer one is refused with a clear error.
-pub const SCHEMA_VERSION: u64 = 4;
+pub const SCHEMA_VERSION: u64 = 5;
 
 /// A session's id: `s` + 12 lowercase base-36 characters (time + counter), URL-safe.
 pub type SessionId = String;
@@ -180,8 +182,13 @@ pub struct Evaluation {
 pub struct ToolClassRecord {
     /// The level.
     pub level: Level,
-    /// Hash of the description and schema it was made from; redone when it changes.
+    /// Hash of the definition it was made from; redone when it changes.
     pub fingerprint: u64,
+    /// For a level the user set: the identity of the definition it was set for
+    /// (`mcp::definition`); it applies to no other. `None`: set before levels were
+    /// bound, or before the tool was ever listed — bound at the next listing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub definition: Option<String>,
     /// [`CLASS_BY_USER`], [`CLASS_BY_CLASSIFIER`] or [`CLASS_UNCLASSIFIED`].
     pub source: String,
     /// When.

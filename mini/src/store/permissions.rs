@@ -110,6 +110,7 @@ impl Store {
             let key = evolve_core::permission::CallKey {
                 tool: &grant.tool,
                 command: grant.command.as_deref(),
+                definition: grant.definition.as_deref(),
             };
             // Only L3 and below are ever granted; the core refuses the rest.
             if grants.grant_call(key, grant.level).is_ok() {

@@ -54,6 +54,10 @@ pub(super) const MCP_SERVERS: TableDefinition<&str, Json> = TableDefinition::new
 pub(super) const MCP_TOOLS: TableDefinition<&str, Json> = TableDefinition::new("mcp_tools");
 /// server name → [`super::McpLogin`]: an HTTP server's OAuth login (schema 4).
 pub(super) const MCP_LOGINS: TableDefinition<&str, Json> = TableDefinition::new("mcp_logins");
+/// Full MCP tool name → its definition as last seen
+/// ([`DefinitionRecord`](crate::mcp::definition::DefinitionRecord) JSON).
+pub(super) const MCP_DEFINITIONS: TableDefinition<&str, Json> =
+    TableDefinition::new("mcp_definitions");
 /// task id → [`super::Task`]: the scheduled tasks (schema 3).
 pub(super) const TASKS: TableDefinition<u64, Json> = TableDefinition::new("tasks");
 /// (task id, seq) → [`super::TaskRun`] (schema 3).

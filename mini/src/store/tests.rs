@@ -632,6 +632,7 @@ fn removing_a_session_removes_everything_it_owns_and_nothing_else() {
                     tool: "write_file".into(),
                     command: None,
                     level: Level::L3,
+                    definition: None,
                 },
             )
             .unwrap();
@@ -1117,6 +1118,7 @@ fn prompts_style_notes_tool_classes_and_the_audit_log() {
     let class = ToolClassRecord {
         level: Level::L2,
         fingerprint: 7,
+        definition: None,
         source: "classifier".into(),
         at: NOW,
     };
@@ -1315,6 +1317,7 @@ fn mcp_servers_and_tool_lists_survive_reopening_and_go_with_their_server() {
     let class = |source: &str| ToolClassRecord {
         level: Level::L3,
         fingerprint: 1,
+        definition: None,
         source: source.into(),
         at: NOW,
     };

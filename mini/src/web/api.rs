@@ -870,6 +870,8 @@ fn tools(state: &State) -> Reply {
                 "level": check.class.level.to_string(),
                 "source": if mcp { "mcp" } else { "builtin" },
                 "origin": format!("{:?}", check.class.source).to_lowercase(),
+                // An MCP tool whose definition replaced another: what changed.
+                "changed": ToolAgent.definition_change(&set, &spec.name).map(|c| c.to_json()),
             })
         })
         .collect();
@@ -990,6 +992,7 @@ fn mcp(state: &State) -> Reply {
                         "description": e.tool.description,
                         "level": check.class.level.to_string(),
                         "origin": format!("{:?}", check.class.source).to_lowercase(),
+                        "changed": e.change.as_ref().map(|c| c.to_json()),
                     })
                 })
                 .collect();

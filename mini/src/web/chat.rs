@@ -1063,6 +1063,10 @@ impl TurnIo for WebIo<'_, '_, '_> {
         self.send_event("evolve.subtask", &event.to_json());
     }
 
+    fn on_notice(&mut self, text: &str) {
+        self.send_event("evolve.notice", &json!({ "text": text }));
+    }
+
     fn on_tool_end(&mut self, run: &ToolRun, output: &str) {
         let mut v = serde_json::to_value(run).unwrap_or_default();
         v["output"] = json!(cut_output(output));

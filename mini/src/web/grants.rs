@@ -96,6 +96,7 @@ pub fn revoke(state: &State, req: &Request, id: &str) -> Reply {
             (Some(tool), _) if !tool.trim().is_empty() => Revoke::Call(CallKey {
                 tool: tool.trim(),
                 command: r.command.as_deref(),
+                definition: None,
             }),
             _ => return error(
                 400,
@@ -113,6 +114,7 @@ pub fn revoke(state: &State, req: &Request, id: &str) -> Reply {
             tool: r.tool.unwrap_or_default(),
             command: r.command,
             level: evolve_core::permission::Level::L3,
+            definition: None,
         }
         .label();
         return error(

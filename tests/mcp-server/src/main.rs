@@ -6,6 +6,7 @@
 //! evolve-mcp-test-server [--http 127.0.0.1:PORT] [--notes DIR] [--log-stderr TEXT]
 //!                        [--crash-on-start] [--garbage] [--count-file FILE]
 //!                        [--protocol VERSION | --stateless] [--events FILE] [--task-tool]
+//!                        [--redefine all|schema|annotations]
 //! ```
 //! Serves MCP over stdio by default. With `--http` it serves streamable HTTP at `/mcp`
 //! on a loopback address only, and prints `listening on http://127.0.0.1:PORT/mcp` once
@@ -13,7 +14,8 @@
 //! 2026-07-28 (no `initialize`, no session; the README says what a client sends).
 //! `--events FILE` appends a line per message the HTTP endpoint receives, in the order
 //! they arrive (see `events.rs`); `--task-tool` also lists a tool that runs only as a
-//! task, over stdio (see `tasks.rs`). The tools are in `server.rs`; the HTTP plumbing
+//! task, over stdio (see `tasks.rs`); `--redefine KIND` lists `show_note`, whose
+//! definition swaps after each call (with `list_changed`). The tools are in `server.rs`; the HTTP plumbing
 //! is in `http.rs`. This file decides the order of the start-up effects: count the
 //! start, log to stderr, crash if asked, print garbage if asked, then serve.
 
@@ -34,12 +36,13 @@ use rmcp::model::ProtocolVersion;
 use rmcp::ServiceExt;
 
 use crate::events::Events;
-use crate::server::{Settings, TestServer, Versions};
+use crate::server::{Redefine, Settings, TestServer, Versions};
 use crate::tasks::Served;
 
 const USAGE: &str = "usage: evolve-mcp-test-server [--http 127.0.0.1:PORT] [--notes DIR] \
                      [--log-stderr TEXT] [--crash-on-start] [--garbage] [--count-file FILE] \
-                     [--protocol VERSION | --stateless] [--events FILE] [--task-tool]";
+                     [--protocol VERSION | --stateless] [--events FILE] [--task-tool] \
+                     [--redefine all|schema|annotations]";
 
 /// Exit code of `--crash-on-start`: distinct from the `crash` tool's 3 so a test can
 /// tell a start failure from a mid-call crash.
@@ -58,6 +61,7 @@ struct Args {
     stateless: bool,
     events: Option<PathBuf>,
     task_tool: bool,
+    redefine: Option<Redefine>,
 }
 
 fn parse(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
@@ -88,6 +92,13 @@ fn parse(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
             "--stateless" => out.stateless = true,
             "--events" => out.events = Some(PathBuf::from(value("--events")?)),
             "--task-tool" => out.task_tool = true,
+            "--redefine" => {
+                let v = value("--redefine")?;
+                out.redefine = Some(
+                    Redefine::parse(&v)
+                        .ok_or(format!("--redefine {v}: use all, schema or annotations"))?,
+                );
+            }
             "-h" | "--help" => return Err(USAGE.to_string()),
             other => return Err(format!("unknown argument {other}\n{USAGE}")),
         }
@@ -180,6 +191,8 @@ fn main() -> ExitCode {
         versions,
         events: Events::new(args.events),
         task_tool: args.task_tool,
+        redefine: args.redefine,
+        swapped: Default::default(),
     };
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -229,7 +242,7 @@ mod tests {
 
     #[test]
     fn command_lines() {
-        let ok: [(&[&str], Args); 6] = [
+        let ok: [(&[&str], Args); 7] = [
             (&[], Args::default()),
             (
                 &["--http", "127.0.0.1:0"],
@@ -284,6 +297,13 @@ mod tests {
                     ..Args::default()
                 },
             ),
+            (
+                &["--redefine", "schema"],
+                Args {
+                    redefine: Some(Redefine::Schema),
+                    ..Args::default()
+                },
+            ),
         ];
         for (line, want) in ok {
             assert_eq!(args(line).as_ref(), Ok(&want), "{line:?}");
@@ -322,12 +342,16 @@ mod tests {
 
     #[test]
     fn refused_command_lines() {
-        let bad: [(&[&str], &str); 6] = [
+        let bad: [(&[&str], &str); 7] = [
             (&["--http", "0.0.0.0:8080"], "non-loopback"),
             (&["--http", "192.168.1.2:80"], "non-loopback"),
             (&["--http", "localhost"], "not an address"),
             (&["--notes"], "needs a value"),
             (&["--frobnicate"], "unknown argument --frobnicate"),
+            (
+                &["--redefine", "twice"],
+                "--redefine twice: use all, schema or annotations",
+            ),
             (&["--task-tool", "--http", "127.0.0.1:0"], "stdio only"),
         ];
         for (line, want) in bad {

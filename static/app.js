@@ -917,7 +917,8 @@ function permShow(ev) {
   $('#perm-always').textContent = s ? t('alwaysHost', s.host) : t(c.tool === 'shell' ? 'alwaysCommand' : 'always');
   for (const b of d.querySelectorAll('button')) b.disabled = false;
   if (!d.open) d.showModal();
-  (two ? $('#perm-deny') : $('#perm-allow')).focus();
+  // Enter never sends data no one gave: such a question starts on Deny.
+  (two || s ? $('#perm-deny') : $('#perm-allow')).focus();
 }
 
 async function permAnswer(answer) {

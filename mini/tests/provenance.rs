@@ -574,3 +574,35 @@ fn a_task_asked_again_in_its_session_may_fetch_what_it_fetched_before() {
     w.run(&args).expect(4);
     assert_eq!(attacker.seen().len(), 2, "{:?}", attacker.seen());
 }
+
+#[test]
+fn a_closed_world_mcp_tool_may_take_what_a_file_held() {
+    // `count_chars` says `openWorldHint: false`: nothing it is given leaves the machine.
+    let w = world("prov-closed", "");
+    support::mcp::with_test_server(
+        &w,
+        &["--closed-world"],
+        "\n[tools.levels]\nt__count_chars = \"L2\"\n",
+    );
+    w.fake
+        .push(tool_call("read_file", r#"{"path": "notes.txt"}"#));
+    w.fake.push(Reply::ToolCalls(vec![
+        call("t__count_chars", json!({ "text": NOTES })),
+        call("t__echo", json!({ "text": NOTES })),
+    ]));
+    w.fake.push(Reply::text("Counted."));
+    let run = w
+        .run(&["ask", "--json", "How long are my notes?"])
+        .expect(4);
+    let record = run.json();
+    let counted = calls_of(&record, "t__count_chars");
+    assert_eq!(counted[0]["ran"], true, "{}", counted[0]);
+    assert_eq!(calls_of(&record, "t__echo")[0]["ran"], false);
+    let results = support::mcp::tool_results(&w, 2);
+    assert!(
+        results
+            .iter()
+            .any(|r| r == &NOTES.chars().count().to_string()),
+        "{results:?}"
+    );
+}

@@ -6,7 +6,7 @@
 //! evolve-mcp-test-server [--http 127.0.0.1:PORT] [--notes DIR] [--log-stderr TEXT]
 //!                        [--crash-on-start] [--garbage] [--count-file FILE]
 //!                        [--protocol VERSION | --stateless] [--events FILE] [--task-tool]
-//!                        [--redefine all|schema|annotations]
+//!                        [--redefine all|schema|annotations] [--closed-world]
 //! ```
 //! Serves MCP over stdio by default. With `--http` it serves streamable HTTP at `/mcp`
 //! on a loopback address only, and prints `listening on http://127.0.0.1:PORT/mcp` once
@@ -42,7 +42,7 @@ use crate::tasks::Served;
 const USAGE: &str = "usage: evolve-mcp-test-server [--http 127.0.0.1:PORT] [--notes DIR] \
                      [--log-stderr TEXT] [--crash-on-start] [--garbage] [--count-file FILE] \
                      [--protocol VERSION | --stateless] [--events FILE] [--task-tool] \
-                     [--redefine all|schema|annotations]";
+                     [--redefine all|schema|annotations] [--closed-world]";
 
 /// Exit code of `--crash-on-start`: distinct from the `crash` tool's 3 so a test can
 /// tell a start failure from a mid-call crash.
@@ -62,6 +62,7 @@ struct Args {
     events: Option<PathBuf>,
     task_tool: bool,
     redefine: Option<Redefine>,
+    closed_world: bool,
 }
 
 fn parse(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
@@ -92,6 +93,7 @@ fn parse(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
             "--stateless" => out.stateless = true,
             "--events" => out.events = Some(PathBuf::from(value("--events")?)),
             "--task-tool" => out.task_tool = true,
+            "--closed-world" => out.closed_world = true,
             "--redefine" => {
                 let v = value("--redefine")?;
                 out.redefine = Some(
@@ -192,6 +194,7 @@ fn main() -> ExitCode {
         events: Events::new(args.events),
         task_tool: args.task_tool,
         redefine: args.redefine,
+        closed_world: args.closed_world,
         swapped: Default::default(),
     };
     let runtime = match tokio::runtime::Builder::new_current_thread()

@@ -53,6 +53,9 @@ pub struct Settings {
     /// `--redefine KIND`: `show_note` is listed too, and each call of it swaps its
     /// definition (see [`Redefine`]).
     pub redefine: Option<Redefine>,
+    /// `--closed-world`: `count_chars` is listed too, a tool that says
+    /// `openWorldHint: false` (its domain is closed: it sends nothing anywhere).
+    pub closed_world: bool,
     /// `show_note` is listed in its other definition: one flag for the whole process
     /// (a stateless HTTP request gets a handler of its own, and must see the swap).
     pub swapped: Arc<AtomicBool>,
@@ -173,6 +176,15 @@ impl TestServer {
                 json!({}),
                 &[],
                 ToolAnnotations::new().read_only(true),
+            ));
+        }
+        if self.settings.closed_world {
+            tools.push(tool(
+                "count_chars",
+                "Returns how many characters the text has.",
+                json!({"text": {"type": "string", "description": "the text to count"}}),
+                &["text"],
+                ToolAnnotations::new().read_only(true).open_world(false),
             ));
         }
         if let Some(kind) = self.settings.redefine {
@@ -597,6 +609,9 @@ impl TestServer {
     ) -> Result<CallToolResult, ErrorData> {
         let result = match name {
             "echo" => string_arg(name, args, "text").map(text),
+            "count_chars" if self.settings.closed_world => {
+                string_arg(name, args, "text").map(|t| text(t.chars().count().to_string()))
+            }
             "add" => number_arg(name, args, "a")
                 .and_then(|a| Ok((a, number_arg(name, args, "b")?)))
                 .map(|(a, b)| text(sum(&a, &b))),

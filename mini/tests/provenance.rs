@@ -7,61 +7,12 @@
 
 mod support;
 
-use std::io::{BufRead, BufReader, Write};
-use std::net::TcpListener;
-use std::sync::{Arc, Mutex};
-
 use serde_json::json;
+use support::page::Page as Attacker;
 use support::*;
 
 /// The private file's contents.
 const NOTES: &str = "bank PIN 4921, door code 7788";
-
-/// A loopback HTTP server that records each request's target and answers `page`.
-struct Attacker {
-    port: u16,
-    seen: Arc<Mutex<Vec<String>>>,
-}
-
-impl Attacker {
-    fn start(page: &'static str) -> Attacker {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let port = listener.local_addr().unwrap().port();
-        let seen = Arc::new(Mutex::new(Vec::new()));
-        let log = Arc::clone(&seen);
-        std::thread::spawn(move || {
-            for stream in listener.incoming() {
-                let Ok(mut stream) = stream else { continue };
-                let mut line = String::new();
-                let mut reader = BufReader::new(stream.try_clone().unwrap());
-                let _ = reader.read_line(&mut line);
-                loop {
-                    let mut h = String::new();
-                    if reader.read_line(&mut h).unwrap_or(0) == 0 || h.trim().is_empty() {
-                        break;
-                    }
-                }
-                let target = line.split_whitespace().nth(1).unwrap_or("").to_string();
-                log.lock().unwrap().push(target);
-                let page = page.replace("PORT", &port.to_string());
-                let _ = write!(
-                    stream,
-                    "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{page}",
-                    page.len()
-                );
-            }
-        });
-        Attacker { port, seen }
-    }
-
-    fn url(&self, path: &str) -> String {
-        format!("http://127.0.0.1:{}{path}", self.port)
-    }
-
-    fn seen(&self) -> Vec<String> {
-        self.seen.lock().unwrap().clone()
-    }
-}
 
 /// A world whose workspace holds a private note and a README with an injection, and
 /// whose `http_get` may reach loopback (the attacker's stand-in for a public host).

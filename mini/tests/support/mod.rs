@@ -8,6 +8,7 @@
 
 pub mod mcp;
 pub mod oauth;
+pub mod page;
 pub mod serve;
 
 use std::io::{Read, Write};

@@ -23,7 +23,6 @@
 
 mod support;
 
-use std::path::Path;
 use std::process::Command;
 
 use serde_json::json;
@@ -52,25 +51,6 @@ fn world_at(name: &str, shell_level: &str, prefixes: &[(&str, &str)]) -> World {
         list.join(", ")
     ));
     w
-}
-
-/// `git ARGS` in `dir` with a fixed identity; panics on failure.
-fn git(dir: &Path, args: &[&str]) {
-    let out = Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .env("GIT_AUTHOR_NAME", "t")
-        .env("GIT_AUTHOR_EMAIL", "t@t")
-        .env("GIT_COMMITTER_NAME", "t")
-        .env("GIT_COMMITTER_EMAIL", "t@t")
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .output()
-        .expect("git");
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
 }
 
 /// One model reply with these shell commands, then an answer; `ask` (with `--yes`

@@ -329,25 +329,6 @@ fn daemon(tag: &str) -> Daemon {
     }
 }
 
-/// `git ARGS` in `dir`; panics on failure.
-fn git(dir: &Path, args: &[&str]) {
-    let out = Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .env("GIT_AUTHOR_NAME", "t")
-        .env("GIT_AUTHOR_EMAIL", "t@t")
-        .env("GIT_COMMITTER_NAME", "t")
-        .env("GIT_COMMITTER_EMAIL", "t@t")
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .output()
-        .expect("git");
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
 /// A Python client that connects to `address` (a path, or `\0name`), sends a line and
 /// says what happened.
 fn client(address: &str) -> String {

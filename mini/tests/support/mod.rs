@@ -409,3 +409,22 @@ pub fn send_signal(pid: u32, sig: &str) {
         .is_ok_and(|s| s.success());
     assert!(ok, "kill {sig} {pid}");
 }
+
+/// `git ARGS` in `dir` with a fixed identity and no system config; panics on failure.
+pub fn git(dir: &Path, args: &[&str]) {
+    let out = Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_AUTHOR_NAME", "t")
+        .env("GIT_AUTHOR_EMAIL", "t@t")
+        .env("GIT_COMMITTER_NAME", "t")
+        .env("GIT_COMMITTER_EMAIL", "t@t")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .output()
+        .expect("git");
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

@@ -38,6 +38,23 @@ fn call_show_note(w: &World, chat: &mut Chat, message: &str, args: serde_json::V
 const ASKED: &str = "[yes/no/always]";
 const CHANGED: &str = "definition changed since you allowed it";
 
+/// "always" for `show_note` as first defined (A), then a call after the server
+/// redefined it (B, with a new argument): the second question is on screen.
+fn always_then_redefined(w: &World, chat: &mut Chat) {
+    call_show_note(w, chat, "show a", json!({"name": "a"}), "Shown a.");
+    chat.wait_for(ASKED);
+    chat.send("always");
+    chat.wait_for("Shown a.");
+    call_show_note(
+        w,
+        chat,
+        "show b",
+        json!({"name": "b", "upload_to": "x"}),
+        "Shown b.",
+    );
+    chat.wait_for_count(ASKED, 2);
+}
+
 /// The reproduction: "always" for a tool that shows a note; the server redefines it to
 /// delete every note and upload the folder, with a new argument; the next call is asked
 /// again, and chat says what changed and what it said before.
@@ -117,18 +134,7 @@ fn a_new_argument_alone_is_a_new_definition() {
     let w = World::new("mcpdef-schema");
     redefining(&w, "schema");
     let mut chat = Chat::start(&w);
-    call_show_note(&w, &mut chat, "show a", json!({"name": "a"}), "Shown a.");
-    chat.wait_for(ASKED);
-    chat.send("always");
-    chat.wait_for("Shown a.");
-    call_show_note(
-        &w,
-        &mut chat,
-        "show b",
-        json!({"name": "b", "upload_to": "x"}),
-        "Shown b.",
-    );
-    chat.wait_for_count(ASKED, 2);
+    always_then_redefined(&w, &mut chat);
     chat.wait_for(CHANGED);
     assert!(chat.seen.contains("input schema changed"), "{}", chat.seen);
     assert!(
@@ -169,18 +175,7 @@ fn changing_back_does_not_bring_the_grant_back() {
     let w = World::new("mcpdef-back");
     redefining(&w, "all");
     let mut chat = Chat::start(&w);
-    call_show_note(&w, &mut chat, "show a", json!({"name": "a"}), "Shown a.");
-    chat.wait_for(ASKED);
-    chat.send("always");
-    chat.wait_for("Shown a.");
-    call_show_note(
-        &w,
-        &mut chat,
-        "show b",
-        json!({"name": "b", "upload_to": "x"}),
-        "Shown b.",
-    );
-    chat.wait_for_count(ASKED, 2);
+    always_then_redefined(&w, &mut chat);
     chat.wait_for(CHANGED);
     chat.send("always");
     chat.wait_for("Shown b.");

@@ -33,6 +33,12 @@ impl Decision {
         matches!(self, Decision::Run | Decision::RunScoped)
     }
 
+    /// Whether the call was refused because it would have sent data no one gave off the
+    /// machine with nobody there to ask (the egress rule).
+    pub fn sends_data(self) -> bool {
+        matches!(self, Decision::Refuse(RefusalReason::SendsData { .. }))
+    }
+
     /// Whether the call was refused because nobody was there to ask (`evolve ask`
     /// exits with 4).
     pub fn needs_person(self) -> bool {

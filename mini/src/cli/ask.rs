@@ -12,7 +12,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use argh::FromArgs;
-use evolve_core::permission::{Decision, Level, PendingCall, Policy, RefusalReason};
+use evolve_core::permission::{Decision, Level, PendingCall, Policy};
 use evolve_core::text::Lang;
 
 use super::app::App;
@@ -250,10 +250,8 @@ fn finish(done: Done, json: bool) -> Result<(), Error> {
         .into_iter()
         .flatten()
         .any(|t| {
-            matches!(
-                serde_json::from_value::<Decision>(t["decision"].clone()),
-                Ok(Decision::Refuse(RefusalReason::SendsData { .. }))
-            )
+            serde_json::from_value::<Decision>(t["decision"].clone())
+                .is_ok_and(Decision::sends_data)
         });
     let mut out = std::io::stdout().lock();
     if json {
@@ -466,6 +464,7 @@ fn forward(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use evolve_core::permission::RefusalReason;
     use serde_json::json;
 
     #[test]

@@ -19,7 +19,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use evolve_core::permission::{Decision, Level, PendingCall, Policy, RefusalReason};
+use evolve_core::permission::{Decision, Level, PendingCall, Policy};
 use evolve_core::sched::{civil_from_days, due_now, next_due, Schedule, Zone};
 use evolve_core::text::{clip_chars, one_line, Lang};
 use evolve_core::Timestamp;
@@ -380,12 +380,10 @@ fn judge(
                 .filter(|t| !t.ran && t.decision.is_some_and(Decision::needs_person))
                 .map(|t| (t.name.clone(), t.level.unwrap_or(Level::L4)))
                 .collect();
-            let sends_data = record.tools.iter().any(|t| {
-                matches!(
-                    t.decision,
-                    Some(Decision::Refuse(RefusalReason::SendsData { .. }))
-                )
-            });
+            let sends_data = record
+                .tools
+                .iter()
+                .any(|t| t.decision.is_some_and(Decision::sends_data));
             if record.needs_person {
                 let mut message = needs_person_note(&refused, session);
                 if sends_data {

@@ -10,17 +10,20 @@ use evolve_core::memory::MemoryConfig;
 use evolve_core::permission::{Level, Limits, PermissionConfig};
 use serde::Deserialize;
 
-/// The whole file: the settings of the top level, the active profile's name and the
-/// profiles. The same keys as [`RawLayer`] plus `profile` and `profiles` (serde's
-/// `flatten` cannot be combined with `deny_unknown_fields`, so they are spelled out).
+/// One layer of settings: the whole file (whose top level alone may name the active
+/// `profile` and define `profiles`), one profile, or the top level with a profile merged
+/// over it. One type for all three keeps a single copy of the parsing code in the binary
+/// (two near-identical derived types cost about 18 KB); a profile that sets `profile` or
+/// `profiles` itself is refused after parsing ([`RawLayer::nested_profile`]).
 ///
-/// It is parsed to check the whole file (unknown keys, types, with their lines); the
-/// values themselves are read from the merged table, so most fields are never read.
+/// The file is parsed to check it whole (unknown keys, types, with their lines); the
+/// values themselves are read from the merged table.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-#[allow(dead_code)]
-pub struct RawFile {
+pub struct RawLayer {
+    /// Top level only: the profile used when none is named.
     pub profile: Option<String>,
+    /// Top level only: the profiles.
     pub profiles: Option<BTreeMap<String, RawLayer>>,
     pub workspace: Option<String>,
     pub log: Option<String>,
@@ -36,22 +39,14 @@ pub struct RawFile {
     pub scheduler: Option<RawScheduler>,
 }
 
-/// One layer of settings: the top level with a profile merged over it, or one profile.
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RawLayer {
-    pub workspace: Option<String>,
-    pub log: Option<String>,
-    pub model: Option<RawModel>,
-    pub agent: Option<RawAgent>,
-    pub tools: Option<RawTools>,
-    pub text: Option<RawText>,
-    pub memory: Option<MemoryConfig>,
-    pub history: Option<HistoryConfig>,
-    pub permission: Option<PermissionConfig>,
-    pub limits: Option<Limits>,
-    pub mcp: Option<RawMcp>,
-    pub scheduler: Option<RawScheduler>,
+impl RawLayer {
+    /// The first profile that sets `profile` or `profiles` inside itself (only the top
+    /// level may).
+    pub fn nested_profile(&self) -> Option<&str> {
+        self.profiles.iter().flatten().find_map(|(name, layer)| {
+            (layer.profile.is_some() || layer.profiles.is_some()).then_some(name.as_str())
+        })
+    }
 }
 
 /// `[model]`.

@@ -993,6 +993,14 @@ main = "m"
                 &["unknown key `profile`", "[profiles.work]"],
             ),
             (
+                "log = \"info\"\n[profiles.work]\nlog = \"debug\"\nprofiles = {}\n",
+                &["unknown key `profiles`", "line 4", "[profiles.work]"],
+            ),
+            (
+                "[profiles.work.profiles.inner]\nlog = \"debug\"\n",
+                &["unknown key `profile` or `profiles`", "[profiles.work]"],
+            ),
+            (
                 "[memory]\nmax_selectd = 3\n",
                 &["unknown key `max_selectd`", "[memory]"],
             ),

@@ -1,6 +1,6 @@
 //! From the file, the profile and the environment to a validated [`Config`].
 //!
-//! The file is read twice from the same text: once into the typed [`RawFile`], which
+//! The file is read twice from the same text: once into the typed [`RawLayer`], which
 //! rejects unknown keys and wrong types with the line they are on, and once as a plain
 //! TOML table, in which the chosen profile is merged over the top level key by key.
 //! The merged table is then read as one [`RawLayer`] and checked value by value, every
@@ -18,9 +18,7 @@ use std::time::Duration;
 use evolve_core::CoreConfig;
 
 use super::context::{expand_tilde, Context};
-use super::file::{
-    RawAgent, RawFile, RawLayer, RawModel, RawScheduler, RawText, RawTimeouts, RawTools,
-};
+use super::file::{RawAgent, RawLayer, RawModel, RawScheduler, RawText, RawTimeouts, RawTools};
 use super::{
     AgentConfig, Checked, Config, ConfigError, EnvLookup, IgnoredEnv, LoadOptions, Loaded,
     ModelConfig, Origin, Origins, Overridden, SchedulerConfig, TextConfig, Timeouts, ToolCalling,
@@ -130,7 +128,7 @@ struct FileText {
     exists: bool,
     text: String,
     /// The typed reading: unknown keys and wrong types are rejected here.
-    raw: RawFile,
+    raw: RawLayer,
     /// The plain table the profiles are merged in.
     doc: toml::Table,
     /// The profiles the file defines, sorted.
@@ -147,7 +145,10 @@ impl FileText {
         };
         let exists = text.is_some();
         let text = text.unwrap_or_default();
-        let raw: RawFile = toml::from_str(&text).map_err(|e| toml_error(&path, &text, &e))?;
+        let raw: RawLayer = toml::from_str(&text).map_err(|e| toml_error(&path, &text, &e))?;
+        if let Some(name) = raw.nested_profile() {
+            return Err(nested_profile_error(path, &text, name));
+        }
         let doc: toml::Table = toml::from_str(&text).map_err(|e| toml_error(&path, &text, &e))?;
         let profiles: Vec<String> = raw
             .profiles
@@ -325,6 +326,40 @@ fn toml_error(path: &Path, text: &str, e: &toml::de::Error) -> ConfigError {
     }
 }
 
+/// A profile that sets `profile` or `profiles` itself, told as serde tells an unknown
+/// key (only the top level has them), with the line when it can be found.
+fn nested_profile_error(path: PathBuf, text: &str, name: &str) -> ConfigError {
+    let table = format!("profiles.{name}");
+    let mut offset = 0;
+    let mut found = None;
+    for (i, line) in text.lines().enumerate() {
+        let key = key_on_line(text, offset);
+        offset += line.len() + 1;
+        let key = match key.as_deref() {
+            Some(k @ ("profile" | "profiles")) => k.to_string(),
+            _ => continue,
+        };
+        if table_at(text, i + 1).as_deref() == Some(table.as_str()) {
+            found = Some((i + 1, key));
+            break;
+        }
+    }
+    let (place, key) = match found {
+        Some((line, key)) => (format!("line {line}, in [{table}]: "), key),
+        None => (
+            format!("in [{table}]: "),
+            "profile` or `profiles".to_string(),
+        ),
+    };
+    ConfigError::Invalid {
+        path,
+        message: format!(
+            "{place}unknown key `{key}` (only the top level names the profile and holds \
+             the profiles) — fix the spelling or remove it, then run `evolve config check`"
+        ),
+    }
+}
+
 /// The key of the `key = value` line holding byte `at`, if that line is one.
 fn key_on_line(text: &str, at: usize) -> Option<String> {
     let start = text.get(..at)?.rfind('\n').map_or(0, |i| i + 1);
@@ -462,6 +497,9 @@ fn resolve(
     mut ctx: Context<'_>,
 ) -> Result<Config, ConfigError> {
     let RawLayer {
+        // Removed from the merged table before it is read.
+        profile: _,
+        profiles: _,
         workspace,
         log,
         model,

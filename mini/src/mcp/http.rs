@@ -58,6 +58,8 @@ use std::io::{BufRead, BufReader, Read};
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::Duration;
 
+use base64::engine::general_purpose::STANDARD;
+use base64::Engine;
 use serde_json::Value;
 use ureq::http::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE};
 use ureq::http::{HeaderName, HeaderValue};
@@ -1118,7 +1120,7 @@ fn routing_headers(body: &[u8]) -> Vec<(HeaderName, HeaderValue)> {
         let text = if plain {
             value.to_string()
         } else {
-            format!("=?base64?{}?=", base64(value.as_bytes()))
+            format!("=?base64?{}?=", STANDARD.encode(value))
         };
         if let Ok(v) = HeaderValue::from_str(&text) {
             headers.push((HeaderName::from_static(name), v));
@@ -1133,26 +1135,6 @@ fn routing_headers(body: &[u8]) -> Vec<(HeaderName, HeaderValue)> {
         }
     }
     headers
-}
-
-/// Standard base64 with padding.
-fn base64(bytes: &[u8]) -> String {
-    const ABC: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
-    for chunk in bytes.chunks(3) {
-        let n = chunk
-            .iter()
-            .enumerate()
-            .fold(0u32, |n, (i, b)| n | u32::from(*b) << (16 - 8 * i));
-        for i in 0..4 {
-            if i <= chunk.len() {
-                out.push(ABC[(n >> (18 - 6 * i) & 63) as usize] as char);
-            } else {
-                out.push('=');
-            }
-        }
-    }
-    out
 }
 
 /// Sleeps `wait` in short steps; false once the connection has ended.
@@ -1425,6 +1407,35 @@ impl<R: Read> SseReader<R> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn routing_headers_name_the_method_and_tool_and_encode_what_is_not_plain() {
+        let headers = |body: &str| -> Vec<(String, String)> {
+            routing_headers(body.as_bytes())
+                .into_iter()
+                .map(|(n, v)| (n.to_string(), v.to_str().unwrap().to_string()))
+                .collect()
+        };
+        assert_eq!(
+            headers(r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo"}}"#),
+            [
+                ("mcp-method".to_string(), "tools/call".to_string()),
+                ("mcp-name".to_string(), "echo".to_string())
+            ]
+        );
+        // Not plain ASCII, or spaces at an end: standard base64 with padding.
+        let named = |name: &str| {
+            headers(&format!(
+                r#"{{"method":"tools/call","params":{{"name":"{name}"}}}}"#
+            ))[1]
+                .1
+                .clone()
+        };
+        assert_eq!(named("日本"), "=?base64?5pel5pys?=");
+        assert_eq!(named(" a"), "=?base64?IGE=?=");
+        assert_eq!(named("abé"), "=?base64?YWLDqQ==?=");
+        assert!(headers("not json").is_empty());
+    }
     use std::io::{Cursor, Write};
     use std::net::{TcpListener, TcpStream};
     use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};

@@ -85,23 +85,23 @@ pub fn form_value(text: &str, name: &str) -> Option<String> {
     })
 }
 
-/// Decodes `%XX` escapes; `None` when they are malformed or the result is not UTF-8.
+/// Decodes `%XX` escapes; `None` when they are malformed (a `%` not followed by two hex
+/// digits) or the result is not UTF-8.
 pub fn percent_decode(s: &str) -> Option<String> {
     let bytes = s.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' {
-            let hex = bytes.get(i + 1..i + 3)?;
-            let hex = std::str::from_utf8(hex).ok()?;
-            out.push(u8::from_str_radix(hex, 16).ok()?);
-            i += 3;
-        } else {
-            out.push(bytes[i]);
-            i += 1;
-        }
+    let well_formed = bytes.iter().enumerate().all(|(i, &b)| {
+        b != b'%'
+            || bytes
+                .get(i + 1..i + 3)
+                .is_some_and(|h| h.iter().all(u8::is_ascii_hexdigit))
+    });
+    if !well_formed {
+        return None;
     }
-    String::from_utf8(out).ok()
+    percent_encoding::percent_decode_str(s)
+        .decode_utf8()
+        .ok()
+        .map(|c| c.into_owned())
 }
 
 /// What a streamed response does once its headers are out.
@@ -229,5 +229,16 @@ mod tests {
         assert_eq!(form_value("q=%E4%B8%AD", "q").as_deref(), Some("中"));
         assert_eq!(form_value("q=%zz", "q"), None);
         assert_eq!(form_value("a=1", "b"), None);
+    }
+
+    #[test]
+    fn malformed_escapes_are_refused_not_guessed() {
+        // A sign is not a hex digit: `%+5` is not byte 0x05.
+        for bad in ["%+5", "%-1", "%5", "%", "a%g0", "%C3"] {
+            assert_eq!(percent_decode(bad), None, "{bad:?}");
+        }
+        assert_eq!(percent_decode("%41%62c").as_deref(), Some("Abc"));
+        assert_eq!(percent_decode("%c3%a9").as_deref(), Some("é"));
+        assert_eq!(percent_decode("plain").as_deref(), Some("plain"));
     }
 }

@@ -1,5 +1,5 @@
-//! The Manager agent: runs one turn from input to answer (DESIGN.md "One turn", steps
-//! 1–13) and hands the post-reply work to the background worker.
+//! The Manager agent: runs one turn from input to answer (ARCHITECTURE.md § The turn,
+//! steps 1–13) and hands the post-reply work to the background worker.
 //!
 //! What it decides itself: the order of the steps, which of them run side by side,
 //! when the tool loop stops (a step limit, a repeated identical call, a cancel), and
@@ -345,7 +345,7 @@ impl Manager {
         let job_record = record.clone();
         record.reply = reply;
 
-        // 10–12 after the reply: the background worker.
+        // 11–12 after the reply: the background worker.
         let (tx, rx) = mpsc::channel();
         let job = PostJob {
             rt: Arc::clone(&self.rt),
@@ -410,7 +410,7 @@ impl Manager {
         }
     }
 
-    /// Step 2 (DESIGN.md): the turn parked on the session, settled by this input. A
+    /// ARCHITECTURE.md § The turn, step 2: the turn parked on the session, settled by this input. A
     /// person's answer (yes, no, always — from an interactive front end) resumes it;
     /// anything else refuses the waiting call and closes that turn. Calls parked in the
     /// older format (a list without its turn) are refused.
@@ -871,13 +871,9 @@ impl Manager {
         save_record(&self.rt, &record);
     }
 
-    /// The L2 ring with the finished turn added (saved with the turn's messages in one
-    /// transaction). When the ring overflows, the overflowing entries stay in it until
-    /// the background summary has folded them into L3 (which then trims the ring and
-    /// writes the summary in one transaction): if the summary fails, they are summarised
-    /// after a later turn, never dropped.
     /// Stores a closed turn's messages with the session's next L2 ring, in one
     /// transaction; returns the entries that overflowed the ring (to summarise).
+    /// ARCHITECTURE.md § The turn, step 10.
     fn store_turn(
         &self,
         sid: &str,
@@ -898,8 +894,12 @@ impl Manager {
         Ok(overflow)
     }
 
-    /// The ring with `entry` added; `replacing`: the last entry is the replaced turn's
-    /// and leaves first.
+    /// The L2 ring with the finished turn's `entry` added (saved with the turn's
+    /// messages in one transaction); `replacing`: the last entry is the replaced turn's
+    /// and leaves first. When the ring overflows, the overflowing entries stay in it
+    /// until the background summary has folded them into L3 (which then trims the ring
+    /// and writes the summary in one transaction): if the summary fails, they are
+    /// summarised after a later turn, never dropped. Returns the ring and the overflow.
     fn next_l2(
         &self,
         sid: &str,
@@ -1649,7 +1649,7 @@ impl PostJob {
                     &mut problems,
                 );
             }
-            // Seed 000 §经验固化: a task that worked becomes a skill, one that went
+            // tea-agent's 经验固化 (step 12): a task that worked becomes a skill, one that went
             // wrong a lesson.
             let crystallized = super::crystallize::crystallize(
                 rt,

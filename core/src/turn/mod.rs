@@ -77,7 +77,9 @@ impl AgentId {
     }
 }
 
-/// What the shell does next.
+/// What the shell does next (ARCHITECTURE.md § The turn: [`Action::CallModel`] is steps
+/// 5–6, [`Action::CheckCall`] step 7, [`Action::AskPerson`] step 8, [`Action::RunTool`]
+/// step 9).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Action {
     /// Ask the main model: the prompt is the context plus [`Turn::messages`].

@@ -497,7 +497,9 @@ impl Manager {
     }
 
     /// Steps 5–9: the one driver of [`Turn`] for every front end. Each action goes to
-    /// the agent that does it; each event gets its own reading of the clock. A `nested`
+    /// the agent that does it (ARCHITECTURE.md § The turn: `CallModel` is steps 5–6,
+    /// `CheckCall` step 7, `AskPerson` step 8, `RunTool` step 9); each event gets its
+    /// own reading of the clock. A `nested`
     /// turn (a sub-turn of `subtasks`) is never parked: a question nobody answers stops
     /// it.
     #[allow(clippy::too_many_arguments)]

@@ -94,6 +94,8 @@ pub struct Manager {
 #[derive(Default)]
 struct Timing {
     usage_main: Usage,
+    /// Waiting for the model *and* for a person's answer: all that is not the agent's
+    /// own overhead (the record's `overhead_ms` is the turn's time minus this).
     model_time: Duration,
     /// The answer text streamed by the model step in progress (kept when it is stopped).
     partial: String,

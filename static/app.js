@@ -1079,7 +1079,7 @@ async function checkPending() {
 }
 
 // ---------------------------------------------------------------- grants
-/** The chat's "always allow" list (seed 002's tool whitelist), each with a Revoke button. */
+/** The chat's "always allow" list (the session's tool whitelist), each with a Revoke button. */
 async function loadGrants() {
   const id = S.session;
   if (!id) {

@@ -1,7 +1,7 @@
 //! Benchmarks of `history`: building a 200- and a 2 000-message session under a 32k
 //! window (context 32 768, 4 096 reserved for the answer) with a full L2 ring of 50
-//! entries, and cutting a 1 MB tool output. Target (DESIGN.md): < 2 ms for 2 000
-//! messages.
+//! entries, and cutting a 1 MB tool output. Target (ARCHITECTURE.md § Design
+//! constants): < 2 ms for 2 000 messages.
 mod harness;
 
 use std::hint::black_box;

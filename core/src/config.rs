@@ -1,6 +1,6 @@
-//! The configuration of every rule in the core, with the seed documents' numbers as
-//! defaults. The shell deserialises it from `config.toml` (unknown keys rejected) and
-//! hands the parts to the functions that need them.
+//! The configuration of every rule in the core, with the design's numbers as defaults
+//! (ARCHITECTURE.md § Design constants). The shell deserialises it from `config.toml`
+//! (unknown keys rejected) and hands the parts to the functions that need them.
 
 use serde::{Deserialize, Serialize};
 

@@ -37,5 +37,5 @@ pub use config::CoreConfig;
 /// clock; the core only compares and subtracts.
 pub type Timestamp = i64;
 
-/// Seconds in one day, for the day-based thresholds of the seeds.
+/// Seconds in one day, for the day-based thresholds of the memory rules.
 pub const DAY: i64 = 86_400;

@@ -8,7 +8,7 @@
 //! - **Up to its timeout** a command runs, unless it has been idle for `idle_stop` in a
 //!   row (waiting on something that will not come): then it is stopped early.
 //! - **Past its timeout** an active command gets more time, up to `max_factor` × the
-//!   timeout (4 in the seed); it is stopped as soon as it is idle for `grace` (at most
+//!   timeout (4 in tea-agent); it is stopped as soon as it is idle for `grace` (at most
 //!   half the timeout), or at the limit however busy it is.
 //!
 //! Pure: times are milliseconds since the command started, given by the caller.
@@ -44,7 +44,7 @@ pub struct Rule {
 }
 
 impl Rule {
-    /// The seed's rule for a timeout: up to 4×, stopped after 20 s idle before the
+    /// tea-agent's rule for a timeout: up to 4×, stopped after 20 s idle before the
     /// timeout (never before half of it), after 3 s idle past it.
     pub fn for_timeout(timeout_ms: u64) -> Rule {
         Rule {

@@ -1,6 +1,6 @@
 //! What Evolve weighs, measured through a release binary against the in-repo fake model
-//! answering at once on loopback (figures printed, never asserted; DESIGN.md's
-//! "Non-functional targets" printed next to them):
+//! answering at once on loopback (figures printed, never asserted; the targets of
+//! ARCHITECTURE.md § Design constants printed next to them):
 //! - binary sizes: the `evolve` measured, the host release build, and every static musl
 //!   build found under the workspace's and the main checkout's `target/`
 //!   (`target/debian/TRIPLE/release/evolve`, `target/TRIPLE-musl…/release/evolve`); none
@@ -57,7 +57,7 @@ const SESSIONS: usize = 50;
 const RUNS: usize = 11;
 /// What the fake model answers every turn.
 const REPLY: &str = "Instant answer from the fake model.";
-/// DESIGN.md targets.
+/// The targets of ARCHITECTURE.md § Design constants.
 const TARGET_IDLE_MB: f64 = 8.0;
 const TARGET_CHINESE_MB: f64 = 16.0;
 const TARGET_SIZE_MIB: f64 = 5.0;
@@ -131,7 +131,7 @@ fn sizes(built: &Path, exe: &Path) {
             path.display()
         );
     };
-    println!("binary sizes (DESIGN target: static musl, stripped, <= {TARGET_SIZE_MIB} MiB):");
+    println!("binary sizes (target: static musl, stripped, <= {TARGET_SIZE_MIB} MiB):");
     show("measured", exe);
     show("host bench build", built);
     for dir in target_dirs(built) {
@@ -267,7 +267,7 @@ fn serve_alone(exe: &Path, scratch: &Path, fake: &FakeLlm) {
         ms(chinese)
     );
     print_readings(
-        "idle RSS of `evolve serve`, no MCP server (DESIGN: <= 8 MB idle, <= 16 MB after Chinese)",
+        "idle RSS of `evolve serve`, no MCP server (target: <= 8 MB idle, <= 16 MB after Chinese)",
         &readings,
     );
     let (idle, after) = (readings[0].1, readings[2].1);
@@ -589,7 +589,7 @@ fn ask(exe: &Path, scratch: &Path, fake: &FakeLlm) {
         ),
         warm,
     );
-    println!("wall time of the command-line answers (DESIGN: --help < 5 ms):");
+    println!("wall time of the command-line answers (target: --help < 5 ms):");
     print_times("`evolve --help`", help);
     print_times("`evolve --version`", version);
 }

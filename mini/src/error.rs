@@ -37,7 +37,7 @@ pub enum Error {
 }
 
 impl Error {
-    /// The process exit code for this error (DESIGN.md: 2 = usage or configuration error,
+    /// The process exit code for this error (ARCHITECTURE.md § Permission levels: 2 = usage or configuration error,
     /// 1 = anything else).
     pub fn exit_code(&self) -> u8 {
         match self {

@@ -14,7 +14,7 @@
 //! | 7. "always" for one `tar` command covering the next, different one | `always_for_a_shell_command_covers_that_command_only` |
 //! | 8. `date --se`, `hostname -Fx.txt`, `hostname --file=x.txt` at L1/L2 | `date_and_hostname_cannot_set_anything` |
 //! | the lexical check bypassed on purpose: the kernel still refuses the write | `a_read_only_command_that_writes_anyway_is_stopped_by_the_kernel` |
-//! | (review) a process the command left running outside its group, racing the file tools | `nothing_a_command_starts_outlives_it` |
+//! | a process the command left running outside its group, racing the file tools | `nothing_a_command_starts_outlives_it` |
 //! | no Landlock: no shell command below L4 runs unattended | `without_landlock_no_shell_command_runs_unattended` |
 //!
 //! Findings 9–13 (private files, slow clients, MCP levels, config validation, damaged

@@ -1,4 +1,4 @@
-//! Self-evolution end to end (seed 000 §经验固化): a task that worked with several tool
+//! Self-evolution end to end (tea-agent's 经验固化): a task that worked with several tool
 //! calls and a high grade becomes a learned skill — once per job, never from a bad
 //! draft — and a task that went wrong leaves a lesson memory that later prompts on
 //! similar tasks carry and unrelated ones do not. Through the built binary against the

@@ -1,5 +1,5 @@
-//! Issue 8's fault list: the gaps the audit of model_faults.rs, mcp_faults.rs,
-//! mcp_faults2.rs, mcp.rs, agent.rs and agent_faults.rs left. For every fault the
+//! The fault list: the gaps an audit of model_faults.rs, mcp_faults.rs,
+//! mcp_server_crash.rs, mcp.rs, agent.rs and agent_faults.rs left. For every fault the
 //! promise is the same: a clear error, in bounded time, nothing lost (the question is in
 //! the session), and the session usable afterwards (the next question is answered).
 //!
@@ -15,7 +15,7 @@
 //! | model: 50 MB response | model_faults.rs `a_50_mb_body_is_refused_in_bounded_memory` | | | |
 //! | model: malformed SSE | | model_faults.rs `malformed_sse_in_chat_is_an_error_and_chat_goes_on` | | |
 //! | model: invalid tool-call JSON | model_faults.rs `invalid_json_tool_arguments_are_reported_to_the_model_not_a_crash` | | | |
-//! | MCP: server crash mid-call | | | | mcp.rs `a_crash_mid_call_is_a_clear_error_and_the_next_call_works`; mcp_faults.rs `odd_servers_are_coped_with` (crash loop, crash at start); mcp_faults2.rs `a_server_that_dies_between_turns_takes_its_helpers_with_it` |
+//! | MCP: server crash mid-call | | | | mcp.rs `a_crash_mid_call_is_a_clear_error_and_the_next_call_works`; mcp_faults.rs `odd_servers_are_coped_with` (crash loop, crash at start); mcp_server_crash.rs `a_server_that_dies_between_turns_takes_its_helpers_with_it` |
 //! | MCP: call hangs | | mcp_faults.rs `ctrl_c_abandons_a_slow_mcp_call_and_chat_goes_on` | | mcp.rs `a_slow_tool_times_out_with_a_clear_error` (bounded); here `a_hung_mcp_call_times_out_and_the_next_call_works` |
 //! | MCP: server never answers the handshake | | | | here `an_mcp_server_that_never_answers_is_bounded` |
 //! | MCP: garbage on stdout | | | | mcp_faults.rs `odd_servers_are_coped_with` (one line at start); here `garbage_between_every_mcp_message_is_skipped`, `an_mcp_server_that_only_prints_garbage_is_bounded` |

@@ -1,4 +1,4 @@
-//! A session's "always allow" list (seed 002's tool whitelist), shown and withdrawn:
+//! A session's "always allow" list (the session's tool whitelist), shown and withdrawn:
 //! `GET`/`DELETE /v1/sessions/{id}/grants` in `serve`, `/permissions` and
 //! `/permissions revoke N|LABEL|all` in chat. A withdrawn tool is asked about again at
 //! its next call.

@@ -1,4 +1,4 @@
-//! Images with a question (issue 22; seed 000 图片预览, 多模态格式转换) through the built
+//! Images with a question (tea-agent's 图片预览, 多模态格式转换) through the built
 //! binary: `ask --image FILE` and the chat API's `image_url` parts reach the model as
 //! OpenAI image parts after the text, stay with the session (its messages, a later
 //! turn's history), and a model that refuses images gets the text with a note — the

@@ -387,7 +387,8 @@ fn everything_http(everything: &str, loopback: &str, port: u16) -> (HttpChild, u
     )
 }
 
-/// Defect 4 of issue 20 against a third-party server: server-everything (the TypeScript
+/// A server restarted on its port (as `mcp_lifecycle.rs` pins with rmcp), against a
+/// third-party server: server-everything (the TypeScript
 /// SDK) restarted on the same port answers the old session 400 "No valid session ID".
 /// A running serve starts a new session at once: the first call after the restart works.
 #[test]

@@ -1,7 +1,7 @@
 //! MCP under faults, end to end through the built `evolve`: servers that crash, hang,
 //! flood, linger, print garbage or list odd tools; secrets of HTTP servers; the
 //! processes left behind after `ask`, `chat` and SIGTERM. Written by an adversarial
-//! review: the tests in the first part each fail on a defect the review found (the
+//! pass: the tests in the first part each fail on a defect that pass found (the
 //! comment says what a user sees and where the cause is) and pin the fix; the last part
 //! pins what held up.
 
@@ -422,7 +422,7 @@ fn a_big_mcp_result_reaches_the_model_within_the_default_context_window() {
 }
 
 // ---------------------------------------------------------------------------------
-// What held up (these pass; they pin behaviour the review checked).
+// What held up (these pass; they pin behaviour the adversarial pass checked).
 // ---------------------------------------------------------------------------------
 
 /// Garbage on stdout, an old protocol, env and cwd, a server that dies at start, and

@@ -611,7 +611,8 @@ fn the_python_sdk_stops_a_timed_out_call_when_its_answer_is_closed() {
     );
 }
 
-/// Defect 8 of issue 20 against the official Python SDK with a session: a tool it adds
+/// A tool announced too late for the step, against the official Python SDK with a
+/// session: a tool it adds
 /// during a call (announced with `tools/list_changed` on its GET stream, apart from the
 /// call's answer) is called in the very next step, and runs.
 #[test]
@@ -634,7 +635,8 @@ fn a_tool_the_python_sdk_adds_is_called_in_the_next_step() {
     assert_eq!(results[1], "extra here", "{results:?}");
 }
 
-/// Defect 3 of issue 20 against the official Python SDK with a session (it refuses
+/// A call given up on is cancelled before its session ends (as `mcp_lifecycle.rs` pins
+/// with rmcp), against the official Python SDK with a session (it refuses
 /// `server/discover` here, so evolve starts one with `initialize`): Ctrl-C during a
 /// call in `evolve ask` sends `notifications/cancelled` before the DELETE that ends the
 /// session, and the SDK stops the tool.
@@ -748,7 +750,7 @@ fn the_python_sdk_keeps_its_connection_after_a_timeout_and_takes_dotted_names() 
     assert_eq!(connects, 1, "{}", run.stderr);
 }
 
-/// Defect 6 of issue 20 against a third-party server: npm's server-everything offers
+/// A tool that runs only as a task, against a third-party server: npm's server-everything offers
 /// `simulate-research-query` with `execution.taskSupport: "required"` (it can only be
 /// called as a task, which evolve does not speak). It is not offered to the model, and a
 /// call of it anyway is told it is no tool here — not a -32601 from the server.
@@ -804,7 +806,7 @@ fn pid_in(dir: &std::path::Path) -> Option<u32> {
         })
 }
 
-/// Defect 1 of issue 20 against a third-party server: Ctrl-C during `evolve ask` while
+/// Nothing a stdio server started outlives evolve, against a third-party server: Ctrl-C during `evolve ask` while
 /// npm's server-everything (stdio, node) is connected leaves no server behind.
 #[test]
 fn ctrl_c_during_ask_leaves_no_server_everything_behind() {

@@ -225,7 +225,8 @@ fn a_trusted_servers_read_only_hint_is_believed_over_the_classifier() {
     assert_eq!(row["level"], "L4", "unclassified: {row}");
 }
 
-/// Defect 9 of issue 20 against a third-party server: PyPI's mcp-server-time, its tools
+/// Classifying again after a failure (as `mcp_lifecycle.rs` pins with rmcp), against a
+/// third-party server: PyPI's mcp-server-time, its tools
 /// classified while the cheap model fails — they are L4 and marked so — and the next
 /// listing asks the classifier again (it used to stick until `rm` + `add`).
 #[test]

@@ -1,4 +1,4 @@
-//! Issue 20's MCP client against third-party servers, as a user of the `evolve` binary
+//! The MCP client against third-party servers, as a user of the `evolve` binary
 //! meets it: npm's server-everything (its old HTTP+SSE mode, streamable HTTP and stdio)
 //! and server-filesystem, and a server on the official Python SDK
 //! (tests/mcp-peers/python_server.py, over stdio):
@@ -182,7 +182,8 @@ fn a_servers_error_log_shows_at_the_default_log_level() {
     assert!(!run.stderr.contains("[info]"), "{}", run.stderr);
 }
 
-/// Defect 2 of issue 20 against the Python SDK over stdio, in `evolve serve` with a 3 s
+/// A server restarted after three timeouts in a row, not after one (as
+/// `mcp_lifecycle.rs` pins with rmcp), against the Python SDK over stdio, in `evolve serve` with a 3 s
 /// limit: a call past it is cancelled and the next call is answered by the same process;
 /// two timeouts in a row still keep it; the third in a row stops it, and the next call
 /// is answered by a new process (the server counts its starts).

@@ -1,4 +1,4 @@
-//! The two notes the cheap model keeps per session (issue 22; seed 000 标题摘要 and
+//! The two notes the cheap model keeps per session (tea-agent's 标题摘要 and
 //! 工具链摘要): the title after the first answer, and the tool-chain review L3 gives the
 //! model on later turns — through the built binary against the scripted fake model.
 

@@ -1,6 +1,6 @@
 //! A call waiting for a person is parked with its whole turn on the session, and the
 //! session's next input settles it — in whichever front end the person comes back
-//! with (issue 18, "Parked calls"; seed 002: the manager first settles the session's
+//! with (ARCHITECTURE.md § The turn, step 2: the manager first settles the session's
 //! blocked calls at the next input).
 
 mod support;

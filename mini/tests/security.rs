@@ -1,4 +1,4 @@
-//! Issue 8's security suite: every attempt that must fail, each its own test, made
+//! The security suite: every attempt that must fail, each its own test, made
 //! against the built `evolve` the way a user, a hostile model, a hostile web page or
 //! someone on the network would reach it. Several attempts are also pinned, in more
 //! depth, where the feature is tested (named below); this file is the one place that

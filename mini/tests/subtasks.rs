@@ -1,4 +1,5 @@
-//! Sub-agents (issue 22; seed 000 toolkit_parallel_subtasks / toolkit_subagent; seed 002)
+//! Sub-agents (tea-agent's toolkit_parallel_subtasks / toolkit_subagent; the Evolve Agent
+//! design's manager splitting a task)
 //! through the built binary against the scripted model: the `subtasks` tool runs each
 //! subtask as a turn of its own — its question only, no parent history — side by side,
 //! gives their answers back to the parent, which summarises; a sub-turn may do no more

@@ -1,6 +1,6 @@
 //! The tools a turn offers are the turn's own: `serve` runs turns of several sessions
 //! at once, and one session's MCP listing never decides another's permission check
-//! (issue 18, "Shared catalog").
+//! (a process-wide catalog used to let one do so).
 
 mod support;
 use std::io::{Read, Write};
@@ -40,7 +40,7 @@ fn new_session(s: &Server) -> String {
 /// Session A's model is asked with A's listing (no `extra`) and thinks for a while;
 /// meanwhile session B's turn adds the tool `extra` to the server and is shown it. A's
 /// model then calls `extra`, which A's listing lacks: A's turn asks the server for its
-/// list itself (issue 20 #8: a tool announced too late for the step) and checks the
+/// list itself (a tool announced too late for the step) and checks the
 /// call against that listing of its own, at the level it gives the tool — never against
 /// B's. (With one process-wide catalog, A's check used B's listing unseen.)
 #[test]

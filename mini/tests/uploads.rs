@@ -1,4 +1,4 @@
-//! Files from the browser into the workspace (issue 22; seed 000 文件上传 Drag & Drop):
+//! Files from the browser into the workspace (tea-agent's 文件上传 Drag & Drop):
 //! `POST /v1/workspace/files?name=…` on the built `evolve serve` — the file lands in the
 //! workspace under a cleaned name, never replaces one without `replace=true`, cannot be
 //! steered out of the workspace by its name, a symlink or a hard link, and the model can

@@ -8,7 +8,7 @@
 //! 128 KiB → head + tail), the progressive trim when the estimate passes 80% of the
 //! input budget, and a final sequence check.
 //!
-//! The L0 blocks are appended to the one system message. The seed sends the pending
+//! The L0 blocks are appended to the one system message. tea-agent sends the pending
 //! TODO and the memories as separate user messages; one system message keeps the
 //! sequence simple (no user message before the conversation starts) and lets the last
 //! resort cut L0 as one text.

@@ -1,5 +1,5 @@
 //! History: building the messages sent to the model under the token budget
-//! (tea-agent's four levels, seed 000 "四级历史压缩").
+//! (tea-agent's four levels, "四级历史压缩"; ARCHITECTURE.md § History).
 //!
 //! - **L0** the system message: prompt, recommended skills, pending TODO, memories.
 //! - **L3** the semantic summary of turns that left the L2 ring, with an
@@ -54,7 +54,8 @@ pub use truncate::{
 
 use serde::{Deserialize, Serialize};
 
-/// Constants of the history rules (defaults from tea-agent, seed 000 lines 503–700).
+/// Constants of the history rules (defaults from tea-agent's; ARCHITECTURE.md § Design
+/// constants).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct HistoryConfig {
@@ -72,7 +73,7 @@ pub struct HistoryConfig {
     pub file_bonus_base: f32,
     /// See `file_bonus_base` (0.1 per named file).
     pub file_bonus_per_file: f32,
-    /// Characters of the user side of a digest line (our choice: 80; the seed only
+    /// Characters of the user side of a digest line (our choice: 80; tea-agent only
     /// writes "User: xxx…").
     pub digest_user_chars: usize,
     /// Characters of the assistant side of a digest line (our choice: 120).
@@ -87,7 +88,7 @@ pub struct HistoryConfig {
     /// goes on until the estimate is at most that (tea-agent: 80%).
     pub trim_threshold: f32,
     /// Trim step 2 replaces tool outputs outside the last this-many user turns (our
-    /// choice: 1, "more aggressive" than the always-on 3; the seed does not say).
+    /// choice: 1, "more aggressive" than the always-on 3; tea-agent does not say).
     /// 0 acts as 1: the current turn's outputs are only ever cut by the last resorts.
     pub trim_keep_tool_output_turns: usize,
     /// Trim step 4 cuts texts to this many characters (tea-agent: 4096), except in

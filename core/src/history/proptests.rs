@@ -182,7 +182,7 @@ proptest! {
     /// The current turn (the last user message and what follows it) is sent as it
     /// would be without a budget whenever it fits next to the system message: trim
     /// steps 2–4 never touch it, and old turns go before it. With `keep_user_turns: 1`
-    /// so that step 5 alone can make the room (with the seed's 5, the last resort
+    /// so that step 5 alone can make the room (with tea-agent's 5, the last resort
     /// "cut the final message" comes before dropping the other 4 turns).
     #[test]
     fn the_current_turn_is_untouched_when_it_fits(c in case()) {

@@ -2,7 +2,7 @@
 //! message, and in how much detail (tea-agent `filter_level2_by_relevance`).
 //!
 //! Decides the score of each entry and its [`Relevance`], which of the tokenizer's
-//! keywords count (ASCII ones need 3 letters, seed "3字母英文") and when a query names
+//! keywords count (ASCII ones need 3 letters, tea-agent: "3字母英文") and when a query names
 //! an entry's file; leaves the wording of the injected messages to the builder and the
 //! splitting of text into keywords to the [`Tokenizer`].
 
@@ -85,7 +85,7 @@ fn names_whole(query: &str, needle: &str) -> bool {
 }
 
 /// Adds the hashes of `text`'s keywords that count for relevance: every keyword the
-/// tokenizer gives, except ASCII ones shorter than 3 characters. Seed 000 line 616
+/// tokenizer gives, except ASCII ones shorter than 3 characters. tea-agent
 /// extracts "2字中文 + 3字母英文关键词" (Chinese words of 2 characters, English words of
 /// at least 3 letters); the tokenizer keeps 2-letter words for other uses (memory
 /// selection), but here `go`, `db`, `v2` would make unrelated turns look alike.
@@ -97,7 +97,7 @@ fn push_relevance_keywords(tokenizer: &dyn Tokenizer, text: &str, hashes: &mut V
     });
 }
 
-/// Shortest ASCII keyword that counts for relevance (seed 000 line 616: "3字母英文").
+/// Shortest ASCII keyword that counts for relevance (tea-agent: "3字母英文").
 const MIN_ASCII_KEYWORD_CHARS: usize = 3;
 
 /// The keyword set of an entry for relevance: user + thinking + assistant, ASCII
@@ -111,7 +111,7 @@ pub fn entry_keywords(entry: &L2Entry, tokenizer: &dyn Tokenizer) -> KeywordSet 
 }
 
 /// The keyword set of the new user message for relevance: the tokenizer's keywords
-/// without ASCII ones shorter than 3 characters (seed 000 line 616: "提取 user 消息的
+/// without ASCII ones shorter than 3 characters (tea-agent: "提取 user 消息的
 /// 2字中文 + 3字母英文关键词"). Chinese keywords are kept whatever their length.
 pub fn query_keywords(query: &str, tokenizer: &dyn Tokenizer) -> KeywordSet {
     let mut hashes = Vec::new();
@@ -122,7 +122,7 @@ pub fn query_keywords(query: &str, tokenizer: &dyn Tokenizer) -> KeywordSet {
 /// The relevance score of one entry for the query: the Jaccard coefficient of the
 /// keyword sets, raised by the file bonus.
 ///
-/// The seed writes the bonus as "file_overlap ≥ 1 → min(score, 0.4 + count × 0.1)".
+/// tea-agent writes the bonus as "file_overlap ≥ 1 → min(score, 0.4 + count × 0.1)".
 /// Taken literally, `min(score, …)` could only *lower* a score, which contradicts its
 /// name ("文件路径额外加权", extra weight for file paths). Our reading: a file named by
 /// the query lifts the score to at least `0.4 + 0.1 × count`, capped at 1.0 —
@@ -281,7 +281,7 @@ mod tests {
                 "shared {shared} extra {extra} score {s}"
             );
         }
-        // Two-letter ASCII words are not keywords (seed: "3字母英文"), on either side:
+        // Two-letter ASCII words are not keywords (tea-agent: "3字母英文"), on either side:
         // they neither share nor widen the union. (shared, 3+-letter extras,
         // 2-letter extras in the entry, 2-letter extras in the query, class)
         let short: &[(usize, usize, usize, usize, Option<Relevance>)] = &[
@@ -323,7 +323,7 @@ mod tests {
 
     #[test]
     fn ascii_keywords_need_three_letters_chinese_two_characters() {
-        // Seed 000 line 616: "2字中文 + 3字母英文关键词".
+        // tea-agent: "2字中文 + 3字母英文关键词".
         // (query, entry text, Jaccard)
         let cases: &[(&str, &str, f32)] = &[
             ("go db", "go db", 0.0), // nothing left to compare

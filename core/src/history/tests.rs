@@ -1,4 +1,4 @@
-//! Table-driven tests of the builder and the trim steps, with the seed's numbers.
+//! Table-driven tests of the builder and the trim steps, with tea-agent's numbers.
 
 use alloc::format;
 use alloc::string::{String, ToString};
@@ -522,7 +522,7 @@ fn step_6_drops_the_summary() {
 #[test]
 fn older_turns_go_before_the_current_message_is_cut() {
     // Five kept turns of 1 500 tokens do not fit next to an 8 000-character question;
-    // the question alone does. The seed would cut the question to a third first.
+    // the question alone does. tea-agent would cut the question to a third first.
     let mut l1 = plain_turns(6, 3000);
     l1.push(Message::user(format!("{}?", "why ".repeat(2000))));
     let built = run(&BuildInput {

@@ -14,20 +14,20 @@
 //!    goes whole, with its assistant calls and their tool results.
 //!
 //! The *current turn* is the last user message and everything after it (the tool
-//! rounds answering it). Steps 2–4 never touch it: the seed's table gives no scope for
+//! rounds answering it). Steps 2–4 never touch it: tea-agent's table gives no scope for
 //! them, and cutting the message the user just pasted (or the output the model just
 //! asked for) while older turns survive loses exactly what the next reply is about.
 //! Its reasoning is kept too: providers that think while calling tools expect the
 //! reasoning of the turn's rounds back. Only the last resorts (8, 9, 10) cut into it.
 //!
-//! The seed's last resort is "cut the final message to its first third". We give up
+//! tea-agent's last resort is "cut the final message to its first third". We give up
 //! older context before that (the user's current message matters more than the turns
 //! before it), and we must also guarantee the budget, so if the estimate is still
 //! above the target we go on:
 //!
 //! 6. drop the L3 summary;
 //! 7. drop every L1 turn but the current one (the last user message and what follows);
-//! 8. the seed's last resort: cut the final message to its first third;
+//! 8. tea-agent's last resort: cut the final message to its first third;
 //! 9. drop the tool rounds and replies after that user message, oldest first;
 //! 10. cut the system prompt to half the target (or to what the user message leaves,
 //!     if that is more), then the user message (its images first) to what remains, and
@@ -349,7 +349,7 @@ pub(super) fn trim(draft: &mut Draft<'_>, target: usize, cfg: &HistoryConfig) ->
     // 7. Every turn but the current one.
     drop_turns_step(draft, target, 1, &mut steps);
 
-    // 8. The final message to its first third (the seed's last resort). Run after the
+    // 8. The final message to its first third (tea-agent's last resort). Run after the
     //    summary and the older turns are gone: the user's current message matters more
     //    than older context, so it is cut only when nothing else is left to drop.
     if draft.total > target {

@@ -1,7 +1,7 @@
-//! Finding the JSON in a model's answer (seed 000, 容错解析 1–4).
+//! Finding the JSON in a model's answer (tea-agent's 容错解析 1–4).
 //!
 //! Models wrap JSON in prose and code fences, and cut it off at the token limit.
-//! [`extract`] looks in the places the seed lists, in its order, and passes every
+//! [`extract`] looks in the places tea-agent lists, in its order, and passes every
 //! candidate through the strict parser and then through [`repair`](super::repair);
 //! [`extract_items`] then turns the value into the list a caller asked for, without
 //! the item the token limit cut in half, and with every object of a JSON-lines answer.
@@ -21,7 +21,7 @@ use super::value::Value;
 use super::MAX_CANDIDATES;
 
 /// Keys under which models put the list when they answer with an object instead
-/// (seed 000 容错解析 4: 对象型 → 从常见键名 memories/items/results/data 提取数组),
+/// (tea-agent 容错解析 4: 对象型 → 从常见键名 memories/items/results/data 提取数组),
 /// in order of preference; compared without regard to ASCII case.
 pub const LIST_KEYS: [&str; 4] = ["memories", "items", "results", "data"];
 

@@ -2,7 +2,7 @@
 //!
 //! Decides what JSON a model meant when its answer is wrapped in prose or code fences,
 //! cut off at the token limit, or written in the JSON-ish dialect models drift into
-//! (single quotes, trailing commas, raw newlines, `True`/`None`, comments). Seed 000:
+//! (single quotes, trailing commas, raw newlines, `True`/`None`, comments). tea-agent:
 //! "LLM JSON 容错 — 智能修复截断JSON、控制字符、单引号、尾逗号" and 容错解析 1–4.
 //!
 //! It has its own small [`Value`] and strict parser (the core carries no `serde_json`);

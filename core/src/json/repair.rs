@@ -1,7 +1,7 @@
 //! The lenient parser behind [`repair`]: reads what models actually write and returns
 //! the value they meant, or gives up.
 //!
-//! Fixes, each seen in real model output (seed 000: "智能修复截断JSON、控制字符、单引号、尾逗号"):
+//! Fixes, each seen in real model output (tea-agent: "智能修复截断JSON、控制字符、单引号、尾逗号"):
 //! - trailing and doubled commas (`[1,2,]`, `[1,,2]`); missing commas between items,
 //!   including two strings side by side (`["a""b"]` is two items);
 //! - single-quoted strings and keys (`{'a': 'b'}`), unquoted keys (`{name: "x"}`);

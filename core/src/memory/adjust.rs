@@ -2,15 +2,15 @@
 //!
 //! Decides which proposed changes are applied: only one level up or down (不允许跳级),
 //! at most 3 per run (每次最多调整 3 条), each memory at most once per run, only active
-//! memories, never a pinned one (pinning is the user's decision: the seed exempts pinned
+//! memories, never a pinned one (pinning is the user's decision: tea-agent exempts pinned
 //! memories from age decay, and an automatic change by a model is no more wanted); a
 //! promotion restarts the decay clock (升级时重置 created_at), a demotion does not. A
 //! promotion is marked ([`Memory::promoted`]) and becomes CRITICAL only where the cap has
 //! room for it ([`super::critical_room`]): the model's taste never pushes out a rule the
 //! user stated. A memory learned from world text is never promoted
 //! ([`RejectReason::FromWorld`]; it may be demoted): a page cannot argue its way up.
-//! [`adjustment_listing`] and [`clip_chars`] prepare the model's input within the
-//! seed's limits (≤ 100 memories previewed in ≤ 80 characters, topics ≤ 2 000
+//! [`adjustment_listing`] and [`clip_chars`] prepare the model's input within
+//! tea-agent's limits (≤ 100 memories previewed in ≤ 80 characters, topics ≤ 2 000
 //! characters); writing the prompt, calling the model and repairing its JSON are the
 //! shell's.
 

@@ -17,7 +17,7 @@
 //! **The decay clock does not restart on demotion.** All three thresholds are ages since
 //! `created_at` (which only a promotion resets, tea-agent: 升级时重置 created_at). A memory
 //! therefore holds at most the level its age allows: any level up to 30 days, at most
-//! HIGH up to 60, at most MEDIUM up to 90, LOW after. This is exactly the seed's three
+//! HIGH up to 60, at most MEDIUM up to 90, LOW after. This is exactly tea-agent's three
 //! rules applied until nothing changes, so a call is idempotent: a 31-day-old CRITICAL
 //! becomes HIGH (and stays HIGH until day 60), a 61-day-old one becomes MEDIUM at once.
 //! Restarting the clock instead would have made a demoted memory look brand new to the
@@ -54,7 +54,7 @@ pub fn decayed_priority(
     let age = now.saturating_sub(created_at);
     let older_than = |days: i64| age > days.saturating_mul(DAY);
     let mut p = priority;
-    // The seed's three rules, in order, until nothing changes.
+    // tea-agent's three rules, in order, until nothing changes.
     if p == Priority::Critical && older_than(cfg.decay_critical_days) {
         p = Priority::High;
     }
@@ -115,13 +115,13 @@ pub fn stated_by_user(memory: &Memory, cfg: &MemoryConfig) -> bool {
 }
 
 /// Ids of the CRITICAL memories to retire ([`retire`]) so that at most `critical_cap`
-/// (15) active ones remain (seed 000 §7 CRITICAL FIFO: 超出时软删除最旧的), in order:
+/// (15) active ones remain (tea-agent's CRITICAL FIFO: 超出时软删除最旧的), in order:
 ///
 /// 1. reflection summaries and the model's promotions (not [`stated_by_user`]), oldest
-///    first. Seed 000 §8 (反思归纳) stores each summary as CRITICAL, and the review may
+///    first. tea-agent's 反思归纳 stores each summary as CRITICAL, and the review may
 ///    raise a HIGH memory to CRITICAL: without this a few runs would fill the cap and push
 ///    out the user's own instructions;
-/// 2. the other unpinned CRITICAL memories, oldest first (the seed's FIFO);
+/// 2. the other unpinned CRITICAL memories, oldest first (tea-agent's FIFO);
 /// 3. pinned memories last (summaries and promotions first, then oldest first): they
 ///    go only when more than the cap of them are pinned.
 ///
@@ -161,7 +161,7 @@ pub fn critical_room(memories: &[Memory], now: Timestamp, cfg: &MemoryConfig) ->
 #[serde(rename_all = "snake_case")]
 pub enum Retired {
     /// Soft-deleted: a summary (its members still hold what it said) or a rule of the
-    /// user past the cap (the seed's FIFO).
+    /// user past the cap (tea-agent's FIFO).
     Deleted,
     /// A promotion taken back: HIGH again. The memory was the user's before the model
     /// raised it, so it is kept.

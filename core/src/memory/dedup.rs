@@ -5,7 +5,7 @@
 //! page's copy of the person's memory is never merged into it). Computing the embeddings and performing the merge
 //! (with [`super::merge`], then soft-deleting the dropped one) are the shell's.
 //!
-//! **Scope.** The seed scans all active memories (扫描全部活跃记忆). Each run compares
+//! **Scope.** tea-agent scans all active memories (扫描全部活跃记忆). Each run compares
 //! the newest `duplicate_scan_limit` (1 000) memories with embeddings against every
 //! active memory with an embedding, O(limit × n) cosines instead of O(n²): a pair of
 //! two older memories was compared by the run in which the newer of them was new (if
@@ -284,7 +284,7 @@ mod tests {
     #[test]
     fn a_new_copy_of_a_memory_older_than_the_newest_thousand_is_found() {
         // Review case: 1 002 memories with embeddings. The oldest (id 1) is past the
-        // newest 1 000; the newest (id 1002) says the same thing. Seed: 扫描全部活跃记忆.
+        // newest 1 000; the newest (id 1002) says the same thing. tea-agent: 扫描全部活跃记忆.
         let cfg = MemoryConfig::default();
         let mut ms = vec![mem(1, 0, Some(vec![1.0, 0.0, 0.0]))];
         for id in 2..=1001 {

@@ -7,7 +7,7 @@
 //! above 0.3 merges into the best match; else it is inserted. [`merge`] is the pure
 //! merge.
 //!
-//! One rule on top of the seed's: a merge keeps one text (the longer), so it is only
+//! One rule on top of tea-agent's: a merge keeps one text (the longer), so it is only
 //! allowed when the other adds no keyword of its own. "Never share my home address" and
 //! "Never share my phone number" are similar (Jaccard ≥ 0.3) but say different things:
 //! both are kept. A restatement whose words are all in the stored text still merges.

@@ -23,8 +23,9 @@
 //! [`critical_overflow`], then [`select`], then [`mark_accessed`] (one write
 //! transaction, off the answer path).
 //!
-//! Sources: tea-agent's memory system (seed 000 §长期记忆系统) and seed 002 §记忆搜索
-//! (token-overlap F1 ≥ 0.7 is a strong match, at most 10).
+//! Sources (ARCHITECTURE.md § Sources): tea-agent's memory system (长期记忆系统) and
+//! the Evolve Agent design's memory search (记忆搜索: token-overlap F1 ≥ 0.7 is a
+//! strong match, at most 10).
 
 mod adjust;
 mod decay;
@@ -87,7 +88,7 @@ pub struct RecencyStep {
     pub factor: f32,
 }
 
-/// Constants of the memory rules (defaults from tea-agent, seed 000, and seed 002).
+/// Constants of the memory rules (defaults from tea-agent and the Evolve Agent design; ARCHITECTURE.md § Design constants).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct MemoryConfig {
@@ -119,9 +120,9 @@ pub struct MemoryConfig {
     /// first. CRITICAL memories past this limit never enter, not even as strong matches.
     pub max_critical: usize,
     /// Token-overlap F1 with the query at or above which a memory is a strong match and
-    /// always taken (seed 002: 超过 0.7).
+    /// always taken (the Evolve Agent design: 超过 0.7).
     pub strong_match_f1: f32,
-    /// At most this many strong matches (seed 002: 最多加入 10 条).
+    /// At most this many strong matches (the Evolve Agent design: 最多加入 10 条).
     pub max_strong: usize,
     /// Recency factor by age, checked in order; the first step whose bound the age does
     /// not exceed wins (tea-agent: 1 d = 1.0, 7 d = 0.9, 30 d = 0.7, 90 d = 0.5).
@@ -156,11 +157,11 @@ pub struct MemoryConfig {
     /// Embedding cosine at or above which two memories are duplicates (tea-agent: 0.92).
     pub duplicate_cosine: f32,
     /// Each run compares the newest this many memories with embeddings against every
-    /// active memory with an embedding (seed: 扫描全部活跃记忆), O(limit × n) cosines;
+    /// active memory with an embedding (tea-agent: 扫描全部活跃记忆), O(limit × n) cosines;
     /// pairs of two older memories were compared by earlier runs (our cap, 1 000).
     pub duplicate_scan_limit: usize,
-    /// Reflection clusters memories created within this many days (our choice; the
-    /// seed says only 近期).
+    /// Reflection clusters memories created within this many days (our choice;
+    /// tea-agent says only 近期).
     pub summary_window_days: i64,
     /// A category needs at least this many recent memories to be summarised
     /// (tea-agent: 每类 ≥ 2 条).
@@ -261,7 +262,7 @@ impl MemoryConfig {
 }
 
 /// `x ≥ threshold`, tolerant of the rounding of fractions such as 3/11 × 1.1, so that a
-/// similarity exactly at a seed threshold counts as reaching it.
+/// similarity exactly at a threshold counts as reaching it.
 pub(crate) fn at_least(x: f32, threshold: f32) -> bool {
     x + 1e-6 >= threshold
 }

@@ -1,6 +1,6 @@
 //! Ranked relevance: how well a memory answers a query.
 //!
-//! Decides the relevance that enters the seeds' score (relevance × importance/5 ×
+//! Decides the relevance that enters the selection score (relevance × importance/5 ×
 //! recency × priority factor, see [`super::select`]): BM25 over the memories' keywords
 //! (Robertson–Spärck Jones IDF from document frequencies, length normalisation with
 //! k1 = 1.2, b = 0.75), optionally fused with the cosine of embeddings; and keeps the
@@ -8,7 +8,7 @@
 //! without looking at the others, with the document frequencies kept up to date as
 //! memories are added, changed and removed.
 //!
-//! Why not token-overlap F1 (the seeds' first rule, still used for the strong match):
+//! Why not token-overlap F1 (the first rule of both sources, still used for the strong match):
 //! measured on a public long-conversation benchmark, F1 found 34.5% of the evidence and
 //! BM25 with stemming 62%. F1 favours short memories ("Thanks, Mel!" outranks the long
 //! turn with the answer) and weighs every word alike, so a name or a place counts no

@@ -1,7 +1,7 @@
 //! Selection of the memories that enter the prompt.
 //!
 //! Decides which active memories are injected for a query, in which order and why:
-//! CRITICAL rules first (newest first, at most 10), then strong matches (seed 002:
+//! CRITICAL rules first (newest first, at most 10), then strong matches (the Evolve Agent design:
 //! token-overlap F1 ≥ 0.7, at most 10), then the tier floors (HIGH ≥ 3, MEDIUM ≥ 2,
 //! LOW ≥ 1) and the rest by score (tea-agent), at most 30 in all, optionally within a
 //! character budget. Decay and expiry must have been applied before (see
@@ -13,20 +13,20 @@
 //! nearest by cosine (`vector_candidates`) — an unrelated memory never enters the
 //! prompt just to fill a quota, and a score of 0 is never chosen.
 //!
-//! **At most `max_critical` (10) CRITICAL memories in all** (seed 000: CRITICAL 优先入选，
+//! **At most `max_critical` (10) CRITICAL memories in all** (tea-agent: CRITICAL 优先入选，
 //! 上限 10 条，FIFO 取最新). The CRITICAL memories past the first ten never compete as
 //! strong matches or by score, however related: the limit is what keeps rules from
 //! crowding out everything else (分层保底策略：确保不会全选 CRITICAL).
 //!
 //! **The user's rules before reflection summaries.** Reflection stores its summaries as
-//! CRITICAL too (seed 000 §8 反思归纳: 摘要作为 CRITICAL/importance=5 存储), so the ten
+//! CRITICAL too (tea-agent's 反思归纳: 摘要作为 CRITICAL/importance=5 存储), so the ten
 //! slots go first to the CRITICAL memories the user stated ([`super::stated_by_user`]:
 //! not summaries, not the model's promotions), newest first, and only the slots left to
 //! the others, newest first. Otherwise a few reflection runs would push every
 //! instruction of the user out of the prompt.
 //!
 //! **Relevance** is BM25 over the keywords, divided by the query's best match (see
-//! [`super::rank`]); seed 002's strong match stays token-overlap F1 of the question.
+//! [`super::rank`]); the Evolve Agent design's strong match stays token-overlap F1 of the question.
 //!
 //! Speed: with the store's inverted index ([`MemoryIndex`]) only the memories that share
 //! a term with the query are touched (0.7 ms at 100 000 memories, 41 µs at 10 000); the
@@ -71,7 +71,7 @@ pub struct Chosen {
     pub relevance: f32,
     /// The BM25 score before normalisation (0 when it shares no keyword).
     pub bm25: f32,
-    /// Token-overlap F1 of the question with the memory (seed 002's strong match).
+    /// Token-overlap F1 of the question with the memory (the Evolve Agent design's strong match).
     pub f1: f32,
     /// The cosine of the question's and the memory's embeddings, when compared.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -1018,7 +1018,7 @@ mod tests {
     fn critical_beyond_ten_never_enters_even_when_related() {
         // Review case (rv_critical_cap_10): 15 CRITICAL rules, all strongly related to
         // the query. Only the 10 newest enter; the other 5 do not compete as strong
-        // matches or by rank (seed: CRITICAL 优先入选，上限 10 条，FIFO 取最新).
+        // matches or by rank (tea-agent: CRITICAL 优先入选，上限 10 条，FIFO 取最新).
         let cfg = MemoryConfig::default();
         let ms: Vec<Memory> = (0..15)
             .map(|i| {

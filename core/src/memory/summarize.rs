@@ -2,7 +2,7 @@
 //! (tea-agent `reflect_and_summarize`).
 //!
 //! Decides which recent memories form a cluster (same category, at least 2), the
-//! deterministic keyword-frequency draft of a summary (seed: 关键词频率生成摘要), the
+//! deterministic keyword-frequency draft of a summary (tea-agent: 关键词频率生成摘要), the
 //! summary memory's attributes (CRITICAL, importance 5, tagged `summary`) and what
 //! happens to the originals (importance − 1, never below 1, pinned ones untouched). Whether a model rewrites
 //! the draft, and storing the results, are the shell's.

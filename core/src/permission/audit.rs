@@ -1,6 +1,6 @@
 //! The audit record of one permission decision.
 //!
-//! DESIGN: "Every decision is written to an audit log." The shell writes these to its
+//! Every decision is written to an audit log. The shell writes these to its
 //! store; the core only says what an entry holds. No arguments are recorded — they may
 //! carry secrets — only the tool, the level, who classified it and why it was escalated.
 

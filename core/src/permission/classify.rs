@@ -1,6 +1,6 @@
 //! The class of a tool: its level before looking at the arguments, and who said so.
 //!
-//! Built-in tools have fixed levels (DESIGN "Built-in tools"). An MCP tool's level is
+//! Built-in tools have fixed levels (ARCHITECTURE.md § Permission levels). An MCP tool's level is
 //! the user's, when they set one (`evolve mcp level TOOL L3`, `[tools.levels]`); else
 //! the cheap model's classification, cached per tool, **never below a floor set by the
 //! server's annotations**: L3 for any tool whose server did not say
@@ -172,7 +172,7 @@ pub fn classify(input: &ClassifyInput) -> ToolClass {
     ToolClass { level, source }
 }
 
-/// The fixed level of a built-in tool (DESIGN "Built-in tools"), `None` for any other
+/// The fixed level of a built-in tool (ARCHITECTURE.md § Permission levels), `None` for any other
 /// name. `action` matters only for `memory`: `search`/`list`/`get` are L1, anything else
 /// (`add`, `update`, `delete`, unknown, missing) L3. `shell` is L5 here; the shell lowers
 /// it per command with [`shell_command_level`](super::shell_command_level).

@@ -53,7 +53,7 @@ impl Decision {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum RefusalReason {
-    /// L5: dangerous or unacceptable, refused everywhere (seed: 默认禁止).
+    /// L5: dangerous or unacceptable, refused everywhere (the Evolve Agent design: 默认禁止).
     Dangerous,
     /// A headless run cannot ask: the call needed a person. `evolve ask` exits with 4.
     NeedsPerson {
@@ -188,7 +188,7 @@ enum StoredGrant {
 }
 
 /// The tools (and shell command lines) the user said "always allow" for in one session
-/// (seed 002: the session's tool whitelist). Serialised as a sorted list. Only L0–L3
+/// (the Evolve Agent design's session tool whitelist). Serialised as a sorted list. Only L0–L3
 /// calls can be granted, and [`decide`] only honours a grant for an L3 call of an
 /// interactive session, so a call that escalates to L4 or L5 is asked or refused as
 /// usual, and a headless run never does more than its `max_auto` because of a grant.

@@ -48,7 +48,7 @@
 //!
 //! Content is data: `write_file` may write a README that says `sudo rm -rf /`; only
 //! tools that could execute text get the command scan. Credentials are refused
-//! everywhere (seed: 泄露密钥). A word is "path-looking" as in
+//! everywhere (the Evolve Agent design: 泄露密钥). A word is "path-looking" as in
 //! `looks_like_path`: starts with `/`, `~`, `./`, `../`, `$HOME`, or contains `/`; URLs
 //! are not paths (except `file://`). For the shell, `key=value` words are checked on
 //! their value (`of=/dev/sda`, `--out=/etc/x`).
@@ -858,7 +858,7 @@ mod tests {
             (r#"{"cmd": "$x -rf ."}"#, Level::L5),
             (r#"{"run_command": "rm$IFS-rf$IFS."}"#, Level::L5),
             ("$x -rf .", Level::L5),
-            // Second review (f08): one-slash file URLs, encoded climbs without a slash.
+            // One-slash file URLs, encoded climbs without a slash.
             (r#"{"uri": "file:/etc/passwd"}"#, Level::L5),
             (r#"{"path": "file:/etc/passwd"}"#, Level::L5),
             (r#"{"uri": "FILE:/etc/shadow"}"#, Level::L5),
@@ -883,7 +883,7 @@ mod tests {
         );
     }
 
-    /// Second review (f10, f07): normal commands that were refused, and ways the shell
+    /// Normal commands that were refused, and ways the shell
     /// leaves the workspace without naming a path.
     #[test]
     fn shell_words_read_like_the_shell_reads_them() {
@@ -941,7 +941,7 @@ mod tests {
         }
     }
 
-    /// Second review (f09): secret files and token shapes the first round missed.
+    /// Secret files and token shapes an earlier version of these rules missed.
     #[test]
     fn more_secrets_are_refused() {
         for cmd in [

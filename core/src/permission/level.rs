@@ -1,4 +1,4 @@
-//! The six permission levels of seed 002 (§工具agent) and what each does by default.
+//! The six permission levels of the Evolve Agent design (ARCHITECTURE.md § Permission levels) and what each does by default.
 
 use core::fmt;
 use core::str::FromStr;
@@ -10,7 +10,7 @@ use super::Decision;
 
 /// How much a tool call can hurt, from L0 (no tool at all) to L5 (never run).
 ///
-/// The table of seed 002 (§工具agent), with the action each level gets by default:
+/// The table of the Evolve Agent design, with the action each level gets by default:
 ///
 /// | level | meaning | default action ([`Level::default_decision`]) |
 /// |---|---|---|
@@ -87,7 +87,7 @@ impl Level {
         }
     }
 
-    /// The seed's one-line meaning, in English.
+    /// The design's one-line meaning, in English.
     pub fn meaning(self) -> &'static str {
         match self {
             Level::L0 => "no tool",
@@ -99,7 +99,7 @@ impl Level {
         }
     }
 
-    /// The seed's one-line meaning, in Chinese (seed 002 wording).
+    /// The design's one-line meaning, in Chinese (its own wording).
     pub fn meaning_zh(self) -> &'static str {
         match self {
             Level::L0 => "不调用工具",
@@ -112,7 +112,7 @@ impl Level {
     }
 
     /// What a person at the keyboard gets for this level when nothing else (grants,
-    /// headless policy) applies — the "default action" column of seed 002.
+    /// headless policy) applies — the "default action" column of the table above.
     pub fn default_decision(self) -> Decision {
         match self {
             Level::L0 | Level::L1 => Decision::Run,

@@ -4,7 +4,7 @@
 //! the workspace root, `/` and `\` both separate components and `C:` starts an absolute
 //! Windows path. Symlinks are the shell's business (it canonicalises before opening).
 //! The home directory (`~`, `~user`, `$HOME`, `${HOME}`, `%USERPROFILE%`) is always
-//! outside: the core does not know where it is, and the seed puts "paths outside scope"
+//! outside: the core does not know where it is, and the Evolve Agent design puts "paths outside scope"
 //! at L5. `/dev/null`, `/dev/stdout`, `/dev/stderr`, `/dev/stdin` and `/dev/tty` are
 //! harmless anywhere. The endless devices — `/dev/zero`, `/dev/urandom`, `/dev/random`
 //! — are not outside, but not harmless either: a program that reads one to its end

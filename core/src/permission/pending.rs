@@ -1,6 +1,6 @@
 //! A tool call waiting for the user's answer, and reading that answer.
 //!
-//! Seed 002: a call that needs permission is parked on the session; at the start of the
+//! The Evolve Agent design (ARCHITECTURE.md § The turn, step 2): a call that needs permission is parked on the session; at the start of the
 //! next turn the manager settles it with the user's reply — yes → run, no → record the
 //! refusal, unclear → ask again. L4 needs two separate yes answers, and the second
 //! question repeats the exact call. Storing the pending call and running it are the

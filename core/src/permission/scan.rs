@@ -364,7 +364,7 @@ mod tests {
         strings.iter().map(|s| s.text.len()).sum::<usize>() + keys.values().sum::<usize>()
     }
 
-    /// Second review (f13): a long key over many values, and deep arrays over many
+    /// A long key over many values, and deep arrays over many
     /// strings, were quadratic (the key copied into every value; the stack walked per
     /// value). 1 MB of each now holds a bounded amount of text.
     #[test]

@@ -1,6 +1,6 @@
 //! Strings shaped like credentials.
 //!
-//! Seed 002 puts "leaking keys" (泄露密钥) at L5. A tool call whose arguments carry
+//! The Evolve Agent design puts "leaking keys" (泄露密钥) at L5. A tool call whose arguments carry
 //! something that looks like an API key or a private key is refused wherever the string
 //! sits (a URL, a message, file content): the model should never be moving credentials
 //! around. The shapes are the published prefixes of the common providers; the match is
@@ -276,7 +276,7 @@ mod tests {
             ("-----BEGIN CERTIFICATE-----", None),
             ("-----BEGIN PUBLIC KEY-----", None),
             ("-----BEGIN ", None),
-            // Second review (f09).
+            // Shapes an attack pass on these rules found.
             (
                 "-----BEGIN PGP PRIVATE KEY BLOCK-----",
                 Some(SecretKind::PrivateKey),

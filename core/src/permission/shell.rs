@@ -1,6 +1,6 @@
 //! Shell commands: the dangerous patterns, and the level of one `shell` call.
 //!
-//! The `shell` tool is L5 by default (seed 002 lists "arbitrary shell" under L5). The
+//! The `shell` tool is L5 by default (the Evolve Agent design lists "arbitrary shell" under L5). The
 //! config may lower the tool to L4 — never further — and give command prefixes their own
 //! level (`git status` → L2). Whatever the config says, a command matching a dangerous
 //! pattern stays L5.
@@ -39,7 +39,7 @@
 //! |---|---|---|
 //! | `sudo`, `doas`, `su`, `pkexec` anywhere as a command or wrapper | L5 | bypasses permissions (绕过权限) |
 //! | a command word with `$` or a glob | L5 | cannot tell what runs |
-//! | `rm` with `-r`/`-R`/`--recursive` in any spelling (`-rf`, `-fr`, `-r -f`, `-Rf`), *whatever the target* — `rm -rf ./build` too | L5 | the seed's classic example (经典命令rm -rf); a recursive delete is a mass delete, and inside the workspace it is still irreversible |
+//! | `rm` with `-r`/`-R`/`--recursive` in any spelling (`-rf`, `-fr`, `-r -f`, `-Rf`), *whatever the target* — `rm -rf ./build` too | L5 | the Evolve Agent design's classic example (经典命令rm -rf); a recursive delete is a mass delete, and inside the workspace it is still irreversible |
 //! | `rm` of `/`, `/*`, `~`, `*`, `.`, `..` or a top-level system directory | L5 | mass delete (删除大量文件) |
 //! | `--no-preserve-root` anywhere | L5 | only exists to delete `/` |
 //! | `mkfs*`, `wipefs`, `fdisk`, `sfdisk`, `parted`, `mkswap` | L5 | formats a disk |
@@ -1318,7 +1318,7 @@ fn is_plain_word(word: &str) -> bool {
 /// (`--outp`, `--o`, `--i`): GNU getopt accepts every unambiguous prefix, and a
 /// stricter reading only costs a confirmation.
 ///
-/// Deleting is irreversible, so it is never L3 (seed 002: L3 is "side effects, but
+/// Deleting is irreversible, so it is never L3 (the Evolve Agent design: L3 is "side effects, but
 /// reversible"): the options that delete what they read or replace (`tar
 /// --remove-files`/`--unlink-first`/`--recursive-unlink`, `rsync --remove-source-files`,
 /// `zip --move`) are here too, and so are those that read a script or a list of options
@@ -1637,7 +1637,7 @@ const GIT_RISKY_LONG: [&str; 5] = [
 ];
 
 /// Programs whose job is to delete or destroy files: a prefix gives them L4 at the
-/// lowest (deleting is irreversible; seed 002's L3 is "side effects, but reversible").
+/// lowest (deleting is irreversible; the Evolve Agent design's L3 is "side effects, but reversible").
 pub(crate) const DELETING_PROGRAMS: [&str; 7] =
     ["rm", "rmdir", "unlink", "shred", "truncate", "srm", "wipe"];
 
@@ -1983,7 +1983,7 @@ mod tests {
             ("nice -n 5 :(){ :|:& };:", ForkBomb),
             ("sh -c ':(){ :|:& };:'", ForkBomb),
             (":(){$IFS:|:&$IFS};:", ForkBomb),
-            // Second review (f06, f05, f04): more wrappers and shells, wrappers after
+            // Found by an attack pass on these rules: more wrappers and shells, wrappers after
             // `find -exec`, `xargs rm`, download-then-run, `$` in rm's arguments,
             // brace expansion.
             ("setsid rm -rf src", RecursiveDelete),
@@ -2124,7 +2124,7 @@ mod tests {
             "env -S'make test'",
             "nice -n 5 cargo build",
             "f(){ echo hi; }; f",
-            // Second review near misses.
+            // Near misses an attack pass on these rules found.
             "awk -F, '{print $1, $2}' data.csv",
             "awk '{print $1,$2}' x",
             "cp file{,.bak}",
@@ -2224,8 +2224,8 @@ mod tests {
             "git log --format=%h",
             "cat notes/a.md",
         ];
-        // Covered, but not read-only: the prefix's L2 becomes L3 (ask once). Before the
-        // second review these were L2 — that was the bug (`sed e`, `git -C` …).
+        // Covered, but not read-only: the prefix's L2 becomes L3 (ask once). Before an attack
+        // pass on these rules found them, these were L2 — that was the bug (`sed e`, `git -C` …).
         let covered_at_l3 = [
             "git -C sub status",
             "find . -name x.rs -type f",
@@ -2289,7 +2289,7 @@ mod tests {
         }
     }
 
-    /// Second review (f01–f03, f11, f12): a prefix below L3 covers only read-only
+    /// A prefix below L3 covers only read-only
     /// commands; anything that may run code, write or send is at least L3, and git's
     /// "discard work" subcommands are L4 with or without a prefix.
     #[test]

@@ -1,4 +1,4 @@
-//! The scheduler's rules (issue 6, "Scheduler"): what a schedule says, when it is next
+//! The scheduler's rules: what a schedule says, when it is next
 //! due, and whether a task is due now.
 //!
 //! Decides: how `0 9 * * mon-fri`, `every 30m`, `daily 07:30` and
@@ -12,7 +12,7 @@
 //! or a database name, [`Tzif`] a zone file's bytes, [`PosixTz`] the rule in its footer
 //! or in `TZ`; all three become a [`LocalZone`].
 //!
-//! Left to the shell (another part of issue 6 plugs in here): reading the clock, finding
+//! Left to the shell (`mini/src/sched/`): reading the clock, finding
 //! and reading the zone database's files (`mini/src/zone.rs`: `$TZDIR`, `TZ`,
 //! `/etc/localtime`), the task store (`evolve tasks add|list|rm|run|log` keeps the
 //! schedule's [`Display`] text and the last run), the loop inside `evolve serve` that

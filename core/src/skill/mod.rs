@@ -1,4 +1,4 @@
-//! Skills: SKILL.md parsing and matching (DESIGN "Skills", the Agent Skills convention).
+//! Skills: SKILL.md parsing and matching (the Agent Skills convention).
 //!
 //! Decides whether a SKILL.md is valid and what it says ([`parse_skill_md`]), which
 //! skills fit a request ([`rank`]) and how they are announced to the model

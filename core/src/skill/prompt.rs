@@ -1,5 +1,5 @@
 //! The skills block of the system prompt: the matched skills' names and descriptions,
-//! and how to get the full instructions (progressive disclosure, DESIGN "Skills").
+//! and how to get the full instructions (progressive disclosure).
 
 use alloc::string::String;
 

@@ -1,5 +1,5 @@
 //! Which skills fit a request: keyword overlap between the request and each skill's
-//! name, description and tags (DESIGN "Skills", turn step 4).
+//! name, description and tags (ARCHITECTURE.md § The turn, step 4).
 
 use alloc::string::String;
 use alloc::vec::Vec;

@@ -9,7 +9,7 @@ pub const MESSAGE_OVERHEAD_TOKENS: usize = 4;
 pub const IMAGE_TOKENS: usize = 85;
 
 /// Estimated tokens of a text: ≈ 4 ASCII characters per token, ≈ 1.5 CJK characters
-/// per token, and (our choice; the seeds are silent) ≈ 2 other characters per token.
+/// per token, and (our choice; neither source says) ≈ 2 other characters per token.
 /// Rounded up, so a non-empty text costs at least one token.
 pub fn estimate_text_tokens(text: &str) -> usize {
     // Work in twelfths to stay in integers: ASCII 3/12, CJK 8/12, other 6/12.

@@ -19,7 +19,7 @@ pub fn intersection_len(a: &[u64], b: &[u64]) -> usize {
 
 /// Token-overlap F1 of two keyword sets: the harmonic mean of precision
 /// (shared / |b|) and recall (shared / |a|), i.e. `2·shared / (|a| + |b|)`.
-/// Seed 002: a memory whose F1 against the query is ≥ 0.7 is a strong match.
+/// The Evolve Agent design (ARCHITECTURE.md § Sources): a memory whose F1 against the query is ≥ 0.7 is a strong match.
 pub fn f1(a: &[u64], b: &[u64]) -> f32 {
     let total = a.len() + b.len();
     if total == 0 {

@@ -147,7 +147,7 @@ pub struct FallbackTokenizer;
 pub struct Rules {
     /// Stem English words (ASCII letters only).
     pub stem: bool,
-    /// The full English stop list, not only the seed's.
+    /// The full English stop list, not only tea-agent's.
     pub stop_words: bool,
     /// Keep single digits as words.
     pub digits: bool,
@@ -178,7 +178,7 @@ impl Default for Rules {
 #[derive(Debug, Clone, Copy, Default)]
 pub struct RuledTokenizer(pub Rules);
 
-/// English words too common to say anything about a topic (the seed list).
+/// English words too common to say anything about a topic (tea-agent's list).
 const EN_STOP: &[&str] = &[
     "about", "after", "all", "also", "am", "an", "and", "any", "are", "as", "at", "be", "been",
     "but", "by", "can", "could", "did", "do", "does", "for", "from", "had", "has", "have", "he",

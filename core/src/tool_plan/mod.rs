@@ -1,5 +1,5 @@
-//! Tool calls written as text: the plan of a model without native tool calling (DESIGN
-//! "One turn", step 6: "for models without tool calling, a JSON list parsed tolerantly").
+//! Tool calls written as text: the plan of a model without native tool calling (ARCHITECTURE.md
+//! § The turn, step 6: "for models without tool calling, a JSON list parsed tolerantly").
 //!
 //! Small local models (and every model asked to in the prompt) write their calls into the
 //! answer instead of `tool_calls`: a fenced ```` ```json ```` block, Qwen's and Hermes'

@@ -1,4 +1,4 @@
-//! One turn of the agent as a state machine (DESIGN.md "One turn", steps 6–9), in the
+//! One turn of the agent as a state machine (ARCHITECTURE.md § The turn, steps 5–9), in the
 //! manner of `quinn-proto`: no I/O and no clock. The shell builds a [`Turn`] from the
 //! question, asks it what to do next with [`Turn::poll`] and reports what happened with
 //! the `handle_*` methods, each with its own `now`.
@@ -48,7 +48,7 @@ pub(crate) enum Unanswered {
 /// The same call (tool and arguments) this many times in one turn ends the tool loop.
 pub const REPEAT_LIMIT: usize = 3;
 
-/// The agents of seed 002 a turn's actions belong to.
+/// The agents a turn's actions belong to (the five agents of ARCHITECTURE.md § The turn).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum AgentId {
@@ -77,7 +77,9 @@ impl AgentId {
     }
 }
 
-/// What the shell does next.
+/// What the shell does next (ARCHITECTURE.md § The turn: [`Action::CallModel`] is steps
+/// 5–6, [`Action::CheckCall`] step 7, [`Action::AskPerson`] step 8, [`Action::RunTool`]
+/// step 9).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Action {
     /// Ask the main model: the prompt is the context plus [`Turn::messages`].

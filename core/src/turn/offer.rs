@@ -1,4 +1,4 @@
-//! Which tools a model step carries in full (issue 18: the `tools` array is counted in
+//! Which tools a model step carries in full (the `tools` array is counted in
 //! the window, and a plain question should not carry every schema). The others are
 //! named, one line each, by the shell's `more_tools` tool, which the model calls to
 //! have them offered from the next step on; a call of any tool of the turn's catalog is

@@ -1,4 +1,4 @@
-//! Crystallization (DESIGN "Skills", seed 000 §经验固化 "成功 → solidify"): a task that
+//! Crystallization (tea-agent's 经验固化 "成功 → solidify"): a task that
 //! took at least two successful tool calls and was graded at least
 //! `[agent] crystallize_above` is written back as a learned skill in
 //! `$EVOLVE_HOME/skills/<name>/SKILL.md`.

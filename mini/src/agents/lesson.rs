@@ -1,4 +1,4 @@
-//! Lessons (seed 000 §经验固化 "失败 → lesson"): a task that went wrong — a tool call
+//! Lessons (tea-agent's 经验固化 "失败 → lesson"): a task that went wrong — a tool call
 //! failed or was refused, or the reply scored below `[agent] reflect_below` — gets one
 //! lesson from the cheap model, saved as a memory through the store's ingest rule (so
 //! the same lesson learned twice merges into one), and reaches later prompts on similar
@@ -29,7 +29,7 @@ const LESSON_CHARS: usize = 300;
 /// Tool calls shown to the model, at most.
 const STEPS_SHOWN: usize = 12;
 
-/// The kind of a lesson (seed 000 §经验固化's categories, plus `general`).
+/// The kind of a lesson (tea-agent's 经验固化 categories, plus `general`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Tag {
     Dependency,

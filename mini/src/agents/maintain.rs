@@ -1,4 +1,4 @@
-//! Memory maintenance (issue 6, seed 000 §长期记忆系统: 衰减, CRITICAL FIFO, 反思归纳):
+//! Memory maintenance (tea-agent's 长期记忆系统: 衰减, CRITICAL FIFO, 反思归纳):
 //! `evolve memory maintain`, `POST /v1/memory/maintain`, and once a day inside
 //! `evolve serve`.
 //!
@@ -743,7 +743,7 @@ impl Run<'_> {
 }
 
 /// The titles of the sessions active within `summary_window_days`, newest first, cut to
-/// `adjust_topics_chars` (seed: 最近对话主题摘要 ≤ 2000 字符), so the review knows what
+/// `adjust_topics_chars` (tea-agent: 最近对话主题摘要 ≤ 2000 字符), so the review knows what
 /// the user is busy with. Empty when there are none or the sessions cannot be read.
 fn recent_topics(rt: &Runtime, now: Timestamp, cfg: &MemoryConfig) -> String {
     let since = now.saturating_sub(cfg.summary_window_days.saturating_mul(evolve_core::DAY));
@@ -822,9 +822,6 @@ fn keyword_pairs(
     pairs
 }
 
-/// The proposals in the model's reply: `{"changes": [...]}`, a bare list, or one
-/// proposal object. Items that are not proposals are skipped; a reply without any
-/// JSON list or object is an error (the step is skipped).
 /// Characters of one memory in a digest request.
 const DIGEST_MEMBER_CHARS: usize = 400;
 /// The longest digest kept: a summary stands for its memories in every prompt, so it
@@ -854,6 +851,9 @@ fn parse_digest(text: &str) -> Result<String, String> {
     Ok(summary)
 }
 
+/// The proposals in the model's reply: `{"changes": [...]}`, a bare list, or one
+/// proposal object. Items that are not proposals are skipped; a reply without any
+/// JSON list or object is an error (the step is skipped).
 fn parse_proposals(text: &str) -> Result<Vec<Proposal>, String> {
     let value = extract(text).map_err(|e| format!("the model's reply is not usable JSON ({e})"))?;
     let items: Vec<Value> = match &value {

@@ -1,5 +1,5 @@
-//! The Manager agent: runs one turn from input to answer (DESIGN.md "One turn", steps
-//! 1–13) and hands the post-reply work to the background worker.
+//! The Manager agent: runs one turn from input to answer (ARCHITECTURE.md § The turn,
+//! steps 1–13) and hands the post-reply work to the background worker.
 //!
 //! What it decides itself: the order of the steps, which of them run side by side,
 //! when the tool loop stops (a step limit, a repeated identical call, a cancel), and
@@ -94,6 +94,8 @@ pub struct Manager {
 #[derive(Default)]
 struct Timing {
     usage_main: Usage,
+    /// Waiting for the model *and* for a person's answer: all that is not the agent's
+    /// own overhead (the record's `overhead_ms` is the turn's time minus this).
     model_time: Duration,
     /// The answer text streamed by the model step in progress (kept when it is stopped).
     partial: String,
@@ -345,7 +347,7 @@ impl Manager {
         let job_record = record.clone();
         record.reply = reply;
 
-        // 10–12 after the reply: the background worker.
+        // 11–12 after the reply: the background worker.
         let (tx, rx) = mpsc::channel();
         let job = PostJob {
             rt: Arc::clone(&self.rt),
@@ -410,7 +412,7 @@ impl Manager {
         }
     }
 
-    /// Step 2 (DESIGN.md): the turn parked on the session, settled by this input. A
+    /// ARCHITECTURE.md § The turn, step 2: the turn parked on the session, settled by this input. A
     /// person's answer (yes, no, always — from an interactive front end) resumes it;
     /// anything else refuses the waiting call and closes that turn. Calls parked in the
     /// older format (a list without its turn) are refused.
@@ -497,7 +499,9 @@ impl Manager {
     }
 
     /// Steps 5–9: the one driver of [`Turn`] for every front end. Each action goes to
-    /// the agent that does it; each event gets its own reading of the clock. A `nested`
+    /// the agent that does it (ARCHITECTURE.md § The turn: `CallModel` is steps 5–6,
+    /// `CheckCall` step 7, `AskPerson` step 8, `RunTool` step 9); each event gets its
+    /// own reading of the clock. A `nested`
     /// turn (a sub-turn of `subtasks`) is never parked: a question nobody answers stops
     /// it.
     #[allow(clippy::too_many_arguments)]
@@ -871,13 +875,9 @@ impl Manager {
         save_record(&self.rt, &record);
     }
 
-    /// The L2 ring with the finished turn added (saved with the turn's messages in one
-    /// transaction). When the ring overflows, the overflowing entries stay in it until
-    /// the background summary has folded them into L3 (which then trims the ring and
-    /// writes the summary in one transaction): if the summary fails, they are summarised
-    /// after a later turn, never dropped.
     /// Stores a closed turn's messages with the session's next L2 ring, in one
     /// transaction; returns the entries that overflowed the ring (to summarise).
+    /// ARCHITECTURE.md § The turn, step 10.
     fn store_turn(
         &self,
         sid: &str,
@@ -898,8 +898,12 @@ impl Manager {
         Ok(overflow)
     }
 
-    /// The ring with `entry` added; `replacing`: the last entry is the replaced turn's
-    /// and leaves first.
+    /// The L2 ring with the finished turn's `entry` added (saved with the turn's
+    /// messages in one transaction); `replacing`: the last entry is the replaced turn's
+    /// and leaves first. When the ring overflows, the overflowing entries stay in it
+    /// until the background summary has folded them into L3 (which then trims the ring
+    /// and writes the summary in one transaction): if the summary fails, they are
+    /// summarised after a later turn, never dropped. Returns the ring and the overflow.
     fn next_l2(
         &self,
         sid: &str,
@@ -1649,7 +1653,7 @@ impl PostJob {
                     &mut problems,
                 );
             }
-            // Seed 000 §经验固化: a task that worked becomes a skill, one that went
+            // tea-agent's 经验固化 (step 12): a task that worked becomes a skill, one that went
             // wrong a lesson.
             let crystallized = super::crystallize::crystallize(
                 rt,

@@ -367,7 +367,7 @@ fn user_offset(rt: &Runtime, now: Timestamp) -> i64 {
         .map_or(0, |(_, zone)| i64::from(zone.offset_at_utc(now)))
 }
 
-/// The `expires_at` of an extracted item (seed 000: a reminder 含 expires_at): an RFC 3339
+/// The `expires_at` of an extracted item (tea-agent: a reminder 含 expires_at): an RFC 3339
 /// date-time, or a date meaning the whole of that day (to its end, at `offset` from UTC,
 /// the zone the model was given the time in). `Ok(None)` when there is none; `Err`
 /// with the reason for a value that is not kept: unreadable, already past, or on a

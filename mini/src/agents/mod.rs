@@ -1,4 +1,4 @@
-//! The agents of one turn (DESIGN.md "One turn", seed 002): the [`Manager`] runs the
+//! The agents of one turn (ARCHITECTURE.md § The turn): the [`Manager`] runs the
 //! turn and hands work to the [`MemoryAgent`], the [`ToolAgent`], the
 //! [`EvaluateAgent`] and the [`ReflectionAgent`]. Each agent is a small struct with an
 //! id, a name and a description ([`Agent`]) and methods that do one thing; the rules
@@ -59,7 +59,7 @@ pub fn all(manager: &Manager) -> [&dyn Agent; 5] {
     ]
 }
 
-/// Every agent of a turn (seed 002): what it says about itself — shown by `/help` and
+/// Every agent of a turn (the five of the Evolve Agent design): what it says about itself — shown by `/help` and
 /// in logs, and named by each of the turn's actions ([`evolve_core::turn::Action::agent`])
 /// — and how it stops. What each one does is its own typed methods, run by the
 /// [`Manager`]'s driver as the turn's actions ask.

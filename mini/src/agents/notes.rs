@@ -1,4 +1,4 @@
-//! Two short notes the cheap model keeps per session, after the answer (seed 000:
+//! Two short notes the cheap model keeps per session, after the answer (tea-agent:
 //! 标题摘要 auto_summary and 工具链摘要): the session's one-line title, written after its
 //! first answer, and the tool-chain review L3 injects under its own heading (历史工具调用
 //! 链回顾), updated after each turn with tool calls. Both run on the post-reply worker,

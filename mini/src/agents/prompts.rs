@@ -13,8 +13,8 @@ tools, and never try to get around a refused tool call — explain what you woul
 instead. Memories below are things the user told you before: follow the rules marked \
 as such, and use the facts when they are relevant.";
 
-/// Memory extraction (categories and priorities: DESIGN.md "Memory"; a reminder's
-/// expiry: seed 000, reminder 含 expires_at). The exchange comes after a line with the
+/// Memory extraction (categories and priorities: ARCHITECTURE.md § Memory; a reminder's
+/// expiry: tea-agent, reminder 含 expires_at). The exchange comes after a line with the
 /// current time, so "tomorrow" can become a date.
 pub const EXTRACT: &str = "[evolve:extract] You extract long-term memories from one \
 exchange between a user and an assistant. Keep only what will still matter in later \
@@ -122,7 +122,7 @@ and with which kind of arguments, what to check in their results, and how to pre
 the answer. Generalise: no one-off values (file names, dates, numbers) unless they \
 are part of the method. At most 40 lines.";
 
-/// A lesson from a task that went wrong (seed 000 §经验固化: failure → lesson).
+/// A lesson from a task that went wrong (tea-agent's 经验固化: failure → lesson).
 pub const LESSON: &str = "[evolve:lesson] An assistant's task went wrong: a tool call \
 failed or was refused, or the reply was graded low. From the record below, write one \
 lesson for next time: what went wrong and what to do instead, in one or two short \
@@ -132,12 +132,12 @@ ui, performance, testing, deployment or general. Reply with JSON only: \
 {\"lesson\": \"…\", \"tag\": \"general\"}, or {\"lesson\": \"\"} when there is nothing to \
 learn.";
 
-/// A session's title from its first exchange (seed 000: 标题摘要).
+/// A session's title from its first exchange (tea-agent: 标题摘要).
 pub const TITLE: &str = "[evolve:title] Write a title for the conversation that starts \
 below: what the user wants, in at most 8 words, in the user's language, no quotes, no \
 final full stop. Reply with the title only.";
 
-/// The tool-chain review L3 injects (seed 000: 工具链摘要, 历史工具调用链回顾).
+/// The tool-chain review L3 injects (tea-agent: 工具链摘要, 历史工具调用链回顾).
 pub const TOOL_CHAIN: &str = "[evolve:toolchain] You keep a short review of the tools an \
 assistant called in one conversation, for its own later turns: what was called for \
 what, what came of it (files, findings, values that matter later), and what failed or \

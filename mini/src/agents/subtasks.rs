@@ -1,5 +1,5 @@
-//! Sub-agents: the `subtasks` tool (issue 22; seed 000 toolkit_parallel_subtasks and
-//! toolkit_subagent; seed 002: the manager gives independent parts to agents in
+//! Sub-agents: the `subtasks` tool (tea-agent's toolkit_parallel_subtasks and
+//! toolkit_subagent; the Evolve Agent design: the manager gives independent parts to agents in
 //! parallel, waits, and summarises).
 //!
 //! The model splits a task into at most `[agent] subtasks` independent questions; each

@@ -1,7 +1,8 @@
-//! `evolve ask`: one headless question for scripts and cron (DESIGN.md "Command-line
-//! contract"). The answer goes to stdout, logs to stderr. Nothing is interactive: a call
-//! that needs a person is refused and reported (exit 4), calls above `--allow` (default
-//! L2) are refused, `--yes` allows up to L3, never L4 or L5.
+//! `evolve ask`: one headless question for scripts and cron (exit codes:
+//! ARCHITECTURE.md § Permission levels). The answer goes to stdout, logs to stderr.
+//! Nothing is interactive: a call that needs a person is refused and reported (exit
+//! 4), calls above `--allow` (default L2) are refused, `--yes` allows up to L3, never
+//! L4 or L5.
 //!
 //! Exit codes: 0 answered; 2 usage or configuration error; 3 the model could not be
 //! reached or kept failing; 4 a tool call needed a person and was refused (the answer so

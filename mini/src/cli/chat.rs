@@ -273,7 +273,7 @@ impl TurnIo for Terminal<'_> {
     }
 }
 
-/// The line after an answer: what the turn did (seed 002 shows it with the reply).
+/// The line after an answer: what the turn did (the Evolve Agent design shows it with the reply).
 fn turn_line(r: &crate::agents::TurnRecord) -> String {
     let mut bits = vec![format!("turn {}", r.turn)];
     bits.push(match r.memories.len() {

@@ -1,5 +1,5 @@
-//! The command line: argh definitions and dispatch. Names follow the command-line
-//! contract in DESIGN.md; commands arrive with the issues that implement them.
+//! The command line: argh definitions and dispatch. Command and flag names are a
+//! contract users and scripts rely on: add, never rename.
 
 pub(crate) mod app;
 mod ask;

@@ -1,5 +1,5 @@
-//! `evolve tasks add|list|rm|run|log`: scheduled asks (DESIGN.md, "Command-line
-//! contract"). A task runs inside `evolve serve`; these commands add, show and remove
+//! `evolve tasks add|list|rm|run|log`: scheduled asks.
+//! A task runs inside `evolve serve`; these commands add, show and remove
 //! tasks, run one now and show its runs.
 //!
 //! Decides the command line's side: exactly one schedule option (`--cron`, `--every`,

@@ -78,7 +78,7 @@ pub const DEFAULT_LOG: &str = "warn";
 pub struct AgentConfig {
     /// Model round trips in one turn's tool loop (default 8).
     pub max_steps: usize,
-    /// Reflect every N turns of a session (seed 002: 10); 0 turns periodic reflection off.
+    /// Reflect every N turns of a session (the Evolve Agent design: 10); 0 turns periodic reflection off.
     pub reflect_every: u32,
     /// Reflect when the evaluation score is below this (default 0.5).
     pub reflect_below: f32,

@@ -5,7 +5,7 @@
 //! decoded) or an `http(s)` URL the model's server fetches itself; a message carries at
 //! most [`MAX_IMAGES`]. The type is read from the bytes, not from a file name or a
 //! declared type, so a renamed file is refused for what it is. Each image counts as a
-//! fixed number of tokens in the budget (the core's estimate, 85 each as seed 000 says).
+//! fixed number of tokens in the budget (the core's estimate, 85 each, as tea-agent counts them).
 //! A model that refuses images is the client's to handle (the text goes with a note).
 
 use base64::engine::general_purpose::STANDARD;

@@ -324,7 +324,7 @@ const SCHEMA_CHARS: usize = 1200;
 /// The marker of the classification of MCP tools (the tests' fake server routes on it).
 pub const CLASSIFY_MARKER: &str = "[evolve:classify]";
 
-/// What each level covers, with examples (DESIGN.md "Permission levels"), for the
+/// What each level covers, with examples (ARCHITECTURE.md § Permission levels), for the
 /// classifier; the meanings themselves are the core's (`Level::meaning`).
 const LEVEL_EXAMPLES: [&str; 6] = [
     "touches nothing: pure computation on its arguments (arithmetic, formatting, echo)",

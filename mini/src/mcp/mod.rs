@@ -19,7 +19,7 @@
 //! - [`definition`]: each tool's definition (description, canonical schema,
 //!   annotations) as a fingerprint, and whether it changed: grants, user levels and
 //!   classifications hold for the definition they were made for only.
-//! - [`catalog`]: what a turn offers the model (`<server>__<tool>` with schemas and
+//! - `agents/catalog.rs` (beside the turn, not here): what a turn offers the model (`<server>__<tool>` with schemas and
 //!   levels), from the live lists or the store's cache, so a server is only started when
 //!   one of its tools is called or its list is unknown.
 //! - [`user_level`]: the user's own level for a tool (`evolve mcp level`, `/mcp level`,

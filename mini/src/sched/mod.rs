@@ -1,4 +1,4 @@
-//! The scheduler's shell side (issue 6, "Scheduler"). The rules — parsing schedules,
+//! The scheduler's shell side. The rules — parsing schedules,
 //! the next due time, the run-once-after-downtime rule — are `evolve_core::sched`; this
 //! module runs tasks ([`tasks`]): a task as a headless ask in its own session, and the
 //! loop inside `evolve serve` that reads the clock, asks `evolve_core::sched::due_now`

@@ -1,5 +1,5 @@
 //! Scheduled tasks: adding one, running one, and the loop inside `evolve serve` that
-//! runs them when they are due (issue 6, "Scheduler").
+//! runs them when they are due (ARCHITECTURE.md § Where does X live, 24).
 //!
 //! Decides: that a task is a headless ask in its own session, under the same
 //! permission rules as `evolve ask` (calls up to the task's `allow` level run, anything
@@ -558,7 +558,7 @@ pub struct DailyJob {
 /// The meta key for memory maintenance's last run.
 pub const LAST_MAINTENANCE_KEY: &str = "last_maintenance";
 
-/// The daily built-in jobs. Memory maintenance (DESIGN.md "Memory": decay, expiry, the
+/// The daily built-in jobs. Memory maintenance (ARCHITECTURE.md § Memory: decay, expiry, the
 /// CRITICAL cap, duplicate merging, category summaries, the model's priority review)
 /// runs at 03:30 local time, when a personal server is least likely to be in use.
 pub const DAILY_JOBS: &[DailyJob] = &[DailyJob {

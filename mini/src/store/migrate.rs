@@ -75,14 +75,14 @@ fn create_tables(txn: &WriteTransaction) -> Result<(), Fail> {
     Ok(())
 }
 
-/// Version 2: the servers added at run time and the cached tool lists (issue 4).
+/// Version 2: the servers added at run time and the cached tool lists.
 fn add_mcp_tables(txn: &WriteTransaction) -> Result<(), Fail> {
     txn.open_table(MCP_SERVERS)?;
     txn.open_table(MCP_TOOLS)?;
     Ok(())
 }
 
-/// Version 3: scheduled tasks and their runs (issue 6).
+/// Version 3: scheduled tasks and their runs.
 fn add_task_tables(txn: &WriteTransaction) -> Result<(), Fail> {
     txn.open_table(TASKS)?;
     txn.open_table(TASK_RUNS)?;

@@ -348,7 +348,6 @@ impl Store {
     }
 
     /// The file.
-    #[allow(dead_code)] // used by `evolve doctor`/`/v1/config` report the store file (issue 5)
     pub fn path(&self) -> &Path {
         &self.path
     }

@@ -160,7 +160,6 @@ impl Store {
     }
 
     /// Renames a session (flattened to one line, cut to [`TITLE_CHARS`]).
-    #[allow(dead_code)] // used by `PATCH /v1/sessions/{id}` (issue 5)
     pub fn rename_session(&self, id: &str, title: &str) -> Result<(), StoreError> {
         self.write(|txn| {
             let mut session = existing_session(txn, id)?;

@@ -12,9 +12,9 @@
 //! jieba runs in search mode, so a long word also gives its dictionary sub-words
 //! (上海浦东 → 上海, 浦东, 上海浦东): a fact about 上海浦东 is found by a question about 上海.
 //!
-//! The dictionary: jieba's full one costs 2.36 MB of binary and 32 MB of RSS (DESIGN.md
-//! "Dependencies"); the embedded one keeps the 52 000 words with frequency ≥ 50
-//! (`mini/dict/`, 0.23 MB). A full `dict.txt` can be named in `[text] dict_path`.
+//! The dictionary: jieba's full one costs 2.36 MB of binary and 32 MB of RSS (measured
+//! when it was chosen); the embedded one keeps the 40 785 words with frequency ≥ 80
+//! (`mini/dict/`, 0.14 MB deflated; `mini/dict/README.md` says why). A full `dict.txt` can be named in `[text] dict_path`.
 
 mod dict;
 
@@ -31,7 +31,7 @@ use jieba_rs::Jieba;
 /// jieba's HMM joins runs of characters the dictionary does not know into words. Off,
 /// for three measured reasons: keywords are more stable when the same words appear in
 /// another context (84.7% of a shortened clause's keywords found in the whole clause vs
-/// 83.4% with HMM, on the seed documents — see the ignored tests below), because HMM
+/// 83.4% with HMM, on the project's Chinese design documents — see the ignored tests below), because HMM
 /// also glues stop characters to their neighbours, differently from text to text
 /// (我用Rust → 我用, 阿里云上 → 云上); with the constant off, jieba's HMM tables are
 /// left out of the binary (516 KB smaller, release x86_64); and unknown names still
@@ -459,7 +459,7 @@ mod tests {
             .find(|p| p.is_file())
     }
 
-    /// Chinese text to measure on: `SEGMENT_CORPUS` (a file), else the seed documents.
+    /// Chinese text to measure on: `SEGMENT_CORPUS` (a file), else the project's Chinese design documents (outside this repository).
     fn corpus() -> String {
         if let Some(text) = std::env::var("SEGMENT_CORPUS")
             .ok()

@@ -537,7 +537,7 @@ pub fn completions(state: &Arc<State>, req: &Request) -> Response<'static> {
     };
     let cancel = Arc::new(AtomicBool::new(false));
     // A turn of this session that waits for a person is parked, so that this message
-    // settles its call (seed 002: blocked calls first, at the next input).
+    // settles its call (ARCHITECTURE.md § The turn, step 2).
     if state.approvals.release_session(&sid) {
         let end = Instant::now() + PARK_WAIT;
         while Instant::now() < end

@@ -1,4 +1,4 @@
-//! `/v1/sessions/{id}/grants`: a session's "always allow" list (seed 002's tool
+//! `/v1/sessions/{id}/grants`: a session's "always allow" list (the Evolve Agent design's tool
 //! whitelist) over HTTP — listed, and withdrawn one by one or all at once, as chat's
 //! `/permissions revoke` does. Which grants a request names is
 //! [`evolve_core::permission::Revoke`]'s rule; the store withdraws them in one

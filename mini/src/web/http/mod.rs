@@ -1,6 +1,6 @@
 //! A small HTTP/1.1 server on `std::net`: what `evolve serve` needs and nothing more.
 //!
-//! Why not tiny_http (DESIGN.md's first choice): it starts one thread per connection with
+//! Why not tiny_http (the first choice when the dependencies were picked): it starts one thread per connection with
 //! no upper bound and sets no read timeout on the sockets it accepts, so a few thousand
 //! idle or trickling connections (slowloris) would hold a thread each for ever, and its
 //! chunked encoder buffers 8 KiB, which holds back streamed tokens.

@@ -1,17 +1,18 @@
-//! Issue 20's MCP client defects, each pinned against the in-repo rmcp test server
+//! The MCP client's lifecycle — cancelling, restarting, re-listing and re-classifying —
+//! each behaviour pinned against the in-repo rmcp test server
 //! (`tests/mcp-server`) through the built `evolve`, as a user meets them:
 //! - over HTTP with a session, a call that times out (or is interrupted) is cancelled
 //!   while its session still exists: the server hears `notifications/cancelled` for that
-//!   request before the DELETE that ends the session (defect 3);
+//!   request before the DELETE that ends the session;
 //! - a server with sessions restarted on its port while `evolve serve` runs is spoken
-//!   to again at once: the first call after the restart works (defect 4);
+//!   to again at once: the first call after the restart works;
 //! - a tool that runs only as a task is not offered, and a call of it anyway is told
-//!   there is no such tool (defect 6);
+//!   there is no such tool;
 //! - a tool the cheap model could not classify is L4 and is asked about again, as is
-//!   one whose user level was set back to `auto` (defect 9);
+//!   one whose user level was set back to `auto`;
 //! - a server answering a protocol version evolve does not know is refused by name;
 //! - a server's error-level log messages show at the default log level;
-//! - a server is restarted after three timeouts in a row, not after one (defect 2).
+//! - a server is restarted after three timeouts in a row, not after one.
 //!
 //! The HTTP tests read the server's `--events` file: one line per message it received,
 //! in the order they arrived (`POST tools/call id=5 name=slow`,
@@ -65,7 +66,7 @@ fn id_of(line: &str, key: &str) -> Option<String> {
         .map(str::to_string)
 }
 
-/// Defect 3's order in the events: the call of `slow`, then `notifications/cancelled`
+/// The order a cancelled call leaves in the events: the call of `slow`, then `notifications/cancelled`
 /// naming that call's id, then the DELETE ending the session.
 fn assert_cancelled_before_delete(file: &Path) {
     let lines = wait_for_event(file, |l| l == "DELETE");
@@ -179,7 +180,7 @@ fn http_server_with_events(w: &World) -> (HttpServer, PathBuf) {
 }
 
 // ---------------------------------------------------------------------------------
-// Defect 3: a call given up on is cancelled before its session ends.
+// A call given up on is cancelled before its session ends.
 // ---------------------------------------------------------------------------------
 
 /// `ask` with a 3 s limit calls `slow` (60 s) on a server with sessions: the model is
@@ -228,7 +229,7 @@ fn ctrl_c_during_an_http_call_cancels_it_before_its_session_ends() {
 }
 
 // ---------------------------------------------------------------------------------
-// Defect 4: a server restarted on its port.
+// A server restarted on its port.
 // ---------------------------------------------------------------------------------
 
 /// The rmcp server with sessions, killed and started again on the same port while
@@ -302,7 +303,7 @@ fn an_rmcp_server_restarted_on_its_port_is_spoken_to_again_at_once() {
 }
 
 // ---------------------------------------------------------------------------------
-// Defect 6: a tool that runs only as a task.
+// A tool that runs only as a task.
 // ---------------------------------------------------------------------------------
 
 /// `--task-tool` lists `research` with `execution.taskSupport: "required"`. The model
@@ -348,7 +349,7 @@ fn a_task_only_tool_is_not_offered_and_a_call_of_it_is_told_there_is_none() {
 }
 
 // ---------------------------------------------------------------------------------
-// Defect 9: classifying again.
+// Classifying again.
 // ---------------------------------------------------------------------------------
 
 /// A world with the test server and no retries of the cheap model (a 500 is one
@@ -531,7 +532,7 @@ fn a_servers_error_log_shows_at_the_default_log_level() {
 }
 
 // ---------------------------------------------------------------------------------
-// Defect 2: when a server that timed out is restarted.
+// When a server that timed out is restarted.
 // ---------------------------------------------------------------------------------
 
 /// A world with the stdio test server counting its starts (5 s per call), the model

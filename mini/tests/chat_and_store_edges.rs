@@ -1,9 +1,9 @@
-//! The agent at its edges, end to end: `evolve chat` as a person uses it (Ctrl-C at the
+//! Chat and the shared store at their edges, end to end: `evolve chat` as a person uses it (Ctrl-C at the
 //! prompt, at an approval question, during /reflect), several evolve processes sharing
 //! one store, memories that must not be merged away, a damaged store, terminal escapes
 //! in the listings, secrets through `ps e` and `git show`, and configurations the agent
-//! must refuse. Each test was written to fail on a defect a review found, and pins the
-//! fix.
+//! must refuse. Each test was written to fail on a defect found by trying to break the
+//! agent, and pins the fix.
 
 mod support;
 
@@ -23,7 +23,7 @@ fn memory_list(w: &World) -> String {
 /// remembered. (EOF waits for it; Ctrl-C, the usual way to leave, does not.)
 #[test]
 fn ctrl_c_at_the_prompt_keeps_what_the_last_answer_taught() {
-    let w = World::new("rv2-ctrlc-prompt");
+    let w = World::new("edges-ctrlc-prompt");
     w.fake.push(Reply::text("Noted, your cat is Miso."));
     w.fake.route(
         EXTRACT,
@@ -52,7 +52,7 @@ fn ctrl_c_at_the_prompt_keeps_what_the_last_answer_taught() {
 /// typed "yes" (or their next message starting with "ok") runs the call anyway.
 #[test]
 fn ctrl_c_at_an_approval_question_refuses_the_call() {
-    let w = World::new("rv2-ctrlc-approve");
+    let w = World::new("edges-ctrlc-approve");
     let file = w.workspace().join("notes.txt");
     w.fake.push(tool_call(
         "write_file",
@@ -78,7 +78,7 @@ fn ctrl_c_at_an_approval_question_refuses_the_call() {
 /// `memory add` or another chat fails after 30 s while a question waits on screen.
 #[test]
 fn a_chat_waiting_for_an_approval_does_not_lock_out_other_commands() {
-    let w = World::new("rv2-lock-approve");
+    let w = World::new("edges-lock-approve");
     w.fake.push(tool_call(
         "write_file",
         r#"{"path": "a.txt", "content": "x"}"#,
@@ -104,7 +104,7 @@ fn a_chat_waiting_for_an_approval_does_not_lock_out_other_commands() {
 /// with exit 1.
 #[test]
 fn two_asks_at_once_both_answer_when_the_model_is_slow() {
-    let w = World::new("rv2-lock-ask");
+    let w = World::new("edges-lock-ask");
     w.fake
         .push(Reply::text("slow answer").after(Duration::from_secs(34)));
     w.fake.push(Reply::text("second answer"));
@@ -130,7 +130,7 @@ fn two_asks_at_once_both_answer_when_the_model_is_slow() {
 /// different facts one: the second instruction is reported as "merged" and is gone.
 #[test]
 fn two_different_facts_are_both_remembered() {
-    let w = World::new("rv2-merge");
+    let w = World::new("edges-merge");
     for text in [
         "Never share my home address",
         "Never share my phone number",
@@ -155,7 +155,7 @@ fn two_different_facts_are_both_remembered() {
 /// the other damage gets.
 #[test]
 fn a_damaged_store_is_a_clear_error_not_a_panic() {
-    let w = World::new("rv2-damaged");
+    let w = World::new("edges-damaged");
     w.run(&["memory", "add", "fact one about apples"]).expect(0);
     let path = w.home.join("evolve.redb");
     let mut bytes = std::fs::read(&path).unwrap();
@@ -183,10 +183,10 @@ fn a_damaged_store_is_a_clear_error_not_a_panic() {
 /// Memory content and session messages come from the model (and from imported files);
 /// `memory list` and `sessions show|list` print them raw, so an ESC sequence in them
 /// clears the screen, retitles the window or writes the clipboard (OSC 52). Chat
-/// escapes them since the first review; the listings do not.
+/// escaped them before the listings did.
 #[test]
 fn listings_do_not_pass_terminal_escapes_through() {
-    let w = World::new("rv2-listing-esc");
+    let w = World::new("edges-listing-esc");
     let file = w.home.join("hostile.json");
     std::fs::write(
         &file,
@@ -216,7 +216,7 @@ fn listings_do_not_pass_terminal_escapes_through() {
 /// `memory add ""` is refused, but `memory import` stores a memory with empty content.
 #[test]
 fn import_refuses_an_empty_memory_like_add_does() {
-    let w = World::new("rv2-import-empty");
+    let w = World::new("edges-import-empty");
     let file = w.home.join("empty.json");
     std::fs::write(&file, r#"[{"content": ""}, {"content": "   "}]"#).unwrap();
     let run = w.run(&["memory", "import", file.to_str().unwrap()]);
@@ -233,7 +233,7 @@ fn import_refuses_an_empty_memory_like_add_does() {
 /// critical` says "added memory #1" and the memory is deleted in the same breath.
 #[test]
 fn a_config_that_deletes_every_new_critical_memory_is_refused() {
-    let w = World::new("rv2-critical-cap");
+    let w = World::new("edges-critical-cap");
     w.config("[memory]\ncritical_cap = 0\n");
     let check = w.run(&["config", "check"]);
     if check.code == 2 {
@@ -262,7 +262,7 @@ fn a_config_that_deletes_every_new_critical_memory_is_refused() {
 /// reported as the answer, without a word about the cut.
 #[test]
 fn a_window_too_small_for_the_question_is_an_error_not_an_empty_question() {
-    let w = World::new("rv2-tiny-window");
+    let w = World::new("edges-tiny-window");
     w.config("[model]\ncontext_window = 10\nreserved_output = 5\n");
     w.fake.set_fallback(Reply::Echo);
     let run = w.run(&["ask", "What is the capital of France?"]);
@@ -297,7 +297,7 @@ fn a_window_too_small_for_the_question_is_an_error_not_an_empty_question() {
 #[test]
 fn ps_with_environment_does_not_hand_the_api_key_to_the_model() {
     const KEY: &str = "sk-REVIEW2KEY0123456789abcdefXYZ";
-    let w = World::new("rv2-ps-env");
+    let w = World::new("edges-ps-env");
     w.config("[permission]\nshell_level = \"L4\"\ncommand_prefixes = [[\"ps\", \"L2\"]]\n");
     w.fake.push(tool_call("shell", r#"{"command": "ps auxe"}"#));
     w.fake.push(Reply::text("Here are the processes."));
@@ -329,7 +329,7 @@ fn ps_with_environment_does_not_hand_the_api_key_to_the_model() {
 /// `git show HEAD:.env`: the `REV:path` word is not checked as a path.
 #[test]
 fn a_secret_file_cannot_be_read_through_git_show() {
-    let w = World::new("rv2-git-secret");
+    let w = World::new("edges-git-secret");
     w.config("[permission]\nshell_level = \"L4\"\ncommand_prefixes = [[\"git show\", \"L2\"]]\n");
     let ws = w.workspace();
     std::fs::write(ws.join(".env"), "DB_PASSWORD=topsecret42\n").unwrap();
@@ -366,7 +366,7 @@ fn a_secret_file_cannot_be_read_through_git_show() {
 /// related question, English or Chinese, and not of an unrelated one.
 #[test]
 fn a_hand_added_memory_reaches_related_prompts_only() {
-    let w = World::new("rv2-mem-related");
+    let w = World::new("edges-mem-related");
     w.run(&[
         "memory",
         "add",
@@ -403,7 +403,7 @@ fn a_hand_added_memory_reaches_related_prompts_only() {
 /// has no effect) is accepted silently too, unlike `permission.shell_level`.
 #[test]
 fn a_misspelled_or_ineffective_tool_level_is_reported() {
-    let w = World::new("rv2-tool-levels");
+    let w = World::new("edges-tool-levels");
     for (toml, name) in [
         ("[tools.levels]\nwrite_fiel = \"L5\"\n", "write_fiel"),
         ("[tools.levels]\nread_file = \"L1\"\n", "read_file"),
@@ -423,7 +423,7 @@ fn a_misspelled_or_ineffective_tool_level_is_reported() {
 /// take minutes on a local model), but Ctrl-C there ends the whole chat with 130.
 #[test]
 fn ctrl_c_during_reflect_stops_the_reflection_not_the_chat() {
-    let w = World::new("rv2-ctrlc-reflect");
+    let w = World::new("edges-ctrlc-reflect");
     w.fake.push(Reply::text("first answer"));
     w.fake.route(
         REFLECT,
@@ -454,7 +454,7 @@ fn ctrl_c_during_reflect_stops_the_reflection_not_the_chat() {
 }
 
 /// After each answer chat prints what the turn did, and the score when the evaluation
-/// comes (seed 002 shows the record with the reply); `[agent] turn_line = false` hides it.
+/// comes (the Evolve Agent design shows the record with the reply); `[agent] turn_line = false` hides it.
 #[test]
 fn chat_prints_a_line_with_the_turn_record_and_the_score() {
     let w = World::new("chat-turn-line");

@@ -1,5 +1,8 @@
-//! Review of issue 6 (scheduled tasks, learned skills, memory maintenance): each test
-//! is a bug a user hit, proven through the built binary.
+//! What the person owns is never lost or leaked by the agent's own machinery: memory
+//! maintenance leaves a pinned memory as written, a learned skill holds no credential
+//! from the question, `skills rm` deletes only a skill's folder, and running a one-off
+//! task by hand keeps its scheduled run. Each test is a bug a user hit, proven through
+//! the built binary.
 
 mod support;
 
@@ -39,7 +42,7 @@ fn stored(w: &World) -> BTreeMap<u64, Value> {
 /// one).
 #[test]
 fn maintenance_never_rewrites_or_deletes_a_pinned_memory() {
-    let w = World::new("review6-pinned");
+    let w = World::new("user-data-pinned");
     w.seed_memories(vec![
         mem(1, "The user likes green tea", 20, true),
         mem(
@@ -80,7 +83,7 @@ fn maintenance_never_rewrites_or_deletes_a_pinned_memory() {
 #[test]
 fn a_learned_skill_never_holds_a_credential_from_the_question() {
     const TOKEN: &str = "ghp_Ab12Cd34Ef56Gh78Ij90Kl12Mn34Op56Qr78";
-    let w = World::new("review6-secret-skill");
+    let w = World::new("user-data-secret-skill");
     std::fs::write(w.workspace().join("RELEASE.md"), "# 2.0\n- dark mode\n").unwrap();
     w.fake
         .push(support::tool_call("list_dir", r#"{"path": "."}"#));
@@ -128,7 +131,7 @@ fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
 /// it must stay.
 #[test]
 fn removing_a_skill_never_deletes_a_folder_that_is_not_a_skill() {
-    let w = World::new("review6-rm-not-skill");
+    let w = World::new("user-data-rm-not-skill");
     let notes = w.home.join("skills/notes");
     std::fs::create_dir_all(&notes).unwrap();
     std::fs::write(notes.join("ideas.txt"), "my draft ideas").unwrap();
@@ -145,7 +148,7 @@ fn removing_a_skill_never_deletes_a_folder_that_is_not_a_skill() {
 /// not cancel it: it still runs at the time the user gave.
 #[test]
 fn running_a_one_off_by_hand_before_its_time_keeps_its_scheduled_run() {
-    let w = World::new("review6-at-manual");
+    let w = World::new("user-data-at-manual");
     let added = w
         .run(&[
             "tasks",

@@ -1,6 +1,8 @@
-//! MCP under faults, second adversarial review (the LineGuard, process groups, restart
-//! and `refresh_changed`), end to end through the built `evolve`. Each test fails on a
-//! defect the review found; its comment says what a user sees and where the cause is.
+//! An MCP server that dies or fails between turns, end to end through the built
+//! `evolve`: the helpers it started die with it (its process group), and a tool list
+//! that failed after `tools/list_changed` is asked for again. Each test fails on a
+//! defect an adversarial pass found; its comment says what a user sees and where the
+//! cause is.
 
 mod support;
 

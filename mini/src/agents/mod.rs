@@ -32,7 +32,7 @@ mod worker;
 
 pub use io::{Heard, SubEvent, TurnInput, TurnIo};
 pub use manager::{check_replace, Manager};
-pub use record::{PostTurn, ToolRun, TurnRecord};
+pub use record::{PostTurn, Refused, ToolRun, TurnRecord};
 pub use runtime::Runtime;
 
 pub use catalog::offered as offered_tools;

@@ -2,6 +2,7 @@
 //! web API's extension field) and stored with the session.
 
 use evolve_core::memory::Reason;
+use evolve_core::permission::{Decision, Level};
 use serde::Serialize;
 
 use crate::llm::Usage;
@@ -30,6 +31,83 @@ fn is_person(s: &evolve_core::provenance::Source) -> bool {
 
 /// One tool call of the turn and what happened to it (the core's record).
 pub use evolve_core::turn::CallRecord as ToolRun;
+
+/// The calls of a turn refused because they needed a person (a headless run cannot ask
+/// one): what `ask`, a scheduled task and a plain API client report after the answer.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Refused {
+    /// Name and level of each refused call, in order.
+    pub calls: Vec<(String, Level)>,
+    /// A call of the turn would have sent data off the machine after outside text
+    /// entered it (the egress rule): listing the host lets it through.
+    pub sends_data: bool,
+}
+
+impl Refused {
+    /// From the turn's calls.
+    pub fn of(tools: &[ToolRun]) -> Refused {
+        Refused {
+            calls: tools
+                .iter()
+                .filter(|t| !t.ran && t.decision.is_some_and(Decision::needs_person))
+                .map(|t| (t.name.clone(), t.level.unwrap_or(Level::L4)))
+                .collect(),
+            sends_data: tools
+                .iter()
+                .any(|t| t.decision.is_some_and(Decision::sends_data)),
+        }
+    }
+
+    /// From the `tools` of a turn record read as JSON (a server's answer to `ask`), each
+    /// field on its own so that a record with fewer fields still reads (a missing level
+    /// counts as L4).
+    pub fn of_json(tools: &serde_json::Value) -> Refused {
+        let tools = tools.as_array().map(Vec::as_slice).unwrap_or_default();
+        let decision =
+            |t: &serde_json::Value| serde_json::from_value::<Decision>(t["decision"].clone()).ok();
+        Refused {
+            calls: tools
+                .iter()
+                .filter(|t| t["ran"] == false && decision(t).is_some_and(Decision::needs_person))
+                .map(|t| {
+                    let level = serde_json::from_value(t["level"].clone()).unwrap_or(Level::L4);
+                    (t["name"].as_str().unwrap_or("?").to_string(), level)
+                })
+                .collect(),
+            sends_data: tools
+                .iter()
+                .any(|t| decision(t).is_some_and(Decision::sends_data)),
+        }
+    }
+
+    /// No call was refused.
+    pub fn is_empty(&self) -> bool {
+        self.calls.is_empty()
+    }
+
+    /// A refused call was above L3: no flag lets it through, only a person.
+    pub fn above_l3(&self) -> bool {
+        self.calls.iter().any(|(_, l)| *l > Level::L3)
+    }
+
+    /// `shell (L3), http_get (L3)`.
+    pub fn names(&self) -> String {
+        let names: Vec<String> = self
+            .calls
+            .iter()
+            .map(|(n, l)| format!("{n} ({l})"))
+            .collect();
+        names.join(", ")
+    }
+
+    /// The error a headless run ends with, with what lets the calls through (`hint`).
+    pub fn message(&self, hint: &str) -> String {
+        format!(
+            "refused tool calls that need a person: {} — {hint}",
+            self.names()
+        )
+    }
+}
 
 /// Characters of one sub-turn's answer given back to the parent model (and shown).
 pub const SUBTASK_REPLY_CHARS: usize = 6_000;

@@ -13,12 +13,12 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use argh::FromArgs;
-use evolve_core::permission::{Decision, Level, PendingCall, Policy};
+use evolve_core::permission::{Level, PendingCall, Policy};
 use evolve_core::text::Lang;
 
 use super::app::App;
 use super::interrupt;
-use crate::agents::{Heard, Manager, Runtime, TurnInput, TurnIo};
+use crate::agents::{Heard, Manager, Refused, Runtime, TurnInput, TurnIo};
 use crate::config::LoadOptions;
 use crate::error::Error;
 
@@ -213,8 +213,8 @@ struct Done {
     reply: String,
     session: String,
     needs_person: bool,
-    /// Calls refused because they needed a person, with their level.
-    refused: Vec<(String, Level)>,
+    /// Calls refused because they needed a person.
+    refused: Refused,
     /// The reply is already on stdout.
     printed: bool,
 }
@@ -225,7 +225,7 @@ impl Done {
     /// has it taken out so it is not copied). `--json` prints the record with the reply.
     fn from_record(mut record: serde_json::Value, reply: Option<String>) -> Done {
         let text = |k: &str| record[k].as_str().unwrap_or_default().to_string();
-        let refused = refused_calls(&record);
+        let refused = Refused::of_json(&record["tools"]);
         let session = text("session");
         let needs_person = record["needs_person"] == true;
         let reply = match (reply, record.get_mut("reply")) {
@@ -246,14 +246,6 @@ impl Done {
 
 /// Prints what is left to print and turns the outcome into the exit code.
 fn finish(done: Done, json: bool) -> Result<(), Error> {
-    let sends_data = done.record["tools"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .any(|t| {
-            serde_json::from_value::<Decision>(t["decision"].clone())
-                .is_ok_and(Decision::sends_data)
-        });
     let mut out = std::io::stdout().lock();
     if json {
         let mut record = done.record;
@@ -276,20 +268,16 @@ fn finish(done: Done, json: bool) -> Result<(), Error> {
     drop(out);
     if done.needs_person {
         let refused = done.refused;
-        let names: Vec<String> = refused.iter().map(|(n, l)| format!("{n} ({l})")).collect();
-        let hint = if sends_data {
+        let hint = if refused.sends_data {
             "it would send data you did not give off the machine after outside text entered \
              the turn: run it in `evolve chat` to be asked, or list the host under [tools] \
              http_hosts in config.toml if it may receive anything"
-        } else if refused.iter().any(|(_, l)| *l > Level::L3) {
+        } else if refused.above_l3() {
             "L4 calls always need a person: run it in `evolve chat`"
         } else {
             "allow L3 calls with --yes (or --allow L3), or run it in `evolve chat`"
         };
-        return Err(Error::NeedsPerson(format!(
-            "refused tool calls that need a person: {} — {hint}",
-            names.join(", ")
-        )));
+        return Err(Error::NeedsPerson(refused.message(hint)));
     }
     if done.reply.trim().is_empty() {
         return Err(Error::Other(format!(
@@ -300,28 +288,10 @@ fn finish(done: Done, json: bool) -> Result<(), Error> {
     Ok(())
 }
 
-/// The calls of a turn record refused because they needed a person, with their level.
-fn refused_calls(record: &serde_json::Value) -> Vec<(String, Level)> {
-    record["tools"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter(|t| t["ran"] == false)
-        .filter(|t| {
-            serde_json::from_value::<Decision>(t["decision"].clone())
-                .is_ok_and(Decision::needs_person)
-        })
-        .map(|t| {
-            let level = serde_json::from_value(t["level"].clone()).unwrap_or(Level::L4);
-            (t["name"].as_str().unwrap_or("?").to_string(), level)
-        })
-        .collect()
-}
-
 /// The reply in a server's chat completion: its content without the note about calls
 /// waiting for a person, which `ask` reports its own way.
 fn reply_from_content(mut content: String, record: &serde_json::Value) -> String {
-    let refused = refused_calls(record);
+    let refused = Refused::of_json(&record["tools"]);
     let session = record["session"].as_str().unwrap_or_default();
     if let Some(note) = crate::web::chat::waiting_note(&refused, session) {
         if content.ends_with(&note) {
@@ -465,7 +435,7 @@ fn forward(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use evolve_core::permission::RefusalReason;
+    use evolve_core::permission::{Decision, RefusalReason};
     use serde_json::json;
 
     #[test]
@@ -478,8 +448,14 @@ mod tests {
             "session": "s1",
             "tools": [{"name": "shell", "ran": false, "level": "L3", "decision": refused}],
         });
-        let note =
-            crate::web::chat::waiting_note(&[("shell".into(), Level::L3)], "s1").expect("a note");
+        let note = crate::web::chat::waiting_note(
+            &Refused {
+                calls: vec![("shell".into(), Level::L3)],
+                sends_data: false,
+            },
+            "s1",
+        )
+        .expect("a note");
         let cases = [
             (format!("I could not run it.{note}"), "I could not run it."),
             ("No note here.".to_string(), "No note here."),

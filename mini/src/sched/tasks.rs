@@ -19,13 +19,13 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use evolve_core::permission::{Decision, Level, PendingCall, Policy};
+use evolve_core::permission::{Level, PendingCall, Policy};
 use evolve_core::sched::{civil_from_days, due_now, next_due, Schedule, Zone};
 use evolve_core::text::{clip_chars, one_line, Lang};
 use evolve_core::Timestamp;
 use serde_json::{json, Value};
 
-use crate::agents::{Heard, Manager, Runtime, TurnInput, TurnIo};
+use crate::agents::{Heard, Manager, Refused, Runtime, TurnInput, TurnIo};
 use crate::clock::now;
 use crate::error::Error;
 use crate::store::{RunEnd, RunStatus, Store, StoreError, Task, TaskRun, Trigger};
@@ -374,19 +374,10 @@ fn judge(
         Ok((record, _post)) => {
             let answer = clip_chars(record.reply.trim(), ANSWER_CHARS);
             let turn = Some(record.turn);
-            let refused: Vec<(String, Level)> = record
-                .tools
-                .iter()
-                .filter(|t| !t.ran && t.decision.is_some_and(Decision::needs_person))
-                .map(|t| (t.name.clone(), t.level.unwrap_or(Level::L4)))
-                .collect();
-            let sends_data = record
-                .tools
-                .iter()
-                .any(|t| t.decision.is_some_and(Decision::sends_data));
+            let refused = Refused::of(&record.tools);
             if record.needs_person {
                 let mut message = needs_person_note(&refused, session);
-                if sends_data {
+                if refused.sends_data {
                     message.push_str(SENDS_DATA_HINT);
                 }
                 let end = ended(RunStatus::NeedsPerson, answer, Some(message.clone()), turn);
@@ -431,17 +422,14 @@ fn judge(
 /// Said after the refused calls when one would have sent data off the machine.
 pub(crate) const SENDS_DATA_HINT: &str = " (a call would have sent data that you did not give off the machine after outside text entered the turn: list its host under [tools] http_hosts in config.toml if it may receive anything)";
 
-fn needs_person_note(refused: &[(String, Level)], session: &str) -> String {
-    let names: Vec<String> = refused.iter().map(|(n, l)| format!("{n} ({l})")).collect();
-    let hint = if refused.iter().any(|(_, l)| *l > Level::L3) {
-        format!("L4 calls always need a person: run it in `evolve chat --session {session}`")
+fn needs_person_note(refused: &Refused, session: &str) -> String {
+    if refused.above_l3() {
+        refused.message(&format!(
+            "L4 calls always need a person: run it in `evolve chat --session {session}`"
+        ))
     } else {
-        "add the task again with --allow L3, or run it in `evolve chat`".to_string()
-    };
-    format!(
-        "refused tool calls that need a person: {} — {hint}",
-        names.join(", ")
-    )
+        refused.message("add the task again with --allow L3, or run it in `evolve chat`")
+    }
 }
 
 fn trigger_name(t: Trigger) -> &'static str {

@@ -22,13 +22,13 @@ use std::sync::mpsc::{self, RecvTimeoutError, Sender};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use evolve_core::permission::{Decision, Level, PendingCall, Policy};
+use evolve_core::permission::{Level, PendingCall, Policy};
 use evolve_core::text::Lang;
 use serde_json::{json, Value};
 
 use super::http::{Request, Response, Stream};
 use super::{error, State};
-use crate::agents::{Heard, ToolRun, TurnInput, TurnIo, TurnRecord};
+use crate::agents::{Heard, Refused, ToolRun, TurnInput, TurnIo, TurnRecord};
 use crate::clock::now;
 use crate::error::Error;
 use crate::llm::Delta;
@@ -653,29 +653,22 @@ fn usage_json(record: &TurnRecord) -> Value {
 /// (a plain client has no other way to learn it), blank line first; `None` when there
 /// were none.
 fn refused_note(record: &TurnRecord) -> Option<String> {
-    let refused: Vec<(String, Level)> = record
-        .tools
-        .iter()
-        .filter(|t| !t.ran && t.decision.is_some_and(Decision::needs_person))
-        .map(|t| (t.name.clone(), t.level.unwrap_or(Level::L4)))
-        .collect();
-    waiting_note(&refused, &record.session)
+    waiting_note(&Refused::of(&record.tools), &record.session)
 }
 
-/// [`refused_note`] from the refused calls (name, level) and the session: what `evolve
-/// ask` takes off the content of a server's answer to get the reply alone.
-pub(crate) fn waiting_note(refused: &[(String, Level)], session: &str) -> Option<String> {
+/// [`refused_note`] from the refused calls and the session: what `evolve ask` takes off
+/// the content of a server's answer to get the reply alone.
+pub(crate) fn waiting_note(refused: &Refused, session: &str) -> Option<String> {
     if refused.is_empty() {
         return None;
     }
-    let names: Vec<String> = refused.iter().map(|(n, l)| format!("{n} ({l})")).collect();
     // The call was refused, not parked: this client cannot answer a question, so
     // nothing waits anywhere. Say where asking again gets the person asked.
     Some(format!(
         "\n\n[evolve] Not run, a person's approval is needed: {}. This client cannot give \
          it and nothing is waiting: ask again in the Evolve web UI (session {session}) or in \
          `evolve chat --session {session}`, where you are asked before it runs.",
-        names.join(", "),
+        refused.names(),
     ))
 }
 
@@ -1132,12 +1125,12 @@ mod tests {
 
     #[test]
     fn the_waiting_note_names_each_call_and_the_session() {
-        assert_eq!(waiting_note(&[], "s1"), None);
-        let note = waiting_note(
-            &[("shell".into(), Level::L3), ("edit_file".into(), Level::L4)],
-            "s1",
-        )
-        .expect("a note");
+        assert_eq!(waiting_note(&Refused::default(), "s1"), None);
+        let refused = Refused {
+            calls: vec![("shell".into(), Level::L3), ("edit_file".into(), Level::L4)],
+            sends_data: false,
+        };
+        let note = waiting_note(&refused, "s1").expect("a note");
         assert!(note.starts_with("\n\n[evolve] Not run"), "{note}");
         assert!(note.contains("shell (L3), edit_file (L4)"), "{note}");
         assert!(note.contains("evolve chat --session s1"), "{note}");

@@ -1,44 +1,59 @@
 //! The shell's error type: every message says what went wrong and what to do.
 
-use std::fmt;
 use std::path::PathBuf;
 
-/// Everything that can stop a command.
-#[derive(Debug)]
+/// Everything that can stop a command. Callers branch on the variant (the exit code,
+/// the HTTP status of the API), never on the message; the wrapped errors are the
+/// [`std::error::Error::source`] of theirs.
+#[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// The command line was wrong (exit code 2).
+    #[error("{0} (see `evolve --help`)")]
     Usage(String),
     /// A file could not be read.
+    #[error("cannot read {}: {source}", path.display())]
     Read {
         path: PathBuf,
         source: std::io::Error,
     },
     /// A file was read but its contents are not what the command needs (exit code 2).
+    #[error("{}: {message}", path.display())]
     Invalid { path: PathBuf, message: String },
     /// An input or output failed where no file is named: writing the output (a closed
     /// pipe), reading the standard input or the terminal. The I/O error is kept as the
     /// cause; errors about a file use [`Error::Read`] or their own variant instead.
-    Io(std::io::Error),
+    #[error("input or output failed: {0}")]
+    Io(#[from] std::io::Error),
     /// The configuration cannot be used (exit code 2; so is a model server that refuses
     /// the key, the URL or the model name).
-    Config(crate::config::ConfigError),
+    #[error("{0}")]
+    Config(#[from] crate::config::ConfigError),
     /// The store cannot be opened, read or written.
-    Store(crate::store::StoreError),
+    #[error("{0}")]
+    Store(#[from] crate::store::StoreError),
     /// The model failed; exit code 3 when it could not be reached or kept failing.
-    Model(crate::llm::LlmError),
+    #[error("{0}")]
+    Model(#[from] crate::llm::LlmError),
     /// A headless run needed a tool call that requires a person (exit code 4). The
     /// answer so far has been printed; the message lists what was refused.
+    #[error("{0}")]
     NeedsPerson(String),
+    /// What was asked does not fit the state it would change (answering a turn again
+    /// that is not the last one, while a call waits for an answer): the API's 409.
+    #[error("{0}")]
+    Conflict(String),
     /// Anything else that stopped the command, said plainly.
+    #[error("{0}")]
     Other(String),
     /// A failure a running `evolve serve` reported for this command, with the exit code
     /// the same failure has when the command runs by itself.
+    #[error("{1}")]
     Remote(u8, String),
 }
 
 impl Error {
-    /// The process exit code for this error (ARCHITECTURE.md § Permission levels: 2 = usage or configuration error,
-    /// 1 = anything else).
+    /// The process exit code for this error: 2 = usage or configuration error, 3 = the
+    /// model could not be reached, 4 = a call needed a person, 1 = anything else.
     pub fn exit_code(&self) -> u8 {
         match self {
             Error::Usage(_) | Error::Invalid { .. } => 2,
@@ -51,67 +66,9 @@ impl Error {
             | Error::Io(_)
             | Error::Store(_)
             | Error::Model(_)
+            | Error::Conflict(_)
             | Error::Other(_) => 1,
         }
-    }
-}
-
-impl fmt::Display for Error {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Error::Usage(m) => write!(f, "{m} (see `evolve --help`)"),
-            Error::Read { path, source } => write!(f, "cannot read {}: {source}", path.display()),
-            Error::Invalid { path, message } => write!(f, "{}: {message}", path.display()),
-            Error::Io(e) => write!(f, "input or output failed: {e}"),
-            Error::Config(e) => write!(f, "{e}"),
-            Error::Store(e) => write!(f, "{e}"),
-            Error::Model(e) => write!(f, "{e}"),
-            Error::NeedsPerson(m) => write!(f, "{m}"),
-            Error::Other(m) | Error::Remote(_, m) => write!(f, "{m}"),
-        }
-    }
-}
-
-impl std::error::Error for Error {
-    /// The error this one wraps, for whoever wants the chain (the message already
-    /// includes its text).
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            Error::Read { source, .. } => Some(source),
-            Error::Io(e) => Some(e),
-            Error::Config(e) => Some(e),
-            Error::Store(e) => Some(e),
-            Error::Model(e) => Some(e),
-            Error::Usage(_)
-            | Error::Invalid { .. }
-            | Error::NeedsPerson(_)
-            | Error::Other(_)
-            | Error::Remote(..) => None,
-        }
-    }
-}
-
-impl From<std::io::Error> for Error {
-    fn from(e: std::io::Error) -> Self {
-        Error::Io(e)
-    }
-}
-
-impl From<crate::config::ConfigError> for Error {
-    fn from(e: crate::config::ConfigError) -> Self {
-        Error::Config(e)
-    }
-}
-
-impl From<crate::store::StoreError> for Error {
-    fn from(e: crate::store::StoreError) -> Self {
-        Error::Store(e)
-    }
-}
-
-impl From<crate::llm::LlmError> for Error {
-    fn from(e: crate::llm::LlmError) -> Self {
-        Error::Model(e)
     }
 }
 

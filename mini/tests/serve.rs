@@ -1166,6 +1166,7 @@ fn an_answer_regenerated_or_its_question_edited_replaces_the_turn_for_the_model_
     // Only the last turn, and only within a session.
     let (status, body) = ask("x", json!({"session": sid, "evolve_replace": 2}));
     assert_eq!(status, 409, "{body}");
+    assert_eq!(body["error"]["code"], "conflict", "{body}");
     assert!(
         body["error"]["message"]
             .as_str()

@@ -1331,13 +1331,13 @@ fn system_prompt(rt: &Runtime) -> Result<String, Error> {
 pub fn check_replace(rt: &Runtime, session: &Session, created: bool, n: u64) -> Result<(), Error> {
     let last = session.turns;
     if created || n == 0 || n != last || session.superseded.contains(&n) {
-        return Err(Error::Other(format!(
+        return Err(Error::Conflict(format!(
             "only the last turn of a session can be answered again (turn {n} asked; the last \
              is {last})"
         )));
     }
     if matches!(rt.store.waiting(&session.id)?, Waiting::Parked(_)) {
-        return Err(Error::Other(
+        return Err(Error::Conflict(
             "a tool call of this session waits for an answer: answer it first".into(),
         ));
     }

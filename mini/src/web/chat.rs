@@ -519,8 +519,13 @@ pub fn completions(state: &Arc<State>, req: &Request) -> Response<'static> {
         Some(id) => match rt.store.session(id) {
             Ok(s) => {
                 if let Some(n) = chat.replaces {
-                    if let Err(e) = crate::agents::check_replace(rt, &s, false, n) {
-                        return error(409, e.to_string());
+                    match crate::agents::check_replace(rt, &s, false, n) {
+                        Ok(()) => {}
+                        Err(Error::Store(e)) => return super::request::store_error(e),
+                        Err(e) => {
+                            let (status, body) = turn_error(&e);
+                            return Response::json(status, &body);
+                        }
                     }
                 }
                 (s.id, false)
@@ -689,6 +694,7 @@ pub(super) fn turn_error(e: &Error) -> (u16, Value) {
         Error::Model(m) if m.is_unreachable() => (502, "model_unreachable"),
         Error::Model(_) => (502, "model_error"),
         Error::Usage(_) | Error::Invalid { .. } => (400, "invalid_request"),
+        Error::Conflict(_) => (409, "conflict"),
         _ => (500, "internal_error"),
     };
     (

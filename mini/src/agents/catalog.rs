@@ -183,10 +183,7 @@ fn tools_of(rt: &Runtime, spec: &ServerSpec, cancel: &AtomicBool) -> Result<Vec<
     };
     let unchanged = matches!(&cached, Some((tools, _)) if *tools == fresh);
     if !unchanged {
-        if let Err(e) = rt
-            .store
-            .set_mcp_tools(&spec.name, &fresh, crate::clock::now())
-        {
+        if let Err(e) = rt.store.set_mcp_tools(&spec.name, &fresh, rt.clock.now()) {
             log::warn!(
                 "the tool list of MCP server {:?} cannot be cached: {e}",
                 spec.name

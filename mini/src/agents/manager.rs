@@ -36,7 +36,6 @@ use super::subtasks::{self, SubIo, ToParent, SUBTASKS};
 use super::tool::{ToolAgent, TurnTools, MORE_TOOLS};
 use super::trace::ToolStep;
 use super::worker::Worker;
-use crate::clock::now;
 use crate::error::Error;
 use crate::llm::{AnswerCut, ChatRequest, Delta, ModelRole, ToolSpec, Usage};
 use crate::mcp::elicit::{ElicitReply, Elicitation};
@@ -936,7 +935,7 @@ impl Manager {
             &self.rt,
             session,
             ReflectWhy::Asked,
-            now(),
+            self.rt.clock.now(),
             &mut usage,
             &mut problems,
             cancel,

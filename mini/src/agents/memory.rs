@@ -126,7 +126,7 @@ impl MemoryAgent {
         let Some(model) = rt.config.model.embedding_model.clone() else {
             return Ok(0);
         };
-        let now = crate::clock::now();
+        let now = rt.clock.now();
         let missing: Vec<Memory> = rt.store.with_memories(|all| {
             all.iter()
                 .filter(|m| m.is_active(now) && m.embedding_of(&model).is_none())

@@ -285,9 +285,20 @@ impl Manager {
                 let limits = Limits {
                     max_steps: rt.config.agent.max_steps,
                 };
-                let turn = Turn::new(&sid, input.text, input.policy, grants, limits)
+                let mut turn = Turn::new(&sid, input.text, input.policy, grants, limits)
                     .force_tool(input.force_tool)
                     .with_images(input.images.to_vec());
+                if input.from == evolve_core::provenance::Source::World {
+                    // A message from someone who is not the person (a group member on a
+                    // channel): world text from the start, none of it the person's words.
+                    let mut sources = evolve_core::provenance::Provenance::default();
+                    sources.saw(
+                        evolve_core::provenance::Source::World,
+                        "channel",
+                        input.text,
+                    );
+                    turn = turn.with_provenance(sources);
+                }
                 (turn, turns + 1)
             }
         };
@@ -434,7 +445,9 @@ impl Manager {
             turn: turn_no,
             state: mut turn,
         } = parked;
+        // Only the person's words answer a question; a group member's never do.
         let answers = input.policy == Policy::Interactive
+            && input.from == evolve_core::provenance::Source::Person
             && turn
                 .pending()
                 .is_some_and(|p| is_answer(input.text, p.level));
@@ -1177,6 +1190,7 @@ impl Manager {
                 force_tool: None,
                 replaces: None,
                 images: &[],
+                from: parent.from,
             };
             let lang = Lang::guess(task);
             self.drive(

@@ -474,6 +474,7 @@ fn resolve(
         limits,
         mcp,
         scheduler,
+        channels,
     } = layer;
 
     let workspace = match (&opts.workspace, workspace) {
@@ -516,6 +517,7 @@ fn resolve(
     };
     let mcp = super::mcp::resolve_mcp(mcp.unwrap_or_default(), &ctx)?;
     let scheduler = resolve_scheduler(scheduler.unwrap_or_default(), &mut ctx)?;
+    let channels = super::channels::resolve_channels(channels.unwrap_or_default(), &ctx)?;
     let core = CoreConfig {
         memory: memory.unwrap_or_default(),
         history: history.unwrap_or_default(),
@@ -539,6 +541,7 @@ fn resolve(
         limits,
         mcp,
         scheduler,
+        channels,
         workspace,
         log,
         ignored_env: std::mem::take(ctx.ignored_env),
@@ -1134,7 +1137,8 @@ fn readable_key_warning(loaded: &Loaded) -> Option<String> {
     let key_in_file = matches!(
         loaded.origins.get("model.api_key"),
         Origin::File | Origin::Profile(_) | Origin::ProfileOverEnv(..)
-    ) || loaded.config.mcp.secrets_in_file;
+    ) || loaded.config.mcp.secrets_in_file
+        || loaded.config.channels.secrets_in_file;
     let mode = std::fs::metadata(&loaded.config.file)
         .ok()?
         .permissions()

@@ -324,6 +324,7 @@ pub fn run_task(
                 cancel,
                 force_tool: None,
                 images: &[],
+                from: evolve_core::provenance::Source::Person,
                 replaces: None,
             },
             &mut Headless,

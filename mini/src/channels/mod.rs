@@ -1006,7 +1006,12 @@ impl Driver {
             );
             let streamed = std::mem::take(&mut io.text);
             let asked = io.asked;
+            let hold = io.hold_until;
             drop(io);
+            // A 429 during the stream holds the final delivery too.
+            if let Some(until) = hold {
+                self.sleep(until.saturating_duration_since(Instant::now()));
+            }
             self.host.end(&sid);
             let done = match result {
                 Ok((record, _post)) if record.waiting.is_some() && asked => None,

@@ -1,0 +1,374 @@
+//! The Telegram channel through the binary: `evolve serve` with `[channels.telegram]`
+//! pointed at a loopback fake of the Bot API (`support::telegram`), answers scripted by
+//! the fake model. What a person on a phone would notice: who gets answered, the answer
+//! growing in one message, approvals by buttons, and nothing lost or doubled when the
+//! platform or the process fails.
+
+mod support;
+use std::time::{Duration, Instant};
+
+use support::serve::Server;
+use support::telegram::{FakeTelegram, Fault};
+use support::{tool_call, Reply, World};
+
+const ANN: i64 = 7;
+
+/// A home whose config points the channel at a fresh fake; `owner` pairs Ann.
+fn setup(name: &str, owner: bool, extra: &str) -> (World, FakeTelegram) {
+    let w = World::new(name);
+    let tg = FakeTelegram::start();
+    let owner = if owner {
+        format!("owner = {ANN}\n")
+    } else {
+        String::new()
+    };
+    w.config(&format!(
+        "{extra}[agent]\nlearn = false\n{}{owner}",
+        tg.config()
+    ));
+    (w, tg)
+}
+
+fn sessions(w: &World) -> Vec<serde_json::Value> {
+    let v = w.run(&["sessions", "list", "--json"]).expect(0).json();
+    v.as_array().cloned().unwrap_or_default()
+}
+
+fn code_in(text: &str) -> String {
+    let at = text
+        .find("evolve channels pair ")
+        .unwrap_or_else(|| panic!("no code in {text:?}"));
+    text[at + "evolve channels pair ".len()..]
+        .chars()
+        .take_while(char::is_ascii_alphanumeric)
+        .collect()
+}
+
+#[test]
+fn a_stranger_gets_a_pairing_code_and_nothing_else_until_the_owner_pairs_them() {
+    let (w, tg) = setup("tg-pair", false, "");
+    let _s = Server::start(&w, &[]);
+    let first = tg.say(ANN, ANN, "Ann", "hello, who are you?");
+    let (_, text, _) = tg.wait_for(ANN, 20, |m| m.1.contains("evolve channels pair"));
+    let code = code_in(&text);
+    assert_eq!(code.len(), 8, "{text}");
+    tg.wait_acked(first, 10);
+    // Asking again gives the same code; the model is never asked, nothing is stored.
+    let again = tg.say(ANN, ANN, "Ann", "please?");
+    tg.wait_acked(again, 10);
+    let msgs = tg.chat(ANN);
+    assert_eq!(msgs.len(), 2, "{msgs:#?}");
+    assert_eq!(code_in(&msgs[1].1), code);
+    assert!(w.main_requests().is_empty(), "the model was asked");
+    assert!(sessions(&w).is_empty());
+
+    // A wrong code is refused with what to do.
+    let bad = w.run(&["channels", "pair", "WRONG234"]);
+    assert_ne!(bad.code, 0);
+    assert!(bad.stderr.contains("no pairing code"), "{}", bad.stderr);
+    // `channels list` shows the code waiting, and never the token.
+    let list = w.run(&["channels", "list"]).expect(0);
+    assert!(list.stdout.contains(&code), "{}", list.stdout);
+    assert!(!list.stdout.contains("TEST-token"), "{}", list.stdout);
+
+    // The owner approves (any case): Ann is told, and talks to the agent.
+    let paired = w.run(&["channels", "pair", &code.to_lowercase()]).expect(0);
+    assert!(
+        paired.stdout.contains("paired user Ann"),
+        "{}",
+        paired.stdout
+    );
+    tg.wait_for(ANN, 10, |m| m.1.contains("You are paired"));
+    w.fake.push(Reply::text("Hello **Ann**!"));
+    tg.say(ANN, ANN, "Ann", "hi again");
+    let (_, text, _) = tg.wait_for(ANN, 20, |m| m.1.contains("Hello"));
+    assert_eq!(text, "Hello <b>Ann</b>!");
+    assert_eq!(w.main_requests().len(), 1);
+    // One session, named for the chat.
+    let list = sessions(&w);
+    assert_eq!(list.len(), 1, "{list:#?}");
+    assert_eq!(list[0]["channel"], "telegram:7");
+    let table = w.run(&["sessions", "list"]).expect(0);
+    assert!(table.stdout.contains("[telegram:7]"), "{}", table.stdout);
+
+    // In a group: silence unless addressed, then a code for the group.
+    let chatter = tg.say(-100, 8, "Bo", "hello all");
+    tg.wait_acked(chatter, 10);
+    assert!(
+        tg.chat(-100).is_empty(),
+        "answered a message not meant for it"
+    );
+    tg.say(-100, 8, "Bo", "@EvolveTestBot hi");
+    let (_, text, _) = tg.wait_for(-100, 20, |m| m.1.contains("evolve channels pair"));
+    assert!(text.contains("this group"), "{text}");
+    assert_eq!(w.main_requests().len(), 1, "a stranger reached the model");
+}
+
+#[test]
+fn an_answer_streams_into_one_message_edited_at_most_once_a_second_and_long_ones_are_split() {
+    let (w, tg) = setup("tg-stream", true, "");
+    let _s = Server::start(&w, &[]);
+    w.fake.set_chunk_chars(6);
+    w.fake.set_chunk_delay(Duration::from_millis(100));
+    let answer = format!("**Steps** {}", "one two three four five ".repeat(4));
+    let answer = answer.trim_end().to_string();
+    w.fake.push(Reply::text(answer.clone()));
+    tg.say(ANN, ANN, "Ann", "list the steps");
+    let want = answer.replace("**Steps**", "<b>Steps</b>");
+    tg.wait_for(ANN, 30, |m| m.1 == want);
+    let msgs = tg.chat(ANN);
+    assert_eq!(msgs.len(), 1, "one message grows: {msgs:#?}");
+    let edits = tg.calls_of("editMessageText");
+    assert!(edits.len() >= 2, "not streamed: {} edits", edits.len());
+    // Every edit of the stream comes a second or more after the one before (the last,
+    // the final answer, may follow at once).
+    let sends = tg.calls_of("sendMessage");
+    let mut at = vec![sends[0].at];
+    at.extend(edits.iter().map(|e| e.at));
+    for pair in at[..at.len() - 1].windows(2) {
+        let gap = pair[1] - pair[0];
+        assert!(gap >= Duration::from_millis(900), "edits {gap:?} apart");
+    }
+    assert!(edits.iter().all(|e| e.body["parse_mode"] == "HTML"));
+
+    // A long answer comes in several messages, each within Telegram's 4096.
+    w.fake.set_chunk_chars(100_000);
+    w.fake.set_chunk_delay(Duration::ZERO);
+    let line = "x".repeat(89);
+    let long: Vec<String> = (0..100).map(|i| format!("{i:02}{line}")).collect();
+    w.fake.push(Reply::text(long.join("\n")));
+    tg.say(ANN, ANN, "Ann", "a long one please");
+    tg.wait_for(ANN, 30, |m| m.1.ends_with(&format!("99{line}")));
+    let msgs = tg.chat(ANN);
+    let parts: Vec<&String> = msgs[1..].iter().map(|m| &m.1).collect();
+    assert_eq!(
+        parts.len(),
+        3,
+        "{:?}",
+        parts.iter().map(|p| p.len()).collect::<Vec<_>>()
+    );
+    assert!(parts.iter().all(|p| p.encode_utf16().count() <= 4096));
+    let joined: Vec<&str> = parts.iter().map(|p| p.as_str()).collect();
+    assert_eq!(joined.join("\n"), long.join("\n"));
+}
+
+#[test]
+fn an_l3_call_is_approved_by_a_button_and_an_l4_call_asks_twice() {
+    let (w, tg) = setup("tg-buttons", true, "[permission]\nshell_level = \"L4\"\n");
+    let _s = Server::start(&w, &[]);
+    w.fake
+        .push(tool_call("write_file", r#"{"path":"a.txt","content":"x"}"#));
+    w.fake.push(Reply::text("Wrote a.txt."));
+    tg.say(ANN, ANN, "Ann", "write a.txt");
+    let (id, text, buttons) = tg.wait_for(ANN, 20, |m| !m.2.is_empty());
+    assert!(text.contains("write_file"), "{text}");
+    assert_eq!(buttons.len(), 3, "{buttons:?}");
+    assert!(buttons[0].ends_with(":yes") && buttons[2].ends_with(":always"));
+    assert!(
+        !w.workspace().join("a.txt").exists(),
+        "ran before the answer"
+    );
+    tg.press(ANN, ANN, id, &buttons[0]);
+    tg.wait_for(ANN, 20, |m| m.1 == "Wrote a.txt.");
+    assert!(w.workspace().join("a.txt").exists());
+    assert_eq!(tg.calls_of("answerCallbackQuery").len(), 1);
+    // The question now says what was answered, without buttons.
+    let q = tg
+        .chat(ANN)
+        .into_iter()
+        .find(|m| m.0 == id)
+        .expect("the question");
+    assert!(q.1.contains("→ <b>yes</b>") && q.2.is_empty(), "{q:?}");
+
+    // L4: two questions, two presses, no "always".
+    let marker = w.workspace().join("marker");
+    w.fake.push(tool_call(
+        "shell",
+        &format!(r#"{{"command":"touch {}"}}"#, marker.display()),
+    ));
+    w.fake.push(Reply::text("Touched."));
+    tg.say(ANN, ANN, "Ann", "touch the marker");
+    let (q1, _, b1) = tg.wait_for(ANN, 20, |m| m.0 > id && !m.2.is_empty());
+    assert_eq!(b1.len(), 2, "{b1:?}");
+    tg.press(ANN, ANN, q1, &b1[0]);
+    let (q2, text2, b2) = tg.wait_for(ANN, 20, |m| m.0 > q1 && !m.2.is_empty());
+    assert!(text2.contains("Second confirmation"), "{text2}");
+    assert!(!marker.exists(), "ran after one yes");
+    tg.press(ANN, ANN, q2, &b2[0]);
+    tg.wait_for(ANN, 20, |m| m.1 == "Touched.");
+    assert!(marker.exists());
+}
+
+#[test]
+fn a_question_left_unanswered_is_settled_by_the_next_message_and_no_one_else_can_answer() {
+    let (w, tg) = setup("tg-parked", true, "");
+    let _s = Server::start(&w, &[]);
+    w.fake
+        .push(tool_call("write_file", r#"{"path":"b.txt","content":"x"}"#));
+    tg.say(ANN, ANN, "Ann", "write b.txt");
+    let (id, _, buttons) = tg.wait_for(ANN, 20, |m| !m.2.is_empty());
+    // Ann moves on: the call is refused and her new message answered.
+    w.fake.push(Reply::text("It is 4."));
+    tg.say(ANN, ANN, "Ann", "never mind, what is 2+2?");
+    tg.wait_for(ANN, 20, |m| m.1 == "It is 4.");
+    let last = w.main_requests().last().cloned().expect("a request");
+    assert!(last.to_string().contains("never mind"), "{last}");
+    // The old button is stale now.
+    let press = tg.press(ANN, ANN, id, &buttons[0]);
+    tg.wait_acked(press, 10);
+    let answers = tg.calls_of("answerCallbackQuery");
+    let said = answers.last().expect("answered").body["text"].clone();
+    assert!(
+        said.as_str().unwrap_or("").contains("already answered"),
+        "{said}"
+    );
+    assert!(!w.workspace().join("b.txt").exists());
+
+    // In a group, only the owner's press or words answer the question.
+    w.fake
+        .push(tool_call("write_file", r#"{"path":"c.txt","content":"x"}"#));
+    w.fake.push(Reply::text("Wrote c.txt."));
+    tg.say(-100, ANN, "Ann", "@EvolveTestBot write c.txt");
+    let (q, _, b) = tg.wait_for(-100, 20, |m| !m.2.is_empty());
+    let bo_press = tg.press(-100, 8, q, &b[0]);
+    tg.wait_acked(bo_press, 10);
+    let said = tg
+        .calls_of("answerCallbackQuery")
+        .last()
+        .expect("answered")
+        .body["text"]
+        .clone();
+    assert!(
+        said.as_str().unwrap_or("").contains("Only the owner"),
+        "{said}"
+    );
+    // Bo in the paired group is the world: his "yes" answers nothing.
+    let asked = w.main_requests().len();
+    let (_, code_text, _) = {
+        tg.say(-100, 8, "Bo", "@EvolveTestBot yes");
+        tg.wait_for(-100, 20, |m| m.1.contains("evolve channels pair"))
+    };
+    w.run(&["channels", "pair", &code_in(&code_text)]).expect(0);
+    tg.say(-100, 8, "Bo", "@EvolveTestBot yes");
+    tg.wait_for(-100, 20, |m| m.1.contains("waiting for the owner"));
+    assert!(
+        !w.workspace().join("c.txt").exists(),
+        "the world approved a call"
+    );
+    assert_eq!(w.main_requests().len(), asked);
+    tg.press(-100, ANN, q, &b[0]);
+    tg.wait_for(-100, 20, |m| m.1 == "Wrote c.txt.");
+    assert!(w.workspace().join("c.txt").exists());
+}
+
+#[test]
+fn a_429_waits_retry_after_and_5xx_or_garbage_are_logged_and_retried() {
+    let (w, tg) = setup("tg-faults", true, "");
+    let s = Server::start(&w, &[]);
+    // The poll fails twice (a 500, then an HTML page): the channel keeps going.
+    tg.fail_next("getUpdates", Fault::Status500);
+    tg.fail_next("getUpdates", Fault::Garbage);
+    tg.fail_next("sendMessage", Fault::RateLimited(2));
+    w.fake.push(Reply::text("Answer after the wait."));
+    let sent = Instant::now();
+    tg.say(ANN, ANN, "Ann", "hello");
+    tg.wait_for(ANN, 40, |m| m.1 == "Answer after the wait.");
+    let limited = tg
+        .calls()
+        .into_iter()
+        .find(|c| c.method == "sendMessage" && c.faulted)
+        .expect("the 429");
+    let ok = &tg.calls_of("sendMessage")[0];
+    assert!(ok.at - limited.at >= Duration::from_secs(2), "did not wait");
+    assert!(sent.elapsed() < Duration::from_secs(40));
+    assert_eq!(tg.chat(ANN).len(), 1, "{:#?}", tg.chat(ANN));
+    let mut log = Vec::new();
+    while let Ok(line) = s.stderr.recv_timeout(Duration::from_millis(200)) {
+        log.push(line);
+    }
+    let log = log.join("\n");
+    assert!(log.contains("getUpdates: 500"), "{log}");
+    assert!(log.contains("not its JSON"), "{log}");
+    assert!(
+        !log.contains("TEST-token"),
+        "the token is in the log: {log}"
+    );
+    // Still serving.
+    assert_eq!(s.get("/health").status, 200);
+    w.fake.push(Reply::text("Still here."));
+    tg.say(ANN, ANN, "Ann", "still there?");
+    tg.wait_for(ANN, 20, |m| m.1 == "Still here.");
+}
+
+#[test]
+fn kill_9_mid_turn_neither_loses_nor_doubles_the_answer() {
+    let (w, tg) = setup("tg-kill", true, "");
+    w.fake.set_chunk_chars(1000);
+    // Killed while the model is answering: the partial answer is on the phone.
+    let s = Server::start(&w, &[]);
+    w.fake.push(Reply::TextThenHang(
+        "Partial answer".into(),
+        Duration::from_secs(60),
+    ));
+    let update = tg.say(ANN, ANN, "Ann", "tell me a story");
+    let (msg, _, _) = tg.wait_for(ANN, 20, |m| m.1.starts_with("Partial"));
+    drop(s); // SIGKILL
+    assert!(
+        tg.pending(update),
+        "acknowledged before its turn was stored"
+    );
+    // After the restart the update comes again and the same message gets the answer.
+    w.fake.push(Reply::text("The whole story."));
+    let s = Server::start(&w, &[]);
+    tg.wait_for(ANN, 30, |m| m.1 == "The whole story.");
+    tg.wait_acked(update, 10);
+    let msgs = tg.chat(ANN);
+    assert_eq!(msgs.len(), 1, "doubled: {msgs:#?}");
+    assert_eq!(msgs[0].0, msg);
+    let list = sessions(&w);
+    assert_eq!(list.len(), 1);
+    assert_eq!(list[0]["turns"], 1, "{list:#?}");
+    drop(s);
+
+    // Killed after the turn was stored but before the answer reached the phone (the
+    // platform failing): on restart the stored answer is delivered, the model is not
+    // asked again.
+    for _ in 0..50 {
+        tg.fail_next("sendMessage", Fault::Status500);
+    }
+    let s = Server::start(&w, &[]);
+    w.fake.push(Reply::text("Stored, then delivered."));
+    let asked = w.main_requests().len();
+    let second = tg.say(ANN, ANN, "Ann", "another one");
+    // The delivery is being retried once the turn is stored (the first failed send
+    // is the stream's; the retries are the delivery's).
+    let end = Instant::now() + Duration::from_secs(30);
+    while failed_sends(&tg) < 3 {
+        assert!(
+            Instant::now() < end,
+            "no delivery attempts: {:#?}",
+            tg.calls()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    drop(s);
+    assert!(tg.pending(second));
+    tg.clear_faults();
+    let _s = Server::start(&w, &[]);
+    tg.wait_for(ANN, 30, |m| m.1 == "Stored, then delivered.");
+    tg.wait_acked(second, 10);
+    assert_eq!(w.main_requests().len(), asked + 1, "asked the model again");
+    let answers = tg
+        .chat(ANN)
+        .into_iter()
+        .filter(|m| m.1 == "Stored, then delivered.")
+        .count();
+    assert_eq!(answers, 1);
+}
+
+fn failed_sends(tg: &FakeTelegram) -> usize {
+    tg.calls()
+        .iter()
+        .filter(|c| c.method == "sendMessage" && c.faulted)
+        .count()
+}

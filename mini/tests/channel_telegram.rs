@@ -372,3 +372,119 @@ fn failed_sends(tg: &FakeTelegram) -> usize {
         .filter(|c| c.method == "sendMessage" && c.faulted)
         .count()
 }
+
+/// A PNG of one pixel.
+const PNG: &[u8] = &[
+    0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A, 0x00, 0x00, 0x00, 0x0D, 0x49, 0x48, 0x44, 0x52,
+    0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x01, 0x08, 0x06, 0x00, 0x00, 0x00, 0x1F, 0x15, 0xC4,
+    0x89, 0x00, 0x00, 0x00, 0x0A, 0x49, 0x44, 0x41, 0x54, 0x78, 0x9C, 0x63, 0x00, 0x01, 0x00, 0x00,
+    0x05, 0x00, 0x01, 0x0D, 0x0A, 0x2D, 0xB4, 0x00, 0x00, 0x00, 0x00, 0x49, 0x45, 0x4E, 0x44, 0xAE,
+    0x42, 0x60, 0x82,
+];
+
+#[test]
+fn an_image_goes_to_the_model_a_file_to_the_workspace_and_a_voice_note_is_declined_plainly() {
+    let (w, tg) = setup("tg-files", true, "");
+    let _s = Server::start(&w, &[]);
+    w.fake.push(Reply::text("A single pixel."));
+    tg.photo(ANN, "what is in this picture?", PNG);
+    tg.wait_for(ANN, 20, |m| m.1 == "A single pixel.");
+    let req = w
+        .main_requests()
+        .last()
+        .cloned()
+        .expect("a request")
+        .to_string();
+    assert!(req.contains("data:image/png;base64,iVBORw0KGgo"), "{req}");
+    assert!(req.contains("what is in this picture?"), "{req}");
+
+    w.fake.push(Reply::text("Noted."));
+    tg.document(ANN, "my notes.txt", "keep this", b"remember the milk");
+    tg.wait_for(ANN, 20, |m| m.1 == "Noted.");
+    let saved = w.workspace().join("telegram").join("my_notes.txt");
+    assert_eq!(std::fs::read(&saved).expect("saved"), b"remember the milk");
+    let req = w
+        .main_requests()
+        .last()
+        .cloned()
+        .expect("a request")
+        .to_string();
+    assert!(req.contains("telegram/my_notes.txt"), "{req}");
+    // The same name again is kept beside it.
+    w.fake.push(Reply::text("Noted again."));
+    tg.document(ANN, "my notes.txt", "and this", b"second");
+    tg.wait_for(ANN, 20, |m| m.1 == "Noted again.");
+    let second = w.workspace().join("telegram").join("2-my_notes.txt");
+    assert_eq!(std::fs::read(second).expect("saved"), b"second");
+
+    let asked = w.main_requests().len();
+    let voice = tg.voice(ANN);
+    tg.wait_for(ANN, 20, |m| m.1.contains("not transcribed"));
+    tg.wait_acked(voice, 10);
+    assert_eq!(w.main_requests().len(), asked);
+}
+
+#[test]
+fn what_a_group_member_who_is_not_the_owner_writes_is_world_text_and_sends_nothing() {
+    let page = support::page::Page::start("ok");
+    let (w, tg) = setup("tg-world", true, "[tools]\nhttp_allow_private = true\n");
+    let _s = Server::start(&w, &[]);
+    tg.say(-100, 8, "Bo", "@EvolveTestBot hi");
+    let (_, text, _) = tg.wait_for(-100, 20, |m| m.1.contains("evolve channels pair"));
+    w.run(&["channels", "pair", &code_in(&text)]).expect(0);
+    // The model builds a URL from the question. From the person that is their request;
+    // from Bo it is world text: the call would send what nobody who may approve it
+    // gave, so it is refused, and the answer says so.
+    for (n, chat, who) in [(1, -100, 8), (2, ANN, ANN)] {
+        let url = page.url(&format!("/weather?city=hangzhou&n={n}"));
+        w.fake.push(tool_call(
+            "http_get",
+            &serde_json::json!({ "url": url }).to_string(),
+        ));
+        w.fake.push(Reply::text(format!("Done {n}.")));
+        tg.say(
+            chat,
+            who,
+            "X",
+            "@EvolveTestBot what is the weather in Hangzhou?",
+        );
+        tg.wait_for(chat, 20, |m| m.1.starts_with(&format!("Done {n}.")));
+    }
+    let msgs = tg.chat(-100);
+    let bo = msgs
+        .iter()
+        .find(|m| m.1.starts_with("Done 1."))
+        .expect("Bo's answer");
+    assert!(bo.1.contains("only the owner can approve"), "{bo:?}");
+    // The owner's same words are the person's: that request left, Bo's did not.
+    assert_eq!(page.seen(), vec!["/weather?city=hangzhou&n=2".to_string()]);
+}
+
+#[test]
+fn chat_commands_start_a_session_list_them_and_help() {
+    let (w, tg) = setup("tg-commands", true, "");
+    let _s = Server::start(&w, &[]);
+    w.fake.push(Reply::text("First."));
+    tg.say(ANN, ANN, "Ann", "first question");
+    tg.wait_for(ANN, 20, |m| m.1 == "First.");
+    tg.say(ANN, ANN, "Ann", "/new@EvolveTestBot");
+    tg.wait_for(ANN, 20, |m| m.1.contains("A new session"));
+    w.fake.push(Reply::text("Second."));
+    tg.say(ANN, ANN, "Ann", "second question");
+    tg.wait_for(ANN, 20, |m| m.1 == "Second.");
+    let list = sessions(&w);
+    assert_eq!(list.len(), 2, "{list:#?}");
+    assert!(list.iter().all(|s| s["channel"] == "telegram:7"));
+    tg.say(ANN, ANN, "Ann", "/sessions");
+    let (_, text, _) = tg.wait_for(ANN, 20, |m| m.1.contains("▶"));
+    assert!(
+        text.contains("second question") && text.contains("first question"),
+        "{text}"
+    );
+    assert!(text.find('▶') < text.find("first question"), "{text}");
+    tg.say(ANN, ANN, "Ann", "/help");
+    tg.wait_for(ANN, 20, |m| m.1.contains("/permissions"));
+    tg.say(ANN, ANN, "Ann", "/stop");
+    tg.wait_for(ANN, 20, |m| m.1.contains("Nothing is waiting"));
+    assert_eq!(w.main_requests().len(), 2, "a command reached the model");
+}

@@ -1178,6 +1178,18 @@ impl TurnIo for ChatIo<'_> {
         }
     }
 
+    fn on_tool_start(
+        &mut self,
+        _name: &str,
+        _arguments: &str,
+        _level: evolve_core::permission::Level,
+    ) {
+        // What the model said before a call shows while the call runs.
+        if !self.text.trim().is_empty() {
+            self.flush(true);
+        }
+    }
+
     fn on_notice(&mut self, text: &str) {
         self.send_retrying(text, &[]);
     }

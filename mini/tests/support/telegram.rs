@@ -136,6 +136,16 @@ impl FakeTelegram {
         }}))
     }
 
+    /// A voice note.
+    pub fn voice(&self, chat: i64) -> u64 {
+        self.push(json!({"message": {
+            "message_id": 1, "date": 0,
+            "chat": {"id": chat, "type": "private"},
+            "from": {"id": chat, "is_bot": false, "first_name": "Ann"},
+            "voice": {"file_id": "voice1", "file_unique_id": "u3", "duration": 2},
+        }}))
+    }
+
     fn add_file(&self, id: &str, path: &str, bytes: &[u8]) {
         let mut st = self.shared.0.lock().unwrap();
         st.files

@@ -488,3 +488,82 @@ fn chat_commands_start_a_session_list_them_and_help() {
     tg.wait_for(ANN, 20, |m| m.1.contains("Nothing is waiting"));
     assert_eq!(w.main_requests().len(), 2, "a command reached the model");
 }
+
+#[test]
+fn channels_add_test_rm_keep_the_token_private_and_bad_settings_are_refused() {
+    use std::os::unix::fs::PermissionsExt;
+    let w = World::new("tg-cli");
+    let tg = FakeTelegram::start();
+    let url = format!("http://127.0.0.1:{}", tg.port);
+    let token = support::telegram::TOKEN;
+    w.run(&[
+        "channels",
+        "add",
+        "telegram",
+        "--token",
+        token,
+        "--base-url",
+        &url,
+    ])
+    .expect(0);
+    let mode = std::fs::metadata(w.config_path())
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o077, 0, "config.toml is {mode:o}");
+    let test = w.run(&["channels", "test"]).expect(0);
+    assert!(test.stdout.contains("@evolvetestbot"), "{}", test.stdout);
+    for args in [
+        vec!["config", "show"],
+        vec!["channels", "list"],
+        vec!["channels", "list", "--json"],
+    ] {
+        let run = w.run(&args).expect(0);
+        assert!(
+            !run.stdout.contains(token),
+            "{args:?} shows the token: {}",
+            run.stdout
+        );
+        assert!(!run.stderr.contains(token), "{args:?} logs the token");
+    }
+    // From a variable instead; an unset one stops nothing but the channel, and says so.
+    w.run(&["channels", "add", "telegram", "--token-env", "MY_BOT_TOKEN"])
+        .expect(0);
+    let list = w.run(&["channels", "list"]).expect(0);
+    assert!(list.stdout.contains("MY_BOT_TOKEN"), "{}", list.stdout);
+    let bad = w.run(&["channels", "test"]);
+    assert_ne!(bad.code, 0);
+    assert!(bad.stderr.contains("MY_BOT_TOKEN"), "{}", bad.stderr);
+    // A wrong token is refused by the platform, with what to do.
+    let mut wrong = World::new("tg-cli-wrong");
+    wrong.env("MY_BOT_TOKEN", "999:WRONG");
+    wrong.config(&format!(
+        "[channels.telegram]\ntoken_env = \"MY_BOT_TOKEN\"\nbase_url = \"{url}\"\n"
+    ));
+    let refused = wrong.run(&["channels", "test"]);
+    assert_ne!(refused.code, 0);
+    assert!(
+        refused.stderr.contains("refused the token"),
+        "{}",
+        refused.stderr
+    );
+    assert!(!refused.stderr.contains("WRONG"), "{}", refused.stderr);
+    w.run(&["channels", "rm", "telegram"]).expect(0);
+    let text = std::fs::read_to_string(w.config_path()).unwrap();
+    assert!(!text.contains("telegram"), "{text}");
+
+    // Settings that cannot work are refused at load, naming the key.
+    for (section, needle) in [
+        ("token = \"1:a\"\ntoken_env = \"X\"\n", "both set"),
+        ("token = \"1:a\"\npoll_secs = 90\n", "poll_secs"),
+        ("token = \"1:a\"\nbase_url = \"ftp://x\"\n", "base_url"),
+        ("token = \"1:a/b\"\n", "not a bot token"),
+        ("token = \"1:a\"\nowner = \"me\"\n", "owner"),
+        ("tokn = \"1:a\"\n", "tokn"),
+    ] {
+        w.config(&format!("[channels.telegram]\n{section}"));
+        let run = w.run(&["config", "check"]);
+        assert_eq!(run.code, 2, "{section}: {}", run.stderr);
+        assert!(run.stderr.contains(needle), "{section}: {}", run.stderr);
+    }
+}

@@ -567,3 +567,66 @@ fn channels_add_test_rm_keep_the_token_private_and_bad_settings_are_refused() {
         assert!(run.stderr.contains(needle), "{section}: {}", run.stderr);
     }
 }
+
+#[test]
+fn a_tasks_answer_reaches_the_chat_through_the_outbox_once_even_across_an_outage_and_kill_9() {
+    let (w, tg) = setup("tg-deliver", true, "");
+    let s = Server::start(&w, &[]);
+    let bad = w.run(&[
+        "tasks",
+        "add",
+        "--every",
+        "1h",
+        "--deliver",
+        "telegram:@ann",
+        "brief me",
+    ]);
+    assert_eq!(bad.code, 2, "{}", bad.stderr);
+    assert!(
+        bad.stderr.contains("not a Telegram chat id"),
+        "{}",
+        bad.stderr
+    );
+    let added = w
+        .run(&[
+            "tasks",
+            "add",
+            "--every",
+            "1h",
+            "--deliver",
+            "telegram:7",
+            "brief me",
+        ])
+        .expect(0);
+    assert!(added.stdout.contains("task 1 added"), "{}", added.stdout);
+    w.fake.push(Reply::text("Sunny, 21°C."));
+    w.run(&["tasks", "run", "1"]).expect(0);
+    let (_, text, _) = tg.wait_for(ANN, 20, |m| m.1.contains("Sunny"));
+    assert!(text.starts_with("<b>Task 1</b>"), "{text}");
+
+    // Telegram down, then the process killed: the answer waits in the store.
+    for _ in 0..500 {
+        tg.fail_next("sendMessage", Fault::Status500);
+    }
+    w.fake.push(Reply::text("Rain later."));
+    w.run(&["tasks", "run", "1"]).expect(0);
+    let end = Instant::now() + Duration::from_secs(20);
+    while failed_sends(&tg) < 2 {
+        assert!(Instant::now() < end, "the outbox was not tried");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    drop(s);
+    tg.clear_faults();
+    let _s = Server::start(&w, &[]);
+    tg.wait_for(ANN, 30, |m| m.1.contains("Rain later."));
+    std::thread::sleep(Duration::from_millis(1500));
+    let count = |needle: &str| tg.chat(ANN).iter().filter(|m| m.1.contains(needle)).count();
+    assert_eq!(
+        (count("Sunny"), count("Rain later.")),
+        (1, 1),
+        "{:#?}",
+        tg.chat(ANN)
+    );
+    let log = w.run(&["tasks", "log", "1"]).expect(0);
+    assert!(log.stdout.contains("Rain later."), "{}", log.stdout);
+}

@@ -29,6 +29,9 @@
 //!   begun. A 429 waits `retry_after`; a 5xx, garbage or a network failure is logged with
 //!   what failed, recorded as the channel's status (`evolve channels list`), and retried
 //!   with backoff — never a crash.
+//! - **Deliveries** (a scheduled task's answer for `telegram:CHAT`) wait in a durable
+//!   outbox in the store ([`enqueue`]) and leave it only once sent: a restart, an outage
+//!   or a 429 delays them.
 //!
 //! What it leaves to others: the Bot API's shapes (`telegram`), the turn
 //! (`crate::agents`), and what the store keeps for it (`crate::store`'s `channels`
@@ -227,6 +230,52 @@ struct Inflight {
     done: Option<Option<String>>,
 }
 
+/// A message waiting in the outbox (a scheduled task's answer for a chat).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Delivery {
+    pub channel: String,
+    pub chat: String,
+    pub text: String,
+    pub at: i64,
+}
+
+/// A delivery target as a task names it: `telegram:CHAT` (a chat id, negative for
+/// groups). Returned in its normal form.
+pub fn parse_target(text: &str) -> Result<String, String> {
+    let text = text.trim();
+    let (channel, chat) = text.split_once(':').ok_or_else(|| {
+        format!("{text:?} is not a chat: write telegram:CHAT_ID (`evolve channels list` shows ids)")
+    })?;
+    if !channel.eq_ignore_ascii_case("telegram") {
+        return Err(format!(
+            "{channel}: unknown channel — this build has telegram"
+        ));
+    }
+    let id: i64 = chat.trim().parse().map_err(|_| {
+        format!("{chat:?} is not a Telegram chat id (a number, negative for groups)")
+    })?;
+    Ok(format!("telegram:{id}"))
+}
+
+/// Puts `text` for `target` (`telegram:CHAT`) in the outbox, durably: the channel sends
+/// it when it can (after a restart, an outage or a 429) and only then removes it.
+pub fn enqueue(store: &Store, target: &str, text: &str) -> Result<(), String> {
+    let target = parse_target(target)?;
+    let (channel, chat) = target.split_once(':').unwrap_or(("telegram", ""));
+    let at = now();
+    // Time first, so the outbox reads oldest first; a counter keeps same-second ones apart.
+    static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = N.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    let k = format!("outbox/{at:012}-{}-{n:06}", std::process::id());
+    let d = Delivery {
+        channel: channel.to_string(),
+        chat: chat.to_string(),
+        text: text.to_string(),
+        at,
+    };
+    store.channel_put(&k, &d).map_err(|e| e.to_string())
+}
+
 /// Store keys.
 fn key(channel: &str, what: &str) -> String {
     format!("{channel}/{what}")
@@ -420,6 +469,7 @@ impl Driver {
                     }
                 }
             }
+            self.drain_outbox();
             let acked = match self
                 .store()
                 .store
@@ -524,6 +574,65 @@ impl Driver {
         for piece in format::split(&text, self.ch.max_text()) {
             if let Err(e) = self.retry("send", |ch| ch.send(&chat, &piece, &[])) {
                 log::warn!("{}: cannot send to chat {chat}: {e}", self.name);
+            }
+        }
+    }
+
+    /// Sends what waits in the outbox for this channel, oldest first; each is removed
+    /// once sent. A platform that cannot be reached leaves the rest for the next round.
+    fn drain_outbox(&mut self) {
+        let waiting: Vec<(String, Delivery)> = match self.store().store.channel_scan("outbox/") {
+            Ok(w) => w,
+            Err(e) => {
+                log::warn!("{}: cannot read the outbox: {e}", self.name);
+                return;
+            }
+        };
+        let name = self.name;
+        for (k, d) in waiting.into_iter().filter(|(_, d)| d.channel == name) {
+            if self.host.stopping() {
+                return;
+            }
+            let pieces = format::split(&d.text, self.ch.max_text());
+            let mut result = Ok(());
+            for piece in &pieces {
+                result = self
+                    .retry("send", |ch| ch.send(&d.chat, piece, &[]))
+                    .map(|_| ());
+                if result.is_err() {
+                    break;
+                }
+            }
+            match result {
+                Ok(()) => {
+                    log::info!(
+                        "{}: delivered a task's answer to chat {}",
+                        self.name,
+                        d.chat
+                    );
+                }
+                Err(ChannelError::Refused(e)) => {
+                    // The chat will not take it (the bot was blocked, the chat is gone).
+                    log::warn!(
+                        "{}: chat {} refused a task's answer, which is dropped: {e}",
+                        self.name,
+                        d.chat
+                    );
+                }
+                Err(e) => {
+                    log::warn!(
+                        "{}: a task's answer for chat {} waits in the outbox: {e}",
+                        self.name,
+                        d.chat
+                    );
+                    return;
+                }
+            }
+            if let Err(e) = self.store().store.channel_remove(&k) {
+                log::warn!(
+                    "{}: cannot remove a sent message from the outbox: {e}",
+                    self.name
+                );
             }
         }
     }
@@ -1257,6 +1366,24 @@ mod tests {
                 want,
                 "{text:?}"
             );
+        }
+    }
+
+    #[test]
+    fn delivery_targets_name_a_telegram_chat() {
+        let cases = [
+            ("telegram:42", Ok("telegram:42")),
+            (" Telegram:-1001234 ", Ok("telegram:-1001234")),
+            ("telegram:@ann", Err("not a Telegram chat id")),
+            ("feishu:42", Err("unknown channel")),
+            ("42", Err("not a chat")),
+        ];
+        for (text, want) in cases {
+            match (parse_target(text), want) {
+                (Ok(got), Ok(w)) => assert_eq!(got, w, "{text}"),
+                (Err(e), Err(w)) => assert!(e.contains(w), "{text}: {e}"),
+                (got, want) => panic!("{text}: {got:?}, wanted {want:?}"),
+            }
         }
     }
 

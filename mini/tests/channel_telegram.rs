@@ -630,3 +630,35 @@ fn a_tasks_answer_reaches_the_chat_through_the_outbox_once_even_across_an_outage
     let log = w.run(&["tasks", "log", "1"]).expect(0);
     assert!(log.stdout.contains("Rain later."), "{}", log.stdout);
 }
+
+#[test]
+fn stop_in_the_chat_stops_a_running_answer_and_keeps_what_was_shown() {
+    let (w, tg) = setup("tg-stop", true, "");
+    let _s = Server::start(&w, &[]);
+    w.fake.set_chunk_chars(5);
+    w.fake.set_chunk_delay(Duration::from_millis(200));
+    let long = "word ".repeat(100);
+    w.fake.push(Reply::text(long.trim()));
+    let started = Instant::now();
+    tg.say(ANN, ANN, "Ann", "talk for a long time");
+    tg.wait_for(ANN, 20, |m| m.1.starts_with("word"));
+    let stop = tg.say(ANN, ANN, "Ann", "/stop");
+    let (id, text, _) = tg.wait_for(ANN, 15, |m| {
+        m.1.starts_with("word") && m.1.contains("Stopped")
+    });
+    // Stopped well before the 20 s the answer would take, what was shown kept.
+    assert!(
+        started.elapsed() < Duration::from_secs(12),
+        "{:?}",
+        started.elapsed()
+    );
+    assert!(text.len() < long.len(), "{text}");
+    tg.wait_acked(stop, 10);
+    let reply = tg.wait_for(ANN, 10, |m| m.0 > id && m.1.starts_with("Stopped."));
+    assert!(reply.2.is_empty());
+    // The chat goes on.
+    w.fake.set_chunk_delay(Duration::ZERO);
+    w.fake.push(Reply::text("Back."));
+    tg.say(ANN, ANN, "Ann", "hello");
+    tg.wait_for(ANN, 20, |m| m.1 == "Back.");
+}

@@ -28,7 +28,8 @@
 //!   into the same message, one not stored runs again and edits the message it had
 //!   begun. A 429 waits `retry_after`; a 5xx, garbage or a network failure is logged with
 //!   what failed, recorded as the channel's status (`evolve channels list`), and retried
-//!   with backoff — never a crash.
+//!   with backoff — never a crash. While a turn runs, a second handle looks for the
+//!   person's `/stop` without acknowledging anything ([`Channel::peek`]).
 //! - **Deliveries** (a scheduled task's answer for `telegram:CHAT`) wait in a durable
 //!   outbox in the store ([`enqueue`]) and leave it only once sent: a restart, an outage
 //!   or a 429 delays them.
@@ -188,7 +189,20 @@ pub trait Channel: Send {
     fn answer_press(&mut self, press: &str, text: &str) -> Result<(), ChannelError>;
     /// The bytes of a file sent to the agent.
     fn fetch(&mut self, file: &str) -> Result<Vec<u8>, ChannelError>;
+    /// A second handle on the same account, to look at what arrives while a turn runs
+    /// (`/stop`); `None` where the platform cannot look without taking the events.
+    fn watcher(&self) -> Option<Box<dyn Channel>> {
+        None
+    }
+    /// The events after `after` that have arrived, without waiting and without
+    /// acknowledging any (`after` must not pass what was acknowledged).
+    fn peek(&mut self, _after: u64) -> Result<Vec<(u64, Option<Event>)>, ChannelError> {
+        Ok(Vec::new())
+    }
 }
+
+/// How often a running turn looks for a `/stop`.
+const WATCH_EVERY: Duration = Duration::from_millis(1500);
 
 /// A user or group allowed to talk, as the store keeps it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -418,6 +432,8 @@ struct Driver {
     ch: Box<dyn Channel>,
     name: &'static str,
     owner: Option<String>,
+    /// The `/stop` that stopped a running turn (answered when its turn comes).
+    stopped_by: Arc<std::sync::atomic::AtomicU64>,
 }
 
 impl Driver {
@@ -428,6 +444,7 @@ impl Driver {
             ch,
             name,
             owner,
+            stopped_by: Arc::new(std::sync::atomic::AtomicU64::new(0)),
         }
     }
 
@@ -878,6 +895,9 @@ impl Driver {
                     .channel_remove(&key(self.name, &format!("chat/{chat}")));
                 "A new session starts with your next message. 下一条消息将开始新会话。".to_string()
             }
+            "stop" if self.stopped_by.load(std::sync::atomic::Ordering::SeqCst) == seq => {
+                "Stopped. 已停止。".to_string()
+            }
             "stop" => {
                 let parked = self
                     .current_session(&chat)
@@ -1086,6 +1106,7 @@ impl Driver {
                 _ => Policy::headless(None, false, &manager.runtime().config.core.permission),
             };
             let stream = manager.runtime().config.model.stream;
+            let watch = self.watch(seq, chat, &cancel);
             let mut io = ChatIo {
                 ch: self.ch.as_mut(),
                 store: &rt.store,
@@ -1117,12 +1138,22 @@ impl Driver {
             let asked = io.asked;
             let hold = io.hold_until;
             drop(io);
+            if let Some((done, thread)) = watch {
+                done.store(true, std::sync::atomic::Ordering::SeqCst);
+                let _ = thread.join();
+            }
+            let stopped = cancel.load(std::sync::atomic::Ordering::SeqCst);
             // A 429 during the stream holds the final delivery too.
             if let Some(until) = hold {
                 self.sleep(until.saturating_duration_since(Instant::now()));
             }
             self.host.end(&sid);
             let done = match result {
+                _ if stopped && !self.host.stopping() => Some(
+                    format!("{}\n\n⏹ Stopped. 已停止。", streamed.trim())
+                        .trim()
+                        .to_string(),
+                ),
                 Ok((record, _post)) if record.waiting.is_some() && asked => None,
                 Ok((record, _post)) => {
                     let mut reply = if record.reply.trim().is_empty() {
@@ -1161,6 +1192,66 @@ impl Driver {
             }
         }
         self.ack(seq);
+    }
+
+    /// Watches the chat while event `seq`'s turn runs: a `/stop` from the person sets
+    /// `cancel`. Returns the flag that ends the watch and its thread.
+    fn watch(
+        &self,
+        seq: u64,
+        chat: &str,
+        cancel: &Arc<AtomicBool>,
+    ) -> Option<(Arc<AtomicBool>, std::thread::JoinHandle<()>)> {
+        use std::sync::atomic::Ordering::SeqCst;
+        let mut w = self.ch.watcher()?;
+        // Looking from the last acknowledged update acknowledges nothing new.
+        let acked = self
+            .store()
+            .store
+            .channel_get::<u64>(&key(self.name, "offset"))
+            .ok()
+            .flatten()
+            .unwrap_or(0);
+        let done = Arc::new(AtomicBool::new(false));
+        let (d, cancel, host) = (
+            Arc::clone(&done),
+            Arc::clone(cancel),
+            Arc::clone(&self.host),
+        );
+        let (chat, owner, name) = (chat.to_string(), self.owner.clone(), self.name);
+        let stopped_by = Arc::clone(&self.stopped_by);
+        let thread = std::thread::Builder::new()
+            .name(format!("{name}-watch"))
+            .spawn(move || {
+                while !d.load(SeqCst) && !host.stopping() {
+                    let end = Instant::now() + WATCH_EVERY;
+                    while Instant::now() < end && !d.load(SeqCst) {
+                        std::thread::sleep(Duration::from_millis(50));
+                    }
+                    if d.load(SeqCst) {
+                        return;
+                    }
+                    let Ok(events) = w.peek(acked) else { continue };
+                    let manager = host.manager();
+                    let store = &manager.runtime().store;
+                    for (id, event) in events {
+                        let Some(Event::Message(m)) = event else {
+                            continue;
+                        };
+                        let person = owner.as_deref() == Some(m.sender.id.as_str())
+                            || is_paired(store, name, &m.sender.id).unwrap_or(false);
+                        let stop = command(&m.text).is_some_and(|(c, _)| c == "stop");
+                        if id > seq && m.chat == chat && person && stop {
+                            log::info!("{name}: /stop in chat {chat}: the answer stops");
+                            stopped_by.store(id, SeqCst);
+                            cancel.store(true, SeqCst);
+                            return;
+                        }
+                    }
+                }
+            })
+            .ok()?;
+        Some((done, thread))
     }
 
     /// Puts the final answer into the chat: the messages already showing it edited,

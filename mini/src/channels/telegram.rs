@@ -26,6 +26,7 @@ pub const MAX_TEXT: usize = 4096;
 const MAX_FILE: u64 = 20 * 1024 * 1024;
 
 /// The Bot API client.
+#[derive(Clone)]
 pub struct Telegram {
     base: String,
     token: Secret,
@@ -133,6 +134,39 @@ impl Telegram {
             }
             _ => ChannelError::Refused(format!("Telegram {method}: {code} {said}")),
         })
+    }
+
+    /// `getUpdates` from the update after `after`, waiting up to `wait` for one.
+    fn updates(
+        &self,
+        after: u64,
+        wait: Duration,
+    ) -> Result<Vec<(u64, Option<Event>)>, ChannelError> {
+        let mut body = json!({
+            "timeout": wait.as_secs(),
+            "allowed_updates": ["message", "callback_query"],
+        });
+        if after > 0 {
+            body["offset"] = json!(after + 1);
+        }
+        let result = self.call("getUpdates", &body)?;
+        let Some(list) = result.as_array() else {
+            return Err(ChannelError::Unavailable(
+                "Telegram getUpdates: the result is not a list of updates".into(),
+            ));
+        };
+        let mut out = Vec::new();
+        for u in list {
+            let Some(id) = u.get("update_id").and_then(Value::as_u64) else {
+                log::warn!("telegram: an update without an update_id is skipped");
+                continue;
+            };
+            if id > after {
+                out.push((id, self.event(u)));
+            }
+        }
+        out.sort_by_key(|(id, _)| *id);
+        Ok(out)
     }
 
     fn keyboard(buttons: &[Button]) -> Value {
@@ -286,31 +320,16 @@ impl Channel for Telegram {
     }
 
     fn next(&mut self, after: u64) -> Result<Vec<(u64, Option<Event>)>, ChannelError> {
-        let mut body = json!({
-            "timeout": self.poll.as_secs(),
-            "allowed_updates": ["message", "callback_query"],
-        });
-        if after > 0 {
-            body["offset"] = json!(after + 1);
-        }
-        let result = self.call("getUpdates", &body)?;
-        let Some(list) = result.as_array() else {
-            return Err(ChannelError::Unavailable(
-                "Telegram getUpdates: the result is not a list of updates".into(),
-            ));
-        };
-        let mut out = Vec::new();
-        for u in list {
-            let Some(id) = u.get("update_id").and_then(Value::as_u64) else {
-                log::warn!("telegram: an update without an update_id is skipped");
-                continue;
-            };
-            if id > after {
-                out.push((id, self.event(u)));
-            }
-        }
-        out.sort_by_key(|(id, _)| *id);
-        Ok(out)
+        self.updates(after, self.poll)
+    }
+
+    fn watcher(&self) -> Option<Box<dyn Channel>> {
+        Some(Box::new(self.clone()))
+    }
+
+    fn peek(&mut self, after: u64) -> Result<Vec<(u64, Option<Event>)>, ChannelError> {
+        // The offset is the acknowledged one's successor: nothing new is confirmed.
+        self.updates(after, Duration::ZERO)
     }
 
     fn send(&mut self, chat: &str, text: &str, buttons: &[Button]) -> Result<Sent, ChannelError> {

@@ -121,6 +121,12 @@ impl Provenance {
         }
     }
 
+    /// The person's words in the turn (their question, unless someone else asked it,
+    /// and their answers): what something learned may stand on to be theirs.
+    pub fn person_words(&self) -> &[String] {
+        &self.person
+    }
+
     /// Whether world text is in the turn.
     pub fn has_world(&self) -> bool {
         self.has_world

@@ -342,6 +342,7 @@ impl Manager {
             .provenance()
             .has_world()
             .then(|| turn.provenance().world_origins().to_vec());
+        let person = turn.provenance().person_words().to_vec();
         let mut ctx = ctx;
         let accessed = std::mem::take(&mut ctx.recall.ids);
         let mut record = self.record(&sid, turn_no, &mut turn, ctx, &timing);
@@ -370,6 +371,7 @@ impl Manager {
             overflow,
             record: job_record,
             world,
+            person,
             now,
         };
         drop(turn_msgs);
@@ -1561,6 +1563,9 @@ struct PostJob {
     /// What brought world text into the turn (`None`: none did): nothing learned from
     /// it becomes a rule, a style note, or an enabled skill without the person.
     world: Option<Vec<String>>,
+    /// The person's words in the turn: none when a group member who is not the
+    /// person asked (a channel), so nothing learned from it is theirs.
+    person: Vec<String>,
     now: Timestamp,
 }
 
@@ -1604,6 +1609,7 @@ impl PostJob {
             post.memories_saved = MemoryAgent.extract_and_save(
                 rt,
                 &self.question,
+                &self.person,
                 &self.reply,
                 self.world.as_deref(),
                 self.now,

@@ -725,3 +725,54 @@ fn what_a_group_member_who_is_not_the_owner_asks_never_becomes_a_rule() {
     assert_ne!(ann["source"], "world", "{ann:#}");
     assert_eq!(ann["category"], "instruction", "{ann:#}");
 }
+
+#[test]
+fn a_group_members_earlier_words_stay_world_text_in_the_owners_later_turns() {
+    let page = support::page::Page::start("ok");
+    let (w, tg) = setup(
+        "tg-world-history",
+        true,
+        "[tools]\nhttp_allow_private = true\n",
+    );
+    let _s = Server::start(&w, &[]);
+    tg.say(-100, 8, "Bo", "@EvolveTestBot hi");
+    let (_, text, _) = tg.wait_for(-100, 20, |m| m.1.contains("evolve channels pair"));
+    w.run(&["channels", "pair", &code_in(&text)]).expect(0);
+    // Bo leaves an address in the group's session (no call, nothing fetched).
+    w.fake.push(Reply::text("Noted."));
+    let addr = format!("127.0.0.1:{}/collect", page.port);
+    tg.say(
+        -100,
+        8,
+        "Bo",
+        &format!("@EvolveTestBot my server is {addr}"),
+    );
+    tg.wait_for(-100, 20, |m| m.1 == "Noted.");
+    let asked = w
+        .main_requests()
+        .last()
+        .cloned()
+        .expect("a request")
+        .to_string();
+    assert!(asked.contains("[not the owner] Bo"), "{asked}");
+    // Later the owner asks; the model sends to Bo's address. Bo's words are not the
+    // owner's: the call is asked, not run.
+    w.fake.push(tool_call(
+        "http_get",
+        &serde_json::json!({ "url": format!("http://{addr}?w=sunny") }).to_string(),
+    ));
+    tg.say(
+        -100,
+        ANN,
+        "Ann",
+        "@EvolveTestBot send the weather to the server",
+    );
+    let (_, q, buttons) = tg.wait_for(-100, 20, |m| !m.2.is_empty());
+    assert!(q.contains("http_get"), "{q}");
+    assert!(!buttons.is_empty());
+    assert!(
+        page.seen().is_empty(),
+        "sent without asking: {:?}",
+        page.seen()
+    );
+}

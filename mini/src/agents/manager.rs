@@ -152,7 +152,7 @@ fn see_context(turn: &mut Turn, ctx: &Context) {
     use evolve_core::provenance::Source;
     for m in &ctx.l1 {
         let source = match m.role {
-            Role::User => Source::Person,
+            Role::User => evolve_core::provenance::history_user_source(&m.content),
             Role::Tool => Source::World,
             _ if !m.tool_calls.is_empty() => Source::World,
             _ => Source::Store,
@@ -165,7 +165,8 @@ fn see_context(turn: &mut Turn, ctx: &Context) {
         }
     }
     for e in &ctx.l2 {
-        turn.saw_context(Source::Person, "history", &e.user);
+        let asker = evolve_core::provenance::history_user_source(&e.user);
+        turn.saw_context(asker, "history", &e.user);
         let world = !e.thinking.is_empty() || !e.files.is_empty();
         let source = if world { Source::World } else { Source::Store };
         turn.saw_context(source, "history", &e.assistant);

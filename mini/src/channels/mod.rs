@@ -793,6 +793,8 @@ impl Driver {
         let from = if who == Who::Person {
             Source::Person
         } else {
+            // Said so to the model, and kept so: later turns read it as world text.
+            text = evolve_core::provenance::from_other(&m.sender.name, &text);
             Source::World
         };
         self.turn(seq, &m.chat, &text, from, &images);

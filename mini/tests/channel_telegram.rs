@@ -513,6 +513,17 @@ fn channels_add_test_rm_keep_the_token_private_and_bad_settings_are_refused() {
     assert_eq!(mode & 0o077, 0, "config.toml is {mode:o}");
     let test = w.run(&["channels", "test"]).expect(0);
     assert!(test.stdout.contains("@evolvetestbot"), "{}", test.stdout);
+    // `doctor` checks the channel too (its model checks are another matter).
+    let doctor = w.run(&["doctor"]);
+    let line = doctor
+        .stdout
+        .lines()
+        .find(|l| l.contains("telegram"))
+        .unwrap_or_else(|| panic!("no telegram check: {}", doctor.stdout));
+    assert!(
+        line.starts_with('✓') && line.contains("@evolvetestbot"),
+        "{line}"
+    );
     for args in [
         vec!["config", "show"],
         vec!["channels", "list"],

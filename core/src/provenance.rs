@@ -59,6 +59,32 @@ impl Source {
     }
 }
 
+/// How a message from someone other than the person (a member of a chat group who is
+/// not its owner) opens, as it is asked and kept in the session: `[not the owner] Bo:
+/// …`. The model learns who speaks; later turns read the kept message as world text
+/// ([`history_user_source`]). A person's own message that happens to open so is only
+/// trusted less.
+pub const NOT_THE_PERSON: &str = "[not the owner]";
+
+/// `text` from `speaker`, who is not the person, as it is asked and kept.
+pub fn from_other(speaker: &str, text: &str) -> String {
+    let speaker: String = speaker
+        .chars()
+        .filter(|c| !c.is_control() && *c != '[' && *c != ']')
+        .collect();
+    alloc::format!("{NOT_THE_PERSON} {}: {text}", speaker.trim())
+}
+
+/// The source of a user message of the history: the person's words, unless it opens
+/// with [`NOT_THE_PERSON`].
+pub fn history_user_source(text: &str) -> Source {
+    if text.trim_start().starts_with(NOT_THE_PERSON) {
+        Source::World
+    } else {
+        Source::Person
+    }
+}
+
 /// Most origins of world text kept for the explanation (the first ones count most).
 pub const MAX_ORIGINS: usize = 8;
 
@@ -119,6 +145,12 @@ impl Provenance {
                 }
             }
         }
+    }
+
+    /// The person's words in the turn (their question, unless someone else asked it,
+    /// and their answers): what something learned may stand on to be theirs.
+    pub fn person_words(&self) -> &[String] {
+        &self.person
     }
 
     /// Whether world text is in the turn.
@@ -308,6 +340,22 @@ mod tests {
         );
         assert_eq!(links("http:// nothing, https:").count(), 0);
         assert_eq!(links("日本 https://例え.jp/パス。").count(), 1);
+    }
+
+    #[test]
+    fn a_message_from_someone_else_is_world_text_in_the_history() {
+        let cases = [
+            ("what is the weather?", Source::Person),
+            ("[not the owner] Bo: send it to me", Source::World),
+            ("  [not the owner] x", Source::World),
+            ("I am [not the owner] of this", Source::Person),
+        ];
+        for (text, want) in cases {
+            assert_eq!(history_user_source(text), want, "{text}");
+        }
+        let asked = from_other("Bo [admin]\n", "hi");
+        assert_eq!(asked, "[not the owner] Bo admin: hi");
+        assert_eq!(history_user_source(&asked), Source::World);
     }
 
     #[test]

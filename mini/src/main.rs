@@ -4,6 +4,7 @@
 //! the model, and hands everything the core needs to its pure functions.
 
 mod agents;
+mod channels;
 mod cli;
 mod clock;
 mod config;

@@ -33,6 +33,10 @@ pub struct TurnInput<'a> {
     /// The message's images (data URLs or URLs, checked by [`crate::llm::image`]), sent
     /// as image parts with the question and kept with it in the session.
     pub images: &'a [String],
+    /// Who wrote the message: the person (every front end), or the world — a member of
+    /// a channel's group who is not its owner: such a message is untrusted text, not
+    /// the person's words (the egress rule reads it so, and it approves nothing).
+    pub from: evolve_core::provenance::Source,
 }
 
 /// What the interface does during a turn.

@@ -153,7 +153,7 @@ fn see_context(turn: &mut Turn, ctx: &Context) {
     use evolve_core::provenance::Source;
     for m in &ctx.l1 {
         let source = match m.role {
-            Role::User => Source::Person,
+            Role::User => evolve_core::provenance::history_user_source(&m.content),
             Role::Tool => Source::World,
             _ if !m.tool_calls.is_empty() => Source::World,
             _ => Source::Store,
@@ -166,7 +166,8 @@ fn see_context(turn: &mut Turn, ctx: &Context) {
         }
     }
     for e in &ctx.l2 {
-        turn.saw_context(Source::Person, "history", &e.user);
+        let asker = evolve_core::provenance::history_user_source(&e.user);
+        turn.saw_context(asker, "history", &e.user);
         let world = !e.thinking.is_empty() || !e.files.is_empty();
         let source = if world { Source::World } else { Source::Store };
         turn.saw_context(source, "history", &e.assistant);
@@ -286,9 +287,20 @@ impl Manager {
                 let limits = Limits {
                     max_steps: rt.config.agent.max_steps,
                 };
-                let turn = Turn::new(&sid, input.text, input.policy, grants, limits)
+                let mut turn = Turn::new(&sid, input.text, input.policy, grants, limits)
                     .force_tool(input.force_tool)
                     .with_images(input.images.to_vec());
+                if input.from == evolve_core::provenance::Source::World {
+                    // A message from someone who is not the person (a group member on a
+                    // channel): world text from the start, none of it the person's words.
+                    let mut sources = evolve_core::provenance::Provenance::default();
+                    sources.saw(
+                        evolve_core::provenance::Source::World,
+                        "channel",
+                        input.text,
+                    );
+                    turn = turn.with_provenance(sources);
+                }
                 (turn, turns + 1)
             }
         };
@@ -332,6 +344,7 @@ impl Manager {
             .provenance()
             .has_world()
             .then(|| turn.provenance().world_origins().to_vec());
+        let person = turn.provenance().person_words().to_vec();
         let mut ctx = ctx;
         let accessed = std::mem::take(&mut ctx.recall.ids);
         let mut record = self.record(&sid, turn_no, &mut turn, ctx, &timing);
@@ -360,6 +373,7 @@ impl Manager {
             overflow,
             record: job_record,
             world,
+            person,
             now,
         };
         drop(turn_msgs);
@@ -435,7 +449,9 @@ impl Manager {
             turn: turn_no,
             state: mut turn,
         } = parked;
+        // Only the person's words answer a question; a group member's never do.
         let answers = input.policy == Policy::Interactive
+            && input.from == evolve_core::provenance::Source::Person
             && turn
                 .pending()
                 .is_some_and(|p| is_answer(input.text, p.level));
@@ -1180,6 +1196,7 @@ impl Manager {
                 force_tool: None,
                 replaces: None,
                 images: &[],
+                from: parent.from,
             };
             let lang = Lang::guess(task);
             self.drive(
@@ -1550,6 +1567,9 @@ struct PostJob {
     /// What brought world text into the turn (`None`: none did): nothing learned from
     /// it becomes a rule, a style note, or an enabled skill without the person.
     world: Option<Vec<String>>,
+    /// The person's words in the turn: none when a group member who is not the
+    /// person asked (a channel), so nothing learned from it is theirs.
+    person: Vec<String>,
     now: Timestamp,
 }
 
@@ -1593,6 +1613,7 @@ impl PostJob {
             post.memories_saved = MemoryAgent.extract_and_save(
                 rt,
                 &self.question,
+                &self.person,
                 &self.reply,
                 self.world.as_deref(),
                 self.now,

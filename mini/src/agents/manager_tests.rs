@@ -146,6 +146,7 @@ fn input<'a>(session: Option<&'a str>, text: &'a str) -> TurnInput<'a> {
         cancel: &NEVER,
         force_tool: None,
         images: &[],
+        from: evolve_core::provenance::Source::Person,
         replaces: None,
     }
 }

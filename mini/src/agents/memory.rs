@@ -171,12 +171,15 @@ impl MemoryAgent {
     /// …), `None` when none did. Then the model is told the answer drew on it, and an
     /// item is the person's only when it stands on the question's words (core's
     /// `learned_source`); anything else is kept as information from the world — a
-    /// fact, never CRITICAL — whatever category the model gave it.
+    /// fact, never CRITICAL — whatever category the model gave it. `person` are the
+    /// person's words in the turn (the question, unless a group member who is not the
+    /// person asked it).
     #[allow(clippy::too_many_arguments)]
     pub fn extract_and_save(
         &self,
         rt: &Runtime,
         question: &str,
+        person: &[String],
         answer: &str,
         world: Option<&[String]>,
         now: Timestamp,
@@ -231,8 +234,8 @@ impl MemoryAgent {
                     problems.push(problem);
                 }
             }
-            let source =
-                memory::learned_source(&m.content, world.is_some(), &[question], &rt.tokenizer);
+            let words: Vec<&str> = person.iter().map(String::as_str).collect();
+            let source = memory::learned_source(&m.content, world.is_some(), &words, &rt.tokenizer);
             if source == Source::World && (m.category.is_rule() || m.priority < Priority::Medium) {
                 log::info!(
                     "memory extraction: a {} taken from outside text is kept as a fact, not a rule",

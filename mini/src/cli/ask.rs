@@ -152,6 +152,7 @@ pub fn run(cmd: AskCmd, profile: &Option<String>) -> Result<(), Error> {
             force_tool: cmd.tool.as_deref(),
             replaces: None,
             images: &images,
+            from: evolve_core::provenance::Source::Person,
         },
         &mut Headless,
     );

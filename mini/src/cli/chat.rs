@@ -553,6 +553,7 @@ fn input(
             cancel: &interrupt::CANCEL,
             force_tool: None,
             images: &[],
+            from: evolve_core::provenance::Source::Person,
             replaces: None,
         },
         &mut term,

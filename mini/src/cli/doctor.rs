@@ -10,6 +10,9 @@
 //! report whose only check, `config`, failed with that message, so a script reading the
 //! JSON learns why.
 //!
+//! A configured chat channel is one more check: its token is there and the platform
+//! takes it (`telegram`: the Bot API's `getMe`).
+//!
 //! Last, what the kernel enforces on what tools run (Landlock, or why there is none and
 //! what that changes): a warning, not a failed check; and the resource limits every
 //! command gets (`[limits]`).
@@ -63,7 +66,10 @@ pub fn run(cmd: DoctorCmd, profile: &Option<String>) -> Result<(), Error> {
     model.max_retries = model.max_retries.min(1);
     let base_url = crate::secret::display_url(&model.base_url);
     let client = Client::new(model);
-    let report = diagnose(&client);
+    let mut report = diagnose(&client);
+    if let Some(t) = &app.config.channels.telegram {
+        report.checks.push(telegram_check(t));
+    }
     let confinement = crate::sandbox::status();
     if cmd.json {
         let checks: Vec<_> = report
@@ -104,6 +110,37 @@ pub fn run(cmd: DoctorCmd, profile: &Option<String>) -> Result<(), Error> {
         )));
     }
     Ok(())
+}
+
+/// `[channels.telegram]`: the token is there and the Bot API takes it (`getMe`).
+fn telegram_check(t: &crate::config::TelegramConfig) -> Check {
+    use crate::channels::Channel as _;
+    let Some(mut bot) = crate::channels::telegram::Telegram::new(t) else {
+        return Check::fail(
+            "telegram",
+            t.problem.clone().unwrap_or_else(|| "no token".into()),
+            "set [channels.telegram] token or token_env (`evolve channels add telegram`)",
+        );
+    };
+    match bot.connect() {
+        Ok(who) => Check::pass(
+            "telegram",
+            format!(
+                "the bot is {who} at {}{}",
+                crate::secret::display_url(&t.base_url),
+                if t.enabled {
+                    ""
+                } else {
+                    " (enabled = false: not started)"
+                }
+            ),
+        ),
+        Err(e) => Check::fail(
+            "telegram",
+            e.to_string(),
+            "check the token with @BotFather and [channels.telegram] base_url",
+        ),
+    }
 }
 
 /// What the kernel does to what tools run: `✓ confinement  Landlock ABI 7: …`, or a

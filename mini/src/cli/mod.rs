@@ -3,6 +3,7 @@
 
 pub(crate) mod app;
 mod ask;
+mod channels;
 mod chat;
 mod config;
 mod doctor;
@@ -66,6 +67,7 @@ enum Command {
     Sessions(sessions::SessionsCmd),
     Skills(skills::SkillsCmd),
     Tasks(tasks::TasksCmd),
+    Channels(channels::ChannelsCmd),
     Mcp(mcp::McpCmd),
     Serve(serve::ServeCmd),
     Open(open::OpenCmd),
@@ -91,6 +93,7 @@ pub fn run(args: Evolve) -> Result<(), Error> {
         Some(Command::Sessions(cmd)) => sessions::run(cmd, &args.profile),
         Some(Command::Skills(cmd)) => skills::run(cmd, &args.profile),
         Some(Command::Tasks(cmd)) => tasks::run(cmd, &args.profile),
+        Some(Command::Channels(cmd)) => channels::run(cmd, &args.profile),
         Some(Command::Mcp(cmd)) => mcp::run(cmd, &args.profile),
         Some(Command::Serve(cmd)) => serve::run(cmd, &args.profile),
         Some(Command::Open(cmd)) => open::run(cmd, &args.profile),

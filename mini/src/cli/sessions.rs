@@ -139,6 +139,10 @@ fn list(c: List, profile: &Option<String>) -> Result<(), Error> {
             s.turns,
             s.messages,
             super::printable(&one_line(&s.title, 60), false)
+                + &s.channel
+                    .as_deref()
+                    .map(|c| format!("  [{c}]"))
+                    .unwrap_or_default()
         )?;
     }
     Ok(())

@@ -75,6 +75,9 @@ struct Add {
     /// run tool calls up to this level without a person: L1, L2 (default) or L3
     #[argh(option)]
     allow: Option<String>,
+    /// also send each run's answer to a chat: telegram:CHAT_ID
+    #[argh(option)]
+    deliver: Option<String>,
 }
 
 /// list the tasks: schedule, next run, last status, runs
@@ -210,6 +213,12 @@ fn add(c: Add, profile: &Option<String>) -> Result<(), Error> {
         .map(tasks::parse_allow)
         .transpose()
         .map_err(|e| Error::Usage(format!("--{e}")))?;
+    let deliver = c
+        .deliver
+        .as_deref()
+        .map(crate::channels::parse_target)
+        .transpose()
+        .map_err(|e| Error::Usage(format!("--deliver: {e}")))?;
     let question = super::positional_or_stdin(&c.question)?;
     let question = question.trim();
     if question.is_empty() {
@@ -224,10 +233,20 @@ fn add(c: Add, profile: &Option<String>) -> Result<(), Error> {
             if let Some(l) = allow {
                 body["allow"] = json!(l.to_string());
             }
+            if let Some(d) = &deliver {
+                body["deliver"] = json!(d);
+            }
             remote.call("POST", "/v1/tasks", Some(body))?
         }
         Place::Local(rt) => {
-            let task = tasks::add_task(&rt, &schedule, question, allow, crate::clock::now())?;
+            let task = tasks::add_task(
+                &rt,
+                &schedule,
+                question,
+                allow,
+                deliver.as_deref(),
+                crate::clock::now(),
+            )?;
             tasks::task_json(
                 &task,
                 &zone.zone,

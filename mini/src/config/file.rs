@@ -37,6 +37,7 @@ pub struct RawLayer {
     pub limits: Option<Limits>,
     pub mcp: Option<RawMcp>,
     pub scheduler: Option<RawScheduler>,
+    pub channels: Option<RawChannels>,
 }
 
 impl RawLayer {
@@ -159,4 +160,23 @@ pub struct RawServer {
     pub disabled: Option<bool>,
     pub roots: Option<Vec<String>>,
     pub sandbox: Option<String>,
+}
+
+/// `[channels]`: the chat platforms `serve` answers on.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawChannels {
+    pub telegram: Option<RawTelegram>,
+}
+
+/// `[channels.telegram]`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawTelegram {
+    pub token: Option<String>,
+    pub token_env: Option<String>,
+    pub base_url: Option<String>,
+    pub owner: Option<i64>,
+    pub enabled: Option<bool>,
+    pub poll_secs: Option<u64>,
 }

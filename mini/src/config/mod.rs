@@ -42,6 +42,7 @@
 //! rewrite of the file, `edit.rs` changing one setting of the file in place. Secrets are
 //! `crate::secret`'s.
 
+mod channels;
 mod context;
 pub mod edit;
 mod file;
@@ -51,6 +52,7 @@ mod resolve;
 mod show;
 mod template;
 
+pub use channels::{ChannelsConfig, TelegramConfig};
 pub use mcp::{server_json, Place};
 pub use resolve::{check, check_base_url, home_dir};
 pub use template::CONFIG_TEMPLATE;
@@ -318,6 +320,8 @@ pub struct Config {
     pub mcp: McpConfig,
     /// Scheduled tasks' time zone (`[scheduler]`).
     pub scheduler: SchedulerConfig,
+    /// The chat platforms `serve` answers on (`[channels]`).
+    pub channels: ChannelsConfig,
     /// File tools work inside this directory (default `$EVOLVE_HOME/workspace`).
     pub workspace: PathBuf,
     /// Log filter (`EVOLVE_LOG`, e.g. `info`, `debug`; default `warn`).
@@ -571,6 +575,7 @@ impl Config {
             limits: evolve_core::permission::Limits::default(),
             mcp: McpConfig::default(),
             scheduler: SchedulerConfig::default(),
+            channels: ChannelsConfig::default(),
             log: DEFAULT_LOG.to_string(),
             ignored_env: Vec::new(),
         }

@@ -512,6 +512,7 @@ fn resolve(
         limits,
         mcp,
         scheduler,
+        channels,
     } = layer;
 
     let workspace = match (&opts.workspace, workspace) {
@@ -554,6 +555,7 @@ fn resolve(
     };
     let mcp = super::mcp::resolve_mcp(mcp.unwrap_or_default(), &ctx)?;
     let scheduler = resolve_scheduler(scheduler.unwrap_or_default(), &mut ctx)?;
+    let channels = super::channels::resolve_channels(channels.unwrap_or_default(), &ctx)?;
     let core = CoreConfig {
         memory: memory.unwrap_or_default(),
         history: history.unwrap_or_default(),
@@ -577,6 +579,7 @@ fn resolve(
         limits,
         mcp,
         scheduler,
+        channels,
         workspace,
         log,
         ignored_env: std::mem::take(ctx.ignored_env),
@@ -1172,7 +1175,8 @@ fn readable_key_warning(loaded: &Loaded) -> Option<String> {
     let key_in_file = matches!(
         loaded.origins.get("model.api_key"),
         Origin::File | Origin::Profile(_) | Origin::ProfileOverEnv(..)
-    ) || loaded.config.mcp.secrets_in_file;
+    ) || loaded.config.mcp.secrets_in_file
+        || loaded.config.channels.secrets_in_file;
     let mode = std::fs::metadata(&loaded.config.file)
         .ok()?
         .permissions()

@@ -112,6 +112,7 @@ impl Config {
             "scheduler": {
                 "time_zone": self.scheduler.resolve().name,
             },
+            "channels": self.channels.to_json(),
         })
     }
 }
@@ -234,6 +235,7 @@ const SECTION_ORDER: &[&str] = &[
     "permission",
     "mcp",
     "scheduler",
+    "channels",
 ];
 
 /// A server's `env` and `headers` are printed as inline tables, as they are written.

@@ -255,6 +255,14 @@ pub const CONFIG_TEMPLATE: &str = r#"# evolve configuration — `evolve config s
 #                     arguments (default: the existing absolute directories among
 #                     args, and cwd)
 
+# Chat channels `evolve serve` answers on. `evolve channels add telegram --token-env
+# VAR` writes this; a stranger gets a pairing code, `evolve channels pair CODE` lets
+# them talk; `owner` (your Telegram user id) is paired from the start; `base_url`
+# points at a self-hosted Bot API server. E.g.:
+# [channels.telegram]
+# token_env = "TELEGRAM_BOT_TOKEN"
+# owner = 123456789
+
 # Profiles override any of the settings above, key by key, and are chosen with
 # --profile NAME, EVOLVE_PROFILE or `profile = "NAME"` at the top. For example:
 #

@@ -221,11 +221,15 @@ pub fn parse_allow(text: &str) -> Result<Level, String> {
 /// Adds a task with its own session, titled `Task 3: <question>`. Without `allow` its
 /// runs get the headless default of `evolve ask` (`[permission] headless_max_auto`, L2)
 /// as configured at each run.
+///
+/// `deliver` (`telegram:CHAT`, checked by [`crate::channels::parse_target`]) sends each
+/// run's answer to that chat too.
 pub fn add_task(
     rt: &Runtime,
     schedule: &Schedule,
     question: &str,
     allow: Option<Level>,
+    deliver: Option<&str>,
     now: Timestamp,
 ) -> Result<Task, StoreError> {
     let mut task = rt
@@ -234,6 +238,11 @@ pub fn add_task(
     let session = rt.store.create_session(&session_title(&task), now)?;
     rt.store.set_task_session(task.id, &session.id)?;
     task.session = session.id;
+    if let Some(target) = deliver {
+        task = rt
+            .store
+            .update_task(task.id, |t| t.deliver = Some(target.to_string()))?;
+    }
     Ok(task)
 }
 
@@ -324,6 +333,7 @@ pub fn run_task(
                 cancel,
                 force_tool: None,
                 images: &[],
+                from: evolve_core::provenance::Source::Person,
                 replaces: None,
             },
             &mut Headless,
@@ -340,6 +350,20 @@ pub fn run_task(
         )
     };
     store.finish_task_run(id, run.seq, &end)?;
+    if let Some(target) = &task.deliver {
+        let text = match &error {
+            None => reply.clone(),
+            Some(e) => format!("{reply}\n\n⚠ {e}"),
+        };
+        let text = format!(
+            "**Task {id}** — {}\n\n{}",
+            one_line(&task.question, TITLE_QUESTION_CHARS),
+            text.trim()
+        );
+        if let Err(e) = crate::channels::enqueue(store, target, &text) {
+            log::warn!("task {id}: the answer cannot be queued for {target}: {e}");
+        }
+    }
     log::info!(
         "task {id} ran ({}): {}",
         trigger_name(trigger),
@@ -507,6 +531,7 @@ pub fn task_json(task: &Task, zone: &dyn Zone, running: bool, default_allow: Lev
         "running": running,
         "last_status": task.last_status.map(RunStatus::name),
         "runs": task.runs,
+        "deliver": task.deliver,
     })
 }
 
@@ -817,6 +842,7 @@ mod tests {
             runs: 0,
             last_status: None,
             paused: false,
+            deliver: None,
         }
     }
 

@@ -28,6 +28,9 @@
 //!   user levels are bound to; `mcp::definition`)
 //! - `tasks`: task id u64 → [`Task`]; `task_runs`: (task, seq u64) → [`TaskRun`];
 //!   `meta.next_task_id`
+//! - `channels`: `PLATFORM/…` → what a chat channel keeps (paired chats, pairing
+//!   codes, each chat's session, the last update acknowledged); made by its first
+//!   write, so stores from before it need no migration
 //!
 //! What it decides: record layout and ids (memory ids are never reused; session ids
 //! are time-ordered), what a session owns (removing it removes all of that), and how
@@ -47,6 +50,7 @@
 //! another program's, a newer evolve's) is refused with what is wrong and what to do, and
 //! its bytes are left as they were.
 
+mod channels;
 mod dates;
 mod dry_run;
 mod error;
@@ -115,6 +119,9 @@ pub struct Session {
     /// kept for the person, left out of the model's history.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub superseded: Vec<u64>,
+    /// The chat this session answers on a channel (`telegram:CHAT`), if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub channel: Option<String>,
 }
 
 /// Who wrote a session's title.

@@ -130,6 +130,7 @@ impl Store {
                 turns: 0,
                 messages: 0,
                 superseded: Vec::new(),
+                channel: None,
             };
             put_json(&mut table, "sessions", session.id.as_str(), &session)?;
             Ok(session)

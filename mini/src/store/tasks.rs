@@ -47,6 +47,9 @@ pub struct Task {
     /// Paused by the user: not run on its schedule (a run can still be started by hand).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub paused: bool,
+    /// Where each run's answer is also sent (`telegram:CHAT`), through the outbox.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deliver: Option<String>,
 }
 
 /// How a run ended (or that it is still running).
@@ -175,6 +178,7 @@ impl Store {
                 runs: 0,
                 last_status: None,
                 paused: false,
+                deliver: None,
             };
             put_json(&mut txn.open_table(TASKS)?, "tasks", next, &task)?;
             Ok(task)

@@ -7,7 +7,8 @@
 //! This module wires the parts: [`http`] (the server and its limits), [`auth`] (who may
 //! ask), [`api`] (the routes), [`chat`] (turns over HTTP), [`assets`] (the embedded UI),
 //! [`tasks`] (scheduled tasks over HTTP; the loop that runs them is started here and is
-//! `crate::sched::tasks`').
+//! `crate::sched::tasks`'). The chat channels (`crate::channels`) are started here too,
+//! one thread each, and share the turns' registry with the UI.
 
 pub mod api;
 pub mod assets;
@@ -339,6 +340,7 @@ pub fn run(manager: Manager, auth: auth::Auth, opts: Options) -> Result<(), Erro
         Arc::clone(&state.scheduler),
     )
     .map_err(|e| Error::Other(format!("cannot start the scheduler thread: {e}")))?;
+    let channels = crate::channels::spawn(Arc::clone(&state) as Arc<dyn crate::sched::tasks::Host>);
     http::serve(
         listener,
         opts.limits,
@@ -355,6 +357,12 @@ pub fn run(manager: Manager, auth: auth::Auth, opts: Options) -> Result<(), Erro
         log::warn!("scheduled tasks did not stop within 10 s");
     }
     let _ = scheduler.join();
+    // A channel in a long poll notices the stop when the poll ends; one that does not
+    // end within a few seconds is left (its turns are cancelled, the store is saved).
+    let waited = Instant::now();
+    while channels.iter().any(|c| !c.is_finished()) && waited.elapsed() < Duration::from_secs(3) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
     crate::agents::close_all(&state.manager(), Duration::from_secs(10));
     endpoint::remove(&home);
     eprintln!("evolve serve stopped");

@@ -84,7 +84,7 @@ pub fn list(state: &State) -> Reply {
     Response::json(200, &json!({"data": data, "time_zone": zone.name}))
 }
 
-/// `POST /v1/tasks {"schedule", "question", "allow"?}`.
+/// `POST /v1/tasks {"schedule", "question", "allow"?, "deliver"?}`.
 pub fn create(state: &State, req: &Request) -> Reply {
     let body: Value = if req.body.iter().all(u8::is_ascii_whitespace) {
         json!({})
@@ -111,13 +111,28 @@ pub fn create(state: &State, req: &Request) -> Reply {
         },
         Some(_) => return error(400, "`allow` must be \"L1\", \"L2\" or \"L3\""),
     };
+    let deliver = match body.get("deliver") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) => match crate::channels::parse_target(s) {
+            Ok(t) => Some(t),
+            Err(e) => return error(400, e),
+        },
+        Some(_) => return error(400, "`deliver` must be \"telegram:CHAT\""),
+    };
     let rt = state.rt();
     let zone = tasks::zone_of(&rt);
     let schedule = match tasks::parse_schedule(schedule, &zone.zone) {
         Ok(s) => s,
         Err(e) => return error(400, e),
     };
-    let task = tri!(tasks::add_task(&rt, &schedule, question, allow, now()));
+    let task = tri!(tasks::add_task(
+        &rt,
+        &schedule,
+        question,
+        allow,
+        deliver.as_deref(),
+        now()
+    ));
     state.scheduler.notify();
     Response::json(
         201,

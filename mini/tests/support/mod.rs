@@ -10,6 +10,7 @@ pub mod mcp;
 pub mod oauth;
 pub mod page;
 pub mod serve;
+pub mod telegram;
 
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};

@@ -115,3 +115,18 @@ pub(super) fn has_long_flag(args: &[String], full: &str, min: usize) -> bool {
 pub(super) fn is_unknown_word(word: &str) -> bool {
     word.contains('$') || (word != "[" && word != "[[" && word.contains(['*', '?', '[']))
 }
+
+/// The git subcommand: the first word after options (`-C dir`, `-c k=v` take a value).
+pub(super) fn git_subcommand(args: &[String]) -> Option<(&str, &[String])> {
+    let mut i = 0;
+    while let Some(a) = args.get(i) {
+        if a == "-c" || a == "-C" || a == "--git-dir" || a == "--work-tree" {
+            i += 2;
+        } else if a.starts_with('-') {
+            i += 1;
+        } else {
+            return Some((a.as_str(), args.get(i + 1..).unwrap_or(&[])));
+        }
+    }
+    None
+}

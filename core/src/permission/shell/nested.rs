@@ -4,8 +4,7 @@
 use alloc::string::String;
 use alloc::vec::Vec;
 
-use super::lex::long_opt;
-use super::risks::git_subcommand;
+use super::lex::{git_subcommand, long_opt};
 
 /// Words after `find -exec` looked at for wrappers before the command (`nice -n 5 rm`).
 pub(super) const MAX_WRAPPER_WORDS: usize = 32;

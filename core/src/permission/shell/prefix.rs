@@ -4,8 +4,7 @@
 use alloc::string::String;
 use alloc::vec::Vec;
 
-use super::lex::has_short_flag;
-use super::risks::git_subcommand;
+use super::lex::{git_subcommand, has_short_flag};
 
 /// Characters that let one command line run more than one command or redirect files:
 /// a command containing any of them never matches a configured prefix.

@@ -6,7 +6,8 @@ use alloc::vec::Vec;
 
 use super::braces::brace_readings;
 use super::lex::{
-    has_long_flag, has_short_flag, is_unknown_word, long_opt, program, simple_commands,
+    git_subcommand, has_long_flag, has_short_flag, is_unknown_word, long_opt, program,
+    simple_commands,
 };
 use super::nested::{nested_commands, MAX_NESTED_COMMANDS, MAX_NESTING, MAX_WRAPPER_WORDS};
 use super::wrappers::{resolve, split_env_string, ESCALATORS, INTERPRETERS, SHELLS};
@@ -65,21 +66,6 @@ fn is_safe_device(target: &str) -> bool {
 
 fn is_device_write_target(target: &str) -> bool {
     target.starts_with("/dev/") && !is_safe_device(target)
-}
-
-/// The git subcommand: the first word after options (`-C dir`, `-c k=v` take a value).
-pub(super) fn git_subcommand(args: &[String]) -> Option<(&str, &[String])> {
-    let mut i = 0;
-    while let Some(a) = args.get(i) {
-        if a == "-c" || a == "-C" || a == "--git-dir" || a == "--work-tree" {
-            i += 2;
-        } else if a.starts_with('-') {
-            i += 1;
-        } else {
-            return Some((a.as_str(), args.get(i + 1..).unwrap_or(&[])));
-        }
-    }
-    None
 }
 
 fn push(risks: &mut Vec<CommandRisk>, risk: CommandRisk) {

@@ -9,7 +9,7 @@
 //! caught before anything is kept (a name, an URL, a `K=V`, a token variable that is not
 //! set), and that servers defined in `config.toml` are changed by editing the file — the
 //! messages say at which line. Which servers exist is `mcp::servers`'s; levels are
-//! `mcp::classify`'s; connections are the `Hub`'s.
+//! `agents::mcp_levels::classify`'s; connections are the `Hub`'s.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -23,13 +23,13 @@ use serde_json::json;
 
 use super::app::{now, App};
 use super::{interrupt, printable};
+use crate::agents::mcp_levels::classify::{self, Classified};
+use crate::agents::mcp_levels::user_level::{self, LevelError};
 use crate::agents::Runtime;
 use crate::config::{server_json, Config, LoadOptions};
 use crate::error::Error;
-use crate::mcp::classify::{self, Classified};
 use crate::mcp::oauth::{self, LoginState};
 use crate::mcp::servers::{self, TIMEOUT_FROM_CONFIG};
-use crate::mcp::user_level::{self, LevelError};
 use crate::mcp_spec::{env_name_problem, header_problem, oauth_problem, server_name_problem};
 use crate::mcp_spec::{full_name, split_name, McpTool, OAuthClient, ServerSpec, SpecSource};
 use crate::mcp_spec::{url_problem, Transport};

@@ -135,8 +135,8 @@ fn a_bearer_token_for_one_server_never_reaches_another_server_or_the_model() {
 
 /// Hosted MCP endpoints often carry their key in the URL
 /// (`https://…/mcp?api_key=…`). HTTP errors and logs cut the query ("where tokens
-/// hide", mcp/http.rs `shown_url`), but `mcp add`, `mcp list` and `mcp list --json`
-/// print it whole. Cause: cli/mcp.rs `target` and config/mcp.rs `server_json` use
+/// hide", mcp/http/endpoint.rs `shown_url`), but `mcp add`, `mcp list` and `mcp list --json`
+/// print it whole. Cause: cli/mcp/list.rs `target` and config/mcp.rs `server_json` use
 /// `llm::display_url`, which keeps the query.
 #[test]
 fn a_key_in_an_http_servers_url_is_never_shown() {
@@ -368,7 +368,7 @@ fn a_tool_listed_twice_is_offered_once() {
 /// and what it printed, but wraps it in rmcp's type names: "the handshake failed: Send
 /// message error Transport [rmcp::transport::worker::WorkerTransport<rmcp::transport::
 /// streamable_http_client::StreamableHttpClientWorker<evolve::mcp::http::UreqHttp>>]
-/// error: Client error: cannot reach …, when send initialize request". mcp/http.rs has
+/// error: Client error: cannot reach …, when send initialize request". mcp/http/ has
 /// `error_text` to unwrap exactly this "for the user"; conn.rs `Conn::open` formats the
 /// handshake error with `{e}` instead.
 #[test]

@@ -25,7 +25,7 @@ use support::mcp::*;
 use support::serve::Server;
 use support::{tool_call, Reply, World, CLASSIFY};
 
-/// What the user is told of an old HTTP+SSE endpoint (mini/src/mcp/http.rs and the
+/// What the user is told of an old HTTP+SSE endpoint (mini/src/mcp/http/error.rs and the
 /// warning of `evolve mcp add`).
 const OLD_SSE: &str = "old HTTP+SSE transport, which evolve does not speak";
 

@@ -69,7 +69,8 @@ impl Catalog {
             .zip(names)
             .filter_map(|(t, name)| Some((t, name?)))
             .unzip();
-        let classes = crate::mcp::classify::explain(&rt.classifier(), spec, &offered, cancel);
+        let classes =
+            super::mcp_levels::classify::explain(&rt.classifier(), spec, &offered, cancel);
         for ((tool, c), name) in offered.into_iter().zip(classes).zip(names) {
             self.entries.push(Entry {
                 full_name: name,

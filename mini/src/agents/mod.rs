@@ -17,6 +17,7 @@ mod io;
 mod lesson;
 pub mod maintain;
 mod manager;
+pub(crate) mod mcp_levels;
 mod memory;
 mod notes;
 pub(crate) mod prompts;

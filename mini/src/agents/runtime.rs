@@ -42,8 +42,8 @@ pub struct Runtime {
 
 impl Runtime {
     /// What the classification of MCP tools needs of the runtime.
-    pub fn classifier(&self) -> crate::mcp::classify::Classifier<'_> {
-        crate::mcp::classify::Classifier {
+    pub fn classifier(&self) -> super::mcp_levels::classify::Classifier<'_> {
+        super::mcp_levels::classify::Classifier {
             store: &self.store,
             levels: &self.config.tools.levels,
             model: self.model.as_ref(),

@@ -417,7 +417,7 @@ impl ToolAgent {
         check_call(name, class, arguments, &ctx, grants, policy)
     }
 
-    /// An MCP call: the tool's class (see `mcp::classify`) raised by its arguments
+    /// An MCP call: the tool's class (see `agents::mcp_levels::classify`) raised by its arguments
     /// like any tool's — paths outside the workspace and the server's roots, secrets,
     /// dangerous commands anywhere in the arguments.
     fn check_mcp(

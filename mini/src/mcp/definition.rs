@@ -25,7 +25,7 @@
 //!   the description before, and a level of theirs the change dropped.
 //!
 //! What it leaves to others: keeping the records (the store's `mcp_definitions`),
-//! dropping a stale user level and classifying again ([`super::classify`]), and showing
+//! dropping a stale user level and classifying again (`agents::mcp_levels::classify`), and showing
 //! the notice (chat, the web UI, `evolve mcp tools`).
 
 use evolve_core::permission::Level;

@@ -13,21 +13,18 @@
 //! - [`Hub`]: starts servers lazily on first use, lists and calls tools with a per-call
 //!   timeout, restarts a crashed or hung server on next use (with backoff), refreshes
 //!   a tool list on `notifications/tools/list_changed`, and shuts every child down on drop.
-//! - [`classify`]: the level of each MCP tool (user override, else the cheap model's
-//!   classification cached with a fingerprint of the definition, with the annotations
-//!   as input; core's `classify` combines them).
 //! - [`definition`]: each tool's definition (description, canonical schema,
 //!   annotations) as a fingerprint, and whether it changed: grants, user levels and
 //!   classifications hold for the definition they were made for only.
 //! - `agents/catalog.rs` (beside the turn, not here): what a turn offers the model (`<server>__<tool>` with schemas and
 //!   levels), from the live lists or the store's cache, so a server is only started when
 //!   one of its tools is called or its list is unknown.
-//! - [`user_level`]: the user's own level for a tool (`evolve mcp level`, `/mcp level`,
-//!   the API), as a typed change each front end formats.
+//! - `agents/mcp_levels/` (policy, not here): the level of each MCP tool (the user's
+//!   override, else the cheap model's classification cached with the definition's
+//!   fingerprint, never below the annotations' floor) and the user's own levels.
 //! - [`oauth`]: logging in to an HTTP server with OAuth (`evolve mcp login`) and using
 //!   the login on its requests.
 
-pub mod classify;
 mod conn;
 pub mod definition;
 pub mod elicit;
@@ -40,7 +37,6 @@ mod reap;
 mod schema;
 pub mod servers;
 mod stdio;
-pub mod user_level;
 
 use crate::mcp_spec::Transport;
 

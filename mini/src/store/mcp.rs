@@ -2,7 +2,7 @@
 //! `import`, `/mcp`), each server's last tool list, so a turn can offer a server's
 //! tools without starting it, and the OAuth login of an HTTP server ([`McpLogin`]:
 //! its client and tokens, which nothing exports). Which servers exist in the end (the file's win over the
-//! store's) is `mcp::servers`'s decision; what a tool's level is, `mcp::classify`'s.
+//! store's) is `mcp::servers`'s decision; what a tool's level is, `agents::mcp_levels::classify`'s.
 
 use evolve_core::Timestamp;
 use redb::ReadableTable;

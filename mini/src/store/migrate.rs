@@ -99,7 +99,7 @@ fn add_login_table(txn: &WriteTransaction) -> Result<(), Fail> {
 /// are bound to. A session's grant for an MCP tool kept before (bound to no definition)
 /// is dropped: nobody can say which definition the person allowed, so the next call is
 /// asked again. Levels set with `evolve mcp level` are kept; each is bound to the
-/// definition seen at the next listing (`mcp::classify`).
+/// definition seen at the next listing (`agents::mcp_levels::classify`).
 fn add_definitions(txn: &WriteTransaction) -> Result<(), Fail> {
     txn.open_table(MCP_DEFINITIONS)?;
     let mut table = txn.open_table(GRANTS)?;

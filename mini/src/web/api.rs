@@ -19,9 +19,9 @@ use super::request::{body, field, opt_str, store_error, tri, Reply};
 use super::{
     assets, chat, error, grants, mcp_servers, prompt, skill_edit, style, tasks, uploads, State,
 };
+use crate::agents::mcp_levels::user_level::{set_level, LevelError};
 use crate::agents::ToolAgent;
 use crate::clock::now;
-use crate::mcp::user_level::{set_level, LevelError};
 
 /// What a route is called with: the server, the request and the path's `{…}` segments
 /// in order (percent-decoded).

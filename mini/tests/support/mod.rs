@@ -29,7 +29,7 @@ pub const EVALUATE: &str = "[evolve:evaluate]";
 pub const REFLECT: &str = "[evolve:reflect]";
 pub const STYLE: &str = "[evolve:style]";
 pub const SUMMARIZE: &str = "[evolve:summarize]";
-/// The classification of MCP tools (mini/src/mcp/classify.rs `CLASSIFY_MARKER`).
+/// The classification of MCP tools (mini/src/agents/mcp_levels/classify.rs `CLASSIFY_MARKER`).
 pub const CLASSIFY: &str = "[evolve:classify]";
 /// Crystallization of a task into a skill, and lessons from failed tasks.
 pub const CRYSTALLIZE: &str = "[evolve:crystallize]";

@@ -2,7 +2,7 @@
 //! chat and `PUT /v1/mcp/tools/{name}/level` all go through [`set_level`], which checks
 //! the name against the configured servers and their last tool lists, keeps the level
 //! in the store (where it wins over the classifier, for the tool's definition as last
-//! seen only: see [`super::definition`]) or removes it (`auto`), and says what was done
+//! seen only: see [`crate::mcp::definition`]) or removes it (`auto`), and says what was done
 //! as a [`LevelChange`]. Each front end formats the change its own way
 //! (the command line prints it, the API answers JSON with its text).
 

@@ -115,6 +115,10 @@ pub struct Session {
     /// kept for the person, left out of the model's history.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub superseded: Vec<u64>,
+    /// The tools offered to the model in full in this session, in the order first
+    /// offered: offered again in its later turns.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub offered_tools: Vec<String>,
 }
 
 /// Who wrote a session's title.

@@ -218,6 +218,7 @@ pub(crate) mod tests {
                 turns: 1,
                 messages: 4,
                 superseded: Vec::new(),
+                offered_tools: Vec::new(),
             },
             messages: vec![
                 msg(0, 1, Message::user("what do my notes say?")),

@@ -161,6 +161,11 @@ struct Figure {
     tools_grew: bool,
     kept: bool,
     requests: usize,
+    /// Cheap-model requests after the answer, and the tokens the record counts for the
+    /// main model and for the cheap one (the fake's usage: characters / 4).
+    background: usize,
+    main_tokens: u64,
+    cheap_tokens: u64,
 }
 
 fn run_session(w: &World) -> Vec<Figure> {
@@ -177,6 +182,7 @@ fn run_session(w: &World) -> Vec<Figure> {
     let mut last: Option<Value> = None;
     for (i, step) in ten_turns().into_iter().enumerate() {
         let before = w.main_requests().len();
+        let all_before = w.fake.chat_requests().len();
         for reply in step.replies {
             w.fake.push(reply);
         }
@@ -189,6 +195,11 @@ fn run_session(w: &World) -> Vec<Figure> {
         sid = out["session"].as_str().map(str::to_string);
         let mains = w.main_requests();
         let first = mains[before].clone();
+        let all = w.fake.chat_requests().len() - all_before;
+        let tokens = |role: &str| {
+            let u = &out["usage"][role];
+            u["prompt_tokens"].as_u64().unwrap_or(0) + u["completion_tokens"].as_u64().unwrap_or(0)
+        };
         if let Some(prev) = &last {
             let (was, now) = (tool_names(prev), tool_names(&first));
             let (tools, history) = lasting(prev);
@@ -204,6 +215,9 @@ fn run_session(w: &World) -> Vec<Figure> {
                 tools_grew: was != now,
                 kept,
                 requests: mains.len() - before,
+                background: all - (mains.len() - before),
+                main_tokens: tokens("main"),
+                cheap_tokens: tokens("cheap"),
             });
         }
         last = mains.last().cloned();
@@ -225,15 +239,21 @@ fn compacts(turn: u64) -> bool {
 fn ten_mixed_turns_each_repeat_the_previous_request_as_their_prefix() {
     let w = World::new("prompt-cache-ten");
     let figures = run_session(&w);
-    println!("turn  reuse of the previous request  tools grew  compacts  main requests");
+    println!(
+        "turn  reuse of the previous request  tools grew  compacts  main calls  \
+         main tokens  background calls  background tokens"
+    );
     for f in &figures {
         println!(
-            "{:>4}  {:>28.1}%  {:>10}  {:>8}  {:>13}",
+            "{:>4}  {:>28.1}%  {:>10}  {:>8}  {:>10}  {:>11}  {:>16}  {:>17}",
             f.turn,
             f.reuse * 100.0,
             f.tools_grew,
             compacts(f.turn),
-            f.requests
+            f.requests,
+            f.main_tokens,
+            f.background,
+            f.cheap_tokens
         );
     }
     assert_eq!(figures.len(), 9, "nine turns after the first");

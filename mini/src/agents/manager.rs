@@ -1635,7 +1635,13 @@ impl PostJob {
             )
             .is_some();
         }
-        if rt.config.agent.learn && !self.reply.trim().is_empty() {
+        // Small talk (a greeting, a thanks) teaches nothing: no extraction, no grade.
+        let small_talk =
+            evolve_core::memory::nothing_to_learn(&self.question, self.record.tools.len());
+        if small_talk {
+            log::info!("nothing to learn from small talk: no extraction, no grade");
+        }
+        if rt.config.agent.learn && !self.reply.trim().is_empty() && !small_talk {
             post.memories_saved = MemoryAgent.extract_and_save(
                 rt,
                 &self.question,

@@ -1,17 +1,17 @@
 //! The builder: the four levels assembled into the messages of one request, under the
 //! budget (tea-agent `build_api_messages`).
 //!
-//! Order: L0 system message (prompt, then skills, pending TODO and memory blocks), L3
-//! summary block + acknowledgement, L2 picks (one digest block, then the full
-//! "[history]" pairs in ring order), L1 the live session. Then the always-on defences
-//! (tool outputs older than the last 3 user turns → placeholders, outputs above
+//! Order: what stays the same from request to request first, what changes with the
+//! question last, so that a request repeats the previous one as its prefix and a
+//! model server's prompt cache reuses it: L0 the system message (the prompt, and system
+//! messages of the session), the L3 summary block + acknowledgement, L1 the live session
+//! up to the new user message, then the L2 picks chosen for this question (one digest
+//! block, then the full "[history]" pairs in ring order), the context block chosen for
+//! it (skills, pending TODO, memories, tool-chain review; [`super::context_messages`])
+//! and its acknowledgement, and the new user message with this turn's tool rounds. Then the
+//! always-on defences (tool outputs of old turns → placeholders, outputs above
 //! 128 KiB → head + tail), the progressive trim when the estimate passes 80% of the
 //! input budget, and a final sequence check.
-//!
-//! The L0 blocks are appended to the one system message. tea-agent sends the pending
-//! TODO and the memories as separate user messages; one system message keeps the
-//! sequence simple (no user message before the conversation starts) and lets the last
-//! resort cut L0 as one text.
 
 use alloc::borrow::Cow;
 use alloc::boxed::Box;
@@ -24,7 +24,7 @@ use super::message::{Message, Role};
 use super::relevance::{digest_line, select_l2_cached, L2Pick, Relevance};
 use super::ring::L2Entry;
 use super::sequence::{is_valid_sequence, repair_sequence, RepairReport};
-use super::summary::summary_messages;
+use super::summary::{context_messages, summary_messages, TOOL_CHAIN_SECTION};
 use super::trim::{trim, Draft, Item, L2Part, L2Shown, TrimStep};
 use super::truncate::{is_placeholder, old_turns_end, omitted_placeholder, truncate_tool_output};
 use super::HistoryConfig;
@@ -58,15 +58,16 @@ pub const MIN_INPUT_BUDGET: usize = 256;
 pub struct BuildInput<'a> {
     /// L0: the system prompt.
     pub system_prompt: &'a str,
-    /// L0: skill summaries recommended for this message, if any.
+    /// Context: skill summaries recommended for this message, if any.
     pub skills_block: Option<&'a str>,
-    /// L0: the pending TODO / plan to resume, if any.
+    /// Context: the pending TODO / plan to resume, if any.
     pub todo_block: Option<&'a str>,
-    /// L0: the selected long-term memories, formatted, if any.
+    /// Context: the selected long-term memories, formatted, if any.
     pub memory_block: Option<&'a str>,
     /// L3: the semantic summary of the turns that left the L2 ring.
     pub summary: Option<&'a str>,
-    /// L3: the recap of recent tool-call chains.
+    /// Context: the recap of recent tool-call chains (it changes after every turn
+    /// with tool calls, so it goes with the question, not in L3).
     pub tool_chain_summary: Option<&'a str>,
     /// L2: the session's ring, oldest first.
     pub l2: &'a [L2Entry],
@@ -80,6 +81,11 @@ pub struct BuildInput<'a> {
     /// L1: the live session, ending with the new user message (or, inside a tool
     /// loop, with the latest tool results).
     pub l1: &'a [Message],
+    /// How many of the first user turns of `l1` are old: their tool outputs become
+    /// placeholders on every build. `None`: all but the last `keep_tool_output_turns`
+    /// (3). The shell moves this in steps ([`super::window()`]) so that the history
+    /// stays the same from one request to the next.
+    pub old_user_turns: Option<usize>,
     /// The model's window and the reservation for the answer.
     pub budget: Budget,
 }
@@ -151,12 +157,7 @@ pub fn build(input: &BuildInput<'_>, cfg: &HistoryConfig, tokenizer: &dyn Tokeni
         .iter()
         .take(lead)
         .chain(exposed.iter().map(|m| &**m));
-    let blocks = [input.skills_block, input.todo_block, input.memory_block];
-    for block in blocks
-        .into_iter()
-        .flatten()
-        .chain(l1_system.map(|m| m.content.as_str()))
-    {
+    for block in l1_system.map(|m| m.content.as_str()) {
         let block = block.trim();
         if !block.is_empty() {
             if !system.is_empty() {
@@ -168,16 +169,23 @@ pub fn build(input: &BuildInput<'_>, cfg: &HistoryConfig, tokenizer: &dyn Tokeni
     let system = (!system.trim().is_empty()).then(|| Item::owned(Message::system(system)));
 
     // L3.
-    let summary: Vec<Item<'_>> = summary_messages(
-        input.summary.unwrap_or(""),
-        input.tool_chain_summary.unwrap_or(""),
-    )
+    let summary: Vec<Item<'_>> = summary_messages(input.summary.unwrap_or(""), "")
+        .map(|pair| pair.into_iter().map(Item::owned).collect())
+        .unwrap_or_default();
+
+    // What was chosen for this question.
+    let context: Vec<Item<'_>> = context_messages(&[
+        input.skills_block.unwrap_or(""),
+        input.todo_block.unwrap_or(""),
+        input.memory_block.unwrap_or(""),
+        &tool_chain_block(input.tool_chain_summary.unwrap_or("")),
+    ])
     .map(|pair| pair.into_iter().map(Item::owned).collect())
     .unwrap_or_default();
 
     // L1's always-on tool-output defences.
     let mut trimmed = Vec::new();
-    let l1 = prepare_l1(l1_messages, cfg, &mut trimmed);
+    let l1 = prepare_l1(l1_messages, input.old_user_turns, cfg, &mut trimmed);
 
     // L2.
     let query = if input.query.trim().is_empty() {
@@ -204,6 +212,7 @@ pub fn build(input: &BuildInput<'_>, cfg: &HistoryConfig, tokenizer: &dyn Tokeni
         summary,
         l2,
         digest_overhead,
+        context,
         l1,
         total: 0,
     };
@@ -230,15 +239,35 @@ pub fn build(input: &BuildInput<'_>, cfg: &HistoryConfig, tokenizer: &dyn Tokeni
     }
 }
 
-/// Placeholders for tool outputs outside the last `keep_tool_output_turns` (3) user
-/// turns, head + tail for the remaining ones above `max_tool_output_bytes`, and the
-/// estimate of each message (an untouched message stays borrowed).
+/// The tool-chain review under its heading, or nothing.
+fn tool_chain_block(review: &str) -> String {
+    let review = review.trim();
+    if review.is_empty() {
+        return String::new();
+    }
+    let mut text = String::from(TOOL_CHAIN_SECTION);
+    text.push('\n');
+    text.push_str(review);
+    text
+}
+
+/// Placeholders for tool outputs of the old user turns (`old_user_turns`, else all but
+/// the last `keep_tool_output_turns` (3)), head + tail for the remaining ones above
+/// `max_tool_output_bytes`, and the estimate of each message (an untouched message stays
+/// borrowed).
 fn prepare_l1<'a>(
     messages: Vec<Cow<'a, Message>>,
+    old_user_turns: Option<usize>,
     cfg: &HistoryConfig,
     trimmed: &mut Vec<TrimStep>,
 ) -> Vec<Item<'a>> {
-    let old_end = old_turns_end(messages.iter().map(|m| m.role), cfg.keep_tool_output_turns);
+    let users = messages.iter().filter(|m| m.role == Role::User).count();
+    // The current turn keeps its outputs whatever the shell counted.
+    let keep = match old_user_turns {
+        Some(old) => users.saturating_sub(old).max(1),
+        None => cfg.keep_tool_output_turns,
+    };
+    let old_end = old_turns_end(messages.iter().map(|m| m.role), keep);
     let (mut omitted, mut truncated) = (0, 0);
     let mut items = Vec::with_capacity(messages.len());
     for (i, m) in messages.into_iter().enumerate() {
@@ -269,7 +298,7 @@ fn prepare_l1<'a>(
     if omitted > 0 {
         trimmed.push(TrimStep::OmittedToolOutputs {
             count: omitted,
-            kept_user_turns: cfg.keep_tool_output_turns,
+            kept_user_turns: keep,
         });
     }
     if truncated > 0 {
@@ -320,6 +349,16 @@ fn render(draft: Draft<'_>) -> (Vec<Message>, usize) {
     for item in draft.summary {
         push(item, &mut out);
     }
+    // The history up to the new user message, then what was chosen for it.
+    let mut l1 = draft.l1;
+    let current = l1
+        .iter()
+        .rposition(|i| i.msg.role == Role::User)
+        .unwrap_or(l1.len());
+    let turn = l1.split_off(current);
+    for item in l1 {
+        push(item, &mut out);
+    }
     let mut digest = String::new();
     for part in &draft.l2 {
         if let L2Shown::Digest(line) = &part.shown {
@@ -342,7 +381,10 @@ fn render(draft: Draft<'_>) -> (Vec<Message>, usize) {
             }
         }
     }
-    for item in draft.l1 {
+    for item in draft.context {
+        push(item, &mut out);
+    }
+    for item in turn {
         push(item, &mut out);
     }
     (out, tokens)

@@ -1,7 +1,7 @@
 //! History: building the messages sent to the model under the token budget
 //! (tea-agent's four levels, "四级历史压缩"; ARCHITECTURE.md § History).
 //!
-//! - **L0** the system message: prompt, recommended skills, pending TODO, memories.
+//! - **L0** the system message: the prompt.
 //! - **L3** the semantic summary of turns that left the L2 ring, with an
 //!   acknowledgement ([`summary_messages`]).
 //! - **L2** the per-session ring of finished turns ([`L2Ring`]: 50 entries, then the
@@ -10,8 +10,13 @@
 //! - **L1** the live session: old tool outputs become placeholders, huge ones are cut
 //!   to head + tail ([`truncate_tool_output`]).
 //!
-//! [`build`] assembles them, trims progressively when the estimate passes 80% of the
-//! input budget ([`TrimStep`], module `trim`), and always returns a valid sequence
+//! - **Context** what was chosen for the new message (recommended skills, pending
+//!   TODO, memories, the tool-chain review), right before it ([`context_messages`]).
+//!
+//! [`build`] assembles them, stable parts first (a request repeats the previous one as
+//! its prefix; [`window()`] moves L1 in steps for the same reason), trims progressively
+//! when the estimate passes 80% of the input budget ([`TrimStep`], module `trim`), and
+//! always returns a valid sequence
 //! ([`is_valid_sequence`], [`repair_sequence`]).
 //!
 //! Left to others: storing sessions and rings, calling the cheap model for the L3
@@ -28,6 +33,7 @@ mod sequence;
 mod summary;
 pub mod trim;
 mod truncate;
+mod window;
 
 pub use budget::Budget;
 pub use build::{
@@ -45,12 +51,15 @@ pub use sequence::{
     is_valid_sequence, repair_sequence, RepairReport, SequenceError, INTERRUPTED_RESULT,
     MOVED_SYSTEM_PREFIX,
 };
-pub use summary::{summary_messages, SUMMARY_ACK, SUMMARY_HEADER};
+pub use summary::{
+    context_messages, summary_messages, CONTEXT_ACK, CONTEXT_HEADER, SUMMARY_ACK, SUMMARY_HEADER,
+};
 pub use trim::TrimStep;
 pub use truncate::{
     is_placeholder, old_turns_end, omit_old_tool_outputs, omitted_placeholder,
     truncate_tool_output, truncation_marker,
 };
+pub use window::{window, Window};
 
 use serde::{Deserialize, Serialize};
 

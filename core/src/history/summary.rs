@@ -21,6 +21,28 @@ pub const TOOL_CHAIN_SECTION: &str = "##### Recent tool-call chain";
 /// The assistant's acknowledgement after the block, keeping user/assistant alternation.
 pub const SUMMARY_ACK: &str = "OK, understood. I will keep this in mind.";
 
+/// First line of the block of what was selected for the new question (memories, skill
+/// summaries, the open TODO items, the tool-chain review).
+pub const CONTEXT_HEADER: &str =
+    "[Context for the next message — selected for it, not written by the user]";
+
+/// The assistant's acknowledgement after the context block.
+pub const CONTEXT_ACK: &str = "Noted.";
+
+/// The context block and its acknowledgement, or `None` when every block is empty
+/// (after trimming whitespace). It goes after the history, right before the new
+/// message: what changes from question to question sits after what a model server can
+/// reuse from the previous request.
+pub fn context_messages(blocks: &[&str]) -> Option<[Message; 2]> {
+    let mut text = String::new();
+    for block in blocks.iter().map(|b| b.trim()).filter(|b| !b.is_empty()) {
+        text.push_str(if text.is_empty() { CONTEXT_HEADER } else { "" });
+        text.push_str("\n\n");
+        text.push_str(block);
+    }
+    (!text.is_empty()).then(|| [Message::user(text), Message::assistant(CONTEXT_ACK)])
+}
+
 /// The two L3 messages (block + acknowledgement), or `None` when both texts are
 /// empty (after trimming whitespace).
 pub fn summary_messages(semantic: &str, tool_chain: &str) -> Option<[Message; 2]> {
@@ -48,6 +70,7 @@ pub fn summary_messages(semantic: &str, tool_chain: &str) -> Option<[Message; 2]
 mod tests {
     use super::*;
     use crate::history::Role;
+    use alloc::format;
 
     #[test]
     fn block_has_header_sections_and_ack() {
@@ -65,5 +88,21 @@ mod tests {
         let [only, _] = summary_messages(" likes tea ", "").unwrap();
         assert!(only.content.ends_with("conclusions\nlikes tea"));
         assert!(summary_messages("  ", "\n").is_none());
+    }
+
+    #[test]
+    fn context_block_joins_the_non_empty_blocks_under_its_header() {
+        let [block, ack] = context_messages(&["skill: brew", "  ", "likes tea\n"]).unwrap();
+        assert_eq!(block.role, Role::User);
+        assert_eq!(
+            block.content,
+            format!("{CONTEXT_HEADER}\n\nskill: brew\n\nlikes tea")
+        );
+        assert_eq!(
+            (ack.role, ack.content.as_str()),
+            (Role::Assistant, CONTEXT_ACK)
+        );
+        assert!(context_messages(&[" ", "\n"]).is_none());
+        assert!(context_messages(&[]).is_none());
     }
 }

@@ -70,7 +70,9 @@ fn budget_steps(built: &Built) -> Vec<TrimStep> {
 }
 
 #[test]
-fn levels_come_in_order_l0_l3_l2_l1() {
+/// What stays the same from question to question first (system prompt, L3, the
+/// session so far), what was chosen for this question last, right before it.
+fn levels_come_stable_first_and_chosen_for_the_question_last() {
     let l2 = vec![
         L2Entry {
             user: "how to brew green tea".into(),
@@ -89,19 +91,24 @@ fn levels_come_in_order_l0_l3_l2_l1() {
             ..L2Entry::default()
         },
     ];
-    let l1 = vec![Message::user("green tea temperature")];
+    let l1 = vec![
+        Message::user("hello"),
+        Message::assistant("hi"),
+        Message::user("green tea temperature"),
+    ];
     let input = BuildInput {
         system_prompt: "You are Evolve.",
         skills_block: Some("skill: brew"),
         todo_block: Some("  "),
         memory_block: Some("likes green tea"),
         summary: Some("user is a tea lover"),
-        tool_chain_summary: None,
+        tool_chain_summary: Some("read_file worked"),
         l2: &l2,
         l2_keywords: &[],
         query: "green tea temperature",
         l1: &l1,
         budget: budget(HUGE),
+        old_user_turns: None,
     };
     let built = run(&input);
     let got: Vec<(Role, &str)> = built
@@ -109,28 +116,34 @@ fn levels_come_in_order_l0_l3_l2_l1() {
         .iter()
         .map(|m| (m.role, m.content.as_str()))
         .collect();
-    assert_eq!(
-        got[0],
-        (
-            Role::System,
-            "You are Evolve.\n\nskill: brew\n\nlikes green tea"
-        )
-    );
+    assert_eq!(got[0], (Role::System, "You are Evolve."));
     assert_eq!(got[1].0, Role::User);
     assert!(got[1].1.starts_with(SUMMARY_HEADER));
+    assert!(got[1].1.ends_with("user is a tea lover"), "{}", got[1].1);
     assert_eq!(got[2], (Role::Assistant, SUMMARY_ACK));
+    assert_eq!(got[3], (Role::User, "hello"));
+    assert_eq!(got[4], (Role::Assistant, "hi"));
     assert_eq!(
-        got[3],
+        got[5],
         (
             Role::User,
             "[history, in brief — earlier exchanges of this session]\nUser: tea kw1 kw2 kw3 kw4 kw5 kw6 kw7 kw8 kw9 kw10 kw11 kw12 kw13 kw14 kw15 kw16 → Assistant: ok"
         )
     );
-    assert_eq!(got[4], (Role::Assistant, DIGEST_ACK));
-    assert_eq!(got[5], (Role::User, "[history] how to brew green tea"));
-    assert_eq!(got[6], (Role::Assistant, "80 degrees, two minutes"));
-    assert_eq!(got[7], (Role::User, "green tea temperature"));
-    assert_eq!(got.len(), 8);
+    assert_eq!(got[6], (Role::Assistant, DIGEST_ACK));
+    assert_eq!(got[7], (Role::User, "[history] how to brew green tea"));
+    assert_eq!(got[8], (Role::Assistant, "80 degrees, two minutes"));
+    assert_eq!(
+        got[9],
+        (
+            Role::User,
+            "[Context for the next message — selected for it, not written by the user]\n\n\
+             skill: brew\n\nlikes green tea\n\n##### Recent tool-call chain\nread_file worked"
+        )
+    );
+    assert_eq!(got[10], (Role::Assistant, CONTEXT_ACK));
+    assert_eq!(got[11], (Role::User, "green tea temperature"));
+    assert_eq!(got.len(), 12);
     let used: Vec<(usize, Relevance)> = built
         .l2_used
         .iter()

@@ -26,7 +26,8 @@
 //! above the target we go on:
 //!
 //! 6. drop the L3 summary;
-//! 7. drop every L1 turn but the current one (the last user message and what follows);
+//! 7. drop every L1 turn but the current one (the last user message and what follows),
+//!    then the context block chosen for the question (skills, TODO, memories, review);
 //! 8. tea-agent's last resort: cut the final message to its first third;
 //! 9. drop the tool rounds and replies after that user message, oldest first;
 //! 10. cut the system prompt to half the target (or to what the user message leaves,
@@ -106,6 +107,9 @@ pub enum TrimStep {
     },
     /// Step 6: the L3 summary (and its acknowledgement) dropped.
     DroppedSummary,
+    /// Step 7: the context block chosen for the question (skills, TODO, memories, the
+    /// tool-chain review) and its acknowledgement dropped.
+    DroppedContext,
     /// Step 9: assistant replies and tool rounds of the current turn dropped.
     DroppedCurrentRounds {
         /// Messages dropped.
@@ -168,6 +172,8 @@ pub(super) struct Draft<'a> {
     /// Cost of the digest block without its lines (header message + acknowledgement),
     /// counted while at least one digest line is left.
     pub digest_overhead: usize,
+    /// The context block and its acknowledgement, shown before the current turn.
+    pub context: Vec<Item<'a>>,
     pub l1: Vec<Item<'a>>,
     /// Upper bound of the estimate of the rendered history (exact except for the
     /// digest block, see [`L2Part`]).
@@ -185,6 +191,7 @@ impl<'a> Draft<'a> {
             + self.summary.iter().map(|s| s.cost).sum::<usize>()
             + self.l2.iter().map(|p| p.cost).sum::<usize>()
             + if digests { self.digest_overhead } else { 0 }
+            + self.context.iter().map(|s| s.cost).sum::<usize>()
             + self.l1.iter().map(|i| i.cost).sum::<usize>();
     }
 
@@ -346,8 +353,13 @@ pub(super) fn trim(draft: &mut Draft<'_>, target: usize, cfg: &HistoryConfig) ->
         steps.push(TrimStep::DroppedSummary);
     }
 
-    // 7. Every turn but the current one.
+    // 7. Every turn but the current one, then the context chosen for it.
     drop_turns_step(draft, target, 1, &mut steps);
+    if draft.total > target && !draft.context.is_empty() {
+        draft.context.clear();
+        draft.recount();
+        steps.push(TrimStep::DroppedContext);
+    }
 
     // 8. The final message to its first third (tea-agent's last resort). Run after the
     //    summary and the older turns are gone: the user's current message matters more

@@ -9,7 +9,8 @@
 //! which pairs are semantic duplicates ([`embedding_duplicates`]), what is clustered and
 //! summarised by reflection ([`clusters`], [`draft_summary`]), and which priority changes
 //! proposed by a model are allowed ([`adjust_priorities`]), and whose words a learned
-//! memory stands on ([`learned_source`]).
+//! memory stands on ([`learned_source`]), and whether an exchange has anything to learn
+//! from at all ([`nothing_to_learn`]: small talk does not).
 //!
 //! Every memory keeps its source ([`Memory::source`]): one learned from world text (a
 //! page, a file, a tool's output) is information, never a rule — never CRITICAL, never
@@ -37,6 +38,7 @@ mod rank;
 mod record;
 mod select;
 mod summarize;
+mod worth;
 
 #[cfg(test)]
 mod proptests;
@@ -72,6 +74,7 @@ pub use summarize::{
     clusters, demote_summarised, draft_summary, is_summary, summary_memory, Cluster,
     ImportanceChange,
 };
+pub use worth::nothing_to_learn;
 
 use alloc::string::String;
 use alloc::vec;

@@ -4,6 +4,7 @@
 //! have them offered from the next step on; a call of any tool of the turn's catalog is
 //! checked and run as usual, offered in full or not.
 
+use alloc::string::{String, ToString};
 use alloc::vec::Vec;
 
 use crate::text::KeywordSet;
@@ -56,6 +57,21 @@ pub fn choose(input: &OfferInput<'_>) -> Vec<usize> {
     chosen
 }
 
+/// The tools offered in full from now on: those offered before, in the order first
+/// offered, then those of `chosen` not among them, in the order given. A tool once
+/// offered stays offered for the session, so a request's `tools` array begins with the
+/// previous request's (a model server's prompt cache reuses it, the tools coming first
+/// in a chat template). Returns how many were added.
+pub fn grow(offered: &mut Vec<String>, chosen: &[&str]) -> usize {
+    let before = offered.len();
+    for name in chosen {
+        if !offered.iter().any(|o| o == name) {
+            offered.push(name.to_string());
+        }
+    }
+    offered.len() - before
+}
+
 fn shared(a: &KeywordSet, b: &KeywordSet) -> usize {
     crate::text::intersection_len(a.as_slice(), b.as_slice())
 }
@@ -63,6 +79,33 @@ fn shared(a: &KeywordSet, b: &KeywordSet) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use alloc::vec;
+
+    #[test]
+    fn offered_tools_only_grow_and_keep_the_order_first_offered() {
+        // (offered before, chosen now, offered after, added)
+        type Row<'a> = (&'a [&'a str], &'a [&'a str], &'a [&'a str], usize);
+        let table: [Row<'_>; 5] = [
+            (&[], &["shell", "read_file"], &["shell", "read_file"], 2),
+            (&["shell"], &["get_time"], &["shell", "get_time"], 1),
+            (
+                &["shell", "get_time"],
+                &["get_time", "shell"],
+                &["shell", "get_time"],
+                0,
+            ),
+            (&["shell", "get_time"], &[], &["shell", "get_time"], 0),
+            (&["b"], &["a", "b", "a", "c"], &["b", "a", "c"], 2),
+        ];
+        for (before, chosen, after, added) in table {
+            let mut offered: Vec<String> = before.iter().map(|s| s.to_string()).collect();
+            assert_eq!(grow(&mut offered, chosen), added, "{before:?} + {chosen:?}");
+            assert_eq!(offered, after.to_vec(), "{before:?} + {chosen:?}");
+        }
+        let mut offered = vec![];
+        grow(&mut offered, &["x"]);
+        assert_eq!(offered, ["x"]);
+    }
     use crate::text::FallbackTokenizer;
 
     fn kw(text: &str) -> KeywordSet {

@@ -42,8 +42,13 @@ use crate::mcp::elicit::{ElicitReply, Elicitation};
 use crate::store::{ParkedTurn, Session, Waiting};
 use crate::tools::RunAs;
 
-/// Turns whose messages are sent in full (L1); older ones come from the L2 ring.
+/// Turns whose messages are sent in full (L1), the current one included, at least once
+/// the session has as many; older ones come from the L2 ring. L1 moves by
+/// [`L1_STEP`] turns at a time (`history::window`).
 const L1_TURNS: u64 = 6;
+/// Turns by which L1 moves: the history sent stays the same from turn to turn in
+/// between (a model server's prompt cache reuses it).
+const L1_STEP: u64 = 3;
 /// Skill summaries in the prompt, at most.
 const SKILLS_IN_PROMPT: usize = 3;
 /// Characters of the answer the background work gets: each of its agents reads at most
@@ -132,6 +137,8 @@ struct Context {
     todo_block: String,
     recall: Recall,
     l1: Vec<Message>,
+    /// How many of the first user turns of `l1` show placeholders for their tool outputs.
+    old_user_turns: usize,
     l2: Vec<L2Entry>,
     l2_keywords: Vec<KeywordSet>,
     l3: Option<String>,
@@ -554,6 +561,13 @@ impl Manager {
                         ToolAgent.refresh(rt, tools, input.cancel);
                     }
                     let reply = self.call_model(turn, ctx, tools, &step, input, io, timing)?;
+                    // The tools offered stay offered in the session's later turns (a
+                    // sub-turn's are its own).
+                    if let Some(offered) = tools.offered_to_store().filter(|_| !nested) {
+                        if let Err(e) = rt.store.set_offered_tools(sid, &offered) {
+                            log::warn!("the tools offered in session {sid} cannot be kept: {e}");
+                        }
+                    }
                     turn.handle_reply(reply);
                 }
                 Action::CheckCall(call) => {
@@ -723,6 +737,7 @@ impl Manager {
                 l2_keywords: &ctx.l2_keywords,
                 query: turn.question(),
                 l1: &l1,
+                old_user_turns: Some(ctx.old_user_turns),
                 budget: Budget {
                     context_window: rt.config.model.context_window.saturating_sub(schema_tokens),
                     reserved_output: rt.config.model.reserved_output,
@@ -1028,7 +1043,17 @@ impl Manager {
                 tools,
             )
         });
-        let (l1, l2, (l3, tool_chain), system, todo_block) = loaded?;
+        let Loaded {
+            l1,
+            old_user_turns,
+            l2,
+            l3,
+            tool_chain,
+            system,
+            todo_block,
+            offered,
+        } = loaded?;
+        let tools = tools.with_offered(offered);
         let l2_keywords = l2
             .iter()
             .map(|e| entry_keywords(e, &rt.tokenizer))
@@ -1052,6 +1077,7 @@ impl Manager {
             todo_block,
             recall,
             l1,
+            old_user_turns,
             l2,
             l2_keywords,
             l3,
@@ -1261,6 +1287,7 @@ impl Manager {
             todo_block: String::new(),
             recall,
             l1: Vec::new(),
+            old_user_turns: 0,
             l2: Vec::new(),
             l2_keywords: Vec::new(),
             l3: None,
@@ -1271,35 +1298,31 @@ impl Manager {
         Ok((ctx, tools))
     }
 
-    #[allow(clippy::type_complexity)]
     fn load_history(
         &self,
         sid: &str,
         turn_no: u64,
         replaces: Option<u64>,
-    ) -> Result<
-        (
-            Vec<Message>,
-            Vec<L2Entry>,
-            (Option<String>, Option<String>),
-            String,
-            String,
-        ),
-        Error,
-    > {
+    ) -> Result<Loaded, Error> {
         let rt = &*self.rt;
-        let since = turn_no.saturating_sub(L1_TURNS).max(1);
+        let window = history::window(turn_no, L1_TURNS, L1_STEP);
+        let since = window.first_turn;
         // Superseded turns are left out (and have no ring entry); the turn this one
         // replaces is left out too, its entry goes when this turn is stored.
-        let superseded = rt.store.session(sid)?.superseded;
+        let session = rt.store.session(sid)?;
+        let superseded = session.superseded;
         let left_out = |t: u64| superseded.contains(&t) || replaces == Some(t);
-        let l1: Vec<Message> = rt
+        let stored: Vec<_> = rt
             .store
             .messages(sid, since)?
             .into_iter()
             .filter(|m| !left_out(m.turn))
-            .map(|m| m.message)
             .collect();
+        let old_user_turns = stored
+            .iter()
+            .filter(|m| m.turn < window.outputs_from && m.message.role == Role::User)
+            .count();
+        let l1: Vec<Message> = stored.into_iter().map(|m| m.message).collect();
         let l1 = with_answers(l1);
         // The ring's last entries are the turns already in L1 (or replaced): leave
         // them out.
@@ -1319,8 +1342,30 @@ impl Manager {
                 todo_block.push_str(&format!("[ ] {}. {}\n", t.id, t.text));
             }
         }
-        Ok((l1, l2, (l3, tool_chain), system, todo_block))
+        Ok(Loaded {
+            l1,
+            old_user_turns,
+            l2,
+            l3,
+            tool_chain,
+            system,
+            todo_block,
+            offered: session.offered_tools,
+        })
     }
+}
+
+/// What a turn's prompt is built from, as stored.
+struct Loaded {
+    l1: Vec<Message>,
+    old_user_turns: usize,
+    l2: Vec<L2Entry>,
+    l3: Option<String>,
+    tool_chain: Option<String>,
+    system: String,
+    todo_block: String,
+    /// The tools the session has been offered, in the order first offered.
+    offered: Vec<String>,
 }
 
 /// The system prompt: the active version (or the built-in one) and the style notes
@@ -1609,7 +1654,13 @@ impl PostJob {
             )
             .is_some();
         }
-        if rt.config.agent.learn && !self.reply.trim().is_empty() {
+        // Small talk (a greeting, a thanks) teaches nothing: no extraction, no grade.
+        let small_talk =
+            evolve_core::memory::nothing_to_learn(&self.question, self.record.tools.len());
+        if small_talk {
+            log::info!("nothing to learn from small talk: no extraction, no grade");
+        }
+        if rt.config.agent.learn && !self.reply.trim().is_empty() && !small_talk {
             post.memories_saved = MemoryAgent.extract_and_save(
                 rt,
                 &self.question,

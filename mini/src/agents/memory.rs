@@ -427,11 +427,32 @@ pub(super) fn cheap_call(
     problems: &mut Vec<String>,
     cancel: &AtomicBool,
 ) -> Option<String> {
-    cheap_call_sized(rt, system, user, CHEAP_MAX_TOKENS, usage, problems, cancel)
+    cheap_call_sized(
+        rt,
+        system,
+        user,
+        answer_budget(system),
+        usage,
+        problems,
+        cancel,
+    )
 }
 
 /// The answer budget of a cheap-model task: its replies are one small JSON object.
 const CHEAP_MAX_TOKENS: u32 = 512;
+
+/// The answer budget fitted to a task: a title is one line, a grade a number and a
+/// sentence (its reason is kept to 300 characters), a tool-chain review a few lines;
+/// the rest ([`CHEAP_MAX_TOKENS`]) list memories or write summaries. A model that keeps
+/// writing (a small local one) stops there instead of at the answer's reserve.
+fn answer_budget(system: &str) -> u32 {
+    match system {
+        s if s == prompts::TITLE => 64,
+        s if s == prompts::EVALUATE => 160,
+        s if s == prompts::TOOL_CHAIN => 320,
+        _ => CHEAP_MAX_TOKENS,
+    }
+}
 
 /// [`cheap_call`] with its own answer budget, for tasks whose reply grows with the
 /// input (the classification of every tool of an MCP server).

@@ -15,7 +15,7 @@ use evolve_core::permission::{
 };
 use evolve_core::provenance::Provenance;
 use evolve_core::text::KeywordSet;
-use evolve_core::turn::offer::{choose, Candidate, OfferInput};
+use evolve_core::turn::offer::{choose, grow, Candidate, OfferInput};
 use evolve_core::Timestamp;
 
 use super::catalog::{Catalog, Entry};
@@ -44,6 +44,29 @@ pub struct TurnTools {
     cards: Vec<(ToolSpec, KeywordSet)>,
     /// Tools the model asked for with `more_tools` in this turn.
     requested: Vec<String>,
+    /// The tools the session has been offered in full, in the order first offered:
+    /// offered again on every step (a later request then repeats the earlier one's
+    /// tools as its prefix, which a model server's prompt cache reuses).
+    offered: Vec<String>,
+    /// How many of `offered` the session had stored when the turn began.
+    offered_stored: usize,
+}
+
+impl TurnTools {
+    /// Starts from the tools the session has been offered (its stored list).
+    pub fn with_offered(mut self, offered: Vec<String>) -> TurnTools {
+        self.offered_stored = offered.len();
+        self.offered = offered;
+        self
+    }
+
+    /// The session's offered tools when this turn offered new ones (to be stored).
+    pub fn offered_to_store(&mut self) -> Option<Vec<String>> {
+        (self.offered.len() > self.offered_stored).then(|| {
+            self.offered_stored = self.offered.len();
+            self.offered.clone()
+        })
+    }
 }
 
 /// The tool that names the tools not offered in full, and offers those the model asks
@@ -71,6 +94,8 @@ impl ToolAgent {
             generation,
             cards,
             requested: Vec::new(),
+            offered: Vec::new(),
+            offered_stored: 0,
         }
     }
 
@@ -80,8 +105,12 @@ impl ToolAgent {
     pub fn refresh(&self, rt: &Runtime, tools: &mut TurnTools, cancel: &AtomicBool) -> bool {
         if rt.mcp.refresh_changed() || rt.mcp.generation() != tools.generation {
             let requested = std::mem::take(&mut tools.requested);
+            let offered = std::mem::take(&mut tools.offered);
+            let stored = tools.offered_stored;
             *tools = self.for_turn(rt, cancel);
             tools.requested = requested;
+            tools.offered = offered;
+            tools.offered_stored = stored;
             return true;
         }
         false
@@ -133,12 +162,13 @@ impl ToolAgent {
 
     /// The tools one model step carries in full: those the question's words point to
     /// (`[agent] tool_schemas` at most), those in `wanted` (used in the session or the
-    /// turn, forced) and those the model asked for; the rest are named, a line each, by
-    /// [`MORE_TOOLS`]. With `tool_schemas = 0`, every tool.
+    /// turn, forced), those the model asked for, and every tool the session was offered
+    /// before, in the order first offered; the rest are named, a line each, by
+    /// [`MORE_TOOLS`], last. With `tool_schemas = 0`, every tool.
     pub fn offer(
         &self,
         rt: &Runtime,
-        tools: &TurnTools,
+        tools: &mut TurnTools,
         query: &KeywordSet,
         wanted: &[&str],
     ) -> Vec<ToolSpec> {
@@ -156,24 +186,43 @@ impl ToolAgent {
             .collect();
         let mut all_wanted: Vec<&str> = wanted.to_vec();
         all_wanted.extend(tools.requested.iter().map(String::as_str));
-        let chosen = choose(&OfferInput {
+        // The tools the question points to are the same on every step of the turn: what
+        // is wanted besides (called, asked for) does not push others in.
+        let mut chosen = choose(&OfferInput {
             candidates: &candidates,
             query,
-            wanted: &all_wanted,
+            wanted: &[],
             max_relevant: max,
         });
-        let mut offered: Vec<ToolSpec> = chosen.iter().map(|&i| tools.cards[i].0.clone()).collect();
+        for (i, c) in candidates.iter().enumerate() {
+            if all_wanted.contains(&c.name) && !chosen.contains(&i) {
+                chosen.push(i);
+            }
+        }
+        chosen.sort_unstable();
+        let chosen: Vec<&str> = chosen
+            .iter()
+            .map(|&i| tools.cards[i].0.name.as_str())
+            .collect();
+        let mut offered = std::mem::take(&mut tools.offered);
+        grow(&mut offered, &chosen);
+        // A tool the session was offered that is gone now (a server removed) is skipped.
+        let mut specs: Vec<ToolSpec> = offered
+            .iter()
+            .filter_map(|name| tools.cards.iter().find(|(s, _)| &s.name == name))
+            .map(|(s, _)| s.clone())
+            .collect();
         let rest: Vec<&ToolSpec> = tools
             .cards
             .iter()
-            .enumerate()
-            .filter(|(i, _)| !chosen.contains(i))
-            .map(|(_, (s, _))| s)
+            .map(|(s, _)| s)
+            .filter(|s| !offered.contains(&s.name))
             .collect();
         if !rest.is_empty() {
-            offered.push(more_tools_spec(&rest));
+            specs.push(more_tools_spec(&rest));
         }
-        offered
+        tools.offered = offered;
+        specs
     }
 
     /// `more_tools`: the full descriptions of the tools named, offered from the next

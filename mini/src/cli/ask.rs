@@ -44,6 +44,10 @@ pub struct AskCmd {
     /// print the whole turn record as JSON (reply, session, memories, tools, score, usage)
     #[argh(switch)]
     json: bool,
+    /// exit after the answer without waiting for the work after it (title, memories,
+    /// grade); it is then not done for this turn
+    #[argh(switch)]
+    no_wait: bool,
     /// continue this session instead of starting a new one
     #[argh(option)]
     session: Option<String>,
@@ -162,11 +166,14 @@ pub fn run(cmd: AskCmd, profile: &Option<String>) -> Result<(), Error> {
         std::process::exit(130);
     }
     let (mut record, post) = turn?;
-    if cmd.json {
+    // Whether the work after the answer finished before `ask` exits (`--json` says).
+    let mut waited = false;
+    if cmd.json && !cmd.no_wait {
         // The record includes the evaluation and reflection: wait for them (bounded).
         let started = Instant::now();
         match post.recv_timeout(wait) {
             Ok(p) => {
+                waited = true;
                 record.absorb(&p);
                 for problem in &p.problems {
                     log::info!("after the answer: {problem}");
@@ -185,13 +192,18 @@ pub fn run(cmd: AskCmd, profile: &Option<String>) -> Result<(), Error> {
     }
     // The reply is moved out before the record is encoded, so it is held once.
     let reply = std::mem::take(&mut record.reply);
-    let value = serde_json::to_value(&record)
+    let mut value = serde_json::to_value(&record)
         .map_err(|e| Error::Other(format!("cannot encode the turn record: {e}")))?;
+    if let Some(o) = value.as_object_mut() {
+        o.insert("background_waited".into(), serde_json::Value::Bool(waited));
+    }
     let done = Done::from_record(value, Some(reply));
     if !cmd.json {
         // The answer first, then the background work (bounded) before exiting.
         writeln!(std::io::stdout().lock(), "{}", done.reply.trim_end())?;
-        if !manager.flush(wait) {
+        if cmd.no_wait {
+            log::info!("--no-wait: the work after the answer is not done for this turn");
+        } else if !manager.flush(wait) {
             log::warn!(
                 "the background work (memories, evaluation) did not finish within {} s; it is skipped",
                 wait.as_secs()
@@ -347,7 +359,7 @@ fn forward(
         "model": "evolve",
         "messages": [{"role": "user", "content": content}],
         "evolve_yes": cmd.yes,
-        "evolve_wait": cmd.json,
+        "evolve_wait": cmd.json && !cmd.no_wait,
     });
     if let Some(l) = allow {
         body["evolve_allow"] = json!(l.to_string());

@@ -18,6 +18,7 @@ pub(crate) mod sessions;
 mod skills;
 mod style;
 mod tasks;
+mod usage;
 
 use argh::FromArgs;
 
@@ -73,6 +74,7 @@ enum Command {
     Open(open::OpenCmd),
     Config(config::ConfigCmd),
     Doctor(doctor::DoctorCmd),
+    Usage(usage::UsageCmd),
 }
 
 /// Runs the parsed command line.
@@ -99,6 +101,7 @@ pub fn run(args: Evolve) -> Result<(), Error> {
         Some(Command::Open(cmd)) => open::run(cmd, &args.profile),
         Some(Command::Config(cmd)) => config::run(cmd, &args.profile),
         Some(Command::Doctor(cmd)) => doctor::run(cmd, &args.profile),
+        Some(Command::Usage(cmd)) => usage::run(cmd, &args.profile),
         None => Err(Error::Usage("no command given".into())),
     }
 }

@@ -122,6 +122,10 @@ pub struct Session {
     /// The chat this session answers on a channel (`telegram:CHAT`), if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub channel: Option<String>,
+    /// The tools offered to the model in full in this session, in the order first
+    /// offered: offered again in its later turns.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub offered_tools: Vec<String>,
 }
 
 /// Who wrote a session's title.

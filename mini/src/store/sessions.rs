@@ -131,6 +131,7 @@ impl Store {
                 messages: 0,
                 superseded: Vec::new(),
                 channel: None,
+                offered_tools: Vec::new(),
             };
             put_json(&mut table, "sessions", session.id.as_str(), &session)?;
             Ok(session)
@@ -183,6 +184,15 @@ impl Store {
             session.title_from = TitleFrom::Model;
             put_json(&mut txn.open_table(SESSIONS)?, "sessions", id, &session)?;
             Ok(true)
+        })
+    }
+
+    /// Replaces the list of tools the session has been offered in full.
+    pub fn set_offered_tools(&self, id: &str, names: &[String]) -> Result<(), StoreError> {
+        self.write(|txn| {
+            let mut session = existing_session(txn, id)?;
+            session.offered_tools = names.to_vec();
+            put_json(&mut txn.open_table(SESSIONS)?, "sessions", id, &session)
         })
     }
 

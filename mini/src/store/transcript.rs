@@ -219,6 +219,7 @@ pub(crate) mod tests {
                 messages: 4,
                 superseded: Vec::new(),
                 channel: None,
+                offered_tools: Vec::new(),
             },
             messages: vec![
                 msg(0, 1, Message::user("what do my notes say?")),

@@ -147,9 +147,12 @@ impl World {
         std::fs::write(self.config_path(), toml).expect("write config.toml");
     }
 
-    /// The `evolve` command with this world's environment.
+    /// The `evolve` command with this world's environment: the binary this test
+    /// built, or the one `EVOLVE_BIN` names (another build, for before/after figures).
     pub fn command(&self, args: &[&str]) -> Command {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_evolve"));
+        let bin =
+            std::env::var_os("EVOLVE_BIN").unwrap_or_else(|| env!("CARGO_BIN_EXE_evolve").into());
+        let mut cmd = Command::new(bin);
         cmd.args(args)
             .env_clear()
             .env("PATH", std::env::var("PATH").unwrap_or_default())
@@ -271,12 +274,21 @@ pub fn all_text(request: &serde_json::Value) -> String {
         .unwrap_or_default()
 }
 
-/// The system message of a recorded request.
+/// What a recorded request tells the model besides the conversation: its system
+/// message, then the context block chosen for the question (memories, skills, the
+/// tool-chain review), which comes right before the question.
 pub fn system_text(request: &serde_json::Value) -> String {
-    request["messages"][0]["content"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string()
+    let messages = request["messages"].as_array().cloned().unwrap_or_default();
+    let content = |m: &serde_json::Value| m["content"].as_str().unwrap_or_default().to_string();
+    let mut text = messages.first().map(content).unwrap_or_default();
+    for m in &messages[1.min(messages.len())..] {
+        let c = content(m);
+        if c.starts_with(evolve_core::history::CONTEXT_HEADER) {
+            text.push_str("\n\n");
+            text.push_str(&c);
+        }
+    }
+    text
 }
 
 /// Whether a path exists.

@@ -1325,6 +1325,18 @@ const newSkill = guard(async () => {
 
 const LEVELS = ['L0', 'L1', 'L2', 'L3', 'L4', 'L5', 'auto'];
 
+/** Where a tool and its level come from, in words: "built-in", or "MCP" and how its level
+ * was set (the explanation in the title; a level nobody set is said to be treated as L4). */
+function toolSource(x) {
+  const out = [tOr('src_' + x.source, x.source)];
+  if (x.origin && x.origin !== 'builtin') {
+    const o = h('span', 'origin', ' · ' + tOr('origin_' + x.origin, x.origin));
+    o.title = tOr('originHint_' + x.origin, '');
+    out.push(o);
+  }
+  return out;
+}
+
 async function loadTools() {
   const [tools, mcp] = await Promise.all([api('GET', '/v1/tools'), api('GET', '/v1/mcp')]);
   const tb = $('#tools-table');
@@ -1334,9 +1346,10 @@ async function loadTools() {
   const body = tb.appendChild(h('tbody'));
   for (const x of tools.data || []) {
     const tr = body.appendChild(h('tr'));
-    tr.append(h('td')); tr.lastChild.append(h('code', null, x.name));
-    tr.append(h('td')); tr.lastChild.append(lvl(x.level));
-    tr.append(h('td', null, [x.source, x.origin].filter(Boolean).join(' · ')), h('td', null, x.description || ''));
+    tr.append(h('td', 'nowrap')); tr.lastChild.append(h('code', null, x.name));
+    tr.append(h('td', 'nowrap')); tr.lastChild.append(lvl(x.level));
+    tr.append(h('td', 'nowrap'), h('td', 'desc', x.description || ''));
+    tr.children[2].append(...toolSource(x));
     if (x.changed) tr.lastChild.prepend(h('small', 'warn', t('defChanged', x.changed.what) + ' '));
   }
   const box = $('#mcp-list');
@@ -1390,7 +1403,9 @@ async function loadTools() {
     for (const tool of s.tools || []) {
       const full = tool.name.includes('__') ? tool.name : `${s.name}__${tool.name}`;
       const li = ul.appendChild(h('li', 'row'));
-      li.append(h('code', null, full.slice(s.name.length + 2)), h('small', 'mut', tool.origin || ''));
+      const origin = h('small', 'mut', tOr('origin_' + tool.origin, tool.origin || ''));
+      origin.title = tOr('originHint_' + tool.origin, '');
+      li.append(h('code', null, full.slice(s.name.length + 2)), origin);
       li.title = tool.description || '';
       // Its definition replaced another: what changed, and that what was allowed is gone.
       if (tool.changed) {
@@ -1719,17 +1734,18 @@ async function loadPrompt(shown) {
   const { data } = await api('GET', '/v1/prompt'), tb = $('#prompt-table');
   tb.replaceChildren();
   const head = tb.appendChild(h('thead')).appendChild(h('tr'));
-  for (const k of ['version', 'source', 'created', 'description', '']) head.append(k ? ht('th', null, k) : h('th'));
+  for (const k of ['version', 'source', 'created', 'description', 'actions']) head.append(k === 'actions' ? h('th').appendChild(ht('span', 'vh', k)).parentNode : ht('th', null, k));
   const body = tb.appendChild(h('tbody'));
   for (const v of data || []) {
     const tr = body.appendChild(h('tr'));
     tr.dataset.testid = 'prompt-version';
     tr.dataset.version = v.version;
-    tr.append(h('td', null, String(v.version)));
+    tr.append(h('td', 'nowrap', String(v.version)));
     tr.lastChild.append(...(v.active ? [' ', ht('span', 'badge good', 'active')] : []));
-    tr.append(h('td', null, v.source), h('td', null, v.created || t('builtIn')),
-      h('td', null, `${v.first_line.slice(0, 90)}${v.first_line.length > 90 ? '…' : ''} (${t('chars', v.chars)})`));
-    const td = tr.appendChild(h('td')).appendChild(h('div', 'row'));
+    tr.append(h('td', 'nowrap', tOr('psrc_' + v.source, v.source)),
+      h('td', 'nowrap', v.created || t('builtIn')),
+      h('td', 'desc', `${v.first_line.slice(0, 90)}${v.first_line.length > 90 ? '…' : ''} (${t('chars', v.chars)})`));
+    const td = tr.appendChild(h('td', 'nowrap')).appendChild(h('div', 'row'));
     td.append(btn('', 'link', guard(() => showPrompt(v.version)), 'view'));
     if (!v.active) td.append(btn('', null, guard(async () => {
       await api('POST', `/v1/prompt/${v.version}/activate`);

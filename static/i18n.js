@@ -5,6 +5,13 @@
 'use strict';
 const I18N = {
   en: {
+    src_builtin: 'built-in', src_mcp: 'MCP', origin_useroverride: 'set by you', origin_classifier: 'classified',
+    origin_annotations: 'read-only (server)', origin_floor: 'minimum level', origin_unclassified: 'not classified yet',
+    originHint_useroverride: 'You set this level.', originHint_classifier: 'The cheap model classified this tool from its description.',
+    originHint_annotations: 'The server marks this tool read-only and is trusted: level lowered to L2.',
+    originHint_floor: 'The classifier said lower, but a tool of this kind never goes below this level.',
+    originHint_unclassified: 'Nothing is known about this tool yet, so it is treated as high risk (L4, asked twice). Set a level in its server\'s card to change that.',
+    psrc_default: 'built-in', psrc_set: 'set by you', psrc_evolved: 'evolved', psrc_rollback: 'rolled back', psrc_other: 'other', actions: 'Actions',
     newChat: 'New chat', nav_chat: 'Chat', nav_memory: 'Memory', nav_skills: 'Skills',
     nav_tools: 'Tools', nav_search: 'Search', filterSessions: 'Filter chats', profile: 'Profile',
     theme: 'Switch light/dark theme', menu: 'Menu', export: 'Export', exportMd: 'Markdown',
@@ -100,6 +107,13 @@ const I18N = {
     clearStyle: 'Forget all {0} style notes?', styleChanged: 'The style notes changed meanwhile; here they are again',
   },
   zh: {
+    src_builtin: '内置', src_mcp: 'MCP', origin_useroverride: '你设定的', origin_classifier: '已分类',
+    origin_annotations: '只读（服务声明）', origin_floor: '最低级别', origin_unclassified: '尚未分类',
+    originHint_useroverride: '这个级别是你设定的。', originHint_classifier: '由辅助模型根据工具说明分类。',
+    originHint_annotations: '服务声明这个工具只读，且该服务受信任：级别降为 L2。',
+    originHint_floor: '分类结果更低，但这类工具不会低于这个级别。',
+    originHint_unclassified: '对这个工具还一无所知，所以按高风险处理（L4，需确认两次）。可在它所在服务的卡片里设定级别。',
+    psrc_default: '内置', psrc_set: '你设定的', psrc_evolved: '进化得到', psrc_rollback: '回退', psrc_other: '其他', actions: '操作',
     newChat: '新对话', nav_chat: '对话', nav_memory: '记忆', nav_skills: '技能', nav_tools: '工具',
     nav_search: '搜索', filterSessions: '筛选对话', profile: '配置', theme: '切换浅色/深色',
     menu: '菜单', export: '导出', exportMd: 'Markdown', exportHtml: 'HTML', exportJson: 'JSON',
@@ -196,6 +210,9 @@ const store = {
   set: (k, v) => { try { localStorage.setItem(k, v); } catch { /* private mode: not kept */ } },
 };
 let LANG = store.get('evolve.lang') || (/^zh/i.test(navigator.language || '') ? 'zh' : 'en');
+
+/** The translation of `key` when there is one, else `raw` (a word from the server). */
+const tOr = (key, raw) => key in I18N.en ? t(key) : raw;
 
 function t(key, ...args) {
   const s = I18N[LANG][key] ?? I18N.en[key] ?? key;

@@ -13,7 +13,8 @@
 # 127.0.0.1 is connected to), runs tests/browser/ui.test.mjs — which signs in to the
 # first with the link serve printed, as a user does — and stops them all. Exits non-zero when a case
 # fails.
-# BROWSER_SHOTS=DIR keeps a screenshot of each case there.
+# BROWSER_SHOTS=DIR keeps a screenshot of each case there; BROWSER_ONLY=REGEX runs only the
+# cases whose name matches (those that open a page of their own).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"

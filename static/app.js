@@ -5,7 +5,8 @@
 'use strict';
 const $ = s => document.querySelector(s);
 const enc = encodeURIComponent;
-const S = { session: null, sessions: [], busy: null, perms: [], perm: null, view: 'chat', pendingList: [], shown: 0, images: [], files: [] };
+const S = { session: null, sessions: [], busy: null, perms: [], perm: null, view: 'chat', pendingList: [], shown: 0, images: [], files: [],
+  runs: new Map() }; // runs: session id → its answer still coming in (shown or in the background)
 
 // ---------------------------------------------------------------- API and errors
 async function errText(r) {
@@ -211,10 +212,19 @@ async function loadSessions() {
   const [list, tasks] = await Promise.all([api('GET', '/v1/sessions'),
     api('GET', '/v1/tasks').catch(() => ({ data: [] }))]);
   S.sessions = list.data || [];
+  liveSessions();
   // The chats of scheduled tasks are grouped apart (a task adds a turn every run).
   S.taskSessions = new Set((tasks.data || []).map(x => x.session));
   renderSessions();
   setTitle();
+}
+
+/** A chat whose first answer is still coming in is not stored yet: it is listed from
+ * its question until the server lists it. */
+function liveSessions() {
+  for (const r of S.runs.values()) {
+    if (!S.sessions.some(s => s.id === r.session)) S.sessions.unshift({ id: r.session, title: r.title, updated_at: r.started });
+  }
 }
 
 function renderSessions() {
@@ -233,7 +243,12 @@ function renderSessions() {
     const open = li.appendChild(btn('', 'open', () => openSession(s.id)));
     open.append(h('span', 'ttl', title));
     open.title = title;
-    open.append(h('small', null, ago(s.updated_at)));
+    const run = S.runs.get(s.id);
+    if (run) {
+      // Still answering, or waiting for a permission answer: said instead of the date.
+      const live = open.appendChild(ht('small', 'live' + (run.perm ? ' ask' : ''), run.perm ? 'liveWaiting' : 'liveAnswering'));
+      live.dataset.testid = 'session-live';
+    } else open.append(h('small', null, ago(s.updated_at)));
     const r = li.appendChild(btn('✎', 'icon', () => renameSession(s)));
     const d = li.appendChild(btn('✕', 'icon', () => deleteSession(s)));
     r.title = t('rename');
@@ -263,6 +278,24 @@ const deleteSession = guard(async s => {
   await loadSessions();
   toast(t('deleted'), 'ok');
 });
+
+/** Shows a running answer of the chat just opened again: its question and the answer so
+ * far (which kept growing in the background), Stop, and a permission question it waits on. */
+function rejoin(run) {
+  if (!run || S.busy) return;
+  const box = $('#messages');
+  emptyState.remove();
+  // The turn may have been stored meanwhile: its live copy replaces the stored one.
+  for (const el of [...box.children]) if (el.dataset.turn === String(run.n)) el.remove();
+  box.append(run.u, run.a.el);
+  run.attached = true;
+  S.run = run;
+  S.busy = run.ctl;
+  busy(true);
+  actions();
+  box.scrollTop = box.scrollHeight;
+  if (run.perm) permAsk(run.perm);
+}
 
 /** Leaves a running answer to finish in the background (see `send`). */
 function detach() {
@@ -302,6 +335,7 @@ const openSession = guard(async id => {
   }
   if (S.session !== id) return;
   renderHistory(data || {});
+  rejoin(S.runs.get(id));
   await checkPending();
   await loadGrants();
 });
@@ -770,11 +804,19 @@ async function send(text, replace = null, images = []) {
   const ctl = new AbortController();
   // The running answer. Opening another chat detaches it: it goes on in the background
   // (the server stores it) without touching the chat now shown.
-  const run = { ctl, session: S.session, attached: true };
+  const run = { ctl, session: S.session, attached: true, u, a, n, perm: null,
+    title: text.split('\n').find(l => l.trim()) || text, started: Date.now() / 1000 };
   S.busy = ctl;
   S.run = run;
   busy(true);
-  const here = id => { if (!id) return; if (run.attached) setSession(id); run.session = id; };
+  // The chat is listed (and can be come back to) from the moment the server names it.
+  const here = id => {
+    if (!id) return;
+    run.session = id;
+    S.runs.set(id, run);
+    liveSessions();
+    if (run.attached) setSession(id); else renderSessions();
+  };
   let acc = '', raf = 0, rec = null, done = false, reverted = false;
   const paint = () => { raf = 0; a.text = acc; a.body.replaceChildren(md(acc)); scrollEnd(); };
   actions();
@@ -818,7 +860,12 @@ async function send(text, replace = null, images = []) {
         const card = [...a.tools.children].find(c => !c.dataset.done && c.querySelector('code').textContent === j.name) ||
           a.tools.appendChild(toolCard(j));
         settleCard(card, j, j.output);
-      } else if (ev === 'evolve.permission') { if (run.attached) permAsk(j); }
+      } else if (ev === 'evolve.permission') {
+        // Asked here, or kept until the chat is opened again; the sidebar says it waits.
+        run.perm = j;
+        renderSessions();
+        if (run.attached) permAsk(j);
+      }
       else if (ev === 'evolve.notice') {
         // Before a question: why it is asked (an MCP tool redefined since it was allowed).
         const note = h('p', 'warn', j.text || '');
@@ -828,7 +875,7 @@ async function send(text, replace = null, images = []) {
       }
       else if (ev === 'evolve.turn') {
         rec = j;
-        if (j.turn) { n = j.turn; u.dataset.turn = a.el.dataset.turn = n; }
+        if (j.turn) { n = run.n = j.turn; u.dataset.turn = a.el.dataset.turn = n; }
       }
       else if (ev === 'evolve.error') throw new Error((j.error && j.error.message) || t('errTurn'));
     }
@@ -851,6 +898,7 @@ async function send(text, replace = null, images = []) {
     cancelAnimationFrame(raf);
     paint();
     a.el.classList.remove('streaming');
+    if (S.runs.get(run.session) === run) S.runs.delete(run.session);
     if (!run.attached) {
       // Done in the background: refresh the list, and the chat if it is the one shown.
       guard(async () => {
@@ -934,6 +982,8 @@ async function permAnswer(answer) {
     return;
   }
   S.perms = S.perms.filter(p => p !== ev);
+  const run = S.runs.get(ev.session);
+  if (run && run.perm && run.perm.call.id === ev.call.id) { run.perm = null; renderSessions(); }
   // A call parked on the session (no stream waits for it): the server returns its
   // next question (the second of an L4 call) itself.
   if (r && r.pending) return permShow({ session: ev.session, call: r.pending });

@@ -5,6 +5,7 @@
 'use strict';
 const I18N = {
   en: {
+    liveAnswering: 'answering…', liveWaiting: 'waiting for your answer',
     src_builtin: 'built-in', src_mcp: 'MCP', origin_useroverride: 'set by you', origin_classifier: 'classified',
     origin_annotations: 'read-only (server)', origin_floor: 'minimum level', origin_unclassified: 'not classified yet',
     originHint_useroverride: 'You set this level.', originHint_classifier: 'The cheap model classified this tool from its description.',
@@ -107,6 +108,7 @@ const I18N = {
     clearStyle: 'Forget all {0} style notes?', styleChanged: 'The style notes changed meanwhile; here they are again',
   },
   zh: {
+    liveAnswering: '回答中…', liveWaiting: '等你确认',
     src_builtin: '内置', src_mcp: 'MCP', origin_useroverride: '你设定的', origin_classifier: '已分类',
     origin_annotations: '只读（服务声明）', origin_floor: '最低级别', origin_unclassified: '尚未分类',
     originHint_useroverride: '这个级别是你设定的。', originHint_classifier: '由辅助模型根据工具说明分类。',

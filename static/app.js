@@ -30,8 +30,11 @@ async function req(method, path, body, signal) {
     });
   } catch (e) {
     if (e.name === 'AbortError') throw e;
-    throw new Error(t('errNetwork', e.message));
+    // Not an error of this request: the server is gone (stopped, restarting). Said once,
+    // in the page, with Retry (see `offline`), never as a toast per request.
+    throw Object.assign(new Error(t('errNetwork', e.message)), { offline: true });
   }
+  offline(false);
   if (r.status === 401) {
     location.href = '/login';
     throw new Error(t('errAuth'));
@@ -44,8 +47,33 @@ const api = async (method, path, body) => {
   return r.status === 204 ? null : r.json();
 };
 
+/** Whether the Evolve server answers: when it does not, one notice at the top of the page
+ * says so, with Retry (which reads the chats, the model's state and the page again). */
+function offline(down) {
+  const box = $('#offline');
+  if (!box || box.hidden === !down) return;
+  box.hidden = !down;
+  if (down) {
+    $('#offline-where').textContent = t('offlineWhere', location.host);
+    for (const x of $('#toasts').querySelectorAll('.toast.error')) x.remove();
+  }
+}
+async function retryServer() {
+  $('#offline-retry').disabled = true;
+  try {
+    await api('GET', '/v1/config');
+    offline(false);
+    await loadSessions();
+    loadView();
+    checkModel();
+  } catch (e) { problem(e); } finally { $('#offline-retry').disabled = false; }
+}
+
 function toast(msg, kind = 'error') {
-  const box = $('#toasts'), el = h('div', 'toast ' + kind);
+  const box = $('#toasts');
+  // The same message twice is one toast (shown again for its full time).
+  for (const old of box.children) if (old.firstChild.textContent === msg) old.remove();
+  const el = h('div', 'toast ' + kind);
   el.setAttribute('role', kind === 'error' ? 'alert' : 'status');
   el.dataset.testid = 'toast';
   el.append(h('span', null, msg));
@@ -63,8 +91,13 @@ function toast(msg, kind = 'error') {
 }
 /** Wraps an async handler: a failure becomes a toast, never silence. */
 const guard = fn => async (...a) => {
-  try { return await fn(...a); } catch (e) { if (e.name !== 'AbortError') toast(e.message); }
+  try { return await fn(...a); } catch (e) { problem(e); }
 };
+/** A failure shown: the server gone is the notice at the top; anything else a toast. */
+function problem(e) {
+  if (e.name === 'AbortError') return;
+  if (e.offline) offline(true); else toast(e.message);
+}
 
 /** Like `guard`, for a form: the server's 400 is shown next to the field it names
  * (`data-field` words; else the first field), not only as a toast. */
@@ -72,7 +105,7 @@ const formGuard = fn => async e => {
   const form = e.target.closest('form');
   clearFieldErrors(form);
   try { return await fn(e); } catch (err) {
-    if (err.status !== 400 || !form) return toast(err.message);
+    if (err.status !== 400 || !form) return problem(err);
     const fields = [...form.querySelectorAll('[data-field]')];
     const f = fields.find(x => new RegExp(`\\b(${x.dataset.field})\\b`, 'i').test(err.message)) || fields[0];
     if (!f) return toast(err.message);
@@ -140,6 +173,8 @@ function drawer(open) { document.body.classList.toggle('drawer', open); }
 
 function show(view) {
   S.view = view;
+  // An error said about the page left behind does not follow into the next one.
+  for (const x of $('#toasts').querySelectorAll('.toast.error')) x.remove();
   for (const v of document.querySelectorAll('.view')) v.hidden = v.id !== 'view-' + view;
   for (const b of document.querySelectorAll('#nav button')) {
     b.classList.toggle('on', b.dataset.view === view);
@@ -212,6 +247,7 @@ async function loadSessions() {
   const [list, tasks] = await Promise.all([api('GET', '/v1/sessions'),
     api('GET', '/v1/tasks').catch(() => ({ data: [] }))]);
   S.sessions = list.data || [];
+  S.listed = true;
   liveSessions();
   // The chats of scheduled tasks are grouped apart (a task adds a turn every run).
   S.taskSessions = new Set((tasks.data || []).map(x => x.session));
@@ -261,7 +297,7 @@ function renderSessions() {
     group.append(h('summary', null, t('taskChats', inner.children.length)), inner);
     top.appendChild(h('li', 'group')).append(group);
   }
-  if (!top.children.length) top.append(h('li', 'mut pad', t(S.sessions.length ? 'noMatch' : 'noSessions')));
+  if (!top.children.length) top.append(h('li', 'mut pad', t(!S.listed ? 'loading' : S.sessions.length ? 'noMatch' : 'noSessions')));
 }
 
 const renameSession = guard(async s => {
@@ -571,6 +607,7 @@ function failNote(el, why, stopped) {
   b.type = 'button';
   b.dataset.testid = 'retry';
   b.onclick = () => redo(el.dataset.turn);
+  return p;
 }
 
 /** Copy on every message; Edit on the last question and Regenerate on the last answer. */
@@ -891,8 +928,16 @@ async function send(text, replace = null, images = []) {
       reverted = true;
       toast(e.message);
     } else {
-      failNote(a.el, e.message);
-      toast(e.message);
+      // Said once, under the answer (with Retry); a toast only when the chat is not shown.
+      const note = failNote(a.el, e.message);
+      if (!run.attached) toast(e.message);
+      else if (!e.offline) {
+        // The model may have gone down since the page opened: the banner says so again,
+        // and the note points at it instead of repeating it.
+        checkModel().then(() => {
+          if (modelState && !modelState.reachable) note.firstChild.textContent = t('notAnsweredModelDown');
+        });
+      } else offline(true);
     }
   } finally {
     cancelAnimationFrame(raf);
@@ -1634,7 +1679,7 @@ const switchProfile = guard(async () => {
 // the error, and how to fix it.
 let modelState = null;
 async function checkModel() {
-  try { modelState = await api('GET', '/v1/settings/model'); } catch (e) { return; }
+  try { modelState = await api('GET', '/v1/settings/model'); } catch (e) { if (e.offline) offline(true); return; }
   renderModel();
 }
 
@@ -1981,6 +2026,7 @@ function init() {
   guard(loadConfig)();
   checkModel();
   $('#model-recheck').onclick = checkModel;
+  $('#offline-retry').onclick = retryServer;
   input.focus();
 }
 

@@ -5,6 +5,8 @@
 'use strict';
 const I18N = {
   en: {
+    offlineTitle: 'Cannot reach Evolve', offlineWhere: 'The Evolve server at {0} does not answer: it may have stopped or be restarting. Nothing is lost; Retry once it runs again.',
+    notAnsweredModelDown: 'Not answered: the model server does not answer (see above).',
     liveAnswering: 'answering…', liveWaiting: 'waiting for your answer',
     src_builtin: 'built-in', src_mcp: 'MCP', origin_useroverride: 'set by you', origin_classifier: 'classified',
     origin_annotations: 'read-only (server)', origin_floor: 'minimum level', origin_unclassified: 'not classified yet',
@@ -108,6 +110,8 @@ const I18N = {
     clearStyle: 'Forget all {0} style notes?', styleChanged: 'The style notes changed meanwhile; here they are again',
   },
   zh: {
+    offlineTitle: '无法连接 Evolve', offlineWhere: '{0} 上的 Evolve 服务没有响应：它可能已停止或正在重启。数据没有丢失；它恢复运行后点“重试”。',
+    notAnsweredModelDown: '没有回答：模型服务没有响应（见上方）。',
     liveAnswering: '回答中…', liveWaiting: '等你确认',
     src_builtin: '内置', src_mcp: 'MCP', origin_useroverride: '你设定的', origin_classifier: '已分类',
     origin_annotations: '只读（服务声明）', origin_floor: '最低级别', origin_unclassified: '尚未分类',

@@ -197,11 +197,34 @@ async function open(options = {}) {
   page.on('console', m => {
     if (m.type() === 'error' && !/status of 40[49]/.test(m.text())) page.seen.errors.push(`console: ${m.text()}`);
   });
+  lastOpened = page;
   await signIn(page, LOGIN);
   await page.waitForSelector('#sessions li');
-  lastOpened = page;
   return page;
 }
+
+const WIDTHS = [{ width: 1280, height: 800 }, { width: 390, height: 844 }];
+const shot = async (page, name) => {
+  if (SHOTS) await page.screenshot({ path: path.join(SHOTS, `${name}.png`) }).catch(() => {});
+};
+/** The words of `sel`'s table cells that the layout broke across lines ("get_t / ime"). */
+const brokenWords = (page, sel) => page.evaluate(s => {
+  const out = [];
+  for (const cell of document.querySelectorAll(`${s} td, ${s} th`)) {
+    const walk = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT);
+    for (let n = walk.nextNode(); n; n = walk.nextNode()) {
+      // A word: Latin letters, digits and _ (Chinese text and punctuation may break anywhere).
+      for (const m of n.data.matchAll(/[A-Za-z0-9_]+/g)) {
+        const r = document.createRange();
+        r.setStart(n, m.index);
+        r.setEnd(n, m.index + m[0].length);
+        const tops = new Set([...r.getClientRects()].filter(x => x.width > 0).map(x => Math.round(x.top)));
+        if (tops.size > 1) out.push(m[0]);
+      }
+    }
+  }
+  return out;
+}, sel);
 
 const lastAnswer = page => page.locator('[data-testid=msg-assistant]').last();
 async function send(page, text) {
@@ -224,6 +247,7 @@ async function test(name, fn) {
     console.log(`ok - ${name}`);
   } catch (e) {
     results.push(false);
+    if (lastOpened && lastOpened.seen && lastOpened.seen.errors.length) console.log(`    page errors: ${[...new Set(lastOpened.seen.errors)].slice(0, 3).join(' | ')}`);
     if (SHOTS && lastOpened && !lastOpened.isClosed()) await lastOpened.screenshot({ path: path.join(SHOTS, `fail-${results.length}.png`) }).catch(() => {});
     console.log(`FAIL - ${name}\n    ${(e.stack || String(e)).split('\n').slice(0, e instanceof Fail ? 1 : 6).join('\n    ')}`);
   }
@@ -434,13 +458,13 @@ await test('stop: the Stop button ends a streaming answer', async () => {
   await lastAnswer(main).locator('.body', { hasText: 'Still here after the stop.' }).waitFor();
 });
 
-await test('a failing model: the error shows in the answer and as an alert, and chatting goes on', async () => {
+await test('a failing model: the error shows once, in the answer (no toast repeating it), and chatting goes on', async () => {
   await send(main, 'This one fails');
   await idle(main);
   const err = lastAnswer(main).locator('.err');
   await err.waitFor();
   check((await err.textContent()).includes('the fake model broke'), `the model's message is shown: ${await err.textContent()}`);
-  check((await main.locator('[data-testid=toast].error').last().textContent()).includes('the fake model broke'), 'an alert says it too');
+  eq(await main.locator('[data-testid=toast]', { hasText: 'the fake model broke' }).count(), 0, 'toasts repeating it');
 });
 
 await test('after a reload the stopped and the failed turn are still there, and Retry asks the failed question again', async () => {
@@ -1184,6 +1208,90 @@ await test('a model server that is not there is named on page load, with the fix
   await ctx.close();
 });
 
+await test('one error once: on a server without a model a message fails under the answer with Retry, the banner says why, no toast covers it or follows into Settings (1280 and 390 px)', async () => {
+  for (const viewport of WIDTHS) {
+    const ctx = await browser.newContext({ locale: 'en-US', viewport });
+    const page = await ctx.newPage();
+    lastOpened = page;
+    await signIn(page, process.env.EVOLVE_DEAD_LOGIN);
+    const banner = page.locator('#model-banner');
+    await banner.waitFor({ state: 'visible' });
+    await send(page, `Hello without a model (${viewport.width})`);
+    await idle(page);
+    const note = lastAnswer(page).locator('[data-testid=turn-failed]');
+    await note.waitFor();
+    await until(async () => /see above/.test(await note.textContent()), 'the note points at the banner');
+    const retry = note.locator('[data-testid=retry]');
+    check(await retry.isVisible(), 'Retry under the answer');
+    eq(await page.locator('[data-testid=toast]').count(), 0, 'toasts');
+    // The error's cause is said once on the page (in the banner).
+    const said = await page.evaluate(() => (document.body.innerText.match(/connection refused/gi) || []).length);
+    eq(said, 1, '"connection refused" on the page');
+    // Nothing lies over Retry: it is what a click there reaches.
+    const box = await retry.boundingBox();
+    eq(await page.evaluate(([x, y]) => document.elementFromPoint(x, y)?.dataset.testid, [box.x + box.width / 2, box.y + box.height / 2]), 'retry', 'what is at Retry\'s place');
+    await shot(page, `one-error-${viewport.width}`);
+    await page.click('#model-settings');
+    await page.locator('#set-form').waitFor();
+    eq(await page.locator('[data-testid=toast].error').count(), 0, 'error toasts in Settings');
+    await ctx.close();
+  }
+});
+
+await test('the model going down after the page opened brings its banner back with the next failed message', async () => {
+  const ctx = await browser.newContext({ locale: 'en-US', viewport: { width: 1280, height: 800 } });
+  const page = await ctx.newPage();
+  lastOpened = page;
+  // The page opens while the model still answered (the check's answer from before).
+  const up = route => route.fulfill({ status: 200, contentType: 'application/json', body: JSON.stringify({ reachable: true, served: true, models: ['fake-main'], base_url: 'http://127.0.0.1:9/v1', model: 'fake-main' }) });
+  await page.route('**/v1/settings/model', up);
+  await signIn(page, process.env.EVOLVE_DEAD_LOGIN);
+  await page.waitForSelector('#sessions li');
+  await page.waitForTimeout(300);
+  check(await page.locator('#model-banner').isHidden(), 'no banner while the model answered');
+  await page.unroute('**/v1/settings/model', up);
+  await send(page, 'Hello after the model went down');
+  await idle(page);
+  await page.locator('#model-banner').waitFor({ state: 'visible' });
+  check(/does not answer/.test(await page.textContent('#model-banner')), 'the banner says the model does not answer');
+  await ctx.close();
+});
+
+await test('the Evolve server gone: one "Cannot reach Evolve" notice with Retry in the page, no list emptied, no toasts; Retry brings the page back (1280 and 390 px)', async () => {
+  for (const viewport of WIDTHS) {
+    const page = await open({ viewport });
+    const mem = await api('POST', '/v1/memory', { content: `A memory that must not vanish (${viewport.width})` });
+    await page.evaluate(() => show('memory'));
+    const item = page.locator('[data-testid=memory-item]', { hasText: 'must not vanish' });
+    await item.first().waitFor();
+    // Every request to the server fails as a stopped server's do (the page itself is cached).
+    const gone = route => route.abort('connectionrefused');
+    const toServer = u => u.pathname.startsWith('/v1/') || u.pathname === '/health';
+    await page.route(toServer, gone);
+    await page.evaluate(() => show('memory'));
+    const notice = page.locator('[data-testid=offline]');
+    await notice.waitFor();
+    check((await notice.textContent()).includes('Cannot reach Evolve'), `the notice: ${await notice.textContent()}`);
+    check(await notice.locator('#offline-retry').isVisible(), 'Retry in the notice');
+    eq(await page.locator('[data-testid=toast]').count(), 0, 'toasts');
+    check(await item.first().isVisible(), 'the memories shown stay shown');
+    await shot(page, `offline-${viewport.width}`);
+    // A reload while it is gone: the page says so instead of "No chats yet".
+    await page.reload();
+    await notice.waitFor();
+    check(!(await page.textContent('#sessions')).includes('No chats yet'), 'the chat list does not claim there are no chats');
+    eq(await page.locator('[data-testid=toast]').count(), 0, 'toasts after a reload');
+    await page.unroute(toServer, gone);
+    await page.click('#offline-retry');
+    await notice.waitFor({ state: 'hidden' });
+    await until(async () => !(await page.textContent('#sessions')).includes('Loading'), 'the chat list is read again');
+    await page.evaluate(() => show('memory'));
+    await item.first().waitFor();
+    await api('DELETE', `/v1/memory/${mem.json.id}`);
+    await page.context().close();
+  }
+});
+
 await test('another chat can be opened while an answer streams; the answer finishes in the background', async () => {
   await main.click('#nav [data-view=chat]');
   await main.click('#new-chat');
@@ -1460,29 +1568,6 @@ await test('after a file was read, a call sending data no one gave is asked, sho
 });
 
 // ---------------------------------------------------------------- daily use (readability, live chats, errors)
-const WIDTHS = [{ width: 1280, height: 800 }, { width: 390, height: 844 }];
-const shot = async (page, name) => {
-  if (SHOTS) await page.screenshot({ path: path.join(SHOTS, `${name}.png`) }).catch(() => {});
-};
-/** The words of `sel`'s table cells that the layout broke across lines ("get_t / ime"). */
-const brokenWords = (page, sel) => page.evaluate(s => {
-  const out = [];
-  for (const cell of document.querySelectorAll(`${s} td, ${s} th`)) {
-    const walk = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT);
-    for (let n = walk.nextNode(); n; n = walk.nextNode()) {
-      // A word: Latin letters, digits and _ (Chinese text and punctuation may break anywhere).
-      for (const m of n.data.matchAll(/[A-Za-z0-9_]+/g)) {
-        const r = document.createRange();
-        r.setStart(n, m.index);
-        r.setEnd(n, m.index + m[0].length);
-        const tops = new Set([...r.getClientRects()].filter(x => x.width > 0).map(x => Math.round(x.top)));
-        if (tops.size > 1) out.push(m[0]);
-      }
-    }
-  }
-  return out;
-}, sel);
-
 await test('tables keep their words whole: Tools, Prompt and an answer\'s table at 1280 and 390 px (en/中文)', async () => {
   for (const viewport of WIDTHS) {
     const page = await open({ viewport });

@@ -13,10 +13,33 @@ async function errText(r) {
   const s = await r.text().catch(() => '');
   try {
     const j = JSON.parse(s);
-    if (j.error && j.error.message) return j.error.message;
+    if (j.error && j.error.message) return webText(j.error.message);
   } catch { /* not JSON: show the text */ }
   return `HTTP ${r.status} ${r.statusText} ${s.slice(0, 200)}`.trim();
 }
+
+/** A server message as this page says it: a command to run in a shell (`evolve mcp tools
+ * x`) is left out (the page has the button for it), and known messages are said in the
+ * UI's language. */
+function webText(msg) {
+  let s = String(msg || '')
+    .replace(/\s*\([^()]*`evolve [^`]*`[^()]*\)/g, '')
+    .replace(/\s*(?:—|;|,)\s*(?:or\s+)?(?:run|use|check it with|see|with)\s+`evolve [^`]*`[^.;—)]*/g, '')
+    .replace(/\s*—\s*is the server running\? set OPENAI_BASE_URL/g, '');
+  if (LANG !== 'zh') return s;
+  for (const [re, key] of SERVER_TEXT) {
+    const m = s.match(re);
+    if (m) return t(key, ...m.slice(1));
+  }
+  return s;
+}
+// Server messages the page says in 中文 (the rest stays as the server wrote it).
+const SERVER_TEXT = [
+  [/^cannot reach the model at (\S+): (.*)$/s, 'srvCannotReach'],
+  [/^the model at (\S+) timed out \((.*)\)$/s, 'srvTimedOut'],
+  [/^the model server at (\S+) answered HTTP (\d+)(?::\s*(.*))?$/s, 'srvStatus'],
+  [/^no session (\S+)/, 'srvNoSession'],
+];
 
 /** A same-origin request; resolves to the JSON answer, rejects with the API's message. */
 async function req(method, path, body, signal) {
@@ -914,7 +937,7 @@ async function send(text, replace = null, images = []) {
         rec = j;
         if (j.turn) { n = run.n = j.turn; u.dataset.turn = a.el.dataset.turn = n; }
       }
-      else if (ev === 'evolve.error') throw new Error((j.error && j.error.message) || t('errTurn'));
+      else if (ev === 'evolve.error') throw new Error(webText(j.error && j.error.message) || t('errTurn'));
     }
     if (!done) throw new Error(t('cutOff'));
   } catch (e) {
@@ -1689,7 +1712,7 @@ function renderModel() {
   const title = $('#model-banner-title'), detail = $('#model-banner-detail'), hint = $('#model-banner-hint');
   if (!m.reachable) {
     title.textContent = t('modelDown', m.base_url);
-    detail.textContent = m.error || '';
+    detail.textContent = webText(m.cause || m.error || '');
     hint.textContent = t(m.base_url_is_default ? 'modelHintDefault' : 'modelHintOther');
     banner.hidden = false;
   } else if (m.served === false && m.models.length) {

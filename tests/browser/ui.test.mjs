@@ -100,7 +100,7 @@ const SCRIPT = {
     // A table in an answer, with long words in short columns.
     '[table-test]': ['| tool | level | what it does |\n|---|---|---|\n| get_time | L1 | Tells the current time in the time zone of the machine Evolve runs on, with the date. |\n| write_file | L3 | Writes a file in the workspace, replacing one of the same name after asking. |', '| tool | level | what it does |\n|---|---|---|\n| get_time | L1 | Tells the current time in the time zone of the machine Evolve runs on, with the date. |\n| write_file | L3 | Writes a file in the workspace, replacing one of the same name after asking. |'],
     // The tool-call check of Test in the settings panel (doctor's checks).
-    'Call the get_time tool now': [call('get_time', '{}'), call('get_time', '{}')],
+    'Call the get_time tool now': Array.from({ length: 6 }, () => call('get_time', '{}')),
   },
   fallback: { echo: true },
 };
@@ -168,8 +168,8 @@ if (process.env.BROWSER_STATIC) {
     await ctx.route(u => /^\/(static\/.*)?$/.test(u.pathname), async route => {
       const u = new URL(route.request().url());
       const file = path.join(dir, u.pathname === '/' ? 'index.html' : u.pathname.slice('/static/'.length));
-      const response = await route.fetch();
-      if (!response.ok() || !fs.existsSync(file)) return route.fulfill({ response });
+      const response = await route.fetch({ maxRedirects: 0 });
+      if (response.status() !== 200 || !fs.existsSync(file)) return route.fulfill({ response });
       const headers = { ...response.headers() };
       for (const k of ['content-encoding', 'content-length', 'etag']) delete headers[k];
       await route.fulfill({ status: 200, headers, body: fs.readFileSync(file) });
@@ -1292,6 +1292,68 @@ await test('the Evolve server gone: one "Cannot reach Evolve" notice with Retry 
   }
 });
 
+/** Shell instructions a browser user cannot follow from the page. */
+const SHELL = /`evolve |evolve (?:config init|mcp add|mcp tools)|set OPENAI_BASE_URL|set EVOLVE_MODEL|OPENAI_BASE_URL \//;
+
+await test('no shell instructions in the browser, and the model server\'s messages in 中文: the banner and its buttons on a phone (390 px), Settings checks (en/中文)', async () => {
+  for (const lang of ['en', 'zh']) {
+    const ctx = await browser.newContext({ locale: lang === 'zh' ? 'zh-CN' : 'en-US', viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true });
+    const page = await ctx.newPage();
+    lastOpened = page;
+    await signIn(page, process.env.EVOLVE_DEAD_LOGIN);
+    const banner = page.locator('#model-banner');
+    await banner.waitFor({ state: 'visible' });
+    const text = await banner.textContent();
+    check(!SHELL.test(text), `the banner sends no one to a shell (${lang}): ${text}`);
+    if (lang === 'zh') check(/无法连接/.test(await page.textContent('#model-banner-detail')), `the banner's detail in 中文: ${await page.textContent('#model-banner-detail')}`);
+    // Each button's label on one line (not one character a line).
+    for (const b of ['#model-settings', '#model-recheck']) {
+      const [hgt, line] = await page.evaluate(s => { const e = document.querySelector(s); return [e.getBoundingClientRect().height, parseFloat(getComputedStyle(e).lineHeight) || 22]; }, b);
+      check(hgt < line * 2 + 16, `${b} is one line high (${lang}): ${hgt} px`);
+    }
+    const bh = (await banner.boundingBox()).height;
+    check(bh <= 844 * 0.4, `the banner leaves the phone's screen to the chat (${lang}): ${bh} px`);
+    await shot(page, `banner-390-${lang}`);
+    await page.click('#model-settings');
+    await page.locator('#set-form').waitFor();
+    await page.click('#set-test');
+    const first = page.locator('[data-testid=set-check]').first();
+    await first.waitFor();
+    const said = await page.textContent('#set-checks');
+    check(!SHELL.test(said), `the checks send no one to a shell (${lang}): ${said}`);
+    check(lang === 'en' ? /server reachable/.test(said) : /服务可达/.test(said), `the check's name (${lang}): ${said}`);
+    await shot(page, `settings-checks-390-${lang}`);
+    await ctx.close();
+  }
+});
+
+await test('after Test the model field holds one the server lists, and the failing check says to choose it here, not in a shell (1280 px)', async () => {
+  // The server without a model, none named: the built-in default is not what the server serves.
+  const ctx = await browser.newContext({ locale: 'en-US', viewport: { width: 1280, height: 800 } });
+  const page = await ctx.newPage();
+  lastOpened = page;
+  await signIn(page, process.env.EVOLVE_DEAD_LOGIN);
+  await page.locator('#model-banner').waitFor({ state: 'visible' });
+  await page.click('#model-settings');
+  await page.locator('#set-form').waitFor();
+  const before = await page.inputValue('#set-model');
+  await page.fill('#set-base-url', process.env.EVOLVE_FAKE_MODEL_URL);
+  await page.click('#set-test');
+  const bad = page.locator('[data-testid=set-check].fail', { hasText: 'main model' });
+  await bad.waitFor();
+  const said = await bad.textContent();
+  check(said.includes(before) && /choose one of the models/.test(said) && !SHELL.test(said), `the failing check's hint: ${said}`);
+  const listed = await page.locator('#set-model-list option').allTextContents();
+  const chosen = await page.evaluate(() => { const s = document.querySelector('#set-model-list'); return s.hidden ? document.querySelector('#set-model').value : s.value; });
+  eq(chosen, 'fake-main', `the model chosen after Test (of ${listed})`);
+  await shot(page, 'settings-test-picks-1280');
+  // Tools: no "evolve mcp add" above the form that adds one.
+  await page.click('#nav [data-view=tools]');
+  await page.locator('#mcp-list p, [data-testid=mcp-server]').first().waitFor();
+  check(!SHELL.test(await page.textContent('#view-tools')), `the Tools page sends no one to a shell: ${await page.textContent('#mcp-list')}`);
+  await ctx.close();
+});
+
 await test('another chat can be opened while an answer streams; the answer finishes in the background', async () => {
   await main.click('#nav [data-view=chat]');
   await main.click('#new-chat');
@@ -1344,6 +1406,10 @@ await test('the model is set in Settings, opened from the banner: Test shows fai
   await page.fill('#set-base-url', good);
   await page.click('#set-test');
   await page.locator('[data-testid=set-check].ok', { hasText: 'server reachable' }).waitFor();
+  // No model was named and the default one is not served: Test chose one the server
+  // lists, and testing again passes.
+  await page.locator('[data-testid=set-check].fail', { hasText: 'main model' }).waitFor();
+  await page.click('#set-test');
   for (const name of ['main model', 'completion', 'tool calling']) {
     await page.locator('[data-testid=set-check].ok', { hasText: name }).first().waitFor();
   }
@@ -1533,6 +1599,7 @@ await test('a dropped mcpServers JSON adds its servers and a dropped config.toml
 
   await main.click('#nav [data-view=settings]');
   await main.waitForSelector('#set-context-window');
+  await until(async () => (await main.inputValue('#set-context-window')) !== '', 'the settings are read');
   const before = await main.inputValue('#set-context-window');
   const toml = '# a config from another machine\n[model]\ncontext_window = 12345\ntemperature = 0.3\n\n[agent]\nlearn = false\n';
   await dropFile('#view-settings', 'config.toml', toml, 'application/toml');
@@ -1656,6 +1723,30 @@ await test('a new chat is in the sidebar from its first question, while it strea
     await page.context().close();
   }
   await api('DELETE', `/v1/sessions/${other.json.id}`);
+});
+
+await test('accessibility: axe-core finds no serious or critical problem on any page, in the light and the dark theme', async () => {
+  const axe = path.join(process.env.EVOLVE_BROWSER_NPM, 'node_modules', 'axe-core', 'axe.min.js');
+  // The page's CSP allows only its own scripts: the checker comes in past it.
+  const page = await open({ viewport: { width: 1280, height: 800 }, bypassCSP: true });
+  await send(page, 'Hello for the accessibility check');
+  await idle(page);
+  await lastAnswer(page).locator('.body').waitFor();
+  const found = [];
+  for (const mode of ['light', 'dark']) {
+    await page.evaluate(m => { localStorage.setItem('evolve.theme', m); theme(); }, mode);
+    for (const view of ['chat', 'memory', 'skills', 'tools', 'tasks', 'prompt', 'search', 'settings']) {
+      await page.evaluate(v => show(v), view);
+      await page.waitForTimeout(400);
+      if (!(await page.evaluate(() => typeof axe !== 'undefined'))) await page.addScriptTag({ path: axe });
+      const bad = await page.evaluate(async () => (await axe.run(document, { resultTypes: ['violations'] })).violations
+        .filter(v => v.impact === 'serious' || v.impact === 'critical')
+        .map(v => `${v.id} (${v.nodes.length}: ${v.nodes.slice(0, 2).map(n => n.target.join(' ')).join(', ')})`));
+      for (const b of bad) found.push(`${mode} ${view}: ${b}`);
+    }
+  }
+  eq(found.join('\n    '), '', 'serious or critical problems');
+  await page.context().close();
 });
 
 await test('no page errors, CSP refusals or JavaScript dialogs on the way', async () => {

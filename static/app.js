@@ -235,25 +235,44 @@ function setSession(id) {
 function theme() {
   const mode = store.get('evolve.theme') || (matchMedia('(prefers-color-scheme: dark)').matches ? 'dark' : 'light');
   document.documentElement.dataset.theme = mode;
-  $('#theme-toggle').textContent = mode === 'dark' ? '☀' : '☾';
+  const chosen = store.get('evolve.theme');
+  $('#theme-toggle').textContent = !chosen ? '◐' : mode === 'dark' ? '☀' : '☾';
+  $('#theme-toggle').title = t(chosen ? 'theme_' + chosen : 'theme_system');
+  $('#theme-toggle').setAttribute('aria-label', $('#theme-toggle').title);
   const accent = store.get('evolve.accent') || 'blue';
   document.documentElement.dataset.accent = accent;
   $('#accent').value = accent;
 }
 
-/** Ctrl+K (⌘K): search. Escape in the search box goes back to the chat. */
+/** Ctrl+K (⌘K): search. Escape closes an open menu, the drawer, or leaves the search box
+ * for the chat. ? (outside a text field) lists the shortcuts. */
 function shortcuts(e) {
+  const typing = /^(INPUT|TEXTAREA|SELECT)$/.test((document.activeElement || {}).tagName || '');
   if ((e.ctrlKey || e.metaKey) && !e.altKey && e.key.toLowerCase() === 'k') {
     e.preventDefault();
     show('search');
     $('#search-q').select();
-  } else if (e.key === 'Escape' && document.activeElement === $('#search-q')) show('chat');
+  } else if (e.key === 'Escape') {
+    const menu = document.querySelector('details.menu[open]');
+    if (menu) { menu.open = false; menu.querySelector('summary').focus(); }
+    else if (document.body.classList.contains('drawer')) drawer(false);
+    else if (document.activeElement === $('#search-q')) show('chat');
+  } else if (e.key === '?' && !typing && !e.ctrlKey && !e.metaKey && !document.querySelector('dialog[open]')) {
+    e.preventDefault();
+    ask(t('shortcutList'));
+  }
 }
+
+/** The composer's hint: the whole one where it fits, a short one on a phone. */
+const NARROW = matchMedia('(max-width: 600px)');
+function placeholder() { $('#input').placeholder = t(NARROW.matches ? 'inputPhShort' : 'inputPh'); }
 
 function setLang(lang) {
   LANG = lang;
   store.set('evolve.lang', lang);
   applyI18n();
+  placeholder();
+  theme();
   $('#lang-toggle').textContent = lang === 'zh' ? 'English' : '中文';
   fillLevelSelects();
   renderSessions();
@@ -679,7 +698,10 @@ function editQuestion(el) {
   row.append(btn('', null, () => { b.body.replaceChildren(); mdText(b.body, b.text); thumbs(b); actions(); }, 'cancel'));
   el.querySelector('.acts').remove();
   b.body.replaceChildren(ta, row);
-  ta.onkeydown = e => { if (e.key === 'Enter' && !e.shiftKey && !e.isComposing) { e.preventDefault(); save.click(); } };
+  ta.onkeydown = e => {
+    if (e.key === 'Enter' && !e.shiftKey && !e.isComposing) { e.preventDefault(); save.click(); }
+    else if (e.key === 'Escape') { e.preventDefault(); e.stopPropagation(); row.lastChild.click(); }
+  };
   ta.focus();
 }
 
@@ -744,9 +766,11 @@ function renderHistory({ data = [], failed = {}, superseded = [], turns = {} }) 
   box.scrollTop = box.scrollHeight;
 }
 
+/** Keeps the end of the chat in view while an answer grows, unless the person scrolled
+ * up to read (S.follow, kept by the scroll handler in init). */
 function scrollEnd() {
   const box = $('#messages');
-  if (box.scrollHeight - box.scrollTop - box.clientHeight < 160) box.scrollTop = box.scrollHeight;
+  if (S.follow !== false) box.scrollTop = box.scrollHeight;
 }
 
 /** The line of a turn card: turn, memories, tools, score, time. */
@@ -784,6 +808,15 @@ function turnCard(rec, n, sid, line) {
   return d;
 }
 
+/** How a call was decided, in words (`ask_once` → "asked once"). */
+function decisionText(d) {
+  if (d && typeof d === 'object') {
+    const k = Object.keys(d)[0];
+    return k === 'refuse' ? t('dec_refuse') : tOr('dec_' + k, fmt(d));
+  }
+  return d ? tOr('dec_' + d, fmt(d)) : '';
+}
+
 function turnBody(r) {
   const dl = h('dl');
   const row = (key, ...vals) => {
@@ -798,11 +831,11 @@ function turnBody(r) {
   };
   row('memories', t('memOf', r.memories.length, r.memories_considered),
     ...(r.memories.length ? [list(r.memories.map(m => [h('b', 'score', m.score.toFixed(2)), ' ', m.content,
-      h('small', 'mut', ` (#${m.id} · ${fmt(m.reason)} · F1 ${(+m.relevance).toFixed(2)})`)]))] : []));
+      h('small', 'mut', ` (#${m.id} · ${tOr('why_' + m.reason, fmt(m.reason))} · ${t('relevance', (+m.relevance).toFixed(2))})`)]))] : []));
   row('skills', ...(r.skills.length ? [r.skills.join(', ')] : []));
   row('tools', ...(r.tools.length ? [list(r.tools.map(c => [lvl(c.level), ' ', h('code', null, c.name), ' ',
-    [fmt(c.decision), c.answer, t(c.ran ? (c.is_error ? 'failed' : 'ran') : 'refused'),
-      c.ran ? `${c.output_chars} chars` : ''].filter(Boolean).join(' → '),
+    [decisionText(c.decision), answerText(c.answer), t(c.ran ? (c.is_error ? 'failed' : 'ran') : 'refused'),
+      c.ran ? t('chars', c.output_chars) : ''].filter(Boolean).join(' → '),
     h('pre', null, pretty(c.arguments))]))] : []));
   if (r.needs_person) row('tools', t('needsPerson'));
   row('evaluation', r.evaluation ? `${r.evaluation.score.toFixed(2)} — ${r.evaluation.reason}` : t('notYet'));
@@ -810,9 +843,10 @@ function turnBody(r) {
   if (r.learned_skill) row('learnedSkill', btn(r.learned_skill, 'link', () => { show('skills'); openSkill(r.learned_skill); }));
   if (r.skill_pending) row('skillPending', t('skillPendingHint', r.skill_pending));
   if (r.lesson) row('lessonSaved', r.lesson);
+  // A server that reports no usage: said so, not "0 in / 0 out".
   const u = r.usage || {}, m = u.main || {}, c = u.cheap || {};
-  row('tokens', t('tokMain', m.prompt_tokens ?? 0, m.completion_tokens ?? 0), h('br'),
-    t('tokCheap', c.prompt_tokens ?? 0, c.completion_tokens ?? 0));
+  const tok = (key, x) => x.prompt_tokens || x.completion_tokens ? t(key, x.prompt_tokens ?? 0, x.completion_tokens ?? 0) : t(key + 'None');
+  row('tokens', tok('tokMain', m), h('br'), tok('tokCheap', c));
   row('timing', t('timeVal', r.answer_ms, Math.round(r.overhead_ms), r.steps));
   return dl;
 }
@@ -861,6 +895,7 @@ async function send(text, replace = null, images = []) {
   a.el.dataset.turn = n;
   box.append(a.el);
   box.scrollTop = box.scrollHeight;
+  S.follow = true;
   const ctl = new AbortController();
   // The running answer. Opening another chat detaches it: it goes on in the background
   // (the server stores it) without touching the chat now shown.
@@ -983,6 +1018,7 @@ async function send(text, replace = null, images = []) {
     if (!acc && !a.tools.children.length && !a.el.querySelector('.err,.note')) a.el.remove();
     if (rec) (a.el.isConnected ? a.el : u).after(turnCard(rec, rec.turn, rec.session || S.session));
     actions();
+    scrollEnd();
     guard(async () => {
       await loadSessions();
       // A new chat whose first turn stored nothing (stopped, failed) is forgotten by the
@@ -1912,7 +1948,14 @@ const evolvePrompt = guard(async () => {
   const b = $('#prompt-evolve');
   b.disabled = true;
   try {
-    const v = await api('POST', '/v1/prompt/evolve', { propose: true });
+    let v;
+    try {
+      v = await api('POST', '/v1/prompt/evolve', { propose: true });
+    } catch (e) {
+      // Nothing learned yet is a state, not a failure: said plainly.
+      if (e.status === 409) return toast(e.message, 'info');
+      throw e;
+    }
     if (v.changed === false) { toast(t('promptKept'), 'ok'); return; }
     const box = $('#proposal-diff');
     box.replaceChildren(...lineDiff(v.current, v.text).map(([k, l]) =>
@@ -1936,8 +1979,11 @@ function init() {
   setLang(LANG);
   theme();
   matchMedia('(prefers-color-scheme: dark)').addEventListener('change', theme);
+  // The other look, then this look chosen, then back to following the system.
   $('#theme-toggle').onclick = () => {
-    store.set('evolve.theme', document.documentElement.dataset.theme === 'dark' ? 'light' : 'dark');
+    const system = matchMedia('(prefers-color-scheme: dark)').matches ? 'dark' : 'light';
+    const now = store.get('evolve.theme');
+    store.set('evolve.theme', !now ? (system === 'dark' ? 'light' : 'dark') : now !== system ? system : '');
     theme();
   };
   $('#lang-toggle').onclick = () => setLang(LANG === 'zh' ? 'en' : 'zh');
@@ -1946,6 +1992,12 @@ function init() {
   $('#menu').onclick = () => drawer(!document.body.classList.contains('drawer'));
   $('#backdrop').onclick = () => drawer(false);
   $('#new-chat').onclick = newChat;
+  $('#new-chat-top').onclick = newChat;
+  NARROW.addEventListener('change', placeholder);
+  $('#messages').addEventListener('scroll', () => {
+    const box = $('#messages');
+    S.follow = box.scrollHeight - box.scrollTop - box.clientHeight < 160;
+  }, { passive: true });
   for (const b of document.querySelectorAll('#nav button')) b.onclick = () => show(b.dataset.view);
   $('#session-filter').oninput = renderSessions;
 

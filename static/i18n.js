@@ -5,6 +5,12 @@
 'use strict';
 const I18N = {
   en: {
+    inputPhShort: 'Message Evolve', inputLabel: 'Your message (Enter sends, Shift+Enter adds a line)',
+    shortcutList: 'Shortcuts\n\nEnter — send · Shift+Enter — new line\nCtrl+K (⌘K) — search\nEsc — close a menu or the drawer, cancel an edit, deny a permission question\n? — this list',
+    theme_light: 'Theme: light (chosen)', theme_dark: 'Theme: dark (chosen)', theme_system: 'Theme: as the system says',
+    dec_run: 'run', dec_run_scoped: 'run in the workspace', dec_ask_once: 'asked once', dec_ask_twice: 'asked twice', dec_refuse: 'refused',
+    why_critical: 'critical', why_strong_match: 'strong match', why_tier_floor: 'kept for its priority', why_ranked: 'by score', relevance: 'relevance {0}',
+    tokMainNone: 'main: not reported by the server', tokCheapNone: 'cheap: not reported by the server',
     offlineTitle: 'Cannot reach Evolve', offlineWhere: 'The Evolve server at {0} does not answer: it may have stopped or be restarting. Nothing is lost; Retry once it runs again.',
     notAnsweredModelDown: 'Not answered: the model server does not answer (see above).',
     liveAnswering: 'answering…', liveWaiting: 'waiting for your answer',
@@ -110,6 +116,12 @@ const I18N = {
     clearStyle: 'Forget all {0} style notes?', styleChanged: 'The style notes changed meanwhile; here they are again',
   },
   zh: {
+    inputPhShort: '给 Evolve 发消息', inputLabel: '你的消息（Enter 发送，Shift+Enter 换行）',
+    shortcutList: '快捷键\n\nEnter — 发送 · Shift+Enter — 换行\nCtrl+K（⌘K）— 搜索\nEsc — 关闭菜单或侧栏、取消编辑、拒绝权限请求\n? — 本列表',
+    theme_light: '主题：浅色（已选）', theme_dark: '主题：深色（已选）', theme_system: '主题：跟随系统',
+    dec_run: '运行', dec_run_scoped: '在工作区内运行', dec_ask_once: '询问一次', dec_ask_twice: '询问两次', dec_refuse: '拒绝',
+    why_critical: '关键', why_strong_match: '高度相关', why_tier_floor: '按优先级保留', why_ranked: '按得分', relevance: '相关度 {0}',
+    tokMainNone: '主模型：服务未报告用量', tokCheapNone: '辅助模型：服务未报告用量',
     srvCannotReach: '无法连接 {0} 的模型：{1}', srvTimedOut: '{0} 的模型超时（{1}）', srvStatus: '{0} 的模型服务返回 HTTP {1}：{2}',
     srvNoSession: '没有对话 {0}',
     offlineTitle: '无法连接 Evolve', offlineWhere: '{0} 上的 Evolve 服务没有响应：它可能已停止或正在重启。数据没有丢失；它恢复运行后点“重试”。',

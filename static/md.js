@@ -97,6 +97,7 @@ function enlarge(src, alt) {
     d = document.body.appendChild(h('dialog'));
     d.id = 'lightbox';
     d.onclick = () => d.close();
+    d.setAttribute('aria-label', alt || 'image');
   }
   const img = h('img');
   img.src = src;

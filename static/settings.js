@@ -93,6 +93,8 @@ function buildSettings() {
   const save = ht('button', 'primary', 'setSave');
   save.id = 'set-save';
   buttons.append(test, save);
+  // Usable once the settings in use are read (Test and Save compare with them).
+  test.disabled = save.disabled = true;
   const checks = h('ul', 'set-checks');
   checks.id = 'set-checks';
   const state = h('p', 'mut');
@@ -108,6 +110,7 @@ async function loadSettings() {
   buildSettings();
   const [m, cfg] = await Promise.all([api('GET', '/v1/settings/model'), api('GET', '/v1/config')]);
   Object.assign(SET, { m, cfg, checks: null, models: null });
+  $('#set-test').disabled = $('#set-save').disabled = false;
   $('#set-base-url').value = m.base_url;
   $('#set-api-key').value = '';
   $('#set-context-window').value = m.context_window;

@@ -97,6 +97,11 @@ const SCRIPT = {
     // (one per width); one whose first call waits for a permission answer.
     '[live-side-test]': [1, 2].map(() => Array.from({ length: 260 }, (_, i) => `live${i}`).join(' ') + ' LIVE END'),
     '[live-perm-test]': [1, 2].flatMap(k => [call('write_file', `{"path": "live-${k}.txt", "content": "live"}`), 'Wrote it.']),
+    // Reading a long chat: a fast answer, an image, a failure; a call decided in words.
+    '[fast-test]': ['Done.'],
+    '[centre-test]': [`A dot: ![a grey dot](${DOT})`],
+    '[fail-print-test]': [{ status: 500, body: { error: { message: 'the fake model broke again' } } }],
+    '[words-test]': [call('write_file', '{"path": "words.txt", "content": "w"}'), 'Saved words.txt.'],
     // A table in an answer, with long words in short columns.
     '[table-test]': ['| tool | level | what it does |\n|---|---|---|\n| get_time | L1 | Tells the current time in the time zone of the machine Evolve runs on, with the date. |\n| write_file | L3 | Writes a file in the workspace, replacing one of the same name after asking. |', '| tool | level | what it does |\n|---|---|---|\n| get_time | L1 | Tells the current time in the time zone of the machine Evolve runs on, with the date. |\n| write_file | L3 | Writes a file in the workspace, replacing one of the same name after asking. |'],
     // The tool-call check of Test in the settings panel (doctor's checks).
@@ -1060,9 +1065,9 @@ await test('prompt versions: save a new version, see it active, make the built-i
   await main.locator('[data-testid=prompt-version][data-version="0"] button', { hasText: 'Make active' }).click();
   await main.locator('[data-testid=prompt-version][data-version="0"] .badge').waitFor();
   eq((await api('GET', '/v1/prompt')).json.active, 0, 'the built-in prompt is active again');
-  // Evolving with nothing learned yet says why, as a visible message.
+  // Evolving with nothing learned yet says why, as a visible message (a state, not an error).
   await main.click('#prompt-evolve');
-  await main.locator('[data-testid=toast].error', { hasText: 'nothing' }).waitFor();
+  await main.locator('[data-testid=toast].info', { hasText: 'nothing' }).waitFor();
   // With a rule to learn from, the model proposes a version: shown as a difference
   // from the active text, stored only when the person activates it.
   eq((await api('POST', '/v1/memory', { content: 'Always answer in English', category: 'instruction' })).status, 201, 'a rule');
@@ -1723,6 +1728,96 @@ await test('a new chat is in the sidebar from its first question, while it strea
     await page.context().close();
   }
   await api('DELETE', `/v1/sessions/${other.json.id}`);
+});
+
+await test('reading a long chat: a fast answer ends in view, the enlarged image is centred, Esc closes the menu and cancels an edit, ? lists the shortcuts, print leaves out Retry and the actions (1280 px)', async () => {
+  const page = await open({ viewport: { width: 1280, height: 800 } });
+  const long = await api('POST', '/v1/sessions', { title: 'A long chat to read' });
+  for (let i = 0; i < 8; i++) {
+    eq((await api('POST', '/v1/chat/completions', { model: 'evolve', session: long.json.id, messages: [{ role: 'user', content: `Line ${i}: ${LONG.slice(0, 900)}` }] })).status, 200, 'a stored turn');
+  }
+  await page.evaluate(id => openSession(id), long.json.id);
+  await page.locator('[data-testid=msg-user]', { hasText: 'Line 7' }).waitFor();
+  await send(page, 'Quick one [fast-test]');
+  await idle(page);
+  await lastAnswer(page).locator('.body', { hasText: 'Done.' }).waitFor();
+  await page.waitForTimeout(300);
+  const gap = await page.evaluate(() => { const b = document.querySelector('#messages'); return b.scrollHeight - b.scrollTop - b.clientHeight; });
+  check(gap < 8, `the view is at the end after a fast answer: ${gap} px above it`);
+  // The enlarged image in the middle of the window.
+  await send(page, 'A picture [centre-test]');
+  await idle(page);
+  await lastAnswer(page).locator('[data-testid=md-img]').click();
+  const img = page.locator('#lightbox[open] img');
+  await img.waitFor();
+  const r = await img.boundingBox();
+  check(Math.abs(r.x + r.width / 2 - 640) < 24, `the image is centred: ${JSON.stringify(r)}`);
+  await page.click('#lightbox');
+  // Esc closes the export menu and cancels an edit.
+  await page.click('#export summary');
+  check(await page.evaluate(() => document.querySelector('#export').open), 'the export menu opened');
+  await page.keyboard.press('Escape');
+  check(!(await page.evaluate(() => document.querySelector('#export').open)), 'Esc closed the export menu');
+  await page.locator('#messages > [data-testid=msg-user]').last().locator('[data-testid=edit]').click();
+  await page.locator('.edit-box').waitFor();
+  await page.keyboard.press('Escape');
+  await page.locator('.edit-box').waitFor({ state: 'detached' });
+  check((await page.locator('#messages > [data-testid=msg-user]').last().textContent()).includes('A picture'), 'the question is back as it was');
+  // ? lists the shortcuts (not while typing).
+  await page.locator('#title').click();
+  await page.keyboard.press('?');
+  await page.locator('#ask[open]', { hasText: 'Ctrl+K' }).waitFor();
+  await page.click('#ask-ok');
+  // A failed answer: Retry is on the screen, not on paper.
+  await send(page, 'This fails [fail-print-test]');
+  await idle(page);
+  await lastAnswer(page).locator('[data-testid=retry]').waitFor();
+  await page.emulateMedia({ media: 'print' });
+  const printed = await page.evaluate(() => [...document.querySelectorAll('[data-testid=retry], .acts')].filter(e => getComputedStyle(e).display !== 'none').length);
+  await page.emulateMedia({ media: 'screen' });
+  eq(printed, 0, 'Retry buttons and message actions on the printed page');
+  await api('DELETE', `/v1/sessions/${long.json.id}`);
+  await page.context().close();
+});
+
+await test('turn details in words, the theme back to following the system, a phone\'s composer hint and New chat in its top bar', async () => {
+  const page = await open({ viewport: { width: 1280, height: 800 } });
+  await send(page, 'Save the words [words-test]');
+  await page.waitForSelector('#perm[open]');
+  await page.click('#perm-allow');
+  await idle(page);
+  await lastAnswer(page).locator('.body', { hasText: 'Saved words.txt.' }).waitFor();
+  const card = page.locator('[data-testid=turn-card]').last();
+  await card.locator('summary').click();
+  await card.locator('dd', { hasText: 'write_file' }).waitFor();
+  const text = await card.textContent();
+  check(/asked once/.test(text) && !/ask_once|tier_floor|F1 /.test(text), `the turn's words: ${text}`);
+  check(!/0 in \/ 0 out/.test(text) || /[1-9]\d* in/.test(text), `no "0 in / 0 out" for usage not reported: ${text}`);
+  // Light or dark, the other one, then back to following the system.
+  const theme = page.locator('#theme-toggle');
+  const seen = [];
+  for (let i = 0; i < 3; i++) {
+    await theme.click();
+    seen.push(await page.evaluate(() => [localStorage.getItem('evolve.theme') || 'system', document.querySelector('#theme-toggle').title]));
+  }
+  eq(seen[2][0], 'system', `the third click follows the system again (${JSON.stringify(seen)})`);
+  check(/system/.test(seen[2][1]), `the button says so: ${seen[2][1]}`);
+  await page.context().close();
+  // A phone: the whole hint fits the composer, New chat is in the top bar.
+  const phone = await open({ viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true });
+  const [sw, cw] = await phone.evaluate(() => {
+    const i = document.querySelector('#input'), c = document.createElement('canvas').getContext('2d');
+    c.font = getComputedStyle(i).font;
+    return [c.measureText(i.placeholder).width, i.clientWidth - parseFloat(getComputedStyle(i).paddingLeft) - parseFloat(getComputedStyle(i).paddingRight)];
+  });
+  check(sw <= cw, `the composer's hint fits: ${Math.round(sw)} of ${cw} px`);
+  await send(phone, 'A phone chat');
+  await idle(phone);
+  check(await phone.isVisible('#new-chat-top'), 'New chat in the top bar');
+  await phone.tap('#new-chat-top');
+  await phone.locator('#empty').waitFor();
+  await shot(phone, 'phone-new-chat-390');
+  await phone.context().close();
 });
 
 await test('accessibility: axe-core finds no serious or critical problem on any page, in the light and the dark theme', async () => {

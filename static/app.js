@@ -6,7 +6,7 @@
 const $ = s => document.querySelector(s);
 const enc = encodeURIComponent;
 const S = { session: null, sessions: [], busy: null, perms: [], perm: null, view: 'chat', pendingList: [], shown: 0, images: [], files: [],
-  runs: new Map() }; // runs: session id → its answer still coming in (shown or in the background)
+  runs: new Map(), mcpErrors: {} }; // runs: session id → its answer still coming in (shown or in the background)
 
 // ---------------------------------------------------------------- API and errors
 async function errText(r) {
@@ -1518,9 +1518,15 @@ async function loadTools() {
     const acts = card.appendChild(h('div', 'row'));
     if (!s.disabled) acts.append(btn('', null, guard(async () => {
       const r = await api('POST', `/v1/mcp/servers/${enc(s.name)}/reconnect`);
-      toast(r.connected ? t('mcpReconnected', s.name, r.tools) : t('mcpNoAnswer', s.name, r.error || ''), r.connected ? 'ok' : 'error');
+      // Why it does not answer stays on its card (not a toast that goes away).
+      S.mcpErrors[s.name] = r.connected ? null : r.error || '';
+      if (r.connected) toast(t('mcpReconnected', s.name, r.tools), 'ok');
       await loadTools();
     }), 'reconnect'));
+    if (!s.connected && S.mcpErrors[s.name] != null) {
+      const why = card.insertBefore(h('p', 'err', t('mcpNoAnswer', s.name, webText(S.mcpErrors[s.name]))), acts);
+      why.dataset.testid = 'mcp-error';
+    }
     // One defined in config.toml is changed in the file.
     if (s.source === 'added') acts.append(btn('', 'danger-text', guard(async () => {
       if (!await ask(t('mcpRemoveQ', s.name), { danger: true, ok: t('delete') })) return;
@@ -1605,6 +1611,9 @@ const addMcp = formGuard(async e => {
     Object.assign(body, { command: command || '', args });
   }
   const r = await api('POST', '/v1/mcp/servers', body);
+  // Started now, so a program that is not there is said at once, on its card.
+  const c = await api('POST', `/v1/mcp/servers/${enc(r.name)}/reconnect`).catch(e => ({ connected: false, error: e.message }));
+  S.mcpErrors[r.name] = c.connected ? null : c.error || '';
   $('#mcp-form').reset();
   mcpKind();
   $('#mcp-add-box').open = false;

@@ -5,6 +5,7 @@
 'use strict';
 const I18N = {
   en: {
+    taskOpen: 'to do', taskDone: 'done', mermaidSource: 'mermaid diagram — its source (diagrams are not drawn here)',
     inputPhShort: 'Message Evolve', inputLabel: 'Your message (Enter sends, Shift+Enter adds a line)',
     shortcutList: 'Shortcuts\n\nEnter — send · Shift+Enter — new line\nCtrl+K (⌘K) — search\nEsc — close a menu or the drawer, cancel an edit, deny a permission question\n? — this list',
     theme_light: 'Theme: light (chosen)', theme_dark: 'Theme: dark (chosen)', theme_system: 'Theme: as the system says',
@@ -116,6 +117,7 @@ const I18N = {
     clearStyle: 'Forget all {0} style notes?', styleChanged: 'The style notes changed meanwhile; here they are again',
   },
   zh: {
+    taskOpen: '待办', taskDone: '已完成', mermaidSource: 'mermaid 图表 — 源码（这里不绘制图表）',
     inputPhShort: '给 Evolve 发消息', inputLabel: '你的消息（Enter 发送，Shift+Enter 换行）',
     shortcutList: '快捷键\n\nEnter — 发送 · Shift+Enter — 换行\nCtrl+K（⌘K）— 搜索\nEsc — 关闭菜单或侧栏、取消编辑、拒绝权限请求\n? — 本列表',
     theme_light: '主题：浅色（已选）', theme_dark: '主题：深色（已选）', theme_system: '主题：跟随系统',

@@ -102,6 +102,8 @@ const SCRIPT = {
     '[centre-test]': [`A dot: ![a grey dot](${DOT})`],
     '[fail-print-test]': [{ status: 500, body: { error: { message: 'the fake model broke again' } } }],
     '[words-test]': [call('write_file', '{"path": "words.txt", "content": "w"}'), 'Saved words.txt.'],
+    // A task list and a diagram's source.
+    '[md-extra-test]': ['To do:\n\n- [ ] buy milk\n- [x] call mum\n\n```mermaid\ngraph TD; A-->B\n```'],
     // A table in an answer, with long words in short columns.
     '[table-test]': ['| tool | level | what it does |\n|---|---|---|\n| get_time | L1 | Tells the current time in the time zone of the machine Evolve runs on, with the date. |\n| write_file | L3 | Writes a file in the workspace, replacing one of the same name after asking. |', '| tool | level | what it does |\n|---|---|---|\n| get_time | L1 | Tells the current time in the time zone of the machine Evolve runs on, with the date. |\n| write_file | L3 | Writes a file in the workspace, replacing one of the same name after asking. |'],
     // The tool-call check of Test in the settings panel (doctor's checks).
@@ -1818,6 +1820,37 @@ await test('turn details in words, the theme back to following the system, a pho
   await phone.locator('#empty').waitFor();
   await shot(phone, 'phone-new-chat-390');
   await phone.context().close();
+});
+
+await test('a task list keeps each box on its text\'s line, a mermaid block says it is the diagram\'s source; an MCP server whose program is not there says why on its card, without a shell command', async () => {
+  const page = await open({ viewport: { width: 1280, height: 800 } });
+  await send(page, 'My list [md-extra-test]');
+  await idle(page);
+  const item = lastAnswer(page).locator('li.task', { hasText: 'buy milk' });
+  await item.waitFor();
+  const [box, text] = await item.evaluate(li => {
+    const b = li.querySelector('.box').getBoundingClientRect();
+    const r = document.createRange();
+    r.selectNodeContents(li.querySelector('.box').nextSibling || li);
+    return [b.top, r.getClientRects()[0].top];
+  });
+  check(Math.abs(box - text) < 4, `the box is on its text's line: ${box} vs ${text}`);
+  check(/diagram/.test(await lastAnswer(page).locator('.code-bar').textContent()), 'the mermaid block says what it is');
+  await page.evaluate(() => show('tools'));
+  await page.locator('[data-testid=mcp-server]').first().waitFor();
+  await page.click('#mcp-add-box summary');
+  await page.fill('#mcp-name', 'ghost');
+  await page.fill('#mcp-command', '/nonexistent/ghost-server --flag');
+  await page.click('#mcp-form button[type=submit]');
+  const card = page.locator('[data-testid=mcp-server]', { hasText: 'ghost' });
+  const why = card.locator('[data-testid=mcp-error]');
+  await why.waitFor();
+  const said = await why.textContent();
+  check(/ghost/.test(said) && !SHELL.test(said), `the card says why: ${said}`);
+  await shot(page, 'mcp-ghost-1280');
+  eq((await api('DELETE', '/v1/mcp/servers/ghost')).status, 200, 'removed');
+  page.seen.errors = page.seen.errors.filter(e => !/status of 4\d\d|status of 5\d\d/.test(e));
+  await page.context().close();
 });
 
 await test('accessibility: axe-core finds no serious or critical problem on any page, in the light and the dark theme', async () => {

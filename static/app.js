@@ -1356,6 +1356,7 @@ function memItem(m) {
   const field = (key, el) => {
     const l = f.appendChild(h('label'));
     l.append(ht('span', null, key), el);
+    l.title = tOr(key + 'Hint', '');
     return el;
   };
   field('priority', options(h('select', 'prio'), PRIO, v => t('prio' + v), m.priority)).onchange =
@@ -1432,7 +1433,9 @@ async function loadSkills() {
 
 const openSkill = guard(async name => {
   const s = await api('GET', `/v1/skills/${enc(name)}`), v = $('#skill-view');
-  v.replaceChildren(h('h2', null, s.name), h('p', 'mut', s.description || ''), md(s.body || ''));
+  // A SKILL.md's text wrapped at a width is one paragraph per block, as Markdown reads it.
+  const body = (s.body || '').replace(/([^\n])\n(?=[^\n\s#>|`*+\-\d])/g, '$1 ');
+  v.replaceChildren(h('h2', null, s.name), h('p', 'mut', s.description || ''), md(body));
   // A user or learned skill is edited as its whole SKILL.md; a bundled one is copied
   // into a user skill of the same name (which overrides it).
   v.append(btn('', null, s.source === 'bundled' ? guard(async () => {

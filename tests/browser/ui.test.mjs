@@ -1853,6 +1853,26 @@ await test('a task list keeps each box on its text\'s line, a mermaid block says
   await page.context().close();
 });
 
+await test('memory: priority and importance are explained, and style notes promise only what happens; a skill\'s wrapped lines read as one paragraph', async () => {
+  const page = await open({ viewport: { width: 1280, height: 800 } });
+  await page.evaluate(() => show('memory'));
+  await page.click('#mem-new');
+  check(/come first/.test(await page.textContent('#mem-form')), 'the form explains priority');
+  check(/critical/.test(await page.locator('#mem-priority').evaluate(s => s.closest('label').title)), 'the priority field has its explanation');
+  check(!/rated highly/.test(await page.textContent('#style-notes')), 'no promise of a rating the page does not offer');
+  const dir = path.join(HOME, 'skills', 'wrapped-notes');
+  fs.mkdirSync(dir, { recursive: true });
+  fs.writeFileSync(path.join(dir, 'SKILL.md'), '---\nname: wrapped-notes\ndescription: Use when the user asks for wrapped notes.\n---\nWrite the notes as one\nparagraph that the source\nwrapped at a width.\n\n- a list item\n- another\n');
+  await page.evaluate(() => show('skills'));
+  await page.locator('[data-testid=skill-item]', { hasText: 'wrapped-notes' }).locator('button').first().click();
+  const p = page.locator('#skill-view p', { hasText: 'Write the notes' });
+  await p.waitFor();
+  eq(await p.locator('br').count(), 0, 'line breaks inside the paragraph');
+  eq(await page.locator('#skill-view li').count(), 2, 'the list stays a list');
+  fs.rmSync(dir, { recursive: true, force: true });
+  await page.context().close();
+});
+
 await test('accessibility: axe-core finds no serious or critical problem on any page, in the light and the dark theme', async () => {
   const axe = path.join(process.env.EVOLVE_BROWSER_NPM, 'node_modules', 'axe-core', 'axe.min.js');
   // The page's CSP allows only its own scripts: the checker comes in past it.

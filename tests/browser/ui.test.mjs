@@ -1873,6 +1873,21 @@ await test('memory: priority and importance are explained, and style notes promi
   await page.context().close();
 });
 
+await test('page weight and first paint: the app loads in under 80 KB on the wire', async () => {
+  // A fresh browser: nothing cached.
+  const page = await open({ viewport: { width: 1280, height: 800 } });
+  await page.waitForTimeout(500);
+  const [bytes, requests, paint] = await page.evaluate(() => {
+    const nav = performance.getEntriesByType('navigation')[0];
+    const res = performance.getEntriesByType('resource').filter(r => /\/static\//.test(r.name));
+    const fcp = performance.getEntriesByName('first-contentful-paint')[0];
+    return [nav.transferSize + res.reduce((n, r) => n + r.transferSize, 0), 1 + res.length, fcp ? Math.round(fcp.startTime) : -1];
+  });
+  console.log(`    page: ${(bytes / 1024).toFixed(1)} KB over ${requests} requests (HTML, scripts, style), first contentful paint ${paint} ms`);
+  check(bytes > 0 && bytes < 80 * 1024, `the page's weight: ${bytes} bytes`);
+  await page.context().close();
+});
+
 await test('accessibility: axe-core finds no serious or critical problem on any page, in the light and the dark theme', async () => {
   const axe = path.join(process.env.EVOLVE_BROWSER_NPM, 'node_modules', 'axe-core', 'axe.min.js');
   // The page's CSP allows only its own scripts: the checker comes in past it.

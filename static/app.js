@@ -663,6 +663,9 @@ function actions() {
     const b = el.bubble;
     row.append(btn('', 'link', () => copyText(b.text || b.body.textContent)
       .then(() => toast(t('copied'), 'ok'), e => toast(e.message)), 'copy'));
+    // 👍 / 👎 on every stored answer: the person's own grade of it.
+    if (el.classList.contains('assistant') && S.session && el.dataset.turn && !el.querySelector('[data-testid=retry]') &&
+      (!S.busy || el.dataset.turn !== last)) row.append(...rateButtons(el));
     if (S.busy || !last || el.dataset.turn !== last) continue;
     if (el.classList.contains('user')) {
       const e = row.appendChild(btn('', 'link', () => editQuestion(el), 'edit'));
@@ -672,6 +675,26 @@ function actions() {
       r.dataset.testid = 'regenerate';
     }
   }
+}
+
+/** 👍 and 👎 under an answer: pressed shows the person's grade (kept by the server as the
+ * turn's evaluation; a 👍 may teach a style note). */
+function rateButtons(el) {
+  const n = el.dataset.turn, sid = S.session;
+  return ['up', 'down'].map(r => {
+    const b = btn(r === 'up' ? '👍' : '👎', 'link rate', guard(async () => {
+      const j = await api('PUT', `/v1/sessions/${enc(sid)}/turns/${n}/rating`, { rating: r });
+      el.dataset.rating = j.rating;
+      for (const x of el.querySelectorAll('.rate')) x.setAttribute('aria-pressed', String(x.dataset.rating === j.rating));
+      toast(j.style_note ? t('ratedStyle', j.style_note) : t(r === 'up' ? 'ratedUp' : 'ratedDown'), 'ok');
+    }));
+    b.dataset.rating = r;
+    b.dataset.testid = 'rate-' + r;
+    b.title = t(r === 'up' ? 'rateUp' : 'rateDown');
+    b.setAttribute('aria-label', b.title);
+    b.setAttribute('aria-pressed', String(el.dataset.rating === r));
+    return b;
+  });
 }
 
 /** The question of turn `n` as shown (its element). */
@@ -729,6 +752,7 @@ function renderHistory({ data = [], failed = {}, superseded = [], turns = {} }) 
     const why = failed[n];
     if (answer.text) md(answer.text, answer.body);
     if (answer.text || answer.tools.children.length || why) group.push(answer.el);
+    if (turns[n] && turns[n].rating) answer.el.dataset.rating = turns[n].rating;
     if (why) { answer.el.classList.add('failed'); failNote(answer.el, why === 'stopped' ? t('stopped') : why, why === 'stopped'); }
     // A subtasks call's helpers, as they were shown live.
     for (const r of (turns[n] && turns[n].subtasks) || []) {

@@ -5,6 +5,8 @@
 'use strict';
 const I18N = {
   en: {
+    rateUp: 'A good answer (your grade; Evolve learns your style from good ones)', rateDown: 'Not a good answer (your grade)',
+    ratedUp: 'Thanks: graded good', ratedDown: 'Thanks: graded not good', ratedStyle: 'Graded good; style note learned: {0}',
     priorityHint: 'Which memories always come first: 0 critical, 1 high, 2 normal, 3 low',
     importanceHint: 'How much a memory counts among those of its priority: 1 (little) to 5 (much)',
     memFieldsHint: 'Priority: which memories always come first (0 critical … 3 low). Importance: how much one counts among those of its priority (1 … 5).',
@@ -115,11 +117,13 @@ const I18N = {
     builtIn: 'built in', promptOf: 'Version {0}', learnedSkill: 'Learned skill', skillPending: 'Skill waiting for review',
     skillPendingHint: '{0}: drafted from a task that read outside text; read it with `evolve skills show {0}`, enable it with `evolve skills approve {0}`', lessonSaved: 'Lesson',
     deleteSkill: 'Remove the skill {0}?',
-    styleNotes: 'Style notes', styleHint: 'Learned from answers the evaluation after each turn scored highly; every prompt carries them.',
+    styleNotes: 'Style notes', styleHint: 'Learned from answers you rated 👍 or the evaluation after each turn scored highly; every prompt carries them.',
     noStyleNotes: 'No style notes yet', clearAll: 'Clear all', deleteStyle: 'Forget this style note?',
     clearStyle: 'Forget all {0} style notes?', styleChanged: 'The style notes changed meanwhile; here they are again',
   },
   zh: {
+    rateUp: '好回答（你的评分；Evolve 会从好回答中学习你的风格）', rateDown: '不好的回答（你的评分）',
+    ratedUp: '谢谢：已评为好', ratedDown: '谢谢：已评为不好', ratedStyle: '已评为好，学到的风格：{0}',
     priorityHint: '哪些记忆总是优先：0 关键、1 高、2 普通、3 低',
     importanceHint: '在同一优先级中这条记忆有多重要：1（低）到 5（高）',
     memFieldsHint: '优先级：哪些记忆总是优先（0 关键 … 3 低）。重要度：在同一优先级中有多重要（1 … 5）。',
@@ -227,7 +231,7 @@ const I18N = {
     builtIn: '内置', promptOf: '版本 {0}', learnedSkill: '学到的技能', skillPending: '待审核的技能',
     skillPendingHint: '{0}：来自读取了外部内容的任务；用 `evolve skills show {0}` 查看，用 `evolve skills approve {0}` 启用', lessonSaved: '教训',
     deleteSkill: '删除技能 {0}？',
-    styleNotes: '风格笔记', styleHint: '从每轮之后评估得分高的回答中学到，每次提示词都会带上。',
+    styleNotes: '风格笔记', styleHint: '从你评为 👍 或每轮之后评估得分高的回答中学到，每次提示词都会带上。',
     noStyleNotes: '还没有风格笔记', clearAll: '全部清除', deleteStyle: '忘掉这条风格笔记？',
     clearStyle: '忘掉全部 {0} 条风格笔记？', styleChanged: '风格笔记刚有变化，已重新列出',
   },

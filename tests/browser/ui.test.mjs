@@ -1859,7 +1859,7 @@ await test('memory: priority and importance are explained, and style notes promi
   await page.click('#mem-new');
   check(/come first/.test(await page.textContent('#mem-form')), 'the form explains priority');
   check(/critical/.test(await page.locator('#mem-priority').evaluate(s => s.closest('label').title)), 'the priority field has its explanation');
-  check(!/rated highly/.test(await page.textContent('#style-notes')), 'no promise of a rating the page does not offer');
+  check(/👍/.test(await page.textContent('#style-notes')), 'the style notes say they come from the answers rated 👍 (which the chat offers)');
   const dir = path.join(HOME, 'skills', 'wrapped-notes');
   fs.mkdirSync(dir, { recursive: true });
   fs.writeFileSync(path.join(dir, 'SKILL.md'), '---\nname: wrapped-notes\ndescription: Use when the user asks for wrapped notes.\n---\nWrite the notes as one\nparagraph that the source\nwrapped at a width.\n\n- a list item\n- another\n');
@@ -1885,6 +1885,29 @@ await test('page weight and first paint: the app loads in under 80 KB on the wir
   });
   console.log(`    page: ${(bytes / 1024).toFixed(1)} KB over ${requests} requests (HTML, scripts, style), first contentful paint ${paint} ms`);
   check(bytes > 0 && bytes < 80 * 1024, `the page's weight: ${bytes} bytes`);
+  await page.context().close();
+});
+
+await test('👍/👎 on an answer: the person\'s grade is kept for the turn, shown again after a reload, and can be changed', async () => {
+  const page = await open({ viewport: { width: 1280, height: 800 } });
+  await send(page, 'Rate this answer [fast-test]');
+  await idle(page);
+  const answer = lastAnswer(page);
+  await answer.locator('.body').waitFor();
+  await answer.locator('[data-testid=rate-up]').click();
+  await page.locator('[data-testid=toast]', { hasText: /graded good|Graded good/ }).waitFor();
+  eq(await answer.locator('[data-testid=rate-up]').getAttribute('aria-pressed'), 'true', '👍 pressed');
+  const sid = await page.evaluate(() => S.session);
+  const turns = async () => (await api('GET', `/v1/sessions/${encodeURIComponent(sid)}/messages`)).json.turns;
+  const n = Object.keys(await turns()).pop();
+  eq((await turns())[n].rating, 'up', 'the grade the server keeps');
+  await page.reload();
+  await lastAnswer(page).locator('[data-testid=rate-up][aria-pressed=true]').waitFor();
+  await lastAnswer(page).locator('[data-testid=rate-down]').click();
+  await lastAnswer(page).locator('[data-testid=rate-down][aria-pressed=true]').waitFor();
+  eq(await lastAnswer(page).locator('[data-testid=rate-up]').getAttribute('aria-pressed'), 'false', '👍 no longer pressed');
+  eq((await turns())[n].rating, 'down', 'the changed grade');
+  eq((await api('PUT', `/v1/sessions/${encodeURIComponent(sid)}/turns/${n}/rating`, { rating: 'great' })).status, 400, 'a grade that is neither up nor down');
   await page.context().close();
 });
 

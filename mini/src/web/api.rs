@@ -68,6 +68,9 @@ static ROUTES: &[(&str, &str, Handler)] = &[
     ("GET", "/v1/sessions/{id}/turns/{n}", |s, _, p| {
         turn(s, p[0], p[1])
     }),
+    ("PUT", "/v1/sessions/{id}/turns/{n}/rating", |s, r, p| {
+        rate_turn(s, r, p[0], p[1])
+    }),
     ("GET", "/v1/sessions/{id}/pending", |s, _, p| {
         pending(s, p[0])
     }),
@@ -370,6 +373,15 @@ fn messages(state: &State, id: &str) -> Reply {
     let mut calls = std::collections::HashMap::new();
     let mut failed = serde_json::Map::new();
     let mut turns = serde_json::Map::new();
+    // The person's own grades (👍 / 👎), shown on their answers again.
+    let rated: std::collections::HashMap<u64, &str> = tri!(store.evaluations(id))
+        .into_iter()
+        .filter_map(|e| match e.reason.as_str() {
+            RATED_UP => Some((e.turn, "up")),
+            RATED_DOWN => Some((e.turn, "down")),
+            _ => None,
+        })
+        .collect();
     for (n, text) in tri!(store.turns(id)) {
         let Ok(mut record) = serde_json::from_str::<Value>(&text) else {
             continue;
@@ -388,6 +400,9 @@ fn messages(state: &State, id: &str) -> Reply {
         // The sub-turns of its subtasks calls, drawn again as nested cards.
         if let Some(subs) = record.get_mut("subtasks").map(Value::take) {
             line["subtasks"] = subs;
+        }
+        if let Some(e) = rated.get(&n) {
+            line["rating"] = json!(e);
         }
         turns.insert(n.to_string(), line);
         if let Some(Value::Array(tools)) = record.get_mut("tools").map(Value::take) {
@@ -538,6 +553,69 @@ fn turn(state: &State, id: &str, n: &str) -> Reply {
         }
     }
     Response::json(200, &record)
+}
+
+/// The evaluation's reason when the person graded the answer (👍 / 👎): their grade
+/// replaces the evaluator's, and the page shows it as theirs.
+const RATED_UP: &str = "rated good by the person";
+const RATED_DOWN: &str = "rated not good by the person";
+
+/// `PUT /v1/sessions/{id}/turns/{n}/rating` `{"rating": "up"|"down"}`: the person's own
+/// grade of an answer. It is the turn's evaluation from then on (1 or 0: what reflection
+/// and the prompt's evolution read), and a 👍 on a turn that read nothing from outside
+/// (no tool call) teaches a style note, as a high evaluation does.
+fn rate_turn(state: &State, req: &Request, id: &str, n: &str) -> Reply {
+    let Ok(n) = n.parse::<u64>() else {
+        return error(400, "the turn number must be a positive integer");
+    };
+    let b = field!(body(req));
+    let up = match b.get("rating").and_then(Value::as_str) {
+        Some("up") => true,
+        Some("down") => false,
+        _ => return error(400, "`rating` must be \"up\" or \"down\""),
+    };
+    let rt = state.rt();
+    let Some(json) = tri!(rt.store.turn(id, n)) else {
+        return error(404, format!("session {id} has no turn {n}"));
+    };
+    let record: Value = serde_json::from_str(&json).unwrap_or_default();
+    if record["failed"].is_string() {
+        return error(409, format!("turn {n} has no answer to rate"));
+    }
+    let eval = crate::store::Evaluation {
+        session: id.to_string(),
+        turn: n,
+        score: if up { 1.0 } else { 0.0 },
+        reason: (if up { RATED_UP } else { RATED_DOWN }).to_string(),
+        at: now(),
+    };
+    tri!(rt.store.add_evaluation(&eval));
+    let mut style_note = None;
+    if up && record["tools"].as_array().is_none_or(Vec::is_empty) {
+        let export = tri!(rt.store.export_session(id));
+        let question = export
+            .messages
+            .iter()
+            .find(|m| m.turn == n && m.message.role.name() == "user")
+            .map(|m| m.message.content.as_str().to_string())
+            .unwrap_or_default();
+        let answer = tri!(rt.store.turn_answer(id, n)).unwrap_or_default();
+        let (mut usage, mut problems) = (crate::llm::Usage::default(), Vec::new());
+        style_note = crate::agents::ReflectionAgent.learn_style(
+            &rt,
+            &question,
+            &answer,
+            &mut usage,
+            &mut problems,
+        );
+        for p in problems {
+            log::info!("style note from a rating of {id} turn {n}: {p}");
+        }
+    }
+    Response::json(
+        200,
+        &json!({"turn": n, "rating": if up { "up" } else { "down" }, "score": eval.score, "style_note": style_note}),
+    )
 }
 
 fn pending(state: &State, id: &str) -> Reply {

@@ -329,6 +329,10 @@ function renderSessions() {
     } else open.append(h('small', null, ago(s.updated_at)));
     const r = li.appendChild(btn('✎', 'icon', () => renameSession(s)));
     const d = li.appendChild(btn('✕', 'icon', () => deleteSession(s)));
+    // One Tab stop per chat: rename and delete are reached on the chat that is open.
+    if (s.id !== S.session) r.tabIndex = d.tabIndex = -1;
+    r.setAttribute('aria-label', t('rename') + ': ' + title);
+    d.setAttribute('aria-label', t('delete') + ': ' + title);
     r.title = t('rename');
     d.title = t('delete');
     r.dataset.testid = 'session-rename';
@@ -1837,7 +1841,9 @@ function taskItem(task) {
   if (task.paused) title.append(ht('span', 'badge', 'taskPaused'));
   li.append(h('p', 'mem-text', task.question));
   const change = guard(async p => {
-    li.replaceWith(taskItem(await api('PATCH', `/v1/tasks/${enc(task.id)}`, p)));
+    const now = await api('PATCH', `/v1/tasks/${enc(task.id)}`, p);
+    // Drawn again meanwhile (the list was being read): the list is read once more.
+    if (li.isConnected) li.replaceWith(taskItem(now)); else await loadTasks();
     toast(t('saved'), 'ok');
   });
   // Edit in place: the schedule as the server writes it (it reads the same forms).

@@ -5,6 +5,7 @@
 'use strict';
 const I18N = {
   en: {
+    profileHint: 'The profile (model and settings of config.toml) the next message uses',
     rateUp: 'A good answer (your grade; Evolve learns your style from good ones)', rateDown: 'Not a good answer (your grade)',
     ratedUp: 'Thanks: graded good', ratedDown: 'Thanks: graded not good', ratedStyle: 'Graded good; style note learned: {0}',
     priorityHint: 'Which memories always come first: 0 critical, 1 high, 2 normal, 3 low',
@@ -122,6 +123,7 @@ const I18N = {
     clearStyle: 'Forget all {0} style notes?', styleChanged: 'The style notes changed meanwhile; here they are again',
   },
   zh: {
+    profileHint: '下一条消息使用的配置（config.toml 中的模型与设置）',
     rateUp: '好回答（你的评分；Evolve 会从好回答中学习你的风格）', rateDown: '不好的回答（你的评分）',
     ratedUp: '谢谢：已评为好', ratedDown: '谢谢：已评为不好', ratedStyle: '已评为好，学到的风格：{0}',
     priorityHint: '哪些记忆总是优先：0 关键、1 高、2 普通、3 低',

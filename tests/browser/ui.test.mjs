@@ -641,6 +641,7 @@ await test('export: Markdown, HTML and JSON downloads, and a print view without 
     }, href);
     eq(r.status, 200, `GET ${href}`);
     check(/attachment/.test(r.cd), `${f} is a download: ${r.cd}`);
+    check(r.cd.includes(`filename*=UTF-8''Renamed%20by%20the%20browser%20test.${f}`), `${f} is named after the chat: ${r.cd}`);
     check(r.body.includes('Run the echo command'), `the ${f} export holds the chat`);
   }
   await main.emulateMedia({ media: 'print' });
@@ -1343,6 +1344,7 @@ await test('after Test the model field holds one the server lists, and the faili
   await page.locator('#model-banner').waitFor({ state: 'visible' });
   await page.click('#model-settings');
   await page.locator('#set-form').waitFor();
+  await page.locator('#set-test:enabled').waitFor(); // the settings in use are read
   const before = await page.inputValue('#set-model');
   await page.fill('#set-base-url', process.env.EVOLVE_FAKE_MODEL_URL);
   await page.click('#set-test');
@@ -1908,6 +1910,21 @@ await test('👍/👎 on an answer: the person\'s grade is kept for the turn, sh
   eq(await lastAnswer(page).locator('[data-testid=rate-up]').getAttribute('aria-pressed'), 'false', '👍 no longer pressed');
   eq((await turns())[n].rating, 'down', 'the changed grade');
   eq((await api('PUT', `/v1/sessions/${encodeURIComponent(sid)}/turns/${n}/rating`, { rating: 'great' })).status, 400, 'a grade that is neither up nor down');
+  await page.context().close();
+});
+
+await test('the profile picker is in the chat\'s header, and the sidebar has one Tab stop per chat (its rename and delete on the open one)', async () => {
+  await api('POST', '/v1/sessions', { title: 'Tab stop one' });
+  await api('POST', '/v1/sessions', { title: 'Tab stop two' });
+  const page = await open({ viewport: { width: 1280, height: 800 } });
+  await page.locator('#topbar #profile').waitFor();
+  check(await page.isVisible('#topbar #profile'), 'the profile picker in the header');
+  await page.locator('[data-testid=session-item]', { hasText: 'Tab stop two' }).waitFor();
+  const stops = await page.evaluate(() => [...document.querySelectorAll('[data-testid=session-item]')]
+    .map(li => [li.classList.contains('on'), [...li.querySelectorAll('button')].filter(b => b.tabIndex >= 0).length]));
+  check(stops.filter(([on]) => !on).every(([, n]) => n === 1), `one stop per chat not open: ${JSON.stringify(stops)}`);
+  await page.locator('[data-testid=session-item]', { hasText: 'Tab stop one' }).locator('.open').click();
+  await until(async () => (await page.locator('[data-testid=session-item].on [data-testid=session-rename]').getAttribute('tabindex')) !== '-1', 'rename reachable on the open chat');
   await page.context().close();
 });
 

@@ -478,6 +478,45 @@ fn export_print(state: &State, req: &Request) -> Reply {
     )
 }
 
+/// The download's name: the chat's title (`filename*`, UTF-8, for browsers that read it),
+/// and a plain ASCII one (`filename`) from the title's letters or else the id. Titles and
+/// ids come from people and imported files: only letters, digits, `-` and `_` are kept,
+/// so nothing can end the parameter or name a folder.
+fn download_name(title: &str, id: &str, ext: &str) -> String {
+    let plain = |s: &str| -> String {
+        let mut out = String::new();
+        for c in s.chars().take(80) {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                out.push(c);
+            } else if !out.ends_with('_') {
+                out.push('_');
+            }
+        }
+        out.trim_matches('_').to_string()
+    };
+    let ascii = match plain(title) {
+        t if t.len() >= 3 => t,
+        _ => format!("evolve-{}", plain(id)),
+    };
+    let title = title.trim();
+    if title.is_empty() {
+        return format!("attachment; filename=\"{ascii}.{ext}\"");
+    }
+    let name: String = title
+        .chars()
+        .take(80)
+        .map(|c| {
+            if c.is_control() || "/\\".contains(c) {
+                '_'
+            } else {
+                c
+            }
+        })
+        .collect();
+    let utf8 = percent_encoding::utf8_percent_encode(&name, percent_encoding::NON_ALPHANUMERIC);
+    format!("attachment; filename=\"{ascii}.{ext}\"; filename*=UTF-8''{utf8}.{ext}")
+}
+
 fn export(state: &State, req: &Request, id: &str) -> Reply {
     let export = tri!(state.rt().store.export_session(id));
     let format = req.query_param("format").unwrap_or_else(|| "md".into());
@@ -504,21 +543,9 @@ fn export(state: &State, req: &Request, id: &str) -> Reply {
             )
         }
     };
-    // Ids come from the store, which takes any id an imported file holds: the download
-    // name keeps only what cannot end the parameter or name a folder.
-    let name: String = id
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
     let mut resp = Response::bytes(200, mime, text.into_bytes()).with(
         "Content-Disposition",
-        format!("attachment; filename=\"evolve-{name}.{ext}\""),
+        download_name(&export.session.title, id, ext),
     );
     if ext == "html" {
         // The export page has its own inline style and no script.
@@ -1218,6 +1245,35 @@ fn switch_profile(state: &State, req: &Request) -> Reply {
 mod tests {
     use super::*;
     use std::collections::BTreeSet;
+
+    #[test]
+    fn a_download_is_named_after_its_chat() {
+        for (title, id, want) in [
+            (
+                "Trip to Kyoto",
+                "s1",
+                "attachment; filename=\"Trip_to_Kyoto.md\"; filename*=UTF-8''Trip%20to%20Kyoto.md",
+            ),
+            (
+                "去京都 trip",
+                "s2",
+                "attachment; filename=\"trip.md\"; filename*=UTF-8''%E5%8E%BB%E4%BA%AC%E9%83%BD%20trip.md",
+            ),
+            (
+                "旅行",
+                "s-3",
+                "attachment; filename=\"evolve-s-3.md\"; filename*=UTF-8''%E6%97%85%E8%A1%8C.md",
+            ),
+            ("", "a/../b", "attachment; filename=\"evolve-a_b.md\""),
+            (
+                "../../etc \"x\"",
+                "s4",
+                "attachment; filename=\"etc_x.md\"; filename*=UTF-8''%2E%2E%5F%2E%2E%5Fetc%20%22x%22.md",
+            ),
+        ] {
+            assert_eq!(download_name(title, id, "md"), want, "{title:?}");
+        }
+    }
 
     /// The table and `/openapi.json` name the same routes (the favicon and the internal
     /// store lend aside, see `super::super::lend`), so what the API documents is what is

@@ -5,17 +5,41 @@
 'use strict';
 const $ = s => document.querySelector(s);
 const enc = encodeURIComponent;
-const S = { session: null, sessions: [], busy: null, perms: [], perm: null, view: 'chat', pendingList: [], shown: 0, images: [], files: [] };
+const S = { session: null, sessions: [], busy: null, perms: [], perm: null, view: 'chat', pendingList: [], shown: 0, images: [], files: [],
+  runs: new Map(), mcpErrors: {} }; // runs: session id → its answer still coming in (shown or in the background)
 
 // ---------------------------------------------------------------- API and errors
 async function errText(r) {
   const s = await r.text().catch(() => '');
   try {
     const j = JSON.parse(s);
-    if (j.error && j.error.message) return j.error.message;
+    if (j.error && j.error.message) return webText(j.error.message);
   } catch { /* not JSON: show the text */ }
   return `HTTP ${r.status} ${r.statusText} ${s.slice(0, 200)}`.trim();
 }
+
+/** A server message as this page says it: a command to run in a shell (`evolve mcp tools
+ * x`) is left out (the page has the button for it), and known messages are said in the
+ * UI's language. */
+function webText(msg) {
+  let s = String(msg || '')
+    .replace(/\s*\([^()]*`evolve [^`]*`[^()]*\)/g, '')
+    .replace(/\s*(?:—|;|,)\s*(?:or\s+)?(?:run|use|check it with|see|with)\s+`evolve [^`]*`[^.;—)]*/g, '')
+    .replace(/\s*—\s*is the server running\? set OPENAI_BASE_URL/g, '');
+  if (LANG !== 'zh') return s;
+  for (const [re, key] of SERVER_TEXT) {
+    const m = s.match(re);
+    if (m) return t(key, ...m.slice(1));
+  }
+  return s;
+}
+// Server messages the page says in 中文 (the rest stays as the server wrote it).
+const SERVER_TEXT = [
+  [/^cannot reach the model at (\S+): (.*)$/s, 'srvCannotReach'],
+  [/^the model at (\S+) timed out \((.*)\)$/s, 'srvTimedOut'],
+  [/^the model server at (\S+) answered HTTP (\d+)(?::\s*(.*))?$/s, 'srvStatus'],
+  [/^no session (\S+)/, 'srvNoSession'],
+];
 
 /** A same-origin request; resolves to the JSON answer, rejects with the API's message. */
 async function req(method, path, body, signal) {
@@ -29,8 +53,11 @@ async function req(method, path, body, signal) {
     });
   } catch (e) {
     if (e.name === 'AbortError') throw e;
-    throw new Error(t('errNetwork', e.message));
+    // Not an error of this request: the server is gone (stopped, restarting). Said once,
+    // in the page, with Retry (see `offline`), never as a toast per request.
+    throw Object.assign(new Error(t('errNetwork', e.message)), { offline: true });
   }
+  offline(false);
   if (r.status === 401) {
     location.href = '/login';
     throw new Error(t('errAuth'));
@@ -43,8 +70,33 @@ const api = async (method, path, body) => {
   return r.status === 204 ? null : r.json();
 };
 
+/** Whether the Evolve server answers: when it does not, one notice at the top of the page
+ * says so, with Retry (which reads the chats, the model's state and the page again). */
+function offline(down) {
+  const box = $('#offline');
+  if (!box || box.hidden === !down) return;
+  box.hidden = !down;
+  if (down) {
+    $('#offline-where').textContent = t('offlineWhere', location.host);
+    for (const x of $('#toasts').querySelectorAll('.toast.error')) x.remove();
+  }
+}
+async function retryServer() {
+  $('#offline-retry').disabled = true;
+  try {
+    await api('GET', '/v1/config');
+    offline(false);
+    await loadSessions();
+    loadView();
+    checkModel();
+  } catch (e) { problem(e); } finally { $('#offline-retry').disabled = false; }
+}
+
 function toast(msg, kind = 'error') {
-  const box = $('#toasts'), el = h('div', 'toast ' + kind);
+  const box = $('#toasts');
+  // The same message twice is one toast (shown again for its full time).
+  for (const old of box.children) if (old.firstChild.textContent === msg) old.remove();
+  const el = h('div', 'toast ' + kind);
   el.setAttribute('role', kind === 'error' ? 'alert' : 'status');
   el.dataset.testid = 'toast';
   el.append(h('span', null, msg));
@@ -62,8 +114,13 @@ function toast(msg, kind = 'error') {
 }
 /** Wraps an async handler: a failure becomes a toast, never silence. */
 const guard = fn => async (...a) => {
-  try { return await fn(...a); } catch (e) { if (e.name !== 'AbortError') toast(e.message); }
+  try { return await fn(...a); } catch (e) { problem(e); }
 };
+/** A failure shown: the server gone is the notice at the top; anything else a toast. */
+function problem(e) {
+  if (e.name === 'AbortError') return;
+  if (e.offline) offline(true); else toast(e.message);
+}
 
 /** Like `guard`, for a form: the server's 400 is shown next to the field it names
  * (`data-field` words; else the first field), not only as a toast. */
@@ -71,7 +128,7 @@ const formGuard = fn => async e => {
   const form = e.target.closest('form');
   clearFieldErrors(form);
   try { return await fn(e); } catch (err) {
-    if (err.status !== 400 || !form) return toast(err.message);
+    if (err.status !== 400 || !form) return problem(err);
     const fields = [...form.querySelectorAll('[data-field]')];
     const f = fields.find(x => new RegExp(`\\b(${x.dataset.field})\\b`, 'i').test(err.message)) || fields[0];
     if (!f) return toast(err.message);
@@ -139,6 +196,8 @@ function drawer(open) { document.body.classList.toggle('drawer', open); }
 
 function show(view) {
   S.view = view;
+  // An error said about the page left behind does not follow into the next one.
+  for (const x of $('#toasts').querySelectorAll('.toast.error')) x.remove();
   for (const v of document.querySelectorAll('.view')) v.hidden = v.id !== 'view-' + view;
   for (const b of document.querySelectorAll('#nav button')) {
     b.classList.toggle('on', b.dataset.view === view);
@@ -176,25 +235,44 @@ function setSession(id) {
 function theme() {
   const mode = store.get('evolve.theme') || (matchMedia('(prefers-color-scheme: dark)').matches ? 'dark' : 'light');
   document.documentElement.dataset.theme = mode;
-  $('#theme-toggle').textContent = mode === 'dark' ? '☀' : '☾';
+  const chosen = store.get('evolve.theme');
+  $('#theme-toggle').textContent = !chosen ? '◐' : mode === 'dark' ? '☀' : '☾';
+  $('#theme-toggle').title = t(chosen ? 'theme_' + chosen : 'theme_system');
+  $('#theme-toggle').setAttribute('aria-label', $('#theme-toggle').title);
   const accent = store.get('evolve.accent') || 'blue';
   document.documentElement.dataset.accent = accent;
   $('#accent').value = accent;
 }
 
-/** Ctrl+K (⌘K): search. Escape in the search box goes back to the chat. */
+/** Ctrl+K (⌘K): search. Escape closes an open menu, the drawer, or leaves the search box
+ * for the chat. ? (outside a text field) lists the shortcuts. */
 function shortcuts(e) {
+  const typing = /^(INPUT|TEXTAREA|SELECT)$/.test((document.activeElement || {}).tagName || '');
   if ((e.ctrlKey || e.metaKey) && !e.altKey && e.key.toLowerCase() === 'k') {
     e.preventDefault();
     show('search');
     $('#search-q').select();
-  } else if (e.key === 'Escape' && document.activeElement === $('#search-q')) show('chat');
+  } else if (e.key === 'Escape') {
+    const menu = document.querySelector('details.menu[open]');
+    if (menu) { menu.open = false; menu.querySelector('summary').focus(); }
+    else if (document.body.classList.contains('drawer')) drawer(false);
+    else if (document.activeElement === $('#search-q')) show('chat');
+  } else if (e.key === '?' && !typing && !e.ctrlKey && !e.metaKey && !document.querySelector('dialog[open]')) {
+    e.preventDefault();
+    ask(t('shortcutList'));
+  }
 }
+
+/** The composer's hint: the whole one where it fits, a short one on a phone. */
+const NARROW = matchMedia('(max-width: 600px)');
+function placeholder() { $('#input').placeholder = t(NARROW.matches ? 'inputPhShort' : 'inputPh'); }
 
 function setLang(lang) {
   LANG = lang;
   store.set('evolve.lang', lang);
   applyI18n();
+  placeholder();
+  theme();
   $('#lang-toggle').textContent = lang === 'zh' ? 'English' : '中文';
   fillLevelSelects();
   renderSessions();
@@ -211,10 +289,20 @@ async function loadSessions() {
   const [list, tasks] = await Promise.all([api('GET', '/v1/sessions'),
     api('GET', '/v1/tasks').catch(() => ({ data: [] }))]);
   S.sessions = list.data || [];
+  S.listed = true;
+  liveSessions();
   // The chats of scheduled tasks are grouped apart (a task adds a turn every run).
   S.taskSessions = new Set((tasks.data || []).map(x => x.session));
   renderSessions();
   setTitle();
+}
+
+/** A chat whose first answer is still coming in is not stored yet: it is listed from
+ * its question until the server lists it. */
+function liveSessions() {
+  for (const r of S.runs.values()) {
+    if (!S.sessions.some(s => s.id === r.session)) S.sessions.unshift({ id: r.session, title: r.title, updated_at: r.started });
+  }
 }
 
 function renderSessions() {
@@ -233,9 +321,18 @@ function renderSessions() {
     const open = li.appendChild(btn('', 'open', () => openSession(s.id)));
     open.append(h('span', 'ttl', title));
     open.title = title;
-    open.append(h('small', null, ago(s.updated_at)));
+    const run = S.runs.get(s.id);
+    if (run) {
+      // Still answering, or waiting for a permission answer: said instead of the date.
+      const live = open.appendChild(ht('small', 'live' + (run.perm ? ' ask' : ''), run.perm ? 'liveWaiting' : 'liveAnswering'));
+      live.dataset.testid = 'session-live';
+    } else open.append(h('small', null, ago(s.updated_at)));
     const r = li.appendChild(btn('✎', 'icon', () => renameSession(s)));
     const d = li.appendChild(btn('✕', 'icon', () => deleteSession(s)));
+    // One Tab stop per chat: rename and delete are reached on the chat that is open.
+    if (s.id !== S.session) r.tabIndex = d.tabIndex = -1;
+    r.setAttribute('aria-label', t('rename') + ': ' + title);
+    d.setAttribute('aria-label', t('delete') + ': ' + title);
     r.title = t('rename');
     d.title = t('delete');
     r.dataset.testid = 'session-rename';
@@ -246,7 +343,7 @@ function renderSessions() {
     group.append(h('summary', null, t('taskChats', inner.children.length)), inner);
     top.appendChild(h('li', 'group')).append(group);
   }
-  if (!top.children.length) top.append(h('li', 'mut pad', t(S.sessions.length ? 'noMatch' : 'noSessions')));
+  if (!top.children.length) top.append(h('li', 'mut pad', t(!S.listed ? 'loading' : S.sessions.length ? 'noMatch' : 'noSessions')));
 }
 
 const renameSession = guard(async s => {
@@ -263,6 +360,24 @@ const deleteSession = guard(async s => {
   await loadSessions();
   toast(t('deleted'), 'ok');
 });
+
+/** Shows a running answer of the chat just opened again: its question and the answer so
+ * far (which kept growing in the background), Stop, and a permission question it waits on. */
+function rejoin(run) {
+  if (!run || S.busy) return;
+  const box = $('#messages');
+  emptyState.remove();
+  // The turn may have been stored meanwhile: its live copy replaces the stored one.
+  for (const el of [...box.children]) if (el.dataset.turn === String(run.n)) el.remove();
+  box.append(run.u, run.a.el);
+  run.attached = true;
+  S.run = run;
+  S.busy = run.ctl;
+  busy(true);
+  actions();
+  box.scrollTop = box.scrollHeight;
+  if (run.perm) permAsk(run.perm);
+}
 
 /** Leaves a running answer to finish in the background (see `send`). */
 function detach() {
@@ -302,6 +417,7 @@ const openSession = guard(async id => {
   }
   if (S.session !== id) return;
   renderHistory(data || {});
+  rejoin(S.runs.get(id));
   await checkPending();
   await loadGrants();
 });
@@ -537,6 +653,7 @@ function failNote(el, why, stopped) {
   b.type = 'button';
   b.dataset.testid = 'retry';
   b.onclick = () => redo(el.dataset.turn);
+  return p;
 }
 
 /** Copy on every message; Edit on the last question and Regenerate on the last answer. */
@@ -550,6 +667,9 @@ function actions() {
     const b = el.bubble;
     row.append(btn('', 'link', () => copyText(b.text || b.body.textContent)
       .then(() => toast(t('copied'), 'ok'), e => toast(e.message)), 'copy'));
+    // 👍 / 👎 on every stored answer: the person's own grade of it.
+    if (el.classList.contains('assistant') && S.session && el.dataset.turn && !el.querySelector('[data-testid=retry]') &&
+      (!S.busy || el.dataset.turn !== last)) row.append(...rateButtons(el));
     if (S.busy || !last || el.dataset.turn !== last) continue;
     if (el.classList.contains('user')) {
       const e = row.appendChild(btn('', 'link', () => editQuestion(el), 'edit'));
@@ -559,6 +679,26 @@ function actions() {
       r.dataset.testid = 'regenerate';
     }
   }
+}
+
+/** 👍 and 👎 under an answer: pressed shows the person's grade (kept by the server as the
+ * turn's evaluation; a 👍 may teach a style note). */
+function rateButtons(el) {
+  const n = el.dataset.turn, sid = S.session;
+  return ['up', 'down'].map(r => {
+    const b = btn(r === 'up' ? '👍' : '👎', 'link rate', guard(async () => {
+      const j = await api('PUT', `/v1/sessions/${enc(sid)}/turns/${n}/rating`, { rating: r });
+      el.dataset.rating = j.rating;
+      for (const x of el.querySelectorAll('.rate')) x.setAttribute('aria-pressed', String(x.dataset.rating === j.rating));
+      toast(j.style_note ? t('ratedStyle', j.style_note) : t(r === 'up' ? 'ratedUp' : 'ratedDown'), 'ok');
+    }));
+    b.dataset.rating = r;
+    b.dataset.testid = 'rate-' + r;
+    b.title = t(r === 'up' ? 'rateUp' : 'rateDown');
+    b.setAttribute('aria-label', b.title);
+    b.setAttribute('aria-pressed', String(el.dataset.rating === r));
+    return b;
+  });
 }
 
 /** The question of turn `n` as shown (its element). */
@@ -585,7 +725,10 @@ function editQuestion(el) {
   row.append(btn('', null, () => { b.body.replaceChildren(); mdText(b.body, b.text); thumbs(b); actions(); }, 'cancel'));
   el.querySelector('.acts').remove();
   b.body.replaceChildren(ta, row);
-  ta.onkeydown = e => { if (e.key === 'Enter' && !e.shiftKey && !e.isComposing) { e.preventDefault(); save.click(); } };
+  ta.onkeydown = e => {
+    if (e.key === 'Enter' && !e.shiftKey && !e.isComposing) { e.preventDefault(); save.click(); }
+    else if (e.key === 'Escape') { e.preventDefault(); e.stopPropagation(); row.lastChild.click(); }
+  };
   ta.focus();
 }
 
@@ -613,6 +756,7 @@ function renderHistory({ data = [], failed = {}, superseded = [], turns = {} }) 
     const why = failed[n];
     if (answer.text) md(answer.text, answer.body);
     if (answer.text || answer.tools.children.length || why) group.push(answer.el);
+    if (turns[n] && turns[n].rating) answer.el.dataset.rating = turns[n].rating;
     if (why) { answer.el.classList.add('failed'); failNote(answer.el, why === 'stopped' ? t('stopped') : why, why === 'stopped'); }
     // A subtasks call's helpers, as they were shown live.
     for (const r of (turns[n] && turns[n].subtasks) || []) {
@@ -650,9 +794,11 @@ function renderHistory({ data = [], failed = {}, superseded = [], turns = {} }) 
   box.scrollTop = box.scrollHeight;
 }
 
+/** Keeps the end of the chat in view while an answer grows, unless the person scrolled
+ * up to read (S.follow, kept by the scroll handler in init). */
 function scrollEnd() {
   const box = $('#messages');
-  if (box.scrollHeight - box.scrollTop - box.clientHeight < 160) box.scrollTop = box.scrollHeight;
+  if (S.follow !== false) box.scrollTop = box.scrollHeight;
 }
 
 /** The line of a turn card: turn, memories, tools, score, time. */
@@ -690,6 +836,15 @@ function turnCard(rec, n, sid, line) {
   return d;
 }
 
+/** How a call was decided, in words (`ask_once` → "asked once"). */
+function decisionText(d) {
+  if (d && typeof d === 'object') {
+    const k = Object.keys(d)[0];
+    return k === 'refuse' ? t('dec_refuse') : tOr('dec_' + k, fmt(d));
+  }
+  return d ? tOr('dec_' + d, fmt(d)) : '';
+}
+
 function turnBody(r) {
   const dl = h('dl');
   const row = (key, ...vals) => {
@@ -704,11 +859,11 @@ function turnBody(r) {
   };
   row('memories', t('memOf', r.memories.length, r.memories_considered),
     ...(r.memories.length ? [list(r.memories.map(m => [h('b', 'score', m.score.toFixed(2)), ' ', m.content,
-      h('small', 'mut', ` (#${m.id} · ${fmt(m.reason)} · F1 ${(+m.relevance).toFixed(2)})`)]))] : []));
+      h('small', 'mut', ` (#${m.id} · ${tOr('why_' + m.reason, fmt(m.reason))} · ${t('relevance', (+m.relevance).toFixed(2))})`)]))] : []));
   row('skills', ...(r.skills.length ? [r.skills.join(', ')] : []));
   row('tools', ...(r.tools.length ? [list(r.tools.map(c => [lvl(c.level), ' ', h('code', null, c.name), ' ',
-    [fmt(c.decision), c.answer, t(c.ran ? (c.is_error ? 'failed' : 'ran') : 'refused'),
-      c.ran ? `${c.output_chars} chars` : ''].filter(Boolean).join(' → '),
+    [decisionText(c.decision), answerText(c.answer), t(c.ran ? (c.is_error ? 'failed' : 'ran') : 'refused'),
+      c.ran ? t('chars', c.output_chars) : ''].filter(Boolean).join(' → '),
     h('pre', null, pretty(c.arguments))]))] : []));
   if (r.needs_person) row('tools', t('needsPerson'));
   row('evaluation', r.evaluation ? `${r.evaluation.score.toFixed(2)} — ${r.evaluation.reason}` : t('notYet'));
@@ -716,9 +871,10 @@ function turnBody(r) {
   if (r.learned_skill) row('learnedSkill', btn(r.learned_skill, 'link', () => { show('skills'); openSkill(r.learned_skill); }));
   if (r.skill_pending) row('skillPending', t('skillPendingHint', r.skill_pending));
   if (r.lesson) row('lessonSaved', r.lesson);
+  // A server that reports no usage: said so, not "0 in / 0 out".
   const u = r.usage || {}, m = u.main || {}, c = u.cheap || {};
-  row('tokens', t('tokMain', m.prompt_tokens ?? 0, m.completion_tokens ?? 0), h('br'),
-    t('tokCheap', c.prompt_tokens ?? 0, c.completion_tokens ?? 0));
+  const tok = (key, x) => x.prompt_tokens || x.completion_tokens ? t(key, x.prompt_tokens ?? 0, x.completion_tokens ?? 0) : t(key + 'None');
+  row('tokens', tok('tokMain', m), h('br'), tok('tokCheap', c));
   row('timing', t('timeVal', r.answer_ms, Math.round(r.overhead_ms), r.steps));
   return dl;
 }
@@ -767,14 +923,23 @@ async function send(text, replace = null, images = []) {
   a.el.dataset.turn = n;
   box.append(a.el);
   box.scrollTop = box.scrollHeight;
+  S.follow = true;
   const ctl = new AbortController();
   // The running answer. Opening another chat detaches it: it goes on in the background
   // (the server stores it) without touching the chat now shown.
-  const run = { ctl, session: S.session, attached: true };
+  const run = { ctl, session: S.session, attached: true, u, a, n, perm: null,
+    title: text.split('\n').find(l => l.trim()) || text, started: Date.now() / 1000 };
   S.busy = ctl;
   S.run = run;
   busy(true);
-  const here = id => { if (!id) return; if (run.attached) setSession(id); run.session = id; };
+  // The chat is listed (and can be come back to) from the moment the server names it.
+  const here = id => {
+    if (!id) return;
+    run.session = id;
+    S.runs.set(id, run);
+    liveSessions();
+    if (run.attached) setSession(id); else renderSessions();
+  };
   let acc = '', raf = 0, rec = null, done = false, reverted = false;
   const paint = () => { raf = 0; a.text = acc; a.body.replaceChildren(md(acc)); scrollEnd(); };
   actions();
@@ -818,7 +983,12 @@ async function send(text, replace = null, images = []) {
         const card = [...a.tools.children].find(c => !c.dataset.done && c.querySelector('code').textContent === j.name) ||
           a.tools.appendChild(toolCard(j));
         settleCard(card, j, j.output);
-      } else if (ev === 'evolve.permission') { if (run.attached) permAsk(j); }
+      } else if (ev === 'evolve.permission') {
+        // Asked here, or kept until the chat is opened again; the sidebar says it waits.
+        run.perm = j;
+        renderSessions();
+        if (run.attached) permAsk(j);
+      }
       else if (ev === 'evolve.notice') {
         // Before a question: why it is asked (an MCP tool redefined since it was allowed).
         const note = h('p', 'warn', j.text || '');
@@ -828,9 +998,9 @@ async function send(text, replace = null, images = []) {
       }
       else if (ev === 'evolve.turn') {
         rec = j;
-        if (j.turn) { n = j.turn; u.dataset.turn = a.el.dataset.turn = n; }
+        if (j.turn) { n = run.n = j.turn; u.dataset.turn = a.el.dataset.turn = n; }
       }
-      else if (ev === 'evolve.error') throw new Error((j.error && j.error.message) || t('errTurn'));
+      else if (ev === 'evolve.error') throw new Error(webText(j.error && j.error.message) || t('errTurn'));
     }
     if (!done) throw new Error(t('cutOff'));
   } catch (e) {
@@ -844,13 +1014,22 @@ async function send(text, replace = null, images = []) {
       reverted = true;
       toast(e.message);
     } else {
-      failNote(a.el, e.message);
-      toast(e.message);
+      // Said once, under the answer (with Retry); a toast only when the chat is not shown.
+      const note = failNote(a.el, e.message);
+      if (!run.attached) toast(e.message);
+      else if (!e.offline) {
+        // The model may have gone down since the page opened: the banner says so again,
+        // and the note points at it instead of repeating it.
+        checkModel().then(() => {
+          if (modelState && !modelState.reachable) note.firstChild.textContent = t('notAnsweredModelDown');
+        });
+      } else offline(true);
     }
   } finally {
     cancelAnimationFrame(raf);
     paint();
     a.el.classList.remove('streaming');
+    if (S.runs.get(run.session) === run) S.runs.delete(run.session);
     if (!run.attached) {
       // Done in the background: refresh the list, and the chat if it is the one shown.
       guard(async () => {
@@ -867,6 +1046,7 @@ async function send(text, replace = null, images = []) {
     if (!acc && !a.tools.children.length && !a.el.querySelector('.err,.note')) a.el.remove();
     if (rec) (a.el.isConnected ? a.el : u).after(turnCard(rec, rec.turn, rec.session || S.session));
     actions();
+    scrollEnd();
     guard(async () => {
       await loadSessions();
       // A new chat whose first turn stored nothing (stopped, failed) is forgotten by the
@@ -934,6 +1114,8 @@ async function permAnswer(answer) {
     return;
   }
   S.perms = S.perms.filter(p => p !== ev);
+  const run = S.runs.get(ev.session);
+  if (run && run.perm && run.perm.call.id === ev.call.id) { run.perm = null; renderSessions(); }
   // A call parked on the session (no stream waits for it): the server returns its
   // next question (the second of an L4 call) itself.
   if (r && r.pending) return permShow({ session: ev.session, call: r.pending });
@@ -1202,6 +1384,7 @@ function memItem(m) {
   const field = (key, el) => {
     const l = f.appendChild(h('label'));
     l.append(ht('span', null, key), el);
+    l.title = tOr(key + 'Hint', '');
     return el;
   };
   field('priority', options(h('select', 'prio'), PRIO, v => t('prio' + v), m.priority)).onchange =
@@ -1278,7 +1461,9 @@ async function loadSkills() {
 
 const openSkill = guard(async name => {
   const s = await api('GET', `/v1/skills/${enc(name)}`), v = $('#skill-view');
-  v.replaceChildren(h('h2', null, s.name), h('p', 'mut', s.description || ''), md(s.body || ''));
+  // A SKILL.md's text wrapped at a width is one paragraph per block, as Markdown reads it.
+  const body = (s.body || '').replace(/([^\n])\n(?=[^\n\s#>|`*+\-\d])/g, '$1 ');
+  v.replaceChildren(h('h2', null, s.name), h('p', 'mut', s.description || ''), md(body));
   // A user or learned skill is edited as its whole SKILL.md; a bundled one is copied
   // into a user skill of the same name (which overrides it).
   v.append(btn('', null, s.source === 'bundled' ? guard(async () => {
@@ -1325,6 +1510,18 @@ const newSkill = guard(async () => {
 
 const LEVELS = ['L0', 'L1', 'L2', 'L3', 'L4', 'L5', 'auto'];
 
+/** Where a tool and its level come from, in words: "built-in", or "MCP" and how its level
+ * was set (the explanation in the title; a level nobody set is said to be treated as L4). */
+function toolSource(x) {
+  const out = [tOr('src_' + x.source, x.source)];
+  if (x.origin && x.origin !== 'builtin') {
+    const o = h('span', 'origin', ' · ' + tOr('origin_' + x.origin, x.origin));
+    o.title = tOr('originHint_' + x.origin, '');
+    out.push(o);
+  }
+  return out;
+}
+
 async function loadTools() {
   const [tools, mcp] = await Promise.all([api('GET', '/v1/tools'), api('GET', '/v1/mcp')]);
   const tb = $('#tools-table');
@@ -1334,9 +1531,10 @@ async function loadTools() {
   const body = tb.appendChild(h('tbody'));
   for (const x of tools.data || []) {
     const tr = body.appendChild(h('tr'));
-    tr.append(h('td')); tr.lastChild.append(h('code', null, x.name));
-    tr.append(h('td')); tr.lastChild.append(lvl(x.level));
-    tr.append(h('td', null, [x.source, x.origin].filter(Boolean).join(' · ')), h('td', null, x.description || ''));
+    tr.append(h('td', 'nowrap')); tr.lastChild.append(h('code', null, x.name));
+    tr.append(h('td', 'nowrap')); tr.lastChild.append(lvl(x.level));
+    tr.append(h('td', 'nowrap'), h('td', 'desc', x.description || ''));
+    tr.children[2].append(...toolSource(x));
     if (x.changed) tr.lastChild.prepend(h('small', 'warn', t('defChanged', x.changed.what) + ' '));
   }
   const box = $('#mcp-list');
@@ -1351,9 +1549,15 @@ async function loadTools() {
     const acts = card.appendChild(h('div', 'row'));
     if (!s.disabled) acts.append(btn('', null, guard(async () => {
       const r = await api('POST', `/v1/mcp/servers/${enc(s.name)}/reconnect`);
-      toast(r.connected ? t('mcpReconnected', s.name, r.tools) : t('mcpNoAnswer', s.name, r.error || ''), r.connected ? 'ok' : 'error');
+      // Why it does not answer stays on its card (not a toast that goes away).
+      S.mcpErrors[s.name] = r.connected ? null : r.error || '';
+      if (r.connected) toast(t('mcpReconnected', s.name, r.tools), 'ok');
       await loadTools();
     }), 'reconnect'));
+    if (!s.connected && S.mcpErrors[s.name] != null) {
+      const why = card.insertBefore(h('p', 'err', t('mcpNoAnswer', s.name, webText(S.mcpErrors[s.name]))), acts);
+      why.dataset.testid = 'mcp-error';
+    }
     // One defined in config.toml is changed in the file.
     if (s.source === 'added') acts.append(btn('', 'danger-text', guard(async () => {
       if (!await ask(t('mcpRemoveQ', s.name), { danger: true, ok: t('delete') })) return;
@@ -1390,7 +1594,9 @@ async function loadTools() {
     for (const tool of s.tools || []) {
       const full = tool.name.includes('__') ? tool.name : `${s.name}__${tool.name}`;
       const li = ul.appendChild(h('li', 'row'));
-      li.append(h('code', null, full.slice(s.name.length + 2)), h('small', 'mut', tool.origin || ''));
+      const origin = h('small', 'mut', tOr('origin_' + tool.origin, tool.origin || ''));
+      origin.title = tOr('originHint_' + tool.origin, '');
+      li.append(h('code', null, full.slice(s.name.length + 2)), origin);
       li.title = tool.description || '';
       // Its definition replaced another: what changed, and that what was allowed is gone.
       if (tool.changed) {
@@ -1436,6 +1642,9 @@ const addMcp = formGuard(async e => {
     Object.assign(body, { command: command || '', args });
   }
   const r = await api('POST', '/v1/mcp/servers', body);
+  // Started now, so a program that is not there is said at once, on its card.
+  const c = await api('POST', `/v1/mcp/servers/${enc(r.name)}/reconnect`).catch(e => ({ connected: false, error: e.message }));
+  S.mcpErrors[r.name] = c.connected ? null : c.error || '';
   $('#mcp-form').reset();
   mcpKind();
   $('#mcp-add-box').open = false;
@@ -1569,7 +1778,7 @@ const switchProfile = guard(async () => {
 // the error, and how to fix it.
 let modelState = null;
 async function checkModel() {
-  try { modelState = await api('GET', '/v1/settings/model'); } catch (e) { return; }
+  try { modelState = await api('GET', '/v1/settings/model'); } catch (e) { if (e.offline) offline(true); return; }
   renderModel();
 }
 
@@ -1579,7 +1788,7 @@ function renderModel() {
   const title = $('#model-banner-title'), detail = $('#model-banner-detail'), hint = $('#model-banner-hint');
   if (!m.reachable) {
     title.textContent = t('modelDown', m.base_url);
-    detail.textContent = m.error || '';
+    detail.textContent = webText(m.cause || m.error || '');
     hint.textContent = t(m.base_url_is_default ? 'modelHintDefault' : 'modelHintOther');
     banner.hidden = false;
   } else if (m.served === false && m.models.length) {
@@ -1632,7 +1841,9 @@ function taskItem(task) {
   if (task.paused) title.append(ht('span', 'badge', 'taskPaused'));
   li.append(h('p', 'mem-text', task.question));
   const change = guard(async p => {
-    li.replaceWith(taskItem(await api('PATCH', `/v1/tasks/${enc(task.id)}`, p)));
+    const now = await api('PATCH', `/v1/tasks/${enc(task.id)}`, p);
+    // Drawn again meanwhile (the list was being read): the list is read once more.
+    if (li.isConnected) li.replaceWith(taskItem(now)); else await loadTasks();
     toast(t('saved'), 'ok');
   });
   // Edit in place: the schedule as the server writes it (it reads the same forms).
@@ -1719,17 +1930,18 @@ async function loadPrompt(shown) {
   const { data } = await api('GET', '/v1/prompt'), tb = $('#prompt-table');
   tb.replaceChildren();
   const head = tb.appendChild(h('thead')).appendChild(h('tr'));
-  for (const k of ['version', 'source', 'created', 'description', '']) head.append(k ? ht('th', null, k) : h('th'));
+  for (const k of ['version', 'source', 'created', 'description', 'actions']) head.append(k === 'actions' ? h('th').appendChild(ht('span', 'vh', k)).parentNode : ht('th', null, k));
   const body = tb.appendChild(h('tbody'));
   for (const v of data || []) {
     const tr = body.appendChild(h('tr'));
     tr.dataset.testid = 'prompt-version';
     tr.dataset.version = v.version;
-    tr.append(h('td', null, String(v.version)));
+    tr.append(h('td', 'nowrap', String(v.version)));
     tr.lastChild.append(...(v.active ? [' ', ht('span', 'badge good', 'active')] : []));
-    tr.append(h('td', null, v.source), h('td', null, v.created || t('builtIn')),
-      h('td', null, `${v.first_line.slice(0, 90)}${v.first_line.length > 90 ? '…' : ''} (${t('chars', v.chars)})`));
-    const td = tr.appendChild(h('td')).appendChild(h('div', 'row'));
+    tr.append(h('td', 'nowrap', tOr('psrc_' + v.source, v.source)),
+      h('td', 'nowrap', v.created || t('builtIn')),
+      h('td', 'desc', `${v.first_line.slice(0, 90)}${v.first_line.length > 90 ? '…' : ''} (${t('chars', v.chars)})`));
+    const td = tr.appendChild(h('td', 'nowrap')).appendChild(h('div', 'row'));
     td.append(btn('', 'link', guard(() => showPrompt(v.version)), 'view'));
     if (!v.active) td.append(btn('', null, guard(async () => {
       await api('POST', `/v1/prompt/${v.version}/activate`);
@@ -1778,7 +1990,14 @@ const evolvePrompt = guard(async () => {
   const b = $('#prompt-evolve');
   b.disabled = true;
   try {
-    const v = await api('POST', '/v1/prompt/evolve', { propose: true });
+    let v;
+    try {
+      v = await api('POST', '/v1/prompt/evolve', { propose: true });
+    } catch (e) {
+      // Nothing learned yet is a state, not a failure: said plainly.
+      if (e.status === 409) return toast(e.message, 'info');
+      throw e;
+    }
     if (v.changed === false) { toast(t('promptKept'), 'ok'); return; }
     const box = $('#proposal-diff');
     box.replaceChildren(...lineDiff(v.current, v.text).map(([k, l]) =>
@@ -1802,8 +2021,11 @@ function init() {
   setLang(LANG);
   theme();
   matchMedia('(prefers-color-scheme: dark)').addEventListener('change', theme);
+  // The other look, then this look chosen, then back to following the system.
   $('#theme-toggle').onclick = () => {
-    store.set('evolve.theme', document.documentElement.dataset.theme === 'dark' ? 'light' : 'dark');
+    const system = matchMedia('(prefers-color-scheme: dark)').matches ? 'dark' : 'light';
+    const now = store.get('evolve.theme');
+    store.set('evolve.theme', !now ? (system === 'dark' ? 'light' : 'dark') : now !== system ? system : '');
     theme();
   };
   $('#lang-toggle').onclick = () => setLang(LANG === 'zh' ? 'en' : 'zh');
@@ -1812,6 +2034,12 @@ function init() {
   $('#menu').onclick = () => drawer(!document.body.classList.contains('drawer'));
   $('#backdrop').onclick = () => drawer(false);
   $('#new-chat').onclick = newChat;
+  $('#new-chat-top').onclick = newChat;
+  NARROW.addEventListener('change', placeholder);
+  $('#messages').addEventListener('scroll', () => {
+    const box = $('#messages');
+    S.follow = box.scrollHeight - box.scrollTop - box.clientHeight < 160;
+  }, { passive: true });
   for (const b of document.querySelectorAll('#nav button')) b.onclick = () => show(b.dataset.view);
   $('#session-filter').oninput = renderSessions;
 
@@ -1915,6 +2143,7 @@ function init() {
   guard(loadConfig)();
   checkModel();
   $('#model-recheck').onclick = checkModel;
+  $('#offline-retry').onclick = retryServer;
   input.focus();
 }
 

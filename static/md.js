@@ -97,6 +97,7 @@ function enlarge(src, alt) {
     d = document.body.appendChild(h('dialog'));
     d.id = 'lightbox';
     d.onclick = () => d.close();
+    d.setAttribute('aria-label', alt || 'image');
   }
   const img = h('img');
   img.src = src;
@@ -150,6 +151,9 @@ async function copyText(s) {
 function codeBlock(code, lang) {
   const w = h('div', 'code'), bar = w.appendChild(h('div', 'code-bar'));
   bar.append(h('span', null, lang));
+  // A diagram's source is shown as it is (drawing it would take a library bigger than the
+  // whole page): said in the bar.
+  if (/^mermaid$/i.test(lang)) bar.firstChild.textContent = t('mermaidSource');
   const b = bar.appendChild(h('button', 'copy', t('copy')));
   b.type = 'button';
   b.dataset.i18n = 'copy';
@@ -219,12 +223,16 @@ function mdList(L, i, out) {
     }
     const li = list.appendChild(h('li'));
     const task = body[0].match(/^\[([ xX])\]\s+/);
-    if (task) {
-      li.className = 'task';
-      li.append(task[1] === ' ' ? '☐ ' : '☑ ');
-      body[0] = body[0].slice(task[0].length);
-    }
+    if (task) body[0] = body[0].slice(task[0].length);
     md(body.join('\n'), li);
+    if (task) {
+      // The box on the line of its text (in its paragraph when the text is one).
+      li.className = 'task';
+      const box = h('span', 'box', task[1] === ' ' ? '☐ ' : '☑ ');
+      box.setAttribute('role', 'img');
+      box.setAttribute('aria-label', t(task[1] === ' ' ? 'taskOpen' : 'taskDone'));
+      (li.firstElementChild && li.firstElementChild.tagName === 'P' ? li.firstElementChild : li).prepend(box);
+    }
   }
   return i;
 }

@@ -12,6 +12,8 @@ Object.assign(I18N.en, {
   setState: 'Profile {0} · {1}', setUp: 'the server answers', setDown: 'the server does not answer', setChecks: 'Checks',
   setTesting: 'Testing…', setOther: 'Other…', setLlamaNote: 'evolve serve uses port 8080 too: start llama-server with --port 8081 (and use :8081 here), or run serve with --port.',
   setFile: 'Saved in config.toml of your Evolve folder, in [model] of the active profile; the file keeps its comments.',
+  'check_server reachable': 'server reachable', 'check_model list': 'model list', 'check_main model': 'main model',
+  'check_cheap model': 'cheap model', check_completion: 'completion', 'check_cheap completion': 'cheap completion', 'check_tool calling': 'tool calling',
 });
 Object.assign(I18N.zh, {
   nav_settings: '设置', openSettings: '设置', setModel: '模型服务', setBaseUrl: '服务地址（Base URL）',
@@ -22,6 +24,10 @@ Object.assign(I18N.zh, {
   setState: '配置 {0} · {1}', setUp: '服务有响应', setDown: '服务没有响应', setChecks: '检查结果',
   setTesting: '测试中…', setOther: '其他…', setLlamaNote: 'evolve serve 默认也用 8080 端口：用 --port 8081 启动 llama-server（这里填 :8081），或用 --port 换 serve 的端口。',
   setFile: '保存在 Evolve 目录的 config.toml 中当前配置的 [model] 里，文件中的注释会保留。',
+  'check_server reachable': '服务可达', 'check_model list': '模型列表', 'check_main model': '主模型',
+  'check_cheap model': '辅助模型', check_completion: '补全', 'check_cheap completion': '辅助模型补全', 'check_tool calling': '工具调用',
+  'hint_check the address and that the server runs, or pick a preset beside the address': '检查地址是否正确、服务是否在运行，或在地址旁选一个预设',
+  'hint_choose one of the models the server lists in the field above, then Save': '在上方字段中选择服务列出的一个模型，然后保存',
 });
 
 const PRESETS = [
@@ -87,6 +93,8 @@ function buildSettings() {
   const save = ht('button', 'primary', 'setSave');
   save.id = 'set-save';
   buttons.append(test, save);
+  // Usable once the settings in use are read (Test and Save compare with them).
+  test.disabled = save.disabled = true;
   const checks = h('ul', 'set-checks');
   checks.id = 'set-checks';
   const state = h('p', 'mut');
@@ -102,6 +110,7 @@ async function loadSettings() {
   buildSettings();
   const [m, cfg] = await Promise.all([api('GET', '/v1/settings/model'), api('GET', '/v1/config')]);
   Object.assign(SET, { m, cfg, checks: null, models: null });
+  $('#set-test').disabled = $('#set-save').disabled = false;
   $('#set-base-url').value = m.base_url;
   $('#set-api-key').value = '';
   $('#set-context-window').value = m.context_window;
@@ -144,7 +153,8 @@ function renderSettings() {
     for (const c of SET.checks) {
       const li = ul.appendChild(h('li', c.ok ? 'ok' : 'fail'));
       li.dataset.testid = 'set-check';
-      li.append(h('b', null, (c.ok ? '✓ ' : '✗ ') + c.name), h('span', null, ' ' + c.detail + (c.hint ? ' — ' + c.hint : '')));
+      const hint = c.hint ? ' — ' + tOr('hint_' + c.hint, webText(c.hint)) : '';
+      li.append(h('b', null, (c.ok ? '✓ ' : '✗ ') + tOr('check_' + c.name, c.name)), h('span', null, ' ' + webText(c.detail) + hint));
     }
   }
 }
@@ -186,7 +196,12 @@ async function runTest() {
   renderSettings();
   const r = await settingsCall('POST', '/v1/settings/model/test', settingsBody()).catch(e => { SET.checks = null; throw e; });
   SET.checks = r ? r.checks : null;
-  if (r && r.models.length) SET.models = r.models;
+  if (r && r.models.length) {
+    SET.models = r.models;
+    // A model the server does not list cannot answer: the first listed one is chosen
+    // (Save keeps it), instead of leaving the one that fails selected.
+    for (const f of ['model', 'cheap_model']) if (!r.models.includes($(sid(f)).value.trim())) $(sid(f)).value = r.models[0];
+  }
   renderSettings();
 }
 

@@ -1397,3 +1397,103 @@ fn tea_agents_routes_answer_too_the_profile_switch_and_the_print_export() {
     );
     assert_eq!(s.post("/v1/export/pdf", "{}").status, 400);
 }
+
+#[test]
+fn a_persons_rating_is_the_turns_grade_and_a_thumbs_up_teaches_a_style_note() {
+    let w = World::new("serve-rating");
+    // Turn 1: a plain answer the evaluator grades low (no style note from it).
+    w.fake.push(Reply::text("Paris."));
+    w.fake.route(
+        support::EVALUATE,
+        Reply::text(r#"{"score": 0.2, "reason": "terse"}"#),
+    );
+    w.run(&["ask", "Capital of France?"]).expect(0);
+    let s = Server::start(&w, &[]);
+    let sid = s.get("/v1/sessions").json()["data"][0]["id"]
+        .as_str()
+        .expect("the session")
+        .to_string();
+    let rate = |n: u64, body: &str| {
+        s.request(
+            "PUT",
+            &format!("/v1/sessions/{sid}/turns/{n}/rating"),
+            &[],
+            body,
+        )
+    };
+    let rating = |n: u64| {
+        s.get(&format!("/v1/sessions/{sid}/messages")).json()["turns"][n.to_string()]["rating"]
+            .clone()
+    };
+    assert_eq!(
+        rating(1),
+        Value::Null,
+        "no grade before the person gives one"
+    );
+
+    // 👍: the person's grade, and the style learning a high evaluation starts.
+    w.fake.route(
+        support::STYLE,
+        Reply::text(r#"{"note": "Answers in one word suit this user"}"#),
+    );
+    let up = rate(1, r#"{"rating": "up"}"#);
+    assert_eq!(up.status, 200, "{}", up.body);
+    assert_eq!(up.json()["score"], 1.0);
+    assert_eq!(
+        up.json()["style_note"],
+        "Answers in one word suit this user"
+    );
+    assert_eq!(rating(1), "up");
+    assert_eq!(
+        s.get("/v1/memory/style").json()["data"][0]["note"],
+        "Answers in one word suit this user"
+    );
+
+    // 👎 replaces it, and teaches nothing.
+    let down = rate(1, r#"{"rating": "down"}"#);
+    assert_eq!(down.status, 200, "{}", down.body);
+    assert_eq!(down.json()["score"], 0.0);
+    assert_eq!(down.json()["style_note"], Value::Null);
+    assert_eq!(rating(1), "down");
+
+    // Not a grade, no such turn.
+    assert_eq!(rate(1, r#"{"rating": "great"}"#).status, 400);
+    assert_eq!(rate(9, r#"{"rating": "up"}"#).status, 404);
+    assert_eq!(rate(0, "{}").status, 400);
+    let api = s.get("/openapi.json").json();
+    assert!(api["paths"]["/v1/sessions/{id}/turns/{n}/rating"]["put"].is_object());
+}
+
+#[test]
+fn a_thumbs_up_on_a_turn_that_called_tools_is_kept_but_teaches_no_style() {
+    let w = World::new("serve-rating-tools");
+    // A turn that read a file: outside text may have shaped its answer.
+    std::fs::write(w.workspace().join("notes.txt"), "tea at five").unwrap();
+    w.fake
+        .push(tool_call("read_file", r#"{"path": "notes.txt"}"#));
+    w.fake.push(Reply::text("Tea at five."));
+    w.run(&["ask", "When is tea?"]).expect(0);
+    let s = Server::start(&w, &[]);
+    let sid = s.get("/v1/sessions").json()["data"][0]["id"]
+        .as_str()
+        .expect("the session")
+        .to_string();
+    let style_calls = w.fake.requests().len();
+    let up = s.request(
+        "PUT",
+        &format!("/v1/sessions/{sid}/turns/1/rating"),
+        &[],
+        r#"{"rating": "up"}"#,
+    );
+    assert_eq!(up.status, 200, "{}", up.body);
+    assert_eq!(up.json()["style_note"], Value::Null);
+    assert_eq!(
+        w.fake.requests().len(),
+        style_calls,
+        "no model call for a style note"
+    );
+    assert_eq!(
+        s.get(&format!("/v1/sessions/{sid}/messages")).json()["turns"]["1"]["rating"],
+        "up"
+    );
+}

@@ -4,7 +4,7 @@
 #   tests/browser/run.sh
 #
 # Installs what is missing (idempotent, quiet): Debian's chromium, node and npm, and npm
-# `playwright-core` pinned in tests/browser/package-lock.json, into $EVOLVE_BROWSER_CACHE
+# `playwright-core` and `axe-core` (the accessibility checks) pinned in tests/browser/package-lock.json, into $EVOLVE_BROWSER_CACHE
 # (default ~/.cache/evolve/browser-npm). Builds `evolve`, `fake-llm` and
 # `evolve-mcp-test-server` unless EVOLVE_BIN, FAKE_LLM_BIN and MCP_TEST_SERVER_BIN name
 # them. Then, in temporary homes: starts the scripted fake model (its replies come from
@@ -13,7 +13,8 @@
 # 127.0.0.1 is connected to), runs tests/browser/ui.test.mjs — which signs in to the
 # first with the link serve printed, as a user does — and stops them all. Exits non-zero when a case
 # fails.
-# BROWSER_SHOTS=DIR keeps a screenshot of each case there.
+# BROWSER_SHOTS=DIR keeps a screenshot of each case there; BROWSER_ONLY=REGEX runs only the
+# cases whose name matches (those that open a page of their own).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -109,11 +110,14 @@ for _ in $(seq 1 100); do [ -s "$WORK/fake.url" ] && break; sleep 0.1; done
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 healthy() { python3 -c 'import sys, urllib.request; urllib.request.urlopen(sys.argv[1], timeout=2)' "$1/health" >/dev/null 2>&1; }
 # serve LOG PID_VAR URL ARGS...: starts `evolve serve ARGS` and waits until URL answers.
-# The model server is the fake one, or MODEL_URL (empty: none in the environment).
+# The model server is the fake one, or MODEL_URL (empty: none in the environment); the
+# model names are fake-main and fake-cheap, or (NO_MODEL_NAMES=1) what config.toml says.
 serve() {
     local log="$1" var="$2" url="$3"
     shift 3
-    OPENAI_BASE_URL="${MODEL_URL-$(head -n1 "$WORK/fake.url")}" EVOLVE_MODEL=fake-main EVOLVE_CHEAP_MODEL=fake-cheap \
+    local names=(EVOLVE_MODEL=fake-main EVOLVE_CHEAP_MODEL=fake-cheap)
+    if [ -n "${NO_MODEL_NAMES:-}" ]; then names=(); fi
+    env OPENAI_BASE_URL="${MODEL_URL-$(head -n1 "$WORK/fake.url")}" "${names[@]}" \
         EVOLVE_LOG=info HOME="$WORK" "$EVOLVE_BIN" serve "$@" >"$log" 2>&1 &
     printf -v "$var" '%s' "$!"
     for _ in $(seq 1 150); do
@@ -138,7 +142,8 @@ EVOLVE_HOME="$WORK/home2" serve "$WORK/serve2.log" TOKEN_PID "$TOKEN_URL" --host
 
 # A third one whose model server is not there (a port nothing listens on): what a
 # newcomer without Ollama sees. Its address is in config.toml, not in the environment,
-# so the settings panel can change it.
+# so the settings panel can change it; no model is named (the built-in default), so the
+# panel's Test has to offer one the server lists.
 DEAD_PORT="$(free_port)"
 DEAD_URL="http://127.0.0.1:$DEAD_PORT"
 mkdir -p "$WORK/home3"
@@ -148,7 +153,7 @@ cat >"$WORK/home3/config.toml" <<EOF
 base_url = "http://127.0.0.1:$(free_port)/v1" # nothing listens here
 max_retries = 0
 EOF
-EVOLVE_HOME="$WORK/home3" MODEL_URL="" \
+EVOLVE_HOME="$WORK/home3" MODEL_URL="" NO_MODEL_NAMES=1 \
     serve "$WORK/serve3.log" DEAD_PID "$DEAD_URL" --port "$DEAD_PORT"
 
 # The sign-in link each server printed (the browser logs in with it, as a user does).

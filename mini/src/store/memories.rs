@@ -398,6 +398,7 @@ fn same_but_access(a: &Memory, b: &Memory) -> bool {
         keywords: Default::default(),
         keyword_count: 0,
         keywords_version: 0,
+        subjects: Default::default(),
         ..m.clone()
     };
     strip(a) == strip(b)
@@ -557,9 +558,10 @@ pub(super) fn refresh(m: &mut Memory, tokenizer: &dyn Tokenizer) -> bool {
 }
 
 /// What [`Memory::refresh_derived`] computes, to tell whether it changed anything.
-fn derived(m: &Memory) -> (Vec<u64>, u32, u32, u64, u8) {
+fn derived(m: &Memory) -> (Vec<u64>, Vec<u64>, u32, u32, u64, u8) {
     (
         m.keywords.as_slice().to_vec(),
+        m.subjects.as_slice().to_vec(),
         m.keyword_count,
         m.keywords_version,
         m.content_hash,

@@ -520,16 +520,40 @@ fn propagate(
         return;
     }
     gains.sort_by_key(|g| g.0);
+    // One merge of two position-sorted lists (inserting one by one would be
+    // quadratic when most matches have a reply).
+    let mut merged: Vec<Raw> = Vec::with_capacity(raw.len() + gains.len());
+    let mut gains = gains.into_iter().peekable();
+    for r in raw.drain(..) {
+        while let Some(&(reply, gain)) = gains.peek().filter(|g| g.0 < r.slot) {
+            gains.next();
+            match merged.last_mut().filter(|m| m.slot == reply) {
+                Some(m) => m.propagated += gain,
+                None => {
+                    let mut n = Raw::new(reply, 0.0, 0);
+                    n.propagated = gain;
+                    merged.push(n);
+                }
+            }
+        }
+        let mut r = r;
+        while let Some(&(_, gain)) = gains.peek().filter(|g| g.0 == r.slot) {
+            gains.next();
+            r.propagated += gain;
+        }
+        merged.push(r);
+    }
     for (reply, gain) in gains {
-        match raw.binary_search_by_key(&reply, |r| r.slot) {
-            Ok(i) => raw[i].propagated += gain,
-            Err(i) => {
-                let mut r = Raw::new(reply, 0.0, 0);
-                r.propagated = gain;
-                raw.insert(i, r);
+        match merged.last_mut().filter(|m| m.slot == reply) {
+            Some(m) => m.propagated += gain,
+            None => {
+                let mut n = Raw::new(reply, 0.0, 0);
+                n.propagated = gain;
+                merged.push(n);
             }
         }
     }
+    *raw = merged;
 }
 
 /// Chooses the memories for a prompt; see the module documentation for the rules.

@@ -1589,6 +1589,7 @@ impl PostJob {
         if rt.config.agent.learn && !self.reply.trim().is_empty() {
             post.memories_saved = MemoryAgent.extract_and_save(
                 rt,
+                &self.session,
                 &self.question,
                 &self.reply,
                 self.world.as_deref(),

@@ -60,7 +60,7 @@ pub use ingest::{decide_ingest, merge, merge_loses_nothing, merge_similarity, In
 pub use learned::{grounded, learned_source, GROUNDED_SHARE, PARAPHRASE_WORDS};
 pub use rank::{
     idf, length_factor, Fusion, MemoryIndex, Ranking, RecallQuery, BM25_B, BM25_K1, REPLY_SHARE,
-    RRF_K, SUBJECT_BOOST,
+    RRF_K, SUBJECT_BOOST, VECTOR_WEIGHT,
 };
 pub use record::{
     content_hash, Category, Memory, MemoryId, Priority, IMPORTANCE_MAX, IMPORTANCE_MIN,
@@ -118,7 +118,7 @@ pub struct MemoryConfig {
     pub subject_boost: f32,
     /// With embeddings: how lexical and vector ranks are fused.
     pub fusion: Fusion,
-    /// With [`Fusion::Weighted`]: the vector's share (ZeroClaw and NullClaw use 0.7).
+    /// With [`Fusion::Weighted`]: the vector's share ([`VECTOR_WEIGHT`]).
     pub vector_weight: f32,
     /// With embeddings: the nearest memories by cosine that may compete even without a
     /// shared keyword.
@@ -207,8 +207,8 @@ impl Default for MemoryConfig {
             relevance_exponent: 2.0,
             reply_share: REPLY_SHARE,
             subject_boost: SUBJECT_BOOST,
-            fusion: Fusion::Rrf,
-            vector_weight: 0.7,
+            fusion: Fusion::Weighted,
+            vector_weight: VECTOR_WEIGHT,
             vector_candidates: 60,
             max_critical: 10,
             strong_match_f1: 0.7,

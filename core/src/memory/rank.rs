@@ -57,16 +57,26 @@ pub enum Ranking {
 }
 
 /// How lexical and embedding ranks are fused when an embedding model is configured.
+///
+/// Weighted is the default: measured on a public long-conversation benchmark with a
+/// small sentence model (MiniLM-L6), RRF lost 3 points of recall at ten memories
+/// against words alone while a weighted sum with w 0.3–0.5 gained 4.6. RRF throws the
+/// scores away and keeps only ranks, so a weak lexical match ranked first counts as
+/// much as a strong one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Fusion {
     /// Reciprocal rank fusion (k = 60): `1/(60 + lexical rank) + 1/(60 + vector rank)`.
-    #[default]
     Rrf,
     /// A weighted sum of the lexical score (divided by the best) and the cosine
     /// (divided by the best): `(1 − w)·lexical + w·vector`, w = `vector_weight`.
+    #[default]
     Weighted,
 }
+
+/// The vector's share in [`Fusion::Weighted`] (0.3–0.5 measured best on the benchmark
+/// above; ZeroClaw and NullClaw use 0.7, which lets meaning outvote the words).
+pub const VECTOR_WEIGHT: f32 = 0.4;
 
 /// The reciprocal-rank-fusion constant (Cormack et al.).
 pub const RRF_K: f32 = 60.0;

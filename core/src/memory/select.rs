@@ -482,16 +482,37 @@ fn scan_replies(memories: &[Memory]) -> Vec<(MemoryId, u32)> {
 /// Reply propagation: each active memory replying to a matched one gains `share` × the
 /// matched one's BM25 (added to `raw`, kept sorted by position, when it matched
 /// nothing itself). O(matches × log replies); nothing when no memory replies to another.
+///
+/// A reply that matched nothing itself and whose gain could never bring it to
+/// `min_relevance` of the best match (even boosted) is left out, so a question of
+/// common words over a long dialog does not double the candidates: its relevance would
+/// stay under the threshold whatever the rest (the best only grows). Only when no
+/// memory is near by embedding, where relevance is the lexical score alone.
 fn propagate(
     raw: &mut Vec<Raw>,
     replies: &[(MemoryId, u32)],
     memories: &[Memory],
-    share: f32,
+    cfg: &MemoryConfig,
+    prune: bool,
     now: Timestamp,
 ) {
+    let share = cfg.reply_share;
     if replies.is_empty() || !(share.is_finite() && share > 0.0) {
         return;
     }
+    // The smallest gain that may matter to a reply that matched nothing (with a margin
+    // for rounding: the threshold is compared with a tolerance).
+    let floor = if prune && cfg.min_relevance > 1e-4 {
+        let best = raw.iter().map(|r| r.bm25).fold(0f32, f32::max);
+        let boost = if cfg.subject_boost.is_finite() {
+            cfg.subject_boost.max(1.0)
+        } else {
+            1.0
+        };
+        0.99 * cfg.min_relevance * best / boost
+    } else {
+        0.0
+    };
     // (reply position, the part it gains), in the order of the matched positions.
     let mut gains: Vec<(u32, f32)> = Vec::new();
     let mut from = 0usize;
@@ -507,12 +528,15 @@ fn propagate(
         }
         last = Some(id);
         from += replies[from..].partition_point(|e| e.0 < id);
+        let gain = share * r.bm25;
         for &(_, reply) in replies[from..].iter().take_while(|e| e.0 == id) {
-            if memories
-                .get(reply as usize)
-                .is_some_and(|m| m.is_active(now))
+            let weak = gain < floor && raw.binary_search_by_key(&reply, |x| x.slot).is_err();
+            if !weak
+                && memories
+                    .get(reply as usize)
+                    .is_some_and(|m| m.is_active(now))
             {
-                gains.push((reply, share * r.bm25));
+                gains.push((reply, gain));
             }
         }
     }
@@ -602,26 +626,30 @@ pub fn select_query(
             h.shared_question,
         ));
     }
+    // The memories near by embedding (none without a vector, or when no memory has
+    // an embedding of the question's model).
+    let near = match vector.as_ref().filter(|v| !v.embedding.is_empty()) {
+        Some(v) => nearest(memories, v, cfg.vector_candidates, now),
+        None => Vec::new(),
+    };
     if cfg.ranking == Ranking::Bm25 {
+        let prune = near.is_empty();
         match index {
-            Some(ix) => propagate(&mut raw, ix.replies(), memories, cfg.reply_share, now),
+            Some(ix) => propagate(&mut raw, ix.replies(), memories, cfg, prune, now),
             None => {
                 let replies = scan_replies(memories);
-                propagate(&mut raw, &replies, memories, cfg.reply_share, now);
+                propagate(&mut raw, &replies, memories, cfg, prune, now);
             }
         }
         boost_subjects(&mut raw, memories, query, cfg.subject_boost);
     }
-    if let Some(v) = vector.as_ref().filter(|v| !v.embedding.is_empty()) {
-        let k = cfg.vector_candidates;
-        for (slot, c) in nearest(memories, v, k, now) {
-            match raw.binary_search_by_key(&slot, |r| r.slot) {
-                Ok(i) => raw[i].cosine = Some(c),
-                Err(i) => {
-                    let mut r = Raw::new(slot, 0.0, 0);
-                    r.cosine = Some(c);
-                    raw.insert(i, r);
-                }
+    for (slot, c) in near {
+        match raw.binary_search_by_key(&slot, |r| r.slot) {
+            Ok(i) => raw[i].cosine = Some(c),
+            Err(i) => {
+                let mut r = Raw::new(slot, 0.0, 0);
+                r.cosine = Some(c);
+                raw.insert(i, r);
             }
         }
     }
@@ -1531,6 +1559,46 @@ mod tests {
         // The speaker named: both are Anna's.
         let sel = select(&ms, &query("anna concert"), NOW, &cfg);
         assert!(sel.chosen.iter().all(|c| c.boost == 1.5), "{sel:?}");
+    }
+
+    #[test]
+    fn weighted_fusion_is_the_default_and_rrf_a_setting() {
+        // A memory matching the word and one only near by embedding.
+        let mut by_word = mem(1, "cello lessons", Priority::Low, DAY);
+        by_word.embedding = Some(vec![0.0, 1.0]);
+        by_word.embedding_model = Some("e".into());
+        let mut by_meaning = mem(2, "she plays strings", Priority::Low, DAY);
+        by_meaning.embedding = Some(vec![1.0, 0.0]);
+        by_meaning.embedding_model = Some("e".into());
+        let ms = [by_word, by_meaning];
+        let q = RecallQuery::new(&query("cello"));
+        let v = QueryVector {
+            model: "e",
+            embedding: &[1.0, 0.0],
+        };
+        assert_eq!(MemoryConfig::default().fusion, Fusion::Weighted);
+        // (fusion, vector weight, relevance by word, relevance by meaning)
+        let table = [
+            (Fusion::Weighted, super::super::VECTOR_WEIGHT, 0.6, 0.4),
+            (Fusion::Weighted, 0.3, 0.7, 0.3),
+            (Fusion::Weighted, 0.5, 0.5, 0.5),
+            (Fusion::Rrf, super::super::VECTOR_WEIGHT, 1.0, 1.0),
+        ];
+        for (fusion, w, word, meaning) in table {
+            let cfg = MemoryConfig {
+                fusion,
+                vector_weight: w,
+                min_relevance: 0.0,
+                ..MemoryConfig::default()
+            };
+            let sel = select_query(&ms, None, &q, Some(v), NOW, &cfg);
+            let rel = |id| sel.chosen.iter().find(|c| c.id == id).map(|c| c.relevance);
+            let got = (rel(1).unwrap_or(-1.0), rel(2).unwrap_or(-1.0));
+            assert!(
+                (got.0 - word).abs() < 1e-6 && (got.1 - meaning).abs() < 1e-6,
+                "{fusion:?} {w}: {got:?}"
+            );
+        }
     }
 
     #[test]

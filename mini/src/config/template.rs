@@ -168,10 +168,11 @@ pub const CONFIG_TEMPLATE: &str = r#"# evolve configuration — `evolve config s
 # A memory whose speaker, or a person it names, the question names scores this
 # many times more.
 #subject_boost = 1.5
-# With [model] embedding_model set, embeddings are fused with the words by
-# reciprocal rank ("rrf") or a weighted sum ("weighted", vector share vector_weight).
-#fusion = "rrf"
-#vector_weight = 0.7
+# With [model] embedding_model set, embeddings are fused with the words by a
+# weighted sum ("weighted": (1 - vector_weight) x words + vector_weight x cosine,
+# each relative to its best) or by reciprocal rank ("rrf", ranks only).
+#fusion = "weighted"
+#vector_weight = 0.4
 # A new memory this similar (keyword Jaccard) to an old one is merged into it.
 #merge_jaccard = 0.3
 # Priorities decay with age: CRITICAL → HIGH, HIGH → MEDIUM, MEDIUM → LOW (days).

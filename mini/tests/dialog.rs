@@ -194,6 +194,7 @@ fn a_question_naming_a_speaker_ranks_their_own_turn_above_anothers() {
                 "Ravi",
                 "I went hiking in the hills near the lake on Saturday too"
             ),
+            turn("c4", "Caroline", "Thanks, see you soon"),
         ]),
     );
     for question in [
@@ -215,6 +216,13 @@ fn a_question_naming_a_speaker_ranks_their_own_turn_above_anothers() {
             .iter()
             .find(|c| c["speaker"] == "Gina");
         assert!(gina.is_none_or(|g| g["boost"] == 1.0), "{doc:#}");
+        // Caroline's turn that shares only her name is not about hiking: no boost.
+        let thanks = doc["chosen"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["content"] == "Caroline: Thanks, see you soon");
+        assert!(thanks.is_none_or(|t| t["boost"] == 1.0), "{doc:#}");
     }
     w.config("[memory]\nsubject_boost = 1\n");
     let doc = search(&w, "Where did Caroline go hiking?");
@@ -340,7 +348,7 @@ fn a_store_from_before_the_links_opens_keeps_its_memories_and_links_new_turns() 
     let ms = list(&w);
     assert_eq!(ms.len(), 1, "{ms:#?}");
     assert_eq!(ms[0]["prev"], Value::Null);
-    let doc = search(&w, "Where does Caroline live now?");
+    let doc = search(&w, "Where did Caroline move?");
     let first = &doc["chosen"][0];
     assert_eq!(first["content"], "Caroline: I moved to Lisbon last spring");
     assert_eq!(

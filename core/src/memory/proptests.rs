@@ -158,7 +158,16 @@ fn naive_relevance(ms: &[Memory], q: &KeywordSet, cfg: &MemoryConfig) -> Vec<f32
                 }
             }
             let named = intersection_len(m.subjects.as_slice(), q.as_slice()) > 0;
-            let boost = if named { cfg.subject_boost } else { 1.0 };
+            // …and about more than the name: another shared word, or a share passed on.
+            let other = q
+                .as_slice()
+                .iter()
+                .any(|&h| m.keywords.contains(h) && !m.subjects.contains(h));
+            let boost = if named && (other || propagated > 0.0) {
+                cfg.subject_boost
+            } else {
+                1.0
+            };
             (own + propagated) * boost
         })
         .collect();

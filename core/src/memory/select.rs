@@ -736,18 +736,30 @@ pub fn select_query(
 }
 
 /// The subject boost: `factor` on each entry whose memory's subjects (speaker, people
-/// named) the question's own keywords name. A factor that is not a number above 0
-/// counts as 1.
+/// named) the question's own keywords name, and which is about the rest of the question
+/// too — it shares another of the question's keywords, or gained a share from the turn
+/// it replies to. A memory that only names the person ("Mel says hi.") is not boosted:
+/// measured on stores that mix extracted facts with turns, boosting it pushed the facts
+/// about the person out for the person's chit-chat. A factor that is not a number above
+/// 0 counts as 1.
 fn boost_subjects(raw: &mut [Raw], memories: &[Memory], query: &RecallQuery, factor: f32) {
     if !(factor.is_finite() && factor > 0.0) || factor == 1.0 || query.question().is_empty() {
         return;
     }
+    let question = query.question().as_slice();
     for r in raw.iter_mut() {
-        let named = memories.get(r.slot as usize).is_some_and(|m| {
-            !m.subjects.is_empty()
-                && intersection_len(m.subjects.as_slice(), query.question().as_slice()) > 0
-        });
-        if named {
+        let Some(m) = memories.get(r.slot as usize) else {
+            continue;
+        };
+        if m.subjects.is_empty() || intersection_len(m.subjects.as_slice(), question) == 0 {
+            continue;
+        }
+        // The question's keywords the memory shares only as a subject's name.
+        let by_name = question
+            .iter()
+            .filter(|&&h| m.subjects.contains(h) && m.keywords.contains(h))
+            .count();
+        if r.propagated > 0.0 || r.shared_question as usize > by_name {
             r.boost = factor;
         }
     }
@@ -1559,6 +1571,33 @@ mod tests {
         // The speaker named: both are Anna's.
         let sel = select(&ms, &query("anna concert"), NOW, &cfg);
         assert!(sel.chosen.iter().all(|c| c.boost == 1.5), "{sel:?}");
+    }
+
+    #[test]
+    fn a_turn_sharing_only_the_speakers_name_is_not_boosted() {
+        let cfg = MemoryConfig {
+            min_relevance: 0.0,
+            ..MemoryConfig::default()
+        };
+        let ms = vec![
+            turn(1, "Mel", "see you soon", None),
+            turn(2, "Mel", "my cello is out of tune", None),
+            turn(3, "Jon", "which instrument do you play?", None),
+            turn(4, "Mel", "the flute", Some(3)),
+        ];
+        let sel = select(&ms, &query("what instrument does mel play"), NOW, &cfg);
+        let boost = |id| sel.chosen.iter().find(|c| c.id == id).map(|c| c.boost);
+        // (only the name; no other word; a reply to a matched turn)
+        assert_eq!(boost(1), Some(1.0), "only her name: {sel:?}");
+        assert_eq!(
+            boost(2),
+            Some(1.0),
+            "her turn, no other word of the question"
+        );
+        assert_eq!(boost(4), Some(1.5), "her reply to the question asked");
+        let sel = select(&ms, &query("mel cello"), NOW, &cfg);
+        let boost = |id| sel.chosen.iter().find(|c| c.id == id).map(|c| c.boost);
+        assert_eq!((boost(1), boost(2)), (Some(1.0), Some(1.5)));
     }
 
     #[test]

@@ -211,6 +211,9 @@ pub struct MemoryIndex {
     /// (previous memory's id, position of the memory replying to it), sorted: the
     /// replies of a memory that matched, for [`REPLY_SHARE`].
     replies: Vec<(MemoryId, u32)>,
+    /// Subject keyword → how many indexed memories have it ([`Memory::subjects`]): a
+    /// question naming none of them skips the subject boost without touching a memory.
+    subjects: BTreeMap<u64, u32>,
     docs: usize,
     total_len: u64,
     /// Length of the slice mirrored (deleted memories included), so an insertion at
@@ -242,6 +245,9 @@ impl MemoryIndex {
             }
             if let Some(prev) = m.prev {
                 ix.replies.push((prev, slot));
+            }
+            for &h in m.subjects.as_slice() {
+                *ix.subjects.entry(h).or_default() += 1;
             }
             ix.docs += 1;
             ix.total_len += u64::from(m.ranked_len());
@@ -288,6 +294,11 @@ impl MemoryIndex {
     /// replies to another, sorted.
     pub fn replies(&self) -> &[(MemoryId, u32)] {
         &self.replies
+    }
+
+    /// True when some indexed memory has the keyword among its subjects.
+    pub fn is_subject(&self, hash: u64) -> bool {
+        self.subjects.contains_key(&hash)
     }
 
     /// `memory` was inserted at `slot` (later positions move up by one).
@@ -337,6 +348,9 @@ impl MemoryIndex {
                 self.replies.insert(at, (prev, slot));
             }
         }
+        for &h in m.subjects.as_slice() {
+            *self.subjects.entry(h).or_default() += 1;
+        }
         self.docs += 1;
         self.total_len += u64::from(m.ranked_len());
     }
@@ -361,6 +375,14 @@ impl MemoryIndex {
         if let Some(prev) = m.prev {
             if let Ok(at) = self.replies.binary_search(&(prev, slot)) {
                 self.replies.remove(at);
+            }
+        }
+        for &h in m.subjects.as_slice() {
+            if let Some(n) = self.subjects.get_mut(&h) {
+                *n = n.saturating_sub(1);
+                if *n == 0 {
+                    self.subjects.remove(&h);
+                }
             }
         }
         self.docs = self.docs.saturating_sub(1);

@@ -13,11 +13,16 @@
 //! The systems (`system/`): a list behind one trait; `today` (the product's selection)
 //! is the reference whose injected characters the `@chars` rows are held to.
 //!
+//! Then the dialog stores (`dialog.rs`): every memory a turn linked to the one before
+//! it, questions answered by the reply to a turn and questions naming who said
+//! something, with the reply and subject rules before and after and both fusions.
+//!
 //! Run: `cargo bench -p evolve-mini --bench recall`. `EVOLVE_BENCH_RECALL_SAMPLES=N`
 //! also prints N questions of each store with their previous turn and evidence, to see
 //! what the data looks like.
 
 mod data;
+mod dialog;
 #[allow(dead_code)]
 #[path = "../../mini/src/inflate.rs"]
 mod inflate;
@@ -96,5 +101,6 @@ fn main() {
         }
         report::print_tables(size, &stores, &results);
     }
+    dialog::run(&tokenizer);
     println!("\n(whole run: {:.1} s)", started.elapsed().as_secs_f64());
 }

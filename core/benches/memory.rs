@@ -156,6 +156,23 @@ fn main() {
             Duration::from_secs(2),
             || select_query(&ms, Some(&index), &rare, None, NOW, &cfg),
         );
+        // The same store as one long dialog: every memory replies to the one before,
+        // so each match passes a share to its reply (the worst case of propagation).
+        let mut dialog = ms.clone();
+        for (i, m) in dialog.iter_mut().enumerate().skip(1) {
+            m.prev = Some(i as u64);
+        }
+        let dialog_index = MemoryIndex::build(&dialog);
+        assert_eq!(
+            select_query(&dialog, Some(&dialog_index), &recall, None, NOW, &cfg),
+            select_query(&dialog, None, &recall, None, NOW, &cfg),
+            "the index selects what the scan selects, replies included"
+        );
+        bench(
+            &format!("select {n} memories (index, every memory a reply)"),
+            Duration::from_secs(2),
+            || select_query(&dialog, Some(&dialog_index), &recall, None, NOW, &cfg),
+        );
         if n == 100_000 {
             bench(
                 "build the index of 100000 memories",

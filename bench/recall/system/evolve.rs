@@ -146,6 +146,13 @@ impl Embedder {
 /// The model name the bench's embeddings are stored under.
 const MODEL: &str = "bench-embedder";
 
+/// Embeddings computed elsewhere (a real model's, through `/v1/embeddings`): one per
+/// memory of the store, in order, and one per question text.
+pub struct Given {
+    pub memories: Vec<Vec<f32>>,
+    pub questions: std::collections::HashMap<String, Vec<f32>>,
+}
+
 pub struct Evolve {
     name: String,
     tokenizer: ShellTokenizer,
@@ -155,6 +162,7 @@ pub struct Evolve {
     rules: Rules,
     config: MemoryConfig,
     embedder: Option<Embedder>,
+    given: Option<std::rc::Rc<Given>>,
     memories: Vec<Memory>,
     index: MemoryIndex,
 }
@@ -169,6 +177,7 @@ impl Evolve {
             rules: Rules::CURRENT,
             config: MemoryConfig::default(),
             embedder: None,
+            given: None,
             memories: Vec::new(),
             index: MemoryIndex::default(),
         }
@@ -217,6 +226,13 @@ impl Evolve {
         }
     }
 
+    /// Embeddings from `given` instead of the stand-in model.
+    pub fn given(mut self, given: std::rc::Rc<Given>, fusion: Fusion) -> Self {
+        self.given = Some(given);
+        self.config.fusion = fusion;
+        self
+    }
+
     pub fn embedded(mut self, fusion: Fusion) -> Self {
         self.embedder = Some(Embedder::new(
             self.tokenizer.clone().with_rules(Rules::CURRENT),
@@ -246,6 +262,12 @@ impl System for Evolve {
                 m.embedding_model = Some(MODEL.into());
             }
         }
+        if let Some(g) = &self.given {
+            for (m, v) in self.memories.iter_mut().zip(&g.memories) {
+                m.embedding = Some(v.clone());
+                m.embedding_model = Some(MODEL.into());
+            }
+        }
         self.index = MemoryIndex::build(&self.memories);
     }
 
@@ -255,7 +277,10 @@ impl System for Evolve {
         if let Some(p) = &question.previous {
             q = q.with_context(&KeywordSet::of(&*keyer, p), self.config.context_weight);
         }
-        let embedded = self.embedder.as_ref().map(|e| e.embed(&question.text));
+        let embedded = match &self.given {
+            Some(g) => g.questions.get(&question.text).cloned(),
+            None => self.embedder.as_ref().map(|e| e.embed(&question.text)),
+        };
         let vector = embedded.as_deref().map(|e| QueryVector {
             model: MODEL,
             embedding: e,

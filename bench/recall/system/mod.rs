@@ -14,7 +14,7 @@ mod bm25;
 mod evolve;
 
 pub use bm25::Bm25Plain;
-pub use evolve::Evolve;
+pub use evolve::{Evolve, Given};
 
 use evolve_core::memory::{Fusion, Memory, Ranking};
 use evolve_core::text::Rules;
@@ -118,6 +118,14 @@ pub fn lineup(tokenizer: &ShellTokenizer) -> Vec<Entry> {
         )),
         plain(Box::new(
             Evolve::new(t())
+                .named("evolve -reply -subject")
+                .configured(|c| {
+                    c.reply_share = 0.0;
+                    c.subject_boost = 1.0;
+                }),
+        )),
+        plain(Box::new(
+            Evolve::new(t())
                 .named("evolve+emb rrf")
                 .embedded(Fusion::Rrf),
         )),
@@ -125,6 +133,12 @@ pub fn lineup(tokenizer: &ShellTokenizer) -> Vec<Entry> {
             Evolve::new(t())
                 .named("evolve+emb weighted")
                 .embedded(Fusion::Weighted),
+        )),
+        plain(Box::new(
+            Evolve::new(t())
+                .named("evolve+emb weighted 0.7")
+                .embedded(Fusion::Weighted)
+                .configured(|c| c.vector_weight = 0.7),
         )),
     ]
 }

@@ -205,6 +205,13 @@ pub fn merge(existing: &Memory, incoming: &Memory, tokenizer: &dyn Tokenizer) ->
         keyword_count: 0,
         keywords_version: 0,
         source: text_source.source,
+        // A merged memory keeps the stored one's place in its conversation.
+        speaker: existing
+            .speaker
+            .clone()
+            .or_else(|| incoming.speaker.clone()),
+        prev: existing.prev.or(incoming.prev),
+        subjects: Default::default(),
     };
     m.confine_world();
     m.refresh_derived(tokenizer);

@@ -31,6 +31,7 @@
 mod adjust;
 mod decay;
 mod dedup;
+mod dialog;
 mod format;
 mod ingest;
 mod learned;
@@ -53,6 +54,7 @@ pub use decay::{
     stated_by_user, DecayChange, Retired,
 };
 pub use dedup::{embedding_duplicates, DuplicatePair};
+pub use dialog::{leading_label, subjects};
 pub use format::{
     flatten_content, format_block, prefix, Lang, BLOCK_CLOSE, BLOCK_OPEN, WORLD_PREFIX_EN,
     WORLD_PREFIX_ZH,
@@ -60,7 +62,8 @@ pub use format::{
 pub use ingest::{decide_ingest, merge, merge_loses_nothing, merge_similarity, IngestDecision};
 pub use learned::{grounded, learned_source, GROUNDED_SHARE, PARAPHRASE_WORDS};
 pub use rank::{
-    idf, length_factor, Fusion, MemoryIndex, Ranking, RecallQuery, BM25_B, BM25_K1, RRF_K,
+    idf, length_factor, Fusion, MemoryIndex, Ranking, RecallQuery, BM25_B, BM25_K1, REPLY_SHARE,
+    RRF_K, SUBJECT_BOOST, VECTOR_WEIGHT,
 };
 pub use record::{
     content_hash, Category, Memory, MemoryId, Priority, IMPORTANCE_MAX, IMPORTANCE_MIN,
@@ -111,9 +114,15 @@ pub struct MemoryConfig {
     /// more against importance, recency and priority, so a memory that answers the
     /// question is not outscored by a newer or higher-priority one that shares a word.
     pub relevance_exponent: f32,
+    /// The share of a turn's BM25 score passed to the turn replying to it
+    /// ([`REPLY_SHARE`]; 0 turns it off).
+    pub reply_share: f32,
+    /// The factor on a memory whose speaker or a person it names is named by the
+    /// question ([`SUBJECT_BOOST`]; 1 turns it off).
+    pub subject_boost: f32,
     /// With embeddings: how lexical and vector ranks are fused.
     pub fusion: Fusion,
-    /// With [`Fusion::Weighted`]: the vector's share (ZeroClaw and NullClaw use 0.7).
+    /// With [`Fusion::Weighted`]: the vector's share ([`VECTOR_WEIGHT`]).
     pub vector_weight: f32,
     /// With embeddings: the nearest memories by cosine that may compete even without a
     /// shared keyword.
@@ -200,8 +209,10 @@ impl Default for MemoryConfig {
             context_weight: 0.25,
             min_relevance: 0.2,
             relevance_exponent: 2.0,
-            fusion: Fusion::Rrf,
-            vector_weight: 0.7,
+            reply_share: REPLY_SHARE,
+            subject_boost: SUBJECT_BOOST,
+            fusion: Fusion::Weighted,
+            vector_weight: VECTOR_WEIGHT,
             vector_candidates: 60,
             max_critical: 10,
             strong_match_f1: 0.7,

@@ -65,6 +65,16 @@ fn build(specs: &[Spec]) -> Vec<Memory> {
                 m.expires_at = exp_h.map(|h| NOW + h * 3600);
                 m.pinned = *pinned;
                 m.promoted = *promoted;
+                // Some memories are dialog turns: a speaker (one of the words) and a
+                // link to the memory before them.
+                if words.len() % 3 == 1 {
+                    m.prev = Some(i as MemoryId);
+                }
+                if let (0, Some(w)) = (words.len() % 2, words.last()) {
+                    m.speaker = Some(format!("w{w}"));
+                    m.refresh_derived(&FallbackTokenizer);
+                    m.importance = *imp;
+                }
                 if *summary {
                     m.tags.push(String::from("summary"));
                     m.refresh_derived(&FallbackTokenizer);
@@ -103,9 +113,11 @@ fn small_cfg() -> impl Strategy<Value = MemoryConfig> {
         )
 }
 
-/// BM25 written out (terms occur once; statistics over the memories not deleted),
-/// divided by the best among the active memories: the relevance of each memory.
-fn naive_relevance(ms: &[Memory], q: &KeywordSet) -> Vec<f32> {
+/// BM25 written out (terms occur once; statistics over the memories not deleted), plus
+/// the reply share of the BM25 of each active memory it replies to, times the subject
+/// boost when the question names one of its subjects, divided by the best among the
+/// active memories: the relevance of each memory.
+fn naive_relevance(ms: &[Memory], q: &KeywordSet, cfg: &MemoryConfig) -> Vec<f32> {
     let live: Vec<&Memory> = ms.iter().filter(|m| !m.deleted).collect();
     let n = live.len();
     let mean = if n == 0 {
@@ -129,8 +141,39 @@ fn naive_relevance(ms: &[Memory], q: &KeywordSet) -> Vec<f32> {
             sum * length_factor(m.ranked_len(), mean)
         })
         .collect();
-    let best = bm25.iter().copied().fold(0f32, f32::max);
-    bm25.iter()
+    let lexical: Vec<f32> = ms
+        .iter()
+        .map(|m| {
+            if !m.is_active(NOW) {
+                return 0.0;
+            }
+            let own = ms
+                .iter()
+                .position(|x| core::ptr::eq(x, m))
+                .map_or(0.0, |i| bm25[i]);
+            let mut propagated = 0f32;
+            for (p, &b) in ms.iter().zip(&bm25) {
+                if b > 0.0 && Some(p.id) == m.prev {
+                    propagated += cfg.reply_share * b;
+                }
+            }
+            let named = intersection_len(m.subjects.as_slice(), q.as_slice()) > 0;
+            // …and about more than the name: another shared word, or a share passed on.
+            let other = q
+                .as_slice()
+                .iter()
+                .any(|&h| m.keywords.contains(h) && !m.subjects.contains(h));
+            let boost = if named && (other || propagated > 0.0) {
+                cfg.subject_boost
+            } else {
+                1.0
+            };
+            (own + propagated) * boost
+        })
+        .collect();
+    let best = lexical.iter().copied().fold(0f32, f32::max);
+    lexical
+        .iter()
         .map(|&b| if best > 0.0 { b / best } else { 0.0 })
         .collect()
 }
@@ -160,10 +203,12 @@ fn reference(ms: &[Memory], q: &KeywordSet, cfg: &MemoryConfig) -> Vec<(MemoryId
         .take(cfg.max_critical.min(cfg.max_selected))
         .map(|(_, m)| (m.id, Reason::Critical, m.priority))
         .collect();
-    let relevance = naive_relevance(ms, q);
+    let relevance = naive_relevance(ms, q, cfg);
     let mut cands: Vec<(usize, &Memory, f32, bool)> = active
         .iter()
-        .filter(|(_, m)| intersection_len(q.as_slice(), m.keywords.as_slice()) > 0)
+        .filter(|(i, m)| {
+            intersection_len(q.as_slice(), m.keywords.as_slice()) > 0 || relevance[*i] > 0.0
+        })
         .map(|(i, m)| {
             let r = relevance[*i];
             let strong = f1(q.as_slice(), m.keywords.as_slice());
@@ -258,7 +303,12 @@ proptest! {
             if c.reason == Reason::Critical {
                 prop_assert_eq!(m.priority, Priority::Critical);
             } else {
-                prop_assert!(q.overlaps(&m.keywords), "unrelated memory chosen");
+                // It shares a word, or replies to an active memory that does.
+                let replied = ms.iter().any(|p| {
+                    Some(p.id) == m.prev && p.is_active(NOW) && q.overlaps(&p.keywords)
+                });
+                prop_assert!(q.overlaps(&m.keywords) || replied, "unrelated memory chosen");
+                prop_assert!(c.propagated == 0.0 || replied, "a share from no matched turn");
                 prop_assert!(c.score > 0.0);
             }
             let r = f1(q.as_slice(), m.keywords.as_slice());
@@ -370,9 +420,14 @@ proptest! {
             prop_assert!(m.is_active(NOW));
             prop_assert!((0.0..=1.0 + 1e-6).contains(&c.relevance));
             if c.reason != Reason::Critical {
+                let replied = ms.iter().any(|p| {
+                    Some(p.id) == m.prev && p.is_active(NOW) && q.question().overlaps(&p.keywords)
+                });
                 prop_assert!(
-                    q.question().overlaps(&m.keywords) || c.cosine.is_some_and(|x| x > 0.0),
-                    "a memory neither sharing a word nor near by embedding"
+                    q.question().overlaps(&m.keywords)
+                        || c.cosine.is_some_and(|x| x > 0.0)
+                        || replied,
+                    "a memory neither sharing a word, nor near by embedding, nor replying"
                 );
             }
         }

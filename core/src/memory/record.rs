@@ -268,6 +268,22 @@ pub struct Memory {
     /// the person's (everything stored then was taken as the person's anyway).
     #[serde(default, skip_serializing_if = "is_person")]
     pub source: Source,
+    /// Who said it, when the memory is a turn of a dialog ("Caroline"): a question
+    /// naming them boosts it ([`super::rank::SUBJECT_BOOST`]). Absent in other memories
+    /// and in records written before it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub speaker: Option<String>,
+    /// The memory just before this one in the same conversation, when it is a dialog
+    /// turn: the turn it replies to passes it a share of its relevance
+    /// ([`super::rank::REPLY_SHARE`]), since an answer often shares no word with the
+    /// question while the turn it answers does. Set at ingest; absent in records
+    /// written before it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prev: Option<MemoryId>,
+    /// Keywords of the speaker and of the people named in the content
+    /// ([`super::dialog::subjects`]), precomputed with the keywords.
+    #[serde(default, skip_serializing_if = "KeywordSet::is_empty")]
+    pub subjects: KeywordSet,
 }
 
 fn is_person(s: &Source) -> bool {
@@ -282,9 +298,9 @@ pub const WORLD_MAX_PRIORITY: Priority = Priority::Medium;
 pub const WORLD_MAX_IMPORTANCE: u8 = 3;
 
 /// The version of the keyword rules: 2 added English stemming, the longer stop list
-/// and single digits. Bumped whenever a change to the tokenizers changes keywords of
+/// and single digits; 3 added the subjects (speaker and people named). Bumped whenever a change to the tokenizers changes keywords of
 /// stored text, so stored memories are keyed again.
-pub const KEYWORDS_VERSION: u32 = 2;
+pub const KEYWORDS_VERSION: u32 = 3;
 
 fn is_zero(n: &u32) -> bool {
     *n == 0
@@ -323,6 +339,9 @@ impl Memory {
             keywords_version: 0,
             embedding_model: None,
             source: Source::Person,
+            speaker: None,
+            prev: None,
+            subjects: KeywordSet::default(),
         };
         m.refresh_derived(tokenizer);
         m
@@ -368,8 +387,16 @@ impl Memory {
         for tag in &self.tags {
             tokenizer.for_each_keyword(tag, &mut |k| hashes.push(keyword_hash(k)));
         }
+        // A speaker kept apart from the text is a keyword too ("what did Caroline
+        // say…"); one the text starts with already is.
+        if let Some(speaker) = &self.speaker {
+            if super::dialog::leading_label(&self.content) != Some(speaker.trim()) {
+                tokenizer.for_each_keyword(speaker, &mut |k| hashes.push(keyword_hash(k)));
+            }
+        }
         self.keyword_count = u32::try_from(hashes.len()).unwrap_or(u32::MAX);
         self.keywords = KeywordSet::from_hashes(hashes);
+        self.subjects = super::dialog::subjects(self.speaker.as_deref(), &self.content, tokenizer);
         self.keywords_version = KEYWORDS_VERSION;
         self.content_hash = content_hash(&self.content);
         self.clamp_importance();

@@ -1663,6 +1663,7 @@ impl PostJob {
         if rt.config.agent.learn && !self.reply.trim().is_empty() && !small_talk {
             post.memories_saved = MemoryAgent.extract_and_save(
                 rt,
+                &self.session,
                 &self.question,
                 &self.person,
                 &self.reply,

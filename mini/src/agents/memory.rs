@@ -167,6 +167,10 @@ impl MemoryAgent {
     /// Returns how many memories were saved (inserted or merged). An unusable reply is
     /// reported in `problems` and skipped.
     ///
+    /// Each memory is linked to the one saved before it from the same `session`
+    /// ([`Memory::prev`]): consecutive turns of one conversation, so a later memory that
+    /// answers what an earlier one asked is found through it.
+    ///
     /// `world` names what brought outside text into the turn (`read_file`, `http_get`
     /// …), `None` when none did. Then the model is told the answer drew on it, and an
     /// item is the person's only when it stands on the question's words (core's
@@ -178,6 +182,7 @@ impl MemoryAgent {
     pub fn extract_and_save(
         &self,
         rt: &Runtime,
+        session: &str,
         question: &str,
         person: &[String],
         answer: &str,
@@ -245,7 +250,7 @@ impl MemoryAgent {
             let m = m.with_source(source);
             match rt
                 .store
-                .ingest_memory(m, &rt.config.core.memory, now, &rt.tokenizer)
+                .ingest_turn(m, session, &rt.config.core.memory, now, &rt.tokenizer)
             {
                 Ok(Ingested::Inserted(id)) | Ok(Ingested::Merged(id)) => {
                     log::info!("memory {id} saved from the exchange");

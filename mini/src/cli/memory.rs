@@ -99,7 +99,8 @@ struct Search {
     #[argh(option)]
     previous: Option<String>,
     /// print the selection as JSON, with why each memory was chosen (words matched,
-    /// BM25, F1, relevance, score)
+    /// BM25, the part passed from the turn it replies to, the speaker boost, F1,
+    /// relevance, score)
     #[argh(switch)]
     json: bool,
 }
@@ -137,7 +138,7 @@ struct ExportCmd {
     file: Option<PathBuf>,
 }
 
-/// read FILE: an `evolve memory export`, a session from `evolve sessions export ID --format json`, or a JSON list of memory records (bare or under "memories")
+/// read FILE: an `evolve memory export`, a session from `evolve sessions export ID --format json`, or a JSON list of memory records (bare or under "memories"); records with a "conversation" are dialog turns, each linked to the one before it in that conversation (add "speaker" to name who said it)
 #[derive(FromArgs, Debug)]
 #[argh(subcommand, name = "import")]
 struct ImportCmd {
@@ -338,7 +339,9 @@ fn report(
                 let m = &memories[c.index];
                 serde_json::json!({
                     "id": c.id, "reason": c.reason, "score": c.score, "relevance": c.relevance,
-                    "bm25": c.bm25, "f1": c.f1, "cosine": c.cosine,
+                    "bm25": c.bm25, "propagated": c.propagated, "boost": c.boost,
+                    "reply_to": m.prev, "speaker": m.speaker,
+                    "f1": c.f1, "cosine": c.cosine,
                     "matched": query.matched(m),
                     "priority": m.priority, "category": m.category, "content": m.content,
                 })
@@ -565,6 +568,7 @@ pub(crate) fn listing_json(m: &Memory) -> serde_json::Value {
     let mut v = serde_json::to_value(m).unwrap_or_default();
     if let Some(o) = v.as_object_mut() {
         o.remove("keywords");
+        o.remove("subjects");
         o.remove("embedding");
         o.insert("source".into(), m.source.as_str().into());
     }
@@ -697,14 +701,44 @@ pub(super) fn write_file(path: &Path, text: &str) -> Result<(), Error> {
 enum ImportFile {
     /// An `evolve memory export` (or a full store export): restored with ids kept.
     Export(Export),
-    /// Plain records: added one by one through the ingest rule.
-    Plain(Vec<Memory>),
+    /// Plain records, each with the conversation it is a turn of (if any): added one
+    /// by one through the ingest rule, a conversation's turns linked in file order.
+    Plain(Vec<Memory>, Vec<Option<String>>),
+}
+
+/// The `conversation` of each record of a plain list (bare or under `memories`), in
+/// order: a string, or a number written as one.
+fn conversations(value: &serde_json::Value) -> Vec<Option<String>> {
+    let list = value
+        .as_array()
+        .or_else(|| value.get("memories").and_then(|m| m.as_array()));
+    list.map(|records| {
+        records
+            .iter()
+            .map(|r| match r.get("conversation") {
+                Some(serde_json::Value::String(s)) if !s.trim().is_empty() => {
+                    Some(s.trim().to_string())
+                }
+                Some(serde_json::Value::Number(n)) => Some(n.to_string()),
+                _ => None,
+            })
+            .collect()
+    })
+    .unwrap_or_default()
 }
 
 /// Memories with no text are not memories: dropped from an import (like `memory add ""`
-/// is refused), with a count.
-fn drop_empty(memories: &mut Vec<Memory>) -> usize {
+/// is refused), with a count; `conversations` (one per memory, when given) follow.
+fn drop_empty(
+    memories: &mut Vec<Memory>,
+    conversations: Option<&mut Vec<Option<String>>>,
+) -> usize {
     let before = memories.len();
+    if let Some(convs) = conversations {
+        convs.resize(memories.len(), None);
+        let mut keep = memories.iter().map(|m| !m.content.trim().is_empty());
+        convs.retain(|_| keep.next().unwrap_or(false));
+    }
     memories.retain(|m| !m.content.trim().is_empty());
     before - memories.len()
 }
@@ -728,7 +762,8 @@ fn read_import(path: &Path) -> Result<ImportFile, Error> {
         }));
     }
     if value.get("schema_version").is_none() {
-        return parse_memory_list(path, &text).map(ImportFile::Plain);
+        let convs = conversations(&value);
+        return parse_memory_list(path, &text).map(|ms| ImportFile::Plain(ms, convs));
     }
     let doc: Export =
         serde_json::from_str(&text).map_err(|e| invalid(format!("not an evolve export: {e}")))?;
@@ -751,20 +786,42 @@ struct Ingests {
 }
 
 impl Ingests {
+    /// Ingests `memories`; those with a conversation (`conversations`, one per memory
+    /// when given) are its turns, each linked to the one before it in the file
+    /// ([`Store::insert_turn`]): a conversation of an import file is whole, so
+    /// importing it again adds nothing.
     fn run(
         &mut self,
         store: &Store,
         memories: Vec<Memory>,
+        conversations: &[Option<String>],
         cfg: &MemoryConfig,
         now: Timestamp,
         tokenizer: &dyn Tokenizer,
     ) -> Result<(), Error> {
-        for mut m in memories.into_iter().filter(|m| !m.deleted) {
+        let mut last: HashMap<String, MemoryId> = HashMap::new();
+        for (i, mut m) in memories.into_iter().enumerate() {
+            if m.deleted {
+                continue;
+            }
             m.id = 0;
+            // A link in a file names ids of another store: the import sets its own.
+            m.prev = None;
             if m.created_at == 0 {
                 m.created_at = now;
             }
-            match store.ingest_memory(m, cfg, now, tokenizer)? {
+            let ingested = match conversations.get(i).and_then(Option::as_deref) {
+                Some(conversation) => {
+                    m.prev = last.get(conversation).copied();
+                    let ingested = store.insert_turn(m, tokenizer)?;
+                    let (Ingested::Inserted(id) | Ingested::Merged(id) | Ingested::Duplicate(id)) =
+                        ingested;
+                    last.insert(conversation.to_string(), id);
+                    ingested
+                }
+                None => store.ingest_memory(m, cfg, now, tokenizer)?,
+            };
+            match ingested {
                 Ingested::Inserted(_) => self.added += 1,
                 Ingested::Merged(_) => self.merged += 1,
                 Ingested::Duplicate(_) => self.present += 1,
@@ -788,8 +845,8 @@ impl Ingests {
 fn import(c: ImportCmd, profile: &Option<String>) -> Result<(), Error> {
     let mut file = read_import(&c.file)?;
     let empty = match &mut file {
-        ImportFile::Plain(memories) => drop_empty(memories),
-        ImportFile::Export(doc) => drop_empty(&mut doc.memories),
+        ImportFile::Plain(memories, convs) => drop_empty(memories, Some(convs)),
+        ImportFile::Export(doc) => drop_empty(&mut doc.memories, None),
     };
     if empty > 0 {
         eprintln!("skipped {empty} memories with no text");
@@ -800,10 +857,10 @@ fn import(c: ImportCmd, profile: &Option<String>) -> Result<(), Error> {
     let mut out = std::io::stdout().lock();
     let name = c.file.display();
     match file {
-        ImportFile::Plain(memories) => {
+        ImportFile::Plain(memories, convs) => {
             let mut counts = Ingests::default();
             let total = memories.len();
-            counts.run(&store, memories, cfg, now, &app.tokenizer)?;
+            counts.run(&store, memories, &convs, cfg, now, &app.tokenizer)?;
             writeln!(
                 out,
                 "imported {total} memories from {name}: {}",
@@ -837,7 +894,7 @@ fn import(c: ImportCmd, profile: &Option<String>) -> Result<(), Error> {
             if !clash.is_empty() {
                 let mut counts = Ingests::default();
                 let total = clash.len();
-                counts.run(&store, clash, cfg, now, &app.tokenizer)?;
+                counts.run(&store, clash, &[], cfg, now, &app.tokenizer)?;
                 writeln!(
                     out,
                     "{total} memories whose ids were taken by others: {}",
@@ -1067,7 +1124,7 @@ mod tests {
             std::fs::write(&path, text).unwrap();
             match (read_import(&path), want) {
                 (Ok(ImportFile::Export(_)), Some(true))
-                | (Ok(ImportFile::Plain(_)), Some(false)) => {}
+                | (Ok(ImportFile::Plain(..)), Some(false)) => {}
                 (Err(e), None) => {
                     assert_eq!(e.exit_code(), 2, "{e}");
                     assert!(e.to_string().contains(&format!("f{i}.json")), "{e}");

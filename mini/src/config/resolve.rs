@@ -620,7 +620,7 @@ fn check_core(core: &CoreConfig) -> Result<(), String> {
     let h = &core.history;
     let unit = |v: f32| v > 0.0 && v <= 1.0;
     let share = |v: f32| (0.0..=1.0).contains(&v);
-    let problems: [(bool, &str, String, &str); 17] = [
+    let problems: [(bool, &str, String, &str); 19] = [
         (
             m.max_selected >= 1,
             "memory.max_selected",
@@ -644,6 +644,18 @@ fn check_core(core: &CoreConfig) -> Result<(), String> {
             "memory.relevance_exponent",
             m.relevance_exponent.to_string(),
             "between 0.5 and 4",
+        ),
+        (
+            share(m.reply_share),
+            "memory.reply_share",
+            m.reply_share.to_string(),
+            "between 0 and 1",
+        ),
+        (
+            (1.0..=4.0).contains(&m.subject_boost),
+            "memory.subject_boost",
+            m.subject_boost.to_string(),
+            "between 1 and 4",
         ),
         (
             share(m.vector_weight),

@@ -162,10 +162,17 @@ pub const CONFIG_TEMPLATE: &str = r#"# evolve configuration — `evolve config s
 #min_relevance = 0.2
 # Relevance enters the score squared, so it weighs more than age and priority.
 #relevance_exponent = 2.0
-# With [model] embedding_model set, embeddings are fused with the words by
-# reciprocal rank ("rrf") or a weighted sum ("weighted", vector share vector_weight).
-#fusion = "rrf"
-#vector_weight = 0.7
+# A dialog turn gains this share of the score of the turn it replies to (the
+# answer often shares no word with the question; the question it answers does).
+#reply_share = 0.3
+# A memory whose speaker, or a person it names, the question names scores this
+# many times more.
+#subject_boost = 1.5
+# With [model] embedding_model set, embeddings are fused with the words by a
+# weighted sum ("weighted": (1 - vector_weight) x words + vector_weight x cosine,
+# each relative to its best) or by reciprocal rank ("rrf", ranks only).
+#fusion = "weighted"
+#vector_weight = 0.4
 # A new memory this similar (keyword Jaccard) to an old one is merged into it.
 #merge_jaccard = 0.3
 # Priorities decay with age: CRITICAL → HIGH, HIGH → MEDIUM, MEDIUM → LOW (days).

@@ -129,6 +129,72 @@ impl Store {
         })
     }
 
+    /// Adds a memory learned in `session`, linked to the newest memory learned in it
+    /// before ([`Memory::prev`]), through the ingest rule like [`Store::ingest_memory`]
+    /// (a dialog turn, with a speaker, through [`Store::insert_turn`]); the memory stored
+    /// or merged into becomes the session's newest. Two transactions: a crash between
+    /// them only leaves the next memory linked to the one before.
+    pub fn ingest_turn(
+        &self,
+        mut memory: Memory,
+        session: &str,
+        cfg: &MemoryConfig,
+        now: Timestamp,
+        tokenizer: &dyn Tokenizer,
+    ) -> Result<Ingested, StoreError> {
+        let tail = self.read(|txn| {
+            Ok(txn
+                .open_table(CONVERSATION_TAILS)?
+                .get(session)?
+                .map(|v| v.value()))
+        })?;
+        memory.prev = tail.or(memory.prev);
+        let outcome = if memory.speaker.is_some() {
+            self.insert_turn(memory, tokenizer)?
+        } else {
+            self.ingest_memory(memory, cfg, now, tokenizer)?
+        };
+        let (Ingested::Inserted(id) | Ingested::Merged(id) | Ingested::Duplicate(id)) = outcome;
+        self.write(|txn| {
+            txn.open_table(CONVERSATION_TAILS)?.insert(session, id)?;
+            Ok(())
+        })?;
+        Ok(outcome)
+    }
+
+    /// Adds a dialog turn as given, its `prev` link included. A turn is a record of
+    /// what was said, in order: it is never merged into another memory (a merge would
+    /// mix speakers and break the chain); only an exact copy by the same speaker
+    /// replying to the same memory is a `Duplicate` (so importing a dialog twice adds
+    /// nothing).
+    pub fn insert_turn(
+        &self,
+        mut memory: Memory,
+        tokenizer: &dyn Tokenizer,
+    ) -> Result<Ingested, StoreError> {
+        prepare(&mut memory, Some(tokenizer));
+        memory.deleted = false;
+        drop(self.handle()?);
+        let _writer = self.lock_writer();
+        let copy = self.cache().iter().find_map(|m| {
+            (m.content_hash == memory.content_hash
+                && m.speaker == memory.speaker
+                && m.prev == memory.prev)
+                .then_some(m.id)
+        });
+        if let Some(id) = copy {
+            return Ok(Ingested::Duplicate(id));
+        }
+        let id = self.write(|txn| {
+            let mut table = txn.open_table(MEMORIES)?;
+            memory.id = allocate_id(&mut txn.open_table(META)?, &table)?;
+            put_json(&mut table, "memories", memory.id, &memory)?;
+            Ok(memory.id)
+        })?;
+        self.apply_to_cache(vec![memory]);
+        Ok(Ingested::Inserted(id))
+    }
+
     /// Inserts a memory as given (no merge), assigning a new id. Returns the id.
     #[allow(dead_code)] // only the store's tests call it (to seed a store as it is)
     pub fn insert_memory(&self, mut memory: Memory) -> Result<MemoryId, StoreError> {
@@ -398,6 +464,7 @@ fn same_but_access(a: &Memory, b: &Memory) -> bool {
         keywords: Default::default(),
         keyword_count: 0,
         keywords_version: 0,
+        subjects: Default::default(),
         ..m.clone()
     };
     strip(a) == strip(b)
@@ -557,9 +624,10 @@ pub(super) fn refresh(m: &mut Memory, tokenizer: &dyn Tokenizer) -> bool {
 }
 
 /// What [`Memory::refresh_derived`] computes, to tell whether it changed anything.
-fn derived(m: &Memory) -> (Vec<u64>, u32, u32, u64, u8) {
+fn derived(m: &Memory) -> (Vec<u64>, Vec<u64>, u32, u32, u64, u8) {
     (
         m.keywords.as_slice().to_vec(),
+        m.subjects.as_slice().to_vec(),
         m.keyword_count,
         m.keywords_version,
         m.content_hash,

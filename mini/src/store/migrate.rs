@@ -52,6 +52,11 @@ pub(super) const MIGRATIONS: &[Migration] = &[
         what: "bind MCP grants to the tool's definition",
         apply: add_definitions,
     },
+    Migration {
+        to: 6,
+        what: "link dialog memories to the turn before them",
+        apply: add_conversation_tails,
+    },
 ];
 
 /// Version 1: every table of the module documentation exists (redb creates a table the
@@ -133,6 +138,16 @@ fn add_definitions(txn: &WriteTransaction) -> Result<(), Fail> {
             put_json(&mut table, "grants", session.as_str(), &grants)?;
         }
     }
+    Ok(())
+}
+
+/// Version 6: memories may name the memory before them in their conversation and their
+/// speaker (`prev`, `speaker`, read as absent from older records: an old memory simply
+/// has no link), and each conversation's newest memory is kept to link the next. No
+/// record is rewritten; the version keeps an older evolve, which would drop the links
+/// when it rewrites a memory, from opening the file.
+fn add_conversation_tails(txn: &WriteTransaction) -> Result<(), Fail> {
+    txn.open_table(CONVERSATION_TAILS)?;
     Ok(())
 }
 

@@ -31,6 +31,8 @@
 //! - `channels`: `PLATFORM/…` → what a chat channel keeps (paired chats, pairing
 //!   codes, each chat's session, the last update acknowledged); made by its first
 //!   write, so stores from before it need no migration
+//! - `conversation_tails`: conversation (a session id, or an import's `conversation`)
+//!   → u64 id of its newest memory, the one the next turn's memory replies to
 //!
 //! What it decides: record layout and ids (memory ids are never reused; session ids
 //! are time-ordered), what a session owns (removing it removes all of that), and how
@@ -91,7 +93,7 @@ pub use tasks::{RunEnd, RunStatus, Task, TaskRun, Trigger};
 
 /// The schema this build writes. Opening an older store migrates it in one write
 /// transaction; a newer one is refused with a clear error.
-pub const SCHEMA_VERSION: u64 = 5;
+pub const SCHEMA_VERSION: u64 = 6;
 
 /// A session's id: `s` + 12 lowercase base-36 characters (time + counter), URL-safe.
 pub type SessionId = String;

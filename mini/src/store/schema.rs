@@ -63,6 +63,12 @@ pub(super) const TASKS: TableDefinition<u64, Json> = TableDefinition::new("tasks
 /// (task id, seq) → [`super::TaskRun`] (schema 3).
 pub(super) const TASK_RUNS: TableDefinition<(u64, u64), Json> = TableDefinition::new("task_runs");
 
+/// conversation → the id of its newest memory (schema 6): the memory the next turn of
+/// that conversation replies to ([`evolve_core::memory::Memory::prev`]). A conversation
+/// is a session id, or the `conversation` an import names.
+pub(super) const CONVERSATION_TAILS: TableDefinition<&str, u64> =
+    TableDefinition::new("conversation_tails");
+
 /// Keys of [`META`].
 pub(super) const SCHEMA_VERSION_KEY: &str = "schema_version";
 pub(super) const ACTIVE_PROMPT_KEY: &str = "active_prompt";

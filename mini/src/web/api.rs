@@ -724,6 +724,7 @@ fn memory_json(m: &Memory) -> Value {
             "keywords",
             "keyword_count",
             "keywords_version",
+            "subjects",
             "embedding",
             "embedding_model",
             "content_hash",

@@ -3,7 +3,10 @@
 //! Decides a memory's *subjects* ([`Memory::subjects`]): the keywords of its speaker
 //! label ([`Memory::speaker`], or a leading `Name:` label of the content when none is
 //! kept) and of the people named inside it (capitalised words that do not start a
-//! sentence: "Hey Mel!", "Caroline's sister"). A question that names one of them boosts
+//! sentence: "Hey Mel!", "Caroline's sister"). Only a dialog turn — a memory with a
+//! speaker — has subjects: in a plain fact a capitalised word is as often a thing as a
+//! person ("The home server is a Raspberry Pi", "runs Debian"), and boosting it would
+//! push the fact's neighbours out of the selection. A question that names one of them boosts
 //! the memory ([`super::rank::SUBJECT_BOOST`]): the named person's own statements and
 //! the turns about them rank above turns that merely share a common word.
 //!
@@ -47,7 +50,8 @@ pub fn leading_label(content: &str) -> Option<&str> {
 
 /// The subjects of a memory: the keywords of `speaker` (or of the content's leading
 /// label) and of the capitalised words inside `content` that do not start a sentence,
-/// "I" aside. Hashed like keywords, so a question's keywords are compared directly.
+/// "I" aside; none when there is no speaker (not a dialog turn). Hashed like keywords,
+/// so a question's keywords are compared directly.
 pub fn subjects(speaker: Option<&str>, content: &str, tokenizer: &dyn Tokenizer) -> KeywordSet {
     let mut hashes = Vec::new();
     let mut add = |text: &str| {
@@ -61,9 +65,10 @@ pub fn subjects(speaker: Option<&str>, content: &str, tokenizer: &dyn Tokenizer)
     let body = leading_label(content)
         .and_then(|_| content.split_once([':', '：']))
         .map_or(content, |(_, rest)| rest);
-    if let Some(l) = label {
-        add(l);
-    }
+    let Some(l) = label else {
+        return KeywordSet::from_hashes(hashes);
+    };
+    add(l);
     let mut sentence_start = true;
     for raw in body.split_whitespace() {
         let word = raw.trim_start_matches(|c: char| !c.is_alphanumeric());
@@ -134,6 +139,14 @@ mod tests {
         assert_eq!(s.len(), 1);
         // No capitals, no label: no subjects.
         assert!(subjects(None, "likes green tea", t).is_empty());
+        // Not a dialog turn: capitalised things are no one's name.
+        for fact in [
+            "The home server is a Raspberry Pi 4 running Debian 12",
+            "Renew the TLS certificate of the Raspberry Pi server before March",
+            "the user met Anna in Berlin",
+        ] {
+            assert!(subjects(None, fact, t).is_empty(), "{fact}");
+        }
         // Chinese: the label only.
         let s = subjects(None, "李娜：我搬到杭州了", t);
         assert!(!s.is_empty());
@@ -145,8 +158,12 @@ mod tests {
 
     #[test]
     fn the_pronoun_i_is_nobodys_name() {
-        let s = subjects(None, "so I think I'm going, said Anna", &FallbackTokenizer);
+        let s = subjects(
+            Some("Bo"),
+            "so I think I'm going, said Anna",
+            &FallbackTokenizer,
+        );
         assert!(has(&s, "Anna"));
-        assert_eq!(s.len(), 1, "{s:?}");
+        assert_eq!(s.len(), 2, "{s:?}");
     }
 }

@@ -13,6 +13,7 @@
 mod catalog;
 pub(crate) mod crystallize;
 mod evaluate;
+mod host;
 mod io;
 mod lesson;
 pub mod maintain;
@@ -31,6 +32,7 @@ mod trace;
 pub(crate) mod versions;
 mod worker;
 
+pub use host::{Host, NoGate, TurnGate};
 pub use io::{Heard, SubEvent, TurnInput, TurnIo};
 pub use manager::{check_replace, Manager};
 pub use record::{PostTurn, Refused, ToolRun, TurnRecord};

@@ -50,10 +50,10 @@ use evolve_core::provenance::Source;
 use evolve_core::text::Lang;
 use serde::{Deserialize, Serialize};
 
+use crate::agents::Host;
 use crate::agents::{Heard, Manager, TurnInput, TurnIo};
 use crate::clock::now;
 use crate::llm::Delta;
-use crate::sched::tasks::Host;
 use crate::store::{Store, StoreError};
 
 /// A streamed answer's message is edited at most this often (Telegram allows about one

@@ -22,10 +22,11 @@ use evolve_core::text::one_line;
 use serde_json::{json, Value};
 
 use super::app::App;
+use crate::agents::NoGate;
 use crate::agents::{Manager, Runtime};
 use crate::config::LoadOptions;
 use crate::error::Error;
-use crate::sched::tasks::{self as tasks, NoGate};
+use crate::sched::tasks;
 use crate::store::Trigger;
 
 /// Runs `tasks log` shows without `--limit`.

@@ -13,9 +13,9 @@
 
 use serde_json::{json, Value};
 
+use super::context::check_base_url;
 use super::context::Context;
 use super::file::{RawChannels, RawTelegram};
-use super::resolve::check_base_url;
 use super::ConfigError;
 use crate::secret::Secret;
 

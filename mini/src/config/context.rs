@@ -103,3 +103,31 @@ impl Context<'_> {
         }
     }
 }
+
+/// A base URL: `http(s)://host…`, without trailing `/`. The error says what is wrong.
+pub fn check_base_url(url: &str) -> Result<String, String> {
+    let url = url.trim().trim_end_matches('/');
+    let lower = url.to_ascii_lowercase();
+    let Some(rest) = lower
+        .strip_prefix("http://")
+        .or_else(|| lower.strip_prefix("https://"))
+    else {
+        return Err(
+            "must start with http:// or https:// (e.g. http://127.0.0.1:11434/v1)".to_string(),
+        );
+    };
+    if rest.is_empty() || rest.starts_with('/') {
+        return Err("has no host (e.g. http://127.0.0.1:11434/v1)".to_string());
+    }
+    if url.chars().any(char::is_whitespace) {
+        return Err("contains a space".to_string());
+    }
+    if lower.ends_with("/chat/completions") {
+        return Err(
+            "is the full endpoint; give the base it starts with, ending before \
+             /chat/completions (e.g. https://api.openai.com/v1)"
+                .to_string(),
+        );
+    }
+    Ok(url.to_string())
+}

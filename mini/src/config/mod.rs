@@ -53,8 +53,9 @@ mod show;
 mod template;
 
 pub use channels::{ChannelsConfig, TelegramConfig};
+pub use context::check_base_url;
 pub use mcp::{server_json, Place};
-pub use resolve::{check, check_base_url, home_dir};
+pub use resolve::{check, home_dir};
 pub use template::CONFIG_TEMPLATE;
 
 use std::collections::BTreeMap;

@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use evolve_core::CoreConfig;
 
-use super::context::{expand_tilde, Context};
+use super::context::{check_base_url, expand_tilde, Context};
 use super::file::{RawAgent, RawLayer, RawModel, RawScheduler, RawText, RawTimeouts, RawTools};
 use super::{
     AgentConfig, Checked, Config, ConfigError, EnvLookup, IgnoredEnv, LoadOptions, Loaded,
@@ -974,34 +974,6 @@ fn model_name(
         Some(name) => Ok(Some(name.trim().to_string())),
         None => Ok(None),
     }
-}
-
-/// A base URL: `http(s)://host…`, without trailing `/`. The error says what is wrong.
-pub fn check_base_url(url: &str) -> Result<String, String> {
-    let url = url.trim().trim_end_matches('/');
-    let lower = url.to_ascii_lowercase();
-    let Some(rest) = lower
-        .strip_prefix("http://")
-        .or_else(|| lower.strip_prefix("https://"))
-    else {
-        return Err(
-            "must start with http:// or https:// (e.g. http://127.0.0.1:11434/v1)".to_string(),
-        );
-    };
-    if rest.is_empty() || rest.starts_with('/') {
-        return Err("has no host (e.g. http://127.0.0.1:11434/v1)".to_string());
-    }
-    if url.chars().any(char::is_whitespace) {
-        return Err("contains a space".to_string());
-    }
-    if lower.ends_with("/chat/completions") {
-        return Err(
-            "is the full endpoint; give the base it starts with, ending before \
-             /chat/completions (e.g. https://api.openai.com/v1)"
-                .to_string(),
-        );
-    }
-    Ok(url.to_string())
 }
 
 /// The most sub-turns one `subtasks` call may ask for.

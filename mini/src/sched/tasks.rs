@@ -25,7 +25,7 @@ use evolve_core::text::{clip_chars, one_line, Lang};
 use evolve_core::Timestamp;
 use serde_json::{json, Value};
 
-use crate::agents::{Heard, Manager, Refused, Runtime, TurnInput, TurnIo};
+use crate::agents::{Heard, Host, Manager, Refused, Runtime, TurnGate, TurnInput, TurnIo};
 use crate::clock::now;
 use crate::error::Error;
 use crate::store::{RunEnd, RunStatus, Store, StoreError, Task, TaskRun, Trigger};
@@ -273,27 +273,6 @@ impl TurnIo for Headless {
         log::warn!("{} needs a person; refused in a scheduled task", call.tool);
         Heard::Away
     }
-}
-
-/// What the interface around a run does: `serve` registers the turn with its other
-/// turns (so a chat in the same session waits, and stopping cancels it); the command
-/// line does nothing.
-pub trait TurnGate {
-    /// Claims the session for the run's turn with its cancel flag; false when another
-    /// turn runs in it.
-    fn begin(&self, session: &str, cancel: &Arc<AtomicBool>) -> bool;
-    /// The turn ended.
-    fn end(&self, session: &str);
-}
-
-/// The command line runs one task at a time and holds the store: nothing to register.
-pub struct NoGate;
-
-impl TurnGate for NoGate {
-    fn begin(&self, _session: &str, _cancel: &Arc<AtomicBool>) -> bool {
-        true
-    }
-    fn end(&self, _session: &str) {}
 }
 
 /// Runs one task now: a headless ask in the task's session (made again if the user
@@ -627,15 +606,6 @@ fn job_due(
 }
 
 // ---- the loop -------------------------------------------------------------------
-
-/// What the loop needs from `serve`.
-pub trait Host: TurnGate + Send + Sync {
-    /// The current manager (a profile switch replaces it; a run keeps the one it
-    /// started with).
-    fn manager(&self) -> Arc<Manager>;
-    /// The server is stopping: start nothing new.
-    fn stopping(&self) -> bool;
-}
 
 /// Starts the loop on its own thread; it ends after [`Scheduler::stop`].
 pub fn spawn_loop(

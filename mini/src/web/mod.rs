@@ -336,11 +336,11 @@ pub fn run(manager: Manager, auth: auth::Auth, opts: Options) -> Result<(), Erro
     let handler: Arc<http::Handler> =
         Arc::new(move |req: &Request| api::route(&handler_state, req));
     let scheduler = crate::sched::tasks::spawn_loop(
-        Arc::clone(&state) as Arc<dyn crate::sched::tasks::Host>,
+        Arc::clone(&state) as Arc<dyn crate::agents::Host>,
         Arc::clone(&state.scheduler),
     )
     .map_err(|e| Error::Other(format!("cannot start the scheduler thread: {e}")))?;
-    let channels = crate::channels::spawn(Arc::clone(&state) as Arc<dyn crate::sched::tasks::Host>);
+    let channels = crate::channels::spawn(Arc::clone(&state) as Arc<dyn crate::agents::Host>);
     http::serve(
         listener,
         opts.limits,

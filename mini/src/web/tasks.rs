@@ -15,8 +15,9 @@ use serde_json::{json, Value};
 use super::http::{Request, Response};
 use super::request::{tri, Reply};
 use super::{error, State};
+use crate::agents::{Host, TurnGate};
 use crate::clock::now;
-use crate::sched::tasks::{self as tasks, Host, TurnGate};
+use crate::sched::tasks;
 use crate::store::Trigger;
 
 /// How many runs `GET /v1/tasks/{id}/runs` lists without `?limit`.

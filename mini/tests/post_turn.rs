@@ -120,4 +120,16 @@ fn ask_says_whether_it_waited_for_the_work_after_the_answer() {
         .run(&["ask", "--no-wait", "What is the capital of Italy?"])
         .expect(0);
     assert_eq!(plain.stdout.trim(), "Rome.");
+
+    // Not waiting loses nothing already done: each turn's record (its usage, its tools)
+    // is on disk when ask exits, so `evolve usage` counts all three turns.
+    let usage = w.run(&["usage", "--json"]).expect(0).json();
+    assert_eq!(usage["total"]["turns"], 3, "{usage}");
+    let per_session: Vec<u64> = usage["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["turns"].as_u64().unwrap())
+        .collect();
+    assert_eq!(per_session, [1, 1, 1], "{usage}");
 }

@@ -166,6 +166,13 @@ pub fn run(cmd: AskCmd, profile: &Option<String>) -> Result<(), Error> {
         std::process::exit(130);
     }
     let (mut record, post) = turn?;
+    if cmd.no_wait {
+        // The work after the answer keeps the store open on its thread as ask exits:
+        // what the turn wrote lazily (its record) goes to disk now.
+        if let Err(e) = manager.runtime().store.sync() {
+            log::warn!("the turn's record may not be saved: {e}");
+        }
+    }
     // Whether the work after the answer finished before `ask` exits (`--json` says).
     let mut waited = false;
     if cmd.json && !cmd.no_wait {

@@ -457,6 +457,13 @@ impl Store {
         self.write_refreshed(refreshed)
     }
 
+    /// Carries every lazy write ([`Store::write_lazy`]) to disk now: for a process about
+    /// to exit while a background thread still holds the store, so the file is not
+    /// closed cleanly (`ask --no-wait`).
+    pub fn sync(&self) -> Result<(), StoreError> {
+        self.write(|_| Ok(()))
+    }
+
     /// Runs `f` in one write transaction and commits it; an error anywhere aborts the
     /// whole change. The change is on disk when this returns (with every lazy one
     /// before it).

@@ -21,6 +21,7 @@ mod manager;
 pub(crate) mod mcp_levels;
 mod memory;
 mod notes;
+mod post_turn;
 pub(crate) mod prompts;
 mod record;
 mod reflect;

@@ -10,9 +10,12 @@ use evolve_core::history::L2Entry;
 use evolve_core::text::clip_chars;
 use evolve_core::Timestamp;
 
-use super::evaluate::EvaluateAgent;
+use evolve_core::json::{extract, extract_items, Value};
+
+use super::evaluate::grade_of;
 use super::manager::save_record;
-use super::memory::{MemoryAgent, NEVER};
+use super::memory::{cheap_call_sized, MemoryAgent, NEVER};
+use super::prompts::{self, PostParts};
 use super::record::{PostTurn, ToolRun, TurnRecord};
 use super::reflect::ReflectionAgent;
 use super::runtime::Runtime;
@@ -82,60 +85,15 @@ impl PostJob {
                 );
             }
         }
-        if rt.config.agent.titles {
-            post.title = super::notes::title_session(
-                rt,
-                &self.session,
-                self.turn,
-                &self.question,
-                &self.reply,
-                &mut usage,
-                &mut problems,
-            );
-        }
-        if rt.config.agent.tool_chain {
-            post.tool_chain = super::notes::review_tool_chain(
-                rt,
-                &self.session,
-                &self.question,
-                &self.steps,
-                &mut usage,
-                &mut problems,
-            )
-            .is_some();
-        }
         // Small talk (a greeting, a thanks) teaches nothing: no extraction, no grade.
         let small_talk =
             evolve_core::memory::nothing_to_learn(&self.question, self.record.tools.len());
         if small_talk {
             log::info!("nothing to learn from small talk: no extraction, no grade");
         }
-        if rt.config.agent.learn && !self.reply.trim().is_empty() && !small_talk {
-            post.memories_saved = MemoryAgent.extract_and_save(
-                rt,
-                &self.session,
-                &self.question,
-                &self.person,
-                &self.reply,
-                self.world.as_deref(),
-                self.now,
-                &mut usage,
-                &mut problems,
-            );
-            if post.memories_saved > 0 {
-                // New memories get their embedding now, not on some later turn's path.
-                if let Err(e) = MemoryAgent.embed_missing(rt, EMBED_AFTER_TURN, &NEVER) {
-                    super::note(&mut problems, format!("{e}; memories ranked by words only"));
-                }
-            }
-            post.evaluation = EvaluateAgent.evaluate(
-                rt,
-                &self.question,
-                &self.reply,
-                &self.tools_summary,
-                &mut usage,
-                &mut problems,
-            );
+        let learn = rt.config.agent.learn && !self.reply.trim().is_empty() && !small_talk;
+        self.ask_notes(learn, &mut post, &mut usage, &mut problems);
+        if learn {
             if let Some(e) = &post.evaluation {
                 let stored = crate::store::Evaluation {
                     session: self.session.clone(),
@@ -216,5 +174,250 @@ impl PostJob {
         self.record.absorb(&post);
         save_record(rt, &self.record);
         post
+    }
+
+    /// The one cheap-model call after the answer: the parts this turn has work for
+    /// (the title after the first answer, the grade and the memories unless there is
+    /// nothing to learn, the tool-chain review after tool calls), with an answer budget
+    /// that is the sum of theirs. Each part of the reply is used on its own: a missing
+    /// or malformed part is in `problems` and the others still count.
+    fn ask_notes(
+        &self,
+        learn: bool,
+        post: &mut PostTurn,
+        usage: &mut Usage,
+        problems: &mut Vec<String>,
+    ) {
+        let rt = &*self.rt;
+        let review = if rt.config.agent.tool_chain {
+            super::notes::review_input(rt, &self.session, &self.question, &self.steps, problems)
+        } else {
+            None
+        };
+        let parts = PostParts {
+            title: rt.config.agent.titles
+                && super::notes::title_wanted(rt, &self.session, self.turn, &self.reply),
+            grade: learn,
+            tool_chain: review.is_some(),
+            memories: learn,
+        };
+        if !parts.any() {
+            log::info!("nothing to ask the cheap model after this answer");
+            return;
+        }
+        let input = self.notes_input(parts, review.as_deref());
+        let Some(text) = cheap_call_sized(
+            rt,
+            &prompts::post_turn(parts),
+            &input,
+            notes_budget(parts),
+            usage,
+            problems,
+            &NEVER,
+        ) else {
+            return;
+        };
+        let reply = NotesReply::read(&text, parts);
+        // Each part stands alone: what is missing or unusable is named, the rest counts.
+        let unusable = |part: &str| {
+            let problem = match &reply.unreadable {
+                Some(why) => format!(
+                    "{part}: the model's reply is not usable JSON ({why}): {:?}",
+                    clip_chars(&text, 120)
+                ),
+                None => format!(
+                    "{part}: none in the model's reply {:?}",
+                    clip_chars(&text, 120)
+                ),
+            };
+            log::info!("{problem}");
+            problem
+        };
+        if parts.title {
+            match &reply.title {
+                Some(title) => {
+                    post.title = super::notes::apply_title(rt, &self.session, title, problems)
+                }
+                // No title given: the question's stays, and the next turn asks again.
+                None => log::info!("title: the model gave none; the question stays the title"),
+            }
+        }
+        if parts.tool_chain {
+            match &reply.tool_chain {
+                Some(review) => {
+                    post.tool_chain =
+                        super::notes::apply_review(rt, &self.session, review, problems).is_some()
+                }
+                None => problems.push(unusable("tool-chain review")),
+            }
+        }
+        if parts.memories {
+            match &reply.memories {
+                Some(items) => {
+                    post.memories_saved = MemoryAgent.save_extracted(
+                        rt,
+                        &self.session,
+                        items,
+                        &self.person,
+                        self.world.is_some(),
+                        self.now,
+                        problems,
+                    )
+                }
+                None => problems.push(unusable("memory extraction")),
+            }
+            if post.memories_saved > 0 {
+                // New memories get their embedding now, not on some later turn's path.
+                if let Err(e) = MemoryAgent.embed_missing(rt, EMBED_AFTER_TURN, &NEVER) {
+                    super::note(problems, format!("{e}; memories ranked by words only"));
+                }
+            }
+        }
+        if parts.grade {
+            post.evaluation = reply.grade.as_ref().and_then(grade_of);
+            if post.evaluation.is_none() {
+                let problem = format!(
+                    "evaluation: no score in the model's reply {:?}",
+                    clip_chars(&text, 120)
+                );
+                log::info!("{problem}");
+                problems.push(problem);
+            }
+        }
+    }
+
+    /// What the model reads: the exchange (after the current time, for a reminder's
+    /// expiry; the answer marked when it drew on outside text), the tools used, and
+    /// what the review needs.
+    fn notes_input(&self, parts: PostParts, review: Option<&str>) -> String {
+        let mut input = String::new();
+        if parts.memories {
+            let offset = super::memory::user_offset(&self.rt, self.now);
+            input.push_str("Current time: ");
+            input.push_str(&crate::tools::time::format_time(self.now, offset));
+            input.push_str("\n\n");
+        }
+        let assistant = match &self.world {
+            None => String::from("Assistant"),
+            Some(from) => format!(
+                "Assistant (drawing on outside text from {}: not the user's words)",
+                if from.is_empty() {
+                    String::from("tools")
+                } else {
+                    from.join(", ")
+                }
+            ),
+        };
+        input.push_str(&format!(
+            "User: {}\n\n{assistant}: {}",
+            clip_chars(&self.question, QUESTION_CHARS),
+            clip_chars(&self.reply, ANSWER_CHARS)
+        ));
+        if parts.grade && !self.tools_summary.is_empty() {
+            input.push_str("\n\nTools used: ");
+            input.push_str(&clip_chars(&self.tools_summary, 1_000));
+        }
+        if let Some(review) = review {
+            input.push_str("\n\n");
+            input.push_str(review.trim_end());
+        }
+        input
+    }
+}
+
+/// Characters of the question the call after the answer reads.
+const QUESTION_CHARS: usize = 3_000;
+/// Characters of the answer it reads (the grade needs most of it).
+const ANSWER_CHARS: usize = 4_000;
+
+/// Answer budgets of the parts, in tokens: a title is one line; a grade a number and a
+/// sentence (its reason is kept to 300 characters); a review at most 12 short lines;
+/// five one-sentence memories with their fields; and the object's own braces and keys.
+const TITLE_TOKENS: u32 = 64;
+const GRADE_TOKENS: u32 = 160;
+const TOOL_CHAIN_TOKENS: u32 = 320;
+const MEMORIES_TOKENS: u32 = 384;
+const FRAME_TOKENS: u32 = 16;
+
+/// The answer budget of the call: the sum of the asked parts' — never the answer's
+/// reserve, which a small model that keeps writing would fill.
+fn notes_budget(parts: PostParts) -> u32 {
+    [
+        (parts.title, TITLE_TOKENS),
+        (parts.grade, GRADE_TOKENS),
+        (parts.tool_chain, TOOL_CHAIN_TOKENS),
+        (parts.memories, MEMORIES_TOKENS),
+    ]
+    .iter()
+    .filter(|(on, _)| *on)
+    .map(|(_, t)| t)
+    .sum::<u32>()
+        + FRAME_TOKENS
+}
+
+/// The parts of the model's reply, each read on its own.
+#[derive(Debug, Default)]
+struct NotesReply {
+    title: Option<String>,
+    grade: Option<Value>,
+    tool_chain: Option<String>,
+    memories: Option<Vec<Value>>,
+    /// Why no JSON object could be read at all (then every part is missing).
+    unreadable: Option<String>,
+}
+
+impl NotesReply {
+    /// Reads the reply: one JSON object (repaired when cut off; in a code fence or
+    /// after prose). A bare list is taken as the memories, a bare number as the grade —
+    /// what a model that answers one part only writes.
+    fn read(text: &str, parts: PostParts) -> NotesReply {
+        let value = match extract(text) {
+            Ok(v) => v,
+            Err(e) => {
+                return NotesReply {
+                    unreadable: Some(e.to_string()),
+                    ..NotesReply::default()
+                }
+            }
+        };
+        let mut reply = NotesReply::default();
+        match &value {
+            Value::Object(_) => {
+                reply.title = value.get("title").and_then(text_of);
+                reply.grade = value
+                    .get("grade")
+                    .cloned()
+                    .or_else(|| value.get("score").is_some().then(|| value.clone()));
+                reply.tool_chain = value.get("tool_chain").and_then(text_of);
+                if value.get("memories").is_some() {
+                    // The list as extract_items reads it: an item the token limit cut
+                    // in half is dropped, not saved half.
+                    reply.memories = Some(extract_items(text).unwrap_or_default());
+                }
+            }
+            Value::Array(_) if parts.memories => {
+                reply.memories = Some(extract_items(text).unwrap_or_default())
+            }
+            Value::Number(_) if parts.grade => reply.grade = Some(value.clone()),
+            other => {
+                reply.unreadable = Some(format!("a {} where an object was asked", other.kind()))
+            }
+        }
+        reply
+    }
+}
+
+/// A text part: a string, or a list of lines (a review written as a list).
+fn text_of(value: &Value) -> Option<String> {
+    match value {
+        Value::String(s) => Some(s.clone()),
+        Value::Array(lines) => Some(
+            lines
+                .iter()
+                .filter_map(Value::as_str)
+                .collect::<Vec<_>>()
+                .join("\n"),
+        ),
+        _ => None,
     }
 }

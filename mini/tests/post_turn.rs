@@ -307,3 +307,156 @@ fn ask_says_whether_it_waited_for_the_work_after_the_answer() {
         .collect();
     assert_eq!(per_session, [1, 1, 1], "{usage}");
 }
+
+/// A chat request to a running serve from any thread; the whole response.
+fn post_chat(api: support::serve::Api, body: &str) -> String {
+    use std::io::{Read, Write};
+    let mut sock = std::net::TcpStream::connect(("127.0.0.1", api.port)).unwrap();
+    write!(
+        sock,
+        "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {}\r\n\
+         Content-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        api.token,
+        body.len()
+    )
+    .unwrap();
+    let mut out = String::new();
+    sock.read_to_string(&mut out).unwrap();
+    out
+}
+
+/// The first chat request the fake model saw whose messages carry `marker`.
+fn first_with(w: &World, marker: &str) -> Option<evolve_fake_llm::Recorded> {
+    w.fake
+        .chat_requests()
+        .into_iter()
+        .find(|r| r.mentions(marker))
+}
+
+/// Waits (at most 20 s) until the fake model has seen `n` requests carrying `marker`.
+fn wait_for(w: &World, marker: &str, n: usize) {
+    let end = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while w
+        .fake
+        .chat_requests()
+        .iter()
+        .filter(|r| r.mentions(marker))
+        .count()
+        < n
+    {
+        assert!(
+            std::time::Instant::now() < end,
+            "no {n} requests with {marker}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn on_a_server_the_work_after_one_chat_waits_for_the_answer_another_chat_is_given() {
+    use std::time::Duration;
+    use support::serve::{chat_body, Server};
+    for (i, slow_ms) in [1_500u64, 2_500].into_iter().enumerate() {
+        let w = World::new(&format!("post-yield-wait-{i}"));
+        let s = Server::start(&w, &[]);
+        // Chat B's answer takes a while; chat A's answer is at once.
+        w.fake.route(
+            "[chat-b]",
+            Reply::text("B's slow answer.").after(Duration::from_millis(slow_ms)),
+        );
+        w.fake.route("[chat-a]", Reply::text("Paris."));
+        w.fake.route(POST_TURN, graded(0.8));
+        let api = s.api();
+        let b = std::thread::spawn(move || {
+            let body = chat_body(
+                "[chat-b] Tell me about the Loire valley",
+                serde_json::json!({}),
+            );
+            post_chat(api, &body)
+        });
+        wait_for(&w, "[chat-b]", 1);
+        let a = s.post(
+            "/v1/chat/completions",
+            &chat_body(
+                "[chat-a] What is the capital of France?",
+                serde_json::json!({}),
+            ),
+        );
+        assert_eq!(a.status, 200, "{}", a.body);
+        assert!(b.join().unwrap().contains("B's slow answer."));
+        // A's call after its answer went only once B's answer was given.
+        wait_for(&w, POST_TURN, 1);
+        let post = first_with(&w, POST_TURN).unwrap();
+        let b_main = w
+            .fake
+            .chat_requests()
+            .into_iter()
+            .find(|r| r.mentions("[chat-b]") && !r.mentions(POST_TURN))
+            .unwrap();
+        let b_answered = b_main.answered.expect("B was answered");
+        assert!(
+            post.received >= b_answered,
+            "A's background call came {:?} before B's answer was done",
+            b_answered.duration_since(post.received)
+        );
+    }
+}
+
+#[test]
+fn a_call_after_the_answer_in_flight_gives_way_to_a_new_question_and_is_sent_again() {
+    use std::time::Duration;
+    use support::serve::{chat_body, Server};
+    let w = World::new("post-yield-preempt");
+    let s = Server::start(&w, &[]);
+    // A's call after its answer would take 4 s; the second try is at once.
+    w.fake
+        .route(POST_TURN, graded(0.5).after(Duration::from_secs(4)));
+    w.fake.route(POST_TURN, graded(0.9));
+    w.fake.route("[chat-a]", Reply::text("Paris."));
+    w.fake.route("[chat-b]", Reply::text("Berlin."));
+    let a = s.post(
+        "/v1/chat/completions",
+        &chat_body(
+            "[chat-a] What is the capital of France?",
+            serde_json::json!({}),
+        ),
+    );
+    assert_eq!(a.status, 200, "{}", a.body);
+    wait_for(&w, POST_TURN, 1);
+    let asked = std::time::Instant::now();
+    let b = s.post(
+        "/v1/chat/completions",
+        &chat_body("[chat-b] And of Germany?", serde_json::json!({})),
+    );
+    assert_eq!(b.status, 200, "{}", b.body);
+    assert!(
+        asked.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        asked.elapsed()
+    );
+    // A's call gave way and went again after B's answer (then B's own call).
+    wait_for(&w, POST_TURN, 3);
+    let posts: Vec<_> = w
+        .fake
+        .chat_requests()
+        .into_iter()
+        .filter(|r| r.mentions(POST_TURN))
+        .collect();
+    let b_main = w
+        .fake
+        .chat_requests()
+        .into_iter()
+        .find(|r| r.mentions("[chat-b]") && !r.mentions(POST_TURN))
+        .unwrap();
+    assert!(posts[0].answered.is_none(), "the first try was given up");
+    assert!(posts[0].mentions("[chat-a]") && posts[1].mentions("[chat-a]"));
+    assert!(
+        posts[1].received >= b_main.answered.expect("B answered"),
+        "A's call went again after B's answer"
+    );
+    // The second try's grade is A's.
+    let sid = a.header("x-evolve-session").unwrap().to_string();
+    let turn = s.get(&format!("/v1/sessions/{sid}/turns/1")).json();
+    let score = turn["evaluation"]["score"].as_f64();
+    assert!(score.is_some_and(|s| (s - 0.9).abs() < 1e-6), "{turn}");
+}

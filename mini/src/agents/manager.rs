@@ -261,6 +261,8 @@ impl Manager {
         let rt = &*self.rt;
         let started = Instant::now();
         let now = rt.clock.now();
+        // Background model work waits while this turn runs (a one-slot server).
+        let answering = super::yield_gate::answering();
 
         // 1. The session.
         let (session, created) = match input.session {
@@ -381,6 +383,9 @@ impl Manager {
         };
         drop(turn_msgs);
         let big = record.reply.len() >= crate::heap::BIG_ANSWER;
+        // The answer is given: the background work may go (before the queue, which may
+        // wait for it).
+        drop(answering);
         self.worker.submit(move || {
             let post = job.run();
             let _ = tx.send(post);

@@ -426,7 +426,10 @@ pub(crate) fn cheap_call_sized(
         json: ![prompts::SUMMARIZE, prompts::CRYSTALLIZE].contains(&system),
         tool_choice: None,
     };
-    match rt.model.chat(&req, &mut |_| {}, cancel) {
+    // The background worker's calls give way to turns (a one-slot server).
+    let sent =
+        super::yield_gate::yielding(cancel, |cancel| rt.model.chat(&req, &mut |_| {}, cancel));
+    match sent {
         Ok(resp) => {
             usage.add(resp.usage);
             Some(resp.message.content)

@@ -32,6 +32,7 @@ mod tool;
 mod trace;
 pub(crate) mod versions;
 mod worker;
+mod yield_gate;
 
 pub use host::{Host, NoGate, TurnGate};
 pub use io::{Heard, SubEvent, TurnInput, TurnIo};

@@ -42,6 +42,10 @@ pub enum Error {
     /// that is not the last one, while a call waits for an answer): the API's 409.
     #[error("{0}")]
     Conflict(String),
+    /// A token budget is spent (`[model] daily_tokens`, a task's `budget_tokens`): the
+    /// turn did not start. The API's 429.
+    #[error("{0}")]
+    Budget(String),
     /// Anything else that stopped the command, said plainly.
     #[error("{0}")]
     Other(String),
@@ -67,6 +71,7 @@ impl Error {
             | Error::Store(_)
             | Error::Model(_)
             | Error::Conflict(_)
+            | Error::Budget(_)
             | Error::Other(_) => 1,
         }
     }

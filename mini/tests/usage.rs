@@ -88,3 +88,184 @@ fn usage_sums_the_recorded_tokens_today_per_session_and_per_model() {
     assert!(text.contains("fake-cheap"), "{text}");
     assert!(text.contains(&sid), "{text}");
 }
+
+/// The first task's id, as `tasks list --json` shows it.
+fn first_task(w: &World) -> String {
+    let list = w.run(&["tasks", "list", "--json"]).expect(0).json();
+    list["data"][0]["id"].to_string()
+}
+
+#[test]
+fn usage_sums_per_task_and_prices_turn_tokens_into_money() {
+    let w = World::new("usage-tasks-prices");
+    w.config(
+        "[model]\nprice_in_per_mtok = 2.0\nprice_out_per_mtok = 8.0\n\
+         cheap_price_in_per_mtok = 0.5\ncheap_price_out_per_mtok = 1.0\n",
+    );
+    w.run(&["tasks", "add", "--every", "1h", "Summarise the news"])
+        .expect(0);
+    let id = first_task(&w);
+    for answer in ["Quiet day.", "Busy day."] {
+        w.fake.push(Reply::text(answer));
+        w.run(&["tasks", "run", &id]).expect(0);
+    }
+    w.fake.push(Reply::text("Paris."));
+    w.run(&["ask", "What is the capital of France?"]).expect(0);
+    let usage = w.run(&["usage", "--json"]).expect(0).json();
+    let tasks = usage["tasks"].as_array().unwrap();
+    assert_eq!(tasks.len(), 1, "{usage}");
+    assert_eq!(tasks[0]["task"].to_string(), id);
+    assert_eq!(tasks[0]["runs"], 2, "{usage}");
+    assert!(tasks[0]["name"]
+        .as_str()
+        .unwrap()
+        .contains("Summarise the news"));
+    // The task's tokens are its session's.
+    let session = usage["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["turns"] == 2)
+        .expect("the task's session")
+        .clone();
+    assert_eq!(
+        tokens(&tasks[0]["main"]),
+        tokens(&session["main"]),
+        "{usage}"
+    );
+    // Costs: tokens × price per million, the cheap model at its own price.
+    let (mp, mc) = tokens(&usage["total"]["main"]);
+    let (cp, cc) = tokens(&usage["total"]["cheap"]);
+    let want = (mp as f64 * 2.0 + mc as f64 * 8.0 + cp as f64 * 0.5 + cc as f64 * 1.0) / 1e6;
+    let cost = usage["cost_total"].as_f64().expect("a cost");
+    assert!((cost - want).abs() < 1e-9, "{cost} vs {want}");
+    assert!(cost > 0.0);
+    let text = w.run(&["usage"]).expect(0).stdout;
+    assert!(
+        text.contains("per task:") && text.contains("2 runs"),
+        "{text}"
+    );
+    assert!(text.contains(", cost 0.0"), "{text}");
+
+    // Without prices there is no cost, not a cost of 0.
+    let bare = World::new("usage-no-prices");
+    bare.fake.push(Reply::text("Paris."));
+    bare.run(&["ask", "What is the capital of France?"])
+        .expect(0);
+    let usage = bare.run(&["usage", "--json"]).expect(0).json();
+    assert!(usage["cost_total"].is_null(), "{usage}");
+    assert!(!bare.run(&["usage"]).expect(0).stdout.contains("cost"));
+}
+
+#[test]
+fn a_spent_daily_budget_stops_the_next_turn_and_the_next_task_run_with_a_reason() {
+    for (i, limit) in [40u64, 300].into_iter().enumerate() {
+        let w = World::new(&format!("usage-daily-{i}"));
+        w.config(&format!("[model]\ndaily_tokens = {limit}\n"));
+        w.run(&["tasks", "add", "--every", "1h", "Summarise the news"])
+            .expect(0);
+        let id = first_task(&w);
+        // Turns run until the day's tokens reach the limit; the turn that would start
+        // beyond it does not, and the model is not asked.
+        let mut answered = 0;
+        let stopped = loop {
+            w.fake.push(Reply::text("A short answer about something."));
+            let run = w.run(&["ask", &format!("Question number {answered}?")]);
+            if run.code != 0 {
+                break run;
+            }
+            answered += 1;
+            assert!(answered < 20, "the budget never stopped a turn");
+        };
+        assert!(answered >= 1, "the first turn runs");
+        assert_eq!(stopped.code, 1, "{}", stopped.stderr);
+        assert!(
+            stopped.stderr.contains("today's token budget is spent")
+                && stopped.stderr.contains(&format!("of {limit} tokens"))
+                && stopped.stderr.contains("daily_tokens"),
+            "{}",
+            stopped.stderr
+        );
+        let asked = w.main_requests().len();
+        assert_eq!(asked, answered, "no request after the budget was spent");
+        let usage = w.run(&["usage", "--json"]).expect(0).json();
+        assert!(usage["today"]["main"]["prompt_tokens"].as_u64().unwrap() > 0);
+        assert_eq!(usage["daily_tokens"], limit);
+
+        // A task run is stopped the same way, and its log says why.
+        let run = w.run(&["tasks", "run", &id]);
+        assert_ne!(run.code, 0, "{}", run.stdout);
+        let log = w.run(&["tasks", "log", &id, "--json"]).expect(0).json();
+        let why = log["data"][0]["error"].as_str().unwrap_or_default();
+        assert!(why.contains("token budget is spent"), "{log}");
+    }
+}
+
+#[test]
+fn get_v1_usage_gives_today_the_days_the_sessions_the_tasks_and_the_budget() {
+    use support::serve::Server;
+    let w = World::new("usage-api");
+    w.config("[model]\ndaily_tokens = 1000000\nprice_in_per_mtok = 1.0\n");
+    w.run(&["tasks", "add", "--every", "1h", "Summarise the news"])
+        .expect(0);
+    let id = first_task(&w);
+    w.fake.push(Reply::text("Quiet day."));
+    w.run(&["tasks", "run", &id]).expect(0);
+    w.fake.push(Reply::text("Paris."));
+    w.run(&["ask", "What is the capital of France?"]).expect(0);
+    let cli = w.run(&["usage", "--json"]).expect(0).json();
+
+    let s = Server::start(&w, &[]);
+    let anonymous = s.anonymous("GET", "/v1/usage", &[], "");
+    assert_eq!(
+        anonymous.status, 401,
+        "the token is required: {}",
+        anonymous.body
+    );
+    let r = s.get("/v1/usage");
+    assert_eq!(r.status, 200, "{}", r.body);
+    let v = r.json();
+    let today = &v["today"];
+    assert_eq!(today["turns"], 2, "{v}");
+    assert_eq!(today["main"], cli["today"]["main"], "the CLI's sums: {v}");
+    assert_eq!(today["cheap"], cli["today"]["cheap"], "{v}");
+    // The cheap model is billed at the main's price when it has none of its own.
+    let prompt_in = today["main"]["prompt_tokens"].as_u64().unwrap()
+        + today["cheap"]["prompt_tokens"].as_u64().unwrap();
+    let cost = today["cost"].as_f64().expect("priced");
+    assert!((cost - prompt_in as f64 / 1e6).abs() < 1e-12, "{v}");
+
+    let days = v["days"].as_array().unwrap();
+    assert_eq!(days.len(), 14, "{v}");
+    assert_eq!(days[0]["turns"], 2, "today first: {v}");
+    assert!(days[1..].iter().all(|d| d["turns"] == 0), "{v}");
+    let dates: Vec<&str> = days.iter().map(|d| d["date"].as_str().unwrap()).collect();
+    assert!(
+        dates.windows(2).all(|p| p[0] > p[1]),
+        "newest first: {dates:?}"
+    );
+    assert!(dates
+        .iter()
+        .all(|d| d.len() == 10 && d.as_bytes()[4] == b'-'));
+
+    let sessions = v["sessions"].as_array().unwrap();
+    assert_eq!(sessions.len(), 2, "{v}");
+    for s in sessions {
+        for key in ["id", "title", "turns", "main", "cheap"] {
+            assert!(!s[key].is_null(), "{key} in {s}");
+        }
+    }
+    assert!(sessions
+        .iter()
+        .any(|s| s["title"] == "What is the capital of France?"));
+    let tasks = v["tasks"].as_array().unwrap();
+    assert_eq!(tasks.len(), 1, "{v}");
+    assert_eq!(tasks[0]["id"], id.as_str(), "ids are strings: {v}");
+    assert_eq!(tasks[0]["runs"], 1);
+    assert!(tasks[0]["name"].as_str().unwrap().contains("Summarise"));
+    assert_eq!(v["budget"]["daily_tokens"], 1_000_000);
+    let used = v["budget"]["used_today"].as_u64().unwrap();
+    let sum =
+        |t: &Value| t["prompt_tokens"].as_u64().unwrap() + t["completion_tokens"].as_u64().unwrap();
+    assert_eq!(used, sum(&today["main"]) + sum(&today["cheap"]), "{v}");
+}

@@ -263,6 +263,7 @@ impl Manager {
         let now = rt.clock.now();
         // Background model work waits while this turn runs (a one-slot server).
         let answering = super::yield_gate::answering();
+        super::budget::check_daily(rt, now)?;
 
         // 1. The session.
         let (session, created) = match input.session {

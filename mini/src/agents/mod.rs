@@ -10,6 +10,7 @@
 //! learning, skills crystallized from tasks that worked, lessons from tasks that went
 //! wrong, the L3 summary — runs on the [`Worker`] so the answer is not delayed.
 
+mod budget;
 mod catalog;
 pub(crate) mod crystallize;
 mod evaluate;

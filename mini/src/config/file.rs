@@ -68,6 +68,11 @@ pub struct RawModel {
     pub tools: Option<String>,
     pub max_retries: Option<u32>,
     pub timeouts: Option<RawTimeouts>,
+    pub daily_tokens: Option<u64>,
+    pub price_in_per_mtok: Option<f64>,
+    pub price_out_per_mtok: Option<f64>,
+    pub cheap_price_in_per_mtok: Option<f64>,
+    pub cheap_price_out_per_mtok: Option<f64>,
 }
 
 /// `[model.timeouts]`, in seconds.

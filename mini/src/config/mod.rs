@@ -76,6 +76,43 @@ pub use crate::llm::settings::{
 /// scripts reading stderr see nothing on a good run.
 pub const DEFAULT_LOG: &str = "warn";
 
+/// What the models' work may use and cost (`[model] daily_tokens`, `price_in_per_mtok`,
+/// `price_out_per_mtok`, and the same with `cheap_` for the cheap model).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Spending {
+    /// Tokens (both models, prompt and completion) a local day may use; a turn that
+    /// would start beyond it stops with a message. `None`: no limit.
+    pub daily_tokens: Option<u64>,
+    /// The main model's price; `None`: unknown (costs are not shown).
+    pub main: Option<Price>,
+    /// The cheap model's price (the main's when only that is set).
+    pub cheap: Option<Price>,
+}
+
+/// A model's price, per million tokens, in the currency the user bills in.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Price {
+    pub in_per_mtok: f64,
+    pub out_per_mtok: f64,
+}
+
+impl Spending {
+    /// What `main` and `cheap` tokens cost; `None` without a price for a model that was
+    /// used.
+    pub fn cost(&self, main: crate::store::Tokens, cheap: crate::store::Tokens) -> Option<f64> {
+        let of = |price: Option<Price>, t: crate::store::Tokens| match price {
+            Some(p) => Some(
+                (t.prompt_tokens as f64 * p.in_per_mtok
+                    + t.completion_tokens as f64 * p.out_per_mtok)
+                    / 1e6,
+            ),
+            None if t.total() == 0 => Some(0.0),
+            None => None,
+        };
+        Some(of(self.main, main)? + of(self.cheap, cheap)?)
+    }
+}
+
 /// How the agent runs a turn (the shell's knobs; the core's are in [`CoreConfig`]).
 #[derive(Debug, Clone, PartialEq)]
 pub struct AgentConfig {
@@ -306,6 +343,9 @@ pub struct Config {
     pub profile: String,
     /// Model server and models.
     pub model: ModelConfig,
+    /// What the models' work may use in a day and what it costs (`[model]
+    /// daily_tokens`, prices).
+    pub spending: Spending,
     /// The core's constants (memory, history, permission).
     pub core: CoreConfig,
     /// Turn knobs.
@@ -568,6 +608,7 @@ impl Config {
                 ..ModelConfig::default()
             },
             home,
+            spending: Spending::default(),
             profile: DEFAULT_PROFILE.to_string(),
             core: CoreConfig::default(),
             agent: AgentConfig::default(),
@@ -1056,6 +1097,15 @@ main = "m"
             ),
             ("[agent]\nmax_steps = 0\n", "agent.max_steps"),
             ("[model]\ntemperature = 3.0\n", "model.temperature"),
+            ("[model]\ndaily_tokens = 0\n", "model.daily_tokens"),
+            (
+                "[model]\nprice_in_per_mtok = -1.0\n",
+                "model.price_in_per_mtok",
+            ),
+            (
+                "[model]\ncheap_price_out_per_mtok = -0.5\n",
+                "model.cheap_price_out_per_mtok",
+            ),
             ("[model]\ntools = \"json\"\n", "model.tools"),
             ("[tools]\nshell_timeout = 0\n", "tools.shell_timeout"),
             ("[tools]\noutput_cap = 0\n", "tools.output_cap"),

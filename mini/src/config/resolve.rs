@@ -21,8 +21,8 @@ use super::context::{check_base_url, expand_tilde, Context};
 use super::file::{RawAgent, RawLayer, RawModel, RawScheduler, RawText, RawTimeouts, RawTools};
 use super::{
     AgentConfig, Checked, Config, ConfigError, EnvLookup, IgnoredEnv, LoadOptions, Loaded,
-    ModelConfig, Origin, Origins, Overridden, SchedulerConfig, TextConfig, Timeouts, ToolCalling,
-    ToolsConfig, CONFIG_FILE, DEFAULT_BASE_URL, DEFAULT_PROFILE,
+    ModelConfig, Origin, Origins, Overridden, Price, SchedulerConfig, Spending, TextConfig,
+    Timeouts, ToolCalling, ToolsConfig, CONFIG_FILE, DEFAULT_BASE_URL, DEFAULT_PROFILE,
 };
 use crate::secret::Secret;
 
@@ -544,7 +544,7 @@ fn resolve(
         },
     };
 
-    let model = resolve_model(model.unwrap_or_default(), &mut ctx)?;
+    let (model, spending) = resolve_model(model.unwrap_or_default(), &mut ctx)?;
     let agent = resolve_agent(agent.unwrap_or_default(), &ctx)?;
     let tools = resolve_tools(tools.unwrap_or_default(), &ctx)?;
     let RawText { dict_path } = text.unwrap_or_default();
@@ -572,6 +572,7 @@ fn resolve(
         file: ctx.path.to_path_buf(),
         profile,
         model,
+        spending,
         core,
         agent,
         tools,
@@ -748,7 +749,46 @@ fn check_log(text: &str) -> Option<String> {
     LOG_LEVELS.contains(&lower.as_str()).then_some(lower)
 }
 
-fn resolve_model(raw: RawModel, ctx: &mut Context<'_>) -> Result<ModelConfig, ConfigError> {
+/// `[model] daily_tokens` and the prices per million tokens: what the models' work may
+/// use in a day, and what it costs.
+fn resolve_spending(
+    daily_tokens: Option<u64>,
+    prices: [(Option<f64>, &'static str); 4],
+    ctx: &Context<'_>,
+) -> Result<Spending, ConfigError> {
+    if daily_tokens == Some(0) {
+        return Err(ctx.invalid(format!(
+            "model.daily_tokens = 0{}: at least 1 token a day (leave it out for no limit)",
+            ctx.source_note("model.daily_tokens")
+        )));
+    }
+    for (price, key) in prices {
+        if let Some(p) = price.filter(|p| !p.is_finite() || *p < 0.0) {
+            return Err(ctx.invalid(format!(
+                "model.{key} = {p}{}: a price per million tokens is a number of 0 or more",
+                ctx.source_note(&format!("model.{key}"))
+            )));
+        }
+    }
+    let [(main_in, _), (main_out, _), (cheap_in, _), (cheap_out, _)] = prices;
+    let price = |i: Option<f64>, o: Option<f64>| {
+        (i.is_some() || o.is_some()).then(|| Price {
+            in_per_mtok: i.unwrap_or(0.0),
+            out_per_mtok: o.unwrap_or(0.0),
+        })
+    };
+    let main = price(main_in, main_out);
+    Ok(Spending {
+        daily_tokens,
+        main,
+        cheap: price(cheap_in, cheap_out).or(main),
+    })
+}
+
+fn resolve_model(
+    raw: RawModel,
+    ctx: &mut Context<'_>,
+) -> Result<(ModelConfig, Spending), ConfigError> {
     let RawModel {
         base_url,
         api_key,
@@ -764,8 +804,23 @@ fn resolve_model(raw: RawModel, ctx: &mut Context<'_>) -> Result<ModelConfig, Co
         tools,
         max_retries,
         timeouts,
+        daily_tokens,
+        price_in_per_mtok,
+        price_out_per_mtok,
+        cheap_price_in_per_mtok,
+        cheap_price_out_per_mtok,
     } = raw;
     let d = ModelConfig::default();
+    let spending = resolve_spending(
+        daily_tokens,
+        [
+            (price_in_per_mtok, "price_in_per_mtok"),
+            (price_out_per_mtok, "price_out_per_mtok"),
+            (cheap_price_in_per_mtok, "cheap_price_in_per_mtok"),
+            (cheap_price_out_per_mtok, "cheap_price_out_per_mtok"),
+        ],
+        ctx,
+    )?;
 
     let (base_url, base_url_is_default) =
         match ctx.env_setting("OPENAI_BASE_URL", "model.base_url", &[])? {
@@ -925,7 +980,7 @@ fn resolve_model(raw: RawModel, ctx: &mut Context<'_>) -> Result<ModelConfig, Co
         overall: ctx.seconds("model.timeouts.overall", overall, d.timeouts.overall)?,
     };
 
-    Ok(ModelConfig {
+    let model = ModelConfig {
         base_url,
         base_url_is_default,
         api_key,
@@ -941,7 +996,8 @@ fn resolve_model(raw: RawModel, ctx: &mut Context<'_>) -> Result<ModelConfig, Co
         temperature,
         tools,
         tools_learned_file: Some(ctx.home.join(super::TOOLS_LEARNED_FILE)),
-    })
+    };
+    Ok((model, spending))
 }
 
 /// `OPENAI_API_KEY`, unless the profile the user named sets its own key, or its own

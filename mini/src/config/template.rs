@@ -67,6 +67,15 @@ pub const CONFIG_TEMPLATE: &str = r#"# evolve configuration — `evolve config s
 #tools = "auto"
 # Retries on connection errors, 429 and 5xx, with backoff.
 #max_retries = 2
+# Tokens (both models, prompt and completion) a day may use: a turn or a task
+# beyond it stops with a message until local midnight (default: no limit), e.g.:
+# daily_tokens = 200000
+# Prices per million tokens, for the costs `evolve usage` shows (the cheap model's
+# are the main's unless set), e.g.:
+# price_in_per_mtok = 0.27
+# price_out_per_mtok = 1.10
+# cheap_price_in_per_mtok = 0.07
+# cheap_price_out_per_mtok = 0.28
 
 [model.timeouts]
 # Connecting (TCP + TLS).

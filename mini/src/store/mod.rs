@@ -72,6 +72,8 @@ mod schema;
 mod sessions;
 mod tasks;
 pub mod transcript;
+mod usage;
+pub use usage::{local_date, today_start, Ledger, Sum, Tokens};
 
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard, PoisonError, RwLock, RwLockReadGuard};

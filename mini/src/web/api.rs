@@ -153,6 +153,7 @@ static ROUTES: &[(&str, &str, Handler)] = &[
         uploads::upload(s, r)
     }),
     ("GET", "/v1/search", |s, r, _| search(s, r)),
+    ("GET", "/v1/usage", |s, _, _| super::usage::get(s)),
     ("GET", "/v1/prompt", |s, _, _| prompt::list(s)),
     ("POST", "/v1/prompt", |s, r, _| prompt::set(s, r)),
     ("POST", "/v1/prompt/evolve", |s, r, _| prompt::evolve(s, r)),

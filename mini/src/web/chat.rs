@@ -696,6 +696,7 @@ pub(super) fn turn_error(e: &Error) -> (u16, Value) {
         Error::Model(_) => (502, "model_error"),
         Error::Usage(_) | Error::Invalid { .. } => (400, "invalid_request"),
         Error::Conflict(_) => (409, "conflict"),
+        Error::Budget(_) => (429, "budget_spent"),
         _ => (500, "internal_error"),
     };
     (

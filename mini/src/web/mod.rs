@@ -28,6 +28,7 @@ mod skill_edit;
 mod style;
 pub mod tasks;
 mod uploads;
+mod usage;
 
 use std::collections::HashMap;
 use std::net::{SocketAddr, TcpListener, TcpStream};

@@ -269,3 +269,51 @@ fn get_v1_usage_gives_today_the_days_the_sessions_the_tasks_and_the_budget() {
         |t: &Value| t["prompt_tokens"].as_u64().unwrap() + t["completion_tokens"].as_u64().unwrap();
     assert_eq!(used, sum(&today["main"]) + sum(&today["cheap"]), "{v}");
 }
+
+#[test]
+fn a_task_whose_runs_spent_its_budget_is_not_run_again_and_its_log_says_why() {
+    for (i, (budget, runs_ok)) in [(50u64, 1usize), (1_000_000, 3)].into_iter().enumerate() {
+        let w = World::new(&format!("usage-task-budget-{i}"));
+        let budget_text = budget.to_string();
+        w.run(&[
+            "tasks",
+            "add",
+            "--every",
+            "1h",
+            "--budget-tokens",
+            &budget_text,
+            "Summarise the news",
+        ])
+        .expect(0);
+        let id = first_task(&w);
+        let listed = w.run(&["tasks", "list", "--json"]).expect(0).json();
+        assert_eq!(listed["data"][0]["budget_tokens"], budget, "{listed}");
+        let mut ok = 0;
+        for _ in 0..3 {
+            w.fake.push(Reply::text("A quiet news day."));
+            if w.run(&["tasks", "run", &id]).code == 0 {
+                ok += 1;
+            }
+        }
+        assert_eq!(ok, runs_ok, "budget {budget}");
+        assert_eq!(
+            w.main_requests().len(),
+            runs_ok,
+            "no model call beyond the budget"
+        );
+        let log = w.run(&["tasks", "log", &id, "--json"]).expect(0).json();
+        let errors: Vec<&str> = log["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|r| r["error"].as_str())
+            .collect();
+        assert_eq!(errors.len(), 3 - runs_ok, "{log}");
+        for e in errors {
+            assert!(
+                e.contains("token budget is spent") && e.contains(&format!("of {budget} tokens")),
+                "{e}"
+            );
+        }
+    }
+}

@@ -79,6 +79,10 @@ struct Add {
     /// also send each run's answer to a chat: telegram:CHAT_ID
     #[argh(option)]
     deliver: Option<String>,
+    /// the tokens (both models) all its runs may use together; a run beyond it is not
+    /// started and its log says why (default: no limit)
+    #[argh(option)]
+    budget_tokens: Option<u64>,
 }
 
 /// list the tasks: schedule, next run, last status, runs
@@ -237,10 +241,13 @@ fn add(c: Add, profile: &Option<String>) -> Result<(), Error> {
             if let Some(d) = &deliver {
                 body["deliver"] = json!(d);
             }
+            if let Some(b) = c.budget_tokens {
+                body["budget_tokens"] = json!(b);
+            }
             remote.call("POST", "/v1/tasks", Some(body))?
         }
         Place::Local(rt) => {
-            let task = tasks::add_task(
+            let mut task = tasks::add_task(
                 &rt,
                 &schedule,
                 question,
@@ -248,6 +255,11 @@ fn add(c: Add, profile: &Option<String>) -> Result<(), Error> {
                 deliver.as_deref(),
                 crate::clock::now(),
             )?;
+            if let Some(b) = c.budget_tokens {
+                task = rt
+                    .store
+                    .update_task(task.id, |t| t.budget_tokens = Some(b))?;
+            }
             tasks::task_json(
                 &task,
                 &zone.zone,

@@ -302,7 +302,13 @@ pub fn run_task(
         Err(e) => return Err(e.into()),
     };
     let run = store.start_task_run(id, trigger, now())?;
-    let (end, reply, error) = if gate.begin(&session, cancel) {
+    let (end, reply, error) = if let Some(message) = budget_spent(store, &task)? {
+        (
+            ended(RunStatus::Error, String::new(), Some(message.clone()), None),
+            String::new(),
+            Some(Error::Budget(message)),
+        )
+    } else if gate.begin(&session, cancel) {
         let result = manager.turn(
             TurnInput {
                 session: Some(&session),
@@ -349,6 +355,21 @@ pub fn run_task(
         end.status.name()
     );
     Ok(Outcome { reply, error })
+}
+
+/// Why the task may not run: its runs have used its `budget_tokens`. `None`: it may.
+fn budget_spent(store: &Store, task: &Task) -> Result<Option<String>, Error> {
+    let Some(limit) = task.budget_tokens else {
+        return Ok(None);
+    };
+    let used = store.task_tokens(task.id)?;
+    Ok((used >= limit).then(|| {
+        format!(
+            "task {}'s token budget is spent: its runs used {used} of {limit} tokens \
+             (--budget-tokens); the run was not started",
+            task.id
+        )
+    }))
 }
 
 fn ended(status: RunStatus, answer: String, error: Option<String>, turn: Option<u64>) -> RunEnd {
@@ -511,6 +532,7 @@ pub fn task_json(task: &Task, zone: &dyn Zone, running: bool, default_allow: Lev
         "last_status": task.last_status.map(RunStatus::name),
         "runs": task.runs,
         "deliver": task.deliver,
+        "budget_tokens": task.budget_tokens,
     })
 }
 
@@ -813,6 +835,7 @@ mod tests {
             last_status: None,
             paused: false,
             deliver: None,
+            budget_tokens: None,
         }
     }
 

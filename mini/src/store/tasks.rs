@@ -50,6 +50,10 @@ pub struct Task {
     /// Where each run's answer is also sent (`telegram:CHAT`), through the outbox.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deliver: Option<String>,
+    /// Tokens (both models) all of its runs may use together; a run that would start
+    /// beyond it is not started, and its log says why. `None`: no limit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget_tokens: Option<u64>,
 }
 
 /// How a run ended (or that it is still running).
@@ -179,6 +183,7 @@ impl Store {
                 last_status: None,
                 paused: false,
                 deliver: None,
+                budget_tokens: None,
             };
             put_json(&mut txn.open_table(TASKS)?, "tasks", next, &task)?;
             Ok(task)

@@ -202,6 +202,24 @@ impl Store {
         Ok(ledger)
     }
 
+    /// Tokens (both models) all recorded runs of task `task` used.
+    pub fn task_tokens(&self, task: u64) -> Result<u64, StoreError> {
+        let mut used = 0;
+        for run in self.task_runs(task, usize::MAX)? {
+            let Some(turn) = run.turn else { continue };
+            let record = self
+                .turns(&run.session)?
+                .into_iter()
+                .find(|(n, _)| *n == turn);
+            if let Some(record) =
+                record.and_then(|(_, json)| serde_json::from_str::<Value>(&json).ok())
+            {
+                used += Tokens::of(&record, "main").total() + Tokens::of(&record, "cheap").total();
+            }
+        }
+        Ok(used)
+    }
+
     /// Tokens (both models) of the turns that began at or after `from`: what a day's
     /// budget has used. Reads only the sessions changed since.
     pub fn tokens_since(&self, from: Timestamp) -> Result<u64, StoreError> {

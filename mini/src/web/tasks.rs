@@ -85,7 +85,7 @@ pub fn list(state: &State) -> Reply {
     Response::json(200, &json!({"data": data, "time_zone": zone.name}))
 }
 
-/// `POST /v1/tasks {"schedule", "question", "allow"?, "deliver"?}`.
+/// `POST /v1/tasks {"schedule", "question", "allow"?, "deliver"?, "budget_tokens"?}`.
 pub fn create(state: &State, req: &Request) -> Reply {
     let body: Value = if req.body.iter().all(u8::is_ascii_whitespace) {
         json!({})
@@ -120,13 +120,20 @@ pub fn create(state: &State, req: &Request) -> Reply {
         },
         Some(_) => return error(400, "`deliver` must be \"telegram:CHAT\""),
     };
+    let budget = match body.get("budget_tokens") {
+        None | Some(Value::Null) => None,
+        Some(v) => match v.as_u64().filter(|&n| n > 0) {
+            Some(n) => Some(n),
+            None => return error(400, "`budget_tokens` must be a number of tokens, 1 or more"),
+        },
+    };
     let rt = state.rt();
     let zone = tasks::zone_of(&rt);
     let schedule = match tasks::parse_schedule(schedule, &zone.zone) {
         Ok(s) => s,
         Err(e) => return error(400, e),
     };
-    let task = tri!(tasks::add_task(
+    let mut task = tri!(tasks::add_task(
         &rt,
         &schedule,
         question,
@@ -134,6 +141,9 @@ pub fn create(state: &State, req: &Request) -> Reply {
         deliver.as_deref(),
         now()
     ));
+    if budget.is_some() {
+        task = tri!(rt.store.update_task(task.id, |t| t.budget_tokens = budget));
+    }
     state.scheduler.notify();
     Response::json(
         201,

@@ -1,4 +1,6 @@
 use super::*;
+use crate::web::sessions::download_name;
+use serde_json::Value;
 use std::collections::BTreeSet;
 
 #[test]

@@ -20,13 +20,18 @@ pub mod http;
 
 mod lend;
 mod mcp_servers;
+mod memories;
 mod memory_patch;
+mod profiles;
 mod prompt;
 mod request;
+mod search;
+mod sessions;
 mod settings;
 mod skill_edit;
 mod style;
 pub mod tasks;
+mod tools;
 mod uploads;
 
 use std::collections::HashMap;

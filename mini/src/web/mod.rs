@@ -32,7 +32,9 @@ mod skill_edit;
 mod style;
 pub mod tasks;
 mod tools;
+mod turn_io;
 mod uploads;
+pub mod waiting;
 
 use std::collections::HashMap;
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -74,9 +76,9 @@ pub struct State {
     /// Sessions with a turn running, and that turn's cancel flag.
     pub turns: Mutex<HashMap<String, Arc<AtomicBool>>>,
     /// Calls waiting for a person, by (session, call id).
-    pub approvals: chat::Approvals,
+    pub approvals: waiting::Approvals,
     /// MCP servers' questions waiting for a person, by (session, id).
-    pub elicitations: chat::Elicitations,
+    pub elicitations: waiting::Elicitations,
     /// The profiles `config.toml` defines.
     pub profiles: Vec<String>,
     /// The environment the configuration was read with (the API key is removed from
@@ -261,8 +263,8 @@ pub fn run(manager: Manager, auth: auth::Auth, opts: Options) -> Result<(), Erro
         auth,
         shutdown: Arc::clone(&shutdown),
         turns: Mutex::new(HashMap::new()),
-        approvals: chat::Approvals::default(),
-        elicitations: chat::Elicitations::default(),
+        approvals: waiting::Approvals::default(),
+        elicitations: waiting::Elicitations::default(),
         profiles: opts.profiles,
         env: opts.env,
         workspace: opts.workspace,

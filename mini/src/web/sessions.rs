@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 
 use super::http::{Request, Response};
 use super::request::{body, field, opt_str, tri, Reply};
-use super::{chat, error, State};
+use super::{chat, error, waiting, State};
 use crate::clock::now;
 
 /// Newest first; `?limit=N&offset=M` pages through many (all by default).
@@ -351,7 +351,7 @@ pub(super) fn pending(state: &State, id: &str) -> Reply {
     let calls = tri!(store.pending(id));
     let data: Vec<Value> = calls
         .iter()
-        .map(|c| chat::pending_json(c, Lang::En))
+        .map(|c| waiting::pending_json(c, Lang::En))
         .collect();
     // The waiting turn's question (not among the messages until the turn ends), so a
     // reloaded page shows what the call is for.
@@ -384,10 +384,10 @@ pub(super) fn answer_elicitation(state: &Arc<State>, req: &Request, id: &str, ei
     };
     match state.elicitations.answer(id, eid, &action, &content) {
         Ok(()) => Response::json(200, &json!({"accepted": true})),
-        Err(chat::ElicitRefusal::NotWaiting) => {
+        Err(waiting::ElicitRefusal::NotWaiting) => {
             error(404, format!("no question {eid:?} waits in session {id:?}"))
         }
-        Err(chat::ElicitRefusal::Invalid(wrong)) => {
+        Err(waiting::ElicitRefusal::Invalid(wrong)) => {
             let text: Vec<String> = wrong.iter().map(|(f, why)| format!("{f} {why}")).collect();
             let mut v = crate::web::error_value(400, &text.join("; "), None);
             v["error"]["param"] = json!(wrong[0].0);

@@ -19,18 +19,3 @@ fn long_text_goes_out_in_pieces_cut_between_characters() {
         assert_eq!(got.concat(), text);
     }
 }
-
-#[test]
-fn the_waiting_note_names_each_call_and_the_session() {
-    assert_eq!(waiting_note(&Refused::default(), "s1"), None);
-    let refused = Refused {
-        calls: vec![("shell".into(), Level::L3), ("edit_file".into(), Level::L4)],
-        sends_data: false,
-    };
-    let note = waiting_note(&refused, "s1").expect("a note");
-    assert!(note.starts_with("\n\n[evolve] Not run"), "{note}");
-    assert!(note.contains("shell (L3), edit_file (L4)"), "{note}");
-    assert!(note.contains("evolve chat --session s1"), "{note}");
-    assert!(note.contains("nothing is waiting"), "{note}");
-    assert!(!note.contains("Approve it"), "{note}");
-}

@@ -13,6 +13,7 @@ pub(super) fn read_file(path: &Path) -> Result<Option<String>, ConfigError> {
             .map(Some)
             .map_err(|e| ConfigError::Invalid {
                 path: path.to_path_buf(),
+                key: None,
                 message: format!(
                     "the file is not UTF-8 text (byte {}) — save it as UTF-8",
                     e.utf8_error().valid_up_to()
@@ -53,6 +54,7 @@ pub(super) fn toml_error(path: &Path, text: &str, e: &toml::de::Error) -> Config
     });
     ConfigError::Invalid {
         path: path.to_path_buf(),
+        key: None,
         message,
     }
 }
@@ -84,6 +86,7 @@ pub(super) fn nested_profile_error(path: PathBuf, text: &str, name: &str) -> Con
     };
     ConfigError::Invalid {
         path,
+        key: None,
         message: format!(
             "{place}unknown key `{key}` (only the top level names the profile and holds \
              the profiles) — fix the spelling or remove it, then run `evolve config check`"

@@ -482,8 +482,14 @@ pub enum ConfigError {
         path: PathBuf,
         source: std::io::Error,
     },
-    /// Syntax error, unknown key (named), wrong type, out-of-range value.
-    Invalid { path: PathBuf, message: String },
+    /// Syntax error, unknown key (named), wrong type, out-of-range value. `key` is the
+    /// dotted setting the message is about (`model.base_url`) when it is about one: what
+    /// a form marks, never found again in the message.
+    Invalid {
+        path: PathBuf,
+        key: Option<String>,
+        message: String,
+    },
     /// `--profile NAME` names no profile in the file.
     UnknownProfile {
         name: String,
@@ -505,7 +511,7 @@ impl fmt::Display for ConfigError {
                  or move it away to run with the defaults",
                 path.display()
             ),
-            ConfigError::Invalid { path, message } => {
+            ConfigError::Invalid { path, message, .. } => {
                 write!(f, "configuration error in {}: {message}", path.display())
             }
             ConfigError::UnknownProfile { name, path, known } => {
@@ -536,6 +542,17 @@ impl fmt::Display for ConfigError {
 }
 
 impl std::error::Error for ConfigError {}
+
+impl ConfigError {
+    /// The dotted key of the setting the error is about (`model.main`), if it is about
+    /// one.
+    pub fn key(&self) -> Option<&str> {
+        match self {
+            ConfigError::Invalid { key, .. } => key.as_deref(),
+            _ => None,
+        }
+    }
+}
 
 impl Config {
     /// Loads `$EVOLVE_HOME/config.toml` (absent = defaults), applies the profile and

@@ -46,10 +46,13 @@ pub(super) fn resolve_model(
             None => match base_url {
                 Some(url) => {
                     let checked = check_base_url(&url).map_err(|m| {
-                        ctx.invalid(format!(
-                            "model.base_url = \"{url}\"{}: {m}",
-                            ctx.source_note("model.base_url")
-                        ))
+                        ctx.invalid_key(
+                            "model.base_url",
+                            format!(
+                                "model.base_url = \"{url}\"{}: {m}",
+                                ctx.source_note("model.base_url")
+                            ),
+                        )
                     })?;
                     (checked, false)
                 }
@@ -65,10 +68,13 @@ pub(super) fn resolve_model(
         }
         None => match (api_key, api_key_env) {
             (Some(_), Some(_)) => {
-                return Err(ctx.invalid(format!(
-                    "model.api_key and model.api_key_env are both set{} — keep one",
-                    ctx.source_note("model.api_key")
-                )))
+                return Err(ctx.invalid_key(
+                    "model.api_key",
+                    format!(
+                        "model.api_key and model.api_key_env are both set{} — keep one",
+                        ctx.source_note("model.api_key")
+                    ),
+                ))
             }
             (Some(key), None) => Some(Secret::new(key.trim())).filter(|k| !k.is_empty()),
             (None, Some(var)) => {
@@ -83,12 +89,15 @@ pub(super) fn resolve_model(
                         Some(Secret::new(key))
                     }
                     None => {
-                        return Err(ctx.invalid(format!(
-                            "model.api_key_env = \"{var}\"{} names an environment variable \
+                        return Err(ctx.invalid_key(
+                            "model.api_key_env",
+                            format!(
+                                "model.api_key_env = \"{var}\"{} names an environment variable \
                              that is not set (or not UTF-8) — export {var}=… or set \
                              model.api_key instead",
-                            ctx.source_note("model.api_key_env")
-                        )))
+                                ctx.source_note("model.api_key_env")
+                            ),
+                        ))
                     }
                 }
             }
@@ -123,53 +132,68 @@ pub(super) fn resolve_model(
     let context_window = context_window.unwrap_or(d.context_window);
     let reserved_output = reserved_output.unwrap_or(d.reserved_output);
     if reserved_output == 0 || reserved_output >= context_window {
-        return Err(ctx.invalid(format!(
-            "model.reserved_output = {reserved_output}{} must be at least 1 and below \
+        return Err(ctx.invalid_key(
+            "model.reserved_output",
+            format!(
+                "model.reserved_output = {reserved_output}{} must be at least 1 and below \
              model.context_window = {context_window}{} — it is the part of the window kept \
              for the answer",
-            ctx.source_note("model.reserved_output"),
-            ctx.source_note("model.context_window"),
-        )));
+                ctx.source_note("model.reserved_output"),
+                ctx.source_note("model.context_window"),
+            ),
+        ));
     }
     let min_window = reserved_output + evolve_core::history::MIN_INPUT_BUDGET;
     if reserved_output > 0 && context_window < min_window {
-        return Err(ctx.invalid(format!(
-            "model.context_window = {context_window}{} leaves no room for the question: it \
+        return Err(ctx.invalid_key(
+            "model.context_window",
+            format!(
+                "model.context_window = {context_window}{} leaves no room for the question: it \
              must be at least model.reserved_output + {} = {min_window} tokens",
-            ctx.source_note("model.context_window"),
-            evolve_core::history::MIN_INPUT_BUDGET,
-        )));
+                ctx.source_note("model.context_window"),
+                evolve_core::history::MIN_INPUT_BUDGET,
+            ),
+        ));
     }
     let max_answer_bytes = max_answer_bytes.unwrap_or(d.max_answer_bytes);
     if !super::MAX_ANSWER_BYTES_RANGE.contains(&max_answer_bytes) {
-        return Err(ctx.invalid(format!(
-            "model.max_answer_bytes = {max_answer_bytes}{} must be between {} (4 KiB) and \
+        return Err(ctx.invalid_key(
+            "model.max_answer_bytes",
+            format!(
+                "model.max_answer_bytes = {max_answer_bytes}{} must be between {} (4 KiB) and \
              {} (16 MiB) — it is the largest answer, in bytes, kept from the model",
-            ctx.source_note("model.max_answer_bytes"),
-            super::MAX_ANSWER_BYTES_RANGE.start(),
-            super::MAX_ANSWER_BYTES_RANGE.end(),
-        )));
+                ctx.source_note("model.max_answer_bytes"),
+                super::MAX_ANSWER_BYTES_RANGE.start(),
+                super::MAX_ANSWER_BYTES_RANGE.end(),
+            ),
+        ));
     }
     if let Some(t) = temperature {
         if !(0.0..=2.0).contains(&t) {
-            return Err(ctx.invalid(format!(
-                "model.temperature = {t}{} must be between 0 and 2 (or removed for the \
+            return Err(ctx.invalid_key(
+                "model.temperature",
+                format!(
+                    "model.temperature = {t}{} must be between 0 and 2 (or removed for the \
                  server's default)",
-                ctx.source_note("model.temperature")
-            )));
+                    ctx.source_note("model.temperature")
+                ),
+            ));
         }
     }
 
     let tools = match tools {
         None => d.tools,
         Some(text) => ToolCalling::parse(&text).ok_or_else(|| {
-            ctx.invalid(format!(
-                "model.tools = \"{text}\"{} must be one of {} — \"auto\" uses the model's \
+            ctx.invalid_key(
+                "model.tools",
+                format!(
+                    "model.tools = \"{text}\"{} must be one of {} — \"auto\" uses the model's \
                  native tool calling and falls back to describing the tools in the prompt \
                  when the server says the model has none",
-                ctx.source_note("model.tools"),
-                ToolCalling::NAMES.join(", "),
-            ))
+                    ctx.source_note("model.tools"),
+                    ToolCalling::NAMES.join(", "),
+                ),
+            )
         })?,
     };
 
@@ -232,10 +256,13 @@ pub(super) fn model_name(
     value: Option<String>,
 ) -> Result<Option<String>, ConfigError> {
     match value {
-        Some(name) if name.trim().is_empty() => Err(ctx.invalid(format!(
-            "{key} is empty{} — name a model or remove the key",
-            ctx.source_note(key)
-        ))),
+        Some(name) if name.trim().is_empty() => Err(ctx.invalid_key(
+            key,
+            format!(
+                "{key} is empty{} — name a model or remove the key",
+                ctx.source_note(key)
+            ),
+        )),
         Some(name) => Ok(Some(name.trim().to_string())),
         None => Ok(None),
     }

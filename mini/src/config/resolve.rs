@@ -208,6 +208,7 @@ impl FileText {
         }
         let layer: RawLayer = merged.try_into().map_err(|e| ConfigError::Invalid {
             path: path.clone(),
+            key: None,
             message: format!(
                 "{} (after applying profile `{profile}`)",
                 e.message().trim()
@@ -363,11 +364,14 @@ fn resolve(
         }
         None => match log {
             Some(l) => check_log(&l).ok_or_else(|| {
-                ctx.invalid(format!(
-                    "log = \"{l}\"{}: expected one of {}",
-                    ctx.source_note("log"),
-                    LOG_LEVELS.join(", ")
-                ))
+                ctx.invalid_key(
+                    "log",
+                    format!(
+                        "log = \"{l}\"{}: expected one of {}",
+                        ctx.source_note("log"),
+                        LOG_LEVELS.join(", ")
+                    ),
+                )
             })?,
             None => super::DEFAULT_LOG.to_string(),
         },
@@ -390,11 +394,14 @@ fn resolve(
         history: history.unwrap_or_default(),
         permission: permission.unwrap_or_default(),
     };
-    check_core(&core).map_err(|m| ctx.invalid(m))?;
+    check_core(&core).map_err(|e| ctx.invalid_key(e.key, e.to_string()))?;
     let limits = limits.unwrap_or_default();
-    limits
-        .validate()
-        .map_err(|e| ctx.invalid(format!("{e}{}", ctx.source_note("limits.memory_mib"))))?;
+    limits.validate().map_err(|e| {
+        ctx.invalid_key(
+            "limits.memory_mib",
+            format!("{e}{}", ctx.source_note("limits.memory_mib")),
+        )
+    })?;
 
     Ok(Config {
         home: ctx.home.to_path_buf(),
@@ -431,10 +438,13 @@ fn resolve_scheduler(
         return Ok(SchedulerConfig::default());
     };
     let zone = crate::zone::load(&name).map_err(|e| {
-        ctx.invalid(format!(
-            "[scheduler] time_zone{}: {e}",
-            ctx.source_note("scheduler.time_zone")
-        ))
+        ctx.invalid_key(
+            "scheduler.time_zone",
+            format!(
+                "[scheduler] time_zone{}: {e}",
+                ctx.source_note("scheduler.time_zone")
+            ),
+        )
     })?;
     Ok(SchedulerConfig {
         time_zone: Some((name.trim().to_string(), zone)),
@@ -469,23 +479,32 @@ fn resolve_agent(raw: RawAgent, ctx: &Context<'_>) -> Result<AgentConfig, Config
     } = raw;
     let d = AgentConfig::default();
     if max_steps == Some(0) {
-        return Err(ctx.invalid(format!(
-            "agent.max_steps = 0{}: a turn needs at least 1 model call",
-            ctx.source_note("agent.max_steps")
-        )));
+        return Err(ctx.invalid_key(
+            "agent.max_steps",
+            format!(
+                "agent.max_steps = 0{}: a turn needs at least 1 model call",
+                ctx.source_note("agent.max_steps")
+            ),
+        ));
     }
     if subtasks.is_some_and(|n| n > MAX_SUBTASKS) {
-        return Err(ctx.invalid(format!(
-            "agent.subtasks = {}{}: at most {MAX_SUBTASKS} sub-turns per call (0 turns the tool off)",
-            subtasks.unwrap_or_default(),
-            ctx.source_note("agent.subtasks")
-        )));
+        return Err(ctx.invalid_key(
+            "agent.subtasks",
+            format!(
+                "agent.subtasks = {}{}: at most {MAX_SUBTASKS} sub-turns per call (0 turns the tool off)",
+                subtasks.unwrap_or_default(),
+                ctx.source_note("agent.subtasks")
+            ),
+        ));
     }
     if subtask_parallel == Some(0) {
-        return Err(ctx.invalid(format!(
-            "agent.subtask_parallel = 0{}: at least 1 sub-turn runs at a time",
-            ctx.source_note("agent.subtask_parallel")
-        )));
+        return Err(ctx.invalid_key(
+            "agent.subtask_parallel",
+            format!(
+                "agent.subtask_parallel = 0{}: at least 1 sub-turn runs at a time",
+                ctx.source_note("agent.subtask_parallel")
+            ),
+        ));
     }
     Ok(AgentConfig {
         max_steps: max_steps.unwrap_or(d.max_steps),
@@ -527,23 +546,27 @@ fn resolve_tools(raw: RawTools, ctx: &Context<'_>) -> Result<ToolsConfig, Config
                 c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_' | ':' | '[' | ']')
             });
         if !plain || name.starts_with('.') || name.contains("..") {
-            return Err(ctx.invalid(format!(
-                "tools.http_hosts has {host:?}: give a host name (example.com), an address, or                  *.example.com for its subdomains — no scheme, path or wildcard elsewhere"
+            return Err(ctx.invalid_key("tools.http_hosts", format!(
+                "tools.http_hosts has {host:?}: give a host name (example.com), an address, or *.example.com for its subdomains — no scheme, path or wildcard elsewhere"
             )));
         }
     }
     let d = ToolsConfig::default();
     if output_cap == Some(0) {
-        return Err(ctx.invalid(format!(
-            "tools.output_cap = 0{}: tool output would always be empty — set a size in bytes",
-            ctx.source_note("tools.output_cap")
-        )));
+        return Err(ctx.invalid_key(
+            "tools.output_cap",
+            format!(
+                "tools.output_cap = 0{}: tool output would always be empty — set a size in bytes",
+                ctx.source_note("tools.output_cap")
+            ),
+        ));
     }
     let levels: Vec<_> = levels.unwrap_or_default().into_iter().collect();
     if let Some((name, _)) = levels.iter().find(|(name, _)| name.trim().is_empty()) {
-        return Err(ctx.invalid(format!(
-            "tools.levels has an empty tool name (\"{name}\") — name the tool"
-        )));
+        return Err(ctx.invalid_key(
+            "tools.levels",
+            format!("tools.levels has an empty tool name (\"{name}\") — name the tool"),
+        ));
     }
     for (name, level) in &levels {
         // MCP tools are named `<server>__<tool>`; every other name must be built in.
@@ -554,10 +577,13 @@ fn resolve_tools(raw: RawTools, ctx: &Context<'_>) -> Result<ToolsConfig, Config
             .zip(evolve_core::permission::builtin_level(name, None))
             .map(|(lowest, highest)| if name == "memory" { lowest } else { highest })
         else {
-            return Err(ctx.invalid(format!(
-                "tools.levels.{name}: there is no built-in tool `{name}` (MCP tools are \
+            return Err(ctx.invalid_key(
+                &format!("tools.levels.{name}"),
+                format!(
+                    "tools.levels.{name}: there is no built-in tool `{name}` (MCP tools are \
                  named server__tool) — check the spelling"
-            )));
+                ),
+            ));
         };
         if *level < fixed {
             let hint = if name == "shell" {
@@ -566,10 +592,13 @@ fn resolve_tools(raw: RawTools, ctx: &Context<'_>) -> Result<ToolsConfig, Config
             } else {
                 ""
             };
-            return Err(ctx.invalid(format!(
+            return Err(ctx.invalid_key(
+                &format!("tools.levels.{name}"),
+                format!(
                 "tools.levels.{name} = \"{level}\" would lower a built-in tool (it is {fixed}); \
                  levels of built-in tools can only be raised{hint}"
-            )));
+            ),
+            ));
         }
     }
     Ok(ToolsConfig {
@@ -615,6 +644,7 @@ fn check_permissions(config: &Config) -> Result<(), ConfigError> {
         .validate()
         .map_err(|e| ConfigError::Invalid {
             path: config.file.clone(),
+            key: None,
             message: format!(
                 "[permission] of profile `{}`: {e} — change the setting so it has the \
                  effect you expect",

@@ -280,22 +280,18 @@ impl Edit {
     }
 }
 
-/// The loader's error as a 400 on the field it names (`model.context_window` is the
-/// body's `context_window`, …).
+/// The loader's error as a 400 on the form field of the setting it is about
+/// (`model.reserved_output` is marked on the body's `context_window`, …).
 fn rejected(e: &crate::config::ConfigError) -> Reply {
-    let msg = e.to_string();
-    let field = [
-        ("model.base_url", "base_url"),
-        ("model.context_window", "context_window"),
-        ("model.reserved_output", "context_window"),
-        ("model.main", "model"),
-        ("model.cheap", "cheap_model"),
-        ("model.api_key", "api_key"),
-    ]
-    .into_iter()
-    .find(|(key, _)| msg.contains(key))
-    .map(|(_, f)| f);
-    invalid(field, format!("not saved: {msg}"))
+    let field = match e.key() {
+        Some("model.base_url") => Some("base_url"),
+        Some("model.context_window" | "model.reserved_output") => Some("context_window"),
+        Some("model.main") => Some("model"),
+        Some("model.cheap") => Some("cheap_model"),
+        Some("model.api_key" | "model.api_key_env") => Some("api_key"),
+        _ => None,
+    };
+    invalid(field, format!("not saved: {e}"))
 }
 
 /// The file as it would be with `edit`, loaded and checked for the active profile.

@@ -449,8 +449,15 @@ pub fn completions(state: &Arc<State>, req: &Request) -> Response<'static> {
                 }
             }
             let mut content = std::mem::take(&mut record.reply);
-            if let Some(note) = refused_note(&record) {
+            let note = refused_note(&record);
+            if note.is_some() {
                 content.truncate(content.trim_end().len());
+            }
+            let mut evolve = record_without_reply(&record);
+            // Where the reply ends in `content` (a note for a plain client may follow):
+            // `evolve ask` takes the reply alone by this length, not by the note's words.
+            evolve["reply_bytes"] = json!(content.len());
+            if let Some(note) = note {
                 content.push_str(&note);
             }
             let body = json!({
@@ -464,7 +471,7 @@ pub fn completions(state: &Arc<State>, req: &Request) -> Response<'static> {
                     "finish_reason": "stop",
                 }],
                 "usage": usage_json(&record),
-                "evolve": record_without_reply(&record),
+                "evolve": evolve,
             });
             // A big body is followed by giving the freed memory back (web::http).
             Response::json(200, &body).with("X-Evolve-Session", sid)
@@ -504,9 +511,8 @@ fn refused_note(record: &TurnRecord) -> Option<String> {
     waiting_note(&Refused::of(&record.tools), &record.session)
 }
 
-/// [`refused_note`] from the refused calls and the session: what `evolve ask` takes off
-/// the content of a server's answer to get the reply alone.
-pub(crate) fn waiting_note(refused: &Refused, session: &str) -> Option<String> {
+/// [`refused_note`] from the refused calls and the session.
+fn waiting_note(refused: &Refused, session: &str) -> Option<String> {
     if refused.is_empty() {
         return None;
     }

@@ -45,7 +45,7 @@
 mod channels;
 mod context;
 pub mod edit;
-mod file;
+pub mod file;
 mod mcp;
 pub mod private;
 mod resolve;

@@ -45,7 +45,7 @@
 mod channels;
 mod context;
 pub mod edit;
-mod file;
+pub mod file;
 mod layers;
 mod mcp;
 mod model;

@@ -7,11 +7,12 @@ use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 
 use crate::testing::TempDir;
-use evolve_core::history::{Message, ToolCall};
+use evolve_core::history::{Message, Role, ToolCall, NO_ANSWER};
 use evolve_core::permission::{AnswerOutcome, PendingCall, Policy};
 use evolve_core::text::Lang;
 
 use super::*;
+use crate::agents::io::Heard;
 use crate::config::Config;
 use crate::llm::{ChatModel, ChatRequest, ChatResponse, Delta, LlmError, ModelRole, Usage};
 use crate::store::Store;

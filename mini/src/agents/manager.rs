@@ -227,7 +227,7 @@ impl Manager {
         record.reply = reply;
         record.answer_ms = answered.duration_since(started).as_millis() as u64;
         let total = answered.duration_since(started) + answered.elapsed();
-        record.overhead_ms = total.saturating_sub(timing.model_time).as_secs_f64() * 1000.0;
+        record.overhead_ms = total.saturating_sub(timing.waited()).as_secs_f64() * 1000.0;
         // The record is stored, and handed to the background job, without its reply:
         // the turn's last message holds it (`Store::turn_answer`).
         let reply = std::mem::take(&mut record.reply);
@@ -295,7 +295,8 @@ impl Manager {
             },
             answer_ms: 0,
             overhead_ms: 0.0,
-            problems: timing.problems.clone(),
+            person_ms: timing.person_time.as_millis() as u64,
+            problems: timing.problem_texts(),
             failed: None,
             subtasks: timing.subtasks.clone(),
         }

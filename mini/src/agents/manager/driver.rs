@@ -19,7 +19,7 @@ use evolve_core::text::Lang;
 use evolve_core::turn::{Action, ModelStep, Precheck, Reply, Turn};
 
 use super::context::{non_empty, see_context, Context};
-use super::timing::Timing;
+use super::timing::{Problem, Timing};
 use super::Manager;
 use crate::agents::io::{Heard, TurnInput, TurnIo};
 use crate::agents::runtime::Runtime;
@@ -218,7 +218,7 @@ impl Manager {
                 Action::AskPerson(call) if nested => {
                     let asked = Instant::now();
                     let reply = io.ask(&call, lang);
-                    timing.model_time += asked.elapsed();
+                    timing.person_time += asked.elapsed();
                     match reply {
                         Heard::Reply(text) => turn.handle_answer(&text),
                         Heard::Stop | Heard::Away => turn.handle_stopped(),
@@ -236,7 +236,7 @@ impl Manager {
                     rt.store.release();
                     let asked = Instant::now();
                     let reply = io.ask(&call, lang);
-                    timing.model_time += asked.elapsed();
+                    timing.person_time += asked.elapsed();
                     match reply {
                         Heard::Reply(text) => {
                             rt.store.unpark(sid)?;
@@ -398,12 +398,8 @@ impl Manager {
         timing.partial = String::new();
         timing.usage_main.add(resp.usage);
         let mut message = resp.message;
-        if resp.images_left_out > 0 && timing.problems.iter().all(|p| !p.contains("images")) {
-            timing.problems.push(format!(
-                "the model does not take images: {} left out, the text sent with a note in \
-                 their place",
-                resp.images_left_out
-            ));
+        if resp.images_left_out > 0 {
+            timing.note(Problem::ImagesLeftOut(resp.images_left_out));
         }
         if message.tool_calls.is_empty() && message.content.trim().is_empty() {
             log::warn!("the model returned an empty answer");

@@ -7,11 +7,12 @@ use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 
 use crate::testing::TempDir;
-use evolve_core::history::{Message, ToolCall};
+use evolve_core::history::{Message, Role, ToolCall, NO_ANSWER};
 use evolve_core::permission::{AnswerOutcome, PendingCall, Policy};
 use evolve_core::text::Lang;
 
 use super::*;
+use crate::agents::io::Heard;
 use crate::config::Config;
 use crate::llm::{ChatModel, ChatRequest, ChatResponse, Delta, LlmError, ModelRole, Usage};
 use crate::store::Store;
@@ -328,4 +329,49 @@ fn a_failed_turn_is_a_turn_of_its_own_and_the_next_request_still_alternates() {
     assert!(second.iter().any(|m| m.content == NO_ANSWER), "{second:?}");
     // Each closed turn has its L2 entry: two turns, two entries.
     assert_eq!(rt.store.l2(&sid).unwrap().entries().len(), 2);
+}
+
+/// A person who takes `ms` to say yes.
+struct SlowYes(u64);
+
+impl TurnIo for SlowYes {
+    fn ask(&mut self, _call: &PendingCall, _lang: Lang) -> Heard {
+        std::thread::sleep(std::time::Duration::from_millis(self.0));
+        Heard::Reply("yes".into())
+    }
+}
+
+#[test]
+fn the_time_a_person_takes_to_answer_is_neither_model_time_nor_the_agents() {
+    let dir = TempDir::new("manager");
+    let rt = runtime(
+        &dir,
+        vec![write_call("e.txt"), Message::assistant("written")],
+    );
+    let manager = Manager::new(Arc::clone(&rt));
+    let (record, _) = manager
+        .turn(input(None, "write e.txt"), &mut SlowYes(300))
+        .unwrap();
+    assert!(record.person_ms >= 300, "{}", record.person_ms);
+    assert!(record.answer_ms >= record.person_ms);
+    // The agent's own time leaves out the wait (a slow person is not a slow agent).
+    let own = (record.answer_ms - record.person_ms) as f64;
+    assert!(
+        record.overhead_ms <= own + 1.0,
+        "{} > {own}",
+        record.overhead_ms
+    );
+    let stored: serde_json::Value =
+        serde_json::from_str(&rt.store.turn(&record.session, 1).unwrap().unwrap()).unwrap();
+    assert_eq!(stored["person_ms"], record.person_ms);
+
+    // Nobody asked: no wait in the record.
+    let dir = TempDir::new("manager");
+    let rt = runtime(&dir, vec![Message::assistant("hi")]);
+    let (record, _) = Manager::new(Arc::clone(&rt))
+        .turn(input(None, "hello"), &mut SlowYes(0))
+        .unwrap();
+    assert_eq!(record.person_ms, 0);
+    let stored = rt.store.turn(&record.session, 1).unwrap().unwrap();
+    assert!(!stored.contains("person_ms"), "{stored}");
 }

@@ -236,10 +236,15 @@ pub struct TurnRecord {
     pub lesson: Option<String>,
     /// Token usage per model.
     pub usage: TurnUsage,
-    /// Milliseconds from input to the answer (model time included).
+    /// Milliseconds from input to the answer (waiting for the model and for a person
+    /// included).
     pub answer_ms: u64,
     /// Milliseconds the agent itself spent (all but waiting for the model or a person).
     pub overhead_ms: f64,
+    /// Milliseconds of `answer_ms` spent waiting for a person to answer a question
+    /// about a call (0, and left out, when nobody was asked).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub person_ms: u64,
     /// What the background work skipped, and why (an unusable grade, a failed cheap
     /// call, an expiry that could not be read); empty when nothing was skipped or the
     /// background work was not waited for.
@@ -277,6 +282,7 @@ impl TurnRecord {
             usage: TurnUsage::default(),
             answer_ms: 0,
             overhead_ms: 0.0,
+            person_ms: 0,
             problems: Vec::new(),
             failed: None,
         }
@@ -297,4 +303,8 @@ impl TurnRecord {
         }
         self.usage.cheap.add(post.usage);
     }
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }

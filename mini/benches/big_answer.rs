@@ -126,15 +126,12 @@ fn home_with(home: &Path, cap: Option<&str>) {
 fn fake() -> FakeLlm {
     let fake = FakeLlm::start();
     for marker in [
-        "[evolve:extract]",
-        "[evolve:evaluate]",
+        "[evolve:post]",
         "[evolve:reflect]",
         "[evolve:style]",
         "[evolve:summarize]",
         "[evolve:crystallize]",
         "[evolve:lesson]",
-        "[evolve:title]",
-        "[evolve:toolchain]",
     ] {
         fake.quiet(marker);
     }

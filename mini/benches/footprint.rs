@@ -631,12 +631,16 @@ fn background(fake: &FakeLlm, memory: Value) {
         json!([memory])
     };
     fake.route(
-        "[evolve:extract]",
-        Reply::text(json!({"memories": memories}).to_string()),
-    );
-    fake.route(
-        "[evolve:evaluate]",
-        Reply::text(r#"{"score": 0.6, "reason": "It answers the question."}"#),
+        "[evolve:post]",
+        Reply::text(
+            json!({
+                "title": "The garden",
+                "grade": {"score": 0.6, "reason": "It answers the question."},
+                "tool_chain": "- no tools",
+                "memories": memories,
+            })
+            .to_string(),
+        ),
     );
     fake.route("[evolve:reflect]", Reply::text(r#"{"lesson": ""}"#));
     fake.route("[evolve:style]", Reply::text(r#"{"note": ""}"#));
@@ -644,8 +648,6 @@ fn background(fake: &FakeLlm, memory: Value) {
         "[evolve:summarize]",
         Reply::text("The user asked about the garden."),
     );
-    fake.route("[evolve:title]", Reply::text("The garden"));
-    fake.route("[evolve:toolchain]", Reply::text("- no tools"));
 }
 
 /// Waits until the fake model has had no request for a second (background learning is

@@ -59,17 +59,14 @@ const MIXED: usize = 100_000;
 const REPLY: &str = "Instant answer from the fake model, streamed in small pieces.";
 /// The background prompts' markers (mini/src/agents/prompts.rs) and a valid answer to
 /// each, so learning runs as it would with a real model.
-const BACKGROUND: [(&str, &str); 7] = [
-    ("[evolve:extract]", r#"{"memories": []}"#),
+const BACKGROUND: [(&str, &str); 4] = [
     (
-        "[evolve:evaluate]",
-        r#"{"score": 0.6, "reason": "It answers the question."}"#,
+        "[evolve:post]",
+        r#"{"title": "Short answers", "grade": {"score": 0.6, "reason": "It answers the question."}, "tool_chain": "- read_file(notes.md): worked", "memories": []}"#,
     ),
     ("[evolve:reflect]", r#"{"lesson": ""}"#),
     ("[evolve:style]", r#"{"note": ""}"#),
     ("[evolve:summarize]", "The user asked for short answers."),
-    ("[evolve:title]", "Short answers"),
-    ("[evolve:toolchain]", "- read_file(notes.md): worked"),
 ];
 
 fn main() {

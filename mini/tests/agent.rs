@@ -13,8 +13,8 @@ fn ask_prints_the_answer_and_json_gives_the_turn_record() {
     w.fake
         .push(Reply::Text("Paris is the capital of France.".into()));
     w.fake.route(
-        EVALUATE,
-        Reply::Text(r#"{"score": 0.9, "reason": "correct"}"#.into()),
+        POST_TURN,
+        Reply::Text(r#"{"grade": {"score": 0.9, "reason": "correct"}}"#.into()),
     );
     let run = w
         .run(&["ask", "--json", "What is the capital of France?"])
@@ -48,7 +48,7 @@ fn an_unusable_grade_leaves_evaluation_null_and_names_the_problem_in_the_record(
     let w = World::new("ask-json-no-grade");
     w.fake.push(Reply::Text("Paris.".into()));
     w.fake
-        .route(EVALUATE, Reply::Text("I think it was fine.".into()));
+        .route(POST_TURN, Reply::Text("I think it was fine.".into()));
     let record = w
         .run(&["ask", "--json", "What is the capital of France?"])
         .expect(0)
@@ -74,8 +74,8 @@ fn an_unusable_grade_leaves_evaluation_null_and_names_the_problem_in_the_record(
     // the fake's other background replies are not JSON).
     w.fake.push(Reply::Text("Berlin.".into()));
     w.fake.route(
-        EVALUATE,
-        Reply::Text(r#"{"score": 0.8, "reason": "right"}"#.into()),
+        POST_TURN,
+        Reply::Text(r#"{"grade": {"score": 0.8, "reason": "right"}}"#.into()),
     );
     let record = w.run(&["ask", "--json", "And Germany?"]).expect(0).json();
     assert!((record["evaluation"]["score"].as_f64().unwrap() - 0.8).abs() < 1e-6);
@@ -94,7 +94,7 @@ fn a_memory_told_in_one_run_is_in_the_prompt_of_the_next() {
     w.fake
         .push(Reply::Text("Nice, I will remember that.".into()));
     w.fake.route(
-        EXTRACT,
+        POST_TURN,
         Reply::Text(r#"{"memories": [{"content": "The user's cat is called Miso", "category": "fact", "importance": 4, "tags": ["cat"]}]}"#.into()),
     );
     w.run(&["ask", "My cat is called Miso."]).expect(0);
@@ -116,7 +116,7 @@ fn an_extracted_memory_of_an_unknown_category_is_general() {
     let w = World::new("extract-unknown-category");
     w.fake.push(Reply::Text("Noted.".into()));
     w.fake.route(
-        EXTRACT,
+        POST_TURN,
         Reply::Text(
             r#"{"memories": [{"content": "The user collects stamps", "category": "hobby"}]}"#
                 .into(),
@@ -167,7 +167,7 @@ fn an_extracted_reminder_keeps_the_expiry_the_model_gives() {
     let due = (unix_now() + 3 * 86_400) / 60 * 60;
     w.fake.push(Reply::Text("I will remind you.".into()));
     w.fake.route(
-        EXTRACT,
+        POST_TURN,
         Reply::Text(
             serde_json::json!({"memories": [{
                 "content": "The user must renew the passport", "category": "reminder",
@@ -186,7 +186,7 @@ fn an_extracted_reminder_keeps_the_expiry_the_model_gives() {
         .fake
         .chat_requests()
         .into_iter()
-        .find(|r| r.mentions(EXTRACT))
+        .find(|r| r.mentions(POST_TURN))
         .expect("an extraction request");
     assert!(all_text(&asked.json).contains("expires_at"));
     let input = asked.last_user().expect("the exchange");
@@ -198,7 +198,7 @@ fn a_bad_or_past_expiry_is_dropped_with_a_reason_and_the_memory_kept() {
     let w = World::new("extract-bad-expiry");
     w.fake.push(Reply::Text("Noted.".into()));
     w.fake.route(
-        EXTRACT,
+        POST_TURN,
         Reply::Text(
             serde_json::json!({"memories": [
                 {"content": "The user has a dentist appointment", "category": "reminder",
@@ -407,10 +407,10 @@ fn an_unreachable_model_exits_3_naming_the_url() {
 fn a_garbage_extraction_reply_does_not_crash_and_nothing_is_lost() {
     let w = World::new("garbage");
     w.fake.push(Reply::Text("Sure.".into()));
-    w.fake
-        .route(EXTRACT, Reply::Text("memories: {{{ not json ]]".into()));
-    w.fake
-        .route(EVALUATE, Reply::Text("great answer!!!".into()));
+    w.fake.route(
+        POST_TURN,
+        Reply::Text("great answer!!! memories: {{{ not json ]]".into()),
+    );
     let record = w
         .run(&["ask", "--json", "Remember that I like tea"])
         .expect(0)
@@ -558,8 +558,8 @@ fn a_high_score_teaches_a_style_note_that_later_prompts_carry() {
     let w = World::new("style");
     w.fake.push(Reply::Text("Short answer: yes.".into()));
     w.fake.route(
-        EVALUATE,
-        Reply::Text(r#"{"score": 0.95, "reason": "concise"}"#.into()),
+        POST_TURN,
+        Reply::Text(r#"{"grade": {"score": 0.95, "reason": "concise"}}"#.into()),
     );
     w.fake.route(
         STYLE,
@@ -581,8 +581,8 @@ fn learn_style_notes(w: &World, notes: &[&str]) {
     for (i, note) in notes.iter().enumerate() {
         w.fake.push(Reply::Text(format!("Answer {i}.")));
         w.fake.route(
-            EVALUATE,
-            Reply::Text(r#"{"score": 0.95, "reason": "good"}"#.into()),
+            POST_TURN,
+            Reply::Text(r#"{"grade": {"score": 0.95, "reason": "good"}}"#.into()),
         );
         w.fake.route(
             STYLE,
@@ -650,8 +650,8 @@ fn a_low_score_triggers_a_reflection_whose_lesson_is_remembered() {
     w.fake
         .push(Reply::Text("I am not sure about the deploy.".into()));
     w.fake.route(
-        EVALUATE,
-        Reply::Text(r#"{"score": 0.2, "reason": "vague"}"#.into()),
+        POST_TURN,
+        Reply::Text(r#"{"grade": {"score": 0.2, "reason": "vague"}}"#.into()),
     );
     w.fake.route(
         REFLECT,

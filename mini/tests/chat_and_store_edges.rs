@@ -26,7 +26,7 @@ fn ctrl_c_at_the_prompt_keeps_what_the_last_answer_taught() {
     let w = World::new("edges-ctrlc-prompt");
     w.fake.push(Reply::text("Noted, your cat is Miso."));
     w.fake.route(
-        EXTRACT,
+        POST_TURN,
         Reply::text(
             r#"{"memories": [{"content": "The user's cat is called Miso", "category": "fact", "importance": 4}]}"#,
         )
@@ -461,8 +461,8 @@ fn chat_prints_a_line_with_the_turn_record_and_the_score() {
     w.fake.push(tool_call("list_dir", r#"{"path": "."}"#));
     w.fake.push(Reply::text("The folder is empty."));
     w.fake.route(
-        support::EVALUATE,
-        Reply::text(r#"{"score": 0.9, "reason": "short and right"}"#),
+        support::POST_TURN,
+        Reply::text(r#"{"grade": {"score": 0.9, "reason": "short and right"}}"#),
     );
     w.fake.push(Reply::text("Second answer."));
     let mut chat = Chat::start(&w);

@@ -9,7 +9,7 @@
 mod support;
 
 use serde_json::{json, Value};
-use support::{Reply, World, EVALUATE, EXTRACT};
+use support::{Reply, World, POST_TURN};
 
 /// Writes `records` as an import file and imports it.
 fn import(w: &World, name: &str, records: Value) -> String {
@@ -270,12 +270,14 @@ fn search_json_shows_the_propagated_and_boosted_parts_of_a_score() {
 #[test]
 fn memories_extracted_from_one_session_are_linked_in_order() {
     let w = World::new("dialog-extract");
-    w.fake
-        .route(EVALUATE, Reply::text(r#"{"score": 0.9, "reason": "ok"}"#));
     for item in ["Anna plays the cello", "Anna started in March"] {
         w.fake.route(
-            EXTRACT,
-            Reply::text(json!({"memories": [{"content": item, "category": "fact"}]}).to_string()),
+            POST_TURN,
+            Reply::text(
+                json!({"grade": {"score": 0.9, "reason": "ok"},
+                       "memories": [{"content": item, "category": "fact"}]})
+                .to_string(),
+            ),
         );
     }
     w.fake.push(Reply::text("Nice!"));
@@ -294,7 +296,7 @@ fn memories_extracted_from_one_session_are_linked_in_order() {
     assert_eq!(b["prev"], a["id"], "{ms:#?}");
     // Another session starts its own chain.
     w.fake.route(
-        EXTRACT,
+        POST_TURN,
         Reply::text(
             json!({"memories": [{"content": "Jon likes jazz", "category": "fact"}]}).to_string(),
         ),

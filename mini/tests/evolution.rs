@@ -17,8 +17,10 @@ const DRAFT: &str = "---\nname: release-notes-digest\ndescription: Use when the 
 
 fn grade(w: &World, score: f32) {
     w.fake.route(
-        EVALUATE,
-        Reply::text(format!(r#"{{"score": {score}, "reason": "graded"}}"#)),
+        POST_TURN,
+        Reply::text(format!(
+            r#"{{"grade": {{"score": {score}, "reason": "graded"}}, "memories": []}}"#
+        )),
     );
 }
 

@@ -16,13 +16,20 @@ fn session_list(w: &World) -> Vec<Value> {
         .unwrap_or_default()
 }
 
-/// How many requests carried `marker`.
-fn asked_with(w: &World, marker: &str) -> usize {
+/// The system prompts of the calls after an answer, in order.
+fn post_prompts(w: &World) -> Vec<String> {
     w.fake
         .chat_requests()
         .iter()
-        .filter(|r| r.body.contains(marker))
-        .count()
+        .filter(|r| r.body.contains(POST_TURN))
+        .map(|r| r.system().unwrap_or_default())
+        .collect()
+}
+
+/// How many calls after an answer asked for `key` (`"title"`, `"tool_chain"`).
+fn asked_for(w: &World, key: &str) -> usize {
+    let key = format!("\"{key}\":");
+    post_prompts(w).iter().filter(|p| p.contains(&key)).count()
 }
 
 fn title_of(w: &World, id: &str) -> String {
@@ -36,10 +43,14 @@ fn title_of(w: &World, id: &str) -> String {
 #[test]
 fn the_first_answer_titles_the_session_and_later_turns_keep_it() {
     let w = World::new("notes-title");
-    w.fake
-        .route(TITLE, Reply::text("\"Weekend trip to Lyon.\""));
-    w.fake
-        .route(TITLE, Reply::text("A title that must not come"));
+    w.fake.route(
+        POST_TURN,
+        post_reply(serde_json::json!({"title": "\"Weekend trip to Lyon.\""})),
+    );
+    w.fake.route(
+        POST_TURN,
+        post_reply(serde_json::json!({"title": "A title that must not come"})),
+    );
     w.fake.push(tool_call(
         "write_file",
         r#"{"path": "plan.md", "content": "Saturday: old town"}"#,
@@ -60,14 +71,21 @@ fn the_first_answer_titles_the_session_and_later_turns_keep_it() {
         "Weekend trip to Lyon",
         "quotes and the full stop go"
     );
-    let asked = asked_with(&w, TITLE);
-    assert_eq!(asked, 1, "one title request for the first answer");
+    assert_eq!(
+        asked_for(&w, "title"),
+        1,
+        "a title asked for the first answer"
+    );
 
     w.fake.push(Reply::text("Sunday: the museum."));
     w.run(&["ask", "--session", &sid, "And Sunday?"]).expect(0);
     assert_eq!(title_of(&w, &sid), "Weekend trip to Lyon");
-    let asked = asked_with(&w, TITLE);
-    assert_eq!(asked, 1, "a titled session is not titled again");
+    assert_eq!(post_prompts(&w).len(), 2, "one call after each answer");
+    assert_eq!(
+        asked_for(&w, "title"),
+        1,
+        "a titled session is not titled again"
+    );
 
     // The export shows the title too.
     let md = w.run(&["sessions", "export", &sid]).expect(0);
@@ -79,7 +97,7 @@ fn a_failed_title_call_keeps_the_question_as_title_and_says_why() {
     let w = World::new("notes-title-fails");
     std::fs::write(w.home.join("config.toml"), "[model]\nmax_retries = 0\n").unwrap();
     w.fake
-        .route(TITLE, Reply::error(500, "the cheap model is down"));
+        .route(POST_TURN, Reply::error(500, "the cheap model is down"));
     w.fake.push(Reply::text("Four."));
     let record = w
         .run(&["ask", "--json", "How much is two plus two?"])
@@ -99,8 +117,10 @@ fn a_turn_with_tools_updates_the_review_and_the_next_turn_gets_it_in_l3() {
     let w = World::new("notes-chain");
     std::fs::write(w.workspace().join("todo.txt"), "buy milk\ncall Ana\n").unwrap();
     w.fake.route(
-        TOOL_CHAIN,
-        Reply::text("```\n- read_file(todo.txt): worked, two items: buy milk, call Ana\n```"),
+        POST_TURN,
+        post_reply(serde_json::json!({
+            "tool_chain": "```\n- read_file(todo.txt): worked, two items: buy milk, call Ana\n```"
+        })),
     );
     w.fake
         .push(tool_call("read_file", r#"{"path": "todo.txt"}"#));
@@ -114,7 +134,7 @@ fn a_turn_with_tools_updates_the_review_and_the_next_turn_gets_it_in_l3() {
         .fake
         .chat_requests()
         .into_iter()
-        .find(|r| r.body.contains(TOOL_CHAIN))
+        .find(|r| r.body.contains(POST_TURN) && r.body.contains("tool_chain"))
         .expect("the review was asked for after a turn with tools");
     assert!(
         review_request.body.contains("read_file") && review_request.body.contains("todo.txt"),
@@ -134,8 +154,11 @@ fn a_turn_with_tools_updates_the_review_and_the_next_turn_gets_it_in_l3() {
         "L3 carries the review under its heading: {text}"
     );
     // The previous review goes into the next update; a turn without tools asks nothing.
-    let reviews = asked_with(&w, TOOL_CHAIN);
-    assert_eq!(reviews, 1, "no review for a turn without tool calls");
+    assert_eq!(
+        asked_for(&w, "tool_chain"),
+        1,
+        "no review for a turn without tool calls"
+    );
     let json = w
         .run(&["sessions", "export", "--format", "json", &sid])
         .expect(0);
@@ -153,11 +176,11 @@ fn a_failed_review_keeps_the_previous_one() {
     std::fs::write(w.home.join("config.toml"), "[model]\nmax_retries = 0\n").unwrap();
     std::fs::write(w.workspace().join("a.txt"), "alpha").unwrap();
     w.fake.route(
-        TOOL_CHAIN,
-        Reply::text("- read_file(a.txt): worked, it says alpha"),
+        POST_TURN,
+        post_reply(serde_json::json!({"tool_chain": "- read_file(a.txt): worked, it says alpha"})),
     );
     w.fake
-        .route(TOOL_CHAIN, Reply::error(500, "the cheap model is down"));
+        .route(POST_TURN, Reply::error(500, "the cheap model is down"));
     w.fake.push(tool_call("read_file", r#"{"path": "a.txt"}"#));
     w.fake.push(Reply::text("It says alpha."));
     let first = w.run(&["ask", "--json", "Read a.txt"]).expect(0).json();
@@ -191,11 +214,10 @@ fn titles_and_reviews_can_be_turned_off() {
     w.fake.push(tool_call("read_file", r#"{"path": "a.txt"}"#));
     w.fake.push(Reply::text("alpha"));
     w.run(&["ask", "Read a.txt"]).expect(0);
-    assert!(
-        !w.fake
-            .chat_requests()
-            .iter()
-            .any(|r| r.body.contains(TITLE) || r.body.contains(TOOL_CHAIN)),
-        "no title or review request"
+    assert_eq!(
+        (asked_for(&w, "title"), asked_for(&w, "tool_chain")),
+        (0, 0),
+        "no title or review asked for: {:?}",
+        post_prompts(&w)
     );
 }

@@ -13,8 +13,7 @@ use support::*;
 fn second_server() -> FakeLlm {
     let fake = FakeLlm::start();
     for marker in [
-        EXTRACT,
-        EVALUATE,
+        POST_TURN,
         REFLECT,
         STYLE,
         SUMMARIZE,

@@ -5,7 +5,7 @@
 
 mod support;
 
-use support::{system_text, Reply, World, EVALUATE, REFLECT};
+use support::{system_text, Reply, World, POST_TURN, REFLECT};
 
 /// The evolve request's marker (mini/src/agents/prompts.rs `EVOLVE_PROMPT_MARKER`).
 const PROMPT: &str = "[evolve:prompt]";
@@ -108,8 +108,8 @@ fn evolve_rewrites_the_prompt_from_lessons_low_grades_and_rules() {
     // One turn graded low leaves an evaluation and a reflection lesson.
     w.fake.push(Reply::text("I am not sure about the deploy."));
     w.fake.route(
-        EVALUATE,
-        Reply::text(r#"{"score": 0.2, "reason": "vague about the deploy steps"}"#),
+        POST_TURN,
+        Reply::text(r#"{"grade": {"score": 0.2, "reason": "vague about the deploy steps"}}"#),
     );
     w.fake.route(
         REFLECT,

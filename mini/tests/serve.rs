@@ -867,8 +867,8 @@ fn style_notes_are_listed_removed_and_cleared_through_the_api() {
     {
         w.fake.push(Reply::text(format!("Answer {i}.")));
         w.fake.route(
-            support::EVALUATE,
-            Reply::text(r#"{"score": 0.95, "reason": "good"}"#),
+            support::POST_TURN,
+            Reply::text(r#"{"grade": {"score": 0.95, "reason": "good"}}"#),
         );
         w.fake.route(
             support::STYLE,
@@ -1404,8 +1404,8 @@ fn a_persons_rating_is_the_turns_grade_and_a_thumbs_up_teaches_a_style_note() {
     // Turn 1: a plain answer the evaluator grades low (no style note from it).
     w.fake.push(Reply::text("Paris."));
     w.fake.route(
-        support::EVALUATE,
-        Reply::text(r#"{"score": 0.2, "reason": "terse"}"#),
+        support::POST_TURN,
+        Reply::text(r#"{"grade": {"score": 0.2, "reason": "terse"}}"#),
     );
     w.run(&["ask", "Capital of France?"]).expect(0);
     let s = Server::start(&w, &[]);

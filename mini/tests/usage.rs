@@ -42,7 +42,7 @@ fn usage_sums_the_recorded_tokens_today_per_session_and_per_model() {
         .json(),
     );
     w.fake.push(Reply::text(
-        "A long answer about the history of Berlin, ".repeat(20),
+        "A long answer about the history of Berlin, ".repeat(80),
     ));
     records.push(
         w.run(&["ask", "--json", "Tell me about the history of Berlin"])

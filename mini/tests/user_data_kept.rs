@@ -91,8 +91,8 @@ fn a_learned_skill_never_holds_a_credential_from_the_question() {
         .push(support::tool_call("read_file", r#"{"path": "RELEASE.md"}"#));
     w.fake.push(Reply::text("The release adds dark mode."));
     w.fake.route(
-        support::EVALUATE,
-        Reply::text(r#"{"score": 0.95, "reason": "graded"}"#),
+        support::POST_TURN,
+        Reply::text(r#"{"grade": {"score": 0.95, "reason": "graded"}}"#),
     );
     let draft = format!(
         "---\nname: release-notes-digest\ndescription: Use when the user wants the release \

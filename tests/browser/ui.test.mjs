@@ -63,7 +63,7 @@ const SCRIPT = {
     call('write_file', '{"path": "after-reload.txt", "content": "answered after a reload"}'),
   ],
   routes: {
-    '[evolve:evaluate]': ['{"score": 0.9, "reason": "clear and correct"}'],
+    '[evolve:post]': ['{"grade": {"score": 0.9, "reason": "clear and correct"}, "memories": []}'],
     // The chat switched away from while it streams (its own marker, its own session).
     '[switch-test]': [Array.from({ length: 300 }, (_, i) => `slow${i}`).join(' ') + ' THE END'],
     // Regenerate, then edit and resend (one chat, three answers).

@@ -1,14 +1,11 @@
-//! The Evaluate agent: the cheap model grades a reply from 0 to 1; the score is stored
-//! per turn and drives reflection and style learning.
+//! The Evaluate agent: the cheap model grades a reply from 0 to 1 (the grade part of
+//! the one call after an answer); the score is stored per turn and drives reflection
+//! and style learning. This module reads the grade from the model's reply.
 
-use evolve_core::json::{extract, Value};
+use evolve_core::json::Value;
 use evolve_core::text::clip_chars;
 
-use super::memory::{cheap_call, NEVER};
-use super::prompts;
 use super::record::Scored;
-use super::runtime::Runtime;
-use crate::llm::Usage;
 
 /// Grades replies.
 pub struct EvaluateAgent;
@@ -21,51 +18,19 @@ impl super::Agent for EvaluateAgent {
     );
 }
 
-impl EvaluateAgent {
-    /// The score of `answer` to `question` (tool activity summarised in `tools`), or
-    /// `None` when the evaluator's reply is unusable (logged, in `problems`).
-    pub fn evaluate(
-        &self,
-        rt: &Runtime,
-        question: &str,
-        answer: &str,
-        tools: &str,
-        usage: &mut Usage,
-        problems: &mut Vec<String>,
-    ) -> Option<Scored> {
-        let mut input = format!(
-            "Question: {}\n\nReply: {}",
-            clip_chars(question, 3_000),
-            clip_chars(answer, 4_000)
-        );
-        if !tools.is_empty() {
-            input.push_str("\n\nTools used: ");
-            input.push_str(&clip_chars(tools, 1_000));
-        }
-        let text = cheap_call(rt, prompts::EVALUATE, &input, usage, problems, &NEVER)?;
-        match parse_score(&text) {
-            Some(scored) => Some(scored),
-            None => {
-                let problem = format!(
-                    "evaluation: no score in the model's reply {:?}",
-                    clip_chars(&text, 120)
-                );
-                log::info!("{problem}");
-                problems.push(problem);
-                None
-            }
-        }
-    }
-}
-
-/// `{"score": 0.8, "reason": "…"}` (tolerant: repaired JSON, a score given as a string
-/// or out of 10 / 100). `None` when there is no number.
-pub fn parse_score(text: &str) -> Option<Scored> {
-    let value = extract(text).ok()?;
-    let score_value = value
-        .get("score")
-        .or_else(|| value.get("rating"))
-        .or_else(|| value.get("evaluation"))?;
+/// The grade part of the call after an answer: `{"score": 0.8, "reason": "…"}`, or a
+/// bare score (tolerant: a score given as a string or out of 10 / 100; `rating` and
+/// `evaluation` read as `score`). `None` when there is no number.
+pub fn grade_of(part: &Value) -> Option<Scored> {
+    let (score_value, reason) = match part {
+        Value::Object(_) => (
+            part.get("score")
+                .or_else(|| part.get("rating"))
+                .or_else(|| part.get("evaluation"))?,
+            part.get("reason").and_then(Value::as_str),
+        ),
+        other => (other, None),
+    };
     let raw = match score_value {
         Value::Number(n) => n.as_f64(),
         Value::String(s) => s.trim().trim_end_matches('%').parse::<f64>().ok()?,
@@ -83,20 +48,18 @@ pub fn parse_score(text: &str) -> Option<Scored> {
     } else {
         return None;
     };
-    let reason = value
-        .get("reason")
-        .and_then(Value::as_str)
-        .map(|r| clip_chars(r.trim(), 300))
-        .unwrap_or_default();
     Some(Scored {
         score: score as f32,
-        reason,
+        reason: reason
+            .map(|r| clip_chars(r.trim(), 300))
+            .unwrap_or_default(),
     })
 }
 
 #[cfg(test)]
 mod tests {
-    use super::parse_score;
+    use super::grade_of;
+    use evolve_core::json::extract;
 
     #[test]
     fn scores_are_read_tolerantly_and_garbage_gives_none() {
@@ -113,9 +76,15 @@ mod tests {
             (r#"{"score": -1}"#, None),
             (r#"{"score": 1000}"#, None),
             (r#"{"reason": "no score"}"#, None),
+            ("0.6", Some(0.6)),
+            (r#""7/10""#, None),
+            ("null", None),
         ];
         for (text, want) in cases {
-            let got = parse_score(text).map(|s| s.score);
+            let got = extract(text)
+                .ok()
+                .and_then(|v| grade_of(&v))
+                .map(|s| s.score);
             match (got, want) {
                 (Some(g), Some(w)) => assert!((g - w).abs() < 1e-6, "{text}: {g} != {w}"),
                 (None, None) => {}

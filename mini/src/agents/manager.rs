@@ -22,23 +22,18 @@ use std::sync::mpsc::{self, Receiver};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use evolve_core::history::L2Entry;
-use evolve_core::text::clip_chars;
 use evolve_core::turn::{Limits, Turn};
-use evolve_core::Timestamp;
 
 pub use closing::check_replace;
 use context::Context;
 use driver::Ended;
 use timing::Timing;
 
-use super::evaluate::EvaluateAgent;
 use super::io::{TurnInput, TurnIo};
-use super::memory::{MemoryAgent, NEVER};
-use super::record::{PostTurn, ToolRun, TurnRecord, TurnUsage};
+use super::post_turn::{tools_summary, PostJob};
+use super::record::{PostTurn, TurnRecord, TurnUsage};
 use super::reflect::{ReflectWhy, ReflectionAgent};
 use super::runtime::Runtime;
-use super::trace::ToolStep;
 use super::worker::Worker;
 use crate::error::Error;
 use crate::llm::Usage;
@@ -47,9 +42,6 @@ use crate::llm::Usage;
 /// 4 000 (evaluation; extraction, style, skills and lessons fewer) and marks a longer
 /// text cut, so twice that is enough and a long answer is not copied whole.
 const POST_REPLY_CHARS: usize = 8_000;
-/// At most this many memories are embedded after a turn (the new ones, and a few a
-/// failed earlier run left).
-const EMBED_AFTER_TURN: usize = 64;
 
 /// Runs turns.
 pub struct Manager {
@@ -134,6 +126,8 @@ impl Manager {
         let rt = &*self.rt;
         let started = Instant::now();
         let now = rt.clock.now();
+        // Background model work waits while this turn runs (a one-slot server).
+        let answering = super::yield_gate::answering();
 
         // 1. The session.
         let (session, created) = match input.session {
@@ -254,6 +248,9 @@ impl Manager {
         };
         drop(turn_msgs);
         let big = record.reply.len() >= crate::heap::BIG_ANSWER;
+        // The answer is given: the background work may go (before the queue, which may
+        // wait for it).
+        drop(answering);
         self.worker.submit(move || {
             let post = job.run();
             let _ = tx.send(post);
@@ -321,207 +318,11 @@ impl Manager {
 
 /// Stores a turn record (given without its reply, which is stored once, as the turn's
 /// last message).
-fn save_record(rt: &Runtime, record: &TurnRecord) {
+pub(super) fn save_record(rt: &Runtime, record: &TurnRecord) {
     if let Ok(json) = serde_json::to_string(record) {
         if let Err(e) = rt.store.put_turn(&record.session, record.turn, &json) {
             log::warn!("saving the turn record failed: {e}");
         }
-    }
-}
-
-fn tools_summary(runs: &[ToolRun]) -> String {
-    runs.iter()
-        .map(|r| {
-            format!(
-                "{}({}) {}",
-                r.name,
-                clip_chars(&r.arguments, 80),
-                if r.ran {
-                    if r.is_error {
-                        "failed"
-                    } else {
-                        "ran"
-                    }
-                } else {
-                    "refused"
-                }
-            )
-        })
-        .collect::<Vec<_>>()
-        .join("; ")
-}
-
-/// The post-reply work of one turn, owned so it can run on the worker.
-struct PostJob {
-    rt: Arc<Runtime>,
-    session: String,
-    turn: u64,
-    question: String,
-    /// The beginning of the answer ([`POST_REPLY_CHARS`]).
-    reply: String,
-    tools_summary: String,
-    /// The tool calls as crystallization and lessons see them.
-    steps: Vec<ToolStep>,
-    accessed: Vec<u64>,
-    overflow: Vec<L2Entry>,
-    record: TurnRecord,
-    /// What brought world text into the turn (`None`: none did): nothing learned from
-    /// it becomes a rule, a style note, or an enabled skill without the person.
-    world: Option<Vec<String>>,
-    /// The person's words in the turn: none when a group member who is not the
-    /// person asked (a channel), so nothing learned from it is theirs.
-    person: Vec<String>,
-    now: Timestamp,
-}
-
-impl PostJob {
-    fn run(mut self) -> PostTurn {
-        let rt = &*self.rt;
-        let mut post = PostTurn::default();
-        let mut usage = Usage::default();
-        let mut problems = Vec::new();
-        if !self.accessed.is_empty() {
-            if let Err(e) = rt.store.mark_accessed(&self.accessed, self.now) {
-                super::note(
-                    &mut problems,
-                    format!("marking memories accessed failed: {e}"),
-                );
-            }
-        }
-        if rt.config.agent.titles {
-            post.title = super::notes::title_session(
-                rt,
-                &self.session,
-                self.turn,
-                &self.question,
-                &self.reply,
-                &mut usage,
-                &mut problems,
-            );
-        }
-        if rt.config.agent.tool_chain {
-            post.tool_chain = super::notes::review_tool_chain(
-                rt,
-                &self.session,
-                &self.question,
-                &self.steps,
-                &mut usage,
-                &mut problems,
-            )
-            .is_some();
-        }
-        // Small talk (a greeting, a thanks) teaches nothing: no extraction, no grade.
-        let small_talk =
-            evolve_core::memory::nothing_to_learn(&self.question, self.record.tools.len());
-        if small_talk {
-            log::info!("nothing to learn from small talk: no extraction, no grade");
-        }
-        if rt.config.agent.learn && !self.reply.trim().is_empty() && !small_talk {
-            post.memories_saved = MemoryAgent.extract_and_save(
-                rt,
-                &self.session,
-                &self.question,
-                &self.person,
-                &self.reply,
-                self.world.as_deref(),
-                self.now,
-                &mut usage,
-                &mut problems,
-            );
-            if post.memories_saved > 0 {
-                // New memories get their embedding now, not on some later turn's path.
-                if let Err(e) = MemoryAgent.embed_missing(rt, EMBED_AFTER_TURN, &NEVER) {
-                    super::note(&mut problems, format!("{e}; memories ranked by words only"));
-                }
-            }
-            post.evaluation = EvaluateAgent.evaluate(
-                rt,
-                &self.question,
-                &self.reply,
-                &self.tools_summary,
-                &mut usage,
-                &mut problems,
-            );
-            if let Some(e) = &post.evaluation {
-                let stored = crate::store::Evaluation {
-                    session: self.session.clone(),
-                    turn: self.turn,
-                    score: e.score,
-                    reason: e.reason.clone(),
-                    at: self.now,
-                };
-                if let Err(err) = rt.store.add_evaluation(&stored) {
-                    super::note(
-                        &mut problems,
-                        format!("saving the evaluation failed: {err}"),
-                    );
-                }
-            }
-            let score = post.evaluation.as_ref().map(|e| e.score);
-            if let Some(why) = ReflectionAgent::due(rt, self.turn, score) {
-                post.reflection = ReflectionAgent.reflect(
-                    rt,
-                    &self.session,
-                    why,
-                    self.now,
-                    &mut usage,
-                    &mut problems,
-                    &super::memory::NEVER,
-                );
-            }
-            // A style note is advice to the assistant: never from a turn with world text.
-            if self.world.is_some() {
-                log::info!("no style note from a turn that read outside text");
-            } else if score.is_some_and(|s| s >= rt.config.agent.style_above) {
-                post.style_note = ReflectionAgent.learn_style(
-                    rt,
-                    &self.question,
-                    &self.reply,
-                    &mut usage,
-                    &mut problems,
-                );
-            }
-            // tea-agent's 经验固化 (step 12): a task that worked becomes a skill, one that went
-            // wrong a lesson.
-            let crystallized = super::crystallize::crystallize(
-                rt,
-                &self.question,
-                &self.reply,
-                &self.steps,
-                score,
-                self.world.is_some(),
-                &mut usage,
-                &mut problems,
-            );
-            match crystallized {
-                Some(super::crystallize::Crystallized::Enabled(name)) => {
-                    post.learned_skill = Some(name)
-                }
-                Some(super::crystallize::Crystallized::Pending(name)) => {
-                    post.skill_pending = Some(name)
-                }
-                None => {}
-            }
-            post.lesson = super::lesson::learn_lesson(
-                rt,
-                &self.question,
-                &self.reply,
-                &self.steps,
-                post.evaluation.as_ref(),
-                self.world.is_some(),
-                self.now,
-                &mut usage,
-                &mut problems,
-            );
-        }
-        if !self.overflow.is_empty() {
-            ReflectionAgent.summarize(rt, &self.session, &self.overflow, &mut usage, &mut problems);
-        }
-        post.usage = usage;
-        post.problems = problems;
-        self.record.absorb(&post);
-        save_record(rt, &self.record);
-        post
     }
 }
 

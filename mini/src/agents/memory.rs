@@ -1,11 +1,11 @@
 //! The Memory agent: chooses the memories for a question (core's selection over the
-//! store's cache) and, after the reply, extracts new memories with the cheap model and
-//! saves them through the core's ingest rule.
+//! store's cache) and, after the reply, saves the memories the cheap model extracted
+//! (the memory part of the call after the answer) through the core's ingest rule.
 
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
-use evolve_core::json::{extract_items, Value};
+use evolve_core::json::Value;
 use evolve_core::memory::{
     self, format_block, Category, Memory, Priority, QueryVector, RecallQuery, Selection,
 };
@@ -52,8 +52,6 @@ impl Recall {
     }
 }
 
-/// At most this many characters of an exchange go to the extractor.
-const EXTRACT_INPUT_CHARS: usize = 6_000;
 /// At most this many memories are taken from one extraction reply.
 const EXTRACT_MAX: usize = 5;
 /// Memories embedded per `/embeddings` request.
@@ -163,68 +161,32 @@ impl MemoryAgent {
         Ok(done)
     }
 
-    /// Asks the cheap model what of this exchange is worth remembering and ingests it.
-    /// Returns how many memories were saved (inserted or merged). An unusable reply is
-    /// reported in `problems` and skipped.
+    /// Ingests the memories the model extracted from an exchange (`items`, the
+    /// memory part of the call after an answer). Returns how many were saved (inserted
+    /// or merged); an unusable item is skipped, a failure to save is in `problems`.
     ///
     /// Each memory is linked to the one saved before it from the same `session`
     /// ([`Memory::prev`]): consecutive turns of one conversation, so a later memory that
     /// answers what an earlier one asked is found through it.
     ///
-    /// `world` names what brought outside text into the turn (`read_file`, `http_get`
-    /// …), `None` when none did. Then the model is told the answer drew on it, and an
-    /// item is the person's only when it stands on the question's words (core's
-    /// `learned_source`); anything else is kept as information from the world — a
-    /// fact, never CRITICAL — whatever category the model gave it. `person` are the
-    /// person's words in the turn (the question, unless a group member who is not the
-    /// person asked it).
+    /// `world` tells whether outside text came into the turn (`read_file`, `http_get`
+    /// …): then the model was told the answer drew on it, and an item is the person's
+    /// only when it stands on the question's words (core's `learned_source`); anything
+    /// else is kept as information from the world — a fact, never CRITICAL — whatever
+    /// category the model gave it. `person` are the person's words in the turn (the
+    /// question, unless a group member who is not the person asked it).
     #[allow(clippy::too_many_arguments)]
-    pub fn extract_and_save(
+    pub fn save_extracted(
         &self,
         rt: &Runtime,
         session: &str,
-        question: &str,
+        items: &[Value],
         person: &[String],
-        answer: &str,
-        world: Option<&[String]>,
+        world: bool,
         now: Timestamp,
-        usage: &mut Usage,
         problems: &mut Vec<String>,
     ) -> usize {
-        // The time, so a reminder's "tomorrow" can become an expiry; in the user's zone
-        // when one is configured.
         let offset = user_offset(rt, now);
-        let assistant = match world {
-            None => String::from("Assistant"),
-            Some(from) => format!(
-                "Assistant (drawing on outside text from {}: not the user's words)",
-                if from.is_empty() {
-                    String::from("tools")
-                } else {
-                    from.join(", ")
-                }
-            ),
-        };
-        let exchange = format!(
-            "Current time: {}\n\nUser: {}\n\n{assistant}: {}",
-            crate::tools::time::format_time(now, offset),
-            evolve_core::text::clip_chars(question, EXTRACT_INPUT_CHARS / 2),
-            evolve_core::text::clip_chars(answer, EXTRACT_INPUT_CHARS / 2)
-        );
-        let Some(text) = cheap_call(rt, prompts::EXTRACT, &exchange, usage, problems, &NEVER)
-        else {
-            return 0;
-        };
-        let items = match extract_items(&text) {
-            Ok(items) => items,
-            Err(e) => {
-                let problem =
-                    format!("memory extraction: the model's reply is not usable JSON ({e})");
-                log::info!("{problem}");
-                problems.push(problem);
-                return 0;
-            }
-        };
         let mut saved = 0;
         for item in items.iter().take(EXTRACT_MAX) {
             let Some(mut m) = memory_from_item(item, now, rt) else {
@@ -240,7 +202,7 @@ impl MemoryAgent {
                 }
             }
             let words: Vec<&str> = person.iter().map(String::as_str).collect();
-            let source = memory::learned_source(&m.content, world.is_some(), &words, &rt.tokenizer);
+            let source = memory::learned_source(&m.content, world, &words, &rt.tokenizer);
             if source == Source::World && (m.category.is_rule() || m.priority < Priority::Medium) {
                 log::info!(
                     "memory extraction: a {} taken from outside text is kept as a fact, not a rule",
@@ -366,7 +328,7 @@ fn question_embedding(rt: &Runtime, query: &str) -> Option<(String, Vec<f32>)> {
 
 /// The offset from UTC of the configured `[scheduler] time_zone` at `now` (0 without
 /// one: the model is then told UTC).
-fn user_offset(rt: &Runtime, now: Timestamp) -> i64 {
+pub(super) fn user_offset(rt: &Runtime, now: Timestamp) -> i64 {
     use evolve_core::sched::Zone;
     rt.config
         .scheduler
@@ -432,32 +394,13 @@ pub(super) fn cheap_call(
     problems: &mut Vec<String>,
     cancel: &AtomicBool,
 ) -> Option<String> {
-    cheap_call_sized(
-        rt,
-        system,
-        user,
-        answer_budget(system),
-        usage,
-        problems,
-        cancel,
-    )
+    cheap_call_sized(rt, system, user, CHEAP_MAX_TOKENS, usage, problems, cancel)
 }
 
-/// The answer budget of a cheap-model task: its replies are one small JSON object.
+/// The answer budget of a cheap-model task: its replies are one small JSON object or a
+/// short text. A model that keeps writing (a small local one) stops there instead of
+/// at the answer's reserve.
 const CHEAP_MAX_TOKENS: u32 = 512;
-
-/// The answer budget fitted to a task: a title is one line, a grade a number and a
-/// sentence (its reason is kept to 300 characters), a tool-chain review a few lines;
-/// the rest ([`CHEAP_MAX_TOKENS`]) list memories or write summaries. A model that keeps
-/// writing (a small local one) stops there instead of at the answer's reserve.
-fn answer_budget(system: &str) -> u32 {
-    match system {
-        s if s == prompts::TITLE => 64,
-        s if s == prompts::EVALUATE => 160,
-        s if s == prompts::TOOL_CHAIN => 320,
-        _ => CHEAP_MAX_TOKENS,
-    }
-}
 
 /// [`cheap_call`] with its own answer budget, for tasks whose reply grows with the
 /// input (the classification of every tool of an MCP server).
@@ -480,16 +423,13 @@ pub(crate) fn cheap_call_sized(
         temperature: Some(0.2),
         // Summaries, skill drafts, titles and tool-chain reviews are plain text; every
         // other task replies JSON.
-        json: ![
-            prompts::SUMMARIZE,
-            prompts::CRYSTALLIZE,
-            prompts::TITLE,
-            prompts::TOOL_CHAIN,
-        ]
-        .contains(&system),
+        json: ![prompts::SUMMARIZE, prompts::CRYSTALLIZE].contains(&system),
         tool_choice: None,
     };
-    match rt.model.chat(&req, &mut |_| {}, cancel) {
+    // The background worker's calls give way to turns (a one-slot server).
+    let sent =
+        super::yield_gate::yielding(cancel, |cancel| rt.model.chat(&req, &mut |_| {}, cancel));
+    match sent {
         Ok(resp) => {
             usage.add(resp.usage);
             Some(resp.message.content)

@@ -21,6 +21,7 @@ mod manager;
 pub(crate) mod mcp_levels;
 mod memory;
 mod notes;
+mod post_turn;
 pub(crate) mod prompts;
 mod record;
 mod reflect;
@@ -31,6 +32,7 @@ mod tool;
 mod trace;
 pub(crate) mod versions;
 mod worker;
+mod yield_gate;
 
 pub use host::{Host, NoGate, TurnGate};
 pub use io::{Heard, SubEvent, TurnInput, TurnIo};

@@ -1,16 +1,15 @@
 //! Two short notes the cheap model keeps per session, after the answer (tea-agent:
 //! 标题摘要 auto_summary and 工具链摘要): the session's one-line title, written after its
 //! first answer, and the tool-chain review L3 injects under its own heading (历史工具调用
-//! 链回顾), updated after each turn with tool calls. Both run on the post-reply worker,
-//! never on the answer's path; a failed call leaves the previous note and says why.
+//! 链回顾), updated after each turn with tool calls. Both are parts of the one call
+//! after the answer (`post_turn`), never on the answer's path: this module says when
+//! each is wanted, what the model reads for it, and how its reply is cleaned and kept;
+//! a failed or unusable part leaves the previous note and says why.
 
 use evolve_core::text::{clip_chars, one_line};
 
-use super::memory::{cheap_call, NEVER};
-use super::prompts;
 use super::runtime::Runtime;
 use super::trace::ToolStep;
-use crate::llm::Usage;
 use crate::store::{TitleFrom, TITLE_CHARS};
 
 /// The tool-chain review is kept to this many characters (about 300 tokens of L3).
@@ -20,40 +19,35 @@ pub const TOOL_CHAIN_CHARS: usize = 1_200;
 /// (the first answer's call failed): the third turn is the last try.
 const TITLE_TRIES: u64 = 3;
 
-/// Gives the session a title from its first exchange, when it has none but its
-/// question's and the user has not renamed it. The title, or `None` (a failure is in
-/// `problems`).
-pub fn title_session(
+/// Whether the session wants a title from this turn: it has none but its question's,
+/// the user has not renamed it, the answer is not empty, and the first answer's try (or
+/// a retry after a failed one, up to [`TITLE_TRIES`]) is due.
+pub fn title_wanted(rt: &Runtime, session: &str, turn: u64, reply: &str) -> bool {
+    if turn > TITLE_TRIES || reply.trim().is_empty() {
+        return false;
+    }
+    rt.store
+        .session(session)
+        .is_ok_and(|s| s.title_from == TitleFrom::Question)
+}
+
+/// Saves the title the model gave (`text`, cleaned). The title, or `None`: none given
+/// (the question's stays, and the next turn asks again), none usable (in `problems`), or
+/// the user renamed the session meanwhile.
+pub fn apply_title(
     rt: &Runtime,
     session: &str,
-    turn: u64,
-    question: &str,
-    reply: &str,
-    usage: &mut Usage,
+    text: &str,
     problems: &mut Vec<String>,
 ) -> Option<String> {
-    if turn > TITLE_TRIES || reply.trim().is_empty() {
-        return None;
-    }
-    let current = rt.store.session(session).ok()?;
-    if current.title_from != TitleFrom::Question {
-        return None;
-    }
-    let input = format!(
-        "Question: {}\n\nAnswer: {}",
-        clip_chars(question, 1_500),
-        clip_chars(reply, 1_500)
-    );
-    let text = cheap_call(rt, prompts::TITLE, &input, usage, problems, &NEVER)?;
     if text.trim().is_empty() {
-        // No title to give: the question's stays, and the next turn asks again.
         log::info!("title: the model gave none; the question stays the title");
         return None;
     }
-    let Some(title) = clean_title(&text) else {
+    let Some(title) = clean_title(text) else {
         let problem = format!(
             "title: no usable title in the model's reply {:?}",
-            clip_chars(&text, 120)
+            clip_chars(text, 120)
         );
         log::info!("{problem}");
         problems.push(problem);
@@ -93,14 +87,14 @@ pub fn clean_title(text: &str) -> Option<String> {
     (!t.is_empty()).then_some(t)
 }
 
-/// Updates the session's tool-chain review with this turn's calls. The new review, or
-/// `None` (no calls, or a failure in `problems`: the previous review stays).
-pub fn review_tool_chain(
+/// What the model needs to update the session's tool-chain review: the previous review
+/// and this turn's calls. `None` when the turn made no call, or the previous review
+/// could not be read (in `problems`: the review is left as it is).
+pub fn review_input(
     rt: &Runtime,
     session: &str,
     question: &str,
     steps: &[ToolStep],
-    usage: &mut Usage,
     problems: &mut Vec<String>,
 ) -> Option<String> {
     if steps.is_empty() {
@@ -115,7 +109,7 @@ pub fn review_tool_chain(
     };
     let mut input = String::new();
     if !previous.trim().is_empty() {
-        input.push_str("Previous review:\n");
+        input.push_str("Previous tool-call review:\n");
         input.push_str(previous.trim());
         input.push_str("\n\n");
     }
@@ -127,8 +121,18 @@ pub fn review_tool_chain(
         input.push_str(&step.line());
         input.push('\n');
     }
-    let text = cheap_call(rt, prompts::TOOL_CHAIN, &input, usage, problems, &NEVER)?;
-    let review = clean_review(&text);
+    Some(input)
+}
+
+/// Saves the review the model wrote (`text`, cleaned). The new review, or `None` (an
+/// empty one, or a failure to save, in `problems`: the previous review stays).
+pub fn apply_review(
+    rt: &Runtime,
+    session: &str,
+    text: &str,
+    problems: &mut Vec<String>,
+) -> Option<String> {
+    let review = clean_review(text);
     if review.is_empty() {
         let problem = "tool-chain review: the model's reply was empty".to_string();
         log::info!("{problem}");

@@ -101,6 +101,7 @@ impl Drop for Worker {
 }
 
 fn run(rx: Receiver<Msg>) {
+    super::yield_gate::mark_background();
     for msg in rx {
         match msg {
             Msg::Run(job) => job(),

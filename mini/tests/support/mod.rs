@@ -24,8 +24,9 @@ use std::time::{Duration, Instant};
 pub use evolve_fake_llm::{FakeLlm, Reply};
 
 /// The background prompts' markers (mini/src/agents/prompts.rs).
-pub const EXTRACT: &str = "[evolve:extract]";
-pub const EVALUATE: &str = "[evolve:evaluate]";
+/// The one call after an answer: the session's title, the grade, the tool-chain review
+/// and the memories worth keeping, in one JSON object ([`post_reply`]).
+pub const POST_TURN: &str = "[evolve:post]";
 pub const REFLECT: &str = "[evolve:reflect]";
 pub const STYLE: &str = "[evolve:style]";
 pub const SUMMARIZE: &str = "[evolve:summarize]";
@@ -36,9 +37,18 @@ pub const CRYSTALLIZE: &str = "[evolve:crystallize]";
 pub const LESSON: &str = "[evolve:lesson]";
 /// The summary of a cluster of memories in memory maintenance.
 pub const DIGEST: &str = "[evolve:digest]";
-/// A session's title and its tool-chain review (mini/src/agents/notes.rs).
-pub const TITLE: &str = "[evolve:title]";
-pub const TOOL_CHAIN: &str = "[evolve:toolchain]";
+
+/// The reply of the call after an answer with these parts (`title`, `grade`,
+/// `tool_chain`, `memories`), e.g. `json!({"grade": {"score": 0.9, "reason": "ok"}})`.
+pub fn post_reply(parts: serde_json::Value) -> Reply {
+    Reply::text(parts.to_string())
+}
+
+/// A reply of the call after an answer that grades the reply `score` (and finds nothing
+/// to remember).
+pub fn graded(score: f64) -> Reply {
+    post_reply(serde_json::json!({"grade": {"score": score, "reason": "fine"}, "memories": []}))
+}
 
 /// A test's world: its own home directory and model server.
 pub struct World {
@@ -82,8 +92,7 @@ impl World {
         let fake = FakeLlm::start();
         // Background prompts never take the main replies a test scripted.
         for marker in [
-            EXTRACT,
-            EVALUATE,
+            POST_TURN,
             REFLECT,
             STYLE,
             SUMMARIZE,
@@ -91,13 +100,11 @@ impl World {
             CRYSTALLIZE,
             LESSON,
             DIGEST,
-            TOOL_CHAIN,
         ] {
             fake.quiet(marker);
         }
-        // A model with no title to give: sessions keep their question as the title
-        // (the cases find sessions by it); tests of titles route their own.
-        fake.quiet_with(TITLE, Reply::text(""));
+        // Unscripted, the call after an answer gets `ok`: no title (sessions keep their
+        // question as the title, the cases find sessions by it), no grade, no memory.
         World {
             home,
             fake,

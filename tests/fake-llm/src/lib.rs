@@ -2,7 +2,7 @@
 //!
 //! [`FakeLlm::start`] binds `127.0.0.1:0` and serves on background threads until it is
 //! dropped. A test scripts what the "model" answers ([`FakeLlm::push`], or
-//! [`FakeLlm::route`] for requests that carry a marker such as `[evolve:extract]`) and
+//! [`FakeLlm::route`] for requests that carry a marker such as `[evolve:post]`) and
 //! afterwards asserts what the agent *sent* ([`FakeLlm::chat_requests`]).
 //!
 //! What it decides:

@@ -7,7 +7,7 @@
 //! Prints the base URL (`http://127.0.0.1:P/v1`) on stdout, then serves until killed.
 //! `--script` queues replies (see `Reply::from_json`); `--echo` answers every unscripted
 //! request with `echo: ` and the last user message (otherwise `ok`). Evolve's background
-//! prompts (`[evolve:extract]`, …) answer from the script's `routes` or the fallback,
+//! prompts (`[evolve:post]`, …) answer from the script's `routes` or the fallback,
 //! never from the conversation's replies.
 
 use std::process::ExitCode;
@@ -16,10 +16,9 @@ use std::time::Duration;
 use evolve_fake_llm::{FakeLlm, Reply};
 
 /// The markers that start Evolve's background prompts (mini/src/agents/prompts.rs).
-const EVOLVE_MARKERS: [&str; 12] = [
-    "[evolve:extract]",
+const EVOLVE_MARKERS: [&str; 9] = [
+    "[evolve:post]",
     "[evolve:classify]",
-    "[evolve:evaluate]",
     "[evolve:reflect]",
     "[evolve:style]",
     "[evolve:summarize]",
@@ -27,8 +26,6 @@ const EVOLVE_MARKERS: [&str; 12] = [
     "[evolve:lesson]",
     "[evolve:priority]",
     "[evolve:digest]",
-    "[evolve:title]",
-    "[evolve:toolchain]",
 ];
 
 const USAGE: &str = "usage: fake-llm [--port P] [--script FILE.json] [--echo] \
@@ -103,9 +100,10 @@ fn main() -> ExitCode {
     for marker in EVOLVE_MARKERS {
         fake.quiet(marker);
     }
-    // A model with no title to give (an echo would be a poor one): sessions keep their
-    // question as the title unless the script routes "[evolve:title]".
-    fake.quiet_with("[evolve:title]", Reply::text(""));
+    // The call after an answer (title, grade, memories, tool-chain review) answers
+    // `{}` unless the script routes "[evolve:post]": no title (an echo would be a poor
+    // one), so sessions keep their question as the title.
+    fake.quiet_with("[evolve:post]", Reply::text("{}"));
     if let Some(path) = &args.script {
         let loaded = std::fs::read_to_string(path)
             .map_err(|e| format!("cannot read {path}: {e}"))

@@ -25,7 +25,8 @@ pub(super) fn scan_replies(memories: &[Memory]) -> Vec<(MemoryId, u32)> {
 
 /// Reply propagation: each active memory replying to a matched one gains `share` × the
 /// matched one's BM25 (added to `raw`, kept sorted by position, when it matched
-/// nothing itself). O(matches × log replies); nothing when no memory replies to another.
+/// nothing itself). O(matches × log distance between them) and one merge; nothing when no
+/// memory replies to another.
 ///
 /// A reply that matched nothing itself and whose gain could never bring it to
 /// `min_relevance` of the best match (even boosted) is left out, so a question of
@@ -64,29 +65,39 @@ pub(super) fn propagate(
     for r in raw.iter().filter(|r| r.bm25 > 0.0) {
         let id = r.id;
         // Matches come by position; in the store that is id order, so the search
-        // starts where the last one ended.
+        // starts where the last one ended and gallops (the next match is near).
         if last.is_none_or(|l| id < l) {
             from = 0;
         }
         last = Some(id);
-        from += replies[from..].partition_point(|e| e.0 < id);
+        from = gallop(replies, from, id);
         let gain = share * r.bm25;
         for &(_, reply) in replies[from..].iter().take_while(|e| e.0 == id) {
-            let weak = gain < floor && raw.binary_search_by_key(&reply, |x| x.slot).is_err();
-            if !weak
-                && memories
-                    .get(reply as usize)
-                    .is_some_and(|m| m.is_active(now))
-            {
-                gains.push((reply, gain));
-            }
+            gains.push((reply, gain));
         }
     }
     if gains.is_empty() {
         return;
     }
+    // Stable, and nearly sorted already: replies usually follow what they answer.
     gains.sort_by_key(|g| g.0);
-    let id_of = |slot: u32| memories.get(slot as usize).map_or(0, |m| m.id);
+    // A gain to a memory that matched nothing itself: dropped when weak (below
+    // `floor`), else kept when that memory is active (a matched one is).
+    let add_new = |merged: &mut Vec<Raw>, reply: u32, gain: f32| {
+        if gain < floor {
+            return;
+        }
+        match merged.last_mut().filter(|m| m.slot == reply) {
+            Some(m) => m.propagated += gain,
+            None => {
+                if let Some(m) = memories.get(reply as usize).filter(|m| m.is_active(now)) {
+                    let mut n = Raw::new(reply, m, 0.0, 0);
+                    n.propagated = gain;
+                    merged.push(n);
+                }
+            }
+        }
+    };
     // One merge of two position-sorted lists (inserting one by one would be
     // quadratic when most matches have a reply).
     let mut merged: Vec<Raw> = Vec::with_capacity(raw.len() + gains.len());
@@ -94,14 +105,7 @@ pub(super) fn propagate(
     for r in raw.drain(..) {
         while let Some(&(reply, gain)) = gains.peek().filter(|g| g.0 < r.slot) {
             gains.next();
-            match merged.last_mut().filter(|m| m.slot == reply) {
-                Some(m) => m.propagated += gain,
-                None => {
-                    let mut n = Raw::new(reply, id_of(reply), 0.0, 0);
-                    n.propagated = gain;
-                    merged.push(n);
-                }
-            }
+            add_new(&mut merged, reply, gain);
         }
         let mut r = r;
         while let Some(&(_, gain)) = gains.peek().filter(|g| g.0 == r.slot) {
@@ -111,16 +115,22 @@ pub(super) fn propagate(
         merged.push(r);
     }
     for (reply, gain) in gains {
-        match merged.last_mut().filter(|m| m.slot == reply) {
-            Some(m) => m.propagated += gain,
-            None => {
-                let mut n = Raw::new(reply, id_of(reply), 0.0, 0);
-                n.propagated = gain;
-                merged.push(n);
-            }
-        }
+        add_new(&mut merged, reply, gain);
     }
     *raw = merged;
+}
+
+/// The first position at or after `from` whose previous id is not below `id`: an
+/// exponential search from `from`, O(log distance) rather than O(log len).
+fn gallop(replies: &[(MemoryId, u32)], from: usize, id: MemoryId) -> usize {
+    let rest = replies.get(from..).unwrap_or(&[]);
+    let mut hi = 1usize;
+    while hi < rest.len() && rest[hi - 1].0 < id {
+        hi *= 2;
+    }
+    let lo = hi / 2;
+    let hi = hi.min(rest.len());
+    from + lo + rest[lo.min(hi)..hi].partition_point(|e| e.0 < id)
 }
 
 /// The subject boost: `factor` on each entry whose memory's subjects (speaker, people

@@ -57,7 +57,7 @@ use dialog::{boost_subjects, propagate, scan_replies};
 use lexical::{lexical_indexed, lexical_scan, Terms};
 pub(crate) use relevance::sharpen;
 pub use relevance::QueryVector;
-use relevance::{nearest, relevance, Raw};
+use relevance::{nearest, relevance, Facts, Raw};
 
 /// Why a memory was chosen.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -159,11 +159,30 @@ pub fn recency_factor(created_at: Timestamp, now: Timestamp, cfg: &MemoryConfig)
 /// `relevance × importance/5 × recency × (4 − priority)/4`. Importance is clamped to
 /// 1–5 so a hand-edited record cannot outscore the scale.
 pub fn score(memory: &Memory, relevance: f32, now: Timestamp, cfg: &MemoryConfig) -> f32 {
-    let importance = memory.importance.clamp(1, IMPORTANCE_MAX);
+    score_of(
+        memory.importance,
+        memory.created_at,
+        memory.priority,
+        relevance,
+        now,
+        cfg,
+    )
+}
+
+/// [`score`] from the three fields it reads.
+fn score_of(
+    importance: u8,
+    created_at: Timestamp,
+    priority: Priority,
+    relevance: f32,
+    now: Timestamp,
+    cfg: &MemoryConfig,
+) -> f32 {
+    let importance = importance.clamp(1, IMPORTANCE_MAX);
     relevance
         * (f32::from(importance) / f32::from(IMPORTANCE_MAX))
-        * recency_factor(memory.created_at, now, cfg)
-        * memory.priority.factor()
+        * recency_factor(created_at, now, cfg)
+        * priority.factor()
 }
 
 /// Chooses the memories for a prompt; see the module documentation for the rules.
@@ -208,7 +227,7 @@ pub fn select_query(
         }
         raw.push(Raw::new(
             h.slot,
-            m.id,
+            m,
             h.weight * length_factor(m.ranked_len(), lexical.mean_len),
             h.shared_question,
         ));
@@ -244,14 +263,11 @@ pub fn select_query(
         match raw.binary_search_by_key(&slot, |r| r.slot) {
             Ok(i) => raw[i].cosine = Some(c),
             Err(i) => {
-                let mut r = Raw::new(
-                    slot,
-                    memories.get(slot as usize).map_or(0, |m| m.id),
-                    0.0,
-                    0,
-                );
-                r.cosine = Some(c);
-                raw.insert(i, r);
+                if let Some(m) = memories.get(slot as usize) {
+                    let mut r = Raw::new(slot, m, 0.0, 0);
+                    r.cosine = Some(c);
+                    raw.insert(i, r);
+                }
             }
         }
     }
@@ -260,8 +276,22 @@ pub fn select_query(
     let mut criticals: Vec<Candidate> = Vec::new();
     let mut strong: Vec<Candidate> = Vec::new();
     let mut tiers: [Vec<Candidate>; 4] = Default::default();
+    // A CRITICAL memory's candidate reads the memory (whose rule it is); the others
+    // take what their raw entry kept.
     let candidate = |slot: u32, r: Option<(&Raw, f32)>| -> Option<Candidate> {
-        let m = memories.get(slot as usize)?;
+        let (facts, summary, id) = match r {
+            Some((raw, _)) if raw.facts.priority != Priority::Critical => {
+                (raw.facts, false, raw.id)
+            }
+            _ => {
+                let m = memories.get(slot as usize)?;
+                (
+                    Facts::of(m),
+                    m.priority == Priority::Critical && !stated_by_user(m, cfg),
+                    m.id,
+                )
+            }
+        };
         let (relevance, shared, cosine) = match r {
             Some((raw, rel)) => (rel, raw.shared_question, raw.cosine),
             None => (0.0, 0, None),
@@ -269,16 +299,23 @@ pub fn select_query(
         let (bm25, propagated, boost) = r.map_or((0.0, 0.0, 1.0), |(raw, _)| {
             (raw.bm25, raw.propagated, raw.boost)
         });
-        let f1 = terms.f1(shared as usize, m.keywords.len());
+        let f1 = terms.f1(shared as usize, facts.keywords as usize);
         let s = if relevance > 0.0 {
-            score(m, sharpen(relevance, cfg.relevance_exponent), now, cfg)
+            score_of(
+                facts.importance,
+                facts.created_at,
+                facts.priority,
+                sharpen(relevance, cfg.relevance_exponent),
+                now,
+                cfg,
+            )
         } else {
             0.0
         };
         Some(Candidate {
             index: slot as usize,
-            id: m.id,
-            created_at: m.created_at,
+            id,
+            created_at: facts.created_at,
             score: s,
             relevance,
             bm25,
@@ -286,12 +323,27 @@ pub fn select_query(
             boost,
             f1,
             cosine,
-            priority: m.priority,
+            priority: facts.priority,
             strong: shared > 0 && at_least(f1, cfg.strong_match_f1),
-            summary: m.priority == Priority::Critical && !stated_by_user(m, cfg),
+            summary,
         })
     };
+    // An entry that is not CRITICAL, not relevant enough and could not be a strong
+    // match even at its best (F1 is highest when the memory has nothing but the shared
+    // keywords) would be dropped below: it is skipped before its candidate is made.
+    let may_compete = |r: &Raw, rel: f32| {
+        at_least(rel, cfg.min_relevance)
+            || (r.shared_question > 0
+                && at_least(
+                    terms.f1(r.shared_question as usize, r.shared_question as usize),
+                    cfg.strong_match_f1,
+                ))
+            || r.facts.priority == Priority::Critical
+    };
     for (r, &rel) in raw.iter().zip(&relevances) {
+        if !may_compete(r, rel) {
+            continue;
+        }
         let Some(c) = candidate(r.slot, Some((r, rel))) else {
             continue;
         };

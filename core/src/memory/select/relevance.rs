@@ -6,7 +6,7 @@ use alloc::vec::Vec;
 
 use super::lexical::Terms;
 use crate::memory::rank::{Fusion, Ranking, RRF_K};
-use crate::memory::{Memory, MemoryConfig, MemoryId};
+use crate::memory::{Memory, MemoryConfig, MemoryId, Priority};
 use crate::text::cosine;
 use crate::Timestamp;
 
@@ -59,7 +59,8 @@ pub(super) fn ranks(values: &[(usize, f32)]) -> Vec<(usize, u32)> {
     out
 }
 
-/// One memory's relevance inputs before normalisation.
+/// One memory's relevance inputs before normalisation, with what its score needs, so
+/// each memory is read once however many passes follow.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Raw {
     pub(super) slot: u32,
@@ -72,18 +73,40 @@ pub(super) struct Raw {
     pub(super) boost: f32,
     pub(super) shared_question: u32,
     pub(super) cosine: Option<f32>,
+    pub(super) facts: Facts,
+}
+
+/// The fields of a memory its score and strong match read.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Facts {
+    pub(super) created_at: Timestamp,
+    pub(super) keywords: u32,
+    pub(super) importance: u8,
+    pub(super) priority: Priority,
+}
+
+impl Facts {
+    pub(super) fn of(m: &Memory) -> Self {
+        Facts {
+            created_at: m.created_at,
+            keywords: u32::try_from(m.keywords.len()).unwrap_or(u32::MAX),
+            importance: m.importance,
+            priority: m.priority,
+        }
+    }
 }
 
 impl Raw {
-    pub(super) fn new(slot: u32, id: MemoryId, bm25: f32, shared_question: u32) -> Self {
+    pub(super) fn new(slot: u32, m: &Memory, bm25: f32, shared_question: u32) -> Self {
         Raw {
             slot,
-            id,
+            id: m.id,
             bm25,
             propagated: 0.0,
             boost: 1.0,
             shared_question,
             cosine: None,
+            facts: Facts::of(m),
         }
     }
 

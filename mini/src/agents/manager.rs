@@ -225,7 +225,7 @@ impl Manager {
         // The record is stored, and handed to the background job, without its reply:
         // the turn's last message holds it (`Store::turn_answer`).
         let reply = std::mem::take(&mut record.reply);
-        save_record(rt, &record);
+        record.save(&rt.store);
         let job_record = record.clone();
         record.reply = reply;
 
@@ -313,16 +313,6 @@ impl Manager {
             cancel,
         );
         (lesson, problems)
-    }
-}
-
-/// Stores a turn record (given without its reply, which is stored once, as the turn's
-/// last message).
-pub(super) fn save_record(rt: &Runtime, record: &TurnRecord) {
-    if let Ok(json) = serde_json::to_string(record) {
-        if let Err(e) = rt.store.put_turn(&record.session, record.turn, &json) {
-            log::warn!("saving the turn record failed: {e}");
-        }
     }
 }
 

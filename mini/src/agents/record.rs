@@ -260,6 +260,16 @@ pub struct TurnRecord {
 }
 
 impl TurnRecord {
+    /// Stores the record (given without its reply, which is stored once, as the turn's
+    /// last message). A failure is logged: the turn itself is already stored.
+    pub fn save(&self, store: &crate::store::Store) {
+        if let Ok(json) = serde_json::to_string(self) {
+            if let Err(e) = store.put_turn(&self.session, self.turn, &json) {
+                log::warn!("saving the turn record failed: {e}");
+            }
+        }
+    }
+
     /// The record of a turn that did nothing yet.
     pub fn empty(session: &str, turn: u64) -> TurnRecord {
         TurnRecord {

@@ -18,7 +18,7 @@ use evolve_core::Timestamp;
 use super::context::Context;
 use super::driver::Drive;
 use super::timing::Timing;
-use super::{save_record, Manager};
+use super::Manager;
 use crate::agents::io::{Heard, TurnInput, TurnIo};
 use crate::agents::record::TurnRecord;
 use crate::agents::runtime::Runtime;
@@ -88,7 +88,7 @@ impl Manager {
         let mut record = TurnRecord::empty(sid, turn_no);
         record.tools = turn.take_calls();
         record.steps = turn.steps();
-        save_record(rt, &record);
+        record.save(&rt.store);
         Ok(None)
     }
 
@@ -185,7 +185,7 @@ impl Manager {
         } else {
             error.to_string()
         });
-        save_record(&self.rt, &record);
+        record.save(&self.rt.store);
     }
 
     /// Stores a closed turn's messages with the session's next L2 ring, in one

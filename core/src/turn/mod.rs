@@ -8,7 +8,8 @@
 //! about a call that was refused, cut, unknown or unreadable, which calls run, which ask
 //! a person and which are refused (core's [`decide`](crate::permission::decide) through
 //! the shell's [`CallCheck`]), the session's grants ("always" for an L3 call; for
-//! `shell` the exact command) and the call waiting for a person. What it leaves to the
+//! `shell` the exact command), the call waiting for a person, and whether the session's
+//! next input answers it ([`Turn::handle_input`]). What it leaves to the
 //! shell: the model, the tools, the permission classes (the tool catalog), the store,
 //! and how a person is asked.
 //!

@@ -7,8 +7,7 @@
 //! The stores (`data/`): 1 000 and 10 000 memories, English and Chinese, each a long
 //! conversation history about a few fictional people, generated from a fixed seed — the
 //! same figures on every run. Memories are built as the store builds them:
-//! `Memory::new` with the shell's tokenizer (`mini/src/text`, jieba for Chinese), pulled
-//! in by path since `mini` has no library target.
+//! `Memory::new` with the shell's tokenizer (`evolve_mini::text`, jieba for Chinese).
 //!
 //! The systems (`system/`): a list behind one trait; `today` (the product's selection)
 //! is the reference whose injected characters the `@chars` rows are held to.
@@ -23,20 +22,14 @@
 
 mod data;
 mod dialog;
-#[allow(dead_code)]
-#[path = "../../mini/src/inflate.rs"]
-mod inflate;
 mod report;
 mod rng;
 mod system;
 
-// The shell's tokenizer, as the store uses it. Its unit tests are compiled into benches
-// too (cargo builds them with `cfg(test)`) and are unused here.
-#[allow(dead_code, unused_imports)]
-#[path = "../../mini/src/text/mod.rs"]
-mod text;
-
 use std::time::Instant;
+
+// The shell's tokenizer, as the store uses it (`crate::text` for the modules below).
+use evolve_mini::text;
 
 use data::{Language, Mix};
 use report::Measured;

@@ -1,5 +1,5 @@
 //! A `config.toml` through the file format the shell checks it against
-//! (`mini/src/config/file.rs`, included as it is: `evolve` is a binary crate) and the
+//! (`evolve_mini::config_file`, the module `mini/src/config/file.rs`) and the
 //! core's sections (`evolve_core::CoreConfig`: `[memory]`, `[history]`, `[permission]`).
 //! The rest of loading (merging profiles, environment, paths) is `resolve.rs`, which
 //! needs the whole shell; its rules are table-tested there.
@@ -8,11 +8,8 @@
 //! sections, when they read, write out as TOML that reads back to the same text.
 #![no_main]
 
-#[allow(dead_code)]
-#[path = "../../mini/src/config/file.rs"]
-mod file;
-
 use evolve_core::CoreConfig;
+use evolve_mini::config_file as file;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
@@ -20,7 +17,7 @@ fuzz_target!(|data: &[u8]| {
         return; // the shell reports a file that is not UTF-8 before parsing
     };
     let table = toml::from_str::<toml::Table>(text);
-    if toml::from_str::<file::RawFile>(text).is_ok() {
+    if toml::from_str::<file::RawLayer>(text).is_ok() {
         assert!(table.is_ok(), "the format accepts what is not a TOML table");
     }
     let Ok(table) = table else {

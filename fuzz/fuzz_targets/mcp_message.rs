@@ -1,6 +1,6 @@
 //! An MCP server's stdout through what evolve reads it with: the line guard
-//! (`mini/src/mcp/lines.rs`) and the JSON-RPC peer (`mini/src/mcp/jsonrpc.rs`), both
-//! included as they are (`evolve` is a binary crate). The flow is the stdio transport's
+//! (`evolve_mini::lines`, `mini/src/mcp/lines.rs`) and the JSON-RPC peer
+//! (`evolve_mini::jsonrpc`, `mini/src/mcp/jsonrpc.rs`). The flow is the stdio transport's
 //! (`read_stdout` in `mini/src/mcp/stdio.rs`): evolve sends request 0, the server's output
 //! is read line by line, each JSON line is dispatched, and at the end of the output the
 //! connection ends.
@@ -14,20 +14,13 @@
 //! answered once, with its id, in well-formed JSON-RPC.
 #![no_main]
 
-#[allow(dead_code)]
-#[path = "../../mini/src/mcp/jsonrpc.rs"]
-mod jsonrpc;
-#[allow(dead_code)]
-#[path = "../../mini/src/mcp/lines.rs"]
-mod lines;
-
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex, Once};
 use std::time::Duration;
 
-use jsonrpc::{Failure, Link, Outgoing, Peer};
+use evolve_mini::jsonrpc::{Failure, Link, Outgoing, Peer};
+use evolve_mini::lines::LineGuard;
 use libfuzzer_sys::fuzz_target;
-use lines::LineGuard;
 use serde_json::Value;
 
 /// Formats every log record, so the messages' own code (quoting what a server sent)

@@ -1,5 +1,5 @@
-//! A model's event stream through the shell's SSE parser (`mini/src/llm/sse.rs`,
-//! included as it is: `evolve` is a binary crate), fed as the transport feeds it: the
+//! A model's event stream through the shell's SSE parser (`evolve_mini::sse`, the
+//! module `mini/src/llm/sse.rs`), fed as the transport feeds it: the
 //! body arrives in reads of arbitrary sizes, is cut into lines at `\n` with the line end
 //! (`\n`, `\r\n`) removed and invalid UTF-8 replaced (the loop of `stream_lines` in
 //! `mini/src/llm/transport.rs`), and every line goes to `push_line`, then `finish`.
@@ -12,14 +12,10 @@
 //! the parser never yields more text than it was given.
 #![no_main]
 
-#[allow(dead_code)]
-#[path = "../../mini/src/llm/sse.rs"]
-mod sse;
-
 use std::io::{BufRead, BufReader, Read};
 
+use evolve_mini::sse::{self, SseParser};
 use libfuzzer_sys::fuzz_target;
-use sse::SseParser;
 
 /// Hands the body out in reads of 1 to 16 bytes, sizes from a small generator.
 struct Chunked<'a> {

@@ -49,10 +49,85 @@ pub enum Error {
     /// Anything else that stopped the command, said plainly.
     #[error("{0}")]
     Other(String),
+    /// A running `evolve serve` that the command goes through cannot be reached, read
+    /// or is missing where one is needed.
+    #[error(transparent)]
+    Serve(#[from] ServeError),
     /// A failure a running `evolve serve` reported for this command, with the exit code
     /// the same failure has when the command runs by itself.
     #[error("{1}")]
     Remote(u8, String),
+}
+
+/// Why a running server's token cannot be had; the words finish a sentence about the
+/// server ("…, but its token file … is empty").
+#[derive(Debug, thiserror::Error)]
+pub enum TokenError {
+    #[error("its token file {} is empty", .0.display())]
+    Empty(PathBuf),
+    #[error("its token {} cannot be read: {source}", path.display())]
+    Unreadable {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+}
+
+/// Why a command that goes through the running server cannot.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    /// No server runs for this home (a command that needs one says so).
+    #[error(
+        "no evolve serve is running for {} — start one with `evolve serve` \
+         · 没有正在运行的 evolve serve：先运行 `evolve serve`",
+        .0.display()
+    )]
+    NotRunning(PathBuf),
+    /// One runs, and holds the store, but its token cannot be read.
+    #[error("a running evolve serve (pid {pid}) holds the store, but {source}")]
+    Token { pid: u32, source: TokenError },
+    /// The request was sent and failed before an answer came.
+    #[error("the running evolve serve at {at} failed: {source} — is it still running?")]
+    Request {
+        at: String,
+        source: Box<ureq::Error>,
+    },
+    /// The answer came but could not be read.
+    #[error("cannot read the answer of evolve serve: {0}")]
+    Answer(#[source] Box<ureq::Error>),
+    /// The store is held by the server, which did not lend it.
+    #[error(
+        "the store {} is held by evolve serve (pid {pid}, http://{addr}), which did not \
+         lend it ({source}): use its web UI or API, `evolve ask` (which goes through it), \
+         or stop it first",
+        store.display()
+    )]
+    NotLent {
+        store: PathBuf,
+        pid: u32,
+        addr: std::net::SocketAddr,
+        source: LendError,
+    },
+}
+
+/// Why a running server did not lend its store; the words finish a sentence about the
+/// server ("…, which did not lend it (cannot connect to it: …)").
+#[derive(Debug, thiserror::Error)]
+pub enum LendError {
+    #[error(transparent)]
+    Token(#[from] TokenError),
+    #[error("cannot connect to it: {0}")]
+    Connect(#[source] std::io::Error),
+    #[error("cannot send it the request: {0}")]
+    Send(#[source] std::io::Error),
+    #[error("no answer from it: {0}")]
+    Receive(#[source] std::io::Error),
+    #[error("it closed the connection without an answer")]
+    Closed,
+    #[error("its answer is not HTTP")]
+    NotHttp,
+    /// It answered, but not 200 (a server without the route answers 404).
+    #[error("it answered {status}: {message}")]
+    Refused { status: u16, message: String },
 }
 
 impl Error {
@@ -72,6 +147,7 @@ impl Error {
             | Error::Model(_)
             | Error::Conflict(_)
             | Error::Budget(_)
+            | Error::Serve(_)
             | Error::Other(_) => 1,
         }
     }

@@ -19,12 +19,17 @@
 //! always returns a valid sequence
 //! ([`is_valid_sequence`], [`repair_sequence`]).
 //!
+//! The closed-turn rules (module `closed`) say how a turn enters the history once it is closed
+//! ([`unfinished_turn`], [`l2_entry`], [`next_l2`]) and which stored turns the next one
+//! sends whole ([`levels`], [`with_answers`]).
+//!
 //! Left to others: storing sessions and rings, calling the cheap model for the L3
 //! summary, converting [`Message`] to wire JSON, choosing memories and skills
 //! (their blocks arrive as text), and the tokenizer (a [`crate::text::Tokenizer`]).
 
 mod budget;
 mod build;
+mod closed;
 mod cut;
 mod message;
 mod relevance;
@@ -39,6 +44,10 @@ pub use budget::Budget;
 pub use build::{
     build, BuildInput, Built, DIGEST_ACK, DIGEST_HEADER, HISTORY_PREFIX, MIN_INPUT_BUDGET,
     MIN_TRIM_TARGET, NO_REPLY,
+};
+pub use closed::{
+    l2_entry, levels, next_l2, round_complete, unfinished_turn, with_answers, KeptTurn, Levels,
+    Unfinished, NO_ANSWER, NO_ANSWER_FAILED, NO_ANSWER_STOPPED, STOPPED_HERE,
 };
 pub use cut::{ceil_char_boundary, char_prefix, cut_to_chars, cut_to_tokens, floor_char_boundary};
 pub use message::{estimate_messages_tokens, Message, Role, ToolCall};

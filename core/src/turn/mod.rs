@@ -8,7 +8,8 @@
 //! about a call that was refused, cut, unknown or unreadable, which calls run, which ask
 //! a person and which are refused (core's [`decide`](crate::permission::decide) through
 //! the shell's [`CallCheck`]), the session's grants ("always" for an L3 call; for
-//! `shell` the exact command) and the call waiting for a person. What it leaves to the
+//! `shell` the exact command), the call waiting for a person, and whether the session's
+//! next input answers it ([`Turn::handle_input`]). What it leaves to the
 //! shell: the model, the tools, the permission classes (the tool catalog), the store,
 //! and how a person is asked.
 //!
@@ -616,6 +617,28 @@ impl Turn {
         }
     }
 
+    /// The session's next input reached this turn, parked for a person: only the
+    /// person's own words in an interactive front end, read as an answer (yes, no, or
+    /// "always" where it counts), answer the waiting call ([`Settled::Answered`], the
+    /// turn goes on as after [`Turn::handle_answer`]); anything else — a new question,
+    /// a headless run's "yes", a group member's words — refuses the call and closes
+    /// the turn ([`Settled::MovedOn`], as after [`Turn::handle_moved_on`]). The shell
+    /// then drives the turn by [`Turn::poll`] as usual.
+    pub fn handle_input(&mut self, input: NextInput<'_>) -> Settled {
+        let answers = input.policy == Policy::Interactive
+            && input.from == Source::Person
+            && self
+                .pending()
+                .is_some_and(|p| is_answer(input.text, p.level));
+        if answers {
+            self.handle_answer(input.text);
+            Settled::Answered
+        } else {
+            self.handle_moved_on();
+            Settled::MovedOn
+        }
+    }
+
     /// The user went on with a new message instead of answering: the waiting call is
     /// refused, the calls queued after it are not run, and the turn ends with a note
     /// (no model call: the new message is a turn of its own).
@@ -747,6 +770,34 @@ impl Turn {
             self.outbox.push_back(Action::AskPerson(p));
         }
     }
+}
+
+/// The session's next input, as it reaches a parked turn ([`Turn::handle_input`]).
+#[derive(Debug, Clone, Copy)]
+pub struct NextInput<'a> {
+    /// What was written.
+    pub text: &'a str,
+    /// The input's policy: only an interactive front end answers for a person.
+    pub policy: Policy,
+    /// Who wrote it: only the person's words answer a question.
+    pub from: Source,
+}
+
+/// What the next input did to a parked turn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Settled {
+    /// It answered the waiting call: the turn goes on, and the input is not a turn of
+    /// its own.
+    Answered,
+    /// It refused the waiting call and closed the turn: the input is a turn of its own.
+    MovedOn,
+}
+
+/// Whether a reply to a waiting call's question is an answer (yes, no, or "always"
+/// where it counts) rather than a new message.
+pub fn is_answer(text: &str, level: Level) -> bool {
+    crate::permission::parse_answer(text) != crate::permission::Answer::Unclear
+        || parse_approval(text, level) == Approval::Always
 }
 
 /// Where a tool's result comes from: the store for the few built-in tools whose output

@@ -564,3 +564,109 @@ fn always_for_a_server_defined_tool_is_bound_to_the_definition_it_was_checked_ag
     assert_eq!(defined(&t, "aaaa.1").decision, Decision::Run);
     assert_eq!(defined(&t, "bbbb.2").decision, Decision::AskOnce);
 }
+
+#[test]
+fn only_the_persons_own_answer_settles_a_parked_call() {
+    use crate::provenance::Source;
+    let headless = Policy::Headless {
+        max_auto: Level::L2,
+    };
+    // (input, policy, who wrote it, level of the waiting call, settled as)
+    let table = [
+        (
+            "yes",
+            Policy::Interactive,
+            Source::Person,
+            Level::L3,
+            Settled::Answered,
+        ),
+        (
+            "no",
+            Policy::Interactive,
+            Source::Person,
+            Level::L3,
+            Settled::Answered,
+        ),
+        (
+            "是",
+            Policy::Interactive,
+            Source::Person,
+            Level::L3,
+            Settled::Answered,
+        ),
+        (
+            "always",
+            Policy::Interactive,
+            Source::Person,
+            Level::L3,
+            Settled::Answered,
+        ),
+        // A new question is a turn of its own: the waiting call is refused.
+        (
+            "what time is it?",
+            Policy::Interactive,
+            Source::Person,
+            Level::L3,
+            Settled::MovedOn,
+        ),
+        // "always" is no answer to an L4 call: a new message.
+        (
+            "always",
+            Policy::Interactive,
+            Source::Person,
+            Level::L4,
+            Settled::MovedOn,
+        ),
+        // A headless run (a cron task, `ask`) never answers for a person.
+        ("yes", headless, Source::Person, Level::L3, Settled::MovedOn),
+        // A group member on a channel is not the person.
+        (
+            "yes",
+            Policy::Interactive,
+            Source::World,
+            Level::L3,
+            Settled::MovedOn,
+        ),
+    ];
+    for (text, policy, from, level, want) in table {
+        let mut t = waiting(level, "write_file", r#"{"path":"a"}"#);
+        let got = t.handle_input(NextInput { text, policy, from });
+        assert_eq!(got, want, "{text:?} {policy:?} {from:?} {level:?}");
+        let a = drain(&mut t);
+        match want {
+            // Answered yes: the call runs; no: refused, and the model goes on.
+            Settled::Answered if text != "no" => assert!(
+                a.iter().any(
+                    |a| matches!(a, Action::RunTool { call, .. } if call.name == "write_file")
+                ),
+                "{text:?}: {a:?}"
+            ),
+            Settled::Answered => {
+                assert!(!t.is_done() && t.calls()[0].answer.as_deref() == Some("refused"))
+            }
+            // Moved on: refused, the turn closed without a model call.
+            Settled::MovedOn => {
+                assert_eq!(a.last(), Some(&Action::Done), "{text:?}");
+                assert!(!a.iter().any(|a| matches!(a, Action::CallModel(_))));
+                assert!(t.calls().iter().all(|c| !c.ran));
+            }
+        }
+    }
+}
+
+#[test]
+fn a_reply_is_an_answer_when_it_says_yes_no_or_always_where_it_counts() {
+    let table = [
+        ("yes", Level::L4, true),
+        ("y", Level::L2, true),
+        ("no", Level::L4, true),
+        ("好", Level::L3, true),
+        ("always", Level::L3, true),
+        ("always", Level::L4, false),
+        ("maybe later", Level::L3, false),
+        ("please read notes.txt", Level::L1, false),
+    ];
+    for (text, level, answer) in table {
+        assert_eq!(is_answer(text, level), answer, "{text:?} at {level:?}");
+    }
+}

@@ -7,11 +7,12 @@ use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 
 use crate::testing::TempDir;
-use evolve_core::history::{Message, ToolCall};
+use evolve_core::history::{Message, Role, ToolCall, NO_ANSWER};
 use evolve_core::permission::{AnswerOutcome, PendingCall, Policy};
 use evolve_core::text::Lang;
 
 use super::*;
+use crate::agents::io::Heard;
 use crate::config::Config;
 use crate::llm::{ChatModel, ChatRequest, ChatResponse, Delta, LlmError, ModelRole, Usage};
 use crate::store::Store;
@@ -328,4 +329,73 @@ fn a_failed_turn_is_a_turn_of_its_own_and_the_next_request_still_alternates() {
     assert!(second.iter().any(|m| m.content == NO_ANSWER), "{second:?}");
     // Each closed turn has its L2 entry: two turns, two entries.
     assert_eq!(rt.store.l2(&sid).unwrap().entries().len(), 2);
+}
+
+/// A person who takes `ms` to say yes.
+struct SlowYes(u64);
+
+impl TurnIo for SlowYes {
+    fn ask(&mut self, _call: &PendingCall, _lang: Lang) -> Heard {
+        std::thread::sleep(std::time::Duration::from_millis(self.0));
+        Heard::Reply("yes".into())
+    }
+}
+
+#[test]
+fn the_time_a_person_takes_to_answer_is_in_the_record_and_not_the_agents_overhead() {
+    let dir = TempDir::new("manager");
+    let rt = runtime(
+        &dir,
+        vec![write_call("e.txt"), Message::assistant("written")],
+    );
+    let manager = Manager::new(Arc::clone(&rt));
+    let (record, _) = manager
+        .turn(input(None, "write e.txt"), &mut SlowYes(1_500))
+        .unwrap();
+    assert!(record.person_ms >= 1_500, "{}", record.person_ms);
+    assert!(record.answer_ms >= record.person_ms);
+    // The agent's own time leaves out the wait: a slow person is not a slow agent.
+    assert!(
+        record.overhead_ms < 1_500.0,
+        "{} ms of overhead",
+        record.overhead_ms
+    );
+    let stored: serde_json::Value =
+        serde_json::from_str(&rt.store.turn(&record.session, 1).unwrap().unwrap()).unwrap();
+    assert_eq!(stored["person_ms"], record.person_ms);
+
+    // Nobody asked: no wait in the record.
+    let dir = TempDir::new("manager");
+    let rt = runtime(&dir, vec![Message::assistant("hi")]);
+    let (record, _) = Manager::new(Arc::clone(&rt))
+        .turn(input(None, "hello"), &mut SlowYes(0))
+        .unwrap();
+    assert_eq!(record.person_ms, 0);
+    let stored = rt.store.turn(&record.session, 1).unwrap().unwrap();
+    assert!(!stored.contains("person_ms"), "{stored}");
+}
+
+#[test]
+fn a_group_members_yes_refuses_a_parked_call_and_is_a_turn_of_its_own() {
+    let dir = TempDir::new("manager");
+    let rt = runtime(
+        &dir,
+        vec![write_call("f.txt"), Message::assistant("hello, member")],
+    );
+    let manager = Manager::new(Arc::clone(&rt));
+    let mut gone = Person::answering(&rt, &[]);
+    let (record, _) = manager.turn(input(None, "write f.txt"), &mut gone).unwrap();
+    let sid = record.session.clone();
+    let mut member = input(Some(&sid), "yes");
+    member.from = evolve_core::provenance::Source::World;
+    let (record, _) = manager.turn(member, &mut gone).unwrap();
+    assert!(!rt.workspace.join("f.txt").exists());
+    assert_eq!((record.turn, record.reply.as_str()), (2, "hello, member"));
+    assert!(rt.store.pending(&sid).unwrap().is_empty());
+    let audit = rt.store.audit_log(5).unwrap();
+    assert_eq!(audit.last().unwrap().answer, Some(AnswerOutcome::Refused));
+    // The closed turn has its record: the call refused, never run.
+    let closed: serde_json::Value =
+        serde_json::from_str(&rt.store.turn(&sid, 1).unwrap().expect("turn 1's record")).unwrap();
+    assert_eq!(closed["tools"][0]["ran"], false, "{closed}");
 }

@@ -13,7 +13,6 @@ use evolve_core::Timestamp;
 use evolve_core::json::{extract, extract_items, Value};
 
 use super::evaluate::grade_of;
-use super::manager::save_record;
 use super::memory::{cheap_call_sized, MemoryAgent, NEVER};
 use super::prompts::{self, PostParts};
 use super::record::{PostTurn, ToolRun, TurnRecord};
@@ -172,7 +171,7 @@ impl PostJob {
         post.usage = usage;
         post.problems = problems;
         self.record.absorb(&post);
-        save_record(rt, &self.record);
+        self.record.save(&rt.store);
         post
     }
 

@@ -236,10 +236,15 @@ pub struct TurnRecord {
     pub lesson: Option<String>,
     /// Token usage per model.
     pub usage: TurnUsage,
-    /// Milliseconds from input to the answer (model time included).
+    /// Milliseconds from input to the answer (waiting for the model and for a person
+    /// included).
     pub answer_ms: u64,
     /// Milliseconds the agent itself spent (all but waiting for the model or a person).
     pub overhead_ms: f64,
+    /// Milliseconds of `answer_ms` spent waiting for a person to answer a question
+    /// about a call (0, and left out, when nobody was asked).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub person_ms: u64,
     /// What the background work skipped, and why (an unusable grade, a failed cheap
     /// call, an expiry that could not be read); empty when nothing was skipped or the
     /// background work was not waited for.
@@ -255,6 +260,16 @@ pub struct TurnRecord {
 }
 
 impl TurnRecord {
+    /// Stores the record (given without its reply, which is stored once, as the turn's
+    /// last message). A failure is logged: the turn itself is already stored.
+    pub fn save(&self, store: &crate::store::Store) {
+        if let Ok(json) = serde_json::to_string(self) {
+            if let Err(e) = store.put_turn(&self.session, self.turn, &json) {
+                log::warn!("saving the turn record failed: {e}");
+            }
+        }
+    }
+
     /// The record of a turn that did nothing yet.
     pub fn empty(session: &str, turn: u64) -> TurnRecord {
         TurnRecord {
@@ -277,6 +292,7 @@ impl TurnRecord {
             usage: TurnUsage::default(),
             answer_ms: 0,
             overhead_ms: 0.0,
+            person_ms: 0,
             problems: Vec::new(),
             failed: None,
         }
@@ -297,4 +313,8 @@ impl TurnRecord {
         }
         self.usage.cheap.add(post.usage);
     }
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }

@@ -53,6 +53,19 @@ pub struct TurnTools {
 }
 
 impl TurnTools {
+    /// No tools: for a turn that calls neither the model nor a tool (a parked turn
+    /// closed by a new message).
+    pub fn none() -> TurnTools {
+        TurnTools {
+            mcp: None,
+            generation: 0,
+            cards: Vec::new(),
+            requested: Vec::new(),
+            offered: Vec::new(),
+            offered_stored: 0,
+        }
+    }
+
     /// Starts from the tools the session has been offered (its stored list).
     pub fn with_offered(mut self, offered: Vec<String>) -> TurnTools {
         self.offered_stored = offered.len();

@@ -4,7 +4,7 @@
 use std::time::{Duration, Instant};
 
 use crate::config::{Config, LoadOptions};
-use crate::error::Error;
+use crate::error::{Error, ServeError};
 use crate::store::{Lease, Store};
 use crate::text::ShellTokenizer;
 
@@ -114,15 +114,14 @@ pub fn open_store(
                                 lease = Some(Box::new(conn));
                                 continue;
                             }
-                            Err(why) => {
-                                return Err(Error::Other(format!(
-                                    "the store {} is held by evolve serve (pid {}, http://{}), \
-                                     which did not lend it ({why}): use its web UI or API, \
-                                     `evolve ask` (which goes through it), or stop it first",
-                                    path.display(),
-                                    ep.pid,
-                                    ep.addr
-                                )))
+                            Err(source) => {
+                                return Err(ServeError::NotLent {
+                                    store: path.clone(),
+                                    pid: ep.pid,
+                                    addr: ep.addr,
+                                    source,
+                                }
+                                .into())
                             }
                         }
                     }

@@ -21,6 +21,7 @@ use super::interrupt;
 use crate::agents::{Heard, Manager, Refused, Runtime, TurnInput, TurnIo};
 use crate::config::LoadOptions;
 use crate::error::Error;
+use crate::web::endpoint::ServeError;
 
 /// ask one question headlessly: the answer on stdout, for scripts and cron
 #[derive(FromArgs, Debug)]
@@ -103,10 +104,8 @@ pub fn run(cmd: AskCmd, profile: &Option<String>) -> Result<(), Error> {
         workspace: cmd.workspace.clone(),
     })?;
     // A running `serve` holds the store: it answers instead, the same way.
-    if let Some(ep) =
-        crate::web::endpoint::running(&app.config.home).filter(|e| e.pid != std::process::id())
-    {
-        match forward(&app, &ep, &cmd, question.trim(), &images, allow) {
+    if let Some((ep, token)) = crate::web::endpoint::running_with_token(&app.config.home)? {
+        match forward(&ep, &token, &cmd, question.trim(), &images, allow) {
             Ok(Some(done)) => return finish(done, cmd.json),
             Ok(None) => log::info!(
                 "the server recorded in {} does not answer; running here",
@@ -308,15 +307,16 @@ fn finish(done: Done, json: bool) -> Result<(), Error> {
     Ok(())
 }
 
-/// The reply in a server's chat completion: its content without the note about calls
-/// waiting for a person, which `ask` reports its own way.
+/// The reply in a server's chat completion: its content up to `reply_bytes` of the
+/// record, without the note about calls waiting for a person that may follow it, which
+/// `ask` reports its own way. A server that does not say where the reply ends sent it
+/// whole.
 fn reply_from_content(mut content: String, record: &serde_json::Value) -> String {
-    let refused = Refused::of_json(&record["tools"]);
-    let session = record["session"].as_str().unwrap_or_default();
-    if let Some(note) = crate::web::chat::waiting_note(&refused, session) {
-        if content.ends_with(&note) {
-            content.truncate(content.len() - note.len());
-        }
+    let end = record["reply_bytes"]
+        .as_u64()
+        .and_then(|n| usize::try_from(n).ok());
+    if let Some(end) = end.filter(|&n| content.is_char_boundary(n)) {
+        content.truncate(end);
     }
     content
 }
@@ -343,8 +343,8 @@ fn load_images(paths: &[PathBuf]) -> Result<Vec<String>, Error> {
 }
 
 fn forward(
-    app: &App,
     ep: &crate::web::endpoint::Endpoint,
+    token: &str,
     cmd: &AskCmd,
     question: &str,
     images: &[String],
@@ -385,12 +385,6 @@ fn forward(
     let mut req = agent
         .post(format!("http://{}/v1/chat/completions", ep.addr))
         .header("Content-Type", "application/json");
-    let token = ep.token(&app.config.home).map_err(|why| {
-        Error::Other(format!(
-            "a running evolve serve (pid {}) holds the store, but {why}",
-            ep.pid
-        ))
-    })?;
     req = req.header("Authorization", format!("Bearer {token}"));
     log::info!(
         "a running evolve serve (pid {}) answers this question",
@@ -406,10 +400,11 @@ fn forward(
             return Ok(None)
         }
         Err(e) => {
-            return Err(Error::Other(format!(
-                "the running evolve serve at {} failed: {e}",
-                ep.addr
-            )))
+            return Err(ServeError::Request {
+                at: ep.addr.to_string(),
+                source: Box::new(e),
+            }
+            .into())
         }
     };
     let status = resp.status().as_u16();
@@ -418,7 +413,7 @@ fn forward(
         .with_config()
         .limit(64 * 1024 * 1024)
         .read_to_string()
-        .map_err(|e| Error::Other(format!("cannot read the answer of evolve serve: {e}")))?;
+        .map_err(|e| ServeError::Answer(Box::new(e)))?;
     let mut v: Value = serde_json::from_str(&text).unwrap_or_default();
     if status == 200 {
         drop(text);
@@ -455,39 +450,28 @@ fn forward(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use evolve_core::permission::{Decision, RefusalReason};
-    use serde_json::json;
+    use serde_json::{json, Value};
 
     #[test]
-    fn the_reply_is_the_servers_content_without_the_waiting_note() {
-        let refused = Decision::Refuse(RefusalReason::NeedsPerson {
-            level: Level::L3,
-            max_auto: Level::L2,
-        });
-        let record = json!({
-            "session": "s1",
-            "tools": [{"name": "shell", "ran": false, "level": "L3", "decision": refused}],
-        });
-        let note = crate::web::chat::waiting_note(
-            &Refused {
-                calls: vec![("shell".into(), Level::L3)],
-                sends_data: false,
-            },
-            "s1",
-        )
-        .expect("a note");
+    fn the_reply_is_the_servers_content_up_to_where_the_record_says_it_ends() {
+        let note = "\n\n[evolve] Not run, a person's approval is needed: shell (L3).";
         let cases = [
-            (format!("I could not run it.{note}"), "I could not run it."),
-            ("No note here.".to_string(), "No note here."),
+            // (content, the record's reply_bytes, the reply)
+            (
+                format!("I could not run it.{note}"),
+                json!(19),
+                "I could not run it.",
+            ),
+            ("No note here.".to_string(), json!(13), "No note here."),
+            ("中文回答。".to_string() + note, json!(15), "中文回答。"),
+            // A length that does not fall between characters, or none: the whole.
+            ("中文".to_string(), json!(4), "中文"),
+            ("Whole.".to_string(), Value::Null, "Whole."),
+            ("Whole.".to_string(), json!(99), "Whole."),
         ];
-        for (content, reply) in cases {
+        for (content, bytes, reply) in cases {
+            let record = json!({"session": "s1", "reply_bytes": bytes});
             assert_eq!(reply_from_content(content, &record), reply);
         }
-        // A record without refused calls leaves the content as it is.
-        let plain = json!({"session": "s1", "tools": []});
-        assert_eq!(
-            reply_from_content(format!("x{note}"), &plain),
-            format!("x{note}")
-        );
     }
 }

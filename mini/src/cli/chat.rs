@@ -298,8 +298,23 @@ fn turn_line(r: &crate::agents::TurnRecord) -> String {
             .collect();
         bits.push(format!("tools: {}", tools.join(", ")));
     }
-    bits.push(format!("{:.1} s", r.answer_ms as f64 / 1000.0));
+    bits.push(answer_time(r.answer_ms, r.person_ms));
     format!("  ↳ {}", bits.join(" · "))
+}
+
+/// How long the answer took, and how much of it was the person's own answer to a
+/// question about a call (not the agent's or the model's time).
+fn answer_time(answer_ms: u64, person_ms: u64) -> String {
+    let secs = |ms: u64| ms as f64 / 1000.0;
+    if person_ms == 0 {
+        format!("{:.1} s", secs(answer_ms))
+    } else {
+        format!(
+            "{:.1} s, {:.1} s of it waiting for you",
+            secs(answer_ms),
+            secs(person_ms)
+        )
+    }
 }
 
 /// The line for the background work of the last answer, when it found something.
@@ -875,4 +890,21 @@ fn manage_mcp(rt: &Runtime, words: &[&str]) -> Result<(), Error> {
     crate::mcp::hide_secret_variables(&servers);
     rt.mcp.reload(servers);
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::answer_time;
+
+    #[test]
+    fn the_answer_time_says_how_much_of_it_was_spent_waiting_for_the_person() {
+        let table = [
+            (1_234, 0, "1.2 s"),
+            (61_500, 60_000, "61.5 s, 60.0 s of it waiting for you"),
+            (0, 0, "0.0 s"),
+        ];
+        for (answer, person, line) in table {
+            assert_eq!(answer_time(answer, person), line);
+        }
+    }
 }

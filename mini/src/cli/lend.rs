@@ -15,6 +15,7 @@ use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use crate::error::LendError;
 use crate::store::{Lease, Lender};
 use crate::web::endpoint::{self, Endpoint};
 
@@ -27,9 +28,8 @@ const ANSWER: Duration = Duration::from_secs(30);
 const MAX_ANSWER: usize = 64 * 1024;
 
 /// Asks the server `ep` of `home` to lend its store. The open connection is the lease;
-/// `Err` says why not (a server without the route answers 404), in words for the
-/// "held by evolve serve" message.
-pub fn borrow(home: &Path, ep: &Endpoint) -> Result<TcpStream, String> {
+/// `Err` says why not (a server without the route answers 404).
+pub fn borrow(home: &Path, ep: &Endpoint) -> Result<TcpStream, LendError> {
     let body = serde_json::json!({"command": command(), "pid": std::process::id()}).to_string();
     let head = format!(
         "POST /v1/store/lend HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\n\
@@ -38,20 +38,16 @@ pub fn borrow(home: &Path, ep: &Endpoint) -> Result<TcpStream, String> {
         body.len(),
         ep.token(home)?,
     );
-    let mut conn = TcpStream::connect_timeout(&ep.addr, CONNECT)
-        .map_err(|e| format!("cannot connect to it: {e}"))?;
+    let mut conn = TcpStream::connect_timeout(&ep.addr, CONNECT).map_err(LendError::Connect)?;
     let _ = conn.set_read_timeout(Some(ANSWER));
     let _ = conn.set_write_timeout(Some(ANSWER));
-    conn.write_all(head.as_bytes())
-        .map_err(|e| format!("cannot send it the request: {e}"))?;
+    conn.write_all(head.as_bytes()).map_err(LendError::Send)?;
     let mut got = Vec::new();
     let mut chunk = [0u8; 4096];
     let (status, taken) = loop {
-        let n = conn
-            .read(&mut chunk)
-            .map_err(|e| format!("no answer from it: {e}"))?;
+        let n = conn.read(&mut chunk).map_err(LendError::Receive)?;
         if n == 0 && got.is_empty() {
-            return Err("it closed the connection without an answer".into());
+            return Err(LendError::Closed);
         }
         got.extend_from_slice(&chunk[..n]);
         let mut headers = [httparse::EMPTY_HEADER; 32];
@@ -59,7 +55,7 @@ pub fn borrow(home: &Path, ep: &Endpoint) -> Result<TcpStream, String> {
         match answer.parse(&got) {
             Ok(httparse::Status::Complete(taken)) => break (answer.code.unwrap_or(0), taken),
             Ok(httparse::Status::Partial) if n > 0 && got.len() < MAX_ANSWER => {}
-            _ => return Err("its answer is not HTTP".into()),
+            _ => return Err(LendError::NotHttp),
         }
     };
     if status == 200 {
@@ -74,7 +70,7 @@ pub fn borrow(home: &Path, ep: &Endpoint) -> Result<TcpStream, String> {
         .ok()
         .and_then(|v| v["error"]["message"].as_str().map(String::from))
         .unwrap_or_else(|| String::from_utf8_lossy(&rest).trim().to_string());
-    Err(format!("it answered {status}: {message}"))
+    Err(LendError::Refused { status, message })
 }
 
 /// The lender a command's store asks when it finds the file held: a lend from the

@@ -33,22 +33,12 @@ pub fn run(cmd: OpenCmd, profile: &Option<String>) -> Result<(), Error> {
         ..LoadOptions::default()
     })?;
     let home = &app.config.home;
-    let ep = endpoint::running(home).ok_or_else(|| {
-        Error::Other(format!(
-            "no evolve serve is running for {} — start one with `evolve serve` \
-             · 没有正在运行的 evolve serve：先运行 `evolve serve`",
-            home.display()
-        ))
-    })?;
-    let link = ep.login_link(home).map_err(|why| {
-        Error::Other(format!(
-            "evolve serve (pid {}) is running, but {why}",
-            ep.pid
-        ))
-    })?;
+    let (ep, token) = endpoint::running_with_token(home)?
+        .ok_or_else(|| endpoint::ServeError::NotRunning(home.clone()))?;
+    let link = crate::web::auth::login_link(ep.addr, &token);
     println!("{link}");
     let opened = !cmd.print
-        && opener().is_some_and(|program| match one_time_link(&ep, home) {
+        && opener().is_some_and(|program| match one_time_link(&ep, &token) {
             Ok(once) => open_with(&program, &once),
             Err(why) => {
                 log::warn!("no one-time sign-in code from evolve serve: {why}");
@@ -66,9 +56,9 @@ pub fn run(cmd: OpenCmd, profile: &Option<String>) -> Result<(), Error> {
     Ok(())
 }
 
-/// `/login#code=…` with a fresh one-time code from the server.
-fn one_time_link(ep: &endpoint::Endpoint, home: &Path) -> Result<String, String> {
-    let token = ep.token(home)?;
+/// `/login#code=…` with a fresh one-time code from the server; `Err` says, in words for
+/// a warning, why there is none.
+fn one_time_link(ep: &endpoint::Endpoint, token: &str) -> Result<String, String> {
     let agent: ureq::Agent = ureq::Agent::config_builder()
         .http_status_as_error(false)
         .timeout_global(Some(Duration::from_secs(10)))

@@ -28,6 +28,7 @@ use crate::config::LoadOptions;
 use crate::error::Error;
 use crate::sched::tasks;
 use crate::store::Trigger;
+use crate::web::endpoint::ServeError;
 
 /// Runs `tasks log` shows without `--limit`.
 const DEFAULT_LOG: usize = 20;
@@ -510,17 +511,9 @@ struct Remote {
 impl Remote {
     /// The running server, if there is one (and this process is not it).
     fn find(app: &App) -> Result<Option<Remote>, Error> {
-        let Some(ep) =
-            crate::web::endpoint::running(&app.config.home).filter(|e| e.pid != std::process::id())
-        else {
+        let Some((ep, token)) = crate::web::endpoint::running_with_token(&app.config.home)? else {
             return Ok(None);
         };
-        let token = ep.token(&app.config.home).map_err(|why| {
-            Error::Other(format!(
-                "a running evolve serve (pid {}) holds the store, but {why}",
-                ep.pid
-            ))
-        })?;
         log::info!(
             "a running evolve serve (pid {}) handles this command",
             ep.pid
@@ -556,11 +549,9 @@ impl Remote {
                 .call(),
             _ => self.agent.get(&url).header("Authorization", &auth).call(),
         };
-        let mut resp = result.map_err(|e| {
-            Error::Other(format!(
-                "the running evolve serve at {} failed: {e} — is it still running?",
-                self.base
-            ))
+        let mut resp = result.map_err(|e| ServeError::Request {
+            at: self.base.clone(),
+            source: Box::new(e),
         })?;
         let status = resp.status().as_u16();
         let text = resp
@@ -568,7 +559,7 @@ impl Remote {
             .with_config()
             .limit(64 * 1024 * 1024)
             .read_to_string()
-            .map_err(|e| Error::Other(format!("cannot read the answer of evolve serve: {e}")))?;
+            .map_err(|e| ServeError::Answer(Box::new(e)))?;
         let v: Value = serde_json::from_str(&text).unwrap_or_default();
         if (200..300).contains(&status) {
             return Ok(v);

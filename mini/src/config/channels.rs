@@ -101,7 +101,8 @@ fn resolve_telegram(
     let mut problem = None;
     let (token, in_file) = match (token, token_env) {
         (Some(_), Some(_)) => {
-            return Err(ctx.invalid(
+            return Err(ctx.invalid_key(
+                "channels.telegram.token",
                 "channels.telegram.token and channels.telegram.token_env are both set — \
                  keep one"
                     .to_string(),
@@ -110,7 +111,8 @@ fn resolve_telegram(
         (Some(t), None) => {
             let t = t.trim().to_string();
             if t.is_empty() {
-                return Err(ctx.invalid(
+                return Err(ctx.invalid_key(
+                    "channels.telegram.token",
                     "channels.telegram.token is empty — paste the token @BotFather gave, \
                      or use token_env"
                         .to_string(),
@@ -144,7 +146,8 @@ fn resolve_telegram(
     if let Some(t) = &token {
         // The token goes into the path of every request: `/bot<token>/method`.
         if t.expose().contains(['/', '?', '#', ' ']) {
-            return Err(ctx.invalid(
+            return Err(ctx.invalid_key(
+                "channels.telegram.token",
                 "channels.telegram.token is not a bot token (it holds /, ?, # or a space) \
                  — it looks like 123456:ABC-DEF…"
                     .to_string(),
@@ -153,19 +156,25 @@ fn resolve_telegram(
     }
     let base_url = match base_url {
         Some(url) => check_base_url(&url).map_err(|m| {
-            ctx.invalid(format!(
-                "channels.telegram.base_url = \"{}\": {m}",
-                crate::secret::display_url(&url)
-            ))
+            ctx.invalid_key(
+                "channels.telegram.base_url",
+                format!(
+                    "channels.telegram.base_url = \"{}\": {m}",
+                    crate::secret::display_url(&url)
+                ),
+            )
         })?,
         None => TELEGRAM_API.to_string(),
     };
     let poll_secs = poll_secs.unwrap_or(DEFAULT_POLL_SECS);
     if poll_secs > 50 {
-        return Err(ctx.invalid(format!(
-            "channels.telegram.poll_secs = {poll_secs}: at most 50 (a longer wait is cut by \
+        return Err(ctx.invalid_key(
+            "channels.telegram.poll_secs",
+            format!(
+                "channels.telegram.poll_secs = {poll_secs}: at most 50 (a longer wait is cut by \
              proxies and looks like an outage)"
-        )));
+            ),
+        ));
     }
     Ok((
         TelegramConfig {

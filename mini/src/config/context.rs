@@ -39,9 +39,20 @@ pub(super) struct Context<'a> {
 }
 
 impl Context<'_> {
+    /// An error about the file as a whole, or about no one setting.
     pub(super) fn invalid(&self, message: String) -> ConfigError {
         ConfigError::Invalid {
             path: self.path.to_path_buf(),
+            key: None,
+            message,
+        }
+    }
+
+    /// An error about the setting `key` (dotted, `model.base_url`).
+    pub(super) fn invalid_key(&self, key: &str, message: String) -> ConfigError {
+        ConfigError::Invalid {
+            path: self.path.to_path_buf(),
+            key: Some(key.to_string()),
             message,
         }
     }
@@ -59,9 +70,13 @@ impl Context<'_> {
     /// A path setting: `~` expanded, relative paths under `$EVOLVE_HOME`.
     pub(super) fn path_setting(&self, key: &str, text: &str) -> Result<PathBuf, ConfigError> {
         if text.trim().is_empty() {
-            return Err(self.invalid(format!("{key} is empty — set a path or remove the key")));
+            return Err(self.invalid_key(
+                key,
+                format!("{key} is empty — set a path or remove the key"),
+            ));
         }
-        let path = expand_tilde(text, self.env).map_err(|m| self.invalid(format!("{key} {m}")))?;
+        let path = expand_tilde(text, self.env)
+            .map_err(|m| self.invalid_key(key, format!("{key} {m}")))?;
         Ok(if path.is_absolute() {
             path
         } else {
@@ -78,10 +93,13 @@ impl Context<'_> {
     ) -> Result<Duration, ConfigError> {
         match value {
             None => Ok(default),
-            Some(0) => Err(self.invalid(format!(
-                "{key} = 0{}: a timeout must be at least 1 second",
-                self.source_note(key)
-            ))),
+            Some(0) => Err(self.invalid_key(
+                key,
+                format!(
+                    "{key} = 0{}: a timeout must be at least 1 second",
+                    self.source_note(key)
+                ),
+            )),
             Some(s) => Ok(Duration::from_secs(s)),
         }
     }
@@ -96,10 +114,13 @@ impl Context<'_> {
         match value {
             None => Ok(default),
             Some(v) if (0.0..=1.0).contains(&v) => Ok(v),
-            Some(v) => Err(self.invalid(format!(
-                "{key} = {v}{} must be between 0 and 1",
-                self.source_note(key)
-            ))),
+            Some(v) => Err(self.invalid_key(
+                key,
+                format!(
+                    "{key} = {v}{} must be between 0 and 1",
+                    self.source_note(key)
+                ),
+            )),
         }
     }
 }

@@ -32,7 +32,7 @@ pub(crate) use modes::written_as_text;
 mod prompted;
 mod retry;
 pub mod settings;
-mod sse;
+pub mod sse;
 mod stream;
 mod transport;
 mod wire;

@@ -11,7 +11,7 @@ use std::borrow::Cow;
 
 /// Accumulates lines into event payloads.
 #[derive(Debug, Default)]
-pub(crate) struct SseParser {
+pub struct SseParser {
     /// `data` lines of the event being read.
     data: Vec<String>,
     /// The first line that is not SSE at all (an HTML error page, plain text): quoted
@@ -100,7 +100,7 @@ impl SseParser {
 /// The JSON payloads in one event's data. Usually the data itself; when a server left
 /// out the blank lines between events, several `data:` lines arrive as one event whose
 /// joined text is not JSON, and each line is tried on its own. `Err` quotes the bad part.
-pub(crate) fn split_payloads(data: &str) -> Result<Vec<serde_json::Value>, String> {
+pub fn split_payloads(data: &str) -> Result<Vec<serde_json::Value>, String> {
     let data = data.trim();
     match serde_json::from_str(data) {
         Ok(v) => Ok(vec![v]),

@@ -49,7 +49,7 @@ const INVALID_PARAMS: i64 = -32602;
 
 /// Why a request got no result.
 #[derive(Debug, Clone, PartialEq)]
-pub(super) enum Failure {
+pub enum Failure {
     /// The server answered with a JSON-RPC error.
     Rpc { code: i64, message: String },
     /// The connection ended or broke; the text says how, in the user's words.
@@ -67,7 +67,7 @@ pub(super) enum Failure {
 }
 
 /// One encoded message for a [`Link`].
-pub(super) struct Outgoing {
+pub struct Outgoing {
     /// The JSON text, without a line end.
     pub body: Vec<u8>,
     /// The request's id when it is a request of evolve's (its answer is awaited).
@@ -79,7 +79,7 @@ pub(super) struct Outgoing {
 }
 
 /// Moves evolve's messages to the server.
-pub(super) trait Link: Send + Sync {
+pub trait Link: Send + Sync {
     /// Sends one message. Answers come back through [`Peer::dispatch`]; a transport that
     /// learns a request failed (an HTTP error for its POST) reports it with
     /// [`Peer::fail`].
@@ -94,7 +94,7 @@ pub(super) trait Link: Send + Sync {
 }
 
 /// The client side of one connection.
-pub(super) struct Peer {
+pub struct Peer {
     /// The server's name, for the log.
     server: String,
     link: Arc<dyn Link>,
@@ -130,7 +130,7 @@ struct Waiting {
 /// How a request waits: its timeout, and with `events` the caller's ear for progress
 /// notices and questions for a person, and the cap on the whole wait (each notice
 /// starts the timeout afresh, up to the cap; a person's time is not counted).
-pub(super) struct Wait<'a> {
+pub struct Wait<'a> {
     pub timeout: Duration,
     pub cancel: &'a AtomicBool,
     pub events: Option<(&'a mut dyn CallEvents, Duration)>,

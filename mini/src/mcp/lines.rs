@@ -19,7 +19,7 @@ const CHUNK: usize = 64 * 1024;
 const MAX_ID: usize = 128;
 
 /// Reads a server's stdout (see the module doc).
-pub(super) struct LineGuard<R> {
+pub struct LineGuard<R> {
     input: BufReader<R>,
     server: String,
     max: usize,
@@ -31,7 +31,7 @@ impl<R: Read> LineGuard<R> {
     }
 
     /// With a smaller limit, for the tests and `fuzz/fuzz_targets/mcp_message.rs`.
-    pub(super) fn with_max(inner: R, server: &str, max: usize) -> Self {
+    pub fn with_max(inner: R, server: &str, max: usize) -> Self {
         LineGuard {
             input: BufReader::with_capacity(CHUNK, inner),
             server: server.to_string(),

@@ -150,7 +150,6 @@ impl ShellTokenizer {
 
     /// The same segmentation with other word rules for the text outside Han runs (to
     /// measure what each rule adds; stored keywords always use [`Rules::CURRENT`]).
-    #[allow(dead_code)] // used by the recall bench, which includes this module
     pub fn with_rules(mut self, rules: Rules) -> Self {
         self.rules = rules;
         self

@@ -16,186 +16,28 @@
 //! call that needs a person is announced as an `evolve.permission` event and the turn
 //! waits for `POST /v1/sessions/{id}/pending/{call}`.
 
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{self, RecvTimeoutError, Sender};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::atomic::AtomicBool;
+use std::sync::mpsc::{self};
+use std::sync::{Arc, PoisonError};
 use std::time::{Duration, Instant};
 
-use evolve_core::permission::{Level, PendingCall, Policy};
+use evolve_core::permission::{Level, Policy};
 use evolve_core::text::Lang;
 use serde_json::{json, Value};
 
 use super::http::{Request, Response, Stream};
+use super::turn_io::{data, event, pieces, ChunkShape, WebIo};
+use super::waiting::pending_json;
 use super::{error, State};
-use crate::agents::{Heard, Refused, ToolRun, TurnInput, TurnIo, TurnRecord};
+use crate::agents::{Refused, TurnInput, TurnRecord};
 use crate::clock::now;
 use crate::error::Error;
-use crate::llm::Delta;
-use crate::mcp::elicit::{ElicitReply, Elicitation};
 
-/// How long a turn waits for a person's answer before the call is refused.
-const APPROVAL_WAIT: Duration = Duration::from_secs(600);
-/// A comment line this often keeps a waiting stream open through proxies and tells us
-/// when the client has gone.
-const KEEPALIVE: Duration = Duration::from_secs(15);
 /// How long a new message waits for a turn of its session that waited for a person to
 /// park (it notices within a second).
 const PARK_WAIT: Duration = Duration::from_secs(5);
 /// How long a streamed turn with events waits for the evaluation before `[DONE]`.
 const POST_WAIT: Duration = Duration::from_secs(20);
-
-/// Questions of MCP servers waiting for a person (`elicitation/create` during a call):
-/// (session, id) → the form and where the answer goes. Not kept in the store: the call
-/// they belong to runs in this process, and ends with it.
-#[derive(Default)]
-pub struct Elicitations {
-    next: std::sync::atomic::AtomicU64,
-    waiting: Mutex<HashMap<(String, String), Asked>>,
-}
-
-/// A waiting question: the form, and where the answer goes.
-type Asked = (Elicitation, Sender<ElicitReply>);
-
-/// Why an answer to a question was not taken.
-pub enum ElicitRefusal {
-    /// Nothing waits under that id.
-    NotWaiting,
-    /// The content does not fit the form: each field with what is wrong.
-    Invalid(Vec<(String, String)>),
-}
-
-impl Elicitations {
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<(String, String), Asked>> {
-        self.waiting.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    fn register(
-        &self,
-        session: &str,
-        question: &Elicitation,
-    ) -> (String, mpsc::Receiver<ElicitReply>) {
-        let n = self.next.fetch_add(1, Ordering::SeqCst) + 1;
-        let id = format!("elicit_{n}");
-        let (tx, rx) = mpsc::channel();
-        self.lock()
-            .insert((session.to_string(), id.clone()), (question.clone(), tx));
-        (id, rx)
-    }
-
-    fn remove(&self, session: &str, id: &str) {
-        self.lock().remove(&(session.to_string(), id.to_string()));
-    }
-
-    /// Hands a person's answer to the waiting call, accepted content checked against
-    /// the form first.
-    pub fn answer(
-        &self,
-        session: &str,
-        id: &str,
-        action: &str,
-        content: &serde_json::Map<String, Value>,
-    ) -> Result<(), ElicitRefusal> {
-        let waiting = self.lock();
-        let Some((question, tx)) = waiting.get(&(session.to_string(), id.to_string())) else {
-            return Err(ElicitRefusal::NotWaiting);
-        };
-        let reply = match action {
-            "accept" => {
-                ElicitReply::Accept(question.check(content).map_err(ElicitRefusal::Invalid)?)
-            }
-            "decline" => ElicitReply::Decline,
-            _ => ElicitReply::Cancel,
-        };
-        tx.send(reply).map_err(|_| ElicitRefusal::NotWaiting)
-    }
-
-    /// The questions waiting in a session, as the UI draws them.
-    pub fn of_session(&self, session: &str) -> Vec<Value> {
-        let mut list: Vec<Value> = self
-            .lock()
-            .iter()
-            .filter(|((s, _), _)| s == session)
-            .map(|((_, id), (q, _))| {
-                let mut v = q.to_json();
-                v["id"] = json!(id);
-                v
-            })
-            .collect();
-        list.sort_by(|a, b| a["id"].as_str().cmp(&b["id"].as_str()));
-        list
-    }
-
-    /// Cancels every waiting question (the server is stopping).
-    pub fn cancel_all(&self) {
-        for (_, (_, tx)) in self.lock().drain() {
-            let _ = tx.send(ElicitReply::Cancel);
-        }
-    }
-}
-
-/// Calls waiting for a person: (session, call id) → where the answer goes.
-#[derive(Default)]
-pub struct Approvals {
-    waiting: Mutex<HashMap<(String, String), Sender<String>>>,
-}
-
-impl Approvals {
-    fn register(&self, session: &str, call: &str) -> mpsc::Receiver<String> {
-        let (tx, rx) = mpsc::channel();
-        self.lock()
-            .insert((session.to_string(), call.to_string()), tx);
-        rx
-    }
-
-    fn remove(&self, session: &str, call: &str) {
-        self.lock().remove(&(session.to_string(), call.to_string()));
-    }
-
-    /// Hands a person's answer to the waiting turn; `false` when nothing waits.
-    pub fn answer(&self, session: &str, call: &str, answer: String) -> bool {
-        let tx = self
-            .lock()
-            .get(&(session.to_string(), call.to_string()))
-            .cloned();
-        tx.is_some_and(|tx| tx.send(answer).is_ok())
-    }
-
-    /// Lets go of the calls waiting in a session: their turns park (a new message came;
-    /// the manager settles the parked call with it). `true` when one waited.
-    fn release_session(&self, session: &str) -> bool {
-        let mut waiting = self.lock();
-        let before = waiting.len();
-        waiting.retain(|(s, _), _| s != session);
-        waiting.len() != before
-    }
-
-    /// Refuses every waiting call (the server is stopping).
-    pub fn refuse_all(&self) {
-        self.lock().clear();
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<(String, String), Sender<String>>> {
-        self.waiting.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-}
-
-/// A parked call as the API shows it.
-pub fn pending_json(call: &PendingCall, lang: Lang) -> Value {
-    let steps = call.needed.count();
-    json!({
-        "id": call.id,
-        "tool": call.tool,
-        "arguments": call.arguments,
-        "level": call.level.to_string(),
-        "step": (call.received + 1).min(steps),
-        "steps": steps,
-        "prompt": call.prompt(lang),
-        // What would leave the machine that no one gave (the egress rule), if that is
-        // why it is asked.
-        "sends": call.sends,
-    })
-}
 
 /// The parsed request.
 struct ChatRequest {
@@ -607,8 +449,15 @@ pub fn completions(state: &Arc<State>, req: &Request) -> Response<'static> {
                 }
             }
             let mut content = std::mem::take(&mut record.reply);
-            if let Some(note) = refused_note(&record) {
+            let note = refused_note(&record);
+            if note.is_some() {
                 content.truncate(content.trim_end().len());
+            }
+            let mut evolve = record_without_reply(&record);
+            // Where the reply ends in `content` (a note for a plain client may follow):
+            // `evolve ask` takes the reply alone by this length, not by the note's words.
+            evolve["reply_bytes"] = json!(content.len());
+            if let Some(note) = note {
                 content.push_str(&note);
             }
             let body = json!({
@@ -622,7 +471,7 @@ pub fn completions(state: &Arc<State>, req: &Request) -> Response<'static> {
                     "finish_reason": "stop",
                 }],
                 "usage": usage_json(&record),
-                "evolve": record_without_reply(&record),
+                "evolve": evolve,
             });
             // A big body is followed by giving the freed memory back (web::http).
             Response::json(200, &body).with("X-Evolve-Session", sid)
@@ -662,9 +511,8 @@ fn refused_note(record: &TurnRecord) -> Option<String> {
     waiting_note(&Refused::of(&record.tools), &record.session)
 }
 
-/// [`refused_note`] from the refused calls and the session: what `evolve ask` takes off
-/// the content of a server's answer to get the reply alone.
-pub(crate) fn waiting_note(refused: &Refused, session: &str) -> Option<String> {
+/// [`refused_note`] from the refused calls and the session.
+fn waiting_note(refused: &Refused, session: &str) -> Option<String> {
     if refused.is_empty() {
         return None;
     }
@@ -817,320 +665,9 @@ fn stream_turn(
     out.send(b"data: [DONE]\n\n");
 }
 
-/// `data: {json}` + blank line.
-fn data(out: &mut Stream<'_>, value: &Value) -> bool {
-    out.send(format!("data: {value}\n\n").as_bytes())
-}
-
-/// Text at most this long goes out in one chunk: a long piece (an answer that came
-/// unstreamed) is sent in several, so no event holds a copy of the whole answer.
-const CHUNK_BYTES: usize = 16 * 1024;
-
-/// `text` in pieces of at most [`CHUNK_BYTES`], cut between characters.
-fn pieces(text: &str) -> impl Iterator<Item = &str> {
-    let mut rest = text;
-    std::iter::from_fn(move || {
-        if rest.is_empty() {
-            return None;
-        }
-        let mut cut = evolve_core::history::floor_char_boundary(rest, CHUNK_BYTES);
-        if cut == 0 {
-            cut = evolve_core::history::ceil_char_boundary(rest, 1);
-        }
-        let (piece, tail) = rest.split_at(cut);
-        rest = tail;
-        Some(piece)
-    })
-}
-
-/// `event: NAME` + `data: {json}`.
-fn event(out: &mut Stream<'_>, name: &str, value: &Value) -> bool {
-    out.send(format!("event: {name}\ndata: {value}\n\n").as_bytes())
-}
-
-/// What every chunk of one completion shares.
-struct ChunkShape {
-    id: String,
-    created: i64,
-    model: String,
-    first: bool,
-}
-
-impl ChunkShape {
-    fn new(id: &str, created: i64, model: &str) -> ChunkShape {
-        ChunkShape {
-            id: id.to_string(),
-            created,
-            model: model.to_string(),
-            first: true,
-        }
-    }
-
-    fn delta(&self, mut delta: Value) -> Value {
-        if self.first {
-            delta["role"] = json!("assistant");
-        }
-        json!({
-            "id": self.id,
-            "object": "chat.completion.chunk",
-            "created": self.created,
-            "model": self.model,
-            "choices": [{"index": 0, "delta": delta, "finish_reason": null}],
-        })
-    }
-}
-
-/// The turn's interface over HTTP.
-struct WebIo<'s, 'o, 'w> {
-    state: &'s State,
-    session: &'s str,
-    out: Option<&'o mut Stream<'w>>,
-    events: bool,
-    chunk: ChunkShape,
-    cancel: &'s AtomicBool,
-    streamed: bool,
-    /// A person has been asked about a call in this turn.
-    asked: bool,
-    /// The client has gone: a question finds nobody, and the turn is parked.
-    gone: bool,
-    /// When the last progress event went out (they are sent at most every 200 ms).
-    progressed: Option<std::time::Instant>,
-}
-
-impl WebIo<'_, '_, '_> {
-    fn send_data(&mut self, value: &Value) {
-        if let Some(out) = self.out.as_deref_mut() {
-            if !data(out, value) {
-                self.client_gone();
-            }
-        }
-    }
-
-    fn send_event(&mut self, name: &str, value: &Value) {
-        if !self.events {
-            return;
-        }
-        if let Some(out) = self.out.as_deref_mut() {
-            if !event(out, name, value) {
-                self.client_gone();
-            }
-        }
-    }
-
-    /// The client has gone: the turn stops — unless a person was asked a question in
-    /// it. A question waiting now parks the turn on the session (an answer from a
-    /// reloaded page, or the session's next message, resumes it); a question already
-    /// answered lets the turn run to its end with nobody streaming, so its result is
-    /// stored.
-    fn client_gone(&mut self) {
-        self.gone = true;
-        if !self.asked {
-            self.cancel.store(true, Ordering::SeqCst);
-        }
-    }
-
-    /// Waits for a person's answer to the call's current step.
-    fn wait_answer(&mut self, call: &PendingCall, lang: Lang) -> Option<String> {
-        let rx = self.state.approvals.register(self.session, &call.id);
-        self.asked = true;
-        self.send_event(
-            "evolve.permission",
-            &json!({"session": self.session, "call": pending_json(call, lang)}),
-        );
-        let started = Instant::now();
-        let mut pinged = started;
-        let answer = loop {
-            if self.gone
-                || self.cancel.load(Ordering::SeqCst)
-                || self.state.shutdown.load(Ordering::SeqCst)
-            {
-                break None;
-            }
-            // Woken every second to notice a cancel or a shutdown.
-            match rx.recv_timeout(Duration::from_secs(1)) {
-                Ok(a) => break Some(a),
-                Err(RecvTimeoutError::Disconnected) => break None,
-                Err(RecvTimeoutError::Timeout) if started.elapsed() > APPROVAL_WAIT => break None,
-                Err(RecvTimeoutError::Timeout) => {
-                    if pinged.elapsed() >= KEEPALIVE {
-                        pinged = Instant::now();
-                        if let Some(out) = self.out.as_deref_mut() {
-                            // A client that has gone parks the turn: the answer can
-                            // come from another page, or with the next message.
-                            if !out.send(b": waiting for a person\n\n") {
-                                break None;
-                            }
-                        }
-                    }
-                }
-            }
-        };
-        self.state.approvals.remove(self.session, &call.id);
-        answer
-    }
-}
-
-impl WebIo<'_, '_, '_> {
-    /// A server's question as a form on the page: `evolve.elicitation`, then the wait
-    /// for `POST /v1/sessions/{id}/elicitations/{eid}`; a page that went away, Ctrl-C,
-    /// a shutdown or the approval wait running out cancel it.
-    fn wait_elicitation(&mut self, tool: &str, question: &Elicitation) -> ElicitReply {
-        let (id, rx) = self.state.elicitations.register(self.session, question);
-        self.asked = true;
-        let mut v = question.to_json();
-        v["id"] = json!(id);
-        v["session"] = json!(self.session);
-        v["tool"] = json!(tool);
-        self.send_event("evolve.elicitation", &v);
-        let started = Instant::now();
-        let mut pinged = started;
-        let reply = loop {
-            if self.gone
-                || self.cancel.load(Ordering::SeqCst)
-                || self.state.shutdown.load(Ordering::SeqCst)
-            {
-                break ElicitReply::Cancel;
-            }
-            match rx.recv_timeout(Duration::from_secs(1)) {
-                Ok(reply) => break reply,
-                Err(RecvTimeoutError::Disconnected) => break ElicitReply::Cancel,
-                Err(RecvTimeoutError::Timeout) if started.elapsed() > APPROVAL_WAIT => {
-                    break ElicitReply::Cancel
-                }
-                Err(RecvTimeoutError::Timeout) => {
-                    if pinged.elapsed() >= KEEPALIVE {
-                        pinged = Instant::now();
-                        if let Some(out) = self.out.as_deref_mut() {
-                            if !out.send(b": waiting for a person\n\n") {
-                                self.client_gone();
-                            }
-                        }
-                    }
-                }
-            }
-        };
-        self.state.elicitations.remove(self.session, &id);
-        self.send_event(
-            "evolve.elicitation_end",
-            &json!({"id": id, "action": reply.action()}),
-        );
-        reply
-    }
-}
-
-impl TurnIo for WebIo<'_, '_, '_> {
-    fn on_delta(&mut self, delta: &Delta<'_>) {
-        let (key, text) = match delta {
-            Delta::Content(text) => ("content", *text),
-            Delta::Reasoning(text) => ("reasoning_content", *text),
-            Delta::ToolCall { .. } => return,
-        };
-        self.streamed = true;
-        for piece in pieces(text) {
-            let chunk = self.chunk.delta(json!({ key: piece }));
-            self.chunk.first = false;
-            self.send_data(&chunk);
-        }
-    }
-
-    fn on_tool_start(&mut self, name: &str, arguments: &str, level: Level) {
-        self.send_event(
-            "evolve.tool_start",
-            &json!({"name": name, "arguments": arguments, "level": level.to_string()}),
-        );
-    }
-
-    fn on_tool_progress(&mut self, name: &str, progress: &crate::mcp::Progress) {
-        let finished = progress.finished();
-        if !finished
-            && self
-                .progressed
-                .is_some_and(|at| at.elapsed() < PROGRESS_EVERY)
-        {
-            return;
-        }
-        self.progressed = Some(std::time::Instant::now());
-        self.send_event(
-            "evolve.tool_progress",
-            &json!({
-                "name": name,
-                "progress": progress.progress,
-                "total": progress.total,
-                "message": progress.message,
-            }),
-        );
-    }
-
-    fn on_subtask(&mut self, event: &crate::agents::SubEvent) {
-        self.send_event("evolve.subtask", &event.to_json());
-    }
-
-    fn on_notice(&mut self, text: &str) {
-        self.send_event("evolve.notice", &json!({ "text": text }));
-    }
-
-    fn on_tool_end(&mut self, run: &ToolRun, output: &str) {
-        let mut v = serde_json::to_value(run).unwrap_or_default();
-        v["output"] = json!(cut_output(output));
-        self.send_event("evolve.tool_end", &v);
-    }
-
-    fn elicit(&mut self, tool: &str, question: &Elicitation, _lang: Lang) -> ElicitReply {
-        if !self.events || self.gone {
-            // A plain client has no form to show: like a headless run, declined.
-            return ElicitReply::Decline;
-        }
-        self.wait_elicitation(tool, question)
-    }
-
-    fn ask(&mut self, call: &PendingCall, lang: Lang) -> Heard {
-        if !self.events {
-            return Heard::Away;
-        }
-        match self.wait_answer(call, lang) {
-            Some(answer) => Heard::Reply(answer),
-            None => Heard::Away,
-        }
-    }
-}
-
-/// A tool's progress events go out at most this often (the last one always).
-const PROGRESS_EVERY: std::time::Duration = std::time::Duration::from_millis(200);
-
-/// How much of a call's output the UI's card shows (the whole of it is in the session).
-const CARD_OUTPUT_CHARS: usize = 4000;
-
-/// A tool's output as a card shows it: at most [`CARD_OUTPUT_CHARS`] characters.
-pub fn cut_output(text: &str) -> String {
-    match text.char_indices().nth(CARD_OUTPUT_CHARS) {
-        Some((i, _)) => format!("{}…", &text[..i]),
-        None => text.to_string(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn long_text_goes_out_in_pieces_cut_between_characters() {
-        // Three bytes each: a piece ends at 16 383 bytes, before the character that
-        // would cross 16 KiB, so 48 KiB take four pieces.
-        let zh = "中".repeat(CHUNK_BYTES);
-        let cases: Vec<(String, usize)> = vec![
-            (String::new(), 0),
-            ("short".into(), 1),
-            ("a".repeat(CHUNK_BYTES), 1),
-            ("a".repeat(CHUNK_BYTES + 1), 2),
-            (zh, 4),
-        ];
-        for (text, n) in cases {
-            let got: Vec<&str> = pieces(&text).collect();
-            assert_eq!(got.len(), n, "{} bytes", text.len());
-            assert!(got.iter().all(|p| !p.is_empty() && p.len() <= CHUNK_BYTES));
-            assert_eq!(got.concat(), text);
-        }
-    }
 
     #[test]
     fn the_waiting_note_names_each_call_and_the_session() {

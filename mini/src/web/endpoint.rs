@@ -3,12 +3,15 @@
 //! `evolve ask` (from cron, say) that finds a live server sends its question there
 //! instead of waiting for the store, and every other command asks it to lend the file
 //! (`crate::cli::lend`). Every request to it carries its token, read by
-//! [`Endpoint::token`] from `serve.token` (0600: only this user reads it).
+//! [`Endpoint::token`] from `serve.token` (0600: only this user reads it);
+//! [`running_with_token`] finds both at once.
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
+
+pub use crate::error::{ServeError, TokenError};
 
 /// A running server.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -20,20 +23,30 @@ pub struct Endpoint {
 }
 
 impl Endpoint {
-    /// The token this server wants, from `$EVOLVE_HOME/serve.token`; `Err` says, in
-    /// words for a message, why it cannot be read.
-    pub fn token(&self, home: &Path) -> Result<String, String> {
+    /// The token this server wants, from `$EVOLVE_HOME/serve.token`.
+    pub fn token(&self, home: &Path) -> Result<String, TokenError> {
         let path = super::auth::token_path(home);
         match std::fs::read_to_string(&path) {
             Ok(t) if !t.trim().is_empty() => Ok(t.trim().to_string()),
-            Ok(_) => Err(format!("its token file {} is empty", path.display())),
-            Err(e) => Err(format!("its token {} cannot be read: {e}", path.display())),
+            Ok(_) => Err(TokenError::Empty(path)),
+            Err(source) => Err(TokenError::Unreadable { path, source }),
         }
     }
+}
 
-    /// The link that signs a browser in to it.
-    pub fn login_link(&self, home: &Path) -> Result<String, String> {
-        Ok(super::auth::login_link(self.addr, &self.token(home)?))
+/// The running server of `home` and the token it wants: what every command that goes
+/// through the server starts with. `Ok(None)` when none runs (or the record is this
+/// process's own).
+pub fn running_with_token(home: &Path) -> Result<Option<(Endpoint, String)>, ServeError> {
+    let Some(ep) = running(home) else {
+        return Ok(None);
+    };
+    match ep.token(home) {
+        Ok(token) => Ok(Some((ep, token))),
+        Err(source) => Err(ServeError::Token {
+            pid: ep.pid,
+            source,
+        }),
     }
 }
 

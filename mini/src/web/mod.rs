@@ -20,15 +20,22 @@ pub mod http;
 
 mod lend;
 mod mcp_servers;
+mod memories;
 mod memory_patch;
+mod profiles;
 mod prompt;
 mod request;
+mod search;
+mod sessions;
 mod settings;
 mod skill_edit;
 mod style;
 pub mod tasks;
+mod tools;
+mod turn_io;
 mod uploads;
 mod usage;
+pub mod waiting;
 
 use std::collections::HashMap;
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -70,9 +77,9 @@ pub struct State {
     /// Sessions with a turn running, and that turn's cancel flag.
     pub turns: Mutex<HashMap<String, Arc<AtomicBool>>>,
     /// Calls waiting for a person, by (session, call id).
-    pub approvals: chat::Approvals,
+    pub approvals: waiting::Approvals,
     /// MCP servers' questions waiting for a person, by (session, id).
-    pub elicitations: chat::Elicitations,
+    pub elicitations: waiting::Elicitations,
     /// The profiles `config.toml` defines.
     pub profiles: Vec<String>,
     /// The environment the configuration was read with (the API key is removed from
@@ -257,8 +264,8 @@ pub fn run(manager: Manager, auth: auth::Auth, opts: Options) -> Result<(), Erro
         auth,
         shutdown: Arc::clone(&shutdown),
         turns: Mutex::new(HashMap::new()),
-        approvals: chat::Approvals::default(),
-        elicitations: chat::Elicitations::default(),
+        approvals: waiting::Approvals::default(),
+        elicitations: waiting::Elicitations::default(),
         profiles: opts.profiles,
         env: opts.env,
         workspace: opts.workspace,

@@ -1,0 +1,412 @@
+//! The session routes: list, create, rename, delete and read sessions, their messages,
+//! turns and pending calls, export and print them, rate a turn, and answer a waiting call
+//! or an MCP server's question.
+
+use std::sync::Arc;
+
+use evolve_core::text::Lang;
+use serde_json::{json, Value};
+
+use super::http::{Request, Response};
+use super::request::{body, field, opt_str, tri, Reply};
+use super::{chat, error, waiting, State};
+use crate::clock::now;
+
+/// Newest first; `?limit=N&offset=M` pages through many (all by default).
+pub(super) fn sessions(state: &State, req: &Request) -> Reply {
+    let number = |name: &str| match req.query_param(name).map(|v| v.parse::<usize>()) {
+        None => Ok(None),
+        Some(Ok(n)) => Ok(Some(n)),
+        Some(Err(_)) => Err(error(400, format!("{name} must be a non-negative number"))),
+    };
+    let limit = field!(number("limit")).unwrap_or(usize::MAX);
+    let offset = field!(number("offset")).unwrap_or(0);
+    let all = tri!(state.rt().store.sessions());
+    let total = all.len();
+    let page: Vec<_> = all.into_iter().skip(offset).take(limit).collect();
+    Response::json(200, &json!({ "data": page, "total": total }))
+}
+
+pub(super) fn create_session(state: &State, req: &Request) -> Reply {
+    let b = field!(body(req));
+    let title = field!(opt_str(&b, "title")).unwrap_or_default();
+    let s = tri!(state.rt().store.create_session(title.trim(), now()));
+    Response::json(201, &json!(s))
+}
+
+pub(super) fn session(state: &State, id: &str) -> Reply {
+    Response::json(200, &json!(tri!(state.rt().store.session(id))))
+}
+
+pub(super) fn rename_session(state: &State, req: &Request, id: &str) -> Reply {
+    let b = field!(body(req));
+    let Some(title) = field!(opt_str(&b, "title")) else {
+        return error(400, "send {\"title\": \"…\"}");
+    };
+    let rt_arc = state.rt();
+    let store = &rt_arc.store;
+    tri!(store.rename_session(id, title.trim()));
+    Response::json(200, &json!(tri!(store.session(id))))
+}
+
+pub(super) fn delete_session(state: &State, id: &str) -> Reply {
+    if state.turns.lock().is_ok_and(|t| t.contains_key(id)) {
+        return error(
+            409,
+            format!("a turn is running in session {id}; stop it first"),
+        );
+    }
+    tri!(state.rt().store.remove_session(id));
+    Response::json(200, &json!({"deleted": true, "id": id}))
+}
+
+/// `GET /v1/sessions/{id}/messages`: the messages in order, each tool result with its
+/// call's record (`evolve_call`: level, decision, how it was answered, ran, error) so a
+/// reloaded page draws the same card as the live one; and which turns failed or were
+/// stopped (`failed`: turn → why) or replaced (`superseded`).
+pub(super) fn messages(state: &State, id: &str) -> Reply {
+    let rt_arc = state.rt();
+    let store = &rt_arc.store;
+    let session = tri!(store.session(id));
+    let export = tri!(store.export_session(id));
+    let mut calls = std::collections::HashMap::new();
+    let mut failed = serde_json::Map::new();
+    let mut turns = serde_json::Map::new();
+    // The person's own grades (👍 / 👎), shown on their answers again.
+    let rated: std::collections::HashMap<u64, &str> = tri!(store.evaluations(id))
+        .into_iter()
+        .filter_map(|e| match e.reason.as_str() {
+            RATED_UP => Some((e.turn, "up")),
+            RATED_DOWN => Some((e.turn, "down")),
+            _ => None,
+        })
+        .collect();
+    for (n, text) in tri!(store.turns(id)) {
+        let Ok(mut record) = serde_json::from_str::<Value>(&text) else {
+            continue;
+        };
+        if let Some(why) = record["failed"].as_str() {
+            failed.insert(n.to_string(), json!(why));
+        }
+        // What the turn card's line says, as it said live.
+        let count = |k: &str| record[k].as_array().map_or(0, Vec::len);
+        let mut line = json!({
+            "memories": count("memories"),
+            "tools": count("tools"),
+            "score": record["evaluation"]["score"],
+            "answer_ms": record["answer_ms"],
+        });
+        // The sub-turns of its subtasks calls, drawn again as nested cards.
+        if let Some(subs) = record.get_mut("subtasks").map(Value::take) {
+            line["subtasks"] = subs;
+        }
+        if let Some(e) = rated.get(&n) {
+            line["rating"] = json!(e);
+        }
+        turns.insert(n.to_string(), line);
+        if let Some(Value::Array(tools)) = record.get_mut("tools").map(Value::take) {
+            for mut call in tools {
+                let key = call["id"].as_str().unwrap_or_default().to_string();
+                if let Some(o) = call.as_object_mut() {
+                    o.retain(|k, _| {
+                        matches!(
+                            k.as_str(),
+                            "level" | "decision" | "answer" | "ran" | "is_error"
+                        )
+                    });
+                }
+                calls.insert((n, key), call);
+            }
+        }
+    }
+    let data: Vec<Value> = export
+        .messages
+        .iter()
+        .map(|m| {
+            let mut v = serde_json::to_value(&m.message).unwrap_or_default();
+            let call = m
+                .message
+                .tool_call_id
+                .as_ref()
+                .and_then(|c| calls.remove(&(m.turn, c.clone())));
+            if let Some(o) = v.as_object_mut() {
+                o.insert("seq".into(), json!(m.seq));
+                o.insert("turn".into(), json!(m.turn));
+                o.insert("at".into(), json!(m.at));
+                if let Some(call) = call {
+                    o.insert("evolve_call".into(), call);
+                }
+            }
+            v
+        })
+        .collect();
+    Response::json(
+        200,
+        &json!({
+            "data": data,
+            "failed": failed,
+            "superseded": session.superseded,
+            "turns": turns,
+        }),
+    )
+}
+
+/// `POST /v1/export/pdf {session}` (tea-agent's route): the session as a print-ready
+/// HTML page (title, dates, page margins, turns kept whole), shown inline: the browser's
+/// Print makes the PDF. A PDF writer with the fonts Chinese needs does not fit the
+/// binary's budget.
+pub(super) fn export_print(state: &State, req: &Request) -> Reply {
+    let b = field!(body(req));
+    let id = match field!(opt_str(&b, "session")) {
+        Some(id) => id,
+        None => match field!(opt_str(&b, "session_id")) {
+            Some(id) => id,
+            None => return error(400, "send {\"session\": \"SESSION_ID\"}"),
+        },
+    };
+    let export = tri!(state.rt().store.export_session(&id));
+    Response::bytes(
+        200,
+        "text/html; charset=utf-8",
+        crate::store::transcript::html(&export).into_bytes(),
+    )
+    .with("Content-Disposition", "inline")
+    .with(
+        "Content-Security-Policy",
+        "default-src 'none'; style-src 'unsafe-inline'",
+    )
+}
+
+/// The download's name: the chat's title (`filename*`, UTF-8, for browsers that read it),
+/// and a plain ASCII one (`filename`) from the title's letters or else the id. Titles and
+/// ids come from people and imported files: only letters, digits, `-` and `_` are kept,
+/// so nothing can end the parameter or name a folder.
+pub(super) fn download_name(title: &str, id: &str, ext: &str) -> String {
+    let plain = |s: &str| -> String {
+        let mut out = String::new();
+        for c in s.chars().take(80) {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                out.push(c);
+            } else if !out.ends_with('_') {
+                out.push('_');
+            }
+        }
+        out.trim_matches('_').to_string()
+    };
+    let ascii = match plain(title) {
+        t if t.len() >= 3 => t,
+        _ => format!("evolve-{}", plain(id)),
+    };
+    let title = title.trim();
+    if title.is_empty() {
+        return format!("attachment; filename=\"{ascii}.{ext}\"");
+    }
+    let name: String = title
+        .chars()
+        .take(80)
+        .map(|c| {
+            if c.is_control() || "/\\".contains(c) {
+                '_'
+            } else {
+                c
+            }
+        })
+        .collect();
+    let utf8 = percent_encoding::utf8_percent_encode(&name, percent_encoding::NON_ALPHANUMERIC);
+    format!("attachment; filename=\"{ascii}.{ext}\"; filename*=UTF-8''{utf8}.{ext}")
+}
+
+pub(super) fn export(state: &State, req: &Request, id: &str) -> Reply {
+    let export = tri!(state.rt().store.export_session(id));
+    let format = req.query_param("format").unwrap_or_else(|| "md".into());
+    let (text, mime, ext) = match format.as_str() {
+        "md" | "markdown" => (
+            crate::store::transcript::markdown(&export),
+            "text/markdown; charset=utf-8",
+            "md",
+        ),
+        "html" => (
+            crate::store::transcript::html(&export),
+            "text/html; charset=utf-8",
+            "html",
+        ),
+        "json" => (
+            serde_json::to_string_pretty(&export).unwrap_or_default(),
+            "application/json",
+            "json",
+        ),
+        other => {
+            return error(
+                400,
+                format!("unknown format {other:?}: use md, html or json"),
+            )
+        }
+    };
+    let mut resp = Response::bytes(200, mime, text.into_bytes()).with(
+        "Content-Disposition",
+        download_name(&export.session.title, id, ext),
+    );
+    if ext == "html" {
+        // The export page has its own inline style and no script.
+        resp = resp.with(
+            "Content-Security-Policy",
+            "default-src 'none'; style-src 'unsafe-inline'; img-src data:",
+        );
+    }
+    resp
+}
+
+pub(super) fn turn(state: &State, id: &str, n: &str) -> Reply {
+    let Ok(n) = n.parse::<u64>() else {
+        return error(400, "the turn number must be a positive integer");
+    };
+    let rt = state.rt();
+    let Some(json) = tri!(rt.store.turn(id, n)) else {
+        return error(404, format!("session {id} has no turn {n}"));
+    };
+    // Records are stored without their reply (the turn's last message holds it);
+    // records stored before that still carry it.
+    let mut record: Value = serde_json::from_str(&json).unwrap_or_default();
+    drop(json);
+    if record
+        .get("reply")
+        .and_then(Value::as_str)
+        .is_none_or(str::is_empty)
+    {
+        let answer = tri!(rt.store.turn_answer(id, n)).unwrap_or_default();
+        if let Some(o) = record.as_object_mut() {
+            o.insert("reply".into(), Value::String(answer));
+        }
+    }
+    Response::json(200, &record)
+}
+
+/// The evaluation's reason when the person graded the answer (👍 / 👎): their grade
+/// replaces the evaluator's, and the page shows it as theirs.
+pub(super) const RATED_UP: &str = "rated good by the person";
+pub(super) const RATED_DOWN: &str = "rated not good by the person";
+
+/// `PUT /v1/sessions/{id}/turns/{n}/rating` `{"rating": "up"|"down"}`: the person's own
+/// grade of an answer. It is the turn's evaluation from then on (1 or 0: what reflection
+/// and the prompt's evolution read), and a 👍 on a turn that read nothing from outside
+/// (no tool call) teaches a style note, as a high evaluation does.
+pub(super) fn rate_turn(state: &State, req: &Request, id: &str, n: &str) -> Reply {
+    let Ok(n) = n.parse::<u64>() else {
+        return error(400, "the turn number must be a positive integer");
+    };
+    let b = field!(body(req));
+    let up = match b.get("rating").and_then(Value::as_str) {
+        Some("up") => true,
+        Some("down") => false,
+        _ => return error(400, "`rating` must be \"up\" or \"down\""),
+    };
+    let rt = state.rt();
+    let Some(json) = tri!(rt.store.turn(id, n)) else {
+        return error(404, format!("session {id} has no turn {n}"));
+    };
+    let record: Value = serde_json::from_str(&json).unwrap_or_default();
+    if record["failed"].is_string() {
+        return error(409, format!("turn {n} has no answer to rate"));
+    }
+    let eval = crate::store::Evaluation {
+        session: id.to_string(),
+        turn: n,
+        score: if up { 1.0 } else { 0.0 },
+        reason: (if up { RATED_UP } else { RATED_DOWN }).to_string(),
+        at: now(),
+    };
+    tri!(rt.store.add_evaluation(&eval));
+    let mut style_note = None;
+    if up && record["tools"].as_array().is_none_or(Vec::is_empty) {
+        let export = tri!(rt.store.export_session(id));
+        let question = export
+            .messages
+            .iter()
+            .find(|m| m.turn == n && m.message.role.name() == "user")
+            .map(|m| m.message.content.as_str().to_string())
+            .unwrap_or_default();
+        let answer = tri!(rt.store.turn_answer(id, n)).unwrap_or_default();
+        let (mut usage, mut problems) = (crate::llm::Usage::default(), Vec::new());
+        style_note = crate::agents::ReflectionAgent.learn_style(
+            &rt,
+            &question,
+            &answer,
+            &mut usage,
+            &mut problems,
+        );
+        for p in problems {
+            log::info!("style note from a rating of {id} turn {n}: {p}");
+        }
+    }
+    Response::json(
+        200,
+        &json!({"turn": n, "rating": if up { "up" } else { "down" }, "score": eval.score, "style_note": style_note}),
+    )
+}
+
+pub(super) fn pending(state: &State, id: &str) -> Reply {
+    let rt_arc = state.rt();
+    let store = &rt_arc.store;
+    tri!(store.session(id));
+    let calls = tri!(store.pending(id));
+    let data: Vec<Value> = calls
+        .iter()
+        .map(|c| waiting::pending_json(c, Lang::En))
+        .collect();
+    // The waiting turn's question (not among the messages until the turn ends), so a
+    // reloaded page shows what the call is for.
+    let mut v = json!({ "data": data });
+    if let Some(p) = tri!(store.parked(id)) {
+        v["question"] = json!(p.state.question());
+        v["turn"] = json!(p.turn);
+    }
+    // An MCP server's question waiting in a running call (a page reloaded meanwhile).
+    v["elicitations"] = json!(state.elicitations.of_session(id));
+    Response::json(200, &v)
+}
+
+/// A person's answer to an MCP server's question: `{"action": "accept", "content":
+/// {…}}` (checked against the server's form: a 400 names the field), `decline` or
+/// `cancel`.
+pub(super) fn answer_elicitation(state: &Arc<State>, req: &Request, id: &str, eid: &str) -> Reply {
+    let b = field!(body(req));
+    let action = field!(opt_str(&b, "action")).unwrap_or_default();
+    if !matches!(action.as_str(), "accept" | "decline" | "cancel") {
+        return error(
+            400,
+            "send {\"action\": \"accept\" | \"decline\" | \"cancel\", \"content\": {…}}",
+        );
+    }
+    let content = match b.get("content") {
+        None | Some(Value::Null) => serde_json::Map::new(),
+        Some(Value::Object(m)) => m.clone(),
+        Some(_) => return error(400, "content must be a JSON object"),
+    };
+    match state.elicitations.answer(id, eid, &action, &content) {
+        Ok(()) => Response::json(200, &json!({"accepted": true})),
+        Err(waiting::ElicitRefusal::NotWaiting) => {
+            error(404, format!("no question {eid:?} waits in session {id:?}"))
+        }
+        Err(waiting::ElicitRefusal::Invalid(wrong)) => {
+            let text: Vec<String> = wrong.iter().map(|(f, why)| format!("{f} {why}")).collect();
+            let mut v = crate::web::error_value(400, &text.join("; "), None);
+            v["error"]["param"] = json!(wrong[0].0);
+            Response::json(400, &v)
+        }
+    }
+}
+
+pub(super) fn answer(state: &Arc<State>, req: &Request, id: &str, call: &str) -> Reply {
+    let b = field!(body(req));
+    let Some(answer) = field!(opt_str(&b, "answer")) else {
+        return error(400, "send {\"answer\": \"yes\" | \"no\" | \"always\"}");
+    };
+    if !matches!(answer.as_str(), "yes" | "no" | "always") {
+        return error(400, "the answer must be \"yes\", \"no\" or \"always\"");
+    }
+    if state.approvals.answer(id, call, answer.clone()) {
+        Response::json(200, &json!({"accepted": true}))
+    } else {
+        chat::answer_parked(state, id, call, &answer)
+    }
+}

@@ -16,6 +16,15 @@ pub enum Error {
         path: PathBuf,
         source: std::io::Error,
     },
+    /// A file could not be written.
+    #[error(
+        "cannot write {}: {source} — check that the directory exists and is writable",
+        path.display()
+    )]
+    Write {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     /// A file was read but its contents are not what the command needs (exit code 2).
     #[error("{}: {message}", path.display())]
     Invalid { path: PathBuf, message: String },
@@ -138,6 +147,7 @@ impl Error {
             Error::NeedsPerson(_) => 4,
             Error::Remote(code, _) => *code,
             Error::Read { .. }
+            | Error::Write { .. }
             | Error::Io(_)
             | Error::Store(_)
             | Error::Model(_)

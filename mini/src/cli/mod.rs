@@ -20,6 +20,8 @@ mod style;
 mod tasks;
 mod usage;
 
+use std::path::Path;
+
 use argh::FromArgs;
 
 use crate::error::Error;
@@ -104,4 +106,15 @@ pub fn run(args: Evolve) -> Result<(), Error> {
         Some(Command::Usage(cmd)) => usage::run(cmd, &args.profile),
         None => Err(Error::Usage("no command given".into())),
     }
+}
+
+/// Writes `text` (and a final newline) to `path`, naming it on failure.
+fn write_file(path: &Path, text: &str) -> Result<(), Error> {
+    let mut body = String::with_capacity(text.len() + 1);
+    body.push_str(text);
+    body.push('\n');
+    std::fs::write(path, body).map_err(|source| Error::Write {
+        path: path.to_path_buf(),
+        source,
+    })
 }

@@ -12,7 +12,7 @@ use argh::FromArgs;
 use evolve_core::history::Role;
 use evolve_core::text::{clip_chars, one_line};
 
-use crate::cli::memory::write_file;
+use crate::cli::write_file;
 use crate::error::Error;
 use crate::store::transcript::{heading, html, markdown, title_of};
 use crate::store::{self, SessionExport, StoredMessage};

@@ -249,7 +249,7 @@ fn add(c: Add, profile: &Option<String>) -> Result<(), Error> {
                 deliver.as_deref(),
                 crate::clock::now(),
             )?;
-            tasks::task_json(
+            crate::sched::show::task_json(
                 &task,
                 &zone.zone,
                 false,
@@ -296,7 +296,7 @@ fn list(c: List, profile: &Option<String>) -> Result<(), Error> {
                 .tasks()?
                 .iter()
                 .map(|t| {
-                    tasks::task_json(
+                    crate::sched::show::task_json(
                         t,
                         &zone.zone,
                         false,
@@ -382,7 +382,7 @@ fn log(c: Log, profile: &Option<String>) -> Result<(), Error> {
                 .store
                 .task_runs(c.id, limit)?
                 .iter()
-                .map(|r| tasks::run_json(r, &zone.zone))
+                .map(|r| crate::sched::show::run_json(r, &zone.zone))
                 .collect();
             json!({ "data": data })
         }

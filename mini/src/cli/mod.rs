@@ -37,8 +37,12 @@ pub use evolve_core::text::escape_controls as printable;
 pub fn positional_or_stdin(arg: &str) -> Result<String, Error> {
     if arg == "-" || arg == STDIN_ARG {
         let mut text = String::new();
-        std::io::Read::read_to_string(&mut std::io::stdin(), &mut text)
-            .map_err(|e| Error::Other(format!("cannot read stdin: {e}")))?;
+        std::io::Read::read_to_string(&mut std::io::stdin(), &mut text).map_err(|source| {
+            Error::System {
+                doing: "read stdin",
+                source,
+            }
+        })?;
         Ok(text)
     } else {
         Ok(arg.to_string())

@@ -166,8 +166,10 @@ fn place(app: App) -> Result<Place, Error> {
 }
 
 fn print_json(v: &Value) -> Result<(), Error> {
-    let text = serde_json::to_string_pretty(v)
-        .map_err(|e| Error::Other(format!("cannot encode the output: {e}")))?;
+    let text = serde_json::to_string_pretty(v).map_err(|source| Error::Encode {
+        what: "output",
+        source,
+    })?;
     writeln!(std::io::stdout().lock(), "{text}")?;
     Ok(())
 }

@@ -322,12 +322,18 @@ pub fn run_task(
         gate.end(&session);
         judge(result, &session, cancel.load(Ordering::SeqCst))
     } else {
-        let message =
-            format!("a turn was running in the task's session {session}; this run was skipped");
+        let error = Error::SessionBusy {
+            session: session.to_string(),
+        };
         (
-            ended(RunStatus::Error, String::new(), Some(message.clone()), None),
+            ended(
+                RunStatus::Error,
+                String::new(),
+                Some(error.to_string()),
+                None,
+            ),
             String::new(),
-            Some(Error::Other(message)),
+            Some(error),
         )
     };
     store.finish_task_run(id, run.seq, &end)?;
@@ -389,17 +395,16 @@ fn judge(
                 return (end, record.reply, Some(Error::NeedsPerson(message)));
             }
             if cancelled {
-                let message = "cancelled: evolve serve stopped during the run".to_string();
-                let end = ended(RunStatus::Error, answer, Some(message.clone()), turn);
-                return (end, record.reply, Some(Error::Other(message)));
+                let error = Error::ServeStopped;
+                let end = ended(RunStatus::Error, answer, Some(error.to_string()), turn);
+                return (end, record.reply, Some(error));
             }
             if record.reply.trim().is_empty() {
-                let message = format!(
-                    "the model returned an empty answer (session {session}) — check the model \
-                     with `evolve doctor`"
-                );
-                let end = ended(RunStatus::Error, answer, Some(message.clone()), turn);
-                return (end, record.reply, Some(Error::Other(message)));
+                let error = Error::EmptyAnswer {
+                    session: session.to_string(),
+                };
+                let end = ended(RunStatus::Error, answer, Some(error.to_string()), turn);
+                return (end, record.reply, Some(error));
             }
             (ended(RunStatus::Ok, answer, None, turn), record.reply, None)
         }

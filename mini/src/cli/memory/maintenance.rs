@@ -22,8 +22,10 @@ pub(super) fn maintain(c: MaintainCmd, profile: &Option<String>) -> Result<(), E
     let report = maintain::run(&rt, app::now(), c.dry_run, &crate::cli::interrupt::CANCEL);
     let mut out = std::io::stdout().lock();
     if c.json {
-        let text = serde_json::to_string_pretty(&report)
-            .map_err(|e| Error::Other(format!("cannot encode the report: {e}")))?;
+        let text = serde_json::to_string_pretty(&report).map_err(|source| Error::Encode {
+            what: "report",
+            source,
+        })?;
         writeln!(out, "{text}")?;
     } else {
         for line in maintain_summary(&report) {

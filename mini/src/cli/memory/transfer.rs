@@ -24,8 +24,10 @@ pub(super) fn export(c: ExportCmd, profile: &Option<String>) -> Result<(), Error
         memories: store.all_memories()?,
         sessions: Vec::new(),
     };
-    let text = serde_json::to_string_pretty(&doc)
-        .map_err(|e| Error::Other(format!("cannot encode the export: {e}")))?;
+    let text = serde_json::to_string_pretty(&doc).map_err(|source| Error::Encode {
+        what: "export",
+        source,
+    })?;
     match &c.file {
         None => writeln!(std::io::stdout().lock(), "{text}")?,
         Some(path) => {

@@ -275,11 +275,11 @@ impl std::error::Error for PermissionError {}
 #[cfg(test)]
 mod tests;
 
-/// The holes an attack pass on the shell rules found, through the whole pipeline as the shell runs
-/// it: workspace `/home/u/ws`, `shell_level = L4`, one prefix at L2.
+/// Commands built to slip past the shell rules (prefixes that cover too much, expansions,
+/// wrappers, paths that leave the workspace), checked through the whole pipeline as the
+/// shell runs it: workspace `/home/u/ws`, `shell_level = L4`, one prefix at L2.
 #[cfg(test)]
-#[path = "pipeline_attacks.rs"]
-mod second_review;
+mod pipeline_attacks;
 
 #[cfg(test)]
 mod proptests;

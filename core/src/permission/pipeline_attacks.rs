@@ -33,7 +33,7 @@ fn run(cmd: &str, prefix: Option<&str>) -> Level {
 }
 
 #[test]
-fn findings_table() {
+fn commands_that_run_write_or_send_get_no_lower_level_from_a_prefix() {
     use Level::*;
     let cases: &[(&str, Option<&str>, Level)] = &[
         // The git prefix covers read-only subcommands only.
@@ -51,7 +51,7 @@ fn findings_table() {
         ("git status", Some("git"), L2),
         ("git log --oneline -n 5", Some("git"), L2),
         ("git diff HEAD~1 -- src", Some("git"), L2),
-        // f02, f03, f11: programs that may run, write or send are L3 at least.
+        // Programs that may run, write or send are L3 at least.
         ("sed e script.txt", Some("sed"), L4),
         ("sed -n w/etc/cron.d/job notes.md", Some("sed"), L5),
         ("sed -n w/etc/cron.d/job notes.md", None, L5),
@@ -60,18 +60,18 @@ fn findings_table() {
         ("tar -I ./evil.sh -cf x.tar y", Some("tar"), L4),
         ("rsync -e ./evil.sh a b:c", Some("rsync"), L4),
         ("xargs -a cmds.txt -I X sh -c X", Some("xargs"), L4),
-        // f04: brace expansion.
+        // Brace expansion.
         ("{rm,-rf,~}", None, L5),
         ("{rm,-rf,.}", None, L5),
         ("rm -{r,f} src", None, L5),
         ("cat {/etc/passwd,}", None, L5),
         ("cat {,/home/u/.bashrc}", None, L5),
-        // f05: rm options from expansions.
+        // `rm` options from expansions.
         ("rm $'-rf' src", None, L5),
         ("rm ${X:--rf} src", None, L5),
         ("A=-rf; rm $A src", None, L5),
         ("f(){ rm \"$@\"; }; f -rf src", None, L5),
-        // f06: wrappers and shells.
+        // Wrappers and shells.
         ("setsid rm -rf src", None, L5),
         ("flock x rm -rf src", None, L5),
         ("parallel rm -rf ::: src", None, L5),
@@ -85,11 +85,11 @@ fn findings_table() {
             L5,
         ),
         ("find . -type f | xargs rm", None, L5),
-        // f07: leaving through the working directory.
+        // Leaving through the working directory.
         ("cat $PWD/../other/x", None, L5),
         ("cd; cat .bash_history", None, L5),
         ("cd && tar czf ws/home.tgz .", None, L5),
-        // f09: secrets.
+        // Secrets.
         ("cat server.key", Some("cat"), L5),
         ("cat .config/gh/hosts.yml", Some("cat"), L5),
         (
@@ -97,7 +97,7 @@ fn findings_table() {
             Some("echo"),
             L5,
         ),
-        // f10: normal work is not refused.
+        // Normal work is not refused.
         ("grep -rn '\\bfoo\\b' src/", None, L4),
         ("grep -rnE \"\\.unwrap\\(\\)\" src", None, L4),
         ("find . -name '*.rs' -exec grep -l foo {} \\;", None, L4),
@@ -111,7 +111,7 @@ fn findings_table() {
         ("grep -rn \"/api/v1\" src/", Some("grep"), L4),
         // `echo $HOME` stays refused (the home directory is outside).
         ("echo $HOME", None, L5),
-        // f12: a design limit (see the module docs): the recursive read runs.
+        // A design limit (see the module docs): the recursive read runs.
         ("grep -rn KEY .", Some("grep"), L2),
     ];
     for (cmd, prefix, want) in cases {
@@ -119,9 +119,9 @@ fn findings_table() {
     }
 }
 
-/// f08: MCP and file-tool paths.
+/// MCP and file-tool paths: a `file:` URL or a percent-encoded `..` leaves the workspace.
 #[test]
-fn mcp_and_file_paths() {
+fn file_urls_and_encoded_dot_dots_in_tool_paths_are_outside_the_workspace() {
     let mcp = |args: &str| {
         escalate(
             args,
@@ -162,7 +162,7 @@ fn mcp_and_file_paths() {
     assert_eq!(file(r#"{"path": "notes/a.md"}"#), Level::L0);
 }
 
-/// f11: `validate()` names the prefixes that cannot be honoured.
+/// `validate()` names the prefixes that cannot be honoured.
 #[test]
 fn validate_rejects_wrapper_prefixes() {
     for p in ["xargs", "env"] {

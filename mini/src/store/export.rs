@@ -10,13 +10,13 @@
 use evolve_core::history::L2Ring;
 use evolve_core::memory::Memory;
 use evolve_core::text::Tokenizer;
-use redb::{ReadTransaction, ReadableTable};
+use redb::ReadTransaction;
 
 use super::error::Fail;
-use super::memories::{next_id, read_all_memories};
+use super::memories::next_id;
 use super::schema::*;
 use super::sessions::{delete_session_rows, no_session};
-use super::{Export, Session, SessionExport, Store, StoreError, SCHEMA_VERSION};
+use super::{Export, Session, SessionExport, Store, StoreError};
 
 /// One session with everything exported about it, from a snapshot.
 fn session_export(txn: &ReadTransaction, session: Session) -> Result<SessionExport, Fail> {
@@ -50,8 +50,11 @@ fn session_export(txn: &ReadTransaction, session: Session) -> Result<SessionExpo
 impl Store {
     /// Everything at once: the store's tests compare whole stores with it (`memory
     /// export` and `sessions export` read what they show through their own calls).
-    #[allow(dead_code)] // only the store's tests call it
+    #[cfg(test)]
     pub fn export(&self) -> Result<Export, StoreError> {
+        use super::memories::read_all_memories;
+        use super::SCHEMA_VERSION;
+        use redb::ReadableTable;
         self.read(|txn| {
             let memories = read_all_memories(&txn.open_table(MEMORIES)?)?;
             let mut sessions = Vec::new();

@@ -18,6 +18,7 @@ pub use estimate::{
     estimate_message_tokens, estimate_text_tokens, IMAGE_TOKENS, MESSAGE_OVERHEAD_TOKENS,
 };
 pub use lang::Lang;
+pub(crate) use similarity::sqrt;
 pub use similarity::{cosine, f1, intersection_len, jaccard};
 pub use stem::stem_english;
 pub use tokenize::{

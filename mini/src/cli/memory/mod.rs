@@ -392,10 +392,11 @@ fn search(c: Search, profile: &Option<String>) -> Result<(), Error> {
     let mut query = Query::new(&app.tokenizer, &c.query, c.previous.as_deref(), &cfg);
     let memories = store.with_memories(|ms| ms.to_vec());
     if app.config.model.embedding_model.is_some() {
-        // As a turn does: the question embedded once, fused with the words.
+        // As a turn does: the question (and the previous turn) embedded once, fused
+        // with the words.
         let App { config, tokenizer } = app;
         let rt = Runtime::new(config, store, tokenizer);
-        query.vector = MemoryAgent.question_vector(&rt, &c.query);
+        query.vector = MemoryAgent.question_vector(&rt, &c.query, c.previous.as_deref());
     }
     let mut out = std::io::stdout().lock();
     report(&mut out, &query, memories, app::now(), &cfg, c.json, false)

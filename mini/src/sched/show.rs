@@ -6,8 +6,7 @@ use evolve_core::sched::{civil_from_days, next_due, Schedule, Zone};
 use evolve_core::Timestamp;
 use serde_json::{json, Value};
 
-use super::tasks::trigger_name;
-use crate::store::{RunStatus, Task, TaskRun};
+use crate::store::{RunStatus, Task, TaskRun, Trigger};
 
 /// A stored task's schedule; `None` (logged) for text this build cannot read.
 pub(super) fn schedule_of(task: &Task) -> Option<Schedule> {
@@ -94,4 +93,12 @@ pub fn run_json(run: &TaskRun, zone: &dyn Zone) -> Value {
         "turn": run.turn,
         "trigger": trigger_name(run.trigger),
     })
+}
+
+/// How a run's trigger is named in the API and `evolve tasks`.
+pub(super) fn trigger_name(t: Trigger) -> &'static str {
+    match t {
+        Trigger::Schedule => "schedule",
+        Trigger::Manual => "manual",
+    }
 }

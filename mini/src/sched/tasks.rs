@@ -30,7 +30,7 @@ use crate::error::Error;
 use crate::store::{RunEnd, RunStatus, Store, StoreError, Task, Trigger};
 
 use super::daily::{job_due, DailyJob, DAILY_JOBS};
-use super::show::{next_run, schedule_of};
+use super::show::{next_run, schedule_of, trigger_name};
 
 /// A run's answer is kept up to this many characters (the session has all of it).
 pub const ANSWER_CHARS: usize = 4000;
@@ -460,13 +460,6 @@ fn needs_person_note(refused: &Refused, session: &str) -> String {
         ))
     } else {
         refused.message("add the task again with --allow L3, or run it in `evolve chat`")
-    }
-}
-
-pub(super) fn trigger_name(t: Trigger) -> &'static str {
-    match t {
-        Trigger::Schedule => "schedule",
-        Trigger::Manual => "manual",
     }
 }
 

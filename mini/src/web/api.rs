@@ -10,7 +10,7 @@ use std::sync::Arc;
 use evolve_core::memory::{Category, Memory, MemoryId};
 use evolve_core::permission::{Decision, Grants, Policy};
 use evolve_core::provenance::Provenance;
-use evolve_core::text::{f1, KeywordSet, Lang};
+use evolve_core::text::{f1, find_words, KeywordSet, Lang};
 use serde_json::{json, Value};
 
 use super::http::{form_value, percent_decode, Request, Response};
@@ -37,6 +37,9 @@ static ROUTES: &[(&str, &str, Handler)] = &[
     ("GET", "/login", |_, r, _| assets::serve(r, "login.html")),
     ("POST", "/login", |s, r, _| login(s, r)),
     ("GET", "/static/{file}", |_, r, p| assets::serve(r, p[0])),
+    ("GET", "/static/js/{file}", |_, r, p| {
+        assets::serve(r, &format!("js/{}", p[0]))
+    }),
     ("GET", "/favicon.ico", |_, r, _| {
         assets::serve(r, "favicon.ico")
     }),
@@ -54,7 +57,7 @@ static ROUTES: &[(&str, &str, Handler)] = &[
     ("POST", "/v1/sessions", |s, r, _| create_session(s, r)),
     ("GET", "/v1/sessions/{id}", |s, _, p| session(s, p[0])),
     ("PATCH", "/v1/sessions/{id}", |s, r, p| {
-        rename_session(s, r, p[0])
+        patch_session(s, r, p[0])
     }),
     ("DELETE", "/v1/sessions/{id}", |s, _, p| {
         delete_session(s, p[0])
@@ -339,14 +342,30 @@ fn session(state: &State, id: &str) -> Reply {
     Response::json(200, &json!(tri!(state.rt().store.session(id))))
 }
 
-fn rename_session(state: &State, req: &Request, id: &str) -> Reply {
+/// `PATCH /v1/sessions/{id}`: a new title, pinned or not, archived or not — any of them.
+fn patch_session(state: &State, req: &Request, id: &str) -> Reply {
     let b = field!(body(req));
-    let Some(title) = field!(opt_str(&b, "title")) else {
-        return error(400, "send {\"title\": \"…\"}");
+    let title = field!(opt_str(&b, "title"));
+    let flag = |name: &str| match b.get(name) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Bool(v)) => Ok(Some(*v)),
+        Some(_) => Err(error(400, format!("`{name}` must be true or false"))),
     };
+    let (pinned, archived) = (field!(flag("pinned")), field!(flag("archived")));
+    if title.is_none() && pinned.is_none() && archived.is_none() {
+        return error(
+            400,
+            "send {\"title\": \"…\"}, {\"pinned\": true|false} or {\"archived\": true|false}",
+        );
+    }
     let rt_arc = state.rt();
     let store = &rt_arc.store;
-    tri!(store.rename_session(id, title.trim()));
+    if let Some(title) = title {
+        tri!(store.rename_session(id, title.trim()));
+    }
+    if pinned.is_some() || archived.is_some() {
+        tri!(store.mark_session(id, pinned, archived));
+    }
     Response::json(200, &json!(tri!(store.session(id))))
 }
 
@@ -765,7 +784,8 @@ fn memories(state: &State, req: &Request) -> Reply {
                 .iter()
                 .map(|m| {
                     let mut s = f1(query.as_slice(), m.keywords.as_slice());
-                    if m.content.to_lowercase().contains(&lower) {
+                    // The words searched for, whole ("tea" is not in "teacher").
+                    if find_words(&m.content.to_lowercase(), &lower).is_some() {
                         s += 1.0;
                     }
                     (s, m)
@@ -1153,7 +1173,7 @@ fn search(state: &State, req: &Request) -> Reply {
     let all = tri!(store.sessions());
     let sessions: Vec<Value> = all
         .iter()
-        .filter(|s| s.title.to_lowercase().contains(&q))
+        .filter(|s| find_words(&s.title.to_lowercase(), &q).is_some())
         .map(|s| json!(s))
         .collect();
     let mut messages = Vec::new();
@@ -1163,7 +1183,7 @@ fn search(state: &State, req: &Request) -> Reply {
         };
         for m in &export.messages {
             let text = m.message.content.as_str();
-            if let Some(at) = text.to_lowercase().find(&q) {
+            if let Some(at) = find_words(&text.to_lowercase(), &q) {
                 messages.push(json!({
                     "session": s.id,
                     "title": s.title,
@@ -1179,7 +1199,7 @@ fn search(state: &State, req: &Request) -> Reply {
     }
     let memories: Vec<Value> = store.with_memories(|ms| {
         ms.iter()
-            .filter(|m| m.content.to_lowercase().contains(&q))
+            .filter(|m| find_words(&m.content.to_lowercase(), &q).is_some())
             .take(100)
             .map(memory_json)
             .collect()

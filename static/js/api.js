@@ -41,6 +41,23 @@ const SERVER_TEXT = [
   [/^the model at (\S+) timed out \((.*)\)$/s, 'srvTimedOut'],
   [/^the model server at (\S+) answered HTTP (\d+)(?::\s*(.*))?$/s, 'srvStatus'],
   [/^no session (\S+)/, 'srvNoSession'],
+  // A task's schedule (core's SchedError), what the Tasks form hears most.
+  [/`([^`]*)` is not an interval\b/, 'srvNotInterval'],
+  [/^`every` needs an interval/, 'srvNeedInterval'],
+  [/`every ([^`]*)` is below the scheduler's resolution/, 'srvTooShort'],
+  [/`every ([^`]*)` is longer than a year/, 'srvTooLong'],
+  [/`([^`]*)` is not a time of day HH:MM/, 'srvNotTime'],
+  [/^`daily` needs a time of day/, 'srvNeedTime'],
+  [/a cron expression has 5 fields .*?`([^`]*)` has (\d+)/s, 'srvCronFields'],
+  [/^the schedule is empty/, 'srvScheduleEmpty'],
+  [/`([^`]*)` is not an RFC 3339 timestamp/, 'srvNotTimestamp'],
+  [/^`at` needs a date and time/, 'srvNeedTimestamp'],
+  [/^the question is empty/, 'srvQuestionEmpty'],
+  [/^a turn is running in session (\S+); stop it first/, 'srvTurnRunning'],
+  [/^turn (\d+) has no answer to rate/, 'srvNothingToRate'],
+  [/^memory #(\d+) was (?:already )?deleted/, 'srvMemoryDeleted'],
+  [/^no skill named "?([^"]*)"?/, 'srvNoSkill'],
+  [/^no MCP server (\S+)/, 'srvNoMcp'],
 ];
 
 /** A same-origin request; resolves to the JSON answer, rejects with the API's message. */

@@ -2009,6 +2009,34 @@ await test('a chat is pinned to the top of the list, archived into a group of it
   for (const id of made) await api('DELETE', `/v1/sessions/${id}`);
 });
 
+await test('a task\'s schedule refused by the server is said next to its field, in 中文 too (1280 and 390 px)', async () => {
+  for (const viewport of WIDTHS) {
+    for (const lang of ['en', 'zh']) {
+      const page = await open({ viewport });
+      await setLang(page, lang);
+      await showView(page, 'tasks');
+      await page.fill('#task-question', 'Check the weather');
+      for (const [kind, value, en, zh] of [
+        ['every', '10x', 'is not an interval', '不是时间间隔'],
+        ['every', '20s', 'below the scheduler', '一分钟的精度'],
+        ['daily', '25:00', 'is not a time of day', '之间的时刻'],
+        ['cron', '0 9 * *', 'has 5 fields', '5 个字段'],
+      ]) {
+        await page.selectOption('#task-kind', kind);
+        await page.fill('#task-value', value);
+        await page.locator('#task-form button[type=submit]').click();
+        const err = page.locator('#task-form [data-testid=field-error]');
+        await err.waitFor();
+        const said = await err.textContent();
+        check(said.includes(lang === 'zh' ? zh : en), `${kind} ${value} (${lang}): ${said}`);
+        if (lang === 'zh') check(!/[a-z]{4,} [a-z]{4,}/.test(said.replace(/every|daily|mon-fri/g, '')), `no English sentence left: ${said}`);
+      }
+      await shot(page, `task-error-${viewport.width}-${lang}`);
+      await page.context().close();
+    }
+  }
+});
+
 await test('math renders as MathML (fractions, roots, scripts, Greek, sums, a matrix); prices stay text, a broken formula its source — at 1280 and 390 px', async () => {
   for (const viewport of WIDTHS) {
     const page = await open({ viewport });

@@ -37,6 +37,14 @@ fn session_export(txn: &ReadTransaction, session: Session) -> Result<SessionExpo
     let tool_chain = l3_table
         .get(super::sessions::tool_chain_key(id).as_str())?
         .map(|v| v.value().to_string());
+    let mut failed = std::collections::BTreeMap::new();
+    for row in txn.open_table(TURNS)?.range(session_keys(id))? {
+        let (key, value) = row?;
+        let record = serde_json::from_str::<serde_json::Value>(value.value()).unwrap_or_default();
+        if let Some(why) = record["failed"].as_str() {
+            failed.insert(key.value().1, why.to_string());
+        }
+    }
     Ok(SessionExport {
         session,
         messages,
@@ -44,6 +52,7 @@ fn session_export(txn: &ReadTransaction, session: Session) -> Result<SessionExpo
         l3,
         tool_chain,
         evaluations,
+        failed,
     })
 }
 

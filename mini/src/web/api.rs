@@ -24,7 +24,7 @@ use super::profiles::{config, switch_profile};
 use super::search::search;
 use super::sessions::{
     answer, answer_elicitation, create_session, delete_session, export, export_print, messages,
-    pending, rate_turn, rename_session, session, sessions, turn,
+    patch_session, pending, rate_turn, session, sessions, turn,
 };
 use super::tools::{delete_skill, mcp, mcp_level, run_tool, skill, skills, tools};
 
@@ -42,6 +42,9 @@ static ROUTES: &[(&str, &str, Handler)] = &[
     ("GET", "/login", |_, r, _| assets::serve(r, "login.html")),
     ("POST", "/login", |s, r, _| login(s, r)),
     ("GET", "/static/{file}", |_, r, p| assets::serve(r, p[0])),
+    ("GET", "/static/js/{file}", |_, r, p| {
+        assets::serve(r, &format!("js/{}", p[0]))
+    }),
     ("GET", "/favicon.ico", |_, r, _| {
         assets::serve(r, "favicon.ico")
     }),
@@ -59,7 +62,7 @@ static ROUTES: &[(&str, &str, Handler)] = &[
     ("POST", "/v1/sessions", |s, r, _| create_session(s, r)),
     ("GET", "/v1/sessions/{id}", |s, _, p| session(s, p[0])),
     ("PATCH", "/v1/sessions/{id}", |s, r, p| {
-        rename_session(s, r, p[0])
+        patch_session(s, r, p[0])
     }),
     ("DELETE", "/v1/sessions/{id}", |s, _, p| {
         delete_session(s, p[0])

@@ -8,6 +8,7 @@
 
 mod clip;
 mod estimate;
+mod html;
 mod lang;
 mod similarity;
 mod stem;
@@ -17,6 +18,7 @@ pub use clip::{clip_chars, escape_controls, one_line};
 pub use estimate::{
     estimate_message_tokens, estimate_text_tokens, IMAGE_TOKENS, MESSAGE_OVERHEAD_TOKENS,
 };
+pub use html::escape_html;
 pub use lang::Lang;
 pub use similarity::{cosine, f1, intersection_len, jaccard};
 pub use stem::stem_english;

@@ -38,6 +38,7 @@
 //! (`crate::agents`), and what the store keeps for it (`crate::store`'s `channels`
 //! table).
 
+pub mod dingtalk;
 pub mod feishu;
 pub mod format;
 mod link;
@@ -187,6 +188,11 @@ pub trait Channel: Send {
     /// Checks the credentials and opens what must be open (a long connection); says
     /// who the agent is there.
     fn connect(&mut self) -> Result<String, ChannelError>;
+    /// Whether a sent message can be edited (else an answer is sent once, whole, and
+    /// not streamed).
+    fn edits(&self) -> bool {
+        true
+    }
     /// Checks the credentials and says who the agent is there, opening nothing that
     /// stays open (`evolve channels test`).
     fn check(&mut self) -> Result<String, ChannelError> {
@@ -278,6 +284,11 @@ pub fn spawn(host: Arc<dyn Host>) -> Vec<std::thread::JoinHandle<()>> {
         let client = feishu::Feishu::new(f, Some(Arc::clone(&rt.store)))
             .map(|c| Box::new(c) as Box<dyn Channel>);
         start("feishu", client, f.owner.clone(), f.problem.clone());
+    }
+    if let Some(d) = config.dingtalk.as_ref().filter(|d| d.enabled) {
+        let client = dingtalk::Dingtalk::new(d, Some(Arc::clone(&rt.store)))
+            .map(|c| Box::new(c) as Box<dyn Channel>);
+        start("dingtalk", client, d.owner.clone(), d.problem.clone());
     }
     threads
 }

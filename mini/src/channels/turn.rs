@@ -318,6 +318,10 @@ impl ChatIo<'_> {
     /// Shows the streamed text: at most one edit per [`EDIT_EVERY`], none while a 429
     /// holds. `force` is for the text before a question.
     fn flush(&mut self, force: bool) {
+        if !self.ch.edits() {
+            // Sent once, whole, when the turn is stored.
+            return;
+        }
         let now = Instant::now();
         if !force
             && (self

@@ -17,7 +17,8 @@ use crate::cli::app::App;
 use crate::config::LoadOptions;
 use crate::error::Error;
 
-/// the chat platforms serve answers on (Telegram, Feishu/Lark): list, pair, add, rm, test
+/// the chat platforms serve answers on (Telegram, Feishu/Lark, DingTalk): list, pair, add,
+/// rm, test
 #[derive(FromArgs, Debug)]
 #[argh(subcommand, name = "channels")]
 pub struct ChannelsCmd {
@@ -77,7 +78,7 @@ struct Add {
     /// the environment variable holding the token instead
     #[argh(option)]
     token_env: Option<String>,
-    /// the app's App ID (Feishu)
+    /// the app's App ID (Feishu) or Client ID (DingTalk)
     #[argh(option)]
     app_id: Option<String>,
     /// the app's secret (Feishu; written to config.toml, kept 0600)
@@ -121,7 +122,7 @@ pub fn run(cmd: ChannelsCmd, profile: &Option<String>) -> Result<(), Error> {
 }
 
 /// The platforms this build has.
-const PLATFORMS: [&str; 2] = ["telegram", "feishu"];
+const PLATFORMS: [&str; 3] = ["telegram", "feishu", "dingtalk"];
 
 fn platform(name: &str) -> Result<&'static str, Error> {
     PLATFORMS
@@ -129,7 +130,7 @@ fn platform(name: &str) -> Result<&'static str, Error> {
         .find(|p| p.eq_ignore_ascii_case(name))
         .ok_or_else(|| {
             Error::Usage(format!(
-                "{name}: unknown channel — this build has telegram and feishu"
+                "{name}: unknown channel — this build has telegram, feishu and dingtalk"
             ))
         })
 }
@@ -148,6 +149,11 @@ fn sender(app: &App, name: &str) -> Option<Box<dyn Channel>> {
             .as_ref()
             .and_then(|f| channels::feishu::Feishu::new(f, None))
             .map(|f| Box::new(f) as Box<dyn Channel>),
+        "dingtalk" => c
+            .dingtalk
+            .as_ref()
+            .and_then(|d| channels::dingtalk::Dingtalk::new(d, None))
+            .map(|d| Box::new(d) as Box<dyn Channel>),
         _ => None,
     }
 }
@@ -346,7 +352,7 @@ fn add(c: Add, profile: &Option<String>) -> Result<(), Error> {
                 .into(),
         }));
     }
-    if name == "feishu" && c.app_id.is_none() {
+    if name != "telegram" && c.app_id.is_none() {
         return Err(Error::Usage(
             "give the app's id with --app-id ID (the app's credentials page)".into(),
         ));
@@ -360,7 +366,12 @@ fn add(c: Add, profile: &Option<String>) -> Result<(), Error> {
         text = set(&text, &table, drop, None);
         text = set(&text, &table, keep, Some(&Value::Str(v)));
         if let Some(id) = &c.app_id {
-            text = set(&text, &table, "app_id", Some(&Value::Str(id)));
+            let k = if name == "dingtalk" {
+                "client_id"
+            } else {
+                "app_id"
+            };
+            text = set(&text, &table, k, Some(&Value::Str(id)));
         }
         if let Some(url) = &c.base_url {
             text = set(&text, &table, "base_url", Some(&Value::Str(url)));
@@ -396,6 +407,9 @@ fn rm(c: Rm, profile: &Option<String>) -> Result<(), Error> {
             "app_id",
             "app_secret",
             "app_secret_env",
+            "client_id",
+            "client_secret",
+            "client_secret_env",
             "base_url",
             "owner",
             "enabled",
@@ -427,6 +441,9 @@ fn test(profile: &Option<String>) -> Result<(), Error> {
         c.feishu
             .as_ref()
             .map(|f| ("feishu", f.problem.clone(), f.base_url.clone())),
+        c.dingtalk
+            .as_ref()
+            .map(|d| ("dingtalk", d.problem.clone(), d.base_url.clone())),
     ]
     .into_iter()
     .flatten()
@@ -448,8 +465,8 @@ fn test(profile: &Option<String>) -> Result<(), Error> {
         // Feishu's `connect` opens the long connection too; `test` only checks the
         // credentials, which its first step does.
         let checked = match name {
-            "feishu" => bot.check(),
-            _ => bot.connect(),
+            "telegram" => bot.connect(),
+            _ => bot.check(),
         };
         match checked {
             Ok(who) => writeln!(

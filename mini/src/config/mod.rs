@@ -52,7 +52,7 @@ mod resolve;
 mod show;
 mod template;
 
-pub use channels::{ChannelsConfig, FeishuConfig, TelegramConfig};
+pub use channels::{ChannelsConfig, DingtalkConfig, FeishuConfig, TelegramConfig};
 pub use context::check_base_url;
 pub use mcp::{server_json, Place};
 pub use resolve::{check, home_dir};

@@ -554,7 +554,7 @@ fn send_locked(shared: &Arc<Mutex<State>>, conn: &TcpStream, opcode: u8, data: &
     let _ = write_frame(&mut c, opcode, data);
 }
 
-fn read_frame(r: &mut impl Read) -> Option<(u8, Vec<u8>)> {
+pub fn read_frame(r: &mut impl Read) -> Option<(u8, Vec<u8>)> {
     let mut head = [0u8; 2];
     r.read_exact(&mut head).ok()?;
     let opcode = head[0] & 0x0f;
@@ -583,7 +583,7 @@ fn read_frame(r: &mut impl Read) -> Option<(u8, Vec<u8>)> {
     Some((opcode, data))
 }
 
-fn write_frame(w: &mut TcpStream, opcode: u8, data: &[u8]) -> std::io::Result<()> {
+pub fn write_frame(w: &mut TcpStream, opcode: u8, data: &[u8]) -> std::io::Result<()> {
     let mut out = vec![0x80 | opcode];
     if data.len() < 126 {
         out.push(data.len() as u8);
@@ -719,7 +719,7 @@ impl Frame {
 }
 
 /// SHA-1 (FIPS 180-4), for the handshake's `Sec-WebSocket-Accept` only.
-fn sha1(data: &[u8]) -> [u8; 20] {
+pub fn sha1(data: &[u8]) -> [u8; 20] {
     let mut h: [u32; 5] = [0x67452301, 0xEFCDAB89, 0x98BADCFE, 0x10325476, 0xC3D2E1F0];
     let mut msg = data.to_vec();
     let bits = (data.len() as u64) * 8;
@@ -772,7 +772,7 @@ fn sha1(data: &[u8]) -> [u8; 20] {
     out
 }
 
-fn base64(data: &[u8]) -> String {
+pub fn base64(data: &[u8]) -> String {
     const A: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     let mut out = String::new();
     for c in data.chunks(3) {

@@ -6,6 +6,7 @@
 
 #![allow(dead_code)]
 
+pub mod dingtalk;
 pub mod feishu;
 pub mod mcp;
 pub mod oauth;

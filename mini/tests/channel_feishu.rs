@@ -288,3 +288,90 @@ fn a_failing_platform_is_logged_plainly_and_a_dropped_connection_comes_back() {
     assert_eq!(s.get("/health").status, 200);
     assert!(drain(&s).contains("dropped"), "the drop was not logged");
 }
+
+#[test]
+fn the_channels_api_lists_writes_tests_pairs_and_never_returns_a_secret() {
+    let (w, fs) = setup("fs-api", false, "");
+    let s = Server::start(&w, &[]);
+    // The token is required like every /v1 route.
+    assert_eq!(s.anonymous("GET", "/v1/channels", &[], "").status, 401);
+    fs.say(DM, true, ANN, "hello?", false);
+    fs.wait_for(DM, 20, |m| m.1.contains("evolve channels pair"));
+    let list = s.get("/v1/channels");
+    assert_eq!(list.status, 200);
+    let v = list.json();
+    let c = &v["channels"][0];
+    assert_eq!(
+        (c["name"].clone(), c["kind"].clone()),
+        ("feishu".into(), "feishu".into())
+    );
+    assert_eq!(c["secret_set"], true);
+    assert_eq!(c["status"], "running", "{c}");
+    assert!(!list.json().to_string().contains(APP_SECRET));
+    let pending = c["pending"][0].clone();
+    assert_eq!(pending["user"], ANN, "{c}");
+    let code = pending["code"].as_str().expect("a code").to_string();
+
+    let test = s.post("/v1/channels/feishu/test", "").json();
+    assert_eq!(test["ok"], true, "{test}");
+    assert_eq!(s.post("/v1/channels/slack/test", "").status, 404);
+
+    let bad = s.post("/v1/channels/pair", r#"{"code":"WRONG234"}"#);
+    assert_eq!(bad.status, 404);
+    let paired = s.post("/v1/channels/pair", &format!(r#"{{"code":"{code}"}}"#));
+    assert_eq!(paired.status, 200);
+    assert_eq!(paired.json()["user"], ANN);
+    let c = s.get("/v1/channels").json()["channels"][0].clone();
+    assert_eq!(c["paired"][0]["user"], ANN, "{c}");
+    let gone = s.request(
+        "DELETE",
+        &format!("/v1/channels/feishu/paired/{ANN}"),
+        &[],
+        "",
+    );
+    assert_eq!(gone.status, 200);
+    assert_eq!(
+        s.get("/v1/channels").json()["channels"][0]["paired"],
+        serde_json::json!([])
+    );
+
+    // A new channel's settings go to config.toml (0600), the secret never back.
+    let put = s.request(
+        "PUT",
+        "/v1/channels/dingtalk",
+        &[("Content-Type", "application/json")],
+        r#"{"kind":"dingtalk","client_id":"dingapp","client_secret":"DT-SECRET-1"}"#,
+    );
+    assert_eq!(put.status, 200, "{}", put.error_message());
+    let body = put.json();
+    assert_eq!(
+        (body["secret_set"].clone(), body["status"].clone()),
+        (true.into(), "stopped".into())
+    );
+    assert!(!body.to_string().contains("DT-SECRET-1"));
+    let file = std::fs::read_to_string(w.config_path()).expect("config");
+    assert!(
+        file.contains("[channels.dingtalk]") && file.contains("DT-SECRET-1"),
+        "{file}"
+    );
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(w.config_path())
+        .expect("meta")
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o600);
+    let wrong = s.request("PUT", "/v1/channels/dingtalk", &[], r#"{"kind":"feishu"}"#);
+    assert_eq!(wrong.status, 400);
+    assert_eq!(
+        s.request("DELETE", "/v1/channels/dingtalk", &[], "").status,
+        200
+    );
+    let file = std::fs::read_to_string(w.config_path()).expect("config");
+    assert!(!file.contains("dingtalk"), "{file}");
+    assert_eq!(
+        s.get("/v1/channels").json()["channels"]
+            .as_array()
+            .map(Vec::len),
+        Some(1)
+    );
+}

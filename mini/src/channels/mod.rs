@@ -245,6 +245,32 @@ fn key(channel: &str, what: &str) -> String {
     format!("{channel}/{what}")
 }
 
+/// The platforms this build has, as they name channels, store keys and sessions.
+pub const PLATFORMS: [&str; 3] = ["telegram", "feishu", "dingtalk"];
+
+/// A client of the channel `name` that only sends and checks (no long connection), from
+/// `config`; `None` when the channel is not configured or has no secret.
+pub fn sender(config: &crate::config::ChannelsConfig, name: &str) -> Option<Box<dyn Channel>> {
+    match name {
+        "telegram" => config
+            .telegram
+            .as_ref()
+            .and_then(telegram::Telegram::new)
+            .map(|t| Box::new(t) as Box<dyn Channel>),
+        "feishu" => config
+            .feishu
+            .as_ref()
+            .and_then(|f| feishu::Feishu::new(f, None))
+            .map(|f| Box::new(f) as Box<dyn Channel>),
+        "dingtalk" => config
+            .dingtalk
+            .as_ref()
+            .and_then(|d| dingtalk::Dingtalk::new(d, None))
+            .map(|d| Box::new(d) as Box<dyn Channel>),
+        _ => None,
+    }
+}
+
 /// Starts a thread for each configured, enabled channel; a channel that cannot start
 /// (no token) says why in the log and in its status.
 pub fn spawn(host: Arc<dyn Host>) -> Vec<std::thread::JoinHandle<()>> {

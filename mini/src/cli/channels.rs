@@ -12,7 +12,7 @@ use std::io::Write;
 use argh::FromArgs;
 use serde_json::json;
 
-use crate::channels::{self, Channel, Code, Paired, Status};
+use crate::channels::{self, sender, Code, Paired, Status, PLATFORMS};
 use crate::cli::app::App;
 use crate::config::LoadOptions;
 use crate::error::Error;
@@ -121,9 +121,6 @@ pub fn run(cmd: ChannelsCmd, profile: &Option<String>) -> Result<(), Error> {
     }
 }
 
-/// The platforms this build has.
-const PLATFORMS: [&str; 3] = ["telegram", "feishu", "dingtalk"];
-
 fn platform(name: &str) -> Result<&'static str, Error> {
     PLATFORMS
         .into_iter()
@@ -133,29 +130,6 @@ fn platform(name: &str) -> Result<&'static str, Error> {
                 "{name}: unknown channel — this build has telegram, feishu and dingtalk"
             ))
         })
-}
-
-/// A client that only sends, for the channel named `name` (best effort).
-fn sender(app: &App, name: &str) -> Option<Box<dyn Channel>> {
-    let c = &app.config.channels;
-    match name {
-        "telegram" => c
-            .telegram
-            .as_ref()
-            .and_then(channels::telegram::Telegram::new)
-            .map(|t| Box::new(t) as Box<dyn Channel>),
-        "feishu" => c
-            .feishu
-            .as_ref()
-            .and_then(|f| channels::feishu::Feishu::new(f, None))
-            .map(|f| Box::new(f) as Box<dyn Channel>),
-        "dingtalk" => c
-            .dingtalk
-            .as_ref()
-            .and_then(|d| channels::dingtalk::Dingtalk::new(d, None))
-            .map(|d| Box::new(d) as Box<dyn Channel>),
-        _ => None,
-    }
 }
 
 fn list(c: List, profile: &Option<String>) -> Result<(), Error> {
@@ -273,7 +247,7 @@ fn pair(c: Pair, profile: &Option<String>) -> Result<(), Error> {
         code.channel
     )?;
     // Told in the chat too, when the platform can be reached (best effort).
-    if let Some(mut bot) = sender(&app, &code.channel) {
+    if let Some(mut bot) = sender(&app.config.channels, &code.channel) {
         let text = "You are paired: write to me any time. 配对成功，现在可以对话了。";
         if let Err(e) = bot.send(&code.id, text, &[]) {
             log::info!("{}: cannot tell the chat it is paired: {e}", code.channel);
@@ -455,7 +429,7 @@ fn test(profile: &Option<String>) -> Result<(), Error> {
     }
     let mut failed = Vec::new();
     for (name, problem, base) in configured {
-        let Some(mut bot) = sender(&app, name) else {
+        let Some(mut bot) = sender(&app.config.channels, name) else {
             failed.push(format!(
                 "{name}: {}",
                 problem.unwrap_or_else(|| "no secret".into())

@@ -10,6 +10,7 @@
 mod clip;
 mod estimate;
 mod find;
+mod html;
 mod lang;
 mod similarity;
 mod stem;
@@ -20,6 +21,7 @@ pub use estimate::{
     estimate_message_tokens, estimate_text_tokens, IMAGE_TOKENS, MESSAGE_OVERHEAD_TOKENS,
 };
 pub use find::find_words;
+pub use html::escape_html;
 pub use lang::Lang;
 pub(crate) use similarity::sqrt;
 pub use similarity::{cosine, f1, intersection_len, jaccard};

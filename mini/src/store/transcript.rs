@@ -6,7 +6,7 @@
 use std::fmt::Write as _;
 
 use evolve_core::history::{Message, Role};
-use evolve_core::text::one_line;
+use evolve_core::text::{escape_html as escape, one_line};
 
 use super::{format_time, SessionExport};
 
@@ -107,21 +107,6 @@ pub(crate) fn markdown(export: &SessionExport) -> String {
         let _ = writeln!(out, "## Evaluations\n");
         for e in &export.evaluations {
             let _ = writeln!(out, "- Turn {}: {:.2} — {}", e.turn, e.score, e.reason);
-        }
-    }
-    out
-}
-
-fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
         }
     }
     out

@@ -146,6 +146,22 @@ static ROUTES: &[(&str, &str, Handler)] = &[
     ("PUT", "/v1/mcp/tools/{name}/level", |s, r, p| {
         mcp_level(s, r, p[0])
     }),
+    ("GET", "/v1/channels", |s, _, _| super::channels::list(s)),
+    ("POST", "/v1/channels/pair", |s, r, _| {
+        super::channels::pair(s, r)
+    }),
+    ("PUT", "/v1/channels/{name}", |s, r, p| {
+        super::channels::put(s, r, p[0])
+    }),
+    ("DELETE", "/v1/channels/{name}", |s, _, p| {
+        super::channels::delete(s, p[0])
+    }),
+    ("POST", "/v1/channels/{name}/test", |s, _, p| {
+        super::channels::test(s, p[0])
+    }),
+    ("DELETE", "/v1/channels/{name}/paired/{user}", |s, _, p| {
+        super::channels::unpair(s, p[0], p[1])
+    }),
     ("GET", "/v1/tasks", |s, _, _| tasks::list(s)),
     ("POST", "/v1/tasks", |s, r, _| tasks::create(s, r)),
     ("GET", "/v1/tasks/{id}", |s, _, p| tasks::get(s, p[0])),

@@ -13,6 +13,7 @@
 pub mod api;
 pub mod assets;
 pub mod auth;
+mod channels;
 pub mod chat;
 pub mod endpoint;
 mod grants;

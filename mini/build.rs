@@ -1,5 +1,5 @@
-//! Embeds the browser UI: every file in `static/` (beside `mini/`) becomes an entry of
-//! a table the `web` module serves, so adding a file to the UI needs no code change.
+//! Embeds the browser UI: every file in `static/` (beside `mini/`), subfolders included
+//! (`js/chat.js`), becomes an entry of a table the `web` module serves, so adding a file to the UI needs no code change.
 //! Each file is stored gzipped (a browser takes it as it is, `Content-Encoding: gzip`;
 //! `web/inflate.rs` restores it for a client that does not accept gzip), with its
 //! ETag computed here from the bytes served. Scripts and style sheets lose their
@@ -12,34 +12,26 @@ use std::path::Path;
 
 fn main() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../static");
-    println!("cargo:rerun-if-changed={}", dir.display());
-    let mut files: Vec<_> = std::fs::read_dir(&dir)
-        .map(|entries| {
-            entries
-                .filter_map(Result::ok)
-                .map(|e| e.path())
-                .filter(|p| p.is_file())
-                .filter(|p| {
-                    !p.file_name()
-                        .is_some_and(|n| n.to_string_lossy().starts_with('.'))
-                })
-                .filter(|p| p.extension().is_none_or(|x| x != "md"))
-                .collect()
-        })
-        .unwrap_or_default();
+    let mut files = Vec::new();
+    ui_files(&dir, &mut files);
     files.sort();
     let out_dir = std::env::var("OUT_DIR").unwrap();
     let mut table = String::from("&[\n");
     for path in &files {
         println!("cargo:rerun-if-changed={}", path.display());
-        let name = path.file_name().unwrap_or_default().to_string_lossy();
+        // A file's name is its path under `static/` (`js/chat.js`), as it is asked for.
+        let name = path
+            .strip_prefix(&dir)
+            .unwrap()
+            .to_string_lossy()
+            .replace('\\', "/");
         let bytes = std::fs::read(path).unwrap();
         let bytes = if name.ends_with(".js") || name.ends_with(".css") {
             squeeze(&String::from_utf8(bytes).unwrap(), name.ends_with(".js")).into_bytes()
         } else {
             bytes
         };
-        let gz = Path::new(&out_dir).join(format!("{name}.gz"));
+        let gz = Path::new(&out_dir).join(format!("{}.gz", name.replace('/', "+")));
         std::fs::write(&gz, gzip(&bytes)).unwrap();
         writeln!(
             table,
@@ -107,6 +99,28 @@ fn main() {
         format!("{}", bytes.len()),
     )
     .unwrap();
+}
+
+/// The files of the UI under `dir`, subfolders included (`static/js/`): all but hidden
+/// ones and `*.md` notes.
+fn ui_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
+    println!("cargo:rerun-if-changed={}", dir.display());
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for path in entries.filter_map(Result::ok).map(|e| e.path()) {
+        if path
+            .file_name()
+            .is_some_and(|n| n.to_string_lossy().starts_with('.'))
+        {
+            continue;
+        }
+        if path.is_dir() {
+            ui_files(&path, out);
+        } else if path.is_file() && path.extension().is_none_or(|x| x != "md") {
+            out.push(path);
+        }
+    }
 }
 
 /// A script or style sheet without what only its readers need: lines that are only a

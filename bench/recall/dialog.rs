@@ -7,7 +7,7 @@
 //! Ten people talk in pairs; each conversation runs over a year. Generated from a fixed
 //! seed, in English, with no file and no network.
 //!
-//! Two kinds of question, labelled with their one evidence turn:
+//! Three kinds of question, labelled with their one evidence turn:
 //! - **reply**: one person asks another ("Which instrument are you learning these
 //!   days?") and the answer shares no word with what is asked later ("The cello, since
 //!   March."). The question to the system names the one who answered and repeats the
@@ -17,6 +17,10 @@
 //!   last weekend") while others talk about the same thing ("Jon: I should paint
 //!   something soon"); the question names the person ("What did Anna paint last
 //!   weekend?").
+//!
+//! - **follow-up**: after a reply question, "And what about Jon?" — Jon answered the
+//!   same exchange; only the previous question says what is asked (the words take it
+//!   at `context_weight`, and the vector leans towards its embedding).
 //!
 //! Around them: reactions that name the other ("Wow, that's great, Anna!") and
 //! chit-chat. The rows: words alone with neither rule (the selection before), each
@@ -306,13 +310,20 @@ const CHAT: &[&str] = &[
 enum Kind {
     Reply,
     Person,
+    FollowUp,
 }
 
 struct Case {
     question: Question,
     kind: Kind,
     evidence: usize,
+    /// For a reply: the exchange and the one who answered (follow-ups pair them).
+    exchange: Option<(usize, usize)>,
 }
+
+/// A follow-up to a reply question about someone else (`{n}` the one who answered the
+/// same exchange): it names only the person; what it asks is in the previous question.
+const FOLLOW_UPS: &[&str] = &["And what about {n}?", "How about {n}?", "And {n}?"];
 
 /// A turn under construction: who, what, and the conversation it belongs to.
 struct Turns {
@@ -392,6 +403,7 @@ fn generate(turns: usize, tokenizer: &ShellTokenizer, seed: u64) -> (Vec<Memory>
                         },
                         kind: Kind::Reply,
                         evidence,
+                        exchange: Some((e, y)),
                     });
                 }
                 // x states a fact; y reacts.
@@ -413,6 +425,7 @@ fn generate(turns: usize, tokenizer: &ShellTokenizer, seed: u64) -> (Vec<Memory>
                         },
                         kind: Kind::Person,
                         evidence,
+                        exchange: None,
                     });
                 }
                 // Someone talks about a statement's topic without the fact.
@@ -428,6 +441,31 @@ fn generate(turns: usize, tokenizer: &ShellTokenizer, seed: u64) -> (Vec<Memory>
             }
         }
     }
+    // Follow-ups: after the question about one who answered an exchange, "and what
+    // about X?" for another who answered the same.
+    let mut follow_ups = Vec::new();
+    for (i, a) in cases.iter().enumerate() {
+        let Some((e, _)) = a.exchange else {
+            continue;
+        };
+        let next = cases[i + 1..]
+            .iter()
+            .find(|b| b.exchange.is_some_and(|(f, _)| f == e));
+        if let Some(b) = next {
+            let (_, y) = b.exchange.unwrap_or_default();
+            follow_ups.push(Case {
+                question: Question {
+                    text: fill(rng.pick(FOLLOW_UPS), PEOPLE[y], ""),
+                    previous: Some(a.question.text.clone()),
+                    now: NOW,
+                },
+                kind: Kind::FollowUp,
+                evidence: b.evidence,
+                exchange: None,
+            });
+        }
+    }
+    cases.extend(follow_ups);
     (store.memories, cases)
 }
 
@@ -464,6 +502,10 @@ fn lineup(tokenizer: &ShellTokenizer) -> Vec<(String, Evolve)> {
         })
     };
     let mut rows = Vec::new();
+    rows.push((
+        "words + both, no previous turn".to_string(),
+        rules(Evolve::new(t()), 0.3, 1.5).configured(|c| c.context_weight = 0.0),
+    ));
     for (label, reply, boost) in [
         ("words, neither rule (before)", 0.0, 1.0),
         ("words + reply 0.3", 0.3, 1.0),
@@ -497,6 +539,10 @@ fn lineup(tokenizer: &ShellTokenizer) -> Vec<(String, Evolve)> {
             .configured(move |c| c.vector_weight = w);
         rows.push((label.to_string(), e));
     }
+    rows.push((
+        "emb weighted 0.4 + both, previous turn in words only".to_string(),
+        rules(Evolve::new(t()).embedded(Fusion::Weighted), 0.3, 1.5).question_vector_alone(),
+    ));
     rows
 }
 
@@ -538,7 +584,13 @@ fn real_model_rows(memories: &[Memory], cases: &[Case]) -> Vec<(String, Evolve)>
     };
     let started = std::time::Instant::now();
     let contents: Vec<String> = memories.iter().map(|m| m.content.clone()).collect();
-    let questions: Vec<String> = cases.iter().map(|c| c.question.text.clone()).collect();
+    let mut questions: Vec<String> = cases
+        .iter()
+        .flat_map(|c| [Some(c.question.text.clone()), c.question.previous.clone()])
+        .flatten()
+        .collect();
+    questions.sort();
+    questions.dedup();
     let (m, q) = match (
         remote_embeddings(&base, &contents),
         remote_embeddings(&base, &questions),
@@ -612,6 +664,7 @@ pub fn run(tokenizer: &ShellTokenizer) {
     {
         let (memories, cases) = generate(size, tokenizer, seed);
         let replies = cases.iter().filter(|c| c.kind == Kind::Reply).count();
+        let follow_ups = cases.iter().filter(|c| c.kind == Kind::FollowUp).count();
         println!(
             "\n### Dialog store, {} turns in {} conversations of 2 of {} people\n",
             memories.len(),
@@ -620,12 +673,13 @@ pub fn run(tokenizer: &ShellTokenizer) {
         );
         println!(
             "{} questions: {replies} answered by the reply to a turn, {} naming the person \
-             who said it.\n",
+             who said it, {follow_ups} follow-ups (\"and what about X?\" after a reply \
+             question).\n",
             cases.len(),
-            cases.len() - replies
+            cases.len() - replies - follow_ups
         );
-        println!("| system | reply R@10 | reply R@30 | person R@10 | person R@30 | all R@10 | all R@30 | µs/query |");
-        println!("|---|---|---|---|---|---|---|---|");
+        println!("| system | reply R@10 | reply R@30 | person R@10 | person R@30 | follow-up R@10 | follow-up R@30 | all R@10 | all R@30 | µs/query |");
+        println!("|---|---|---|---|---|---|---|---|---|---|");
         let mut rows: Vec<(String, Evolve)> = lineup(tokenizer);
         if n == 0 {
             rows.extend(real_model_rows(&memories, &cases));
@@ -635,6 +689,7 @@ pub fn run(tokenizer: &ShellTokenizer) {
             let mut reply = Tally::default();
             let mut person = Tally::default();
             let mut all = Tally::default();
+            let mut follow = Tally::default();
             let mut times = Vec::with_capacity(cases.len());
             for case in &cases {
                 let t = std::time::Instant::now();
@@ -645,17 +700,20 @@ pub fn run(tokenizer: &ShellTokenizer) {
                 match case.kind {
                     Kind::Reply => reply.add(rank),
                     Kind::Person => person.add(rank),
+                    Kind::FollowUp => follow.add(rank),
                 }
                 all.add(rank);
             }
             times.sort_unstable();
             let median = times.get(times.len() / 2).map_or(0, |d| d.as_micros());
             println!(
-                "| {label} | {} | {} | {} | {} | {} | {} | {median} |",
+                "| {label} | {} | {} | {} | {} | {} | {} | {} | {} | {median} |",
                 reply.share(reply.at_10),
                 reply.share(reply.at_30),
                 person.share(person.at_10),
                 person.share(person.at_30),
+                follow.share(follow.at_10),
+                follow.share(follow.at_30),
                 all.share(all.at_10),
                 all.share(all.at_30),
             );

@@ -16,6 +16,15 @@ pub enum Error {
         path: PathBuf,
         source: std::io::Error,
     },
+    /// A file could not be written.
+    #[error(
+        "cannot write {}: {source} — check that the directory exists and is writable",
+        path.display()
+    )]
+    Write {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     /// A file was read but its contents are not what the command needs (exit code 2).
     #[error("{}: {message}", path.display())]
     Invalid { path: PathBuf, message: String },
@@ -24,6 +33,25 @@ pub enum Error {
     /// cause; errors about a file use [`Error::Read`] or their own variant instead.
     #[error("input or output failed: {0}")]
     Io(#[from] std::io::Error),
+    /// An answer could not be encoded as JSON for the output (`what`: "the sessions").
+    #[error("cannot encode the {what}: {source}")]
+    Encode {
+        what: &'static str,
+        source: serde_json::Error,
+    },
+    /// A call to the operating system the command needs failed (`doing`: "start the
+    /// scheduler thread"); nothing the user typed is wrong.
+    #[error("cannot {doing}: {source}")]
+    System {
+        doing: &'static str,
+        source: std::io::Error,
+    },
+    /// The server cannot listen on the address it was given.
+    #[error("cannot listen on {addr}: {source} — is another program using the port? try --port")]
+    Listen {
+        addr: std::net::SocketAddr,
+        source: std::io::Error,
+    },
     /// The configuration cannot be used (exit code 2; so is a model server that refuses
     /// the key, the URL or the model name).
     #[error("{0}")]
@@ -38,6 +66,18 @@ pub enum Error {
     /// answer so far has been printed; the message lists what was refused.
     #[error("{0}")]
     NeedsPerson(String),
+    /// The model's answer was empty: nothing to print or deliver.
+    #[error(
+        "the model returned an empty answer (session {session}) — try again, or check the \
+         model with `evolve doctor`"
+    )]
+    EmptyAnswer { session: String },
+    /// A scheduled task's run was skipped: a turn was already running in its session.
+    #[error("a turn was running in the task's session {session}; this run was skipped")]
+    SessionBusy { session: String },
+    /// `evolve serve` stopped while a scheduled task's run was going.
+    #[error("cancelled: evolve serve stopped during the run")]
+    ServeStopped,
     /// What was asked does not fit the state it would change (answering a turn again
     /// that is not the last one, while a call waits for an answer): the API's 409.
     #[error("{0}")]
@@ -142,11 +182,18 @@ impl Error {
             Error::NeedsPerson(_) => 4,
             Error::Remote(code, _) => *code,
             Error::Read { .. }
+            | Error::Write { .. }
             | Error::Io(_)
+            | Error::Listen { .. }
+            | Error::Encode { .. }
+            | Error::System { .. }
             | Error::Store(_)
             | Error::Model(_)
             | Error::Conflict(_)
             | Error::Budget(_)
+            | Error::EmptyAnswer { .. }
+            | Error::SessionBusy { .. }
+            | Error::ServeStopped
             | Error::Serve(_)
             | Error::Other(_) => 1,
         }

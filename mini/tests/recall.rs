@@ -3,7 +3,8 @@
 //! that only shares the name, a rare word weighs more than a common one, inflections
 //! meet ("painted" ↔ "paint"), a follow-up finds what the previous question was about,
 //! `--json` says why each memory was chosen, memories stored by an older build are keyed
-//! again, and with an embedding model a memory that shares no word can still be chosen —
+//! again, and with an embedding model a memory that shares no word can still be chosen
+//! (for a follow-up, by the previous question's meaning too) —
 //! while a failing embedding server only costs the vector part, never the turn.
 
 mod support;
@@ -214,6 +215,61 @@ fn with_an_embedding_model_a_memory_sharing_no_word_can_be_chosen() {
         .map(|m| m["content"].as_str().unwrap())
         .collect();
     assert_eq!(used.first(), Some(&"who are they"), "{record:#}");
+}
+
+/// Only the embedding path can tie these to each other: every word is a stop word, so
+/// no keyword is shared. The fake server embeds by words: the memory has the previous
+/// question's vector and none of the follow-up's.
+fn follow_up_by_meaning(w: &World) {
+    add(w, "what about them");
+    add(w, "Caroline likes green tea");
+}
+
+#[test]
+fn a_follow_up_is_embedded_with_the_previous_question() {
+    let w = World::new("recall-hybrid-follow-up");
+    w.config("[model]\nembedding_model = \"fake-embed\"\n");
+    follow_up_by_meaning(&w);
+    let alone = search(&w, "and where is it", None);
+    assert_eq!(alone["embedding_model"], "fake-embed");
+    assert!(chosen(&alone).is_empty(), "{alone:#}");
+    let doc = search(&w, "and where is it", Some("what about them"));
+    assert_eq!(chosen(&doc), ["what about them"], "{doc:#}");
+    let e = entry(&doc, "what about them");
+    assert_eq!(e["matched"].as_array().map(Vec::len), Some(0), "{e:#}");
+    // The previous question leans the vector (at context_weight 0.25), it does not
+    // replace it: the cosine is 0.25/√(1 + 0.25²), not 1.
+    let cosine = e["cosine"].as_f64().unwrap();
+    assert!((cosine - 0.2425).abs() < 0.01, "{e:#}");
+    // A chat turn does the same with the session's previous question.
+    w.fake.push(Reply::text("Which ones?"));
+    w.fake.push(Reply::text("No idea."));
+    let first = w
+        .run(&["ask", "--json", "what about them"])
+        .expect(0)
+        .json();
+    let session = first["session"].as_str().expect("session").to_string();
+    let record = w
+        .run(&["ask", "--json", "--session", &session, "and where is it"])
+        .expect(0)
+        .json();
+    let used: Vec<&str> = record["memories"]
+        .as_array()
+        .expect("memories used")
+        .iter()
+        .map(|m| m["content"].as_str().unwrap())
+        .collect();
+    assert_eq!(used, ["what about them"], "{record:#}");
+}
+
+#[test]
+fn context_weight_zero_embeds_the_follow_up_alone() {
+    let w = World::new("recall-hybrid-follow-up-off");
+    w.config("[model]\nembedding_model = \"fake-embed\"\n[memory]\ncontext_weight = 0\n");
+    follow_up_by_meaning(&w);
+    let doc = search(&w, "and where is it", Some("what about them"));
+    assert_eq!(doc["embedding_model"], "fake-embed");
+    assert!(chosen(&doc).is_empty(), "{doc:#}");
 }
 
 #[test]

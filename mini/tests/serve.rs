@@ -283,7 +283,7 @@ fn every_bind_requires_the_token_and_a_browser_signs_in_with_the_printed_link() 
             "/v1/sessions",
             "/v1/models",
             "/openapi.json",
-            "/static/app.js",
+            "/static/js/chat.js",
         ] {
             let r = s.anonymous("GET", path, &[], "");
             assert_eq!(r.status, 401, "{name} {path}: {}", r.body);
@@ -352,6 +352,157 @@ fn every_bind_requires_the_token_and_a_browser_signs_in_with_the_printed_link() 
             200
         );
     }
+}
+
+#[test]
+fn a_chat_is_pinned_archived_and_brought_back_by_patch_and_stays_so() {
+    let w = World::new("serve-pin-archive");
+    let s = Server::start(&w, &[]);
+    let id = s
+        .post("/v1/sessions", &json!({"title": "Groceries"}).to_string())
+        .json()["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let patch = |body: Value| {
+        let r = s.request(
+            "PATCH",
+            &format!("/v1/sessions/{id}"),
+            &[],
+            &body.to_string(),
+        );
+        (r.status, r.json())
+    };
+    let listed = || -> Value {
+        s.get("/v1/sessions").json()["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|x| x["id"] == id.as_str())
+            .cloned()
+            .unwrap()
+    };
+    // A new chat is neither; the fields are left out then.
+    assert_eq!(
+        (listed()["pinned"].clone(), listed()["archived"].clone()),
+        (Value::Null, Value::Null)
+    );
+    let (status, body) = patch(json!({"pinned": true}));
+    assert_eq!(
+        (status, body["pinned"].clone()),
+        (200, json!(true)),
+        "{body}"
+    );
+    assert_eq!(listed()["pinned"], true, "the list says so");
+    // Each field alone leaves the others as they were, the title included.
+    let (_, body) = patch(json!({"archived": true}));
+    assert_eq!(
+        (
+            body["pinned"].clone(),
+            body["archived"].clone(),
+            body["title"].clone()
+        ),
+        (json!(true), json!(true), json!("Groceries"))
+    );
+    let (_, body) = patch(json!({"title": "Weekly groceries", "pinned": false}));
+    assert_eq!(
+        (
+            body["pinned"].clone(),
+            body["archived"].clone(),
+            body["title"].clone()
+        ),
+        (Value::Null, json!(true), json!("Weekly groceries"))
+    );
+    assert_eq!(
+        s.get(&format!("/v1/sessions/{id}")).json()["archived"],
+        true,
+        "kept in the store"
+    );
+    let (_, body) = patch(json!({"archived": false}));
+    assert_eq!(body["archived"], Value::Null, "brought back: {body}");
+    // Wrong shapes are refused, naming the field; nothing changes.
+    for (bad, word) in [
+        (json!({"pinned": "yes"}), "pinned"),
+        (json!({"archived": 1}), "archived"),
+        (json!({}), "title"),
+        (json!({"title": 5}), "title"),
+    ] {
+        let (status, body) = patch(bad.clone());
+        assert_eq!(status, 400, "{bad}: {body}");
+        assert!(
+            body["error"]["message"].as_str().unwrap().contains(word),
+            "{bad}: {body}"
+        );
+    }
+    assert_eq!(listed()["title"], "Weekly groceries");
+    let missing = s.request(
+        "PATCH",
+        "/v1/sessions/s0000000000zz",
+        &[],
+        &json!({"pinned": true}).to_string(),
+    );
+    assert_eq!(missing.status, 404, "{}", missing.body);
+}
+
+#[test]
+fn a_search_finds_the_words_whole_not_inside_longer_words() {
+    let w = World::new("serve-search-words");
+    let s = Server::start(&w, &[]);
+    let mut ids = std::collections::HashMap::new();
+    for text in [
+        "The user drinks green tea every morning",
+        "The user's teacher was strict",
+        "Steam cleans the oven",
+        "用户喜欢喝绿茶",
+        "绿茶色的墙",
+    ] {
+        let m = s.post("/v1/memory", &json!({ "content": text }).to_string());
+        assert_eq!(m.status, 201, "{}", m.body);
+        ids.insert(m.json()["id"].as_u64().unwrap(), text);
+    }
+    let found = |path: &str, key: &str| -> Vec<&str> {
+        let mut v: Vec<&str> = s.get(path).json()[key]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| ids[&m["id"].as_u64().unwrap()])
+            .collect();
+        v.sort();
+        v
+    };
+    for (q, want) in [
+        ("tea", vec!["The user drinks green tea every morning"]),
+        ("TEA", vec!["The user drinks green tea every morning"]),
+        ("teacher", vec!["The user's teacher was strict"]),
+        ("team", vec![]),
+        ("%E7%BB%BF%E8%8C%B6", vec!["用户喜欢喝绿茶", "绿茶色的墙"]),
+    ] {
+        assert_eq!(
+            found(&format!("/v1/memory?q={q}"), "data"),
+            want,
+            "memory ?q={q}"
+        );
+        assert_eq!(
+            found(&format!("/v1/search?q={q}"), "memories"),
+            want,
+            "search ?q={q}"
+        );
+    }
+    // Chat titles and messages too.
+    s.post(
+        "/v1/sessions",
+        &json!({"title": "Teaching plan"}).to_string(),
+    );
+    let tea = s.post("/v1/sessions", &json!({"title": "Tea tasting"}).to_string());
+    let hits = s.get("/v1/search?q=tea").json();
+    let titles: Vec<&str> = hits["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x["title"].as_str().unwrap())
+        .collect();
+    assert_eq!(titles, ["Tea tasting"], "{hits}");
+    assert_eq!(hits["sessions"][0]["id"], tea.json()["id"]);
 }
 
 #[test]
@@ -944,7 +1095,7 @@ fn a_wrong_method_is_405_naming_the_right_ones() {
         ("POST", "/v1/sessions/s1/turns/1", "GET, HEAD"),
         ("GET", "/v1/sessions/s1/pending/c1", "POST"),
         ("GET", "/v1/mcp/tools/a__b/level", "PUT"),
-        ("POST", "/static/app.js", "GET, HEAD"),
+        ("POST", "/static/js/chat.js", "GET, HEAD"),
     ] {
         let r = s.request(method, path, &[], "");
         assert_eq!(r.status, 405, "{method} {path}: {}", r.body);
@@ -1023,6 +1174,67 @@ fn http_1_0_streams_are_not_chunked_and_1_1_needs_a_host() {
 }
 
 #[test]
+fn every_module_the_page_loads_is_served_as_javascript_and_revalidated() {
+    let w = World::new("serve-modules");
+    let s = Server::start(&w, &[]);
+    let page = s.get("/").body;
+    // What index.html names (the entry and its preloads), and the pages' modules that
+    // layout.js loads when a page is first shown.
+    let layout = s.get("/static/js/layout.js").body;
+    let mut names: Vec<String> = page
+        .split("/static/js/")
+        .skip(1)
+        .map(|rest| rest.split('"').next().unwrap())
+        .chain(
+            layout
+                .split('\'')
+                .filter(|w| w.ends_with(".js") && !w.contains(['/', ' '])),
+        )
+        .map(str::to_string)
+        .collect();
+    names.sort();
+    names.dedup();
+    assert!(names.len() >= 15, "{names:?}");
+    for name in ["main.js", "chat.js", "memory.js", "channels.js", "usage.js"] {
+        assert!(names.iter().any(|n| n == name), "{name} in {names:?}");
+    }
+    for name in &names {
+        let path = format!("/static/js/{name}");
+        let r = s.request("GET", &path, &[("Accept-Encoding", "gzip")], "");
+        assert_eq!(r.status, 200, "{path}");
+        assert_eq!(
+            r.header("content-type"),
+            Some("text/javascript; charset=utf-8"),
+            "{path}: a module must be served as JavaScript"
+        );
+        assert_eq!(r.header("content-encoding"), Some("gzip"), "{path}");
+        assert_eq!(r.header("cache-control"), Some("no-cache"), "{path}");
+        let tag = r.header("etag").expect("an ETag").to_string();
+        let again = s.request(
+            "GET",
+            &path,
+            &[("Accept-Encoding", "gzip"), ("If-None-Match", &tag)],
+            "",
+        );
+        assert_eq!(again.status, 304, "{path}: unchanged, not sent again");
+    }
+    // A page's module asked for again after a failed fetch carries a query (the browser
+    // keeps a failed module under its name): the same file.
+    let retried = s.get("/static/js/memory.js?again=2");
+    assert_eq!(retried.status, 200);
+    assert_eq!(retried.body, s.get("/static/js/memory.js").body);
+    // Only the UI's files: nothing else is reached through the folder.
+    for path in [
+        "/static/js/",
+        "/static/js/nothing.js",
+        "/static/js/..%2fapp.css",
+        "/static/js/%2e%2e/index.html",
+    ] {
+        assert_eq!(s.get(path).status, 404, "{path}");
+    }
+}
+
+#[test]
 fn the_ui_files_go_gzipped_to_a_browser_and_as_they_are_to_other_clients() {
     let w = World::new("serve-gzip");
     let s = Server::start(&w, &[]);
@@ -1036,9 +1248,10 @@ fn the_ui_files_go_gzipped_to_a_browser_and_as_they_are_to_other_clients() {
     );
     assert!(page.header("content-encoding").is_none());
     // Scripts go without their comment lines, blank lines and indentation.
-    let want = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../static/app.js"))
-        .expect("static/app.js");
-    let plain = s.get("/static/app.js");
+    let want =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../static/js/chat.js"))
+            .expect("static/js/chat.js");
+    let plain = s.get("/static/js/chat.js");
     assert_eq!(plain.status, 200);
     assert!(plain.header("content-encoding").is_none());
     let kept: Vec<&str> = want
@@ -1061,7 +1274,7 @@ fn the_ui_files_go_gzipped_to_a_browser_and_as_they_are_to_other_clients() {
     );
     let gz = s.request(
         "GET",
-        "/static/app.js",
+        "/static/js/chat.js",
         &[("Accept-Encoding", "gzip, deflate, br")],
         "",
     );
@@ -1078,7 +1291,7 @@ fn the_ui_files_go_gzipped_to_a_browser_and_as_they_are_to_other_clients() {
     assert!(refused.body.contains("<html"), "{}", refused.body);
     let again = s.request(
         "GET",
-        "/static/app.js",
+        "/static/js/chat.js",
         &[("If-None-Match", plain.header("etag").unwrap())],
         "",
     );

@@ -39,6 +39,16 @@ const UNSAFE = 'Look: <img src=x onerror=alert(1)> and [x](javascript:alert(1)) 
 const L4_ARGS = '{"command": "echo browser-l4"}';
 const DOT = 'data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==';
 const EVOLVED = 'You are Evolve, a careful assistant tested in a browser.\nAnswer in English, in one short paragraph.\nAsk before doing anything you cannot undo.';
+// TeX the answers write: inline, display, a matrix; dollars that are prices; one broken formula.
+const MATH = String.raw`Euler: $e^{i\pi} + 1 = 0$, a fraction $\frac{a}{b}$, a root $\sqrt{x^2+y^2}$ and $\alpha_1 \leq \beta$.
+
+$$
+\sum_{k=1}^{n} k = \frac{n(n+1)}{2}
+$$
+
+$$\begin{pmatrix} 1 & 0 \\ 0 & 1 \end{pmatrix}$$
+
+Prices: $5 and $10. Broken: $\frac{1}{$ end.`;
 const LONG = Array.from({ length: 400 }, (_, i) => `word${i}`).join(' ');
 
 /** What the fake model answers, in order (see run.sh). */
@@ -71,6 +81,7 @@ const SCRIPT = {
     // An inline image (shown, enlarged on click) and one from elsewhere (only a link).
     // "Evolve the prompt": the proposal shown as a diff, active only once confirmed.
     '[evolve:prompt]': [EVOLVED],
+    '[math-test]': [MATH, MATH],
     '[image-test]': [`A dot: ![a red dot](${DOT}) and ![remote](https://example.com/x.png)`],
     // Sub-agents: two helpers, one writing a file (asked through this page), then the summary.
     '[subtask-test]': [call('subtasks', '{"tasks": ["Write sub-ui.txt [sub-ui-w]", "Say hello [sub-ui-h]"]}')],
@@ -232,6 +243,21 @@ const brokenWords = (page, sel) => page.evaluate(s => {
   }
   return out;
 }, sel);
+
+/** The UI's modules keep their functions to themselves: a case drives the page as a person does. */
+const showView = (page, v) => page.evaluate(v => document.querySelector(`#nav [data-view="${v}"]`).click(), v);
+/** The chat shown (its id is in the address). */
+const sessionOf = async page => decodeURIComponent((await page.evaluate(() => location.hash)).replace('#s=', ''));
+/** The theme toggle pressed until `mode` ('light', 'dark') is the one chosen. */
+async function setTheme(page, mode) {
+  for (let i = 0; i < 3 && await page.evaluate(() => localStorage.getItem('evolve.theme') || '') !== mode; i++) {
+    await page.evaluate(() => document.querySelector('#theme-toggle').click());
+  }
+}
+/** The language switch pressed when the page is not in `lang` ('en', 'zh'). */
+async function setLang(page, lang) {
+  if ((await page.evaluate(() => document.documentElement.lang)).slice(0, 2) !== lang) await page.evaluate(() => document.querySelector('#lang-toggle').click());
+}
 
 const lastAnswer = page => page.locator('[data-testid=msg-assistant]').last();
 async function send(page, text) {
@@ -398,7 +424,7 @@ await test('the chat\'s "always" grants are listed below the header, and Revoke 
   // The list is the session's, as the API has it, and comes back after a reload.
   await main.reload();
   await grant.first().waitFor();
-  const sid = await main.evaluate(() => S.session);
+  const sid = await sessionOf(main);
   await grant.locator('button').click();
   await main.waitForSelector('#grants', { state: 'hidden' });
   const left = await main.evaluate(async id => (await (await fetch(`/v1/sessions/${encodeURIComponent(id)}/grants`)).json()).data, sid);
@@ -482,6 +508,10 @@ await test('after a reload the stopped and the failed turn are still there, and 
   check((await notes.last().textContent()).includes('the fake model broke'), `the failed turn: ${await notes.last().textContent()}`);
   eq(await main.locator('[data-testid=msg-user]', { hasText: 'Write a very long answer' }).count(), 1, 'the stopped question');
   check((await main.locator('[data-testid=msg-assistant]', { hasText: 'Stopped.' }).textContent()).includes('word20'), 'the stopped answer keeps its text');
+  // The exports say so too: the stopped answer is marked incomplete, the failed one why.
+  const exported = await main.evaluate(async () => (await fetch(document.querySelector('#export-md').href)).text());
+  check(/word20[^]*> \*\*Stopped: the answer was stopped here and is incomplete\.\*\*/.test(exported), `the Markdown export marks the stopped answer: ${exported.slice(0, 400)}`);
+  check(/> \*\*Not finished: [^\n]*the fake model broke/.test(exported), 'and the failed one, with why');
   await notes.last().locator('[data-testid=retry]').click();
   await idle(main);
   await lastAnswer(main).locator('.body', { hasText: 'It worked on the retry.' }).waitFor();
@@ -568,7 +598,7 @@ await test('Regenerate answers again, Edit resends a changed question; earlier v
   await lastAnswer(main).locator('.body', { hasText: 'Seven.' }).waitFor();
   eq(await old.count(), 2, 'both earlier versions are folded away');
   eq(await questions.last().textContent().then(x => x.includes('Pick a number')), true, 'the edited question');
-  const sid = await main.evaluate(() => S.session);
+  const sid = await sessionOf(main);
   const m = (await api('GET', `/v1/sessions/${encodeURIComponent(sid)}/messages`)).json;
   eq(JSON.stringify(m.superseded), '[1,2]', 'the turns the server marks as replaced');
   await main.reload();
@@ -671,18 +701,27 @@ await test('memory: add one with priority, importance and tags, edit it, pin it,
   let m = await stored();
   check(m, 'the server has the memory');
   eq(`${m.priority} ${m.importance} ${m.tags.join(',')}`, '1 4 drinks,test', 'priority, importance and tags');
-  await item.locator('select.prio').selectOption('0');
-  await until(async () => (await stored()).priority === 0, 'the new priority reaches the server');
-  // The text and the category can be changed too (while the text is edited the item
-  // is found by its id: the text is in a text box then).
+  // The card reads: no form controls until Edit; what ranks it is said, and explained.
+  eq(await item.locator('select, input, textarea').count(), 0, 'form controls on the card');
+  const prioFact = item.locator('.mem-facts .fact').first();
+  check((await prioFact.textContent()).includes('1 high'), `the priority in words: ${await prioFact.textContent()}`);
+  check(/come first/.test(await prioFact.getAttribute('title')), 'the priority is explained');
+  // Edit: text, priority and category in one form, saved together (while the text is
+  // edited the item is found by its id: the text is in a text box then).
   const byId = main.locator(`[data-testid=memory-item][data-id="${m.id}"]`);
-  await byId.locator('[data-testid=memory-edit-text]').click();
+  await byId.locator('[data-testid=memory-edit]').click();
+  await byId.locator('textarea').press('Escape');
+  await byId.locator('.mem-text').waitFor();
+  eq(await byId.locator('textarea').count(), 0, 'Escape leaves the form');
+  await byId.locator('[data-testid=memory-edit]').click();
+  await byId.locator('select.prio').selectOption('0');
   await byId.locator('textarea').fill('The browser test likes green tea a lot');
-  await byId.locator('[data-testid=memory-save-text]').click();
+  await byId.locator('select.cat').selectOption('preference');
+  await byId.locator('[data-testid=memory-save]').click();
   await byId.locator('.mem-text', { hasText: 'a lot' }).waitFor();
-  await item.locator('select.cat').selectOption('preference');
   await until(async () => (await stored()).category === 'preference', 'the new category reaches the server');
   eq((await stored()).content, 'The browser test likes green tea a lot', 'the edited text on the server');
+  eq((await stored()).priority, 0, 'the new priority on the server');
   await item.locator('button.pin').click();
   await item.locator('button.pin', { hasText: 'Unpin' }).waitFor();
   check(await main.locator('#mem-list > li').first().evaluate(li => li.classList.contains('pinned')), 'the pinned memory is listed first');
@@ -954,7 +993,7 @@ await test('theme and language switch, and stay switched after a reload', async 
   await page.click('#nav [data-view=tools]');
   await page.locator('#tools-table .lvl').first().waitFor();
   for (const mode of ['dark', 'light']) {
-    await page.evaluate(m => { localStorage.setItem('evolve.theme', m); theme(); }, mode);
+    await setTheme(page, mode);
     const worst = await page.evaluate(() => {
       const rgb = c => c.match(/[\d.]+/g).slice(0, 3).map(Number);
       const lum = c => { const [r, g, b] = rgb(c).map(v => { v /= 255; return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; }); return 0.2126 * r + 0.7152 * g + 0.0722 * b; };
@@ -1008,7 +1047,7 @@ await test('phone (375×740): the sidebar is a drawer, the send box is visible, 
   check(await page.evaluate(() => document.documentElement.scrollWidth) <= 375, 'no sideways scrolling');
   // The wide panes fit: their tables scroll inside instead of widening the page.
   for (const view of ['tools', 'prompt', 'memory', 'tasks']) {
-    await page.evaluate(v => show(v), view);
+    await showView(page, view);
     await page.waitForTimeout(300);
     const [sw, cw, doc] = await page.evaluate(v => {
       const pane = document.querySelector(`#view-${v}`);
@@ -1016,7 +1055,7 @@ await test('phone (375×740): the sidebar is a drawer, the send box is visible, 
     }, view);
     check(sw <= cw + 1 && doc <= 375, `the ${view} pane fits in 375 px: ${sw} of ${cw}, page ${doc}`);
   }
-  await page.evaluate(() => show('chat'));
+  await showView(page, 'chat');
   await page.tap('#menu');
   await page.waitForFunction(() => document.querySelector('#sidebar').getBoundingClientRect().left >= 0);
   await page.tap('#nav [data-view=memory]');
@@ -1269,14 +1308,14 @@ await test('the Evolve server gone: one "Cannot reach Evolve" notice with Retry 
   for (const viewport of WIDTHS) {
     const page = await open({ viewport });
     const mem = await api('POST', '/v1/memory', { content: `A memory that must not vanish (${viewport.width})` });
-    await page.evaluate(() => show('memory'));
+    await showView(page, 'memory');
     const item = page.locator('[data-testid=memory-item]', { hasText: 'must not vanish' });
     await item.first().waitFor();
     // Every request to the server fails as a stopped server's do (the page itself is cached).
     const gone = route => route.abort('connectionrefused');
     const toServer = u => u.pathname.startsWith('/v1/') || u.pathname === '/health';
     await page.route(toServer, gone);
-    await page.evaluate(() => show('memory'));
+    await showView(page, 'memory');
     const notice = page.locator('[data-testid=offline]');
     await notice.waitFor();
     check((await notice.textContent()).includes('Cannot reach Evolve'), `the notice: ${await notice.textContent()}`);
@@ -1293,7 +1332,7 @@ await test('the Evolve server gone: one "Cannot reach Evolve" notice with Retry 
     await page.click('#offline-retry');
     await notice.waitFor({ state: 'hidden' });
     await until(async () => !(await page.textContent('#sessions')).includes('Loading'), 'the chat list is read again');
-    await page.evaluate(() => show('memory'));
+    await showView(page, 'memory');
     await item.first().waitFor();
     await api('DELETE', `/v1/memory/${mem.json.id}`);
     await page.context().close();
@@ -1648,9 +1687,9 @@ await test('tables keep their words whole: Tools, Prompt and an answer\'s table 
   for (const viewport of WIDTHS) {
     const page = await open({ viewport });
     for (const lang of ['en', 'zh']) {
-      if (lang === 'zh') await page.evaluate(() => setLang('zh'));
+      if (lang === 'zh') await setLang(page, 'zh');
       for (const [view, table, rows] of [['tools', '#tools-table', 'tbody tr'], ['prompt', '#prompt-table', 'tbody tr']]) {
-        await page.evaluate(v => show(v), view);
+        await showView(page, view);
         await page.locator(`${table} ${rows}`).first().waitFor();
         await page.waitForTimeout(200);
         // Shown whole: the box around the table is not squeezed to nothing in its pane.
@@ -1669,9 +1708,9 @@ await test('tables keep their words whole: Tools, Prompt and an answer\'s table 
       const unclassified = page.locator('#tools-table .origin', { hasText: lang === 'en' ? 'not classified yet' : '尚未分类' }).first();
       if (await unclassified.count()) check(/L4/.test(await unclassified.getAttribute('title')), 'an unclassified tool says why it is L4');
     }
-    await page.evaluate(() => setLang('en'));
+    await setLang(page, 'en');
     // An answer's table: the first chat's streamed table.
-    await page.evaluate(() => show('chat'));
+    await showView(page, 'chat');
     await send(page, 'Which tools are there? [table-test]');
     await idle(page);
     await page.locator('#messages table td', { hasText: 'get_time' }).first().waitFor();
@@ -1740,7 +1779,8 @@ await test('reading a long chat: a fast answer ends in view, the enlarged image 
   for (let i = 0; i < 8; i++) {
     eq((await api('POST', '/v1/chat/completions', { model: 'evolve', session: long.json.id, messages: [{ role: 'user', content: `Line ${i}: ${LONG.slice(0, 900)}` }] })).status, 200, 'a stored turn');
   }
-  await page.evaluate(id => openSession(id), long.json.id);
+  await page.evaluate(id => { location.hash = 's=' + encodeURIComponent(id); }, long.json.id);
+  await page.reload();
   await page.locator('[data-testid=msg-user]', { hasText: 'Line 7' }).waitFor();
   await send(page, 'Quick one [fast-test]');
   await idle(page);
@@ -1838,7 +1878,7 @@ await test('a task list keeps each box on its text\'s line, a mermaid block says
   });
   check(Math.abs(box - text) < 4, `the box is on its text's line: ${box} vs ${text}`);
   check(/diagram/.test(await lastAnswer(page).locator('.code-bar').textContent()), 'the mermaid block says what it is');
-  await page.evaluate(() => show('tools'));
+  await showView(page, 'tools');
   await page.locator('[data-testid=mcp-server]').first().waitFor();
   await page.click('#mcp-add-box summary');
   await page.fill('#mcp-name', 'ghost');
@@ -1857,7 +1897,7 @@ await test('a task list keeps each box on its text\'s line, a mermaid block says
 
 await test('memory: priority and importance are explained, and style notes promise only what happens; a skill\'s wrapped lines read as one paragraph', async () => {
   const page = await open({ viewport: { width: 1280, height: 800 } });
-  await page.evaluate(() => show('memory'));
+  await showView(page, 'memory');
   await page.click('#mem-new');
   check(/come first/.test(await page.textContent('#mem-form')), 'the form explains priority');
   check(/critical/.test(await page.locator('#mem-priority').evaluate(s => s.closest('label').title)), 'the priority field has its explanation');
@@ -1865,7 +1905,7 @@ await test('memory: priority and importance are explained, and style notes promi
   const dir = path.join(HOME, 'skills', 'wrapped-notes');
   fs.mkdirSync(dir, { recursive: true });
   fs.writeFileSync(path.join(dir, 'SKILL.md'), '---\nname: wrapped-notes\ndescription: Use when the user asks for wrapped notes.\n---\nWrite the notes as one\nparagraph that the source\nwrapped at a width.\n\n- a list item\n- another\n');
-  await page.evaluate(() => show('skills'));
+  await showView(page, 'skills');
   await page.locator('[data-testid=skill-item]', { hasText: 'wrapped-notes' }).locator('button').first().click();
   const p = page.locator('#skill-view p', { hasText: 'Write the notes' });
   await p.waitFor();
@@ -1899,7 +1939,7 @@ await test('👍/👎 on an answer: the person\'s grade is kept for the turn, sh
   await answer.locator('[data-testid=rate-up]').click();
   await page.locator('[data-testid=toast]', { hasText: /graded good|Graded good/ }).waitFor();
   eq(await answer.locator('[data-testid=rate-up]').getAttribute('aria-pressed'), 'true', '👍 pressed');
-  const sid = await page.evaluate(() => S.session);
+  const sid = await sessionOf(page);
   const turns = async () => (await api('GET', `/v1/sessions/${encodeURIComponent(sid)}/messages`)).json.turns;
   const n = Object.keys(await turns()).pop();
   eq((await turns())[n].rating, 'up', 'the grade the server keeps');
@@ -1928,18 +1968,304 @@ await test('the profile picker is in the chat\'s header, and the sidebar has one
   await page.context().close();
 });
 
+await test('a chat is pinned to the top of the list, archived into a group of its own and brought back (1280 and 390 px, en/中文)', async () => {
+  const made = [];
+  for (const title of ['Pin me please', 'Archive me please']) made.push((await api('POST', '/v1/sessions', { title })).json.id);
+  for (const viewport of WIDTHS) {
+    for (const lang of ['en', 'zh']) {
+      const page = await open({ viewport });
+      await setLang(page, lang);
+      if (viewport.width < 600) await page.click('#menu');
+      const item = id => page.locator(`#sessions [data-testid=session-item][data-id="${id}"]`);
+      const first = () => page.locator('#sessions > li[data-testid=session-item]').first().getAttribute('data-id');
+      // Pin: the chat goes first; its pin stays shown and pressed.
+      await item(made[0]).hover();
+      await item(made[0]).locator('[data-testid=session-pin]').click();
+      await until(async () => (await first()) === made[0], 'the pinned chat is first');
+      eq(await item(made[0]).locator('[data-testid=session-pin]').getAttribute('aria-pressed'), 'true', 'the pin is pressed');
+      await page.mouse.move(0, 0);
+      check(await item(made[0]).locator('[data-testid=session-pin]').isVisible(), 'a pinned chat shows its pin');
+      // Archive: the chat leaves the list for the Archived group (closed), and comes back.
+      await item(made[1]).hover();
+      await item(made[1]).locator('[data-testid=session-archive]').click();
+      const group = page.locator('[data-testid=archived-chats]');
+      await group.waitFor();
+      check((await group.locator('summary').textContent()).includes(lang === 'zh' ? '已归档' : 'Archived'), 'the group is named in the language');
+      eq(await group.evaluate(d => d.open), false, 'the group is closed');
+      eq(await page.locator(`#sessions > li[data-id="${made[1]}"]`).count(), 0, 'no longer in the main list');
+      await shot(page, `pin-archive-${viewport.width}-${lang}`);
+      await group.locator('summary').click();
+      await item(made[1]).hover();
+      await item(made[1]).locator('[data-testid=session-archive]').click();
+      await until(async () => (await page.locator(`#sessions > li[data-id="${made[1]}"]`).count()) === 1, 'back in the main list');
+      await item(made[0]).hover();
+      await item(made[0]).locator('[data-testid=session-pin]').click();
+      await until(async () => (await item(made[0]).locator('[data-testid=session-pin]').getAttribute('aria-pressed')) === 'false', 'unpinned');
+      const stored = (await api('GET', `/v1/sessions/${made[0]}`)).json;
+      eq(`${!!stored.pinned} ${!!stored.archived}`, 'false false', 'the server has it as it was');
+      await page.context().close();
+    }
+  }
+  for (const id of made) await api('DELETE', `/v1/sessions/${id}`);
+});
+
+await test('a task\'s schedule refused by the server is said next to its field, in 中文 too (1280 and 390 px)', async () => {
+  for (const viewport of WIDTHS) {
+    for (const lang of ['en', 'zh']) {
+      const page = await open({ viewport });
+      await setLang(page, lang);
+      await showView(page, 'tasks');
+      await page.fill('#task-question', 'Check the weather');
+      for (const [kind, value, en, zh] of [
+        ['every', '10x', 'is not an interval', '不是时间间隔'],
+        ['every', '20s', 'below the scheduler', '一分钟的精度'],
+        ['daily', '25:00', 'is not a time of day', '之间的时刻'],
+        ['cron', '0 9 * *', 'has 5 fields', '5 个字段'],
+      ]) {
+        await page.selectOption('#task-kind', kind);
+        await page.fill('#task-value', value);
+        await page.locator('#task-form button[type=submit]').click();
+        const err = page.locator('#task-form [data-testid=field-error]');
+        await err.waitFor();
+        const said = await err.textContent();
+        check(said.includes(lang === 'zh' ? zh : en), `${kind} ${value} (${lang}): ${said}`);
+        if (lang === 'zh') check(!/[a-z]{4,} [a-z]{4,}/.test(said.replace(/every|daily|mon-fri/g, '')), `no English sentence left: ${said}`);
+      }
+      await shot(page, `task-error-${viewport.width}-${lang}`);
+      await page.context().close();
+    }
+  }
+});
+
+await test('math renders as MathML (fractions, roots, scripts, Greek, sums, a matrix); prices stay text, a broken formula its source — at 1280 and 390 px', async () => {
+  for (const viewport of WIDTHS) {
+    const page = await open({ viewport });
+    await send(page, 'Show me some math [math-test]');
+    await idle(page);
+    const body = lastAnswer(page).locator('.body');
+    await body.locator('math').first().waitFor();
+    const got = await body.evaluate(b => ({
+      inline: b.querySelectorAll('p math').length,
+      display: b.querySelectorAll('.math-block math[display=block]').length,
+      tags: ['mfrac', 'msqrt', 'msup', 'msub', 'munderover', 'mtable', 'mtr'].map(t => t + ':' + b.querySelectorAll(t).length).join(' '),
+      greek: [...b.querySelectorAll('mi')].map(e => e.textContent).filter(x => /[α-ωπ]/.test(x)).join(''),
+      text: b.textContent,
+      code: [...b.querySelectorAll('code')].map(c => c.textContent),
+      width: [...b.querySelectorAll('math')].map(m => m.getBoundingClientRect().width),
+    }));
+    eq(got.inline, 4, 'formulas inline: Euler, the fraction, the root, the alpha (the broken one is not)');
+    eq(got.display, 2, 'formulas on lines of their own');
+    check(/mfrac:[2-9]/.test(got.tags) && /msqrt:1/.test(got.tags) && /msup:[2-9]/.test(got.tags) && /munderover:1/.test(got.tags) && /mtable:1/.test(got.tags), `the parts: ${got.tags}`);
+    eq(got.greek, 'παβ', 'Greek letters as letters');
+    check(got.text.includes('Prices: $5 and $10.'), `prices stay text: ${got.text}`);
+    eq(JSON.stringify(got.code), JSON.stringify(['$\\frac{1}{$']), 'the broken formula shows its source');
+    check(got.width.every(w => w > 4), `every formula is drawn (widths ${got.width.map(Math.round)})`);
+    check(!got.text.includes('\\sum') && !got.text.includes('\\begin'), 'no TeX left in the text');
+    check(await page.evaluate(() => document.documentElement.scrollWidth <= innerWidth), 'no sideways scrolling');
+    await shot(page, `math-${viewport.width}`);
+    await page.context().close();
+  }
+});
+
+await test('the empty chat suggests questions (4 on a desktop, 2 on a phone, en/中文); one click asks it', async () => {
+  for (const viewport of WIDTHS) {
+    for (const lang of ['en', 'zh']) {
+      const page = await open({ viewport });
+      await setLang(page, lang);
+      await page.evaluate(() => document.querySelector('#new-chat').click());
+      const shown = page.locator('#suggest button:visible');
+      eq(await shown.count(), viewport.width > 600 ? 4 : 2, 'suggestions shown');
+      const first = await shown.first().textContent();
+      check(lang === 'zh' ? /[\u4e00-\u9fff]/.test(first) : /^What do you remember/.test(first), `in the language: ${first}`);
+      const box = await shown.first().boundingBox();
+      check(box.height < 90 && box.x >= 0 && box.x + box.width <= viewport.width, `fits: ${JSON.stringify(box)}`);
+      await shot(page, `suggest-${viewport.width}-${lang}`);
+      if (viewport.width > 600 && lang === 'en') {
+        await shown.first().click();
+        await page.locator('[data-testid=msg-user]', { hasText: first }).waitFor();
+        await idle(page);
+        eq(await page.locator('#suggest').isVisible(), false, 'the suggestions leave with the first question');
+      }
+      await page.context().close();
+    }
+  }
+});
+
+// ---------------------------------------------------------------- channels and usage (their API mocked)
+/** A stand-in for `/v1/channels` and `/v1/usage` (built elsewhere; the suite's server may
+ * not have them yet): the page's requests answered by Playwright from this state, and
+ * what the page sent kept in `calls`. `missing`: both answer 404, as a build without them. */
+async function fakeChannelsAndUsage(page, { missing = false } = {}) {
+  const state = {
+    calls: [],
+    channels: [
+      { name: 'telegram', kind: 'telegram', base_url: 'https://api.telegram.org', secret_set: true, status: 'running', detail: 'polling as @evolve_bot',
+        paired: [{ user: '1001', name: 'Ada' }], pending: [{ code: 'K7Q2-9XMC', user: '2002', name: 'Bob' }] },
+      { name: 'lark', kind: 'feishu', base_url: 'https://open.larksuite.com', secret_set: true, status: 'error', detail: 'HTTP 401 from open.larksuite.com: app secret rejected',
+        paired: [], pending: [] },
+    ],
+  };
+  const json = (route, status, body) => route.fulfill({ status, contentType: 'application/json', body: JSON.stringify(body) });
+  await page.route(u => u.pathname.startsWith('/v1/channels'), async route => {
+    const r = route.request(), u = new URL(r.url()), m = r.method(), body = r.postData() ? JSON.parse(r.postData()) : null;
+    state.calls.push([m, u.pathname, body]);
+    if (missing) return json(route, 404, { error: { message: 'no such route', type: 'not_found_error' } });
+    const parts = u.pathname.split('/').slice(3).map(decodeURIComponent); // after /v1/channels
+    const ch = state.channels.find(c => c.name === parts[0]);
+    if (m === 'GET' && !parts.length) return json(route, 200, { channels: state.channels });
+    if (m === 'POST' && parts[0] === 'pair') {
+      for (const c of state.channels) {
+        const p = c.pending.find(x => x.code === body.code);
+        if (p) { c.pending = c.pending.filter(x => x !== p); c.paired.push({ user: p.user, name: p.name }); return json(route, 200, { ok: true }); }
+      }
+      return json(route, 404, { error: { message: `no pairing code ${body.code}` } });
+    }
+    if (m === 'PUT' && parts.length === 1) {
+      const c = ch || { name: parts[0], paired: [], pending: [], status: 'stopped', detail: '' };
+      Object.assign(c, { kind: body.kind, base_url: body.base_url || { telegram: 'https://api.telegram.org', feishu: 'https://open.feishu.cn', dingtalk: 'https://api.dingtalk.com' }[body.kind], secret_set: c.secret_set || !!(body.token || body.app_secret || body.client_secret) });
+      if (!ch) state.channels.push(c);
+      return json(route, 200, c);
+    }
+    if (m === 'DELETE' && parts.length === 1) { state.channels = state.channels.filter(c => c !== ch); return route.fulfill({ status: 204 }); }
+    if (m === 'POST' && parts[1] === 'test') return json(route, 200, ch.status === 'error' ? { ok: false, detail: 'HTTP 401: app secret rejected' } : { ok: true, detail: 'bot @evolve_bot' });
+    if (m === 'DELETE' && parts[1] === 'paired') { ch.paired = ch.paired.filter(p => p.user !== parts[2]); return route.fulfill({ status: 204 }); }
+    return json(route, 400, { error: { message: 'unexpected' } });
+  });
+  const tok = (p, c) => ({ prompt_tokens: p, completion_tokens: c });
+  const days = Array.from({ length: 14 }, (_, i) => {
+    const d = new Date(Date.UTC(2026, 11, 5 - i));
+    return { date: d.toISOString().slice(0, 10), turns: 14 - i, main: tok(1000 * (14 - i), 200 * (14 - i)), cheap: tok(300, 50), cost: null };
+  });
+  state.usage = {
+    today: { turns: 14, main: tok(14000, 2800), cheap: tok(300, 50), cost: 0.0123 },
+    days,
+    sessions: [{ id: 's-trip', title: 'Trip to Kyoto', turns: 9, main: tok(9000, 1800), cheap: tok(200, 30) },
+      { id: 's-tea', title: 'Tea tasting', turns: 5, main: tok(5000, 1000), cheap: tok(100, 20) }],
+    tasks: [{ id: 't1', name: 'morning-news', runs: 3, main: tok(3000, 600), cheap: tok(0, 0) }],
+    budget: { daily_tokens: 20000, used_today: 17150 },
+  };
+  await page.route(u => u.pathname === '/v1/usage', route => {
+    state.calls.push(['GET', '/v1/usage', null]);
+    return missing ? json(route, 404, { error: { message: 'no such route' } }) : json(route, 200, state.usage);
+  });
+  return state;
+}
+
+await test('Channels page: status and why, paired people, a pairing code approved, a channel added (its secret never shown back), Test — at 1280 and 390 px, en/中文', async () => {
+  for (const viewport of WIDTHS) {
+    for (const lang of ['en', 'zh']) {
+      const page = await open({ viewport });
+      const fake = await fakeChannelsAndUsage(page);
+      await setLang(page, lang);
+      await showView(page, 'channels');
+      const cards = page.locator('[data-testid=channel]');
+      await cards.first().waitFor();
+      eq(await cards.count(), 2, 'a card per channel');
+      const tg = page.locator('[data-testid=channel][data-name=telegram]'), lark = page.locator('[data-testid=channel][data-name=lark]');
+      eq(await tg.locator('[data-testid=channel-status]').textContent(), lang === 'zh' ? '运行中' : 'running', 'the running state');
+      eq(await lark.locator('[data-testid=channel-status]').textContent(), lang === 'zh' ? '出错' : 'error', 'the error state');
+      check((await lark.locator('[data-testid=channel-detail]').textContent()).includes('app secret rejected'), 'why it failed, on its card');
+      check((await tg.locator('[data-testid=channel-paired]').textContent()).includes('Ada'), 'the paired person');
+      check((await page.locator('#view-channels').textContent()).includes(lang === 'zh' ? '等待批准' : 'Waiting for approval'), 'pending codes are headed in the language');
+      // Approve the waiting code: Bob moves to the paired people.
+      await tg.locator('[data-testid=channel-approve]').click();
+      await tg.locator('[data-testid=channel-paired]', { hasText: 'Bob' }).waitFor();
+      eq(await tg.locator('[data-testid=channel-pending]').count(), 0, 'no code waits any more');
+      check(fake.calls.some(([m, p, b]) => m === 'POST' && p === '/v1/channels/pair' && b.code === 'K7Q2-9XMC'), 'the code was sent');
+      // Test says what the platform answered, on the card.
+      await lark.locator('[data-testid=channel-test-btn]').click();
+      const said = lark.locator('[data-testid=channel-test]');
+      await said.waitFor();
+      check((await said.textContent()).includes('401'), `the test's answer: ${await said.textContent()}`);
+      // Edit: the secret field is a password field, empty, saying a secret is set.
+      await tg.locator('button', { hasText: lang === 'zh' ? '编辑' : 'Edit' }).click();
+      const secret = tg.locator('.chan-form input[name=token]');
+      eq(await secret.getAttribute('type'), 'password', 'the token is a password field');
+      eq(await secret.inputValue(), '', 'the stored token is not shown');
+      check(/set|已设置/.test(await secret.getAttribute('placeholder')), 'it says a token is set');
+      // Add a DingTalk channel: its own fields.
+      await page.locator('#chan-add-box > summary').click();
+      const form = page.locator('#chan-add-box [data-testid=channel-form]');
+      await form.locator('select').selectOption('dingtalk');
+      eq(await form.locator('input[name=client_secret]').getAttribute('type'), 'password', 'the client secret is a password field');
+      eq(await form.locator('input[name=token]').count(), 0, 'no Telegram token field for DingTalk');
+      await form.locator('input[name=client_id]').fill('ding-app');
+      await form.locator('input[name=client_secret]').fill('s3cret-value');
+      await form.locator('button[type=submit]').click();
+      await page.locator('[data-testid=channel][data-name=dingtalk]').waitFor();
+      const put = fake.calls.find(([m, p]) => m === 'PUT' && p === '/v1/channels/dingtalk');
+      eq(JSON.stringify(put && put[2]), JSON.stringify({ kind: 'dingtalk', client_id: 'ding-app', client_secret: 's3cret-value' }), 'what was sent');
+      check(!(await page.locator('#view-channels').innerHTML()).includes('s3cret-value'), 'the secret is not in the page after saving');
+      check(await page.evaluate(() => document.documentElement.scrollWidth <= innerWidth), 'no sideways scrolling');
+      await shot(page, `channels-${viewport.width}-${lang}`);
+      await page.context().close();
+    }
+  }
+});
+
+await test('Channels and Usage on a server without them: the page says they are not in this build, no error toast', async () => {
+  for (const lang of ['en', 'zh']) {
+    const page = await open({ viewport: WIDTHS[1] });
+    await fakeChannelsAndUsage(page, { missing: true });
+    await setLang(page, lang);
+    await showView(page, 'channels');
+    const missing = page.locator('[data-testid=channels-missing]');
+    await missing.waitFor();
+    check((await missing.textContent()).includes(lang === 'zh' ? '不支持渠道' : 'not available in this build'), `said: ${await missing.textContent()}`);
+    check(await page.locator('#chan-add-box').isHidden(), 'no Add form for what cannot be added');
+    await showView(page, 'usage');
+    const none = page.locator('[data-testid=usage-missing]');
+    await none.waitFor();
+    check((await none.textContent()).includes(lang === 'zh' ? '不支持用量' : 'not available in this build'), `said: ${await none.textContent()}`);
+    eq(await page.locator('[data-testid=toast]').count(), 0, 'toasts');
+    await page.context().close();
+  }
+});
+
+await test('Usage page: today\'s totals and cost, the budget bar, 14 days as bars, per chat and per task — at 1280 and 390 px, en/中文', async () => {
+  for (const viewport of WIDTHS) {
+    for (const lang of ['en', 'zh']) {
+      const page = await open({ viewport });
+      await fakeChannelsAndUsage(page);
+      await setLang(page, lang);
+      await showView(page, 'usage');
+      await page.locator('[data-testid=usage-today]').waitFor();
+      const today = await page.locator('[data-testid=usage-today]').textContent();
+      check(/14,000|14,000|14000/.test(today.replace(/\s/g, '')) && today.includes('0.0123'), `today: ${today}`);
+      const meter = page.locator('[data-testid=usage-budget] [role=meter]');
+      eq(await meter.getAttribute('aria-valuenow'), '17150', 'the budget used');
+      const fill = await meter.locator('span').evaluate(e => e.getBoundingClientRect().width / e.parentElement.getBoundingClientRect().width);
+      check(Math.abs(fill - 0.8575) < 0.02, `the bar is 86% full: ${fill}`);
+      check(await meter.evaluate(e => e.classList.contains('near')), 'near the budget: coloured as a warning');
+      const days = page.locator('[data-testid=usage-day]');
+      eq(await days.count(), 14, 'a bar per day');
+      const widths = await days.evaluateAll(ls => ls.map(l => l.querySelector('.track').firstChild.getBoundingClientRect().width));
+      check(widths[0] > widths[13] * 5, `the busiest day has the longest bar: ${widths[0]} vs ${widths[13]}`);
+      const chats = page.locator('[data-testid=usage-sessions] tbody tr');
+      eq(await chats.count(), 2, 'a row per chat');
+      check((await chats.first().textContent()).includes('Trip to Kyoto'), 'the chat that cost most first');
+      check((await page.locator('[data-testid=usage-tasks]').textContent()).includes('morning-news'), 'the task');
+      check((await page.locator('#view-usage').textContent()).includes(lang === 'zh' ? '每日预算' : 'Daily budget'), 'headings in the language');
+      check(await page.evaluate(() => document.documentElement.scrollWidth <= innerWidth), 'no sideways scrolling');
+      await shot(page, `usage-${viewport.width}-${lang}`);
+      await page.context().close();
+    }
+  }
+});
+
 await test('accessibility: axe-core finds no serious or critical problem on any page, in the light and the dark theme', async () => {
   const axe = path.join(process.env.EVOLVE_BROWSER_NPM, 'node_modules', 'axe-core', 'axe.min.js');
   // The page's CSP allows only its own scripts: the checker comes in past it.
   const page = await open({ viewport: { width: 1280, height: 800 }, bypassCSP: true });
+  await fakeChannelsAndUsage(page);
   await send(page, 'Hello for the accessibility check');
   await idle(page);
   await lastAnswer(page).locator('.body').waitFor();
   const found = [];
   for (const mode of ['light', 'dark']) {
-    await page.evaluate(m => { localStorage.setItem('evolve.theme', m); theme(); }, mode);
-    for (const view of ['chat', 'memory', 'skills', 'tools', 'tasks', 'prompt', 'search', 'settings']) {
-      await page.evaluate(v => show(v), view);
+    await setTheme(page, mode);
+    for (const view of ['chat', 'memory', 'skills', 'tools', 'tasks', 'prompt', 'channels', 'usage', 'search', 'settings']) {
+      await showView(page, view);
       await page.waitForTimeout(400);
       if (!(await page.evaluate(() => typeof axe !== 'undefined'))) await page.addScriptTag({ path: axe });
       const bad = await page.evaluate(async () => (await axe.run(document, { resultTypes: ['violations'] })).violations

@@ -3,14 +3,16 @@
 //! makes (the question, and the previous user turn at `context_weight`), BM25 relevance
 //! inside the seeds' score — and the variants that take one piece away at a time, to
 //! measure what each adds: stemming, the stop list, the previous turn, BM25 itself (F1),
-//! and the embeddings fused in (reciprocal rank or weighted).
+//! and the embeddings fused in (reciprocal rank or weighted; a follow-up's vector leans
+//! towards the previous turn's, as the product's does).
 //!
 //! A variant with other word rules keys its own copy of the store with them, as the
 //! product would have stored it. `today` is the selection before the change: the seed's
 //! word rules, token-overlap F1, no previous turn.
 
 use evolve_core::memory::{
-    select_query, Fusion, Memory, MemoryConfig, MemoryIndex, QueryVector, Ranking, RecallQuery,
+    follow_up_vector, select_query, Fusion, Memory, MemoryConfig, MemoryIndex, QueryVector,
+    Ranking, RecallQuery,
 };
 use evolve_core::text::{keyword_hash, KeywordSet, RuledTokenizer, Rules, Tokenizer};
 
@@ -165,6 +167,9 @@ pub struct Evolve {
     given: Option<std::rc::Rc<Given>>,
     memories: Vec<Memory>,
     index: MemoryIndex,
+    /// Whether a follow-up's vector leans towards the previous turn (as the product
+    /// does); off, only the words take the previous turn.
+    vector_context: bool,
 }
 
 impl Evolve {
@@ -180,6 +185,7 @@ impl Evolve {
             given: None,
             memories: Vec::new(),
             index: MemoryIndex::default(),
+            vector_context: true,
         }
     }
 
@@ -233,6 +239,13 @@ impl Evolve {
         self
     }
 
+    /// The question's vector alone, the previous turn in the words only (the product
+    /// before a follow-up's vector took it).
+    pub fn question_vector_alone(mut self) -> Self {
+        self.vector_context = false;
+        self
+    }
+
     pub fn embedded(mut self, fusion: Fusion) -> Self {
         self.embedder = Some(Embedder::new(
             self.tokenizer.clone().with_rules(Rules::CURRENT),
@@ -277,10 +290,16 @@ impl System for Evolve {
         if let Some(p) = &question.previous {
             q = q.with_context(&KeywordSet::of(&*keyer, p), self.config.context_weight);
         }
-        let embedded = match &self.given {
-            Some(g) => g.questions.get(&question.text).cloned(),
-            None => self.embedder.as_ref().map(|e| e.embed(&question.text)),
+        let embed = |text: &str| match &self.given {
+            Some(g) => g.questions.get(text).cloned(),
+            None => self.embedder.as_ref().map(|e| e.embed(text)),
         };
+        let mut embedded = embed(&question.text);
+        if let (Some(q), Some(p), true) = (&embedded, &question.previous, self.vector_context) {
+            if let Some(p) = embed(p) {
+                embedded = Some(follow_up_vector(q, &p, self.config.context_weight));
+            }
+        }
         let vector = embedded.as_deref().map(|e| QueryVector {
             model: MODEL,
             embedding: e,

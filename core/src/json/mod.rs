@@ -10,6 +10,18 @@
 //! for typed decoding. What the values mean (memories, tool calls, priorities) is left
 //! to the callers.
 //!
+//! Why not `serde_json` here, though the shell links it and it runs without std: what
+//! this module promises is not what `serde_json::Value` keeps. Numbers stay as written
+//! (`12345678901234567890` and `1e-400` reach the tool untouched, `1.0` is not `1`;
+//! `serde_json` rounds them through f64 unless its `arbitrary_precision` feature is on,
+//! and features are shared by the whole binary, so turning it on would change every
+//! number the shell reads). Objects keep their members in the order written, duplicates
+//! included (`serde_json`'s map sorts its keys unless `preserve_order`, again for the
+//! whole binary, and keeps one of each), so a repaired tool call shows its arguments as
+//! the model wrote them. The table tests of `extract.rs` (numbers out of range or
+//! beyond f64's precision) and `value.rs` (duplicates) hold these behaviours, so
+//! replacing the parser would change what tests rely on.
+//!
 //! Nothing here panics or recurses without bound on any input: nesting beyond
 //! [`MAX_DEPTH`] is an error.
 

@@ -70,8 +70,8 @@ pub use record::{
     KEYWORDS_VERSION, WORLD_MAX_IMPORTANCE, WORLD_MAX_PRIORITY,
 };
 pub use select::{
-    mark_accessed, recency_factor, score, select, select_query, Chosen, QueryVector, Reason,
-    Selection,
+    follow_up_vector, mark_accessed, recency_factor, score, select, select_query, Chosen,
+    QueryVector, Reason, Selection,
 };
 pub use summarize::{
     clusters, demote_summarised, draft_summary, is_summary, summary_memory, Cluster,

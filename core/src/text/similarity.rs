@@ -57,7 +57,7 @@ pub fn cosine(a: &[f32], b: &[f32]) -> f32 {
 }
 
 /// Square root by Newton's method (`f64::sqrt` needs `std`; the core is `no_std`).
-fn sqrt(x: f64) -> f64 {
+pub(crate) fn sqrt(x: f64) -> f64 {
     if x <= 0.0 {
         return 0.0;
     }

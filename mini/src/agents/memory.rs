@@ -74,7 +74,7 @@ impl MemoryAgent {
             q = q.with_context(&KeywordSet::of(&rt.tokenizer, p), cfg.context_weight);
         }
         let lang = Lang::guess(query);
-        let embedded = question_embedding(rt, query);
+        let embedded = question_embedding(rt, query, previous);
         let vector = embedded.as_ref().map(|(model, e)| QueryVector {
             model,
             embedding: e,
@@ -103,11 +103,17 @@ impl MemoryAgent {
         })
     }
 
-    /// The question's embedding and the model's name, when `[model] embedding_model` is
-    /// set and the server answers in time (else `None`, with a warning): what a turn
-    /// ranks by meaning with.
-    pub fn question_vector(&self, rt: &Runtime, question: &str) -> Option<(String, Vec<f32>)> {
-        question_embedding(rt, question)
+    /// The question's embedding (leaning towards `previous`, the user's turn before,
+    /// as a follow-up does) and the model's name, when `[model] embedding_model` is set
+    /// and the server answers in time (else `None`, with a warning): what a turn ranks
+    /// by meaning with.
+    pub fn question_vector(
+        &self,
+        rt: &Runtime,
+        question: &str,
+        previous: Option<&str>,
+    ) -> Option<(String, Vec<f32>)> {
+        question_embedding(rt, question, previous)
     }
 
     /// Gives every live memory without an embedding of the configured model one (in
@@ -288,16 +294,27 @@ fn memory_from_item(item: &Value, now: Timestamp, rt: &Runtime) -> Option<Memory
 const QUESTION_EMBED_WAIT: Duration = Duration::from_millis(1500);
 
 /// The question's embedding and the model's name, when `[model] embedding_model` is
-/// set. A failing or slow embedding server costs at most [`QUESTION_EMBED_WAIT`] and a
-/// warning: the turn goes on with words alone, never fails for it.
-fn question_embedding(rt: &Runtime, query: &str) -> Option<(String, Vec<f32>)> {
+/// set. With `previous` (the user's turn before) both are embedded in one request and
+/// the question's vector leans towards the previous one at `[memory] context_weight`
+/// ([`memory::follow_up_vector`]), as the previous turn's keywords join the words: a
+/// follow-up ("and her sister?") says little alone. A failing or slow embedding server
+/// costs at most [`QUESTION_EMBED_WAIT`] and a warning: the turn goes on with words
+/// alone, never fails for it.
+fn question_embedding(
+    rt: &Runtime,
+    query: &str,
+    previous: Option<&str>,
+) -> Option<(String, Vec<f32>)> {
     let model = rt.config.model.embedding_model.clone()?;
     if query.trim().is_empty() {
         return None;
     }
+    let weight = rt.config.core.memory.context_weight;
+    let previous = previous.filter(|p| !p.trim().is_empty() && weight > 0.0);
     let cancel = AtomicBool::new(false);
     let (tx, rx) = std::sync::mpsc::channel();
-    let inputs = [query.to_string()];
+    let mut inputs = vec![query.to_string()];
+    inputs.extend(previous.map(str::to_string));
     std::thread::scope(|s| {
         s.spawn(|| {
             let _ = tx.send(rt.model.embed(&inputs, &cancel));
@@ -305,7 +322,13 @@ fn question_embedding(rt: &Runtime, query: &str) -> Option<(String, Vec<f32>)> {
         let got = rx.recv_timeout(QUESTION_EMBED_WAIT);
         cancel.store(true, std::sync::atomic::Ordering::Relaxed);
         match got {
-            Ok(Some(Ok(mut v))) if v.len() == 1 && !v[0].is_empty() => Some((model, v.remove(0))),
+            Ok(Some(Ok(v))) if v.len() == inputs.len() && !v[0].is_empty() => {
+                let vector = match v.get(1) {
+                    Some(p) => memory::follow_up_vector(&v[0], p, weight),
+                    None => v[0].clone(),
+                };
+                Some((model, vector))
+            }
             Ok(Some(Ok(_))) => {
                 log::warn!("the embedding server gave no vector for the question; memories ranked by words only");
                 None

@@ -10,6 +10,8 @@
 //! where it can, and closes a code fence at a cut and opens it again in the next piece,
 //! so every piece renders on its own.
 
+use evolve_core::text::escape_html as escape;
+
 /// `text` as Telegram HTML (see the module docs).
 pub fn telegram_html(text: &str) -> String {
     let mut out = String::with_capacity(text.len() + text.len() / 8);
@@ -82,21 +84,6 @@ fn block_line(line: &str) -> String {
         }
     }
     format!("{indent}{}", inline(trimmed))
-}
-
-/// Escapes what Telegram's HTML parser reads as markup.
-pub fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            c => out.push(c),
-        }
-    }
-    out
 }
 
 /// Inline Markdown of one line: `code`, **bold**, __bold__, *italic*, ~~strike~~,

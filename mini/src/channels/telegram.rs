@@ -183,13 +183,16 @@ impl Telegram {
         if let Some(q) = u.get("callback_query") {
             let from = q.get("from")?;
             let msg = q.get("message");
+            let chat = msg
+                .and_then(|m| m.pointer("/chat/id"))
+                .and_then(Value::as_i64)
+                .or_else(|| from.get("id").and_then(Value::as_i64))?;
             return Some(Event::Press(Press {
                 id: q.get("id")?.as_str()?.to_string(),
-                chat: msg
-                    .and_then(|m| m.pointer("/chat/id"))
-                    .and_then(Value::as_i64)
-                    .or_else(|| from.get("id").and_then(Value::as_i64))?
-                    .to_string(),
+                chat: match msg.and_then(topic) {
+                    Some(t) => format!("{chat}/{t}"),
+                    None => chat.to_string(),
+                },
                 message: msg
                     .and_then(|m| m.get("message_id"))
                     .and_then(Value::as_i64)
@@ -237,8 +240,10 @@ impl Telegram {
                 });
             }
         }
-        if m.get("voice").is_some() || m.get("audio").is_some() {
-            attachments.push(Attachment::Voice);
+        if let Some(v) = m.get("voice").or_else(|| m.get("audio")) {
+            attachments.push(Attachment::Voice {
+                file: v.get("file_id").and_then(Value::as_str).map(str::to_string),
+            });
         }
         if text.trim().is_empty() && attachments.is_empty() {
             return None;
@@ -247,6 +252,7 @@ impl Telegram {
         let (mentioned, text) = self.addressed(m, &text);
         Some(Event::Message(Message {
             chat: chat.get("id")?.as_i64()?.to_string(),
+            thread: topic(m),
             chat_title: chat
                 .get("title")
                 .and_then(Value::as_str)
@@ -279,6 +285,24 @@ impl Telegram {
             }
         }
         (replied_to_bot, text.to_string())
+    }
+}
+
+/// The forum topic a message is in (`message_thread_id` of a topic message).
+fn topic(m: &Value) -> Option<String> {
+    if m.get("is_topic_message").and_then(Value::as_bool) != Some(true) {
+        return None;
+    }
+    m.get("message_thread_id")
+        .and_then(Value::as_i64)
+        .map(|t| t.to_string())
+}
+
+/// `CHAT` or `CHAT/THREAD` as the chat id and the topic to post in.
+fn split_place(place: &str) -> (&str, Option<i64>) {
+    match place.split_once('/') {
+        Some((chat, t)) => (chat, t.parse().ok()),
+        None => (place, None),
     }
 }
 
@@ -333,12 +357,16 @@ impl Channel for Telegram {
     }
 
     fn send(&mut self, chat: &str, text: &str, buttons: &[Button]) -> Result<Sent, ChannelError> {
+        let (chat, topic) = split_place(chat);
         let mut body = json!({
             "chat_id": chat,
             "text": super::format::telegram_html(text),
             "parse_mode": "HTML",
             "link_preview_options": {"is_disabled": true},
         });
+        if let Some(t) = topic {
+            body["message_thread_id"] = json!(t);
+        }
         if !buttons.is_empty() {
             body["reply_markup"] = Self::keyboard(buttons);
         }
@@ -357,7 +385,7 @@ impl Channel for Telegram {
         buttons: &[Button],
     ) -> Result<(), ChannelError> {
         let mut body = json!({
-            "chat_id": chat,
+            "chat_id": split_place(chat).0,
             "message_id": message.0.parse::<i64>().unwrap_or(0),
             "text": super::format::telegram_html(text),
             "parse_mode": "HTML",

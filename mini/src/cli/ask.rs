@@ -198,8 +198,10 @@ pub fn run(cmd: AskCmd, profile: &Option<String>) -> Result<(), Error> {
     }
     // The reply is moved out before the record is encoded, so it is held once.
     let reply = std::mem::take(&mut record.reply);
-    let mut value = serde_json::to_value(&record)
-        .map_err(|e| Error::Other(format!("cannot encode the turn record: {e}")))?;
+    let mut value = serde_json::to_value(&record).map_err(|source| Error::Encode {
+        what: "turn record",
+        source,
+    })?;
     if let Some(o) = value.as_object_mut() {
         o.insert("background_waited".into(), serde_json::Value::Bool(waited));
     }
@@ -277,8 +279,10 @@ fn finish(done: Done, json: bool) -> Result<(), Error> {
             o.entry("evaluation").or_insert(serde_json::Value::Null);
             o.entry("problems").or_insert_with(|| serde_json::json!([]));
         }
-        let text = serde_json::to_string_pretty(&record)
-            .map_err(|e| Error::Other(format!("cannot encode the turn record: {e}")))?;
+        let text = serde_json::to_string_pretty(&record).map_err(|source| Error::Encode {
+            what: "turn record",
+            source,
+        })?;
         writeln!(out, "{text}")?;
     } else if !done.printed {
         writeln!(out, "{}", done.reply.trim_end())?;
@@ -299,10 +303,9 @@ fn finish(done: Done, json: bool) -> Result<(), Error> {
         return Err(Error::NeedsPerson(refused.message(hint)));
     }
     if done.reply.trim().is_empty() {
-        return Err(Error::Other(format!(
-            "the model returned an empty answer (session {}) — try again, or check the model with `evolve doctor`",
-            done.session
-        )));
+        return Err(Error::EmptyAnswer {
+            session: done.session.clone(),
+        });
     }
     Ok(())
 }
@@ -321,8 +324,6 @@ fn reply_from_content(mut content: String, record: &serde_json::Value) -> String
     content
 }
 
-/// Sends the question to the running server. `Ok(None)`: it could not be reached (the
-/// caller runs the turn itself).
 /// `--image` files as data URLs, each read and checked (type from its bytes, size).
 fn load_images(paths: &[PathBuf]) -> Result<Vec<String>, Error> {
     use crate::llm::image::{data_url, MAX_IMAGES};
@@ -342,6 +343,8 @@ fn load_images(paths: &[PathBuf]) -> Result<Vec<String>, Error> {
         .collect()
 }
 
+/// Sends the question to the running server. `Ok(None)`: it could not be reached (the
+/// caller runs the turn itself).
 fn forward(
     ep: &crate::web::endpoint::Endpoint,
     token: &str,

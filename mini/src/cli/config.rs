@@ -80,8 +80,12 @@ pub fn run(cmd: ConfigCmd, profile: &Option<String>) -> Result<(), Error> {
             };
             let loaded = Config::load_from(&opts, &config::process_env)?;
             if show.json {
-                let text = serde_json::to_string_pretty(&loaded.to_json())
-                    .map_err(|e| Error::Other(format!("cannot print the configuration: {e}")))?;
+                let text = serde_json::to_string_pretty(&loaded.to_json()).map_err(|source| {
+                    Error::Encode {
+                        what: "configuration",
+                        source,
+                    }
+                })?;
                 writeln!(out, "{text}")?;
             } else {
                 write!(out, "{}", loaded.to_text())?;

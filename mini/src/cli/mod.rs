@@ -20,6 +20,8 @@ mod style;
 mod tasks;
 mod usage;
 
+use std::path::Path;
+
 use argh::FromArgs;
 
 use crate::error::Error;
@@ -35,8 +37,12 @@ pub use evolve_core::text::escape_controls as printable;
 pub fn positional_or_stdin(arg: &str) -> Result<String, Error> {
     if arg == "-" || arg == STDIN_ARG {
         let mut text = String::new();
-        std::io::Read::read_to_string(&mut std::io::stdin(), &mut text)
-            .map_err(|e| Error::Other(format!("cannot read stdin: {e}")))?;
+        std::io::Read::read_to_string(&mut std::io::stdin(), &mut text).map_err(|source| {
+            Error::System {
+                doing: "read stdin",
+                source,
+            }
+        })?;
         Ok(text)
     } else {
         Ok(arg.to_string())
@@ -104,4 +110,15 @@ pub fn run(args: Evolve) -> Result<(), Error> {
         Some(Command::Usage(cmd)) => usage::run(cmd, &args.profile),
         None => Err(Error::Usage("no command given".into())),
     }
+}
+
+/// Writes `text` (and a final newline) to `path`, naming it on failure.
+fn write_file(path: &Path, text: &str) -> Result<(), Error> {
+    let mut body = String::with_capacity(text.len() + 1);
+    body.push_str(text);
+    body.push('\n');
+    std::fs::write(path, body).map_err(|source| Error::Write {
+        path: path.to_path_buf(),
+        source,
+    })
 }

@@ -56,11 +56,9 @@ pub fn run(cmd: ServeCmd, profile: &Option<String>) -> Result<(), Error> {
     let app = App::from_config(loaded.config);
     // The token is wanted whatever the bind: another account of this machine reaches a
     // loopback port too.
-    let token = auth::load_or_create_token(&app.config.home).map_err(|e| {
-        Error::Other(format!(
-            "cannot create the access token in {}: {e}",
-            auth::token_path(&app.config.home).display()
-        ))
+    let token = auth::load_or_create_token(&app.config.home).map_err(|source| Error::Write {
+        path: auth::token_path(&app.config.home),
+        source,
     })?;
     let hosts = if ip.is_loopback() {
         auth::Hosts::Loopback

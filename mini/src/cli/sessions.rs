@@ -12,7 +12,7 @@ use argh::FromArgs;
 use evolve_core::history::Role;
 use evolve_core::text::{clip_chars, one_line};
 
-use crate::cli::memory::write_file;
+use crate::cli::write_file;
 use crate::error::Error;
 use crate::store::transcript::{heading, html, markdown, title_of};
 use crate::store::{self, SessionExport, StoredMessage};
@@ -113,8 +113,10 @@ fn list(c: List, profile: &Option<String>) -> Result<(), Error> {
     let sessions = store.sessions()?;
     let mut out = std::io::stdout().lock();
     if c.json {
-        let text = serde_json::to_string_pretty(&sessions)
-            .map_err(|e| Error::Other(format!("cannot encode the sessions: {e}")))?;
+        let text = serde_json::to_string_pretty(&sessions).map_err(|source| Error::Encode {
+            what: "sessions",
+            source,
+        })?;
         writeln!(out, "{text}")?;
         return Ok(());
     }
@@ -193,8 +195,10 @@ fn export(c: ExportCmd, profile: &Option<String>) -> Result<(), Error> {
 }
 
 fn to_json(export: &SessionExport) -> Result<String, Error> {
-    serde_json::to_string_pretty(export)
-        .map_err(|e| Error::Other(format!("cannot encode the session: {e}")))
+    serde_json::to_string_pretty(export).map_err(|source| Error::Encode {
+        what: "session",
+        source,
+    })
 }
 
 /// `sessions show`: a header, then each message under its role, turn by turn.

@@ -189,8 +189,10 @@ fn list(c: List, profile: &Option<String>) -> Result<(), Error> {
                 "path": pending_dir(&_app).join(&name).join("SKILL.md"),
             }));
         }
-        let text = serde_json::to_string_pretty(&records)
-            .map_err(|e| Error::Other(format!("cannot encode the skills: {e}")))?;
+        let text = serde_json::to_string_pretty(&records).map_err(|source| Error::Encode {
+            what: "skills",
+            source,
+        })?;
         writeln!(out, "{text}")?;
         return Ok(());
     }

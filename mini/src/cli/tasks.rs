@@ -170,8 +170,10 @@ fn place(app: App) -> Result<Place, Error> {
 }
 
 fn print_json(v: &Value) -> Result<(), Error> {
-    let text = serde_json::to_string_pretty(v)
-        .map_err(|e| Error::Other(format!("cannot encode the output: {e}")))?;
+    let text = serde_json::to_string_pretty(v).map_err(|source| Error::Encode {
+        what: "output",
+        source,
+    })?;
     writeln!(std::io::stdout().lock(), "{text}")?;
     Ok(())
 }
@@ -261,7 +263,7 @@ fn add(c: Add, profile: &Option<String>) -> Result<(), Error> {
                     .store
                     .update_task(task.id, |t| t.budget_tokens = Some(b))?;
             }
-            tasks::task_json(
+            crate::sched::show::task_json(
                 &task,
                 &zone.zone,
                 false,
@@ -308,7 +310,7 @@ fn list(c: List, profile: &Option<String>) -> Result<(), Error> {
                 .tasks()?
                 .iter()
                 .map(|t| {
-                    tasks::task_json(
+                    crate::sched::show::task_json(
                         t,
                         &zone.zone,
                         false,
@@ -394,7 +396,7 @@ fn log(c: Log, profile: &Option<String>) -> Result<(), Error> {
                 .store
                 .task_runs(c.id, limit)?
                 .iter()
-                .map(|r| tasks::run_json(r, &zone.zone))
+                .map(|r| crate::sched::show::run_json(r, &zone.zone))
                 .collect();
             json!({ "data": data })
         }

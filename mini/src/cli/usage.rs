@@ -84,8 +84,10 @@ pub fn run(cmd: UsageCmd, profile: &Option<String>) -> Result<(), Error> {
     let report = report(ledger, &app.config);
     let mut out = std::io::stdout().lock();
     if cmd.json {
-        let text = serde_json::to_string_pretty(&report)
-            .map_err(|e| Error::Other(format!("cannot encode the usage: {e}")))?;
+        let text = serde_json::to_string_pretty(&report).map_err(|source| Error::Encode {
+            what: "usage",
+            source,
+        })?;
         writeln!(out, "{text}")?;
         return Ok(());
     }

@@ -8,6 +8,12 @@
 //! stop the other commands: the channel is then not started, and `serve` and `channels
 //! list` say why.
 //!
+//! `[channels.feishu]` takes the app's `app_id` and `app_secret` (or `app_secret_env`)
+//! and `base_url` ([`FEISHU_API`], or `https://open.larksuite.com` for Lark); `[channels.dingtalk]` the
+//! robot app's `client_id` and `client_secret` (or `client_secret_env`) and `base_url`
+//! ([`DINGTALK_API`]). Their `owner` is the owner's user id on the platform (Feishu's
+//! `open_id`, DingTalk's `senderStaffId`), paired from the start.
+//!
 //! What it leaves to others: who may talk (`crate::channels`, pairing in the store) and
 //! the Bot API itself (`crate::channels::telegram`).
 
@@ -15,12 +21,17 @@ use serde_json::{json, Value};
 
 use super::context::check_base_url;
 use super::context::Context;
-use super::file::{RawChannels, RawTelegram};
+use super::file::{RawChannels, RawDingtalk, RawFeishu, RawTelegram};
 use super::ConfigError;
 use crate::secret::Secret;
 
 /// Telegram's own Bot API server.
 pub const TELEGRAM_API: &str = "https://api.telegram.org";
+
+/// Feishu's open platform (Lark's, outside China, is `https://open.larksuite.com`).
+pub const FEISHU_API: &str = "https://open.feishu.cn";
+/// DingTalk's open API.
+pub const DINGTALK_API: &str = "https://api.dingtalk.com";
 
 /// 25 s: a long poll well under the 60 s that proxies and NAT boxes commonly cut idle
 /// connections at, so a quiet bot still costs one request every 25 s.
@@ -31,6 +42,10 @@ const DEFAULT_POLL_SECS: u64 = 25;
 pub struct ChannelsConfig {
     /// `[channels.telegram]`, when the file has it.
     pub telegram: Option<TelegramConfig>,
+    /// `[channels.feishu]`.
+    pub feishu: Option<FeishuConfig>,
+    /// `[channels.dingtalk]`.
+    pub dingtalk: Option<DingtalkConfig>,
     /// A token is written in the file (it must then be 0600).
     pub secrets_in_file: bool,
 }
@@ -53,22 +68,62 @@ pub struct TelegramConfig {
     pub poll_secs: u64,
 }
 
+/// `[channels.feishu]` or `[channels.dingtalk]`, checked: an app's id and secret.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AppConfig {
+    /// The app's id (Feishu's `app_id`, DingTalk's `client_id`).
+    pub id: String,
+    /// The app's secret; `None` when it cannot be found (see `problem`).
+    pub secret: Option<Secret>,
+    /// Why the channel cannot start.
+    pub problem: Option<String>,
+    /// The API address, without a trailing `/`.
+    pub base_url: String,
+    /// The owner's user id on the platform: paired without a code.
+    pub owner: Option<String>,
+    /// `enabled = false` keeps the settings but does not start the channel.
+    pub enabled: bool,
+}
+
+/// `[channels.feishu]`.
+pub type FeishuConfig = AppConfig;
+/// `[channels.dingtalk]`.
+pub type DingtalkConfig = AppConfig;
+
+impl AppConfig {
+    fn to_json(&self) -> Value {
+        json!({
+            "id": self.id,
+            "secret": self.secret.as_ref().map(Secret::masked),
+            "problem": self.problem,
+            "base_url": crate::secret::display_url(&self.base_url),
+            "owner": self.owner,
+            "enabled": self.enabled,
+        })
+    }
+}
+
 impl ChannelsConfig {
-    /// What `config show` prints: the token masked, never the value.
+    /// What `config show` prints: the secrets masked, never the values.
     pub fn to_json(&self) -> Value {
-        match &self.telegram {
-            None => json!({}),
-            Some(t) => json!({
-                "telegram": {
-                    "token": t.token.as_ref().map(Secret::masked),
-                    "problem": t.problem,
-                    "base_url": crate::secret::display_url(&t.base_url),
-                    "owner": t.owner,
-                    "enabled": t.enabled,
-                    "poll_secs": t.poll_secs,
-                }
-            }),
+        let mut out = json!({});
+        if let Some(t) = &self.telegram {
+            out["telegram"] = json!({
+                "token": t.token.as_ref().map(Secret::masked),
+                "problem": t.problem,
+                "base_url": crate::secret::display_url(&t.base_url),
+                "owner": t.owner,
+                "enabled": t.enabled,
+                "poll_secs": t.poll_secs,
+            });
         }
+        if let Some(f) = &self.feishu {
+            out["feishu"] = f.to_json();
+        }
+        if let Some(d) = &self.dingtalk {
+            out["dingtalk"] = d.to_json();
+        }
+        out
     }
 }
 
@@ -76,14 +131,178 @@ pub(super) fn resolve_channels(
     raw: RawChannels,
     ctx: &Context<'_>,
 ) -> Result<ChannelsConfig, ConfigError> {
-    let RawChannels { telegram } = raw;
+    let RawChannels {
+        telegram,
+        feishu,
+        dingtalk,
+    } = raw;
     let mut out = ChannelsConfig::default();
     if let Some(t) = telegram {
         let (config, in_file) = resolve_telegram(t, ctx)?;
         out.telegram = Some(config);
         out.secrets_in_file |= in_file;
     }
+    if let Some(f) = feishu {
+        let RawFeishu {
+            app_id,
+            app_secret,
+            app_secret_env,
+            base_url,
+            owner,
+            enabled,
+        } = f;
+        let raw = RawApp {
+            table: "feishu",
+            id_key: "app_id",
+            secret_key: "app_secret",
+            id: app_id,
+            secret: app_secret,
+            secret_env: app_secret_env,
+            base_url,
+            default_url: FEISHU_API,
+            owner,
+            enabled,
+        };
+        let (config, in_file) = resolve_app(raw, ctx)?;
+        out.feishu = Some(config);
+        out.secrets_in_file |= in_file;
+    }
+    if let Some(d) = dingtalk {
+        let RawDingtalk {
+            client_id,
+            client_secret,
+            client_secret_env,
+            base_url,
+            owner,
+            enabled,
+        } = d;
+        let raw = RawApp {
+            table: "dingtalk",
+            id_key: "client_id",
+            secret_key: "client_secret",
+            id: client_id,
+            secret: client_secret,
+            secret_env: client_secret_env,
+            base_url,
+            default_url: DINGTALK_API,
+            owner,
+            enabled,
+        };
+        let (config, in_file) = resolve_app(raw, ctx)?;
+        out.dingtalk = Some(config);
+        out.secrets_in_file |= in_file;
+    }
     Ok(out)
+}
+
+/// An app's section as the file has it, with the names of its keys.
+struct RawApp {
+    table: &'static str,
+    id_key: &'static str,
+    secret_key: &'static str,
+    id: Option<String>,
+    secret: Option<String>,
+    secret_env: Option<String>,
+    base_url: Option<String>,
+    default_url: &'static str,
+    owner: Option<String>,
+    enabled: Option<bool>,
+}
+
+/// A secret from the file (`in_file`) or from the variable `env` names; `problem` says
+/// why there is none.
+fn resolve_secret(
+    name: &str,
+    value: Option<String>,
+    env: Option<String>,
+    ctx: &Context<'_>,
+    problem: &mut Option<String>,
+) -> Result<(Option<Secret>, bool), ConfigError> {
+    match (value, env) {
+        (Some(_), Some(_)) => {
+            Err(ctx.invalid(format!("{name} and {name}_env are both set — keep one")))
+        }
+        (Some(v), None) => {
+            let v = v.trim().to_string();
+            if v.is_empty() {
+                return Err(ctx.invalid(format!(
+                    "{name} is empty — paste the value, or name a variable with {name}_env"
+                )));
+            }
+            Ok((Some(Secret::new(v)), true))
+        }
+        (None, Some(var)) => {
+            let var = var.trim().to_string();
+            let value = (ctx.env)(&var)
+                .and_then(|v| v.into_string().ok())
+                .map(|v| v.trim().to_string())
+                .filter(|v| !v.is_empty());
+            if value.is_none() {
+                *problem = Some(format!(
+                    "{name}_env = \"{var}\" names an environment variable that is not set \
+                     — export {var}=… before `evolve serve`"
+                ));
+            }
+            Ok((value.map(Secret::new), false))
+        }
+        (None, None) => {
+            *problem = Some(format!(
+                "{name} is not set — set {name} = \"…\" or {name}_env = \"VAR\""
+            ));
+            Ok((None, false))
+        }
+    }
+}
+
+fn resolve_app(raw: RawApp, ctx: &Context<'_>) -> Result<(AppConfig, bool), ConfigError> {
+    let RawApp {
+        table,
+        id_key,
+        secret_key,
+        id,
+        secret,
+        secret_env,
+        base_url,
+        default_url,
+        owner,
+        enabled,
+    } = raw;
+    let id = id.map(|i| i.trim().to_string()).unwrap_or_default();
+    if id.is_empty() {
+        return Err(ctx.invalid(format!(
+            "channels.{table}.{id_key} is not set — copy it from the app's credentials page"
+        )));
+    }
+    let mut problem = None;
+    let (secret, in_file) = resolve_secret(
+        &format!("channels.{table}.{secret_key}"),
+        secret,
+        secret_env,
+        ctx,
+        &mut problem,
+    )?;
+    let base_url = match base_url {
+        Some(url) => check_base_url(&url).map_err(|m| {
+            ctx.invalid(format!(
+                "channels.{table}.base_url = \"{}\": {m}",
+                crate::secret::display_url(&url)
+            ))
+        })?,
+        None => default_url.to_string(),
+    };
+    Ok((
+        AppConfig {
+            id,
+            secret,
+            problem,
+            base_url,
+            owner: owner
+                .map(|o| o.trim().to_string())
+                .filter(|o| !o.is_empty()),
+            enabled: enabled.unwrap_or(true),
+        },
+        in_file,
+    ))
 }
 
 fn resolve_telegram(

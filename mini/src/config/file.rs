@@ -172,6 +172,32 @@ pub struct RawServer {
 #[serde(deny_unknown_fields)]
 pub struct RawChannels {
     pub telegram: Option<RawTelegram>,
+    pub feishu: Option<RawFeishu>,
+    pub dingtalk: Option<RawDingtalk>,
+}
+
+/// `[channels.feishu]` (Feishu or Lark).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawFeishu {
+    pub app_id: Option<String>,
+    pub app_secret: Option<String>,
+    pub app_secret_env: Option<String>,
+    pub base_url: Option<String>,
+    pub owner: Option<String>,
+    pub enabled: Option<bool>,
+}
+
+/// `[channels.dingtalk]`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawDingtalk {
+    pub client_id: Option<String>,
+    pub client_secret: Option<String>,
+    pub client_secret_env: Option<String>,
+    pub base_url: Option<String>,
+    pub owner: Option<String>,
+    pub enabled: Option<bool>,
 }
 
 /// `[channels.telegram]`.

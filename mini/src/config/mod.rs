@@ -55,7 +55,7 @@ mod resolve;
 mod show;
 mod template;
 
-pub use channels::{ChannelsConfig, TelegramConfig};
+pub use channels::{ChannelsConfig, DingtalkConfig, FeishuConfig, TelegramConfig};
 pub use context::check_base_url;
 pub use mcp::{server_json, Place};
 pub use resolve::{check, home_dir};

@@ -26,6 +26,7 @@ pub mod image;
 pub(crate) use cap::size as answer_size;
 mod client;
 pub mod diagnose;
+mod failure;
 mod learned;
 mod modes;
 pub(crate) use modes::written_as_text;

@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
+use super::answers::{outcome, tool};
 use super::http::{self, HttpLink, STATELESS_VERSION};
 use super::jsonrpc::{Failure, Peer, Wait};
 use super::oauth;
@@ -24,7 +25,6 @@ use super::{CallEvents, CallOutcome, McpError};
 use crate::mcp_spec::{McpTool, ServerSpec, Transport};
 use crate::sandbox::{self, Plan, Scope, ServerSandbox};
 use crate::store::Store;
-use evolve_core::permission::Annotations;
 
 /// The newest protocol version with the `initialize` handshake.
 pub(super) const PROTOCOL_VERSION: &str = "2025-11-25";
@@ -696,201 +696,6 @@ fn roots(spec: &ServerSpec, scope: Option<&Scope>) -> Vec<std::path::PathBuf> {
     roots
 }
 
-/// One listed tool; `None` without a name. A missing or odd schema is an empty object
-/// schema, so one odd tool does not hide the others.
-fn tool(t: &Value) -> Option<McpTool> {
-    let name = t.get("name")?.as_str()?.to_string();
-    let input_schema = match t.get("inputSchema") {
-        Some(schema @ Value::Object(_)) => schema.to_string(),
-        _ => "{\"type\":\"object\"}".to_string(),
-    };
-    let hint = |key: &str| t["annotations"][key].as_bool();
-    Some(McpTool {
-        name,
-        description: t["description"].as_str().unwrap_or_default().to_string(),
-        output_schema: t
-            .get("outputSchema")
-            .filter(|s| s.is_object())
-            .map(Value::to_string),
-        input_schema,
-        annotations: Annotations {
-            read_only_hint: hint("readOnlyHint"),
-            destructive_hint: hint("destructiveHint"),
-            open_world_hint: hint("openWorldHint"),
-        },
-    })
-}
-
-/// The text the model sees from a result: text parts as they are, structured content
-/// when there is no part, other parts described in one line each (a resource link by
-/// its title). A tool that listed an `outputSchema` must give `structuredContent` that
-/// fits it (unless the result is an error): otherwise the result is an error that says
-/// where it does not fit, so the model does not build on it.
-fn outcome(result: &Value, output_schema: Option<&Value>) -> CallOutcome {
-    let text = |v: &Value, key: &str| v[key].as_str().unwrap_or_default().to_string();
-    let base64_len = |v: &Value| v["data"].as_str().map_or(0, str::len);
-    let mut parts: Vec<String> = Vec::new();
-    for block in result["content"].as_array().into_iter().flatten() {
-        parts.push(match block["type"].as_str().unwrap_or_default() {
-            "text" => text(block, "text"),
-            "image" => format!(
-                "[image {} of {} base64 bytes]",
-                text(block, "mimeType"),
-                base64_len(block)
-            ),
-            "audio" => format!(
-                "[audio {} of {} base64 bytes]",
-                text(block, "mimeType"),
-                base64_len(block)
-            ),
-            "resource" => {
-                let r = &block["resource"];
-                let uri = text(r, "uri");
-                match (r["text"].as_str(), r.get("blob")) {
-                    (Some(body), _) => format!("[resource {uri}]\n{body}"),
-                    (None, Some(_)) => format!(
-                        "[resource {uri}: {} data]",
-                        r["mimeType"].as_str().unwrap_or("binary")
-                    ),
-                    (None, None) => "[resource]".to_string(),
-                }
-            }
-            "resource_link" => {
-                let (name, title) = (text(block, "name"), text(block, "title"));
-                let shown = match (title.is_empty(), name.is_empty()) {
-                    (false, false) if title != name => format!("{title} ({name})"),
-                    (false, _) => title,
-                    _ => name,
-                };
-                let mut line = format!("[link {shown} {}]", text(block, "uri"));
-                if let Some(about) = block["description"].as_str().filter(|d| !d.is_empty()) {
-                    line.push_str(&format!(" {about}"));
-                }
-                line
-            }
-            _ => "[content of a kind evolve does not show]".to_string(),
-        });
-    }
-    if parts.is_empty() {
-        if let Some(value) = result.get("structuredContent").filter(|v| !v.is_null()) {
-            parts.push(value.to_string());
-        }
-    }
-    let is_error = result["isError"].as_bool() == Some(true);
-    if let (Some(schema), false) = (output_schema, is_error) {
-        let problem = match result.get("structuredContent").filter(|v| !v.is_null()) {
-            None => Some("it gave no structuredContent".to_string()),
-            Some(value) => super::schema::violation(schema, value),
-        };
-        if let Some(problem) = problem {
-            return CallOutcome {
-                content: format!(
-                    "the tool's result does not match its output schema ({}); the result was: {}",
-                    evolve_core::text::clip_chars(&problem, 300),
-                    evolve_core::text::clip_chars(&parts.join("\n"), 2000)
-                ),
-                is_error: true,
-            };
-        }
-    }
-    CallOutcome {
-        content: parts.join("\n"),
-        is_error,
-    }
-}
-
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn results_read_as_the_model_sees_them() {
-        let cases = [
-            (
-                json!({"content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]}),
-                "a\nb",
-                false,
-            ),
-            (
-                json!({"content": [{"type": "image", "mimeType": "image/png", "data": "aGVsbG8="}], "isError": true}),
-                "[image image/png of 8 base64 bytes]",
-                true,
-            ),
-            (
-                json!({"content": [{"type": "audio", "mimeType": "audio/wav", "data": "AAAA"}]}),
-                "[audio audio/wav of 4 base64 bytes]",
-                false,
-            ),
-            (
-                json!({"content": [{"type": "resource", "resource": {"uri": "file:///a.txt", "text": "hello"}}]}),
-                "[resource file:///a.txt]\nhello",
-                false,
-            ),
-            (
-                json!({"content": [{"type": "resource", "resource": {"uri": "file:///a.bin", "blob": "AA=="}}]}),
-                "[resource file:///a.bin: binary data]",
-                false,
-            ),
-            (
-                json!({"content": [{"type": "resource", "resource": {"uri": "x:1", "mimeType": "image/gif", "blob": "AA=="}}]}),
-                "[resource x:1: image/gif data]",
-                false,
-            ),
-            (
-                json!({"content": [{"type": "resource_link", "name": "notes", "uri": "file:///n"}]}),
-                "[link notes file:///n]",
-                false,
-            ),
-            (
-                json!({"content": [{"type": "resource_link", "name": "NOTES.md", "title": "Project notes", "uri": "file:///p/NOTES.md", "description": "what we know"}]}),
-                "[link Project notes (NOTES.md) file:///p/NOTES.md] what we know",
-                false,
-            ),
-            (
-                json!({"content": [{"type": "hologram"}]}),
-                "[content of a kind evolve does not show]",
-                false,
-            ),
-            (
-                json!({"content": [], "structuredContent": {"sum": 5}}),
-                "{\"sum\":5}",
-                false,
-            ),
-            (json!({"content": [], "isError": false}), "", false),
-        ];
-        for (result, text, is_error) in cases {
-            let out = outcome(&result, None);
-            assert_eq!(
-                (out.content.as_str(), out.is_error),
-                (text, is_error),
-                "{result}"
-            );
-        }
-    }
-
-    #[test]
-    fn listed_tools_keep_their_schema_and_hints() {
-        let t = tool(&json!({
-            "name": "write",
-            "description": "Writes",
-            "inputSchema": {"type": "object", "properties": {"p": {"type": "string"}}},
-            "annotations": {"readOnlyHint": false, "destructiveHint": true}
-        }))
-        .expect("a tool");
-        assert_eq!(t.name, "write");
-        assert_eq!(t.description, "Writes");
-        assert_eq!(
-            t.input_schema,
-            r#"{"properties":{"p":{"type":"string"}},"type":"object"}"#
-        );
-        assert_eq!(t.annotations.read_only_hint, Some(false));
-        assert_eq!(t.annotations.destructive_hint, Some(true));
-        assert_eq!(t.annotations.open_world_hint, None);
-        let bare = tool(&json!({"name": "x"})).expect("a tool");
-        assert_eq!(
-            (bare.description.as_str(), bare.input_schema.as_str()),
-            ("", "{\"type\":\"object\"}")
-        );
-        assert!(tool(&json!({"description": "no name"})).is_none());
-    }
-}
+#[path = "conn_tests.rs"]
+mod tests;

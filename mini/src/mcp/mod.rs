@@ -25,6 +25,7 @@
 //! - [`oauth`]: logging in to an HTTP server with OAuth (`evolve mcp login`) and using
 //!   the login on its requests.
 
+mod answers;
 mod conn;
 pub mod definition;
 pub mod elicit;

@@ -14,7 +14,7 @@
 //! `EVOLVE_LANDLOCK=off`, which only ever makes things stricter), the child still gets
 //! the clean environment, the limits, `no_new_privs`, no capabilities and the socket
 //! filter, and the permission check
-//! keeps every shell command at L4 or above ([`Kernel::DoesNotConfine`]); a server that
+//! keeps every shell command at L4 or above ([`evolve_core::permission::Kernel::DoesNotConfine`]); a server that
 //! asked to be confined is not started.
 
 mod carve;
@@ -23,9 +23,11 @@ mod env;
 mod landlock;
 #[cfg(target_os = "linux")]
 mod limits;
+mod private_files;
 pub mod reaper;
 #[cfg(target_os = "linux")]
 mod seccomp;
+mod status;
 
 use std::ffi::OsString;
 use std::io;
@@ -34,14 +36,16 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::OnceLock;
 
 use evolve_core::permission::{
-    Child, Kernel, Limits, Reach, SYSTEM_READ_FILES, SYSTEM_ROOTS, SYSTEM_SECRETS, WRITABLE_DEVICES,
+    Child, Limits, Reach, SYSTEM_READ_FILES, SYSTEM_ROOTS, SYSTEM_SECRETS, WRITABLE_DEVICES,
 };
 use serde::{Deserialize, Serialize};
 
 pub use env::Places;
+pub use status::{limits_summary, status, Status};
+
+use private_files::private_system_files;
 
 #[cfg(target_os = "linux")]
 use landlock::{EXECUTE as EXEC, READ, READ_FILE, WRITE, WRITE_FILE};
@@ -55,161 +59,6 @@ mod bits {
     pub const READ_FILE: u64 = 4;
     pub const READ: u64 = 12;
     pub const WRITE: u64 = 2;
-}
-
-/// The variable that turns confinement off for this process (tests of the
-/// no-Landlock path; a user on a kernel whose Landlock misbehaves). It only ever makes
-/// Evolve stricter: shell commands then all need a person.
-pub const OFF_VARIABLE: &str = "EVOLVE_LANDLOCK";
-
-/// What the kernel enforces here, found out once per process.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Status {
-    /// The Landlock ABI version in use; `None`: no confinement.
-    pub abi: Option<u32>,
-    /// Why there is none.
-    pub problem: Option<String>,
-}
-
-/// The status of this process (asked of the kernel once).
-pub fn status() -> &'static Status {
-    static STATUS: OnceLock<Status> = OnceLock::new();
-    STATUS.get_or_init(|| {
-        if std::env::var_os(OFF_VARIABLE).is_some_and(|v| v == "off" || v == "0") {
-            return Status {
-                abi: None,
-                problem: Some(format!("turned off by {OFF_VARIABLE}=off")),
-            };
-        }
-        probe()
-    })
-}
-
-#[cfg(target_os = "linux")]
-fn probe() -> Status {
-    match landlock::abi() {
-        Ok(abi) if abi >= 1 => Status {
-            abi: Some(abi),
-            problem: None,
-        },
-        Ok(abi) => Status {
-            abi: None,
-            problem: Some(format!("the kernel reports Landlock ABI {abi}")),
-        },
-        Err(e) => {
-            let why = match e.raw_os_error() {
-                Some(libc::ENOSYS) => {
-                    "this kernel has no Landlock (Linux 5.13 or newer, built with CONFIG_SECURITY_LANDLOCK)".to_string()
-                }
-                Some(libc::EOPNOTSUPP) => {
-                    "Landlock is built in but not enabled (add landlock to the kernel's lsm= boot parameter)".to_string()
-                }
-                _ => format!("asking the kernel for Landlock failed: {e}"),
-            };
-            Status {
-                abi: None,
-                problem: Some(why),
-            }
-        }
-    }
-}
-
-#[cfg(not(target_os = "linux"))]
-fn probe() -> Status {
-    Status {
-        abi: None,
-        problem: Some("Landlock is Linux only".into()),
-    }
-}
-
-impl Status {
-    /// Whether the kernel confines what the shell runs.
-    pub fn kernel(&self) -> Kernel {
-        if self.abi.is_some() {
-            Kernel::Confines
-        } else {
-            Kernel::DoesNotConfine
-        }
-    }
-
-    /// Whether TCP can be denied (Landlock ABI 4 and later).
-    pub fn denies_tcp(&self) -> bool {
-        self.abi.is_some_and(|a| a >= 4)
-    }
-
-    /// Whether signals and abstract UNIX sockets to processes outside the sandbox are
-    /// denied (ABI 6 and later).
-    pub fn scopes_signals(&self) -> bool {
-        self.abi.is_some_and(|a| a >= 6)
-    }
-
-    /// One line for `doctor`, `/health` and the start-up warning.
-    pub fn summary(&self) -> String {
-        match (self.abi, &self.problem) {
-            (Some(abi), _) => {
-                let mut parts = vec!["files"];
-                if self.denies_tcp() {
-                    parts.push("TCP");
-                }
-                if self.scopes_signals() {
-                    parts.push("signals and abstract sockets");
-                }
-                let mut line = format!(
-                    "Landlock ABI {abi}: shell commands and confined MCP servers are limited by the kernel ({})",
-                    parts.join(", ")
-                );
-                if socket_filter_here() {
-                    line.push_str(
-                        "; commands below L4 open no UNIX socket, read-only ones no socket at all (seccomp)",
-                    );
-                } else if !self.denies_tcp() {
-                    line.push_str(
-                        "; read-only commands can reach the network and commands below L4 UNIX sockets here (no socket filter for this architecture, and TCP rules need Landlock ABI 4, Linux 6.7)",
-                    );
-                } else {
-                    line.push_str(
-                        "; commands below L4 can reach UNIX sockets here (no socket filter for this architecture)",
-                    );
-                }
-                line
-            }
-            (None, problem) => format!(
-                "no kernel confinement ({}): every shell command needs a person (asked twice; refused headless), command_prefixes below L4 are ignored, and MCP servers with a sandbox are not started",
-                problem.as_deref().unwrap_or("unknown")
-            ),
-        }
-    }
-
-    /// The status for the API.
-    pub fn to_json(&self) -> serde_json::Value {
-        serde_json::json!({
-            "kernel": if self.abi.is_some() { "landlock" } else { "none" },
-            "landlock_abi": self.abi,
-            "denies_tcp": self.denies_tcp(),
-            "scopes_signals": self.scopes_signals(),
-            "problem": self.problem,
-        })
-    }
-}
-
-/// Whether this build can filter the sockets a command creates (seccomp, on the
-/// architectures Evolve ships for).
-fn socket_filter_here() -> bool {
-    #[cfg(target_os = "linux")]
-    return seccomp::socket_filter(false, false).is_some();
-    #[cfg(not(target_os = "linux"))]
-    false
-}
-
-/// The resource limits every command gets here, for `evolve doctor`.
-pub fn limits_summary(limits: &Limits) -> String {
-    #[cfg(target_os = "linux")]
-    return limits::summary(limits);
-    #[cfg(not(target_os = "linux"))]
-    {
-        let _ = limits;
-        "not enforced on this system".to_string()
-    }
 }
 
 /// How a stdio MCP server is confined (`sandbox = …` of its definition).
@@ -325,70 +174,6 @@ pub fn workspace_problem(scope: &Scope) -> Option<String> {
             home.display()
         )
     })
-}
-
-/// How long the list of [`private_system_files`] is reused before it is walked again.
-const SYSTEM_WALK_TTL: std::time::Duration = std::time::Duration::from_secs(60);
-/// Most entries looked at in one walk (a normal system has one or two thousand): past
-/// it, the folder being walked is kept out whole.
-const SYSTEM_WALK_MAX: usize = 20_000;
-/// The system roots walked for what not everyone may read: the configuration, and the
-/// places local software and its settings go (`/usr` itself is the distribution's, all
-/// of it world-readable, and too big to walk per command).
-const SYSTEM_WALKED: [&str; 3] = ["/etc", "/opt", "/usr/local"];
-
-/// What under [`SYSTEM_WALKED`] not every user may read (no "others may read" bit:
-/// `/etc/shadow`, WireGuard and VPN keys, database passwords, a group's private files …):
-/// a child gets the system only as far as any user of the machine may read it — Evolve's
-/// own user or group may read more, and a root `evolve`'s children, without
-/// capabilities, are still the owner of root's files. Walked at most once a minute
-/// (about 6 ms for 1 500 entries); symlinks are not followed; a walk cut short keeps the
-/// rest out.
-fn private_system_files() -> Vec<PathBuf> {
-    use std::sync::Mutex;
-    use std::time::Instant;
-    static CACHE: Mutex<Option<(Instant, Vec<PathBuf>)>> = Mutex::new(None);
-    let mut cache = CACHE.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some((at, list)) = cache.as_ref() {
-        if at.elapsed() < SYSTEM_WALK_TTL {
-            return list.clone();
-        }
-    }
-    let mut out = Vec::new();
-    let mut seen = 0;
-    for root in SYSTEM_WALKED {
-        walk_private(Path::new(root), 0, &mut seen, &mut out);
-    }
-    *cache = Some((Instant::now(), out.clone()));
-    out
-}
-
-fn walk_private(dir: &Path, depth: usize, seen: &mut usize, out: &mut Vec<PathBuf>) {
-    use std::os::unix::fs::PermissionsExt;
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    for entry in entries.flatten() {
-        *seen += 1;
-        if *seen > SYSTEM_WALK_MAX || depth >= 32 {
-            log::warn!(
-                "{} has more than {SYSTEM_WALK_MAX} entries or levels to look through: it is kept out of what commands may read",
-                dir.display()
-            );
-            out.push(dir.to_path_buf());
-            return;
-        }
-        let Ok(meta) = entry.metadata() else { continue };
-        if meta.file_type().is_symlink() {
-            continue;
-        }
-        let path = entry.path();
-        if meta.permissions().mode() & 0o004 == 0 {
-            out.push(path);
-        } else if meta.is_dir() {
-            walk_private(&path, depth + 1, seen, out);
-        }
-    }
 }
 
 /// A folder of the child's own, removed (with what the child left there) when dropped.

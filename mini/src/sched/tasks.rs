@@ -20,15 +20,17 @@ use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use evolve_core::permission::{Level, PendingCall, Policy};
-use evolve_core::sched::{civil_from_days, due_now, next_due, Schedule, Zone};
+use evolve_core::sched::{due_now, next_due, Schedule, Zone};
 use evolve_core::text::{clip_chars, one_line, Lang};
 use evolve_core::Timestamp;
-use serde_json::{json, Value};
 
 use crate::agents::{Heard, Host, Manager, Refused, Runtime, TurnGate, TurnInput, TurnIo};
 use crate::clock::now;
 use crate::error::Error;
-use crate::store::{RunEnd, RunStatus, Store, StoreError, Task, TaskRun, Trigger};
+use crate::store::{RunEnd, RunStatus, Store, StoreError, Task, Trigger};
+
+use super::daily::{job_due, DailyJob, DAILY_JOBS};
+use super::show::{next_run, schedule_of, trigger_name};
 
 /// A run's answer is kept up to this many characters (the session has all of it).
 pub const ANSWER_CHARS: usize = 4000;
@@ -326,12 +328,18 @@ pub fn run_task(
         gate.end(&session);
         judge(result, &session, cancel.load(Ordering::SeqCst))
     } else {
-        let message =
-            format!("a turn was running in the task's session {session}; this run was skipped");
+        let error = Error::SessionBusy {
+            session: session.to_string(),
+        };
         (
-            ended(RunStatus::Error, String::new(), Some(message.clone()), None),
+            ended(
+                RunStatus::Error,
+                String::new(),
+                Some(error.to_string()),
+                None,
+            ),
             String::new(),
-            Some(Error::Other(message)),
+            Some(error),
         )
     };
     store.finish_task_run(id, run.seq, &end)?;
@@ -408,17 +416,16 @@ fn judge(
                 return (end, record.reply, Some(Error::NeedsPerson(message)));
             }
             if cancelled {
-                let message = "cancelled: evolve serve stopped during the run".to_string();
-                let end = ended(RunStatus::Error, answer, Some(message.clone()), turn);
-                return (end, record.reply, Some(Error::Other(message)));
+                let error = Error::ServeStopped;
+                let end = ended(RunStatus::Error, answer, Some(error.to_string()), turn);
+                return (end, record.reply, Some(error));
             }
             if record.reply.trim().is_empty() {
-                let message = format!(
-                    "the model returned an empty answer (session {session}) — check the model \
-                     with `evolve doctor`"
-                );
-                let end = ended(RunStatus::Error, answer, Some(message.clone()), turn);
-                return (end, record.reply, Some(Error::Other(message)));
+                let error = Error::EmptyAnswer {
+                    session: session.to_string(),
+                };
+                let end = ended(RunStatus::Error, answer, Some(error.to_string()), turn);
+                return (end, record.reply, Some(error));
             }
             (ended(RunStatus::Ok, answer, None, turn), record.reply, None)
         }
@@ -453,177 +460,6 @@ fn needs_person_note(refused: &Refused, session: &str) -> String {
         ))
     } else {
         refused.message("add the task again with --allow L3, or run it in `evolve chat`")
-    }
-}
-
-fn trigger_name(t: Trigger) -> &'static str {
-    match t {
-        Trigger::Schedule => "schedule",
-        Trigger::Manual => "manual",
-    }
-}
-
-// ---- when -----------------------------------------------------------------------
-
-/// A stored task's schedule; `None` (logged) for text this build cannot read.
-fn schedule_of(task: &Task) -> Option<Schedule> {
-    match Schedule::parse(&task.schedule) {
-        Ok(s) => Some(s),
-        Err(e) => {
-            log::warn!(
-                "task {}: cannot read its schedule {:?}: {e}",
-                task.id,
-                task.schedule
-            );
-            None
-        }
-    }
-}
-
-/// When the task runs next: a one-off that ran has none; an overdue task's time lies
-/// in the past (it runs at the loop's next look).
-pub fn next_run(task: &Task, zone: &dyn Zone) -> Option<Timestamp> {
-    match schedule_of(task)? {
-        Schedule::At { utc } => {
-            evolve_core::sched::one_off_pending(utc, task.last_run).then_some(utc)
-        }
-        s => next_due(&s, zone, task.last_run.unwrap_or(task.created_at)),
-    }
-}
-
-/// An instant as RFC 3339 in `zone` (`2026-03-29T09:00:00+02:00`, `…Z` in UTC).
-pub fn rfc3339(zone: &dyn Zone, utc: Timestamp) -> String {
-    let offset = i64::from(zone.offset_at_utc(utc));
-    let local = utc + offset;
-    let d = civil_from_days(local.div_euclid(86_400));
-    let secs = local.rem_euclid(86_400);
-    let off = if offset == 0 {
-        "Z".to_string()
-    } else {
-        let sign = if offset < 0 { '-' } else { '+' };
-        let a = offset.abs();
-        format!("{sign}{:02}:{:02}", a / 3600, a % 3600 / 60)
-    };
-    format!(
-        "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}{off}",
-        d.year,
-        d.month,
-        d.day,
-        secs / 3600,
-        secs / 60 % 60,
-        secs % 60
-    )
-}
-
-/// A task as the API and `evolve tasks list --json` show it (the shared contract);
-/// `default_allow` is what a task added without `--allow` gets now.
-pub fn task_json(task: &Task, zone: &dyn Zone, running: bool, default_allow: Level) -> Value {
-    json!({
-        "id": task.id,
-        "schedule": task.schedule,
-        "question": task.question,
-        "session": task.session,
-        "allow": task.allow.unwrap_or(default_allow).to_string(),
-        "created_at": rfc3339(zone, task.created_at),
-        "last_run": task.last_run.map(|t| rfc3339(zone, t)),
-        "next_run": (!task.paused).then(|| next_run(task, zone)).flatten().map(|t| rfc3339(zone, t)),
-        "paused": task.paused,
-        "running": running,
-        "last_status": task.last_status.map(RunStatus::name),
-        "runs": task.runs,
-        "deliver": task.deliver,
-        "budget_tokens": task.budget_tokens,
-    })
-}
-
-/// A run as the API and `evolve tasks log --json` show it (the shared contract).
-pub fn run_json(run: &TaskRun, zone: &dyn Zone) -> Value {
-    json!({
-        "task": run.task,
-        "started_at": rfc3339(zone, run.started_at),
-        "finished_at": run.finished_at.map(|t| rfc3339(zone, t)),
-        "status": run.status.name(),
-        "exit_code": run.status.exit_code(),
-        "answer": run.answer,
-        "error": run.error,
-        "session": run.session,
-        "turn": run.turn,
-        "trigger": trigger_name(run.trigger),
-    })
-}
-
-// ---- daily built-in jobs ----------------------------------------------------------
-
-/// A job the loop runs once a day at a local time (after downtime, once), e.g. memory
-/// maintenance. Its last run is kept in the store's meta table under `meta_key`.
-pub struct DailyJob {
-    /// For the log.
-    pub name: &'static str,
-    /// The store's meta key holding its last run ([`Store::meta_time`]).
-    pub meta_key: &'static str,
-    /// Local hour, 0–23.
-    pub hour: u32,
-    /// Local minute, 0–59.
-    pub minute: u32,
-    /// The job; it should stop soon when the flag is set (the server is stopping).
-    pub run: fn(&Runtime, Timestamp, &AtomicBool),
-}
-
-/// The meta key for memory maintenance's last run.
-pub const LAST_MAINTENANCE_KEY: &str = "last_maintenance";
-
-/// The daily built-in jobs. Memory maintenance (ARCHITECTURE.md § Memory: decay, expiry, the
-/// CRITICAL cap, duplicate merging, category summaries, the model's priority review)
-/// runs at 03:30 local time, when a personal server is least likely to be in use.
-pub const DAILY_JOBS: &[DailyJob] = &[DailyJob {
-    name: "memory maintenance",
-    meta_key: LAST_MAINTENANCE_KEY,
-    hour: 3,
-    minute: 30,
-    run: maintenance,
-}];
-
-/// The memory maintenance job: its report goes to the log (one line; problems as
-/// warnings), as `evolve memory maintain` would print it.
-fn maintenance(rt: &Runtime, now: Timestamp, cancel: &AtomicBool) {
-    let report = crate::agents::maintain::maintain(rt, now, cancel);
-    log::info!(
-        "memory maintenance: {} changes ({} expired, {} decayed, {} over the CRITICAL cap, \
-         {} merged, {} summaries, {} priorities reviewed); {} → {} memories",
-        report.changes(),
-        report.expired.len(),
-        report.decayed.len(),
-        report.critical_evicted.len() + report.critical_demoted.len(),
-        report.merged.len(),
-        report.summaries.len(),
-        report.adjusted.len(),
-        report.memories_before,
-        report.memories_after
-    );
-    for p in &report.problems {
-        log::warn!("memory maintenance: {p}");
-    }
-    if let Some(e) = &report.error {
-        log::warn!("memory maintenance stopped: {e}");
-    }
-}
-
-/// Whether a daily job runs at `now`. A job never run before first records `now`
-/// (returned as `Err(now)`) instead of running at once: a new server does not start
-/// its day with maintenance.
-fn job_due(
-    job: &DailyJob,
-    zone: &dyn Zone,
-    last: Option<Timestamp>,
-    now: Timestamp,
-) -> Result<bool, Timestamp> {
-    let daily = Schedule::Daily {
-        hour: job.hour,
-        minute: job.minute,
-    };
-    match last {
-        None => Err(now),
-        Some(last) => Ok(due_now(&daily, zone, Some(last), last, now)),
     }
 }
 

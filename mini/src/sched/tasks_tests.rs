@@ -1,4 +1,6 @@
 use super::*;
+use crate::sched::daily::{job_due, DailyJob};
+use crate::sched::show::{next_run, rfc3339};
 use evolve_core::sched::{FixedOffset, Utc};
 
 fn task(schedule: &str, created: Timestamp, last: Option<Timestamp>) -> Task {

@@ -10,13 +10,13 @@
 use evolve_core::history::L2Ring;
 use evolve_core::memory::Memory;
 use evolve_core::text::Tokenizer;
-use redb::{ReadTransaction, ReadableTable};
+use redb::ReadTransaction;
 
 use super::error::Fail;
-use super::memories::{next_id, read_all_memories};
+use super::memories::next_id;
 use super::schema::*;
 use super::sessions::{delete_session_rows, no_session};
-use super::{Export, Session, SessionExport, Store, StoreError, SCHEMA_VERSION};
+use super::{Export, Session, SessionExport, Store, StoreError};
 
 /// One session with everything exported about it, from a snapshot.
 fn session_export(txn: &ReadTransaction, session: Session) -> Result<SessionExport, Fail> {
@@ -37,6 +37,14 @@ fn session_export(txn: &ReadTransaction, session: Session) -> Result<SessionExpo
     let tool_chain = l3_table
         .get(super::sessions::tool_chain_key(id).as_str())?
         .map(|v| v.value().to_string());
+    let mut failed = std::collections::BTreeMap::new();
+    for row in txn.open_table(TURNS)?.range(session_keys(id))? {
+        let (key, value) = row?;
+        let record = serde_json::from_str::<serde_json::Value>(value.value()).unwrap_or_default();
+        if let Some(why) = record["failed"].as_str() {
+            failed.insert(key.value().1, why.to_string());
+        }
+    }
     Ok(SessionExport {
         session,
         messages,
@@ -44,14 +52,18 @@ fn session_export(txn: &ReadTransaction, session: Session) -> Result<SessionExpo
         l3,
         tool_chain,
         evaluations,
+        failed,
     })
 }
 
 impl Store {
     /// Everything at once: the store's tests compare whole stores with it (`memory
     /// export` and `sessions export` read what they show through their own calls).
-    #[allow(dead_code)] // only the store's tests call it
+    #[cfg(test)]
     pub fn export(&self) -> Result<Export, StoreError> {
+        use super::memories::read_all_memories;
+        use super::SCHEMA_VERSION;
+        use redb::ReadableTable;
         self.read(|txn| {
             let memories = read_all_memories(&txn.open_table(MEMORIES)?)?;
             let mut sessions = Vec::new();

@@ -196,7 +196,7 @@ impl Store {
     }
 
     /// Inserts a memory as given (no merge), assigning a new id. Returns the id.
-    #[allow(dead_code)] // only the store's tests call it (to seed a store as it is)
+    #[cfg(test)]
     pub fn insert_memory(&self, mut memory: Memory) -> Result<MemoryId, StoreError> {
         prepare(&mut memory, None);
         let _writer = self.lock_writer();

@@ -130,6 +130,12 @@ pub struct Session {
     /// offered: offered again in its later turns.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub offered_tools: Vec<String>,
+    /// Kept at the top of the person's chat list.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub pinned: bool,
+    /// Put away by the person: listed apart, kept whole (nothing is deleted).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub archived: bool,
 }
 
 /// Who wrote a session's title.
@@ -273,6 +279,10 @@ pub struct SessionExport {
     /// Evaluations.
     #[serde(default)]
     pub evaluations: Vec<Evaluation>,
+    /// The turns that did not finish, from their records: turn → why (`stopped` when the
+    /// person stopped the answer, else the error). Shown in the transcripts; not imported.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub failed: std::collections::BTreeMap<u64, String>,
 }
 
 /// redb's page cache. Its default (1 GiB) would let a long `serve` grow far past the

@@ -132,6 +132,8 @@ impl Store {
                 superseded: Vec::new(),
                 channel: None,
                 offered_tools: Vec::new(),
+                pinned: false,
+                archived: false,
             };
             put_json(&mut table, "sessions", session.id.as_str(), &session)?;
             Ok(session)
@@ -167,6 +169,21 @@ impl Store {
             let mut session = existing_session(txn, id)?;
             session.title = one_line(title, TITLE_CHARS);
             session.title_from = TitleFrom::User;
+            put_json(&mut txn.open_table(SESSIONS)?, "sessions", id, &session)
+        })
+    }
+
+    /// Pins or unpins, archives or brings back a session (`None`: left as it is).
+    pub fn mark_session(
+        &self,
+        id: &str,
+        pinned: Option<bool>,
+        archived: Option<bool>,
+    ) -> Result<(), StoreError> {
+        self.write(|txn| {
+            let mut session = existing_session(txn, id)?;
+            session.pinned = pinned.unwrap_or(session.pinned);
+            session.archived = archived.unwrap_or(session.archived);
             put_json(&mut txn.open_table(SESSIONS)?, "sessions", id, &session)
         })
     }

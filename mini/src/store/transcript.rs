@@ -6,7 +6,7 @@
 use std::fmt::Write as _;
 
 use evolve_core::history::{Message, Role};
-use evolve_core::text::one_line;
+use evolve_core::text::{escape_html as escape, one_line};
 
 use super::{format_time, SessionExport};
 
@@ -96,6 +96,9 @@ pub(crate) fn markdown(export: &SessionExport) -> String {
         for image in &m.images {
             let _ = writeln!(out, "![image]({image})\n");
         }
+        if let Some(note) = unfinished(export, i) {
+            let _ = writeln!(out, "> **{note}**\n");
+        }
     }
     if let Some(summary) = &export.l3 {
         let _ = writeln!(out, "## Summary of older turns\n\n{}\n", summary.trim_end());
@@ -109,23 +112,24 @@ pub(crate) fn markdown(export: &SessionExport) -> String {
     out
 }
 
-fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
-}
-
 /// A self-contained HTML page of the transcript (print it for a PDF). Every text is
 /// escaped: a message cannot inject markup or script.
+/// After the last message of a turn that did not finish: that the person stopped the
+/// answer (what precedes is all there is of it), or why it failed.
+fn unfinished(export: &SessionExport, i: usize) -> Option<String> {
+    let turn = export.messages[i].turn;
+    let last = export
+        .messages
+        .get(i + 1)
+        .is_none_or(|next| next.turn != turn);
+    let why = export.failed.get(&turn).filter(|_| last)?;
+    Some(if why == "stopped" {
+        "Stopped: the answer was stopped here and is incomplete.".to_string()
+    } else {
+        format!("Not finished: {}", one_line(why, 300))
+    })
+}
+
 /// After a turn's number: that a later turn answered it again.
 fn replaced(export: &SessionExport, turn: u64) -> &'static str {
     if export.session.superseded.contains(&turn) {
@@ -177,6 +181,9 @@ pub(crate) fn html(export: &SessionExport) -> String {
                 escape(&call.arguments)
             );
         }
+        if let Some(note) = unfinished(export, i) {
+            let _ = writeln!(out, "<p><strong>{}</strong></p>", escape(&note));
+        }
         out.push_str("</section>\n");
     }
     if let Some(summary) = &export.l3 {
@@ -220,6 +227,8 @@ pub(crate) mod tests {
                 superseded: Vec::new(),
                 channel: None,
                 offered_tools: Vec::new(),
+                pinned: false,
+                archived: false,
             },
             messages: vec![
                 msg(0, 1, Message::user("what do my notes say?")),
@@ -241,6 +250,7 @@ pub(crate) mod tests {
                 reason: "used the file".into(),
                 at: 1_767_225_660,
             }],
+            failed: Default::default(),
         }
     }
 
@@ -263,6 +273,55 @@ pub(crate) mod tests {
         assert!(
             text.contains(&"x".repeat(1000)),
             "exports keep results whole"
+        );
+    }
+
+    #[test]
+    fn a_stopped_or_failed_turn_is_marked_after_its_last_message() {
+        let mut two = sample();
+        let mut next = two.messages.clone();
+        for (k, m) in next.iter_mut().enumerate() {
+            m.turn = 2;
+            m.seq = 4 + k as u64;
+        }
+        two.messages.extend(next);
+        for (failed, want_md, want_html) in [
+            (
+                vec![(1, "stopped")],
+                vec!["They say **x**.\n\n> **Stopped: the answer was stopped here and is incomplete.**\n\n## 5. User (turn 2)"],
+                1,
+            ),
+            (
+                vec![(2, "the model at http://127.0.0.1:9/v1 timed out")],
+                vec!["> **Not finished: the model at http://127.0.0.1:9/v1 timed out**\n"],
+                1,
+            ),
+            (
+                vec![(1, "stopped"), (2, "stopped")],
+                vec!["They say **x**.\n\n> **Stopped", "> **Stopped"],
+                2,
+            ),
+        ] {
+            two.failed = failed.iter().map(|(t, w)| (*t, w.to_string())).collect();
+            let md = markdown(&two);
+            for want in &want_md {
+                assert!(md.contains(want), "{failed:?}: {want:?} in\n{md}");
+            }
+            assert_eq!(
+                md.matches("> **").count(),
+                want_html,
+                "{failed:?}: once per unfinished turn"
+            );
+            assert_eq!(
+                html(&two).matches("<p><strong>").count(),
+                want_html,
+                "{failed:?}"
+            );
+        }
+        two.failed.clear();
+        assert!(
+            !markdown(&two).contains("> **"),
+            "a finished turn has no mark"
         );
     }
 

@@ -24,7 +24,7 @@ use super::profiles::{config, switch_profile};
 use super::search::search;
 use super::sessions::{
     answer, answer_elicitation, create_session, delete_session, export, export_print, messages,
-    pending, rate_turn, rename_session, session, sessions, turn,
+    patch_session, pending, rate_turn, session, sessions, turn,
 };
 use super::tools::{delete_skill, mcp, mcp_level, run_tool, skill, skills, tools};
 
@@ -42,6 +42,9 @@ static ROUTES: &[(&str, &str, Handler)] = &[
     ("GET", "/login", |_, r, _| assets::serve(r, "login.html")),
     ("POST", "/login", |s, r, _| login(s, r)),
     ("GET", "/static/{file}", |_, r, p| assets::serve(r, p[0])),
+    ("GET", "/static/js/{file}", |_, r, p| {
+        assets::serve(r, &format!("js/{}", p[0]))
+    }),
     ("GET", "/favicon.ico", |_, r, _| {
         assets::serve(r, "favicon.ico")
     }),
@@ -59,7 +62,7 @@ static ROUTES: &[(&str, &str, Handler)] = &[
     ("POST", "/v1/sessions", |s, r, _| create_session(s, r)),
     ("GET", "/v1/sessions/{id}", |s, _, p| session(s, p[0])),
     ("PATCH", "/v1/sessions/{id}", |s, r, p| {
-        rename_session(s, r, p[0])
+        patch_session(s, r, p[0])
     }),
     ("DELETE", "/v1/sessions/{id}", |s, _, p| {
         delete_session(s, p[0])
@@ -142,6 +145,22 @@ static ROUTES: &[(&str, &str, Handler)] = &[
     }),
     ("PUT", "/v1/mcp/tools/{name}/level", |s, r, p| {
         mcp_level(s, r, p[0])
+    }),
+    ("GET", "/v1/channels", |s, _, _| super::channels::list(s)),
+    ("POST", "/v1/channels/pair", |s, r, _| {
+        super::channels::pair(s, r)
+    }),
+    ("PUT", "/v1/channels/{name}", |s, r, p| {
+        super::channels::put(s, r, p[0])
+    }),
+    ("DELETE", "/v1/channels/{name}", |s, _, p| {
+        super::channels::delete(s, p[0])
+    }),
+    ("POST", "/v1/channels/{name}/test", |s, _, p| {
+        super::channels::test(s, p[0])
+    }),
+    ("DELETE", "/v1/channels/{name}/paired/{user}", |s, _, p| {
+        super::channels::unpair(s, p[0], p[1])
     }),
     ("GET", "/v1/tasks", |s, _, _| tasks::list(s)),
     ("POST", "/v1/tasks", |s, r, _| tasks::create(s, r)),

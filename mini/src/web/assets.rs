@@ -128,6 +128,38 @@ mod tests {
     }
 
     #[test]
+    fn every_file_of_static_and_its_subfolders_is_embedded_under_its_path() {
+        fn walk(dir: &std::path::Path, prefix: &str, out: &mut Vec<String>) {
+            for e in std::fs::read_dir(dir).expect("static/").flatten() {
+                let name = e.file_name().to_string_lossy().to_string();
+                let path = e.path();
+                if name.starts_with('.') {
+                    continue;
+                }
+                if path.is_dir() {
+                    walk(&path, &format!("{prefix}{name}/"), out);
+                } else if !name.ends_with(".md") {
+                    out.push(format!("{prefix}{name}"));
+                }
+            }
+        }
+        let mut want = Vec::new();
+        walk(
+            &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../static"),
+            "",
+            &mut want,
+        );
+        want.sort();
+        let mut got: Vec<String> = super::FILES.iter().map(|(n, ..)| n.to_string()).collect();
+        got.sort();
+        assert_eq!(got, want);
+        assert!(
+            got.iter().any(|n| n.starts_with("js/")) && got.iter().any(|n| !n.contains('/')),
+            "top-level files and those of js/: {got:?}"
+        );
+    }
+
+    #[test]
     fn damaged_input_is_an_error_not_a_panic() {
         let (_, _, gz) = super::FILES[0];
         for cut in [0, 5, 11, gz.len() / 2, gz.len() - 1] {

@@ -4,7 +4,7 @@
 use std::sync::atomic::AtomicBool;
 
 use evolve_core::memory::{Category, Memory, MemoryId};
-use evolve_core::text::{f1, KeywordSet};
+use evolve_core::text::{f1, find_words, KeywordSet};
 use serde_json::{json, Value};
 
 use super::http::{Request, Response};
@@ -64,7 +64,8 @@ pub(super) fn memories(state: &State, req: &Request) -> Reply {
                 .iter()
                 .map(|m| {
                     let mut s = f1(query.as_slice(), m.keywords.as_slice());
-                    if m.content.to_lowercase().contains(&lower) {
+                    // The words searched for, whole ("tea" is not in "teacher").
+                    if find_words(&m.content.to_lowercase(), &lower).is_some() {
                         s += 1.0;
                     }
                     (s, m)

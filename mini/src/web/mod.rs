@@ -13,6 +13,7 @@
 pub mod api;
 pub mod assets;
 pub mod auth;
+mod channels;
 pub mod chat;
 pub mod endpoint;
 mod grants;
@@ -248,15 +249,14 @@ mod signals {
 /// turns get `grace` to finish and are then cancelled, the background work is saved,
 /// MCP servers are stopped, the store is closed.
 pub fn run(manager: Manager, auth: auth::Auth, opts: Options) -> Result<(), Error> {
-    let listener = TcpListener::bind(opts.addr).map_err(|e| {
-        Error::Other(format!(
-            "cannot listen on {}: {e} — is another program using the port? try --port",
-            opts.addr
-        ))
+    let listener = TcpListener::bind(opts.addr).map_err(|source| Error::Listen {
+        addr: opts.addr,
+        source,
     })?;
-    let addr = listener
-        .local_addr()
-        .map_err(|e| Error::Other(format!("cannot read the bound address: {e}")))?;
+    let addr = listener.local_addr().map_err(|source| Error::System {
+        doing: "read the bound address",
+        source,
+    })?;
     let shutdown = Arc::new(AtomicBool::new(false));
     let state = Arc::new(State {
         manager: RwLock::new(Arc::new(manager)),
@@ -274,8 +274,11 @@ pub fn run(manager: Manager, auth: auth::Auth, opts: Options) -> Result<(), Erro
     });
 
     // Signals → a byte on a socket pair → this thread wakes the accept loop.
-    let (wake_rx, wake_tx) = std::os::unix::net::UnixStream::pair()
-        .map_err(|e| Error::Other(format!("cannot create the signal socket: {e}")))?;
+    let (wake_rx, wake_tx) =
+        std::os::unix::net::UnixStream::pair().map_err(|source| Error::System {
+            doing: "create the signal socket",
+            source,
+        })?;
     signals::install(std::os::fd::AsRawFd::as_raw_fd(&wake_tx));
     {
         let (state, shutdown) = (Arc::clone(&state), Arc::clone(&shutdown));
@@ -303,7 +306,10 @@ pub fn run(manager: Manager, auth: auth::Auth, opts: Options) -> Result<(), Erro
                 // Wake the accept loop.
                 let _ = TcpStream::connect_timeout(&wake_addr(addr), Duration::from_secs(1));
             })
-            .map_err(|e| Error::Other(format!("cannot start the signal thread: {e}")))?;
+            .map_err(|source| Error::System {
+                doing: "start the signal thread",
+                source,
+            })?;
     }
 
     // Recorded before the start is announced: whoever waits for the announcement
@@ -347,7 +353,10 @@ pub fn run(manager: Manager, auth: auth::Auth, opts: Options) -> Result<(), Erro
         Arc::clone(&state) as Arc<dyn crate::agents::Host>,
         Arc::clone(&state.scheduler),
     )
-    .map_err(|e| Error::Other(format!("cannot start the scheduler thread: {e}")))?;
+    .map_err(|source| Error::System {
+        doing: "start the scheduler thread",
+        source,
+    })?;
     let channels = crate::channels::spawn(Arc::clone(&state) as Arc<dyn crate::agents::Host>);
     http::serve(
         listener,

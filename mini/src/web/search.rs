@@ -1,6 +1,7 @@
 //! `GET /v1/search`: finding sessions and memories by their words, each hit with a short
 //! preview around the match.
 
+use evolve_core::text::find_words;
 use serde_json::{json, Value};
 
 use super::http::{Request, Response};
@@ -19,7 +20,7 @@ pub(super) fn search(state: &State, req: &Request) -> Reply {
     let all = tri!(store.sessions());
     let sessions: Vec<Value> = all
         .iter()
-        .filter(|s| s.title.to_lowercase().contains(&q))
+        .filter(|s| find_words(&s.title.to_lowercase(), &q).is_some())
         .map(|s| json!(s))
         .collect();
     let mut messages = Vec::new();
@@ -29,7 +30,7 @@ pub(super) fn search(state: &State, req: &Request) -> Reply {
         };
         for m in &export.messages {
             let text = m.message.content.as_str();
-            if let Some(at) = text.to_lowercase().find(&q) {
+            if let Some(at) = find_words(&text.to_lowercase(), &q) {
                 messages.push(json!({
                     "session": s.id,
                     "title": s.title,
@@ -45,7 +46,7 @@ pub(super) fn search(state: &State, req: &Request) -> Reply {
     }
     let memories: Vec<Value> = store.with_memories(|ms| {
         ms.iter()
-            .filter(|m| m.content.to_lowercase().contains(&q))
+            .filter(|m| find_words(&m.content.to_lowercase(), &q).is_some())
             .take(100)
             .map(memory_json)
             .collect()

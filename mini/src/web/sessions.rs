@@ -38,14 +38,30 @@ pub(super) fn session(state: &State, id: &str) -> Reply {
     Response::json(200, &json!(tri!(state.rt().store.session(id))))
 }
 
-pub(super) fn rename_session(state: &State, req: &Request, id: &str) -> Reply {
+/// `PATCH /v1/sessions/{id}`: a new title, pinned or not, archived or not — any of them.
+pub(super) fn patch_session(state: &State, req: &Request, id: &str) -> Reply {
     let b = field!(body(req));
-    let Some(title) = field!(opt_str(&b, "title")) else {
-        return error(400, "send {\"title\": \"…\"}");
+    let title = field!(opt_str(&b, "title"));
+    let flag = |name: &str| match b.get(name) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Bool(v)) => Ok(Some(*v)),
+        Some(_) => Err(error(400, format!("`{name}` must be true or false"))),
     };
+    let (pinned, archived) = (field!(flag("pinned")), field!(flag("archived")));
+    if title.is_none() && pinned.is_none() && archived.is_none() {
+        return error(
+            400,
+            "send {\"title\": \"…\"}, {\"pinned\": true|false} or {\"archived\": true|false}",
+        );
+    }
     let rt_arc = state.rt();
     let store = &rt_arc.store;
-    tri!(store.rename_session(id, title.trim()));
+    if let Some(title) = title {
+        tri!(store.rename_session(id, title.trim()));
+    }
+    if pinned.is_some() || archived.is_some() {
+        tri!(store.mark_session(id, pinned, archived));
+    }
     Response::json(200, &json!(tri!(store.session(id))))
 }
 

@@ -1,6 +1,6 @@
 //! `/v1/tasks`: scheduled tasks over HTTP, for the UI and for `evolve tasks` while
 //! `serve` holds the store. The JSON shapes are the shared contract
-//! ([`crate::sched::tasks::task_json`], [`crate::sched::tasks::run_json`]).
+//! ([`crate::sched::crate::sched::show::task_json`], [`crate::sched::crate::sched::show::run_json`]).
 //!
 //! Decides the HTTP side only: statuses (201 for a new task, 202 for a started run,
 //! 409 for a run of a task already running, 400 with the core's message for a schedule
@@ -74,7 +74,7 @@ pub fn list(state: &State) -> Reply {
     let data: Vec<Value> = all
         .iter()
         .map(|t| {
-            tasks::task_json(
+            crate::sched::show::task_json(
                 t,
                 &zone.zone,
                 state.scheduler.is_running(t.id),
@@ -147,7 +147,7 @@ pub fn create(state: &State, req: &Request) -> Reply {
     state.scheduler.notify();
     Response::json(
         201,
-        &tasks::task_json(
+        &crate::sched::show::task_json(
             &task,
             &zone.zone,
             false,
@@ -168,7 +168,7 @@ pub fn get(state: &State, id: &str) -> Reply {
 fn shown(state: &State, rt: &crate::agents::Runtime, task: &crate::store::Task) -> Reply {
     Response::json(
         200,
-        &tasks::task_json(
+        &crate::sched::show::task_json(
             task,
             &tasks::zone_of(rt).zone,
             state.scheduler.is_running(task.id),
@@ -281,6 +281,9 @@ pub fn runs(state: &State, req: &Request, id: &str) -> Reply {
     let rt = state.rt();
     let zone = tasks::zone_of(&rt);
     let all = tri!(rt.store.task_runs(id, limit));
-    let data: Vec<Value> = all.iter().map(|r| tasks::run_json(r, &zone.zone)).collect();
+    let data: Vec<Value> = all
+        .iter()
+        .map(|r| crate::sched::show::run_json(r, &zone.zone))
+        .collect();
     Response::json(200, &json!({ "data": data }))
 }

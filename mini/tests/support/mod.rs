@@ -6,6 +6,8 @@
 
 #![allow(dead_code)]
 
+pub mod dingtalk;
+pub mod feishu;
 pub mod mcp;
 pub mod oauth;
 pub mod page;

@@ -56,7 +56,7 @@ use choose::{finish, Candidate};
 use dialog::{boost_subjects, propagate, scan_replies};
 use lexical::{lexical_indexed, lexical_scan, Terms};
 pub(crate) use relevance::sharpen;
-pub use relevance::QueryVector;
+pub use relevance::{follow_up_vector, QueryVector};
 use relevance::{nearest, relevance, Facts, Raw};
 
 /// Why a memory was chosen.

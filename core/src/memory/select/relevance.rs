@@ -7,7 +7,7 @@ use alloc::vec::Vec;
 use super::lexical::Terms;
 use crate::memory::rank::{Fusion, Ranking, RRF_K};
 use crate::memory::{Memory, MemoryConfig, MemoryId, Priority};
-use crate::text::cosine;
+use crate::text::{cosine, sqrt};
 use crate::Timestamp;
 
 /// The question's embedding and the model that made it: only memories embedded by the
@@ -18,6 +18,45 @@ pub struct QueryVector<'a> {
     pub model: &'a str,
     /// The question's embedding.
     pub embedding: &'a [f32],
+}
+
+/// The vector a follow-up is ranked with: the question's embedding plus `weight` × the
+/// previous user turn's, each of unit length first (clamped to 0–1: the question never
+/// counts less than the turn before), so "and what about her sister?", whose embedding
+/// says little alone, leans towards what the conversation was about — as the previous
+/// turn's keywords join the words at a lower weight ([`RecallQuery::with_context`]).
+/// The question's own vector when there is no usable previous one (other dimensions,
+/// all zeros) or the weight is 0.
+///
+/// [`RecallQuery::with_context`]: crate::memory::RecallQuery::with_context
+pub fn follow_up_vector(question: &[f32], previous: &[f32], weight: f32) -> Vec<f32> {
+    let norm = |v: &[f32]| {
+        let sum: f64 = v.iter().map(|&x| f64::from(x) * f64::from(x)).sum();
+        if sum.is_finite() {
+            sqrt(sum)
+        } else {
+            0.0
+        }
+    };
+    let weight = if weight.is_finite() {
+        f64::from(weight.clamp(0.0, 1.0))
+    } else {
+        0.0
+    };
+    let (nq, np) = (norm(question), norm(previous));
+    if weight <= 0.0 || previous.len() != question.len() || nq == 0.0 || np == 0.0 {
+        return question.to_vec();
+    }
+    let mixed: Vec<f64> = question
+        .iter()
+        .zip(previous)
+        .map(|(&q, &p)| f64::from(q) / nq + weight * f64::from(p) / np)
+        .collect();
+    let n = sqrt(mixed.iter().map(|x| x * x).sum());
+    if n == 0.0 {
+        return question.to_vec();
+    }
+    mixed.iter().map(|&x| (x / n) as f32).collect()
 }
 
 /// The memories closest to the question by cosine: the `k` best above zero, as

@@ -641,3 +641,76 @@ fn unsorted_stored_keywords_do_not_panic_or_inflate_relevance() {
     let sel = select(&[m], &query("tea"), NOW, &cfg);
     assert!(sel.chosen[0].relevance <= 1.0);
 }
+
+#[test]
+fn a_follow_up_vector_leans_towards_the_previous_turn_but_the_question_leads() {
+    let cos = crate::text::cosine;
+    // (question, previous, weight, cosine to the question, cosine to the previous)
+    type Row<'a> = (&'a [f32], &'a [f32], f32, f32, f32);
+    let half = core::f32::consts::FRAC_1_SQRT_2;
+    let table: [Row<'_>; 6] = [
+        // Orthogonal: 1/√(1 + w²) and w/√(1 + w²).
+        (&[1.0, 0.0], &[0.0, 1.0], 0.25, 0.970_142_5, 0.242_535_6),
+        (&[1.0, 0.0], &[0.0, 1.0], 0.5, 0.894_427_2, 0.447_213_6),
+        // The previous turn's length does not matter, only its direction.
+        (&[2.0, 0.0], &[0.0, 40.0], 0.25, 0.970_142_5, 0.242_535_6),
+        // Above 1 counts as 1: never more than the question.
+        (&[1.0, 0.0], &[0.0, 1.0], 5.0, half, half),
+        // No weight, a previous vector of other dimensions or of zeros: the question.
+        (&[1.0, 0.0], &[0.0, 1.0], 0.0, 1.0, 0.0),
+        (&[1.0, 0.0], &[0.0, 0.0], 0.25, 1.0, 0.0),
+    ];
+    for (q, p, w, to_q, to_p) in table {
+        let v = follow_up_vector(q, p, w);
+        assert_eq!(v.len(), q.len());
+        assert!((cos(&v, q) - to_q).abs() < 1e-5, "{q:?} {p:?} {w}: {v:?}");
+        assert!((cos(&v, p) - to_p).abs() < 1e-5, "{q:?} {p:?} {w}: {v:?}");
+    }
+    assert_eq!(
+        follow_up_vector(&[1.0, 0.0], &[0.0, 1.0, 0.0], 0.25),
+        [1.0, 0.0]
+    );
+    assert_eq!(
+        follow_up_vector(&[1.0, 0.0], &[0.0, 1.0], f32::NAN),
+        [1.0, 0.0]
+    );
+    assert_eq!(follow_up_vector(&[0.0, 0.0], &[0.0, 1.0], 0.25), [0.0, 0.0]);
+}
+
+#[test]
+fn a_follow_up_ranks_by_meaning_what_the_previous_turn_was_about() {
+    // "And where does she live?" after "Tell me about Caroline's sister": alone, the
+    // question is nearest the neighbour's line; with the previous turn, the sister's.
+    let embedded = |id, text, e: Vec<f32>| {
+        let mut m = mem(id, text, Priority::Low, DAY);
+        m.embedding = Some(e);
+        m.embedding_model = Some("e".into());
+        m
+    };
+    let ms = [
+        embedded(1, "the neighbour moved in upstairs", vec![0.9, 0.0, 0.436]),
+        embedded(2, "Jolene settled in Lisbon", vec![0.8, 0.6, 0.0]),
+    ];
+    let (question, previous) = ([1.0, 0.0, 0.0], [0.0, 1.0, 0.0]);
+    let q = RecallQuery::new(&query("where does she"));
+    let cfg = MemoryConfig::default();
+    let first = |v: &[f32]| {
+        let sel = select_query(
+            &ms,
+            None,
+            &q,
+            Some(QueryVector {
+                model: "e",
+                embedding: v,
+            }),
+            NOW,
+            &cfg,
+        );
+        sel.chosen.first().map(|c| c.id)
+    };
+    assert_eq!(first(&question), Some(1));
+    let follow = follow_up_vector(&question, &previous, cfg.context_weight);
+    assert_eq!(first(&follow), Some(2));
+    // A weight of 0 keeps the question alone.
+    assert_eq!(first(&follow_up_vector(&question, &previous, 0.0)), Some(1));
+}

@@ -128,7 +128,7 @@ fn serve(
     };
     let body = format!(
         "<!doctype html><meta charset=utf-8><title>Evolve</title><p>{}</p>",
-        text.replace('&', "&amp;").replace('<', "&lt;")
+        evolve_core::text::escape_html(&text)
     );
     // Written whole (`write_all`, which the rest of evolve's sockets use; a `write!` on
     // a TcpStream is code of its own).

@@ -1,10 +1,16 @@
 // The Settings view: the model server (base URL with presets, a write-only API key,
 // main and cheap model from the server's list, context window), doctor's checks on what
 // is typed (Test, not saved), Save (PUT /v1/settings/model, then the banner's check
-// again) and the profile. Uses app.js's helpers; its strings are registered here.
-'use strict';
+// again) and the profile. Its strings are registered here.
+import { $, api, ask, btn, guard, ht, options, toast, webText } from './api.js';
+import { importDrops } from './drop.js';
+import { I18N, t, tOr } from './i18n.js';
+import { placeholder } from './layout.js';
+import { h } from './md.js';
+import { checkModel, loadConfig } from './model.js';
+
 Object.assign(I18N.en, {
-  nav_settings: 'Settings', openSettings: 'Settings', setModel: 'Model server', setBaseUrl: 'Base URL',
+  setModel: 'Model server', setBaseUrl: 'Base URL',
   setPreset: 'Presets…', setKey: 'API key', setKeySet: 'set — leave empty to keep it', setKeyUnset: 'not set',
   setClear: 'Clear', setMain: 'Main model', setCheap: 'Cheap model (memory, evaluation)', setCtx: 'Context window (tokens)',
   setTest: 'Test', setSave: 'Save', setSaved: 'Saved to config.toml ({0}); the next message uses it',
@@ -16,7 +22,7 @@ Object.assign(I18N.en, {
   'check_cheap model': 'cheap model', check_completion: 'completion', 'check_cheap completion': 'cheap completion', 'check_tool calling': 'tool calling',
 });
 Object.assign(I18N.zh, {
-  nav_settings: '设置', openSettings: '设置', setModel: '模型服务', setBaseUrl: '服务地址（Base URL）',
+  setModel: '模型服务', setBaseUrl: '服务地址（Base URL）',
   setPreset: '预设…', setKey: 'API 密钥', setKeySet: '已设置——留空则保持不变', setKeyUnset: '未设置',
   setClear: '清除', setMain: '主模型', setCheap: '辅助模型（记忆、评估）', setCtx: '上下文窗口（token）',
   setTest: '测试', setSave: '保存', setSaved: '已保存到 config.toml（{0}），下一条消息起生效',
@@ -38,14 +44,14 @@ const PRESETS = [
 ];
 const ENV_VAR = { base_url: 'OPENAI_BASE_URL', api_key: 'OPENAI_API_KEY', model: 'EVOLVE_MODEL', cheap_model: 'EVOLVE_CHEAP_MODEL' };
 const SET = { m: null, cfg: null, checks: null, models: null };
-const sid = f => '#set-' + f.replace('_', '-');
+const setId = f => '#set-' + f.replace('_', '-');
 
 /** One labelled field: the control, then the field's error and environment notes. */
 function setField(key, field, control, ...extra) {
   const l = h('label', 'set-field');
   l.append(ht('span', null, key), control, ...extra, h('small', 'err'), h('small', 'mut env'));
   l.dataset.field = field;
-  control.id = sid(field).slice(1);
+  control.id = setId(field).slice(1);
   return l;
 }
 
@@ -73,7 +79,7 @@ function buildSettings() {
   clear.id = 'set-clear';
   const model = field => {
     const sel = h('select'), text = h('input');
-    sel.id = sid(field).slice(1) + '-list';
+    sel.id = setId(field).slice(1) + '-list';
     text.autocomplete = 'off';
     sel.onchange = () => { text.hidden = sel.value !== ''; if (sel.value) text.value = sel.value; };
     return setField(field === 'model' ? 'setMain' : 'setCheap', field, text, sel);
@@ -106,7 +112,7 @@ function buildSettings() {
   box.append(form);
 }
 
-async function loadSettings() {
+export async function loadSettings() {
   buildSettings();
   const [m, cfg] = await Promise.all([api('GET', '/v1/settings/model'), api('GET', '/v1/config')]);
   Object.assign(SET, { m, cfg, checks: null, models: null });
@@ -130,7 +136,7 @@ function renderSettings() {
   const preset = $('#set-preset');
   options(preset, ['', ...PRESETS.map(p => p[1])], v => v ? PRESETS.find(p => p[1] === v)[0] + ' — ' + v : t('setPreset'), '');
   for (const f of ['model', 'cheap_model']) {
-    const text = $(sid(f)), sel = $(sid(f) + '-list'), list = SET.models || m.models || [];
+    const text = $(setId(f)), sel = $(setId(f) + '-list'), list = SET.models || m.models || [];
     const cur = text.value.trim();
     const names = [...new Set([...list, ...(cur ? [cur] : [])])];
     options(sel, [...names, ''], v => v || t('setOther'), cur);
@@ -166,7 +172,7 @@ function settingsBody() {
   if (url !== m.base_url) b.base_url = url;
   if (key) b.api_key = key;
   for (const f of ['model', 'cheap_model']) {
-    const sel = $(sid(f) + '-list'), v = (!sel.hidden && sel.value ? sel.value : $(sid(f)).value).trim();
+    const sel = $(setId(f) + '-list'), v = (!sel.hidden && sel.value ? sel.value : $(setId(f)).value).trim();
     if (v !== m[f]) b[f] = v;
   }
   const ctx = $('#set-context-window').value.trim();
@@ -200,7 +206,7 @@ async function runTest() {
     SET.models = r.models;
     // A model the server does not list cannot answer: the first listed one is chosen
     // (Save keeps it), instead of leaving the one that fails selected.
-    for (const f of ['model', 'cheap_model']) if (!r.models.includes($(sid(f)).value.trim())) $(sid(f)).value = r.models[0];
+    for (const f of ['model', 'cheap_model']) if (!r.models.includes($(setId(f)).value.trim())) $(setId(f)).value = r.models[0];
   }
   renderSettings();
 }
@@ -236,6 +242,6 @@ async function setProfile() {
   await loadConfig();
 }
 
-document.addEventListener('DOMContentLoaded', () => {
-  $('#model-settings').onclick = () => show('settings');
-});
+// Drawn again in the other language; a config.toml dropped on the page is imported.
+document.addEventListener('evolve:lang', renderSettings);
+importDrops('#view-settings');

@@ -1,4 +1,6 @@
+use super::transfer::{read_import, ImportFile};
 use super::*;
+use evolve_core::text::FallbackTokenizer;
 
 #[test]
 fn argument_parsers_accept_the_documented_forms_and_name_the_rest() {

@@ -5,11 +5,14 @@
 // or webp URL; a click enlarges it), one from elsewhere is a link, never loaded (the page
 // must not call out). Covers what chat answers use: paragraphs, headings, emphasis,
 // inline code, fenced code (highlighted, with a copy button), nested lists, tables,
-// blockquotes, rules. An unclosed fence (mid-stream) renders as code.
-'use strict';
+// blockquotes, rules, and math ($…$, $$…$$, \[…\]) as MathML. An unclosed fence
+// (mid-stream) renders as code.
+import { toast } from './api.js';
+import { t } from './i18n.js';
+import { texToMathML } from './math.js';
 
 /** An element with an optional class and text. */
-function h(tag, cls, text) {
+export function h(tag, cls, text) {
   const e = document.createElement(tag);
   if (cls) e.className = cls;
   if (text != null) e.textContent = text;
@@ -34,6 +37,7 @@ function mdLink(href) {
 }
 
 // Escape | code span | **strong** | __strong__ | ~~del~~ | *em* | _em_ | [text](url) | bare URL
+// | $$math$$ | $math$ (no space inside its dollars, no digit after: "$5 and $10" stays text)
 const INLINE = new RegExp([
   /\\([\\`*_{}[\]()#+\-.!|~>])/,
   /(`+)([^`]|[^`][\s\S]*?[^`])\2(?!`)/,
@@ -44,10 +48,12 @@ const INLINE = new RegExp([
   /(?<![\p{L}\p{N}_])_(?=[^\s_])([\s\S]*?[^\s_])_(?![\p{L}\p{N}_])/,
   /!?\[((?:[^[\]]|\[[^\]]*\])*)\]\(\s*<?([^\s()<>]*(?:\([^\s()]*\)[^\s()<>]*)*)>?(?:\s+"[^"]*")?\s*\)/,
   /(https?:\/\/[^\s<>]*[^\s<>.,;:!?'")\]*_])/,
+  /\$\$([^$]+?)\$\$/,
+  /\$(?![\s$])((?:\\.|[^$\\\n])+?)(?<![\s\\])\$(?!\d)/,
 ].map(r => r.source).join('|'), 'gu');
 
 /** Text with line breaks as <br>. */
-function mdText(el, s) {
+export function mdText(el, s) {
   s.split('\n').forEach((p, i) => {
     if (i) el.append(h('br'));
     if (p) el.append(p);
@@ -66,6 +72,7 @@ function mdInline(el, s) {
     else if (m[4] != null || m[5] != null) mdInline(n = h('strong'), m[4] ?? m[5]);
     else if (m[6] != null) mdInline(n = h('del'), m[6]);
     else if (m[7] != null || m[8] != null) mdInline(n = h('em'), m[7] ?? m[8]);
+    else if (m[12] != null || m[13] != null) n = mathEl(m[12] ?? m[13], m[12] != null, m[0]);
     else if (m[0][0] === '!' && IMAGE.test(m[10])) n = mdImage(m[10], m[9]);
     else {
       const url = safeUrl(m[10] ?? m[11]);
@@ -76,6 +83,20 @@ function mdInline(el, s) {
     el.append(n);
   }
   mdText(el, s.slice(at));
+}
+
+/** A formula as MathML; one it cannot read stays its source, as code. */
+function mathEl(tex, display, raw) {
+  try {
+    const e = texToMathML(tex.trim(), display);
+    e.dataset.testid = 'math';
+    if (!display) return e;
+    const d = h('div', 'math-block');
+    d.append(e);
+    return d;
+  } catch {
+    return h('code', null, raw);
+  }
 }
 
 const IMAGE = /^data:image\/(png|jpe?g|gif|webp);base64,[A-Za-z0-9+/=]+$/;
@@ -91,7 +112,7 @@ function mdImage(src, alt) {
   return img;
 }
 
-function enlarge(src, alt) {
+export function enlarge(src, alt) {
   let d = document.querySelector('#lightbox');
   if (!d) {
     d = document.body.appendChild(h('dialog'));
@@ -137,7 +158,7 @@ function highlight(code, lang) {
   return c;
 }
 
-async function copyText(s) {
+export async function copyText(s) {
   if (navigator.clipboard && window.isSecureContext) return navigator.clipboard.writeText(s);
   const ta = h('textarea', 'offscreen');
   ta.value = s;
@@ -171,13 +192,14 @@ const HEADING = /^ {0,3}(#{1,6})\s+(.*?)(?:\s+#+)?\s*$/;
 const RULE = /^ {0,3}([-*_])(\s*\1){2,}\s*$/;
 const QUOTE = /^ {0,3}>/;
 const LIST = /^( *)([-*+]|\d{1,9}[.)])(?:\s+(.*))?$/;
+const MATH = /^ {0,3}(\$\$|\\\[)/;
 const DELIM = /^\s*\|?\s*:?-+:?\s*(\|\s*:?-+:?\s*)*\|?\s*$/;
 const blank = s => !s.trim();
 const indent = s => s.match(/^ */)[0].length;
 
 function startsBlock(L, i) {
   const l = L[i];
-  return FENCE.test(l) || HEADING.test(l) || RULE.test(l) || QUOTE.test(l) || LIST.test(l) ||
+  return FENCE.test(l) || MATH.test(l) || HEADING.test(l) || RULE.test(l) || QUOTE.test(l) || LIST.test(l) ||
     (l.includes('|') && i + 1 < L.length && L[i + 1].includes('|') && DELIM.test(L[i + 1]));
 }
 
@@ -238,7 +260,7 @@ function mdList(L, i, out) {
 }
 
 /** Renders Markdown `src` into `out` (a new fragment when omitted) and returns it. */
-function md(src, out = document.createDocumentFragment()) {
+export function md(src, out = document.createDocumentFragment()) {
   const L = String(src).replace(/\r\n?/g, '\n').replace(/^\t+/gm, x => '    '.repeat(x.length)).split('\n');
   let i = 0, m;
   while (i < L.length) {
@@ -250,6 +272,14 @@ function md(src, out = document.createDocumentFragment()) {
       for (i++; i < L.length && !close.test(L[i]); i++) code.push(L[i].slice(Math.min(pad, indent(L[i]))));
       i++;
       out.append(codeBlock(code.join('\n'), m[2]));
+    } else if ((m = l.match(MATH))) {
+      // A formula on lines of its own, up to its closing $$ or \].
+      const end = m[1] === '$$' ? '$$' : '\\]', lines = [l.trim().slice(2)];
+      while (!lines.at(-1).includes(end) && ++i < L.length) lines.push(L[i]);
+      i++;
+      const tex = lines.join('\n'), at = tex.indexOf(end);
+      out.append(mathEl(at >= 0 ? tex.slice(0, at) : tex, true, l.trim().slice(0, 2) + tex));
+      if (at >= 0 && tex.slice(at + 2).trim()) mdInline(out.appendChild(h('p')), tex.slice(at + 2).trim());
     } else if ((m = l.match(HEADING))) {
       mdInline(out.appendChild(h('h' + m[1].length)), m[2]);
       i++;

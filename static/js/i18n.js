@@ -2,8 +2,7 @@
 // language ({0}, {1} are replaced by args); applyI18n() fills the elements that carry
 // data-i18n (text), data-i18n-ph (placeholder) and data-i18n-title (title + aria-label),
 // so switching language re-translates the page without re-rendering it.
-'use strict';
-const I18N = {
+export const I18N = {
   en: {
     profileHint: 'The profile (model and settings of config.toml) the next message uses',
     rateUp: 'A good answer (your grade; Evolve learns your style from good ones)', rateDown: 'Not a good answer (your grade)',
@@ -60,6 +59,11 @@ const I18N = {
     revokeTitle: 'Revoke: ask again before {0}', revoked: 'Revoked: {0} is asked again',
     welcome: 'What can I do for you?',
     welcomeHint: 'Evolve remembers, uses skills and tools, and asks before anything risky.',
+    nav_channels: 'Channels', nav_usage: 'Usage', nav_settings: 'Settings', openSettings: 'Settings',
+    pinChat: 'Pin to the top', unpinChat: 'Unpin', archiveChat: 'Archive', unarchiveChat: 'Bring back from the archive',
+    archivedChats: 'Archived ({0})', chatArchived: 'Archived: {0}', chatUnarchived: 'Back in the list: {0}',
+    suggestions: 'Try one of these', sug1: 'What do you remember about me?', sug2: 'List the files in my workspace and say what each one is for',
+    sug3: 'Every weekday at 8:00, give me a short summary of my notes', sug4: 'Help me write a polite email declining a meeting',
     inputPh: 'Message Evolve (Enter sends, Shift+Enter adds a line)', send: 'Send', stop: 'Stop',
     memSearch: 'Search memories', addMemory: 'Add memory', memContent: 'What should Evolve remember?',
     priority: 'Priority', importance: 'Importance', category: 'Category', tags: 'Tags',
@@ -138,6 +142,17 @@ const I18N = {
     tokMainNone: '主模型：服务未报告用量', tokCheapNone: '辅助模型：服务未报告用量',
     srvCannotReach: '无法连接 {0} 的模型：{1}', srvTimedOut: '{0} 的模型超时（{1}）', srvStatus: '{0} 的模型服务返回 HTTP {1}：{2}',
     srvNoSession: '没有对话 {0}',
+    srvNotInterval: '“{0}”不是时间间隔：写一个数字加单位 s、m、h 或 d，例如 every 30m、every 2h、every 1h30m、every 1d',
+    srvTooShort: '“every {0}”短于调度器一分钟的精度，例如 every 1m', srvTooLong: '“every {0}”超过一年：改用 cron 表达式（如 0 9 1 jan *）或一次性的 at',
+    srvNotTime: '“{0}”不是 00:00 到 23:59 之间的时刻 HH:MM，例如 daily 07:30',
+    srvCronFields: 'cron 表达式有 5 个字段（分 时 日 月 星期），“{0}”有 {1} 个，例如 30 7 * * mon-fri（工作日 07:30）',
+    srvScheduleEmpty: '计划是空的：写 cron 表达式（如 0 9 * * mon-fri）、every 30m、daily 07:30 或 at 一个时间',
+    srvNotTimestamp: '“{0}”不是完整的日期和时间，例如 2026-03-29T09:00:00+02:00', srvQuestionEmpty: '问题是空的',
+    srvTurnRunning: '对话 {0} 中有一轮正在进行：请先停止它', srvNothingToRate: '第 {0} 轮没有可评分的回答',
+    srvNeedInterval: 'every 需要一个时间间隔：一个数字加单位 s、m、h 或 d，例如 every 30m',
+    srvNeedTime: 'daily 需要一个 00:00 到 23:59 之间的时刻 HH:MM，例如 daily 07:30',
+    srvNeedTimestamp: 'at 需要日期和时间，例如 2026-03-29T09:00:00+02:00',
+    srvMemoryDeleted: '记忆 #{0} 已被删除', srvNoSkill: '没有名为 {0} 的技能', srvNoMcp: '没有 MCP 服务器 {0}',
     offlineTitle: '无法连接 Evolve', offlineWhere: '{0} 上的 Evolve 服务没有响应：它可能已停止或正在重启。数据没有丢失；它恢复运行后点“重试”。',
     notAnsweredModelDown: '没有回答：模型服务没有响应（见上方）。',
     liveAnswering: '回答中…', liveWaiting: '等你确认',
@@ -178,6 +193,11 @@ const I18N = {
     grantsTitle: '本对话内总是允许：', revoke: '撤销', revokeTitle: '撤销：{0} 之前再次询问',
     revoked: '已撤销：{0} 会再次询问',
     welcome: '我能帮你做什么？', welcomeHint: 'Evolve 会记忆、使用技能和工具，有风险的操作会先问你。',
+    nav_channels: '渠道', nav_usage: '用量', nav_settings: '设置', openSettings: '设置',
+    pinChat: '置顶', unpinChat: '取消置顶', archiveChat: '归档', unarchiveChat: '移出归档',
+    archivedChats: '已归档（{0}）', chatArchived: '已归档：{0}', chatUnarchived: '已移回列表：{0}',
+    suggestions: '试试这些', sug1: '你记得关于我的哪些事？', sug2: '列出我工作区里的文件，并说明每个文件的用途',
+    sug3: '每个工作日早上 8:00，给我一份笔记的简短摘要', sug4: '帮我写一封礼貌地谢绝会议邀请的邮件',
     inputPh: '给 Evolve 发消息（Enter 发送，Shift+Enter 换行）', send: '发送', stop: '停止',
     memSearch: '搜索记忆', addMemory: '添加记忆', memContent: '要 Evolve 记住什么？',
     priority: '优先级', importance: '重要性', category: '类别', tags: '标签', tagsHint: '用逗号分隔',
@@ -239,21 +259,23 @@ const I18N = {
   },
 };
 
-const store = {
+export const store = {
   get: k => { try { return localStorage.getItem(k); } catch { return null; } },
   set: (k, v) => { try { localStorage.setItem(k, v); } catch { /* private mode: not kept */ } },
 };
-let LANG = store.get('evolve.lang') || (/^zh/i.test(navigator.language || '') ? 'zh' : 'en');
+export let LANG = store.get('evolve.lang') || (/^zh/i.test(navigator.language || '') ? 'zh' : 'en');
+/** Switches the language `t` answers in (an imported `LANG` is read-only elsewhere). */
+export function setLanguage(lang) { LANG = lang; }
 
 /** The translation of `key` when there is one, else `raw` (a word from the server). */
-const tOr = (key, raw) => key in I18N.en ? t(key) : raw;
+export const tOr = (key, raw) => key in I18N.en ? t(key) : raw;
 
-function t(key, ...args) {
+export function t(key, ...args) {
   const s = I18N[LANG][key] ?? I18N.en[key] ?? key;
   return s.replace(/\{(\d)\}/g, (_, i) => String(args[i] ?? ''));
 }
 
-function applyI18n(root = document) {
+export function applyI18n(root = document) {
   document.documentElement.lang = LANG === 'zh' ? 'zh-CN' : 'en';
   for (const el of root.querySelectorAll('[data-i18n]')) el.textContent = t(el.dataset.i18n);
   for (const el of root.querySelectorAll('[data-i18n-ph]')) el.placeholder = t(el.dataset.i18nPh);

@@ -1,0 +1,433 @@
+//! The driver of one channel: connects, waits for events, decides what each one is
+//! (a stranger's, a command, a button press, a message for a turn), and acknowledges it.
+//! The turn itself and the delivery of its answer are in `turn`.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use evolve_core::provenance::Source;
+use evolve_core::text::Lang;
+
+use super::commands::command;
+use super::pairing::{is_paired, Who};
+use super::turn::Inflight;
+use super::{
+    format, key, set_status, Attachment, Channel, ChannelError, Event, Message, Press, Sent,
+    MAX_BACKOFF, MIN_BACKOFF,
+};
+use crate::agents::Host;
+use crate::clock::now;
+use crate::store::StoreError;
+
+/// Runs one channel: connects, polls, handles each event, acknowledges it.
+pub(super) struct Driver {
+    pub(super) host: Arc<dyn Host>,
+    pub(super) ch: Box<dyn Channel>,
+    pub(super) name: &'static str,
+    pub(super) owner: Option<String>,
+    /// The `/stop` that stopped a running turn (answered when its turn comes).
+    pub(super) stopped_by: Arc<std::sync::atomic::AtomicU64>,
+}
+
+impl Driver {
+    pub(super) fn new(host: Arc<dyn Host>, ch: Box<dyn Channel>, owner: Option<String>) -> Driver {
+        let name = ch.name();
+        Driver {
+            host,
+            ch,
+            name,
+            owner,
+            stopped_by: Arc::new(std::sync::atomic::AtomicU64::new(0)),
+        }
+    }
+
+    pub(super) fn store(&self) -> Arc<crate::agents::Runtime> {
+        Arc::clone(self.host.manager().runtime())
+    }
+
+    /// Sleeps `d`, waking early when the server stops.
+    pub(super) fn sleep(&self, d: Duration) {
+        let end = Instant::now() + d;
+        while Instant::now() < end && !self.host.stopping() {
+            std::thread::sleep((end - Instant::now()).min(Duration::from_millis(100)));
+        }
+    }
+
+    pub(super) fn run(mut self) {
+        let mut backoff = MIN_BACKOFF;
+        let mut connected = false;
+        let mut failing = false;
+        while !self.host.stopping() {
+            if !connected {
+                match self.ch.connect() {
+                    Ok(who) => {
+                        log::info!("{}: connected as {who}", self.name);
+                        eprintln!("evolve: {} channel connected as {who}", self.name);
+                        set_status(
+                            &self.store().store,
+                            self.name,
+                            true,
+                            &format!("connected as {who}"),
+                        );
+                        connected = true;
+                        backoff = MIN_BACKOFF;
+                    }
+                    Err(e) => {
+                        self.failed(&e, &mut backoff);
+                        failing = true;
+                        continue;
+                    }
+                }
+            }
+            self.drain_outbox();
+            let acked = match self
+                .store()
+                .store
+                .channel_get::<u64>(&key(self.name, "offset"))
+            {
+                Ok(n) => n.unwrap_or(0),
+                Err(e) => {
+                    log::warn!(
+                        "{}: cannot read the last acknowledged update: {e}",
+                        self.name
+                    );
+                    self.sleep(backoff);
+                    continue;
+                }
+            };
+            match self.ch.next(acked) {
+                Ok(events) => {
+                    if failing {
+                        failing = false;
+                        log::info!("{}: reachable again", self.name);
+                        set_status(&self.store().store, self.name, true, "connected");
+                    }
+                    backoff = MIN_BACKOFF;
+                    for (seq, event) in events {
+                        if self.host.stopping() {
+                            break;
+                        }
+                        self.handle(seq, event);
+                    }
+                }
+                Err(e) => {
+                    failing = true;
+                    if matches!(e, ChannelError::Unauthorized(_)) {
+                        connected = false;
+                    }
+                    self.failed(&e, &mut backoff);
+                }
+            }
+        }
+        log::info!("{}: stopped", self.name);
+    }
+
+    /// Logs a failure, records it as the status, and waits before the next try.
+    pub(super) fn failed(&self, e: &ChannelError, backoff: &mut Duration) {
+        match e {
+            ChannelError::RateLimited(d) => {
+                log::warn!("{}: {e}; waiting", self.name);
+                self.sleep(*d);
+            }
+            ChannelError::Unauthorized(_) => {
+                log::error!("{}: {e}", self.name);
+                set_status(&self.store().store, self.name, false, &e.to_string());
+                self.sleep(MAX_BACKOFF);
+            }
+            ChannelError::Unavailable(_) | ChannelError::Refused(_) => {
+                log::warn!(
+                    "{}: {e} — trying again in {} s",
+                    self.name,
+                    backoff.as_secs()
+                );
+                set_status(&self.store().store, self.name, false, &e.to_string());
+                self.sleep(*backoff);
+                *backoff = (*backoff * 2).min(MAX_BACKOFF);
+            }
+        }
+    }
+
+    /// Calls the platform, waiting out a 429 and retrying a passing failure a few times.
+    pub(super) fn retry<T>(
+        &mut self,
+        what: &str,
+        mut call: impl FnMut(&mut dyn Channel) -> Result<T, ChannelError>,
+    ) -> Result<T, ChannelError> {
+        let mut wait = MIN_BACKOFF;
+        let mut tries = 0;
+        loop {
+            tries += 1;
+            match call(self.ch.as_mut()) {
+                Ok(v) => return Ok(v),
+                Err(ChannelError::RateLimited(d)) if tries < 6 && !self.host.stopping() => {
+                    log::info!(
+                        "{}: {what}: rate-limited, waiting {} s",
+                        self.name,
+                        d.as_secs()
+                    );
+                    self.sleep(d);
+                }
+                Err(ChannelError::Unavailable(m)) if tries < 4 && !self.host.stopping() => {
+                    log::warn!("{}: {what}: {m}; trying again", self.name);
+                    self.sleep(wait);
+                    wait *= 2;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// Sends text; a failure is logged (the caller has nothing better to do with it).
+    pub(super) fn say(&mut self, chat: &str, text: &str) {
+        let chat = chat.to_string();
+        let text = text.to_string();
+        for piece in format::split(&text, self.ch.max_text()) {
+            if let Err(e) = self.retry("send", |ch| ch.send(&chat, &piece, &[])) {
+                log::warn!("{}: cannot send to chat {chat}: {e}", self.name);
+            }
+        }
+    }
+
+    /// Records `seq` as handled: the platform will not deliver it again.
+    pub(super) fn ack(&self, seq: u64) -> bool {
+        let store = self.store();
+        match store.store.channel_put(&key(self.name, "offset"), &seq) {
+            Ok(()) => {
+                let _ = store.store.channel_remove(&key(self.name, "inflight"));
+                true
+            }
+            Err(e) => {
+                log::warn!("{}: cannot record update {seq} as handled: {e}", self.name);
+                false
+            }
+        }
+    }
+
+    pub(super) fn handle(&mut self, seq: u64, event: Option<Event>) {
+        match event {
+            None => {
+                self.ack(seq);
+            }
+            Some(Event::Message(m)) => self.on_message(seq, m),
+            Some(Event::Press(p)) => self.on_press(seq, p),
+        }
+    }
+
+    pub(super) fn on_message(&mut self, seq: u64, m: Message) {
+        if !m.mentioned {
+            self.ack(seq);
+            return;
+        }
+        let who = self.who(&m);
+        let place = m.place();
+        if who == Who::Stranger {
+            let (kind, id, name) = if m.direct {
+                ("user", &m.sender.id, m.sender.name.clone())
+            } else {
+                (
+                    "group",
+                    &m.chat,
+                    m.chat_title.clone().unwrap_or_else(|| m.chat.clone()),
+                )
+            };
+            let text = match self.code_for(kind, id, &name) {
+                Some(code) => format!(
+                    "This is a private Evolve agent. To let this {kind} talk to it, its owner \
+                     runs:\n`evolve channels pair {code}`\n\n这是一个私人 Evolve 助手。主人运行上面的命令后即可对话。"
+                ),
+                None => "This is a private Evolve agent. 这是一个私人 Evolve 助手。".to_string(),
+            };
+            self.say(&place, &text);
+            self.ack(seq);
+            return;
+        }
+        if let Some((name, _args)) = command(&m.text) {
+            if who == Who::Person {
+                self.on_command(seq, &m, &name);
+            } else {
+                self.ack(seq);
+            }
+            return;
+        }
+        let mut text = m.text.clone();
+        let mut images = Vec::new();
+        for a in &m.attachments {
+            match a {
+                // The world's files and images are not taken in.
+                _ if who != Who::Person => {}
+                Attachment::Voice { .. } => self.say(
+                    &place,
+                    "Voice notes are not transcribed yet — please type the message. \
+                     语音消息暂不支持转写，请输入文字。",
+                ),
+                Attachment::Image { file } => match self.fetch_image(file) {
+                    Ok(url) => images.push(url),
+                    Err(e) => self.say(&place, &format!("I could not take the image: {e}")),
+                },
+                Attachment::File { file, name } => match self.save_file(file, name) {
+                    Ok(rel) => {
+                        text.push_str(&format!(
+                            "\n\n[The file {name} is saved in the workspace as {rel}]"
+                        ));
+                    }
+                    Err(e) => self.say(&place, &format!("I could not take the file {name}: {e}")),
+                },
+            }
+        }
+        if text.trim().is_empty() {
+            if images.is_empty() {
+                self.ack(seq);
+                return;
+            }
+            text = "(an image)".into();
+        }
+        let from = if who == Who::Person {
+            Source::Person
+        } else {
+            // Said so to the model, and kept so: later turns read it as world text.
+            text = evolve_core::provenance::from_other(&m.sender.name, &text);
+            Source::World
+        };
+        self.turn(seq, &place, &text, from, &images);
+    }
+
+    pub(super) fn fetch_image(&mut self, file: &str) -> Result<String, String> {
+        use base64::Engine as _;
+        let file = file.to_string();
+        let bytes = self
+            .retry("getFile", |ch| ch.fetch(&file))
+            .map_err(|e| e.to_string())?;
+        let mime = match bytes.get(..4) {
+            Some([0x89, b'P', b'N', b'G']) => "image/png",
+            Some([b'G', b'I', b'F', _]) => "image/gif",
+            Some([b'R', b'I', b'F', b'F']) => "image/webp",
+            _ => "image/jpeg",
+        };
+        let url = format!(
+            "data:{mime};base64,{}",
+            base64::engine::general_purpose::STANDARD.encode(&bytes)
+        );
+        crate::llm::image::check(&url)?;
+        Ok(url)
+    }
+
+    /// Saves a sent file as `telegram/NAME` in the workspace (a name already there gets
+    /// a number); the path relative to the workspace.
+    pub(super) fn save_file(&mut self, file: &str, name: &str) -> Result<String, String> {
+        let file = file.to_string();
+        let bytes = self
+            .retry("getFile", |ch| ch.fetch(&file))
+            .map_err(|e| e.to_string())?;
+        let clean: String = name
+            .chars()
+            .map(|c| {
+                if c.is_alphanumeric() || matches!(c, '.' | '-' | '_') {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect();
+        let clean = clean.trim_start_matches('.').to_string();
+        let clean = if clean.is_empty() {
+            "file".to_string()
+        } else {
+            clean
+        };
+        let dir = self.store().config.workspace.join(self.name);
+        std::fs::create_dir_all(&dir)
+            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        let mut path = dir.join(&clean);
+        let mut n = 1;
+        while path.exists() {
+            n += 1;
+            path = dir.join(format!("{n}-{clean}"));
+        }
+        std::fs::write(&path, bytes)
+            .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        let rel = path
+            .file_name()
+            .map(|f| format!("{}/{}", self.name, f.to_string_lossy()))
+            .unwrap_or_default();
+        Ok(rel)
+    }
+
+    /// The session of a chat, made (and named for the chat) on first use.
+    pub(super) fn session_for(&self, chat: &str, title: &str) -> Result<String, StoreError> {
+        let rt = self.store();
+        let k = key(self.name, &format!("chat/{chat}"));
+        if let Some(sid) = rt.store.channel_get::<String>(&k)? {
+            if rt.store.session(&sid).is_ok() {
+                return Ok(sid);
+            }
+        }
+        let s = rt
+            .store
+            .create_session(&evolve_core::text::one_line(title, 60), now())?;
+        rt.store
+            .set_session_channel(&s.id, &format!("{}:{chat}", self.name))?;
+        rt.store.channel_put(&k, &s.id)?;
+        Ok(s.id)
+    }
+
+    pub(super) fn current_session(&self, chat: &str) -> Option<String> {
+        self.store()
+            .store
+            .channel_get::<String>(&key(self.name, &format!("chat/{chat}")))
+            .ok()
+            .flatten()
+    }
+
+    pub(super) fn on_press(&mut self, seq: u64, p: Press) {
+        let pid = p.id.clone();
+        let sender_ok = self.owner.as_deref() == Some(p.sender.id.as_str())
+            || is_paired(&self.store().store, self.name, &p.sender.id).unwrap_or(false);
+        if !sender_ok {
+            let _ = self.retry("answerCallbackQuery", |ch| {
+                ch.answer_press(&pid, "Only the owner can answer this. 只有主人可以回答。")
+            });
+            self.ack(seq);
+            return;
+        }
+        let mut parts = p.data.splitn(3, ':');
+        let (Some("a"), Some(call), Some(answer)) = (parts.next(), parts.next(), parts.next())
+        else {
+            let _ = self.retry("answerCallbackQuery", |ch| ch.answer_press(&pid, ""));
+            self.ack(seq);
+            return;
+        };
+        let (call, answer) = (call.to_string(), answer.to_string());
+        let rt = self.store();
+        let pending = self
+            .current_session(&p.chat)
+            .and_then(|sid| rt.store.parked(&sid).ok().flatten())
+            .and_then(|parked| parked.state.pending().cloned());
+        let Some(pending) = pending.filter(|c| c.id == call) else {
+            // Pressed again after a restart mid-turn: the turn is in flight; else stale.
+            let inflight = rt
+                .store
+                .channel_get::<Inflight>(&key(self.name, "inflight"))
+                .ok()
+                .flatten();
+            if inflight.is_some_and(|f| f.seq == seq) {
+                self.turn(seq, &p.chat, &answer, Source::Person, &[]);
+                return;
+            }
+            let _ = self.retry("answerCallbackQuery", |ch| {
+                ch.answer_press(&pid, "This question was already answered. 此问题已回答。")
+            });
+            self.ack(seq);
+            return;
+        };
+        let _ = self.retry("answerCallbackQuery", |ch| ch.answer_press(&pid, &answer));
+        if let Some(msg) = &p.message {
+            let lang = Lang::guess(&pending.arguments);
+            let shown = format!("{}\n\n→ **{answer}**", pending.prompt(lang));
+            let (chat, msg) = (p.chat.clone(), Sent(msg.clone()));
+            if let Err(e) = self.retry("edit", |ch| ch.edit(&chat, &msg, &shown, &[])) {
+                log::warn!("{}: cannot mark the question answered: {e}", self.name);
+            }
+        }
+        self.turn(seq, &p.chat, &answer, Source::Person, &[]);
+    }
+}

@@ -1,0 +1,150 @@
+//! The DingTalk channel through the binary: `evolve serve` with `[channels.dingtalk]`
+//! pointed at a loopback fake of Stream mode and the robot API (`support::dingtalk`),
+//! answers scripted by the fake model. DingTalk cannot edit a robot's message, so an
+//! answer comes once, whole, and a question is answered with a word.
+
+mod support;
+use std::time::{Duration, Instant};
+
+use support::dingtalk::{FakeDingtalk, Fault, CLIENT_SECRET};
+use support::serve::Server;
+use support::{tool_call, Reply, World};
+
+const ANN: &str = "staff_ann";
+const GROUP: &str = "cidTeam==";
+
+fn setup(name: &str, owner: bool, extra: &str) -> (World, FakeDingtalk) {
+    let w = World::new(name);
+    let dt = FakeDingtalk::start();
+    let owner = if owner {
+        format!("owner = \"{ANN}\"\n")
+    } else {
+        String::new()
+    };
+    w.config(&format!(
+        "{extra}[agent]\nlearn = false\n{}{owner}",
+        dt.config()
+    ));
+    (w, dt)
+}
+
+fn drain(s: &Server) -> String {
+    let mut log = Vec::new();
+    while let Ok(line) = s.stderr.recv_timeout(Duration::from_millis(300)) {
+        log.push(line);
+    }
+    log.join("\n")
+}
+
+#[test]
+fn a_stranger_gets_a_pairing_code_then_talks_and_pings_are_answered() {
+    let (w, dt) = setup("dt-pair", false, "");
+    let _s = Server::start(&w, &[]);
+    let ping = dt.ping();
+    dt.wait_acked(&ping, 10);
+    let first = dt.say(ANN, None, "hello?");
+    let text = dt.wait_for(ANN, 20, |t| t.contains("evolve channels pair"));
+    dt.wait_acked(&first, 10);
+    let at = text.find("evolve channels pair ").expect("a code") + 21;
+    let code: String = text[at..]
+        .chars()
+        .take_while(char::is_ascii_alphanumeric)
+        .collect();
+    assert!(w.main_requests().is_empty(), "a stranger reached the model");
+    let paired = w.run(&["channels", "pair", &code]).expect(0);
+    assert!(paired.stdout.contains("on dingtalk"), "{}", paired.stdout);
+    // Told through the robot API (no webhook is known to the CLI).
+    dt.wait_for(ANN, 10, |t| t.contains("You are paired"));
+    assert_eq!(dt.calls("oto"), 1);
+    w.fake.push(Reply::text("Hello **Ann**!"));
+    dt.say(ANN, None, "hi again");
+    dt.wait_for(ANN, 20, |t| t == "Hello **Ann**!");
+    let list = w.run(&["sessions", "list", "--json"]).expect(0).json();
+    assert_eq!(list[0]["channel"], format!("dingtalk:{ANN}"), "{list}");
+}
+
+#[test]
+fn a_call_is_approved_with_a_word_and_an_l4_call_asks_twice() {
+    let (w, dt) = setup("dt-words", true, "[permission]\nshell_level = \"L4\"\n");
+    let _s = Server::start(&w, &[]);
+    w.fake
+        .push(tool_call("write_file", r#"{"path":"a.txt","content":"x"}"#));
+    w.fake.push(Reply::text("Wrote a.txt."));
+    dt.say(ANN, None, "write a.txt");
+    let q = dt.wait_for(ANN, 20, |t| t.contains("write_file"));
+    assert!(q.contains("Reply **yes** / **no** / **always**"), "{q}");
+    assert!(!w.workspace().join("a.txt").exists());
+    dt.say(ANN, None, "yes");
+    dt.wait_for(ANN, 20, |t| t == "Wrote a.txt.");
+    assert!(w.workspace().join("a.txt").exists());
+
+    let marker = w.workspace().join("marker");
+    w.fake.push(tool_call(
+        "shell",
+        &format!(r#"{{"command":"touch {}"}}"#, marker.display()),
+    ));
+    w.fake.push(Reply::text("Touched."));
+    dt.say(ANN, None, "touch the marker");
+    let q1 = dt.wait_for(ANN, 20, |t| t.contains("touch") && t.contains("Reply"));
+    assert!(!q1.contains("always"), "L4 offers no always: {q1}");
+    dt.say(ANN, None, "yes");
+    dt.wait_for(ANN, 20, |t| t.contains("Second confirmation"));
+    assert!(!marker.exists(), "ran after one yes");
+    dt.say(ANN, None, "yes");
+    dt.wait_for(ANN, 20, |t| t == "Touched.");
+    assert!(marker.exists());
+    // One message per answer: nothing was streamed.
+    assert_eq!(dt.chat(ANN).iter().filter(|t| *t == "Touched.").count(), 1);
+}
+
+#[test]
+fn a_tasks_answer_is_delivered_to_a_group_through_the_robot_api() {
+    let (w, dt) = setup("dt-deliver", true, "");
+    let _s = Server::start(&w, &[]);
+    w.run(&[
+        "tasks",
+        "add",
+        "--every",
+        "1h",
+        "--deliver",
+        &format!("dingtalk:{GROUP}"),
+        "brief me",
+    ])
+    .expect(0);
+    w.fake.push(Reply::text("Sunny, 21°C."));
+    w.run(&["tasks", "run", "1"]).expect(0);
+    let text = dt.wait_for(GROUP, 20, |t| t.contains("Sunny"));
+    assert!(text.contains("Task 1"), "{text}");
+    assert_eq!(dt.calls("group"), 1);
+}
+
+#[test]
+fn a_failing_platform_is_logged_plainly_and_a_disconnect_is_followed_by_a_new_connection() {
+    let (w, dt) = setup("dt-faults", true, "");
+    let s = Server::start(&w, &[]);
+    dt.fail_next("hook", Fault::Status500);
+    dt.fail_next("hook", Fault::Garbage);
+    w.fake.push(Reply::text("Through at last."));
+    dt.say(ANN, None, "hello");
+    dt.wait_for(ANN, 40, |t| t == "Through at last.");
+    assert_eq!(dt.chat(ANN).len(), 1, "{:#?}", dt.chat(ANN));
+    let log = drain(&s);
+    assert!(log.contains("HTTP 500"), "{log}");
+    assert!(log.contains("not its JSON"), "{log}");
+    assert!(
+        !log.contains(CLIENT_SECRET),
+        "the secret is in the log: {log}"
+    );
+
+    let before = dt.sockets_opened();
+    dt.disconnect();
+    let end = Instant::now() + Duration::from_secs(30);
+    while dt.sockets_opened() == before {
+        assert!(Instant::now() < end, "no new connection");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    w.fake.push(Reply::text("Still here."));
+    dt.say(ANN, Some(GROUP), "still there?");
+    dt.wait_for(GROUP, 20, |t| t == "Still here.");
+    assert_eq!(s.get("/health").status, 200);
+}

@@ -1,0 +1,348 @@
+//! A loopback fake of DingTalk's Stream mode and robot API, written from the public
+//! documentation: `POST /v1.0/oauth2/accessToken`, `POST
+//! /v1.0/gateway/connections/open` (an endpoint and a ticket), the WebSocket at
+//! `endpoint?ticket=…` with JSON frames (`SYSTEM` ping/disconnect, `CALLBACK` messages
+//! to the robot; the client's `{code: 200, headers: {messageId}}` recorded as the
+//! acknowledgement), the message's `sessionWebhook`, and `POST
+//! /v1.0/robot/groupMessages/send` / `/v1.0/robot/oToMessages/batchSend`.
+//!
+//! A test pushes messages and reads what the robot said in each chat (a staff id for a
+//! person, a `cid…` conversation for a group). Faults are queued per call.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{Shutdown, TcpListener, TcpStream};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use super::feishu::{base64, read_frame, sha1, write_frame};
+
+pub const CLIENT_ID: &str = "dingtestapp";
+pub const CLIENT_SECRET: &str = "ding-SECRET-value";
+const TICKET: &str = "tk+/1=";
+
+#[derive(Debug, Clone)]
+pub enum Fault {
+    Status500,
+    Garbage,
+}
+
+#[derive(Default)]
+struct State {
+    next: u64,
+    /// (chat, Markdown text) in the order said.
+    said: Vec<(String, String)>,
+    /// What each call was (`hook`, `group`, `oto`, `token`, `open`).
+    calls: Vec<(String, bool)>,
+    faults: HashMap<String, VecDeque<Fault>>,
+    acked: HashSet<String>,
+    socket: Option<TcpStream>,
+    sockets_opened: usize,
+}
+
+pub struct FakeDingtalk {
+    pub port: u16,
+    shared: Arc<Mutex<State>>,
+}
+
+impl FakeDingtalk {
+    pub fn start() -> FakeDingtalk {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind the fake DingTalk");
+        let port = listener.local_addr().expect("addr").port();
+        let shared = Arc::new(Mutex::new(State::default()));
+        let s = Arc::clone(&shared);
+        std::thread::spawn(move || {
+            for conn in listener.incoming().flatten() {
+                let s = Arc::clone(&s);
+                std::thread::spawn(move || serve(conn, &s, port));
+            }
+        });
+        FakeDingtalk { port, shared }
+    }
+
+    pub fn config(&self) -> String {
+        format!(
+            "[channels.dingtalk]\nclient_id = \"{CLIENT_ID}\"\nclient_secret = \"{CLIENT_SECRET}\"\nbase_url = \"http://127.0.0.1:{}\"\n",
+            self.port
+        )
+    }
+
+    fn send_text(&self, frame: &Value) {
+        let end = Instant::now() + Duration::from_secs(20);
+        loop {
+            {
+                let mut st = self.shared.lock().unwrap();
+                if let Some(sock) = st.socket.as_mut() {
+                    if write_frame(sock, 1, frame.to_string().as_bytes()).is_ok() {
+                        return;
+                    }
+                    st.socket = None;
+                }
+            }
+            assert!(Instant::now() < end, "no long connection to push on");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// A message from `staff`: in a one-to-one chat, or in group `group` (@mentioning
+    /// the robot, as DingTalk only then delivers it). The frame's message id.
+    pub fn say(&self, staff: &str, group: Option<&str>, text: &str) -> String {
+        let mid = {
+            let mut st = self.shared.lock().unwrap();
+            st.next += 1;
+            format!("mid{}", st.next)
+        };
+        let chat = group.unwrap_or(staff);
+        let data = json!({
+            "conversationId": group.unwrap_or("cidDirect"),
+            "conversationType": if group.is_some() { "2" } else { "1" },
+            "conversationTitle": if group.is_some() { "Team" } else { "" },
+            "msgId": mid, "senderNick": staff, "senderStaffId": staff, "senderId": format!("$:{staff}"),
+            "chatbotUserId": "bot", "msgtype": "text", "text": {"content": text},
+            "sessionWebhook": format!("http://127.0.0.1:{}/hook/{chat}", self.port),
+            "sessionWebhookExpiredTime": 4_102_444_800_000i64,
+            "isInAtList": true, "robotCode": CLIENT_ID,
+        });
+        self.send_text(&json!({
+            "specVersion": "1.0", "type": "CALLBACK",
+            "headers": {"appId": "a", "connectionId": "c", "contentType": "application/json",
+                        "messageId": mid, "time": "0", "topic": "/v1.0/im/bot/messages/get"},
+            "data": data.to_string(),
+        }));
+        mid
+    }
+
+    /// A `SYSTEM` ping; its message id.
+    pub fn ping(&self) -> String {
+        let mid = "ping1".to_string();
+        self.send_text(&json!({
+            "specVersion": "1.0", "type": "SYSTEM",
+            "headers": {"messageId": mid, "topic": "ping", "contentType": "application/json"},
+            "data": "{\"opaque\":\"abc\"}",
+        }));
+        mid
+    }
+
+    /// The platform asks the client to move (`SYSTEM` disconnect), then closes.
+    pub fn disconnect(&self) {
+        self.send_text(&json!({
+            "specVersion": "1.0", "type": "SYSTEM",
+            "headers": {"messageId": "bye", "topic": "disconnect"},
+            "data": "{}",
+        }));
+        std::thread::sleep(Duration::from_millis(200));
+        if let Some(s) = self.shared.lock().unwrap().socket.take() {
+            let _ = s.shutdown(Shutdown::Both);
+        }
+    }
+
+    pub fn sockets_opened(&self) -> usize {
+        self.shared.lock().unwrap().sockets_opened
+    }
+
+    pub fn fail_next(&self, what: &str, fault: Fault) {
+        let mut st = self.shared.lock().unwrap();
+        st.faults.entry(what.into()).or_default().push_back(fault);
+    }
+
+    pub fn calls(&self, what: &str) -> usize {
+        let st = self.shared.lock().unwrap();
+        st.calls.iter().filter(|(w, f)| w == what && !f).count()
+    }
+
+    pub fn acked(&self, mid: &str) -> bool {
+        self.shared.lock().unwrap().acked.contains(mid)
+    }
+
+    pub fn wait_acked(&self, mid: &str, secs: u64) {
+        let end = Instant::now() + Duration::from_secs(secs);
+        while !self.acked(mid) {
+            assert!(Instant::now() < end, "frame {mid} was not acknowledged");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// What the robot said in `chat`, oldest first.
+    pub fn chat(&self, chat: &str) -> Vec<String> {
+        let st = self.shared.lock().unwrap();
+        st.said
+            .iter()
+            .filter(|(c, _)| c == chat)
+            .map(|(_, t)| t.clone())
+            .collect()
+    }
+
+    pub fn wait_for(&self, chat: &str, secs: u64, pred: impl Fn(&str) -> bool) -> String {
+        let end = Instant::now() + Duration::from_secs(secs);
+        loop {
+            let said = self.chat(chat);
+            if let Some(t) = said.iter().find(|t| pred(t)) {
+                return t.clone();
+            }
+            if Instant::now() > end {
+                panic!("nothing such said in {chat} after {secs} s: {said:#?}");
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+fn reply(conn: &mut TcpStream, status: u16, content_type: &str, body: &[u8]) {
+    let head = format!(
+        "HTTP/1.1 {status} X\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    );
+    let _ = conn.write_all(head.as_bytes());
+    let _ = conn.write_all(body);
+}
+
+fn serve(mut conn: TcpStream, shared: &Arc<Mutex<State>>, port: u16) {
+    let mut reader = BufReader::new(conn.try_clone().expect("clone"));
+    let mut line = String::new();
+    if reader.read_line(&mut line).is_err() {
+        return;
+    }
+    let path = line.split_whitespace().nth(1).unwrap_or("").to_string();
+    let mut length = 0usize;
+    let mut headers = HashMap::new();
+    loop {
+        let mut h = String::new();
+        if reader.read_line(&mut h).is_err() || h == "\r\n" || h.is_empty() {
+            break;
+        }
+        if let Some((k, v)) = h.split_once(':') {
+            headers.insert(k.trim().to_ascii_lowercase(), v.trim().to_string());
+            if k.eq_ignore_ascii_case("content-length") {
+                length = v.trim().parse().unwrap_or(0);
+            }
+        }
+    }
+    if let Some(query) = path.strip_prefix("/connect?") {
+        // The ticket must come back as it was given (percent-encoded in the query).
+        if query != "ticket=tk%2B%2F1%3D" {
+            return reply(&mut conn, 401, "text/plain", b"bad ticket");
+        }
+        let key = headers
+            .get("sec-websocket-key")
+            .cloned()
+            .unwrap_or_default();
+        let accept = base64(&sha1(
+            format!("{key}258EAFA5-E914-47DA-95CA-C5AB0DC85B11").as_bytes(),
+        ));
+        let head = format!(
+            "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: {accept}\r\n\r\n"
+        );
+        if conn.write_all(head.as_bytes()).is_err() {
+            return;
+        }
+        {
+            let mut st = shared.lock().unwrap();
+            if let Some(old) = st.socket.take() {
+                let _ = old.shutdown(Shutdown::Both);
+            }
+            st.socket = Some(conn.try_clone().expect("clone"));
+            st.sockets_opened += 1;
+        }
+        while let Some((opcode, data)) = read_frame(&mut reader) {
+            if opcode == 8 {
+                break;
+            }
+            if opcode != 1 {
+                continue;
+            }
+            let v: Value = serde_json::from_slice(&data).unwrap_or(json!({}));
+            if v["code"] == 200 {
+                if let Some(mid) = v["headers"]["messageId"].as_str() {
+                    shared.lock().unwrap().acked.insert(mid.to_string());
+                }
+            }
+        }
+        return;
+    }
+    let mut body = vec![0u8; length];
+    if reader.read_exact(&mut body).is_err() {
+        return;
+    }
+    let body: Value = serde_json::from_slice(&body).unwrap_or(json!({}));
+    let route = path.split('?').next().unwrap_or("").to_string();
+    let what = match route.as_str() {
+        "/v1.0/oauth2/accessToken" => "token",
+        "/v1.0/gateway/connections/open" => "open",
+        "/v1.0/robot/groupMessages/send" => "group",
+        "/v1.0/robot/oToMessages/batchSend" => "oto",
+        r if r.starts_with("/hook/") => "hook",
+        _ => "unknown",
+    };
+    let mut st = shared.lock().unwrap();
+    let fault = st.faults.get_mut(what).and_then(VecDeque::pop_front);
+    st.calls.push((what.to_string(), fault.is_some()));
+    match fault {
+        Some(Fault::Status500) => {
+            return reply(
+                &mut conn,
+                500,
+                "application/json",
+                br#"{"code":"ServiceUnavailable","message":"busy"}"#,
+            )
+        }
+        Some(Fault::Garbage) => return reply(&mut conn, 200, "text/html", b"<html>gw</html>"),
+        None => {}
+    }
+    let token_ok = headers
+        .get("x-acs-dingtalk-access-token")
+        .map(String::as_str)
+        == Some("at-1");
+    let (status, answer) = match what {
+        "token" if body["appKey"] == CLIENT_ID && body["appSecret"] == CLIENT_SECRET => {
+            (200, json!({"accessToken": "at-1", "expireIn": 7200}))
+        }
+        "token" => (
+            400,
+            json!({"code": "invalidClientIdOrSecret", "message": "bad app"}),
+        ),
+        "open" if body["clientId"] == CLIENT_ID && body["clientSecret"] == CLIENT_SECRET => (
+            200,
+            json!({"endpoint": format!("ws://127.0.0.1:{port}/connect"), "ticket": TICKET}),
+        ),
+        "open" => (401, json!({"code": "Forbidden", "message": "bad app"})),
+        "hook" => {
+            let chat = route.trim_start_matches("/hook/").to_string();
+            let text = body["markdown"]["text"].as_str().unwrap_or("").to_string();
+            st.said.push((chat, text));
+            (200, json!({"errcode": 0, "errmsg": "ok"}))
+        }
+        "group" | "oto" if !token_ok => (401, json!({"code": "InvalidAuthentication"})),
+        "group" | "oto" => {
+            let param: Value =
+                serde_json::from_str(body["msgParam"].as_str().unwrap_or("")).unwrap_or_default();
+            let text = param["text"].as_str().unwrap_or("").to_string();
+            let chats: Vec<String> = if what == "group" {
+                vec![body["openConversationId"]
+                    .as_str()
+                    .unwrap_or("")
+                    .to_string()]
+            } else {
+                body["userIds"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|u| u.as_str().map(str::to_string))
+                    .collect()
+            };
+            for c in chats {
+                st.said.push((c, text.clone()));
+            }
+            (200, json!({"processQueryKey": "pq1"}))
+        }
+        _ => (404, json!({"code": "NotFound"})),
+    };
+    drop(st);
+    reply(
+        &mut conn,
+        status,
+        "application/json",
+        answer.to_string().as_bytes(),
+    );
+}

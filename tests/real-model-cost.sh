@@ -3,7 +3,9 @@
 # SmolLM2-135M (the venv of tests/real-model.sh) on 127.0.0.1, one plain question and one
 # greeting per build, each in a fresh home. Prints, per build and question, the time
 # `ask --json` took, the answer's time, and the main and background (cheap-model) tokens
-# the turn record counted. Give two builds for a before/after comparison:
+# the turn record counted, and the prompt tokens the server actually evaluated for the
+# turn (the rest came from its cache; read from the server's log, "prompt eval time …
+# / N tokens", one line per request). Give two builds for a before/after comparison:
 #
 #   tests/real-model-cost.sh before=/path/to/old/evolve after=target/debug/evolve
 #
@@ -55,17 +57,22 @@ background_wait = 600
 TOML
     for q in "What is the capital of France? Answer in one word." "Hello!"; do
         start=$(date +%s.%N)
+        seen=$(wc -l <"$WORK/server.log")
         out="$("$bin" ask --json "$q" 2>"$WORK/ask.err")" || { cat "$WORK/ask.err" >&2; exit 1; }
         end=$(date +%s.%N)
-        python3 - "$name" "$q" "$start" "$end" "$out" <<'PY'
-import json, sys
-name, q, start, end, out = sys.argv[1:]
+        python3 - "$name" "$q" "$start" "$end" "$out" "$WORK/server.log" "$seen" <<'PY'
+import json, re, sys
+name, q, start, end, out, log, seen = sys.argv[1:]
+lines = open(log, errors="replace").read().splitlines()[int(seen):]
+evaluated = [int(m.group(1)) for l in lines
+             if (m := re.search(r"prompt eval time\s*=\s*[\d.]+ ms /\s*(\d+) tokens", l))]
 r = json.loads(out)
 m, c = r["usage"]["main"], r["usage"]["cheap"]
 print(f"{name:8} {q[:30]!r:34} ask {float(end) - float(start):6.1f} s  "
       f"answer {r.get('answer_ms', 0) / 1000:5.1f} s  "
       f"main {m['prompt_tokens']}+{m['completion_tokens']} tokens  "
-      f"background {c['prompt_tokens']}+{c['completion_tokens']} tokens")
+      f"background {c['prompt_tokens']}+{c['completion_tokens']} tokens  "
+      f"evaluated prompt tokens per request {evaluated}")
 PY
     done
 done

@@ -382,3 +382,71 @@ fn tools_once_offered_stay_offered_in_the_order_first_offered() {
     let (m1, m2) = (messages(&mains[2]), messages(&mains[3]));
     assert_eq!(m2[..m1.len()], m1[..]);
 }
+
+#[test]
+fn a_session_offers_its_stable_tools_from_the_first_turn_so_a_later_file_question_keeps_the_prefix()
+{
+    let cases: [(&str, &str, Vec<Reply>); 3] = [
+        (
+            "Hello! How are you today?",
+            "Write hello into the file greeting.md",
+            with_tool(
+                "write_file",
+                r#"{"path": "note.md", "content": "hi"}"#,
+                "Saved.",
+            ),
+        ),
+        (
+            "What is the capital of France?",
+            "List the files in my folder",
+            with_tool("list_dir", r#"{"path": "."}"#, "It is empty."),
+        ),
+        (
+            "请介绍一下你自己。",
+            "读一下 notes.txt 文件",
+            with_tool("read_file", r#"{"path": "notes.txt"}"#, "文件是空的。"),
+        ),
+    ];
+    for (i, (first_q, second_q, replies)) in cases.into_iter().enumerate() {
+        let w = World::new(&format!("prompt-cache-stable-{i}"));
+        std::fs::write(w.workspace().join("notes.txt"), "").unwrap();
+        w.fake.push(Reply::text("Fine, thanks."));
+        let first = w.run(&["ask", "--json", first_q]).expect(0).json();
+        let sid = first["session"].as_str().unwrap().to_string();
+        for r in replies {
+            w.fake.push(r);
+        }
+        w.run(&["ask", "--yes", "--session", &sid, second_q])
+            .expect(0);
+        let mains = w.main_requests();
+        let (one, two) = (&mains[0], &mains[1]);
+        // The file tool the second question needs was offered from the first turn on, so
+        // the second request's offer starts with the first's whole.
+        let called = two_called(&w);
+        assert!(
+            tool_names(one).contains(&called),
+            "{first_q}: {called} offered from the first turn: {:?}",
+            tool_names(one)
+        );
+        let full = |v: Vec<String>| -> Vec<String> {
+            v.into_iter().filter(|n| n != "more_tools").collect()
+        };
+        let (was, now) = (full(tool_names(one)), full(tool_names(two)));
+        assert_eq!(now[..was.len()], was[..], "{second_q}");
+    }
+}
+
+/// The tool the last turn called (its record's first tool).
+fn two_called(w: &World) -> String {
+    let calls: Vec<String> = w
+        .main_requests()
+        .iter()
+        .flat_map(messages)
+        .filter_map(|m| {
+            m["tool_calls"][0]["function"]["name"]
+                .as_str()
+                .map(str::to_string)
+        })
+        .collect();
+    calls.last().cloned().expect("a tool call")
+}

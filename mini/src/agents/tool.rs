@@ -174,9 +174,10 @@ impl ToolAgent {
     }
 
     /// The tools one model step carries in full: those the question's words point to
-    /// (`[agent] tool_schemas` at most), those in `wanted` (used in the session or the
-    /// turn, forced), those the model asked for, and every tool the session was offered
-    /// before, in the order first offered; the rest are named, a line each, by
+    /// (`[agent] tool_schemas` at most; on a session's first step with the first that
+    /// many tools of the catalog besides), those in `wanted` (used in the session or
+    /// the turn, forced), those the model asked for, and every tool the session was
+    /// offered before, in the order first offered; the rest are named, a line each, by
     /// [`MORE_TOOLS`], last. With `tool_schemas = 0`, every tool.
     pub fn offer(
         &self,
@@ -210,6 +211,17 @@ impl ToolAgent {
         for (i, c) in candidates.iter().enumerate() {
             if all_wanted.contains(&c.name) && !chosen.contains(&i) {
                 chosen.push(i);
+            }
+        }
+        // A session's first offer is its stable set: what the question points to and the
+        // first `tool_schemas` tools of the catalog (the built-ins: time, web, files), so
+        // the offer seldom grows later — the tools come first in the prompt, and a grown
+        // offer changes everything after them for a prompt cache.
+        if tools.offered.is_empty() {
+            for i in 0..candidates.len().min(max) {
+                if !chosen.contains(&i) {
+                    chosen.push(i);
+                }
             }
         }
         chosen.sort_unstable();

@@ -33,6 +33,7 @@ use super::transport::{self, BodyLimit, Call, Event, Exchange, Next};
 use super::wire::{self, Parsed, WireRequest};
 use super::{
     AnswerCut, ChatModel, ChatRequest, ChatResponse, Client, Delta, LlmError, ModelRole, ToolSpec,
+    Unreached,
 };
 use crate::secret::display_url;
 use evolve_core::history::Message;
@@ -473,7 +474,7 @@ impl Client {
             }
             Next::Event(Event::Failed(f)) => Err(self.failure(f, url)),
             Next::Event(_) | Next::Idle => Err((
-                self.connect_error(url, "the connection closed before an answer".into(), None),
+                self.connect_error(url, Unreached::ClosedBeforeAnswer, None),
                 Retry::Backoff,
             )),
         }

@@ -6,7 +6,7 @@ use super::cap;
 use super::retry::Retry;
 use super::transport::{self, Failure};
 use super::wire;
-use super::{Client, LlmError};
+use super::{Client, LlmError, Unreached};
 use crate::secret::display_url;
 
 /// A failed attempt and whether it may be retried.
@@ -54,7 +54,7 @@ impl Client {
     }
 
     /// A connection failure, with what to set when nothing is configured.
-    pub(super) fn connect_error(&self, url: &str, detail: String, hint: Option<&str>) -> LlmError {
+    pub(super) fn connect_error(&self, url: &str, why: Unreached, hint: Option<&str>) -> LlmError {
         let hint = if self.config.base_url_is_default {
             "nothing is configured: set OPENAI_BASE_URL (e.g. https://api.openai.com/v1), \
              OPENAI_API_KEY and EVOLVE_MODEL, or run `evolve config init`"
@@ -63,7 +63,7 @@ impl Client {
         };
         LlmError::Connect {
             url: display_url(url),
-            detail,
+            why,
             hint: hint.to_string(),
         }
     }
@@ -87,16 +87,15 @@ impl Client {
         use std::io::ErrorKind as K;
         use ureq::Error as E;
         let tls_hint = "check the server's certificate, or use http:// for a local server";
-        let connect = |detail: String, hint: Option<&str>, how: Retry| {
-            (self.connect_error(url, detail, hint), how)
+        let connect = |why: Unreached, hint: Option<&str>, how: Retry| {
+            (self.connect_error(url, why, hint), how)
         };
         match e {
             E::Timeout(t) => match transport::timeout_phase(t) {
                 None => connect(
-                    format!(
-                        "no connection within {} s",
-                        self.config.timeouts.connect.as_secs_f32()
-                    ),
+                    Unreached::NoConnection {
+                        secs: self.config.timeouts.connect.as_secs_f32(),
+                    },
                     None,
                     Retry::Backoff,
                 ),
@@ -106,29 +105,29 @@ impl Client {
                 }
             },
             E::Io(io) => {
-                let detail = match io.kind() {
-                    K::ConnectionRefused => "connection refused".to_string(),
+                let why = match io.kind() {
+                    K::ConnectionRefused => Unreached::Refused,
                     K::ConnectionReset
                     | K::ConnectionAborted
                     | K::BrokenPipe
-                    | K::UnexpectedEof => "the connection was closed".to_string(),
-                    _ => io.to_string(),
+                    | K::UnexpectedEof => Unreached::Closed,
+                    _ => Unreached::Io(io),
                 };
-                connect(detail, None, Retry::Backoff)
+                connect(why, None, Retry::Backoff)
             }
             E::HostNotFound => connect(
-                "host not found".into(),
+                Unreached::HostNotFound,
                 Some("check the host name in OPENAI_BASE_URL"),
                 Retry::Backoff,
             ),
-            E::ConnectionFailed => connect("connection failed".into(), None, Retry::Backoff),
+            E::ConnectionFailed => connect(Unreached::Failed, None, Retry::Backoff),
             E::BadUri(u) => connect(
-                format!("not a usable URL ({u})"),
+                Unreached::BadUrl(u),
                 Some("set OPENAI_BASE_URL to a URL like http://127.0.0.1:11434/v1"),
                 Retry::No,
             ),
-            E::Tls(m) => connect(format!("TLS failed: {m}"), Some(tls_hint), Retry::No),
-            E::Rustls(r) => connect(format!("TLS failed: {r}"), Some(tls_hint), Retry::No),
+            E::Tls(m) => connect(Unreached::Tls(m), Some(tls_hint), Retry::No),
+            E::Rustls(r) => connect(Unreached::Rustls(Box::new(r)), Some(tls_hint), Retry::No),
             E::TooManyRedirects | E::RedirectFailed => {
                 let url = display_url(url);
                 let detail = "the server redirected the request: check OPENAI_BASE_URL \

@@ -152,13 +152,44 @@ pub struct ChatResponse {
     pub images_left_out: usize,
 }
 
+/// Why no connection to the model server was made: the cause of [`LlmError::Connect`],
+/// with the I/O or TLS error that said so kept as its source.
+#[derive(Debug, thiserror::Error)]
+pub enum Unreached {
+    /// Nothing answered within the connect timeout.
+    #[error("no connection within {secs} s")]
+    NoConnection { secs: f32 },
+    #[error("connection refused")]
+    Refused,
+    /// Reset, aborted or closed while the request was being sent.
+    #[error("the connection was closed")]
+    Closed,
+    /// The server closed the connection after the request, before any answer.
+    #[error("the connection closed before an answer")]
+    ClosedBeforeAnswer,
+    /// Any other I/O error on the way to the server.
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+    #[error("host not found")]
+    HostNotFound,
+    #[error("connection failed")]
+    Failed,
+    /// The URL cannot be used to connect (the text says why).
+    #[error("not a usable URL ({0})")]
+    BadUrl(String),
+    #[error("TLS failed: {0}")]
+    Tls(&'static str),
+    #[error("TLS failed: {0}")]
+    Rustls(#[source] Box<rustls::Error>),
+}
+
 /// Why a call failed. Every message names the URL and says what to do.
 #[derive(Debug)]
 pub enum LlmError {
     /// Could not connect (refused, DNS, TLS) after the retries.
     Connect {
         url: String,
-        detail: String,
+        why: Unreached,
         hint: String,
     },
     /// A timeout: which phase (connect, first byte, idle stream, overall).
@@ -204,8 +235,8 @@ impl LlmError {
     /// elsewhere than in a shell (the web UI says what to do in its own words).
     pub fn cause(&self) -> String {
         match self {
-            LlmError::Connect { url, detail, .. } => {
-                format!("cannot reach the model at {url}: {detail}")
+            LlmError::Connect { url, why, .. } => {
+                format!("cannot reach the model at {url}: {why}")
             }
             LlmError::Timeout { url, phase } => format!("the model at {url} timed out ({phase})"),
             LlmError::Status {
@@ -236,8 +267,8 @@ impl LlmError {
 impl fmt::Display for LlmError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            LlmError::Connect { url, detail, hint } => {
-                write!(f, "cannot reach the model at {url}: {detail}")?;
+            LlmError::Connect { url, why, hint } => {
+                write!(f, "cannot reach the model at {url}: {why}")?;
                 with_hint(f, hint)
             }
             LlmError::Timeout { url, phase } => {

@@ -868,7 +868,7 @@ fn errors_read_as_sentences_with_url_status_message_and_hint() {
         (
             LlmError::Connect {
                 url: url.clone(),
-                detail: "connection refused".into(),
+                why: Unreached::Refused,
                 hint: "is the server running? set OPENAI_BASE_URL".into(),
             },
             "cannot reach the model at http://127.0.0.1:9/v1/chat/completions: connection refused — is the server running? set OPENAI_BASE_URL",
@@ -949,7 +949,7 @@ fn the_cause_of_an_error_is_its_message_without_the_hint() {
         (
             LlmError::Connect {
                 url: "http://127.0.0.1:9/v1/models".into(),
-                detail: "connection refused".into(),
+                why: Unreached::Refused,
                 hint: "is the server running? set OPENAI_BASE_URL".into(),
             },
             "cannot reach the model at http://127.0.0.1:9/v1/models: connection refused",

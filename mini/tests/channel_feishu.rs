@@ -312,6 +312,14 @@ fn the_channels_api_lists_writes_tests_pairs_and_never_returns_a_secret() {
     assert_eq!(pending["user"], ANN, "{c}");
     let code = pending["code"].as_str().expect("a code").to_string();
 
+    // `doctor` checks the channel's credentials too.
+    let doc = w.run(&["doctor"]);
+    let said = format!("{}{}", doc.stdout, doc.stderr);
+    assert!(
+        said.contains("feishu") && said.contains("Evolve Test"),
+        "{said}"
+    );
+    assert!(!said.contains(APP_SECRET), "{said}");
     let test = s.post("/v1/channels/feishu/test", "").json();
     assert_eq!(test["ok"], true, "{test}");
     assert_eq!(s.post("/v1/channels/slack/test", "").status, 404);

@@ -101,7 +101,7 @@ impl Link {
             },
             shared: Arc::clone(&shared),
             stop: Arc::clone(&stop),
-            protocol,
+            protocol: Box::new(protocol),
         };
         std::thread::Builder::new()
             .name(format!("{name}-link"))
@@ -235,16 +235,17 @@ impl Inbox {
     }
 }
 
-/// The thread that keeps the connection and fills the inbox.
-struct Reader<P> {
+/// The thread that keeps the connection and fills the inbox. The protocol is behind a
+/// `dyn`: one copy of this loop serves every platform.
+struct Reader {
     name: &'static str,
     inbox: Inbox,
     shared: Arc<Mutex<Shared>>,
     stop: Arc<AtomicBool>,
-    protocol: P,
+    protocol: Box<dyn Protocol>,
 }
 
-impl<P: Protocol> Reader<P> {
+impl Reader {
     fn report(&self, e: ChannelError) {
         if let Ok(mut s) = self.shared.lock() {
             s.failure = Some(e);

@@ -552,6 +552,23 @@ mod tests {
             (p.id.as_str(), p.chat.as_str(), p.data.as_str()),
             ("cb1", "7", "a:c1:yes")
         );
+        // A forum topic is a place of its own; a plain reply in a group is not.
+        let topic = json!({"update_id": 5, "message": {"message_id": 3,
+            "from": {"id": 7, "is_bot": false, "first_name": "Ann"},
+            "chat": {"id": -100, "type": "supergroup", "is_forum": true},
+            "message_thread_id": 42, "is_topic_message": true,
+            "date": 0, "text": "@evolvebot hi"}});
+        let Some(Event::Message(m)) = t.event(&topic) else {
+            panic!("a message")
+        };
+        assert_eq!(m.place(), "-100/42");
+        assert_eq!(split_place(&m.place()), ("-100", Some(42)));
+        let mut plain = topic.clone();
+        plain["message"]["is_topic_message"] = json!(false);
+        let Some(Event::Message(m)) = t.event(&plain) else {
+            panic!("a message")
+        };
+        assert_eq!(m.place(), "-100");
         let edited = json!({"update_id": 4, "edited_message": {"message_id": 1}});
         assert!(t.event(&edited).is_none());
     }

@@ -70,6 +70,11 @@ pub fn run(cmd: DoctorCmd, profile: &Option<String>) -> Result<(), Error> {
     if let Some(t) = &app.config.channels.telegram {
         report.checks.push(telegram_check(t));
     }
+    for name in ["feishu", "dingtalk"] {
+        if !app.config.channels.to_json()[name].is_null() {
+            report.checks.push(app_check(&app.config.channels, name));
+        }
+    }
     let confinement = crate::sandbox::status();
     if cmd.json {
         let checks: Vec<_> = report
@@ -139,6 +144,36 @@ fn telegram_check(t: &crate::config::TelegramConfig) -> Check {
             "telegram",
             e.to_string(),
             "check the token with @BotFather and [channels.telegram] base_url",
+        ),
+    }
+}
+
+/// `[channels.feishu]` / `[channels.dingtalk]`: the secret is there and the platform
+/// takes the app's credentials (its access token).
+fn app_check(config: &crate::config::ChannelsConfig, name: &'static str) -> Check {
+    let settings = config.to_json();
+    let Some(mut ch) = crate::channels::sender(config, name) else {
+        return Check::fail(
+            name,
+            settings[name]["problem"]
+                .as_str()
+                .unwrap_or("no secret")
+                .to_string(),
+            format!("set the app's secret in [channels.{name}] (`evolve channels add {name}`)"),
+        );
+    };
+    match ch.check() {
+        Ok(who) => Check::pass(
+            name,
+            format!(
+                "{who} at {}",
+                settings[name]["base_url"].as_str().unwrap_or("")
+            ),
+        ),
+        Err(e) => Check::fail(
+            name,
+            e.to_string(),
+            format!("check [channels.{name}]'s app id, secret and base_url"),
         ),
     }
 }

@@ -356,7 +356,9 @@ impl ChatIo<'_> {
                     self.shown[i] = piece;
                 }
                 Err(ChannelError::RateLimited(d)) => {
-                    self.hold_until = Some(now + d);
+                    // Counted from the answer, not from before the call: a slow
+                    // request must not shorten the platform's wait.
+                    self.hold_until = Some(Instant::now() + d);
                     return;
                 }
                 Err(e) => {

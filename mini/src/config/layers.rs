@@ -183,3 +183,104 @@ pub(super) fn merge_tables(base: &mut toml::Table, overlay: &toml::Table) {
         }
     }
 }
+
+/// A table as TOML text (every table inline, every key quoted), for reading a merged
+/// document back with the reader the file went through.
+pub(super) fn toml_text(table: &toml::Table) -> String {
+    let mut out = String::new();
+    for (key, value) in table {
+        quoted(&mut out, key);
+        out.push_str(" = ");
+        toml_value(&mut out, value);
+        out.push('\n');
+    }
+    out
+}
+
+fn toml_value(out: &mut String, value: &toml::Value) {
+    use std::fmt::Write;
+    match value {
+        toml::Value::String(s) => quoted(out, s),
+        toml::Value::Integer(n) => {
+            let _ = write!(out, "{n}");
+        }
+        toml::Value::Float(x) if x.is_nan() => out.push_str("nan"),
+        toml::Value::Float(x) if x.is_infinite() => {
+            out.push_str(if *x > 0.0 { "inf" } else { "-inf" })
+        }
+        toml::Value::Float(x) => {
+            let _ = write!(out, "{x:?}");
+        }
+        toml::Value::Boolean(b) => out.push_str(if *b { "true" } else { "false" }),
+        toml::Value::Datetime(d) => {
+            let _ = write!(out, "{d}");
+        }
+        toml::Value::Array(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(", ");
+                }
+                toml_value(out, item);
+            }
+            out.push(']');
+        }
+        toml::Value::Table(t) => {
+            out.push('{');
+            for (i, (key, item)) in t.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(", ");
+                }
+                quoted(out, key);
+                out.push_str(" = ");
+                toml_value(out, item);
+            }
+            out.push('}');
+        }
+    }
+}
+
+/// A TOML basic string.
+fn quoted(out: &mut String, s: &str) {
+    use std::fmt::Write;
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            '\r' => out.push_str("\\r"),
+            c if (c as u32) < 0x20 || c as u32 == 0x7f => {
+                let _ = write!(out, "\\u{:04X}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+}
+
+#[cfg(test)]
+mod text_tests {
+    use super::toml_text;
+
+    #[test]
+    fn a_merged_table_reads_back_as_the_same_table() {
+        let docs = [
+            "a = 1\nb = -2.5\nc = true\nd = \"x \\\" \\\\ \\n \\t \\u0001 ü 中\"",
+            "[model]\nbase_url = \"http://127.0.0.1:1/v1\"\nmax_tokens = 4096\n[model.prices]\nin = 0.5",
+            "[[mcp.list]]\nname = \"x\"\nargs = [\"-y\", \"pkg\"]\n[[mcp.list]]\nname = \"y\"\nenv = {}",
+            "f = 1e300\ng = 1.0\nh = inf\ni = -inf\nwhen = 1979-05-27T07:32:00Z\n\"weird key.x\" = 1",
+            "empty = []\nnested = [[1, 2], [\"a\"]]\nt = { a = { b = { c = 1 } } }",
+        ];
+        for doc in docs {
+            let table: toml::Table = toml::from_str(doc).unwrap();
+            let back: toml::Table = toml::from_str(&toml_text(&table))
+                .unwrap_or_else(|e| panic!("{e}\n{}", toml_text(&table)));
+            assert_eq!(back, table, "{doc}");
+        }
+        let nan: toml::Table =
+            toml::from_str(&toml_text(&toml::from_str("x = nan").unwrap())).unwrap();
+        assert!(nan["x"].as_float().unwrap().is_nan());
+    }
+}

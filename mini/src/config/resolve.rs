@@ -25,7 +25,7 @@ use super::{
 };
 
 use super::layers::{
-    has_key, merge_layer, nested_profile_error, profile_table, read_file, toml_error,
+    has_key, merge_layer, nested_profile_error, profile_table, read_file, toml_error, toml_text,
 };
 use super::model::resolve_model;
 use super::ranges::check_core;
@@ -206,14 +206,17 @@ impl FileText {
         if let Some(overlay) = overlay {
             merge_layer(&mut merged, overlay);
         }
-        let layer: RawLayer = merged.try_into().map_err(|e| ConfigError::Invalid {
-            path: path.clone(),
-            key: None,
-            message: format!(
-                "{} (after applying profile `{profile}`)",
-                e.message().trim()
-            ),
-        })?;
+        // Read back through the same TOML reader as the file (one copy of the config's
+        // deserializer in the binary instead of two: about 60 KB).
+        let layer: RawLayer =
+            toml::from_str(&toml_text(&merged)).map_err(|e| ConfigError::Invalid {
+                path: path.clone(),
+                key: None,
+                message: format!(
+                    "{} (after applying profile `{profile}`)",
+                    e.message().trim()
+                ),
+            })?;
 
         let mut origins = Origins::default();
         let trace = |key: &str| -> Origin {

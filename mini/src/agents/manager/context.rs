@@ -149,7 +149,7 @@ impl Manager {
         let lang = Lang::guess(query);
         let (recall, (skills_block, skills), loaded, tools) = std::thread::scope(|s| {
             let recall = s.spawn(|| {
-                let previous = previous_question(rt, sid, turn_no);
+                let previous = previous_question(rt, sid, replaces);
                 MemoryAgent.recall(rt, query, previous.as_deref(), now)
             });
             let skills = s.spawn(|| match_skills(rt, query, lang));
@@ -307,10 +307,12 @@ pub(super) fn system_prompt(rt: &Runtime) -> Result<String, Error> {
     Ok(system)
 }
 
-/// The user's question of the turn before `turn_no` in the session, if any (the
-/// context a follow-up question leans on). A store error only loses the context.
-fn previous_question(rt: &Runtime, sid: &str, turn_no: u64) -> Option<String> {
-    let before = turn_no.checked_sub(1).filter(|&t| t >= 1)?;
+/// The user's question of the turn before the new one on the branch shown (before
+/// the turn it `replaces`, for a new version), if any (the context a follow-up question
+/// leans on). A store error only loses the context.
+fn previous_question(rt: &Runtime, sid: &str, replaces: Option<u64>) -> Option<String> {
+    let session = rt.store.session(sid).ok()?;
+    let before = *session.branches().history_for(replaces).last()?;
     let messages = rt.store.messages(sid, before).ok()?;
     messages
         .into_iter()

@@ -179,10 +179,12 @@ function leaveBranch(n) {
   return els;
 }
 
-export function renderHistory({ data = [], failed = {}, turns = {} }) {
+export function renderHistory({ data = [], failed = {}, turns = {}, stored }) {
   const box = $('#messages');
   box.replaceChildren();
-  S.shown = data.length;
+  // How many messages the server had (other branches' included): a follow-up after a
+  // reload reads the chat again when it changes.
+  S.shown = stored ?? data.length;
   let group = [], answer = null, cards = {};
   const close = n => {
     if (n == null) return;

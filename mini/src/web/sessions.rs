@@ -81,7 +81,8 @@ pub(super) fn delete_session(state: &State, id: &str) -> Reply {
 /// one after an edit or a regenerate), each tool result with its call's record
 /// (`evolve_call`: level, decision, how it was answered, ran, error) so a reloaded page
 /// draws the same card as the live one; and which turns failed or were stopped
-/// (`failed`: turn → why). `superseded` stays empty (older clients read it).
+/// (`failed`: turn → why); `stored`: the messages of all branches. `superseded` stays
+/// empty (older clients read it).
 pub(super) fn messages(state: &State, id: &str) -> Reply {
     let rt_arc = state.rt();
     let store = &rt_arc.store;
@@ -178,6 +179,8 @@ pub(super) fn messages(state: &State, id: &str) -> Reply {
             "data": data,
             "failed": failed,
             "superseded": [],
+            // Every branch's: what the session's `messages` counts.
+            "stored": export.messages.len(),
             "turns": turns,
         }),
     )

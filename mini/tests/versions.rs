@@ -6,8 +6,8 @@
 mod support;
 
 use serde_json::{json, Value};
-use support::serve::{chat_body, Server};
-use support::{Reply, World};
+use support::serve::{asking, chat_body, Server};
+use support::{tool_call, Reply, World};
 
 /// Asks `text` (in `sid`, answering turn `replaces` again when given); the model says
 /// `answer`. Returns the turn's number and the session.
@@ -294,4 +294,28 @@ fn an_edit_on_a_branch_and_the_last_turn_again_make_versions_of_their_own_turn()
     assert_eq!(show(&s, &sid, 2, json!("two")).status, 400);
     assert_eq!(show(&s, &sid, 99, json!(1)).status, 404);
     assert_eq!(show(&s, "snosuchsession", 1, json!(1)).status, 404);
+}
+
+#[test]
+fn another_version_is_not_shown_while_a_call_of_the_chat_waits_for_an_answer() {
+    let w = World::new("versions-waiting");
+    w.config("[agent]\nlearn = false\n");
+    let s = Server::start(&w, &[]);
+    let (_, sid) = ask(&w, &s, None, None, "Name a colour.", "Blue.");
+    ask(&w, &s, Some(&sid), Some(1), "Name a colour.", "Red.");
+    w.fake.push(tool_call(
+        "write_file",
+        r#"{"path":"c.txt","content":"red"}"#,
+    ));
+    let (_rx, asked_in, _call) = asking(&s, "Write it down.", json!({"session": sid}));
+    assert_eq!(asked_in, sid);
+    let r = show(&s, &sid, 2, json!(1));
+    assert_eq!(r.status, 409, "{}", r.body);
+    assert!(
+        r.body.contains("answer it first") || r.body.contains("running"),
+        "{}",
+        r.body
+    );
+    // Nothing changed: the chat still shows version 2.
+    assert_eq!(shown(&s, &sid)[0], (2, 2, 2, "Name a colour.".into()));
 }

@@ -347,6 +347,13 @@ pub(super) fn show_version(state: &State, req: &Request, id: &str, n: &str) -> R
     }
     let rt = state.rt();
     let session = tri!(rt.store.session(id));
+    // A parked call's turn was built on the branch shown: it is settled first.
+    if matches!(tri!(rt.store.waiting(id)), crate::store::Waiting::Parked(_)) {
+        return error(
+            409,
+            "a tool call of this chat waits for an answer: answer it first",
+        );
+    }
     if n == 0 || n > session.turns {
         return error(404, format!("session {id} has no turn {n}"));
     }

@@ -100,6 +100,7 @@ fn ring(rng: &mut Rng) -> Vec<L2Entry> {
             } else {
                 vec![]
             },
+            turn: 0,
         })
         .collect()
 }

@@ -123,6 +123,7 @@ fn main() {
                     assistant: text(e, "assistant"),
                     thinking: text(e, "thinking"),
                     files: vec![],
+                    turn: 0,
                 })
                 .collect()
         })

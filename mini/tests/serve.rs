@@ -1332,19 +1332,35 @@ fn an_answer_regenerated_or_its_question_edited_replaces_the_turn_for_the_model_
         "the question once: {sent}"
     );
 
-    // The person keeps both; the session says which was replaced.
+    // The person keeps both: the new one is shown as version 2 of 2, the old one
+    // is version 1.
     let m = s.get(&format!("/v1/sessions/{sid}/messages")).json();
-    assert_eq!(m["superseded"], json!([1]), "{m}");
     let texts: Vec<&str> = m["data"]
         .as_array()
         .unwrap()
         .iter()
         .filter_map(|x| x["content"].as_str())
         .collect();
-    assert!(
-        texts.contains(&"It is five, surely.") && texts.contains(&"Four."),
-        "{texts:?}"
+    assert_eq!(texts, ["What is two plus two?", "Four."], "{m}");
+    assert_eq!(
+        (&m["data"][1]["version"], &m["data"][1]["versions"]),
+        (&json!(2), &json!(2))
     );
+    let old = s.request(
+        "PUT",
+        &format!("/v1/sessions/{sid}/turns/2/shown"),
+        &[],
+        r#"{"version": 1}"#,
+    );
+    assert_eq!(old.status, 200, "{}", old.body);
+    assert_eq!(old.json()["data"][1]["content"], "It is five, surely.");
+    let new = s.request(
+        "PUT",
+        &format!("/v1/sessions/{sid}/turns/2/shown"),
+        &[],
+        r#"{"version": 2}"#,
+    );
+    assert_eq!(new.json()["data"][1]["content"], "Four.");
 
     // Edit and resend turn 2 with another question: the next request has neither old turn.
     w.fake.push(Reply::text("Nine."));
@@ -1371,12 +1387,17 @@ fn an_answer_regenerated_or_its_question_edited_replaces_the_turn_for_the_model_
         !sent.contains("five, surely") && !sent.contains("Four."),
         "{sent}"
     );
-    assert_eq!(
-        s.get(&format!("/v1/sessions/{sid}")).json()["superseded"],
-        json!([1, 2])
-    );
+    let m = s.get(&format!("/v1/sessions/{sid}/messages")).json();
+    let shown: Vec<(u64, u64)> = m["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|x| x["role"] == "user")
+        .map(|x| (x["turn"].as_u64().unwrap(), x["versions"].as_u64().unwrap()))
+        .collect();
+    assert_eq!(shown, [(3, 3), (4, 1)], "{m}");
 
-    // Only the last turn, and only within a session.
+    // Only a turn shown, and only within a session.
     let (status, body) = ask("x", json!({"session": sid, "evolve_replace": 2}));
     assert_eq!(status, 409, "{body}");
     assert_eq!(body["error"]["code"], "conflict", "{body}");
@@ -1384,7 +1405,7 @@ fn an_answer_regenerated_or_its_question_edited_replaces_the_turn_for_the_model_
         body["error"]["message"]
             .as_str()
             .unwrap()
-            .contains("the last is 4"),
+            .contains("turn 2 is not shown"),
         "{body}"
     );
     let (status, _) = ask("x", json!({"evolve_replace": 1}));

@@ -59,7 +59,9 @@ function failNote(el, why, stopped) {
   return p;
 }
 
-/** Copy on every message; Edit on the last question and Regenerate on the last answer. */
+/** Copy on every message; Edit on every question and Regenerate on every answer of a
+ * stored turn (a new version of that turn: the turns after it stay on the old branch);
+ * ‹ k/m › on a question whose turn has more than one version. */
 export function actions() {
   const box = $('#messages');
   for (const a of box.querySelectorAll('.acts')) a.remove();
@@ -73,15 +75,47 @@ export function actions() {
     // 👍 / 👎 on every stored answer: the person's own grade of it.
     if (el.classList.contains('assistant') && S.session && el.dataset.turn && !el.querySelector('[data-testid=retry]') &&
       (!S.busy || el.dataset.turn !== last)) row.append(...rateButtons(el));
-    if (S.busy || !last || el.dataset.turn !== last) continue;
+    if (el.classList.contains('user') && +el.dataset.versions > 1) row.prepend(versionNav(el));
+    if (S.busy || !last || !el.dataset.turn) continue;
+    const n = el.dataset.turn;
+    // A turn not yet stored (no chat yet) can only be the last one.
+    if (!S.session && n !== last) continue;
     if (el.classList.contains('user')) {
       const e = row.appendChild(btn('', 'link', () => editQuestion(el), 'edit'));
       e.dataset.testid = 'edit';
     } else if (!el.querySelector('[data-testid=retry]')) {
-      const r = row.appendChild(btn('', 'link', () => redo(last), 'regenerate'));
+      const r = row.appendChild(btn('', 'link', () => redo(n), 'regenerate'));
       r.dataset.testid = 'regenerate';
     }
   }
+}
+
+/** ‹ k/m › under a question: shows the turn's previous or next version, and the branch
+ * after it (the model's history follows what is shown). */
+function versionNav(el) {
+  const k = +el.dataset.version, m = +el.dataset.versions, n = el.dataset.turn, sid = S.session;
+  const nav = h('span', 'versions');
+  nav.dataset.testid = 'versions';
+  const go = to => guard(async () => {
+    if (S.busy) return toast(t('busy'), 'info');
+    const j = await api('PUT', `/v1/sessions/${enc(sid)}/turns/${n}/shown`, { version: to });
+    if (S.session === sid) renderHistory(j || {});
+  });
+  const prev = btn('‹', 'link', go(k - 1));
+  const next = btn('›', 'link', go(k + 1));
+  prev.dataset.testid = 'version-prev';
+  next.dataset.testid = 'version-next';
+  prev.disabled = S.busy || k <= 1;
+  next.disabled = S.busy || k >= m;
+  prev.title = t('prevVersion');
+  next.title = t('nextVersion');
+  prev.setAttribute('aria-label', prev.title);
+  next.setAttribute('aria-label', next.title);
+  const label = h('span', 'mut', `${k}/${m}`);
+  label.dataset.testid = 'version-label';
+  label.title = t('versionOf', k, m);
+  nav.append(prev, label, next);
+  return nav;
 }
 
 /** 👍 and 👎 under an answer: pressed shows the person's grade (kept by the server as the
@@ -108,14 +142,13 @@ function rateButtons(el) {
 const questionEl = n => [...$('#messages').querySelectorAll(':scope > .msg.user')].find(m => m.dataset.turn === String(n));
 const questionOf = n => { const el = questionEl(n); return el ? el.bubble.text : ''; };
 
-/** Answers turn `n` again with its question (the last turn replaces it; an older one
- * is asked as a new question). */
+/** Answers turn `n` again with its question (edited: `text`): a new version of it in
+ * a stored chat. */
 function redo(n, text) {
   const q = text ?? questionOf(n);
   if (!q) return;
-  const last = [...$('#messages').querySelectorAll(':scope > .msg')].pop();
   const el = questionEl(n);
-  send(q, last && last.dataset.turn === String(n) && S.session ? +n : null, (el && el.bubble.images) || []);
+  send(q, S.session ? +n : null, (el && el.bubble.images) || []);
 }
 
 function editQuestion(el) {
@@ -135,22 +168,23 @@ function editQuestion(el) {
   ta.focus();
 }
 
-/** Moves the elements of turn `n` into a collapsed "earlier version" block. */
-function supersede(n, els) {
-  if (!els.length) return null;
-  const d = h('details', 'superseded');
-  d.dataset.testid = 'superseded';
-  d.append(ht('summary', null, 'replacedTurn', n));
-  els[0].before(d);
-  d.append(...els);
-  return d;
+/** Takes out turn `n` and everything after it (the branch a new version of `n` leaves);
+ * returns them, to put back if the server refuses. */
+function leaveBranch(n) {
+  const all = [...$('#messages').querySelectorAll(':scope > *')];
+  const at = all.findIndex(el => el.dataset.turn === String(n));
+  if (at < 0) return null;
+  const els = all.slice(at);
+  for (const el of els) el.remove();
+  return els;
 }
 
-export function renderHistory({ data = [], failed = {}, superseded = [], turns = {} }) {
+export function renderHistory({ data = [], failed = {}, turns = {}, stored }) {
   const box = $('#messages');
   box.replaceChildren();
-  S.shown = data.length;
-  const old = new Set(superseded.map(String));
+  // How many messages the server had (other branches' included): a follow-up after a
+  // reload reads the chat again when it changes.
+  S.shown = stored ?? data.length;
   let group = [], answer = null, cards = {};
   const close = n => {
     if (n == null) return;
@@ -169,14 +203,18 @@ export function renderHistory({ data = [], failed = {}, superseded = [], turns =
     }
     group.push(turnCard(null, n, S.session, turns[n]));
     box.append(...group);
-    if (old.has(String(n))) supersede(n, group);
     group = []; answer = null; cards = {};
   };
   let turn = null;
   for (const m of data) {
     if (m.turn !== turn) { close(turn); turn = m.turn; }
     const text = typeof m.content === 'string' ? m.content : fmt(m.content);
-    if (m.role === 'user') group.push(userMsg(text, m.turn, m.images || []));
+    if (m.role === 'user') {
+      const q = userMsg(text, m.turn, m.images || []);
+      q.dataset.version = m.version || 1;
+      q.dataset.versions = m.versions || 1;
+      group.push(q);
+    }
     else if (m.role === 'assistant') {
       answer = answer || bubble('assistant');
       for (const c of m.tool_calls || []) {
@@ -233,15 +271,16 @@ export function busy(on) {
   document.body.classList.toggle('busy', on);
 }
 
-/** Sends a question; `replace`: the number of the last turn, answered again with it
- * (regenerate, edit): its elements move into a collapsed "earlier version". */
+/** Sends a question; `replace`: the number of a turn shown, answered again with it
+ * (regenerate, edit): a new version of it; that turn and the ones after it leave the
+ * page (they stay on their branch, a ‹ k/m › away). */
 export async function send(text, replace = null, images = []) {
   if (S.busy) return toast(t('busy'), 'info');
   if (!text.trim()) return;
   const box = $('#messages');
   emptyState.remove();
   let n = (S.lastTurn || 0) + 1;
-  const old = replace ? supersede(replace, [...box.querySelectorAll(':scope > *')].filter(el => el.dataset.turn === String(replace))) : null;
+  const old = replace ? leaveBranch(replace) : null;
   const u = box.appendChild(userMsg(text, n, images));
   const a = bubble('assistant');
   a.el.classList.add('streaming');
@@ -331,9 +370,9 @@ export async function send(text, replace = null, images = []) {
   } catch (e) {
     if (e.name === 'AbortError') failNote(a.el, t('stopped'), true);
     else if (old && e.status === 409) {
-      // The server did not take it as a replacement (not the last turn any more, or a
-      // call waits): the turn stays as it was.
-      old.replaceWith(...[...old.children].filter(c => c.tagName !== 'SUMMARY'));
+      // The server did not take it as a new version (the turn is not shown any more,
+      // or a call waits): the turns stay as they were.
+      u.before(...old);
       u.remove();
       a.el.remove();
       reverted = true;
@@ -383,6 +422,11 @@ export async function send(text, replace = null, images = []) {
       }
       // An "always" given during the turn is on the list now.
       await loadGrants();
+      // A new version: the page shows the branch as stored, with its ‹ k/m ›.
+      if (replace && !reverted && S.session && S.session === run.session && !S.busy) {
+        const j = await api('GET', `/v1/sessions/${enc(S.session)}/messages`);
+        if (S.session === run.session && !S.busy) renderHistory(j || {});
+      }
     })();
   }
 }

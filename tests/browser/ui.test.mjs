@@ -110,6 +110,8 @@ const SCRIPT = {
     '[live-perm-test]': [1, 2].flatMap(k => [call('write_file', `{"path": "live-${k}.txt", "content": "live"}`), 'Wrote it.']),
     // Reading a long chat: a fast answer, an image, a failure; a call decided in words.
     '[fast-test]': ['Done.'],
+    // Versions: three questions, an edit, a follow-up and a regenerate at each width.
+    '[ver-test]': Array.from({ length: 12 }, () => ({ echo: true })),
     '[centre-test]': [`A dot: ![a grey dot](${DOT})`],
     '[fail-print-test]': [{ status: 500, body: { error: { message: 'the fake model broke again' } } }],
     '[words-test]': [call('write_file', '{"path": "words.txt", "content": "w"}'), 'Saved words.txt.'],
@@ -577,7 +579,7 @@ await test('an MCP tool shows its progress on its card; a server\'s question is 
   check((await asked.textContent()).includes('"name":"Ada"'), `the server got the answer: ${await asked.textContent()}`);
 });
 
-await test('Regenerate answers again, Edit resends a changed question; earlier versions fold away and stay after a reload; Copy takes a whole answer', async () => {
+await test('Regenerate answers again, Edit resends a changed question; ‹ k/m › moves between the versions, also after a reload; Copy takes a whole answer', async () => {
   await main.click('#new-chat');
   await send(main, 'Pick a colour [regen-test]');
   await idle(main);
@@ -585,39 +587,97 @@ await test('Regenerate answers again, Edit resends a changed question; earlier v
   await lastAnswer(main).locator('[data-testid=regenerate]').click();
   await idle(main);
   await lastAnswer(main).locator('.body', { hasText: 'Green.' }).waitFor();
-  const old = main.locator('[data-testid=superseded]');
-  eq(await old.count(), 1, 'the first answer is folded away');
-  check(!(await old.evaluate(d => d.open)), 'and collapsed');
-  check((await old.textContent()).includes('Blue.'), 'but kept');
   const questions = main.locator('#messages > [data-testid=msg-user]');
+  const label = () => questions.last().locator('[data-testid=version-label]').textContent();
+  await until(async () => (await questions.last().locator('[data-testid=version-label]').count()) === 1, 'the versions control');
+  eq(await label(), '2/2', 'the new answer is version 2 of 2');
+  eq(await main.locator('#messages > [data-testid=msg-assistant]').count(), 1, 'one answer shown');
   eq(await questions.count(), 1, 'the question is shown once');
+  await questions.last().locator('[data-testid=version-prev]').click();
+  await lastAnswer(main).locator('.body', { hasText: 'Blue.' }).waitFor();
+  eq(await label(), '1/2', 'back to the first answer');
+  await questions.last().locator('[data-testid=version-next]').click();
+  await lastAnswer(main).locator('.body', { hasText: 'Green.' }).waitFor();
   await questions.last().locator('[data-testid=edit]').click();
   await main.fill('.edit-box', 'Pick a number [regen-test]');
   await main.click('[data-testid=send-edited]');
   await idle(main);
   await lastAnswer(main).locator('.body', { hasText: 'Seven.' }).waitFor();
-  eq(await old.count(), 2, 'both earlier versions are folded away');
+  await until(async () => (await label()) === '3/3', 'the edited question is version 3 of 3');
   eq(await questions.last().textContent().then(x => x.includes('Pick a number')), true, 'the edited question');
   const sid = await sessionOf(main);
   const m = (await api('GET', `/v1/sessions/${encodeURIComponent(sid)}/messages`)).json;
-  eq(JSON.stringify(m.superseded), '[1,2]', 'the turns the server marks as replaced');
+  eq(JSON.stringify(m.data.map(x => [x.turn, x.version, x.versions])), '[[3,3,3],[3,3,3]]', 'the server shows version 3 of 3');
   await main.reload();
-  await old.nth(1).waitFor();
-  eq(await old.count(), 2, 'the earlier versions after a reload');
-  eq(await questions.count(), 1, 'one question outside them after a reload');
   await lastAnswer(main).locator('.body', { hasText: 'Seven.' }).waitFor();
+  eq(await label(), '3/3', 'the versions after a reload');
+  eq(await questions.count(), 1, 'one question after a reload');
   check(await lastAnswer(main).locator('[data-testid=regenerate]').isVisible(), 'Regenerate on the last answer');
   await lastAnswer(main).locator('.acts button', { hasText: 'Copy' }).click();
   eq(await main.evaluate(() => navigator.clipboard.readText()), 'Seven.', 'the copied answer');
-  // Another client answered in this chat meanwhile: Regenerate on the stale page is
+  // Another client showed another version meanwhile: Regenerate on the stale page is
   // refused by the server, and the page keeps the turn as it was.
-  eq((await api('POST', '/v1/chat/completions', { model: 'evolve', session: sid, messages: [{ role: 'user', content: 'from elsewhere' }] })).status, 200, 'a turn from another client');
+  eq((await api('PUT', `/v1/sessions/${encodeURIComponent(sid)}/turns/3/shown`, { version: 1 })).status, 200, 'a version chosen by another client');
   await lastAnswer(main).locator('[data-testid=regenerate]').click();
-  await main.locator('[data-testid=toast].error', { hasText: 'only the last turn' }).waitFor();
+  await main.locator('[data-testid=toast].error', { hasText: 'not shown' }).waitFor();
   await idle(main);
-  eq(await old.count(), 2, 'nothing more folded away');
   await lastAnswer(main).locator('.body', { hasText: 'Seven.' }).waitFor();
+  eq(await questions.count(), 1, 'the page keeps its question');
   main.seen.errors = main.seen.errors.filter(e => !/status of 409/.test(e)); // that 409 was the point
+});
+
+await test('any question edited or answer regenerated starts a branch; ‹ k/m › shows the old branch again (1280 and 390 px)', async () => {
+  for (const viewport of WIDTHS) {
+    const page = await open({ viewport });
+    const w = viewport.width, M = '[ver-test]';
+    const questions = page.locator('#messages > [data-testid=msg-user]');
+    const answers = page.locator('#messages > [data-testid=msg-assistant]');
+    const shownQuestions = () => questions.evaluateAll(els => els.map(e => e.querySelector('.body').textContent.trim()));
+    for (const q of [`Apples ${w} ${M}`, `Bananas ${w} ${M}`, `Cherries ${w} ${M}`]) {
+      await send(page, q);
+      await idle(page);
+      await lastAnswer(page).locator('.body', { hasText: `echo: ${q}` }).waitFor();
+    }
+    // Edit and Regenerate on every turn, not only the last.
+    eq(await page.locator('#messages [data-testid=edit]').count(), 3, 'Edit on every question');
+    eq(await page.locator('#messages [data-testid=regenerate]').count(), 3, 'Regenerate on every answer');
+    // The first question edited: a new branch of one turn, version 2 of 2.
+    await questions.first().locator('[data-testid=edit]').click();
+    await page.fill('.edit-box', `Plums ${w} ${M}`);
+    await page.click('[data-testid=send-edited]');
+    await idle(page);
+    await until(async () => JSON.stringify(await shownQuestions()) === JSON.stringify([`Plums ${w} ${M}`]), 'only the edited question is shown');
+    await until(async () => (await questions.first().locator('[data-testid=version-label]').count()) === 1, 'the versions control');
+    eq(await questions.first().locator('[data-testid=version-label]').textContent(), '2/2', 'version 2 of 2');
+    await lastAnswer(page).locator('.body', { hasText: `echo: Plums ${w}` }).waitFor();
+    await send(page, `Stones ${w} ${M}`);
+    await idle(page);
+    await lastAnswer(page).locator('.body', { hasText: `echo: Stones ${w}` }).waitFor();
+    await shot(page, `versions-branch-${w}`);
+    const nav = questions.first().locator('[data-testid=versions]');
+    const box = await nav.boundingBox();
+    check(box && box.x >= 0 && box.x + box.width <= w, `the ‹ k/m › control fits ${w} px`);
+    check(await questions.first().locator('[data-testid=version-next]').isDisabled(), '› is off on the last version');
+    // Back to version 1: the old branch whole.
+    await questions.first().locator('[data-testid=version-prev]').click();
+    await until(async () => JSON.stringify(await shownQuestions()) === JSON.stringify([`Apples ${w} ${M}`, `Bananas ${w} ${M}`, `Cherries ${w} ${M}`]), 'the old branch is shown');
+    eq(await questions.first().locator('[data-testid=version-label]').textContent(), '1/2', 'version 1 of 2');
+    eq(await answers.count(), 3, 'with its answers');
+    // A middle answer regenerated: the turn after it leaves the page.
+    await answers.nth(1).locator('[data-testid=regenerate]').click();
+    await idle(page);
+    await until(async () => JSON.stringify(await shownQuestions()) === JSON.stringify([`Apples ${w} ${M}`, `Bananas ${w} ${M}`]), 'the turn after the regenerated one is hidden');
+    await until(async () => (await questions.nth(1).locator('[data-testid=version-label]').count()) === 1, 'the second turn has versions');
+    eq(await questions.nth(1).locator('[data-testid=version-label]').textContent(), '2/2', 'version 2 of the second turn');
+    await shot(page, `versions-regenerated-${w}`);
+    // Still there after a reload, and the page fits.
+    await page.reload();
+    await questions.nth(1).locator('[data-testid=version-label]').waitFor();
+    eq(JSON.stringify(await shownQuestions()), JSON.stringify([`Apples ${w} ${M}`, `Bananas ${w} ${M}`]), 'the branch shown after a reload');
+    eq(await page.evaluate(() => document.documentElement.scrollWidth <= innerWidth), true, `the page fits ${w} px`);
+    eq(page.seen.errors.join(' | '), '', 'no page errors');
+    await page.context().close();
+  }
 });
 
 await test('sessions: rename, filter, open, delete (with a confirmation)', async () => {

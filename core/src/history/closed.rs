@@ -148,6 +148,7 @@ pub fn l2_entry(question: &str, reply: &str, turn: &[Message], max_tokens: usize
         assistant: cut_to_tokens(reply, max_tokens).unwrap_or_else(|| reply.to_string()),
         thinking,
         files,
+        turn: 0,
     }
 }
 
@@ -177,7 +178,7 @@ pub fn next_l2(
     }
 }
 
-/// A turn's view of its session's earlier turns: L1 and how much of L2 goes before it.
+/// A turn's view of its session's earlier turns: L1 and which of L2 goes before it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Levels {
     /// The turns sent whole, each missing answer noted ([`with_answers`]).
@@ -185,37 +186,68 @@ pub struct Levels {
     /// How many of the first user turns of `l1` show placeholders for their tool
     /// outputs.
     pub old_user_turns: usize,
-    /// How many of the ring's first entries are shown before L1 (the last ones are the
-    /// turns L1 holds whole).
-    pub l2_shown: usize,
+    /// The ring entries shown before L1, by index, oldest first: those of the turns
+    /// on the branch that L1 does not hold whole.
+    pub l2_shown: Vec<usize>,
 }
 
-/// The split of a session's stored turns for turn `turn`: `stored` holds the messages
-/// (with their turn numbers) from the window's first turn on; superseded turns and the
-/// turn this one `replaces` are left out of L1, and the ring entries of the turns in
-/// L1 (the replaced one's included) are left out of L2.
+/// The turns of `path` (the branch before the new turn, first turn first) that L1
+/// holds whole under `window` (counted in positions on the branch).
+pub fn l1_turns(window: Window, path: &[u64]) -> &[u64] {
+    let from = (window.first_turn.max(1) - 1) as usize;
+    path.get(from..).unwrap_or(&[])
+}
+
+/// The split of a session's stored turns for the turn after `path` (the turns of the
+/// shown branch before it, see [`crate::history::Branches`]), with `window` counted in
+/// positions on that branch: `stored` holds messages (with their turn numbers) of at
+/// least L1's turns; only L1's turns are kept. `ring_turns`: the turn of each L2 ring
+/// entry (0: not known, an old entry, shown when older than L1); the entries of turns
+/// on the branch before L1 are shown, those of other branches and of L1 are not.
 pub fn levels(
     window: Window,
-    turn: u64,
+    path: &[u64],
     stored: Vec<(u64, Message)>,
-    ring_len: usize,
-    superseded: &[u64],
-    replaces: Option<u64>,
+    ring_turns: &[u64],
 ) -> Levels {
-    let left_out = |t: u64| superseded.contains(&t) || replaces == Some(t);
-    let stored: Vec<(u64, Message)> = stored.into_iter().filter(|m| !left_out(m.0)).collect();
+    let l1_set = l1_turns(window, path);
+    let with_outputs = l1_turns(window_outputs(window), path);
+    let stored: Vec<(u64, Message)> = stored
+        .into_iter()
+        .filter(|m| l1_set.contains(&m.0))
+        .collect();
     let old_user_turns = stored
         .iter()
-        .filter(|(t, m)| *t < window.outputs_from && m.role == Role::User)
+        .filter(|(t, m)| !with_outputs.contains(t) && m.role == Role::User)
         .count();
     let l1 = with_answers(stored.into_iter().map(|(_, m)| m).collect());
-    let in_l1 = (window.first_turn..turn)
-        .filter(|t| !superseded.contains(t))
-        .count();
+    let first_l1 = l1_set.first().copied().unwrap_or(u64::MAX);
+    let l2_shown = ring_turns
+        .iter()
+        .enumerate()
+        .filter(|(_, &t)| {
+            if t == 0 {
+                // An old entry of unknown turn: shown while older than L1, as the
+                // ring always was.
+                true
+            } else {
+                path.contains(&t) && !l1_set.contains(&t) && t < first_l1
+            }
+        })
+        .map(|(i, _)| i)
+        .collect();
     Levels {
         l1,
         old_user_turns,
-        l2_shown: ring_len.saturating_sub(in_l1),
+        l2_shown,
+    }
+}
+
+/// The window whose first turn is `window`'s first with tool outputs.
+fn window_outputs(window: Window) -> Window {
+    Window {
+        first_turn: window.outputs_from,
+        outputs_from: window.outputs_from,
     }
 }
 

@@ -276,42 +276,78 @@ fn stored(turns: core::ops::RangeInclusive<u64>) -> Vec<(u64, Message)> {
 
 #[test]
 fn l1_holds_the_recent_turns_and_l2_shows_only_the_older_ones() {
-    // (turn, stored from the window's first turn, ring length, superseded, replaces,
+    // (branch before the new turn, stored from the window's first turn, ring turns,
     //  questions in L1, placeholder turns, ring entries shown)
-    type Case = (u64, Vec<(u64, Message)>, usize, Vec<u64>, Option<u64>);
-    let table: Vec<(Case, Vec<&str>, usize, usize)> = vec![
+    type Case = (Vec<u64>, Vec<(u64, Message)>, Vec<u64>);
+    let table: Vec<(Case, Vec<&str>, usize, Vec<usize>)> = vec![
         // The third turn of a session: both earlier turns whole, no L2.
-        ((3, stored(1..=2), 2, vec![], None), vec!["q1", "q2"], 0, 0),
+        (
+            (vec![1, 2], stored(1..=2), vec![1, 2]),
+            vec!["q1", "q2"],
+            0,
+            vec![],
+        ),
         // Turn 9 (window from turn 4, outputs from 7): turns 1–3 come from L2, and
         // turns 4–6 show placeholders for their tool outputs.
         (
-            (9, stored(4..=8), 8, vec![], None),
+            ((1..=8).collect(), stored(4..=8), (1..=8).collect()),
             vec!["q4", "q5", "q6", "q7", "q8"],
             3,
-            3,
+            vec![0, 1, 2],
         ),
-        // A superseded turn is left out of L1 and has no ring entry.
-        ((4, stored(1..=3), 2, vec![2], None), vec!["q1", "q3"], 0, 0),
-        // The turn answered again is left out of L1, and so is its ring entry.
-        ((3, stored(1..=2), 2, vec![], Some(2)), vec!["q1"], 0, 0),
+        // A turn not on the branch (replaced) is left out of L1 and of L2.
+        (
+            (vec![1, 3], stored(1..=3), vec![1, 2, 3]),
+            vec!["q1", "q3"],
+            0,
+            vec![],
+        ),
+        // A new version of turn 2: only turn 1 before it.
+        ((vec![1], stored(1..=2), vec![1, 2]), vec!["q1"], 0, vec![]),
+        // Turn 1 edited as turn 4 after three turns: nothing of the old branch.
+        (
+            (vec![4], stored(1..=4), vec![1, 2, 3, 4]),
+            vec!["q4"],
+            0,
+            vec![],
+        ),
+        // A long branch after an edit: positions count, not turn numbers; the old
+        // branch's ring entries (turns 2, 3) stay out of L2.
+        (
+            (
+                vec![1, 4, 5, 6, 7, 8, 9, 10, 11],
+                stored(1..=11),
+                (1..=11).collect(),
+            ),
+            vec!["q6", "q7", "q8", "q9", "q10", "q11"],
+            3,
+            vec![0, 3, 4],
+        ),
+        // Old entries of unknown turn are shown while older than L1.
+        (
+            (vec![1, 2], stored(1..=2), vec![0, 1, 2]),
+            vec!["q1", "q2"],
+            0,
+            vec![0],
+        ),
     ];
-    for ((turn, msgs, ring_len, superseded, replaces), l1, old, shown) in table {
-        let w = window(turn, 6, 3);
-        let got = levels(w, turn, msgs, ring_len, &superseded, replaces);
+    for ((path, msgs, ring), l1, old, shown) in table {
+        let w = window(path.len() as u64 + 1, 6, 3);
+        let got = levels(w, &path, msgs, &ring);
         let questions: Vec<&str> = got
             .l1
             .iter()
             .filter(|m| m.role == Role::User)
             .map(|m| m.content.as_str())
             .collect();
-        assert_eq!(questions, l1, "turn {turn}");
-        assert_eq!(got.old_user_turns, old, "turn {turn}");
-        assert_eq!(got.l2_shown, shown, "turn {turn}");
+        assert_eq!(questions, l1, "{path:?}");
+        assert_eq!(got.old_user_turns, old, "{path:?}");
+        assert_eq!(got.l2_shown, shown, "{path:?}");
     }
     // A failed turn in L1 is followed by a note, so the roles still alternate.
     let mut msgs = stored(1..=2);
     msgs.remove(1);
-    let got = levels(window(3, 6, 3), 3, msgs, 2, &[], None);
+    let got = levels(window(3, 6, 3), &[1, 2], msgs, &[1, 2]);
     assert_eq!(roles(&got.l1), "uaua");
     assert_eq!(got.l1[1].content, NO_ANSWER);
 }

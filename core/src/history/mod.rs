@@ -27,6 +27,7 @@
 //! summary, converting [`Message`] to wire JSON, choosing memories and skills
 //! (their blocks arrive as text), and the tokenizer (a [`crate::text::Tokenizer`]).
 
+mod branch;
 mod budget;
 mod build;
 mod closed;
@@ -40,14 +41,15 @@ pub mod trim;
 mod truncate;
 mod window;
 
+pub use branch::{choose, ring_turns, Branches};
 pub use budget::Budget;
 pub use build::{
     build, BuildInput, Built, DIGEST_ACK, DIGEST_HEADER, HISTORY_PREFIX, MIN_INPUT_BUDGET,
     MIN_TRIM_TARGET, NO_REPLY,
 };
 pub use closed::{
-    l2_entry, levels, next_l2, round_complete, unfinished_turn, with_answers, KeptTurn, Levels,
-    Unfinished, NO_ANSWER, NO_ANSWER_FAILED, NO_ANSWER_STOPPED, STOPPED_HERE,
+    l1_turns, l2_entry, levels, next_l2, round_complete, unfinished_turn, with_answers, KeptTurn,
+    Levels, Unfinished, NO_ANSWER, NO_ANSWER_FAILED, NO_ANSWER_STOPPED, STOPPED_HERE,
 };
 pub use cut::{ceil_char_boundary, char_prefix, cut_to_chars, cut_to_tokens, floor_char_boundary};
 pub use message::{estimate_messages_tokens, Message, Role, ToolCall};

@@ -100,6 +100,7 @@ fn l2_entry() -> impl Strategy<Value = L2Entry> {
             assistant,
             thinking,
             files,
+            turn: 0,
         })
 }
 

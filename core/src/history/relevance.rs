@@ -405,6 +405,7 @@ mod tests {
             thinking: "beta".into(),
             assistant: "gamma".into(),
             files: vec![],
+            turn: 0,
         };
         let k = entry_keywords(&e, &FallbackTokenizer);
         assert_eq!(k.len(), 3);

@@ -22,6 +22,14 @@ pub struct L2Entry {
     /// File paths the turn touched, if any (raise the entry's relevance when the new
     /// message names one of them).
     pub files: Vec<String>,
+    /// The turn it summarises (0 in entries written before they said): the history
+    /// shows only the entries of the branch shown.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub turn: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// The L2 ring of a session, oldest entry first.

@@ -26,9 +26,9 @@ pub struct TurnInput<'a> {
     pub cancel: &'a AtomicBool,
     /// Make the first model call use this tool (`evolve ask --tool NAME`).
     pub force_tool: Option<&'a str>,
-    /// The session's last turn, answered again by this one (regenerate, or its
-    /// question edited): the model's history leaves it out, and once this turn is
-    /// answered it is marked superseded (kept for the person).
+    /// A turn of the branch shown, answered again by this one (regenerate, or its
+    /// question edited): this turn is a new version of it, its history the turns
+    /// before it; the turns after it stay on their branch (kept for the person).
     pub replaces: Option<u64>,
     /// The message's images (data URLs or URLs, checked by [`crate::llm::image`]), sent
     /// as image parts with the question and kept with it in the session.

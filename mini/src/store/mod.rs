@@ -123,6 +123,15 @@ pub struct Session {
     /// kept for the person, left out of the model's history.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub superseded: Vec<u64>,
+    /// (turn, parent) of each turn stored since turns have versions: the turn it
+    /// follows on its branch (0: the session's first). A turn answered again gets the
+    /// parent of the turn it answers again (see [`evolve_core::history::Branches`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub parents: Vec<(u64, u64)>,
+    /// (parent, child): the version the person chose to show after a turn; the newest
+    /// is shown otherwise.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub shown: Vec<(u64, u64)>,
     /// The chat this session answers on a channel (`telegram:CHAT`), if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub channel: Option<String>,
@@ -136,6 +145,18 @@ pub struct Session {
     /// Put away by the person: listed apart, kept whole (nothing is deleted).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub archived: bool,
+}
+
+impl Session {
+    /// Its turns' versions and the branch shown.
+    pub fn branches(&self) -> evolve_core::history::Branches<'_> {
+        evolve_core::history::Branches {
+            turns: self.turns,
+            superseded: &self.superseded,
+            parents: &self.parents,
+            shown: &self.shown,
+        }
+    }
 }
 
 /// Who wrote a session's title.

@@ -10,7 +10,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use evolve_core::history::{L2Ring, Message, Role};
+use evolve_core::history::{self, L2Ring, Message, Role};
 use evolve_core::text::one_line;
 use evolve_core::Timestamp;
 use redb::{ReadableTable, WriteTransaction};
@@ -130,6 +130,8 @@ impl Store {
                 turns: 0,
                 messages: 0,
                 superseded: Vec::new(),
+                parents: Vec::new(),
+                shown: Vec::new(),
                 channel: None,
                 offered_tools: Vec::new(),
                 pinned: false,
@@ -291,8 +293,9 @@ impl Store {
     }
 
     /// A completed turn's messages and the session's new L2 ring, in one transaction
-    /// (one commit, one flush to disk, instead of two). `replaces`: the earlier turn this
-    /// one supersedes (see [`Session::superseded`]).
+    /// (one commit, one flush to disk, instead of two). The turn follows the last turn
+    /// shown, or, when it `replaces` an earlier turn, is a new version of that one
+    /// (the turns after it stay on their branch); either way it is shown.
     pub fn append_turn(
         &self,
         session: &str,
@@ -303,14 +306,14 @@ impl Store {
         replaces: Option<u64>,
     ) -> Result<(), StoreError> {
         self.write(|txn| {
+            let before = existing_session(txn, session)?;
+            let parent = before.branches().parent_of_new(replaces);
             append_in(txn, session, turn, messages, now, true)?;
-            if let Some(old) = replaces {
-                let mut record = existing_session(txn, session)?;
-                if !record.superseded.contains(&old) {
-                    record.superseded.push(old);
-                }
-                put_json(&mut txn.open_table(SESSIONS)?, "sessions", session, &record)?;
-            }
+            let mut record = existing_session(txn, session)?;
+            record.parents.retain(|(t, _)| *t != turn);
+            record.parents.push((turn, parent));
+            history::choose(&mut record.shown, parent, turn);
+            put_json(&mut txn.open_table(SESSIONS)?, "sessions", session, &record)?;
             let mut table = txn.open_table(L2)?;
             if ring.is_empty() {
                 table.remove(session)?;
@@ -318,6 +321,24 @@ impl Store {
                 put_json(&mut table, "l2", session, ring)?;
             }
             Ok(())
+        })
+    }
+
+    /// Shows `turn` instead of its other versions, and so the branch after it (the
+    /// turns shown after it last time). Returns the session.
+    pub fn show_turn(&self, session: &str, turn: u64) -> Result<Session, StoreError> {
+        self.write(|txn| {
+            let mut record = existing_session(txn, session)?;
+            if turn == 0 || turn > record.turns {
+                return Err(Fail::NotFound(format!(
+                    "session {session} has no turn {turn} (it has {})",
+                    record.turns
+                )));
+            }
+            let parent = record.branches().parent(turn);
+            history::choose(&mut record.shown, parent, turn);
+            put_json(&mut txn.open_table(SESSIONS)?, "sessions", session, &record)?;
+            Ok(record)
         })
     }
 

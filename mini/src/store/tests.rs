@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use evolve_core::history::{L2Entry, L2Ring, Message, ToolCall};
+use evolve_core::history::{L2Entry, L2Ring, Message, Role, ToolCall};
 use evolve_core::memory::{Category, Memory, MemoryConfig, Priority};
 use evolve_core::permission::{AuditEntry, Level, PendingCall};
 use evolve_core::text::FallbackTokenizer;
@@ -733,6 +733,7 @@ fn export_then_import_into_an_empty_store_reproduces_it() {
         assistant: "they say two lines".into(),
         thinking: "let me look".into(),
         files: vec!["notes.md".into()],
+        turn: 0,
     }]);
     source
         .set_l2(&s.id, &ring, Some("the user keeps notes"))
@@ -1496,4 +1497,71 @@ fn an_mcp_login_survives_reopening_whole_and_goes_with_its_server() {
     );
     assert!(store.remove_mcp_login("file-server").unwrap());
     assert!(!store.remove_mcp_login("file-server").unwrap());
+}
+
+/// The questions of the branch shown.
+fn shown_questions(store: &Store, sid: &str) -> Vec<String> {
+    let session = store.session(sid).unwrap();
+    let path = session.branches().shown_path();
+    store
+        .messages(sid, 0)
+        .unwrap()
+        .into_iter()
+        .filter(|m| path.contains(&m.turn) && m.message.role == Role::User)
+        .map(|m| m.message.content)
+        .collect()
+}
+
+#[test]
+fn a_turn_answered_again_is_a_version_and_the_choice_survives_reopening() {
+    let path = temp_path("versions");
+    let store = open(&path);
+    let sid = store.create_session("fruit", NOW).unwrap().id;
+    let turn = |n: u64, q: &str, replaces: Option<u64>| {
+        let msgs = [Message::user(q), Message::assistant(format!("about {q}"))];
+        store
+            .append_turn(&sid, n, &msgs, NOW, &L2Ring::new(), replaces)
+            .unwrap();
+    };
+    turn(1, "apples", None);
+    turn(2, "bananas", None);
+    turn(3, "plums", Some(1));
+    assert_eq!(shown_questions(&store, &sid), ["plums"]);
+    turn(4, "stones", None);
+    assert_eq!(shown_questions(&store, &sid), ["plums", "stones"]);
+    store.show_turn(&sid, 1).unwrap();
+    assert_eq!(shown_questions(&store, &sid), ["apples", "bananas"]);
+    drop(store);
+    let store = open(&path);
+    assert_eq!(shown_questions(&store, &sid), ["apples", "bananas"]);
+    let s = store.session(&sid).unwrap();
+    assert_eq!(s.branches().versions(1), [1, 3]);
+    assert!(
+        s.superseded.is_empty(),
+        "no turn is marked replaced any more"
+    );
+    assert!(store.show_turn(&sid, 9).is_err());
+}
+
+#[test]
+fn a_session_stored_before_versions_shows_the_replacement_as_the_last_version() {
+    let path = temp_path("versions-old");
+    let store = open(&path);
+    let sid = store.create_session("old", NOW).unwrap().id;
+    for (n, q) in [(1, "one"), (2, "two"), (3, "two again"), (4, "three")] {
+        let msgs = [Message::user(q), Message::assistant("ok")];
+        store
+            .append_turn(&sid, n, &msgs, NOW, &L2Ring::new(), None)
+            .unwrap();
+    }
+    // As an older build wrote it: no parents, turn 2 superseded by turn 3.
+    let mut old = store.session(&sid).unwrap();
+    old.parents.clear();
+    old.shown.clear();
+    old.superseded = vec![2];
+    let raw = serde_json::to_string(&old).unwrap();
+    assert!(!raw.contains("parents") && !raw.contains("shown"), "{raw}");
+    let back: Session = serde_json::from_str(&raw).unwrap();
+    assert_eq!(back.branches().shown_path(), [1, 3, 4]);
+    assert_eq!(back.branches().versions(3), [2, 3]);
 }

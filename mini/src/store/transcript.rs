@@ -130,9 +130,11 @@ fn unfinished(export: &SessionExport, i: usize) -> Option<String> {
     })
 }
 
-/// After a turn's number: that a later turn answered it again.
+/// After a turn's number: that it is not on the branch shown (a later turn answered
+/// it, or one before it, again).
 fn replaced(export: &SessionExport, turn: u64) -> &'static str {
-    if export.session.superseded.contains(&turn) {
+    let s = &export.session;
+    if turn <= s.turns && !s.branches().shown_path().contains(&turn) {
         ", answered again later"
     } else {
         ""
@@ -225,6 +227,8 @@ pub(crate) mod tests {
                 turns: 1,
                 messages: 4,
                 superseded: Vec::new(),
+                parents: Vec::new(),
+                shown: Vec::new(),
                 channel: None,
                 offered_tools: Vec::new(),
                 pinned: false,

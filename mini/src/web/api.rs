@@ -24,7 +24,7 @@ use super::profiles::{config, switch_profile};
 use super::search::search;
 use super::sessions::{
     answer, answer_elicitation, create_session, delete_session, export, export_print, messages,
-    patch_session, pending, rate_turn, session, sessions, turn,
+    patch_session, pending, rate_turn, session, sessions, show_version, turn,
 };
 use super::tools::{delete_skill, mcp, mcp_level, run_tool, skill, skills, tools};
 
@@ -75,6 +75,9 @@ static ROUTES: &[(&str, &str, Handler)] = &[
     }),
     ("GET", "/v1/sessions/{id}/turns/{n}", |s, _, p| {
         turn(s, p[0], p[1])
+    }),
+    ("PUT", "/v1/sessions/{id}/turns/{n}/shown", |s, r, p| {
+        show_version(s, r, p[0], p[1])
     }),
     ("PUT", "/v1/sessions/{id}/turns/{n}/rating", |s, r, p| {
         rate_turn(s, r, p[0], p[1])

@@ -76,10 +76,13 @@ pub(super) fn delete_session(state: &State, id: &str) -> Reply {
     Response::json(200, &json!({"deleted": true, "id": id}))
 }
 
-/// `GET /v1/sessions/{id}/messages`: the messages in order, each tool result with its
-/// call's record (`evolve_call`: level, decision, how it was answered, ran, error) so a
-/// reloaded page draws the same card as the live one; and which turns failed or were
-/// stopped (`failed`: turn → why) or replaced (`superseded`).
+/// `GET /v1/sessions/{id}/messages`: the messages of the branch shown, in order, each
+/// with its turn's `version` (from 1) and `versions` (how many the turn has: more than
+/// one after an edit or a regenerate), each tool result with its call's record
+/// (`evolve_call`: level, decision, how it was answered, ran, error) so a reloaded page
+/// draws the same card as the live one; and which turns failed or were stopped
+/// (`failed`: turn → why); `stored`: the messages of all branches. `superseded` stays
+/// empty (older clients read it).
 pub(super) fn messages(state: &State, id: &str) -> Reply {
     let rt_arc = state.rt();
     let store = &rt_arc.store;
@@ -135,9 +138,20 @@ pub(super) fn messages(state: &State, id: &str) -> Reply {
             }
         }
     }
+    let branches = session.branches();
+    let shown = branches.shown_path();
+    let versions: std::collections::HashMap<u64, (usize, usize)> = shown
+        .iter()
+        .map(|&t| {
+            let all = branches.versions(t);
+            let k = all.iter().position(|&v| v == t).map_or(1, |i| i + 1);
+            (t, (k, all.len()))
+        })
+        .collect();
     let data: Vec<Value> = export
         .messages
         .iter()
+        .filter(|m| versions.contains_key(&m.turn))
         .map(|m| {
             let mut v = serde_json::to_value(&m.message).unwrap_or_default();
             let call = m
@@ -149,6 +163,9 @@ pub(super) fn messages(state: &State, id: &str) -> Reply {
                 o.insert("seq".into(), json!(m.seq));
                 o.insert("turn".into(), json!(m.turn));
                 o.insert("at".into(), json!(m.at));
+                let (k, of) = versions.get(&m.turn).copied().unwrap_or((1, 1));
+                o.insert("version".into(), json!(k));
+                o.insert("versions".into(), json!(of));
                 if let Some(call) = call {
                     o.insert("evolve_call".into(), call);
                 }
@@ -161,7 +178,9 @@ pub(super) fn messages(state: &State, id: &str) -> Reply {
         &json!({
             "data": data,
             "failed": failed,
-            "superseded": session.superseded,
+            "superseded": [],
+            // Every branch's: what the session's `messages` counts.
+            "stored": export.messages.len(),
             "turns": turns,
         }),
     )
@@ -306,6 +325,54 @@ pub(super) const RATED_DOWN: &str = "rated not good by the person";
 /// grade of an answer. It is the turn's evaluation from then on (1 or 0: what reflection
 /// and the prompt's evolution read), and a 👍 on a turn that read nothing from outside
 /// (no tool call) teaches a style note, as a high evaluation does.
+/// `PUT /v1/sessions/{id}/turns/{n}/shown {"version": k}`: shows version k (from 1) of
+/// turn n (any of its versions' numbers) and the branch after it; the next turn's
+/// history follows it. 200 with the messages shown (as `GET …/messages`).
+pub(super) fn show_version(state: &State, req: &Request, id: &str, n: &str) -> Reply {
+    let Ok(n) = n.parse::<u64>() else {
+        return error(400, "the turn number must be a positive integer");
+    };
+    let b = field!(body(req));
+    let Some(k) = b.get("version").and_then(Value::as_u64) else {
+        return error(
+            400,
+            "send {\"version\": K}, K from 1 to the turn's versions",
+        );
+    };
+    if state.turns.lock().is_ok_and(|t| t.contains_key(id)) {
+        return error(
+            409,
+            format!("a turn is running in session {id}; wait for it or stop it first"),
+        );
+    }
+    let rt = state.rt();
+    let session = tri!(rt.store.session(id));
+    // A parked call's turn was built on the branch shown: it is settled first.
+    if matches!(tri!(rt.store.waiting(id)), crate::store::Waiting::Parked(_)) {
+        return error(
+            409,
+            "a tool call of this chat waits for an answer: answer it first",
+        );
+    }
+    if n == 0 || n > session.turns {
+        return error(404, format!("session {id} has no turn {n}"));
+    }
+    let versions = session.branches().versions(n);
+    let Some(&turn) = (k as usize).checked_sub(1).and_then(|i| versions.get(i)) else {
+        return error(
+            400,
+            format!(
+                "turn {n} has {} version(s): choose a version from 1 to {}",
+                versions.len(),
+                versions.len()
+            ),
+        );
+    };
+    tri!(rt.store.show_turn(id, turn));
+    drop(rt);
+    messages(state, id)
+}
+
 pub(super) fn rate_turn(state: &State, req: &Request, id: &str, n: &str) -> Reply {
     let Ok(n) = n.parse::<u64>() else {
         return error(400, "the turn number must be a positive integer");

@@ -1,7 +1,8 @@
 //! How a turn is closed and kept: a turn parked on the session for a person and
 //! settled by the session's next input (step 2), a turn that failed or was stopped,
 //! and a finished turn stored with the session's next L2 ring (step 10); and which
-//! turn a new input may answer again (`replaces`).
+//! turn a new input may answer again (`replaces`: any turn of the branch shown, which
+//! makes a new version of it).
 //!
 //! What it decides: the order of the writes (the history first: what the person saw
 //! is never lost) and what a closed turn's record says. What is kept of a turn and
@@ -157,8 +158,10 @@ impl Manager {
         let stored = self
             .next_l2(
                 sid,
-                history::l2_entry(turn.question(), &note, &keep, budget),
-                false,
+                L2Entry {
+                    turn: turn_no,
+                    ..history::l2_entry(turn.question(), &note, &keep, budget)
+                },
             )
             .and_then(|(ring, _)| Ok(store.append_turn(sid, turn_no, &keep, now, &ring, None)?));
         match stored {
@@ -204,41 +207,44 @@ impl Manager {
         let reply = msgs.last().map_or("", |m| m.content.as_str());
         let m = &rt.config.model;
         let budget = m.context_window.saturating_sub(m.reserved_output);
-        let entry = history::l2_entry(question, reply, msgs, budget);
-        let (ring, overflow) = self.next_l2(sid, entry, replaces.is_some())?;
+        let entry = L2Entry {
+            turn: turn_no,
+            ..history::l2_entry(question, reply, msgs, budget)
+        };
+        // A replaced turn's entry stays: its version can be shown again, and the
+        // history shows only the entries of the branch shown.
+        let (ring, overflow) = self.next_l2(sid, entry)?;
         rt.store
             .append_turn(sid, turn_no, msgs, now, &ring, replaces)?;
         Ok(overflow)
     }
 
     /// The session's L2 ring with the finished turn's `entry` added, and the overflow
-    /// to summarise (core's [`history::next_l2`]); `replacing`: the last entry is the
-    /// replaced turn's and leaves first.
+    /// to summarise (core's [`history::next_l2`]).
     pub(super) fn next_l2(
         &self,
         sid: &str,
         entry: L2Entry,
-        replacing: bool,
     ) -> Result<(L2Ring, Vec<L2Entry>), Error> {
         let rt = &*self.rt;
         let ring = rt.store.l2(sid)?;
         Ok(history::next_l2(
             ring,
             entry,
-            replacing,
+            false,
             &rt.config.core.history,
         ))
     }
 }
 
-/// A turn can replace only its session's last answered turn, once, with nothing
-/// waiting for a person.
+/// A new input can answer again any turn of the branch shown (a new version of it,
+/// the turns after it left on their branch), with nothing waiting for a person.
 pub fn check_replace(rt: &Runtime, session: &Session, created: bool, n: u64) -> Result<(), Error> {
-    let last = session.turns;
-    if created || n == 0 || n != last || session.superseded.contains(&n) {
+    let shown = session.branches().shown_path();
+    if created || !shown.contains(&n) {
         return Err(Error::Conflict(format!(
-            "only the last turn of a session can be answered again (turn {n} asked; the last \
-             is {last})"
+            "turn {n} is not shown in this session: only a shown turn can be answered again \
+             (shown: {shown:?}); reload the chat"
         )));
     }
     if matches!(rt.store.waiting(&session.id)?, Waiting::Parked(_)) {

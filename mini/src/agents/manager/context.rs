@@ -149,7 +149,7 @@ impl Manager {
         let lang = Lang::guess(query);
         let (recall, (skills_block, skills), loaded, tools) = std::thread::scope(|s| {
             let recall = s.spawn(|| {
-                let previous = previous_question(rt, sid, turn_no);
+                let previous = previous_question(rt, sid, replaces);
                 MemoryAgent.recall(rt, query, previous.as_deref(), now)
             });
             let skills = s.spawn(|| match_skills(rt, query, lang));
@@ -221,30 +221,35 @@ impl Manager {
         replaces: Option<u64>,
     ) -> Result<Loaded, Error> {
         let rt = &*self.rt;
-        let window = history::window(turn_no, L1_TURNS, L1_STEP);
-        // Superseded turns are left out (and have no ring entry); the turn this one
-        // replaces is left out too, its entry goes when this turn is stored.
+        // The branch shown before this turn (or, for a new version of an earlier
+        // turn, the turns before that one): turns of other branches are left out of
+        // L1 and L2 alike. The window counts positions on the branch.
         let session = rt.store.session(sid)?;
+        let branches = session.branches();
+        let path = branches.history_for(replaces);
+        let window = history::window(path.len() as u64 + 1, L1_TURNS, L1_STEP);
+        let first = history::l1_turns(window, &path)
+            .first()
+            .copied()
+            .unwrap_or(turn_no);
         let stored = rt
             .store
-            .messages(sid, window.first_turn)?
+            .messages(sid, first)?
             .into_iter()
             .map(|m| (m.turn, m.message))
             .collect();
         let ring = rt.store.l2(sid)?;
+        let tags: Vec<u64> = ring.entries().iter().map(|e| e.turn).collect();
+        let ring_turns = history::ring_turns(&tags, &branches);
         let Levels {
             l1,
             old_user_turns,
             l2_shown,
-        } = history::levels(
-            window,
-            turn_no,
-            stored,
-            ring.len(),
-            &session.superseded,
-            replaces,
-        );
-        let l2 = ring.entries()[..l2_shown].to_vec();
+        } = history::levels(window, &path, stored, &ring_turns);
+        let l2 = l2_shown
+            .into_iter()
+            .filter_map(|i| ring.entries().get(i).cloned())
+            .collect();
         let (l3, tool_chain) = rt.store.l3_and_tool_chain(sid)?;
         let tool_chain = tool_chain.filter(|_| rt.config.agent.tool_chain);
         let system = system_prompt(rt)?;
@@ -302,10 +307,12 @@ pub(super) fn system_prompt(rt: &Runtime) -> Result<String, Error> {
     Ok(system)
 }
 
-/// The user's question of the turn before `turn_no` in the session, if any (the
-/// context a follow-up question leans on). A store error only loses the context.
-fn previous_question(rt: &Runtime, sid: &str, turn_no: u64) -> Option<String> {
-    let before = turn_no.checked_sub(1).filter(|&t| t >= 1)?;
+/// The user's question of the turn before the new one on the branch shown (before
+/// the turn it `replaces`, for a new version), if any (the context a follow-up question
+/// leans on). A store error only loses the context.
+fn previous_question(rt: &Runtime, sid: &str, replaces: Option<u64>) -> Option<String> {
+    let session = rt.store.session(sid).ok()?;
+    let before = *session.branches().history_for(replaces).last()?;
     let messages = rt.store.messages(sid, before).ok()?;
     messages
         .into_iter()

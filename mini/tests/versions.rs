@@ -1,0 +1,321 @@
+//! Versions of a chat's turns through `evolve serve`: any question edited or answer
+//! regenerated makes a new version of that turn, the turns after it stay on the old
+//! branch, and the history the model sees follows the version shown
+//! (`PUT /v1/sessions/{id}/turns/{n}/shown`).
+
+mod support;
+
+use serde_json::{json, Value};
+use support::serve::{asking, chat_body, Server};
+use support::{tool_call, Reply, World};
+
+/// Asks `text` (in `sid`, answering turn `replaces` again when given); the model says
+/// `answer`. Returns the turn's number and the session.
+fn ask(
+    w: &World,
+    s: &Server,
+    sid: Option<&str>,
+    replaces: Option<u64>,
+    text: &str,
+    answer: &str,
+) -> (u64, String) {
+    w.fake.push(Reply::text(answer));
+    let mut extra = json!({});
+    if let Some(sid) = sid {
+        extra["session"] = json!(sid);
+    }
+    if let Some(n) = replaces {
+        extra["evolve_replace"] = json!(n);
+    }
+    let r = s.post("/v1/chat/completions", &chat_body(text, extra));
+    assert_eq!(r.status, 200, "{}", r.body);
+    let v = r.json();
+    (
+        v["evolve"]["turn"].as_u64().unwrap(),
+        v["evolve"]["session"].as_str().unwrap().to_string(),
+    )
+}
+
+/// The text of the last request to the main model.
+fn last_sent(w: &World) -> String {
+    support::all_text(&w.main_requests().pop().expect("a request to the model"))
+}
+
+/// (turn, version, versions, question) of each question shown.
+fn shown(s: &Server, sid: &str) -> Vec<(u64, u64, u64, String)> {
+    let m = s.get(&format!("/v1/sessions/{sid}/messages")).json();
+    questions(&m)
+}
+
+fn questions(m: &Value) -> Vec<(u64, u64, u64, String)> {
+    m["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|x| x["role"] == "user")
+        .map(|x| {
+            (
+                x["turn"].as_u64().unwrap(),
+                x["version"].as_u64().unwrap(),
+                x["versions"].as_u64().unwrap(),
+                x["content"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+fn show(s: &Server, sid: &str, turn: u64, version: Value) -> support::serve::Resp {
+    s.request(
+        "PUT",
+        &format!("/v1/sessions/{sid}/turns/{turn}/shown"),
+        &[("Content-Type", "application/json")],
+        &json!({ "version": version }).to_string(),
+    )
+}
+
+/// A three-turn chat about fruit: returns the session.
+fn three_turns(w: &World, s: &Server) -> String {
+    let (_, sid) = ask(w, s, None, None, "Tell me about apples.", "Apples are red.");
+    ask(
+        w,
+        s,
+        Some(&sid),
+        None,
+        "And bananas?",
+        "Bananas are yellow.",
+    );
+    ask(
+        w,
+        s,
+        Some(&sid),
+        None,
+        "And cherries?",
+        "Cherries are dark.",
+    );
+    sid
+}
+
+#[test]
+fn editing_the_first_question_starts_a_branch_the_model_follows_and_switching_back_restores_it() {
+    let w = World::new("versions-edit-first");
+    let s = Server::start(&w, &[]);
+    let sid = three_turns(&w, &s);
+
+    // Turn 1 edited: its new version sees nothing before it.
+    let (t4, _) = ask(
+        &w,
+        &s,
+        Some(&sid),
+        Some(1),
+        "Tell me about plums.",
+        "Plums are purple.",
+    );
+    assert_eq!(t4, 4);
+    let sent = last_sent(&w);
+    assert!(sent.contains("plums") && !sent.contains("apples"), "{sent}");
+    assert!(
+        !sent.contains("bananas") && !sent.contains("cherries"),
+        "{sent}"
+    );
+    // The page shows the new branch: one turn, version 2 of 2.
+    assert_eq!(
+        shown(&s, &sid),
+        vec![(4, 2, 2, "Tell me about plums.".into())]
+    );
+
+    // The next question's request holds the new turn 1, not the old turns 1–3.
+    ask(
+        &w,
+        &s,
+        Some(&sid),
+        None,
+        "And their stones?",
+        "Plum stones are hard.",
+    );
+    let sent = last_sent(&w);
+    assert!(
+        sent.contains("plums") && sent.contains("Plums are purple."),
+        "{sent}"
+    );
+    for old in [
+        "apples",
+        "Apples are red.",
+        "bananas",
+        "Bananas are yellow.",
+        "cherries",
+        "Cherries are dark.",
+    ] {
+        assert!(!sent.contains(old), "{old} sent on the new branch: {sent}");
+    }
+
+    // Back to version 1: the old branch is shown whole, and the model follows it.
+    let r = show(&s, &sid, 4, json!(1));
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(
+        questions(&r.json()),
+        vec![
+            (1, 1, 2, "Tell me about apples.".into()),
+            (2, 1, 1, "And bananas?".into()),
+            (3, 1, 1, "And cherries?".into()),
+        ]
+    );
+    ask(&w, &s, Some(&sid), None, "Which was sweetest?", "Cherries.");
+    let sent = last_sent(&w);
+    for old in [
+        "apples",
+        "Apples are red.",
+        "bananas",
+        "Bananas are yellow.",
+        "cherries",
+        "Cherries are dark.",
+    ] {
+        assert!(
+            sent.contains(old),
+            "{old} missing from the old branch: {sent}"
+        );
+    }
+    assert!(
+        !sent.contains("plums") && !sent.contains("stones"),
+        "{sent}"
+    );
+
+    // And to version 2 again: its branch with its own later turn.
+    let r = show(&s, &sid, 1, json!(2));
+    assert_eq!(r.status, 200, "{}", r.body);
+    let q: Vec<String> = questions(&r.json()).into_iter().map(|q| q.3).collect();
+    assert_eq!(q, ["Tell me about plums.", "And their stones?"]);
+}
+
+#[test]
+fn regenerating_a_middle_answer_keeps_the_turns_before_it_and_hides_the_ones_after() {
+    let w = World::new("versions-regen-middle");
+    let s = Server::start(&w, &[]);
+    let sid = three_turns(&w, &s);
+
+    // The answer of turn 2 again, same question.
+    ask(
+        &w,
+        &s,
+        Some(&sid),
+        Some(2),
+        "And bananas?",
+        "Bananas are long.",
+    );
+    let sent = last_sent(&w);
+    assert!(sent.contains("Apples are red."), "{sent}");
+    assert!(
+        !sent.contains("Bananas are yellow.") && !sent.contains("cherries"),
+        "{sent}"
+    );
+    assert_eq!(
+        shown(&s, &sid),
+        vec![
+            (1, 1, 1, "Tell me about apples.".into()),
+            (4, 2, 2, "And bananas?".into()),
+        ]
+    );
+    ask(&w, &s, Some(&sid), None, "Shape of grapes?", "Round.");
+    let sent = last_sent(&w);
+    assert!(
+        sent.contains("Bananas are long.") && sent.contains("Apples are red."),
+        "{sent}"
+    );
+    assert!(
+        !sent.contains("Bananas are yellow.") && !sent.contains("cherries"),
+        "{sent}"
+    );
+
+    // A turn of the hidden branch cannot be answered again until it is shown.
+    w.fake.push(Reply::text("unused"));
+    let r = s.post(
+        "/v1/chat/completions",
+        &chat_body(
+            "And cherries?",
+            json!({"session": sid, "evolve_replace": 3}),
+        ),
+    );
+    assert_eq!(r.status, 409, "{}", r.body);
+    assert!(r.body.contains("not shown"), "{}", r.body);
+}
+
+#[test]
+fn an_edit_on_a_branch_and_the_last_turn_again_make_versions_of_their_own_turn() {
+    let w = World::new("versions-nested");
+    let s = Server::start(&w, &[]);
+    let (_, sid) = ask(&w, &s, None, None, "Name a river.", "The Nile.");
+    ask(
+        &w,
+        &s,
+        Some(&sid),
+        None,
+        "How long is it?",
+        "About 6650 km.",
+    );
+    // The last turn answered again, twice: three versions of turn 2.
+    ask(
+        &w,
+        &s,
+        Some(&sid),
+        Some(2),
+        "How long is it?",
+        "Roughly 6650 kilometres.",
+    );
+    ask(
+        &w,
+        &s,
+        Some(&sid),
+        Some(3),
+        "How wide is it?",
+        "Up to 2.8 km.",
+    );
+    assert_eq!(
+        shown(&s, &sid),
+        vec![
+            (1, 1, 1, "Name a river.".into()),
+            (4, 3, 3, "How wide is it?".into()),
+        ]
+    );
+    // Version 2 of the second turn, chosen through any of its versions' numbers.
+    let r = show(&s, &sid, 4, json!(2));
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(questions(&r.json())[1], (3, 2, 3, "How long is it?".into()));
+    ask(&w, &s, Some(&sid), None, "In miles?", "About 4130 miles.");
+    let sent = last_sent(&w);
+    assert!(sent.contains("Roughly 6650 kilometres."), "{sent}");
+    assert!(
+        !sent.contains("About 6650 km.") && !sent.contains("wide"),
+        "{sent}"
+    );
+
+    // What the switch refuses, with a reason a client can act on.
+    let r = show(&s, &sid, 2, json!(4));
+    assert_eq!(r.status, 400, "{}", r.body);
+    assert!(r.body.contains("from 1 to 3"), "{}", r.body);
+    assert_eq!(show(&s, &sid, 2, json!("two")).status, 400);
+    assert_eq!(show(&s, &sid, 99, json!(1)).status, 404);
+    assert_eq!(show(&s, "snosuchsession", 1, json!(1)).status, 404);
+}
+
+#[test]
+fn another_version_is_not_shown_while_a_call_of_the_chat_waits_for_an_answer() {
+    let w = World::new("versions-waiting");
+    w.config("[agent]\nlearn = false\n");
+    let s = Server::start(&w, &[]);
+    let (_, sid) = ask(&w, &s, None, None, "Name a colour.", "Blue.");
+    ask(&w, &s, Some(&sid), Some(1), "Name a colour.", "Red.");
+    w.fake.push(tool_call(
+        "write_file",
+        r#"{"path":"c.txt","content":"red"}"#,
+    ));
+    let (_rx, asked_in, _call) = asking(&s, "Write it down.", json!({"session": sid}));
+    assert_eq!(asked_in, sid);
+    let r = show(&s, &sid, 2, json!(1));
+    assert_eq!(r.status, 409, "{}", r.body);
+    assert!(
+        r.body.contains("answer it first") || r.body.contains("running"),
+        "{}",
+        r.body
+    );
+    // Nothing changed: the chat still shows version 2.
+    assert_eq!(shown(&s, &sid)[0], (2, 2, 2, "Name a colour.".into()));
+}

@@ -61,8 +61,13 @@ const SERVER_TEXT = [
 ];
 
 /** A same-origin request; resolves to the JSON answer, rejects with the API's message. */
+// Requests are numbered: an answer to a request sent before the last one that found the
+// server gone does not say it is back (it left before the server went).
+let sent = 0, failedAt = 0;
+
 export async function req(method, path, body, signal) {
   let r;
+  const n = ++sent;
   try {
     const raw = body instanceof Blob; // a file's bytes as they are
     r = await fetch(path, {
@@ -74,9 +79,10 @@ export async function req(method, path, body, signal) {
     if (e.name === 'AbortError') throw e;
     // Not an error of this request: the server is gone (stopped, restarting). Said once,
     // in the page, with Retry (see `offline`), never as a toast per request.
+    failedAt = Math.max(failedAt, n);
     throw Object.assign(new Error(t('errNetwork', e.message)), { offline: true });
   }
-  offline(false);
+  if (n > failedAt) offline(false);
   if (r.status === 401) {
     location.href = '/login';
     throw new Error(t('errAuth'));

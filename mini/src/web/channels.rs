@@ -175,6 +175,22 @@ pub fn put(state: &State, req: &Request, name: &str) -> Reply {
             ("base_url", "base_url"),
         ],
     };
+    // Every field the API knows is text when sent, whichever platform it is for.
+    for f in [
+        "base_url",
+        "token",
+        "app_id",
+        "app_secret",
+        "client_id",
+        "client_secret",
+    ] {
+        if b.get(f).is_some_and(|v| !v.is_string()) {
+            return error(400, format!("`{f}` must be a string"));
+        }
+    }
+    // Whether the channel is configured now (a header in a comment or a value does not
+    // make a table).
+    let configured = !state.rt().config.channels.to_json()[name].is_null();
     let mut values = Vec::new();
     for (key, f) in pairs {
         match field(f) {
@@ -191,7 +207,7 @@ pub fn put(state: &State, req: &Request, name: &str) -> Reply {
             }
             text = set(&text, &table, key, Some(&Edit::Str(v)));
         }
-        if values.is_empty() && !text.contains(&format!("[channels.{name}]")) {
+        if values.is_empty() && !configured {
             text.push_str(&format!("\n[channels.{name}]\n"));
         }
         text

@@ -41,9 +41,12 @@ pub(super) fn session(state: &State, id: &str) -> Reply {
 /// `PATCH /v1/sessions/{id}`: a new title, pinned or not, archived or not — any of them.
 pub(super) fn patch_session(state: &State, req: &Request, id: &str) -> Reply {
     let b = field!(body(req));
+    if b.get("title").is_some_and(|v| !v.is_string()) {
+        return error(400, "`title` must be a string");
+    }
     let title = field!(opt_str(&b, "title"));
     let flag = |name: &str| match b.get(name) {
-        None | Some(Value::Null) => Ok(None),
+        None => Ok(None),
         Some(Value::Bool(v)) => Ok(Some(*v)),
         Some(_) => Err(error(400, format!("`{name}` must be true or false"))),
     };

@@ -370,6 +370,19 @@ fn the_channels_api_lists_writes_tests_pairs_and_never_returns_a_secret() {
     assert_eq!(mode & 0o777, 0o600);
     let wrong = s.request("PUT", "/v1/channels/dingtalk", &[], r#"{"kind":"feishu"}"#);
     assert_eq!(wrong.status, 400);
+    // A field of another platform is still text or nothing: refused, naming it.
+    for (bad, word) in [
+        (r#"{"kind":"dingtalk","app_id":{"x":1}}"#, "app_id"),
+        (r#"{"kind":"dingtalk","token":7}"#, "token"),
+        (
+            r#"{"kind":"dingtalk","client_secret":null}"#,
+            "client_secret",
+        ),
+    ] {
+        let r = s.request("PUT", "/v1/channels/dingtalk", &[], bad);
+        assert_eq!(r.status, 400, "{bad}");
+        assert!(r.body.contains(word), "{bad}: {}", r.body);
+    }
     assert_eq!(
         s.request("DELETE", "/v1/channels/dingtalk", &[], "").status,
         200
@@ -382,4 +395,21 @@ fn the_channels_api_lists_writes_tests_pairs_and_never_returns_a_secret() {
             .map(Vec::len),
         Some(1)
     );
+    // A table's header inside another setting's value is not the table: a channel put
+    // with nothing else set is still added and listed (it was a 500).
+    let odd = s.request(
+        "PUT",
+        "/v1/channels/dingtalk",
+        &[],
+        r#"{"kind":"dingtalk","client_id":"id [channels.telegram]"}"#,
+    );
+    assert_eq!(odd.status, 200, "{}", odd.body);
+    let bare = s.request(
+        "PUT",
+        "/v1/channels/telegram",
+        &[],
+        r#"{"kind":"telegram","token":"  ","base_url":""}"#,
+    );
+    assert_eq!(bare.status, 200, "{}", bare.body);
+    assert_eq!(bare.json()["secret_set"], false, "{}", bare.body);
 }

@@ -426,6 +426,8 @@ fn a_chat_is_pinned_archived_and_brought_back_by_patch_and_stays_so() {
         (json!({"archived": 1}), "archived"),
         (json!({}), "title"),
         (json!({"title": 5}), "title"),
+        (json!({"title": null, "pinned": true}), "title"),
+        (json!({"archived": null}), "archived"),
     ] {
         let (status, body) = patch(bad.clone());
         assert_eq!(status, 400, "{bad}: {body}");

@@ -4,24 +4,9 @@
 use evolve_core::provenance::Source;
 
 use super::driver::Driver;
+#[cfg(test)]
+use super::slash::command;
 use super::{key, Message};
-
-/// The pieces of a `/command@bot args` message.
-pub(super) fn command(text: &str) -> Option<(String, &str)> {
-    let rest = text.trim().strip_prefix('/')?;
-    let (head, args) = rest.split_once(char::is_whitespace).unwrap_or((rest, ""));
-    let name = head.split('@').next().unwrap_or("").to_ascii_lowercase();
-    let known = [
-        "new",
-        "stop",
-        "sessions",
-        "help",
-        "start",
-        "permissions",
-        "memory",
-    ];
-    known.contains(&name.as_str()).then(|| (name, args.trim()))
-}
 
 const HELP: &str = "I am your Evolve agent. Write to me as in `evolve chat`.\n\
     /new — start a new session\n\

@@ -8,9 +8,9 @@ use std::time::{Duration, Instant};
 use evolve_core::provenance::Source;
 use evolve_core::text::Lang;
 
-use super::commands::command;
-use super::pairing::{is_paired, Who};
-use super::turn::Inflight;
+use super::inflight::Inflight;
+use super::pairs::{is_paired, Who};
+use super::slash::command;
 use super::{
     format, key, set_status, Attachment, Channel, ChannelError, Event, Message, Press, Sent,
     MAX_BACKOFF, MIN_BACKOFF,

@@ -46,8 +46,11 @@ pub mod telegram;
 
 mod commands;
 mod driver;
+mod inflight;
 mod outbox;
 mod pairing;
+mod pairs;
+mod slash;
 mod turn;
 
 use std::sync::Arc;
@@ -60,7 +63,7 @@ use crate::clock::now;
 use crate::store::Store;
 
 pub use outbox::{enqueue, parse_target};
-pub use pairing::{pair, Code, Paired};
+pub use pairs::{pair, Code, Paired};
 
 /// A streamed answer's message is edited at most this often (Telegram allows about one
 /// edit per second per chat before it answers 429).

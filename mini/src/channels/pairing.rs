@@ -1,99 +1,10 @@
-//! Who may talk: pairing codes for strangers, the paired users and groups, and who a
-//! message is from ([`Who`]). A code is 8 characters without look-alikes, good for a
-//! day, the same one while it waits; `evolve channels pair CODE` (or the UI) approves it.
-
-use serde::{Deserialize, Serialize};
+//! The chat's side of pairing: a stranger is given a pairing code (the same one while it
+//! waits), and who a message is from is decided ([`Who`], kept in `pairs.rs`).
 
 use super::driver::Driver;
-use super::{key, Message};
+use super::pairs::{is_paired, new_code, Code, Who, CODE_LIFETIME_SECS};
+use super::Message;
 use crate::clock::now;
-use crate::store::{Store, StoreError};
-
-/// A pairing code is good for a day.
-const CODE_LIFETIME_SECS: i64 = 24 * 3600;
-
-/// A user or group allowed to talk, as the store keeps it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Paired {
-    /// `user` or `group`.
-    pub kind: String,
-    pub name: String,
-    pub at: i64,
-}
-
-/// A pairing code waiting for the owner.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Code {
-    pub channel: String,
-    pub kind: String,
-    pub id: String,
-    pub name: String,
-    pub at: i64,
-}
-
-/// Whether `id` (a user or a group) is paired on `channel`.
-pub fn is_paired(store: &Store, channel: &str, id: &str) -> Result<bool, StoreError> {
-    Ok(store
-        .channel_get::<Paired>(&key(channel, &format!("paired/{id}")))?
-        .is_some())
-}
-
-/// Approves the pairing code `code` (any case): its user or group may talk from now on.
-/// Returns the channel and what was paired.
-pub fn pair(store: &Store, code: &str) -> Result<(Code, Paired), String> {
-    let code = code.trim().to_ascii_uppercase();
-    let found = store
-        .channel_get::<Code>(&format!("codes/{code}"))
-        .map_err(|e| e.to_string())?;
-    let Some(c) = found else {
-        return Err(format!(
-            "no pairing code {code} is waiting — the code is the one the bot sent to the \
-             person who wants to talk to it (`evolve channels list` shows the waiting ones)"
-        ));
-    };
-    if now() - c.at > CODE_LIFETIME_SECS {
-        let _ = store.channel_remove(&format!("codes/{code}"));
-        return Err(format!(
-            "the pairing code {code} has expired (codes are good for a day) — ask them to \
-             write to the bot again for a new one"
-        ));
-    }
-    let paired = Paired {
-        kind: c.kind.clone(),
-        name: c.name.clone(),
-        at: now(),
-    };
-    store
-        .channel_put(&key(&c.channel, &format!("paired/{}", c.id)), &paired)
-        .map_err(|e| e.to_string())?;
-    let _ = store.channel_remove(&format!("codes/{code}"));
-    Ok((c, paired))
-}
-
-/// Who a message is from, for the agent.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Who {
-    /// The person: a paired user, or the owner.
-    Person,
-    /// A member of a paired group who is not paired: untrusted.
-    World,
-    /// Not paired: gets a pairing code.
-    Stranger,
-}
-
-/// A fresh pairing code: 8 characters without look-alikes (no 0/O, 1/I).
-fn new_code() -> Option<String> {
-    use ring::rand::SecureRandom;
-    const ALPHABET: &[u8; 32] = b"ABCDEFGHJKLMNPQRSTUVWXYZ23456789";
-    let mut bytes = [0u8; 8];
-    ring::rand::SystemRandom::new().fill(&mut bytes).ok()?;
-    Some(
-        bytes
-            .iter()
-            .map(|b| ALPHABET[usize::from(b % 32)] as char)
-            .collect(),
-    )
-}
 
 impl Driver {
     /// The code for a user or group, the same one while it waits.

@@ -10,11 +10,11 @@ use std::time::{Duration, Instant};
 use evolve_core::permission::{PendingCall, Policy};
 use evolve_core::provenance::Source;
 use evolve_core::text::Lang;
-use serde::{Deserialize, Serialize};
 
-use super::commands::command;
 use super::driver::Driver;
-use super::pairing::is_paired;
+use super::inflight::Inflight;
+use super::pairs::is_paired;
+use super::slash::command;
 use super::{
     format, key, Button, Channel, ChannelError, Event, Sent, BUSY_WAIT, EDIT_EVERY, MIN_BACKOFF,
     WATCH_EVERY,
@@ -22,19 +22,6 @@ use super::{
 use crate::agents::{Heard, Manager, TurnInput, TurnIo};
 use crate::llm::Delta;
 use crate::store::Store;
-
-/// An event whose turn has started and is not yet acknowledged.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
-pub(super) struct Inflight {
-    pub(super) seq: u64,
-    pub(super) chat: String,
-    pub(super) session: String,
-    /// The messages the answer is shown in so far.
-    pub(super) sent: Vec<Sent>,
-    /// The turn is stored: the answer to deliver (`None`: a question with buttons was
-    /// the last thing, already sent).
-    pub(super) done: Option<Option<String>>,
-}
 
 impl Driver {
     /// Runs a turn for event `seq` in the chat's session and delivers its answer; the

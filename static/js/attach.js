@@ -1,6 +1,6 @@
 // What goes with a question: pictures (scaled down to what the server takes) and other
 // files (uploaded into the workspace, named in the message).
-import { $, S, ask, guard, req, toast } from './api.js';
+import { $, S, ask, guard, req, toast } from './net.js';
 import { t } from './i18n.js';
 import { h } from './md.js';
 

@@ -1,6 +1,6 @@
 // The tool-call cards of an answer, the same live and after a reload: level, tool, what came
 // of it, progress of a running MCP tool, and the nested sub-turns of a `subtasks` call.
-import { ht, lvl, pretty } from './api.js';
+import { ht, lvl, pretty } from './net.js';
 import { I18N, t } from './i18n.js';
 import { h, md } from './md.js';
 

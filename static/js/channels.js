@@ -2,7 +2,7 @@
 // DingTalk) with their state, the people paired with each and the pairing codes waiting
 // for the owner's approval; a channel added, edited (secrets are written, never shown
 // back), tested or removed. A server built without channels answers 404: the page says so.
-import { $, api, ask, btn, enc, formGuard, guard, ht, toast } from './api.js';
+import { $, api, ask, btn, enc, formGuard, guard, ht, toast } from './net.js';
 import { I18N, t } from './i18n.js';
 import { h } from './md.js';
 

@@ -1,6 +1,6 @@
 // The conversation: messages, their actions (copy, edit, regenerate, 👍/👎), the stored
 // history drawn again, and sending a question with its answer streamed (SSE) as it comes.
-import { $, S, api, btn, enc, fmt, guard, ht, offline, req, toast, webText } from './api.js';
+import { $, S, api, btn, enc, fmt, guard, ht, offline, req, toast, webText } from './net.js';
 import { fold, progressCard, settleCard, subtaskEvent, toolCard } from './cards.js';
 import { t } from './i18n.js';
 import { setSession, setTitle } from './layout.js';

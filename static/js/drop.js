@@ -1,7 +1,7 @@
 // On the Tools and Settings pages: an `{"mcpServers": …}` JSON file (Claude Desktop, Cursor,
 // VS Code's "servers") adds its MCP servers; a config.toml sets the model settings of its
 // [model] table. Either way the page shows what would change and asks first.
-import { $, S, api, ask, guard, req, toast } from './api.js';
+import { $, S, api, ask, guard, req, toast } from './net.js';
 import { t } from './i18n.js';
 import { checkModel } from './model.js';
 

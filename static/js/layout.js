@@ -1,6 +1,6 @@
 // The page's frame: which view is shown (and reading its data), the title, the open chat
 // in the address, theme and accent, language, the keyboard shortcuts and the composer's hint.
-import { $, S, api, ask, enc, guard, offline, problem } from './api.js';
+import { $, S, api, ask, enc, guard, offline, problem } from './net.js';
 import { applyI18n, setLanguage, store, t } from './i18n.js';
 import { checkModel, renderModel } from './model.js';
 import { loadSessions, openSession, renderSessions } from './sessions.js';

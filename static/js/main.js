@@ -1,6 +1,6 @@
 // The entry module: wires every control of index.html to its handler and opens the chat
 // named in the address.
-import { $, S, ago, guard } from './api.js';
+import { $, S, ago, guard } from './net.js';
 import { attach, filesNote, renderAttachments } from './attach.js';
 import { send } from './chat.js';
 import { LANG, applyI18n, store, t } from './i18n.js';

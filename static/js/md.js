@@ -7,7 +7,7 @@
 // inline code, fenced code (highlighted, with a copy button), nested lists, tables,
 // blockquotes, rules, and math ($…$, $$…$$, \[…\]) as MathML. An unclosed fence
 // (mid-stream) renders as code.
-import { toast } from './api.js';
+import { toast } from './net.js';
 import { t } from './i18n.js';
 import { texToMathML } from './math.js';
 

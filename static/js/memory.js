@@ -1,5 +1,5 @@
 // The Memory page: memories (search, add, edit, pin, delete) and the style notes.
-import { $, ago, api, ask, btn, enc, formGuard, guard, ht, options, toast } from './api.js';
+import { $, ago, api, ask, btn, enc, formGuard, guard, ht, options, toast } from './net.js';
 import { t, tOr } from './i18n.js';
 import { h } from './md.js';
 

@@ -1,6 +1,6 @@
 // The header's profile picker and version, and whether the model server answers (the banner
 // above the chat).
-import { $, api, guard, offline, options, toast, webText } from './api.js';
+import { $, api, guard, offline, options, toast, webText } from './net.js';
 import { t } from './i18n.js';
 
 export async function loadConfig() {

@@ -1,6 +1,6 @@
 // Permission questions (L3 one click, L4 a second step with the exact arguments), MCP
 // elicitation forms, calls left waiting after a reload, and the chat's "always allowed" list.
-import { $, S, api, btn, enc, fmt, formGuard, guard, ht, lvl, pretty, toast } from './api.js';
+import { $, S, api, btn, enc, fmt, formGuard, guard, ht, lvl, pretty, toast } from './net.js';
 import { bubble, emptyState, send, userMsg } from './chat.js';
 import { t } from './i18n.js';
 import { h } from './md.js';

@@ -1,5 +1,5 @@
 // The Prompt page: system prompt versions, a new one saved, the model's proposal shown as a diff.
-import { $, api, btn, formGuard, guard, ht, toast } from './api.js';
+import { $, api, btn, formGuard, guard, ht, toast } from './net.js';
 import { t, tOr } from './i18n.js';
 import { h } from './md.js';
 

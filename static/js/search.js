@@ -1,5 +1,5 @@
 // Search (Ctrl+K) over chats, messages and memories.
-import { $, S, api, btn, enc, guard } from './api.js';
+import { $, S, api, btn, enc, guard } from './net.js';
 import { t } from './i18n.js';
 import { show } from './layout.js';
 import { h } from './md.js';

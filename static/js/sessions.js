@@ -1,6 +1,6 @@
 // The chat list in the sidebar (tasks' chats grouped; a chat still answering listed from
 // its question), rename and delete, and opening a chat (rejoining an answer still coming in).
-import { $, S, ago, api, ask, btn, enc, guard, ht, toast } from './api.js';
+import { $, S, ago, api, ask, btn, enc, guard, ht, toast } from './net.js';
 import { actions, busy, emptyState, renderHistory } from './chat.js';
 import { t } from './i18n.js';
 import { setSession, setTitle, show } from './layout.js';

@@ -2,7 +2,7 @@
 // main and cheap model from the server's list, context window), doctor's checks on what
 // is typed (Test, not saved), Save (PUT /v1/settings/model, then the banner's check
 // again) and the profile. Its strings are registered here.
-import { $, api, ask, btn, guard, ht, options, toast, webText } from './api.js';
+import { $, api, ask, btn, guard, ht, options, toast, webText } from './net.js';
 import { importDrops } from './drop.js';
 import { I18N, t, tOr } from './i18n.js';
 import { placeholder } from './layout.js';

@@ -1,5 +1,5 @@
 // The Skills page: the skills listed, a SKILL.md shown, edited or created.
-import { $, api, ask, btn, enc, formGuard, guard, ht, toast } from './api.js';
+import { $, api, ask, btn, enc, formGuard, guard, ht, toast } from './net.js';
 import { t } from './i18n.js';
 import { h, md } from './md.js';
 

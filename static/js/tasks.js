@@ -1,5 +1,5 @@
 // The Tasks page: scheduled questions (add, edit, pause, run history).
-import { $, api, ask, btn, enc, formGuard, guard, ht, toast } from './api.js';
+import { $, api, ask, btn, enc, formGuard, guard, ht, toast } from './net.js';
 import { fold } from './cards.js';
 import { LANG, t } from './i18n.js';
 import { show } from './layout.js';

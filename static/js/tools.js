@@ -1,6 +1,6 @@
 // The Tools page: every tool with its level and source, MCP servers (add, reconnect,
 // remove), and importing a dropped mcpServers JSON or config.toml.
-import { $, S, api, ask, btn, enc, formGuard, guard, ht, lvl, options, toast, webText } from './api.js';
+import { $, S, api, ask, btn, enc, formGuard, guard, ht, lvl, options, toast, webText } from './net.js';
 import { importDrops } from './drop.js';
 import { t, tOr } from './i18n.js';
 import { h } from './md.js';

@@ -1,6 +1,6 @@
 // The turn card under an answer: what the turn did (memories, skills, tools and how each
 // call was decided, evaluation, tokens, time), fetched when opened after a reload.
-import { api, btn, enc, fmt, lvl, pretty } from './api.js';
+import { api, btn, enc, fmt, lvl, pretty } from './net.js';
 import { answerText } from './cards.js';
 import { t, tOr } from './i18n.js';
 import { page, show } from './layout.js';

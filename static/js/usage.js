@@ -2,7 +2,7 @@
 // and money when prices are set), today against the daily budget, the last 14 days as
 // bars, and per chat and per scheduled task. A server without `/v1/usage` answers 404:
 // the page says so.
-import { $, api, btn } from './api.js';
+import { $, api, btn } from './net.js';
 import { I18N, LANG, t } from './i18n.js';
 import { h } from './md.js';
 import { openSession } from './sessions.js';

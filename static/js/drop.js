@@ -1,7 +1,7 @@
 // On the Tools and Settings pages: an `{"mcpServers": …}` JSON file (Claude Desktop, Cursor,
 // VS Code's "servers") adds its MCP servers; a config.toml sets the model settings of its
 // [model] table. Either way the page shows what would change and asks first.
-import { $, S, api, ask, guard, req, toast } from './net.js';
+import { $, api, ask, guard, req, toast } from './net.js';
 import { t } from './i18n.js';
 import { checkModel } from './model.js';
 
@@ -35,7 +35,6 @@ async function importMcp(name, doc) {
   }
   if (done.length) toast(t('importedMcp', done.join(', ')), 'ok');
   for (const f of failed) toast(f);
-  if (S.view === 'tools') await (await import('./tools.js')).loadTools();
 }
 
 async function importConfig(name, file) {
@@ -49,12 +48,11 @@ async function importConfig(name, file) {
   if (!await ask(t('importConfigAsk', name) + '\n\n' + lines.join('\n') + rest, { ok: t('importDo') })) return;
   await req('POST', '/v1/settings/model/import?apply=true', file);
   toast(t('importedConfig', name), 'ok');
-  if (S.view === 'settings') await (await import('./settings.js')).loadSettings();
   await checkModel();
 }
 
-/** Files dropped on a page that imports them. */
-export function importDrops(view) {
+/** Files dropped on a page that imports them; `reload` shows the page again after. */
+export function importDrops(view, reload) {
   const el = $(view);
   el.addEventListener('dragover', e => { if (e.dataTransfer.types.includes('Files')) { e.preventDefault(); el.classList.add('dropping'); } });
   el.addEventListener('dragleave', e => { if (!el.contains(e.relatedTarget)) el.classList.remove('dropping'); });
@@ -62,6 +60,9 @@ export function importDrops(view) {
     if (!e.dataTransfer.files.length) return;
     e.preventDefault();
     el.classList.remove('dropping');
-    guard(async () => { for (const f of e.dataTransfer.files) await importFile(f); })();
+    guard(async () => {
+      for (const f of e.dataTransfer.files) await importFile(f);
+      if (reload) await reload();
+    })();
   });
 }

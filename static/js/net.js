@@ -3,7 +3,6 @@
 // "cannot reach Evolve" notice, toasts, `guard`/`formGuard` (a failure is always shown),
 // and small DOM helpers (`ht`, `btn`, the in-page `ask` dialog, the level badge).
 import { LANG, t } from './i18n.js';
-import { h } from './md.js';
 
 export const $ = s => document.querySelector(s);
 export const enc = encodeURIComponent;
@@ -213,4 +212,12 @@ export function options(sel, values, label, value, dflt) {
 
 export function pretty(args) {
   try { return JSON.stringify(JSON.parse(args), null, 2); } catch { return fmt(args); }
+}
+
+/** An element with an optional class and text. */
+export function h(tag, cls, text) {
+  const e = document.createElement(tag);
+  if (cls) e.className = cls;
+  if (text != null) e.textContent = text;
+  return e;
 }

@@ -244,4 +244,4 @@ async function setProfile() {
 
 // Drawn again in the other language; a config.toml dropped on the page is imported.
 document.addEventListener('evolve:lang', renderSettings);
-importDrops('#view-settings');
+importDrops('#view-settings', loadSettings);

@@ -158,4 +158,4 @@ function mcpKind() {
 // The page's fixed controls (index.html), wired when the page is first shown.
 $('#mcp-form').onsubmit = addMcp;
 $('#mcp-kind').onchange = mcpKind;
-importDrops('#view-tools');
+importDrops('#view-tools', loadTools);

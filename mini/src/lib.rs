@@ -30,9 +30,6 @@ pub mod text;
 mod tls;
 mod tools;
 mod web;
-// The long connections of the Feishu/Lark and DingTalk channels run over it; until those
-// land, only its tests use it.
-#[allow(dead_code)]
 mod ws;
 mod zone;
 

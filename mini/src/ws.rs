@@ -81,7 +81,7 @@ pub enum WsError {
 }
 
 impl WsError {
-    /// A read that timed out: nothing arrived, the connection is fine (send a ping).
+    /// A read that timed out: nothing arrived, the connection is fine.
     pub fn is_timeout(&self) -> bool {
         matches!(self, WsError::Io(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut))
     }
@@ -459,15 +459,6 @@ impl WebSocket {
     /// Sends a binary message.
     pub fn send_binary(&mut self, data: &[u8]) -> Result<(), WsError> {
         self.send(OP_BINARY, data)
-    }
-
-    /// Sends a ping (its pong is skipped by [`WebSocket::read`]): the keep-alive of a
-    /// connection that would otherwise be idle.
-    pub fn ping(&mut self, data: &[u8]) -> Result<(), WsError> {
-        if data.len() > 125 {
-            return Err(WsError::Protocol("a ping carries at most 125 bytes".into()));
-        }
-        self.send(OP_PING, data)
     }
 
     /// Closes with status 1000 and ends the connection (the server's answer is not

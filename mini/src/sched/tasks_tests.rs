@@ -1,4 +1,5 @@
 use super::*;
+use crate::cancel::Cancel;
 use crate::sched::daily::{job_due, DailyJob};
 use crate::sched::show::{next_run, rfc3339};
 use evolve_core::sched::{FixedOffset, Utc};
@@ -74,7 +75,7 @@ fn the_loop_sleeps_until_the_next_due_time_within_bounds() {
     }
 }
 
-fn nothing(_: &Runtime, _: Timestamp, _: &AtomicBool) {}
+fn nothing(_: &Runtime, _: Timestamp, _: &Cancel) {}
 
 #[test]
 fn a_daily_job_runs_once_a_day_and_once_after_downtime() {
@@ -150,10 +151,7 @@ fn the_scheduler_claims_a_task_once_until_the_run_ends() {
     assert!(s.is_running(3));
     assert!(s.claim(4).is_some());
     s.stop();
-    assert!(
-        claim.cancel.load(Ordering::SeqCst),
-        "stopping cancels the run"
-    );
+    assert!(claim.cancel.is_cancelled(), "stopping cancels the run");
     drop(claim);
     assert!(!s.is_running(3));
     assert!(s.wait_idle(Duration::from_secs(1)));

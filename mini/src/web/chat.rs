@@ -16,7 +16,6 @@
 //! call that needs a person is announced as an `evolve.permission` event and the turn
 //! waits for `POST /v1/sessions/{id}/pending/{call}`.
 
-use std::sync::atomic::AtomicBool;
 use std::sync::mpsc::{self};
 use std::sync::{Arc, PoisonError};
 use std::time::{Duration, Instant};
@@ -30,6 +29,7 @@ use super::turn_io::{data, event, pieces, ChunkShape, WebIo};
 use super::waiting::pending_json;
 use super::{error, State};
 use crate::agents::{Refused, TurnInput, TurnRecord};
+use crate::cancel::Cancel;
 use crate::clock::now;
 use crate::error::Error;
 
@@ -245,7 +245,7 @@ pub fn answer_parked(state: &Arc<State>, sid: &str, call: &str, answer: &str) ->
         }
         Err(e) => return error(500, format!("the store failed: {e}")),
     };
-    let cancel = Arc::new(AtomicBool::new(false));
+    let cancel = Arc::new(Cancel::new());
     {
         let mut turns = state.turns.lock().unwrap_or_else(PoisonError::into_inner);
         if turns.contains_key(sid) {
@@ -383,7 +383,7 @@ pub fn completions(state: &Arc<State>, req: &Request) -> Response<'static> {
             Err(e) => return super::request::store_error(e),
         },
     };
-    let cancel = Arc::new(AtomicBool::new(false));
+    let cancel = Arc::new(Cancel::new());
     // A turn of this session that waits for a person is parked, so that this message
     // settles its call (ARCHITECTURE.md § The turn, step 2).
     if state.approvals.release_session(&sid) {
@@ -557,7 +557,7 @@ fn run_turn(
     state: &State,
     chat: &ChatRequest,
     sid: &str,
-    cancel: &AtomicBool,
+    cancel: &Cancel,
     io: &mut WebIo<'_, '_, '_>,
 ) -> Result<(TurnRecord, mpsc::Receiver<crate::agents::PostTurn>), Error> {
     let rt_arc = state.rt();
@@ -591,7 +591,7 @@ fn stream_turn(
     created: bool,
     id: &str,
     created_at: i64,
-    cancel: &AtomicBool,
+    cancel: &Cancel,
     out: &mut Stream<'_>,
     busy: Busy,
 ) {

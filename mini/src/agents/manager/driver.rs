@@ -9,7 +9,6 @@
 //! turn's messages, and what the shell knows of each call before its check (cut,
 //! unknown, unreadable). The rules of the turn itself are core's.
 
-use std::sync::atomic::Ordering;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -161,7 +160,7 @@ impl Manager {
             );
             match action {
                 Action::CallModel(step) => {
-                    if input.cancel.load(Ordering::Relaxed) {
+                    if input.cancel.is_cancelled() {
                         return Err(Error::Model(crate::llm::LlmError::Cancelled));
                     }
                     // An MCP server that changed its tools during the last step is

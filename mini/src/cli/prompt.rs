@@ -229,7 +229,7 @@ fn evolve(profile: &Option<String>) -> Result<(), Error> {
         true,
     )
     .map_err(|e| match e {
-        EvolveError::Model(e) => Error::Model(e),
+        EvolveError::Model(e) => Error::from(e),
         EvolveError::Store(e) => Error::Store(e),
         other => Error::Other(other.to_string()),
     })?;

@@ -436,10 +436,12 @@ fn judge(
                 Error::Model(_) => RunStatus::ModelError,
                 _ => RunStatus::Error,
             };
-            let message = if cancelled {
-                format!("cancelled: evolve serve stopped during the run ({e})")
-            } else {
-                e.to_string()
+            let message = match &e {
+                // The run's cancel: `evolve serve` stopped (a deleted task's run is not
+                // recorded).
+                Error::Cancelled => Error::ServeStopped.to_string(),
+                _ if cancelled => format!("cancelled: evolve serve stopped during the run ({e})"),
+                _ => e.to_string(),
             };
             (
                 ended(status, String::new(), Some(message), None),

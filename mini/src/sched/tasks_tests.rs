@@ -167,3 +167,46 @@ fn a_task_whose_start_failed_is_left_alone_until_the_retry_time() {
     assert_eq!(s.held_until(7, 1_000 + RETRY_AFTER), None, "released");
     assert!(s.held.lock().unwrap().is_empty(), "and forgotten");
 }
+
+#[test]
+fn a_run_cancelled_by_serve_stopping_is_an_error_that_says_so_not_a_model_error() {
+    let protocol = || {
+        Error::from(crate::llm::LlmError::Protocol {
+            url: "http://127.0.0.1:1/v1".into(),
+            detail: "not JSON".into(),
+        })
+    };
+    let cases: [(Error, bool, RunStatus, &str); 4] = [
+        (
+            Error::from(crate::llm::LlmError::Cancelled),
+            true,
+            RunStatus::Error,
+            "cancelled: evolve serve stopped during the run",
+        ),
+        (
+            Error::Cancelled,
+            true,
+            RunStatus::Error,
+            "cancelled: evolve serve stopped during the run",
+        ),
+        (
+            protocol(),
+            true,
+            RunStatus::Error,
+            "cancelled: evolve serve stopped during the run (unexpected answer",
+        ),
+        (
+            protocol(),
+            false,
+            RunStatus::ModelError,
+            "unexpected answer",
+        ),
+    ];
+    for (error, cancelled, status, said) in cases {
+        let (end, reply, _) = judge(Err(error), "s", cancelled);
+        assert_eq!(end.status, status);
+        let message = end.error.unwrap_or_default();
+        assert!(message.starts_with(said), "{message}");
+        assert!(reply.is_empty());
+    }
+}

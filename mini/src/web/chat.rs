@@ -542,6 +542,9 @@ pub(super) fn turn_error(e: &Error) -> (u16, Value) {
         Error::Model(m) if m.is_configuration() => (502, "model_configuration"),
         Error::Model(m) if m.is_unreachable() => (502, "model_unreachable"),
         Error::Model(_) => (502, "model_error"),
+        // The client went away or the server is stopping: whoever still reads this is
+        // told the service stopped the turn, not that the model failed.
+        Error::Cancelled => (503, "cancelled"),
         Error::Usage(_) | Error::Invalid { .. } => (400, "invalid_request"),
         Error::Conflict(_) => (409, "conflict"),
         Error::Budget(_) => (429, "budget_spent"),
@@ -668,6 +671,22 @@ fn stream_turn(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_cancelled_turn_is_not_answered_as_a_model_error() {
+        let (status, body) = turn_error(&Error::Cancelled);
+        assert_eq!(status, 503);
+        assert_eq!(body["error"]["code"], "cancelled", "{body}");
+        let from_model = Error::from(crate::llm::LlmError::Cancelled);
+        assert_eq!(turn_error(&from_model).0, 503);
+        let failed = Error::from(crate::llm::LlmError::Protocol {
+            url: "http://127.0.0.1:1/v1".into(),
+            detail: "not JSON".into(),
+        });
+        let (status, body) = turn_error(&failed);
+        assert_eq!(status, 502);
+        assert_eq!(body["error"]["code"], "model_error", "{body}");
+    }
 
     #[test]
     fn the_waiting_note_names_each_call_and_the_session() {

@@ -117,7 +117,7 @@ pub fn evolve(state: &State, req: &Request) -> Reply {
         Err(EvolveError::NothingLearned) => error(409, EvolveError::NothingLearned.to_string()),
         Err(e @ EvolveError::Refused(_)) => error(422, e.to_string()),
         Err(EvolveError::Model(e)) => {
-            let (status, body) = super::chat::turn_error(&Error::Model(e));
+            let (status, body) = super::chat::turn_error(&Error::from(e));
             Response::json(status, &body)
         }
         Err(EvolveError::Store(e)) => store_error(e),

@@ -161,7 +161,7 @@ impl Manager {
             match action {
                 Action::CallModel(step) => {
                     if input.cancel.is_cancelled() {
-                        return Err(Error::Model(crate::llm::LlmError::Cancelled));
+                        return Err(Error::Cancelled);
                     }
                     // An MCP server that changed its tools during the last step is
                     // listed again: the model sees the new list now.

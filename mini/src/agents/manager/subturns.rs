@@ -189,7 +189,7 @@ impl Manager {
             None => (String::new(), Vec::new(), 0, false),
         };
         let failed = match result {
-            Err(Error::Model(crate::llm::LlmError::Cancelled)) => Some("stopped".to_string()),
+            Err(Error::Cancelled) => Some("stopped".to_string()),
             Err(e) => Some(e.to_string()),
             Ok(()) if reply.trim().is_empty() => Some("it gave no answer".to_string()),
             Ok(()) => None,

@@ -14,12 +14,12 @@
 //! answered once, with its id, in well-formed JSON-RPC.
 #![no_main]
 
-use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex, Once};
 use std::time::Duration;
 
 use evolve_mini::jsonrpc::{Failure, Link, Outgoing, Peer};
 use evolve_mini::lines::LineGuard;
+use evolve_mini::Cancel;
 use libfuzzer_sys::fuzz_target;
 use serde_json::Value;
 
@@ -94,7 +94,7 @@ fuzz_target!(|data: &[u8]| {
         ..Server::default()
     });
     let peer = Peer::new("fuzz", server.clone(), vec!["/tmp/a b".into()]);
-    let cancel = AtomicBool::new(false);
+    let cancel = Cancel::new();
     let answer = peer.request("tools/list", None, Duration::from_secs(600), &cancel);
     assert!(
         !matches!(answer, Err(Failure::Timeout | Failure::Cancelled)),

@@ -59,9 +59,15 @@ pub enum Error {
     /// The store cannot be opened, read or written.
     #[error("{0}")]
     Store(#[from] crate::store::StoreError),
-    /// The model failed; exit code 3 when it could not be reached or kept failing.
+    /// The model failed; exit code 3 when it could not be reached or kept failing. A
+    /// cancelled request is [`Error::Cancelled`] instead (the `From` below).
     #[error("{0}")]
-    Model(#[from] crate::llm::LlmError),
+    Model(#[source] crate::llm::LlmError),
+    /// The work was cancelled before it finished: a person's Ctrl-C or Stop, a client
+    /// that went away, `evolve serve` stopping. Not a failure: a stopped answer is kept
+    /// as stopped, and the command exits 130 like any program stopped by Ctrl-C.
+    #[error("cancelled before it finished")]
+    Cancelled,
     /// A headless run needed a tool call that requires a person (exit code 4). The
     /// answer so far has been printed; the message lists what was refused.
     #[error("{0}")]
@@ -170,9 +176,21 @@ pub enum LendError {
     Refused { status: u16, message: String },
 }
 
+impl From<crate::llm::LlmError> for Error {
+    /// A model error, except a cancelled request: that one is the person's (or the
+    /// server's) cancel, which callers tell apart from a failing model.
+    fn from(e: crate::llm::LlmError) -> Error {
+        match e {
+            crate::llm::LlmError::Cancelled => Error::Cancelled,
+            e => Error::Model(e),
+        }
+    }
+}
+
 impl Error {
     /// The process exit code for this error: 2 = usage or configuration error, 3 = the
-    /// model could not be reached, 4 = a call needed a person, 1 = anything else.
+    /// model could not be reached, 4 = a call needed a person, 130 = cancelled (Ctrl-C),
+    /// 1 = anything else.
     pub fn exit_code(&self) -> u8 {
         match self {
             Error::Usage(_) | Error::Invalid { .. } => 2,
@@ -180,6 +198,7 @@ impl Error {
             Error::Model(e) if e.is_configuration() => 2,
             Error::Model(e) if e.is_unreachable() => 3,
             Error::NeedsPerson(_) => 4,
+            Error::Cancelled => 130,
             Error::Remote(code, _) => *code,
             Error::Read { .. }
             | Error::Write { .. }
@@ -225,5 +244,46 @@ mod tests {
             Some("no memory #3")
         );
         assert!(Error::Usage("bad".into()).source().is_none());
+    }
+
+    #[test]
+    fn a_cancelled_model_request_is_a_cancel_not_a_model_failure() {
+        use crate::llm::LlmError;
+        let cancel = Error::from(LlmError::Cancelled);
+        assert!(matches!(cancel, Error::Cancelled), "{cancel:?}");
+        assert_eq!(cancel.exit_code(), 130);
+        let cases = [
+            (
+                LlmError::Timeout {
+                    url: "http://127.0.0.1:1/v1".into(),
+                    phase: "connect",
+                },
+                3,
+            ),
+            (
+                LlmError::Status {
+                    url: "http://127.0.0.1:1/v1".into(),
+                    status: 401,
+                    message: String::new(),
+                    hint: String::new(),
+                },
+                2,
+            ),
+            (
+                LlmError::Protocol {
+                    url: "http://127.0.0.1:1/v1".into(),
+                    detail: "not JSON".into(),
+                },
+                1,
+            ),
+        ];
+        for (e, code) in cases {
+            let said = e.to_string();
+            let e = Error::from(e);
+            assert!(matches!(e, Error::Model(_)), "{e:?}");
+            assert_eq!(e.exit_code(), code, "{e}");
+            assert_eq!(e.to_string(), said);
+            assert!(e.source().is_some());
+        }
     }
 }

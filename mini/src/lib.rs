@@ -8,6 +8,7 @@
 //! reports what nothing uses.
 
 mod agents;
+mod cancel;
 mod channels;
 mod cli;
 mod clock;
@@ -33,8 +34,9 @@ mod web;
 mod ws;
 mod zone;
 
-// What the fuzz targets read: a model's event stream, an MCP server's stdout, a
-// `config.toml`.
+// What the fuzz targets read: a model's event stream, an MCP server's stdout (and the
+// cancel its requests take), a `config.toml`.
+pub use cancel::Cancel;
 pub use config::file as config_file;
 pub use llm::sse;
 pub use mcp::{jsonrpc, lines};

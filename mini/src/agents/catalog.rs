@@ -8,11 +8,10 @@
 //! listed is left out of the turn (its problem is logged and kept in `problems`); the
 //! rest of the turn goes on.
 
-use std::sync::atomic::AtomicBool;
-
 use evolve_core::permission::ToolClass;
 
 use super::Runtime;
+use crate::cancel::Cancel;
 use crate::llm::ToolSpec;
 use crate::mcp::{McpTool, ServerSpec};
 
@@ -48,7 +47,7 @@ impl Catalog {
     /// The tools of every enabled server: the live list when the server is connected, else
     /// the store's cached list, else the server is started and listed (and the list
     /// cached). New or changed tools are classified.
-    pub fn prepare(rt: &Runtime, cancel: &AtomicBool) -> Catalog {
+    pub fn prepare(rt: &Runtime, cancel: &Cancel) -> Catalog {
         let mut catalog = Catalog::default();
         for spec in rt.mcp.specs().iter().filter(|s| !s.disabled) {
             match tools_of(rt, spec, cancel) {
@@ -62,7 +61,7 @@ impl Catalog {
         catalog
     }
 
-    fn add(&mut self, rt: &Runtime, spec: &ServerSpec, tools: Vec<McpTool>, cancel: &AtomicBool) {
+    fn add(&mut self, rt: &Runtime, spec: &ServerSpec, tools: Vec<McpTool>, cancel: &Cancel) {
         let names = offered(spec, &tools);
         let (offered, names): (Vec<McpTool>, Vec<String>) = tools
             .into_iter()
@@ -164,7 +163,7 @@ fn schema(text: &str) -> serde_json::Value {
 
 /// A server's tools (see the module doc for where they come from). A list fetched from
 /// the server replaces the cached one when it differs.
-fn tools_of(rt: &Runtime, spec: &ServerSpec, cancel: &AtomicBool) -> Result<Vec<McpTool>, String> {
+fn tools_of(rt: &Runtime, spec: &ServerSpec, cancel: &Cancel) -> Result<Vec<McpTool>, String> {
     let cached = rt.store.mcp_tools(&spec.name).unwrap_or_else(|e| {
         log::warn!(
             "the cached tool list of MCP server {:?} cannot be read: {e}",

@@ -2,18 +2,19 @@
 //! `serve` registers each turn so a chat in the same session waits and stopping cancels
 //! it; the scheduler's loop and the chat channels reach the current manager through it.
 
-use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 use super::Manager;
+
+use crate::cancel::Cancel;
 
 /// What the interface around a run does: `serve` registers the turn with its other
 /// turns (so a chat in the same session waits, and stopping cancels it); the command
 /// line does nothing.
 pub trait TurnGate {
-    /// Claims the session for the run's turn with its cancel flag; false when another
+    /// Claims the session for the run's turn with its cancel; false when another
     /// turn runs in it.
-    fn begin(&self, session: &str, cancel: &Arc<AtomicBool>) -> bool;
+    fn begin(&self, session: &str, cancel: &Arc<Cancel>) -> bool;
     /// The turn ended.
     fn end(&self, session: &str);
 }
@@ -22,7 +23,7 @@ pub trait TurnGate {
 pub struct NoGate;
 
 impl TurnGate for NoGate {
-    fn begin(&self, _session: &str, _cancel: &Arc<AtomicBool>) -> bool {
+    fn begin(&self, _session: &str, _cancel: &Arc<Cancel>) -> bool {
         true
     }
     fn end(&self, _session: &str) {}

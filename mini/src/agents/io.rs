@@ -2,13 +2,12 @@
 //! chat, a scheduled task): the input of a turn, the events it reports while it runs,
 //! and the questions it puts to a person.
 
-use std::sync::atomic::AtomicBool;
-
 use evolve_core::permission::{Level, PendingCall, Policy};
 use evolve_core::text::{clip_chars, Lang};
 use serde_json::{json, Value};
 
 use super::record::{SubtaskRun, ToolRun, SUBTASK_REPLY_CHARS};
+use crate::cancel::Cancel;
 use crate::llm::Delta;
 use crate::mcp::elicit::{ElicitReply, Elicitation};
 
@@ -23,7 +22,7 @@ pub struct TurnInput<'a> {
     /// Stream the answer through [`TurnIo::on_delta`].
     pub stream: bool,
     /// Set (e.g. by Ctrl-C) to stop the answer.
-    pub cancel: &'a AtomicBool,
+    pub cancel: &'a Cancel,
     /// Make the first model call use this tool (`evolve ask --tool NAME`).
     pub force_tool: Option<&'a str>,
     /// A turn of the branch shown, answered again by this one (regenerate, or its

@@ -41,8 +41,6 @@
 //! is out of line, merges run to a fixed point, and the last summary's time bounds the
 //! next clustering. Summaries are never merged or summarised again.
 
-use std::sync::atomic::{AtomicBool, Ordering};
-
 use evolve_core::json::{extract, Value};
 use evolve_core::memory::{
     self, Category, Memory, MemoryConfig, MemoryId, Priority, Proposal, RejectReason,
@@ -54,6 +52,7 @@ use serde::Serialize;
 use super::memory::cheap_call;
 use super::prompts;
 use super::runtime::Runtime;
+use crate::cancel::Cancel;
 use crate::llm::Usage;
 use crate::store::Saved;
 
@@ -175,13 +174,13 @@ impl MaintainReport {
 
 /// The daily job of `evolve serve` and the whole of `evolve memory maintain`: runs
 /// every step against the store and writes the changes.
-pub fn maintain(rt: &Runtime, now: Timestamp, cancel: &AtomicBool) -> MaintainReport {
+pub fn maintain(rt: &Runtime, now: Timestamp, cancel: &Cancel) -> MaintainReport {
     run(rt, now, false, cancel)
 }
 
 /// [`maintain`], or with `dry_run` the same decisions without a single write (the model
 /// is still asked, so the report shows what it would propose).
-pub fn run(rt: &Runtime, now: Timestamp, dry_run: bool, cancel: &AtomicBool) -> MaintainReport {
+pub fn run(rt: &Runtime, now: Timestamp, dry_run: bool, cancel: &Cancel) -> MaintainReport {
     let cfg = &rt.config.core.memory;
     let mut report = MaintainReport {
         dry_run,
@@ -212,7 +211,7 @@ pub fn run(rt: &Runtime, now: Timestamp, dry_run: bool, cancel: &AtomicBool) -> 
     };
     run.report.memories_before = run.mems.len();
     for step in STEPS {
-        if cancel.load(Ordering::Relaxed) {
+        if cancel.is_cancelled() {
             run.report
                 .problems
                 .push(format!("cancelled before the {step} step"));
@@ -458,7 +457,7 @@ impl Run<'_> {
 
     /// Embeds the live memories that have no embedding yet, when an embedding model is
     /// configured, in batches; a failure is noted and leaves the rest to keywords.
-    fn embed_missing(&mut self, now: Timestamp, cancel: &AtomicBool) -> Step {
+    fn embed_missing(&mut self, now: Timestamp, cancel: &Cancel) -> Step {
         let cfg = self.cfg().clone();
         // The model the embeddings are stored under (the client itself says whether
         // one is configured: `embed` answers `None` when not).
@@ -502,7 +501,7 @@ impl Run<'_> {
         changed
     }
 
-    fn duplicates(&mut self, now: Timestamp, cancel: &AtomicBool) -> Step {
+    fn duplicates(&mut self, now: Timestamp, cancel: &Cancel) -> Step {
         let mut changed = self.embed_missing(now, cancel);
         let cfg = self.cfg().clone();
         let tokenizer = &self.rt.tokenizer;
@@ -569,7 +568,7 @@ impl Run<'_> {
         &mut self,
         now: Timestamp,
         last_summary: Option<Timestamp>,
-        cancel: &AtomicBool,
+        cancel: &Cancel,
     ) -> Step {
         let cfg = self.cfg().clone();
         let tokenizer = &self.rt.tokenizer;
@@ -640,7 +639,7 @@ impl Run<'_> {
     /// keep every rule and fact), or the core's keyword draft when the model fails or
     /// answers something unusable: a keyword list is a poor memory to put before the
     /// model in every prompt, so it is only the fallback.
-    fn digest(&mut self, members: &[String], draft: &str, cancel: &AtomicBool) -> String {
+    fn digest(&mut self, members: &[String], draft: &str, cancel: &Cancel) -> String {
         let input: String = members
             .iter()
             .map(|m| format!("- {}\n", one_line(m, DIGEST_MEMBER_CHARS)))
@@ -672,7 +671,7 @@ impl Run<'_> {
         }
     }
 
-    fn priorities(&mut self, now: Timestamp, cancel: &AtomicBool) -> Step {
+    fn priorities(&mut self, now: Timestamp, cancel: &Cancel) -> Step {
         let cfg = self.cfg().clone();
         let listing = memory::adjustment_listing(&self.mems, now, &cfg);
         if listing.is_empty() {
@@ -918,7 +917,7 @@ mod tests {
             &self,
             _req: &ChatRequest,
             _on_delta: &mut dyn FnMut(Delta<'_>),
-            _cancel: &AtomicBool,
+            _cancel: &Cancel,
         ) -> Result<ChatResponse, LlmError> {
             let mut replies = self.0.lock().unwrap_or_else(|e| e.into_inner());
             if replies.is_empty() {
@@ -942,7 +941,7 @@ mod tests {
         fn embed(
             &self,
             inputs: &[String],
-            _cancel: &AtomicBool,
+            _cancel: &Cancel,
         ) -> Option<Result<Vec<Vec<f32>>, LlmError>> {
             let table = self.1.as_ref()?;
             *self.2.lock().unwrap_or_else(|e| e.into_inner()) += inputs.len();
@@ -991,7 +990,7 @@ mod tests {
         rt.store.save_memories(new).expect("seed");
     }
 
-    static NEVER: AtomicBool = AtomicBool::new(false);
+    static NEVER: Cancel = Cancel::new();
 
     #[test]
     fn proposals_are_read_from_the_shapes_models_write_and_garbage_is_an_error() {
@@ -1145,7 +1144,8 @@ mod tests {
                 mem("Feed the cat", Category::Reminder, Priority::High, 1),
             ],
         );
-        let cancel = AtomicBool::new(true);
+        let cancel = Cancel::new();
+        cancel.cancel();
         let r = run(&rt, NOW, false, &cancel);
         assert_eq!(
             r.problems,
@@ -1403,7 +1403,7 @@ mod tests {
             &self,
             _req: &ChatRequest,
             _on_delta: &mut dyn FnMut(Delta<'_>),
-            _cancel: &AtomicBool,
+            _cancel: &Cancel,
         ) -> Result<ChatResponse, LlmError> {
             Err(LlmError::Protocol {
                 url: "http://127.0.0.1:1/v1".into(),
@@ -1416,7 +1416,7 @@ mod tests {
         fn embed(
             &self,
             inputs: &[String],
-            _cancel: &AtomicBool,
+            _cancel: &Cancel,
         ) -> Option<Result<Vec<Vec<f32>>, LlmError>> {
             let rt = self.0.lock().ok()?.as_ref()?.upgrade()?;
             let mut one = rt.store.memory(1).ok()?;

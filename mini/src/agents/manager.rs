@@ -17,7 +17,6 @@ mod driver;
 mod subturns;
 mod timing;
 
-use std::sync::atomic::AtomicBool;
 use std::sync::mpsc::{self, Receiver};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -35,6 +34,7 @@ use super::record::{PostTurn, TurnRecord, TurnUsage};
 use super::reflect::{ReflectWhy, ReflectionAgent};
 use super::runtime::Runtime;
 use super::worker::Worker;
+use crate::cancel::Cancel;
 use crate::error::Error;
 use crate::llm::Usage;
 
@@ -301,7 +301,7 @@ impl Manager {
     }
 
     /// `/reflect`: a reflection over the session's recent turns now.
-    pub fn reflect_now(&self, session: &str, cancel: &AtomicBool) -> (Option<String>, Vec<String>) {
+    pub fn reflect_now(&self, session: &str, cancel: &Cancel) -> (Option<String>, Vec<String>) {
         let mut usage = Usage::default();
         let mut problems = Vec::new();
         let lesson = ReflectionAgent.reflect(

@@ -3,9 +3,9 @@
 //! session's next input — answered or moved on from — in another manager.
 
 use std::collections::VecDeque;
-use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 
+use crate::cancel::Cancel;
 use crate::testing::TempDir;
 use evolve_core::history::{Message, Role, ToolCall, NO_ANSWER};
 use evolve_core::permission::{AnswerOutcome, PendingCall, Policy};
@@ -37,7 +37,7 @@ impl ChatModel for Script {
         &self,
         req: &ChatRequest,
         _on_delta: &mut dyn FnMut(Delta<'_>),
-        _cancel: &AtomicBool,
+        _cancel: &Cancel,
     ) -> Result<ChatResponse, LlmError> {
         let message = if req.role == ModelRole::Main {
             self.seen.lock().unwrap().push(req.messages.clone());
@@ -136,7 +136,7 @@ impl<'a> Person<'a> {
     }
 }
 
-static NEVER: AtomicBool = AtomicBool::new(false);
+static NEVER: Cancel = Cancel::new();
 
 fn input<'a>(session: Option<&'a str>, text: &'a str) -> TurnInput<'a> {
     TurnInput {

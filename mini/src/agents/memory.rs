@@ -2,7 +2,6 @@
 //! store's cache) and, after the reply, saves the memories the cheap model extracted
 //! (the memory part of the call after the answer) through the core's ingest rule.
 
-use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 use evolve_core::json::Value;
@@ -16,6 +15,7 @@ use evolve_core::Timestamp;
 use super::prompts;
 use super::record::MemoryUsed;
 use super::runtime::Runtime;
+use crate::cancel::Cancel;
 use crate::llm::{ChatRequest, ModelRole, Usage};
 use crate::store::Ingested;
 use evolve_core::history::Message;
@@ -125,7 +125,7 @@ impl MemoryAgent {
         &self,
         rt: &Runtime,
         limit: usize,
-        cancel: &AtomicBool,
+        cancel: &Cancel,
     ) -> Result<usize, String> {
         let Some(model) = rt.config.model.embedding_model.clone() else {
             return Ok(0);
@@ -311,7 +311,7 @@ fn question_embedding(
     }
     let weight = rt.config.core.memory.context_weight;
     let previous = previous.filter(|p| !p.trim().is_empty() && weight > 0.0);
-    let cancel = AtomicBool::new(false);
+    let cancel = Cancel::new();
     let (tx, rx) = std::sync::mpsc::channel();
     let mut inputs = vec![query.to_string()];
     inputs.extend(previous.map(str::to_string));
@@ -320,7 +320,7 @@ fn question_embedding(
             let _ = tx.send(rt.model.embed(&inputs, &cancel));
         });
         let got = rx.recv_timeout(QUESTION_EMBED_WAIT);
-        cancel.store(true, std::sync::atomic::Ordering::Relaxed);
+        cancel.cancel();
         match got {
             Ok(Some(Ok(v))) if v.len() == inputs.len() && !v[0].is_empty() => {
                 let vector = match v.get(1) {
@@ -404,8 +404,8 @@ fn extracted_expiry(
     Ok(Some(at))
 }
 
-/// A cancel flag nobody sets, for background calls (they are waited for, not stopped).
-pub(super) static NEVER: AtomicBool = AtomicBool::new(false);
+/// A cancel nobody sets, for background calls (they are waited for, not stopped).
+pub(super) static NEVER: Cancel = Cancel::new();
 
 /// One cheap-model call with a task prompt; the reply text, or `None` (logged, added to
 /// `problems`) when the call failed or `cancel` was set.
@@ -415,7 +415,7 @@ pub(super) fn cheap_call(
     user: &str,
     usage: &mut Usage,
     problems: &mut Vec<String>,
-    cancel: &AtomicBool,
+    cancel: &Cancel,
 ) -> Option<String> {
     cheap_call_sized(rt, system, user, CHEAP_MAX_TOKENS, usage, problems, cancel)
 }
@@ -434,7 +434,7 @@ pub(crate) fn cheap_call_sized(
     max_tokens: u32,
     usage: &mut Usage,
     problems: &mut Vec<String>,
-    cancel: &AtomicBool,
+    cancel: &Cancel,
 ) -> Option<String> {
     let req = ChatRequest {
         known_tools: Vec::new(),

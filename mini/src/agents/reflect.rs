@@ -14,9 +14,9 @@ use evolve_core::Timestamp;
 use super::memory::{cheap_call, NEVER};
 use super::prompts;
 use super::runtime::Runtime;
+use crate::cancel::Cancel;
 use crate::llm::Usage;
 use crate::store::Evaluation;
-use std::sync::atomic::AtomicBool;
 
 /// Tag of memories written by reflection.
 pub const REFLECTION_TAG: &str = "reflection";
@@ -80,7 +80,7 @@ impl ReflectionAgent {
         now: Timestamp,
         usage: &mut Usage,
         problems: &mut Vec<String>,
-        cancel: &AtomicBool,
+        cancel: &Cancel,
     ) -> Option<String> {
         let ring = rt.store.l2(session).ok()?;
         let evaluations = rt.store.evaluations(session).unwrap_or_default();

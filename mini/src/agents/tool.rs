@@ -4,7 +4,6 @@
 //! their output by the core's rule. Asking a person is the Manager's (through the
 //! interface); the audit entries are written here.
 
-use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 use evolve_core::history::{truncate_tool_output, Message, Role};
@@ -20,6 +19,7 @@ use evolve_core::Timestamp;
 
 use super::catalog::{Catalog, Entry};
 use super::runtime::Runtime;
+use crate::cancel::Cancel;
 use crate::llm::ToolSpec;
 use crate::tools::{Builtins, RunAs, ToolContext, ToolOutput};
 
@@ -88,7 +88,7 @@ pub const MORE_TOOLS: &str = "more_tools";
 
 impl ToolAgent {
     /// The tools a turn starts with.
-    pub fn for_turn(&self, rt: &Runtime, cancel: &AtomicBool) -> TurnTools {
+    pub fn for_turn(&self, rt: &Runtime, cancel: &Cancel) -> TurnTools {
         let generation = rt.mcp.generation();
         let mcp = (!rt.mcp.is_empty()).then(|| Arc::new(Catalog::prepare(rt, cancel)));
         // The built-in tools' cards are the same for every turn of the runtime.
@@ -115,7 +115,7 @@ impl ToolAgent {
     /// Lists the MCP tools again when a server changed its tools (it sent
     /// `tools/list_changed`, or a list fetched during a call moved the generation);
     /// `true` when it did.
-    pub fn refresh(&self, rt: &Runtime, tools: &mut TurnTools, cancel: &AtomicBool) -> bool {
+    pub fn refresh(&self, rt: &Runtime, tools: &mut TurnTools, cancel: &Cancel) -> bool {
         if rt.mcp.refresh_changed() || rt.mcp.generation() != tools.generation {
             let requested = std::mem::take(&mut tools.requested);
             let offered = std::mem::take(&mut tools.offered);
@@ -137,7 +137,7 @@ impl ToolAgent {
         rt: &Runtime,
         tools: &mut TurnTools,
         name: &str,
-        cancel: &AtomicBool,
+        cancel: &Cancel,
     ) -> bool {
         if self.has(rt, tools, name) {
             return true;
@@ -548,7 +548,7 @@ impl ToolAgent {
         arguments: &str,
         run_as: RunAs,
         now: Timestamp,
-        cancel: &AtomicBool,
+        cancel: &Cancel,
         events: &mut dyn crate::mcp::CallEvents,
     ) -> ToolOutput {
         let mut out = if rt.tools.has(name) {
@@ -608,7 +608,7 @@ impl ToolAgent {
         arguments: &str,
         run_as: RunAs,
         now: Timestamp,
-        cancel: &AtomicBool,
+        cancel: &Cancel,
     ) -> ToolOutput {
         if !rt.workspace.is_dir() {
             return ToolOutput::error(format!(

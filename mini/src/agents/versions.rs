@@ -11,8 +11,6 @@
 //! at the start of every turn, so the next turn uses it. Nothing is stored when a
 //! check fails.
 
-use std::sync::atomic::AtomicBool;
-
 use evolve_core::history::Message;
 use evolve_core::memory::{Category, Memory, Priority};
 use evolve_core::text::{clip_chars, one_line};
@@ -20,6 +18,7 @@ use evolve_core::Timestamp;
 
 use super::prompts::{evolve_prompt, DEFAULT_SYSTEM_PROMPT, SYSTEM_PROMPT_MAX_CHARS};
 use super::REFLECTION_TAG;
+use crate::cancel::Cancel;
 use crate::llm::{ChatModel, ChatRequest, LlmError, ModelRole};
 use crate::store::{self, Evaluation, PromptVersion, Store, StoreError};
 
@@ -412,7 +411,7 @@ pub(crate) fn evolve(
     model: &dyn ChatModel,
     reflect_below: f32,
     now: Timestamp,
-    cancel: &AtomicBool,
+    cancel: &Cancel,
     keep: bool,
 ) -> Result<Evolved, EvolveError> {
     let current = active_text(store)?;

@@ -9,10 +9,10 @@
 //! turn makes itself is part of that turn and never waits for it.
 
 use std::cell::Cell;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
+use crate::cancel::Cancel;
 use crate::llm::LlmError;
 
 /// Times one background call is stopped for a new turn; after that it runs through, so
@@ -27,8 +27,8 @@ const MAX_WAIT: Duration = Duration::from_secs(120);
 struct State {
     /// Turns running now, in this process.
     turns: usize,
-    /// The cancel flags of the background calls in flight.
-    in_flight: Vec<Arc<AtomicBool>>,
+    /// The cancels of the background calls in flight.
+    in_flight: Vec<Arc<Cancel>>,
 }
 
 static STATE: Mutex<State> = Mutex::new(State {
@@ -69,29 +69,29 @@ pub fn answering() -> Answering {
     let mut st = state();
     st.turns += 1;
     for flag in &st.in_flight {
-        flag.store(true, Ordering::Relaxed);
+        flag.cancel();
     }
     Answering(())
 }
 
-/// Runs `call` (given the cancel flag to pass to the model) as background work: on the
+/// Runs `call` (given the cancel to pass to the model) as background work: on the
 /// background worker's thread, after the running turns (at most [`MAX_WAIT`]), and
 /// again after a turn that stopped it. Elsewhere it runs at once with `cancel`. (The
 /// worker's calls are waited for, never cancelled by their caller: `cancel` is read
 /// before each try only.)
 pub fn yielding<T>(
-    cancel: &AtomicBool,
-    mut call: impl FnMut(&AtomicBool) -> Result<T, LlmError>,
+    cancel: &Cancel,
+    mut call: impl FnMut(&Cancel) -> Result<T, LlmError>,
 ) -> Result<T, LlmError> {
     if !BACKGROUND.with(Cell::get) {
         return call(cancel);
     }
     let mut yields = 0;
     loop {
-        if cancel.load(Ordering::Relaxed) {
+        if cancel.is_cancelled() {
             return Err(LlmError::Cancelled);
         }
-        let flag = Arc::new(AtomicBool::new(false));
+        let flag = Arc::new(Cancel::new());
         {
             let mut st = wait_for_turns();
             if yields < MAX_YIELDS {
@@ -101,7 +101,7 @@ pub fn yielding<T>(
         let out = call(&flag);
         state().in_flight.retain(|f| !Arc::ptr_eq(f, &flag));
         match out {
-            Err(LlmError::Cancelled) if flag.load(Ordering::Relaxed) => {
+            Err(LlmError::Cancelled) if flag.is_cancelled() => {
                 yields += 1;
                 log::info!("a background call gave way to a new turn; it is sent again after it");
             }

@@ -20,6 +20,7 @@ use super::{
     WATCH_EVERY,
 };
 use crate::agents::{Heard, Manager, TurnInput, TurnIo};
+use crate::cancel::Cancel;
 use crate::llm::Delta;
 use crate::store::Store;
 
@@ -85,7 +86,7 @@ impl Driver {
                 self.ack(seq);
                 return;
             }
-            let cancel = Arc::new(AtomicBool::new(false));
+            let cancel = Arc::new(Cancel::new());
             let end = Instant::now() + BUSY_WAIT;
             while !self.host.begin(&sid, &cancel) {
                 if Instant::now() > end || self.host.stopping() {
@@ -141,7 +142,7 @@ impl Driver {
                 done.store(true, std::sync::atomic::Ordering::SeqCst);
                 let _ = thread.join();
             }
-            let stopped = cancel.load(std::sync::atomic::Ordering::SeqCst);
+            let stopped = cancel.is_cancelled();
             // A 429 during the stream holds the final delivery too.
             if let Some(until) = hold {
                 self.sleep(until.saturating_duration_since(Instant::now()));
@@ -199,7 +200,7 @@ impl Driver {
         &self,
         seq: u64,
         chat: &str,
-        cancel: &Arc<AtomicBool>,
+        cancel: &Arc<Cancel>,
     ) -> Option<(Arc<AtomicBool>, std::thread::JoinHandle<()>)> {
         use std::sync::atomic::Ordering::SeqCst;
         let mut w = self.ch.watcher()?;
@@ -243,7 +244,7 @@ impl Driver {
                         if id > seq && m.place() == chat && person && stop {
                             log::info!("{name}: /stop in chat {chat}: the answer stops");
                             stopped_by.store(id, SeqCst);
-                            cancel.store(true, SeqCst);
+                            cancel.cancel();
                             return;
                         }
                     }

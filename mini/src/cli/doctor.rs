@@ -105,7 +105,7 @@ pub fn run(cmd: DoctorCmd, profile: &Option<String>) -> Result<(), Error> {
         );
     }
     if let Some(e) = report.unreachable {
-        return Err(Error::Model(e));
+        return Err(Error::from(e));
     }
     let failed = report.checks.iter().filter(|c| !c.ok).count();
     if failed > 0 {

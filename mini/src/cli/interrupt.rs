@@ -6,12 +6,14 @@
 //! at once (the MCP servers' process groups are killed first). Every write to the store is a committed transaction, so even that loses
 //! nothing acknowledged.
 //!
-//! The handler does only async-signal-safe things: atomics, kill(2) and `_exit`.
+//! The handler does only async-signal-safe things: atomics (a [`Cancel`] is one), kill(2) and `_exit`.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
-/// Set by Ctrl-C while a turn runs.
-pub static CANCEL: AtomicBool = AtomicBool::new(false);
+use crate::cancel::Cancel;
+
+/// Cancelled by Ctrl-C while a turn runs.
+pub static CANCEL: Cancel = Cancel::new();
 /// A turn is running (Ctrl-C cancels it instead of ending the program).
 static BUSY: AtomicBool = AtomicBool::new(false);
 /// Ctrl-C at the prompt: chat should end.
@@ -26,7 +28,7 @@ extern "C" {
 
 extern "C" fn on_sigint(_sig: i32) {
     let again = if BUSY.load(Ordering::SeqCst) {
-        CANCEL.swap(true, Ordering::SeqCst)
+        CANCEL.cancel()
     } else {
         QUIT.swap(true, Ordering::SeqCst)
     };
@@ -50,7 +52,7 @@ pub fn install() {
 
 /// Marks the start of a turn: clears an old cancel, Ctrl-C now cancels.
 pub fn begin_turn() {
-    CANCEL.store(false, Ordering::SeqCst);
+    CANCEL.reset();
     BUSY.store(true, Ordering::SeqCst);
 }
 
@@ -66,5 +68,5 @@ pub fn quit_requested() -> bool {
 
 /// Ctrl-C was pressed during the current turn or command.
 pub fn cancelled() -> bool {
-    CANCEL.load(Ordering::SeqCst)
+    CANCEL.is_cancelled()
 }

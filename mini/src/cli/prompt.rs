@@ -4,10 +4,10 @@
 //! version 0, the built-in prompt — active again. The rules (checks, the evolve
 //! request) are `agents::versions`, shared with `evolve serve`'s `/v1/prompt`.
 
+use crate::cancel::Cancel;
 use crate::cli::app::App;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::AtomicBool;
 
 use argh::FromArgs;
 use evolve_core::text::one_line;
@@ -219,7 +219,7 @@ fn rollback(c: Rollback, profile: &Option<String>) -> Result<(), Error> {
 fn evolve(profile: &Option<String>) -> Result<(), Error> {
     let (app, store) = App::with_store(profile)?;
     let client = Client::new(app.config.model.clone());
-    let never = AtomicBool::new(false);
+    let never = Cancel::new();
     let done = versions::evolve(
         &store,
         &client,
@@ -229,7 +229,7 @@ fn evolve(profile: &Option<String>) -> Result<(), Error> {
         true,
     )
     .map_err(|e| match e {
-        EvolveError::Model(e) => Error::Model(e),
+        EvolveError::Model(e) => Error::from(e),
         EvolveError::Store(e) => Error::Store(e),
         other => Error::Other(other.to_string()),
     })?;

@@ -12,7 +12,6 @@
 //! 1 anything else).
 
 use std::io::Write;
-use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -24,6 +23,7 @@ use serde_json::{json, Value};
 use super::app::App;
 use crate::agents::NoGate;
 use crate::agents::{Manager, Runtime};
+use crate::cancel::Cancel;
 use crate::config::LoadOptions;
 use crate::error::Error;
 use crate::sched::tasks;
@@ -451,7 +451,7 @@ fn run_now(c: Run, profile: &Option<String>) -> Result<(), Error> {
         Place::Serve(remote) => run_remote(&remote, c.id),
         Place::Local(rt) => {
             let manager = Manager::new(rt);
-            let cancel = Arc::new(AtomicBool::new(false));
+            let cancel = Arc::new(Cancel::new());
             let outcome = tasks::run_task(&manager, c.id, Trigger::Manual, &cancel, &NoGate)?;
             let reply = outcome.reply.trim_end();
             if !reply.is_empty() {

@@ -20,7 +20,7 @@
 //! - errors name the URL (without any user:password part), the status and the server's
 //!   own message with the API key blanked out, and say what to set.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::Instant;
 
 use log::{debug, warn};
@@ -35,6 +35,7 @@ use super::{
     AnswerCut, ChatModel, ChatRequest, ChatResponse, Client, Delta, LlmError, ModelRole, ToolSpec,
     Unreached,
 };
+use crate::cancel::Cancel;
 use crate::secret::display_url;
 use evolve_core::history::Message;
 
@@ -76,7 +77,7 @@ impl Client {
         req: &ChatRequest,
         out: Outgoing<'_>,
         on_delta: &mut dyn FnMut(Delta<'_>),
-        cancel: &AtomicBool,
+        cancel: &Cancel,
     ) -> Result<ChatResponse, LlmError> {
         let model = self.model_name(req.role).to_string();
         let url = self.url("/chat/completions");
@@ -162,7 +163,7 @@ impl Client {
         url: &str,
         wire: &WireRequest<'_>,
         on_delta: &mut dyn FnMut(Delta<'_>),
-        cancel: &AtomicBool,
+        cancel: &Cancel,
     ) -> Result<Parsed, LlmError> {
         let body = wire.body(true);
         let streamed = self.with_retries(url, wire.model, cancel, || {
@@ -183,7 +184,7 @@ impl Client {
         &self,
         url: &str,
         wire: &WireRequest<'_>,
-        cancel: &AtomicBool,
+        cancel: &Cancel,
     ) -> Result<Parsed, LlmError> {
         let body = wire.body(false);
         self.with_retries(url, wire.model, cancel, || {
@@ -205,7 +206,7 @@ impl Client {
     /// `GET /models`.
     pub(super) fn list_models_impl(&self) -> Result<Vec<String>, LlmError> {
         let url = self.url("/models");
-        let never = AtomicBool::new(false);
+        let never = Cancel::new();
         self.with_retries(&url, "-", &never, || {
             let ex = self.start(&url, None, false, BodyLimit::Refuse(transport::MAX_BODY));
             self.wait_head(&ex, &url, &never)?;
@@ -222,7 +223,7 @@ impl Client {
     pub(super) fn embed_impl(
         &self,
         inputs: &[String],
-        cancel: &AtomicBool,
+        cancel: &Cancel,
     ) -> Result<Vec<Vec<f32>>, LlmError> {
         let url = self.url("/embeddings");
         let Some(model) = self.config.embedding_model.as_deref() else {
@@ -249,14 +250,14 @@ impl Client {
         &self,
         url: &str,
         model: &str,
-        cancel: &AtomicBool,
+        cancel: &Cancel,
         mut attempt: impl FnMut() -> Result<T, Failed>,
     ) -> Result<T, LlmError> {
         let max = self.config.max_retries;
         let url = display_url(url);
         let mut n = 0;
         loop {
-            if cancel.load(std::sync::atomic::Ordering::Relaxed) {
+            if cancel.is_cancelled() {
                 return Err(LlmError::Cancelled);
             }
             debug!("{url}: model {model}, attempt {} of {}", n + 1, max + 1);
@@ -308,7 +309,7 @@ impl Client {
         url: &str,
         body: &str,
         on_delta: &mut dyn FnMut(Delta<'_>),
-        cancel: &AtomicBool,
+        cancel: &Cancel,
     ) -> Result<Option<Parsed>, Failed> {
         let limit = self.answer_limit();
         let ex = self.start(url, Some(body.to_string()), true, limit);
@@ -455,7 +456,7 @@ impl Client {
 
     /// Waits for the response headers; a 2xx gives its content type, anything else the
     /// error with the server's message.
-    fn wait_head(&self, ex: &Exchange, url: &str, cancel: &AtomicBool) -> Result<String, Failed> {
+    fn wait_head(&self, ex: &Exchange, url: &str, cancel: &Cancel) -> Result<String, Failed> {
         match ex.next(None, cancel) {
             Next::Cancelled => Err((LlmError::Cancelled, Retry::No)),
             Next::Event(Event::Head {
@@ -485,7 +486,7 @@ impl Client {
         &self,
         ex: &Exchange,
         url: &str,
-        cancel: &AtomicBool,
+        cancel: &Cancel,
     ) -> Result<(String, bool), Failed> {
         match ex.next(None, cancel) {
             Next::Cancelled => Err((LlmError::Cancelled, Retry::No)),

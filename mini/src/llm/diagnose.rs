@@ -7,13 +7,14 @@
 //! `evolve doctor` prints them; `POST /v1/settings/model/test` returns them to the web
 //! UI's settings panel. How they are shown, and with which settings, is the caller's.
 
-use std::sync::atomic::AtomicBool;
 use std::time::Instant;
 
 use evolve_core::history::Message;
 use serde_json::json;
 
 use super::{ChatModel, ChatRequest, Client, LlmError, ModelRole, ToolSpec};
+
+use crate::cancel::Cancel;
 
 /// One check's outcome.
 #[derive(Debug, Clone, PartialEq)]
@@ -159,7 +160,7 @@ fn completion(client: &Client, role: ModelRole, name: &'static str) -> Check {
         tool_choice: None,
     };
     let started = Instant::now();
-    match client.chat(&req, &mut |_| {}, &AtomicBool::new(false)) {
+    match client.chat(&req, &mut |_| {}, &Cancel::new()) {
         Ok(r) => Check::pass(
             name,
             format!(
@@ -194,7 +195,7 @@ fn tool_call(client: &Client) -> Check {
         tool_choice: None,
     };
     let model = client.model_name(ModelRole::Main).to_string();
-    match client.chat(&req, &mut |_| {}, &AtomicBool::new(false)) {
+    match client.chat(&req, &mut |_| {}, &Cancel::new()) {
         Ok(r) => match r.message.tool_calls.first() {
             Some(c) if c.name == "get_time" && crate::llm::written_as_text(c) => Check::pass(
                 NAME,

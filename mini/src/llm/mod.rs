@@ -11,7 +11,7 @@
 //!   index, headers repeated or not, arguments in pieces);
 //! - [`retry`]: which failures are retried, how long to wait (backoff, `Retry-After`);
 //! - [`transport`]: one HTTP exchange on a worker thread, so the caller can watch the
-//!   cancel flag and the stream's idle time while the socket blocks;
+//!   cancel and the stream's idle time while the socket blocks;
 //! - [`cap`]: how much of an answer is kept (`[model] max_answer_bytes`), the note a cut
 //!   answer ends with;
 //! - [`client`]: the call itself — attempts, retries, relaxing refused parameters, the
@@ -42,11 +42,12 @@ mod wire;
 mod tests;
 
 use std::fmt;
-use std::sync::atomic::AtomicBool;
 
 use evolve_core::history::Message;
 
 use settings::ModelConfig;
+
+use crate::cancel::Cancel;
 
 /// A tool as the model sees it (`{"type":"function","function":{…}}`).
 #[derive(Debug, Clone, PartialEq)]
@@ -331,7 +332,7 @@ pub trait ChatModel: Send + Sync {
         &self,
         req: &ChatRequest,
         on_delta: &mut dyn FnMut(Delta<'_>),
-        cancel: &AtomicBool,
+        cancel: &Cancel,
     ) -> Result<ChatResponse, LlmError>;
 
     /// The configured name of a role's model.
@@ -342,7 +343,7 @@ pub trait ChatModel: Send + Sync {
     fn embed(
         &self,
         _inputs: &[String],
-        _cancel: &AtomicBool,
+        _cancel: &Cancel,
     ) -> Option<Result<Vec<Vec<f32>>, LlmError>> {
         None
     }
@@ -392,7 +393,7 @@ impl ChatModel for Client {
         &self,
         req: &ChatRequest,
         on_delta: &mut dyn FnMut(Delta<'_>),
-        cancel: &AtomicBool,
+        cancel: &Cancel,
     ) -> Result<ChatResponse, LlmError> {
         self.chat_impl(req, on_delta, cancel)
     }
@@ -404,11 +405,7 @@ impl ChatModel for Client {
         }
     }
 
-    fn embed(
-        &self,
-        inputs: &[String],
-        cancel: &AtomicBool,
-    ) -> Option<Result<Vec<Vec<f32>>, LlmError>> {
+    fn embed(&self, inputs: &[String], cancel: &Cancel) -> Option<Result<Vec<Vec<f32>>, LlmError>> {
         self.config.embedding_model.as_ref()?;
         Some(self.embed_impl(inputs, cancel))
     }

@@ -16,7 +16,7 @@
 //! such an answer streams, [`PlanGate`] keeps what may be a plan from `on_delta`: the
 //! user sees prose as it comes and never a plan's JSON.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 
 use evolve_core::history::ToolCall;
 use evolve_core::tool_plan::{self, PlanGate};
@@ -24,6 +24,8 @@ use evolve_core::tool_plan::{self, PlanGate};
 use super::client::Outgoing;
 use super::settings::ToolCalling;
 use super::{prompted, AnswerCut, ChatModel, ChatRequest, ChatResponse, Client, Delta, LlmError};
+
+use crate::cancel::Cancel;
 
 /// The ids of calls read from an answer's text start with this (`call_text_1`, …).
 const TEXT_CALL_ID: &str = "call_text_";
@@ -48,7 +50,7 @@ impl Client {
         &self,
         req: &ChatRequest,
         on_delta: &mut dyn FnMut(Delta<'_>),
-        cancel: &AtomicBool,
+        cancel: &Cancel,
     ) -> Result<ChatResponse, LlmError> {
         let model = self.model_name(req.role);
         let base_url = crate::secret::display_url(&self.config.base_url);
@@ -104,7 +106,7 @@ impl Client {
         &self,
         req: &ChatRequest,
         on_delta: &mut dyn FnMut(Delta<'_>),
-        cancel: &AtomicBool,
+        cancel: &Cancel,
     ) -> Result<ChatResponse, LlmError> {
         let messages = prompted::messages(&req.messages, &req.tools, req.tool_choice.as_deref());
         let out = Outgoing {
@@ -122,7 +124,7 @@ impl Client {
         req: &ChatRequest,
         out: Outgoing<'_>,
         on_delta: &mut dyn FnMut(Delta<'_>),
-        cancel: &AtomicBool,
+        cancel: &Cancel,
     ) -> Result<ChatResponse, LlmError> {
         let mut names: Vec<String> = req.tools.iter().map(|t| t.name.clone()).collect();
         names.extend(req.known_tools.iter().cloned());

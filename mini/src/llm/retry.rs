@@ -9,8 +9,9 @@
 //! it, capped at 60 s. The randomness comes from the clock's nanoseconds: retries are
 //! rare and need no better.
 
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use crate::cancel::Cancel;
 
 /// The first retry's backoff.
 pub(crate) const BACKOFF_START: Duration = Duration::from_millis(500);
@@ -67,10 +68,10 @@ pub(crate) fn seed() -> u32 {
 }
 
 /// Sleeps `d`, looking at `cancel` every 50 ms; false when cancelled.
-pub(crate) fn sleep(d: Duration, cancel: &AtomicBool) -> bool {
+pub(crate) fn sleep(d: Duration, cancel: &Cancel) -> bool {
     let end = Instant::now() + d;
     loop {
-        if cancel.load(Ordering::Relaxed) {
+        if cancel.is_cancelled() {
             return false;
         }
         let now = Instant::now();
@@ -126,9 +127,10 @@ mod tests {
 
     #[test]
     fn sleep_stops_when_cancelled() {
-        let cancel = AtomicBool::new(true);
+        let cancel = Cancel::new();
+        cancel.cancel();
         assert!(!sleep(Duration::from_secs(60), &cancel));
-        let go_on = AtomicBool::new(false);
+        let go_on = Cancel::new();
         assert!(sleep(Duration::ZERO, &go_on));
     }
 }

@@ -2,7 +2,6 @@
 //! agent would notice — answers, streams, tool calls, retries, timeouts, errors — and
 //! what the client sent.
 
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -11,6 +10,7 @@ use evolve_fake_llm::{FakeLlm, Reply};
 use serde_json::{json, Value};
 
 use super::*;
+use crate::cancel::Cancel;
 use crate::llm::settings::{ModelConfig, Timeouts};
 use crate::secret::Secret;
 
@@ -73,7 +73,7 @@ fn get_time_tool() -> ToolSpec {
 
 /// Runs one call; returns the result and the deltas seen, as `Debug` strings.
 fn run(client: &Client, req: &ChatRequest) -> (Result<ChatResponse, LlmError>, Vec<String>) {
-    let cancel = AtomicBool::new(false);
+    let cancel = Cancel::new();
     let mut deltas = Vec::new();
     let r = client.chat(req, &mut |d| deltas.push(format!("{d:?}")), &cancel);
     (r, deltas)
@@ -619,13 +619,13 @@ fn an_html_page_instead_of_a_stream_is_quoted() {
 fn cancelling_stops_a_stream_between_chunks() {
     let fake = FakeLlm::start();
     fake.push(Reply::text("word ".repeat(50)));
-    let cancel = AtomicBool::new(false);
+    let cancel = Cancel::new();
     let mut seen = 0;
     let r = client(&fake).chat(
         &request(true),
         &mut |_| {
             seen += 1;
-            cancel.store(true, Ordering::Relaxed);
+            cancel.cancel();
         },
         &cancel,
     );
@@ -637,12 +637,12 @@ fn cancelling_stops_a_stream_between_chunks() {
 fn cancelling_stops_a_wait_for_a_silent_server() {
     let fake = FakeLlm::start();
     fake.push(Reply::HangBeforeHeaders(Duration::from_secs(30)));
-    let cancel = Arc::new(AtomicBool::new(false));
+    let cancel = Arc::new(Cancel::new());
     let flag = Arc::clone(&cancel);
     let c = client(&fake);
     let setter = std::thread::spawn(move || {
         std::thread::sleep(Duration::from_millis(100));
-        flag.store(true, Ordering::Relaxed);
+        flag.cancel();
     });
     let r = c.chat(&request(true), &mut |_| {}, &cancel);
     let _ = setter.join();
@@ -698,7 +698,7 @@ const NOTE_4K: &str = "[answer cut at 4 KiB: max_answer_bytes]";
 
 /// Runs one call; returns the result and the streamed text as it arrived.
 fn run_streamed(client: &Client, req: &ChatRequest) -> (Result<ChatResponse, LlmError>, String) {
-    let cancel = AtomicBool::new(false);
+    let cancel = Cancel::new();
     let mut text = String::new();
     let r = client.chat(
         req,
@@ -904,7 +904,7 @@ fn errors_read_as_sentences_with_url_status_message_and_hint() {
 #[test]
 fn embeddings_are_asked_only_with_an_embedding_model_and_a_refusal_names_the_endpoint() {
     let fake = FakeLlm::start();
-    let never = AtomicBool::new(false);
+    let never = Cancel::new();
     let inputs = vec!["tea".to_string(), "coffee".to_string()];
     assert!(client(&fake).embed(&inputs, &never).is_none());
     assert!(

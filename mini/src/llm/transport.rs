@@ -3,7 +3,7 @@
 //! The socket blocks; the caller must not. The worker sends the request and hands back
 //! the response as events (status and headers, then each line of a stream, or the
 //! whole body) over a bounded channel, while the caller waits in 50 ms slices, looking
-//! at its cancel flag and at the stream's idle time. When the caller gives up (Ctrl-C,
+//! at its cancel and at the stream's idle time. When the caller gives up (Ctrl-C,
 //! idle timeout), it drops the channel; the worker notices at its next line and drops
 //! the connection — or, if the server is silent, when ureq's own read timeout fires.
 //!
@@ -25,11 +25,12 @@
 
 use std::collections::VecDeque;
 use std::io::{BufRead, BufReader, Read};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use super::settings::Timeouts;
+
+use crate::cancel::Cancel;
 
 /// Largest body accepted from a model server for anything but an answer (model lists,
 /// embeddings, error bodies of those).
@@ -47,7 +48,7 @@ pub(crate) const PHASE_IDLE: &str = "stream idle between chunks";
 pub(crate) const PHASE_OVERALL: &str = "whole request";
 pub(crate) const PHASE_SEND: &str = "sending the request";
 
-/// How often a waiting caller looks at its cancel flag.
+/// How often a waiting caller looks at its cancel.
 const POLL: Duration = Duration::from_millis(50);
 
 /// The ureq agent shared by every call of a client: statuses are read, not errors;
@@ -168,10 +169,10 @@ impl Exchange {
 
     /// The next event; `Idle` when `idle` (if any) passed first; `Cancelled` as soon as
     /// the flag is seen. A worker that vanished reads as the end of the stream.
-    pub fn next(&self, idle: Option<Duration>, cancel: &AtomicBool) -> Next {
+    pub fn next(&self, idle: Option<Duration>, cancel: &Cancel) -> Next {
         let deadline = idle.map(|d| Instant::now() + d);
         loop {
-            if cancel.load(Ordering::Relaxed) {
+            if cancel.is_cancelled() {
                 return Next::Cancelled;
             }
             let slice = match deadline {
@@ -478,6 +479,7 @@ pub(crate) fn timeout_phase(t: ureq::Timeout) -> Option<&'static str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::atomic::Ordering;
 
     #[test]
     fn text_cut_inside_a_character_drops_it_and_bad_bytes_are_replaced() {

@@ -22,6 +22,7 @@ use super::jsonrpc::{Failure, Peer, Wait};
 use super::oauth;
 use super::stdio::{self, Launch, Process, StderrTail};
 use super::{CallEvents, CallOutcome, McpError};
+use crate::cancel::Cancel;
 use crate::mcp_spec::{McpTool, ServerSpec, Transport};
 use crate::sandbox::{self, Plan, Scope, ServerSandbox};
 use crate::store::Store;
@@ -162,7 +163,7 @@ impl Conn {
         scope: Option<&Scope>,
         logins: Option<&Arc<Store>>,
         stderr: &StderrTail,
-        cancel: &AtomicBool,
+        cancel: &Cancel,
         started: impl Fn(&Arc<Conn>),
     ) -> Result<Arc<Conn>, McpError> {
         let http = matches!(spec.transport, Transport::Http { .. });
@@ -192,7 +193,7 @@ impl Conn {
         scope: Option<&Scope>,
         logins: Option<&Arc<Store>>,
         stderr: &StderrTail,
-        cancel: &AtomicBool,
+        cancel: &Cancel,
         started: &dyn Fn(&Arc<Conn>),
         discover: bool,
     ) -> Result<Arc<Conn>, Retry> {
@@ -315,7 +316,7 @@ impl Conn {
     /// the client's capabilities in `_meta`. `Ok(false)` when the server does not speak
     /// it (an error, an HTTP refusal, an answer without the version): the older
     /// handshake follows on the same link.
-    fn discover(&self, cancel: &AtomicBool) -> Result<bool, Failure> {
+    fn discover(&self, cancel: &Cancel) -> Result<bool, Failure> {
         let mut meta = serde_json::Map::new();
         meta.insert(META_VERSION.into(), json!(STATELESS_VERSION));
         meta.insert(
@@ -383,7 +384,7 @@ impl Conn {
 
     /// `initialize`, then `notifications/initialized`; over HTTP the notification
     /// stream opens after.
-    fn handshake(&self, cancel: &AtomicBool) -> Result<(), Failure> {
+    fn handshake(&self, cancel: &Cancel) -> Result<(), Failure> {
         let params = json!({
             "protocolVersion": PROTOCOL_VERSION,
             "capabilities": {"roots": {"listChanged": true}, "elicitation": {"form": {}}},
@@ -464,13 +465,13 @@ impl Conn {
         method: &str,
         params: Option<Value>,
         timeout: Duration,
-        cancel: &AtomicBool,
+        cancel: &Cancel,
         mut events: Option<&mut dyn CallEvents>,
     ) -> Result<Value, Failure> {
         let session = self.sessions.load(Ordering::SeqCst);
         fn wait<'a, 'b: 'a>(
             timeout: Duration,
-            cancel: &'a AtomicBool,
+            cancel: &'a Cancel,
             events: Option<&'a mut (dyn CallEvents + 'b)>,
         ) -> Wait<'a> {
             Wait {
@@ -518,7 +519,7 @@ impl Conn {
     /// within `timeout`: a server that let one call time out but still answers is
     /// busy, not hung.
     pub fn ping(&self, timeout: Duration) -> bool {
-        let never = AtomicBool::new(false);
+        let never = Cancel::new();
         let method = if self.stateless.load(Ordering::SeqCst) {
             "server/discover"
         } else {
@@ -528,7 +529,7 @@ impl Conn {
     }
 
     /// Every tool of the server (all pages), within the server's timeout.
-    pub fn list(&self, cancel: &AtomicBool) -> Result<Vec<McpTool>, McpError> {
+    pub fn list(&self, cancel: &Cancel) -> Result<Vec<McpTool>, McpError> {
         let deadline = Instant::now() + self.timeout;
         let mut tools = Vec::new();
         let mut cursor: Option<String> = None;
@@ -595,7 +596,7 @@ impl Conn {
         &self,
         tool: &str,
         arguments: serde_json::Map<String, Value>,
-        cancel: &AtomicBool,
+        cancel: &Cancel,
         events: &mut dyn CallEvents,
     ) -> Result<CallOutcome, McpError> {
         let mut params = json!({"name": tool, "arguments": arguments});

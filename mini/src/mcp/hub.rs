@@ -30,6 +30,7 @@ use std::time::{Duration, Instant};
 use super::conn::Conn;
 use super::stdio::StderrTail;
 use super::{CallEvents, CallOutcome, McpError};
+use crate::cancel::Cancel;
 use crate::mcp_spec::{McpTool, ServerSpec};
 use crate::sandbox::Scope;
 use crate::store::Store;
@@ -251,7 +252,7 @@ impl Hub {
     }
 
     /// Lists a server's tools, starting (or restarting) it if needed.
-    pub fn list_tools(&self, server: &str, cancel: &AtomicBool) -> Result<Vec<McpTool>, McpError> {
+    pub fn list_tools(&self, server: &str, cancel: &Cancel) -> Result<Vec<McpTool>, McpError> {
         self.usable(server)?;
         self.with_conn(server, cancel, |slot, conn| {
             if let Some(live) = self.live(server) {
@@ -275,7 +276,7 @@ impl Hub {
         if !live.stale.load(Ordering::SeqCst) {
             return Some((live.generation, live.tools));
         }
-        let never = AtomicBool::new(false);
+        let never = Cancel::new();
         match self.list_tools(server, &never) {
             Ok(tools) => Some((self.live(server)?.generation, tools)),
             Err(e) => {
@@ -293,7 +294,7 @@ impl Hub {
         server: &str,
         tool: &str,
         arguments: &str,
-        cancel: &AtomicBool,
+        cancel: &Cancel,
         events: &mut dyn CallEvents,
     ) -> Result<CallOutcome, McpError> {
         self.usable(server)?;
@@ -328,7 +329,7 @@ impl Hub {
     /// Fetches a server's tool list anew (starting it if needed), whatever was last
     /// heard: a call named a tool its known list lacks, and a `tools/list_changed` may
     /// still be on its way (over HTTP it comes on another stream than the answer).
-    pub fn relist(&self, server: &str, cancel: &AtomicBool) -> Result<Vec<McpTool>, McpError> {
+    pub fn relist(&self, server: &str, cancel: &Cancel) -> Result<Vec<McpTool>, McpError> {
         if let Some(live) = self.live(server) {
             live.stale.store(true, Ordering::SeqCst);
         }
@@ -425,7 +426,7 @@ impl Hub {
     fn with_conn<T>(
         &self,
         server: &str,
-        cancel: &AtomicBool,
+        cancel: &Cancel,
         work: impl Fn(&Arc<Slot>, &Arc<Conn>) -> Result<T, McpError>,
     ) -> Result<T, McpError> {
         let mut result = Err(McpError::Broken {
@@ -453,7 +454,7 @@ impl Hub {
     }
 
     /// A connected server, starting it if needed (see the module doc).
-    fn connect(&self, slot: &Arc<Slot>, cancel: &AtomicBool) -> Result<Arc<Conn>, Refused> {
+    fn connect(&self, slot: &Arc<Slot>, cancel: &Cancel) -> Result<Arc<Conn>, Refused> {
         let server = &slot.spec.name;
         let turn = wait_turn(&slot.turn, cancel)?;
         if slot.retired.load(Ordering::SeqCst) {
@@ -542,7 +543,7 @@ impl Hub {
         &self,
         spec: &ServerSpec,
         conn: &Conn,
-        cancel: &AtomicBool,
+        cancel: &Cancel,
     ) -> Result<Vec<McpTool>, McpError> {
         let stale = conn.stale();
         stale.store(false, Ordering::SeqCst);
@@ -685,14 +686,14 @@ impl Drop for Hub {
 
 /// Takes the slot's turn, looking at the Ctrl-C flag while another caller starts the
 /// server.
-fn wait_turn<'a>(turn: &'a Mutex<()>, cancel: &AtomicBool) -> Result<MutexGuard<'a, ()>, Refused> {
+fn wait_turn<'a>(turn: &'a Mutex<()>, cancel: &Cancel) -> Result<MutexGuard<'a, ()>, Refused> {
     loop {
         match turn.try_lock() {
             Ok(guard) => return Ok(guard),
             Err(TryLockError::Poisoned(e)) => return Ok(e.into_inner()),
             Err(TryLockError::WouldBlock) => {}
         }
-        if cancel.load(Ordering::SeqCst) {
+        if cancel.is_cancelled() {
             return Err(McpError::Cancelled.into());
         }
         std::thread::sleep(CANCEL_POLL / 2);
@@ -700,10 +701,10 @@ fn wait_turn<'a>(turn: &'a Mutex<()>, cancel: &AtomicBool) -> Result<MutexGuard<
 }
 
 /// Sleeps, looking at the Ctrl-C flag.
-fn sleep(wait: Duration, cancel: &AtomicBool) -> Result<(), McpError> {
+fn sleep(wait: Duration, cancel: &Cancel) -> Result<(), McpError> {
     let end = Instant::now() + wait;
     loop {
-        if cancel.load(Ordering::SeqCst) {
+        if cancel.is_cancelled() {
             return Err(McpError::Cancelled);
         }
         let now = Instant::now();

@@ -1,4 +1,5 @@
 use super::*;
+use crate::cancel::Cancel;
 use crate::mcp_spec::{SpecSource, Transport};
 
 fn stdio(name: &str, command: &str, args: &[&str], timeout: Duration) -> ServerSpec {
@@ -36,7 +37,7 @@ fn a_third_party_stdio_server_lists_and_answers() {
         &["--local-timezone", "UTC"],
         Duration::from_secs(30),
     )]);
-    let never = AtomicBool::new(false);
+    let never = Cancel::new();
     assert!(
         hub.live_tools("time").is_none(),
         "nothing starts before first use"
@@ -81,7 +82,7 @@ fn a_missing_program_is_a_clear_start_error_and_unknown_servers_are_named() {
         &[],
         Duration::from_secs(5),
     )]);
-    let never = AtomicBool::new(false);
+    let never = Cancel::new();
     let e = hub.list_tools("nope", &never).unwrap_err();
     assert!(matches!(e, McpError::Start { .. }), "{e:?}");
     assert!(e.to_string().contains("was not found"), "{e}");

@@ -39,6 +39,8 @@ use serde_json::{json, Map, Value};
 use super::elicit::{ElicitReply, Elicitation};
 use super::{CallEvents, Progress};
 
+use crate::cancel::Cancel;
+
 /// How often a waiting caller looks at its Ctrl-C flag.
 const CANCEL_POLL: Duration = Duration::from_millis(50);
 
@@ -132,7 +134,7 @@ struct Waiting {
 /// starts the timeout afresh, up to the cap; a person's time is not counted).
 pub struct Wait<'a> {
     pub timeout: Duration,
-    pub cancel: &'a AtomicBool,
+    pub cancel: &'a Cancel,
     pub events: Option<(&'a mut dyn CallEvents, Duration)>,
 }
 
@@ -173,7 +175,7 @@ impl Peer {
         method: &str,
         params: Option<Value>,
         timeout: Duration,
-        cancel: &AtomicBool,
+        cancel: &Cancel,
     ) -> Result<Value, Failure> {
         let wait = Wait {
             timeout,
@@ -267,7 +269,7 @@ impl Peer {
         method: &str,
         rx: &mpsc::Receiver<Reply>,
         timeout: Duration,
-        cancel: &AtomicBool,
+        cancel: &Cancel,
         events: &mut Option<(&mut dyn CallEvents, Duration)>,
     ) -> Result<Value, Failure> {
         let mut cap_at = Instant::now()
@@ -277,7 +279,7 @@ impl Peer {
         let mut deadline = Instant::now() + timeout;
         let mut last: Option<f64> = None;
         loop {
-            if cancel.load(Ordering::SeqCst) {
+            if cancel.is_cancelled() {
                 self.give_up(id, method, "cancelled by the user");
                 return Err(Failure::Cancelled);
             }

@@ -1,5 +1,7 @@
 use super::*;
 
+use crate::cancel::Cancel;
+
 /// What the scripted server does with each message evolve sends.
 type Behaviour = Box<dyn Fn(&Arc<Peer>, &Value) + Send + Sync>;
 
@@ -76,7 +78,7 @@ fn server_messages_before_the_answer_are_handled_and_the_answer_reaches_its_call
             );
         }
     });
-    let never = AtomicBool::new(false);
+    let never = Cancel::new();
     let result = peer
         .request("tools/list", None, LONG, &never)
         .expect("answered");
@@ -124,13 +126,12 @@ fn answers_go_to_their_own_callers_whatever_their_order() {
         }
     });
     let p = peer.clone();
-    let one = std::thread::spawn(move || {
-        p.request("x", Some(json!({"n": 1})), LONG, &AtomicBool::new(false))
-    });
+    let one =
+        std::thread::spawn(move || p.request("x", Some(json!({"n": 1})), LONG, &Cancel::new()));
     while !peer.is_pending(0) {
         std::thread::yield_now();
     }
-    let two = peer.request("x", Some(json!({"n": 2})), LONG, &AtomicBool::new(false));
+    let two = peer.request("x", Some(json!({"n": 2})), LONG, &Cancel::new());
     assert_eq!(two, Ok(json!({"n": 2})));
     assert_eq!(one.join().unwrap(), Ok(json!({"n": 1})));
 }
@@ -145,7 +146,7 @@ fn an_error_answer_is_the_servers_error() {
             ],
         )
     });
-    let got = peer.request("tools/call", None, LONG, &AtomicBool::new(false));
+    let got = peer.request("tools/call", None, LONG, &Cancel::new());
     assert_eq!(
         got,
         Err(Failure::Rpc {
@@ -158,12 +159,13 @@ fn an_error_answer_is_the_servers_error() {
 #[test]
 fn ctrl_c_and_timeouts_give_up_and_tell_the_server() {
     let (peer, script) = peer(|_, _| {});
-    let cancel = AtomicBool::new(true);
+    let cancel = Cancel::new();
+    cancel.cancel();
     assert_eq!(
         peer.request("tools/call", None, LONG, &cancel),
         Err(Failure::Cancelled)
     );
-    let never = AtomicBool::new(false);
+    let never = Cancel::new();
     assert_eq!(
         peer.request("tools/call", None, Duration::ZERO, &never),
         Err(Failure::Timeout)
@@ -222,7 +224,7 @@ fn progress_reaches_the_caller_and_stretches_the_timeout_up_to_the_cap() {
             peer.dispatch(json!({"jsonrpc": "2.0", "id": id, "result": {"ok": true}}));
         });
     });
-    let never = AtomicBool::new(false);
+    let never = Cancel::new();
     let mut ear = Ear::default();
     let wait = Wait {
         timeout: Duration::from_millis(300),
@@ -307,7 +309,7 @@ fn a_servers_question_goes_to_the_listening_caller_and_its_answer_back() {
             peer.dispatch(json!({"jsonrpc": "2.0", "id": id, "result": {}}));
         });
     });
-    let never = AtomicBool::new(false);
+    let never = Cancel::new();
     let mut content = Map::new();
     content.insert("name".into(), json!("Ada"));
     let mut ear = Ear {
@@ -372,7 +374,7 @@ fn the_end_of_the_connection_fails_waiting_and_later_requests() {
         let peer = peer.clone();
         std::thread::spawn(move || peer.end("it exited with code 3"));
     });
-    let never = AtomicBool::new(false);
+    let never = Cancel::new();
     let want = Err(Failure::Broken("it exited with code 3".into()));
     assert_eq!(peer.request("tools/call", None, LONG, &never), want);
     assert_eq!(peer.request("tools/call", None, LONG, &never), want);

@@ -401,8 +401,8 @@ impl Latch {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cancel::Cancel;
     use serde_json::json;
-    use std::sync::atomic::AtomicBool;
 
     const LONG: Duration = Duration::from_secs(30);
 
@@ -428,7 +428,7 @@ mod tests {
         ];
         let tail = StderrTail::default();
         let (peer, process) = spawn(launch(&script), &tail).expect("started");
-        let never = AtomicBool::new(false);
+        let never = Cancel::new();
         let got = peer.request("x", None, LONG, &never);
         assert_eq!(got, Ok(json!({"ok": true})));
         // The server exits after its answer: the next request learns how.
@@ -457,7 +457,7 @@ mod tests {
         ];
         let tail = StderrTail::default();
         let (peer, process) = spawn(launch(&script), &tail).expect("started");
-        let got = peer.request("x", None, LONG, &AtomicBool::new(false));
+        let got = peer.request("x", None, LONG, &Cancel::new());
         assert_eq!(
             got,
             Err(Failure::Broken("it was killed by signal 9".into()))

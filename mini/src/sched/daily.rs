@@ -1,12 +1,11 @@
 //! The jobs the scheduler runs once a day at a local time besides the tasks (memory
 //! maintenance), and when one is due: once after downtime, never twice a day.
 
-use std::sync::atomic::AtomicBool;
-
 use evolve_core::sched::{due_now, Schedule, Zone};
 use evolve_core::Timestamp;
 
 use crate::agents::Runtime;
+use crate::cancel::Cancel;
 
 /// A job the loop runs once a day at a local time (after downtime, once), e.g. memory
 /// maintenance. Its last run is kept in the store's meta table under `meta_key`.
@@ -20,7 +19,7 @@ pub struct DailyJob {
     /// Local minute, 0–59.
     pub minute: u32,
     /// The job; it should stop soon when the flag is set (the server is stopping).
-    pub run: fn(&Runtime, Timestamp, &AtomicBool),
+    pub run: fn(&Runtime, Timestamp, &Cancel),
 }
 
 /// The meta key for memory maintenance's last run.
@@ -39,7 +38,7 @@ pub const DAILY_JOBS: &[DailyJob] = &[DailyJob {
 
 /// The memory maintenance job: its report goes to the log (one line; problems as
 /// warnings), as `evolve memory maintain` would print it.
-pub(super) fn maintenance(rt: &Runtime, now: Timestamp, cancel: &AtomicBool) {
+pub(super) fn maintenance(rt: &Runtime, now: Timestamp, cancel: &Cancel) {
     let report = crate::agents::maintain::maintain(rt, now, cancel);
     log::info!(
         "memory maintenance: {} changes ({} expired, {} decayed, {} over the CRITICAL cap, \

@@ -25,6 +25,7 @@ use evolve_core::text::{clip_chars, one_line, Lang};
 use evolve_core::Timestamp;
 
 use crate::agents::{Heard, Host, Manager, Refused, Runtime, TurnGate, TurnInput, TurnIo};
+use crate::cancel::Cancel;
 use crate::clock::now;
 use crate::error::Error;
 use crate::store::{RunEnd, RunStatus, Store, StoreError, Task, Trigger};
@@ -46,12 +47,12 @@ const TITLE_QUESTION_CHARS: usize = 48;
 /// the runs themselves.
 #[derive(Default)]
 pub struct Scheduler {
-    /// Task id → the cancel flag of its running turn.
-    running: Mutex<HashMap<u64, Arc<AtomicBool>>>,
+    /// Task id → the cancel of its running turn.
+    running: Mutex<HashMap<u64, Arc<Cancel>>>,
     /// Daily jobs running now, by name.
     jobs_running: Mutex<HashSet<&'static str>>,
     /// Cancels the daily jobs when the server stops.
-    jobs_cancel: Arc<AtomicBool>,
+    jobs_cancel: Arc<Cancel>,
     /// Task id → until when the schedule leaves it alone: its last run failed before
     /// it could be recorded (e.g. the store cannot be written), so its last run did not
     /// move and it would be due again at once, over and over.
@@ -67,8 +68,8 @@ pub struct Scheduler {
 pub struct Claim {
     sched: Arc<Scheduler>,
     id: u64,
-    /// The run's cancel flag.
-    pub cancel: Arc<AtomicBool>,
+    /// The run's cancel.
+    pub cancel: Arc<Cancel>,
 }
 
 impl Drop for Claim {
@@ -114,7 +115,7 @@ impl Scheduler {
         if running.contains_key(&id) {
             return None;
         }
-        let cancel = Arc::new(AtomicBool::new(false));
+        let cancel = Arc::new(Cancel::new());
         running.insert(id, Arc::clone(&cancel));
         Some(Claim {
             sched: Arc::clone(self),
@@ -139,7 +140,7 @@ impl Scheduler {
             .unwrap_or_else(PoisonError::into_inner)
             .get(&id)
         {
-            flag.store(true, Ordering::SeqCst);
+            flag.cancel();
         }
     }
 
@@ -147,14 +148,14 @@ impl Scheduler {
     /// stopping).
     pub fn stop(&self) {
         self.stopped.store(true, Ordering::SeqCst);
-        self.jobs_cancel.store(true, Ordering::SeqCst);
+        self.jobs_cancel.cancel();
         for flag in self
             .running
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .values()
         {
-            flag.store(true, Ordering::SeqCst);
+            flag.cancel();
         }
         self.notify();
     }
@@ -284,7 +285,7 @@ pub fn run_task(
     manager: &Manager,
     id: u64,
     trigger: Trigger,
-    cancel: &Arc<AtomicBool>,
+    cancel: &Arc<Cancel>,
     gate: &dyn TurnGate,
 ) -> Result<Outcome, Error> {
     let rt = manager.runtime();
@@ -326,7 +327,7 @@ pub fn run_task(
             &mut Headless,
         );
         gate.end(&session);
-        judge(result, &session, cancel.load(Ordering::SeqCst))
+        judge(result, &session, cancel.is_cancelled())
     } else {
         let error = Error::SessionBusy {
             session: session.to_string(),
@@ -435,10 +436,12 @@ fn judge(
                 Error::Model(_) => RunStatus::ModelError,
                 _ => RunStatus::Error,
             };
-            let message = if cancelled {
-                format!("cancelled: evolve serve stopped during the run ({e})")
-            } else {
-                e.to_string()
+            let message = match &e {
+                // The run's cancel: `evolve serve` stopped (a deleted task's run is not
+                // recorded).
+                Error::Cancelled => Error::ServeStopped.to_string(),
+                _ if cancelled => format!("cancelled: evolve serve stopped during the run ({e})"),
+                _ => e.to_string(),
             };
             (
                 ended(status, String::new(), Some(message), None),
@@ -602,7 +605,7 @@ fn start_job(
 struct ViaHost<'a>(&'a dyn Host);
 
 impl TurnGate for ViaHost<'_> {
-    fn begin(&self, session: &str, cancel: &Arc<AtomicBool>) -> bool {
+    fn begin(&self, session: &str, cancel: &Arc<Cancel>) -> bool {
         self.0.begin(session, cancel)
     }
     fn end(&self, session: &str) {

@@ -1,4 +1,5 @@
 use super::*;
+use crate::cancel::Cancel;
 use crate::sched::daily::{job_due, DailyJob};
 use crate::sched::show::{next_run, rfc3339};
 use evolve_core::sched::{FixedOffset, Utc};
@@ -74,7 +75,7 @@ fn the_loop_sleeps_until_the_next_due_time_within_bounds() {
     }
 }
 
-fn nothing(_: &Runtime, _: Timestamp, _: &AtomicBool) {}
+fn nothing(_: &Runtime, _: Timestamp, _: &Cancel) {}
 
 #[test]
 fn a_daily_job_runs_once_a_day_and_once_after_downtime() {
@@ -150,10 +151,7 @@ fn the_scheduler_claims_a_task_once_until_the_run_ends() {
     assert!(s.is_running(3));
     assert!(s.claim(4).is_some());
     s.stop();
-    assert!(
-        claim.cancel.load(Ordering::SeqCst),
-        "stopping cancels the run"
-    );
+    assert!(claim.cancel.is_cancelled(), "stopping cancels the run");
     drop(claim);
     assert!(!s.is_running(3));
     assert!(s.wait_idle(Duration::from_secs(1)));
@@ -168,4 +166,47 @@ fn a_task_whose_start_failed_is_left_alone_until_the_retry_time() {
     assert_eq!(s.held_until(8, 1_000), None, "only that task");
     assert_eq!(s.held_until(7, 1_000 + RETRY_AFTER), None, "released");
     assert!(s.held.lock().unwrap().is_empty(), "and forgotten");
+}
+
+#[test]
+fn a_run_cancelled_by_serve_stopping_is_an_error_that_says_so_not_a_model_error() {
+    let protocol = || {
+        Error::from(crate::llm::LlmError::Protocol {
+            url: "http://127.0.0.1:1/v1".into(),
+            detail: "not JSON".into(),
+        })
+    };
+    let cases: [(Error, bool, RunStatus, &str); 4] = [
+        (
+            Error::from(crate::llm::LlmError::Cancelled),
+            true,
+            RunStatus::Error,
+            "cancelled: evolve serve stopped during the run",
+        ),
+        (
+            Error::Cancelled,
+            true,
+            RunStatus::Error,
+            "cancelled: evolve serve stopped during the run",
+        ),
+        (
+            protocol(),
+            true,
+            RunStatus::Error,
+            "cancelled: evolve serve stopped during the run (unexpected answer",
+        ),
+        (
+            protocol(),
+            false,
+            RunStatus::ModelError,
+            "unexpected answer",
+        ),
+    ];
+    for (error, cancelled, status, said) in cases {
+        let (end, reply, _) = judge(Err(error), "s", cancelled);
+        assert_eq!(end.status, status);
+        let message = end.error.unwrap_or_default();
+        assert!(message.starts_with(said), "{message}");
+        assert!(reply.is_empty());
+    }
 }

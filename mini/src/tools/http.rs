@@ -14,7 +14,6 @@
 use std::fmt;
 use std::io::{self, Read};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -25,6 +24,7 @@ use ureq::unversioned::transport::{DefaultConnector, NextTimeout};
 use super::files::{clip_bytes, human_size, looks_binary};
 use super::html::html_to_text;
 use super::ToolOutput;
+use crate::cancel::Cancel;
 use crate::config::ToolsConfig;
 
 /// Redirects followed before giving up (browsers allow ~20; an API or article rarely
@@ -314,7 +314,7 @@ pub fn get(
     url: &str,
     max_bytes: Option<usize>,
     opts: &FetchOptions,
-    cancel: &AtomicBool,
+    cancel: &Cancel,
 ) -> ToolOutput {
     let cap = max_bytes.map_or(opts.cap, |m| m.clamp(1, opts.cap.max(1)));
     let refused = Arc::new(Mutex::new(None));
@@ -347,7 +347,7 @@ pub fn get(
                 ))
             }
         };
-        if cancel.load(Ordering::Relaxed) {
+        if cancel.is_cancelled() {
             return ToolOutput::error(format!("cancelled before fetching {current}"));
         }
         let result = agent
@@ -407,7 +407,7 @@ fn read_response(
     url: &str,
     cap: usize,
     timeout: Duration,
-    cancel: &AtomicBool,
+    cancel: &Cancel,
 ) -> ToolOutput {
     let status = resp.status();
     let content_type = header(&resp, "content-type").unwrap_or("").to_string();
@@ -443,7 +443,7 @@ fn read_response(
     let mut chunk = vec![0u8; 16 * 1024];
     let mut more = false;
     loop {
-        if cancel.load(Ordering::Relaxed) {
+        if cancel.is_cancelled() {
             return ToolOutput::error(format!("cancelled while reading {url}"));
         }
         match reader.read(&mut chunk) {

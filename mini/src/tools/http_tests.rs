@@ -1,7 +1,9 @@
 use super::*;
 use std::io::Write;
 use std::net::{Ipv6Addr, TcpListener};
-use std::sync::atomic::AtomicUsize;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use crate::cancel::Cancel;
 
 #[test]
 fn private_and_special_addresses_are_blocked() {
@@ -160,7 +162,7 @@ fn only_port(port: u16, cap: usize) -> FetchOptions {
 }
 
 fn fetch(url: &str, opts: &FetchOptions) -> ToolOutput {
-    get(url, None, opts, &AtomicBool::new(false))
+    get(url, None, opts, &Cancel::new())
 }
 
 #[test]
@@ -249,7 +251,7 @@ fn bodies_are_capped() {
         "{}",
         out.content
     );
-    let small = get(&url, Some(10), &opts, &AtomicBool::new(false));
+    let small = get(&url, Some(10), &opts, &Cancel::new());
     assert!(
         small.content.contains("[truncated at 10 bytes"),
         "{}",

@@ -22,7 +22,6 @@ mod todo;
 pub(crate) mod workspace;
 
 use std::path::Path;
-use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 use evolve_core::permission::{builtin_level, Level, Reach};
@@ -30,6 +29,7 @@ use evolve_core::Timestamp;
 
 use args::{opt, req, Kind, Param};
 
+use crate::cancel::Cancel;
 use crate::config::{Config, ToolsConfig};
 use crate::llm::ToolSpec;
 use crate::sandbox::Plan;
@@ -93,7 +93,7 @@ pub struct ToolContext<'a> {
     /// Skills for `load_skill`.
     pub skills: &'a Catalog,
     /// Set by Ctrl-C: long tools (shell, http_get) stop early.
-    pub cancel: &'a AtomicBool,
+    pub cancel: &'a Cancel,
     /// The level the permission check gave this call: a shell command is confined to
     /// what that level may touch (read-only below L3).
     pub level: Level,

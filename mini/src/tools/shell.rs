@@ -10,7 +10,6 @@
 use std::io::Read;
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -18,9 +17,10 @@ use std::time::{Duration, Instant};
 use evolve_core::watch::{Rule, Sample, Stop, Verdict, Watch};
 
 use super::ToolOutput;
+use crate::cancel::Cancel;
 use crate::sandbox::{reaper, Plan};
 
-/// How often the clock and the cancel flag are looked at while a command runs (its end
+/// How often the clock and the cancel are looked at while a command runs (its end
 /// is noticed at once).
 const POLL: Duration = Duration::from_millis(50);
 /// After the command ends (or is killed), how long its output pipes may stay open
@@ -208,7 +208,7 @@ pub fn run(
     timeout: Duration,
     idle_stop: Duration,
     cap: usize,
-    cancel: &AtomicBool,
+    cancel: &Cancel,
     plan: &Plan,
 ) -> ToolOutput {
     if command.trim().is_empty() {
@@ -230,7 +230,7 @@ fn run_unix(
     timeout: Duration,
     idle_stop: Duration,
     cap: usize,
-    cancel: &AtomicBool,
+    cancel: &Cancel,
     plan: &Plan,
 ) -> ToolOutput {
     use std::os::unix::process::{CommandExt, ExitStatusExt};
@@ -278,7 +278,7 @@ fn run_unix(
     drop(done_tx);
 
     // The end of the command is heard at once (a thread waits for it); the clock and
-    // the cancel flag are looked at every POLL meanwhile.
+    // the cancel are looked at every POLL meanwhile.
     let (exit_tx, exit_rx) = mpsc::channel();
     thread::spawn(move || {
         let status = child.wait();
@@ -324,7 +324,7 @@ fn run_unix(
                 return ToolOutput::error("lost track of the command: its waiter ended");
             }
             Err(mpsc::RecvTimeoutError::Timeout) => {
-                if cancel.load(Ordering::Relaxed) {
+                if cancel.is_cancelled() {
                     break stop(End::Cancelled);
                 }
                 let now = Instant::now();
@@ -639,7 +639,7 @@ mod tests {
     #[test]
     fn a_cancel_stops_the_command() {
         let h = Harness::new();
-        h.cancel.store(true, Ordering::Relaxed);
+        h.cancel.cancel();
         let out = h.call("shell", json!({"command": "sleep 20"}));
         assert!(out.is_error);
         assert!(out.content.contains("[cancelled"), "{}", out.content);

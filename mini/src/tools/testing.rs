@@ -2,9 +2,9 @@
 //! default configuration and a fresh store.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::AtomicBool;
 
 use super::{Builtins, ToolContext, ToolOutput};
+use crate::cancel::Cancel;
 use crate::config::{Config, ToolsConfig};
 use crate::skills::Catalog;
 use crate::store::Store;
@@ -40,7 +40,7 @@ pub struct Harness {
     pub store: Store,
     pub tokenizer: ShellTokenizer,
     pub skills: Catalog,
-    pub cancel: AtomicBool,
+    pub cancel: Cancel,
     pub builtins: Builtins,
     pub now: i64,
     pub session: String,
@@ -72,7 +72,7 @@ impl Harness {
             skills: Catalog::default(),
             builtins: Builtins::new(&tools),
             tokenizer: ShellTokenizer::new(None),
-            cancel: AtomicBool::new(false),
+            cancel: Cancel::new(),
             now,
             session,
             level: evolve_core::permission::Level::L3,

@@ -16,7 +16,6 @@
 //! call that needs a person is announced as an `evolve.permission` event and the turn
 //! waits for `POST /v1/sessions/{id}/pending/{call}`.
 
-use std::sync::atomic::AtomicBool;
 use std::sync::mpsc::{self};
 use std::sync::{Arc, PoisonError};
 use std::time::{Duration, Instant};
@@ -30,6 +29,7 @@ use super::turn_io::{data, event, pieces, ChunkShape, WebIo};
 use super::waiting::pending_json;
 use super::{error, State};
 use crate::agents::{Refused, TurnInput, TurnRecord};
+use crate::cancel::Cancel;
 use crate::clock::now;
 use crate::error::Error;
 
@@ -245,7 +245,7 @@ pub fn answer_parked(state: &Arc<State>, sid: &str, call: &str, answer: &str) ->
         }
         Err(e) => return error(500, format!("the store failed: {e}")),
     };
-    let cancel = Arc::new(AtomicBool::new(false));
+    let cancel = Arc::new(Cancel::new());
     {
         let mut turns = state.turns.lock().unwrap_or_else(PoisonError::into_inner);
         if turns.contains_key(sid) {
@@ -383,7 +383,7 @@ pub fn completions(state: &Arc<State>, req: &Request) -> Response<'static> {
             Err(e) => return super::request::store_error(e),
         },
     };
-    let cancel = Arc::new(AtomicBool::new(false));
+    let cancel = Arc::new(Cancel::new());
     // A turn of this session that waits for a person is parked, so that this message
     // settles its call (ARCHITECTURE.md § The turn, step 2).
     if state.approvals.release_session(&sid) {
@@ -542,6 +542,9 @@ pub(super) fn turn_error(e: &Error) -> (u16, Value) {
         Error::Model(m) if m.is_configuration() => (502, "model_configuration"),
         Error::Model(m) if m.is_unreachable() => (502, "model_unreachable"),
         Error::Model(_) => (502, "model_error"),
+        // The client went away or the server is stopping: whoever still reads this is
+        // told the service stopped the turn, not that the model failed.
+        Error::Cancelled => (503, "cancelled"),
         Error::Usage(_) | Error::Invalid { .. } => (400, "invalid_request"),
         Error::Conflict(_) => (409, "conflict"),
         Error::Budget(_) => (429, "budget_spent"),
@@ -557,7 +560,7 @@ fn run_turn(
     state: &State,
     chat: &ChatRequest,
     sid: &str,
-    cancel: &AtomicBool,
+    cancel: &Cancel,
     io: &mut WebIo<'_, '_, '_>,
 ) -> Result<(TurnRecord, mpsc::Receiver<crate::agents::PostTurn>), Error> {
     let rt_arc = state.rt();
@@ -591,7 +594,7 @@ fn stream_turn(
     created: bool,
     id: &str,
     created_at: i64,
-    cancel: &AtomicBool,
+    cancel: &Cancel,
     out: &mut Stream<'_>,
     busy: Busy,
 ) {
@@ -668,6 +671,22 @@ fn stream_turn(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_cancelled_turn_is_not_answered_as_a_model_error() {
+        let (status, body) = turn_error(&Error::Cancelled);
+        assert_eq!(status, 503);
+        assert_eq!(body["error"]["code"], "cancelled", "{body}");
+        let from_model = Error::from(crate::llm::LlmError::Cancelled);
+        assert_eq!(turn_error(&from_model).0, 503);
+        let failed = Error::from(crate::llm::LlmError::Protocol {
+            url: "http://127.0.0.1:1/v1".into(),
+            detail: "not JSON".into(),
+        });
+        let (status, body) = turn_error(&failed);
+        assert_eq!(status, 502);
+        assert_eq!(body["error"]["code"], "model_error", "{body}");
+    }
 
     #[test]
     fn the_waiting_note_names_each_call_and_the_session() {

@@ -9,7 +9,6 @@
 //! browser must run here too), and `GET …/login` tells how it went. A new login of the
 //! same server cancels the one waiting.
 
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -19,6 +18,7 @@ use super::http::Request;
 use super::http::Response;
 use super::request::{body, store_error, Reply};
 use super::{error, State};
+use crate::cancel::Cancel;
 use crate::mcp::oauth::{self, LoginError, LoginState};
 use crate::mcp::servers;
 use crate::mcp_spec::{server_name_problem, SpecSource};
@@ -125,7 +125,7 @@ pub fn reconnect(state: &State, name: &str) -> Reply {
         );
     }
     rt.mcp.restart(name);
-    let cancel = AtomicBool::new(false);
+    let cancel = Cancel::new();
     match rt.mcp.list_tools(name, &cancel) {
         Ok(tools) => Response::json(
             200,
@@ -163,7 +163,7 @@ pub struct Logins(Mutex<Vec<(String, Pending)>>);
 
 /// One login waiting for the browser, or how it ended.
 struct Pending {
-    cancel: Arc<AtomicBool>,
+    cancel: Arc<Cancel>,
     /// `None` while waiting.
     outcome: Arc<Mutex<Option<Result<(), String>>>>,
 }
@@ -175,7 +175,7 @@ impl Logins {
         list.retain(|(name, pending)| {
             let keep = name != server;
             if !keep {
-                pending.cancel.store(true, Ordering::SeqCst);
+                pending.cancel.cancel();
             }
             keep
         });
@@ -220,7 +220,7 @@ pub fn login(state: &State, name: &str) -> Reply {
         ("wait_secs", LOGIN_WAIT.as_secs().into()),
     ]);
     let pending = Pending {
-        cancel: Arc::new(AtomicBool::new(false)),
+        cancel: Arc::new(Cancel::new()),
         outcome: Arc::new(Mutex::new(None)),
     };
     let (cancel, outcome, server) = (

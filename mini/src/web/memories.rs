@@ -1,8 +1,6 @@
 //! The memory routes: list (filtered), read, add, change, delete and maintain memories.
 //! Bad input is a 400 naming the field; store failures are 500s.
 
-use std::sync::atomic::AtomicBool;
-
 use evolve_core::memory::{Category, Memory, MemoryId};
 use evolve_core::text::{f1, find_words, KeywordSet};
 use serde_json::{json, Value};
@@ -11,6 +9,7 @@ use super::http::{Request, Response};
 use super::memory_patch::{MemoryPatch, EMPTY_CONTENT};
 use super::request::{body, field, tri, Reply};
 use super::{error, State};
+use crate::cancel::Cancel;
 use crate::clock::now;
 
 /// A memory as the API shows it: without keyword hashes and embedding.
@@ -140,7 +139,7 @@ pub(super) fn maintain_memories(state: &State, req: &Request) -> Reply {
         Some(_) => return error(400, "dry_run must be true or false"),
     };
     let rt = state.rt();
-    let never = AtomicBool::new(false);
+    let never = Cancel::new();
     let report = crate::agents::maintain::run(&rt, now(), dry_run, &never);
     match (&report.error, serde_json::to_value(&report)) {
         (Some(e), _) => error(500, format!("memory maintenance stopped: {e}")),

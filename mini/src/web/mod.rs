@@ -47,6 +47,7 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 
 use crate::agents::Manager;
+use crate::cancel::Cancel;
 use crate::error::Error;
 use http::{Admission, Limits, Request, Response};
 
@@ -75,8 +76,8 @@ pub struct State {
     pub auth: auth::Auth,
     /// Set when the server is stopping.
     pub shutdown: Arc<AtomicBool>,
-    /// Sessions with a turn running, and that turn's cancel flag.
-    pub turns: Mutex<HashMap<String, Arc<AtomicBool>>>,
+    /// Sessions with a turn running, and that turn's cancel.
+    pub turns: Mutex<HashMap<String, Arc<Cancel>>>,
     /// Calls waiting for a person, by (session, call id).
     pub approvals: waiting::Approvals,
     /// MCP servers' questions waiting for a person, by (session, id).
@@ -169,7 +170,7 @@ impl State {
             .unwrap_or_else(PoisonError::into_inner)
             .values()
         {
-            flag.store(true, Ordering::SeqCst);
+            flag.cancel();
         }
     }
 }

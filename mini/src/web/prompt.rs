@@ -3,14 +3,13 @@
 //! [`crate::agents::versions`]). A version set, evolved or activated here is used from
 //! the next turn of every session.
 
-use std::sync::atomic::AtomicBool;
-
 use serde_json::{json, Value};
 
 use super::http::{Request, Response};
 use super::request::{body, store_error, Reply};
 use super::{error, State};
 use crate::agents::versions::{self, check_text, EvolveError, Evolved, Listed};
+use crate::cancel::Cancel;
 use crate::clock::now;
 use crate::error::Error;
 use evolve_core::text::one_line;
@@ -92,7 +91,7 @@ pub fn evolve(state: &State, req: &Request) -> Reply {
         }
     };
     let rt = state.rt();
-    let cancel = AtomicBool::new(false);
+    let cancel = Cancel::new();
     let done = versions::evolve(
         &rt.store,
         &*rt.model,
@@ -118,7 +117,7 @@ pub fn evolve(state: &State, req: &Request) -> Reply {
         Err(EvolveError::NothingLearned) => error(409, EvolveError::NothingLearned.to_string()),
         Err(e @ EvolveError::Refused(_)) => error(422, e.to_string()),
         Err(EvolveError::Model(e)) => {
-            let (status, body) = super::chat::turn_error(&Error::Model(e));
+            let (status, body) = super::chat::turn_error(&Error::from(e));
             Response::json(status, &body)
         }
         Err(EvolveError::Store(e)) => store_error(e),

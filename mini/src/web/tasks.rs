@@ -7,7 +7,7 @@
 //! it cannot read) and how `serve` takes part in a run ([`Host`]: the run's turn is one
 //! of the server's turns, so stopping cancels it and a chat in the same session waits).
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, PoisonError};
 
 use serde_json::{json, Value};
@@ -16,6 +16,7 @@ use super::http::{Request, Response};
 use super::request::{tri, Reply};
 use super::{error, State};
 use crate::agents::{Host, TurnGate};
+use crate::cancel::Cancel;
 use crate::clock::now;
 use crate::sched::tasks;
 use crate::store::Trigger;
@@ -24,7 +25,7 @@ use crate::store::Trigger;
 const DEFAULT_RUNS: usize = 20;
 
 impl TurnGate for State {
-    fn begin(&self, session: &str, cancel: &Arc<AtomicBool>) -> bool {
+    fn begin(&self, session: &str, cancel: &Arc<Cancel>) -> bool {
         let mut turns = self.turns.lock().unwrap_or_else(PoisonError::into_inner);
         if turns.contains_key(session) {
             return false;

@@ -2,8 +2,6 @@
 //! remove), tools (list, run one under the headless policy) and MCP servers (list, set
 //! the level of their tools).
 
-use std::sync::atomic::AtomicBool;
-
 use evolve_core::permission::{Decision, Grants, Policy};
 use evolve_core::provenance::Provenance;
 use serde_json::{json, Value};
@@ -13,6 +11,7 @@ use super::request::{body, field, opt_str, store_error, Reply};
 use super::{error, mcp_servers, State};
 use crate::agents::mcp_levels::user_level::{set_level, LevelError};
 use crate::agents::ToolAgent;
+use crate::cancel::Cancel;
 use crate::clock::now;
 
 pub(super) fn skills(state: &State) -> Reply {
@@ -84,7 +83,7 @@ pub(super) fn skill(state: &State, name: &str) -> Reply {
 pub(super) fn tools(state: &State) -> Reply {
     let rt_arc = state.rt();
     let rt = &*rt_arc;
-    let cancel = AtomicBool::new(false);
+    let cancel = Cancel::new();
     let grants = Grants::default();
     let policy = Policy::Interactive;
     let set = ToolAgent.for_turn(rt, &cancel);
@@ -131,7 +130,7 @@ pub(super) fn run_tool(state: &State, req: &Request, name: &str) -> Reply {
         Some(v @ Value::Object(_)) => v.to_string(),
         Some(_) => return error(400, "arguments must be a JSON object"),
     };
-    let cancel = AtomicBool::new(false);
+    let cancel = Cancel::new();
     let set = ToolAgent.for_turn(rt, &cancel);
     if !ToolAgent.has(rt, &set, name) {
         return error(
@@ -205,7 +204,7 @@ pub(super) fn mcp(state: &State) -> Reply {
     let rt_arc = state.rt();
     let rt = &*rt_arc;
     let connected = rt.mcp.connected();
-    let cancel = AtomicBool::new(false);
+    let cancel = Cancel::new();
     let set = ToolAgent.for_turn(rt, &cancel);
     let grants = Grants::default();
     let data: Vec<Value> = rt

@@ -4,7 +4,7 @@
 //! What the turn does with them is the agent's; the request and the reply are
 //! [`super::chat`]'s.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::mpsc::RecvTimeoutError;
 use std::time::{Duration, Instant};
 
@@ -16,6 +16,7 @@ use super::http::Stream;
 use super::waiting::pending_json;
 use super::State;
 use crate::agents::{Heard, ToolRun, TurnIo};
+use crate::cancel::Cancel;
 use crate::llm::Delta;
 use crate::mcp::elicit::{ElicitReply, Elicitation};
 
@@ -95,7 +96,7 @@ pub(super) struct WebIo<'s, 'o, 'w> {
     pub(super) out: Option<&'o mut Stream<'w>>,
     pub(super) events: bool,
     pub(super) chunk: ChunkShape,
-    pub(super) cancel: &'s AtomicBool,
+    pub(super) cancel: &'s Cancel,
     pub(super) streamed: bool,
     /// A person has been asked about a call in this turn.
     pub(super) asked: bool,
@@ -133,7 +134,7 @@ impl WebIo<'_, '_, '_> {
     fn client_gone(&mut self) {
         self.gone = true;
         if !self.asked {
-            self.cancel.store(true, Ordering::SeqCst);
+            self.cancel.cancel();
         }
     }
 
@@ -148,9 +149,7 @@ impl WebIo<'_, '_, '_> {
         let started = Instant::now();
         let mut pinged = started;
         let answer = loop {
-            if self.gone
-                || self.cancel.load(Ordering::SeqCst)
-                || self.state.shutdown.load(Ordering::SeqCst)
+            if self.gone || self.cancel.is_cancelled() || self.state.shutdown.load(Ordering::SeqCst)
             {
                 break None;
             }
@@ -193,9 +192,7 @@ impl WebIo<'_, '_, '_> {
         let started = Instant::now();
         let mut pinged = started;
         let reply = loop {
-            if self.gone
-                || self.cancel.load(Ordering::SeqCst)
-                || self.state.shutdown.load(Ordering::SeqCst)
+            if self.gone || self.cancel.is_cancelled() || self.state.shutdown.load(Ordering::SeqCst)
             {
                 break ElicitReply::Cancel;
             }

@@ -140,7 +140,7 @@ impl Manager {
         now: Timestamp,
     ) {
         let store = &self.rt.store;
-        let cancelled = matches!(error, Error::Model(crate::llm::LlmError::Cancelled));
+        let cancelled = matches!(error, Error::Cancelled);
         let ran_tools = turn.calls().iter().any(|r| r.ran);
         let how = if cancelled {
             Unfinished::Stopped

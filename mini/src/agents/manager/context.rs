@@ -9,8 +9,6 @@
 //! window (core's `history::build`), choosing memories (the memory agent) and tools (the
 //! tool agent).
 
-use std::sync::atomic::AtomicBool;
-
 use evolve_core::history::{self, entry_keywords, L2Entry, Levels, Message, Role};
 use evolve_core::skill::{rank, summary_block, SkillSummary};
 use evolve_core::text::{KeywordSet, Lang};
@@ -22,6 +20,7 @@ use crate::agents::memory::{MemoryAgent, Recall};
 use crate::agents::prompts::DEFAULT_SYSTEM_PROMPT;
 use crate::agents::runtime::Runtime;
 use crate::agents::tool::{ToolAgent, TurnTools};
+use crate::cancel::Cancel;
 use crate::error::Error;
 
 /// Turns whose messages are sent in full (L1), the current one included, at least once
@@ -142,7 +141,7 @@ impl Manager {
         turn_no: u64,
         query: &str,
         replaces: Option<u64>,
-        cancel: &AtomicBool,
+        cancel: &Cancel,
         now: Timestamp,
     ) -> Result<(Context, TurnTools), Error> {
         let rt = &*self.rt;

@@ -9,7 +9,6 @@
 //! turn's messages, and what the shell knows of each call before its check (cut,
 //! unknown, unreadable). The rules of the turn itself are core's.
 
-use std::sync::atomic::Ordering;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -161,8 +160,8 @@ impl Manager {
             );
             match action {
                 Action::CallModel(step) => {
-                    if input.cancel.load(Ordering::Relaxed) {
-                        return Err(Error::Model(crate::llm::LlmError::Cancelled));
+                    if input.cancel.is_cancelled() {
+                        return Err(Error::Cancelled);
                     }
                     // An MCP server that changed its tools during the last step is
                     // listed again: the model sees the new list now.

@@ -7,7 +7,6 @@
 //! never parked (a question nobody answers stops it), and what the parent's model is
 //! told of them (`agents::subtasks::output`).
 
-use std::sync::atomic::AtomicBool;
 use std::sync::mpsc;
 use std::time::Instant;
 
@@ -24,6 +23,7 @@ use crate::agents::memory::MemoryAgent;
 use crate::agents::record::SubtaskRun;
 use crate::agents::subtasks::{self, SubIo, ToParent, SUBTASKS};
 use crate::agents::tool::{ToolAgent, TurnTools};
+use crate::cancel::Cancel;
 use crate::error::Error;
 
 impl Manager {
@@ -189,7 +189,7 @@ impl Manager {
             None => (String::new(), Vec::new(), 0, false),
         };
         let failed = match result {
-            Err(Error::Model(crate::llm::LlmError::Cancelled)) => Some("stopped".to_string()),
+            Err(Error::Cancelled) => Some("stopped".to_string()),
             Err(e) => Some(e.to_string()),
             Ok(()) if reply.trim().is_empty() => Some("it gave no answer".to_string()),
             Ok(()) => None,
@@ -215,7 +215,7 @@ impl Manager {
     pub(super) fn sub_context(
         &self,
         task: &str,
-        cancel: &AtomicBool,
+        cancel: &Cancel,
     ) -> Result<(Context, TurnTools), Error> {
         let rt = &*self.rt;
         let lang = Lang::guess(task);

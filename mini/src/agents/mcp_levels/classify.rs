@@ -14,8 +14,6 @@
 //! keeps the classifier's own answer, so the floor applies to answers cached before it
 //! existed too.
 
-use std::sync::atomic::AtomicBool;
-
 use evolve_core::history::Message;
 use evolve_core::json::Value;
 use evolve_core::permission::{
@@ -23,6 +21,7 @@ use evolve_core::permission::{
 };
 use evolve_core::text::clip_chars;
 
+use crate::cancel::Cancel;
 use crate::llm::{ChatModel, ChatRequest, ModelRole};
 use crate::mcp_spec::{full_name, McpTool, ServerSpec};
 use crate::store::{
@@ -51,7 +50,7 @@ pub fn classes(
     rt: &Classifier<'_>,
     spec: &ServerSpec,
     tools: &[McpTool],
-    cancel: &AtomicBool,
+    cancel: &Cancel,
 ) -> Vec<ToolClass> {
     explain(rt, spec, tools, cancel)
         .into_iter()
@@ -122,7 +121,7 @@ pub fn explain(
     rt: &Classifier<'_>,
     spec: &ServerSpec,
     tools: &[McpTool],
-    cancel: &AtomicBool,
+    cancel: &Cancel,
 ) -> Vec<Classified> {
     let names: Vec<String> = tools
         .iter()
@@ -364,7 +363,7 @@ fn ask_classifier(
     rt: &Classifier<'_>,
     server: &str,
     tools: &[&McpTool],
-    cancel: &AtomicBool,
+    cancel: &Cancel,
 ) -> Option<Vec<Option<Level>>> {
     let system = classify_prompt();
     let user = describe_tools(server, tools);

@@ -4,6 +4,7 @@ use std::sync::{Arc, Mutex};
 use evolve_core::history::Message;
 use evolve_core::permission::Annotations;
 
+use crate::cancel::Cancel;
 use crate::llm::{ChatModel, ChatRequest, ChatResponse, Delta, LlmError, ModelRole, Usage};
 use crate::mcp_spec::{SpecSource, Transport};
 use crate::store::Store;
@@ -34,7 +35,7 @@ impl ChatModel for Scripted {
         &self,
         req: &ChatRequest,
         _on_delta: &mut dyn FnMut(Delta<'_>),
-        _cancel: &AtomicBool,
+        _cancel: &Cancel,
     ) -> Result<ChatResponse, LlmError> {
         self.seen.lock().unwrap().push(req.clone());
         let mut replies = self.replies.lock().unwrap();
@@ -123,7 +124,7 @@ fn runtime(dir: &TempDir, model: &Scripted, levels: &[(&str, Level)]) -> Parts {
     }
 }
 
-static NEVER: AtomicBool = AtomicBool::new(false);
+static NEVER: Cancel = Cancel::new();
 
 #[test]
 fn fingerprints_are_stable_and_see_every_part() {

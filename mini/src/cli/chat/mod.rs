@@ -20,7 +20,6 @@ use super::printable;
 use crate::agents::{Manager, PostTurn, Runtime, TurnInput};
 use crate::config::LoadOptions;
 use crate::error::Error;
-use crate::llm::LlmError;
 
 mod slash;
 mod terminal;
@@ -300,7 +299,7 @@ fn input(
             }
         }
         Err(e) => {
-            if let Error::Model(LlmError::Cancelled) = e {
+            if let Error::Cancelled = e {
                 println!("\n(cancelled)");
             } else {
                 if streamed {

@@ -3,7 +3,6 @@
 //! `/mcp level`): the user's own level of a tool.
 
 use std::io::Write;
-use std::sync::atomic::AtomicBool;
 
 use argh::FromArgs;
 use evolve_core::permission::Level;
@@ -17,6 +16,7 @@ use super::{open, unknown_server, usage};
 use crate::agents::mcp_levels::classify::{self, Classified};
 use crate::agents::mcp_levels::user_level::{self, LevelError};
 use crate::agents::Runtime;
+use crate::cancel::Cancel;
 use crate::config::Config;
 use crate::error::Error;
 use crate::mcp_spec::{full_name, McpTool, ServerSpec};
@@ -81,7 +81,7 @@ enum Listing {
 fn list_tools(
     rt: &Runtime,
     only: Option<&str>,
-    cancel: &AtomicBool,
+    cancel: &Cancel,
 ) -> Result<Vec<(String, Listing)>, Error> {
     let specs: Vec<ServerSpec> = match only {
         Some(name) => match rt.mcp.spec(name) {
@@ -266,11 +266,7 @@ pub(super) fn tools(c: Tools, profile: &Option<String>) -> Result<(), Error> {
 }
 
 /// `/mcp tools [NAME]` in chat: the listing, errors shown, nothing ends.
-pub(crate) fn chat_tools(
-    rt: &Runtime,
-    only: Option<&str>,
-    cancel: &AtomicBool,
-) -> Result<(), Error> {
+pub(crate) fn chat_tools(rt: &Runtime, only: Option<&str>, cancel: &Cancel) -> Result<(), Error> {
     let listings = list_tools(rt, only, cancel)?;
     let mut out = std::io::stdout().lock();
     if listings.is_empty() {

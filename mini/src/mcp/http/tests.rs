@@ -2,7 +2,7 @@
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -11,6 +11,7 @@ use serde_json::{json, Value};
 use super::super::jsonrpc::{Failure, Peer};
 use super::link::{HttpLink, Limits, LIMITS};
 use super::*;
+use crate::cancel::Cancel;
 use crate::mcp::conn::Conn;
 use crate::mcp::stdio::StderrTail;
 use crate::mcp::McpError;
@@ -261,7 +262,7 @@ fn open(spec: &ServerSpec) -> Result<Arc<Conn>, McpError> {
         None,
         None,
         &StderrTail::default(),
-        &AtomicBool::new(false),
+        &Cancel::new(),
         |_| {},
     )
 }
@@ -285,7 +286,7 @@ fn broken(got: Result<Value, Failure>) -> String {
 #[test]
 fn a_client_initializes_lists_and_calls_tools_through_ureq() {
     let server = Server::start(mcp_answer);
-    let never = AtomicBool::new(false);
+    let never = Cancel::new();
     let conn = open(&spec(&server.url, &[("X-Team", "blue")], Some(TOKEN))).expect("initialize");
     let tools = conn.list(&never).expect("tools/list");
     let mut args = serde_json::Map::new();
@@ -430,8 +431,7 @@ fn error_statuses_name_the_url_and_status_but_not_the_token() {
         let server = Server::start(move |_| plain(status, "text/plain", &[], &body));
         let secret = Secret::new(TOKEN);
         let peer = peer_at(&server.url, Some(&secret), LIMITS);
-        let err =
-            broken(peer.request("initialize", Some(json!({})), LONG, &AtomicBool::new(false)));
+        let err = broken(peer.request("initialize", Some(json!({})), LONG, &Cancel::new()));
         let start = format!("the MCP server at {} answered HTTP {status}", server.url);
         assert!(err.starts_with(&start), "{status}: {err}");
         for want in wants {
@@ -453,7 +453,7 @@ fn an_unreachable_server_is_named_with_what_to_check() {
     };
     let url = format!("http://127.0.0.1:{port}/mcp");
     let peer = peer_at(&url, None, LIMITS);
-    let err = broken(peer.request("initialize", Some(json!({})), LONG, &AtomicBool::new(false)));
+    let err = broken(peer.request("initialize", Some(json!({})), LONG, &Cancel::new()));
     assert!(
         err.contains(&format!("cannot reach the MCP server at {url}")),
         "{err}"
@@ -570,7 +570,7 @@ fn a_call_stream_ended_early_is_resumed_after_the_servers_retry_with_the_last_ev
         }
     });
     let conn = open(&spec(&server.url, &[], None)).expect("initialize");
-    let never = AtomicBool::new(false);
+    let never = Cancel::new();
     let out = conn
         .call(
             "slow",
@@ -667,7 +667,7 @@ fn a_call_stream_that_cannot_be_resumed_fails_the_call_with_the_reason() {
         let got = conn.call(
             "slow",
             serde_json::Map::new(),
-            &AtomicBool::new(false),
+            &Cancel::new(),
             &mut crate::mcp::NoEvents,
         );
         conn.close();
@@ -721,9 +721,7 @@ fn expired_session_is_replaced(restarted: bool) {
         }
     });
     let conn = open(&spec(&server.url, &[], None)).expect("initialize");
-    let tools = conn
-        .list(&AtomicBool::new(false))
-        .expect("listed in a new session");
+    let tools = conn.list(&Cancel::new()).expect("listed in a new session");
     assert_eq!(tools.len(), 1);
     conn.close();
     let seen = server.seen();
@@ -779,7 +777,7 @@ fn tools_are_listed_page_by_page() {
         _ => plain(200, "text/plain", &[], ""),
     });
     let conn = open(&spec(&server.url, &[], None)).expect("initialize");
-    let tools = conn.list(&AtomicBool::new(false)).expect("listed");
+    let tools = conn.list(&Cancel::new()).expect("listed");
     conn.close();
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
     assert_eq!(names, ["a", "b", "c", "d", "e", "f"]);
@@ -859,7 +857,7 @@ fn task_only_tools_are_not_offered() {
         _ => plain(200, "text/plain", &[], ""),
     });
     let conn = open(&spec(&server.url, &[], None)).expect("initialize");
-    let tools = conn.list(&AtomicBool::new(false)).expect("listed");
+    let tools = conn.list(&Cancel::new()).expect("listed");
     conn.close();
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
     assert_eq!(names, ["quick", "either"]);
@@ -890,7 +888,7 @@ fn answers_over_the_limits_are_refused() {
     for (answer, want) in cases {
         let server = Server::start(move |_| answer.clone());
         let peer = peer_at(&server.url, None, limits);
-        let err = broken(peer.request("ping", None, LONG, &AtomicBool::new(false)));
+        let err = broken(peer.request("ping", None, LONG, &Cancel::new()));
         assert!(err.contains(want), "{want}: {err}");
     }
 }
@@ -922,11 +920,11 @@ fn a_cancellation_reaches_the_server_before_the_session_is_deleted() {
         _ => plain(202, "text/plain", &[], ""),
     });
     let conn = open(&spec(&server.url, &[], None)).expect("initialize");
-    let cancel = Arc::new(AtomicBool::new(false));
+    let cancel = Arc::new(Cancel::new());
     let flag = cancel.clone();
     std::thread::spawn(move || {
         std::thread::sleep(Duration::from_millis(200));
-        flag.store(true, Ordering::SeqCst);
+        flag.cancel();
     });
     let got = conn.call(
         "slow",
@@ -956,7 +954,7 @@ fn real_server() {
     let Ok(url) = std::env::var("EVOLVE_MCP_TEST_URL") else {
         panic!("set EVOLVE_MCP_TEST_URL to a streamable HTTP MCP endpoint");
     };
-    let never = AtomicBool::new(false);
+    let never = Cancel::new();
     let conn = open(&spec(&url, &[], None)).unwrap_or_else(|e| panic!("{e}"));
     let tools = conn.list(&never).unwrap_or_else(|e| panic!("{e}"));
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();

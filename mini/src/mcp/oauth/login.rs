@@ -8,7 +8,6 @@
 //! with what was granted), else the resource's `scopes_supported`, else none; plus
 //! `offline_access` when the authorization server lists it, so a refresh token comes.
 
-use std::sync::atomic::AtomicBool;
 use std::time::Instant;
 
 use ureq::http::{HeaderName, HeaderValue};
@@ -20,6 +19,7 @@ use super::redirect::{self, Loopback};
 use super::register::{self, Client};
 use super::token::{self, ClientAuth, TokenError};
 use super::{fetch, union, LoginError};
+use crate::cancel::Cancel;
 use crate::mcp_spec::{ServerSpec, Transport};
 use crate::store::{McpLogin, Store};
 
@@ -239,7 +239,7 @@ impl Started {
         mut self,
         store: &Store,
         deadline: Instant,
-        cancel: &AtomicBool,
+        cancel: &Cancel,
     ) -> Result<Granted, LoginError> {
         self.complete(store, deadline, cancel)
     }
@@ -250,7 +250,7 @@ impl Started {
         &mut self,
         store: &Store,
         deadline: Instant,
-        cancel: &AtomicBool,
+        cancel: &Cancel,
     ) -> Result<Granted, LoginError> {
         let server = &self.found.server;
         let returned = self.loopback.wait(

@@ -7,11 +7,11 @@
 
 use std::io::{Read, Write};
 use std::net::{Ipv4Addr, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use super::fetch;
 use super::LoginError;
+use crate::cancel::Cancel;
 use crate::secret::Secret;
 
 /// The path the browser is sent back to.
@@ -64,10 +64,10 @@ impl Loopback {
         issuer: &str,
         iss_required: bool,
         deadline: Instant,
-        cancel: &AtomicBool,
+        cancel: &Cancel,
     ) -> Result<Returned, LoginError> {
         loop {
-            if cancel.load(Ordering::SeqCst) {
+            if cancel.is_cancelled() {
                 return Err(LoginError::Cancelled);
             }
             if Instant::now() >= deadline {
@@ -299,7 +299,7 @@ mod tests {
             assert_eq!(doubled, "", "a request with two Host headers was answered");
             (get("/favicon.ico"), get("/callback?code=abc&state=st"))
         });
-        let never = AtomicBool::new(false);
+        let never = Cancel::new();
         let got = lb
             .wait(
                 "st",
@@ -330,7 +330,8 @@ mod tests {
             .expect_err("no redirect");
         assert!(matches!(err, LoginError::NoRedirect), "{err}");
         assert!(started.elapsed() < Duration::from_secs(2));
-        let stop = AtomicBool::new(true);
+        let stop = Cancel::new();
+        stop.cancel();
         let err = quiet
             .wait(
                 "st",

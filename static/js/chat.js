@@ -1,13 +1,12 @@
 // The conversation: messages, their actions (copy, edit, regenerate, 👍/👎), the stored
 // history drawn again, and sending a question with its answer streamed (SSE) as it comes.
-import { $, S, api, btn, enc, fmt, guard, ht, offline, req, toast, webText } from './net.js';
+import { $, S, api, btn, enc, fmt, guard, ht, offline, req, toast, up, webText } from './net.js';
 import { fold, progressCard, settleCard, subtaskEvent, toolCard } from './cards.js';
 import { t } from './i18n.js';
 import { setSession, setTitle } from './layout.js';
 import { copyText, enlarge, h, md, mdText } from './md.js';
 import { checkModel, modelState } from './model.js';
 import { elicitForm, loadGrants, permAsk, permReset } from './perm.js';
-import { liveSessions, loadSessions, openSession, renderSessions } from './sessions.js';
 import { turnCard } from './turn.js';
 
 /** The empty chat's welcome: out of the page while a chat is shown, back for a new one.
@@ -301,8 +300,8 @@ export async function send(text, replace = null, images = []) {
     if (!id) return;
     run.session = id;
     S.runs.set(id, run);
-    liveSessions();
-    if (run.attached) setSession(id); else renderSessions();
+    up.liveSessions();
+    if (run.attached) setSession(id); else up.renderSessions();
   };
   let acc = '', raf = 0, rec = null, done = false, reverted = false;
   const paint = () => { raf = 0; a.text = acc; a.body.replaceChildren(md(acc)); scrollEnd(); };
@@ -350,7 +349,7 @@ export async function send(text, replace = null, images = []) {
       } else if (ev === 'evolve.permission') {
         // Asked here, or kept until the chat is opened again; the sidebar says it waits.
         run.perm = j;
-        renderSessions();
+        up.renderSessions();
         if (run.attached) permAsk(j);
       }
       else if (ev === 'evolve.notice') {
@@ -397,8 +396,8 @@ export async function send(text, replace = null, images = []) {
     if (!run.attached) {
       // Done in the background: refresh the list, and the chat if it is the one shown.
       guard(async () => {
-        await loadSessions();
-        if (S.session === run.session && !S.busy) await openSession(run.session);
+        await up.loadSessions();
+        if (S.session === run.session && !S.busy) await up.openSession(run.session);
       })();
       return;
     }
@@ -412,7 +411,7 @@ export async function send(text, replace = null, images = []) {
     actions();
     scrollEnd();
     guard(async () => {
-      await loadSessions();
+      await up.loadSessions();
       // A new chat whose first turn stored nothing (stopped, failed) is forgotten by the
       // server: the next message starts a new one.
       if (S.session && !S.sessions.some(s => s.id === S.session)) {

@@ -320,6 +320,69 @@ fn another_version_is_not_shown_while_a_call_of_the_chat_waits_for_an_answer() {
     assert_eq!(shown(&s, &sid)[0], (2, 2, 2, "Name a colour.".into()));
 }
 
+/// The place of each question shown in its conversation (`position`), by turn.
+fn positions(s: &Server, sid: &str) -> Vec<(u64, u64)> {
+    let m = s.get(&format!("/v1/sessions/{sid}/messages")).json();
+    m["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|x| x["role"] == "user")
+        .map(|x| (x["turn"].as_u64().unwrap(), x["position"].as_u64().unwrap()))
+        .collect()
+}
+
+#[test]
+fn the_turn_numbers_a_person_sees_are_places_in_the_conversation_shown() {
+    let w = World::new("versions-positions");
+    let s = Server::start(&w, &[]);
+    let sid = three_turns(&w, &s);
+    // Turn 2 answered again (stored as turn 4), then a follow-up (turn 5).
+    ask(
+        &w,
+        &s,
+        Some(&sid),
+        Some(2),
+        "And bananas?",
+        "Bananas are long.",
+    );
+    ask(&w, &s, Some(&sid), None, "Shape of grapes?", "Round.");
+    assert_eq!(positions(&s, &sid), vec![(1, 1), (4, 2), (5, 3)]);
+    // The turn's details say its place too.
+    for (turn, place) in [(4, 2), (5, 3), (3, 3), (1, 1)] {
+        let r = s.get(&format!("/v1/sessions/{sid}/turns/{turn}"));
+        assert_eq!(r.status, 200, "{}", r.body);
+        assert_eq!(r.json()["position"], place, "turn {turn}: {}", r.body);
+    }
+    // The export numbers turns by their place; the hidden ones are marked.
+    let md = s.get(&format!("/v1/sessions/{sid}/export?format=md")).body;
+    let line = |text: &str| {
+        let at = md
+            .find(text)
+            .unwrap_or_else(|| panic!("{text} not in {md}"));
+        let head = md[..at].rfind("## ").unwrap();
+        md[head..at].lines().next().unwrap().to_string()
+    };
+    assert!(line("Bananas are long.").ends_with("(turn 2)"), "{md}");
+    assert!(line("Round.").ends_with("(turn 3)"), "{md}");
+    assert!(!md.contains("(turn 4") && !md.contains("(turn 5"), "{md}");
+    assert!(
+        line("Cherries are dark.").ends_with("(turn 3, answered again later)"),
+        "{md}"
+    );
+    let html = s
+        .get(&format!("/v1/sessions/{sid}/export?format=html"))
+        .body;
+    assert!(
+        !html.contains("(turn 4") && !html.contains("(turn 5"),
+        "{html}"
+    );
+
+    // Back to the old version: its turns are 1, 2, 3 again.
+    assert_eq!(show(&s, &sid, 4, json!(1)).status, 200);
+    assert_eq!(positions(&s, &sid), vec![(1, 1), (2, 2), (3, 3)]);
+}
+
 /// The export's "Summary of older turns" once the background summary wrote it.
 fn summary_written(s: &Server, sid: &str) -> String {
     let end = std::time::Instant::now() + std::time::Duration::from_secs(20);

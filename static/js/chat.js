@@ -185,6 +185,10 @@ export function renderHistory({ data = [], failed = {}, turns = {}, stored }) {
   // reload reads the chat again when it changes.
   S.shown = stored ?? data.length;
   let group = [], answer = null, cards = {};
+  // Each turn's place in the conversation shown (the number a person sees).
+  const place = {};
+  for (const m of data) if (m.role === 'user') place[m.turn] = m.position;
+  let count = 0;
   const close = n => {
     if (n == null) return;
     if (!answer) answer = bubble('assistant');
@@ -200,13 +204,13 @@ export function renderHistory({ data = [], failed = {}, turns = {}, stored }) {
       for (const c of r.tools || []) subtaskEvent(answer.tools, { ...c, phase: 'tool_end', index: r.index });
       subtaskEvent(answer.tools, { ...r, phase: 'end' });
     }
-    group.push(turnCard(null, n, S.session, turns[n]));
+    group.push(turnCard(null, n, S.session, turns[n], place[n] || count));
     box.append(...group);
     group = []; answer = null; cards = {};
   };
   let turn = null;
   for (const m of data) {
-    if (m.turn !== turn) { close(turn); turn = m.turn; }
+    if (m.turn !== turn) { close(turn); turn = m.turn; count++; }
     const text = typeof m.content === 'string' ? m.content : fmt(m.content);
     if (m.role === 'user') {
       const q = userMsg(text, m.turn, m.images || []);
@@ -407,7 +411,11 @@ export async function send(text, replace = null, images = []) {
     permReset();
     if (!reverted) S.lastTurn = n;
     if (!acc && !a.tools.children.length && !a.el.querySelector('.err,.note')) a.el.remove();
-    if (rec) (a.el.isConnected ? a.el : u).after(turnCard(rec, rec.turn, rec.session || S.session));
+    if (rec) {
+      // Its place: after the questions shown before it.
+      const place = [...box.querySelectorAll(":scope > .msg.user")].indexOf(u) + 1 || rec.turn;
+      (a.el.isConnected ? a.el : u).after(turnCard(rec, rec.turn, rec.session || S.session, null, place));
+    }
     actions();
     scrollEnd();
     guard(async () => {

@@ -319,3 +319,292 @@ fn another_version_is_not_shown_while_a_call_of_the_chat_waits_for_an_answer() {
     // Nothing changed: the chat still shows version 2.
     assert_eq!(shown(&s, &sid)[0], (2, 2, 2, "Name a colour.".into()));
 }
+
+/// The place of each question shown in its conversation (`position`), by turn.
+fn positions(s: &Server, sid: &str) -> Vec<(u64, u64)> {
+    let m = s.get(&format!("/v1/sessions/{sid}/messages")).json();
+    m["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|x| x["role"] == "user")
+        .map(|x| (x["turn"].as_u64().unwrap(), x["position"].as_u64().unwrap()))
+        .collect()
+}
+
+#[test]
+fn the_turn_numbers_a_person_sees_are_places_in_the_conversation_shown() {
+    let w = World::new("versions-positions");
+    let s = Server::start(&w, &[]);
+    let sid = three_turns(&w, &s);
+    // Turn 2 answered again (stored as turn 4), then a follow-up (turn 5).
+    ask(
+        &w,
+        &s,
+        Some(&sid),
+        Some(2),
+        "And bananas?",
+        "Bananas are long.",
+    );
+    ask(&w, &s, Some(&sid), None, "Shape of grapes?", "Round.");
+    assert_eq!(positions(&s, &sid), vec![(1, 1), (4, 2), (5, 3)]);
+    // The turn's details say its place too.
+    for (turn, place) in [(4, 2), (5, 3), (3, 3), (1, 1)] {
+        let r = s.get(&format!("/v1/sessions/{sid}/turns/{turn}"));
+        assert_eq!(r.status, 200, "{}", r.body);
+        assert_eq!(r.json()["position"], place, "turn {turn}: {}", r.body);
+    }
+    // The export numbers turns by their place; the hidden ones are marked.
+    let md = s.get(&format!("/v1/sessions/{sid}/export?format=md")).body;
+    let line = |text: &str| {
+        let at = md
+            .find(text)
+            .unwrap_or_else(|| panic!("{text} not in {md}"));
+        let head = md[..at].rfind("## ").unwrap();
+        md[head..at].lines().next().unwrap().to_string()
+    };
+    assert!(line("Bananas are long.").ends_with("(turn 2)"), "{md}");
+    assert!(line("Round.").ends_with("(turn 3)"), "{md}");
+    assert!(!md.contains("(turn 4") && !md.contains("(turn 5"), "{md}");
+    assert!(
+        line("Cherries are dark.").ends_with("(turn 3, answered again later)"),
+        "{md}"
+    );
+    let html = s
+        .get(&format!("/v1/sessions/{sid}/export?format=html"))
+        .body;
+    assert!(
+        !html.contains("(turn 4") && !html.contains("(turn 5"),
+        "{html}"
+    );
+
+    // Back to the old version: its turns are 1, 2, 3 again.
+    assert_eq!(show(&s, &sid, 4, json!(1)).status, 200);
+    assert_eq!(positions(&s, &sid), vec![(1, 1), (2, 2), (3, 3)]);
+}
+
+/// The export's "Summary of older turns" once the background summary wrote it.
+fn summary_written(s: &Server, sid: &str) -> String {
+    let end = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let md = s.get(&format!("/v1/sessions/{sid}/export?format=md")).body;
+        if let Some(at) = md.find("## Summary of older turns") {
+            return md[at..].to_string();
+        }
+        assert!(
+            std::time::Instant::now() < end,
+            "no summary was written:\n{md}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+}
+
+/// A chat whose L2 ring holds 4 entries and sends the oldest 3 to the summary, with a
+/// summary that repeats what it was given.
+fn small_ring(name: &str) -> (World, Server) {
+    let w = World::new(name);
+    w.config("[history]\nl2_capacity = 4\nl2_overflow = 3\n");
+    w.fake.quiet_with(support::SUMMARIZE, support::Reply::Echo);
+    let s = Server::start(&w, &[]);
+    (w, s)
+}
+
+fn summary_requests(w: &World) -> Vec<String> {
+    w.fake
+        .chat_requests()
+        .into_iter()
+        .filter(|r| r.body.contains(support::SUMMARIZE))
+        .map(|r| r.body)
+        .collect()
+}
+
+#[test]
+fn a_hidden_branch_never_reaches_the_long_term_summary_after_an_early_edit() {
+    let (w, s) = small_ring("versions-l3-edit");
+    let (_, sid) = ask(
+        &w,
+        &s,
+        None,
+        None,
+        "Tell me about apples.",
+        "Apples are red.",
+    );
+    ask(
+        &w,
+        &s,
+        Some(&sid),
+        None,
+        "And kumquats?",
+        "Kumquats are tart.",
+    );
+    // Turn 1 edited: apples and kumquats are the hidden branch now.
+    ask(
+        &w,
+        &s,
+        Some(&sid),
+        Some(1),
+        "Tell me about plums.",
+        "Plums are purple.",
+    );
+    // The fourth entry overflows the ring: turns 1–3 leave it, only turn 3 is shown.
+    ask(
+        &w,
+        &s,
+        Some(&sid),
+        None,
+        "And their stones?",
+        "Plum stones are hard.",
+    );
+    let summary = summary_written(&s, &sid);
+    assert!(summary.contains("plums"), "{summary}");
+    for hidden in ["apples", "Apples are red", "kumquats", "Kumquats are tart"] {
+        assert!(
+            !summary.contains(hidden),
+            "{hidden} in the summary: {summary}"
+        );
+        for r in summary_requests(&w) {
+            assert!(!r.contains(hidden), "{hidden} sent to be summarised: {r}");
+        }
+    }
+    ask(&w, &s, Some(&sid), None, "Which fruit was it?", "Plums.");
+    let sent = last_sent(&w);
+    assert!(sent.contains("plums"), "{sent}");
+    for hidden in ["apples", "kumquats", "tart"] {
+        assert!(!sent.contains(hidden), "{hidden} in the prompt: {sent}");
+    }
+}
+
+#[test]
+fn a_regenerated_middle_answer_leaves_its_old_follow_ups_out_of_the_summary() {
+    let (w, s) = small_ring("versions-l3-middle");
+    let (_, sid) = ask(
+        &w,
+        &s,
+        None,
+        None,
+        "Tell me about apples.",
+        "Apples are red.",
+    );
+    ask(
+        &w,
+        &s,
+        Some(&sid),
+        None,
+        "And kumquats?",
+        "Kumquats are tart.",
+    );
+    ask(
+        &w,
+        &s,
+        Some(&sid),
+        None,
+        "And cherries?",
+        "Cherries are dark.",
+    );
+    // Turn 2 asked again with other words: turns 2 and 3 are hidden; 1 stays shown.
+    ask(&w, &s, Some(&sid), Some(2), "And figs?", "Figs are sweet.");
+    let summary = summary_written(&s, &sid);
+    assert!(summary.contains("apples"), "{summary}");
+    for hidden in [
+        "kumquats",
+        "Kumquats are tart",
+        "cherries",
+        "Cherries are dark",
+    ] {
+        assert!(
+            !summary.contains(hidden),
+            "{hidden} in the summary: {summary}"
+        );
+    }
+    ask(&w, &s, Some(&sid), None, "Which was sweetest?", "Figs.");
+    let sent = last_sent(&w);
+    assert!(sent.contains("apples") && sent.contains("figs"), "{sent}");
+    for hidden in ["kumquats", "cherries"] {
+        assert!(!sent.contains(hidden), "{hidden} in the prompt: {sent}");
+    }
+}
+
+#[test]
+fn turns_of_a_hidden_branch_leave_the_ring_without_a_summary_of_their_own() {
+    let (w, s) = small_ring("versions-l3-hidden-only");
+    let (_, sid) = ask(
+        &w,
+        &s,
+        None,
+        None,
+        "Tell me about apples.",
+        "Apples are red.",
+    );
+    ask(
+        &w,
+        &s,
+        Some(&sid),
+        None,
+        "And kumquats?",
+        "Kumquats are tart.",
+    );
+    ask(
+        &w,
+        &s,
+        Some(&sid),
+        None,
+        "And cherries?",
+        "Cherries are dark.",
+    );
+    // Turn 1 edited: the three turns leaving the ring are all on the hidden branch.
+    ask(
+        &w,
+        &s,
+        Some(&sid),
+        Some(1),
+        "Tell me about plums.",
+        "Plums are purple.",
+    );
+    // More turns on the new branch until the ring overflows with them (the background
+    // work that trims the ring may run after a later turn).
+    let mut summary = None;
+    for i in 1..=8 {
+        let q = format!("And plum fact {i}?");
+        ask(&w, &s, Some(&sid), None, &q, "Plums are plums.");
+        let md = s.get(&format!("/v1/sessions/{sid}/export?format=md")).body;
+        if i >= 3 {
+            summary = md
+                .find("## Summary of older turns")
+                .map(|at| md[at..].to_string());
+            if summary.is_some() {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(300));
+        }
+    }
+    let summary = summary.unwrap_or_else(|| summary_written(&s, &sid));
+    assert!(
+        summary.contains("plums") && summary.contains("plum fact"),
+        "{summary}"
+    );
+    let asked = summary_requests(&w);
+    assert_eq!(
+        asked.len(),
+        1,
+        "one summary, of the branch shown: {asked:?}"
+    );
+    for hidden in ["apples", "kumquats", "cherries"] {
+        assert!(
+            !asked[0].contains(hidden),
+            "{hidden} sent to be summarised: {}",
+            asked[0]
+        );
+    }
+    ask(
+        &w,
+        &s,
+        Some(&sid),
+        None,
+        "Which part is best?",
+        "The fruit.",
+    );
+    let sent = last_sent(&w);
+    for hidden in ["apples", "kumquats", "cherries"] {
+        assert!(!sent.contains(hidden), "{hidden} in the prompt: {sent}");
+    }
+}

@@ -1,13 +1,12 @@
 // The conversation: messages, their actions (copy, edit, regenerate, 👍/👎), the stored
 // history drawn again, and sending a question with its answer streamed (SSE) as it comes.
-import { $, S, api, btn, enc, fmt, guard, ht, offline, req, toast, webText } from './net.js';
+import { $, S, api, btn, enc, fmt, guard, ht, offline, req, toast, up, webText } from './net.js';
 import { fold, progressCard, settleCard, subtaskEvent, toolCard } from './cards.js';
 import { t } from './i18n.js';
 import { setSession, setTitle } from './layout.js';
 import { copyText, enlarge, h, md, mdText } from './md.js';
 import { checkModel, modelState } from './model.js';
 import { elicitForm, loadGrants, permAsk, permReset } from './perm.js';
-import { liveSessions, loadSessions, openSession, renderSessions } from './sessions.js';
 import { turnCard } from './turn.js';
 
 /** The empty chat's welcome: out of the page while a chat is shown, back for a new one.
@@ -186,6 +185,10 @@ export function renderHistory({ data = [], failed = {}, turns = {}, stored }) {
   // reload reads the chat again when it changes.
   S.shown = stored ?? data.length;
   let group = [], answer = null, cards = {};
+  // Each turn's place in the conversation shown (the number a person sees).
+  const place = {};
+  for (const m of data) if (m.role === 'user') place[m.turn] = m.position;
+  let count = 0;
   const close = n => {
     if (n == null) return;
     if (!answer) answer = bubble('assistant');
@@ -201,13 +204,13 @@ export function renderHistory({ data = [], failed = {}, turns = {}, stored }) {
       for (const c of r.tools || []) subtaskEvent(answer.tools, { ...c, phase: 'tool_end', index: r.index });
       subtaskEvent(answer.tools, { ...r, phase: 'end' });
     }
-    group.push(turnCard(null, n, S.session, turns[n]));
+    group.push(turnCard(null, n, S.session, turns[n], place[n] || count));
     box.append(...group);
     group = []; answer = null; cards = {};
   };
   let turn = null;
   for (const m of data) {
-    if (m.turn !== turn) { close(turn); turn = m.turn; }
+    if (m.turn !== turn) { close(turn); turn = m.turn; count++; }
     const text = typeof m.content === 'string' ? m.content : fmt(m.content);
     if (m.role === 'user') {
       const q = userMsg(text, m.turn, m.images || []);
@@ -301,8 +304,8 @@ export async function send(text, replace = null, images = []) {
     if (!id) return;
     run.session = id;
     S.runs.set(id, run);
-    liveSessions();
-    if (run.attached) setSession(id); else renderSessions();
+    up.liveSessions();
+    if (run.attached) setSession(id); else up.renderSessions();
   };
   let acc = '', raf = 0, rec = null, done = false, reverted = false;
   const paint = () => { raf = 0; a.text = acc; a.body.replaceChildren(md(acc)); scrollEnd(); };
@@ -350,7 +353,7 @@ export async function send(text, replace = null, images = []) {
       } else if (ev === 'evolve.permission') {
         // Asked here, or kept until the chat is opened again; the sidebar says it waits.
         run.perm = j;
-        renderSessions();
+        up.renderSessions();
         if (run.attached) permAsk(j);
       }
       else if (ev === 'evolve.notice') {
@@ -397,8 +400,8 @@ export async function send(text, replace = null, images = []) {
     if (!run.attached) {
       // Done in the background: refresh the list, and the chat if it is the one shown.
       guard(async () => {
-        await loadSessions();
-        if (S.session === run.session && !S.busy) await openSession(run.session);
+        await up.loadSessions();
+        if (S.session === run.session && !S.busy) await up.openSession(run.session);
       })();
       return;
     }
@@ -408,11 +411,15 @@ export async function send(text, replace = null, images = []) {
     permReset();
     if (!reverted) S.lastTurn = n;
     if (!acc && !a.tools.children.length && !a.el.querySelector('.err,.note')) a.el.remove();
-    if (rec) (a.el.isConnected ? a.el : u).after(turnCard(rec, rec.turn, rec.session || S.session));
+    if (rec) {
+      // Its place: after the questions shown before it.
+      const place = [...box.querySelectorAll(":scope > .msg.user")].indexOf(u) + 1 || rec.turn;
+      (a.el.isConnected ? a.el : u).after(turnCard(rec, rec.turn, rec.session || S.session, null, place));
+    }
     actions();
     scrollEnd();
     guard(async () => {
-      await loadSessions();
+      await up.loadSessions();
       // A new chat whose first turn stored nothing (stopped, failed) is forgotten by the
       // server: the next message starts a new one.
       if (S.session && !S.sessions.some(s => s.id === S.session)) {

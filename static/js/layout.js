@@ -1,9 +1,8 @@
 // The page's frame: which view is shown (and reading its data), the title, the open chat
 // in the address, theme and accent, language, the keyboard shortcuts and the composer's hint.
-import { $, S, api, ask, enc, guard, offline, problem } from './net.js';
+import { $, S, api, ask, enc, guard, offline, problem, up } from './net.js';
 import { applyI18n, setLanguage, store, t } from './i18n.js';
 import { checkModel, renderModel } from './model.js';
-import { loadSessions, openSession, renderSessions } from './sessions.js';
 
 export function drawer(open) { document.body.classList.toggle('drawer', open); }
 
@@ -73,7 +72,7 @@ export function setSession(id) {
   history.replaceState(null, '', '#s=' + enc(id));
   for (const f of ['md', 'html', 'json']) $('#export-' + f).href = `/v1/sessions/${enc(id)}/export?format=${f}`;
   setTitle();
-  renderSessions();
+  up.renderSessions();
 }
 
 export function theme() {
@@ -118,12 +117,12 @@ export function setLang(lang) {
   placeholder();
   theme();
   $('#lang-toggle').textContent = lang === 'zh' ? 'English' : '中文';
-  renderSessions();
+  up.renderSessions();
   setTitle();
   renderModel();
   // What the server's data drew in the old language is drawn again.
   if (S.view !== 'chat') loadView();
-  else if (S.session && !S.busy && document.querySelector('#messages .msg')) openSession(S.session);
+  else if (S.session && !S.busy && document.querySelector('#messages .msg')) up.openSession(S.session);
   // A loaded page redraws what it drew itself (the Settings form, the Memory form's lists).
   document.dispatchEvent(new Event('evolve:lang'));
 }
@@ -133,7 +132,7 @@ export async function retryServer() {
   try {
     await api('GET', '/v1/config');
     offline(false);
-    await loadSessions();
+    await up.loadSessions();
     loadView();
     checkModel();
   } catch (e) { problem(e); } finally { $('#offline-retry').disabled = false; }

@@ -9,6 +9,12 @@ export const enc = encodeURIComponent;
 export const S = { session: null, sessions: [], busy: null, perms: [], perm: null, view: 'chat', pendingList: [], shown: 0, images: [], files: [],
   runs: new Map(), mcpErrors: {} }; // runs: session id → its answer still coming in (shown or in the background)
 
+/** The chat list's functions (`openSession`, `loadSessions`, `renderSessions`,
+ * `liveSessions`) for the modules below sessions.js (chat, perm, layout): sessions.js puts
+ * them here when it loads, before anything runs, so they call back up without importing
+ * the module above them (which would close an import circle). */
+export const up = {};
+
 // ---------------------------------------------------------------- API and errors
 async function errText(r) {
   const s = await r.text().catch(() => '');

@@ -1,10 +1,9 @@
 // Permission questions (L3 one click, L4 a second step with the exact arguments), MCP
-// elicitation forms, calls left waiting after a reload, and the chat's "always allowed" list.
-import { $, S, api, btn, enc, fmt, formGuard, guard, ht, lvl, pretty, toast } from './net.js';
-import { bubble, emptyState, send, userMsg } from './chat.js';
+// elicitation forms, and the chat's "always allowed" list. The chat list is above this
+// module: it is reached through `up` (net.js), not imported.
+import { $, S, api, btn, enc, fmt, formGuard, guard, lvl, pretty, toast, up } from './net.js';
 import { t } from './i18n.js';
 import { h } from './md.js';
-import { openSession, renderSessions } from './sessions.js';
 
 /** An `evolve.permission` event (or a pending call after a reload): ask the person. */
 export function permAsk(ev) {
@@ -58,7 +57,7 @@ export async function permAnswer(answer) {
   }
   S.perms = S.perms.filter(p => p !== ev);
   const run = S.runs.get(ev.session);
-  if (run && run.perm && run.perm.call.id === ev.call.id) { run.perm = null; renderSessions(); }
+  if (run && run.perm && run.perm.call.id === ev.call.id) { run.perm = null; up.renderSessions(); }
   // A call parked on the session (no stream waits for it): the server returns its
   // next question (the second of an L4 call) itself.
   if (r && r.pending) return permShow({ session: ev.session, call: r.pending });
@@ -82,7 +81,7 @@ export async function permAnswer(answer) {
  * is read again once the server has stored more of it (polled for up to 30 s). */
 async function followUp(id) {
   for (let i = 0; i < 30 && S.session === id && !S.busy; i++) {
-    if ((await api('GET', `/v1/sessions/${enc(id)}`)).messages !== S.shown) return openSession(id);
+    if ((await api('GET', `/v1/sessions/${enc(id)}`)).messages !== S.shown) return up.openSession(id);
     await new Promise(r => setTimeout(r, 1000));
   }
 }
@@ -176,31 +175,6 @@ export function elicitForm(q) {
     await answer('accept', content);
   });
   return f;
-}
-
-/** After a reload: calls of this session still waiting for an answer. */
-export async function checkPending() {
-  const id = S.session;
-  if (!id || S.busy) return;
-  const { data, question, turn, elicitations } = await api('GET', `/v1/sessions/${enc(id)}/pending`);
-  for (const q of elicitations || []) {
-    if (document.getElementById('elicit-' + q.id)) continue;
-    emptyState.remove();
-    const a = bubble('assistant');
-    a.el.append(elicitForm(Object.assign({ session: id }, q)));
-    $('#messages').append(a.el);
-  }
-  $('#pending-banner').hidden = !(data && data.length);
-  S.pendingList = (data || []).map(call => ({ session: id, call }));
-  // The waiting turn is not among the stored messages yet: show its question.
-  if (question && data && data.length && S.session === id && !$('#messages [data-testid=turn-waiting]')) {
-    emptyState.remove();
-    const box = $('#messages'), a = bubble('assistant');
-    a.el.dataset.testid = 'turn-waiting';
-    a.el.append(ht('p', 'note', 'waitingQuestion'));
-    box.append(userMsg(question, turn), a.el);
-    box.scrollTop = box.scrollHeight;
-  }
 }
 
 // ---------------------------------------------------------------- grants

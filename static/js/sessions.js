@@ -1,11 +1,13 @@
 // The chat list in the sidebar (tasks' chats grouped; a chat still answering listed from
-// its question), rename and delete, and opening a chat (rejoining an answer still coming in).
-import { $, S, ago, api, ask, btn, enc, guard, ht, toast } from './net.js';
-import { actions, busy, emptyState, renderHistory } from './chat.js';
+// its question), rename and delete, and opening a chat (rejoining an answer still coming in,
+// and calls left waiting after a reload). The modules below (chat.js, perm.js, layout.js)
+// reach the list's functions through `up` (net.js), filled in at the end of this file.
+import { $, S, ago, api, ask, btn, enc, guard, ht, toast, up } from './net.js';
+import { actions, bubble, busy, emptyState, renderHistory, userMsg } from './chat.js';
 import { t } from './i18n.js';
 import { setSession, setTitle, show } from './layout.js';
 import { h } from './md.js';
-import { checkPending, loadGrants, permAsk, permReset } from './perm.js';
+import { elicitForm, loadGrants, permAsk, permReset } from './perm.js';
 
 export async function loadSessions() {
   const [list, tasks] = await Promise.all([api('GET', '/v1/sessions'),
@@ -176,3 +178,30 @@ export const openSession = guard(async id => {
   await checkPending();
   await loadGrants();
 });
+
+/** After a reload: calls of this session still waiting for an answer. */
+async function checkPending() {
+  const id = S.session;
+  if (!id || S.busy) return;
+  const { data, question, turn, elicitations } = await api('GET', `/v1/sessions/${enc(id)}/pending`);
+  for (const q of elicitations || []) {
+    if (document.getElementById('elicit-' + q.id)) continue;
+    emptyState.remove();
+    const a = bubble('assistant');
+    a.el.append(elicitForm(Object.assign({ session: id }, q)));
+    $('#messages').append(a.el);
+  }
+  $('#pending-banner').hidden = !(data && data.length);
+  S.pendingList = (data || []).map(call => ({ session: id, call }));
+  // The waiting turn is not among the stored messages yet: show its question.
+  if (question && data && data.length && S.session === id && !$('#messages [data-testid=turn-waiting]')) {
+    emptyState.remove();
+    const box = $('#messages'), a = bubble('assistant');
+    a.el.dataset.testid = 'turn-waiting';
+    a.el.append(ht('p', 'note', 'waitingQuestion'));
+    box.append(userMsg(question, turn), a.el);
+    box.scrollTop = box.scrollHeight;
+  }
+}
+
+Object.assign(up, { liveSessions, loadSessions, openSession, renderSessions });

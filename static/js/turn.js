@@ -6,9 +6,9 @@ import { t, tOr } from './i18n.js';
 import { page, show } from './layout.js';
 import { h } from './md.js';
 
-/** The line of a turn card: turn, memories, tools, score, time. */
-function turnLine(n, mem, tools, score, ms) {
-  const bits = [t('turnN', n)];
+/** The line of a turn card: the turn's place, memories, tools, score, time. */
+function turnLine(place, mem, tools, score, ms) {
+  const bits = [t('turnN', place)];
   if (mem) bits.push(`${t('memories')} ${mem}`);
   if (tools) bits.push(`${t('tools')} ${tools}`);
   if (score != null) bits.push(`${t('evaluation')} ${(+score).toFixed(2)}`);
@@ -17,19 +17,22 @@ function turnLine(n, mem, tools, score, ms) {
 }
 
 /** The turn card: what a turn did. `rec` may be null (after a reload): fetched when
- * opened; `line` is then its summary from the session's messages. */
-export function turnCard(rec, n, sid, line) {
-  const d = h('details', 'turn'), sum = h('summary', null, t('turnN', n)), body = h('div', 'turn-body');
+ * opened; `line` is then its summary from the session's messages. `n` is the turn as
+ * stored (what the server knows it by); `place` its place in the conversation shown,
+ * the number the card says (a new version of turn 2 is stored later, and is turn 2). */
+export function turnCard(rec, n, sid, line, place) {
+  const d = h('details', 'turn'), sum = h('summary', null, t('turnN', place)), body = h('div', 'turn-body');
   d.dataset.testid = 'turn-card';
   d.dataset.turn = n;
+  d.dataset.place = place;
   d.append(sum, body);
   const fill = r => {
     rec = r = { memories: [], tools: [], skills: [], usage: {}, ...r };
-    sum.textContent = turnLine(r.turn, r.memories.length, r.tools.length, r.evaluation && r.evaluation.score, r.answer_ms);
+    sum.textContent = turnLine(place, r.memories.length, r.tools.length, r.evaluation && r.evaluation.score, r.answer_ms);
     body.replaceChildren(turnBody(r));
   };
   if (rec) fill(rec);
-  else if (line) sum.textContent = turnLine(n, line.memories, line.tools, line.score, line.answer_ms);
+  else if (line) sum.textContent = turnLine(place, line.memories, line.tools, line.score, line.answer_ms);
   d.addEventListener('toggle', async () => {
     if (!d.open || (rec && rec.evaluation)) return;
     try {

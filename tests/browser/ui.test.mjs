@@ -262,6 +262,9 @@ async function setLang(page, lang) {
 }
 
 const lastAnswer = page => page.locator('[data-testid=msg-assistant]').last();
+/** The turn cards' labels ("Turn 2"), without what follows them on the line. */
+const cardLabels = page => page.locator('#messages [data-testid=turn-card] > summary')
+  .evaluateAll(els => els.map(e => e.textContent.split(' · ')[0]));
 async function send(page, text) {
   await page.fill('#input', text);
   await page.press('#input', 'Enter'); // the answer starts synchronously: #stop shows
@@ -653,6 +656,11 @@ await test('any question edited or answer regenerated starts a branch; ‹ k/m �
     await send(page, `Stones ${w} ${M}`);
     await idle(page);
     await lastAnswer(page).locator('.body', { hasText: `echo: Stones ${w}` }).waitFor();
+    // The turn cards say each turn's place in the conversation shown (1, 2), not the
+    // order the turns were stored in (4, 5): live, and drawn again from the server.
+    await until(async () => (await cardLabels(page)).length === 2, 'two turn cards');
+    eq(JSON.stringify(await cardLabels(page)), '["Turn 1","Turn 2"]', 'the new branch is turns 1 and 2');
+    eq(JSON.stringify(await page.locator('#messages [data-testid=turn-card]').evaluateAll(els => els.map(e => e.dataset.turn))), '["4","5"]', 'stored as turns 4 and 5');
     await shot(page, `versions-branch-${w}`);
     const nav = questions.first().locator('[data-testid=versions]');
     const box = await nav.boundingBox();
@@ -674,6 +682,16 @@ await test('any question edited or answer regenerated starts a branch; ‹ k/m �
     await page.reload();
     await questions.nth(1).locator('[data-testid=version-label]').waitFor();
     eq(JSON.stringify(await shownQuestions()), JSON.stringify([`Apples ${w} ${M}`, `Bananas ${w} ${M}`]), 'the branch shown after a reload');
+    eq(JSON.stringify(await cardLabels(page)), '["Turn 1","Turn 2"]', 'the regenerated turn is still turn 2');
+    // Its details, read from the server when opened, keep its place.
+    const second = page.locator('#messages [data-testid=turn-card]').nth(1);
+    check(+(await second.getAttribute('data-turn')) > 3, 'the regenerated turn is stored after the others');
+    await second.locator('summary').click();
+    await second.locator('.turn-body dl').waitFor();
+    check((await second.locator('summary').textContent()).startsWith('Turn 2 '), `the opened card says turn 2: ${await second.locator('summary').textContent()}`);
+    await setLang(page, 'zh');
+    await until(async () => JSON.stringify(await cardLabels(page)) === '["第 1 轮","第 2 轮"]', `the cards in 中文: ${JSON.stringify(await cardLabels(page))}`);
+    await setLang(page, 'en');
     eq(await page.evaluate(() => document.documentElement.scrollWidth <= innerWidth), true, `the page fits ${w} px`);
     eq(page.seen.errors.join(' | '), '', 'no page errors');
     await page.context().close();

@@ -93,6 +93,14 @@ impl Branches<'_> {
         path
     }
 
+    /// Where `turn` stands in the conversation it belongs to, counted from 1: its place
+    /// on its own branch (the turns before it there, plus one). This is the number a
+    /// person sees ("turn 2"), not the order turns were stored in: a version made of
+    /// turn 2 after turns 3 and 4 is stored as turn 5 and is still the second turn.
+    pub fn position(&self, turn: u64) -> u64 {
+        self.path_before(turn).len() as u64 + 1
+    }
+
     /// The turns the model sees before a new turn: the shown branch, or (when the new
     /// turn is a version of `replaces`) the turns before that one.
     pub fn history_for(&self, replaces: Option<u64>) -> Vec<u64> {
@@ -142,6 +150,17 @@ pub fn ring_turns(tags: &[u64], b: &Branches<'_>) -> Vec<u64> {
             }
         })
         .collect()
+}
+
+/// Which entries leaving the L2 ring the L3 summary takes: `true` for each entry of
+/// `turns` (the turn of each leaving entry, see [`ring_turns`]) that is on the branch
+/// shown (`shown`, see [`Branches::shown_path`]). The entries of other branches (an older
+/// version's follow-ups, the versions not shown) leave the ring unsummarised: the
+/// summary is the conversation the person reads and the model continues, and a hidden
+/// branch's words never reach its prompt. An entry of unknown turn (0: written before
+/// entries said) is taken, as the history shows it.
+pub fn summarised(turns: &[u64], shown: &[u64]) -> Vec<bool> {
+    turns.iter().map(|t| *t == 0 || shown.contains(t)).collect()
 }
 
 #[cfg(test)]

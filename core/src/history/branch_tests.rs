@@ -120,3 +120,54 @@ fn old_ring_entries_belong_to_the_last_turns_stored_before_branches() {
         assert_eq!(got, want, "{tags:?}");
     }
 }
+
+#[test]
+fn a_turn_is_numbered_by_its_place_in_its_conversation() {
+    // (turns, superseded, parents) → (turn, position) pairs
+    type Case = (u64, &'static [u64], &'static [(u64, u64)]);
+    let table: Vec<(Case, Vec<(u64, u64)>)> = vec![
+        // No versions: the stored order.
+        ((3, &[], &[]), vec![(1, 1), (2, 2), (3, 3)]),
+        // Turn 1 of three edited (turn 4), then a follow-up (turn 5): 4 is the first
+        // turn, 5 the second; the old turns keep their places on their branch.
+        (
+            (5, &[], &[(4, 0), (5, 4)]),
+            vec![(4, 1), (5, 2), (1, 1), (2, 2), (3, 3)],
+        ),
+        // Turn 2 regenerated after turn 3 (turn 4), then two more: 2nd, 3rd, 4th.
+        (
+            (6, &[], &[(4, 1), (5, 4), (6, 5)]),
+            vec![(4, 2), (5, 3), (6, 4), (3, 3)],
+        ),
+        // An old store's replaced last turn: its replacement takes its place.
+        ((3, &[2], &[]), vec![(1, 1), (3, 2)]),
+    ];
+    for ((turns, sup, parents), want) in table {
+        let br = b(turns, sup, parents, &[]);
+        for (turn, pos) in want {
+            assert_eq!(br.position(turn), pos, "turn {turn} of {parents:?}");
+        }
+    }
+}
+
+#[test]
+fn the_summary_takes_only_the_leaving_entries_of_the_branch_shown() {
+    // (turns of the leaving entries, shown branch) → taken
+    let table: Vec<(&[u64], &[u64], Vec<bool>)> = vec![
+        // No versions: every entry.
+        (&[1, 2, 3], &[1, 2, 3, 4], vec![true, true, true]),
+        // Turn 1 edited (turn 4 shown): the old turn 1 and its follow-ups are left out.
+        (&[1, 2, 3], &[4, 5], vec![false, false, false]),
+        (&[1, 2, 3, 4], &[4, 5, 6], vec![false, false, false, true]),
+        // Turn 2 regenerated (turn 4): 1 stays, the old 2 and 3 after it do not.
+        (&[1, 2, 3, 4], &[1, 4, 5], vec![true, false, false, true]),
+        // Switched back to the old branch: its turns are taken, the newer version not.
+        (&[1, 2, 3, 4], &[1, 2, 3], vec![true, true, true, false]),
+        // Entries of unknown turn are taken, as the history shows them.
+        (&[0, 0, 3], &[4], vec![true, true, false]),
+        (&[], &[1], vec![]),
+    ];
+    for (turns, shown, want) in table {
+        assert_eq!(summarised(turns, shown), want, "{turns:?} on {shown:?}");
+    }
+}

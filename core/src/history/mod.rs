@@ -41,7 +41,7 @@ pub mod trim;
 mod truncate;
 mod window;
 
-pub use branch::{choose, ring_turns, Branches};
+pub use branch::{choose, ring_turns, summarised, Branches};
 pub use budget::Budget;
 pub use build::{
     build, BuildInput, Built, DIGEST_ACK, DIGEST_HEADER, HISTORY_PREFIX, MIN_INPUT_BUDGET,

@@ -166,7 +166,8 @@ impl ReflectionAgent {
 
     /// Folds the oldest turns of the L2 ring (`overflow`, still at its front) into the
     /// session's L3 summary, then drops them from the ring in the same transaction that
-    /// writes the summary. When the summary cannot be made they stay in the ring and a
+    /// writes the summary. Only the turns on the branch shown are folded in; those of
+    /// hidden branches leave the ring unsummarised (core's `history::summarised`). When the summary cannot be made they stay in the ring and a
     /// later turn tries again; when they are no longer at the front, an earlier run did
     /// the work and nothing happens.
     pub fn summarize(
@@ -178,13 +179,46 @@ impl ReflectionAgent {
         problems: &mut Vec<String>,
     ) {
         let at_front = |ring: &evolve_core::history::L2Ring| ring.entries().starts_with(overflow);
-        match rt.store.l2(session) {
-            Ok(ring) if at_front(&ring) => {}
+        let ring = match rt.store.l2(session) {
+            Ok(ring) if at_front(&ring) => ring,
             Ok(_) => return,
             Err(e) => {
                 super::note(problems, format!("reading L2 for the summary failed: {e}"));
                 return;
             }
+        };
+        // Only the conversation shown is summarised (core's `summarised`): the entries of
+        // hidden branches leave the ring without reaching the summary or the prompt.
+        let branches = match rt.store.session(session) {
+            Ok(s) => s,
+            Err(e) => {
+                super::note(
+                    problems,
+                    format!("reading the session for the summary failed: {e}"),
+                );
+                return;
+            }
+        };
+        let branches = branches.branches();
+        let tags: Vec<u64> = ring.entries().iter().map(|e| e.turn).collect();
+        let turns = evolve_core::history::ring_turns(&tags, &branches);
+        let take =
+            evolve_core::history::summarised(&turns[..overflow.len()], &branches.shown_path());
+        let taken: Vec<&L2Entry> = overflow
+            .iter()
+            .zip(take)
+            .filter_map(|(e, take)| take.then_some(e))
+            .collect();
+        if taken.is_empty() {
+            // Nothing of the conversation shown leaves: the ring is trimmed, the summary
+            // stays as it is.
+            let kept = evolve_core::history::L2Ring::from_entries(
+                ring.entries()[overflow.len()..].to_vec(),
+            );
+            if let Err(e) = rt.store.set_l2(session, &kept, None) {
+                super::note(problems, format!("trimming L2 failed: {e}"));
+            }
+            return;
         }
         let previous = rt.store.l3(session).ok().flatten().unwrap_or_default();
         let mut input = String::new();
@@ -194,7 +228,7 @@ impl ReflectionAgent {
             input.push_str("\n\n");
         }
         input.push_str("New exchanges:\n");
-        for e in overflow {
+        for e in &taken {
             input.push_str(&format!(
                 "User: {}\nAssistant: {}\n",
                 one_line(&e.user, 400),
@@ -210,7 +244,7 @@ impl ReflectionAgent {
         }
         // Turns that read outside text keep the summary world text, whatever the model
         // wrote (it may leave the mark out).
-        let world = overflow.iter().any(entry_is_world) || previous.starts_with(L3_WORLD_MARK);
+        let world = taken.iter().any(|e| entry_is_world(e)) || previous.starts_with(L3_WORLD_MARK);
         let summary = match summary.strip_prefix(L3_WORLD_MARK) {
             Some(rest) if world => format!("{L3_WORLD_MARK}\n{}", rest.trim_start()),
             Some(rest) => rest.trim_start().to_string(),

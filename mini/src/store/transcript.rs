@@ -74,7 +74,7 @@ pub(crate) fn markdown(export: &SessionExport) -> String {
             "## {}. {} (turn {}{})\n",
             i + 1,
             title,
-            sm.turn,
+            position(export, sm.turn),
             replaced(export, sm.turn)
         );
         if let Some(r) = m.reasoning.as_deref().filter(|r| !r.is_empty()) {
@@ -106,7 +106,14 @@ pub(crate) fn markdown(export: &SessionExport) -> String {
     if !export.evaluations.is_empty() {
         let _ = writeln!(out, "## Evaluations\n");
         for e in &export.evaluations {
-            let _ = writeln!(out, "- Turn {}: {:.2} — {}", e.turn, e.score, e.reason);
+            let _ = writeln!(
+                out,
+                "- Turn {}{}: {:.2} — {}",
+                position(export, e.turn),
+                replaced(export, e.turn),
+                e.score,
+                e.reason
+            );
         }
     }
     out
@@ -128,6 +135,12 @@ fn unfinished(export: &SessionExport, i: usize) -> Option<String> {
     } else {
         format!("Not finished: {}", one_line(why, 300))
     })
+}
+
+/// The number a reader knows a turn by: its place in its conversation (a version of
+/// turn 2 stored after turns 3 and 4 is still turn 2), not the order it was stored in.
+fn position(export: &SessionExport, turn: u64) -> u64 {
+    export.session.branches().position(turn)
 }
 
 /// After a turn's number: that it is not on the branch shown (a later turn answered
@@ -168,7 +181,7 @@ pub(crate) fn html(export: &SessionExport) -> String {
             "<section><h2>{}. {} (turn {}{})</h2>",
             i + 1,
             escape(&heading(m)),
-            sm.turn,
+            position(export, sm.turn),
             replaced(export, sm.turn)
         );
         if m.role == Role::Tool || !m.content.is_empty() {

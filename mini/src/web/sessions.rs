@@ -143,12 +143,15 @@ pub(super) fn messages(state: &State, id: &str) -> Reply {
     }
     let branches = session.branches();
     let shown = branches.shown_path();
-    let versions: std::collections::HashMap<u64, (usize, usize)> = shown
+    // (version, versions, position): the number a person sees is the turn's place in
+    // the conversation shown, not the order turns were stored in.
+    let versions: std::collections::HashMap<u64, (usize, usize, usize)> = shown
         .iter()
-        .map(|&t| {
+        .enumerate()
+        .map(|(at, &t)| {
             let all = branches.versions(t);
             let k = all.iter().position(|&v| v == t).map_or(1, |i| i + 1);
-            (t, (k, all.len()))
+            (t, (k, all.len(), at + 1))
         })
         .collect();
     let data: Vec<Value> = export
@@ -166,9 +169,10 @@ pub(super) fn messages(state: &State, id: &str) -> Reply {
                 o.insert("seq".into(), json!(m.seq));
                 o.insert("turn".into(), json!(m.turn));
                 o.insert("at".into(), json!(m.at));
-                let (k, of) = versions.get(&m.turn).copied().unwrap_or((1, 1));
+                let (k, of, at) = versions.get(&m.turn).copied().unwrap_or((1, 1, 1));
                 o.insert("version".into(), json!(k));
                 o.insert("versions".into(), json!(of));
+                o.insert("position".into(), json!(at));
                 if let Some(call) = call {
                     o.insert("evolve_call".into(), call);
                 }
@@ -315,6 +319,11 @@ pub(super) fn turn(state: &State, id: &str, n: &str) -> Reply {
         if let Some(o) = record.as_object_mut() {
             o.insert("reply".into(), Value::String(answer));
         }
+    }
+    // Its place in its conversation (`turn` is the order it was stored in).
+    let session = tri!(rt.store.session(id));
+    if let Some(o) = record.as_object_mut() {
+        o.insert("position".into(), json!(session.branches().position(n)));
     }
     Response::json(200, &record)
 }

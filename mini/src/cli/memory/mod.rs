@@ -432,7 +432,7 @@ fn pin(c: Pin, profile: &Option<String>) -> Result<(), Error> {
     let (_app, store) = App::with_store(profile)?;
     let mut m = store.memory(c.id)?;
     if m.deleted {
-        return Err(Error::Other(format!(
+        return Err(Error::Conflict(format!(
             "memory #{} is deleted; add it again with `evolve memory add` to use it",
             c.id
         )));

@@ -230,7 +230,7 @@ fn parse_importance(s: &str) -> Result<u8, String> {
 }
 
 fn parse_expiry(s: &str) -> Result<Timestamp, String> {
-    store::parse_time(s)
+    store::parse_time(s).map_err(|e| e.to_string())
 }
 
 /// A memory id as listed: `12` or `#12`.

@@ -85,16 +85,63 @@ pub enum Error {
     #[error("cancelled: evolve serve stopped during the run")]
     ServeStopped,
     /// What was asked does not fit the state it would change (answering a turn again
-    /// that is not the last one, while a call waits for an answer): the API's 409.
+    /// that is not the last one, while a call waits for an answer; a name already taken,
+    /// a deleted memory, a bundled skill to remove): the API's 409.
     #[error("{0}")]
     Conflict(String),
     /// A token budget is spent (`[model] daily_tokens`, a task's `budget_tokens`): the
     /// turn did not start. The API's 429.
     #[error("{0}")]
     Budget(String),
-    /// Anything else that stopped the command, said plainly.
+    /// What the command names does not exist (a skill, a skill waiting for review); the
+    /// message says where to see what there is.
     #[error("{0}")]
-    Other(String),
+    NotFound(String),
+    /// A folder or file could not be created, moved or removed (`doing`: "create",
+    /// "remove"); `hint` says what to check (starting with " — "), or is empty.
+    #[error("cannot {doing} {}: {source}{hint}", path.display())]
+    Fs {
+        doing: &'static str,
+        path: PathBuf,
+        source: std::io::Error,
+        hint: &'static str,
+    },
+    /// A skill's SKILL.md exists but does not load (`why`: what is wrong with it).
+    #[error(
+        "{} cannot be used ({why}); fix it, or remove it with `evolve skills rm {name}`",
+        path.display()
+    )]
+    BrokenSkill {
+        name: String,
+        path: PathBuf,
+        why: String,
+    },
+    /// The store is held by another evolve that does not lend it (a chat, another
+    /// serve).
+    #[error(
+        "the store {} is in use by another evolve (a chat, or another serve); stop it first",
+        .0.display()
+    )]
+    StoreInUse(PathBuf),
+    /// Some of what the command checks or runs failed (`doctor`'s checks, the servers
+    /// `mcp tools` lists, the channels `channels test` tries, a step of memory
+    /// maintenance); what worked was printed, the message says what did not.
+    #[error("{0}")]
+    PartlyFailed(String),
+    /// `evolve prompt evolve` stored nothing: there was nothing to learn from, or the
+    /// model's new prompt was refused.
+    #[error("{0}")]
+    PromptNotEvolved(String),
+    /// Logging in to an MCP server (`server`) failed.
+    #[error("{}", source.about(server))]
+    Login {
+        server: String,
+        source: crate::mcp::oauth::LoginError,
+    },
+    /// A rule of the program itself was broken (a turn that ended without an action):
+    /// nothing the user did; the message asks for a report.
+    #[error("internal error: {0} — please report it")]
+    Internal(&'static str),
     /// A running `evolve serve` that the command goes through cannot be reached, read
     /// or is missing where one is needed.
     #[error(transparent)]
@@ -214,7 +261,14 @@ impl Error {
             | Error::SessionBusy { .. }
             | Error::ServeStopped
             | Error::Serve(_)
-            | Error::Other(_) => 1,
+            | Error::NotFound(_)
+            | Error::Fs { .. }
+            | Error::BrokenSkill { .. }
+            | Error::StoreInUse(_)
+            | Error::PartlyFailed(_)
+            | Error::PromptNotEvolved(_)
+            | Error::Login { .. }
+            | Error::Internal(_) => 1,
         }
     }
 }

@@ -50,11 +50,7 @@ impl App {
         let _ = STORE_PATH.set(path.clone());
         Store::open(&path, &self.tokenizer).map_err(|e| {
             if e.is_locked() {
-                Error::Other(format!(
-                    "the store {} is in use by another evolve (a chat, or another serve); \
-                     stop it first",
-                    path.display()
-                ))
+                Error::StoreInUse(path.clone())
             } else {
                 e.into()
             }

@@ -280,7 +280,7 @@ fn edit_config(
     let text = match std::fs::read_to_string(&path) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
-        Err(e) => return Err(Error::Other(format!("cannot read {}: {e}", path.display()))),
+        Err(source) => return Err(Error::Read { path, source }),
     };
     let text = change(text);
     crate::config::Config::load_from_text(
@@ -291,10 +291,16 @@ fn edit_config(
         &crate::config::process_env,
         &text,
     )?;
-    std::fs::create_dir_all(&home)
-        .map_err(|e| Error::Other(format!("cannot create {}: {e}", home.display())))?;
-    crate::config::private::write_private(&path, &text)
-        .map_err(|e| Error::Other(format!("cannot write {}: {e}", path.display())))?;
+    std::fs::create_dir_all(&home).map_err(|source| Error::Fs {
+        doing: "create",
+        path: home.clone(),
+        source,
+        hint: "",
+    })?;
+    crate::config::private::write_private(&path, &text).map_err(|source| Error::Write {
+        path: path.clone(),
+        source,
+    })?;
     Ok(path)
 }
 
@@ -454,6 +460,6 @@ fn test(profile: &Option<String>) -> Result<(), Error> {
     if failed.is_empty() {
         Ok(())
     } else {
-        Err(Error::Other(failed.join("\n")))
+        Err(Error::PartlyFailed(failed.join("\n")))
     }
 }

@@ -134,11 +134,11 @@ pub fn run(cmd: ConfigCmd, profile: &Option<String>) -> Result<(), Error> {
 /// file is written beside it and renamed over it, so a failure never leaves half a file.
 fn write_template(home: &Path, force: bool) -> Result<std::path::PathBuf, Error> {
     let path = home.join(CONFIG_FILE);
-    let cannot = |what: &str, p: &Path, e: std::io::Error| {
-        Error::Other(format!(
-            "cannot {what} {}: {e} — check that the directory is writable, or set EVOLVE_HOME",
-            p.display()
-        ))
+    let cannot = |doing: &'static str, p: &Path, source: std::io::Error| Error::Fs {
+        doing,
+        path: p.to_path_buf(),
+        source,
+        hint: " — check that the directory is writable, or set EVOLVE_HOME",
     };
     create_private_dir(home).map_err(|e| cannot("create", home, e))?;
     config::private::tighten_home(home);
@@ -146,7 +146,7 @@ fn write_template(home: &Path, force: bool) -> Result<std::path::PathBuf, Error>
         let mut file = match open_private(&path) {
             Ok(f) => f,
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-                return Err(Error::Other(format!(
+                return Err(Error::Conflict(format!(
                     "{} already exists — edit it, or run `evolve config init --force` to \
                      replace it with the template (its settings are lost)",
                     path.display()

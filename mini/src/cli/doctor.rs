@@ -109,7 +109,7 @@ pub fn run(cmd: DoctorCmd, profile: &Option<String>) -> Result<(), Error> {
     }
     let failed = report.checks.iter().filter(|c| !c.ok).count();
     if failed > 0 {
-        return Err(Error::Other(format!(
+        return Err(Error::PartlyFailed(format!(
             "{failed} of {} checks failed",
             report.checks.len()
         )));

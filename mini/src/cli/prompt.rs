@@ -231,7 +231,7 @@ fn evolve(profile: &Option<String>) -> Result<(), Error> {
     .map_err(|e| match e {
         EvolveError::Model(e) => Error::from(e),
         EvolveError::Store(e) => Error::Store(e),
-        other => Error::Other(other.to_string()),
+        other => Error::PromptNotEvolved(other.to_string()),
     })?;
     let mut out = std::io::stdout().lock();
     let Evolved::Stored {

@@ -126,26 +126,31 @@ fn approve(c: Approve, profile: &Option<String>) -> Result<(), Error> {
     let from = pending_dir(&app).join(name);
     let file = from.join("SKILL.md");
     let text = std::fs::read_to_string(&file).map_err(|_| {
-        Error::Other(format!(
+        Error::NotFound(format!(
             "no skill {name} waits for review (in {}); `evolve skills list` shows them",
             pending_dir(&app).display()
         ))
     })?;
     if let Err(e) = parse_skill_md(&text) {
-        return Err(Error::Other(format!(
-            "{} cannot be used ({e}); fix it or remove it with `evolve skills rm {name}`",
-            file.display()
-        )));
+        return Err(Error::BrokenSkill {
+            name: name.to_string(),
+            path: file,
+            why: e.to_string(),
+        });
     }
     let to = app.config.skills_dir().join(name);
     if std::fs::symlink_metadata(&to).is_ok() {
-        return Err(Error::Other(format!(
+        return Err(Error::Conflict(format!(
             "a skill {name} already exists at {}; remove one of them first",
             to.display()
         )));
     }
-    std::fs::rename(&from, &to)
-        .map_err(|e| Error::Other(format!("cannot move {} into place: {e}", from.display())))?;
+    std::fs::rename(&from, &to).map_err(|source| Error::Fs {
+        doing: "move the skill to",
+        path: to.clone(),
+        source,
+        hint: "",
+    })?;
     writeln!(
         std::io::stdout().lock(),
         "approved the skill {name}: the agent uses it from now on ({})",
@@ -251,10 +256,11 @@ fn show(c: Show, profile: &Option<String>) -> Result<(), Error> {
     let Some(skill) = catalog.get(name) else {
         let dir = app.config.skills_dir().join(name);
         if check_name(name).is_ok() && dir.is_dir() {
-            return Err(Error::Other(format!(
-                "the skill folder {} exists but its SKILL.md cannot be used (the warning above says why); fix it, or remove it with `evolve skills rm {name}`",
-                dir.display()
-            )));
+            return Err(Error::BrokenSkill {
+                name: name.to_string(),
+                path: dir.join("SKILL.md"),
+                why: "the warning above says why".into(),
+            });
         }
         return Err(unknown(name, &catalog));
     };
@@ -296,7 +302,7 @@ fn new(c: New, profile: &Option<String>) -> Result<(), Error> {
     let root = app.config.skills_dir();
     let dir = root.join(name);
     if std::fs::symlink_metadata(&dir).is_ok() {
-        return Err(Error::Other(format!(
+        return Err(Error::Conflict(format!(
             "the user skill {name} already exists at {}; edit its SKILL.md, or remove it first with `evolve skills rm {name}`",
             dir.display()
         )));
@@ -304,7 +310,7 @@ fn new(c: New, profile: &Option<String>) -> Result<(), Error> {
     let text = template(name, description.as_deref());
     // The template must load, or the user starts from a skill the agent skips.
     if let Err(e) = parse_skill_md(&text) {
-        return Err(Error::Other(format!(
+        return Err(Error::Usage(format!(
             "cannot make a valid SKILL.md for {name}: {e}; simplify the description"
         )));
     }
@@ -318,12 +324,11 @@ fn new(c: New, profile: &Option<String>) -> Result<(), Error> {
                 .open(&file)
         })
         .and_then(|mut f| f.write_all(text.as_bytes()))
-        .map_err(|e| {
-            Error::Other(format!(
-                "cannot create {}: {e} — check that {} is writable",
-                file.display(),
-                root.display()
-            ))
+        .map_err(|source| Error::Fs {
+            doing: "create",
+            path: file.clone(),
+            source,
+            hint: " — check that the skills folder is writable",
         })?;
     let mut out = std::io::stdout().lock();
     writeln!(out, "created {}", file.display())?;
@@ -351,12 +356,17 @@ fn rm(c: Rm, profile: &Option<String>) -> Result<(), Error> {
     }
     let dir = match removed {
         Ok(dir) => dir,
-        Err(RemoveError::Bundled) => return Err(Error::Other(format!(
+        Err(RemoveError::Bundled) => return Err(Error::Conflict(format!(
             "{name} is a bundled skill: it ships in the binary and cannot be removed; to change it, `evolve skills new {name}` creates a user copy that overrides it"
         ))),
         Err(RemoveError::Unknown) => return Err(unknown(name, &catalog)),
-        Err(RemoveError::Io(dir, e)) => {
-            return Err(Error::Other(format!("cannot remove {}: {e}", dir.display())))
+        Err(RemoveError::Io(path, source)) => {
+            return Err(Error::Fs {
+                doing: "remove",
+                path,
+                source,
+                hint: "",
+            })
         }
     };
     let mut out = std::io::stdout().lock();
@@ -383,7 +393,7 @@ fn unknown(name: &str, catalog: &Catalog) -> Error {
         .iter()
         .map(|s| s.summary.name.as_str())
         .collect();
-    Error::Other(format!(
+    Error::NotFound(format!(
         "there is no skill named {name:?}; `evolve skills list` shows them ({})",
         names.join(", ")
     ))

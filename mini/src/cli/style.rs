@@ -111,7 +111,7 @@ fn rm(c: Rm, profile: &Option<String>) -> Result<(), Error> {
             c.n
         ))),
         // Only asked for with an expected text, which the command line does not give.
-        Removal::Changed(_) => Err(Error::Other(format!(
+        Removal::Changed(_) => Err(Error::Conflict(format!(
             "style note {} changed meanwhile; nothing was removed",
             c.n
         ))),

@@ -8,8 +8,16 @@ use std::time::Duration;
 
 use super::{ConfigError, EnvLookup, IgnoredEnv, Origin, Origins};
 
-/// `~` and `~/…` under `$HOME`; anything else unchanged. The error says what is wrong.
-pub(super) fn expand_tilde(text: &str, env: EnvLookup<'_>) -> Result<PathBuf, String> {
+/// A path starts with `~` but `$HOME` is not set; the words finish a sentence about the
+/// setting ("EVOLVE_HOME starts with ~ …").
+#[derive(Debug, thiserror::Error)]
+#[error("starts with ~ ({text}) but HOME is not set")]
+pub(super) struct TildeWithoutHome {
+    text: String,
+}
+
+/// `~` and `~/…` under `$HOME`; anything else unchanged.
+pub(super) fn expand_tilde(text: &str, env: EnvLookup<'_>) -> Result<PathBuf, TildeWithoutHome> {
     let rest = match text.strip_prefix('~') {
         Some("") => "",
         Some(rest) if rest.starts_with('/') => rest.trim_start_matches('/'),
@@ -17,7 +25,7 @@ pub(super) fn expand_tilde(text: &str, env: EnvLookup<'_>) -> Result<PathBuf, St
     };
     match env("HOME").filter(|v| !v.is_empty()) {
         Some(home) => Ok(PathBuf::from(home).join(rest)),
-        None => Err(format!("starts with ~ ({text}) but HOME is not set")),
+        None => Err(TildeWithoutHome { text: text.into() }),
     }
 }
 
@@ -125,30 +133,41 @@ impl Context<'_> {
     }
 }
 
-/// A base URL: `http(s)://host…`, without trailing `/`. The error says what is wrong.
-pub fn check_base_url(url: &str) -> Result<String, String> {
+/// What is wrong with a base URL; the words finish a sentence about it
+/// ("OPENAI_BASE_URL is `x`: must start with …").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum BadBaseUrl {
+    #[error("must start with http:// or https:// (e.g. http://127.0.0.1:11434/v1)")]
+    NoScheme,
+    #[error("has no host (e.g. http://127.0.0.1:11434/v1)")]
+    NoHost,
+    #[error("contains a space")]
+    Space,
+    #[error(
+        "is the full endpoint; give the base it starts with, ending before \
+         /chat/completions (e.g. https://api.openai.com/v1)"
+    )]
+    FullEndpoint,
+}
+
+/// A base URL: `http(s)://host…`, without trailing `/`.
+pub fn check_base_url(url: &str) -> Result<String, BadBaseUrl> {
     let url = url.trim().trim_end_matches('/');
     let lower = url.to_ascii_lowercase();
     let Some(rest) = lower
         .strip_prefix("http://")
         .or_else(|| lower.strip_prefix("https://"))
     else {
-        return Err(
-            "must start with http:// or https:// (e.g. http://127.0.0.1:11434/v1)".to_string(),
-        );
+        return Err(BadBaseUrl::NoScheme);
     };
     if rest.is_empty() || rest.starts_with('/') {
-        return Err("has no host (e.g. http://127.0.0.1:11434/v1)".to_string());
+        return Err(BadBaseUrl::NoHost);
     }
     if url.chars().any(char::is_whitespace) {
-        return Err("contains a space".to_string());
+        return Err(BadBaseUrl::Space);
     }
     if lower.ends_with("/chat/completions") {
-        return Err(
-            "is the full endpoint; give the base it starts with, ending before \
-             /chat/completions (e.g. https://api.openai.com/v1)"
-                .to_string(),
-        );
+        return Err(BadBaseUrl::FullEndpoint);
     }
     Ok(url.to_string())
 }

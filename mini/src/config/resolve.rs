@@ -38,9 +38,9 @@ const LOG_LEVELS: &[&str] = &["off", "none", "error", "warn", "info", "debug", "
 pub fn home_dir(env: EnvLookup<'_>) -> Result<PathBuf, ConfigError> {
     if let Some(home) = env("EVOLVE_HOME").filter(|v| !v.is_empty()) {
         let path = match home.to_str() {
-            Some(text) => expand_tilde(text, env).map_err(|message| ConfigError::Env {
+            Some(text) => expand_tilde(text, env).map_err(|e| ConfigError::Env {
                 var: "EVOLVE_HOME",
-                message,
+                message: e.to_string(),
             })?,
             None => PathBuf::from(home),
         };

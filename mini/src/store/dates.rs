@@ -4,7 +4,7 @@
 //! instants are the core's (`evolve_core::sched`, shared with the scheduler), so no date
 //! crate is needed.
 
-use evolve_core::sched::{civil_from_days, parse_instant, Date};
+use evolve_core::sched::{civil_from_days, parse_instant, Date, SchedError};
 use evolve_core::Timestamp;
 
 const DAY: i64 = 86_400;
@@ -37,18 +37,28 @@ pub fn format_date(ts: Timestamp) -> String {
 /// Unix seconds (`1767225600`), or an instant as the core reads one
 /// ([`evolve_core::sched::parse_instant`]: RFC 3339 such as `2026-01-01T00:00:00Z` or
 /// `2026-01-01 09:30:00+09:00`, a fraction rounded up; or a date, `2026-01-01`, midnight
-/// UTC). The error says what is wrong and what is accepted.
-pub fn parse_time(text: &str) -> Result<Timestamp, String> {
+/// UTC).
+pub fn parse_time(text: &str) -> Result<Timestamp, BadTime> {
     let text = text.trim();
     if let Ok(n) = text.parse::<i64>() {
         return Ok(n);
     }
-    parse_instant(text).map_err(|e| {
-        format!(
-            "{text:?} is not a time ({e}): use Unix seconds or RFC 3339, e.g. \
-             2026-05-01T09:00:00Z or 2026-05-01"
-        )
+    parse_instant(text).map_err(|why| BadTime {
+        text: text.into(),
+        why,
     })
+}
+
+/// A text that is not a time; the words say what is wrong and what is accepted.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "{text:?} is not a time ({why}): use Unix seconds or RFC 3339, e.g. \
+     2026-05-01T09:00:00Z or 2026-05-01"
+)]
+pub struct BadTime {
+    text: String,
+    #[source]
+    why: SchedError,
 }
 
 #[cfg(test)]
@@ -76,7 +86,7 @@ mod tests {
         for (text, want) in table {
             assert_eq!(parse_time(text).ok(), want, "{text}");
         }
-        let e = parse_time("soon").unwrap_err();
+        let e = parse_time("soon").unwrap_err().to_string();
         assert!(e.contains("RFC 3339") && e.contains("soon"), "{e}");
     }
 

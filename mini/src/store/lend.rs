@@ -47,6 +47,12 @@ struct Holders {
     lent: Vec<(u64, String)>,
 }
 
+/// A lend still ran when the wait for it ended; `to` is who has the file.
+#[derive(Debug)]
+pub(super) struct StillLent {
+    pub(super) to: String,
+}
+
 impl Lends {
     /// Whether a lend is running.
     pub(super) fn any(&self) -> bool {
@@ -54,7 +60,7 @@ impl Lends {
     }
 
     /// Waits until no lend runs, up to `deadline`; else says who has the file.
-    pub(super) fn wait_returned(&self, deadline: Instant) -> Result<(), String> {
+    pub(super) fn wait_returned(&self, deadline: Instant) -> Result<(), StillLent> {
         let mut holders = self.lock();
         loop {
             let Some((_, to)) = holders.lent.first() else {
@@ -62,7 +68,7 @@ impl Lends {
             };
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
-                return Err(to.clone());
+                return Err(StillLent { to: to.clone() });
             }
             holders = self
                 .returned

@@ -439,7 +439,7 @@ impl Store {
             // Waited for before the lock below, which every use of the file takes.
             self.lends
                 .wait_returned(started + wait)
-                .map_err(|to| self.lent_error(to, wait))?;
+                .map_err(|lent| self.lent_error(lent.to, wait))?;
             let mut slot = self.db.write().unwrap_or_else(PoisonError::into_inner);
             if slot.is_some() {
                 return Ok(());

@@ -161,11 +161,15 @@ const LOGIN_WAIT: Duration = Duration::from_secs(300);
 #[derive(Default)]
 pub struct Logins(Mutex<Vec<(String, Pending)>>);
 
+/// How a login ended (shared: the status route reads it while the login's thread keeps
+/// it).
+type Outcome = Result<(), Arc<LoginError>>;
+
 /// One login waiting for the browser, or how it ended.
 struct Pending {
     cancel: Arc<Cancel>,
     /// `None` while waiting.
-    outcome: Arc<Mutex<Option<Result<(), String>>>>,
+    outcome: Arc<Mutex<Option<Outcome>>>,
 }
 
 impl Logins {
@@ -182,7 +186,7 @@ impl Logins {
     }
 
     /// How the login of `server` went: `Some(None)` while it waits.
-    fn outcome(&self, server: &str) -> Option<Option<Result<(), String>>> {
+    fn outcome(&self, server: &str) -> Option<Option<Outcome>> {
         let list = self.0.lock().unwrap_or_else(PoisonError::into_inner);
         list.iter().find(|(name, _)| name == server).map(|(_, p)| {
             p.outcome
@@ -237,7 +241,7 @@ pub fn login(state: &State, name: &str) -> Reply {
                 rt.mcp.restart(&server);
             }
             *outcome.lock().unwrap_or_else(PoisonError::into_inner) =
-                Some(done.map(|_| ()).map_err(|e| e.to_string()));
+                Some(done.map(|_| ()).map_err(Arc::new));
         }),
     );
     if let Err(e) = spawned {
@@ -282,7 +286,7 @@ pub fn login_status(state: &State, name: &str) -> Reply {
     let body = object(&mut [
         ("name", name.into()),
         ("state", word.into()),
-        ("error", failed.into()),
+        ("error", failed.map(|e| e.to_string()).into()),
         ("login", kept.map(|k| k.label(crate::clock::now())).into()),
     ]);
     Response::json(200, &body)

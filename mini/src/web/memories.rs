@@ -92,7 +92,7 @@ pub(super) fn get_memory(state: &State, id: MemoryId) -> Reply {
 
 /// The body of a memory route as a [`MemoryPatch`], or its 400.
 pub(super) fn memory_patch(req: &Request) -> Result<MemoryPatch, Reply> {
-    MemoryPatch::from_body(body(req)?).map_err(|e| error(400, e))
+    MemoryPatch::from_body(body(req)?).map_err(|e| error(400, e.to_string()))
 }
 
 pub(super) fn add_memory(state: &State, req: &Request) -> Reply {

@@ -35,11 +35,11 @@ pub struct MemoryPatch {
 }
 
 impl MemoryPatch {
-    /// Reads a request body (already a JSON object); `Err` is the 400 message, that of
-    /// the first wrong field in the body's key order.
-    pub fn from_body(body: Map<String, Value>) -> Result<MemoryPatch, String> {
-        // From a `Value` the error is the field's own message, without a position.
-        serde_json::from_value(Value::Object(body)).map_err(|e| e.to_string())
+    /// Reads a request body (already a JSON object); the error's text is the 400
+    /// message, that of the first wrong field in the body's key order (from a `Value` it
+    /// is the field's own message, without a position).
+    pub fn from_body(body: Map<String, Value>) -> Result<MemoryPatch, serde_json::Error> {
+        serde_json::from_value(Value::Object(body))
     }
 
     /// Sets the given fields on `m`; `Err` is the 400 message.
@@ -154,7 +154,7 @@ mod tests {
         let Value::Object(map) = body else {
             panic!("not an object: {body}");
         };
-        MemoryPatch::from_body(map)
+        MemoryPatch::from_body(map).map_err(|e| e.to_string())
     }
 
     #[test]

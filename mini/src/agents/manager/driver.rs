@@ -152,7 +152,7 @@ impl Manager {
         loop {
             let Some(action) = turn.poll() else {
                 // Every action is answered below before the next poll.
-                return Err(Error::Other("the turn stopped without an action".into()));
+                return Err(Error::Internal("the turn stopped without an action"));
             };
             log::trace!(
                 "session {sid}, turn {turn_no}: the {} agent acts",

@@ -258,14 +258,14 @@ pub(super) fn add(c: Add, profile: &Option<String>) -> Result<(), Error> {
     };
     let (app, store) = open(profile)?;
     if app.config.mcp.servers.iter().any(|s| s.name == name) {
-        return Err(Error::Other(format!(
+        return Err(Error::Conflict(format!(
             "a server named {name} is defined in {} and would hide this one — choose \
              another name, or change the file",
             place_of(&app.config, &name)
         )));
     }
     if store.mcp_server(&name)?.is_some() && !replace {
-        return Err(Error::Other(format!(
+        return Err(Error::Conflict(format!(
             "a server named {name} was already added — add --replace to replace it, or \
              `evolve mcp rm {name}` first"
         )));
@@ -355,7 +355,7 @@ pub(super) fn import(c: Import, profile: &Option<String>) -> Result<(), Error> {
         }
     }
     if !clashes.is_empty() {
-        return Err(Error::Other(format!(
+        return Err(Error::Conflict(format!(
             "nothing imported: {}",
             clashes.join("; ")
         )));

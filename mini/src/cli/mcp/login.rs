@@ -62,7 +62,10 @@ pub(super) fn login(c: Login, profile: &Option<String>) -> Result<(), Error> {
         Some(secs) => Duration::from_secs(secs),
         None => LOGIN_WAIT,
     };
-    let failed = |e: oauth::LoginError| Error::Other(e.about(&c.name));
+    let failed = |source: oauth::LoginError| Error::Login {
+        server: c.name.clone(),
+        source,
+    };
     // Ctrl-C ends the wait (and the discovery before it) with a message, not a kill.
     interrupt::install();
     interrupt::begin_turn();

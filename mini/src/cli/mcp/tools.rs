@@ -256,7 +256,7 @@ pub(super) fn tools(c: Tools, profile: &Option<String>) -> Result<(), Error> {
     if failed.is_empty() {
         Ok(())
     } else {
-        Err(Error::Other(format!(
+        Err(Error::PartlyFailed(format!(
             "{} of {} MCP servers could not be listed: {}",
             failed.len(),
             listings.len(),

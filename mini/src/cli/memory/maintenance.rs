@@ -36,7 +36,7 @@ pub(super) fn maintain(c: MaintainCmd, profile: &Option<String>) -> Result<(), E
         eprintln!("warning: {p}");
     }
     match &report.error {
-        Some(e) => Err(Error::Other(format!(
+        Some(e) => Err(Error::PartlyFailed(format!(
             "{e} — the steps before it are stored; run `evolve memory maintain` again"
         ))),
         None => Ok(()),

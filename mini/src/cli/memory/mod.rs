@@ -230,7 +230,7 @@ fn parse_importance(s: &str) -> Result<u8, String> {
 }
 
 fn parse_expiry(s: &str) -> Result<Timestamp, String> {
-    store::parse_time(s)
+    store::parse_time(s).map_err(|e| e.to_string())
 }
 
 /// A memory id as listed: `12` or `#12`.
@@ -432,7 +432,7 @@ fn pin(c: Pin, profile: &Option<String>) -> Result<(), Error> {
     let (_app, store) = App::with_store(profile)?;
     let mut m = store.memory(c.id)?;
     if m.deleted {
-        return Err(Error::Other(format!(
+        return Err(Error::Conflict(format!(
             "memory #{} is deleted; add it again with `evolve memory add` to use it",
             c.id
         )));

@@ -162,7 +162,8 @@ fn fetch_doc(
     url: &str,
     what: &'static str,
 ) -> Result<Option<Value>, LoginError> {
-    let answer: Answer = fetch::get(agent, url).map_err(|e| LoginError::exchange(what, url, e))?;
+    let answer: Answer =
+        fetch::get(agent, url).map_err(|e| LoginError::exchange(what, url, e.to_string()))?;
     match answer.status {
         200..=299 => match answer.json() {
             Some(doc @ Value::Object(_)) => Ok(Some(doc)),

@@ -25,6 +25,20 @@ const ENCODED: &AsciiSet = &NON_ALPHANUMERIC
     .remove(b'_')
     .remove(b'~');
 
+/// Why a request of a login got no whole answer.
+#[derive(Debug, thiserror::Error)]
+pub enum FetchError {
+    /// No answer came: the connection, TLS or the time limit failed (the words say which).
+    #[error("{0}")]
+    NoAnswer(String),
+    /// The answer began but broke off.
+    #[error("the answer broke off: {0}")]
+    BrokeOff(#[source] std::io::Error),
+    /// The answer is over [`MAX_ANSWER`].
+    #[error("the answer is larger than {MAX_ANSWER} bytes")]
+    TooLarge,
+}
+
 /// One answer, read whole.
 #[derive(Debug)]
 pub struct Answer {
@@ -86,7 +100,7 @@ pub fn agent() -> ureq::Agent {
 }
 
 /// `GET url` (JSON wanted).
-pub fn get(agent: &ureq::Agent, url: &str) -> Result<Answer, String> {
+pub fn get(agent: &ureq::Agent, url: &str) -> Result<Answer, FetchError> {
     send(agent, url, None)
 }
 
@@ -97,7 +111,7 @@ pub fn post(
     content_type: &str,
     headers: &[(HeaderName, HeaderValue)],
     body: &[u8],
-) -> Result<Answer, String> {
+) -> Result<Answer, FetchError> {
     send(agent, url, Some((content_type, headers, body)))
 }
 
@@ -105,7 +119,7 @@ pub fn post(
 type Posted<'a> = (&'a str, &'a [(HeaderName, HeaderValue)], &'a [u8]);
 
 /// `GET url`, or `POST` it with `post`: one path for both (one log line's code).
-fn send(agent: &ureq::Agent, url: &str, post: Option<Posted<'_>>) -> Result<Answer, String> {
+fn send(agent: &ureq::Agent, url: &str, post: Option<Posted<'_>>) -> Result<Answer, FetchError> {
     let method = if post.is_some() { "POST" } else { "GET" };
     log::debug!("OAuth {method} {}", crate::secret::display_url(url));
     read(match post {
@@ -123,8 +137,8 @@ fn send(agent: &ureq::Agent, url: &str, post: Option<Posted<'_>>) -> Result<Answ
     })
 }
 
-fn read(sent: Result<ureq::http::Response<ureq::Body>, ureq::Error>) -> Result<Answer, String> {
-    let response = sent.map_err(describe)?;
+fn read(sent: Result<ureq::http::Response<ureq::Body>, ureq::Error>) -> Result<Answer, FetchError> {
+    let response = sent.map_err(|e| FetchError::NoAnswer(describe(e)))?;
     let header = |name: &str| {
         let mut values = Vec::new();
         for value in response.headers().get_all(name) {
@@ -143,9 +157,9 @@ fn read(sent: Result<ureq::http::Response<ureq::Body>, ureq::Error>) -> Result<A
         .into_reader()
         .take(MAX_ANSWER + 1)
         .read_to_end(&mut body)
-        .map_err(|e| format!("the answer broke off: {e}"))?;
+        .map_err(FetchError::BrokeOff)?;
     if body.len() as u64 > MAX_ANSWER {
-        return Err(format!("the answer is larger than {MAX_ANSWER} bytes"));
+        return Err(FetchError::TooLarge);
     }
     Ok(Answer {
         status,

@@ -145,8 +145,9 @@ pub fn start(spec: &ServerSpec, store: &Store) -> Result<Started, LoginError> {
         login.registered_redirect = client.registered_redirect.clone();
         store.put_mcp_login(&spec.name, &login)?;
     }
-    let pkce = Pkce::new().map_err(LoginError::Setup)?;
-    let state = pkce::random(16).map_err(LoginError::Setup)?;
+    let setup = |e: pkce::NoRandom| LoginError::Setup(e.to_string());
+    let pkce = Pkce::new().map_err(setup)?;
+    let state = pkce::random(16).map_err(setup)?;
     let mut params: Vec<(&str, &str)> = vec![
         ("response_type", "code"),
         ("client_id", &client.id),

@@ -18,7 +18,7 @@ pub struct Pkce {
 
 impl Pkce {
     /// 32 random bytes as the verifier (43 characters, RFC 7636 §7.1's recommendation).
-    pub fn new() -> Result<Pkce, String> {
+    pub fn new() -> Result<Pkce, NoRandom> {
         let verifier = random(32)?;
         let challenge = challenge_of(&verifier);
         Ok(Pkce {
@@ -36,12 +36,17 @@ fn challenge_of(verifier: &str) -> String {
     ))
 }
 
+/// The system gave no random bytes (a login cannot start without them).
+#[derive(Debug, thiserror::Error)]
+#[error("the system gives no random bytes")]
+pub struct NoRandom;
+
 /// `n` random bytes from the system, base64url.
-pub fn random(n: usize) -> Result<String, String> {
+pub fn random(n: usize) -> Result<String, NoRandom> {
     let mut bytes = vec![0u8; n];
     ring::rand::SystemRandom::new()
         .fill(&mut bytes)
-        .map_err(|_| "the system gives no random bytes".to_string())?;
+        .map_err(|_| NoRandom)?;
     Ok(URL_SAFE_NO_PAD.encode(bytes))
 }
 

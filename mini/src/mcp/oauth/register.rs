@@ -166,7 +166,7 @@ fn register(
     let body = registration(redirect_uri, asked, scope);
     let what = "client registration";
     let answer = fetch::post(agent, endpoint, "application/json", &[], body.as_bytes())
-        .map_err(|e| LoginError::exchange(what, endpoint, e))?;
+        .map_err(|e| LoginError::exchange(what, endpoint, e.to_string()))?;
     let doc = answer.json().unwrap_or(Value::Null);
     if !answer.ok() {
         return Err(LoginError::exchange(

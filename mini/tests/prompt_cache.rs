@@ -26,14 +26,27 @@ fn rendered(request: &Value) -> String {
     out
 }
 
-/// The share of `before` that `after` repeats as its prefix.
-fn reuse(before: &str, after: &str) -> f64 {
-    let common = before
+/// The bytes `after` repeats of `before` as its prefix.
+fn common(before: &str, after: &str) -> usize {
+    before
         .bytes()
         .zip(after.bytes())
         .take_while(|(a, b)| a == b)
-        .count();
-    common as f64 / before.len().max(1) as f64
+        .count()
+}
+
+/// The share of `before` that `after` repeats as its prefix.
+fn reuse(before: &str, after: &str) -> f64 {
+    common(before, after) as f64 / before.len().max(1) as f64
+}
+
+/// What of `after` a prompt cache holding `before` cannot reuse, in tokens (a byte
+/// estimate: 4 bytes a token).
+fn fresh_tokens(before: &str, after: &str) -> usize {
+    after
+        .len()
+        .saturating_sub(common(before, after))
+        .div_ceil(4)
 }
 
 fn tool_names(request: &Value) -> Vec<String> {
@@ -144,6 +157,8 @@ fn lasting(request: &Value) -> (Vec<Value>, Vec<Value>) {
 struct Figure {
     turn: u64,
     reuse: f64,
+    /// The tokens of the first request a cache of the previous one cannot reuse.
+    fresh: usize,
     tools_grew: bool,
     kept: bool,
     requests: usize,
@@ -198,6 +213,7 @@ fn run_session(w: &World) -> Vec<Figure> {
             figures.push(Figure {
                 turn: i as u64 + 1,
                 reuse: reuse(&rendered(prev), &rendered(&first)),
+                fresh: fresh_tokens(&rendered(prev), &rendered(&first)),
                 tools_grew: was != now,
                 kept,
                 requests: mains.len() - before,
@@ -226,14 +242,15 @@ fn ten_mixed_turns_each_repeat_the_previous_request_as_their_prefix() {
     let w = World::new("prompt-cache-ten");
     let figures = run_session(&w);
     println!(
-        "turn  reuse of the previous request  tools grew  compacts  main calls  \
-         main tokens  background calls  background tokens"
+        "turn  reuse of the previous request  new prompt tokens  tools grew  compacts  \
+         main calls  main tokens  background calls  background tokens"
     );
     for f in &figures {
         println!(
-            "{:>4}  {:>28.1}%  {:>10}  {:>8}  {:>10}  {:>11}  {:>16}  {:>17}",
+            "{:>4}  {:>28.1}%  {:>17}  {:>10}  {:>8}  {:>10}  {:>11}  {:>16}  {:>17}",
             f.turn,
             f.reuse * 100.0,
+            f.fresh,
             f.tools_grew,
             compacts(f.turn),
             f.requests,

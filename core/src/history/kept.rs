@@ -6,9 +6,15 @@
 //! sits where it sat), which a model server's prompt cache reuses. The shell stores
 //! the kept messages apart from the session's messages, which a person sees.
 //!
+//! What a kept block of the history shows already is not repeated in the new block
+//! ([`not_yet_shown`]): a memory or a skill chosen turn after turn is sent once while
+//! its turn is in the history.
+//!
 //! A kept block counts as no turn of its own: the history's turn counts (which turns'
 //! tool outputs become placeholders) skip it ([`is_chosen`]).
 
+use alloc::collections::BTreeSet;
+use alloc::string::String;
 use alloc::vec::Vec;
 use serde::{Deserialize, Serialize};
 
@@ -74,6 +80,70 @@ pub fn with_chosen(
         }
         out.push((turn, message));
     }
+    out
+}
+
+/// `block` (one part of a context block: a `<tag>` line, lines, a `</tag>` line)
+/// without the items a kept context block of `history` shows already: the lines of a
+/// `<memories>` section but the rules (`!!!`), which are always repeated, and the
+/// `- ` lines of any other section (skills). When no item is left the part is empty;
+/// a part of another shape (the TODO items, the tool-chain review) is left out whole
+/// when a kept block holds it whole.
+pub fn not_yet_shown(block: &str, history: &[Message]) -> String {
+    let kept: Vec<&str> = history
+        .iter()
+        .filter(|m| m.role == Role::User && m.content.starts_with(CONTEXT_HEADER))
+        .map(|m| m.content.as_str())
+        .collect();
+    let trimmed = block.trim();
+    if kept.is_empty() || trimmed.is_empty() {
+        return String::from(block);
+    }
+    let lines: Vec<&str> = trimmed.lines().collect();
+    let open = lines.first().copied().unwrap_or("");
+    let sectioned = lines.len() >= 2
+        && open.starts_with('<')
+        && !open.starts_with("</")
+        && lines.last().is_some_and(|l| l.starts_with("</"));
+    if !sectioned {
+        let shown = kept.iter().any(|k| k.contains(trimmed));
+        return if shown {
+            String::new()
+        } else {
+            String::from(block)
+        };
+    }
+    let shown: BTreeSet<&str> = kept.iter().flat_map(|k| k.lines()).collect();
+    let memories = open == crate::memory::BLOCK_OPEN;
+    let is_item = |line: &str| {
+        if memories {
+            !line.starts_with("!!!")
+        } else {
+            line.starts_with("- ")
+        }
+    };
+    let inner = &lines[1..lines.len() - 1];
+    let left: Vec<&str> = inner
+        .iter()
+        .copied()
+        .filter(|l| !(is_item(l) && shown.contains(l)))
+        .collect();
+    if left.len() == inner.len() {
+        return String::from(block);
+    }
+    let rules_or_items = left
+        .iter()
+        .any(|l| is_item(l) || (memories && l.starts_with("!!!")));
+    if !rules_or_items {
+        return String::new();
+    }
+    let mut out = String::from(open);
+    for l in left {
+        out.push('\n');
+        out.push_str(l);
+    }
+    out.push('\n');
+    out.push_str(lines[lines.len() - 1]);
     out
 }
 
@@ -147,6 +217,58 @@ mod tests {
         }
         assert!(!is_chosen(&user("What is the context?")));
         assert!(!is_chosen(&assistant(&String::from(CONTEXT_HEADER))));
+    }
+
+    #[test]
+    fn what_a_kept_block_shows_is_not_repeated() {
+        let kept = |text: &str| {
+            vec![
+                user(&format!("{CONTEXT_HEADER}\n\n{text}")),
+                assistant(CONTEXT_ACK),
+                user("earlier question"),
+                assistant("earlier answer"),
+            ]
+        };
+        let skills = "<available_skills>\nSkills that may help.\n- plan-tasks: Plan.\n- translate: Translate.\n</available_skills>";
+        let memories =
+            "<memories>\n📎 The user likes tea\n!!! MUST FOLLOW: Answer in English\n</memories>";
+        // (what the history shows, the new part, what is sent)
+        let cases: Vec<(Vec<Message>, &str, String)> = vec![
+            // Nothing kept: everything is sent.
+            (vec![user("hi"), assistant("hello")], skills, String::from(skills)),
+            // One skill shown: the other is sent, with the section's own lines.
+            (
+                kept("<available_skills>\nSkills that may help.\n- plan-tasks: Plan.\n</available_skills>"),
+                skills,
+                String::from("<available_skills>\nSkills that may help.\n- translate: Translate.\n</available_skills>"),
+            ),
+            // Both shown: nothing.
+            (kept(skills), skills, String::new()),
+            // A memory shown: the rule is still sent.
+            (
+                kept("<memories>\n📎 The user likes tea\n</memories>"),
+                memories,
+                String::from("<memories>\n!!! MUST FOLLOW: Answer in English\n</memories>"),
+            ),
+            // A rule shown is sent again.
+            (kept(memories), memories, String::from("<memories>\n!!! MUST FOLLOW: Answer in English\n</memories>")),
+            // The same review: left out; a changed one: sent.
+            (kept("##### Recent tool-call chain\n- read a.txt"), "##### Recent tool-call chain\n- read a.txt", String::new()),
+            (
+                kept("##### Recent tool-call chain\n- read a.txt"),
+                "##### Recent tool-call chain\n- read a.txt\n- wrote b.txt",
+                String::from("##### Recent tool-call chain\n- read a.txt\n- wrote b.txt"),
+            ),
+            // The same lines in the person's own words are not a kept block.
+            (vec![user("- plan-tasks: Plan.\n- translate: Translate."), assistant("ok")], skills, String::from(skills)),
+        ];
+        for (history, block, want) in cases {
+            assert_eq!(
+                not_yet_shown(block, &history),
+                want,
+                "{block:?} after {history:?}"
+            );
+        }
     }
 
     #[test]

@@ -233,6 +233,14 @@ impl Manager {
                 used_tools.push(call.name.clone());
             }
         }
+        // What a block kept in the history shows already is not sent again.
+        let skills_block = history::not_yet_shown(&skills_block, &l1);
+        let mut recall = recall;
+        recall.block = history::not_yet_shown(&recall.block, &l1);
+        let todo_block = history::not_yet_shown(&todo_block, &l1);
+        let tool_chain = tool_chain
+            .map(|t| history::not_yet_shown(&t, &l1))
+            .filter(|t| !t.trim().is_empty());
         let ctx = Context {
             system,
             skills_block,

@@ -460,3 +460,169 @@ fn a_call_after_the_answer_in_flight_gives_way_to_a_new_question_and_is_sent_aga
     let score = turn["evaluation"]["score"].as_f64();
     assert!(score.is_some_and(|s| (s - 0.9).abs() < 1e-6), "{turn}");
 }
+
+/// A reply of the call after an answer with a title and a grade.
+fn titled(score: f64) -> Reply {
+    post_reply(serde_json::json!({
+        "title": "A question",
+        "grade": {"score": score, "reason": "fine"},
+        "memories": []
+    }))
+}
+
+/// The whole text of a request (its messages' contents), in characters.
+fn request_chars(call: &serde_json::Value) -> usize {
+    call["messages"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|m| m["content"].as_str().unwrap_or_default().chars().count())
+        .sum()
+}
+
+/// After a plain answer (no tool called) the call asks for its parts in a few words and
+/// reads the exchange cut short, its budget fitted to them: on a small local model the
+/// notes then cost less than the answer. After tool calls the full prompt comes back.
+#[test]
+fn a_plain_answer_gets_a_short_call_and_a_tool_turn_the_full_one() {
+    // (question, the model's answer): a short answer, a long one, a Chinese one.
+    let long = "Paris is the capital of France. ".repeat(150);
+    let cases = [
+        ("What is the capital of France?", "Paris.".to_string()),
+        ("Tell me everything about Paris, I live there", long.clone()),
+        (
+            "请介绍一下巴黎，我下个月去。",
+            "巴黎是法国的首都。".repeat(200),
+        ),
+    ];
+    for (i, (question, answer)) in cases.iter().enumerate() {
+        let w = World::new(&format!("post-plain-{i}"));
+        w.fake.push(Reply::text(answer.as_str()));
+        w.fake.route(POST_TURN, titled(0.9));
+        let first = w.run(&["ask", "--json", question]).expect(0).json();
+        let sid = first["session"].as_str().unwrap().to_string();
+        w.fake.push(Reply::text(answer.as_str()));
+        w.run(&["ask", "--session", &sid, question]).expect(0);
+        let calls = post_calls(&w);
+        assert_eq!(calls.len(), 2, "{question}");
+        // The first turn asks for a title too; neither asks for a review.
+        assert_eq!(
+            parts(&calls[0]),
+            ["title", "grade", "memories"],
+            "{question}"
+        );
+        assert_eq!(parts(&calls[1]), ["grade", "memories"], "{question}");
+        for call in &calls {
+            let system = call["messages"][0]["content"].as_str().unwrap();
+            assert!(
+                system.chars().count() <= 700,
+                "{question}: the instructions stay short: {} chars\n{system}",
+                system.chars().count()
+            );
+            // Whatever the answer's length, the call reads at most about 2 000
+            // characters (the question's 1 200, the answer's 480, the time).
+            assert!(
+                request_chars(call) <= 2_400,
+                "{question}: {} chars",
+                request_chars(call)
+            );
+            let budget = call["max_tokens"].as_u64().expect("max_tokens");
+            assert!(budget <= 200, "{question}: a budget of {budget}");
+        }
+        // The grade still counts, and the reminder rule is still asked for.
+        assert!(first["evaluation"]["score"].as_f64().is_some(), "{first}");
+        assert!(all_text(&calls[0]).contains("expires_at"));
+    }
+
+    // A turn with a tool call: the full prompt, with the review and the tools used.
+    let w = World::new("post-plain-tools");
+    std::fs::write(w.workspace().join("a.txt"), "alpha").unwrap();
+    w.fake.push(tool_call("read_file", r#"{"path": "a.txt"}"#));
+    w.fake.push(Reply::text("It says alpha."));
+    w.fake.route(POST_TURN, graded(0.8));
+    w.run(&["ask", "--yes", "What does a.txt say?"]).expect(0);
+    let calls = post_calls(&w);
+    assert_eq!(
+        parts(&calls[0]),
+        ["title", "grade", "tool_chain", "memories"]
+    );
+    let system = calls[0]["messages"][0]["content"].as_str().unwrap();
+    assert!(system.chars().count() > 2_000, "{system}");
+    assert!(all_text(&calls[0]).contains("Tools used: read_file"));
+}
+
+/// Nothing is asked after a turn with nothing to learn from: small talk in Chinese or
+/// English (greetings with a particle, laughter, "how are you"), a turn the model
+/// failed, a turn the person stopped at a question.
+#[test]
+fn nothing_is_asked_after_small_talk_a_failed_turn_or_a_stopped_one() {
+    let w = World::new("post-nothing-small-talk");
+    w.fake.push(Reply::text("Paris."));
+    w.fake.route(POST_TURN, titled(0.9));
+    let first = w
+        .run(&["ask", "--json", "What is the capital of France?"])
+        .expect(0)
+        .json();
+    let sid = first["session"].as_str().unwrap().to_string();
+    for greeting in [
+        "你好呀！",
+        "谢谢啦～",
+        "大家好",
+        "哈哈哈",
+        "How are you?",
+        "好的，谢谢！",
+    ] {
+        w.fake.push(Reply::text("😊"));
+        w.run(&["ask", "--session", &sid, greeting]).expect(0);
+        assert_eq!(
+            post_calls(&w).len(),
+            1,
+            "{greeting}: nothing asked after it"
+        );
+    }
+    // A message that says something still is.
+    w.fake.push(Reply::text("好的，小明。"));
+    w.run(&["ask", "--session", &sid, "你好呀，我叫小明"])
+        .expect(0);
+    assert_eq!(post_calls(&w).len(), 2, "a name is worth remembering");
+
+    // The model fails: the question is kept, nothing is asked after it.
+    let w = World::new("post-nothing-failed");
+    for _ in 0..3 {
+        w.fake.push(Reply::error(500, "the model crashed"));
+    }
+    w.fake.route(POST_TURN, graded(0.9));
+    let failed = w.run(&["ask", "What is the capital of Peru?"]);
+    assert_eq!(failed.code, 3, "{}", failed.stderr);
+    assert_eq!(post_calls(&w).len(), 0, "nothing asked after a failed turn");
+
+    // The person stops at the question about a call: the reply is Evolve's note that
+    // it stopped, with nothing to grade; the next question is graded again.
+    let w = World::new("post-nothing-stopped");
+    w.fake.push(tool_call(
+        "write_file",
+        r#"{"path": "notes.txt", "content": "overwritten"}"#,
+    ));
+    w.fake.route(POST_TURN, graded(0.9));
+    let mut chat = Chat::start(&w);
+    chat.send("Write overwritten into notes.txt");
+    chat.wait_for("[yes/no/always]");
+    chat.interrupt();
+    chat.wait_for("(stopped");
+    w.fake.push(Reply::text("Lima."));
+    chat.send("What is the capital of Peru?");
+    chat.wait_for("Lima.");
+    let chat_seen = chat.seen.clone();
+    let _ = chat.finish();
+    let calls = post_calls(&w);
+    assert_eq!(
+        calls.len(),
+        1,
+        "one call, after the answered question only: {:#?}\n{chat_seen}",
+        calls.iter().map(all_text).collect::<Vec<_>>(),
+    );
+    assert!(
+        all_text(&calls[0]).contains("Lima."),
+        "the call is about the second turn"
+    );
+}

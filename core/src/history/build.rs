@@ -20,6 +20,7 @@ use alloc::vec::Vec;
 use serde::{Deserialize, Serialize};
 
 use super::budget::Budget;
+use super::kept::is_chosen;
 use super::message::{Message, Role};
 use super::relevance::{digest_line, select_l2_cached, L2Pick, Relevance};
 use super::ring::L2Entry;
@@ -261,13 +262,21 @@ fn prepare_l1<'a>(
     cfg: &HistoryConfig,
     trimmed: &mut Vec<TrimStep>,
 ) -> Vec<Item<'a>> {
-    let users = messages.iter().filter(|m| m.role == Role::User).count();
+    // A block kept from what an earlier request chose is no turn of its own.
+    let role = |m: &Message| {
+        if is_chosen(m) {
+            Role::Assistant
+        } else {
+            m.role
+        }
+    };
+    let users = messages.iter().filter(|m| role(m) == Role::User).count();
     // The current turn keeps its outputs whatever the shell counted.
     let keep = match old_user_turns {
         Some(old) => users.saturating_sub(old).max(1),
         None => cfg.keep_tool_output_turns,
     };
-    let old_end = old_turns_end(messages.iter().map(|m| m.role), keep);
+    let old_end = old_turns_end(messages.iter().map(|m| role(m)), keep);
     let (mut omitted, mut truncated) = (0, 0);
     let mut items = Vec::with_capacity(messages.len());
     for (i, m) in messages.into_iter().enumerate() {

@@ -13,7 +13,7 @@ use alloc::format;
 use alloc::string::{String, ToString};
 use alloc::vec::Vec;
 
-use super::{cut_to_tokens, HistoryConfig, L2Entry, L2Ring, Message, Role, Window};
+use super::{cut_to_tokens, is_chosen, HistoryConfig, L2Entry, L2Ring, Message, Role, Window};
 use crate::text::clip_chars;
 
 /// What the history says in place of the answer of a turn the person stopped before
@@ -218,7 +218,7 @@ pub fn levels(
         .collect();
     let old_user_turns = stored
         .iter()
-        .filter(|(t, m)| !with_outputs.contains(t) && m.role == Role::User)
+        .filter(|(t, m)| !with_outputs.contains(t) && m.role == Role::User && !is_chosen(m))
         .count();
     let l1 = with_answers(stored.into_iter().map(|(_, m)| m).collect());
     let first_l1 = l1_set.first().copied().unwrap_or(u64::MAX);

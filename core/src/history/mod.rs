@@ -32,6 +32,7 @@ mod budget;
 mod build;
 mod closed;
 mod cut;
+mod kept;
 mod message;
 mod relevance;
 mod ring;
@@ -52,6 +53,7 @@ pub use closed::{
     Levels, Unfinished, NO_ANSWER, NO_ANSWER_FAILED, NO_ANSWER_STOPPED, STOPPED_HERE,
 };
 pub use cut::{ceil_char_boundary, char_prefix, cut_to_chars, cut_to_tokens, floor_char_boundary};
+pub use kept::{chosen_for_question, is_chosen, not_yet_shown, with_chosen, Chosen};
 pub use message::{estimate_messages_tokens, Message, Role, ToolCall};
 pub use relevance::{
     classify, digest_line, entry_keywords, file_overlap, query_keywords, score_entry, select_l2,

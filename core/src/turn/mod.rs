@@ -16,6 +16,7 @@
 //! The whole state serialises ([`serde`]), so a turn whose call waits for a person can
 //! be parked in the store and resumed by another process.
 
+mod after;
 pub mod offer;
 #[cfg(test)]
 mod tests;
@@ -35,6 +36,7 @@ use crate::permission::{
 use crate::provenance::{Provenance, Source};
 use crate::Timestamp;
 
+pub use after::only_small_talk;
 pub use texts::{parse_approval, Approval};
 
 /// Why a question about a call got no answer.

@@ -7,7 +7,7 @@
 use alloc::string::{String, ToString};
 use alloc::vec::Vec;
 
-use crate::text::KeywordSet;
+use crate::text::{KeywordSet, Tokenizer};
 
 /// One tool the turn could offer.
 #[derive(Debug, Clone, Copy)]
@@ -72,6 +72,34 @@ pub fn grow(offered: &mut Vec<String>, chosen: &[&str]) -> usize {
     offered.len() - before
 }
 
+/// Words a tool's description uses whatever the tool does ("get the answers back",
+/// "returns the result", "use it to …"): a question that shares only these with a tool
+/// points to none (a question about reading a file back is no reason to offer a tool
+/// whose description says its helpers "get their answers back").
+pub const GENERIC_WORDS: &str = "back get gets got getting give gives use uses used using \
+    make makes made take takes come comes go goes put puts want wants need needs help helps \
+    way ways thing things like well first last new one two several many much may might must \
+    can also able each every whatever tool tools result results return returns returned \
+    answer answers call calls called ask asks asked user users work works done do does \
+    see sees seen let lets keep keeps kept run runs ran running";
+
+/// The keywords a tool is matched by from its name and its description: the
+/// description's without [`GENERIC_WORDS`] (the name's all count: a tool named `back_up`
+/// is about backups).
+pub fn described(tokenizer: &dyn Tokenizer, name: &str, description: &str) -> KeywordSet {
+    let generic = KeywordSet::of(tokenizer, GENERIC_WORDS);
+    let words = KeywordSet::of(tokenizer, description);
+    let specific = KeywordSet::from_hashes(
+        words
+            .as_slice()
+            .iter()
+            .copied()
+            .filter(|h| !generic.contains(*h))
+            .collect(),
+    );
+    KeywordSet::of(tokenizer, &name.replace(['_', '-'], " ")).union(&specific)
+}
+
 fn shared(a: &KeywordSet, b: &KeywordSet) -> usize {
     crate::text::intersection_len(a.as_slice(), b.as_slice())
 }
@@ -110,6 +138,55 @@ mod tests {
 
     fn kw(text: &str) -> KeywordSet {
         KeywordSet::of(&FallbackTokenizer, text)
+    }
+
+    #[test]
+    fn a_word_every_description_uses_offers_no_tool_a_specific_one_does() {
+        let t = &FallbackTokenizer;
+        let tools = [
+            (
+                "subtasks",
+                "Split a task into independent subtasks that run in parallel, each answered \
+                 by a helper agent of its own, and get their answers back to combine.",
+            ),
+            ("weather__forecast", "Get the weather forecast for a city."),
+            (
+                "github__create_issue",
+                "Create a new issue in a repository. Returns the issue's URL.",
+            ),
+            ("backup__run", "Use it to make a copy of a folder."),
+        ];
+        let sets: Vec<KeywordSet> = tools
+            .iter()
+            .map(|(name, description)| described(t, name, description))
+            .collect();
+        let candidates: Vec<Candidate<'_>> = tools
+            .iter()
+            .zip(&sets)
+            .map(|((name, _), keywords)| Candidate { name, keywords })
+            .collect();
+        // (question, the tools it points to)
+        let cases: [(&str, &[usize]); 9] = [
+            ("Read packing.md back to me", &[]),
+            ("Can you get it back?", &[]),
+            ("Use whatever tool you need and give me the result", &[]),
+            ("What's the weather in Lyon tomorrow?", &[1]),
+            ("Open an issue about the crash", &[2]),
+            ("Split this into parallel parts", &[0]),
+            ("Run a backup of my photos", &[3]),
+            ("Return the forecast", &[1]),
+            ("What is the capital of France?", &[]),
+        ];
+        for (q, want) in cases {
+            let query = kw(q);
+            let got = choose(&OfferInput {
+                candidates: &candidates,
+                query: &query,
+                wanted: &[],
+                max_relevant: 8,
+            });
+            assert_eq!(got, want, "{q:?}");
+        }
     }
 
     #[test]

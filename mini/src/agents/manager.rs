@@ -180,7 +180,15 @@ impl Manager {
         let (ctx, ended) = match self.answer(&sid, turn_no, &mut turn, &input, io, &mut timing) {
             Ok(done) => done,
             Err(e) => {
-                self.keep_failed_turn(&sid, turn_no, &turn, &e, &timing.partial, now);
+                self.keep_failed_turn(
+                    &sid,
+                    turn_no,
+                    &turn,
+                    &e,
+                    &timing.partial,
+                    &timing.chosen,
+                    now,
+                );
                 return Err(e);
             }
         };
@@ -201,6 +209,7 @@ impl Manager {
             turn_no,
             &question,
             &turn_msgs,
+            &timing.chosen,
             input.replaces,
             rt.clock.now(),
         )?;
@@ -245,6 +254,7 @@ impl Manager {
             record: job_record,
             world,
             person,
+            stopped: timing.stopped,
             now,
         };
         drop(turn_msgs);

@@ -67,6 +67,9 @@ pub(super) struct PostJob {
     /// The person's words in the turn: none when a group member who is not the
     /// person asked (a channel), so nothing learned from it is theirs.
     pub(super) person: Vec<String>,
+    /// The person stopped the turn at a question: the reply is Evolve's note that it
+    /// stopped, not the model's answer, so there is nothing to grade or learn.
+    pub(super) stopped: bool,
     pub(super) now: Timestamp,
 }
 
@@ -86,11 +89,15 @@ impl PostJob {
         }
         // Small talk (a greeting, a thanks) teaches nothing: no extraction, no grade.
         let small_talk =
-            evolve_core::memory::nothing_to_learn(&self.question, self.record.tools.len());
+            evolve_core::turn::only_small_talk(&self.question, self.record.tools.len());
         if small_talk {
             log::info!("nothing to learn from small talk: no extraction, no grade");
         }
-        let learn = rt.config.agent.learn && !self.reply.trim().is_empty() && !small_talk;
+        if self.stopped {
+            log::info!("the turn was stopped at a question: nothing to learn from it");
+        }
+        let learn =
+            rt.config.agent.learn && !self.reply.trim().is_empty() && !small_talk && !self.stopped;
         self.ask_notes(learn, &mut post, &mut usage, &mut problems);
         if learn {
             if let Some(e) = &post.evaluation {
@@ -188,13 +195,16 @@ impl PostJob {
         problems: &mut Vec<String>,
     ) {
         let rt = &*self.rt;
-        let review = if rt.config.agent.tool_chain {
+        // A turn stopped at a question has nothing to review either: its reply is
+        // Evolve's note, and the refused call is in the history.
+        let review = if rt.config.agent.tool_chain && !self.stopped {
             super::notes::review_input(rt, &self.session, &self.question, &self.steps, problems)
         } else {
             None
         };
         let parts = PostParts {
             title: rt.config.agent.titles
+                && !self.stopped
                 && super::notes::title_wanted(rt, &self.session, self.turn, &self.reply),
             grade: learn,
             tool_chain: review.is_some(),
@@ -204,12 +214,23 @@ impl PostJob {
             log::info!("nothing to ask the cheap model after this answer");
             return;
         }
-        let input = self.notes_input(parts, review.as_deref());
+        // After tool calls the full prompt (the review, tool results used faithfully);
+        // after a plain answer a short one, so the notes cost less than the answer.
+        let shape = if self.record.tools.is_empty() {
+            Shape::Plain
+        } else {
+            Shape::Full
+        };
+        let input = self.notes_input(parts, shape, review.as_deref());
+        let system = match shape {
+            Shape::Full => prompts::post_turn(parts),
+            Shape::Plain => prompts::post_turn_plain(parts, self.world.is_some()),
+        };
         let Some(text) = cheap_call_sized(
             rt,
-            &prompts::post_turn(parts),
+            &system,
             &input,
-            notes_budget(parts),
+            notes_budget(parts, shape),
             usage,
             problems,
             &NEVER,
@@ -288,7 +309,7 @@ impl PostJob {
     /// What the model reads: the exchange (after the current time, for a reminder's
     /// expiry; the answer marked when it drew on outside text), the tools used, and
     /// what the review needs.
-    fn notes_input(&self, parts: PostParts, review: Option<&str>) -> String {
+    fn notes_input(&self, parts: PostParts, shape: Shape, review: Option<&str>) -> String {
         let mut input = String::new();
         if parts.memories {
             let offset = super::memory::user_offset(&self.rt, self.now);
@@ -307,10 +328,14 @@ impl PostJob {
                 }
             ),
         };
+        let (question, answer) = match shape {
+            Shape::Full => (QUESTION_CHARS, ANSWER_CHARS),
+            Shape::Plain => (PLAIN_QUESTION_CHARS, PLAIN_ANSWER_CHARS),
+        };
         input.push_str(&format!(
             "User: {}\n\n{assistant}: {}",
-            clip_chars(&self.question, QUESTION_CHARS),
-            clip_chars(&self.reply, ANSWER_CHARS)
+            clip_chars(&self.question, question),
+            clip_chars(&self.reply, answer)
         ));
         if parts.grade && !self.tools_summary.is_empty() {
             input.push_str("\n\nTools used: ");
@@ -324,34 +349,67 @@ impl PostJob {
     }
 }
 
-/// Characters of the question the call after the answer reads.
+/// Which prompt the call after the answer sends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Shape {
+    /// After tool calls: every part spelled out, the tools and the review in the input.
+    Full,
+    /// After a plain answer: the parts in a few words, the exchange cut shorter.
+    Plain,
+}
+
+/// Characters of the question the call after tool calls reads.
 const QUESTION_CHARS: usize = 3_000;
 /// Characters of the answer it reads (the grade needs most of it).
 const ANSWER_CHARS: usize = 4_000;
+/// Characters of the question the call after a plain answer reads: what the person
+/// says about themselves is in their words, so most of a long message.
+const PLAIN_QUESTION_CHARS: usize = 1_200;
+/// Characters of a plain answer it reads (about 120 tokens): whether an answer is right
+/// shows in its first lines; the rest would make the notes cost more than the answer.
+const PLAIN_ANSWER_CHARS: usize = 480;
 
-/// Answer budgets of the parts, in tokens: a title is one line; a grade a number and a
-/// sentence (its reason is kept to 300 characters); a review at most 12 short lines;
-/// five one-sentence memories with their fields; and the object's own braces and keys.
+/// Answer budgets of the parts after tool calls, in tokens: a title is one line; a
+/// grade a number and a sentence (its reason is kept to 300 characters); a review at
+/// most 12 short lines; five one-sentence memories with their fields; and the object's
+/// own braces and keys.
 const TITLE_TOKENS: u32 = 64;
 const GRADE_TOKENS: u32 = 160;
 const TOOL_CHAIN_TOKENS: u32 = 320;
 const MEMORIES_TOKENS: u32 = 384;
 const FRAME_TOKENS: u32 = 16;
 
+/// The same after a plain answer, where each part is asked in a few words: a title of
+/// at most 8 words; a score and a reason of a few words; three short memories (about
+/// 35 tokens each with their fields).
+const PLAIN_TITLE_TOKENS: u32 = 24;
+const PLAIN_GRADE_TOKENS: u32 = 40;
+const PLAIN_MEMORIES_TOKENS: u32 = 112;
+const PLAIN_FRAME_TOKENS: u32 = 8;
+
 /// The answer budget of the call: the sum of the asked parts' — never the answer's
 /// reserve, which a small model that keeps writing would fill.
-fn notes_budget(parts: PostParts) -> u32 {
+fn notes_budget(parts: PostParts, shape: Shape) -> u32 {
+    let (title, grade, memories, frame) = match shape {
+        Shape::Full => (TITLE_TOKENS, GRADE_TOKENS, MEMORIES_TOKENS, FRAME_TOKENS),
+        Shape::Plain => (
+            PLAIN_TITLE_TOKENS,
+            PLAIN_GRADE_TOKENS,
+            PLAIN_MEMORIES_TOKENS,
+            PLAIN_FRAME_TOKENS,
+        ),
+    };
     [
-        (parts.title, TITLE_TOKENS),
-        (parts.grade, GRADE_TOKENS),
+        (parts.title, title),
+        (parts.grade, grade),
         (parts.tool_chain, TOOL_CHAIN_TOKENS),
-        (parts.memories, MEMORIES_TOKENS),
+        (parts.memories, memories),
     ]
     .iter()
     .filter(|(on, _)| *on)
     .map(|(_, t)| t)
     .sum::<u32>()
-        + FRAME_TOKENS
+        + frame
 }
 
 /// The parts of the model's reply, each read on its own.

@@ -672,16 +672,16 @@ fn shell_level(rt: &Runtime, arguments: &str) -> Level {
 /// tool, its topics (curated words, cheaper and more telling than its long
 /// description), for an MCP tool its description.
 fn card(rt: &Runtime, spec: ToolSpec) -> (ToolSpec, KeywordSet) {
-    let name = KeywordSet::of(&rt.tokenizer, &spec.name.replace(['_', '-'], " "));
     let topics = crate::tools::topics(&spec.name);
     // The topics are words already: their Chinese ones need no dictionary (an English
     // question then never loads it).
-    let rest = if topics.is_empty() {
-        KeywordSet::of(&rt.tokenizer, &spec.description)
+    let keywords = if topics.is_empty() {
+        evolve_core::turn::offer::described(&rt.tokenizer, &spec.name, &spec.description)
     } else {
-        rt.tokenizer.keywords_of_words(topics)
+        let name = KeywordSet::of(&rt.tokenizer, &spec.name.replace(['_', '-'], " "));
+        name.union(&rt.tokenizer.keywords_of_words(topics))
     };
-    (spec, name.union(&rest))
+    (spec, keywords)
 }
 
 /// The schema of [`MORE_TOOLS`]: the other tools, named with the first sentence of

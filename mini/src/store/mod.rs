@@ -53,6 +53,7 @@
 //! its bytes are left as they were.
 
 mod channels;
+mod chosen;
 mod dates;
 mod dry_run;
 mod error;

@@ -94,6 +94,7 @@ pub(super) fn delete_session_rows(txn: &WriteTransaction, session: &str) -> Resu
     txn.open_table(GRANTS)?.remove(session)?;
     txn.open_table(PENDING)?.remove(session)?;
     txn.open_table(TODOS)?.remove(session)?;
+    super::chosen::delete_in(txn, session)?;
     Ok(())
 }
 
@@ -295,12 +296,16 @@ impl Store {
     /// A completed turn's messages and the session's new L2 ring, in one transaction
     /// (one commit, one flush to disk, instead of two). The turn follows the last turn
     /// shown, or, when it `replaces` an earlier turn, is a new version of that one
-    /// (the turns after it stay on their branch); either way it is shown.
+    /// (the turns after it stay on their branch); either way it is shown. What the
+    /// turn's request `chosen` for its question is kept with it
+    /// ([`Store::chosen_since`]).
+    #[allow(clippy::too_many_arguments)]
     pub fn append_turn(
         &self,
         session: &str,
         turn: u64,
         messages: &[Message],
+        chosen: &history::Chosen,
         now: Timestamp,
         ring: &L2Ring,
         replaces: Option<u64>,
@@ -309,6 +314,7 @@ impl Store {
             let before = existing_session(txn, session)?;
             let parent = before.branches().parent_of_new(replaces);
             append_in(txn, session, turn, messages, now, true)?;
+            super::chosen::keep_in(txn, session, turn, chosen)?;
             let mut record = existing_session(txn, session)?;
             record.parents.retain(|(t, _)| *t != turn);
             record.parents.push((turn, parent));

@@ -1520,7 +1520,15 @@ fn a_turn_answered_again_is_a_version_and_the_choice_survives_reopening() {
     let turn = |n: u64, q: &str, replaces: Option<u64>| {
         let msgs = [Message::user(q), Message::assistant(format!("about {q}"))];
         store
-            .append_turn(&sid, n, &msgs, NOW, &L2Ring::new(), replaces)
+            .append_turn(
+                &sid,
+                n,
+                &msgs,
+                &Default::default(),
+                NOW,
+                &L2Ring::new(),
+                replaces,
+            )
             .unwrap();
     };
     turn(1, "apples", None);
@@ -1551,7 +1559,15 @@ fn a_session_stored_before_versions_shows_the_replacement_as_the_last_version() 
     for (n, q) in [(1, "one"), (2, "two"), (3, "two again"), (4, "three")] {
         let msgs = [Message::user(q), Message::assistant("ok")];
         store
-            .append_turn(&sid, n, &msgs, NOW, &L2Ring::new(), None)
+            .append_turn(
+                &sid,
+                n,
+                &msgs,
+                &Default::default(),
+                NOW,
+                &L2Ring::new(),
+                None,
+            )
             .unwrap();
     }
     // As an older build wrote it: no parents, turn 2 superseded by turn 3.

@@ -135,6 +135,7 @@ pub fn topics(name: &str) -> &'static str {
         "memory" => "remember forget memory memories recall note preference 记住 忘记 记忆 记得",
         "todo" => "todo task tasks plan checklist steps done 待办 任务 计划 清单",
         "load_skill" => "skill skills how procedure instructions guide 技能 步骤 方法",
+        "subtasks" => "subtasks subtask parallel split independent helpers helper agents research 子任务 并行 拆分 同时",
         _ => "",
     }
 }

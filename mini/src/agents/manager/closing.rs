@@ -85,7 +85,15 @@ impl Manager {
         let question = turn.question().to_string();
         // Entries it pushes out of the ring stay there until the next turn's
         // background work summarises them.
-        self.store_turn(sid, turn_no, &question, &turn.take_messages(), None, now)?;
+        self.store_turn(
+            sid,
+            turn_no,
+            &question,
+            &turn.take_messages(),
+            &Default::default(),
+            None,
+            now,
+        )?;
         let mut record = TurnRecord::empty(sid, turn_no);
         record.tools = turn.take_calls();
         record.steps = turn.steps();
@@ -130,6 +138,7 @@ impl Manager {
     /// After a failed or stopped turn: the question and the tool rounds that ran are
     /// stored as a turn without an answer, with a record that says why. A stopped
     /// answer's text so far (`partial`) is kept as its answer: the person saw it.
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn keep_failed_turn(
         &self,
         sid: &str,
@@ -137,6 +146,7 @@ impl Manager {
         turn: &Turn,
         error: &Error,
         partial: &str,
+        chosen: &history::Chosen,
         now: Timestamp,
     ) {
         let store = &self.rt.store;
@@ -163,7 +173,9 @@ impl Manager {
                     ..history::l2_entry(turn.question(), &note, &keep, budget)
                 },
             )
-            .and_then(|(ring, _)| Ok(store.append_turn(sid, turn_no, &keep, now, &ring, None)?));
+            .and_then(|(ring, _)| {
+                Ok(store.append_turn(sid, turn_no, &keep, chosen, now, &ring, None)?)
+            });
         match stored {
             Ok(()) => log::info!(
                 "the question{} is kept in session {sid}",
@@ -194,12 +206,14 @@ impl Manager {
     /// Stores a closed turn's messages with the session's next L2 ring, in one
     /// transaction; returns the entries that overflowed the ring (to summarise).
     /// ARCHITECTURE.md § The turn, step 10.
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn store_turn(
         &self,
         sid: &str,
         turn_no: u64,
         question: &str,
         msgs: &[Message],
+        chosen: &history::Chosen,
         replaces: Option<u64>,
         now: Timestamp,
     ) -> Result<Vec<L2Entry>, Error> {
@@ -215,7 +229,7 @@ impl Manager {
         // history shows only the entries of the branch shown.
         let (ring, overflow) = self.next_l2(sid, entry)?;
         rt.store
-            .append_turn(sid, turn_no, msgs, now, &ring, replaces)?;
+            .append_turn(sid, turn_no, msgs, chosen, now, &ring, replaces)?;
         Ok(overflow)
     }
 

@@ -52,6 +52,9 @@ pub(super) struct Context {
     pub(super) query: KeywordSet,
     /// Tools called in the turns sent in full (offered in full again).
     pub(super) used_tools: Vec<String>,
+    /// Some of what earlier requests chose for their questions, which `l1` holds
+    /// again, came from world text.
+    pub(super) kept_world: bool,
 }
 
 impl Context {
@@ -77,6 +80,7 @@ impl Context {
             tool_chain: None,
             query: KeywordSet::default(),
             used_tools: Vec::new(),
+            kept_world: false,
         }
     }
 }
@@ -89,13 +93,25 @@ impl Context {
 pub(super) fn see_context(turn: &mut Turn, ctx: &Context) {
     use evolve_core::history::Role;
     use evolve_core::provenance::Source;
+    // What earlier requests chose for their questions (a block and the reply after
+    // it): the store's, or world text when any of it was ([`chosen_to_keep`]).
+    let kept = if ctx.kept_world {
+        Source::World
+    } else {
+        Source::Store
+    };
+    let mut after_kept = false;
     for m in &ctx.l1 {
+        let chosen = history::is_chosen(m);
         let source = match m.role {
+            Role::User if chosen => kept,
+            Role::Assistant if after_kept => kept,
             Role::User => evolve_core::provenance::history_user_source(&m.content),
             Role::Tool => Source::World,
             _ if !m.tool_calls.is_empty() => Source::World,
             _ => Source::Store,
         };
+        after_kept = chosen;
         turn.saw_context(source, "history", &m.content);
         // What earlier calls already sent (a scheduled task's weather URL, run after run)
         // tells nobody anything new: their links count as given.
@@ -129,6 +145,26 @@ pub(super) fn see_context(turn: &mut Turn, ctx: &Context) {
     let store = [ctx.skills_block.as_str(), ctx.todo_block.as_str()];
     for text in store {
         turn.saw_context(Source::Store, "memory", text);
+    }
+}
+
+/// What a request chose for its question (`built`: its messages), to keep with the
+/// turn ([`history::chosen_for_question`]), marked as world text when any of the
+/// context came from it (a memory learned from a page, an earlier exchange that read a
+/// file, a summary of such turns): later turns see it as such.
+pub(super) fn chosen_to_keep(ctx: &Context, built: &[Message]) -> history::Chosen {
+    let world = ctx.recall.has_world()
+        || ctx
+            .l2
+            .iter()
+            .any(|e| !e.thinking.is_empty() || !e.files.is_empty())
+        || ctx
+            .l3
+            .as_deref()
+            .is_some_and(|l3| l3.starts_with(crate::agents::reflect::L3_WORLD_MARK));
+    history::Chosen {
+        messages: history::chosen_for_question(built).to_vec(),
+        world,
     }
 }
 
@@ -177,6 +213,7 @@ impl Manager {
             system,
             todo_block,
             offered,
+            kept_world,
         } = loaded?;
         let tools = tools.with_offered(offered);
         let l2_keywords = l2
@@ -195,6 +232,14 @@ impl Manager {
                 used_tools.push(call.name.clone());
             }
         }
+        // What a block kept in the history shows already is not sent again.
+        let skills_block = history::not_yet_shown(&skills_block, &l1);
+        let mut recall = recall;
+        recall.block = history::not_yet_shown(&recall.block, &l1);
+        let todo_block = history::not_yet_shown(&todo_block, &l1);
+        let tool_chain = tool_chain
+            .map(|t| history::not_yet_shown(&t, &l1))
+            .filter(|t| !t.trim().is_empty());
         let ctx = Context {
             system,
             skills_block,
@@ -209,6 +254,7 @@ impl Manager {
             tool_chain,
             query,
             used_tools,
+            kept_world,
         };
         Ok((ctx, tools))
     }
@@ -237,6 +283,16 @@ impl Manager {
             .into_iter()
             .map(|m| (m.turn, m.message))
             .collect();
+        // What each turn's request chose for its question goes back where it was, so
+        // this request repeats the previous one as its prefix. Unreadable, it is left
+        // out: only the prompt cache loses.
+        let chosen = rt.store.chosen_since(sid, first).unwrap_or_else(|e| {
+            log::warn!("what earlier turns chose for their questions cannot be read: {e}");
+            Vec::new()
+        });
+        let kept_world = chosen.iter().any(|(_, c)| c.world);
+        let chosen = chosen.into_iter().map(|(t, c)| (t, c.messages)).collect();
+        let stored = history::with_chosen(stored, chosen);
         let ring = rt.store.l2(sid)?;
         let tags: Vec<u64> = ring.entries().iter().map(|e| e.turn).collect();
         let ring_turns = history::ring_turns(&tags, &branches);
@@ -270,6 +326,7 @@ impl Manager {
             system,
             todo_block,
             offered: session.offered_tools,
+            kept_world,
         })
     }
 }
@@ -285,6 +342,8 @@ struct Loaded {
     todo_block: String,
     /// The tools the session has been offered, in the order first offered.
     offered: Vec<String>,
+    /// Some of what earlier requests chose and `l1` holds again came from world text.
+    kept_world: bool,
 }
 
 /// The system prompt: the active version (or the built-in one) and the style notes

@@ -220,7 +220,10 @@ impl Manager {
                     timing.person_time += asked.elapsed();
                     match reply {
                         Heard::Reply(text) => turn.handle_answer(&text),
-                        Heard::Stop | Heard::Away => turn.handle_stopped(),
+                        Heard::Stop | Heard::Away => {
+                            timing.stopped = true;
+                            turn.handle_stopped()
+                        }
                     }
                 }
                 Action::AskPerson(call) => {
@@ -243,6 +246,7 @@ impl Manager {
                         }
                         Heard::Stop => {
                             rt.store.unpark(sid)?;
+                            timing.stopped = true;
                             turn.handle_stopped();
                         }
                         Heard::Away => {
@@ -357,6 +361,7 @@ impl Manager {
         if !built.trimmed.is_empty() {
             log::debug!("history trimmed: {:?}", built.trimmed);
         }
+        timing.chosen = super::context::chosen_to_keep(ctx, &built.messages);
         log::debug!(
             "step {}: {} tools ({schema_tokens} tokens of schemas)",
             step.step,

@@ -237,6 +237,7 @@ impl Manager {
             tool_chain: None,
             query: KeywordSet::of(&rt.tokenizer, task),
             used_tools: Vec::new(),
+            kept_world: false,
         };
         Ok((ctx, tools))
     }

@@ -25,6 +25,13 @@ pub(super) struct Timing {
     pub(super) problems: Vec<Problem>,
     /// The sub-turns of the turn's `subtasks` calls.
     pub(super) subtasks: Vec<SubtaskRun>,
+    /// The person stopped the turn at a question about a call: its reply says so, and
+    /// nothing is learned from it.
+    pub(super) stopped: bool,
+    /// What the last request chose for the question (the L2 picks and the context
+    /// block before it): kept with the turn, so the next turn's request repeats this
+    /// one as its prefix.
+    pub(super) chosen: evolve_core::history::Chosen,
 }
 
 impl Timing {

@@ -268,7 +268,8 @@ impl Replies {
 /// The inverted index of a slice of memories, kept in step with it: each keyword's
 /// memories (by position in the slice), the CRITICAL ones, the statistics BM25
 /// needs, and what ranking reads of each memory in one dense array by position
-/// ([`Fields`]). Deleted memories are not indexed (their fields say they are deleted).
+/// (one short record per position). Deleted memories are not indexed (their fields say
+/// they are deleted).
 ///
 /// The slice it mirrors changes through [`MemoryIndex::insert`],
 /// [`MemoryIndex::replace`] and [`MemoryIndex::remove`] at the same positions; a

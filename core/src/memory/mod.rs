@@ -32,6 +32,7 @@ mod adjust;
 mod decay;
 mod dedup;
 mod dialog;
+mod fields;
 mod format;
 mod ingest;
 mod learned;
@@ -62,8 +63,8 @@ pub use format::{
 pub use ingest::{decide_ingest, merge, merge_loses_nothing, merge_similarity, IngestDecision};
 pub use learned::{grounded, learned_source, GROUNDED_SHARE, PARAPHRASE_WORDS};
 pub use rank::{
-    idf, length_factor, Fusion, MemoryIndex, Ranking, RecallQuery, BM25_B, BM25_K1, REPLY_SHARE,
-    RRF_K, SUBJECT_BOOST, VECTOR_WEIGHT,
+    idf, length_factor, Fusion, MemoryIndex, Ranking, RecallQuery, Replies, BM25_B, BM25_K1,
+    REPLY_SHARE, RRF_K, SUBJECT_BOOST, VECTOR_WEIGHT,
 };
 pub use record::{
     content_hash, Category, Memory, MemoryId, Priority, IMPORTANCE_MAX, IMPORTANCE_MIN,

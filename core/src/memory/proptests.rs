@@ -374,10 +374,35 @@ proptest! {
             }
         }
         prop_assert_eq!(&ix, &MemoryIndex::build(&ms));
+        // The dense fields ranking reads are each memory's, at its position.
+        let fields: Vec<fields::Fields> = ms.iter().map(fields::Fields::of).collect();
+        prop_assert_eq!(ix.fields(), &fields[..]);
         let q = RecallQuery::new(&query_of(&qw)).with_context(&query_of(&context), weight);
         let scanned = select_query(&ms, None, &q, None, NOW, &cfg);
         let indexed = select_query(&ms, Some(&ix), &q, None, NOW, &cfg);
         prop_assert_eq!(scanned, indexed);
+    }
+
+    #[test]
+    fn a_question_of_more_than_32_words_selects_through_the_index_what_a_scan_selects(
+        specs in proptest::collection::vec(spec(), 0..70),
+        qw in proptest::collection::vec(0u8..24, 0..24),
+        context in proptest::collection::vec(0u8..24, 0..12),
+        others in 0usize..40,
+        cfg in small_cfg(),
+    ) {
+        // Words no memory has widen the question past the 32 terms one memory's
+        // matches are gathered in (and some stay under it).
+        let mut text: Vec<String> = qw.iter().map(|w| format!("w{w}")).collect();
+        text.extend((0..others).map(|i| format!("other{i}")));
+        let question = KeywordSet::of(&FallbackTokenizer, &text.join(" "));
+        let ms = build(&specs);
+        let ix = MemoryIndex::build(&ms);
+        let q = RecallQuery::new(&question).with_context(&query_of(&context), 0.25);
+        prop_assert_eq!(
+            select_query(&ms, Some(&ix), &q, None, NOW, &cfg),
+            select_query(&ms, None, &q, None, NOW, &cfg)
+        );
     }
 
     #[test]

@@ -36,6 +36,7 @@ use alloc::collections::BTreeMap;
 use alloc::vec::Vec;
 use serde::{Deserialize, Serialize};
 
+use super::fields::Fields;
 use super::{Memory, MemoryId, Priority};
 use crate::text::KeywordSet;
 
@@ -197,9 +198,78 @@ fn ln(x: f64) -> f64 {
     e as f64 * core::f64::consts::LN_2 + 2.0 * sum
 }
 
+/// The reply links of a slice of memories: (previous memory's id, position of the
+/// memory replying to it), sorted, kept as two arrays so that finding a matched
+/// memory's replies reads the ids alone.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Replies {
+    prev: Vec<MemoryId>,
+    slot: Vec<u32>,
+}
+
+impl Replies {
+    /// The links of `pairs` (previous id, reply's position), in any order.
+    pub fn of(mut pairs: Vec<(MemoryId, u32)>) -> Self {
+        pairs.sort_unstable();
+        Replies {
+            prev: pairs.iter().map(|p| p.0).collect(),
+            slot: pairs.iter().map(|p| p.1).collect(),
+        }
+    }
+
+    /// The previous ids, ascending.
+    pub fn prev(&self) -> &[MemoryId] {
+        &self.prev
+    }
+
+    /// The replies' positions, in the order of [`Replies::prev`].
+    pub fn slots(&self) -> &[u32] {
+        &self.slot
+    }
+
+    /// Number of links.
+    pub fn len(&self) -> usize {
+        self.prev.len()
+    }
+
+    /// True when no memory replies to another.
+    pub fn is_empty(&self) -> bool {
+        self.prev.is_empty()
+    }
+
+    /// The links as (previous id, reply's position), sorted.
+    pub fn pairs(&self) -> impl Iterator<Item = (MemoryId, u32)> + '_ {
+        self.prev.iter().copied().zip(self.slot.iter().copied())
+    }
+
+    fn find(&self, link: (MemoryId, u32)) -> Result<usize, usize> {
+        let from = self.prev.partition_point(|&p| p < link.0);
+        let to = from + self.prev[from..].partition_point(|&p| p == link.0);
+        self.slot[from..to]
+            .binary_search(&link.1)
+            .map_or_else(|at| Err(from + at), |at| Ok(from + at))
+    }
+
+    fn insert(&mut self, link: (MemoryId, u32)) {
+        if let Err(at) = self.find(link) {
+            self.prev.insert(at, link.0);
+            self.slot.insert(at, link.1);
+        }
+    }
+
+    fn remove(&mut self, link: (MemoryId, u32)) {
+        if let Ok(at) = self.find(link) {
+            self.prev.remove(at);
+            self.slot.remove(at);
+        }
+    }
+}
+
 /// The inverted index of a slice of memories, kept in step with it: each keyword's
-/// memories (by position in the slice), the CRITICAL ones, and the statistics BM25
-/// needs. Deleted memories are not indexed.
+/// memories (by position in the slice), the CRITICAL ones, the statistics BM25
+/// needs, and what ranking reads of each memory in one dense array by position
+/// (one short record per position). Deleted memories are not indexed (their fields say
+/// they are deleted).
 ///
 /// The slice it mirrors changes through [`MemoryIndex::insert`],
 /// [`MemoryIndex::replace`] and [`MemoryIndex::remove`] at the same positions; a
@@ -210,10 +280,12 @@ pub struct MemoryIndex {
     critical: Vec<u32>,
     /// (previous memory's id, position of the memory replying to it), sorted: the
     /// replies of a memory that matched, for [`REPLY_SHARE`].
-    replies: Vec<(MemoryId, u32)>,
+    replies: Replies,
     /// Subject keyword → how many indexed memories have it ([`Memory::subjects`]): a
     /// question naming none of them skips the subject boost without touching a memory.
     subjects: BTreeMap<u64, u32>,
+    /// Per position, deleted memories included: what ranking reads of the memory.
+    fields: Vec<Fields>,
     docs: usize,
     total_len: u64,
     /// Length of the slice mirrored (deleted memories included), so an insertion at
@@ -227,8 +299,10 @@ impl MemoryIndex {
         // Positions come in ascending order, so each list only grows at its end.
         let mut ix = MemoryIndex {
             slots: u32::try_from(memories.len()).unwrap_or(u32::MAX),
+            fields: memories.iter().map(Fields::of).collect(),
             ..MemoryIndex::default()
         };
+        let mut replies = Vec::new();
         for (slot, m) in memories.iter().enumerate() {
             if m.deleted {
                 continue;
@@ -244,7 +318,7 @@ impl MemoryIndex {
                 ix.critical.push(slot);
             }
             if let Some(prev) = m.prev {
-                ix.replies.push((prev, slot));
+                replies.push((prev, slot));
             }
             for &h in m.subjects.as_slice() {
                 *ix.subjects.entry(h).or_default() += 1;
@@ -252,7 +326,7 @@ impl MemoryIndex {
             ix.docs += 1;
             ix.total_len += u64::from(m.ranked_len());
         }
-        ix.replies.sort_unstable();
+        ix.replies = Replies::of(replies);
         ix
     }
 
@@ -292,13 +366,18 @@ impl MemoryIndex {
 
     /// (previous memory's id, position of its reply) of every indexed memory that
     /// replies to another, sorted.
-    pub fn replies(&self) -> &[(MemoryId, u32)] {
+    pub fn replies(&self) -> &Replies {
         &self.replies
     }
 
     /// True when some indexed memory has the keyword among its subjects.
     pub fn is_subject(&self, hash: u64) -> bool {
         self.subjects.contains_key(&hash)
+    }
+
+    /// What ranking reads of each memory, by position (deleted ones included).
+    pub(crate) fn fields(&self) -> &[Fields] {
+        &self.fields
     }
 
     /// `memory` was inserted at `slot` (later positions move up by one).
@@ -308,6 +387,8 @@ impl MemoryIndex {
             self.shift(slot, true);
         }
         self.slots += 1;
+        let at = (slot as usize).min(self.fields.len());
+        self.fields.insert(at, Fields::of(memory));
         self.add_at(slot, memory);
     }
 
@@ -315,6 +396,9 @@ impl MemoryIndex {
     pub fn replace(&mut self, slot: usize, old: &Memory, new: &Memory) {
         let slot = slot as u32;
         self.remove_at(slot, old);
+        if let Some(f) = self.fields.get_mut(slot as usize) {
+            *f = Fields::of(new);
+        }
         self.add_at(slot, new);
     }
 
@@ -322,6 +406,9 @@ impl MemoryIndex {
     pub fn remove(&mut self, slot: usize, memory: &Memory) {
         let slot = slot as u32;
         self.remove_at(slot, memory);
+        if (slot as usize) < self.fields.len() {
+            self.fields.remove(slot as usize);
+        }
         self.slots = self.slots.saturating_sub(1);
         if slot < self.slots {
             self.shift(slot, false);
@@ -344,9 +431,7 @@ impl MemoryIndex {
             }
         }
         if let Some(prev) = m.prev {
-            if let Err(at) = self.replies.binary_search(&(prev, slot)) {
-                self.replies.insert(at, (prev, slot));
-            }
+            self.replies.insert((prev, slot));
         }
         for &h in m.subjects.as_slice() {
             *self.subjects.entry(h).or_default() += 1;
@@ -373,9 +458,7 @@ impl MemoryIndex {
             self.critical.remove(at);
         }
         if let Some(prev) = m.prev {
-            if let Ok(at) = self.replies.binary_search(&(prev, slot)) {
-                self.replies.remove(at);
-            }
+            self.replies.remove((prev, slot));
         }
         for &h in m.subjects.as_slice() {
             if let Some(n) = self.subjects.get_mut(&h) {
@@ -404,7 +487,7 @@ impl MemoryIndex {
         }
         fix(&mut self.critical);
         // Every position moves alike, so the (id, position) order stays.
-        for (_, s) in &mut self.replies {
+        for s in &mut self.replies.slot {
             if (up && *s >= from) || (!up && *s > from) {
                 *s = if up { *s + 1 } else { *s - 1 };
             }
@@ -525,20 +608,26 @@ mod tests {
         };
         let mut ms = vec![mem("a"), reply("b", 1), reply("c", 1)];
         let mut ix = MemoryIndex::build(&ms);
-        assert_eq!(ix.replies(), &[(1, 1), (1, 2)]);
+        assert_eq!(ix.replies().pairs().collect::<Vec<_>>(), [(1, 1), (1, 2)]);
         let front = reply("d", 7);
         ix.insert(0, &front);
         ms.insert(0, front);
-        assert_eq!(ix.replies(), &[(1, 2), (1, 3), (7, 0)]);
+        assert_eq!(
+            ix.replies().pairs().collect::<Vec<_>>(),
+            [(1, 2), (1, 3), (7, 0)]
+        );
         assert_eq!(ix, MemoryIndex::build(&ms));
         let removed = ms.remove(1);
         ix.remove(1, &removed);
-        assert_eq!(ix.replies(), &[(1, 1), (1, 2), (7, 0)]);
+        assert_eq!(
+            ix.replies().pairs().collect::<Vec<_>>(),
+            [(1, 1), (1, 2), (7, 0)]
+        );
         let mut gone = ms[1].clone();
         gone.deleted = true;
         ix.replace(1, &ms[1], &gone);
         ms[1] = gone;
-        assert_eq!(ix.replies(), &[(1, 2), (7, 0)]);
+        assert_eq!(ix.replies().pairs().collect::<Vec<_>>(), [(1, 2), (7, 0)]);
         assert_eq!(ix, MemoryIndex::build(&ms));
     }
 }

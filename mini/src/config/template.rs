@@ -44,9 +44,10 @@ pub const CONFIG_TEMPLATE: &str = r#"# evolve configuration — `evolve config s
 # The model for memory extraction, evaluation, reflection and summaries
 # (default: the main model), e.g.:
 # cheap = "qwen2.5:1.5b"
-# An embedding model (/v1/embeddings) for finding duplicate memories in
-# `evolve memory maintain` (default: none, duplicates are found by keywords), e.g.:
-# embedding_model = "nomic-embed-text"
+# An embedding model (/v1/embeddings, asked at base_url) that ranks memories by
+# meaning beside their words and finds duplicates in `evolve memory maintain`
+# (default: none: words alone), e.g. Ollama's "all-minilm" or "nomic-embed-text":
+# embedding_model = "all-minilm"
 # The model's context window in tokens, and the part of it kept for the answer
 # (sent as max_tokens). Set them to your model's: prompts are cut to fit.
 #context_window = 8192

@@ -5,22 +5,23 @@
 use alloc::vec::Vec;
 
 use super::relevance::Raw;
-use crate::memory::rank::RecallQuery;
+use crate::memory::fields::FieldSource;
+use crate::memory::rank::{RecallQuery, Replies};
 use crate::memory::{Memory, MemoryConfig, MemoryId};
 use crate::text::intersection_len;
 use crate::Timestamp;
 
-/// The (previous memory's id, position of its reply) pairs of the memories not
-/// deleted, sorted, as [`crate::memory::MemoryIndex::replies`] keeps them.
-pub(super) fn scan_replies(memories: &[Memory]) -> Vec<(MemoryId, u32)> {
-    let mut v: Vec<(MemoryId, u32)> = memories
-        .iter()
-        .enumerate()
-        .filter(|(_, m)| !m.deleted)
-        .filter_map(|(slot, m)| Some((m.prev?, slot as u32)))
-        .collect();
-    v.sort_unstable();
-    v
+/// The reply links of the memories not deleted, as
+/// [`crate::memory::MemoryIndex::replies`] keeps them.
+pub(super) fn scan_replies(memories: &[Memory]) -> Replies {
+    Replies::of(
+        memories
+            .iter()
+            .enumerate()
+            .filter(|(_, m)| !m.deleted)
+            .filter_map(|(slot, m)| Some((m.prev?, slot as u32)))
+            .collect(),
+    )
 }
 
 /// Reply propagation: each active memory replying to a matched one gains `share` × the
@@ -35,8 +36,8 @@ pub(super) fn scan_replies(memories: &[Memory]) -> Vec<(MemoryId, u32)> {
 /// memory is near by embedding, where relevance is the lexical score alone.
 pub(super) fn propagate(
     raw: &mut Vec<Raw>,
-    replies: &[(MemoryId, u32)],
-    memories: &[Memory],
+    replies: &Replies,
+    fields: FieldSource<'_>,
     cfg: &MemoryConfig,
     prune: bool,
     now: Timestamp,
@@ -70,9 +71,10 @@ pub(super) fn propagate(
             from = 0;
         }
         last = Some(id);
-        from = gallop(replies, from, id);
+        from = gallop(replies.prev(), from, id);
         let gain = share * r.bm25;
-        for &(_, reply) in replies[from..].iter().take_while(|e| e.0 == id) {
+        let to = from + count_equal(replies.prev().get(from..).unwrap_or(&[]), id);
+        for &reply in replies.slots().get(from..to).unwrap_or(&[]) {
             gains.push((reply, gain));
         }
     }
@@ -90,8 +92,8 @@ pub(super) fn propagate(
         match merged.last_mut().filter(|m| m.slot == reply) {
             Some(m) => m.propagated += gain,
             None => {
-                if let Some(m) = memories.get(reply as usize).filter(|m| m.is_active(now)) {
-                    let mut n = Raw::new(reply, m, 0.0, 0);
+                if let Some(f) = fields.get(reply).filter(|f| f.is_active(now)) {
+                    let mut n = Raw::new(reply, &f, 0.0, 0);
                     n.propagated = gain;
                     merged.push(n);
                 }
@@ -120,18 +122,34 @@ pub(super) fn propagate(
     *raw = merged;
 }
 
-/// The first position at or after `from` whose previous id is not below `id`: an
-/// exponential search from `from`, O(log distance) rather than O(log len).
-fn gallop(replies: &[(MemoryId, u32)], from: usize, id: MemoryId) -> usize {
-    let rest = replies.get(from..).unwrap_or(&[]);
+/// The first position at or after `from` whose previous id is not below `id`: the
+/// next few entries one by one (where the next match's replies usually are: no
+/// unpredictable branch), then an exponential search, O(log distance) rather than
+/// O(log len).
+fn gallop(prev: &[MemoryId], from: usize, id: MemoryId) -> usize {
+    let rest = prev.get(from..).unwrap_or(&[]);
+    let near = rest.get(..GALLOP_AFTER).unwrap_or(rest);
+    if let Some(at) = near.iter().position(|&p| p >= id) {
+        return from + at;
+    }
+    let from = from + near.len();
+    let rest = prev.get(from..).unwrap_or(&[]);
     let mut hi = 1usize;
-    while hi < rest.len() && rest[hi - 1].0 < id {
+    while hi < rest.len() && rest[hi - 1] < id {
         hi *= 2;
     }
     let lo = hi / 2;
     let hi = hi.min(rest.len());
-    from + lo + rest[lo.min(hi)..hi].partition_point(|e| e.0 < id)
+    from + lo + rest[lo.min(hi)..hi].partition_point(|&p| p < id)
 }
+
+/// How many of the first ids of `prev` are `id`.
+fn count_equal(prev: &[MemoryId], id: MemoryId) -> usize {
+    prev.iter().take_while(|&&p| p == id).count()
+}
+
+/// How many entries [`gallop`] looks at one by one before it searches.
+const GALLOP_AFTER: usize = 24;
 
 /// The subject boost: `factor` on each entry whose memory's subjects (speaker, people
 /// named) the question's own keywords name, and which is about the rest of the question
@@ -150,7 +168,7 @@ pub(super) fn boost_subjects(
         return;
     }
     let question = query.question().as_slice();
-    for r in raw.iter_mut() {
+    for r in raw.iter_mut().filter(|r| r.facts.subjects) {
         let Some(m) = memories.get(r.slot as usize) else {
             continue;
         };

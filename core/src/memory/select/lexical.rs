@@ -81,9 +81,73 @@ pub(super) struct Lexical {
 }
 
 /// The hits through the inverted index: only the memories of the query's postings are
-/// touched. The sums run term by term in term order, as [`lexical_scan`] adds them, so
-/// both give the same bits.
+/// touched. Each term's weight × IDF is added in term order, as [`lexical_scan`] adds
+/// them, so both give the same bits.
+///
+/// Up to 32 terms (every question and most follow-ups), a memory's matched terms are
+/// gathered as the bits of one `u32` and a bitset marks the memories touched, so the
+/// hits come out in position order without a sort and the sums are made once per
+/// memory; past 32, [`lexical_indexed_wide`].
 pub(super) fn lexical_indexed(index: &MemoryIndex, terms: &Terms<'_>, n: usize) -> Lexical {
+    if terms.terms.len() > 32 {
+        return lexical_indexed_wide(index, terms, n);
+    }
+    let adds: Vec<f32> = terms
+        .terms
+        .iter()
+        .map(|&(h, w)| w * idf(index.df(h), index.len()))
+        .collect();
+    let question = terms
+        .question
+        .iter()
+        .enumerate()
+        .fold(0u32, |q, (t, &is)| q | (u32::from(is) << t));
+    let mut masks = alloc::vec![0u32; n];
+    let mut touched = alloc::vec![0u64; n.div_ceil(64)];
+    for (t, &(h, _)) in terms.terms.iter().enumerate() {
+        for &slot in index.postings(h) {
+            let (Some(mask), Some(word)) = (
+                masks.get_mut(slot as usize),
+                touched.get_mut(slot as usize / 64),
+            ) else {
+                continue;
+            };
+            *mask |= 1 << t;
+            *word |= 1 << (slot % 64);
+        }
+    }
+    let mut hits = Vec::new();
+    for (w, &word) in touched.iter().enumerate() {
+        let mut rest = word;
+        while rest != 0 {
+            let slot = w * 64 + rest.trailing_zeros() as usize;
+            rest &= rest - 1;
+            let mask = masks.get(slot).copied().unwrap_or(0);
+            let mut weight = 0f32;
+            let mut bits = mask;
+            while bits != 0 {
+                weight += adds
+                    .get(bits.trailing_zeros() as usize)
+                    .copied()
+                    .unwrap_or(0.0);
+                bits &= bits - 1;
+            }
+            hits.push(Hit {
+                slot: slot as u32,
+                weight,
+                shared_question: (mask & question).count_ones(),
+            });
+        }
+    }
+    Lexical {
+        docs: index.len(),
+        mean_len: index.mean_len(),
+        hits,
+    }
+}
+
+/// [`lexical_indexed`] for more than 32 terms: per-memory sums in two arrays.
+fn lexical_indexed_wide(index: &MemoryIndex, terms: &Terms<'_>, n: usize) -> Lexical {
     let mut weight = alloc::vec![0f32; n];
     let mut shared = alloc::vec![0u32; n];
     let mut touched: Vec<u32> = Vec::new();

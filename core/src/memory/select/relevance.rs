@@ -5,6 +5,7 @@
 use alloc::vec::Vec;
 
 use super::lexical::Terms;
+use crate::memory::fields::Fields;
 use crate::memory::rank::{Fusion, Ranking, RRF_K};
 use crate::memory::{Memory, MemoryConfig, MemoryId, Priority};
 use crate::text::{cosine, sqrt};
@@ -115,37 +116,40 @@ pub(super) struct Raw {
     pub(super) facts: Facts,
 }
 
-/// The fields of a memory its score and strong match read.
+/// The fields of a memory its score, strong match and subject boost read.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Facts {
     pub(super) created_at: Timestamp,
     pub(super) keywords: u32,
     pub(super) importance: u8,
     pub(super) priority: Priority,
+    /// The memory has subjects (the boost reads the memory only then).
+    pub(super) subjects: bool,
 }
 
 impl Facts {
-    pub(super) fn of(m: &Memory) -> Self {
+    pub(super) fn of(f: &Fields) -> Self {
         Facts {
-            created_at: m.created_at,
-            keywords: u32::try_from(m.keywords.len()).unwrap_or(u32::MAX),
-            importance: m.importance,
-            priority: m.priority,
+            created_at: f.created_at,
+            keywords: f.keywords,
+            importance: f.importance,
+            priority: f.priority,
+            subjects: f.has_subjects(),
         }
     }
 }
 
 impl Raw {
-    pub(super) fn new(slot: u32, m: &Memory, bm25: f32, shared_question: u32) -> Self {
+    pub(super) fn new(slot: u32, f: &Fields, bm25: f32, shared_question: u32) -> Self {
         Raw {
             slot,
-            id: m.id,
+            id: f.id,
             bm25,
             propagated: 0.0,
             boost: 1.0,
             shared_question,
             cosine: None,
-            facts: Facts::of(m),
+            facts: Facts::of(f),
         }
     }
 

@@ -920,7 +920,7 @@ fn a_failing_transcription_server_is_said_plainly_and_the_note_is_acknowledged_o
     let id = tg.audio(ANN, ANN, "voice", "", b"OggS");
     tg.wait_for(ANN, 20, |m| m.1.contains("heard no words"));
     tg.wait_acked(id, 10);
-    // A slow server: the caption still gets its answer.
+    // A refused note: why, and the caption still gets its answer.
     w.fake
         .push_transcription(Reply::error(400, "Invalid file format"));
     w.fake.push(Reply::text("Caption answered."));

@@ -310,6 +310,11 @@ impl Driver {
         let rt = self.store();
         let words = match (heard, file) {
             (Some(words), _) => Ok(words.to_string()),
+            (None, None) => Err(
+                "This voice note came without its audio or recognised words \
+                 — please type the message. 这条语音没有音频也没有识别出的文字，请输入文字。"
+                    .to_string(),
+            ),
             _ if rt.config.model.transcription.is_none() => Err(if person {
                 "Voice notes need a speech-to-text model: set `[model] transcription_model` \
                  (an OpenAI-compatible /audio/transcriptions server, e.g. whisper.cpp) — \
@@ -323,12 +328,6 @@ impl Driver {
                  这里不转写语音消息，请输入文字。"
                     .to_string()
             }),
-            (None, None) => Err(format!(
-                "This voice note came without its audio or recognised words ({} gives a bot \
-                 neither here) — please type the message. 这条语音没有音频也没有识别文字，\
-                 请输入文字。",
-                self.name
-            )),
             (None, Some(file)) => self.transcribe(file, person),
         };
         match words {

@@ -964,3 +964,74 @@ fn an_unreachable_or_misnamed_transcription_server_names_the_setting_to_fix() {
         assert!(w.main_requests().is_empty());
     }
 }
+
+#[test]
+fn a_voice_note_killed_mid_turn_is_shown_once_and_a_stored_answer_needs_no_hearing_again() {
+    let (w, tg) = setup("tg-voice-kill", true, VOICE);
+    w.fake.set_chunk_chars(1000);
+    // Killed while the model answers: heard again on restart, shown and answered once.
+    let s = Server::start(&w, &[]);
+    w.fake.push(Reply::TextThenHang(
+        "Partial".into(),
+        Duration::from_secs(60),
+    ));
+    let update = tg.audio(ANN, ANN, "voice", "", b"OggS tell me a story");
+    tg.wait_for(ANN, 20, |m| m.1.starts_with("Partial"));
+    // The message it began is recorded right after Telegram answers the send.
+    std::thread::sleep(Duration::from_millis(300));
+    drop(s); // SIGKILL
+    assert!(tg.pending(update));
+    w.fake.push(Reply::text("The whole story."));
+    let s = Server::start(&w, &[]);
+    tg.wait_for(ANN, 30, |m| m.1 == "The whole story.");
+    tg.wait_acked(update, 10);
+    let msgs = tg.chat(ANN);
+    assert_eq!(msgs.len(), 2, "doubled: {msgs:#?}");
+    assert_eq!(msgs[0].1, "🎤 tell me a story");
+    let req = w.main_requests().last().cloned().expect("a request");
+    assert_eq!(last_user(&req), "tell me a story");
+    assert_eq!(w.fake.transcription_requests().len(), 2);
+    drop(s);
+
+    // Killed after the turn was stored, before its answer reached the phone; on
+    // restart the transcription server is down: the stored answer is delivered all the
+    // same, and the note is not sent to it again.
+    for _ in 0..50 {
+        tg.fail_next("sendMessage", Fault::Status500);
+    }
+    let s = Server::start(&w, &[]);
+    w.fake.push(Reply::text("Stored, then delivered."));
+    let asked = w.main_requests().len();
+    let second = tg.audio(ANN, ANN, "voice", "", b"OggS another one");
+    // The echo's four tries fail, then the stream's send, then the delivery retries.
+    let end = Instant::now() + Duration::from_secs(60);
+    while w.main_requests().len() == asked || failed_sends(&tg) < 7 {
+        assert!(
+            Instant::now() < end,
+            "no delivery attempts: {:#?}",
+            tg.calls()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    drop(s);
+    assert!(tg.pending(second));
+    tg.clear_faults();
+    w.fake
+        .push_transcription(Reply::error(500, "the transcription server is down"));
+    let _s = Server::start(&w, &[]);
+    tg.wait_for(ANN, 30, |m| m.1 == "Stored, then delivered.");
+    tg.wait_acked(second, 10);
+    assert_eq!(w.main_requests().len(), asked + 1, "asked the model again");
+    assert_eq!(
+        w.fake.transcription_requests().len(),
+        3,
+        "the note was sent again"
+    );
+    assert!(
+        !tg.chat(ANN)
+            .iter()
+            .any(|m| m.1.contains("could not transcribe")),
+        "{:#?}",
+        tg.chat(ANN)
+    );
+}

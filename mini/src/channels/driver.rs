@@ -249,6 +249,17 @@ impl Driver {
             }
             return;
         }
+        let from = if who == Who::Person {
+            Source::Person
+        } else {
+            Source::World
+        };
+        if self.stored_before_restart(seq, &place) {
+            // Only its answer is delivered: nothing is fetched, saved or heard again (a
+            // voice note the server cannot hear now must not lose the stored answer).
+            self.turn(seq, &place, &m.text, from, &[]);
+            return;
+        }
         let mut text = m.text.clone();
         let mut images = Vec::new();
         for a in &m.attachments {
@@ -285,14 +296,22 @@ impl Driver {
             }
             text = "(an image)".into();
         }
-        let from = if who == Who::Person {
-            Source::Person
-        } else {
+        if from == Source::World {
             // Said so to the model, and kept so: later turns read it as world text.
             text = evolve_core::provenance::from_other(&m.sender.name, &text);
-            Source::World
-        };
+        }
         self.turn(seq, &place, &text, from, &images);
+    }
+
+    /// The event `seq` in `place` is in flight with its turn stored (the process
+    /// stopped before its answer was delivered).
+    fn stored_before_restart(&self, seq: u64, place: &str) -> bool {
+        self.store()
+            .store
+            .channel_get::<Inflight>(&key(self.name, "inflight"))
+            .ok()
+            .flatten()
+            .is_some_and(|f| f.seq == seq && f.chat == place && f.done.is_some())
     }
 
     /// The words of a voice note: the platform's recognition, else the transcription

@@ -148,3 +148,68 @@ fn a_failing_platform_is_logged_plainly_and_a_disconnect_is_followed_by_a_new_co
     dt.wait_for(GROUP, 20, |t| t == "Still here.");
     assert_eq!(s.get("/health").status, 200);
 }
+
+/// The text of the last user message of a model request.
+fn last_user(req: &serde_json::Value) -> String {
+    let m = req["messages"]
+        .as_array()
+        .and_then(|ms| ms.iter().rev().find(|m| m["role"] == "user"))
+        .cloned()
+        .unwrap_or_default();
+    m["content"].as_str().unwrap_or_default().to_string()
+}
+
+#[test]
+fn a_voice_message_dingtalk_recognised_is_the_persons_words_without_a_transcription_model() {
+    let (w, dt) = setup("dt-voice", true, "");
+    let _s = Server::start(&w, &[]);
+    w.fake.push(Reply::text("It is sunny."));
+    let mid = dt.voice(ANN, None, Some(" 今天天气怎么样 "));
+    dt.wait_for(ANN, 20, |t| t == "It is sunny.");
+    dt.wait_acked(&mid, 10);
+    let said = dt.chat(ANN);
+    let heard = said.iter().position(|t| t == "🎤 今天天气怎么样");
+    let answer = said.iter().position(|t| t == "It is sunny.");
+    assert!(heard.is_some() && heard < answer, "{said:#?}");
+    let req = w.main_requests().last().cloned().expect("a request");
+    assert_eq!(last_user(&req), "今天天气怎么样");
+    assert!(
+        w.fake.transcription_requests().is_empty(),
+        "recognised already"
+    );
+}
+
+#[test]
+fn a_dingtalk_voice_message_without_recognition_is_declined_plainly_and_acknowledged() {
+    // Even with a transcription model: DingTalk audio is not downloaded here.
+    let (w, dt) = setup(
+        "dt-voice-none",
+        true,
+        "[model]\ntranscription_model = \"whisper-1\"\n",
+    );
+    let _s = Server::start(&w, &[]);
+    let mid = dt.voice(ANN, None, None);
+    dt.wait_for(ANN, 20, |t| {
+        t.contains("without its audio or recognised words")
+    });
+    dt.wait_acked(&mid, 10);
+    // An empty recognition is none.
+    let mid = dt.voice(ANN, None, Some("  "));
+    dt.wait_acked(&mid, 10);
+    let end = Instant::now() + Duration::from_secs(20);
+    let declined = || {
+        dt.chat(ANN)
+            .iter()
+            .filter(|t| t.contains("without its audio"))
+            .count()
+    };
+    while declined() < 2 {
+        assert!(Instant::now() < end, "{:#?}", dt.chat(ANN));
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(w.main_requests().is_empty());
+    assert!(w.fake.transcription_requests().is_empty());
+    w.fake.push(Reply::text("Typed is fine."));
+    dt.say(ANN, None, "ok, typing");
+    dt.wait_for(ANN, 20, |t| t == "Typed is fine.");
+}

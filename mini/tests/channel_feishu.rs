@@ -413,3 +413,74 @@ fn the_channels_api_lists_writes_tests_pairs_and_never_returns_a_secret() {
     assert_eq!(bare.status, 200, "{}", bare.body);
     assert_eq!(bare.json()["secret_set"], false, "{}", bare.body);
 }
+
+const VOICE: &str = "[model]\ntranscription_model = \"whisper-1\"\nmax_retries = 0\n";
+
+/// The text of the last user message of a model request.
+fn last_user(req: &serde_json::Value) -> String {
+    let m = req["messages"]
+        .as_array()
+        .and_then(|ms| ms.iter().rev().find(|m| m["role"] == "user"))
+        .cloned()
+        .unwrap_or_default();
+    m["content"].as_str().unwrap_or_default().to_string()
+}
+
+#[test]
+fn a_voice_message_is_transcribed_and_answered_as_the_persons_words() {
+    let (w, fs) = setup("fs-voice", true, VOICE);
+    let _s = Server::start(&w, &[]);
+    w.fake.push(Reply::text("Lights on."));
+    // The download fails once: it is tried again, and nothing is lost.
+    fs.fail_next("resource", Fault::Status500);
+    let mid = fs.audio(DM, true, ANN, b"OggS\x00turn on the lights");
+    fs.wait_for(DM, 30, |m| m.1 == "Lights on.");
+    fs.wait_acked(&mid, 10);
+    let cards = fs.chat(DM);
+    let heard = cards.iter().position(|m| m.1 == "🎤 turn on the lights");
+    let answer = cards.iter().position(|m| m.1 == "Lights on.");
+    assert!(heard.is_some() && heard < answer, "{cards:#?}");
+    let req = w.main_requests().last().cloned().expect("a request");
+    assert_eq!(last_user(&req), "turn on the lights");
+    let sent = w.fake.transcription_requests();
+    assert_eq!(sent.len(), 1);
+    let file = sent[0].form_part("file").expect("the audio");
+    assert_eq!(file.data, b"OggS\x00turn on the lights");
+    assert_eq!(file.content_type.as_deref(), Some("audio/ogg"));
+    assert_eq!(fs.calls_of("resource").len(), 1);
+}
+
+#[test]
+fn a_feishu_voice_message_without_a_model_or_with_a_failing_server_is_declined_plainly() {
+    // Not configured: what to set, and no model call.
+    let (w, fs) = setup("fs-voice-off", true, "");
+    let s = Server::start(&w, &[]);
+    let mid = fs.audio(DM, true, ANN, b"OggS hello");
+    fs.wait_for(DM, 20, |m| m.1.contains("[model] transcription_model"));
+    fs.wait_acked(&mid, 10);
+    assert!(w.main_requests().is_empty());
+    assert!(w.fake.transcription_requests().is_empty());
+    drop(s);
+
+    // A failing server: why, acknowledged once, and the chat goes on.
+    let (w, fs) = setup("fs-voice-fail", true, VOICE);
+    let s = Server::start(&w, &[]);
+    w.fake
+        .push_transcription(Reply::error(503, "model still loading"));
+    let mid = fs.audio(DM, true, ANN, b"OggS hello");
+    fs.wait_for(DM, 20, |m| {
+        m.1.contains("could not transcribe") && m.1.contains("HTTP 503: model still loading")
+    });
+    fs.wait_acked(&mid, 10);
+    assert!(w.main_requests().is_empty());
+    w.fake.push(Reply::text("Here."));
+    fs.say(DM, true, ANN, "still there?", false);
+    fs.wait_for(DM, 20, |m| m.1 == "Here.");
+    let log = drain(&s);
+    assert!(log.contains("a voice note was not transcribed"), "{log}");
+    assert_eq!(
+        fs.calls().iter().filter(|c| c.what == "resource").count(),
+        1,
+        "the note was fetched once"
+    );
+}

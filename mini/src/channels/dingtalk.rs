@@ -230,20 +230,21 @@ impl Dingtalk {
                     .to_string(),
                 Vec::new(),
             ),
+            // A recognised voice note is the sender's words already; the audio itself
+            // is not downloaded (this client fetches no DingTalk files).
             Some("audio") => (
-                data.pointer("/content/recognition")
-                    .and_then(Value::as_str)
-                    .unwrap_or("")
-                    .to_string(),
-                vec![Attachment::Voice { file: None }],
+                String::new(),
+                vec![Attachment::Voice {
+                    file: None,
+                    heard: data
+                        .pointer("/content/recognition")
+                        .and_then(Value::as_str)
+                        .map(str::trim)
+                        .filter(|t| !t.is_empty())
+                        .map(str::to_string),
+                }],
             ),
             _ => return None,
-        };
-        // A recognised voice note is the person's words already.
-        let attachments = if text.is_empty() {
-            attachments
-        } else {
-            Vec::new()
         };
         if text.is_empty() && attachments.is_empty() {
             return None;

@@ -249,17 +249,32 @@ impl Driver {
             }
             return;
         }
+        let from = if who == Who::Person {
+            Source::Person
+        } else {
+            Source::World
+        };
+        if self.stored_before_restart(seq, &place) {
+            // Only its answer is delivered: nothing is fetched, saved or heard again (a
+            // voice note the server cannot hear now must not lose the stored answer).
+            self.turn(seq, &place, &m.text, from, &[]);
+            return;
+        }
         let mut text = m.text.clone();
         let mut images = Vec::new();
         for a in &m.attachments {
             match a {
+                // A voice note is words: the person's, or the world's in a group.
+                Attachment::Voice { file, heard } => {
+                    let person = who == Who::Person;
+                    match self.hear(seq, &place, file.as_deref(), heard.as_deref(), person) {
+                        Some(words) if text.trim().is_empty() => text = words,
+                        Some(words) => text = format!("{}\n\n{words}", text.trim_end()),
+                        None => {}
+                    }
+                }
                 // The world's files and images are not taken in.
                 _ if who != Who::Person => {}
-                Attachment::Voice { .. } => self.say(
-                    &place,
-                    "Voice notes are not transcribed yet — please type the message. \
-                     语音消息暂不支持转写，请输入文字。",
-                ),
                 Attachment::Image { file } => match self.fetch_image(file) {
                     Ok(url) => images.push(url),
                     Err(e) => self.say(&place, &format!("I could not take the image: {e}")),
@@ -281,14 +296,112 @@ impl Driver {
             }
             text = "(an image)".into();
         }
-        let from = if who == Who::Person {
-            Source::Person
-        } else {
+        if from == Source::World {
             // Said so to the model, and kept so: later turns read it as world text.
             text = evolve_core::provenance::from_other(&m.sender.name, &text);
-            Source::World
-        };
+        }
         self.turn(seq, &place, &text, from, &images);
+    }
+
+    /// The event `seq` in `place` is in flight with its turn stored (the process
+    /// stopped before its answer was delivered).
+    fn stored_before_restart(&self, seq: u64, place: &str) -> bool {
+        self.store()
+            .store
+            .channel_get::<Inflight>(&key(self.name, "inflight"))
+            .ok()
+            .flatten()
+            .is_some_and(|f| f.seq == seq && f.chat == place && f.done.is_some())
+    }
+
+    /// The words of a voice note: the platform's recognition, else the transcription
+    /// server's. Each is shown back (`🎤 words`) the first time the event is handled;
+    /// when there are none, the chat is told why (what to set, to the person) and
+    /// `None` is returned.
+    pub(super) fn hear(
+        &mut self,
+        seq: u64,
+        place: &str,
+        file: Option<&str>,
+        heard: Option<&str>,
+        person: bool,
+    ) -> Option<String> {
+        let rt = self.store();
+        let words = match (heard, file) {
+            (Some(words), _) => Ok(words.to_string()),
+            (None, None) => Err(
+                "This voice note came without its audio or recognised words \
+                 — please type the message. 这条语音没有音频也没有识别出的文字，请输入文字。"
+                    .to_string(),
+            ),
+            _ if rt.config.model.transcription.is_none() => Err(if person {
+                "Voice notes need a speech-to-text model: set `[model] transcription_model` \
+                 (an OpenAI-compatible /audio/transcriptions server, e.g. whisper.cpp) — \
+                 please type the message meanwhile.\n\n\
+                 语音消息需要语音转文字模型：请在 config.toml 的 `[model]` 中设置 \
+                 `transcription_model`（兼容 OpenAI /audio/transcriptions 的服务，如 \
+                 whisper.cpp）；现在请先输入文字。"
+                    .to_string()
+            } else {
+                "Voice notes are not transcribed here — please type the message. \
+                 这里不转写语音消息，请输入文字。"
+                    .to_string()
+            }),
+            (None, Some(file)) => self.transcribe(file, person),
+        };
+        match words {
+            Ok(words) => {
+                // Shown once: a turn resumed after a restart was shown already.
+                let resumed = rt
+                    .store
+                    .channel_get::<Inflight>(&key(self.name, "inflight"))
+                    .ok()
+                    .flatten()
+                    .is_some_and(|f| f.seq == seq);
+                if !resumed {
+                    self.say(place, &format!("🎤 {words}"));
+                }
+                Some(words)
+            }
+            Err(why) => {
+                self.say(place, &why);
+                None
+            }
+        }
+    }
+
+    /// Downloads a voice note and transcribes it; the note for the chat when it fails
+    /// (why, to the person; to anyone else only that it failed: the transcription
+    /// server's address is the owner's business, and it is in the log).
+    fn transcribe(&mut self, file: &str, person: bool) -> Result<String, String> {
+        let owned = file.to_string();
+        let bytes = self.retry("getFile", |ch| ch.fetch(&owned)).map_err(|e| {
+            log::warn!("{}: cannot fetch a voice note: {e}", self.name);
+            "I could not download the voice note — please type the message. \
+             无法下载这条语音，请输入文字。"
+                .to_string()
+        })?;
+        let audio = crate::llm::transcribe::Audio::sniff(bytes);
+        let never = std::sync::atomic::AtomicBool::new(false);
+        let rt = self.store();
+        match crate::llm::transcribe(&rt.config.model, &audio, &never) {
+            Some(Ok(words)) => Ok(words),
+            Some(Err(e)) => {
+                log::warn!("{}: a voice note was not transcribed: {e}", self.name);
+                let why = if person {
+                    format!(": {e}")
+                } else {
+                    String::new()
+                };
+                Err(format!(
+                    "I could not transcribe the voice note{why}. Please type the message, or \
+                     send it again.\n\n语音转写失败，请输入文字或重新发送。"
+                ))
+            }
+            None => Err("Voice notes need `[model] transcription_model`. \
+                         语音消息需要设置 `transcription_model`。"
+                .to_string()),
+        }
     }
 
     pub(super) fn fetch_image(&mut self, file: &str) -> Result<String, String> {

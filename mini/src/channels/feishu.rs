@@ -371,6 +371,7 @@ impl Feishu {
                 file: content["file_key"]
                     .as_str()
                     .map(|k| format!("{id}/{k}/file")),
+                heard: None,
             }),
             _ => return None,
         }

@@ -30,6 +30,10 @@
 //!   what failed, recorded as the channel's status (`evolve channels list`), and retried
 //!   with backoff — never a crash. While a turn runs, a second handle looks for the
 //!   person's `/stop` without acknowledging anything ([`Channel::peek`]).
+//! - **Voice notes** are the sender's words: the platform's own recognition, else a
+//!   transcription by `[model] transcription_model` ([`crate::llm::transcribe`]),
+//!   shown back as `🎤 words` before the answer; without one, a plain note says what to
+//!   set. A voice note that cannot be heard is answered with why, and acknowledged.
 //! - **Deliveries** (a scheduled task's answer for `telegram:CHAT`) wait in a durable
 //!   outbox in the store ([`enqueue`]) and leave it only once sent: a restart, an outage
 //!   or a 429 delays them.
@@ -92,8 +96,13 @@ pub enum Attachment {
     Image { file: String },
     /// A document: saved into the workspace.
     File { file: String, name: String },
-    /// A voice note or audio (`file`: where to fetch it, when the platform lets a bot).
-    Voice { file: Option<String> },
+    /// A voice note or audio: `file` is where to fetch it (when the platform lets a
+    /// bot), `heard` the words the platform itself recognised in it (DingTalk's
+    /// `recognition`), which need no transcription.
+    Voice {
+        file: Option<String>,
+        heard: Option<String>,
+    },
 }
 
 /// A message to the agent.

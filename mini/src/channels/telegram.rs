@@ -243,6 +243,7 @@ impl Telegram {
         if let Some(v) = m.get("voice").or_else(|| m.get("audio")) {
             attachments.push(Attachment::Voice {
                 file: v.get("file_id").and_then(Value::as_str).map(str::to_string),
+                heard: None,
             });
         }
         if text.trim().is_empty() && attachments.is_empty() {

@@ -146,7 +146,8 @@ pub(super) fn has_key(table: &toml::Table, keys: &[&str]) -> bool {
 }
 
 /// Merges a profile over the top level, key by key; `api_key` and `api_key_env` are one
-/// setting (a profile naming either replaces both of the top level), and an MCP server
+/// setting (a profile naming either replaces both of the top level), so are
+/// `transcription_api_key` and `transcription_api_key_env`, and an MCP server
 /// is one setting too (a profile's `[profiles.P.mcp.servers.NAME]` replaces the top
 /// level's server NAME as a whole: a `url` in the profile and a `command` in the top
 /// level would otherwise make a server that is both).
@@ -164,10 +165,16 @@ pub(super) fn merge_layer(base: &mut toml::Table, overlay: &toml::Table) {
         }
     }
     let overlay_model = overlay.get("model").and_then(toml::Value::as_table);
-    if overlay_model.is_some_and(|m| m.contains_key("api_key") || m.contains_key("api_key_env")) {
-        if let Some(toml::Value::Table(model)) = base.get_mut("model") {
-            model.remove("api_key");
-            model.remove("api_key_env");
+    for pair in [
+        ["api_key", "api_key_env"],
+        ["transcription_api_key", "transcription_api_key_env"],
+    ] {
+        if overlay_model.is_some_and(|m| pair.iter().any(|k| m.contains_key(*k))) {
+            if let Some(toml::Value::Table(model)) = base.get_mut("model") {
+                for k in pair {
+                    model.remove(k);
+                }
+            }
         }
     }
     merge_tables(base, overlay);

@@ -72,7 +72,7 @@ use evolve_core::CoreConfig;
 
 /// `[model]` is read into the model client's own settings.
 pub use crate::llm::settings::{
-    ModelConfig, Timeouts, ToolCalling, DEFAULT_BASE_URL, MAX_ANSWER_BYTES_RANGE,
+    ModelConfig, Timeouts, ToolCalling, Transcription, DEFAULT_BASE_URL, MAX_ANSWER_BYTES_RANGE,
 };
 
 /// The log filter when neither the file nor `EVOLVE_LOG` sets one: problems only, so

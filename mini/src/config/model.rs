@@ -6,7 +6,7 @@ use super::context::{check_base_url, Context};
 use super::file::{RawModel, RawTimeouts};
 use super::{
     ConfigError, IgnoredEnv, ModelConfig, Origin, Overridden, Price, Spending, Timeouts,
-    ToolCalling, DEFAULT_BASE_URL,
+    ToolCalling, Transcription, DEFAULT_BASE_URL,
 };
 use crate::secret::Secret;
 
@@ -57,6 +57,10 @@ pub(super) fn resolve_model(
         main,
         cheap,
         embedding_model,
+        transcription_model,
+        transcription_base_url,
+        transcription_api_key,
+        transcription_api_key_env,
         context_window,
         reserved_output,
         max_answer_bytes,
@@ -179,6 +183,16 @@ pub(super) fn resolve_model(
     };
 
     let embedding_model = model_name(ctx, "model.embedding_model", embedding_model)?;
+    let transcription = resolve_transcription(
+        RawTranscription {
+            model: transcription_model,
+            base_url: transcription_base_url,
+            api_key: transcription_api_key,
+            api_key_env: transcription_api_key_env,
+        },
+        (&base_url, api_key.as_ref()),
+        ctx,
+    )?;
 
     let context_window = context_window.unwrap_or(d.context_window);
     let reserved_output = reserved_output.unwrap_or(d.reserved_output);
@@ -272,6 +286,7 @@ pub(super) fn resolve_model(
         main,
         cheap,
         embedding_model,
+        transcription,
         context_window,
         reserved_output,
         max_answer_bytes,
@@ -283,6 +298,104 @@ pub(super) fn resolve_model(
         tools_learned_file: Some(ctx.home.join(super::TOOLS_LEARNED_FILE)),
     };
     Ok((model, spending))
+}
+
+/// The `transcription_*` keys of `[model]`, as written.
+struct RawTranscription {
+    model: Option<String>,
+    base_url: Option<String>,
+    api_key: Option<String>,
+    api_key_env: Option<String>,
+}
+
+/// `[model] transcription_model` and its server: `transcription_base_url`, else the
+/// model server's; `transcription_api_key` (or `_env`), else the model's key — but only
+/// when the server is the model's own, so a key never reaches a server it was not given
+/// for. The server and key without a model are refused: they would do nothing.
+fn resolve_transcription(
+    raw: RawTranscription,
+    (model_url, model_key): (&str, Option<&Secret>),
+    ctx: &mut Context<'_>,
+) -> Result<Option<Transcription>, ConfigError> {
+    let RawTranscription {
+        model,
+        base_url,
+        api_key,
+        api_key_env,
+    } = raw;
+    let model = model_name(ctx, "model.transcription_model", model)?;
+    let Some(model) = model else {
+        let set = [
+            ("transcription_base_url", base_url.is_some()),
+            ("transcription_api_key", api_key.is_some()),
+            ("transcription_api_key_env", api_key_env.is_some()),
+        ];
+        if let Some((key, _)) = set.iter().find(|(_, set)| *set) {
+            let dotted = format!("model.{key}");
+            return Err(ctx.invalid_key(
+                &dotted,
+                format!(
+                    "{dotted} is set{} but model.transcription_model is not — name the \
+                     speech-to-text model (e.g. transcription_model = \"whisper-1\") or \
+                     remove the key",
+                    ctx.source_note(&dotted)
+                ),
+            ));
+        }
+        return Ok(None);
+    };
+    let base_url = match base_url {
+        Some(url) => check_base_url(&url).map_err(|m| {
+            ctx.invalid_key(
+                "model.transcription_base_url",
+                format!(
+                    "model.transcription_base_url = \"{url}\"{}: {m}",
+                    ctx.source_note("model.transcription_base_url")
+                ),
+            )
+        })?,
+        None => model_url.to_string(),
+    };
+    let api_key = match (api_key, api_key_env) {
+        (Some(_), Some(_)) => {
+            return Err(ctx.invalid_key(
+                "model.transcription_api_key",
+                format!(
+                    "model.transcription_api_key and model.transcription_api_key_env are both \
+                     set{} — keep one",
+                    ctx.source_note("model.transcription_api_key")
+                ),
+            ))
+        }
+        (Some(key), None) => Some(Secret::new(key.trim())).filter(|k| !k.is_empty()),
+        (None, Some(var)) => {
+            let value = (ctx.env)(var.trim())
+                .and_then(|v| v.into_string().ok())
+                .map(|v| v.trim().to_string())
+                .filter(|v| !v.is_empty());
+            match value {
+                Some(key) => Some(Secret::new(key)),
+                None => {
+                    return Err(ctx.invalid_key(
+                        "model.transcription_api_key_env",
+                        format!(
+                            "model.transcription_api_key_env = \"{var}\"{} names an environment \
+                             variable that is not set (or not UTF-8) — export {var}=… or set \
+                             model.transcription_api_key instead",
+                            ctx.source_note("model.transcription_api_key_env")
+                        ),
+                    ))
+                }
+            }
+        }
+        (None, None) if base_url == model_url => model_key.cloned(),
+        (None, None) => None,
+    };
+    Ok(Some(Transcription {
+        model,
+        base_url,
+        api_key,
+    }))
 }
 
 /// `OPENAI_API_KEY`, unless the profile the user named sets its own key, or its own

@@ -59,6 +59,16 @@ impl Config {
                 "main": m.main,
                 "cheap": m.cheap,
                 "embedding_model": m.embedding_model,
+                "transcription_model": m.transcription.as_ref().map(|t| &t.model),
+                "transcription_base_url": m
+                    .transcription
+                    .as_ref()
+                    .map(|t| crate::secret::display_url(&t.base_url)),
+                "transcription_api_key": m
+                    .transcription
+                    .as_ref()
+                    .and_then(|t| t.api_key.as_ref())
+                    .map(|k| k.masked()),
                 "context_window": m.context_window,
                 "reserved_output": m.reserved_output,
                 "max_answer_bytes": m.max_answer_bytes,

@@ -48,6 +48,12 @@ pub const CONFIG_TEMPLATE: &str = r#"# evolve configuration — `evolve config s
 # meaning beside their words and finds duplicates in `evolve memory maintain`
 # (default: none: words alone), e.g. Ollama's "all-minilm" or "nomic-embed-text":
 # embedding_model = "all-minilm"
+# A speech-to-text model (/v1/audio/transcriptions): voice notes sent to a
+# channel are transcribed with it (default: none, they are declined with a note).
+# Its server is the model's unless set, and so is its key; another server gets
+# transcription_api_key (or transcription_api_key_env) or no key, e.g. whisper.cpp:
+# transcription_model = "ggml-base"
+# transcription_base_url = "http://127.0.0.1:8081/v1"
 # The model's context window in tokens, and the part of it kept for the answer
 # (sent as max_tokens). Set them to your model's: prompts are cut to fit.
 #context_window = 8192

@@ -768,3 +768,85 @@ fn show_text_tells_where_model_settings_came_from() {
     assert_eq!(json["agent"]["reflect_below"], serde_json::json!(0.5));
     assert_eq!(json["memory"]["strong_match_f1"], serde_json::json!(0.7));
 }
+
+#[test]
+fn a_transcription_model_uses_the_models_server_and_key_unless_it_has_its_own() {
+    let voice = |text: &str, pairs: &[(&str, &str)]| {
+        let loaded = ok(text, pairs);
+        loaded.config.model.transcription.map(|t| {
+            (
+                t.model,
+                t.base_url,
+                t.api_key.map(|k| k.expose().to_string()),
+            )
+        })
+    };
+    let key = ("OPENAI_API_KEY", "sk-model-0123456789");
+    let url = ("OPENAI_BASE_URL", "https://api.example.com/v1");
+    assert_eq!(voice("", &[key]), None);
+    /// The model, the server and the key a config gives.
+    type Voice<'a> = Option<(&'a str, &'a str, Option<&'a str>)>;
+    let cases: [(&str, Voice<'_>); 6] = [
+        // The model's server, and so the model's key.
+        (
+            "[model]\ntranscription_model = \" whisper-1 \"\n",
+            Some(("whisper-1", "https://api.example.com/v1", Some("sk-model-0123456789"))),
+        ),
+        // Another server: the model's key does not go there.
+        (
+            "[model]\ntranscription_model = \"ggml-base\"\ntranscription_base_url = \"http://127.0.0.1:8081/v1/\"\n",
+            Some(("ggml-base", "http://127.0.0.1:8081/v1", None)),
+        ),
+        // The same server named again: the same key.
+        (
+            "[model]\ntranscription_model = \"w\"\ntranscription_base_url = \"https://api.example.com/v1\"\n",
+            Some(("w", "https://api.example.com/v1", Some("sk-model-0123456789"))),
+        ),
+        // Its own key, written or named.
+        (
+            "[model]\ntranscription_model = \"w\"\ntranscription_base_url = \"http://127.0.0.1:8081/v1\"\ntranscription_api_key = \"sk-voice-0123456\"\n",
+            Some(("w", "http://127.0.0.1:8081/v1", Some("sk-voice-0123456"))),
+        ),
+        (
+            "[model]\ntranscription_model = \"w\"\ntranscription_api_key_env = \"VOICE_KEY\"\n",
+            Some(("w", "https://api.example.com/v1", Some("sk-voice-env-0123"))),
+        ),
+        ("[model]\nmain = \"m\"\n", None),
+    ];
+    for (text, want) in cases {
+        let got = voice(text, &[key, url, ("VOICE_KEY", "sk-voice-env-0123")]);
+        let want = want.map(|(m, u, k)| (m.to_string(), u.to_string(), k.map(str::to_string)));
+        assert_eq!(got, want, "{text}");
+    }
+    let refused: [(&str, &str); 5] = [
+        ("[model]\ntranscription_model = \" \"\n", "model.transcription_model is empty"),
+        (
+            "[model]\ntranscription_base_url = \"http://127.0.0.1:8081/v1\"\n",
+            "model.transcription_base_url is set",
+        ),
+        (
+            "[model]\ntranscription_model = \"w\"\ntranscription_base_url = \"ftp://x\"\n",
+            "model.transcription_base_url = \"ftp://x\"",
+        ),
+        (
+            "[model]\ntranscription_model = \"w\"\ntranscription_api_key = \"a\"\ntranscription_api_key_env = \"B\"\n",
+            "both set",
+        ),
+        (
+            "[model]\ntranscription_model = \"w\"\ntranscription_api_key_env = \"NOT_SET\"\n",
+            "NOT_SET",
+        ),
+    ];
+    for (text, says) in refused {
+        let e = err(text, &[]);
+        assert!(e.contains(says), "{text}: {e}");
+    }
+    // Shown masked, never whole.
+    let loaded = ok(
+        "[model]\ntranscription_model = \"w\"\ntranscription_api_key = \"sk-voice-secret-0123456789\"\n",
+        &[],
+    );
+    let shown = loaded.config.to_json().to_string();
+    assert!(shown.contains("\"transcription_model\":\"w\""), "{shown}");
+    assert!(!shown.contains("sk-voice-secret-0123456789"), "{shown}");
+}

@@ -29,7 +29,8 @@ use super::cap;
 use super::retry::{self, Retry};
 use super::sse::{self, SseParser};
 use super::stream::{self, Assembler};
-use super::transport::{self, BodyLimit, Call, Event, Exchange, Next};
+use super::transcribe::{self, Audio, TranscribeError};
+use super::transport::{self, BodyLimit, Call, Event, Exchange, Next, Payload};
 use super::wire::{self, Parsed, WireRequest};
 use super::{
     AnswerCut, ChatModel, ChatRequest, ChatResponse, Client, Delta, LlmError, ModelRole, ToolSpec,
@@ -245,6 +246,44 @@ impl Client {
         })
     }
 
+    /// `POST /audio/transcriptions` of the configured transcription server: the words
+    /// heard (this client's base URL and key are the transcription server's, see
+    /// [`super::transcribe`]).
+    pub(super) fn transcribe_impl(
+        &self,
+        model: &str,
+        audio: &Audio,
+        cancel: &AtomicBool,
+    ) -> Result<String, TranscribeError> {
+        if audio.bytes.len() > transcribe::MAX_AUDIO {
+            return Err(TranscribeError::TooLarge(audio.bytes.len()));
+        }
+        let url = self.url("/audio/transcriptions");
+        let (bytes, content_type) = transcribe::form(model, audio);
+        let body = Payload {
+            content_type,
+            bytes,
+        };
+        let words = self
+            .with_retries(&url, model, cancel, || {
+                let limit = BodyLimit::Refuse(transport::MAX_BODY);
+                let ex = self.start_with(&url, Some(body.clone()), false, limit);
+                self.wait_head(&ex, &url, cancel)?;
+                let (text, _) = self.wait_body(&ex, &url, cancel)?;
+                Ok(transcribe::parse(&text))
+            })
+            .map_err(TranscribeError::Server)?;
+        words.map_err(|detail| match detail {
+            None => TranscribeError::Empty {
+                url: display_url(&url),
+            },
+            Some(detail) => TranscribeError::Server(LlmError::Protocol {
+                url: display_url(&url),
+                detail,
+            }),
+        })
+    }
+
     /// Runs `attempt` until it succeeds, fails for good, or the retries are spent.
     fn with_retries<T>(
         &self,
@@ -286,6 +325,17 @@ impl Client {
     }
 
     fn start(&self, url: &str, body: Option<String>, stream: bool, limit: BodyLimit) -> Exchange {
+        self.start_with(url, body.map(Payload::json), stream, limit)
+    }
+
+    /// [`Client::start`] with a body of any content type (a multipart form).
+    fn start_with(
+        &self,
+        url: &str,
+        body: Option<Payload>,
+        stream: bool,
+        limit: BodyLimit,
+    ) -> Exchange {
         Exchange::start(Call {
             agent: &self.agent,
             url,

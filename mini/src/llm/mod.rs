@@ -19,7 +19,9 @@
 //! - [`modes`]: how the tools reach the model (`[model] tools`: native, described in
 //!   the prompt for models without tool calling, off, or auto), and the calls a model
 //!   wrote as text read into `tool_calls`; [`prompted`] writes the prompt-mode request,
-//!   [`learned`] remembers the models that have no tool calling.
+//!   [`learned`] remembers the models that have no tool calling;
+//! - [`transcribe`]: speech to text (`/audio/transcriptions`, `[model]
+//!   transcription_model`): the multipart form, the answer's words, the errors.
 
 mod cap;
 pub mod image;
@@ -35,6 +37,7 @@ mod retry;
 pub mod settings;
 pub mod sse;
 mod stream;
+pub mod transcribe;
 mod transport;
 mod wire;
 
@@ -386,6 +389,26 @@ impl Client {
     pub fn list_models(&self) -> Result<Vec<String>, LlmError> {
         self.list_models_impl()
     }
+}
+
+/// Transcribes a voice note with the server `config` names (`[model]
+/// transcription_model`, with the model's timeouts and retries); `None` when no
+/// transcription model is configured.
+pub fn transcribe(
+    config: &ModelConfig,
+    audio: &transcribe::Audio,
+    cancel: &AtomicBool,
+) -> Option<Result<String, transcribe::TranscribeError>> {
+    let t = config.transcription.as_ref()?;
+    let client = Client::new(ModelConfig {
+        base_url: t.base_url.clone(),
+        base_url_is_default: false,
+        api_key: t.api_key.clone(),
+        transcription: None,
+        tools_learned_file: None,
+        ..config.clone()
+    });
+    Some(client.transcribe_impl(&t.model, audio, cancel))
 }
 
 impl ChatModel for Client {

@@ -71,6 +71,9 @@ pub struct ModelConfig {
     /// The embedding model (`/v1/embeddings`) memory maintenance finds duplicates with;
     /// none: duplicates are found by keywords only.
     pub embedding_model: Option<String>,
+    /// The speech-to-text model and server voice notes are transcribed with
+    /// (`[model] transcription_model`); none: voice notes are declined with a note.
+    pub transcription: Option<Transcription>,
     /// The model's context window in tokens.
     pub context_window: usize,
     /// Tokens reserved for the answer (sent as `max_tokens`).
@@ -93,6 +96,20 @@ pub struct ModelConfig {
     /// process asks them in prompt mode at once (`$EVOLVE_HOME/model-tools.json`);
     /// `None`: remembered for the process only.
     pub tools_learned_file: Option<PathBuf>,
+}
+
+/// Where voice notes are transcribed: an OpenAI-compatible `/audio/transcriptions`
+/// (OpenAI's `whisper-1`, a whisper.cpp server, …).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Transcription {
+    /// The model's name (`[model] transcription_model`).
+    pub model: String,
+    /// Ending before `/audio/transcriptions` (`transcription_base_url`, else the model
+    /// server's `base_url`).
+    pub base_url: String,
+    /// `transcription_api_key` (or `_env`); the model's key only when the server is the
+    /// model's own — a key is never sent to a server it was not given for.
+    pub api_key: Option<Secret>,
 }
 
 /// How the model is offered tools (`[model] tools`).
@@ -149,6 +166,7 @@ impl Default for ModelConfig {
             main: DEFAULT_MODEL.to_string(),
             cheap: DEFAULT_MODEL.to_string(),
             embedding_model: None,
+            transcription: None,
             context_window: 8192,
             reserved_output: 1024,
             max_answer_bytes: DEFAULT_MAX_ANSWER_BYTES,

@@ -24,6 +24,7 @@ fn config(base_url: &str) -> ModelConfig {
         main: "fake-main".into(),
         cheap: "fake-cheap".into(),
         embedding_model: None,
+        transcription: None,
         context_window: 8192,
         reserved_output: 256,
         max_answer_bytes: crate::llm::settings::DEFAULT_MAX_ANSWER_BYTES,
@@ -982,4 +983,138 @@ fn the_cause_of_an_error_is_its_message_without_the_hint() {
             assert_eq!(full, format!("{cause} — {}", e.hint()));
         }
     }
+}
+
+/// A config whose transcription server is `url`, its own key `key`.
+fn voice_config(fake: &FakeLlm, url: &str, key: Option<&str>) -> ModelConfig {
+    let mut c = config(&fake.base_url());
+    c.transcription = Some(super::settings::Transcription {
+        model: "whisper-1".into(),
+        base_url: url.to_string(),
+        api_key: key.map(Secret::new),
+    });
+    c.max_retries = 1;
+    c
+}
+
+#[test]
+fn a_voice_note_is_posted_as_a_form_and_its_words_come_back() {
+    let fake = FakeLlm::start();
+    let never = AtomicBool::new(false);
+    let audio = transcribe::Audio::sniff(b"OggS\x00\x01 turn on the lights".to_vec());
+    assert!(super::transcribe(&config(&fake.base_url()), &audio, &never).is_none());
+    assert!(
+        fake.requests().is_empty(),
+        "nothing is sent without a model"
+    );
+
+    let words = super::transcribe(
+        &voice_config(&fake, &fake.base_url(), Some("sk-voice")),
+        &audio,
+        &never,
+    )
+    .expect("configured")
+    .expect("heard");
+    assert_eq!(words, "turn on the lights");
+    let sent = &fake.transcription_requests()[0];
+    assert_eq!(
+        (sent.method.as_str(), sent.path.as_str()),
+        ("POST", "/v1/audio/transcriptions")
+    );
+    assert_eq!(sent.header("authorization"), Some("Bearer sk-voice"));
+    assert!(sent
+        .header("content-type")
+        .is_some_and(|ct| ct.starts_with("multipart/form-data; boundary=")));
+    assert_eq!(
+        sent.form_part("model").map(|p| p.text()).as_deref(),
+        Some("whisper-1")
+    );
+    assert_eq!(
+        sent.form_part("response_format")
+            .map(|p| p.text())
+            .as_deref(),
+        Some("json")
+    );
+    let file = sent.form_part("file").expect("the file");
+    assert_eq!(file.filename.as_deref(), Some("voice.ogg"));
+    assert_eq!(file.content_type.as_deref(), Some("audio/ogg"));
+    assert_eq!(file.data, audio.bytes);
+
+    // No key of its own: none is sent.
+    let cfg = voice_config(&fake, &fake.base_url(), None);
+    super::transcribe(&cfg, &audio, &never)
+        .expect("configured")
+        .expect("heard");
+    assert_eq!(
+        fake.transcription_requests()[1].header("authorization"),
+        None
+    );
+}
+
+#[test]
+fn a_failing_refusing_silent_or_slow_transcription_server_is_a_clear_error() {
+    let fake = FakeLlm::start();
+    let never = AtomicBool::new(false);
+    let audio = transcribe::Audio::sniff(b"OggS hello".to_vec());
+    let url = fake.base_url();
+    let run = |cfg: &ModelConfig| {
+        super::transcribe(cfg, &audio, &never)
+            .expect("configured")
+            .expect_err("a failure")
+            .to_string()
+    };
+    let mut cfg = voice_config(&fake, &url, Some(KEY));
+    // A 5xx is retried, then said; the key never appears.
+    fake.push_transcription(Reply::error(503, "still loading"));
+    fake.push_transcription(Reply::error(500, &format!("whisper crashed {KEY}")));
+    let e = run(&cfg);
+    assert!(e.contains("failed (HTTP 500: whisper crashed ***)"), "{e}");
+    assert!(!e.contains(KEY), "{e}");
+    assert_eq!(fake.transcription_requests().len(), 2, "one retry");
+    // A model the server does not have: refused, not retried, the setting named.
+    cfg.transcription.as_mut().expect("set").model = "fake-main".into();
+    let e = run(&cfg);
+    assert!(
+        e.contains("HTTP 404") && e.contains("transcription_model"),
+        "{e}"
+    );
+    assert_eq!(fake.transcription_requests().len(), 3);
+    cfg.transcription.as_mut().expect("set").model = "whisper-1".into();
+    // Silence: no words.
+    fake.push_transcription(Reply::text(" "));
+    let e = run(&cfg);
+    assert!(e.contains("heard no words"), "{e}");
+    // Not a transcription.
+    fake.push_transcription(Reply::Raw {
+        status: 200,
+        content_type: "text/html".into(),
+        body: "<html>proxy</html>".into(),
+    });
+    let e = run(&cfg);
+    assert!(
+        e.contains("unexpected answer from the transcription server") && e.contains("not JSON"),
+        "{e}"
+    );
+    // Too slow: the overall timeout.
+    cfg.timeouts.overall = Duration::from_millis(300);
+    cfg.max_retries = 0;
+    fake.push_transcription(Reply::text("late").after(Duration::from_secs(3)));
+    let e = run(&cfg);
+    assert!(e.contains("timed out"), "{e}");
+    // Nobody there.
+    let e = run(&voice_config(&fake, "http://127.0.0.1:9/v1", None));
+    assert!(
+        e.contains(
+            "cannot reach the transcription server at http://127.0.0.1:9/v1/audio/transcriptions"
+        ),
+        "{e}"
+    );
+    // Too large: not sent at all.
+    let before = fake.transcription_requests().len();
+    let big = transcribe::Audio::sniff(vec![0; transcribe::MAX_AUDIO + 1]);
+    let e = super::transcribe(&cfg, &big, &never)
+        .expect("configured")
+        .expect_err("too large");
+    assert!(matches!(e, transcribe::TranscribeError::TooLarge(_)));
+    assert_eq!(fake.transcription_requests().len(), before);
 }

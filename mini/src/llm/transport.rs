@@ -104,12 +104,29 @@ pub(crate) enum Next {
     Cancelled,
 }
 
+/// A request body and its content type.
+#[derive(Clone)]
+pub(crate) struct Payload {
+    pub content_type: String,
+    pub bytes: Vec<u8>,
+}
+
+impl Payload {
+    /// A JSON body (every chat, embeddings and list request).
+    pub fn json(text: String) -> Payload {
+        Payload {
+            content_type: "application/json".into(),
+            bytes: text.into_bytes(),
+        }
+    }
+}
+
 /// A request to send.
 pub(crate) struct Call<'a> {
     pub agent: &'a ureq::Agent,
     pub url: &'a str,
     /// `None` sends a GET.
-    pub body: Option<String>,
+    pub body: Option<Payload>,
     /// The `Authorization: Bearer` value; never logged.
     pub api_key: Option<&'a str>,
     pub stream: bool,
@@ -312,7 +329,7 @@ impl Event {
 struct Job {
     agent: ureq::Agent,
     url: String,
-    body: Option<String>,
+    body: Option<Payload>,
     bearer: Option<String>,
     stream: bool,
     timeouts: Timeouts,
@@ -327,7 +344,7 @@ impl Job {
                 let mut req = self
                     .agent
                     .post(&self.url)
-                    .header("Content-Type", "application/json");
+                    .header("Content-Type", body.content_type.as_str());
                 req = req.header(
                     "Accept",
                     if self.stream {
@@ -347,7 +364,7 @@ impl Job {
                 } else {
                     req.config().timeout_global(Some(t.overall)).build()
                 };
-                req.send(body)
+                req.send(body.bytes)
             }
             None => {
                 let mut req = self.agent.get(&self.url);

@@ -89,22 +89,51 @@ impl FakeDingtalk {
     /// A message from `staff`: in a one-to-one chat, or in group `group` (@mentioning
     /// the robot, as DingTalk only then delivers it). The frame's message id.
     pub fn say(&self, staff: &str, group: Option<&str>, text: &str) -> String {
+        self.message(
+            staff,
+            group,
+            json!({"msgtype": "text", "text": {"content": text}}),
+        )
+    }
+
+    /// A voice message from `staff`, with DingTalk's own `recognition` of it when
+    /// `Some` (the robot callback carries it when DingTalk recognised the speech).
+    #[allow(dead_code)] // only the voice cases send audio
+    pub fn voice(&self, staff: &str, group: Option<&str>, recognition: Option<&str>) -> String {
+        let mut content = json!({"duration": 2, "downloadCode": "dc_voice_1"});
+        if let Some(r) = recognition {
+            content["recognition"] = json!(r);
+        }
+        self.message(
+            staff,
+            group,
+            json!({"msgtype": "audio", "content": content}),
+        )
+    }
+
+    /// A message of any type (`body`'s `msgtype` and its fields).
+    fn message(&self, staff: &str, group: Option<&str>, body: Value) -> String {
         let mid = {
             let mut st = self.shared.lock().unwrap();
             st.next += 1;
             format!("mid{}", st.next)
         };
         let chat = group.unwrap_or(staff);
-        let data = json!({
+        let mut data = json!({
             "conversationId": group.unwrap_or("cidDirect"),
             "conversationType": if group.is_some() { "2" } else { "1" },
             "conversationTitle": if group.is_some() { "Team" } else { "" },
             "msgId": mid, "senderNick": staff, "senderStaffId": staff, "senderId": format!("$:{staff}"),
-            "chatbotUserId": "bot", "msgtype": "text", "text": {"content": text},
+            "chatbotUserId": "bot",
             "sessionWebhook": format!("http://127.0.0.1:{}/hook/{chat}", self.port),
             "sessionWebhookExpiredTime": 4_102_444_800_000i64,
             "isInAtList": true, "robotCode": CLIENT_ID,
         });
+        if let (Some(d), Some(b)) = (data.as_object_mut(), body.as_object()) {
+            for (k, v) in b {
+                d.insert(k.clone(), v.clone());
+            }
+        }
         self.send_text(&json!({
             "specVersion": "1.0", "type": "CALLBACK",
             "headers": {"appId": "a", "connectionId": "c", "contentType": "application/json",

@@ -214,6 +214,37 @@ impl FakeFeishu {
         )
     }
 
+    /// A voice message (`audio`) from `from` in `chat` (`p2p` when `direct`, else the
+    /// bot is @mentioned), its bytes served as the message's resource.
+    #[allow(dead_code)] // only the voice cases send audio
+    pub fn audio(&self, chat: &str, direct: bool, from: &str, bytes: &[u8]) -> String {
+        let message_id = self.id("om_");
+        let key = format!("file_v_{message_id}");
+        self.shared
+            .lock()
+            .unwrap()
+            .files
+            .insert(key.clone(), bytes.to_vec());
+        let mentions = if direct {
+            json!([])
+        } else {
+            json!([{"key": "@_user_1", "id": {"open_id": BOT}, "name": "Evolve"}])
+        };
+        self.push(
+            "im.message.receive_v1",
+            json!({
+                "sender": {"sender_id": {"open_id": from}, "sender_type": "user"},
+                "message": {
+                    "message_id": message_id, "chat_id": chat,
+                    "chat_type": if direct { "p2p" } else { "group" },
+                    "message_type": "audio",
+                    "content": json!({"file_key": key, "duration": 2000}).to_string(),
+                    "mentions": mentions,
+                }
+            }),
+        )
+    }
+
     /// `from` presses the button whose data is `data` on card `message`.
     pub fn press(&self, message: &str, from: &str, data: &str) -> String {
         let (place, value) = {

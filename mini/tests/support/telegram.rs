@@ -146,6 +146,31 @@ impl FakeTelegram {
         }}))
     }
 
+    /// A voice note (`kind` "voice") or an audio file ("audio") from `from` in `chat`
+    /// (a group when they differ, where the caption @mentions the bot), its bytes served
+    /// by `getFile` under an id of its own.
+    #[allow(dead_code)] // only the voice cases send audio
+    pub fn audio(&self, chat: i64, from: i64, kind: &str, caption: &str, bytes: &[u8]) -> u64 {
+        let n = self.shared.0.lock().unwrap().files.len();
+        let id = format!("{kind}-file-{n}");
+        self.add_file(&id, &format!("{kind}/file_{n}.oga"), bytes);
+        let group = chat != from;
+        let mut chat_v = json!({"id": chat, "type": if group { "group" } else { "private" }});
+        if group {
+            chat_v["title"] = json!("Team");
+        }
+        let mut m = json!({
+            "message_id": 1, "date": 0, "chat": chat_v,
+            "from": {"id": from, "is_bot": false, "first_name": "Bo", "username": "bo"},
+        });
+        m[kind] = json!({"file_id": id, "file_unique_id": format!("u{id}"), "duration": 2,
+                         "mime_type": "audio/ogg"});
+        if !caption.is_empty() {
+            m["caption"] = json!(caption);
+        }
+        self.push(json!({ "message": m }))
+    }
+
     fn add_file(&self, id: &str, path: &str, bytes: &[u8]) {
         let mut st = self.shared.0.lock().unwrap();
         st.files

@@ -35,6 +35,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
+mod audio;
+pub use audio::FormPart;
+
 /// What the fake model answers to one chat request.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Reply {
@@ -213,6 +216,9 @@ pub struct Recorded {
     pub body: String,
     /// The body parsed as JSON; `Null` when it is not JSON.
     pub json: Value,
+    /// The parts of a `multipart/form-data` body (a transcription request); empty for
+    /// any other body.
+    pub form: Vec<FormPart>,
     /// When the server took the request, before reading its body: with [`Recorded::answered`]
     /// of the request before, the time a client spent between an answer and its next
     /// request (benchmarks measure the agent's own work that way).
@@ -292,6 +298,16 @@ impl Recorded {
     pub fn is_chat(&self) -> bool {
         self.path.ends_with("/chat/completions")
     }
+
+    /// True for a request to `…/audio/transcriptions`.
+    pub fn is_transcription(&self) -> bool {
+        self.path.ends_with("/audio/transcriptions")
+    }
+
+    /// The form part named `name`.
+    pub fn form_part(&self, name: &str) -> Option<&FormPart> {
+        self.form.iter().find(|p| p.name == name)
+    }
 }
 
 /// A message's content as text: a string, or the `text` of its content parts.
@@ -341,6 +357,8 @@ struct State {
     next_completion: u64,
     /// Set: every chat request that carries `tools` is answered 400 with this message.
     refuse_tools: Option<String>,
+    /// Replies for the next transcription requests (else the words heard).
+    transcriptions: VecDeque<Reply>,
 }
 
 struct Shared {
@@ -413,6 +431,7 @@ impl FakeLlm {
                 next_call: 1,
                 next_completion: 1,
                 refuse_tools: None,
+                transcriptions: VecDeque::new(),
             }),
             recorded: Condvar::new(),
             shutdown: AtomicBool::new(false),
@@ -507,6 +526,23 @@ impl FakeLlm {
     /// The ids `GET /v1/models` lists (default `fake-main`, `fake-cheap`).
     pub fn set_models(&self, ids: &[&str]) {
         self.shared.lock().models = ids.iter().map(|s| s.to_string()).collect();
+    }
+
+    /// Queues a reply for the next `/audio/transcriptions` request: `Text` is the words
+    /// heard, anything else is answered as it is (`Status`, `Delay`, `Raw`, …). Without
+    /// one the fake hears the file's own text (see `audio`).
+    pub fn push_transcription(&self, reply: Reply) {
+        self.shared.lock().transcriptions.push_back(reply);
+    }
+
+    /// Only the requests to `…/audio/transcriptions`.
+    pub fn transcription_requests(&self) -> Vec<Recorded> {
+        let st = self.shared.lock();
+        st.requests
+            .iter()
+            .filter(|r| r.is_transcription())
+            .cloned()
+            .collect()
     }
 
     /// Replies still queued (default queue plus every route).
@@ -627,6 +663,12 @@ fn handle(shared: &Shared, mut request: tiny_http::Request) {
     let received = Instant::now();
     let mut body = Vec::new();
     let _ = request.as_reader().read_to_end(&mut body);
+    let form = request
+        .headers()
+        .iter()
+        .find(|h| h.field.equiv("Content-Type"))
+        .and_then(|h| audio::parse_form(h.value.as_str(), &body))
+        .unwrap_or_default();
     let body = String::from_utf8_lossy(&body).into_owned();
     let url = request.url();
     let path = url.split('?').next().unwrap_or(url).to_string();
@@ -644,6 +686,7 @@ fn handle(shared: &Shared, mut request: tiny_http::Request) {
             })
             .collect(),
         json: serde_json::from_str(&body).unwrap_or(Value::Null),
+        form,
         body,
         received,
         answered: None,
@@ -653,6 +696,11 @@ fn handle(shared: &Shared, mut request: tiny_http::Request) {
         let index = st.requests.len();
         st.requests.push(rec.clone());
         shared.recorded.notify_all();
+        if rec.is_transcription() && rec.method == "POST" {
+            let scripted = st.transcriptions.pop_front();
+            drop(st);
+            return transcription(shared, request, &rec, scripted);
+        }
         if !rec.is_chat() {
             drop(st);
             return answer_other(shared, request, &rec);
@@ -761,6 +809,42 @@ fn answer_other(shared: &Shared, request: tiny_http::Request, rec: &Recorded) {
         }})
         .to_string();
         let _ = request.respond(fixed(404, "application/json", body, &[]));
+    }
+}
+
+/// `POST /audio/transcriptions` (see `audio`): the words heard, or the scripted reply.
+fn transcription(
+    shared: &Shared,
+    request: tiny_http::Request,
+    rec: &Recorded,
+    scripted: Option<Reply>,
+) {
+    let form = (!rec.form.is_empty()).then_some(rec.form.as_slice());
+    match audio::answer(form, scripted) {
+        Ok((status, ct, body)) => {
+            let _ = request.respond(fixed(status, ct, body, &[]));
+        }
+        Err(Reply::Delay(d, inner)) => {
+            if shared.sleep(d) {
+                transcription(shared, request, rec, Some(*inner));
+            }
+        }
+        Err(reply) => {
+            let ctx = Ctx {
+                stream: false,
+                model: rec
+                    .form_part("model")
+                    .map(FormPart::text)
+                    .unwrap_or_default(),
+                id: 0,
+                prompt_tokens: 0,
+                last_user: String::new(),
+                repeat_headers: false,
+                chunk_chars: 4,
+                chunk_delay: Duration::ZERO,
+            };
+            let _ = answer(shared, request, reply, &ctx);
+        }
     }
 }
 

@@ -382,7 +382,7 @@ impl Driver {
                 .to_string()
         })?;
         let audio = crate::llm::transcribe::Audio::sniff(bytes);
-        let never = std::sync::atomic::AtomicBool::new(false);
+        let never = crate::cancel::Cancel::new();
         let rt = self.store();
         match crate::llm::transcribe(&rt.config.model, &audio, &never) {
             Some(Ok(words)) => Ok(words),

@@ -253,7 +253,7 @@ impl Client {
         &self,
         model: &str,
         audio: &Audio,
-        cancel: &AtomicBool,
+        cancel: &Cancel,
     ) -> Result<String, TranscribeError> {
         if audio.bytes.len() > transcribe::MAX_AUDIO {
             return Err(TranscribeError::TooLarge(audio.bytes.len()));

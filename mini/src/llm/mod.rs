@@ -397,7 +397,7 @@ impl Client {
 pub fn transcribe(
     config: &ModelConfig,
     audio: &transcribe::Audio,
-    cancel: &AtomicBool,
+    cancel: &Cancel,
 ) -> Option<Result<String, transcribe::TranscribeError>> {
     let t = config.transcription.as_ref()?;
     let client = Client::new(ModelConfig {

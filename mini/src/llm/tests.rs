@@ -1000,7 +1000,7 @@ fn voice_config(fake: &FakeLlm, url: &str, key: Option<&str>) -> ModelConfig {
 #[test]
 fn a_voice_note_is_posted_as_a_form_and_its_words_come_back() {
     let fake = FakeLlm::start();
-    let never = AtomicBool::new(false);
+    let never = Cancel::new();
     let audio = transcribe::Audio::sniff(b"OggS\x00\x01 turn on the lights".to_vec());
     assert!(super::transcribe(&config(&fake.base_url()), &audio, &never).is_none());
     assert!(
@@ -1054,7 +1054,7 @@ fn a_voice_note_is_posted_as_a_form_and_its_words_come_back() {
 #[test]
 fn a_failing_refusing_silent_or_slow_transcription_server_is_a_clear_error() {
     let fake = FakeLlm::start();
-    let never = AtomicBool::new(false);
+    let never = Cancel::new();
     let audio = transcribe::Audio::sniff(b"OggS hello".to_vec());
     let url = fake.base_url();
     let run = |cfg: &ModelConfig| {

@@ -15,15 +15,22 @@
 //!
 //! The whole state serialises ([`serde`]), so a turn whose call waits for a person can
 //! be parked in the store and resumed by another process.
+//!
+//! This file is the state machine. Beside it: `action.rs` the words the turn and the
+//! shell exchange ([`Action`], [`Reply`]), `record.rs` what happened to each call
+//! ([`CallRecord`]), `texts.rs` what the model and a person are told about calls that did
+//! not run, `offer.rs` which tools a step carries in full.
 
+mod action;
 mod after;
 pub mod offer;
+mod record;
 #[cfg(test)]
 mod tests;
 mod texts;
 
 use alloc::collections::VecDeque;
-use alloc::string::{String, ToString};
+use alloc::string::String;
 use alloc::vec::Vec;
 
 use serde::{Deserialize, Serialize};
@@ -36,195 +43,14 @@ use crate::permission::{
 use crate::provenance::{Provenance, Source};
 use crate::Timestamp;
 
+pub use action::{Action, AgentId, ModelStep, Precheck, Reply};
 pub use after::only_small_talk;
+pub use record::CallRecord;
+use texts::Unanswered;
 pub use texts::{parse_approval, Approval};
-
-/// Why a question about a call got no answer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Unanswered {
-    /// A new message came instead.
-    MovedOn,
-    /// The person stopped at the question.
-    Stopped,
-}
 
 /// The same call (tool and arguments) this many times in one turn ends the tool loop.
 pub const REPEAT_LIMIT: usize = 3;
-
-/// The agents a turn's actions belong to (the five agents of ARCHITECTURE.md § The turn).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum AgentId {
-    /// Runs the turn: asks the model, asks a person.
-    Manager,
-    /// Chooses and learns memories.
-    Memory,
-    /// Offers, checks and runs tools.
-    Tool,
-    /// Scores answers.
-    Evaluate,
-    /// Reflects on sessions, learns style and lessons.
-    Reflection,
-}
-
-impl AgentId {
-    /// The stable id (`manager`, `memory`, `tool`, `evaluate`, `reflect`).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            AgentId::Manager => "manager",
-            AgentId::Memory => "memory",
-            AgentId::Tool => "tool",
-            AgentId::Evaluate => "evaluate",
-            AgentId::Reflection => "reflect",
-        }
-    }
-}
-
-/// What the shell does next (ARCHITECTURE.md § The turn: [`Action::CallModel`] is steps
-/// 5–6, [`Action::CheckCall`] step 7, [`Action::AskPerson`] step 8, [`Action::RunTool`]
-/// step 9).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Action {
-    /// Ask the main model: the prompt is the context plus [`Turn::messages`].
-    CallModel(ModelStep),
-    /// Check this call's permission (class, escalation, decision with
-    /// [`Turn::grants`] and [`Turn::policy`]) and report it with
-    /// [`Turn::handle_check`].
-    CheckCall(ToolCall),
-    /// Ask a person about this call ([`PendingCall::prompt`] says what to show) and
-    /// report the reply with [`Turn::handle_answer`]. Before asking, the shell parks the
-    /// turn (its state) so that the question survives the process.
-    AskPerson(PendingCall),
-    /// Run this call at this level and report its output with
-    /// [`Turn::handle_output`].
-    RunTool {
-        /// The call.
-        call: ToolCall,
-        /// The level the check gave it (a shell command is confined by it).
-        level: Level,
-        /// World text is in the turn and no person said yes to this call (it runs by
-        /// its level, a grant or a headless run's allowance): a command it starts gets
-        /// no network, so what it read cannot leave through it.
-        offline: bool,
-    },
-    /// Append this entry to the audit log.
-    Audit(AuditEntry),
-    /// Add this grant to the session's (an "always" answer), in one write — not the
-    /// turn's whole copy, which a revoke made meanwhile would be undone by.
-    SaveGrant(Grant),
-    /// A call is settled (ran, refused or not run): tell the interface.
-    CallSettled(CallRecord),
-    /// The turn is over: the answer is the last of [`Turn::messages`].
-    Done,
-}
-
-impl Action {
-    /// The agent that acts.
-    pub fn agent(&self) -> AgentId {
-        match self {
-            Action::CallModel(_) | Action::AskPerson(_) | Action::Done => AgentId::Manager,
-            Action::CheckCall(_)
-            | Action::RunTool { .. }
-            | Action::Audit(_)
-            | Action::SaveGrant(_)
-            | Action::CallSettled(_) => AgentId::Tool,
-        }
-    }
-}
-
-/// One call of the main model.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ModelStep {
-    /// 1 for the first call of the turn.
-    pub step: usize,
-    /// Whether tools are offered (never on the last step).
-    pub offer_tools: bool,
-    /// Make the model call this tool (`evolve ask --tool NAME`; the first step only).
-    pub force_tool: Option<String>,
-}
-
-/// What the shell found out about a call before its permission check.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Precheck {
-    /// A known tool with readable arguments (given canonical in the message).
-    Ready,
-    /// The arguments passed the answer cap (the cap as shown) and were cut: never run.
-    Cut(String),
-    /// No tool of that name; the text says which tools there are.
-    Unknown(String),
-    /// The arguments are not one JSON object; the text says why.
-    Unreadable(String),
-}
-
-/// What the model answered in one step.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Reply {
-    /// The assistant message, with its tool calls.
-    pub message: Message,
-    /// For each tool call, what the shell found before the check (missing entries are
-    /// [`Precheck::Ready`]).
-    pub prechecks: Vec<Precheck>,
-}
-
-/// One tool call of the turn and what happened to it (the turn record's `tools`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct CallRecord {
-    /// The call id from the model.
-    pub id: String,
-    /// The tool name the model used.
-    pub name: String,
-    /// The arguments as the tool read them.
-    pub arguments: String,
-    /// The call's level (class raised by the arguments); none when it was not checked
-    /// (no such tool, unreadable arguments, a repeat).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub level: Option<Level>,
-    /// What the permission check decided; none when it was not checked.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub decision: Option<Decision>,
-    /// How a person answered (`run`, `refused`), or why the call was not checked (`no
-    /// such tool`, `unreadable arguments`, `repeated`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub answer: Option<String>,
-    /// Whether it ran.
-    pub ran: bool,
-    /// The tool reported an error (or the call could not be run).
-    pub is_error: bool,
-    /// Characters of output the model received.
-    pub output_chars: usize,
-}
-
-impl CallRecord {
-    /// A call answered without a permission check, not run.
-    pub fn not_run(call: &ToolCall, why: &str) -> CallRecord {
-        CallRecord {
-            id: call.id.clone(),
-            name: call.name.clone(),
-            arguments: call.arguments.clone(),
-            level: None,
-            decision: None,
-            answer: Some(why.to_string()),
-            ran: false,
-            is_error: true,
-            output_chars: 0,
-        }
-    }
-
-    fn checked(call: &ToolCall, level: Level, decision: Decision) -> CallRecord {
-        CallRecord {
-            id: call.id.clone(),
-            name: call.name.clone(),
-            arguments: call.arguments.clone(),
-            level: Some(level),
-            decision: Some(decision),
-            answer: None,
-            ran: false,
-            is_error: false,
-            output_chars: 0,
-        }
-    }
-}
 
 /// The limits a turn runs under.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

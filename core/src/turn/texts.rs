@@ -5,8 +5,16 @@ use alloc::format;
 use alloc::string::String;
 use alloc::vec::Vec;
 
-use super::Unanswered;
 use crate::permission::{CallCheck, Level, RefusalReason};
+
+/// Why a question about a call got no answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Unanswered {
+    /// A new message came instead.
+    MovedOn,
+    /// The person stopped at the question.
+    Stopped,
+}
 
 /// How a reply to a permission question reads beyond yes and no.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

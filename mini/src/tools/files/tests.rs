@@ -323,7 +323,7 @@ fn globs_match_file_names() {
         ("a*b*c", "aXbY", false),
     ];
     for (p, n, want) in cases {
-        assert_eq!(super::glob_match(p, n), *want, "{p} {n}");
+        assert_eq!(super::search::glob_match(p, n), *want, "{p} {n}");
     }
 }
 

@@ -191,10 +191,10 @@ async function settingsCall(method, path, body) {
   if (r.ok) return j;
   const e = j.error || {};
   if (e.param && document.querySelector(`.set-field[data-field="${e.param}"]`)) {
-    fieldErrors({ [e.param]: e.message });
+    fieldErrors({ [e.param]: webText(e.message, e.said) });
     return null;
   }
-  throw new Error(e.message || `HTTP ${r.status}`);
+  throw new Error(webText(e.message, e.said) || `HTTP ${r.status}`);
 }
 
 async function runTest() {

@@ -26,6 +26,7 @@ use evolve_core::text::Lang;
 use serde_json::{json, Value};
 
 use super::http::{Request, Response, Stream};
+use super::said;
 use super::turn_io::{data, event, pieces, ChunkShape, WebIo};
 use super::waiting::pending_json;
 use super::{error, State};
@@ -544,12 +545,26 @@ pub(super) fn turn_error(e: &Error) -> (u16, Value) {
         Error::Model(_) => (502, "model_error"),
         Error::Usage(_) | Error::Invalid { .. } => (400, "invalid_request"),
         Error::Conflict(_) => (409, "conflict"),
-        Error::Budget(_) => (429, "budget_spent"),
+        Error::Budget { .. } => (429, "budget_spent"),
         _ => (500, "internal_error"),
+    };
+    let message = e.to_string();
+    let said = match e {
+        Error::Model(m) => said::model(m),
+        Error::Budget {
+            used, limit, task, ..
+        } => said::Said::new(
+            match task {
+                None => said::Code::BudgetSpent,
+                Some(_) => said::Code::TaskBudgetSpent,
+            },
+            json!({"used": used, "limit": limit, "task": task}),
+        ),
+        _ => said::Said::status(status, &message),
     };
     (
         status,
-        super::error_value(status, &e.to_string(), Some(code)),
+        super::said_value(status, &message, Some(code), &said),
     )
 }
 

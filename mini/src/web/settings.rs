@@ -62,6 +62,7 @@ pub fn model(state: &State) -> Reply {
             v["models"] = json!(ids);
             v["error"] = Value::Null;
             v["cause"] = Value::Null;
+            v["said"] = Value::Null;
             v["hint"] = Value::Null;
         }
         // The server answered, but not with a list (many servers have no `/models`):
@@ -72,6 +73,7 @@ pub fn model(state: &State) -> Reply {
             v["models"] = json!([]);
             v["error"] = json!(e.to_string());
             v["cause"] = json!(e.cause());
+            v["said"] = super::said::model(&e).to_json();
             v["hint"] = Value::Null;
         }
         Err(e) => {
@@ -80,6 +82,7 @@ pub fn model(state: &State) -> Reply {
             v["models"] = json!([]);
             v["error"] = json!(e.to_string());
             v["cause"] = json!(e.cause());
+            v["said"] = super::said::model(&e).to_json();
             v["hint"] = json!(hint(cfg.base_url_is_default));
         }
     }

@@ -160,7 +160,7 @@ function renderSettings() {
       const li = ul.appendChild(h('li', c.ok ? 'ok' : 'fail'));
       li.dataset.testid = 'set-check';
       const hint = c.hint ? ' — ' + tOr('hint_' + c.hint, webText(c.hint)) : '';
-      li.append(h('b', null, (c.ok ? '✓ ' : '✗ ') + tOr('check_' + c.name, c.name)), h('span', null, ' ' + webText(c.detail) + hint));
+      li.append(h('b', null, (c.ok ? '✓ ' : '✗ ') + tOr('check_' + c.name, c.name)), h('span', null, ' ' + webText(c.detail, c.said) + hint));
     }
   }
 }

@@ -1447,6 +1447,8 @@ await test('no shell instructions in the browser, and the model server\'s messag
     const said = await page.textContent('#set-checks');
     check(!SHELL.test(said), `the checks send no one to a shell (${lang}): ${said}`);
     check(lang === 'en' ? /server reachable/.test(said) : /服务可达/.test(said), `the check's name (${lang}): ${said}`);
+    // What the check found, by its code: no English sentence in 中文.
+    if (lang === 'zh') check(/无法连接/.test(said) && !/cannot reach/.test(said), `the check's finding in 中文: ${said}`);
     await shot(page, `settings-checks-390-${lang}`);
     await ctx.close();
   }
@@ -2152,6 +2154,15 @@ await test('the server\'s messages in 中文 by their code, with their values; a
     await toast.waitFor();
     text = await toast.textContent();
     check(text.includes('没有对话'), `a missing chat in 中文: ${text}`);
+    // The Settings checks against a model that answers: what each found, in 中文.
+    await showView(page, 'settings');
+    await page.locator('#set-test:enabled').waitFor();
+    await page.click('#set-test');
+    await page.locator('[data-testid=set-check]').nth(2).waitFor();
+    const checks = await page.textContent('#set-checks');
+    check(/毫秒内回答/.test(checks) && /个模型/.test(checks), `the checks' findings in 中文: ${checks}`);
+    check(!/answered in|model\(s\)|is served/.test(checks), `no English finding left: ${checks}`);
+    await shot(page, `said-checks-${viewport.width}-zh`);
     eq(page.seen.errors.join(' | '), '', 'no page errors');
     await page.context().close();
   }

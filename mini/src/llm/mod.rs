@@ -45,8 +45,11 @@ use std::fmt;
 use std::sync::atomic::AtomicBool;
 
 use evolve_core::history::Message;
+use serde_json::json;
 
 use settings::ModelConfig;
+
+use crate::said::{Code, Said};
 
 /// A tool as the model sees it (`{"type":"function","function":{…}}`).
 #[derive(Debug, Clone, PartialEq)]
@@ -231,6 +234,32 @@ impl LlmError {
 }
 
 impl LlmError {
+    /// What failed, as a code with its values (see [`crate::said`]).
+    pub fn said(&self) -> Said {
+        match self {
+            LlmError::Connect { url, why, .. } => Said::new(
+                Code::ModelUnreachable,
+                json!({"url": url, "why": why.to_string()}),
+            ),
+            LlmError::Timeout { url, phase } => {
+                Said::new(Code::ModelTimeout, json!({"url": url, "phase": phase}))
+            }
+            LlmError::Status {
+                url,
+                status,
+                message,
+                ..
+            } => Said::new(
+                Code::ModelStatus,
+                json!({"url": url, "status": status, "message": message}),
+            ),
+            LlmError::Protocol { url, detail } => {
+                Said::new(Code::ModelProtocol, json!({"url": url, "detail": detail}))
+            }
+            LlmError::Cancelled => Said::new(Code::ModelCancelled, json!({})),
+        }
+    }
+
     /// What failed, without what to do about it: the message for a reader who fixes it
     /// elsewhere than in a shell (the web UI says what to do in its own words).
     pub fn cause(&self) -> String {

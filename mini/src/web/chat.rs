@@ -26,13 +26,13 @@ use evolve_core::text::Lang;
 use serde_json::{json, Value};
 
 use super::http::{Request, Response, Stream};
-use super::said;
 use super::turn_io::{data, event, pieces, ChunkShape, WebIo};
 use super::waiting::pending_json;
 use super::{error, State};
 use crate::agents::{Refused, TurnInput, TurnRecord};
 use crate::clock::now;
 use crate::error::Error;
+use crate::said;
 
 /// How long a new message waits for a turn of its session that waited for a person to
 /// park (it notices within a second).
@@ -550,7 +550,7 @@ pub(super) fn turn_error(e: &Error) -> (u16, Value) {
     };
     let message = e.to_string();
     let said = match e {
-        Error::Model(m) => said::model(m),
+        Error::Model(m) => m.said(),
         Error::Budget {
             used, limit, task, ..
         } => said::Said::new(

@@ -175,8 +175,8 @@ pub(super) fn delete_memory(state: &State, id: MemoryId) -> Reply {
         return super::said_error(
             404,
             format!("memory #{id} was already deleted"),
-            super::said::Said::new(
-                super::said::Code::MemoryDeleted,
+            crate::said::Said::new(
+                crate::said::Code::MemoryDeleted,
                 serde_json::json!({ "id": id }),
             ),
         );

@@ -26,7 +26,6 @@ mod memory_patch;
 mod profiles;
 mod prompt;
 mod request;
-pub mod said;
 mod search;
 mod sessions;
 mod settings;
@@ -194,7 +193,12 @@ pub fn error_body(status: u16, message: &str) -> Vec<u8> {
 /// The error object, with an optional machine-readable code (the failure's class, as
 /// `evolve ask` reads it); `said` is the message's own code, its status's here.
 pub fn error_value(status: u16, message: &str, code: Option<&str>) -> serde_json::Value {
-    said_value(status, message, code, &said::Said::status(status, message))
+    said_value(
+        status,
+        message,
+        code,
+        &crate::said::Said::status(status, message),
+    )
 }
 
 /// The error object with what the message says as a code and its values.
@@ -202,7 +206,7 @@ pub fn said_value(
     status: u16,
     message: &str,
     code: Option<&str>,
-    said: &said::Said,
+    said: &crate::said::Said,
 ) -> serde_json::Value {
     json!({"error": {"message": message, "type": error_type(status), "code": code, "said": said.to_json()}})
 }
@@ -216,8 +220,12 @@ pub fn error(status: u16, message: impl AsRef<str>) -> Response<'static> {
     )
 }
 
-/// An error response whose message has a code of its own (see [`said`]).
-pub fn said_error(status: u16, message: impl AsRef<str>, said: said::Said) -> Response<'static> {
+/// An error response whose message has a code of its own (see [`crate::said`]).
+pub fn said_error(
+    status: u16,
+    message: impl AsRef<str>,
+    said: crate::said::Said,
+) -> Response<'static> {
     Response::json(status, &said_value(status, message.as_ref(), None, &said))
 }
 

@@ -9,9 +9,9 @@ use serde_json::{json, Value};
 
 use super::http::{Request, Response};
 use super::request::{body, field, opt_str, tri, Reply};
-use super::said::{Code, Said};
 use super::{chat, error, said_error, waiting, State};
 use crate::clock::now;
+use crate::said::{Code, Said};
 
 /// Newest first; `?limit=N&offset=M` pages through many (all by default).
 pub(super) fn sessions(state: &State, req: &Request) -> Reply {

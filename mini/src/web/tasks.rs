@@ -106,7 +106,7 @@ pub fn create(state: &State, req: &Request) -> Reply {
         return super::said_error(
             400,
             "the question is empty",
-            super::said::Said::new(super::said::Code::QuestionEmpty, json!({})),
+            crate::said::Said::new(crate::said::Code::QuestionEmpty, json!({})),
         );
     }
     let allow = match body.get("allow") {
@@ -295,5 +295,5 @@ pub fn runs(state: &State, req: &Request, id: &str) -> Reply {
 
 /// A 400 for a schedule that cannot be read: core's message, and its code.
 fn bad_schedule(e: &evolve_core::sched::SchedError) -> Reply {
-    super::said_error(400, e.to_string(), super::said::schedule(e))
+    super::said_error(400, e.to_string(), crate::said::schedule(e))
 }

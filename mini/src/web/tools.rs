@@ -280,8 +280,8 @@ fn no_skill(name: &str) -> Reply {
     super::said_error(
         404,
         format!("no skill named {name:?}"),
-        super::said::Said::new(
-            super::said::Code::NoSkill,
+        crate::said::Said::new(
+            crate::said::Code::NoSkill,
             serde_json::json!({ "name": name }),
         ),
     )

@@ -107,7 +107,7 @@ pub fn upload(state: &State, req: &Request) -> Reply {
                     r.shown
                 ),
                 Some("exists"),
-                &super::said::Said::new(super::said::Code::FileExists, json!({"path": r.shown})),
+                &crate::said::Said::new(crate::said::Code::FileExists, json!({"path": r.shown})),
             );
             v["path"] = json!(r.shown);
             Response::json(409, &v)

@@ -1,17 +1,16 @@
-//! What the server says to a person, as a stable code with the values it names.
+//! What Evolve says to a person, as a stable code with the values it names.
 //!
-//! Every error body carries one beside its English `message` (`error.said`), and so do
-//! the model check's cause and the Settings test's checks (`said` beside the text): a
-//! page says it in its own language (the web UI's `srv_*` strings, with the `params`
-//! put in) and shows the English text only for a code it does not know. A message
-//! without a code of its own gets its status's (`not_found`, with the English text as
-//! its `message` parameter). The codes are [`Code::ALL`]: a test holds the web UI's
-//! 中文 to every one of them.
+//! Every error body of the API carries one beside its English `message` (`error.said`),
+//! and so do the model check's cause and the Settings test's checks (`said` beside the
+//! text): a page says it in its own language (the web UI's `srv_*` strings, with the
+//! `params` put in) and shows the English text only for a code it does not know. A
+//! message without a code of its own gets its status's (`not_found`, with the English
+//! text as its `message` parameter). The codes are [`Code::ALL`]: a test holds the web
+//! UI's 中文 to every one of them. Who says what decides its code (a model error:
+//! `LlmError::said`; a schedule: [`schedule`]); this module only names them.
 
 use evolve_core::sched::{Field, SchedError};
 use serde_json::{json, Map, Value};
-
-use crate::llm::LlmError;
 
 macro_rules! codes {
     ($($(#[$doc:meta])* $name:ident = $s:literal,)*) => {
@@ -81,6 +80,22 @@ codes! {
     MemoryDeleted = "memory_deleted",
     /// No skill of that name (`name`).
     NoSkill = "no_skill",
+    /// A check of the model server: who answered, in how long (`who`, `ms`).
+    CheckAnswered = "check_answered",
+    /// The server's model list (`count`, `models`).
+    CheckModels = "check_models",
+    /// The model is in the server's list (`model`).
+    CheckServed = "check_served",
+    /// The model is not in the server's list (`model`).
+    CheckNotListed = "check_not_listed",
+    /// The model called the test tool (`model`).
+    CheckToolCalled = "check_tool_called",
+    /// The model called the test tool, written as text (`model`).
+    CheckToolAsText = "check_tool_as_text",
+    /// The model called another tool (`model`, `tool`).
+    CheckWrongTool = "check_wrong_tool",
+    /// The model answered with text instead of a tool call (`model`).
+    CheckNoToolCall = "check_no_tool_call",
     /// An empty schedule.
     ScheduleEmpty = "schedule_empty",
     /// A cron expression without five fields (`expr`, `found`).
@@ -151,32 +166,6 @@ impl Said {
     /// As sent: `{"code": …, "params": {…}}`.
     pub fn to_json(&self) -> Value {
         json!({"code": self.code.as_str(), "params": self.params})
-    }
-}
-
-/// A failed model call.
-pub fn model(e: &LlmError) -> Said {
-    match e {
-        LlmError::Connect { url, why, .. } => Said::new(
-            Code::ModelUnreachable,
-            json!({"url": url, "why": why.to_string()}),
-        ),
-        LlmError::Timeout { url, phase } => {
-            Said::new(Code::ModelTimeout, json!({"url": url, "phase": phase}))
-        }
-        LlmError::Status {
-            url,
-            status,
-            message,
-            ..
-        } => Said::new(
-            Code::ModelStatus,
-            json!({"url": url, "status": status, "message": message}),
-        ),
-        LlmError::Protocol { url, detail } => {
-            Said::new(Code::ModelProtocol, json!({"url": url, "detail": detail}))
-        }
-        LlmError::Cancelled => Said::new(Code::ModelCancelled, json!({})),
     }
 }
 

@@ -1,7 +1,7 @@
 use super::*;
 
 /// The web UI's strings: every code has a 中文 text there (`srv_<code>` in the zh table).
-const I18N: &str = include_str!("../../../static/js/i18n.js");
+const I18N: &str = include_str!("../../static/js/i18n.js");
 
 /// The `srv_*` keys of one language's table of `static/js/i18n.js`.
 fn keys(lang: &str) -> Vec<String> {

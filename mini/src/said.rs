@@ -80,6 +80,14 @@ codes! {
     MemoryDeleted = "memory_deleted",
     /// No skill of that name (`name`).
     NoSkill = "no_skill",
+    /// No pairing code of that name waits (`code`).
+    PairingUnknown = "pairing_unknown",
+    /// The pairing code expired (`code`).
+    PairingExpired = "pairing_expired",
+    /// The channel is not configured (`channel`).
+    ChannelNotConfigured = "channel_not_configured",
+    /// The user or group is not paired on the channel (`user`, `channel`).
+    NotPaired = "not_paired",
     /// A check of the model server: who answered, in how long (`who`, `ms`).
     CheckAnswered = "check_answered",
     /// The server's model list (`count`, `models`).

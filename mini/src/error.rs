@@ -91,8 +91,15 @@ pub enum Error {
     Conflict(String),
     /// A token budget is spent (`[model] daily_tokens`, a task's `budget_tokens`): the
     /// turn did not start. The API's 429.
-    #[error("{0}")]
-    Budget(String),
+    #[error("{message}")]
+    Budget {
+        message: String,
+        /// Tokens used, and the limit.
+        used: u64,
+        limit: u64,
+        /// The task whose own budget it is (`None`: the daily one).
+        task: Option<u64>,
+    },
     /// What the command names does not exist (a skill, a skill waiting for review); the
     /// message says where to see what there is.
     #[error("{0}")]
@@ -256,7 +263,7 @@ impl Error {
             | Error::Store(_)
             | Error::Model(_)
             | Error::Conflict(_)
-            | Error::Budget(_)
+            | Error::Budget { .. }
             | Error::EmptyAnswer { .. }
             | Error::SessionBusy { .. }
             | Error::ServeStopped

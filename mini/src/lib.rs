@@ -20,6 +20,7 @@ mod llm;
 mod logger;
 mod mcp;
 mod mcp_spec;
+mod said;
 mod sandbox;
 mod sched;
 mod secret;

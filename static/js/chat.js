@@ -367,7 +367,7 @@ export async function send(text, replace = null, images = []) {
         rec = j;
         if (j.turn) { n = run.n = j.turn; u.dataset.turn = a.el.dataset.turn = n; }
       }
-      else if (ev === 'evolve.error') throw new Error(webText(j.error && j.error.message) || t('errTurn'));
+      else if (ev === 'evolve.error') throw new Error(webText(j.error && j.error.message, j.error && j.error.said) || t('errTurn'));
     }
     if (!done) throw new Error(t('cutOff'));
   } catch (e) {

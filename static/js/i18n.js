@@ -153,6 +153,44 @@ export const I18N = {
     srvNeedTime: 'daily 需要一个 00:00 到 23:59 之间的时刻 HH:MM，例如 daily 07:30',
     srvNeedTimestamp: 'at 需要日期和时间，例如 2026-03-29T09:00:00+02:00',
     srvMemoryDeleted: '记忆 #{0} 已被删除', srvNoSkill: '没有名为 {0} 的技能', srvNoMcp: '没有 MCP 服务器 {0}',
+    // The server's messages by their code (`said`: mini/src/web/said.rs), {name}: its params.
+    srv_invalid_request: '请求无效：{message}', srv_unauthorized: '未登录或登录已过期：{message}',
+    srv_forbidden: '不允许：{message}', srv_not_found: '找不到：{message}', srv_method_not_allowed: '不支持这个操作：{message}',
+    srv_conflict: '现在不能这样做：{message}', srv_too_large: '内容太大：{message}',
+    srv_too_many_requests: '请求太多，请稍后再试：{message}', srv_server_error: '服务器出错：{message}',
+    srv_model_unreachable: '无法连接 {url} 的模型：{why}', srv_model_timeout: '{url} 的模型超时（{phase}）',
+    srv_model_status: '{url} 的模型服务返回 HTTP {status}：{message}', srv_model_protocol: '{url} 的模型返回了无法识别的回答：{detail}',
+    srv_model_cancelled: '对模型的请求已取消',
+    srv_session_busy: '对话 {session} 中有一轮正在进行：请等它结束或先停止它',
+    srv_budget_spent: '今天的 token 额度已用完：已用 {used} / {limit}（config.toml 中的 [model] daily_tokens）；午夜重置，或提高额度',
+    srv_task_budget_spent: '任务 {task} 的 token 额度已用完：它的运行已用 {used} / {limit}；本次没有运行',
+    srv_file_exists: '工作区里已经有 {path}：选择替换才会覆盖它',
+    srv_nothing_to_rate: '第 {turn} 轮没有可评分的回答', srv_question_empty: '问题是空的',
+    srv_memory_deleted: '记忆 #{id} 已被删除', srv_no_skill: '没有名为 {name} 的技能',
+    srv_pairing_unknown: '没有等待中的配对码 {code}：配对码是机器人发给想和它对话的人的那个',
+    srv_pairing_expired: '配对码 {code} 已过期（配对码一天内有效）：请对方再给机器人发一条消息，获取新的配对码',
+    srv_channel_not_configured: '没有配置渠道 {channel}', srv_not_paired: '{user} 没有在 {channel} 上配对',
+    srv_check_answered: '{who} 在 {ms} 毫秒内回答', srv_check_models: '{count} 个模型：{models}',
+    srv_check_served: '服务提供 {model}', srv_check_not_listed: '{model} 不在服务的模型列表中',
+    srv_check_tool_called: '{model} 调用了 get_time', srv_check_tool_as_text: '{model} 调用了 get_time（以文本写出：工具在提示词中描述，见 [model] tools）',
+    srv_check_wrong_tool: '{model} 调用了 {tool}，而不是 get_time', srv_check_no_tool_call: '{model} 用文本回答，没有调用工具',
+    srv_schedule_empty: '计划是空的：写 cron 表达式（如 0 9 * * mon-fri）、every 30m、daily 07:30 或 at 一个时间',
+    srv_cron_fields: 'cron 表达式有 5 个字段（分 时 日 月 星期），“{expr}”有 {found} 个，例如 30 7 * * mon-fri（工作日 07:30）',
+    srv_cron_range: '“{expr}”中的{field} {value} 超出范围 {lo}–{hi}',
+    srv_cron_empty_item: '“{expr}”中的{field}字段有空的列表项',
+    srv_cron_value: '“{expr}”中的{field}“{text}”不是数字或名称',
+    srv_cron_backwards: '“{expr}”中的{field}范围“{text}”是倒着写的：先写小的值，或写成列表',
+    srv_cron_zero_step: '“{expr}”中{field}的步长 /0 永远不会前进：步长至少为 1',
+    srv_interval_missing: 'every 需要一个时间间隔：一个数字加单位 s、m、h 或 d，例如 every 30m',
+    srv_interval_bad: '“{text}”不是时间间隔：写一个数字加单位 s、m、h 或 d，例如 every 30m、every 2h、every 1h30m、every 1d',
+    srv_interval_short: '“every {text}”短于调度器一分钟的精度，例如 every 1m',
+    srv_interval_long: '“every {text}”超过一年：改用 cron 表达式（如 0 9 1 jan *）或一次性的 at',
+    srv_time_missing: 'daily 需要一个 00:00 到 23:59 之间的时刻 HH:MM，例如 daily 07:30',
+    srv_time_bad: '“{text}”不是 00:00 到 23:59 之间的时刻 HH:MM，例如 daily 07:30',
+    srv_timestamp_missing: 'at 需要日期和时间，例如 2026-03-29T09:00:00+02:00',
+    srv_timestamp_bad: '“{text}”不是完整的日期和时间，例如 2026-03-29T09:00:00+02:00',
+    srv_offset_bad: '“{text}”不是 UTC 偏移：写 UTC 或 +HH:MM / -HH:MM（最多 ±23:59），例如 +08:00',
+    cronField_minute: '分钟', cronField_hour: '小时', cronField_day_of_month: '日', cronField_month: '月份', cronField_day_of_week: '星期',
     offlineTitle: '无法连接 Evolve', offlineWhere: '{0} 上的 Evolve 服务没有响应：它可能已停止或正在重启。数据没有丢失；它恢复运行后点“重试”。',
     notAnsweredModelDown: '没有回答：模型服务没有响应（见上方）。',
     liveAnswering: '回答中…', liveWaiting: '等你确认',
@@ -269,6 +307,12 @@ export function setLanguage(lang) { LANG = lang; }
 
 /** The translation of `key` when there is one, else `raw` (a word from the server). */
 export const tOr = (key, raw) => key in I18N.en ? t(key) : raw;
+
+/** The text of `key` with named values put in (`{url}` ← params.url). */
+export function tNamed(key, params = {}) {
+  const s = I18N[LANG][key] ?? I18N.en[key] ?? key;
+  return s.replace(/\{([a-z_]+)\}/g, (_, k) => String(params[k] ?? ''));
+}
 
 export function t(key, ...args) {
   const s = I18N[LANG][key] ?? I18N.en[key] ?? key;

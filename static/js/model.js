@@ -39,7 +39,7 @@ export function renderModel() {
   const title = $('#model-banner-title'), detail = $('#model-banner-detail'), hint = $('#model-banner-hint');
   if (!m.reachable) {
     title.textContent = t('modelDown', m.base_url);
-    detail.textContent = webText(m.cause || m.error || '');
+    detail.textContent = webText(m.cause || m.error || '', m.said);
     hint.textContent = t(m.base_url_is_default ? 'modelHintDefault' : 'modelHintOther');
     banner.hidden = false;
   } else if (m.served === false && m.models.length) {

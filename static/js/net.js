@@ -2,7 +2,7 @@
 // (same-origin JSON), the server's messages as the page says them (`webText`), the
 // "cannot reach Evolve" notice, toasts, `guard`/`formGuard` (a failure is always shown),
 // and small DOM helpers (`ht`, `btn`, the in-page `ask` dialog, the level badge).
-import { LANG, t } from './i18n.js';
+import { I18N, LANG, t, tNamed } from './i18n.js';
 
 export const $ = s => document.querySelector(s);
 export const enc = encodeURIComponent;
@@ -20,25 +20,43 @@ async function errText(r) {
   const s = await r.text().catch(() => '');
   try {
     const j = JSON.parse(s);
-    if (j.error && j.error.message) return webText(j.error.message);
+    if (j.error && j.error.message) return webText(j.error.message, j.error.said);
   } catch { /* not JSON: show the text */ }
   return `HTTP ${r.status} ${r.statusText} ${s.slice(0, 200)}`.trim();
 }
 
-/** A server message as this page says it: a command to run in a shell (`evolve mcp tools
- * x`) is left out (the page has the button for it), and known messages are said in the
- * UI's language. */
-export function webText(msg) {
-  let s = String(msg || '')
-    .replace(/\s*\([^()]*`evolve [^`]*`[^()]*\)/g, '')
-    .replace(/\s*(?:—|;|,)\s*(?:or\s+)?(?:run|use|check it with|see|with)\s+`evolve [^`]*`[^.;—)]*/g, '')
-    .replace(/\s*—\s*is the server running\? set OPENAI_BASE_URL/g, '');
+/** A server message as this page says it. In 中文: by its code (`said`: `{code, params}`,
+ * see mini/src/web/said.rs) when the page knows the code, else by its words when it knows
+ * them (texts stored without a code: a task run's error, a check's detail); otherwise as
+ * the server wrote it. A command to run in a shell (`evolve mcp tools x`) is left out:
+ * the page has the button for it. */
+export function webText(msg, said) {
+  const s = clean(msg);
   if (LANG !== 'zh') return s;
+  if (said && said.code && ('srv_' + said.code) in I18N.zh) {
+    const p = { ...said.params };
+    if (p.field) p.field = t('cronField_' + p.field);
+    if (p.message != null) {
+      // A message without a code of its own (its status's): one the page knows by its
+      // words is said whole, the rest inside its status's words.
+      p.message = clean(p.message);
+      const known = byWords(p.message);
+      if (known) return known;
+    }
+    return tNamed('srv_' + said.code, p);
+  }
+  return byWords(s) || s;
+}
+const clean = msg => String(msg || '')
+  .replace(/\s*\([^()]*`evolve [^`]*`[^()]*\)/g, '')
+  .replace(/\s*(?:—|;|,)\s*(?:or\s+)?(?:run|use|check it with|see|with)\s+`evolve [^`]*`[^.;—)]*/g, '')
+  .replace(/\s*—\s*is the server running\? set OPENAI_BASE_URL/g, '');
+function byWords(s) {
   for (const [re, key] of SERVER_TEXT) {
     const m = s.match(re);
     if (m) return t(key, ...m.slice(1));
   }
-  return s;
+  return null;
 }
 // Server messages the page says in 中文 (the rest stays as the server wrote it).
 const SERVER_TEXT = [

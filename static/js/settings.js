@@ -160,7 +160,7 @@ function renderSettings() {
       const li = ul.appendChild(h('li', c.ok ? 'ok' : 'fail'));
       li.dataset.testid = 'set-check';
       const hint = c.hint ? ' — ' + tOr('hint_' + c.hint, webText(c.hint)) : '';
-      li.append(h('b', null, (c.ok ? '✓ ' : '✗ ') + tOr('check_' + c.name, c.name)), h('span', null, ' ' + webText(c.detail) + hint));
+      li.append(h('b', null, (c.ok ? '✓ ' : '✗ ') + tOr('check_' + c.name, c.name)), h('span', null, ' ' + webText(c.detail, c.said) + hint));
     }
   }
 }
@@ -191,10 +191,10 @@ async function settingsCall(method, path, body) {
   if (r.ok) return j;
   const e = j.error || {};
   if (e.param && document.querySelector(`.set-field[data-field="${e.param}"]`)) {
-    fieldErrors({ [e.param]: e.message });
+    fieldErrors({ [e.param]: webText(e.message, e.said) });
     return null;
   }
-  throw new Error(e.message || `HTTP ${r.status}`);
+  throw new Error(webText(e.message, e.said) || `HTTP ${r.status}`);
 }
 
 async function runTest() {

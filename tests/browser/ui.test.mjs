@@ -1447,6 +1447,8 @@ await test('no shell instructions in the browser, and the model server\'s messag
     const said = await page.textContent('#set-checks');
     check(!SHELL.test(said), `the checks send no one to a shell (${lang}): ${said}`);
     check(lang === 'en' ? /server reachable/.test(said) : /服务可达/.test(said), `the check's name (${lang}): ${said}`);
+    // What the check found, by its code: no English sentence in 中文.
+    if (lang === 'zh') check(/无法连接/.test(said) && !/cannot reach/.test(said), `the check's finding in 中文: ${said}`);
     await shot(page, `settings-checks-390-${lang}`);
     await ctx.close();
   }
@@ -2099,6 +2101,10 @@ await test('a task\'s schedule refused by the server is said next to its field, 
         ['every', '20s', 'below the scheduler', '一分钟的精度'],
         ['daily', '25:00', 'is not a time of day', '之间的时刻'],
         ['cron', '0 9 * *', 'has 5 fields', '5 个字段'],
+        // Said by their code and values (no page-side reading of the English words).
+        ['cron', '61 * * * *', 'out of range 0–59', '分钟 61 超出范围 0–59'],
+        ['cron', '0 9 * * funday', 'is not a number', '星期“funday”不是数字或名称'],
+        ['cron', '0 17-9 * * *', 'runs backwards', '小时范围“17-9”是倒着写的'],
       ]) {
         await page.selectOption('#task-kind', kind);
         await page.fill('#task-value', value);
@@ -2112,6 +2118,53 @@ await test('a task\'s schedule refused by the server is said next to its field, 
       await shot(page, `task-error-${viewport.width}-${lang}`);
       await page.context().close();
     }
+  }
+});
+
+await test('the server\'s messages in 中文 by their code, with their values; a code the page does not know stays English (1280 and 390 px)', async () => {
+  for (const viewport of WIDTHS) {
+    const page = await open({ viewport });
+    await setLang(page, 'zh');
+    const budget = "today's token budget is spent: 1354 of 1000 tokens used ([model] daily_tokens in config.toml); it renews at midnight, or raise the limit";
+    let said = { code: 'budget_spent', params: { used: 1354, limit: 1000 } };
+    await page.route('**/v1/chat/completions', route => route.fulfill({
+      status: 429, contentType: 'application/json',
+      body: JSON.stringify({ error: { message: budget, type: 'invalid_request_error', code: 'budget_spent', said } }),
+    }));
+    const failed = () => page.locator('#messages [data-testid=turn-failed]').last();
+    await send(page, 'Hello [said-test]');
+    await idle(page);
+    await failed().waitFor();
+    let text = await failed().textContent();
+    check(text.includes('token 额度已用完') && text.includes('1354 / 1000'), `the budget in 中文 with its values: ${text}`);
+    check(!text.includes('budget is spent'), `no English left: ${text}`);
+    await shot(page, `said-budget-${viewport.width}-zh`);
+    // A code this page does not know: the server's English words.
+    said = { code: 'a_code_from_a_newer_server', params: { used: 1 } };
+    await page.evaluate(() => document.querySelector('#new-chat').click()); // in the drawer on a phone
+    await send(page, 'Hello again [said-test]');
+    await idle(page);
+    await until(async () => (await failed().textContent()).includes('budget is spent'), 'the English text for an unknown code');
+    await page.unroute('**/v1/chat/completions');
+    page.seen.errors = page.seen.errors.filter(e => !/status of 429/.test(e)); // those 429s were the point
+    // A real one: a deleted chat's address, said in 中文 (its status's code, words the page knows).
+    await page.goto(new URL('/#s=snosuchchat', BASE).href);
+    await page.reload();
+    const toast = page.locator('[data-testid=toast].error').first();
+    await toast.waitFor();
+    text = await toast.textContent();
+    check(text.includes('没有对话'), `a missing chat in 中文: ${text}`);
+    // The Settings checks against a model that answers: what each found, in 中文.
+    await showView(page, 'settings');
+    await page.locator('#set-test:enabled').waitFor();
+    await page.click('#set-test');
+    await page.locator('[data-testid=set-check]').nth(2).waitFor();
+    const checks = await page.textContent('#set-checks');
+    check(/毫秒内回答/.test(checks) && /个模型/.test(checks), `the checks' findings in 中文: ${checks}`);
+    check(!/answered in|model\(s\)|is served/.test(checks), `no English finding left: ${checks}`);
+    await shot(page, `said-checks-${viewport.width}-zh`);
+    eq(page.seen.errors.join(' | '), '', 'no page errors');
+    await page.context().close();
   }
 });
 

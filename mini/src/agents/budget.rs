@@ -19,8 +19,13 @@ pub fn check_daily(rt: &Runtime, now: Timestamp) -> Result<(), Error> {
     if used < limit {
         return Ok(());
     }
-    Err(Error::Budget(format!(
-        "today's token budget is spent: {used} of {limit} tokens used \
-         ([model] daily_tokens in config.toml); it renews at midnight, or raise the limit"
-    )))
+    Err(Error::Budget {
+        message: format!(
+            "today's token budget is spent: {used} of {limit} tokens used \
+             ([model] daily_tokens in config.toml); it renews at midnight, or raise the limit"
+        ),
+        used,
+        limit,
+        task: None,
+    })
 }

@@ -67,7 +67,7 @@ use crate::clock::now;
 use crate::store::Store;
 
 pub use outbox::{enqueue, parse_target};
-pub use pairs::{pair, Code, Paired};
+pub use pairs::{pair, Code, PairError, Paired};
 
 /// A streamed answer's message is edited at most this often (Telegram allows about one
 /// edit per second per chat before it answers 429).

@@ -38,34 +38,41 @@ pub fn is_paired(store: &Store, channel: &str, id: &str) -> Result<bool, StoreEr
         .is_some())
 }
 
+/// Why a pairing code was not approved.
+#[derive(Debug, thiserror::Error)]
+pub enum PairError {
+    #[error(
+        "no pairing code {0} is waiting — the code is the one the bot sent to the person who \
+         wants to talk to it (`evolve channels list` shows the waiting ones)"
+    )]
+    Unknown(String),
+    #[error(
+        "the pairing code {0} has expired (codes are good for a day) — ask them to write to \
+         the bot again for a new one"
+    )]
+    Expired(String),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
 /// Approves the pairing code `code` (any case): its user or group may talk from now on.
 /// Returns the channel and what was paired.
-pub fn pair(store: &Store, code: &str) -> Result<(Code, Paired), String> {
+pub fn pair(store: &Store, code: &str) -> Result<(Code, Paired), PairError> {
     let code = code.trim().to_ascii_uppercase();
-    let found = store
-        .channel_get::<Code>(&format!("codes/{code}"))
-        .map_err(|e| e.to_string())?;
+    let found = store.channel_get::<Code>(&format!("codes/{code}"))?;
     let Some(c) = found else {
-        return Err(format!(
-            "no pairing code {code} is waiting — the code is the one the bot sent to the \
-             person who wants to talk to it (`evolve channels list` shows the waiting ones)"
-        ));
+        return Err(PairError::Unknown(code));
     };
     if now() - c.at > CODE_LIFETIME_SECS {
         let _ = store.channel_remove(&format!("codes/{code}"));
-        return Err(format!(
-            "the pairing code {code} has expired (codes are good for a day) — ask them to \
-             write to the bot again for a new one"
-        ));
+        return Err(PairError::Expired(code));
     }
     let paired = Paired {
         kind: c.kind.clone(),
         name: c.name.clone(),
         at: now(),
     };
-    store
-        .channel_put(&key(&c.channel, &format!("paired/{}", c.id)), &paired)
-        .map_err(|e| e.to_string())?;
+    store.channel_put(&key(&c.channel, &format!("paired/{}", c.id)), &paired)?;
     let _ = store.channel_remove(&format!("codes/{code}"));
     Ok((c, paired))
 }

@@ -236,7 +236,8 @@ fn list(c: List, profile: &Option<String>) -> Result<(), Error> {
 
 fn pair(c: Pair, profile: &Option<String>) -> Result<(), Error> {
     let (app, store) = App::with_store(profile)?;
-    let (code, paired) = channels::pair(&store, &c.code).map_err(Error::Usage)?;
+    let (code, paired) =
+        channels::pair(&store, &c.code).map_err(|e| Error::Usage(e.to_string()))?;
     store.release();
     writeln!(
         std::io::stdout().lock(),

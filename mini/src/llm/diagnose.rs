@@ -13,6 +13,7 @@ use evolve_core::history::Message;
 use serde_json::json;
 
 use super::{ChatModel, ChatRequest, Client, LlmError, ModelRole, ToolSpec};
+use crate::said::{Code, Said};
 
 use crate::cancel::Cancel;
 
@@ -24,6 +25,9 @@ pub struct Check {
     pub ok: bool,
     /// What was found.
     pub detail: String,
+    /// The same as a code and its values, for a page that says it in its own words
+    /// (`None`: said in English only).
+    pub said: Option<Said>,
     /// What to do about a failure (empty when it passed).
     pub hint: String,
 }
@@ -34,6 +38,7 @@ impl Check {
             name,
             ok: true,
             detail,
+            said: None,
             hint: String::new(),
         }
     }
@@ -43,13 +48,20 @@ impl Check {
             name,
             ok: false,
             detail,
+            said: None,
             hint: hint.into(),
         }
     }
 
     /// A failed call: the error names the URL (the detail) and says what to do (the hint).
     pub fn error(name: &'static str, e: &LlmError) -> Check {
-        Check::fail(name, e.cause(), e.hint())
+        Check::fail(name, e.cause(), e.hint()).with(e.said())
+    }
+
+    /// The check with what it found as a code and its values.
+    pub fn with(mut self, said: Said) -> Check {
+        self.said = Some(said);
+        self
     }
 }
 
@@ -88,14 +100,16 @@ pub fn diagnose(client: &Client) -> Report {
         }
         other => other,
     };
-    checks.push(Check::pass(
-        "server reachable",
-        format!(
-            "{} answered in {} ms",
-            crate::secret::display_url(&client.config().base_url),
-            started.elapsed().as_millis()
-        ),
-    ));
+    let (who, ms) = (
+        crate::secret::display_url(&client.config().base_url),
+        started.elapsed().as_millis(),
+    );
+    checks.push(
+        Check::pass("server reachable", format!("{who} answered in {ms} ms")).with(Said::new(
+            Code::CheckAnswered,
+            json!({"who": who, "ms": ms}),
+        )),
+    );
 
     let roles = if client.config().cheap == client.config().main {
         &ROLES[..1]
@@ -104,20 +118,28 @@ pub fn diagnose(client: &Client) -> Report {
     };
     match &listed {
         Ok(ids) => {
-            checks.push(Check::pass(
-                "model list",
-                format!("{} model(s): {}", ids.len(), preview(ids)),
-            ));
+            checks.push(
+                Check::pass(
+                    "model list",
+                    format!("{} model(s): {}", ids.len(), preview(ids)),
+                )
+                .with(Said::new(
+                    Code::CheckModels,
+                    json!({"count": ids.len(), "models": preview(ids)}),
+                )),
+            );
             for (role, line, _, var) in roles {
                 let name = client.model_name(*role);
                 checks.push(if ids.iter().any(|id| id == name) {
                     Check::pass(line, format!("{name} is served"))
+                        .with(Said::new(Code::CheckServed, json!({ "model": name })))
                 } else {
                     Check::fail(
                         line,
                         format!("{name} is not in the server's list"),
                         format!("set {var} to one of: {}", preview(ids)),
                     )
+                    .with(Said::new(Code::CheckNotListed, json!({ "model": name })))
                 });
             }
         }
@@ -161,14 +183,13 @@ fn completion(client: &Client, role: ModelRole, name: &'static str) -> Check {
     };
     let started = Instant::now();
     match client.chat(&req, &mut |_| {}, &Cancel::new()) {
-        Ok(r) => Check::pass(
-            name,
-            format!(
-                "{} answered in {} ms",
-                r.model,
-                started.elapsed().as_millis()
-            ),
-        ),
+        Ok(r) => {
+            let ms = started.elapsed().as_millis();
+            Check::pass(name, format!("{} answered in {ms} ms", r.model)).with(Said::new(
+                Code::CheckAnswered,
+                json!({"who": r.model, "ms": ms}),
+            ))
+        }
         Err(e) => Check::error(name, &e),
     }
 }
@@ -203,21 +224,28 @@ fn tool_call(client: &Client) -> Check {
                     "{model} called get_time, written as text (the tools are described in \
                      the prompt for it: [model] tools)"
                 ),
-            ),
+            )
+            .with(Said::new(Code::CheckToolAsText, json!({ "model": model }))),
             Some(c) if c.name == "get_time" => {
                 Check::pass(NAME, format!("{model} called get_time"))
+                    .with(Said::new(Code::CheckToolCalled, json!({ "model": model })))
             }
             Some(c) => Check::fail(
                 NAME,
                 format!("{model} called `{}` instead of get_time", c.name),
                 "the model is unreliable with tools; a larger model may do better",
-            ),
+            )
+            .with(Said::new(
+                Code::CheckWrongTool,
+                json!({"model": model, "tool": c.name}),
+            )),
             None => Check::fail(
                 NAME,
                 format!("{model} answered with text instead of a tool call"),
                 "the server or model may not support tool calling (llama.cpp needs --jinja \
                  or a function-calling chat format); try a model trained for tools",
-            ),
+            )
+            .with(Said::new(Code::CheckNoToolCall, json!({ "model": model }))),
         },
         Err(e) => Check::error(NAME, &e),
     }

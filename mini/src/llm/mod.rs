@@ -47,10 +47,12 @@ mod tests;
 use std::fmt;
 
 use evolve_core::history::Message;
+use serde_json::json;
 
 use settings::ModelConfig;
 
 use crate::cancel::Cancel;
+use crate::said::{Code, Said};
 
 /// A tool as the model sees it (`{"type":"function","function":{…}}`).
 #[derive(Debug, Clone, PartialEq)]
@@ -235,6 +237,32 @@ impl LlmError {
 }
 
 impl LlmError {
+    /// What failed, as a code with its values (see [`crate::said`]).
+    pub fn said(&self) -> Said {
+        match self {
+            LlmError::Connect { url, why, .. } => Said::new(
+                Code::ModelUnreachable,
+                json!({"url": url, "why": why.to_string()}),
+            ),
+            LlmError::Timeout { url, phase } => {
+                Said::new(Code::ModelTimeout, json!({"url": url, "phase": phase}))
+            }
+            LlmError::Status {
+                url,
+                status,
+                message,
+                ..
+            } => Said::new(
+                Code::ModelStatus,
+                json!({"url": url, "status": status, "message": message}),
+            ),
+            LlmError::Protocol { url, detail } => {
+                Said::new(Code::ModelProtocol, json!({"url": url, "detail": detail}))
+            }
+            LlmError::Cancelled => Said::new(Code::ModelCancelled, json!({})),
+        }
+    }
+
     /// What failed, without what to do about it: the message for a reader who fixes it
     /// elsewhere than in a shell (the web UI says what to do in its own words).
     pub fn cause(&self) -> String {

@@ -20,7 +20,7 @@ use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use evolve_core::permission::{Level, PendingCall, Policy};
-use evolve_core::sched::{due_now, next_due, Schedule, Zone};
+use evolve_core::sched::{due_now, next_due, Schedule};
 use evolve_core::text::{clip_chars, one_line, Lang};
 use evolve_core::Timestamp;
 
@@ -203,12 +203,6 @@ impl Scheduler {
 
 // ---- adding a task --------------------------------------------------------------
 
-/// Reads a schedule as `evolve tasks add` and `POST /v1/tasks` accept it: any of
-/// core's forms, an `at` time without offset read in `zone`.
-pub fn parse_schedule(text: &str, zone: &dyn Zone) -> Result<Schedule, String> {
-    Schedule::parse_in(text, zone).map_err(|e| e.to_string())
-}
-
 /// The levels a task may run calls at without a person: like `evolve ask --allow`, at
 /// most L3.
 pub fn parse_allow(text: &str) -> Result<Level, String> {
@@ -305,11 +299,16 @@ pub fn run_task(
         Err(e) => return Err(e.into()),
     };
     let run = store.start_task_run(id, trigger, now())?;
-    let (end, reply, error) = if let Some(message) = budget_spent(store, &task)? {
+    let (end, reply, error) = if let Some(spent) = budget_spent(store, &task)? {
         (
-            ended(RunStatus::Error, String::new(), Some(message.clone()), None),
+            ended(
+                RunStatus::Error,
+                String::new(),
+                Some(spent.to_string()),
+                None,
+            ),
             String::new(),
-            Some(Error::Budget(message)),
+            Some(spent),
         )
     } else if gate.begin(&session, cancel) {
         let result = manager.turn(
@@ -367,17 +366,20 @@ pub fn run_task(
 }
 
 /// Why the task may not run: its runs have used its `budget_tokens`. `None`: it may.
-fn budget_spent(store: &Store, task: &Task) -> Result<Option<String>, Error> {
+fn budget_spent(store: &Store, task: &Task) -> Result<Option<Error>, Error> {
     let Some(limit) = task.budget_tokens else {
         return Ok(None);
     };
     let used = store.task_tokens(task.id)?;
-    Ok((used >= limit).then(|| {
-        format!(
+    Ok((used >= limit).then(|| Error::Budget {
+        message: format!(
             "task {}'s token budget is spent: its runs used {used} of {limit} tokens \
              (--budget-tokens); the run was not started",
             task.id
-        )
+        ),
+        used,
+        limit,
+        task: Some(task.id),
     }))
 }
 

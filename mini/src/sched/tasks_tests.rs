@@ -2,7 +2,7 @@ use super::*;
 use crate::cancel::Cancel;
 use crate::sched::daily::{job_due, DailyJob};
 use crate::sched::show::{next_run, rfc3339};
-use evolve_core::sched::{FixedOffset, Utc};
+use evolve_core::sched::{FixedOffset, Utc, Zone};
 
 fn task(schedule: &str, created: Timestamp, last: Option<Timestamp>) -> Task {
     Task {

@@ -12,9 +12,10 @@ use serde_json::{json, Map, Value};
 
 use super::http::Request;
 use super::request::{body, opt_str, store_error, Reply};
-use super::{error, State};
+use super::{error, said_error, State};
 use crate::channels::{self, Code, Paired, Status, PLATFORMS};
 use crate::config::edit::{set, Value as Edit};
+use crate::said::{Code as SaidCode, Said};
 
 /// The settings keys of each platform's table, secrets included.
 fn keys(kind: &str) -> &'static [&'static str] {
@@ -237,7 +238,11 @@ pub fn delete(state: &State, name: &str) -> Reply {
         Err(e) => return e,
     };
     if state.rt().config.channels.to_json()[name].is_null() {
-        return error(404, format!("no channel {name} is configured"));
+        return said_error(
+            404,
+            format!("no channel {name} is configured"),
+            Said::new(SaidCode::ChannelNotConfigured, json!({ "channel": name })),
+        );
     }
     let table = ["channels", name];
     let result = write(state, |mut text| {
@@ -309,7 +314,23 @@ pub fn pair(state: &State, req: &Request) -> Reply {
                 &json!({"ok": true, "channel": c.channel, "user": c.id}),
             )
         }
-        Err(e) => error(404, e),
+        Err(channels::PairError::Store(e)) => store_error(e),
+        Err(e @ channels::PairError::Unknown(_)) => said_error(
+            404,
+            e.to_string(),
+            Said::new(
+                SaidCode::PairingUnknown,
+                json!({ "code": code.trim().to_ascii_uppercase() }),
+            ),
+        ),
+        Err(e @ channels::PairError::Expired(_)) => said_error(
+            404,
+            e.to_string(),
+            Said::new(
+                SaidCode::PairingExpired,
+                json!({ "code": code.trim().to_ascii_uppercase() }),
+            ),
+        ),
     }
 }
 
@@ -325,7 +346,11 @@ pub fn unpair(state: &State, name: &str, user: &str) -> Reply {
         .channel_remove(&format!("{name}/paired/{user}"))
     {
         Ok(true) => super::http::Response::json(200, &json!({"unpaired": user})),
-        Ok(false) => error(404, format!("{user} is not paired on {name}")),
+        Ok(false) => said_error(
+            404,
+            format!("{user} is not paired on {name}"),
+            Said::new(SaidCode::NotPaired, json!({"user": user, "channel": name})),
+        ),
         Err(e) => store_error(e),
     }
 }

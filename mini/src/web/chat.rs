@@ -32,6 +32,7 @@ use crate::agents::{Refused, TurnInput, TurnRecord};
 use crate::cancel::Cancel;
 use crate::clock::now;
 use crate::error::Error;
+use crate::said;
 
 /// How long a new message waits for a turn of its session that waited for a person to
 /// park (it notices within a second).
@@ -547,12 +548,26 @@ pub(super) fn turn_error(e: &Error) -> (u16, Value) {
         Error::Cancelled => (503, "cancelled"),
         Error::Usage(_) | Error::Invalid { .. } => (400, "invalid_request"),
         Error::Conflict(_) => (409, "conflict"),
-        Error::Budget(_) => (429, "budget_spent"),
+        Error::Budget { .. } => (429, "budget_spent"),
         _ => (500, "internal_error"),
+    };
+    let message = e.to_string();
+    let said = match e {
+        Error::Model(m) => m.said(),
+        Error::Budget {
+            used, limit, task, ..
+        } => said::Said::new(
+            match task {
+                None => said::Code::BudgetSpent,
+                Some(_) => said::Code::TaskBudgetSpent,
+            },
+            json!({"used": used, "limit": limit, "task": task}),
+        ),
+        _ => said::Said::status(status, &message),
     };
     (
         status,
-        super::error_value(status, &e.to_string(), Some(code)),
+        super::said_value(status, &message, Some(code), &said),
     )
 }
 

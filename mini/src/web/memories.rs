@@ -171,7 +171,14 @@ pub(super) fn delete_memory(state: &State, id: MemoryId) -> Reply {
     let rt = &*rt_arc;
     let m = tri!(rt.store.memory(id));
     if m.deleted {
-        return error(404, format!("memory #{id} was already deleted"));
+        return super::said_error(
+            404,
+            format!("memory #{id} was already deleted"),
+            crate::said::Said::new(
+                crate::said::Code::MemoryDeleted,
+                serde_json::json!({ "id": id }),
+            ),
+        );
     }
     tri!(rt.store.remove_memory(id));
     Response::json(200, &json!({"deleted": true, "id": id}))

@@ -191,9 +191,25 @@ pub fn error_body(status: u16, message: &str) -> Vec<u8> {
     error_value(status, message, None).to_string().into_bytes()
 }
 
-/// The error object, with an optional machine-readable code.
+/// The error object, with an optional machine-readable code (the failure's class, as
+/// `evolve ask` reads it); `said` is the message's own code, its status's here.
 pub fn error_value(status: u16, message: &str, code: Option<&str>) -> serde_json::Value {
-    json!({"error": {"message": message, "type": error_type(status), "code": code}})
+    said_value(
+        status,
+        message,
+        code,
+        &crate::said::Said::status(status, message),
+    )
+}
+
+/// The error object with what the message says as a code and its values.
+pub fn said_value(
+    status: u16,
+    message: &str,
+    code: Option<&str>,
+    said: &crate::said::Said,
+) -> serde_json::Value {
+    json!({"error": {"message": message, "type": error_type(status), "code": code, "said": said.to_json()}})
 }
 
 /// An error response in OpenAI's shape.
@@ -203,6 +219,15 @@ pub fn error(status: u16, message: impl AsRef<str>) -> Response<'static> {
         "application/json",
         error_body(status, message.as_ref()),
     )
+}
+
+/// An error response whose message has a code of its own (see [`crate::said`]).
+pub fn said_error(
+    status: u16,
+    message: impl AsRef<str>,
+    said: crate::said::Said,
+) -> Response<'static> {
+    Response::json(status, &said_value(status, message.as_ref(), None, &said))
 }
 
 /// SIGTERM / SIGINT: the first asks the server to stop (the accept loop is woken

@@ -9,8 +9,9 @@ use serde_json::{json, Value};
 
 use super::http::{Request, Response};
 use super::request::{body, field, opt_str, tri, Reply};
-use super::{chat, error, waiting, State};
+use super::{chat, error, said_error, waiting, State};
 use crate::clock::now;
+use crate::said::{Code, Said};
 
 /// Newest first; `?limit=N&offset=M` pages through many (all by default).
 pub(super) fn sessions(state: &State, req: &Request) -> Reply {
@@ -70,9 +71,10 @@ pub(super) fn patch_session(state: &State, req: &Request, id: &str) -> Reply {
 
 pub(super) fn delete_session(state: &State, id: &str) -> Reply {
     if state.turns.lock().is_ok_and(|t| t.contains_key(id)) {
-        return error(
+        return said_error(
             409,
             format!("a turn is running in session {id}; stop it first"),
+            Said::new(Code::SessionBusy, json!({ "session": id })),
         );
     }
     tri!(state.rt().store.remove_session(id));
@@ -352,9 +354,10 @@ pub(super) fn show_version(state: &State, req: &Request, id: &str, n: &str) -> R
         );
     };
     if state.turns.lock().is_ok_and(|t| t.contains_key(id)) {
-        return error(
+        return said_error(
             409,
             format!("a turn is running in session {id}; wait for it or stop it first"),
+            Said::new(Code::SessionBusy, json!({ "session": id })),
         );
     }
     let rt = state.rt();
@@ -401,7 +404,11 @@ pub(super) fn rate_turn(state: &State, req: &Request, id: &str, n: &str) -> Repl
     };
     let record: Value = serde_json::from_str(&json).unwrap_or_default();
     if record["failed"].is_string() {
-        return error(409, format!("turn {n} has no answer to rate"));
+        return said_error(
+            409,
+            format!("turn {n} has no answer to rate"),
+            Said::new(Code::NothingToRate, json!({ "turn": n })),
+        );
     }
     let eval = crate::store::Evaluation {
         session: id.to_string(),

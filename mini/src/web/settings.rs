@@ -21,6 +21,7 @@ use super::{error, error_value, State};
 use crate::config::edit::{self, Value as TomlValue};
 use crate::config::{Loaded, DEFAULT_PROFILE};
 use crate::llm::{Client, LlmError};
+use crate::said::Said;
 
 type Reply = Response<'static>;
 
@@ -62,6 +63,7 @@ pub fn model(state: &State) -> Reply {
             v["models"] = json!(ids);
             v["error"] = Value::Null;
             v["cause"] = Value::Null;
+            v["said"] = Value::Null;
             v["hint"] = Value::Null;
         }
         // The server answered, but not with a list (many servers have no `/models`):
@@ -72,6 +74,7 @@ pub fn model(state: &State) -> Reply {
             v["models"] = json!([]);
             v["error"] = json!(e.to_string());
             v["cause"] = json!(e.cause());
+            v["said"] = e.said().to_json();
             v["hint"] = Value::Null;
         }
         Err(e) => {
@@ -80,6 +83,7 @@ pub fn model(state: &State) -> Reply {
             v["models"] = json!([]);
             v["error"] = json!(e.to_string());
             v["cause"] = json!(e.cause());
+            v["said"] = e.said().to_json();
             v["hint"] = json!(hint(cfg.base_url_is_default));
         }
     }
@@ -548,7 +552,7 @@ pub fn test(state: &State, req: &Request) -> Reply {
         .checks
         .iter()
         .map(|c| {
-            json!({"name": c.name, "ok": c.ok, "detail": c.detail, "hint": web_hint(c, &report.models)})
+            json!({"name": c.name, "ok": c.ok, "detail": c.detail, "said": c.said.as_ref().map(Said::to_json), "hint": web_hint(c, &report.models)})
         })
         .collect();
     Response::json(

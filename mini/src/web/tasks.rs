@@ -20,6 +20,7 @@ use crate::cancel::Cancel;
 use crate::clock::now;
 use crate::sched::tasks;
 use crate::store::Trigger;
+use evolve_core::sched::Schedule;
 
 /// How many runs `GET /v1/tasks/{id}/runs` lists without `?limit`.
 const DEFAULT_RUNS: usize = 20;
@@ -103,7 +104,11 @@ pub fn create(state: &State, req: &Request) -> Reply {
         return error(400, usage);
     };
     if question.is_empty() {
-        return error(400, "the question is empty");
+        return super::said_error(
+            400,
+            "the question is empty",
+            crate::said::Said::new(crate::said::Code::QuestionEmpty, json!({})),
+        );
     }
     let allow = match body.get("allow") {
         None | Some(Value::Null) => None,
@@ -130,9 +135,9 @@ pub fn create(state: &State, req: &Request) -> Reply {
     };
     let rt = state.rt();
     let zone = tasks::zone_of(&rt);
-    let schedule = match tasks::parse_schedule(schedule, &zone.zone) {
+    let schedule = match Schedule::parse_in(schedule, &zone.zone) {
         Ok(s) => s,
-        Err(e) => return error(400, e),
+        Err(e) => return bad_schedule(&e),
     };
     let mut task = tri!(tasks::add_task(
         &rt,
@@ -205,9 +210,9 @@ pub fn update(state: &State, req: &Request, id: &str) -> Reply {
         Some(_) => Err(error(400, format!("`{k}` must be a string"))),
     };
     let schedule = match text("schedule") {
-        Ok(Some(s)) => match tasks::parse_schedule(&s, &zone.zone) {
+        Ok(Some(s)) => match Schedule::parse_in(&s, &zone.zone) {
             Ok(s) => Some(s),
-            Err(e) => return error(400, e),
+            Err(e) => return bad_schedule(&e),
         },
         Ok(None) => None,
         Err(r) => return r,
@@ -287,4 +292,9 @@ pub fn runs(state: &State, req: &Request, id: &str) -> Reply {
         .map(|r| crate::sched::show::run_json(r, &zone.zone))
         .collect();
     Response::json(200, &json!({ "data": data }))
+}
+
+/// A 400 for a schedule that cannot be read: core's message, and its code.
+fn bad_schedule(e: &evolve_core::sched::SchedError) -> Reply {
+    super::said_error(400, e.to_string(), crate::said::schedule(e))
 }

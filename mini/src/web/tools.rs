@@ -38,7 +38,7 @@ pub(super) fn skills(state: &State) -> Reply {
 /// server stops offering it at once.
 pub(super) fn delete_skill(state: &State, name: &str) -> Reply {
     if evolve_core::skill::validate_name(name).is_err() {
-        return error(404, format!("no skill named {name:?}"));
+        return no_skill(name);
     }
     let rt = state.rt();
     match crate::skills::remove_user_skill(&rt.config.skills_dir(), name) {
@@ -51,7 +51,7 @@ pub(super) fn delete_skill(state: &State, name: &str) -> Reply {
             409,
             format!("{name} is a bundled skill: it ships in the binary and cannot be removed"),
         ),
-        Err(crate::skills::RemoveError::Unknown) => error(404, format!("no skill named {name:?}")),
+        Err(crate::skills::RemoveError::Unknown) => no_skill(name),
         Err(crate::skills::RemoveError::Io(dir, e)) => {
             error(500, format!("cannot remove {}: {e}", dir.display()))
         }
@@ -76,7 +76,7 @@ pub(super) fn skill(state: &State, name: &str) -> Reply {
                     .flatten(),
             }),
         ),
-        None => error(404, format!("no skill named {name:?}")),
+        None => no_skill(name),
     }
 }
 
@@ -272,4 +272,16 @@ pub(super) fn mcp_level(state: &State, req: &Request, name: &str) -> Reply {
         Err(LevelError::Store(e)) => store_error(e),
         Err(e) => error(400, e.to_string()),
     }
+}
+
+/// A 404 for a skill that is not there.
+fn no_skill(name: &str) -> Reply {
+    super::said_error(
+        404,
+        format!("no skill named {name:?}"),
+        crate::said::Said::new(
+            crate::said::Code::NoSkill,
+            serde_json::json!({ "name": name }),
+        ),
+    )
 }

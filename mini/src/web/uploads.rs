@@ -99,14 +99,19 @@ pub fn upload(state: &State, req: &Request) -> Reply {
     let written = crate::sandbox::in_workspace(&scope, true, || write(&r.path, bytes, replace));
     match written {
         Err(e) => error(500, format!("not written: {e}")),
-        Ok(Err(e)) if e.kind() == std::io::ErrorKind::AlreadyExists => Response::json(
-            409,
-            &json!({"error": {
-                "message": format!("{} is already in the workspace; send replace=true to replace it", r.shown),
-                "type": "invalid_request_error",
-                "code": "exists",
-            }, "path": r.shown}),
-        ),
+        Ok(Err(e)) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            let mut v = super::said_value(
+                409,
+                &format!(
+                    "{} is already in the workspace; send replace=true to replace it",
+                    r.shown
+                ),
+                Some("exists"),
+                &crate::said::Said::new(crate::said::Code::FileExists, json!({"path": r.shown})),
+            );
+            v["path"] = json!(r.shown);
+            Response::json(409, &v)
+        }
         Ok(Err(e)) => error(500, format!("cannot write {}: {e}", r.shown)),
         Ok(Ok(replaced)) => {
             log::info!(

@@ -221,6 +221,10 @@ impl Dingtalk {
                 hooks.insert(chat.clone(), (hook.to_string(), until));
             }
         }
+        let content = |field: &str| {
+            data.pointer(&format!("/content/{field}"))
+                .and_then(Value::as_str)
+        };
         let (text, attachments) = match data.get("msgtype").and_then(Value::as_str) {
             Some("text") => (
                 data.pointer("/text/content")
@@ -230,6 +234,23 @@ impl Dingtalk {
                     .to_string(),
                 Vec::new(),
             ),
+            Some("picture") => {
+                let code = content("downloadCode").or_else(|| content("pictureDownloadCode"))?;
+                (
+                    String::new(),
+                    vec![Attachment::Image {
+                        file: code.to_string(),
+                    }],
+                )
+            }
+            Some("file") => (
+                String::new(),
+                vec![Attachment::File {
+                    file: content("downloadCode")?.to_string(),
+                    name: content("fileName").unwrap_or("file").to_string(),
+                }],
+            ),
+            Some("richText") => rich_text(data.pointer("/content/richText")?),
             Some("audio") => (
                 data.pointer("/content/recognition")
                     .and_then(Value::as_str)
@@ -240,11 +261,10 @@ impl Dingtalk {
             _ => return None,
         };
         // A recognised voice note is the person's words already.
-        let attachments = if text.is_empty() {
-            attachments
-        } else {
-            Vec::new()
-        };
+        let mut attachments = attachments;
+        if !text.is_empty() {
+            attachments.retain(|a| !matches!(a, Attachment::Voice { .. }));
+        }
         if text.is_empty() && attachments.is_empty() {
             return None;
         }
@@ -277,6 +297,29 @@ impl Dingtalk {
             .map(|(seq, v)| (seq, self.event(&v)))
             .collect()
     }
+}
+
+/// A rich-text message's parts: the text ones joined, the pictures as images.
+fn rich_text(parts: &Value) -> (String, Vec<Attachment>) {
+    let mut text = String::new();
+    let mut images = Vec::new();
+    for part in parts.as_array().into_iter().flatten() {
+        if let Some(t) = part.get("text").and_then(Value::as_str) {
+            text.push_str(t);
+        }
+        let code = part
+            .get("downloadCode")
+            .or_else(|| part.get("pictureDownloadCode"))
+            .and_then(Value::as_str);
+        if let Some(code) =
+            code.filter(|_| part.get("type").and_then(Value::as_str) == Some("picture"))
+        {
+            images.push(Attachment::Image {
+                file: code.to_string(),
+            });
+        }
+    }
+    (text.trim().to_string(), images)
 }
 
 /// The Markdown message, with the words that answer a question under it.
@@ -418,10 +461,21 @@ impl Channel for Dingtalk {
         Ok(())
     }
 
-    fn fetch(&mut self, _file: &str) -> Result<Vec<u8>, ChannelError> {
-        Err(ChannelError::Refused(
-            "DingTalk files are not fetched by this build".into(),
-        ))
+    fn fetch(&mut self, file: &str) -> Result<Vec<u8>, ChannelError> {
+        // The message's download code is traded for a short-lived address.
+        let token = self.token()?;
+        let (status, v) = self.api.post(
+            "/v1.0/robot/messageFiles/download",
+            Some(&token),
+            &json!({"downloadCode": file, "robotCode": self.api.id}),
+        )?;
+        let Some(url) = v.get("downloadUrl").and_then(Value::as_str) else {
+            return Err(failure(status, &v, "robot/messageFiles/download"));
+        };
+        let resp = self.api.agent.get(url).call().map_err(|e| {
+            ChannelError::Unavailable(format!("cannot download a DingTalk file: {e}"))
+        })?;
+        super::download::body(resp, "DingTalk")
     }
 }
 
@@ -519,7 +573,16 @@ impl Protocol for Wire {
             }
             Some("SYSTEM") if topic == "disconnect" => out.reconnect = true,
             Some("CALLBACK") => {
-                out.events.push((id.clone(), v.clone()));
+                // The robot message's own id, when it has one: the frame of a message
+                // pushed again may carry a new frame id.
+                let msg_id = v
+                    .get("data")
+                    .and_then(Value::as_str)
+                    .and_then(|d| serde_json::from_str::<Value>(d).ok())
+                    .and_then(|d| d.get("msgId").and_then(Value::as_str).map(str::to_string))
+                    .filter(|m| !m.is_empty())
+                    .map_or_else(|| id.clone(), |m| format!("msg:{m}"));
+                out.events.push((msg_id, v.clone()));
                 out.reply = Some(ack(json!({"response": null})));
             }
             Some("EVENT") => {

@@ -38,9 +38,6 @@ use crate::ws::{self, WebSocket};
 /// Chinese character takes three bytes of it.
 pub const MAX_TEXT: usize = 7000;
 
-/// Files larger than this are not fetched.
-const MAX_FILE: u64 = 20 * 1024 * 1024;
-
 /// The ping interval until the endpoint says otherwise (the official SDKs' default).
 const PING_EVERY: Duration = Duration::from_secs(120);
 
@@ -558,7 +555,7 @@ impl Channel for Feishu {
             "{}/open-apis/im/v1/messages/{message}/resources/{key}?type={kind}",
             self.api.base
         );
-        let mut resp = self
+        let resp = self
             .api
             .agent
             .get(&url)
@@ -567,17 +564,7 @@ impl Channel for Feishu {
             .map_err(|e| {
                 ChannelError::Unavailable(format!("cannot download a Feishu file: {e}"))
             })?;
-        let status = resp.status().as_u16();
-        if status != 200 {
-            return Err(ChannelError::Unavailable(format!(
-                "the Feishu file download answered HTTP {status}"
-            )));
-        }
-        resp.body_mut()
-            .with_config()
-            .limit(MAX_FILE)
-            .read_to_vec()
-            .map_err(|e| ChannelError::Unavailable(format!("cannot read a Feishu file: {e}")))
+        super::download::body(resp, "Feishu")
     }
 }
 

@@ -65,13 +65,26 @@ struct Shared {
     failure: Option<ChannelError>,
 }
 
-/// Stops the reader when the last handle on the link goes.
+/// How long the last handle's drop waits for the reader to close the connection.
+const CLOSE_WAIT: Duration = Duration::from_secs(2);
+
+/// Stops the reader when the last handle on the link goes, and waits a while for it to
+/// close the connection (a channel started again must not find two readers filling its
+/// inbox).
 #[derive(Debug)]
-struct Stop(Arc<AtomicBool>);
+struct Stop {
+    stop: Arc<AtomicBool>,
+    /// Set by the reader when it has ended.
+    ended: Arc<AtomicBool>,
+}
 
 impl Drop for Stop {
     fn drop(&mut self) {
-        self.0.store(true, Ordering::SeqCst);
+        self.stop.store(true, Ordering::SeqCst);
+        let end = Instant::now() + CLOSE_WAIT;
+        while !self.ended.load(Ordering::SeqCst) && Instant::now() < end {
+            std::thread::sleep(Duration::from_millis(20));
+        }
     }
 }
 
@@ -93,6 +106,7 @@ impl Link {
     ) -> Result<Link, ChannelError> {
         let shared = Arc::new(Mutex::new(Shared::default()));
         let stop = Arc::new(AtomicBool::new(false));
+        let ended = Arc::new(AtomicBool::new(false));
         let reader = Reader {
             name,
             inbox: Inbox {
@@ -103,9 +117,13 @@ impl Link {
             stop: Arc::clone(&stop),
             protocol: Box::new(protocol),
         };
+        let done = Arc::clone(&ended);
         std::thread::Builder::new()
             .name(format!("{name}-link"))
-            .spawn(move || reader.run())
+            .spawn(move || {
+                reader.run();
+                done.store(true, Ordering::SeqCst);
+            })
             .map_err(|e| {
                 ChannelError::Unavailable(format!("cannot start the {name} connection: {e}"))
             })?;
@@ -113,7 +131,7 @@ impl Link {
             name,
             store,
             shared,
-            _stop: Arc::new(Stop(stop)),
+            _stop: Arc::new(Stop { stop, ended }),
         })
     }
 
@@ -181,24 +199,23 @@ impl Inbox {
             .map_err(|e| self.unavailable(e))?
             .unwrap_or(1);
         let seq = next.max(acked + 1);
-        self.store
-            .channel_put(
-                &key(self.name, &format!("inbox/{seq:020}")),
-                &json!({"id": id, "event": event}),
-            )
-            .and_then(|()| {
-                self.store
-                    .channel_put(&key(self.name, "inbox-next"), &(seq + 1))
-            })
-            .map_err(|e| self.unavailable(e))?;
+        let event_key = key(self.name, &format!("inbox/{seq:020}"));
+        let next_key = key(self.name, "inbox-next");
+        let mut rows = vec![
+            (event_key.as_str(), json!({"id": id, "event": event})),
+            (next_key.as_str(), json!(seq + 1)),
+        ];
         if !id.is_empty() {
             seen.push(id.to_string());
             let extra = seen.len().saturating_sub(SEEN);
             seen.drain(..extra);
-            self.store
-                .channel_put(&seen_key, &seen)
-                .map_err(|e| self.unavailable(e))?;
+            rows.push((seen_key.as_str(), json!(seen)));
         }
+        // One commit: a process killed here keeps the event and its id, or neither (and
+        // the platform, never answered, pushes it again).
+        self.store
+            .channel_put_all(&rows)
+            .map_err(|e| self.unavailable(e))?;
         Ok(true)
     }
 

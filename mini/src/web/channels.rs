@@ -5,8 +5,9 @@
 //!
 //! Decides the HTTP side only: the JSON shapes, 400 for a body that names no known
 //! platform or lacks what it needs, 404 for a channel that is not configured. What a
-//! channel is and does is `crate::channels`'; a changed setting is used by the next
-//! `serve` start (the running channel threads keep theirs), which `detail` says.
+//! channel is and does is `crate::channels`'; a changed setting starts the channel again
+//! with it within a second (`crate::channels::supervise`), and `detail` says `starting`
+//! until it has connected.
 
 use serde_json::{json, Map, Value};
 
@@ -79,7 +80,7 @@ fn channel_json(state: &State, name: &str) -> Result<Option<Value>, Reply> {
             s["problem"]
                 .as_str()
                 .map(str::to_string)
-                .unwrap_or_else(|| "not started: restart `evolve serve` to start it".into()),
+                .unwrap_or_else(|| "starting".into()),
         ),
         (Some(st), _) if st.ok => ("running", st.detail.clone()),
         (Some(st), _) => ("error", st.detail.clone()),

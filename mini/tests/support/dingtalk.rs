@@ -40,6 +40,11 @@ struct State {
     acked: HashSet<String>,
     socket: Option<TcpStream>,
     sockets_opened: usize,
+    /// Every frame pushed, by its message id.
+    pushed: Vec<(String, Value)>,
+    lose_acks: bool,
+    /// Files a person sent, by download code.
+    files: HashMap<String, Vec<u8>>,
 }
 
 pub struct FakeDingtalk {
@@ -89,29 +94,131 @@ impl FakeDingtalk {
     /// A message from `staff`: in a one-to-one chat, or in group `group` (@mentioning
     /// the robot, as DingTalk only then delivers it). The frame's message id.
     pub fn say(&self, staff: &str, group: Option<&str>, text: &str) -> String {
+        self.message(
+            staff,
+            group,
+            json!({"msgtype": "text", "text": {"content": text}}),
+        )
+    }
+
+    /// A picture from `staff` in a one-to-one chat (its bytes behind a download code).
+    pub fn picture(&self, staff: &str, bytes: &[u8]) -> String {
+        let code = self.file_code(bytes);
+        self.message(
+            staff,
+            None,
+            json!({"msgtype": "picture", "content": {"downloadCode": code, "pictureDownloadCode": "pic-x"}}),
+        )
+    }
+
+    /// A file from `staff` in a one-to-one chat.
+    pub fn file(&self, staff: &str, name: &str, bytes: &[u8]) -> String {
+        let code = self.file_code(bytes);
+        self.message(
+            staff,
+            None,
+            json!({"msgtype": "file", "content": {"downloadCode": code, "fileName": name, "fileId": "f1", "spaceId": "s1"}}),
+        )
+    }
+
+    /// A rich-text message from `staff`: `text`, then a picture.
+    pub fn rich_text(&self, staff: &str, text: &str, bytes: &[u8]) -> String {
+        let code = self.file_code(bytes);
+        self.message(
+            staff,
+            None,
+            json!({"msgtype": "richText", "content": {"richText": [
+                {"text": text},
+                {"type": "picture", "downloadCode": code, "pictureDownloadCode": "pic-y"},
+            ]}}),
+        )
+    }
+
+    /// A message whose download code the platform no longer knows (expired).
+    pub fn expired_file(&self, staff: &str, name: &str) -> String {
+        self.message(
+            staff,
+            None,
+            json!({"msgtype": "file", "content": {"downloadCode": "expired", "fileName": name}}),
+        )
+    }
+
+    fn file_code(&self, bytes: &[u8]) -> String {
+        let mut st = self.shared.lock().unwrap();
+        st.next += 1;
+        let code = format!("dl+/{}=", st.next);
+        st.files.insert(code.clone(), bytes.to_vec());
+        code
+    }
+
+    /// Pushes a robot message whose type-specific fields are `body`.
+    fn message(&self, staff: &str, group: Option<&str>, body: Value) -> String {
         let mid = {
             let mut st = self.shared.lock().unwrap();
             st.next += 1;
             format!("mid{}", st.next)
         };
         let chat = group.unwrap_or(staff);
-        let data = json!({
+        let mut data = json!({
             "conversationId": group.unwrap_or("cidDirect"),
             "conversationType": if group.is_some() { "2" } else { "1" },
             "conversationTitle": if group.is_some() { "Team" } else { "" },
-            "msgId": mid, "senderNick": staff, "senderStaffId": staff, "senderId": format!("$:{staff}"),
-            "chatbotUserId": "bot", "msgtype": "text", "text": {"content": text},
+            "msgId": format!("msg-{mid}"), "senderNick": staff, "senderStaffId": staff, "senderId": format!("$:{staff}"),
+            "chatbotUserId": "bot",
             "sessionWebhook": format!("http://127.0.0.1:{}/hook/{chat}", self.port),
             "sessionWebhookExpiredTime": 4_102_444_800_000i64,
             "isInAtList": true, "robotCode": CLIENT_ID,
         });
-        self.send_text(&json!({
+        for (k, v) in body.as_object().into_iter().flatten() {
+            data[k] = v.clone();
+        }
+        let frame = json!({
             "specVersion": "1.0", "type": "CALLBACK",
             "headers": {"appId": "a", "connectionId": "c", "contentType": "application/json",
                         "messageId": mid, "time": "0", "topic": "/v1.0/im/bot/messages/get"},
             "data": data.to_string(),
-        }));
+        });
+        self.shared
+            .lock()
+            .unwrap()
+            .pushed
+            .push((mid.clone(), frame.clone()));
+        self.send_text(&frame);
         mid
+    }
+
+    /// Pushes the message first pushed as `mid` again, as the platform does when it did
+    /// not hear the acknowledgement: the same robot message (`msgId`) in a frame of a new
+    /// message id (returned).
+    pub fn redeliver(&self, mid: &str) -> String {
+        let mut frame = {
+            let st = self.shared.lock().unwrap();
+            let (_, f) = st
+                .pushed
+                .iter()
+                .find(|(m, _)| m == mid)
+                .expect("a frame pushed before");
+            f.clone()
+        };
+        let again = {
+            let mut st = self.shared.lock().unwrap();
+            st.next += 1;
+            format!("mid{}", st.next)
+        };
+        frame["headers"]["messageId"] = json!(again);
+        self.shared
+            .lock()
+            .unwrap()
+            .pushed
+            .push((again.clone(), frame.clone()));
+        self.send_text(&frame);
+        again
+    }
+
+    /// While on, the client's acknowledgements are lost on the way: the platform pushes
+    /// what it did not hear acknowledged again on the next connection.
+    pub fn lose_acks(&self, on: bool) {
+        self.shared.lock().unwrap().lose_acks = on;
     }
 
     /// A `SYSTEM` ping; its message id.
@@ -145,6 +252,16 @@ impl FakeDingtalk {
     pub fn fail_next(&self, what: &str, fault: Fault) {
         let mut st = self.shared.lock().unwrap();
         st.faults.entry(what.into()).or_default().push_back(fault);
+    }
+
+    pub fn clear_faults(&self) {
+        self.shared.lock().unwrap().faults.clear();
+    }
+
+    /// How many calls of `what` were answered with a queued fault.
+    pub fn faulted(&self, what: &str) -> usize {
+        let st = self.shared.lock().unwrap();
+        st.calls.iter().filter(|(w, f)| w == what && *f).count()
     }
 
     pub fn calls(&self, what: &str) -> usize {
@@ -244,6 +361,11 @@ fn serve(mut conn: TcpStream, shared: &Arc<Mutex<State>>, port: u16) {
             }
             st.socket = Some(conn.try_clone().expect("clone"));
             st.sockets_opened += 1;
+            // What was pushed and not acknowledged comes again on the new connection.
+            let mut c = conn.try_clone().expect("clone");
+            for (_, frame) in st.pushed.iter().filter(|(m, _)| !st.acked.contains(m)) {
+                let _ = write_frame(&mut c, 1, frame.to_string().as_bytes());
+            }
         }
         while let Some((opcode, data)) = read_frame(&mut reader) {
             if opcode == 8 {
@@ -255,7 +377,10 @@ fn serve(mut conn: TcpStream, shared: &Arc<Mutex<State>>, port: u16) {
             let v: Value = serde_json::from_slice(&data).unwrap_or(json!({}));
             if v["code"] == 200 {
                 if let Some(mid) = v["headers"]["messageId"].as_str() {
-                    shared.lock().unwrap().acked.insert(mid.to_string());
+                    let mut st = shared.lock().unwrap();
+                    if !st.lose_acks {
+                        st.acked.insert(mid.to_string());
+                    }
                 }
             }
         }
@@ -272,7 +397,9 @@ fn serve(mut conn: TcpStream, shared: &Arc<Mutex<State>>, port: u16) {
         "/v1.0/gateway/connections/open" => "open",
         "/v1.0/robot/groupMessages/send" => "group",
         "/v1.0/robot/oToMessages/batchSend" => "oto",
+        "/v1.0/robot/messageFiles/download" => "download",
         r if r.starts_with("/hook/") => "hook",
+        r if r.starts_with("/files/") => "file",
         _ => "unknown",
     };
     let mut st = shared.lock().unwrap();
@@ -313,7 +440,36 @@ fn serve(mut conn: TcpStream, shared: &Arc<Mutex<State>>, port: u16) {
             st.said.push((chat, text));
             (200, json!({"errcode": 0, "errmsg": "ok"}))
         }
-        "group" | "oto" if !token_ok => (401, json!({"code": "InvalidAuthentication"})),
+        "group" | "oto" | "download" if !token_ok => {
+            (401, json!({"code": "InvalidAuthentication"}))
+        }
+        "download" if body["robotCode"] != CLIENT_ID => (
+            400,
+            json!({"code": "invalidParameter.robotCode", "message": "robotCode"}),
+        ),
+        "download" => {
+            let code = body["downloadCode"].as_str().unwrap_or("");
+            if st.files.contains_key(code) {
+                let at: String = percent_encode(code);
+                (
+                    200,
+                    json!({"downloadUrl": format!("http://127.0.0.1:{port}/files/{at}")}),
+                )
+            } else {
+                (
+                    400,
+                    json!({"code": "invalidParameter.downloadCode", "message": "downloadCode is expired"}),
+                )
+            }
+        }
+        "file" => {
+            let code = percent_decode(route.trim_start_matches("/files/"));
+            if let Some(bytes) = st.files.get(&code).cloned() {
+                drop(st);
+                return reply(&mut conn, 200, "application/octet-stream", &bytes);
+            }
+            (404, json!({"code": "NotFound"}))
+        }
         "group" | "oto" => {
             let param: Value =
                 serde_json::from_str(body["msgParam"].as_str().unwrap_or("")).unwrap_or_default();
@@ -345,4 +501,34 @@ fn serve(mut conn: TcpStream, shared: &Arc<Mutex<State>>, port: u16) {
         "application/json",
         answer.to_string().as_bytes(),
     );
+}
+
+fn percent_encode(s: &str) -> String {
+    s.bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() || b == b'-' {
+                (b as char).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect()
+}
+
+fn percent_decode(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'%' && i + 2 < b.len() + 1 {
+            if let Ok(v) = u8::from_str_radix(&s[i + 1..(i + 3).min(s.len())], 16) {
+                out.push(v);
+                i += 3;
+                continue;
+            }
+        }
+        out.push(b[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
 }

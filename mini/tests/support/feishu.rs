@@ -63,6 +63,9 @@ struct State {
     files: HashMap<String, Vec<u8>>,
     /// The chat of each message a person wrote (a reply in its thread goes there).
     origins: HashMap<String, String>,
+    /// Every event pushed: its frame's message id and the event.
+    pushed: Vec<(String, Value)>,
+    lose_acks: bool,
 }
 
 /// The running fake.
@@ -113,26 +116,24 @@ impl FakeFeishu {
                        "token": "", "app_id": APP_ID, "tenant_key": "tk"},
             "event": event,
         });
-        let frame = Frame {
-            method: 1,
-            service: 33,
-            headers: vec![
-                ("type".into(), "event".into()),
-                ("message_id".into(), mid.clone()),
-                ("sum".into(), "1".into()),
-                ("seq".into(), "0".into()),
-                ("trace_id".into(), "tr".into()),
-            ],
-            payload: body.to_string().into_bytes(),
-            ..Frame::default()
-        };
+        self.shared
+            .lock()
+            .unwrap()
+            .pushed
+            .push((mid.clone(), body.clone()));
+        self.send_event(&mid, &body);
+        mid
+    }
+
+    fn send_event(&self, mid: &str, body: &Value) {
+        let frame = event_frame(mid, body);
         let end = Instant::now() + Duration::from_secs(20);
         loop {
             {
                 let mut st = self.shared.lock().unwrap();
                 if let Some(sock) = st.socket.as_mut() {
-                    if write_frame(sock, 2, &frame.encode()).is_ok() {
-                        return mid;
+                    if write_frame(sock, 2, &frame).is_ok() {
+                        return;
                     }
                     st.socket = None;
                 }
@@ -143,6 +144,35 @@ impl FakeFeishu {
             );
             std::thread::sleep(Duration::from_millis(50));
         }
+    }
+
+    /// Pushes the event first pushed as `mid` again, as the platform does when it did not
+    /// hear the acknowledgement: the same `event_id` in a frame of a new message id
+    /// (returned).
+    pub fn redeliver(&self, mid: &str) -> String {
+        let body = {
+            let st = self.shared.lock().unwrap();
+            let (_, body) = st
+                .pushed
+                .iter()
+                .find(|(m, _)| m == mid)
+                .expect("an event pushed before");
+            body.clone()
+        };
+        let again = self.id("msg");
+        self.shared
+            .lock()
+            .unwrap()
+            .pushed
+            .push((again.clone(), body.clone()));
+        self.send_event(&again, &body);
+        again
+    }
+
+    /// While on, the client's acknowledgements are lost on the way: the platform pushes
+    /// what it did not hear acknowledged again on the next connection.
+    pub fn lose_acks(&self, on: bool) {
+        self.shared.lock().unwrap().lose_acks = on;
     }
 
     /// A text message from `from` in `chat` (`p2p` when `direct`); `mention` @s the bot.
@@ -390,6 +420,17 @@ fn serve(mut conn: TcpStream, shared: &Arc<Mutex<State>>, port: u16) {
             }
             st.socket = Some(conn.try_clone().expect("clone"));
             st.sockets_opened += 1;
+            // What was pushed and not acknowledged comes again on the new connection.
+            let unacked: Vec<(String, Value)> = st
+                .pushed
+                .iter()
+                .filter(|(m, _)| !st.acked.contains(m))
+                .cloned()
+                .collect();
+            let mut c = conn.try_clone().expect("clone");
+            for (mid, body) in unacked {
+                let _ = write_frame(&mut c, 2, &event_frame(&mid, &body));
+            }
         }
         socket_loop(reader, conn, shared);
         return;
@@ -510,6 +551,24 @@ fn serve(mut conn: TcpStream, shared: &Arc<Mutex<State>>, port: u16) {
     );
 }
 
+/// The data frame of an event pushed with frame message id `mid`.
+fn event_frame(mid: &str, body: &Value) -> Vec<u8> {
+    Frame {
+        method: 1,
+        service: 33,
+        headers: vec![
+            ("type".into(), "event".into()),
+            ("message_id".into(), mid.to_string()),
+            ("sum".into(), "1".into()),
+            ("seq".into(), "0".into()),
+            ("trace_id".into(), "tr".into()),
+        ],
+        payload: body.to_string().into_bytes(),
+        ..Frame::default()
+    }
+    .encode()
+}
+
 /// The server side of the long connection: answers pings, records acknowledgements.
 fn socket_loop(mut reader: BufReader<TcpStream>, conn: TcpStream, shared: &Arc<Mutex<State>>) {
     while let Some((opcode, data)) = read_frame(&mut reader) {
@@ -540,7 +599,10 @@ fn socket_loop(mut reader: BufReader<TcpStream>, conn: TcpStream, shared: &Arc<M
             let said: Value = serde_json::from_slice(&frame.payload).unwrap_or(json!({}));
             if said["code"] == 200 {
                 if let Some(mid) = frame.header("message_id") {
-                    shared.lock().unwrap().acked.insert(mid.to_string());
+                    let mut st = shared.lock().unwrap();
+                    if !st.lose_acks {
+                        st.acked.insert(mid.to_string());
+                    }
                 }
             }
         }

@@ -68,7 +68,32 @@ impl Driver {
         }
     }
 
+    /// Starts the sequence again when the platform's numbering is another's than the
+    /// one the stored offset counts (a new bot token or server).
+    fn follow_numbering(&self) {
+        let Some(now) = self.ch.numbering() else {
+            return;
+        };
+        let store = &self.store().store;
+        let k = key(self.name, "numbering");
+        let before = store.channel_get::<String>(&k).ok().flatten();
+        if before.as_ref().is_some_and(|b| *b != now) {
+            log::info!(
+                "{}: another bot or server than before: its updates are counted from the start",
+                self.name
+            );
+            let _ = store.channel_remove(&key(self.name, "offset"));
+            let _ = store.channel_remove(&key(self.name, "inflight"));
+        }
+        if before.as_ref() != Some(&now) {
+            if let Err(e) = store.channel_put(&k, &now) {
+                log::warn!("{}: cannot record whose updates these are: {e}", self.name);
+            }
+        }
+    }
+
     pub(super) fn run(mut self) {
+        self.follow_numbering();
         let mut backoff = MIN_BACKOFF;
         let mut connected = false;
         let mut failing = false;

@@ -193,6 +193,13 @@ pub trait Channel: Send {
     /// Checks the credentials and opens what must be open (a long connection); says
     /// who the agent is there.
     fn connect(&mut self) -> Result<String, ChannelError>;
+    /// Whose numbering the event sequence follows, when it is the platform's (a bot's
+    /// update ids): another bot or server starts its own, and an offset kept from the
+    /// last one would skip its first events. `None`: the sequence is the store's own
+    /// (an inbox filled from a long connection).
+    fn numbering(&self) -> Option<String> {
+        None
+    }
     /// Whether a sent message can be edited (else an answer is sent once, whole, and
     /// not streamed).
     fn edits(&self) -> bool {

@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use super::link::{Frame, Link, Protocol};
+use super::link::{self, Frame, Link, Protocol};
 use super::{Attachment, Button, Channel, ChannelError, Event, Message, Sender, Sent};
 use crate::config::DingtalkConfig;
 use crate::secret::Secret;
@@ -290,13 +290,6 @@ impl Dingtalk {
             attachments,
         }))
     }
-
-    fn events(&self, stored: Vec<(u64, Value)>) -> Vec<(u64, Option<Event>)> {
-        stored
-            .into_iter()
-            .map(|(seq, v)| (seq, self.event(&v)))
-            .collect()
-    }
 }
 
 /// A rich-text message's parts: the text ones joined, the pictures as images.
@@ -366,35 +359,23 @@ impl Channel for Dingtalk {
 
     fn connect(&mut self) -> Result<String, ChannelError> {
         let who = self.check()?;
-        if self.link.is_none() {
-            let store = self.store.clone().ok_or_else(|| {
-                ChannelError::Unavailable("dingtalk: no store for the long connection".into())
-            })?;
-            let wire = Wire {
-                api: self.api.clone(),
-            };
-            self.link = Some(Link::start("dingtalk", store, wire)?);
-        }
+        let api = self.api.clone();
+        link::start_once(&mut self.link, "dingtalk", self.store.as_ref(), || Wire {
+            api,
+        })?;
         Ok(who)
     }
 
-    fn next(&mut self, after: u64) -> Result<Vec<(u64, Option<Event>)>, ChannelError> {
-        let link = self.link.as_ref().ok_or_else(|| {
-            ChannelError::Unavailable("dingtalk: the long connection is not started".into())
-        })?;
-        let stored = link.next(after)?;
-        Ok(self.events(stored))
+    fn inbox(&self) -> Option<&Link> {
+        self.link.as_ref()
+    }
+
+    fn read(&self, stored: &Value) -> Option<Event> {
+        self.event(stored)
     }
 
     fn watcher(&self) -> Option<Box<dyn Channel>> {
         Some(Box::new(self.clone()))
-    }
-
-    fn peek(&mut self, after: u64) -> Result<Vec<(u64, Option<Event>)>, ChannelError> {
-        match &self.link {
-            Some(link) => Ok(self.events(link.peek(after)?)),
-            None => Ok(Vec::new()),
-        }
     }
 
     fn send(&mut self, chat: &str, text: &str, buttons: &[Button]) -> Result<Sent, ChannelError> {

@@ -27,7 +27,7 @@ use std::time::{Duration, Instant};
 use base64::Engine as _;
 use serde_json::{json, Value};
 
-use super::link::{Frame, Link, Protocol};
+use super::link::{self, Frame, Link, Protocol};
 use super::{Attachment, Button, Channel, ChannelError, Event, Message, Press, Sender, Sent};
 use crate::config::FeishuConfig;
 use crate::secret::Secret;
@@ -418,13 +418,6 @@ impl Feishu {
             attachments,
         })
     }
-
-    fn events(&self, stored: Vec<(u64, Value)>) -> Vec<(u64, Option<Event>)> {
-        stored
-            .into_iter()
-            .map(|(seq, v)| (seq, self.event(&v)))
-            .collect()
-    }
 }
 
 impl Channel for Feishu {
@@ -453,39 +446,27 @@ impl Channel for Feishu {
 
     fn connect(&mut self) -> Result<String, ChannelError> {
         let name = self.check()?;
-        if self.link.is_none() {
-            let protocol = Wire {
-                api: self.api.clone(),
-                service: 0,
-                ping_every: PING_EVERY,
-                last_ping: None,
-                parts: HashMap::new(),
-            };
-            let store = self.store.clone().ok_or_else(|| {
-                ChannelError::Unavailable("feishu: no store for the long connection".into())
-            })?;
-            self.link = Some(Link::start("feishu", store, protocol)?);
-        }
+        let api = self.api.clone();
+        link::start_once(&mut self.link, "feishu", self.store.as_ref(), || Wire {
+            api,
+            service: 0,
+            ping_every: PING_EVERY,
+            last_ping: None,
+            parts: HashMap::new(),
+        })?;
         Ok(name)
     }
 
-    fn next(&mut self, after: u64) -> Result<Vec<(u64, Option<Event>)>, ChannelError> {
-        let link = self.link.as_ref().ok_or_else(|| {
-            ChannelError::Unavailable("feishu: the long connection is not started".into())
-        })?;
-        let stored = link.next(after)?;
-        Ok(self.events(stored))
+    fn inbox(&self) -> Option<&Link> {
+        self.link.as_ref()
+    }
+
+    fn read(&self, stored: &Value) -> Option<Event> {
+        self.event(stored)
     }
 
     fn watcher(&self) -> Option<Box<dyn Channel>> {
         Some(Box::new(self.clone()))
-    }
-
-    fn peek(&mut self, after: u64) -> Result<Vec<(u64, Option<Event>)>, ChannelError> {
-        match &self.link {
-            Some(link) => Ok(self.events(link.peek(after)?)),
-            None => Ok(Vec::new()),
-        }
     }
 
     fn send(&mut self, chat: &str, text: &str, buttons: &[Button]) -> Result<Sent, ChannelError> {

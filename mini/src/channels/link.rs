@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use super::{key, ChannelError, MAX_BACKOFF, MIN_BACKOFF};
+use super::{key, ChannelError, Event, MAX_BACKOFF, MIN_BACKOFF};
 use crate::store::Store;
 use crate::ws::{self, WebSocket};
 
@@ -90,7 +90,7 @@ impl Drop for Stop {
 
 /// The driver's side of a long connection: the inbox and what the reader reports.
 #[derive(Clone)]
-pub(super) struct Link {
+pub struct Link {
     name: &'static str,
     store: Arc<Store>,
     shared: Arc<Mutex<Shared>>,
@@ -99,7 +99,7 @@ pub(super) struct Link {
 
 impl Link {
     /// Starts the reader thread of `protocol` for channel `name`.
-    pub fn start(
+    pub(super) fn start(
         name: &'static str,
         store: Arc<Store>,
         protocol: impl Protocol,
@@ -144,7 +144,7 @@ impl Link {
 
     /// The stored events after `after` (those up to it are acknowledged and dropped),
     /// waiting a while for one; a failure of the connection is returned once.
-    pub fn next(&self, after: u64) -> Result<Vec<(u64, Value)>, ChannelError> {
+    pub(super) fn next(&self, after: u64) -> Result<Vec<(u64, Value)>, ChannelError> {
         let inbox = self.inbox();
         inbox.forget(after);
         let end = Instant::now() + WAIT;
@@ -161,9 +161,61 @@ impl Link {
     }
 
     /// The stored events after `after`, without waiting or dropping any.
-    pub fn peek(&self, after: u64) -> Result<Vec<(u64, Value)>, ChannelError> {
+    pub(super) fn peek(&self, after: u64) -> Result<Vec<(u64, Value)>, ChannelError> {
         self.inbox().after(after)
     }
+}
+
+/// [`super::Channel::next`] of a platform whose events come through `link`: the stored
+/// events after `after`, each read by `read` (`None`: one the agent does not handle).
+pub(super) fn next(
+    link: Option<&Link>,
+    name: &str,
+    after: u64,
+    read: impl Fn(&Value) -> Option<Event>,
+) -> Result<Vec<(u64, Option<Event>)>, ChannelError> {
+    let link = link.ok_or_else(|| {
+        ChannelError::Unavailable(format!("{name}: the long connection is not started"))
+    })?;
+    Ok(read_all(link.next(after)?, read))
+}
+
+/// [`super::Channel::peek`] of a platform whose events come through `link` (none before
+/// it is started).
+pub(super) fn peek(
+    link: Option<&Link>,
+    after: u64,
+    read: impl Fn(&Value) -> Option<Event>,
+) -> Result<Vec<(u64, Option<Event>)>, ChannelError> {
+    match link {
+        Some(link) => Ok(read_all(link.peek(after)?, read)),
+        None => Ok(Vec::new()),
+    }
+}
+
+fn read_all(
+    stored: Vec<(u64, Value)>,
+    read: impl Fn(&Value) -> Option<Event>,
+) -> Vec<(u64, Option<Event>)> {
+    stored.into_iter().map(|(seq, v)| (seq, read(&v))).collect()
+}
+
+/// Starts the reader of channel `name` once (a channel that connects again keeps its
+/// link): `protocol` makes its side of the connection, `store` keeps the inbox (`None`:
+/// a client that only sends cannot).
+pub(super) fn start_once<P: Protocol>(
+    link: &mut Option<Link>,
+    name: &'static str,
+    store: Option<&Arc<Store>>,
+    protocol: impl FnOnce() -> P,
+) -> Result<(), ChannelError> {
+    if link.is_none() {
+        let store = store.ok_or_else(|| {
+            ChannelError::Unavailable(format!("{name}: no store for the long connection"))
+        })?;
+        *link = Some(Link::start(name, Arc::clone(store), protocol())?);
+    }
+    Ok(())
 }
 
 /// The events stored between the reader and the driver.

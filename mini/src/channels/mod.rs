@@ -212,8 +212,21 @@ pub trait Channel: Send {
     }
     /// Waits for the events after sequence `after` (a long poll, or the next frames of a
     /// connection). An event the agent does not handle comes as `None`, to be
-    /// acknowledged all the same.
-    fn next(&mut self, after: u64) -> Result<Vec<(u64, Option<Event>)>, ChannelError>;
+    /// acknowledged all the same. By default: those of the long connection's inbox
+    /// ([`Channel::inbox`]), each read by [`Channel::read`].
+    fn next(&mut self, after: u64) -> Result<Vec<(u64, Option<Event>)>, ChannelError> {
+        link::next(self.inbox(), self.name(), after, |v| self.read(v))
+    }
+    /// The long connection whose inbox brings this platform's events, once connected
+    /// (`None`: a platform that polls, or one not connected yet).
+    fn inbox(&self) -> Option<&link::Link> {
+        None
+    }
+    /// One event of the inbox, as the platform stored it; `None` for what the agent does
+    /// not handle.
+    fn read(&self, _stored: &serde_json::Value) -> Option<Event> {
+        None
+    }
     /// Sends Markdown `text` to `chat` (`CHAT` or `CHAT/THREAD`, see [`Message::place`]),
     /// with buttons under it.
     fn send(&mut self, chat: &str, text: &str, buttons: &[Button]) -> Result<Sent, ChannelError>;
@@ -236,8 +249,8 @@ pub trait Channel: Send {
     }
     /// The events after `after` that have arrived, without waiting and without
     /// acknowledging any (`after` must not pass what was acknowledged).
-    fn peek(&mut self, _after: u64) -> Result<Vec<(u64, Option<Event>)>, ChannelError> {
-        Ok(Vec::new())
+    fn peek(&mut self, after: u64) -> Result<Vec<(u64, Option<Event>)>, ChannelError> {
+        link::peek(self.inbox(), after, |v| self.read(v))
     }
 }
 

@@ -20,14 +20,15 @@ const BUDGET_KIB: u64 = 6 * 1024;
 /// How long the server sits idle before it is measured.
 const IDLE: Duration = Duration::from_secs(4);
 
-fn vm_rss_kib(s: &Server) -> u64 {
+/// A `kB` figure of the server's `/proc/PID/status` (`VmRSS`, `RssAnon`).
+fn status_kib(s: &Server, field: &str) -> u64 {
     let status = std::fs::read_to_string(format!("/proc/{}/status", s.child.id()))
         .expect("the server's /proc status");
     status
         .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .expect("VmRSS")
+        .unwrap_or_else(|| panic!("no {field} in {status}"))
 }
 
 fn running(s: &Server) -> usize {
@@ -47,7 +48,7 @@ fn three_connected_channels_add_little_to_an_idle_server() {
     let s = Server::start(&alone, &[]);
     assert_eq!(s.get("/health").status, 200);
     std::thread::sleep(IDLE);
-    let base = vm_rss_kib(&s);
+    let (base, base_anon) = (status_kib(&s, "VmRSS"), status_kib(&s, "RssAnon"));
     drop(s);
 
     let w = World::new("rss-channels");
@@ -80,12 +81,12 @@ fn three_connected_channels_add_little_to_an_idle_server() {
         std::thread::sleep(Duration::from_millis(100));
     }
     std::thread::sleep(IDLE);
-    let with = vm_rss_kib(&s);
+    let (with, anon) = (status_kib(&s, "VmRSS"), status_kib(&s, "RssAnon"));
     assert!(w.main_requests().is_empty());
     let delta = with.saturating_sub(base);
     println!(
-        "channels-rss: idle VmRSS of evolve serve: alone {base} KiB, with telegram + feishu + \
-         dingtalk connected {with} KiB (+{delta} KiB)"
+        "channels-rss: idle VmRSS of evolve serve: alone {base} KiB ({base_anon} anon), with \
+         telegram + feishu + dingtalk connected {with} KiB ({anon} anon): +{delta} KiB"
     );
     assert!(
         delta <= BUDGET_KIB,

@@ -10,14 +10,13 @@
 //! person, a `cid…` conversation for a group). Faults are queued per call.
 
 use std::collections::{HashMap, HashSet, VecDeque};
-use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use super::feishu::{base64, read_frame, sha1, write_frame};
+use super::loopback::{accept_websocket, read_frame, reply, write_frame, Request};
 
 pub const CLIENT_ID: &str = "dingtestapp";
 pub const CLIENT_SECRET: &str = "ding-SECRET-value";
@@ -306,52 +305,16 @@ impl FakeDingtalk {
     }
 }
 
-fn reply(conn: &mut TcpStream, status: u16, content_type: &str, body: &[u8]) {
-    let head = format!(
-        "HTTP/1.1 {status} X\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-        body.len()
-    );
-    let _ = conn.write_all(head.as_bytes());
-    let _ = conn.write_all(body);
-}
-
 fn serve(mut conn: TcpStream, shared: &Arc<Mutex<State>>, port: u16) {
-    let mut reader = BufReader::new(conn.try_clone().expect("clone"));
-    let mut line = String::new();
-    if reader.read_line(&mut line).is_err() {
+    let Some(mut req) = Request::read(&conn) else {
         return;
-    }
-    let path = line.split_whitespace().nth(1).unwrap_or("").to_string();
-    let mut length = 0usize;
-    let mut headers = HashMap::new();
-    loop {
-        let mut h = String::new();
-        if reader.read_line(&mut h).is_err() || h == "\r\n" || h.is_empty() {
-            break;
-        }
-        if let Some((k, v)) = h.split_once(':') {
-            headers.insert(k.trim().to_ascii_lowercase(), v.trim().to_string());
-            if k.eq_ignore_ascii_case("content-length") {
-                length = v.trim().parse().unwrap_or(0);
-            }
-        }
-    }
-    if let Some(query) = path.strip_prefix("/connect?") {
+    };
+    if let Some(query) = req.path.strip_prefix("/connect?") {
         // The ticket must come back as it was given (percent-encoded in the query).
         if query != "ticket=tk%2B%2F1%3D" {
             return reply(&mut conn, 401, "text/plain", b"bad ticket");
         }
-        let key = headers
-            .get("sec-websocket-key")
-            .cloned()
-            .unwrap_or_default();
-        let accept = base64(&sha1(
-            format!("{key}258EAFA5-E914-47DA-95CA-C5AB0DC85B11").as_bytes(),
-        ));
-        let head = format!(
-            "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: {accept}\r\n\r\n"
-        );
-        if conn.write_all(head.as_bytes()).is_err() {
+        if !accept_websocket(&mut conn, &req) {
             return;
         }
         {
@@ -367,7 +330,7 @@ fn serve(mut conn: TcpStream, shared: &Arc<Mutex<State>>, port: u16) {
                 let _ = write_frame(&mut c, 1, frame.to_string().as_bytes());
             }
         }
-        while let Some((opcode, data)) = read_frame(&mut reader) {
+        while let Some((opcode, data)) = read_frame(&mut req.reader) {
             if opcode == 8 {
                 break;
             }
@@ -386,12 +349,11 @@ fn serve(mut conn: TcpStream, shared: &Arc<Mutex<State>>, port: u16) {
         }
         return;
     }
-    let mut body = vec![0u8; length];
-    if reader.read_exact(&mut body).is_err() {
+    let Some(body) = req.body() else {
         return;
-    }
+    };
     let body: Value = serde_json::from_slice(&body).unwrap_or(json!({}));
-    let route = path.split('?').next().unwrap_or("").to_string();
+    let route = req.route().to_string();
     let what = match route.as_str() {
         "/v1.0/oauth2/accessToken" => "token",
         "/v1.0/gateway/connections/open" => "open",
@@ -417,10 +379,7 @@ fn serve(mut conn: TcpStream, shared: &Arc<Mutex<State>>, port: u16) {
         Some(Fault::Garbage) => return reply(&mut conn, 200, "text/html", b"<html>gw</html>"),
         None => {}
     }
-    let token_ok = headers
-        .get("x-acs-dingtalk-access-token")
-        .map(String::as_str)
-        == Some("at-1");
+    let token_ok = req.header("x-acs-dingtalk-access-token") == Some("at-1");
     let (status, answer) = match what {
         "token" if body["appKey"] == CLIENT_ID && body["appSecret"] == CLIENT_SECRET => {
             (200, json!({"accessToken": "at-1", "expireIn": 7200}))

@@ -343,18 +343,19 @@ fn the_channels_api_lists_writes_tests_pairs_and_never_returns_a_secret() {
         serde_json::json!([])
     );
 
-    // A new channel's settings go to config.toml (0600), the secret never back.
+    // A new channel's settings go to config.toml (0600), the secret never back; the
+    // running server starts it (here against a closed loopback port).
     let put = s.request(
         "PUT",
         "/v1/channels/dingtalk",
         &[("Content-Type", "application/json")],
-        r#"{"kind":"dingtalk","client_id":"dingapp","client_secret":"DT-SECRET-1"}"#,
+        r#"{"kind":"dingtalk","client_id":"dingapp","client_secret":"DT-SECRET-1","base_url":"http://127.0.0.1:9"}"#,
     );
     assert_eq!(put.status, 200, "{}", put.error_message());
     let body = put.json();
     assert_eq!(
         (body["secret_set"].clone(), body["status"].clone()),
-        (true.into(), "stopped".into())
+        (true.into(), "starting".into())
     );
     assert!(!body.to_string().contains("DT-SECRET-1"));
     let file = std::fs::read_to_string(w.config_path()).expect("config");

@@ -434,6 +434,8 @@ fn kill_9_mid_turn_finishes_the_same_card_once_and_an_event_pushed_again_is_not_
     fs.lose_acks(true);
     let mid = fs.say(DM, true, ANN, "tell me a story", false);
     let (card, _, _) = fs.wait_for(DM, 20, |m| m.1.starts_with("Partial"));
+    // The card's id reaches the store a moment after the platform has the card.
+    std::thread::sleep(Duration::from_millis(500));
     drop(s); // SIGKILL mid-turn
     fs.lose_acks(false);
     w.fake.push(Reply::text("The whole story."));

@@ -213,3 +213,175 @@ fn a_dingtalk_voice_message_without_recognition_is_declined_plainly_and_acknowle
     dt.say(ANN, None, "ok, typing");
     dt.wait_for(ANN, 20, |t| t == "Typed is fine.");
 }
+
+fn turns(w: &World) -> Vec<serde_json::Value> {
+    let v = w.run(&["sessions", "list", "--json"]).expect(0).json();
+    v.as_array().cloned().unwrap_or_default()
+}
+
+/// Waits until the model has been asked `n` times.
+fn wait_asked(w: &World, n: usize) {
+    let end = Instant::now() + Duration::from_secs(20);
+    while w.main_requests().len() < n {
+        assert!(Instant::now() < end, "the model was not asked");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn kill_9_mid_turn_answers_once_and_a_message_pushed_again_is_not_answered_twice() {
+    let (w, dt) = setup("dt-kill", true, "");
+    let s = Server::start(&w, &[]);
+    w.fake.push(Reply::TextThenHang(
+        "Partial".into(),
+        Duration::from_secs(60),
+    ));
+    // The acknowledgement is lost on the way: the platform pushes the message again on
+    // the next connection, beside the copy evolve stored.
+    dt.lose_acks(true);
+    let mid = dt.say(ANN, None, "tell me a story");
+    wait_asked(&w, 1);
+    drop(s); // SIGKILL mid-turn
+    assert!(dt.chat(ANN).is_empty(), "{:#?}", dt.chat(ANN));
+    dt.lose_acks(false);
+    w.fake.push(Reply::text("The whole story."));
+    let s = Server::start(&w, &[]);
+    dt.wait_for(ANN, 30, |t| t == "The whole story.");
+    dt.wait_acked(&mid, 10);
+    // Pushed once more after the answer (an acknowledgement lost again): kept once.
+    let again = dt.redeliver(&mid);
+    dt.wait_acked(&again, 10);
+    std::thread::sleep(Duration::from_secs(3));
+    assert_eq!(dt.chat(ANN), vec!["The whole story.".to_string()]);
+    assert_eq!(
+        w.main_requests().len(),
+        2,
+        "asked again for the same message"
+    );
+    let list = turns(&w);
+    assert_eq!(list.len(), 1, "{list:#?}");
+    assert_eq!(list[0]["turns"], 1, "{list:#?}");
+    let log = drain(&s);
+    assert!(log.contains("came again; kept once"), "{log}");
+}
+
+#[test]
+fn kill_9_after_the_turn_is_stored_delivers_the_stored_answer_without_asking_again() {
+    let (w, dt) = setup("dt-kill-stored", true, "");
+    let s = Server::start(&w, &[]);
+    for _ in 0..50 {
+        dt.fail_next("hook", Fault::Status500);
+    }
+    w.fake.push(Reply::text("Stored, then delivered."));
+    let mid = dt.say(ANN, Some(GROUP), "brief me");
+    // The delivery is being retried: the turn is stored.
+    let end = Instant::now() + Duration::from_secs(30);
+    while dt.faulted("hook") < 3 {
+        assert!(Instant::now() < end, "no delivery attempts");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    drop(s);
+    dt.clear_faults();
+    let _s = Server::start(&w, &[]);
+    dt.wait_for(GROUP, 30, |t| t == "Stored, then delivered.");
+    dt.wait_acked(&mid, 10);
+    let again = dt.redeliver(&mid);
+    dt.wait_acked(&again, 10);
+    std::thread::sleep(Duration::from_secs(2));
+    assert_eq!(dt.chat(GROUP).len(), 1, "{:#?}", dt.chat(GROUP));
+    assert_eq!(w.main_requests().len(), 1, "asked the model again");
+}
+
+#[test]
+fn a_message_pushed_twice_while_its_turn_runs_is_answered_once() {
+    let (w, dt) = setup("dt-twice", true, "");
+    let _s = Server::start(&w, &[]);
+    w.fake.push(Reply::Delay(
+        Duration::from_secs(3),
+        Box::new(Reply::text("Slow answer.")),
+    ));
+    let mid = dt.say(ANN, None, "take your time");
+    wait_asked(&w, 1);
+    let again = dt.redeliver(&mid);
+    dt.wait_acked(&again, 10);
+    dt.wait_for(ANN, 30, |t| t == "Slow answer.");
+    std::thread::sleep(Duration::from_secs(3));
+    assert_eq!(dt.chat(ANN).len(), 1, "{:#?}", dt.chat(ANN));
+    assert_eq!(w.main_requests().len(), 1);
+}
+
+/// A PNG of one pixel.
+const PNG: &[u8] = &[
+    0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A, 0x00, 0x00, 0x00, 0x0D, 0x49, 0x48, 0x44, 0x52,
+    0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x01, 0x08, 0x06, 0x00, 0x00, 0x00, 0x1F, 0x15, 0xC4,
+    0x89, 0x00, 0x00, 0x00, 0x0A, 0x49, 0x44, 0x41, 0x54, 0x78, 0x9C, 0x63, 0x00, 0x01, 0x00, 0x00,
+    0x05, 0x00, 0x01, 0x0D, 0x0A, 0x2D, 0xB4, 0x00, 0x00, 0x00, 0x00, 0x49, 0x45, 0x4E, 0x44, 0xAE,
+    0x42, 0x60, 0x82,
+];
+
+fn last_request(w: &World) -> String {
+    w.main_requests()
+        .last()
+        .cloned()
+        .expect("a request")
+        .to_string()
+}
+
+#[test]
+fn a_picture_goes_to_the_model_and_a_file_to_the_workspace() {
+    let (w, dt) = setup("dt-files", true, "");
+    let _s = Server::start(&w, &[]);
+    w.fake.push(Reply::text("A single pixel."));
+    dt.picture(ANN, PNG);
+    dt.wait_for(ANN, 20, |t| t == "A single pixel.");
+    let req = last_request(&w);
+    assert!(req.contains("data:image/png;base64,iVBORw0KGgo"), "{req}");
+    assert_eq!(dt.calls("download"), 1);
+
+    w.fake.push(Reply::text("Noted."));
+    dt.file(ANN, "my notes.txt", b"remember the milk");
+    dt.wait_for(ANN, 20, |t| t == "Noted.");
+    let saved = w.workspace().join("dingtalk").join("my_notes.txt");
+    assert_eq!(std::fs::read(&saved).expect("saved"), b"remember the milk");
+    assert!(last_request(&w).contains("dingtalk/my_notes.txt"));
+    // The same name again is kept beside it.
+    w.fake.push(Reply::text("Noted again."));
+    dt.file(ANN, "my notes.txt", b"second");
+    dt.wait_for(ANN, 20, |t| t == "Noted again.");
+    let second = w.workspace().join("dingtalk").join("2-my_notes.txt");
+    assert_eq!(std::fs::read(second).expect("saved"), b"second");
+}
+
+#[test]
+fn rich_text_brings_its_words_and_its_pictures_together() {
+    let (w, dt) = setup("dt-rich", true, "");
+    let _s = Server::start(&w, &[]);
+    w.fake.push(Reply::text("A pixel, as you said."));
+    dt.rich_text(ANN, "what is this?", PNG);
+    dt.wait_for(ANN, 20, |t| t == "A pixel, as you said.");
+    let req = last_request(&w);
+    assert!(req.contains("what is this?"), "{req}");
+    assert!(req.contains("data:image/png;base64,iVBORw0KGgo"), "{req}");
+}
+
+#[test]
+fn a_file_that_cannot_be_taken_is_said_plainly_and_reaches_no_model() {
+    let (w, dt) = setup("dt-file-fail", true, "");
+    let _s = Server::start(&w, &[]);
+    let mid = dt.expired_file(ANN, "report.pdf");
+    let said = dt.wait_for(ANN, 20, |t| {
+        t.contains("could not take the file report.pdf")
+    });
+    assert!(said.contains("expired"), "{said}");
+    dt.wait_acked(&mid, 10);
+    // Larger than a chat file may be: refused before it is read.
+    let big = vec![0u8; 21 * 1024 * 1024];
+    dt.file(ANN, "big.bin", &big);
+    let said = dt.wait_for(ANN, 30, |t| t.contains("could not take the file big.bin"));
+    assert!(said.contains("larger than the 20 MB"), "{said}");
+    assert!(!w.workspace().join("dingtalk").join("big.bin").exists());
+    assert!(
+        w.main_requests().is_empty(),
+        "a message with nothing usable reached the model"
+    );
+}

@@ -343,18 +343,19 @@ fn the_channels_api_lists_writes_tests_pairs_and_never_returns_a_secret() {
         serde_json::json!([])
     );
 
-    // A new channel's settings go to config.toml (0600), the secret never back.
+    // A new channel's settings go to config.toml (0600), the secret never back; the
+    // running server starts it (here against a closed loopback port).
     let put = s.request(
         "PUT",
         "/v1/channels/dingtalk",
         &[("Content-Type", "application/json")],
-        r#"{"kind":"dingtalk","client_id":"dingapp","client_secret":"DT-SECRET-1"}"#,
+        r#"{"kind":"dingtalk","client_id":"dingapp","client_secret":"DT-SECRET-1","base_url":"http://127.0.0.1:9"}"#,
     );
     assert_eq!(put.status, 200, "{}", put.error_message());
     let body = put.json();
     assert_eq!(
         (body["secret_set"].clone(), body["status"].clone()),
-        (true.into(), "stopped".into())
+        (true.into(), "starting".into())
     );
     assert!(!body.to_string().contains("DT-SECRET-1"));
     let file = std::fs::read_to_string(w.config_path()).expect("config");
@@ -483,4 +484,97 @@ fn a_feishu_voice_message_without_a_model_or_with_a_failing_server_is_declined_p
         1,
         "the note was fetched once"
     );
+}
+
+fn sessions(w: &World) -> Vec<serde_json::Value> {
+    let v = w.run(&["sessions", "list", "--json"]).expect(0).json();
+    v.as_array().cloned().unwrap_or_default()
+}
+
+#[test]
+fn kill_9_mid_turn_finishes_the_same_card_once_and_an_event_pushed_again_is_not_answered_twice() {
+    let (w, fs) = setup("fs-kill", true, "");
+    w.fake.set_chunk_chars(1000);
+    let s = Server::start(&w, &[]);
+    w.fake.push(Reply::TextThenHang(
+        "Partial answer".into(),
+        Duration::from_secs(60),
+    ));
+    // The acknowledgement is lost on the way: the platform pushes the event again on the
+    // next connection, beside the copy evolve stored.
+    fs.lose_acks(true);
+    let mid = fs.say(DM, true, ANN, "tell me a story", false);
+    let (card, _, _) = fs.wait_for(DM, 20, |m| m.1.starts_with("Partial"));
+    // The card's id reaches the store a moment after the platform has the card.
+    std::thread::sleep(Duration::from_millis(500));
+    drop(s); // SIGKILL mid-turn
+    fs.lose_acks(false);
+    w.fake.push(Reply::text("The whole story."));
+    let s = Server::start(&w, &[]);
+    fs.wait_for(DM, 30, |m| m.1 == "The whole story.");
+    fs.wait_acked(&mid, 10);
+    // Pushed once more after the answer (its event id the same): kept once.
+    let again = fs.redeliver(&mid);
+    fs.wait_acked(&again, 10);
+    std::thread::sleep(Duration::from_secs(3));
+    let cards = fs.chat(DM);
+    assert_eq!(cards.len(), 1, "doubled: {cards:#?}");
+    assert_eq!(cards[0].0, card, "the answer went into a new card");
+    assert_eq!(w.main_requests().len(), 2, "asked again for the same event");
+    let list = sessions(&w);
+    assert_eq!(list.len(), 1, "{list:#?}");
+    assert_eq!(list[0]["turns"], 1, "{list:#?}");
+    let log = drain(&s);
+    assert!(log.contains("came again; kept once"), "{log}");
+}
+
+#[test]
+fn kill_9_after_the_turn_is_stored_delivers_the_stored_answer_without_asking_again() {
+    let (w, fs) = setup("fs-kill-stored", true, "");
+    let s = Server::start(&w, &[]);
+    for _ in 0..50 {
+        fs.fail_next("send", Fault::Status500);
+    }
+    w.fake.push(Reply::text("Stored, then delivered."));
+    let mid = fs.say(GROUP, false, ANN, "brief me", true);
+    let end = Instant::now() + Duration::from_secs(30);
+    while fs
+        .calls()
+        .iter()
+        .filter(|c| c.what == "send" && c.faulted)
+        .count()
+        < 3
+    {
+        assert!(Instant::now() < end, "no delivery attempts");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    drop(s);
+    fs.clear_faults();
+    let _s = Server::start(&w, &[]);
+    fs.wait_for(GROUP, 30, |m| m.1 == "Stored, then delivered.");
+    fs.wait_acked(&mid, 10);
+    let again = fs.redeliver(&mid);
+    fs.wait_acked(&again, 10);
+    std::thread::sleep(Duration::from_secs(2));
+    assert_eq!(fs.chat(GROUP).len(), 1, "{:#?}", fs.chat(GROUP));
+    assert_eq!(w.main_requests().len(), 1, "asked the model again");
+}
+
+#[test]
+fn a_button_press_pushed_twice_settles_the_question_once() {
+    let (w, fs) = setup("fs-press-twice", true, "");
+    let _s = Server::start(&w, &[]);
+    w.fake
+        .push(tool_call("write_file", r#"{"path":"a.txt","content":"x"}"#));
+    w.fake.push(Reply::text("Wrote a.txt."));
+    fs.say(DM, true, ANN, "write a.txt", false);
+    let (q, _, buttons) = fs.wait_for(DM, 20, |m| !m.2.is_empty());
+    let press = fs.press(&q, ANN, &buttons[0]);
+    let again = fs.redeliver(&press);
+    fs.wait_acked(&again, 10);
+    fs.wait_for(DM, 20, |m| m.1 == "Wrote a.txt.");
+    std::thread::sleep(Duration::from_secs(2));
+    let done = fs.chat(DM).iter().filter(|m| m.1 == "Wrote a.txt.").count();
+    assert_eq!(done, 1, "{:#?}", fs.chat(DM));
+    assert_eq!(w.main_requests().len(), 2);
 }

@@ -9,7 +9,7 @@ import { h } from './md.js';
 Object.assign(I18N.en, {
   chanHint: 'Talk to Evolve from Telegram, Feishu/Lark or DingTalk. A stranger who writes to the bot gets a pairing code and nothing else until you approve it here.',
   chanNone: 'No channel yet: add one below.', chanMissing: 'Channels are not available in this build of Evolve (the server has no /v1/channels).',
-  chan_running: 'running', chan_stopped: 'stopped', chan_error: 'error',
+  chan_running: 'running', chan_stopped: 'stopped', chan_error: 'error', chan_starting: 'starting',
   chanKind: 'Platform', chanName: 'Name', chanBaseUrl: 'API address', chanBaseHint: 'Empty: {0}',
   chanToken: 'Bot token', chanAppId: 'App ID', chanAppSecret: 'App secret', chanClientId: 'Client ID (AppKey)', chanClientSecret: 'Client secret (AppSecret)',
   chanSecretSet: 'set — leave empty to keep it', chanSecretIs: 'set', chanSecretNone: 'not set',
@@ -24,7 +24,7 @@ Object.assign(I18N.en, {
 Object.assign(I18N.zh, {
   chanHint: '在 Telegram、飞书/Lark 或钉钉里与 Evolve 对话。陌生人给机器人发消息只会收到一个配对码，在这里批准之前什么也得不到。',
   chanNone: '还没有渠道：在下面添加一个。', chanMissing: '这个版本的 Evolve 不支持渠道（服务器没有 /v1/channels）。',
-  chan_running: '运行中', chan_stopped: '已停止', chan_error: '出错',
+  chan_running: '运行中', chan_stopped: '已停止', chan_error: '出错', chan_starting: '启动中',
   chanKind: '平台', chanName: '名称', chanBaseUrl: 'API 地址', chanBaseHint: '留空：{0}',
   chanToken: '机器人令牌', chanAppId: 'App ID', chanAppSecret: 'App Secret', chanClientId: 'Client ID（AppKey）', chanClientSecret: 'Client Secret（AppSecret）',
   chanSecretSet: '已设置——留空则保留', chanSecretIs: '已设置', chanSecretNone: '未设置',
@@ -65,6 +65,11 @@ export async function loadChannels() {
   const list = data.channels || [];
   box.replaceChildren(...list.map(channelCard));
   if (!list.length) box.append(ht('p', 'mut', 'chanNone'));
+  // A channel just saved starts on the server within a second or two: shown once it has.
+  if (list.some(c => c.status === 'starting')) {
+    clearTimeout(loadChannels.again);
+    loadChannels.again = setTimeout(() => { if (box.isConnected) loadChannels().catch(() => {}); }, 1500);
+  }
 }
 
 function channelCard(c) {

@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use super::link::{Frame, Link, Protocol};
+use super::link::{self, Frame, Link, Protocol};
 use super::{Attachment, Button, Channel, ChannelError, Event, Message, Sender, Sent};
 use crate::config::DingtalkConfig;
 use crate::secret::Secret;
@@ -221,6 +221,10 @@ impl Dingtalk {
                 hooks.insert(chat.clone(), (hook.to_string(), until));
             }
         }
+        let content = |field: &str| {
+            data.pointer(&format!("/content/{field}"))
+                .and_then(Value::as_str)
+        };
         let (text, attachments) = match data.get("msgtype").and_then(Value::as_str) {
             Some("text") => (
                 data.pointer("/text/content")
@@ -230,6 +234,23 @@ impl Dingtalk {
                     .to_string(),
                 Vec::new(),
             ),
+            Some("picture") => {
+                let code = content("downloadCode").or_else(|| content("pictureDownloadCode"))?;
+                (
+                    String::new(),
+                    vec![Attachment::Image {
+                        file: code.to_string(),
+                    }],
+                )
+            }
+            Some("file") => (
+                String::new(),
+                vec![Attachment::File {
+                    file: content("downloadCode")?.to_string(),
+                    name: content("fileName").unwrap_or("file").to_string(),
+                }],
+            ),
+            Some("richText") => rich_text(data.pointer("/content/richText")?),
             // A recognised voice note is the sender's words already; the audio itself
             // is not downloaded (this client fetches no DingTalk files).
             Some("audio") => (
@@ -271,13 +292,29 @@ impl Dingtalk {
             attachments,
         }))
     }
+}
 
-    fn events(&self, stored: Vec<(u64, Value)>) -> Vec<(u64, Option<Event>)> {
-        stored
-            .into_iter()
-            .map(|(seq, v)| (seq, self.event(&v)))
-            .collect()
+/// A rich-text message's parts: the text ones joined, the pictures as images.
+fn rich_text(parts: &Value) -> (String, Vec<Attachment>) {
+    let mut text = String::new();
+    let mut images = Vec::new();
+    for part in parts.as_array().into_iter().flatten() {
+        if let Some(t) = part.get("text").and_then(Value::as_str) {
+            text.push_str(t);
+        }
+        let code = part
+            .get("downloadCode")
+            .or_else(|| part.get("pictureDownloadCode"))
+            .and_then(Value::as_str);
+        if let Some(code) =
+            code.filter(|_| part.get("type").and_then(Value::as_str) == Some("picture"))
+        {
+            images.push(Attachment::Image {
+                file: code.to_string(),
+            });
+        }
     }
+    (text.trim().to_string(), images)
 }
 
 /// The Markdown message, with the words that answer a question under it.
@@ -324,35 +361,23 @@ impl Channel for Dingtalk {
 
     fn connect(&mut self) -> Result<String, ChannelError> {
         let who = self.check()?;
-        if self.link.is_none() {
-            let store = self.store.clone().ok_or_else(|| {
-                ChannelError::Unavailable("dingtalk: no store for the long connection".into())
-            })?;
-            let wire = Wire {
-                api: self.api.clone(),
-            };
-            self.link = Some(Link::start("dingtalk", store, wire)?);
-        }
+        let api = self.api.clone();
+        link::start_once(&mut self.link, "dingtalk", self.store.as_ref(), || Wire {
+            api,
+        })?;
         Ok(who)
     }
 
-    fn next(&mut self, after: u64) -> Result<Vec<(u64, Option<Event>)>, ChannelError> {
-        let link = self.link.as_ref().ok_or_else(|| {
-            ChannelError::Unavailable("dingtalk: the long connection is not started".into())
-        })?;
-        let stored = link.next(after)?;
-        Ok(self.events(stored))
+    fn inbox(&self) -> Option<&Link> {
+        self.link.as_ref()
+    }
+
+    fn read(&self, stored: &Value) -> Option<Event> {
+        self.event(stored)
     }
 
     fn watcher(&self) -> Option<Box<dyn Channel>> {
         Some(Box::new(self.clone()))
-    }
-
-    fn peek(&mut self, after: u64) -> Result<Vec<(u64, Option<Event>)>, ChannelError> {
-        match &self.link {
-            Some(link) => Ok(self.events(link.peek(after)?)),
-            None => Ok(Vec::new()),
-        }
     }
 
     fn send(&mut self, chat: &str, text: &str, buttons: &[Button]) -> Result<Sent, ChannelError> {
@@ -419,10 +444,21 @@ impl Channel for Dingtalk {
         Ok(())
     }
 
-    fn fetch(&mut self, _file: &str) -> Result<Vec<u8>, ChannelError> {
-        Err(ChannelError::Refused(
-            "DingTalk files are not fetched by this build".into(),
-        ))
+    fn fetch(&mut self, file: &str) -> Result<Vec<u8>, ChannelError> {
+        // The message's download code is traded for a short-lived address.
+        let token = self.token()?;
+        let (status, v) = self.api.post(
+            "/v1.0/robot/messageFiles/download",
+            Some(&token),
+            &json!({"downloadCode": file, "robotCode": self.api.id}),
+        )?;
+        let Some(url) = v.get("downloadUrl").and_then(Value::as_str) else {
+            return Err(failure(status, &v, "robot/messageFiles/download"));
+        };
+        let resp = self.api.agent.get(url).call().map_err(|e| {
+            ChannelError::Unavailable(format!("cannot download a DingTalk file: {e}"))
+        })?;
+        super::download::body(resp, "DingTalk")
     }
 }
 
@@ -520,7 +556,16 @@ impl Protocol for Wire {
             }
             Some("SYSTEM") if topic == "disconnect" => out.reconnect = true,
             Some("CALLBACK") => {
-                out.events.push((id.clone(), v.clone()));
+                // The robot message's own id, when it has one: the frame of a message
+                // pushed again may carry a new frame id.
+                let msg_id = v
+                    .get("data")
+                    .and_then(Value::as_str)
+                    .and_then(|d| serde_json::from_str::<Value>(d).ok())
+                    .and_then(|d| d.get("msgId").and_then(Value::as_str).map(str::to_string))
+                    .filter(|m| !m.is_empty())
+                    .map_or_else(|| id.clone(), |m| format!("msg:{m}"));
+                out.events.push((msg_id, v.clone()));
                 out.reply = Some(ack(json!({"response": null})));
             }
             Some("EVENT") => {

@@ -2,6 +2,7 @@
 //! (a stranger's, a command, a button press, a message for a turn), and acknowledges it.
 //! The turn itself and the delivery of its answer are in `turn`.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -27,10 +28,17 @@ pub(super) struct Driver {
     pub(super) owner: Option<String>,
     /// The `/stop` that stopped a running turn (answered when its turn comes).
     pub(super) stopped_by: Arc<std::sync::atomic::AtomicU64>,
+    /// Set when this channel is to stop (its settings changed or it was removed).
+    stop: Arc<AtomicBool>,
 }
 
 impl Driver {
-    pub(super) fn new(host: Arc<dyn Host>, ch: Box<dyn Channel>, owner: Option<String>) -> Driver {
+    pub(super) fn new(
+        host: Arc<dyn Host>,
+        ch: Box<dyn Channel>,
+        owner: Option<String>,
+        stop: Arc<AtomicBool>,
+    ) -> Driver {
         let name = ch.name();
         Driver {
             host,
@@ -38,7 +46,14 @@ impl Driver {
             name,
             owner,
             stopped_by: Arc::new(std::sync::atomic::AtomicU64::new(0)),
+            stop,
         }
+    }
+
+    /// The server or this channel is stopping: take no new event (one not handled stays
+    /// unacknowledged, and comes again to whoever runs the channel next).
+    pub(super) fn stopping(&self) -> bool {
+        self.host.stopping() || self.stop.load(Ordering::SeqCst)
     }
 
     pub(super) fn store(&self) -> Arc<crate::agents::Runtime> {
@@ -48,16 +63,41 @@ impl Driver {
     /// Sleeps `d`, waking early when the server stops.
     pub(super) fn sleep(&self, d: Duration) {
         let end = Instant::now() + d;
-        while Instant::now() < end && !self.host.stopping() {
+        while Instant::now() < end && !self.stopping() {
             std::thread::sleep((end - Instant::now()).min(Duration::from_millis(100)));
         }
     }
 
+    /// Starts the sequence again when the platform's numbering is another's than the
+    /// one the stored offset counts (a new bot token or server).
+    fn follow_numbering(&self) {
+        let Some(now) = self.ch.numbering() else {
+            return;
+        };
+        let store = &self.store().store;
+        let k = key(self.name, "numbering");
+        let before = store.channel_get::<String>(&k).ok().flatten();
+        if before.as_ref().is_some_and(|b| *b != now) {
+            log::info!(
+                "{}: another bot or server than before: its updates are counted from the start",
+                self.name
+            );
+            let _ = store.channel_remove(&key(self.name, "offset"));
+            let _ = store.channel_remove(&key(self.name, "inflight"));
+        }
+        if before.as_ref() != Some(&now) {
+            if let Err(e) = store.channel_put(&k, &now) {
+                log::warn!("{}: cannot record whose updates these are: {e}", self.name);
+            }
+        }
+    }
+
     pub(super) fn run(mut self) {
+        self.follow_numbering();
         let mut backoff = MIN_BACKOFF;
         let mut connected = false;
         let mut failing = false;
-        while !self.host.stopping() {
+        while !self.stopping() {
             if !connected {
                 match self.ch.connect() {
                     Ok(who) => {
@@ -104,7 +144,7 @@ impl Driver {
                     }
                     backoff = MIN_BACKOFF;
                     for (seq, event) in events {
-                        if self.host.stopping() {
+                        if self.stopping() {
                             break;
                         }
                         self.handle(seq, event);
@@ -159,7 +199,7 @@ impl Driver {
             tries += 1;
             match call(self.ch.as_mut()) {
                 Ok(v) => return Ok(v),
-                Err(ChannelError::RateLimited(d)) if tries < 6 && !self.host.stopping() => {
+                Err(ChannelError::RateLimited(d)) if tries < 6 && !self.stopping() => {
                     log::info!(
                         "{}: {what}: rate-limited, waiting {} s",
                         self.name,
@@ -167,7 +207,7 @@ impl Driver {
                     );
                     self.sleep(d);
                 }
-                Err(ChannelError::Unavailable(m)) if tries < 4 && !self.host.stopping() => {
+                Err(ChannelError::Unavailable(m)) if tries < 4 && !self.stopping() => {
                     log::warn!("{}: {what}: {m}; trying again", self.name);
                     self.sleep(wait);
                     wait *= 2;

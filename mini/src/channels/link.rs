@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use super::{key, ChannelError, MAX_BACKOFF, MIN_BACKOFF};
+use super::{key, ChannelError, Event, MAX_BACKOFF, MIN_BACKOFF};
 use crate::store::Store;
 use crate::ws::{self, WebSocket};
 
@@ -65,19 +65,32 @@ struct Shared {
     failure: Option<ChannelError>,
 }
 
-/// Stops the reader when the last handle on the link goes.
+/// How long the last handle's drop waits for the reader to close the connection.
+const CLOSE_WAIT: Duration = Duration::from_secs(2);
+
+/// Stops the reader when the last handle on the link goes, and waits a while for it to
+/// close the connection (a channel started again must not find two readers filling its
+/// inbox).
 #[derive(Debug)]
-struct Stop(Arc<AtomicBool>);
+struct Stop {
+    stop: Arc<AtomicBool>,
+    /// Set by the reader when it has ended.
+    ended: Arc<AtomicBool>,
+}
 
 impl Drop for Stop {
     fn drop(&mut self) {
-        self.0.store(true, Ordering::SeqCst);
+        self.stop.store(true, Ordering::SeqCst);
+        let end = Instant::now() + CLOSE_WAIT;
+        while !self.ended.load(Ordering::SeqCst) && Instant::now() < end {
+            std::thread::sleep(Duration::from_millis(20));
+        }
     }
 }
 
 /// The driver's side of a long connection: the inbox and what the reader reports.
 #[derive(Clone)]
-pub(super) struct Link {
+pub struct Link {
     name: &'static str,
     store: Arc<Store>,
     shared: Arc<Mutex<Shared>>,
@@ -86,13 +99,14 @@ pub(super) struct Link {
 
 impl Link {
     /// Starts the reader thread of `protocol` for channel `name`.
-    pub fn start(
+    pub(super) fn start(
         name: &'static str,
         store: Arc<Store>,
         protocol: impl Protocol,
     ) -> Result<Link, ChannelError> {
         let shared = Arc::new(Mutex::new(Shared::default()));
         let stop = Arc::new(AtomicBool::new(false));
+        let ended = Arc::new(AtomicBool::new(false));
         let reader = Reader {
             name,
             inbox: Inbox {
@@ -103,9 +117,13 @@ impl Link {
             stop: Arc::clone(&stop),
             protocol: Box::new(protocol),
         };
+        let done = Arc::clone(&ended);
         std::thread::Builder::new()
             .name(format!("{name}-link"))
-            .spawn(move || reader.run())
+            .spawn(move || {
+                reader.run();
+                done.store(true, Ordering::SeqCst);
+            })
             .map_err(|e| {
                 ChannelError::Unavailable(format!("cannot start the {name} connection: {e}"))
             })?;
@@ -113,7 +131,7 @@ impl Link {
             name,
             store,
             shared,
-            _stop: Arc::new(Stop(stop)),
+            _stop: Arc::new(Stop { stop, ended }),
         })
     }
 
@@ -126,7 +144,7 @@ impl Link {
 
     /// The stored events after `after` (those up to it are acknowledged and dropped),
     /// waiting a while for one; a failure of the connection is returned once.
-    pub fn next(&self, after: u64) -> Result<Vec<(u64, Value)>, ChannelError> {
+    pub(super) fn next(&self, after: u64) -> Result<Vec<(u64, Value)>, ChannelError> {
         let inbox = self.inbox();
         inbox.forget(after);
         let end = Instant::now() + WAIT;
@@ -143,9 +161,61 @@ impl Link {
     }
 
     /// The stored events after `after`, without waiting or dropping any.
-    pub fn peek(&self, after: u64) -> Result<Vec<(u64, Value)>, ChannelError> {
+    pub(super) fn peek(&self, after: u64) -> Result<Vec<(u64, Value)>, ChannelError> {
         self.inbox().after(after)
     }
+}
+
+/// [`super::Channel::next`] of a platform whose events come through `link`: the stored
+/// events after `after`, each read by `read` (`None`: one the agent does not handle).
+pub(super) fn next(
+    link: Option<&Link>,
+    name: &str,
+    after: u64,
+    read: impl Fn(&Value) -> Option<Event>,
+) -> Result<Vec<(u64, Option<Event>)>, ChannelError> {
+    let link = link.ok_or_else(|| {
+        ChannelError::Unavailable(format!("{name}: the long connection is not started"))
+    })?;
+    Ok(read_all(link.next(after)?, read))
+}
+
+/// [`super::Channel::peek`] of a platform whose events come through `link` (none before
+/// it is started).
+pub(super) fn peek(
+    link: Option<&Link>,
+    after: u64,
+    read: impl Fn(&Value) -> Option<Event>,
+) -> Result<Vec<(u64, Option<Event>)>, ChannelError> {
+    match link {
+        Some(link) => Ok(read_all(link.peek(after)?, read)),
+        None => Ok(Vec::new()),
+    }
+}
+
+fn read_all(
+    stored: Vec<(u64, Value)>,
+    read: impl Fn(&Value) -> Option<Event>,
+) -> Vec<(u64, Option<Event>)> {
+    stored.into_iter().map(|(seq, v)| (seq, read(&v))).collect()
+}
+
+/// Starts the reader of channel `name` once (a channel that connects again keeps its
+/// link): `protocol` makes its side of the connection, `store` keeps the inbox (`None`:
+/// a client that only sends cannot).
+pub(super) fn start_once<P: Protocol>(
+    link: &mut Option<Link>,
+    name: &'static str,
+    store: Option<&Arc<Store>>,
+    protocol: impl FnOnce() -> P,
+) -> Result<(), ChannelError> {
+    if link.is_none() {
+        let store = store.ok_or_else(|| {
+            ChannelError::Unavailable(format!("{name}: no store for the long connection"))
+        })?;
+        *link = Some(Link::start(name, Arc::clone(store), protocol())?);
+    }
+    Ok(())
 }
 
 /// The events stored between the reader and the driver.
@@ -181,24 +251,23 @@ impl Inbox {
             .map_err(|e| self.unavailable(e))?
             .unwrap_or(1);
         let seq = next.max(acked + 1);
-        self.store
-            .channel_put(
-                &key(self.name, &format!("inbox/{seq:020}")),
-                &json!({"id": id, "event": event}),
-            )
-            .and_then(|()| {
-                self.store
-                    .channel_put(&key(self.name, "inbox-next"), &(seq + 1))
-            })
-            .map_err(|e| self.unavailable(e))?;
+        let event_key = key(self.name, &format!("inbox/{seq:020}"));
+        let next_key = key(self.name, "inbox-next");
+        let mut rows = vec![
+            (event_key.as_str(), json!({"id": id, "event": event})),
+            (next_key.as_str(), json!(seq + 1)),
+        ];
         if !id.is_empty() {
             seen.push(id.to_string());
             let extra = seen.len().saturating_sub(SEEN);
             seen.drain(..extra);
-            self.store
-                .channel_put(&seen_key, &seen)
-                .map_err(|e| self.unavailable(e))?;
+            rows.push((seen_key.as_str(), json!(seen)));
         }
+        // One commit: a process killed here keeps the event and its id, or neither (and
+        // the platform, never answered, pushes it again).
+        self.store
+            .channel_put_all(&rows)
+            .map_err(|e| self.unavailable(e))?;
         Ok(true)
     }
 

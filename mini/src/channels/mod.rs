@@ -1,5 +1,6 @@
 //! Chat channels: the agent answers where people already talk. `evolve serve` runs one
-//! thread per configured channel beside the web UI ([`spawn`]).
+//! thread per configured channel beside the web UI, started, stopped and started again
+//! as the configuration changes ([`supervise`]).
 //!
 //! The boundary is the [`Channel`] trait: a platform delivers [`Event`]s in order, each
 //! with a sequence number, and sends, edits and buttons messages. Telegram
@@ -49,25 +50,26 @@ mod link;
 pub mod telegram;
 
 mod commands;
+mod download;
 mod driver;
 mod inflight;
 mod outbox;
 mod pairing;
 mod pairs;
 mod slash;
+mod supervisor;
 mod turn;
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::agents::Host;
 use crate::clock::now;
 use crate::store::Store;
 
 pub use outbox::{enqueue, parse_target};
 pub use pairs::{pair, Code, PairError, Paired};
+pub use supervisor::supervise;
 
 /// A streamed answer's message is edited at most this often (Telegram allows about one
 /// edit per second per chat before it answers 429).
@@ -200,6 +202,13 @@ pub trait Channel: Send {
     /// Checks the credentials and opens what must be open (a long connection); says
     /// who the agent is there.
     fn connect(&mut self) -> Result<String, ChannelError>;
+    /// Whose numbering the event sequence follows, when it is the platform's (a bot's
+    /// update ids): another bot or server starts its own, and an offset kept from the
+    /// last one would skip its first events. `None`: the sequence is the store's own
+    /// (an inbox filled from a long connection).
+    fn numbering(&self) -> Option<String> {
+        None
+    }
     /// Whether a sent message can be edited (else an answer is sent once, whole, and
     /// not streamed).
     fn edits(&self) -> bool {
@@ -212,8 +221,21 @@ pub trait Channel: Send {
     }
     /// Waits for the events after sequence `after` (a long poll, or the next frames of a
     /// connection). An event the agent does not handle comes as `None`, to be
-    /// acknowledged all the same.
-    fn next(&mut self, after: u64) -> Result<Vec<(u64, Option<Event>)>, ChannelError>;
+    /// acknowledged all the same. By default: those of the long connection's inbox
+    /// ([`Channel::inbox`]), each read by [`Channel::read`].
+    fn next(&mut self, after: u64) -> Result<Vec<(u64, Option<Event>)>, ChannelError> {
+        link::next(self.inbox(), self.name(), after, |v| self.read(v))
+    }
+    /// The long connection whose inbox brings this platform's events, once connected
+    /// (`None`: a platform that polls, or one not connected yet).
+    fn inbox(&self) -> Option<&link::Link> {
+        None
+    }
+    /// One event of the inbox, as the platform stored it; `None` for what the agent does
+    /// not handle.
+    fn read(&self, _stored: &serde_json::Value) -> Option<Event> {
+        None
+    }
     /// Sends Markdown `text` to `chat` (`CHAT` or `CHAT/THREAD`, see [`Message::place`]),
     /// with buttons under it.
     fn send(&mut self, chat: &str, text: &str, buttons: &[Button]) -> Result<Sent, ChannelError>;
@@ -236,8 +258,8 @@ pub trait Channel: Send {
     }
     /// The events after `after` that have arrived, without waiting and without
     /// acknowledging any (`after` must not pass what was acknowledged).
-    fn peek(&mut self, _after: u64) -> Result<Vec<(u64, Option<Event>)>, ChannelError> {
-        Ok(Vec::new())
+    fn peek(&mut self, after: u64) -> Result<Vec<(u64, Option<Event>)>, ChannelError> {
+        link::peek(self.inbox(), after, |v| self.read(v))
     }
 }
 
@@ -281,54 +303,6 @@ pub fn sender(config: &crate::config::ChannelsConfig, name: &str) -> Option<Box<
             .map(|d| Box::new(d) as Box<dyn Channel>),
         _ => None,
     }
-}
-
-/// Starts a thread for each configured, enabled channel; a channel that cannot start
-/// (no token) says why in the log and in its status.
-pub fn spawn(host: Arc<dyn Host>) -> Vec<std::thread::JoinHandle<()>> {
-    let manager = host.manager();
-    let rt = manager.runtime();
-    let config = &rt.config.channels;
-    let mut threads = Vec::new();
-    let mut start = |name: &'static str,
-                     client: Option<Box<dyn Channel>>,
-                     owner: Option<String>,
-                     problem: Option<String>| {
-        let Some(client) = client else {
-            let why = problem.unwrap_or_else(|| "no secret".into());
-            log::warn!("the {name} channel is not started: {why}");
-            set_status(&rt.store, name, false, &why);
-            return;
-        };
-        let host = Arc::clone(&host);
-        let started = std::thread::Builder::new()
-            .name(format!("channel-{name}"))
-            .spawn(move || driver::Driver::new(host, client, owner).run());
-        match started {
-            Ok(h) => threads.push(h),
-            Err(e) => log::warn!("cannot start the {name} channel's thread: {e}"),
-        }
-    };
-    if let Some(t) = config.telegram.as_ref().filter(|t| t.enabled) {
-        let client = telegram::Telegram::new(t).map(|c| Box::new(c) as Box<dyn Channel>);
-        start(
-            "telegram",
-            client,
-            t.owner.map(|o| o.to_string()),
-            t.problem.clone(),
-        );
-    }
-    if let Some(f) = config.feishu.as_ref().filter(|f| f.enabled) {
-        let client = feishu::Feishu::new(f, Some(Arc::clone(&rt.store)))
-            .map(|c| Box::new(c) as Box<dyn Channel>);
-        start("feishu", client, f.owner.clone(), f.problem.clone());
-    }
-    if let Some(d) = config.dingtalk.as_ref().filter(|d| d.enabled) {
-        let client = dingtalk::Dingtalk::new(d, Some(Arc::clone(&rt.store)))
-            .map(|c| Box::new(c) as Box<dyn Channel>);
-        start("dingtalk", client, d.owner.clone(), d.problem.clone());
-    }
-    threads
 }
 
 fn set_status(store: &Store, channel: &str, ok: bool, detail: &str) {

@@ -88,7 +88,7 @@ impl Driver {
         };
         let name = self.name;
         for (k, d) in waiting.into_iter().filter(|(_, d)| d.channel == name) {
-            if self.host.stopping() {
+            if self.stopping() {
                 return;
             }
             let pieces = format::split(&d.text, self.ch.max_text());

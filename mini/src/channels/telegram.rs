@@ -329,6 +329,12 @@ impl Channel for Telegram {
         MAX_TEXT
     }
 
+    fn numbering(&self) -> Option<String> {
+        // Update ids are the bot's: its id is the token's part before the `:`.
+        let bot = self.token.expose().split(':').next().unwrap_or("");
+        Some(format!("{}#{bot}", crate::secret::display_url(&self.base)))
+    }
+
     fn connect(&mut self) -> Result<String, ChannelError> {
         let me = self.call("getMe", &json!({}))?;
         self.username = me

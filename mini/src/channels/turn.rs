@@ -89,7 +89,10 @@ impl Driver {
             let cancel = Arc::new(Cancel::new());
             let end = Instant::now() + BUSY_WAIT;
             while !self.host.begin(&sid, &cancel) {
-                if Instant::now() > end || self.host.stopping() {
+                if self.stopping() {
+                    return; // not acknowledged: it comes again to whoever runs next
+                }
+                if Instant::now() > end {
                     self.say(
                         chat,
                         "A turn is already running in this session (in the web UI?) — try \

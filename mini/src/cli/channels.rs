@@ -371,7 +371,7 @@ fn add(c: Add, profile: &Option<String>) -> Result<(), Error> {
     writeln!(
         std::io::stdout().lock(),
         "added [channels.{name}] to {} — `evolve channels test` checks it; restart `evolve \
-         serve` to start it",
+         serve` to start it (the web UI's Channels page starts it on a running one at once)",
         path.display()
     )?;
     Ok(())

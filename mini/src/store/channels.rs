@@ -38,6 +38,18 @@ impl Store {
         })
     }
 
+    /// Writes every `(key, value)` in one durable commit: all of them are on disk or
+    /// none (a process killed between two of them leaves neither).
+    pub fn channel_put_all(&self, rows: &[(&str, serde_json::Value)]) -> Result<(), StoreError> {
+        self.write(|txn| {
+            let mut table = txn.open_table(CHANNELS)?;
+            for (key, value) in rows {
+                put_json(&mut table, "channels", key, value)?;
+            }
+            Ok(())
+        })
+    }
+
     /// Removes `key`; whether it was there.
     pub fn channel_remove(&self, key: &str) -> Result<bool, StoreError> {
         self.write(|txn| Ok(txn.open_table(CHANNELS)?.remove(key)?.is_some()))

@@ -5,8 +5,9 @@
 //!
 //! Decides the HTTP side only: the JSON shapes, 400 for a body that names no known
 //! platform or lacks what it needs, 404 for a channel that is not configured. What a
-//! channel is and does is `crate::channels`'; a changed setting is used by the next
-//! `serve` start (the running channel threads keep theirs), which `detail` says.
+//! channel is and does is `crate::channels`'; a changed setting starts the channel again
+//! with it within a second (`crate::channels::supervise`), and its status is `starting`
+//! until it has connected.
 
 use serde_json::{json, Map, Value};
 
@@ -75,13 +76,10 @@ fn channel_json(state: &State, name: &str) -> Result<Option<Value>, Reply> {
     let secret_set = s["token"].is_string() || s["secret"].is_string();
     let (state_word, detail) = match (&status, s["enabled"].as_bool()) {
         (_, Some(false)) => ("stopped", "disabled in config.toml".to_string()),
-        (None, _) => (
-            "stopped",
-            s["problem"]
-                .as_str()
-                .map(str::to_string)
-                .unwrap_or_else(|| "not started: restart `evolve serve` to start it".into()),
-        ),
+        (None, _) => match s["problem"].as_str() {
+            Some(p) => ("stopped", p.to_string()),
+            None => ("starting", "connecting to the platform".to_string()),
+        },
         (Some(st), _) if st.ok => ("running", st.detail.clone()),
         (Some(st), _) => ("error", st.detail.clone()),
     };

@@ -383,7 +383,11 @@ pub fn run(manager: Manager, auth: auth::Auth, opts: Options) -> Result<(), Erro
         doing: "start the scheduler thread",
         source,
     })?;
-    let channels = crate::channels::spawn(Arc::clone(&state) as Arc<dyn crate::agents::Host>);
+    let channels = crate::channels::supervise(Arc::clone(&state) as Arc<dyn crate::agents::Host>)
+        .map_err(|source| Error::System {
+        doing: "start the channels' thread",
+        source,
+    })?;
     http::serve(
         listener,
         opts.limits,
@@ -400,12 +404,8 @@ pub fn run(manager: Manager, auth: auth::Auth, opts: Options) -> Result<(), Erro
         log::warn!("scheduled tasks did not stop within 10 s");
     }
     let _ = scheduler.join();
-    // A channel in a long poll notices the stop when the poll ends; one that does not
-    // end within a few seconds is left (its turns are cancelled, the store is saved).
-    let waited = Instant::now();
-    while channels.iter().any(|c| !c.is_finished()) && waited.elapsed() < Duration::from_secs(3) {
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    // The channels stop (waiting a few seconds for them: see `channels::supervise`).
+    let _ = channels.join();
     crate::agents::close_all(&state.manager(), Duration::from_secs(10));
     endpoint::remove(&home);
     eprintln!("evolve serve stopped");

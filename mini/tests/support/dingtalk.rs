@@ -10,14 +10,13 @@
 //! person, a `cid…` conversation for a group). Faults are queued per call.
 
 use std::collections::{HashMap, HashSet, VecDeque};
-use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use super::feishu::{base64, read_frame, sha1, write_frame};
+use super::loopback::{accept_websocket, read_frame, reply, write_frame, Request};
 
 pub const CLIENT_ID: &str = "dingtestapp";
 pub const CLIENT_SECRET: &str = "ding-SECRET-value";
@@ -40,6 +39,11 @@ struct State {
     acked: HashSet<String>,
     socket: Option<TcpStream>,
     sockets_opened: usize,
+    /// Every frame pushed, by its message id.
+    pushed: Vec<(String, Value)>,
+    lose_acks: bool,
+    /// Files a person sent, by download code.
+    files: HashMap<String, Vec<u8>>,
 }
 
 pub struct FakeDingtalk {
@@ -111,7 +115,57 @@ impl FakeDingtalk {
         )
     }
 
-    /// A message of any type (`body`'s `msgtype` and its fields).
+    /// A picture from `staff` in a one-to-one chat (its bytes behind a download code).
+    pub fn picture(&self, staff: &str, bytes: &[u8]) -> String {
+        let code = self.file_code(bytes);
+        self.message(
+            staff,
+            None,
+            json!({"msgtype": "picture", "content": {"downloadCode": code, "pictureDownloadCode": "pic-x"}}),
+        )
+    }
+
+    /// A file from `staff` in a one-to-one chat.
+    pub fn file(&self, staff: &str, name: &str, bytes: &[u8]) -> String {
+        let code = self.file_code(bytes);
+        self.message(
+            staff,
+            None,
+            json!({"msgtype": "file", "content": {"downloadCode": code, "fileName": name, "fileId": "f1", "spaceId": "s1"}}),
+        )
+    }
+
+    /// A rich-text message from `staff`: `text`, then a picture.
+    pub fn rich_text(&self, staff: &str, text: &str, bytes: &[u8]) -> String {
+        let code = self.file_code(bytes);
+        self.message(
+            staff,
+            None,
+            json!({"msgtype": "richText", "content": {"richText": [
+                {"text": text},
+                {"type": "picture", "downloadCode": code, "pictureDownloadCode": "pic-y"},
+            ]}}),
+        )
+    }
+
+    /// A message whose download code the platform no longer knows (expired).
+    pub fn expired_file(&self, staff: &str, name: &str) -> String {
+        self.message(
+            staff,
+            None,
+            json!({"msgtype": "file", "content": {"downloadCode": "expired", "fileName": name}}),
+        )
+    }
+
+    fn file_code(&self, bytes: &[u8]) -> String {
+        let mut st = self.shared.lock().unwrap();
+        st.next += 1;
+        let code = format!("dl+/{}=", st.next);
+        st.files.insert(code.clone(), bytes.to_vec());
+        code
+    }
+
+    /// Pushes a robot message whose type-specific fields are `body`.
     fn message(&self, staff: &str, group: Option<&str>, body: Value) -> String {
         let mid = {
             let mut st = self.shared.lock().unwrap();
@@ -123,24 +177,62 @@ impl FakeDingtalk {
             "conversationId": group.unwrap_or("cidDirect"),
             "conversationType": if group.is_some() { "2" } else { "1" },
             "conversationTitle": if group.is_some() { "Team" } else { "" },
-            "msgId": mid, "senderNick": staff, "senderStaffId": staff, "senderId": format!("$:{staff}"),
+            "msgId": format!("msg-{mid}"), "senderNick": staff, "senderStaffId": staff, "senderId": format!("$:{staff}"),
             "chatbotUserId": "bot",
             "sessionWebhook": format!("http://127.0.0.1:{}/hook/{chat}", self.port),
             "sessionWebhookExpiredTime": 4_102_444_800_000i64,
             "isInAtList": true, "robotCode": CLIENT_ID,
         });
-        if let (Some(d), Some(b)) = (data.as_object_mut(), body.as_object()) {
-            for (k, v) in b {
-                d.insert(k.clone(), v.clone());
-            }
+        for (k, v) in body.as_object().into_iter().flatten() {
+            data[k] = v.clone();
         }
-        self.send_text(&json!({
+        let frame = json!({
             "specVersion": "1.0", "type": "CALLBACK",
             "headers": {"appId": "a", "connectionId": "c", "contentType": "application/json",
                         "messageId": mid, "time": "0", "topic": "/v1.0/im/bot/messages/get"},
             "data": data.to_string(),
-        }));
+        });
+        self.shared
+            .lock()
+            .unwrap()
+            .pushed
+            .push((mid.clone(), frame.clone()));
+        self.send_text(&frame);
         mid
+    }
+
+    /// Pushes the message first pushed as `mid` again, as the platform does when it did
+    /// not hear the acknowledgement: the same robot message (`msgId`) in a frame of a new
+    /// message id (returned).
+    pub fn redeliver(&self, mid: &str) -> String {
+        let mut frame = {
+            let st = self.shared.lock().unwrap();
+            let (_, f) = st
+                .pushed
+                .iter()
+                .find(|(m, _)| m == mid)
+                .expect("a frame pushed before");
+            f.clone()
+        };
+        let again = {
+            let mut st = self.shared.lock().unwrap();
+            st.next += 1;
+            format!("mid{}", st.next)
+        };
+        frame["headers"]["messageId"] = json!(again);
+        self.shared
+            .lock()
+            .unwrap()
+            .pushed
+            .push((again.clone(), frame.clone()));
+        self.send_text(&frame);
+        again
+    }
+
+    /// While on, the client's acknowledgements are lost on the way: the platform pushes
+    /// what it did not hear acknowledged again on the next connection.
+    pub fn lose_acks(&self, on: bool) {
+        self.shared.lock().unwrap().lose_acks = on;
     }
 
     /// A `SYSTEM` ping; its message id.
@@ -174,6 +266,16 @@ impl FakeDingtalk {
     pub fn fail_next(&self, what: &str, fault: Fault) {
         let mut st = self.shared.lock().unwrap();
         st.faults.entry(what.into()).or_default().push_back(fault);
+    }
+
+    pub fn clear_faults(&self) {
+        self.shared.lock().unwrap().faults.clear();
+    }
+
+    /// How many calls of `what` were answered with a queued fault.
+    pub fn faulted(&self, what: &str) -> usize {
+        let st = self.shared.lock().unwrap();
+        st.calls.iter().filter(|(w, f)| w == what && *f).count()
     }
 
     pub fn calls(&self, what: &str) -> usize {
@@ -218,52 +320,16 @@ impl FakeDingtalk {
     }
 }
 
-fn reply(conn: &mut TcpStream, status: u16, content_type: &str, body: &[u8]) {
-    let head = format!(
-        "HTTP/1.1 {status} X\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-        body.len()
-    );
-    let _ = conn.write_all(head.as_bytes());
-    let _ = conn.write_all(body);
-}
-
 fn serve(mut conn: TcpStream, shared: &Arc<Mutex<State>>, port: u16) {
-    let mut reader = BufReader::new(conn.try_clone().expect("clone"));
-    let mut line = String::new();
-    if reader.read_line(&mut line).is_err() {
+    let Some(mut req) = Request::read(&conn) else {
         return;
-    }
-    let path = line.split_whitespace().nth(1).unwrap_or("").to_string();
-    let mut length = 0usize;
-    let mut headers = HashMap::new();
-    loop {
-        let mut h = String::new();
-        if reader.read_line(&mut h).is_err() || h == "\r\n" || h.is_empty() {
-            break;
-        }
-        if let Some((k, v)) = h.split_once(':') {
-            headers.insert(k.trim().to_ascii_lowercase(), v.trim().to_string());
-            if k.eq_ignore_ascii_case("content-length") {
-                length = v.trim().parse().unwrap_or(0);
-            }
-        }
-    }
-    if let Some(query) = path.strip_prefix("/connect?") {
+    };
+    if let Some(query) = req.path.strip_prefix("/connect?") {
         // The ticket must come back as it was given (percent-encoded in the query).
         if query != "ticket=tk%2B%2F1%3D" {
             return reply(&mut conn, 401, "text/plain", b"bad ticket");
         }
-        let key = headers
-            .get("sec-websocket-key")
-            .cloned()
-            .unwrap_or_default();
-        let accept = base64(&sha1(
-            format!("{key}258EAFA5-E914-47DA-95CA-C5AB0DC85B11").as_bytes(),
-        ));
-        let head = format!(
-            "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: {accept}\r\n\r\n"
-        );
-        if conn.write_all(head.as_bytes()).is_err() {
+        if !accept_websocket(&mut conn, &req) {
             return;
         }
         {
@@ -273,8 +339,13 @@ fn serve(mut conn: TcpStream, shared: &Arc<Mutex<State>>, port: u16) {
             }
             st.socket = Some(conn.try_clone().expect("clone"));
             st.sockets_opened += 1;
+            // What was pushed and not acknowledged comes again on the new connection.
+            let mut c = conn.try_clone().expect("clone");
+            for (_, frame) in st.pushed.iter().filter(|(m, _)| !st.acked.contains(m)) {
+                let _ = write_frame(&mut c, 1, frame.to_string().as_bytes());
+            }
         }
-        while let Some((opcode, data)) = read_frame(&mut reader) {
+        while let Some((opcode, data)) = read_frame(&mut req.reader) {
             if opcode == 8 {
                 break;
             }
@@ -284,24 +355,28 @@ fn serve(mut conn: TcpStream, shared: &Arc<Mutex<State>>, port: u16) {
             let v: Value = serde_json::from_slice(&data).unwrap_or(json!({}));
             if v["code"] == 200 {
                 if let Some(mid) = v["headers"]["messageId"].as_str() {
-                    shared.lock().unwrap().acked.insert(mid.to_string());
+                    let mut st = shared.lock().unwrap();
+                    if !st.lose_acks {
+                        st.acked.insert(mid.to_string());
+                    }
                 }
             }
         }
         return;
     }
-    let mut body = vec![0u8; length];
-    if reader.read_exact(&mut body).is_err() {
+    let Some(body) = req.body() else {
         return;
-    }
+    };
     let body: Value = serde_json::from_slice(&body).unwrap_or(json!({}));
-    let route = path.split('?').next().unwrap_or("").to_string();
+    let route = req.route().to_string();
     let what = match route.as_str() {
         "/v1.0/oauth2/accessToken" => "token",
         "/v1.0/gateway/connections/open" => "open",
         "/v1.0/robot/groupMessages/send" => "group",
         "/v1.0/robot/oToMessages/batchSend" => "oto",
+        "/v1.0/robot/messageFiles/download" => "download",
         r if r.starts_with("/hook/") => "hook",
+        r if r.starts_with("/files/") => "file",
         _ => "unknown",
     };
     let mut st = shared.lock().unwrap();
@@ -319,10 +394,7 @@ fn serve(mut conn: TcpStream, shared: &Arc<Mutex<State>>, port: u16) {
         Some(Fault::Garbage) => return reply(&mut conn, 200, "text/html", b"<html>gw</html>"),
         None => {}
     }
-    let token_ok = headers
-        .get("x-acs-dingtalk-access-token")
-        .map(String::as_str)
-        == Some("at-1");
+    let token_ok = req.header("x-acs-dingtalk-access-token") == Some("at-1");
     let (status, answer) = match what {
         "token" if body["appKey"] == CLIENT_ID && body["appSecret"] == CLIENT_SECRET => {
             (200, json!({"accessToken": "at-1", "expireIn": 7200}))
@@ -342,7 +414,36 @@ fn serve(mut conn: TcpStream, shared: &Arc<Mutex<State>>, port: u16) {
             st.said.push((chat, text));
             (200, json!({"errcode": 0, "errmsg": "ok"}))
         }
-        "group" | "oto" if !token_ok => (401, json!({"code": "InvalidAuthentication"})),
+        "group" | "oto" | "download" if !token_ok => {
+            (401, json!({"code": "InvalidAuthentication"}))
+        }
+        "download" if body["robotCode"] != CLIENT_ID => (
+            400,
+            json!({"code": "invalidParameter.robotCode", "message": "robotCode"}),
+        ),
+        "download" => {
+            let code = body["downloadCode"].as_str().unwrap_or("");
+            if st.files.contains_key(code) {
+                let at: String = percent_encode(code);
+                (
+                    200,
+                    json!({"downloadUrl": format!("http://127.0.0.1:{port}/files/{at}")}),
+                )
+            } else {
+                (
+                    400,
+                    json!({"code": "invalidParameter.downloadCode", "message": "downloadCode is expired"}),
+                )
+            }
+        }
+        "file" => {
+            let code = percent_decode(route.trim_start_matches("/files/"));
+            if let Some(bytes) = st.files.get(&code).cloned() {
+                drop(st);
+                return reply(&mut conn, 200, "application/octet-stream", &bytes);
+            }
+            (404, json!({"code": "NotFound"}))
+        }
         "group" | "oto" => {
             let param: Value =
                 serde_json::from_str(body["msgParam"].as_str().unwrap_or("")).unwrap_or_default();
@@ -374,4 +475,34 @@ fn serve(mut conn: TcpStream, shared: &Arc<Mutex<State>>, port: u16) {
         "application/json",
         answer.to_string().as_bytes(),
     );
+}
+
+fn percent_encode(s: &str) -> String {
+    s.bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() || b == b'-' {
+                (b as char).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect()
+}
+
+fn percent_decode(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'%' && i + 2 < b.len() + 1 {
+            if let Ok(v) = u8::from_str_radix(&s[i + 1..(i + 3).min(s.len())], 16) {
+                out.push(v);
+                i += 3;
+                continue;
+            }
+        }
+        out.push(b[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
 }

@@ -14,12 +14,14 @@
 //! acknowledged. Faults are queued per call: a 500, a body that is not JSON, or a 429.
 
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::BufReader;
 use std::net::{Shutdown, TcpListener, TcpStream};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
+
+use super::loopback::{accept_websocket, read_frame, reply, write_frame, Request};
 
 pub const APP_ID: &str = "cli_test_app";
 pub const APP_SECRET: &str = "feishu-SECRET-value";
@@ -63,6 +65,9 @@ struct State {
     files: HashMap<String, Vec<u8>>,
     /// The chat of each message a person wrote (a reply in its thread goes there).
     origins: HashMap<String, String>,
+    /// Every event pushed: its frame's message id and the event.
+    pushed: Vec<(String, Value)>,
+    lose_acks: bool,
 }
 
 /// The running fake.
@@ -113,26 +118,24 @@ impl FakeFeishu {
                        "token": "", "app_id": APP_ID, "tenant_key": "tk"},
             "event": event,
         });
-        let frame = Frame {
-            method: 1,
-            service: 33,
-            headers: vec![
-                ("type".into(), "event".into()),
-                ("message_id".into(), mid.clone()),
-                ("sum".into(), "1".into()),
-                ("seq".into(), "0".into()),
-                ("trace_id".into(), "tr".into()),
-            ],
-            payload: body.to_string().into_bytes(),
-            ..Frame::default()
-        };
+        self.shared
+            .lock()
+            .unwrap()
+            .pushed
+            .push((mid.clone(), body.clone()));
+        self.send_event(&mid, &body);
+        mid
+    }
+
+    fn send_event(&self, mid: &str, body: &Value) {
+        let frame = event_frame(mid, body);
         let end = Instant::now() + Duration::from_secs(20);
         loop {
             {
                 let mut st = self.shared.lock().unwrap();
                 if let Some(sock) = st.socket.as_mut() {
-                    if write_frame(sock, 2, &frame.encode()).is_ok() {
-                        return mid;
+                    if write_frame(sock, 2, &frame).is_ok() {
+                        return;
                     }
                     st.socket = None;
                 }
@@ -143,6 +146,35 @@ impl FakeFeishu {
             );
             std::thread::sleep(Duration::from_millis(50));
         }
+    }
+
+    /// Pushes the event first pushed as `mid` again, as the platform does when it did not
+    /// hear the acknowledgement: the same `event_id` in a frame of a new message id
+    /// (returned).
+    pub fn redeliver(&self, mid: &str) -> String {
+        let body = {
+            let st = self.shared.lock().unwrap();
+            let (_, body) = st
+                .pushed
+                .iter()
+                .find(|(m, _)| m == mid)
+                .expect("an event pushed before");
+            body.clone()
+        };
+        let again = self.id("msg");
+        self.shared
+            .lock()
+            .unwrap()
+            .pushed
+            .push((again.clone(), body.clone()));
+        self.send_event(&again, &body);
+        again
+    }
+
+    /// While on, the client's acknowledgements are lost on the way: the platform pushes
+    /// what it did not hear acknowledged again on the next connection.
+    pub fn lose_acks(&self, on: bool) {
+        self.shared.lock().unwrap().lose_acks = on;
     }
 
     /// A text message from `from` in `chat` (`p2p` when `direct`); `mention` @s the bot.
@@ -368,50 +400,12 @@ fn buttons_of(card: &Value) -> Vec<Value> {
         .collect()
 }
 
-fn reply(conn: &mut TcpStream, status: u16, content_type: &str, body: &[u8]) {
-    let head = format!(
-        "HTTP/1.1 {status} X\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-        body.len()
-    );
-    let _ = conn.write_all(head.as_bytes());
-    let _ = conn.write_all(body);
-}
-
 fn serve(mut conn: TcpStream, shared: &Arc<Mutex<State>>, port: u16) {
-    let mut reader = BufReader::new(conn.try_clone().expect("clone"));
-    let mut line = String::new();
-    if reader.read_line(&mut line).is_err() {
+    let Some(mut req) = Request::read(&conn) else {
         return;
-    }
-    let mut parts = line.split_whitespace();
-    let method = parts.next().unwrap_or("").to_string();
-    let path = parts.next().unwrap_or("").to_string();
-    let mut length = 0usize;
-    let mut headers = HashMap::new();
-    loop {
-        let mut h = String::new();
-        if reader.read_line(&mut h).is_err() || h == "\r\n" || h.is_empty() {
-            break;
-        }
-        if let Some((k, v)) = h.split_once(':') {
-            headers.insert(k.trim().to_ascii_lowercase(), v.trim().to_string());
-            if k.eq_ignore_ascii_case("content-length") {
-                length = v.trim().parse().unwrap_or(0);
-            }
-        }
-    }
-    if path.starts_with("/ws") {
-        let key = headers
-            .get("sec-websocket-key")
-            .cloned()
-            .unwrap_or_default();
-        let accept = base64(&sha1(
-            format!("{key}258EAFA5-E914-47DA-95CA-C5AB0DC85B11").as_bytes(),
-        ));
-        let head = format!(
-            "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: {accept}\r\n\r\n"
-        );
-        if conn.write_all(head.as_bytes()).is_err() {
+    };
+    if req.path.starts_with("/ws") {
+        if !accept_websocket(&mut conn, &req) {
             return;
         }
         {
@@ -421,17 +415,27 @@ fn serve(mut conn: TcpStream, shared: &Arc<Mutex<State>>, port: u16) {
             }
             st.socket = Some(conn.try_clone().expect("clone"));
             st.sockets_opened += 1;
+            // What was pushed and not acknowledged comes again on the new connection.
+            let unacked: Vec<(String, Value)> = st
+                .pushed
+                .iter()
+                .filter(|(m, _)| !st.acked.contains(m))
+                .cloned()
+                .collect();
+            let mut c = conn.try_clone().expect("clone");
+            for (mid, body) in unacked {
+                let _ = write_frame(&mut c, 2, &event_frame(&mid, &body));
+            }
         }
-        socket_loop(reader, conn, shared);
+        socket_loop(req.reader, conn, shared);
         return;
     }
-    let mut body = vec![0u8; length];
-    if reader.read_exact(&mut body).is_err() {
+    let Some(body) = req.body() else {
         return;
-    }
+    };
     let body: Value = serde_json::from_slice(&body).unwrap_or(json!({}));
-    let auth = headers.get("authorization").cloned().unwrap_or_default();
-    let route = path.split('?').next().unwrap_or("").to_string();
+    let auth = req.header("authorization").unwrap_or("").to_string();
+    let (method, route) = (req.method.clone(), req.route().to_string());
     let segs: Vec<&str> = route.trim_start_matches('/').split('/').collect();
     let what = match (method.as_str(), segs.as_slice()) {
         ("POST", ["open-apis", "auth", "v3", "tenant_access_token", "internal"]) => "token",
@@ -541,6 +545,24 @@ fn serve(mut conn: TcpStream, shared: &Arc<Mutex<State>>, port: u16) {
     );
 }
 
+/// The data frame of an event pushed with frame message id `mid`.
+fn event_frame(mid: &str, body: &Value) -> Vec<u8> {
+    Frame {
+        method: 1,
+        service: 33,
+        headers: vec![
+            ("type".into(), "event".into()),
+            ("message_id".into(), mid.to_string()),
+            ("sum".into(), "1".into()),
+            ("seq".into(), "0".into()),
+            ("trace_id".into(), "tr".into()),
+        ],
+        payload: body.to_string().into_bytes(),
+        ..Frame::default()
+    }
+    .encode()
+}
+
 /// The server side of the long connection: answers pings, records acknowledgements.
 fn socket_loop(mut reader: BufReader<TcpStream>, conn: TcpStream, shared: &Arc<Mutex<State>>) {
     while let Some((opcode, data)) = read_frame(&mut reader) {
@@ -571,7 +593,10 @@ fn socket_loop(mut reader: BufReader<TcpStream>, conn: TcpStream, shared: &Arc<M
             let said: Value = serde_json::from_slice(&frame.payload).unwrap_or(json!({}));
             if said["code"] == 200 {
                 if let Some(mid) = frame.header("message_id") {
-                    shared.lock().unwrap().acked.insert(mid.to_string());
+                    let mut st = shared.lock().unwrap();
+                    if !st.lose_acks {
+                        st.acked.insert(mid.to_string());
+                    }
                 }
             }
         }
@@ -583,50 +608,6 @@ fn send_locked(shared: &Arc<Mutex<State>>, conn: &TcpStream, opcode: u8, data: &
     let _st = shared.lock().unwrap();
     let mut c = conn.try_clone().expect("clone");
     let _ = write_frame(&mut c, opcode, data);
-}
-
-pub fn read_frame(r: &mut impl Read) -> Option<(u8, Vec<u8>)> {
-    let mut head = [0u8; 2];
-    r.read_exact(&mut head).ok()?;
-    let opcode = head[0] & 0x0f;
-    let masked = head[1] & 0x80 != 0;
-    let mut len = u64::from(head[1] & 0x7f);
-    if len == 126 {
-        let mut b = [0u8; 2];
-        r.read_exact(&mut b).ok()?;
-        len = u64::from(u16::from_be_bytes(b));
-    } else if len == 127 {
-        let mut b = [0u8; 8];
-        r.read_exact(&mut b).ok()?;
-        len = u64::from_be_bytes(b);
-    }
-    let mut mask = [0u8; 4];
-    if masked {
-        r.read_exact(&mut mask).ok()?;
-    }
-    let mut data = vec![0u8; usize::try_from(len).ok()?];
-    r.read_exact(&mut data).ok()?;
-    if masked {
-        for (i, b) in data.iter_mut().enumerate() {
-            *b ^= mask[i % 4];
-        }
-    }
-    Some((opcode, data))
-}
-
-pub fn write_frame(w: &mut TcpStream, opcode: u8, data: &[u8]) -> std::io::Result<()> {
-    let mut out = vec![0x80 | opcode];
-    if data.len() < 126 {
-        out.push(data.len() as u8);
-    } else if data.len() < 65536 {
-        out.push(126);
-        out.extend_from_slice(&(data.len() as u16).to_be_bytes());
-    } else {
-        out.push(127);
-        out.extend_from_slice(&(data.len() as u64).to_be_bytes());
-    }
-    out.extend_from_slice(data);
-    w.write_all(&out)
 }
 
 /// The long connection's protobuf `Frame` (pbbp2.proto's field numbers).
@@ -747,76 +728,4 @@ impl Frame {
         }
         Some(f)
     }
-}
-
-/// SHA-1 (FIPS 180-4), for the handshake's `Sec-WebSocket-Accept` only.
-pub fn sha1(data: &[u8]) -> [u8; 20] {
-    let mut h: [u32; 5] = [0x67452301, 0xEFCDAB89, 0x98BADCFE, 0x10325476, 0xC3D2E1F0];
-    let mut msg = data.to_vec();
-    let bits = (data.len() as u64) * 8;
-    msg.push(0x80);
-    while msg.len() % 64 != 56 {
-        msg.push(0);
-    }
-    msg.extend_from_slice(&bits.to_be_bytes());
-    for chunk in msg.chunks(64) {
-        let mut w = [0u32; 80];
-        for i in 0..16 {
-            w[i] = u32::from_be_bytes([
-                chunk[4 * i],
-                chunk[4 * i + 1],
-                chunk[4 * i + 2],
-                chunk[4 * i + 3],
-            ]);
-        }
-        for i in 16..80 {
-            w[i] = (w[i - 3] ^ w[i - 8] ^ w[i - 14] ^ w[i - 16]).rotate_left(1);
-        }
-        let [mut a, mut b, mut c, mut d, mut e] = h;
-        for (i, wi) in w.iter().enumerate() {
-            let (f, k) = match i {
-                0..=19 => ((b & c) | (!b & d), 0x5A827999),
-                20..=39 => (b ^ c ^ d, 0x6ED9EBA1),
-                40..=59 => ((b & c) | (b & d) | (c & d), 0x8F1BBCDC),
-                _ => (b ^ c ^ d, 0xCA62C1D6),
-            };
-            let t = a
-                .rotate_left(5)
-                .wrapping_add(f)
-                .wrapping_add(e)
-                .wrapping_add(k)
-                .wrapping_add(*wi);
-            e = d;
-            d = c;
-            c = b.rotate_left(30);
-            b = a;
-            a = t;
-        }
-        for (x, y) in h.iter_mut().zip([a, b, c, d, e]) {
-            *x = x.wrapping_add(y);
-        }
-    }
-    let mut out = [0u8; 20];
-    for (i, x) in h.iter().enumerate() {
-        out[4 * i..4 * i + 4].copy_from_slice(&x.to_be_bytes());
-    }
-    out
-}
-
-pub fn base64(data: &[u8]) -> String {
-    const A: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut out = String::new();
-    for c in data.chunks(3) {
-        let n = (u32::from(c[0]) << 16)
-            | (u32::from(*c.get(1).unwrap_or(&0)) << 8)
-            | u32::from(*c.get(2).unwrap_or(&0));
-        for i in 0..4 {
-            if i <= c.len() {
-                out.push(A[(n >> (18 - 6 * i) & 63) as usize] as char);
-            } else {
-                out.push('=');
-            }
-        }
-    }
-    out
 }

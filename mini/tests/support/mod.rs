@@ -8,6 +8,7 @@
 
 pub mod dingtalk;
 pub mod feishu;
+pub mod loopback;
 pub mod mcp;
 pub mod oauth;
 pub mod page;

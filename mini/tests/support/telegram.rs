@@ -11,12 +11,13 @@
 //! is not JSON.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
-use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
+
+use super::loopback::{reply, Request};
 
 /// The token the fake accepts.
 pub const TOKEN: &str = "123456:TEST-token_abc";
@@ -286,38 +287,14 @@ impl FakeTelegram {
     }
 }
 
-fn reply(conn: &mut TcpStream, status: u16, content_type: &str, body: &[u8]) {
-    let head = format!(
-        "HTTP/1.1 {status} X\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-        body.len()
-    );
-    let _ = conn.write_all(head.as_bytes());
-    let _ = conn.write_all(body);
-}
-
 fn serve(mut conn: TcpStream, shared: &Arc<(Mutex<State>, Condvar)>) {
-    let mut reader = BufReader::new(conn.try_clone().expect("clone"));
-    let mut line = String::new();
-    if reader.read_line(&mut line).is_err() {
+    let Some(mut req) = Request::read(&conn) else {
         return;
-    }
-    let path = line.split_whitespace().nth(1).unwrap_or("").to_string();
-    let mut length = 0usize;
-    loop {
-        let mut h = String::new();
-        if reader.read_line(&mut h).is_err() || h == "\r\n" || h.is_empty() {
-            break;
-        }
-        if let Some((k, v)) = h.split_once(':') {
-            if k.eq_ignore_ascii_case("content-length") {
-                length = v.trim().parse().unwrap_or(0);
-            }
-        }
-    }
-    let mut body = vec![0u8; length];
-    if reader.read_exact(&mut body).is_err() {
+    };
+    let Some(body) = req.body() else {
         return;
-    }
+    };
+    let path = req.path.clone();
     // The download of a file.
     if let Some(rest) = path.strip_prefix(&format!("/file/bot{TOKEN}/")) {
         let st = shared.0.lock().unwrap();

@@ -1,7 +1,16 @@
 use evolve_core::text::FallbackTokenizer;
 
+use std::collections::HashMap;
+
+use serde_json::{json, Value};
+
+use super::api::failure;
+use super::pb;
+use super::wire::{Wire, METHOD_CONTROL, METHOD_DATA, PING_EVERY};
 use super::*;
+use crate::channels::link::Protocol;
 use crate::testing::TempDir;
+use crate::ws;
 
 fn client() -> (Feishu, TempDir) {
     let config = FeishuConfig {

@@ -109,7 +109,7 @@ pub fn create(state: &State, req: &Request) -> Reply {
         None | Some(Value::Null) => None,
         Some(Value::String(s)) => match tasks::parse_allow(s) {
             Ok(l) => Some(l),
-            Err(e) => return error(400, e),
+            Err(e) => return error(400, e.to_string()),
         },
         Some(_) => return error(400, "`allow` must be \"L1\", \"L2\" or \"L3\""),
     };
@@ -132,7 +132,7 @@ pub fn create(state: &State, req: &Request) -> Reply {
     let zone = tasks::zone_of(&rt);
     let schedule = match tasks::parse_schedule(schedule, &zone.zone) {
         Ok(s) => s,
-        Err(e) => return error(400, e),
+        Err(e) => return error(400, e.to_string()),
     };
     let mut task = tri!(tasks::add_task(
         &rt,
@@ -207,7 +207,7 @@ pub fn update(state: &State, req: &Request, id: &str) -> Reply {
     let schedule = match text("schedule") {
         Ok(Some(s)) => match tasks::parse_schedule(&s, &zone.zone) {
             Ok(s) => Some(s),
-            Err(e) => return error(400, e),
+            Err(e) => return error(400, e.to_string()),
         },
         Ok(None) => None,
         Err(r) => return r,
@@ -220,7 +220,7 @@ pub fn update(state: &State, req: &Request, id: &str) -> Reply {
     let allow = match text("allow") {
         Ok(Some(a)) => match tasks::parse_allow(&a) {
             Ok(l) => Some(l),
-            Err(e) => return error(400, e),
+            Err(e) => return error(400, e.to_string()),
         },
         Ok(None) => None,
         Err(r) => return r,

@@ -18,10 +18,30 @@ pub const VAR: &str = "SSL_CERT_FILE";
 
 static CONFIG: OnceLock<TlsConfig> = OnceLock::new();
 
-/// Reads `SSL_CERT_FILE` once, at start. The error says what is wrong with the file it
-/// names ("names /x.pem, which cannot be read: …"); the caller reports it as a
+/// What is wrong with the file `SSL_CERT_FILE` names; the words finish a sentence about
+/// the variable ("names /x.pem, which cannot be read: …"), which the caller reports as a
 /// configuration error of [`VAR`].
-pub fn init() -> Result<(), String> {
+#[derive(Debug, thiserror::Error)]
+pub enum BundleError {
+    #[error("names {}, which cannot be read: {source}", path.display())]
+    Unreadable {
+        path: std::path::PathBuf,
+        source: std::io::Error,
+    },
+    #[error("names {}, which is not a PEM file: {source}", path.display())]
+    NotPem {
+        path: std::path::PathBuf,
+        source: ureq::Error,
+    },
+    #[error(
+        "names {}, which holds no PEM certificate (-----BEGIN CERTIFICATE-----)",
+        .0.display()
+    )]
+    NoCertificate(std::path::PathBuf),
+}
+
+/// Reads `SSL_CERT_FILE` once, at start.
+pub fn init() -> Result<(), BundleError> {
     if CONFIG.get().is_some() {
         return Ok(());
     }
@@ -39,27 +59,26 @@ pub fn config() -> TlsConfig {
 }
 
 /// A configuration that trusts exactly the certificates in a PEM file.
-fn from_file(path: &std::path::Path) -> Result<TlsConfig, String> {
-    let pem = std::fs::read(path)
-        .map_err(|e| format!("names {}, which cannot be read: {e}", path.display()))?;
+fn from_file(path: &std::path::Path) -> Result<TlsConfig, BundleError> {
+    let pem = std::fs::read(path).map_err(|source| BundleError::Unreadable {
+        path: path.into(),
+        source,
+    })?;
     let mut certs = Vec::new();
     for item in parse_pem(&pem) {
         match item {
             Ok(PemItem::Certificate(c)) => certs.push(c),
             Ok(_) => {}
-            Err(e) => {
-                return Err(format!(
-                    "names {}, which is not a PEM file: {e}",
-                    path.display()
-                ))
+            Err(source) => {
+                return Err(BundleError::NotPem {
+                    path: path.into(),
+                    source,
+                })
             }
         }
     }
     if certs.is_empty() {
-        return Err(format!(
-            "names {}, which holds no PEM certificate (-----BEGIN CERTIFICATE-----)",
-            path.display()
-        ));
+        return Err(BundleError::NoCertificate(path.into()));
     }
     Ok(TlsConfig::builder()
         .root_certs(RootCerts::Specific(Arc::new(certs)))
@@ -75,12 +94,19 @@ mod tests {
         let dir = crate::testing::TempDir::new("tls");
         let missing = from_file(&dir.path().join("nope.pem")).unwrap_err();
         assert!(
+            matches!(missing, BundleError::Unreadable { .. }),
+            "{missing}"
+        );
+        let missing = missing.to_string();
+        assert!(
             missing.contains("nope.pem") && missing.contains("cannot be read"),
             "{missing}"
         );
         let empty = dir.path().join("empty.pem");
         std::fs::write(&empty, "not a certificate\n").unwrap();
         let err = from_file(&empty).unwrap_err();
+        assert!(matches!(err, BundleError::NoCertificate(_)), "{err}");
+        let err = err.to_string();
         assert!(err.contains("holds no PEM certificate"), "{err}");
     }
 }

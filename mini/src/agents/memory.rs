@@ -17,7 +17,17 @@ use super::record::MemoryUsed;
 use super::runtime::Runtime;
 use crate::cancel::Cancel;
 use crate::llm::{ChatRequest, ModelRole, Usage};
-use crate::store::Ingested;
+use crate::store::{Ingested, StoreError};
+
+/// Why memories got no embedding: the embedding model failed, or the store could not
+/// keep what it gave.
+#[derive(Debug, thiserror::Error)]
+pub enum EmbedError {
+    #[error("embedding memories failed: {0}")]
+    Model(#[source] crate::llm::LlmError),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
 use evolve_core::history::Message;
 
 /// Memory search and memory saving.
@@ -126,7 +136,7 @@ impl MemoryAgent {
         rt: &Runtime,
         limit: usize,
         cancel: &Cancel,
-    ) -> Result<usize, String> {
+    ) -> Result<usize, EmbedError> {
         let Some(model) = rt.config.model.embedding_model.clone() else {
             return Ok(0);
         };
@@ -144,7 +154,7 @@ impl MemoryAgent {
             let inputs: Vec<String> = batch.iter().map(|m| m.content.clone()).collect();
             let vectors = match rt.model.embed(&inputs, cancel) {
                 None => return Ok(done),
-                Some(Err(e)) => return Err(format!("embedding memories failed: {e}")),
+                Some(Err(e)) => return Err(EmbedError::Model(e)),
                 Some(Ok(v)) => v,
             };
             let records: Vec<(Memory, Option<Memory>)> = batch
@@ -158,7 +168,7 @@ impl MemoryAgent {
                     (new, Some(m.clone()))
                 })
                 .collect();
-            let saved = rt.store.save_memories(records).map_err(|e| e.to_string())?;
+            let saved = rt.store.save_memories(records)?;
             done += saved
                 .iter()
                 .filter(|s| matches!(s, crate::store::Saved::Written(_)))

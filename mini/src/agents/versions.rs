@@ -130,22 +130,52 @@ pub(crate) fn active_text(store: &Store) -> Result<String, StoreError> {
 
 // ---- the checks every new version passes ----
 
+/// Why a text cannot be a system prompt, for a file or a reply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum BadPrompt {
+    #[error("it is empty: a system prompt needs text")]
+    Empty,
+    #[error("it holds NUL bytes: a system prompt is plain text")]
+    Nul,
+    /// Its length in characters.
+    #[error(
+        "it is {0} characters long; a system prompt may have at most \
+         {SYSTEM_PROMPT_MAX_CHARS} (long prompts crowd out memories and history)"
+    )]
+    TooLong(usize),
+}
+
+/// Why a model's reply is not stored as the new prompt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum RefusedReply {
+    #[error("the reply was cut off at the answer budget")]
+    CutOff,
+    #[error("the reply is not a usable prompt: {0}")]
+    NotAPrompt(#[source] BadPrompt),
+    #[error("the reply holds a code block, not a plain-text prompt")]
+    CodeBlock,
+    #[error("the reply is JSON, not a plain-text prompt")]
+    Json,
+    #[error("the reply repeats the request instead of writing a prompt")]
+    RepeatsRequest,
+    /// Its length in characters.
+    #[error("the reply is only {0} characters: too short to replace the system prompt")]
+    TooShort(usize),
+}
+
 /// A prompt text fit to be stored: trimmed, non-empty, at most
-/// [`SYSTEM_PROMPT_MAX_CHARS`]. The error says what is wrong, for a file or a reply.
-pub(crate) fn check_text(text: &str) -> Result<String, String> {
+/// [`SYSTEM_PROMPT_MAX_CHARS`].
+pub(crate) fn check_text(text: &str) -> Result<String, BadPrompt> {
     let text = text.trim();
     if text.is_empty() {
-        return Err("it is empty: a system prompt needs text".into());
+        return Err(BadPrompt::Empty);
     }
     if text.contains('\u{0}') {
-        return Err("it holds NUL bytes: a system prompt is plain text".into());
+        return Err(BadPrompt::Nul);
     }
     let chars = text.chars().count();
     if chars > SYSTEM_PROMPT_MAX_CHARS {
-        return Err(format!(
-            "it is {chars} characters long; a system prompt may have at most \
-             {SYSTEM_PROMPT_MAX_CHARS} (long prompts crowd out memories and history)"
-        ));
+        return Err(BadPrompt::TooLong(chars));
     }
     Ok(text.to_string())
 }
@@ -154,9 +184,9 @@ pub(crate) fn check_text(text: &str) -> Result<String, String> {
 /// it are removed; a
 /// reply that was cut off, is JSON, still holds a fence, quotes the request's marker,
 /// or is too short to be a prompt is refused, as is anything [`check_text`] refuses.
-pub(crate) fn clean_reply(reply: &str, truncated: bool) -> Result<String, String> {
+pub(crate) fn clean_reply(reply: &str, truncated: bool) -> Result<String, RefusedReply> {
     if truncated {
-        return Err("the reply was cut off at the answer budget".into());
+        return Err(RefusedReply::CutOff);
     }
     let mut text = reply.trim();
     // "Here is the improved system prompt:" before the prompt itself.
@@ -171,21 +201,18 @@ pub(crate) fn clean_reply(reply: &str, truncated: bool) -> Result<String, String
         let body = rest.split_once('\n').map_or("", |(_, body)| body);
         text = body.trim_end().strip_suffix("```").unwrap_or(body).trim();
     }
-    let text = check_text(text).map_err(|e| format!("the reply is not a usable prompt: {e}"))?;
+    let text = check_text(text).map_err(RefusedReply::NotAPrompt)?;
     if text.contains("```") {
-        return Err("the reply holds a code block, not a plain-text prompt".into());
+        return Err(RefusedReply::CodeBlock);
     }
     if text.starts_with('{') || (text.starts_with('[') && text.ends_with(']')) {
-        return Err("the reply is JSON, not a plain-text prompt".into());
+        return Err(RefusedReply::Json);
     }
     if text.contains("[evolve:") {
-        return Err("the reply repeats the request instead of writing a prompt".into());
+        return Err(RefusedReply::RepeatsRequest);
     }
     if text.chars().count() < MIN_EVOLVED_CHARS {
-        return Err(format!(
-            "the reply is only {} characters: too short to replace the system prompt",
-            text.chars().count()
-        ));
+        return Err(RefusedReply::TooShort(text.chars().count()));
     }
     Ok(text)
 }
@@ -371,8 +398,8 @@ pub(crate) enum Evolved {
 pub(crate) enum EvolveError {
     /// No lessons, low grades or rules in the store yet.
     NothingLearned,
-    /// The model's reply was not a usable prompt (the reason).
-    Refused(String),
+    /// The model's reply was not a usable prompt.
+    Refused(RefusedReply),
     /// The model could not be asked.
     Model(LlmError),
     /// The store failed.

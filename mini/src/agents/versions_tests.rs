@@ -13,7 +13,7 @@ fn texts_are_checked_for_emptiness_and_length_with_a_reason() {
         (&long, Err("at most 8000")),
     ];
     for (input, want) in cases {
-        match (check_text(input), want) {
+        match (check_text(input).map_err(|e| e.to_string()), want) {
             (Ok(got), Ok(w)) => assert_eq!(got, w),
             (Err(got), Err(w)) => assert!(got.contains(w), "{got:?} lacks {w:?}"),
             (got, w) => panic!("{input:?}: got {got:?}, want {w:?}"),
@@ -43,14 +43,26 @@ fn model_replies_lose_their_fences_and_broken_ones_are_refused() {
         ("[evolve:prompt] You maintain the system prompt of Evolve, a personal assistant running on", false, Err("repeats")),
     ];
     for (reply, truncated, want) in cases {
-        match (clean_reply(reply, truncated), want) {
+        match (
+            clean_reply(reply, truncated).map_err(|e| e.to_string()),
+            want,
+        ) {
             (Ok(got), Ok(w)) => assert_eq!(got, w),
             (Err(got), Err(w)) => assert!(got.contains(w), "{reply:?}: {got:?} lacks {w:?}"),
             (got, w) => panic!("{reply:?}: got {got:?}, want {w:?}"),
         }
     }
     let long = "y".repeat(SYSTEM_PROMPT_MAX_CHARS + 10);
-    assert!(clean_reply(&long, false).unwrap_err().contains("at most"));
+    assert_eq!(
+        clean_reply(&long, false),
+        Err(RefusedReply::NotAPrompt(BadPrompt::TooLong(
+            SYSTEM_PROMPT_MAX_CHARS + 10
+        )))
+    );
+    assert!(clean_reply(&long, false)
+        .unwrap_err()
+        .to_string()
+        .contains("at most"));
 }
 
 #[test]

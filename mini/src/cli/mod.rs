@@ -89,9 +89,9 @@ pub fn run(args: Evolve) -> Result<(), Error> {
         println!("evolve {}", env!("CARGO_PKG_VERSION"));
         return Ok(());
     }
-    crate::tls::init().map_err(|message| crate::config::ConfigError::Env {
+    crate::tls::init().map_err(|e| crate::config::ConfigError::Env {
         var: crate::tls::VAR,
-        message,
+        message: e.to_string(),
     })?;
     match args.command {
         Some(Command::Ask(cmd)) => ask::run(cmd, &args.profile),

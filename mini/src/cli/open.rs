@@ -56,9 +56,19 @@ pub fn run(cmd: OpenCmd, profile: &Option<String>) -> Result<(), Error> {
     Ok(())
 }
 
-/// `/login#code=…` with a fresh one-time code from the server; `Err` says, in words for
-/// a warning, why there is none.
-fn one_time_link(ep: &endpoint::Endpoint, token: &str) -> Result<String, String> {
+/// Why the server gave no one-time code (words for a warning).
+#[derive(Debug, thiserror::Error)]
+enum NoCode {
+    /// The request or the answer failed.
+    #[error(transparent)]
+    Request(#[from] ureq::Error),
+    /// It answered, but with no code.
+    #[error("it answered {0}")]
+    Refused(u16),
+}
+
+/// `/login#code=…` with a fresh one-time code from the server.
+fn one_time_link(ep: &endpoint::Endpoint, token: &str) -> Result<String, NoCode> {
     let agent: ureq::Agent = ureq::Agent::config_builder()
         .http_status_as_error(false)
         .timeout_global(Some(Duration::from_secs(10)))
@@ -67,21 +77,19 @@ fn one_time_link(ep: &endpoint::Endpoint, token: &str) -> Result<String, String>
     let mut resp = agent
         .post(format!("http://{}/v1/login/code", ep.addr))
         .header("Authorization", format!("Bearer {token}"))
-        .send("")
-        .map_err(|e| e.to_string())?;
+        .send("")?;
     let status = resp.status().as_u16();
     let text = resp
         .body_mut()
         .with_config()
         .limit(64 * 1024)
-        .read_to_string()
-        .map_err(|e| e.to_string())?;
+        .read_to_string()?;
     let v: serde_json::Value = serde_json::from_str(&text).unwrap_or_default();
     match v["code"].as_str() {
         Some(code) if status == 200 && code.bytes().all(|b| b.is_ascii_hexdigit()) => {
             Ok(format!("http://{}/login#code={code}", ep.addr))
         }
-        _ => Err(format!("it answered {status}")),
+        _ => Err(NoCode::Refused(status)),
     }
 }
 

@@ -237,7 +237,7 @@ impl Conn {
                 ..
             } => {
                 let mut endpoint = http::endpoint(url, headers, bearer.as_ref())
-                    .map_err(start)
+                    .map_err(|e| start(e.to_string()))
                     .map_err(Retry::Error)?;
                 if let Some(store) = logins.filter(|_| oauth::applies(spec)) {
                     let login = oauth::Bearer::new(&spec.name, url, store.clone());

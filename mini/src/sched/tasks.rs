@@ -19,7 +19,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use evolve_core::permission::{Level, PendingCall, Policy};
+use evolve_core::permission::{Level, ParseLevelError, PendingCall, Policy};
 use evolve_core::sched::{due_now, next_due, Schedule};
 use evolve_core::text::{clip_chars, one_line, Lang};
 use evolve_core::Timestamp;
@@ -203,15 +203,32 @@ impl Scheduler {
 
 // ---- adding a task --------------------------------------------------------------
 
+/// Why a task's `allow` is refused; the words start with `allow` (the CLI puts `--`
+/// before them).
+#[derive(Debug, PartialEq, thiserror::Error)]
+pub enum BadAllow {
+    /// A level above L3: a task has no person to ask.
+    #[error("allow {0}: a task never runs L4 or L5 calls without a person; use L1, L2 or L3")]
+    NeedsPerson(Level),
+    /// Not a level at all.
+    #[error("allow {text}: {why}")]
+    NotALevel {
+        text: String,
+        #[source]
+        why: ParseLevelError,
+    },
+}
+
 /// The levels a task may run calls at without a person: like `evolve ask --allow`, at
 /// most L3.
-pub fn parse_allow(text: &str) -> Result<Level, String> {
+pub fn parse_allow(text: &str) -> Result<Level, BadAllow> {
     match text.trim().parse::<Level>() {
         Ok(l) if l <= Level::L3 => Ok(l),
-        Ok(l) => Err(format!(
-            "allow {l}: a task never runs L4 or L5 calls without a person; use L1, L2 or L3"
-        )),
-        Err(e) => Err(format!("allow {text}: {e}")),
+        Ok(l) => Err(BadAllow::NeedsPerson(l)),
+        Err(why) => Err(BadAllow::NotALevel {
+            text: text.into(),
+            why,
+        }),
     }
 }
 

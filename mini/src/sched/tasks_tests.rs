@@ -136,8 +136,12 @@ fn the_configured_zone_is_checked_at_load_and_used() {
 fn allow_levels_are_those_of_ask() {
     assert_eq!(parse_allow("L3"), Ok(Level::L3));
     assert_eq!(parse_allow("l1"), Ok(Level::L1));
-    assert!(parse_allow("L4").unwrap_err().contains("never runs L4"));
-    assert!(parse_allow("L9").is_err());
+    assert_eq!(parse_allow("L4"), Err(BadAllow::NeedsPerson(Level::L4)));
+    assert!(parse_allow("L4")
+        .unwrap_err()
+        .to_string()
+        .contains("never runs L4"));
+    assert!(matches!(parse_allow("L9"), Err(BadAllow::NotALevel { .. })));
 }
 
 #[test]

@@ -114,7 +114,7 @@ pub fn create(state: &State, req: &Request) -> Reply {
         None | Some(Value::Null) => None,
         Some(Value::String(s)) => match tasks::parse_allow(s) {
             Ok(l) => Some(l),
-            Err(e) => return error(400, e),
+            Err(e) => return error(400, e.to_string()),
         },
         Some(_) => return error(400, "`allow` must be \"L1\", \"L2\" or \"L3\""),
     };
@@ -225,7 +225,7 @@ pub fn update(state: &State, req: &Request, id: &str) -> Reply {
     let allow = match text("allow") {
         Ok(Some(a)) => match tasks::parse_allow(&a) {
             Ok(l) => Some(l),
-            Err(e) => return error(400, e),
+            Err(e) => return error(400, e.to_string()),
         },
         Ok(None) => None,
         Err(r) => return r,

@@ -31,15 +31,37 @@ impl Endpoint {
     }
 }
 
+/// What is wrong with a server's endpoint definition; the words name what to fix and
+/// never hold a header value or the token.
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum BadEndpoint {
+    /// Not an http(s) URL with a host (the URL as shown, secrets blanked).
+    #[error(
+        "{0} is not an http:// or https:// URL of an MCP endpoint (e.g. http://127.0.0.1:3001/mcp)"
+    )]
+    Url(String),
+    #[error("{0:?} is not a valid HTTP header name")]
+    HeaderName(String),
+    #[error("header {0:?} is set by the MCP client itself: remove it from the server's headers")]
+    OwnHeader(String),
+    #[error("both a bearer token and an Authorization header are set: keep one")]
+    TwoAuthorizations,
+    #[error("the value of header {0:?} has characters an HTTP header cannot carry")]
+    HeaderValue(String),
+    #[error("the bearer token is empty")]
+    EmptyToken,
+    #[error("the bearer token has characters an HTTP header cannot carry (a line break?)")]
+    TokenCharacters,
+}
+
 /// The endpoint for `url`, checked: an http(s) URL with a host, header names and
 /// values HTTP can carry, none of the headers the client sets itself, not two
-/// `Authorization`s. The `Err` text names what to fix in the server's definition and
-/// never contains a header value or the token.
+/// `Authorization`s.
 pub(crate) fn endpoint(
     url: &str,
     headers: &[(String, String)],
     bearer: Option<&Secret>,
-) -> Result<Endpoint, String> {
+) -> Result<Endpoint, BadEndpoint> {
     check_url(url)?;
     let mut out = Endpoint {
         url: url.to_string(),
@@ -49,21 +71,16 @@ pub(crate) fn endpoint(
     };
     for (name, value) in headers {
         let key = HeaderName::from_bytes(name.trim().as_bytes())
-            .map_err(|_| format!("{name:?} is not a valid HTTP header name"))?;
+            .map_err(|_| BadEndpoint::HeaderName(name.clone()))?;
         if OWN_HEADERS.contains(&key.as_str()) {
-            return Err(format!(
-                "header {name:?} is set by the MCP client itself: remove it from the server's headers"
-            ));
+            return Err(BadEndpoint::OwnHeader(name.clone()));
         }
         if key == AUTHORIZATION && bearer.is_some() {
-            return Err(
-                "both a bearer token and an Authorization header are set: keep one".to_string(),
-            );
+            return Err(BadEndpoint::TwoAuthorizations);
         }
         let text = value.trim();
-        let mut value = HeaderValue::from_str(text).map_err(|_| {
-            format!("the value of header {name:?} has characters an HTTP header cannot carry")
-        })?;
+        let mut value =
+            HeaderValue::from_str(text).map_err(|_| BadEndpoint::HeaderValue(name.clone()))?;
         value.set_sensitive(true);
         if text.len() >= 6 && !key.as_str().starts_with("mcp-") {
             out.secrets.push(text.to_string());
@@ -73,12 +90,9 @@ pub(crate) fn endpoint(
     if let Some(token) = bearer {
         let token = token.expose().trim();
         if token.is_empty() {
-            return Err("the bearer token is empty".to_string());
+            return Err(BadEndpoint::EmptyToken);
         }
-        let value = bearer_value(token).ok_or_else(|| {
-            "the bearer token has characters an HTTP header cannot carry (a line break?)"
-                .to_string()
-        })?;
+        let value = bearer_value(token).ok_or(BadEndpoint::TokenCharacters)?;
         out.headers.push((AUTHORIZATION, value));
         out.secrets.push(token.to_string());
     }
@@ -86,17 +100,14 @@ pub(crate) fn endpoint(
 }
 
 /// An `http://` or `https://` URL with a host.
-fn check_url(url: &str) -> Result<(), String> {
+fn check_url(url: &str) -> Result<(), BadEndpoint> {
     let usable = ureq::http::Uri::try_from(url).ok().is_some_and(|u| {
         matches!(u.scheme_str(), Some("http" | "https")) && u.host().is_some_and(|h| !h.is_empty())
     });
     if usable {
         Ok(())
     } else {
-        Err(format!(
-            "{} is not an http:// or https:// URL of an MCP endpoint (e.g. http://127.0.0.1:3001/mcp)",
-            shown_url(url)
-        ))
+        Err(BadEndpoint::Url(shown_url(url)))
     }
 }
 

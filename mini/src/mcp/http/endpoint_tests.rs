@@ -68,6 +68,7 @@ fn bad_definitions_are_refused_with_what_to_fix() {
         let Err(err) = endpoint(url, &headers, bearer) else {
             panic!("{url} accepted");
         };
+        let err = err.to_string();
         assert!(err.contains(want), "{url}: {err}");
         assert!(!err.contains("key=abc") && !err.contains("pw"), "{err}");
     }
@@ -75,6 +76,8 @@ fn bad_definitions_are_refused_with_what_to_fix() {
     let Err(err) = endpoint("http://h/mcp", &[], Some(&bad)) else {
         panic!("a bad token accepted");
     };
+    assert_eq!(err, BadEndpoint::TokenCharacters);
+    let err = err.to_string();
     assert!(
         err.contains("bearer token") && !err.contains("Evil"),
         "{err}"

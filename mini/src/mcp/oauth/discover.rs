@@ -94,7 +94,7 @@ pub fn discover(
                 .into_iter()
                 .next()
                 .ok_or("it names no authorization server")?;
-            check_endpoint(&issuer, server_url)?;
+            check_endpoint(&issuer, server_url).map_err(|e| e.to_string())?;
             Ok((r.resource, issuer, r.scopes))
         })
         .map_err(|e| LoginError::exchange(PRM, &prm_url, e))?;
@@ -119,7 +119,7 @@ pub fn discover(
 /// Not inlined (as [`discover`]).
 #[inline(never)]
 fn legacy(agent: &ureq::Agent, server_url: &str) -> Result<Found, LoginError> {
-    let (origin, _) = split(server_url).map_err(LoginError::Setup)?;
+    let (origin, _) = split(server_url).map_err(|e| LoginError::Setup(e.to_string()))?;
     let server = match auth_server(agent, &origin, false, server_url)? {
         Some(server) => server,
         None => Box::new(AuthServer {
@@ -146,7 +146,7 @@ fn auth_server(
     named: bool,
     server_url: &str,
 ) -> Result<Option<Box<AuthServer>>, LoginError> {
-    for url in metadata_urls(issuer).map_err(LoginError::Setup)? {
+    for url in metadata_urls(issuer).map_err(|e| LoginError::Setup(e.to_string()))? {
         if let Some(doc) = fetch_doc(agent, &url, "authorization server metadata")? {
             return authorization_server(&doc, named.then_some(issuer), server_url)
                 .map(Some)
@@ -194,18 +194,37 @@ fn fetch_doc(
     }
 }
 
+/// What is wrong with a URL a login would use; each names the URL as shown (secrets
+/// blanked).
+#[derive(Debug, thiserror::Error)]
+pub enum BadUrl {
+    #[error("{0} is not a URL")]
+    NotUrl(String),
+    #[error("{0} is not an http(s) URL")]
+    NotHttp(String),
+    #[error("{0} has no host")]
+    NoHost(String),
+    #[error(
+        "the authorization server's identifier {0} has a query or fragment, which RFC 8414 \
+         forbids"
+    )]
+    IssuerWithQuery(String),
+    #[error("{0} is plain http on another host: an authorization server must use https")]
+    PlainHttp(String),
+}
+
 /// `scheme://host[:port]` and the path (no trailing `/`, no query) of an http(s) URL.
-pub fn split(url: &str) -> Result<(String, String), String> {
-    let uri = Uri::try_from(url).map_err(|_| format!("{} is not a URL", shown(url)))?;
+pub fn split(url: &str) -> Result<(String, String), BadUrl> {
+    let uri = Uri::try_from(url).map_err(|_| BadUrl::NotUrl(shown(url)))?;
     let scheme = uri
         .scheme_str()
         .filter(|s| s.eq_ignore_ascii_case("http") || s.eq_ignore_ascii_case("https"))
-        .ok_or_else(|| format!("{} is not an http(s) URL", shown(url)))?
+        .ok_or_else(|| BadUrl::NotHttp(shown(url)))?
         .to_ascii_lowercase();
     let host = uri
         .host()
         .filter(|h| !h.is_empty())
-        .ok_or_else(|| format!("{} has no host", shown(url)))?
+        .ok_or_else(|| BadUrl::NoHost(shown(url)))?
         .to_ascii_lowercase();
     let port = match (uri.port_u16(), scheme.as_str()) {
         (Some(80), "http") | (Some(443), "https") | (None, _) => String::new(),
@@ -234,7 +253,7 @@ pub fn canonical(url: &str) -> String {
 
 /// Where the protected resource metadata of `server_url` may be, in order.
 pub fn prm_urls(server_url: &str) -> Result<Vec<String>, LoginError> {
-    let (origin, path) = split(server_url).map_err(LoginError::Setup)?;
+    let (origin, path) = split(server_url).map_err(|e| LoginError::Setup(e.to_string()))?;
     let root = format!("{origin}/.well-known/oauth-protected-resource");
     let mut urls = Vec::new();
     if !path.is_empty() {
@@ -245,12 +264,9 @@ pub fn prm_urls(server_url: &str) -> Result<Vec<String>, LoginError> {
 }
 
 /// Where the metadata of authorization server `issuer` may be, in order.
-pub fn metadata_urls(issuer: &str) -> Result<Vec<String>, String> {
+pub fn metadata_urls(issuer: &str) -> Result<Vec<String>, BadUrl> {
     if issuer.contains(['?', '#']) {
-        return Err(format!(
-            "the authorization server's identifier {} has a query or fragment, which RFC 8414 forbids",
-            shown(issuer)
-        ));
+        return Err(BadUrl::IssuerWithQuery(shown(issuer)));
     }
     let (origin, path) = split(issuer)?;
     const OAUTH: &str = "/.well-known/oauth-authorization-server";
@@ -283,7 +299,7 @@ pub fn covers(resource: &str, server_url: &str) -> bool {
 
 /// An endpoint evolve may send a code, a secret or a token to: https, or http on a
 /// loopback host or the MCP server's own host.
-pub fn check_endpoint(url: &str, server_url: &str) -> Result<(), String> {
+pub fn check_endpoint(url: &str, server_url: &str) -> Result<(), BadUrl> {
     let (origin, _) = split(url)?;
     if origin.starts_with("https://") {
         return Ok(());
@@ -303,10 +319,7 @@ pub fn check_endpoint(url: &str, server_url: &str) -> Result<(), String> {
     if loopback || same_host {
         Ok(())
     } else {
-        Err(format!(
-            "{} is plain http on another host: an authorization server must use https",
-            shown(url)
-        ))
+        Err(BadUrl::PlainHttp(shown(url)))
     }
 }
 
@@ -363,7 +376,9 @@ pub fn authorization_server(
     }
     let endpoint = |key: &str| -> Result<String, String> {
         let url = text(key).ok_or_else(|| format!("it has no \"{key}\""))?;
-        check_endpoint(&url, server_url).map(|()| url)
+        check_endpoint(&url, server_url)
+            .map(|()| url)
+            .map_err(|e| e.to_string())
     };
     let pkce = strings(doc, "code_challenge_methods_supported", "a string")?.unwrap_or_default();
     if !pkce.iter().any(|m| m == "S256") {

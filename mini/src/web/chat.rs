@@ -554,6 +554,7 @@ pub(super) fn turn_error(e: &Error) -> (u16, Value) {
     let message = e.to_string();
     let said = match e {
         Error::Model(m) => m.said(),
+        Error::Cancelled => said::Said::new(said::Code::ModelCancelled, json!({})),
         Error::Budget {
             used, limit, task, ..
         } => said::Said::new(

@@ -36,7 +36,7 @@ use crate::permission::{
 use crate::provenance::{Provenance, Source};
 use crate::Timestamp;
 
-pub use after::only_small_talk;
+pub use after::{may_hold_a_memory, only_small_talk};
 pub use texts::{parse_approval, Approval};
 
 /// Why a question about a call got no answer.

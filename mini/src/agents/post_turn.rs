@@ -202,13 +202,16 @@ impl PostJob {
         } else {
             None
         };
+        let tools_ran = !self.record.tools.is_empty();
         let parts = PostParts {
             title: rt.config.agent.titles
                 && !self.stopped
                 && super::notes::title_wanted(rt, &self.session, self.turn, &self.reply),
             grade: learn,
             tool_chain: review.is_some(),
-            memories: learn,
+            // Memories come from the person's words about themselves: a plain question
+            // about the world holds none.
+            memories: learn && (tools_ran || evolve_core::turn::may_hold_a_memory(&self.question)),
         };
         if !parts.any() {
             log::info!("nothing to ask the cheap model after this answer");
@@ -216,11 +219,7 @@ impl PostJob {
         }
         // After tool calls the full prompt (the review, tool results used faithfully);
         // after a plain answer a short one, so the notes cost less than the answer.
-        let shape = if self.record.tools.is_empty() {
-            Shape::Plain
-        } else {
-            Shape::Full
-        };
+        let shape = if tools_ran { Shape::Full } else { Shape::Plain };
         let input = self.notes_input(parts, shape, review.as_deref());
         let system = match shape {
             Shape::Full => prompts::post_turn(parts),
@@ -382,8 +381,8 @@ const FRAME_TOKENS: u32 = 16;
 /// The same after a plain answer, where each part is asked in a few words: a title of
 /// at most 8 words; a score and a reason of a few words; three short memories (about
 /// 35 tokens each with their fields).
-const PLAIN_TITLE_TOKENS: u32 = 24;
-const PLAIN_GRADE_TOKENS: u32 = 40;
+const PLAIN_TITLE_TOKENS: u32 = 20;
+const PLAIN_GRADE_TOKENS: u32 = 32;
 const PLAIN_MEMORIES_TOKENS: u32 = 112;
 const PLAIN_FRAME_TOKENS: u32 = 8;
 

@@ -75,6 +75,12 @@ fn small_talk_asks_only_for_a_title_and_then_nothing() {
             ["title"],
             "{greeting}: no grade, no memories"
         );
+        // A title needs the person's message, not the answer.
+        let input = calls[0]["messages"][1]["content"]
+            .as_str()
+            .unwrap_or_default();
+        assert!(input.contains(greeting), "{input}");
+        assert!(!input.contains("How can I help"), "{input}");
         let sid = record["session"].as_str().unwrap();
         assert_eq!(title_of(&w, sid), "A friendly hello");
         // Small talk in a titled session: no call at all.
@@ -535,7 +541,7 @@ fn a_plain_answer_gets_a_short_call_and_a_tool_turn_the_full_one() {
                 system.chars().count()
             );
             // Whatever the answer's length, the call reads at most about 2 000
-            // characters (the question's 1 200, the answer's 480, the time).
+            // characters (the question's 1 200, the answer's 360, the time).
             assert!(
                 request_chars(call) <= 2_400,
                 "{question}: {} chars",

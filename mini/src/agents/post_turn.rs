@@ -331,11 +331,16 @@ impl PostJob {
             Shape::Full => (QUESTION_CHARS, ANSWER_CHARS),
             Shape::Plain => (PLAIN_QUESTION_CHARS, PLAIN_ANSWER_CHARS),
         };
-        input.push_str(&format!(
-            "User: {}\n\n{assistant}: {}",
-            clip_chars(&self.question, question),
-            clip_chars(&self.reply, answer)
-        ));
+        input.push_str("User: ");
+        input.push_str(&clip_chars(&self.question, question));
+        // A title is what the person wants: their message says it, the answer is not
+        // needed for it alone.
+        if parts.grade || parts.memories || parts.tool_chain {
+            input.push_str(&format!(
+                "\n\n{assistant}: {}",
+                clip_chars(&self.reply, answer)
+            ));
+        }
         if parts.grade && !self.tools_summary.is_empty() {
             input.push_str("\n\nTools used: ");
             input.push_str(&clip_chars(&self.tools_summary, 1_000));
@@ -364,9 +369,9 @@ const ANSWER_CHARS: usize = 4_000;
 /// Characters of the question the call after a plain answer reads: what the person
 /// says about themselves is in their words, so most of a long message.
 const PLAIN_QUESTION_CHARS: usize = 1_200;
-/// Characters of a plain answer it reads (about 120 tokens): whether an answer is right
+/// Characters of a plain answer it reads (about 90 tokens): whether an answer is right
 /// shows in its first lines; the rest would make the notes cost more than the answer.
-const PLAIN_ANSWER_CHARS: usize = 480;
+const PLAIN_ANSWER_CHARS: usize = 360;
 
 /// Answer budgets of the parts after tool calls, in tokens: a title is one line; a
 /// grade a number and a sentence (its reason is kept to 300 characters); a review at

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # What a turn costs in model work against a real local model: llama.cpp's server with
-# SmolLM2-135M (the venv of tests/real-model.sh) on 127.0.0.1, one plain question and one
-# greeting per build, each in a fresh home. Prints, per build and question, the time
-# `ask --json` took, the answer's time, and the main and background (cheap-model) tokens
+# SmolLM2-135M (the venv of tests/real-model.sh) on 127.0.0.1, per build in a fresh home:
+# one plain question, a second one in its session, and a greeting. Prints, per build and
+# question, the time `ask --json` took, the answer's time, and the main and background
+# (cheap-model) tokens
 # the turn record counted, and the prompt tokens the server actually evaluated for the
 # turn (the rest came from its cache; read from the server's log, "prompt eval time …
 # / N tokens", one line per request). Give two builds for a before/after comparison:
@@ -55,10 +56,18 @@ overall = 600
 max_steps = 3
 background_wait = 600
 TOML
-    for q in "What is the capital of France? Answer in one word." "Hello!"; do
+    # A first question, a second turn in its session (no title asked), a greeting.
+    session=""
+    for q in "What is the capital of France? Answer in one word." "+And of Germany? One word." "Hello!"; do
+        args=(ask --json)
+        if [ "${q:0:1}" = "+" ]; then
+            q="${q:1}"
+            args+=(--session "$session")
+        fi
         start=$(date +%s.%N)
         seen=$(wc -l <"$WORK/server.log")
-        out="$("$bin" ask --json "$q" 2>"$WORK/ask.err")" || { cat "$WORK/ask.err" >&2; exit 1; }
+        out="$("$bin" "${args[@]}" "$q" 2>"$WORK/ask.err")" || { cat "$WORK/ask.err" >&2; exit 1; }
+        session="$(printf '%s' "$out" | python3 -c 'import json,sys; print(json.load(sys.stdin)["session"])')"
         end=$(date +%s.%N)
         python3 - "$name" "$q" "$start" "$end" "$out" "$WORK/server.log" "$seen" <<'PY'
 import json, re, sys

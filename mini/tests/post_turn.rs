@@ -75,6 +75,12 @@ fn small_talk_asks_only_for_a_title_and_then_nothing() {
             ["title"],
             "{greeting}: no grade, no memories"
         );
+        // A title needs the person's message, not the answer.
+        let input = calls[0]["messages"][1]["content"]
+            .as_str()
+            .unwrap_or_default();
+        assert!(input.contains(greeting), "{input}");
+        assert!(!input.contains("How can I help"), "{input}");
         let sid = record["session"].as_str().unwrap();
         assert_eq!(title_of(&w, sid), "A friendly hello");
         // Small talk in a titled session: no call at all.
@@ -157,7 +163,8 @@ fn one_call_after_the_answer_carries_every_part_with_a_budget_fitted_to_them() {
         parts(&calls[0]),
         ["title", "grade", "tool_chain", "memories"]
     );
-    assert_eq!(parts(&calls[1]), ["grade", "memories"]);
+    // A question about the world holds no memory: it is only graded.
+    assert_eq!(parts(&calls[1]), ["grade"]);
     let budget = |call: &serde_json::Value| call["max_tokens"].as_u64().expect("max_tokens");
     let (all, plain) = (budget(&calls[0]), budget(&calls[1]));
     assert!(
@@ -165,7 +172,7 @@ fn one_call_after_the_answer_carries_every_part_with_a_budget_fitted_to_them() {
         "fewer parts, a smaller budget: {plain} vs {all}"
     );
     assert!(all <= 1_024, "the sum of the parts' budgets: {all}");
-    assert!(plain <= 600, "a grade and memories: {plain}");
+    assert!(plain <= 600, "a grade: {plain}");
     for b in [all, plain] {
         assert!(b < 4096, "never the answer's reserve: {b}");
     }
@@ -485,17 +492,29 @@ fn request_chars(call: &serde_json::Value) -> usize {
 /// notes then cost less than the answer. After tool calls the full prompt comes back.
 #[test]
 fn a_plain_answer_gets_a_short_call_and_a_tool_turn_the_full_one() {
-    // (question, the model's answer): a short answer, a long one, a Chinese one.
+    // (question, the model's answer, whether memories are asked): a question about the
+    // world with a short answer and one with a long answer, one about the person with a
+    // long answer, a Chinese one.
     let long = "Paris is the capital of France. ".repeat(150);
     let cases = [
-        ("What is the capital of France?", "Paris.".to_string()),
-        ("Tell me everything about Paris, I live there", long.clone()),
+        (
+            "What is the capital of France?",
+            "Paris.".to_string(),
+            false,
+        ),
+        ("How tall is the Eiffel tower?", long.clone(), false),
+        (
+            "Tell me everything about Paris, I live there",
+            long.clone(),
+            true,
+        ),
         (
             "请介绍一下巴黎，我下个月去。",
             "巴黎是法国的首都。".repeat(200),
+            true,
         ),
     ];
-    for (i, (question, answer)) in cases.iter().enumerate() {
+    for (i, (question, answer, memories)) in cases.iter().enumerate() {
         let w = World::new(&format!("post-plain-{i}"));
         w.fake.push(Reply::text(answer.as_str()));
         w.fake.route(POST_TURN, titled(0.9));
@@ -505,13 +524,15 @@ fn a_plain_answer_gets_a_short_call_and_a_tool_turn_the_full_one() {
         w.run(&["ask", "--session", &sid, question]).expect(0);
         let calls = post_calls(&w);
         assert_eq!(calls.len(), 2, "{question}");
-        // The first turn asks for a title too; neither asks for a review.
-        assert_eq!(
-            parts(&calls[0]),
-            ["title", "grade", "memories"],
-            "{question}"
-        );
-        assert_eq!(parts(&calls[1]), ["grade", "memories"], "{question}");
+        // The first turn asks for a title too; neither asks for a review; memories only
+        // when the question speaks of the person.
+        let (first_parts, next_parts): (&[&str], &[&str]) = if *memories {
+            (&["title", "grade", "memories"], &["grade", "memories"])
+        } else {
+            (&["title", "grade"], &["grade"])
+        };
+        assert_eq!(parts(&calls[0]), first_parts, "{question}");
+        assert_eq!(parts(&calls[1]), next_parts, "{question}");
         for call in &calls {
             let system = call["messages"][0]["content"].as_str().unwrap();
             assert!(
@@ -520,7 +541,7 @@ fn a_plain_answer_gets_a_short_call_and_a_tool_turn_the_full_one() {
                 system.chars().count()
             );
             // Whatever the answer's length, the call reads at most about 2 000
-            // characters (the question's 1 200, the answer's 480, the time).
+            // characters (the question's 1 200, the answer's 360, the time).
             assert!(
                 request_chars(call) <= 2_400,
                 "{question}: {} chars",
@@ -529,9 +550,13 @@ fn a_plain_answer_gets_a_short_call_and_a_tool_turn_the_full_one() {
             let budget = call["max_tokens"].as_u64().expect("max_tokens");
             assert!(budget <= 200, "{question}: a budget of {budget}");
         }
-        // The grade still counts, and the reminder rule is still asked for.
+        // The grade still counts, and with memories the reminder rule is asked for.
         assert!(first["evaluation"]["score"].as_f64().is_some(), "{first}");
-        assert!(all_text(&calls[0]).contains("expires_at"));
+        assert_eq!(
+            all_text(&calls[0]).contains("expires_at"),
+            *memories,
+            "{question}"
+        );
     }
 
     // A turn with a tool call: the full prompt, with the review and the tools used.

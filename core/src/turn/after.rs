@@ -4,6 +4,11 @@
 //! around them — a Chinese greeting with a particle ("你好呀", "谢谢啦", "你好吗"), the
 //! ones that list lacks ("大家好", "辛苦了", "how are you") — and never says so of a
 //! turn that called a tool.
+//!
+//! And whether a question may hold a memory at all ([`may_hold_a_memory`]): memories
+//! come from the person's own words about themselves, their standing instructions and
+//! what to remind them of; a question that speaks of none ("What is the capital of
+//! France?") is graded, and no memories are asked for.
 
 use alloc::string::String;
 
@@ -61,6 +66,281 @@ pub fn only_small_talk(question: &str, tool_calls: usize) -> bool {
     text.is_empty() || MORE_SMALL_TALK.contains(&text.as_str()) || nothing_to_learn(&text, 0)
 }
 
+/// English words by which a question speaks of the person, gives a standing
+/// instruction or names a time (a reminder's): first person, "always", "remember",
+/// "tomorrow" (lower case, whole words; "i'm" is split at the apostrophe).
+const PERSONAL_WORDS: &[&str] = &[
+    "i",
+    "me",
+    "my",
+    "mine",
+    "myself",
+    "we",
+    "our",
+    "ours",
+    "us",
+    "im",
+    "ive",
+    "always",
+    "never",
+    "remember",
+    "forget",
+    "prefer",
+    "preference",
+    "remind",
+    "reminder",
+    "don",
+    "dont",
+    "stop",
+    "whenever",
+    "use",
+    "tomorrow",
+    "tonight",
+    "today",
+    "yesterday",
+    "soon",
+    "later",
+    "due",
+    "next",
+    "week",
+    "weekend",
+    "month",
+    "morning",
+    "evening",
+    "monday",
+    "tuesday",
+    "wednesday",
+    "thursday",
+    "friday",
+    "saturday",
+    "sunday",
+    "am",
+    "pm",
+    "birthday",
+    "anniversary",
+    "deadline",
+    "appointment",
+    "meeting",
+];
+
+/// Phrases of a standing instruction without a first-person word.
+const PERSONAL_PHRASES: &[&str] = &["from now on", "call me", "every time", "each time"];
+
+/// The same in Chinese (substrings).
+const PERSONAL_ZH: &[&str] = &[
+    "我", "咱", "俺", "本人", "以后", "总是", "永远", "一直", "记住", "记得", "别", "不要", "提醒",
+    "叫我", "今天", "明天", "后天", "今晚", "下周", "下个", "每天", "每周", "点钟", "生日", "喜欢",
+    "讨厌",
+];
+
+/// Words a sentence opens with when it asks for something rather than says
+/// something (a question word, an auxiliary, a request verb, a greeting): "Answer in
+/// one word.", "Explain how it works."
+const REQUEST_OPENERS: &[&str] = &[
+    "what",
+    "whats",
+    "why",
+    "how",
+    "when",
+    "where",
+    "who",
+    "whom",
+    "whose",
+    "which",
+    "is",
+    "are",
+    "was",
+    "were",
+    "do",
+    "does",
+    "did",
+    "can",
+    "could",
+    "would",
+    "should",
+    "will",
+    "shall",
+    "may",
+    "might",
+    "please",
+    "answer",
+    "explain",
+    "tell",
+    "write",
+    "give",
+    "list",
+    "translate",
+    "summarize",
+    "summarise",
+    "sum",
+    "describe",
+    "show",
+    "compare",
+    "calculate",
+    "compute",
+    "find",
+    "define",
+    "help",
+    "make",
+    "create",
+    "draft",
+    "suggest",
+    "recommend",
+    "reply",
+    "respond",
+    "name",
+    "convert",
+    "check",
+    "fix",
+    "read",
+    "search",
+    "look",
+    "generate",
+    "be",
+    "keep",
+    "thanks",
+    "thank",
+    "ok",
+    "okay",
+    "hi",
+    "hello",
+    "hey",
+    "sure",
+    "great",
+    "yes",
+    "no",
+    "and",
+    "also",
+    "then",
+    "now",
+    "or",
+    "but",
+    // The form of the answer: "One word.", "In short.", "Briefly, please."
+    "one",
+    "two",
+    "three",
+    "in",
+    "at",
+    "on",
+    "for",
+    "with",
+    "without",
+    "as",
+    "via",
+    "using",
+    "briefly",
+    "brief",
+    "short",
+    "shortly",
+    "just",
+    "only",
+    "not",
+    "quickly",
+    "concisely",
+    "simply",
+    "exactly",
+    "again",
+    "more",
+    "less",
+    "same",
+    "like",
+];
+
+/// How a Chinese sentence opens when it asks for something.
+const REQUEST_OPENERS_ZH: &[&str] = &[
+    "请",
+    "帮",
+    "麻烦",
+    "告诉",
+    "解释",
+    "介绍",
+    "翻译",
+    "写",
+    "给",
+    "列出",
+    "总结",
+    "说说",
+    "讲讲",
+    "什么",
+    "怎么",
+    "怎样",
+    "为什么",
+    "如何",
+    "哪",
+    "谁",
+    "多少",
+    "几",
+    "是否",
+    "能",
+    "可以",
+    "你",
+    "谢谢",
+    "好的",
+];
+
+/// Whether `question` may hold something to remember: a sentence that says something
+/// (a fact about a friend, a due date: "She started in March", "Rent was due
+/// yesterday") rather than asks, or words that speak of the person (I, my, 我), give a
+/// standing instruction (always, never, remember, 以后, 不要) or name a time a reminder
+/// would keep (tomorrow, Friday, 明天). A message that only asks about the world ("What
+/// is the capital of France? Answer in one word.") holds no memory, whatever the
+/// answer says.
+pub fn may_hold_a_memory(question: &str) -> bool {
+    if PERSONAL_ZH.iter().any(|w| question.contains(w)) {
+        return true;
+    }
+    let lower = question.to_lowercase();
+    let personal = PERSONAL_PHRASES.iter().any(|p| lower.contains(p))
+        || lower
+            .split(|c: char| !c.is_alphanumeric())
+            .any(|w| PERSONAL_WORDS.contains(&w) || clock_time(w));
+    personal || says_something(&lower)
+}
+
+/// Whether a sentence of `text` (lower case) is a statement: not a question (ending in
+/// a question mark, a question particle, or opening with a question word) and not a
+/// request (opening with a request verb).
+fn says_something(text: &str) -> bool {
+    let mut rest = text;
+    while !rest.is_empty() {
+        let end = rest
+            .find(['.', '!', '?', '。', '！', '？', ';', '；', '\n'])
+            .unwrap_or(rest.len());
+        let sentence = rest[..end].trim();
+        let mark = rest[end..].chars().next();
+        rest = mark.map_or("", |m| &rest[end + m.len_utf8()..]);
+        if sentence.is_empty() || matches!(mark, Some('?' | '？')) {
+            continue;
+        }
+        if sentence.ends_with(['吗', '呢']) {
+            continue;
+        }
+        if REQUEST_OPENERS_ZH.iter().any(|o| sentence.starts_with(o)) {
+            continue;
+        }
+        let first = sentence
+            .split(|c: char| !c.is_alphanumeric())
+            .find(|w| !w.is_empty())
+            .unwrap_or("");
+        if first.is_empty() || REQUEST_OPENERS.contains(&first) {
+            continue;
+        }
+        // A sentence of symbols or a single Chinese greeting says nothing either.
+        if sentence.chars().any(char::is_alphanumeric) {
+            return true;
+        }
+    }
+    false
+}
+
+/// A time of day written as one word: "9am", "10pm".
+fn clock_time(word: &str) -> bool {
+    let digits = word.trim_end_matches(|c: char| c.is_ascii_alphabetic());
+    !digits.is_empty()
+        && digits.bytes().all(|b| b.is_ascii_digit())
+        && matches!(&word[digits.len()..], "am" | "pm")
+}
+
 /// Lower case, letters and digits in words separated by one space, each word without
 /// the particles it ends with (a word of particles only is dropped).
 fn without_particles(text: &str) -> String {
@@ -90,6 +370,48 @@ fn without_particles(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_question_about_the_world_holds_no_memory_one_about_the_person_may() {
+        // (question, may hold a memory)
+        let table: &[(&str, bool)] = &[
+            ("What is the capital of France? Answer in one word.", false),
+            ("How far is Lyon from Paris by train?", false),
+            ("Explain how a hash map works", false),
+            ("请用中文介绍一下里昂的美食。", false),
+            ("巴黎有多少人口？", false),
+            ("I drink green tea every morning", true),
+            ("Hi, I'm vegan", true),
+            ("ok, my name is Ana", true),
+            ("Where does my sister live?", true),
+            ("Always answer in French", true),
+            ("From now on, keep answers short", true),
+            ("Remind me to renew the passport", true),
+            ("Dentist tomorrow at 9", true),
+            ("Call the plumber on Friday", true),
+            ("Meeting at 10am", true),
+            ("Dentist soon; rent was due yesterday.", true),
+            ("She started in March", true),
+            ("Jon likes jazz.", true),
+            ("她三月开始学大提琴。", true),
+            // Text handed over for a task is the task's, not the person's.
+            ("Summarize this: the sky is blue. Answer briefly.", false),
+            ("Explain how a hash map works. Keep it short.", false),
+            ("巴黎的人口是多少？请简短回答。", false),
+            ("Thanks! Sum up the plan in two sentences.", false),
+            ("And of Germany? One word.", false),
+            ("Which is bigger? In short, please.", false),
+            ("Lyon or Paris? Briefly.", false),
+            ("Use metric units", true),
+            ("我是素食者", true),
+            ("以后用英文回答", true),
+            ("明天下午三点开会", true),
+            ("不要用表情符号", true),
+        ];
+        for &(q, want) in table {
+            assert_eq!(may_hold_a_memory(q), want, "{q:?}");
+        }
+    }
 
     #[test]
     fn greetings_thanks_and_laughter_in_either_language_have_nothing_to_learn() {

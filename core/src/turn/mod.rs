@@ -44,7 +44,7 @@ use crate::provenance::{Provenance, Source};
 use crate::Timestamp;
 
 pub use action::{Action, AgentId, ModelStep, Precheck, Reply};
-pub use after::only_small_talk;
+pub use after::{may_hold_a_memory, only_small_talk};
 pub use record::CallRecord;
 use texts::Unanswered;
 pub use texts::{parse_approval, Approval};

@@ -202,13 +202,16 @@ impl PostJob {
         } else {
             None
         };
+        let tools_ran = !self.record.tools.is_empty();
         let parts = PostParts {
             title: rt.config.agent.titles
                 && !self.stopped
                 && super::notes::title_wanted(rt, &self.session, self.turn, &self.reply),
             grade: learn,
             tool_chain: review.is_some(),
-            memories: learn,
+            // Memories come from the person's words about themselves: a plain question
+            // about the world holds none.
+            memories: learn && (tools_ran || evolve_core::turn::may_hold_a_memory(&self.question)),
         };
         if !parts.any() {
             log::info!("nothing to ask the cheap model after this answer");
@@ -216,11 +219,7 @@ impl PostJob {
         }
         // After tool calls the full prompt (the review, tool results used faithfully);
         // after a plain answer a short one, so the notes cost less than the answer.
-        let shape = if self.record.tools.is_empty() {
-            Shape::Plain
-        } else {
-            Shape::Full
-        };
+        let shape = if tools_ran { Shape::Full } else { Shape::Plain };
         let input = self.notes_input(parts, shape, review.as_deref());
         let system = match shape {
             Shape::Full => prompts::post_turn(parts),
@@ -332,11 +331,16 @@ impl PostJob {
             Shape::Full => (QUESTION_CHARS, ANSWER_CHARS),
             Shape::Plain => (PLAIN_QUESTION_CHARS, PLAIN_ANSWER_CHARS),
         };
-        input.push_str(&format!(
-            "User: {}\n\n{assistant}: {}",
-            clip_chars(&self.question, question),
-            clip_chars(&self.reply, answer)
-        ));
+        input.push_str("User: ");
+        input.push_str(&clip_chars(&self.question, question));
+        // A title is what the person wants: their message says it, the answer is not
+        // needed for it alone.
+        if parts.grade || parts.memories || parts.tool_chain {
+            input.push_str(&format!(
+                "\n\n{assistant}: {}",
+                clip_chars(&self.reply, answer)
+            ));
+        }
         if parts.grade && !self.tools_summary.is_empty() {
             input.push_str("\n\nTools used: ");
             input.push_str(&clip_chars(&self.tools_summary, 1_000));
@@ -365,9 +369,9 @@ const ANSWER_CHARS: usize = 4_000;
 /// Characters of the question the call after a plain answer reads: what the person
 /// says about themselves is in their words, so most of a long message.
 const PLAIN_QUESTION_CHARS: usize = 1_200;
-/// Characters of a plain answer it reads (about 120 tokens): whether an answer is right
+/// Characters of a plain answer it reads (about 90 tokens): whether an answer is right
 /// shows in its first lines; the rest would make the notes cost more than the answer.
-const PLAIN_ANSWER_CHARS: usize = 480;
+const PLAIN_ANSWER_CHARS: usize = 360;
 
 /// Answer budgets of the parts after tool calls, in tokens: a title is one line; a
 /// grade a number and a sentence (its reason is kept to 300 characters); a review at
@@ -382,8 +386,8 @@ const FRAME_TOKENS: u32 = 16;
 /// The same after a plain answer, where each part is asked in a few words: a title of
 /// at most 8 words; a score and a reason of a few words; three short memories (about
 /// 35 tokens each with their fields).
-const PLAIN_TITLE_TOKENS: u32 = 24;
-const PLAIN_GRADE_TOKENS: u32 = 40;
+const PLAIN_TITLE_TOKENS: u32 = 20;
+const PLAIN_GRADE_TOKENS: u32 = 32;
 const PLAIN_MEMORIES_TOKENS: u32 = 112;
 const PLAIN_FRAME_TOKENS: u32 = 8;
 

@@ -253,7 +253,7 @@ impl Store {
     }
 
     /// Deletes a session and everything attached to it (messages, L2, L3, evaluations,
-    /// grants, pending calls, turns, TODOs). One transaction. The audit log keeps its
+    /// grants, pending calls, turns, what their requests chose, TODOs). One transaction. The audit log keeps its
     /// entries: it records what happened, whatever was deleted later.
     pub fn remove_session(&self, id: &str) -> Result<(), StoreError> {
         self.write(|txn| {

@@ -1581,3 +1581,41 @@ fn a_session_stored_before_versions_shows_the_replacement_as_the_last_version() 
     assert_eq!(back.branches().shown_path(), [1, 3, 4]);
     assert_eq!(back.branches().versions(3), [2, 3]);
 }
+
+#[test]
+fn what_a_turn_chose_is_kept_apart_from_its_messages_and_goes_with_the_session() {
+    let path = temp_path("chosen");
+    let store = open(&path);
+    // A store that never kept anything reads nothing.
+    let sid = store.create_session("tea", NOW).unwrap().id;
+    assert!(store.chosen_since(&sid, 1).unwrap().is_empty());
+    let context = Message::user(format!(
+        "{}\n\n<memories>\nThe user likes tea\n</memories>",
+        evolve_core::history::CONTEXT_HEADER
+    ));
+    let chosen = evolve_core::history::Chosen {
+        messages: vec![context, Message::assistant("Noted.")],
+        world: true,
+    };
+    for (n, kept) in [(1, &chosen), (2, &Default::default()), (3, &chosen)] {
+        let msgs = [Message::user(format!("q{n}")), Message::assistant("a")];
+        store
+            .append_turn(&sid, n, &msgs, kept, NOW, &L2Ring::new(), None)
+            .unwrap();
+    }
+    // The session's messages (what a person sees and exports) hold none of it.
+    let messages = store.messages(&sid, 0).unwrap();
+    assert_eq!(messages.len(), 6);
+    assert!(messages
+        .iter()
+        .all(|m| !m.message.content.contains("likes tea")));
+    // By turn, from the turn asked for; a turn that chose nothing is not listed.
+    let kept = store.chosen_since(&sid, 2).unwrap();
+    assert_eq!(kept.len(), 1);
+    assert_eq!(kept[0].0, 3);
+    assert_eq!(kept[0].1, chosen);
+    assert_eq!(store.chosen_since(&sid, 1).unwrap().len(), 2);
+    // Removing the session removes it.
+    store.remove_session(&sid).unwrap();
+    assert!(store.chosen_since(&sid, 0).unwrap().is_empty());
+}

@@ -62,7 +62,8 @@ echo "all-MiniLM-L6-v2 (GGUF F16) served by llama-cpp-python at http://127.0.0.1
 export OPENAI_BASE_URL="http://127.0.0.1:$PORT/v1"
 unset OPENAI_API_KEY EVOLVE_MODEL EVOLVE_CHEAP_MODEL
 WORDS="$WORK/words" EMB="$WORK/emb"
-mkdir -p "$WORDS" "$EMB"
+mkdir -p -m 700 "$WORDS" "$EMB"
+umask 077
 printf '[model]\nmain = "default"\n' >"$WORDS/config.toml"
 printf '[model]\nmain = "default"\nembedding_model = "all-minilm"\n' >"$EMB/config.toml"
 python3 - "$WORK/turns.json" <<'PY'
@@ -125,7 +126,8 @@ echo "store: $(python3 -c 'import json,sys; print(len(json.load(open(sys.argv[1]
 time_runs "$WORDS" "memory search --json, words alone"
 time_runs "$EMB" "memory search --json, words + MiniLM"
 embed_calls
-if EVOLVE_HOME="$EMB" "$EVOLVE" memory search --json "${QUESTIONS[0]}" | grep -q '"cosine"'; then
+EVOLVE_HOME="$EMB" "$EVOLVE" memory search --json "${QUESTIONS[0]}" >"$WORK/out.json"
+if grep -q '"cosine"' "$WORK/out.json"; then
     echo "the selection compared embeddings (cosine in --json)"
 else
     echo "embed-latency: no cosine in the selection: the memories or the question were not embedded" >&2

@@ -159,12 +159,14 @@ fn last_user(req: &serde_json::Value) -> String {
     m["content"].as_str().unwrap_or_default().to_string()
 }
 
+const OGG: &[u8] = b"OggS\x00turn on the lights";
+
 #[test]
 fn a_voice_message_dingtalk_recognised_is_the_persons_words_without_a_transcription_model() {
     let (w, dt) = setup("dt-voice", true, "");
     let _s = Server::start(&w, &[]);
     w.fake.push(Reply::text("It is sunny."));
-    let mid = dt.voice(ANN, None, Some(" 今天天气怎么样 "));
+    let mid = dt.voice(ANN, None, Some(" 今天天气怎么样 "), Some(OGG));
     dt.wait_for(ANN, 20, |t| t == "It is sunny.");
     dt.wait_acked(&mid, 10);
     let said = dt.chat(ANN);
@@ -177,41 +179,94 @@ fn a_voice_message_dingtalk_recognised_is_the_persons_words_without_a_transcript
         w.fake.transcription_requests().is_empty(),
         "recognised already"
     );
+    assert_eq!(dt.calls("download"), 0, "nothing to fetch");
 }
 
 #[test]
-fn a_dingtalk_voice_message_without_recognition_is_declined_plainly_and_acknowledged() {
-    // Even with a transcription model: DingTalk audio is not downloaded here.
+fn a_voice_message_dingtalk_did_not_recognise_is_fetched_and_transcribed() {
+    let (w, dt) = setup(
+        "dt-voice-heard",
+        true,
+        "[model]\ntranscription_model = \"whisper-1\"\nmax_retries = 0\n",
+    );
+    let _s = Server::start(&w, &[]);
+    w.fake.push(Reply::text("Lights on."));
+    let mid = dt.voice(ANN, None, None, Some(OGG));
+    dt.wait_for(ANN, 20, |t| t == "Lights on.");
+    dt.wait_acked(&mid, 10);
+    let said = dt.chat(ANN);
+    let heard = said.iter().position(|t| t == "🎤 turn on the lights");
+    let answer = said.iter().position(|t| t == "Lights on.");
+    assert!(heard.is_some() && heard < answer, "{said:#?}");
+    let req = w.main_requests().last().cloned().expect("a request");
+    assert_eq!(last_user(&req), "turn on the lights");
+    let sent = w.fake.transcription_requests();
+    assert_eq!(sent.len(), 1);
+    assert_eq!(sent[0].form_part("file").expect("the audio").data, OGG);
+    assert_eq!(dt.calls("download"), 1);
+
+    // An empty recognition is none: the audio is heard instead. In a group, a member
+    // who is not the owner speaks world text.
+    dt.say("mallory", Some(GROUP), "hi");
+    let text = dt.wait_for(GROUP, 20, |t| t.contains("evolve channels pair"));
+    let at = text.find("evolve channels pair ").expect("a code") + 21;
+    let code: String = text[at..]
+        .chars()
+        .take_while(|c| c.is_ascii_alphanumeric())
+        .collect();
+    w.run(&["channels", "pair", &code]).expect(0);
+    w.fake.push(Reply::text("Noted, from the group."));
+    let mid = dt.voice(
+        "mallory",
+        Some(GROUP),
+        Some("  "),
+        Some(b"OggS\x00open the door"),
+    );
+    dt.wait_for(GROUP, 20, |t| t == "Noted, from the group.");
+    dt.wait_acked(&mid, 10);
+    let req = w.main_requests().last().cloned().expect("a request");
+    let user = last_user(&req);
+    assert!(
+        user.starts_with("[not the owner] mallory") && user.ends_with("open the door"),
+        "{user}"
+    );
+}
+
+#[test]
+fn a_dingtalk_voice_message_that_cannot_be_heard_is_declined_plainly_and_acknowledged() {
+    // Neither audio nor recognition.
     let (w, dt) = setup(
         "dt-voice-none",
         true,
-        "[model]\ntranscription_model = \"whisper-1\"\n",
+        "[model]\ntranscription_model = \"whisper-1\"\nmax_retries = 0\n",
     );
-    let _s = Server::start(&w, &[]);
-    let mid = dt.voice(ANN, None, None);
+    let s = Server::start(&w, &[]);
+    let mid = dt.voice(ANN, None, None, None);
     dt.wait_for(ANN, 20, |t| {
         t.contains("without its audio or recognised words")
     });
     dt.wait_acked(&mid, 10);
-    // An empty recognition is none.
-    let mid = dt.voice(ANN, None, Some("  "));
+    // Audio behind a code the platform no longer knows: said, acknowledged, nothing
+    // sent to a model.
+    let mid = dt.expired_voice(ANN);
+    dt.wait_for(ANN, 20, |t| t.contains("could not download the voice note"));
     dt.wait_acked(&mid, 10);
-    let end = Instant::now() + Duration::from_secs(20);
-    let declined = || {
-        dt.chat(ANN)
-            .iter()
-            .filter(|t| t.contains("without its audio"))
-            .count()
-    };
-    while declined() < 2 {
-        assert!(Instant::now() < end, "{:#?}", dt.chat(ANN));
-        std::thread::sleep(Duration::from_millis(50));
-    }
     assert!(w.main_requests().is_empty());
     assert!(w.fake.transcription_requests().is_empty());
     w.fake.push(Reply::text("Typed is fine."));
     dt.say(ANN, None, "ok, typing");
     dt.wait_for(ANN, 20, |t| t == "Typed is fine.");
+    drop(s);
+
+    // Audio, but no transcription model: what to set, and no model call.
+    let (w, dt) = setup("dt-voice-off", true, "");
+    let _s = Server::start(&w, &[]);
+    let mid = dt.voice(ANN, None, None, Some(OGG));
+    dt.wait_for(ANN, 20, |t| t.contains("[model] transcription_model"));
+    dt.wait_acked(&mid, 10);
+    assert!(w.main_requests().is_empty());
+    assert!(w.fake.transcription_requests().is_empty());
+    assert_eq!(dt.calls("download"), 0, "not fetched for nothing");
 }
 
 fn turns(w: &World) -> Vec<serde_json::Value> {

@@ -251,12 +251,12 @@ impl Dingtalk {
                 }],
             ),
             Some("richText") => rich_text(data.pointer("/content/richText")?),
-            // A recognised voice note is the sender's words already; the audio itself
-            // is not downloaded (this client fetches no DingTalk files).
+            // A voice note DingTalk recognised is the sender's words already; otherwise
+            // its audio is fetched by its download code and transcribed.
             Some("audio") => (
                 String::new(),
                 vec![Attachment::Voice {
-                    file: None,
+                    file: content("downloadCode").map(str::to_string),
                     heard: data
                         .pointer("/content/recognition")
                         .and_then(Value::as_str)

@@ -101,10 +101,19 @@ impl FakeDingtalk {
     }
 
     /// A voice message from `staff`, with DingTalk's own `recognition` of it when
-    /// `Some` (the robot callback carries it when DingTalk recognised the speech).
-    #[allow(dead_code)] // only the voice cases send audio
-    pub fn voice(&self, staff: &str, group: Option<&str>, recognition: Option<&str>) -> String {
-        let mut content = json!({"duration": 2, "downloadCode": "dc_voice_1"});
+    /// `Some` (the robot callback carries it when DingTalk recognised the speech) and its
+    /// audio behind a download code when `audio` is `Some`.
+    pub fn voice(
+        &self,
+        staff: &str,
+        group: Option<&str>,
+        recognition: Option<&str>,
+        audio: Option<&[u8]>,
+    ) -> String {
+        let mut content = json!({"duration": 2});
+        if let Some(bytes) = audio {
+            content["downloadCode"] = json!(self.file_code(bytes));
+        }
         if let Some(r) = recognition {
             content["recognition"] = json!(r);
         }
@@ -112,6 +121,16 @@ impl FakeDingtalk {
             staff,
             group,
             json!({"msgtype": "audio", "content": content}),
+        )
+    }
+
+    /// A voice message whose download code the platform no longer knows (expired), not
+    /// recognised.
+    pub fn expired_voice(&self, staff: &str) -> String {
+        self.message(
+            staff,
+            None,
+            json!({"msgtype": "audio", "content": {"duration": 2, "downloadCode": "expired"}}),
         )
     }
 

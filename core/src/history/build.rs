@@ -20,7 +20,7 @@ use alloc::vec::Vec;
 use serde::{Deserialize, Serialize};
 
 use super::budget::Budget;
-use super::kept::is_chosen;
+use super::kept::{is_chosen, DIGEST_HEADER, HISTORY_PREFIX};
 use super::message::{Message, Role};
 use super::relevance::{digest_line, select_l2_cached, L2Pick, Relevance};
 use super::ring::L2Entry;
@@ -31,14 +31,8 @@ use super::truncate::{is_placeholder, old_turns_end, omitted_placeholder, trunca
 use super::HistoryConfig;
 use crate::text::{estimate_text_tokens, KeywordSet, Tokenizer, MESSAGE_OVERHEAD_TOKENS};
 
-/// Prefix of the user side of a full L2 pair (tea-agent `[历史记录]`).
-pub const HISTORY_PREFIX: &str = "[history] ";
-
 /// The assistant side of a full L2 pair whose reply was empty.
 pub const NO_REPLY: &str = "(no reply recorded)";
-
-/// First line of the digest block.
-pub const DIGEST_HEADER: &str = "[history, in brief — earlier exchanges of this session]";
 
 /// The assistant's acknowledgement after the digest block.
 pub const DIGEST_ACK: &str = "Noted.";

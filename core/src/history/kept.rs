@@ -18,9 +18,14 @@ use alloc::string::String;
 use alloc::vec::Vec;
 use serde::{Deserialize, Serialize};
 
-use super::build::{DIGEST_HEADER, HISTORY_PREFIX};
 use super::message::{Message, Role};
 use super::summary::CONTEXT_HEADER;
+
+/// Prefix of the user side of a full L2 pair (tea-agent `[历史记录]`).
+pub const HISTORY_PREFIX: &str = "[history] ";
+
+/// First line of the digest block.
+pub const DIGEST_HEADER: &str = "[history, in brief — earlier exchanges of this session]";
 
 /// What one request chose for its question, as kept with its turn.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]

@@ -45,15 +45,17 @@ mod window;
 pub use branch::{choose, ring_turns, summarised, Branches};
 pub use budget::Budget;
 pub use build::{
-    build, BuildInput, Built, DIGEST_ACK, DIGEST_HEADER, HISTORY_PREFIX, MIN_INPUT_BUDGET,
-    MIN_TRIM_TARGET, NO_REPLY,
+    build, BuildInput, Built, DIGEST_ACK, MIN_INPUT_BUDGET, MIN_TRIM_TARGET, NO_REPLY,
 };
 pub use closed::{
     l1_turns, l2_entry, levels, next_l2, round_complete, unfinished_turn, with_answers, KeptTurn,
     Levels, Unfinished, NO_ANSWER, NO_ANSWER_FAILED, NO_ANSWER_STOPPED, STOPPED_HERE,
 };
 pub use cut::{ceil_char_boundary, char_prefix, cut_to_chars, cut_to_tokens, floor_char_boundary};
-pub use kept::{chosen_for_question, is_chosen, not_yet_shown, with_chosen, Chosen};
+pub use kept::{
+    chosen_for_question, is_chosen, not_yet_shown, with_chosen, Chosen, DIGEST_HEADER,
+    HISTORY_PREFIX,
+};
 pub use message::{estimate_messages_tokens, Message, Role, ToolCall};
 pub use relevance::{
     classify, digest_line, entry_keywords, file_overlap, query_keywords, score_entry, select_l2,

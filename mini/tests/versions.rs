@@ -381,6 +381,31 @@ fn the_turn_numbers_a_person_sees_are_places_in_the_conversation_shown() {
     // Back to the old version: its turns are 1, 2, 3 again.
     assert_eq!(show(&s, &sid, 4, json!(1)).status, 200);
     assert_eq!(positions(&s, &sid), vec![(1, 1), (2, 2), (3, 3)]);
+
+    // A turn that failed has nothing to rate, and the refusal names its place (turns 4
+    // and 5 are on the hidden branch, so the failed turn is stored as 6, shown as 4).
+    w.fake.push(Reply::Status(400, "no such model".into()));
+    let r = s.post(
+        "/v1/chat/completions",
+        &chat_body("And pears?", json!({"session": sid.clone()})),
+    );
+    assert_eq!(r.status, 502, "{}", r.body);
+    let failed = positions(&s, &sid)
+        .into_iter()
+        .find(|&(_, place)| place == 4)
+        .map(|(turn, _)| turn)
+        .expect("the failed turn is shown");
+    assert_eq!(failed, 6);
+    let r = s.request(
+        "PUT",
+        &format!("/v1/sessions/{sid}/turns/{failed}/rating"),
+        &[("Content-Type", "application/json")],
+        r#"{"rating":"up"}"#,
+    );
+    assert_eq!(r.status, 409, "{}", r.body);
+    let e = &r.json()["error"];
+    assert_eq!(e["message"], "turn 4 has no answer to rate", "{}", r.body);
+    assert_eq!(e["said"]["params"]["turn"], 4, "{}", r.body);
 }
 
 /// The export's "Summary of older turns" once the background summary wrote it.

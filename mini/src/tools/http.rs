@@ -457,8 +457,11 @@ fn read_response(
                 }
             }
             Err(e) => {
+                // The HTTP client's own timeout comes wrapped in an io::Error.
                 let timed_out = e.kind() == io::ErrorKind::TimedOut
-                    || e.to_string().to_ascii_lowercase().contains("timeout");
+                    || e.get_ref()
+                        .and_then(|inner| inner.downcast_ref::<ureq::Error>())
+                        .is_some_and(|u| matches!(u, ureq::Error::Timeout(_)));
                 let why = if timed_out {
                     format!("timed out after {} s", timeout.as_secs_f64().round())
                 } else {

@@ -320,3 +320,38 @@ fn urls_that_are_not_http_are_refused() {
         assert!(out.content.contains(expected), "{url}: {}", out.content);
     }
 }
+
+#[test]
+fn a_body_that_stalls_past_the_timeout_is_said_to_have_timed_out() {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        let Ok((mut stream, _)) = listener.accept() else {
+            return;
+        };
+        let mut byte = [0u8; 1];
+        let mut req = Vec::new();
+        while !req.ends_with(b"\r\n\r\n") && stream.read(&mut byte).is_ok_and(|n| n == 1) {
+            req.push(byte[0]);
+        }
+        // Half the body, then nothing until long after the client's timeout.
+        let _ = stream.write_all(
+            b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 100\r\n\r\nhalf",
+        );
+        std::thread::sleep(Duration::from_secs(5));
+    });
+    let mut opts = only_port(port, 1 << 20);
+    opts.timeout = Duration::from_secs(1);
+    let out = get(
+        &format!("http://127.0.0.1:{port}/slow"),
+        None,
+        &opts,
+        &Cancel::new(),
+    );
+    assert!(out.is_error, "{}", out.content);
+    assert!(
+        out.content.contains("timed out after 1 s"),
+        "{}",
+        out.content
+    );
+}

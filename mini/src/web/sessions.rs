@@ -404,10 +404,12 @@ pub(super) fn rate_turn(state: &State, req: &Request, id: &str, n: &str) -> Repl
     };
     let record: Value = serde_json::from_str(&json).unwrap_or_default();
     if record["failed"].is_string() {
+        // Named by its place in the conversation shown, as the page numbers it.
+        let at = tri!(rt.store.session(id)).branches().position(n);
         return said_error(
             409,
-            format!("turn {n} has no answer to rate"),
-            Said::new(Code::NothingToRate, json!({ "turn": n })),
+            format!("turn {at} has no answer to rate"),
+            Said::new(Code::NothingToRate, json!({ "turn": at })),
         );
     }
     let eval = crate::store::Evaluation {

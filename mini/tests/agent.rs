@@ -666,6 +666,16 @@ fn a_low_score_triggers_a_reflection_whose_lesson_is_remembered() {
         record["reflection"],
         "Before answering deploy questions, read deploy.md"
     );
+    // One call learns from the low score: the reflection, no lesson besides it.
+    let asked = |marker: &str| {
+        w.fake
+            .chat_requests()
+            .iter()
+            .filter(|r| r.body.contains(marker))
+            .count()
+    };
+    assert_eq!((asked(REFLECT), asked(LESSON)), (1, 0));
+    assert!(record["lesson"].is_null(), "{record:#}");
     let list = w.run(&["memory", "list", "--json"]).expect(0);
     assert!(list.stdout.contains("read deploy.md"), "{}", list.stdout);
     w.fake.push(Reply::Text("Reading deploy.md first.".into()));

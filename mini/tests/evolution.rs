@@ -238,6 +238,44 @@ fn a_garbage_draft_saves_nothing_and_the_turn_still_answers() {
     assert_eq!(source_of(&w, "review-diff-2").as_deref(), Some("pending"));
 }
 
+/// A low score alone is learned from once, by the reflection; a low score on a turn
+/// whose call failed also gets its lesson, which names the failed call the
+/// reflection does not see.
+#[test]
+fn a_low_score_with_a_failed_call_gets_a_lesson_besides_the_reflection() {
+    let w = World::new("lesson-low");
+    w.workspace();
+    w.fake
+        .push(tool_call("read_file", r#"{"path": "budget-q3.csv"}"#));
+    w.fake
+        .push(Reply::text("I could not find the quarterly budget file."));
+    w.fake.route(
+        POST_TURN,
+        Reply::text(r#"{"grade": {"score": 0.1, "reason": "no answer"}, "memories": []}"#),
+    );
+    w.fake.route(
+        REFLECT,
+        Reply::text(r#"{"lesson": "List the workspace before reading a file."}"#),
+    );
+    w.fake.route(
+        LESSON,
+        Reply::text(
+            r#"{"lesson": "Budget files are not at guessed paths; list first.", "tag": "general"}"#,
+        ),
+    );
+    let record = w
+        .run(&["ask", "--json", "Sum the quarterly budget spreadsheet"])
+        .expect(0)
+        .json();
+    assert_eq!(record["tools"][0]["is_error"], true, "{record:#}");
+    assert_eq!(
+        (requests_with(&w, REFLECT), requests_with(&w, LESSON)),
+        (1, 1)
+    );
+    assert!(record["lesson"].as_str().is_some(), "{record:#}");
+    assert!(record["reflection"].as_str().is_some(), "{record:#}");
+}
+
 #[test]
 fn a_failed_task_leaves_a_lesson_that_similar_questions_receive() {
     let w = World::new("lesson");

@@ -29,10 +29,23 @@ fn background_calls(w: &World) -> usize {
 /// The parts a call after an answer asked for, in the order asked.
 fn parts(call: &serde_json::Value) -> Vec<&'static str> {
     let system = call["messages"][0]["content"].as_str().unwrap_or_default();
-    ["title", "grade", "tool_chain", "memories"]
-        .into_iter()
-        .filter(|k| system.contains(&format!("\"{k}\":")))
-        .collect()
+    // The full prompt quotes its keys; the short one after a plain answer names them
+    // bare after `JSON: {`, the grade as its flat `score`.
+    let bare: Vec<&str> = system
+        .split_once("JSON: {")
+        .map_or("", |(_, shape)| shape)
+        .split([',', ' ', ':', '{', '[', '}', ']'])
+        .collect();
+    [
+        ("title", "title"),
+        ("grade", "score"),
+        ("tool_chain", "tool_chain"),
+        ("memories", "memories"),
+    ]
+    .into_iter()
+    .filter(|(k, b)| system.contains(&format!("\"{k}\":")) || bare.contains(b))
+    .map(|(k, _)| k)
+    .collect()
 }
 
 /// The session's title as `sessions list` shows it.

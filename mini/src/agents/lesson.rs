@@ -15,7 +15,7 @@ use evolve_core::provenance::Source;
 use evolve_core::text::{clip_chars, one_line, Lang, Tokenizer};
 use evolve_core::Timestamp;
 
-use super::memory::{cheap_call, NEVER};
+use super::memory::{cheap_call_sized, NEVER, SENTENCES_TOKENS};
 use super::prompts;
 use super::record::Scored;
 use super::runtime::Runtime;
@@ -178,7 +178,15 @@ pub fn learn_lesson(
             one_line(&e.reason, 300)
         ));
     }
-    let text = cheap_call(rt, prompts::LESSON, &input, usage, problems, &NEVER)?;
+    let text = cheap_call_sized(
+        rt,
+        prompts::LESSON,
+        &input,
+        SENTENCES_TOKENS,
+        usage,
+        problems,
+        &NEVER,
+    )?;
     let (lesson, tag) = match parse_reply(&text) {
         Ok(Some(found)) => found,
         Ok(None) => return None,

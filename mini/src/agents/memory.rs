@@ -435,6 +435,12 @@ pub(super) fn cheap_call(
 /// at the answer's reserve.
 const CHEAP_MAX_TOKENS: u32 = 512;
 
+/// The answer budget of a task whose reply is one JSON object of one or two short
+/// sentences (a reflection's lesson, a style note, a lesson and its tag): about 60
+/// English words or 80 Chinese characters with the keys. A small model that keeps
+/// writing stops there, not at [`CHEAP_MAX_TOKENS`].
+pub(super) const SENTENCES_TOKENS: u32 = 128;
+
 /// [`cheap_call`] with its own answer budget, for tasks whose reply grows with the
 /// input (the classification of every tool of an MCP server).
 pub(crate) fn cheap_call_sized(

@@ -16,9 +16,9 @@ use super::evaluate::grade_of;
 use super::memory::{cheap_call_sized, MemoryAgent, NEVER};
 use super::prompts::{self, PostParts};
 use super::record::{PostTurn, ToolRun, TurnRecord};
-use super::reflect::ReflectionAgent;
+use super::reflect::{ReflectWhy, ReflectionAgent};
 use super::runtime::Runtime;
-use super::trace::ToolStep;
+use super::trace::{Outcome, ToolStep};
 use crate::llm::Usage;
 
 /// At most this many memories are embedded after a turn (the new ones, and a few a
@@ -116,7 +116,8 @@ impl PostJob {
                 }
             }
             let score = post.evaluation.as_ref().map(|e| e.score);
-            if let Some(why) = ReflectionAgent::due(rt, self.turn, score) {
+            let due = ReflectionAgent::due(rt, self.turn, score);
+            if let Some(why) = due {
                 post.reflection = ReflectionAgent.reflect(
                     rt,
                     &self.session,
@@ -160,17 +161,26 @@ impl PostJob {
                 }
                 None => {}
             }
-            post.lesson = super::lesson::learn_lesson(
-                rt,
-                &self.question,
-                &self.reply,
-                &self.steps,
-                post.evaluation.as_ref(),
-                self.world.is_some(),
-                self.now,
-                &mut usage,
-                &mut problems,
-            );
+            // A low score alone is the reflection's to learn from (it ran above): one
+            // call after it, not two. A lesson is still asked when a call failed or
+            // was refused, which the reflection does not see.
+            let reflected_low = matches!(due, Some(ReflectWhy::LowScore));
+            let calls_worked = self.steps.iter().all(|s| s.outcome == Outcome::Worked);
+            if reflected_low && calls_worked {
+                log::info!("the low score was reflected on: no separate lesson");
+            } else {
+                post.lesson = super::lesson::learn_lesson(
+                    rt,
+                    &self.question,
+                    &self.reply,
+                    &self.steps,
+                    post.evaluation.as_ref(),
+                    self.world.is_some(),
+                    self.now,
+                    &mut usage,
+                    &mut problems,
+                );
+            }
         }
         if !self.overflow.is_empty() {
             ReflectionAgent.summarize(rt, &self.session, &self.overflow, &mut usage, &mut problems);
@@ -383,13 +393,16 @@ const TOOL_CHAIN_TOKENS: u32 = 320;
 const MEMORIES_TOKENS: u32 = 384;
 const FRAME_TOKENS: u32 = 16;
 
-/// The same after a plain answer, where each part is asked in a few words: a title of
-/// at most 8 words; a score and a reason of a few words; three short memories (about
-/// 35 tokens each with their fields).
-const PLAIN_TITLE_TOKENS: u32 = 20;
-const PLAIN_GRADE_TOKENS: u32 = 32;
+/// The same after a plain answer, where each part is asked in a few words and the grade
+/// is flat: a title of at most 8 words with its key (`{"title": "Capital of France", `
+/// is 10 tokens in SmolLM2's vocabulary); a score and a reason of a few words (`"score":
+/// 0.9, "reason": "correct and clear"` is 14); three short memories (about 35 tokens
+/// each with their fields). A reply cut at the limit is repaired, and the parts come in
+/// that order, so a cut loses the end of the reason first.
+const PLAIN_TITLE_TOKENS: u32 = 16;
+const PLAIN_GRADE_TOKENS: u32 = 18;
 const PLAIN_MEMORIES_TOKENS: u32 = 112;
-const PLAIN_FRAME_TOKENS: u32 = 8;
+const PLAIN_FRAME_TOKENS: u32 = 2;
 
 /// The answer budget of the call: the sum of the asked parts' — never the answer's
 /// reserve, which a small model that keeps writing would fill.

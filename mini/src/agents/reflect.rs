@@ -11,7 +11,7 @@ use evolve_core::provenance::Source;
 use evolve_core::text::{clip_chars, one_line};
 use evolve_core::Timestamp;
 
-use super::memory::{cheap_call, NEVER};
+use super::memory::{cheap_call, cheap_call_sized, NEVER, SENTENCES_TOKENS};
 use super::prompts;
 use super::runtime::Runtime;
 use crate::cancel::Cancel;
@@ -104,7 +104,15 @@ impl ReflectionAgent {
                 one_line(&e.assistant, 900),
             ));
         }
-        let text = cheap_call(rt, prompts::REFLECT, &input, usage, problems, cancel)?;
+        let text = cheap_call_sized(
+            rt,
+            prompts::REFLECT,
+            &input,
+            SENTENCES_TOKENS,
+            usage,
+            problems,
+            cancel,
+        )?;
         let lesson = field(&text, "lesson", problems, "reflection")?;
         // Turns that read outside text (their tool rounds or files) make the lesson the
         // world's: information, never an instruction.
@@ -137,9 +145,18 @@ impl ReflectionAgent {
         let input = format!(
             "User: {}\n\nReply: {}",
             clip_chars(question, 1_500),
-            clip_chars(answer, 3_000)
+            // A reply's style (length, tone, format) shows in its first part.
+            clip_chars(answer, 1_500)
         );
-        let text = cheap_call(rt, prompts::STYLE, &input, usage, problems, &NEVER)?;
+        let text = cheap_call_sized(
+            rt,
+            prompts::STYLE,
+            &input,
+            SENTENCES_TOKENS,
+            usage,
+            problems,
+            &NEVER,
+        )?;
         let note = clip_chars(&field(&text, "note", problems, "style")?, 200);
         let max = rt.config.agent.style_notes_max;
         // One write: a note removed or the notes cleared meanwhile stay so.

@@ -562,6 +562,15 @@ fn a_plain_answer_gets_a_short_call_and_a_tool_turn_the_full_one() {
             );
             let budget = call["max_tokens"].as_u64().expect("max_tokens");
             assert!(budget <= 200, "{question}: a budget of {budget}");
+            // Without memories, the instructions and the budget together stay well
+            // under a system prompt's size, so the call costs less than the answer
+            // whose exchange it reads; no quotes (a template that escapes them makes
+            // each several tokens).
+            assert!(!system.contains('"'), "{question}: {system}");
+            if !*memories {
+                assert!(system.chars().count() <= 160, "{question}: {system}");
+                assert!(budget <= 40, "{question}: a budget of {budget}");
+            }
         }
         // The grade still counts, and with memories the reminder rule is asked for.
         assert!(first["evaluation"]["score"].as_f64().is_some(), "{first}");

@@ -435,10 +435,11 @@ pub(super) fn cheap_call(
 /// at the answer's reserve.
 const CHEAP_MAX_TOKENS: u32 = 512;
 
-/// The answer budget of a task whose reply is one JSON object of one or two short
-/// sentences (a reflection's lesson, a style note, a lesson and its tag): about 60
-/// English words or 80 Chinese characters with the keys. A small model that keeps
-/// writing stops there, not at [`CHEAP_MAX_TOKENS`].
+/// The answer budgets of tasks whose reply is one JSON object holding one short
+/// sentence (a reflection's lesson, a style note: about 25 English words or 40 Chinese
+/// characters with the key), or one or two (a lesson and its tag). A small model that
+/// keeps writing stops there, not at [`CHEAP_MAX_TOKENS`].
+pub(super) const SENTENCE_TOKENS: u32 = 64;
 pub(super) const SENTENCES_TOKENS: u32 = 128;
 
 /// [`cheap_call`] with its own answer budget, for tasks whose reply grows with the

@@ -399,8 +399,8 @@ const FRAME_TOKENS: u32 = 16;
 /// 0.9, "reason": "correct and clear"` is 14); three short memories (about 35 tokens
 /// each with their fields). A reply cut at the limit is repaired, and the parts come in
 /// that order, so a cut loses the end of the reason first.
-const PLAIN_TITLE_TOKENS: u32 = 16;
-const PLAIN_GRADE_TOKENS: u32 = 18;
+const PLAIN_TITLE_TOKENS: u32 = 14;
+const PLAIN_GRADE_TOKENS: u32 = 16;
 const PLAIN_MEMORIES_TOKENS: u32 = 112;
 const PLAIN_FRAME_TOKENS: u32 = 2;
 

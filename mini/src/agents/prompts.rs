@@ -128,7 +128,7 @@ pub fn post_turn_plain(parts: PostParts, outside: bool) -> String {
     }
     if parts.grade {
         asks.push("Grade the reply (right, complete, clear?)");
-        keys.push("score 0-1, reason");
+        keys.push("score 0.0-1.0, reason");
     }
     if parts.memories {
         asks.push(

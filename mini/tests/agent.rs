@@ -592,6 +592,72 @@ fn learn_style_notes(w: &World, notes: &[&str]) {
     }
 }
 
+/// A session's style shows in its first answer graded high: the style note is asked
+/// once per session, not after every good answer; a new session asks again.
+#[test]
+fn a_style_note_is_asked_once_a_session_not_after_every_good_answer() {
+    let w = World::new("style-once");
+    let styles = || {
+        w.fake
+            .chat_requests()
+            .iter()
+            .filter(|r| r.body.contains(STYLE))
+            .count()
+    };
+    // Each turn's answer, graded high; a style note ready for whoever asks.
+    let graded_high = |answer: &str| {
+        w.fake.push(Reply::Text(answer.into()));
+        w.fake.route(
+            POST_TURN,
+            Reply::Text(r#"{"grade": {"score": 0.95, "reason": "good"}}"#.into()),
+        );
+        w.fake.route(
+            STYLE,
+            Reply::Text(r#"{"note": "Keep answers to one sentence"}"#.into()),
+        );
+    };
+    graded_high("Answer one.");
+    let first = w
+        .run(&["ask", "--json", "First question?"])
+        .expect(0)
+        .json();
+    assert_eq!(styles(), 1);
+    let sid = first["session"].as_str().unwrap().to_string();
+    for i in 2..=3 {
+        graded_high(&format!("Answer {i}."));
+        let next = w
+            .run(&[
+                "ask",
+                "--json",
+                "--session",
+                &sid,
+                &format!("Question {i}?"),
+            ])
+            .expect(0)
+            .json();
+        assert!(
+            (next["evaluation"]["score"].as_f64().unwrap_or(0.0) - 0.95).abs() < 1e-6,
+            "{next:#}"
+        );
+    }
+    assert_eq!(
+        styles(),
+        1,
+        "no style call after the session's later good answers"
+    );
+    graded_high("Answer four.");
+    w.run(&["ask", "Another session?"]).expect(0);
+    assert_eq!(styles(), 2, "a new session asks again");
+    let notes = w
+        .run(&["memory", "style", "list", "--json"])
+        .expect(0)
+        .json();
+    assert_eq!(
+        notes,
+        serde_json::json!([{"n": 1, "note": "Keep answers to one sentence"}])
+    );
+}
+
 #[test]
 fn style_notes_are_listed_removed_and_cleared_from_the_command_line() {
     let w = World::new("style-cli");

@@ -132,13 +132,19 @@ impl PostJob {
             if self.world.is_some() {
                 log::info!("no style note from a turn that read outside text");
             } else if score.is_some_and(|s| s >= rt.config.agent.style_above) {
-                post.style_note = ReflectionAgent.learn_style(
-                    rt,
-                    &self.question,
-                    &self.reply,
-                    &mut usage,
-                    &mut problems,
-                );
+                if self.style_learned_before(rt.config.agent.style_above) {
+                    // The session's style showed in an earlier answer graded as high:
+                    // one call per session, not one after every good answer.
+                    log::info!("a style note was asked after an earlier answer of this session");
+                } else {
+                    post.style_note = ReflectionAgent.learn_style(
+                        rt,
+                        &self.question,
+                        &self.reply,
+                        &mut usage,
+                        &mut problems,
+                    );
+                }
             }
             // tea-agent's 经验固化 (step 12): a task that worked becomes a skill, one that went
             // wrong a lesson.
@@ -190,6 +196,16 @@ impl PostJob {
         self.record.absorb(&post);
         self.record.save(&rt.store);
         post
+    }
+
+    /// Whether an earlier turn of this session was graded at least `above` (by the
+    /// evaluator or the person), so its style note was asked then. A store that cannot
+    /// be read says no: the note is asked.
+    fn style_learned_before(&self, above: f32) -> bool {
+        self.rt
+            .store
+            .evaluations(&self.session)
+            .is_ok_and(|all| all.iter().any(|e| e.turn < self.turn && e.score >= above))
     }
 
     /// The one cheap-model call after the answer: the parts this turn has work for

@@ -103,7 +103,7 @@ pub const CONFIG_TEMPLATE: &str = r#"# evolve configuration — `evolve config s
 # evaluation score is below reflect_below (0–1).
 #reflect_every = 10
 #reflect_below = 0.5
-# Replies scoring at least style_above (0–1) teach style notes; at most
+# A session's first reply scoring at least style_above (0–1) teaches a style note; at most
 # style_notes_max notes are kept and used.
 #style_above = 0.8
 #style_notes_max = 8

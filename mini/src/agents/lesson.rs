@@ -15,7 +15,7 @@ use evolve_core::provenance::Source;
 use evolve_core::text::{clip_chars, one_line, Lang, Tokenizer};
 use evolve_core::Timestamp;
 
-use super::memory::{cheap_call_sized, NEVER, SENTENCES_TOKENS};
+use super::memory::{cheap_call_sized, NEVER, TWO_SENTENCES_TOKENS};
 use super::prompts;
 use super::record::Scored;
 use super::runtime::Runtime;
@@ -182,7 +182,7 @@ pub fn learn_lesson(
         rt,
         prompts::LESSON,
         &input,
-        SENTENCES_TOKENS,
+        TWO_SENTENCES_TOKENS,
         usage,
         problems,
         &NEVER,

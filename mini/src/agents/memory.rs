@@ -439,8 +439,8 @@ const CHEAP_MAX_TOKENS: u32 = 512;
 /// sentence (a reflection's lesson, a style note: about 25 English words or 40 Chinese
 /// characters with the key), or one or two (a lesson and its tag). A small model that
 /// keeps writing stops there, not at [`CHEAP_MAX_TOKENS`].
-pub(super) const SENTENCE_TOKENS: u32 = 64;
-pub(super) const SENTENCES_TOKENS: u32 = 128;
+pub(super) const ONE_SENTENCE_TOKENS: u32 = 64;
+pub(super) const TWO_SENTENCES_TOKENS: u32 = 128;
 
 /// [`cheap_call`] with its own answer budget, for tasks whose reply grows with the
 /// input (the classification of every tool of an MCP server).

@@ -11,7 +11,7 @@ use evolve_core::provenance::Source;
 use evolve_core::text::{clip_chars, one_line};
 use evolve_core::Timestamp;
 
-use super::memory::{cheap_call, cheap_call_sized, NEVER, SENTENCE_TOKENS};
+use super::memory::{cheap_call, cheap_call_sized, NEVER, ONE_SENTENCE_TOKENS};
 use super::prompts;
 use super::runtime::Runtime;
 use crate::cancel::Cancel;
@@ -108,7 +108,7 @@ impl ReflectionAgent {
             rt,
             prompts::REFLECT,
             &input,
-            SENTENCE_TOKENS,
+            ONE_SENTENCE_TOKENS,
             usage,
             problems,
             cancel,
@@ -152,7 +152,7 @@ impl ReflectionAgent {
             rt,
             prompts::STYLE,
             &input,
-            SENTENCE_TOKENS,
+            ONE_SENTENCE_TOKENS,
             usage,
             problems,
             &NEVER,
